@@ -1,0 +1,26 @@
+//! unipi-tui: a terminal workbench that runs the Pi coding agent in a PTY pane and draws native
+//! widgets around it. The binary (`src/main.rs`) is a thin wrapper over [`run`]; everything lives
+//! in this library so integration tests and benchmarks can reach the pieces.
+
+pub mod app;
+pub mod cli;
+pub mod config;
+pub mod pane;
+pub mod pi;
+pub mod scripted;
+pub mod term;
+pub mod views;
+
+pub use cli::run;
+
+/// Snapshot into the top-level `snapshots/` folder (one folder for the whole workspace; the
+/// module path stays in the file name so names are unique). Only for tests.
+#[cfg(test)]
+#[macro_export]
+macro_rules! assert_ui_snapshot {
+    ($name:expr, $value:expr) => {{
+        let mut settings = insta::Settings::clone_current();
+        settings.set_snapshot_path(concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots"));
+        settings.bind(|| insta::assert_snapshot!($name, $value));
+    }};
+}

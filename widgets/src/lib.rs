@@ -1,0 +1,14 @@
+//! Pure ratatui widgets for unipi-tui. Each widget renders a plain view-model struct into a
+//! `Buffer`: no I/O, no tasks, no global state — which is what makes every one of them
+//! snapshot-testable.
+
+/// Snapshot into the workspace's top-level `snapshots/` folder. Only for tests.
+#[cfg(test)]
+#[macro_export]
+macro_rules! assert_ui_snapshot {
+    ($name:expr, $value:expr) => {{
+        let mut settings = insta::Settings::clone_current();
+        settings.set_snapshot_path(concat!(env!("CARGO_MANIFEST_DIR"), "/../snapshots"));
+        settings.bind(|| insta::assert_snapshot!($name, $value));
+    }};
+}
