@@ -1,2 +1,350 @@
-//! TODO
-pub fn run() -> std::process::ExitCode { std::process::ExitCode::SUCCESS }
+//! The command line: `unipi-tui [OPTIONS] [PI_ARGS]...` and `unipi-tui demo`.
+//!
+//! unipi-tui is a drop-in for `pi`, so it owns only a few, prefixed or documented options and
+//! hands every other argument to Pi unchanged and in order (`unipi-tui --model x -c "hi"` runs
+//! `pi --model x -c "hi"`). Our options are picked out wherever they appear; everything after a
+//! bare `--` goes to Pi verbatim. The exit code is Pi's.
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{CommandFactory, Parser};
+
+use crate::app::{AppOptions, AppOutcome};
+use crate::config;
+use crate::pi;
+
+/// A terminal workbench for the Pi coding agent.
+#[derive(Debug, Parser)]
+#[command(
+    name = "unipi-tui",
+    version,
+    about = "A terminal workbench for the Pi coding agent: runs Pi in a pane with native widgets around it.",
+    override_usage = "unipi-tui [OPTIONS] [PI_ARGS]...\n       unipi-tui demo [--scenario FILE] [OPTIONS] [PI_ARGS]...",
+    disable_help_flag = true,
+    disable_version_flag = true
+)]
+pub struct Cli {
+    /// The Pi executable to run (default: `pi` on PATH, else the pinned Pi in the cache dir).
+    #[arg(long, value_name = "PATH", env = "UNIPI_PI_BIN")]
+    pub pi_bin: Option<PathBuf>,
+
+    /// Log level for the log file (error, warn, info, debug, trace or a tracing filter).
+    #[arg(long, value_name = "LEVEL", env = "UNIPI_LOG", default_value = "info")]
+    pub log_level: String,
+
+    /// With `demo`: a scenario file for the scripted model server instead of the built-in tour.
+    #[arg(long, value_name = "FILE")]
+    pub scenario: Option<PathBuf>,
+
+    /// Print help.
+    #[arg(long, short = 'h', action = clap::ArgAction::Help)]
+    pub help: Option<bool>,
+
+    /// Print version (and the pinned Pi versions).
+    #[arg(long, action = clap::ArgAction::SetTrue)]
+    pub version: bool,
+}
+
+/// Our options that take a value, by flag name.
+const VALUE_FLAGS: &[&str] = &["--pi-bin", "--log-level", "--scenario"];
+/// Our options without a value.
+const BARE_FLAGS: &[&str] = &["--help", "-h", "--version"];
+
+/// The command line split into ours and Pi's.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct SplitArgs {
+    pub demo: bool,
+    pub ours: Vec<OsString>,
+    pub pi: Vec<OsString>,
+}
+
+/// Splits `args` (without the program name) into our options and Pi's arguments.
+pub fn split_args(args: impl IntoIterator<Item = OsString>) -> SplitArgs {
+    let mut split = SplitArgs::default();
+    let mut args = args.into_iter().peekable();
+    if args.peek().is_some_and(|a| a == "demo") {
+        split.demo = true;
+        args.next();
+    }
+    while let Some(arg) = args.next() {
+        let text = arg.to_string_lossy();
+        if text == "--" {
+            split.pi.extend(args.by_ref());
+            break;
+        }
+        let name = text.split_once('=').map_or(text.as_ref(), |(n, _)| n);
+        if VALUE_FLAGS.contains(&name) {
+            let has_inline_value = text.contains('=');
+            split.ours.push(arg.clone());
+            if !has_inline_value && let Some(value) = args.next() {
+                split.ours.push(value);
+            }
+        } else if BARE_FLAGS.contains(&text.as_ref()) {
+            split.ours.push(arg.clone());
+        } else {
+            split.pi.push(arg.clone());
+        }
+    }
+    split
+}
+
+/// Entry point of the binary.
+pub fn run() -> ExitCode {
+    let split = split_args(std::env::args_os().skip(1));
+    let mut ours = vec![OsString::from("unipi-tui")];
+    ours.extend(split.ours.iter().cloned());
+    let cli = match Cli::try_parse_from(ours) {
+        Ok(cli) => cli,
+        Err(err) if err.kind() == clap::error::ErrorKind::DisplayHelp => {
+            print_help();
+            return ExitCode::SUCCESS;
+        }
+        Err(err) => {
+            let _ = err.print();
+            return ExitCode::from(2);
+        }
+    };
+    if cli.version {
+        print_version(cli.pi_bin.as_deref());
+        return ExitCode::SUCCESS;
+    }
+    match run_workbench(cli, split) {
+        Ok(code) => ExitCode::from(u8::try_from(code.clamp(0, 255)).unwrap_or(1)),
+        Err(err) => {
+            eprintln!("unipi-tui: {err:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run_workbench(cli: Cli, split: SplitArgs) -> Result<i32> {
+    let log_path = log_file_path();
+    let _log_guard = init_logging(&log_path, &cli.log_level);
+    tracing::info!(version = env!("CARGO_PKG_VERSION"), "unipi-tui starting");
+
+    let mut announce = |line: &str| {
+        eprintln!("{line}");
+        tracing::info!("{line}");
+    };
+    let pi = pi::locate(cli.pi_bin.as_deref(), &mut announce)?;
+
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    let (keymap, keymap_errors) = config::keymap::load_keymap(config::keymap_file().as_deref());
+    let (theme, theme_errors) =
+        config::theme::load_theme(config::theme_file().as_deref(), no_color);
+    let config_errors: Vec<String> = keymap_errors
+        .iter()
+        .chain(theme_errors.iter())
+        .map(|e| e.to_string())
+        .collect();
+    for error in &config_errors {
+        tracing::warn!("config: {error}");
+    }
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("failed to start the async runtime")?;
+
+    let mut options = AppOptions {
+        pi,
+        pi_args: split.pi,
+        pi_env: vec![],
+        keymap,
+        theme,
+        config_errors,
+        log_path,
+        keyboard_enhancement: std::env::var_os("UNIPI_TUI_DISABLE_KEYBOARD_ENHANCEMENT")
+            .is_none_or(|v| v.is_empty() || v == "0"),
+        scrollback: crate::pane::history::DEFAULT_CAPACITY,
+    };
+
+    let outcome: AppOutcome = runtime.block_on(async {
+        // The demo's server and agent dir live exactly as long as the session.
+        let _demo = if split.demo {
+            Some(crate::demo::prepare(&mut options, cli.scenario.as_deref()).await?)
+        } else {
+            None
+        };
+        crate::app::run(options).await
+    })?;
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+
+    if let Some(exit) = outcome.pi_exit
+        && !exit.success()
+    {
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(err, "unipi-tui: Pi exited with {}", describe_exit(exit));
+        for line in &outcome.last_lines {
+            let _ = writeln!(err, "  {line}");
+        }
+    }
+    tracing::info!(code = outcome.code, "unipi-tui exiting");
+    Ok(outcome.code)
+}
+
+fn describe_exit(exit: crate::pane::pty::ChildExit) -> String {
+    match exit {
+        crate::pane::pty::ChildExit::Code(code) => format!("status {code}"),
+        crate::pane::pty::ChildExit::Signal(sig) => {
+            let name = nix::sys::signal::Signal::try_from(sig)
+                .map(|s| s.as_str().to_string())
+                .unwrap_or_else(|_| format!("signal {sig}"));
+            format!("{name} (status {})", 128 + sig)
+        }
+    }
+}
+
+fn print_help() {
+    let mut cmd = Cli::command();
+    let paths = format!(
+        "Every other argument goes to Pi unchanged (run `unipi-tui -- --help` for Pi's own help);\n\
+         after a bare `--` everything goes to Pi. The exit code is Pi's.\n\n\
+         Files:\n  log file   {}\n  keymap     {}\n  theme      {}\n\n\
+         Environment: UNIPI_PI_BIN, UNIPI_LOG, NO_COLOR, UNIPI_TUI_DISABLE_KEYBOARD_ENHANCEMENT=1\n\
+         Pinned Pi: {} {} (Node >= {}), legacy {} {}",
+        log_file_path().display(),
+        config_path("keymap.toml"),
+        config_path("theme.toml"),
+        pi::versions().current_package,
+        pi::versions().current_version,
+        pi::versions().current_min_node,
+        pi::versions().legacy_package,
+        pi::versions().legacy_version,
+    );
+    cmd = cmd.after_help(paths);
+    let _ = cmd.print_help();
+}
+
+fn config_path(name: &str) -> String {
+    config::config_dir()
+        .map(|d| d.join(name).display().to_string())
+        .unwrap_or_else(|| format!("~/.config/unipi-tui/{name}"))
+}
+
+fn print_version(pi_bin: Option<&Path>) {
+    let v = pi::versions();
+    println!("unipi-tui {}", env!("CARGO_PKG_VERSION"));
+    println!(
+        "pinned Pi: {}@{} (current), {}@{} (legacy)",
+        v.current_package, v.current_version, v.legacy_package, v.legacy_version
+    );
+    let found = pi_bin
+        .map(Path::to_path_buf)
+        .or_else(|| which("pi"))
+        .map(|p| {
+            let version = pi::package_version_near(&p).unwrap_or_else(|| "unknown version".into());
+            format!("{} ({version})", p.display())
+        })
+        .unwrap_or_else(|| "not found (it will be installed into the cache on first run)".into());
+    println!("Pi in use: {found}");
+}
+
+fn which(name: &str) -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+/// `~/.local/state/unipi-tui/unipi-tui.log` (or the cache dir where there is no state dir).
+pub fn log_file_path() -> PathBuf {
+    dirs::state_dir()
+        .or_else(dirs::cache_dir)
+        .unwrap_or_else(std::env::temp_dir)
+        .join("unipi-tui")
+        .join("unipi-tui.log")
+}
+
+/// Logs go to a file only: the terminal belongs to the TUI. The file is rotated once at 8 MB.
+fn init_logging(path: &Path, level: &str) -> Option<tracing_appender::non_blocking::WorkerGuard> {
+    let dir = path.parent()?;
+    std::fs::create_dir_all(dir).ok()?;
+    if std::fs::metadata(path).is_ok_and(|m| m.len() > 8 * 1024 * 1024) {
+        let _ = std::fs::rename(path, path.with_extension("log.1"));
+    }
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .ok()?;
+    let (writer, guard) = tracing_appender::non_blocking(file);
+    let filter = tracing_subscriber::EnvFilter::try_new(level)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(writer)
+        .with_ansi(false)
+        .try_init()
+        .ok()?;
+    Some(guard)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn split(args: &[&str]) -> SplitArgs {
+        split_args(args.iter().map(OsString::from))
+    }
+
+    fn os(args: &[&str]) -> Vec<OsString> {
+        args.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn pi_arguments_pass_through_unchanged_and_in_order() {
+        let s = split(&["--model", "x", "-c", "fix the --help text", "-p"]);
+        assert!(!s.demo);
+        assert!(s.ours.is_empty());
+        assert_eq!(
+            s.pi,
+            os(&["--model", "x", "-c", "fix the --help text", "-p"])
+        );
+    }
+
+    #[test]
+    fn our_options_are_picked_out_anywhere() {
+        let s = split(&[
+            "--model",
+            "x",
+            "--pi-bin",
+            "/opt/pi",
+            "-c",
+            "--log-level=debug",
+            "hi",
+        ]);
+        assert_eq!(s.ours, os(&["--pi-bin", "/opt/pi", "--log-level=debug"]));
+        assert_eq!(s.pi, os(&["--model", "x", "-c", "hi"]));
+    }
+
+    #[test]
+    fn everything_after_double_dash_goes_to_pi() {
+        let s = split(&["--pi-bin", "p", "--", "--help", "--pi-bin", "q"]);
+        assert_eq!(s.ours, os(&["--pi-bin", "p"]));
+        assert_eq!(s.pi, os(&["--help", "--pi-bin", "q"]));
+    }
+
+    #[test]
+    fn demo_is_a_subcommand_only_in_first_position() {
+        let s = split(&["demo", "--scenario", "s.toml", "--tui-mode", "regular"]);
+        assert!(s.demo);
+        assert_eq!(s.ours, os(&["--scenario", "s.toml"]));
+        assert_eq!(s.pi, os(&["--tui-mode", "regular"]));
+        let s = split(&["-c", "demo"]);
+        assert!(!s.demo);
+        assert_eq!(s.pi, os(&["-c", "demo"]));
+    }
+
+    #[test]
+    fn our_flags_parse_with_clap() {
+        let cli = Cli::try_parse_from(["unipi-tui", "--pi-bin", "/x/pi", "--log-level", "debug"])
+            .unwrap();
+        assert_eq!(cli.pi_bin.as_deref(), Some(Path::new("/x/pi")));
+        assert_eq!(cli.log_level, "debug");
+    }
+}

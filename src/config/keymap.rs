@@ -1,1 +1,1103 @@
-//! TODO
+//! The workbench keymap: which keys (and chords) the workbench takes for itself, and the rule that
+//! every other key goes to Pi unchanged. Bindings come from the embedded `keymaps/default.toml`
+//! merged with the user's `keymap.toml` key by key, and are resolved through a small trie (helix's
+//! keymap idea) so chords like `ctrl+g h` work: [`Keymap::feed`] answers matched, pending, or
+//! not-ours-after-all with every key of the abandoned prefix, so the caller can forward them to Pi
+//! in order. Keys are normalised first (crossterm reports Shift+A as `Char('A')` with or without
+//! SHIFT, Shift+Tab as `BackTab`) so a binding written once matches however the terminal spells it.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use toml::de::{DeTable, DeValue};
+
+use super::error::{self, ConfigError};
+
+/// The embedded default keymap.
+pub const DEFAULT_KEYMAP: &str = include_str!("../../keymaps/default.toml");
+
+/// What a binding does. The names (`Action::name`) are what keymap files say; the declaration
+/// order is the order the help overlay lists them in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Action {
+    Help,
+    ScrollPageUp,
+    ScrollPageDown,
+    ScrollLineUp,
+    ScrollLineDown,
+    ScrollLive,
+    Dock,
+}
+
+impl Action {
+    /// Every action, in the order the help overlay lists them.
+    pub const ALL: [Action; 7] = [
+        Action::Help,
+        Action::ScrollPageUp,
+        Action::ScrollPageDown,
+        Action::ScrollLineUp,
+        Action::ScrollLineDown,
+        Action::ScrollLive,
+        Action::Dock,
+    ];
+
+    /// The stable name used in keymap files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Action::Help => "help",
+            Action::ScrollPageUp => "scroll.page_up",
+            Action::ScrollPageDown => "scroll.page_down",
+            Action::ScrollLineUp => "scroll.line_up",
+            Action::ScrollLineDown => "scroll.line_down",
+            Action::ScrollLive => "scroll.live",
+            Action::Dock => "dock",
+        }
+    }
+
+    /// One line for the help overlay.
+    pub fn description(self) -> &'static str {
+        match self {
+            Action::Help => "Show these key bindings",
+            Action::ScrollPageUp => "Scroll Pi's output up a page",
+            Action::ScrollPageDown => "Scroll Pi's output down a page",
+            Action::ScrollLineUp => "Scroll Pi's output up a line",
+            Action::ScrollLineDown => "Scroll Pi's output down a line",
+            Action::ScrollLive => "Back to live output",
+            Action::Dock => "Open the background-task dock",
+        }
+    }
+
+    /// The action a keymap file names, if any.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|action| action.name() == name)
+    }
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What one key did to the keymap.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KeymapResult {
+    /// The key completed a binding; the keys are consumed.
+    Matched(Action),
+    /// The key starts or continues a chord; hold it back from Pi for now.
+    Pending,
+    /// Not a workbench key: forward these events to Pi, in order (the held-back keys of an
+    /// abandoned chord, then this one).
+    NotFound(Vec<KeyEvent>),
+}
+
+/// One key with its modifiers, normalised so equal presses compare equal: letters are lowercase
+/// with SHIFT when shifted, symbols carry no SHIFT (the symbol says it), Shift+Tab is Tab+SHIFT,
+/// and only Ctrl/Alt/Shift/Super count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Key {
+    pub code: KeyCode,
+    pub modifiers: KeyModifiers,
+}
+
+impl Key {
+    /// The normalised key of a terminal key event.
+    pub fn from_event(event: &KeyEvent) -> Self {
+        normalise(event.code, event.modifiers)
+    }
+
+    /// Parse one key in keymap notation: `f1`, `shift+pageup`, `ctrl+g`, `alt+?`.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let mut modifiers = KeyModifiers::NONE;
+        let mut rest = text;
+        'prefixes: loop {
+            for (prefix, modifier) in MODIFIER_NAMES {
+                // `rest.len() > prefix.len()` keeps "ctrl++" meaning Ctrl and the "+" key.
+                if rest.len() > prefix.len()
+                    && rest.is_char_boundary(prefix.len())
+                    && rest[..prefix.len()].eq_ignore_ascii_case(prefix)
+                {
+                    modifiers |= modifier;
+                    rest = &rest[prefix.len()..];
+                    continue 'prefixes;
+                }
+            }
+            break;
+        }
+        let code = parse_code(rest, modifiers)?;
+        Ok(normalise(code, modifiers))
+    }
+
+    /// The form shown to people: `Shift+PgUp`, `Ctrl+G`, `F1`, `Alt+?`.
+    pub fn display(&self) -> String {
+        let mut out = String::new();
+        for (modifier, name) in MODIFIER_DISPLAY {
+            if self.modifiers.contains(modifier) {
+                out.push_str(name);
+                out.push('+');
+            }
+        }
+        match self.code {
+            KeyCode::Char(c) if c != ' ' && self.modifiers.is_empty() => out.push(c),
+            KeyCode::Char(c) if c != ' ' => out.extend(c.to_uppercase()),
+            code => out.push_str(&code_name(code, true)),
+        }
+        out
+    }
+}
+
+/// The keymap-file form: `shift+pageup`, `ctrl+g`, `f1`.
+impl fmt::Display for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (modifier, name) in MODIFIER_DISPLAY {
+            if self.modifiers.contains(modifier) {
+                write!(f, "{}+", name.to_ascii_lowercase())?;
+            }
+        }
+        f.write_str(&code_name(self.code, false))
+    }
+}
+
+/// Parse a key sequence: keys separated by whitespace (`"ctrl+g h"`).
+pub fn parse_sequence(text: &str) -> Result<Vec<Key>, String> {
+    let keys = text
+        .split_whitespace()
+        .map(Key::parse)
+        .collect::<Result<Vec<_>, _>>()?;
+    if keys.is_empty() {
+        return Err("expected a key, e.g. \"f1\" or \"shift+pageup\"".to_owned());
+    }
+    Ok(keys)
+}
+
+/// The display form of a key sequence: `Ctrl+G H`.
+pub fn display_sequence(keys: &[Key]) -> String {
+    keys.iter().map(Key::display).collect::<Vec<_>>().join(" ")
+}
+
+/// The resolved bindings plus the state of a half-typed chord.
+#[derive(Clone, Debug, Default)]
+pub struct Keymap {
+    root: HashMap<Key, Node>,
+    bindings: Vec<(Vec<Key>, Action)>,
+    /// The keys of the chord typed so far, and the events to give back if it is abandoned
+    /// (including releases and bare modifier presses that arrived meanwhile).
+    pending: Vec<Key>,
+    held: Vec<KeyEvent>,
+}
+
+impl Keymap {
+    /// The built-in bindings only.
+    pub fn defaults() -> Self {
+        keymap_from_sources(None).0
+    }
+
+    /// Feed one key event. Presses and repeats walk the trie; releases and bare modifier keys
+    /// never start or break a chord: alone they go straight to Pi, inside a chord they are held
+    /// with it.
+    pub fn feed(&mut self, event: &KeyEvent) -> KeymapResult {
+        let passive =
+            event.kind == KeyEventKind::Release || matches!(event.code, KeyCode::Modifier(_));
+        if passive {
+            if self.pending.is_empty() {
+                return KeymapResult::NotFound(vec![*event]);
+            }
+            self.held.push(*event);
+            return KeymapResult::Pending;
+        }
+
+        let key = Key::from_event(event);
+        let step = self.children().and_then(|children| children.get(&key));
+        match step {
+            Some(Node::Leaf(action)) => {
+                let action = *action;
+                self.pending.clear();
+                self.held.clear();
+                KeymapResult::Matched(action)
+            }
+            Some(Node::Branch(_)) => {
+                self.pending.push(key);
+                self.held.push(*event);
+                KeymapResult::Pending
+            }
+            None => {
+                let mut events = self.cancel();
+                events.push(*event);
+                KeymapResult::NotFound(events)
+            }
+        }
+    }
+
+    /// True while a chord is half typed.
+    pub fn is_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// Abandon a half-typed chord (a timeout, focus loss) and return its events for Pi.
+    pub fn cancel(&mut self) -> Vec<KeyEvent> {
+        self.pending.clear();
+        std::mem::take(&mut self.held)
+    }
+
+    /// Every binding as (display keys, action), grouped by action in [`Action::ALL`] order — what
+    /// the help overlay lists. Within an action the user's keys come first, then the defaults in
+    /// file order, so the first key is the one to show in a hint ("F1 help").
+    pub fn bindings(&self) -> Vec<(String, Action)> {
+        let mut out: Vec<(String, Action)> = self
+            .bindings
+            .iter()
+            .map(|(keys, action)| (display_sequence(keys), *action))
+            .collect();
+        // Stable: keeps insertion order (user file, then defaults) within each action.
+        out.sort_by_key(|(_, action)| *action);
+        out
+    }
+
+    /// The display keys bound to `action`, in the order of [`Keymap::bindings`]; empty when it is
+    /// unbound. For hints such as "F1 help".
+    pub fn keys_for(&self, action: Action) -> Vec<String> {
+        self.bindings()
+            .into_iter()
+            .filter(|(_, bound)| *bound == action)
+            .map(|(keys, _)| keys)
+            .collect()
+    }
+
+    /// The key sequences bound to `action` (a single-key binding is a one-element sequence).
+    pub fn sequences_for(&self, action: Action) -> Vec<Vec<Key>> {
+        self.bindings
+            .iter()
+            .filter(|(_, bound)| *bound == action)
+            .map(|(keys, _)| keys.clone())
+            .collect()
+    }
+
+    /// The trie level under the pending keys (the root when nothing is pending).
+    fn children(&self) -> Option<&HashMap<Key, Node>> {
+        let mut level = &self.root;
+        for key in &self.pending {
+            match level.get(key) {
+                Some(Node::Branch(next)) => level = next,
+                _ => return None,
+            }
+        }
+        Some(level)
+    }
+}
+
+/// Load the keymap: the defaults, with `user_file` merged over them when it exists. Problems in
+/// the user file are returned (and skipped), never fatal.
+pub fn load_keymap(user_file: Option<&Path>) -> (Keymap, Vec<ConfigError>) {
+    match error::read_user_file(user_file) {
+        Ok(Some(text)) => {
+            let path = user_file.unwrap_or(Path::new("keymap.toml"));
+            keymap_from_sources(Some((path, &text)))
+        }
+        Ok(None) => keymap_from_sources(None),
+        Err(err) => {
+            let (keymap, mut errors) = keymap_from_sources(None);
+            errors.insert(0, err);
+            (keymap, errors)
+        }
+    }
+}
+
+/// Build a keymap from the defaults and an optional user file given as (path, contents).
+pub fn keymap_from_sources(user: Option<(&Path, &str)>) -> (Keymap, Vec<ConfigError>) {
+    let mut errors = Vec::new();
+    let default_path = PathBuf::from("<built-in>/keymaps/default.toml");
+    let defaults = parse_entries(&default_path, DEFAULT_KEYMAP, &mut errors);
+    let user_entries = match user {
+        Some((path, text)) => parse_entries(path, text, &mut errors),
+        None => Vec::new(),
+    };
+
+    let mut keymap = Keymap::default();
+    // User entries go in first so theirs win any conflict with a default; among the user's own
+    // entries the earlier one in the file wins.
+    let mut seen: HashSet<Vec<Key>> = HashSet::new();
+    for entry in &user_entries {
+        if !seen.insert(entry.keys.clone()) {
+            errors.push(entry.error(format!(
+                "{} is bound twice; keeping the first",
+                display_sequence(&entry.keys)
+            )));
+            continue;
+        }
+        let Some(action) = entry.action else { continue };
+        if let Err(other) = insert(&mut keymap, &entry.keys, action) {
+            errors.push(entry.error(conflict_message(&entry.keys, &other)));
+        }
+    }
+    for entry in &defaults {
+        if seen.contains(&entry.keys) {
+            continue;
+        }
+        let Some(action) = entry.action else { continue };
+        if let Err(other) = insert(&mut keymap, &entry.keys, action) {
+            if user_entries.iter().any(|u| u.keys == other) {
+                tracing::debug!(
+                    "default binding {} dropped: your {} takes its keys",
+                    display_sequence(&entry.keys),
+                    display_sequence(&other)
+                );
+            } else {
+                errors.push(entry.error(conflict_message(&entry.keys, &other)));
+            }
+        }
+    }
+    (keymap, errors)
+}
+
+#[derive(Clone, Debug)]
+enum Node {
+    Leaf(Action),
+    Branch(HashMap<Key, Node>),
+}
+
+/// One `"keys" = "action"` line of a keymap file; `action: None` is `"none"` (unbind).
+struct Entry<'a> {
+    keys: Vec<Key>,
+    action: Option<Action>,
+    path: &'a Path,
+    text: &'a str,
+    offset: usize,
+}
+
+impl Entry<'_> {
+    fn error(&self, message: String) -> ConfigError {
+        ConfigError::at(self.path, self.text, self.offset, message)
+    }
+}
+
+const MODIFIER_NAMES: [(&str, KeyModifiers); 5] = [
+    ("ctrl+", KeyModifiers::CONTROL),
+    ("control+", KeyModifiers::CONTROL),
+    ("alt+", KeyModifiers::ALT),
+    ("shift+", KeyModifiers::SHIFT),
+    ("super+", KeyModifiers::SUPER),
+];
+
+const MODIFIER_DISPLAY: [(KeyModifiers, &str); 4] = [
+    (KeyModifiers::CONTROL, "Ctrl"),
+    (KeyModifiers::ALT, "Alt"),
+    (KeyModifiers::SHIFT, "Shift"),
+    (KeyModifiers::SUPER, "Super"),
+];
+
+/// Named keys: (file names, the first one canonical; display name; code).
+const NAMED_KEYS: [(&[&str], &str, KeyCode); 15] = [
+    (&["esc", "escape"], "Esc", KeyCode::Esc),
+    (&["enter", "return"], "Enter", KeyCode::Enter),
+    (&["tab"], "Tab", KeyCode::Tab),
+    (&["space"], "Space", KeyCode::Char(' ')),
+    (&["backspace"], "Backspace", KeyCode::Backspace),
+    (&["delete", "del"], "Del", KeyCode::Delete),
+    (&["insert", "ins"], "Ins", KeyCode::Insert),
+    (&["home"], "Home", KeyCode::Home),
+    (&["end"], "End", KeyCode::End),
+    (&["pageup", "pgup"], "PgUp", KeyCode::PageUp),
+    (&["pagedown", "pgdn"], "PgDn", KeyCode::PageDown),
+    (&["up"], "Up", KeyCode::Up),
+    (&["down"], "Down", KeyCode::Down),
+    (&["left"], "Left", KeyCode::Left),
+    (&["right"], "Right", KeyCode::Right),
+];
+
+const ONLY_BINDINGS: &str = "expected only a [bindings] table";
+
+fn normalise(code: KeyCode, modifiers: KeyModifiers) -> Key {
+    let mut modifiers = modifiers
+        & (KeyModifiers::SHIFT | KeyModifiers::CONTROL | KeyModifiers::ALT | KeyModifiers::SUPER);
+    let code = match code {
+        KeyCode::Char(c) if c.is_alphabetic() => {
+            let mut lower = c.to_lowercase();
+            match (lower.next(), lower.next()) {
+                (Some(l), None) if l != c => {
+                    modifiers |= KeyModifiers::SHIFT;
+                    KeyCode::Char(l)
+                }
+                _ => KeyCode::Char(c),
+            }
+        }
+        KeyCode::Char(c) if !c.is_whitespace() => {
+            // The terminal already applied Shift to make the symbol; some report SHIFT as well.
+            modifiers.remove(KeyModifiers::SHIFT);
+            KeyCode::Char(c)
+        }
+        KeyCode::BackTab => {
+            modifiers |= KeyModifiers::SHIFT;
+            KeyCode::Tab
+        }
+        code => code,
+    };
+    Key { code, modifiers }
+}
+
+fn parse_code(name: &str, modifiers: KeyModifiers) -> Result<KeyCode, String> {
+    let mut chars = name.chars();
+    if let (Some(c), None) = (chars.next(), chars.next()) {
+        if !c.is_alphanumeric() && !c.is_whitespace() && modifiers.contains(KeyModifiers::SHIFT) {
+            return Err(format!(
+                "\"shift+{c}\": write the shifted symbol itself (e.g. \"?\" rather than \"shift+/\")"
+            ));
+        }
+        if c.is_control() || c.is_whitespace() {
+            return Err(format!("unknown key {name:?}; write \"space\", \"tab\", …"));
+        }
+        return Ok(KeyCode::Char(c));
+    }
+    let lower = name.to_ascii_lowercase();
+    if let Some((_, _, code)) = NAMED_KEYS
+        .iter()
+        .find(|(names, _, _)| names.contains(&lower.as_str()))
+    {
+        return Ok(*code);
+    }
+    if lower == "backtab" {
+        return Ok(KeyCode::BackTab);
+    }
+    let function = lower.strip_prefix('f').and_then(|n| n.parse::<u8>().ok());
+    if let Some(n) = function.filter(|n| (1..=24).contains(n)) {
+        return Ok(KeyCode::F(n));
+    }
+    if name.is_empty() {
+        return Err("expected a key after the modifiers".to_owned());
+    }
+    Err(format!(
+        "unknown key {name:?}; expected a letter, digit or symbol, f1-f24, or one of esc, enter, \
+         tab, space, backspace, delete, insert, home, end, pageup, pagedown, up, down, left, right"
+    ))
+}
+
+/// The name of a non-letter key, for people (`display`) or for keymap files.
+fn code_name(code: KeyCode, display: bool) -> String {
+    if let Some((names, shown, _)) = NAMED_KEYS.iter().find(|(_, _, c)| *c == code) {
+        return if display {
+            (*shown).to_owned()
+        } else {
+            names[0].to_owned()
+        };
+    }
+    match code {
+        KeyCode::F(n) if display => format!("F{n}"),
+        KeyCode::F(n) => format!("f{n}"),
+        KeyCode::Char(c) => c.to_string(),
+        other => format!("{other:?}").to_lowercase(),
+    }
+}
+
+/// Read the `[bindings]` entries of one keymap file, reporting what is wrong and skipping it.
+fn parse_entries<'a>(
+    path: &'a Path,
+    text: &'a str,
+    errors: &mut Vec<ConfigError>,
+) -> Vec<Entry<'a>> {
+    let document = match DeTable::parse(text) {
+        Ok(document) => document,
+        Err(err) => {
+            errors.push(error::from_toml(path, text, &err));
+            return Vec::new();
+        }
+    };
+    let mut entries = Vec::new();
+    for (section, value) in document.get_ref() {
+        if section.get_ref() != "bindings" {
+            errors.push(ConfigError::at(
+                path,
+                text,
+                section.span().start,
+                format!("unknown key `{}`: {ONLY_BINDINGS}", section.get_ref()),
+            ));
+            continue;
+        }
+        let DeValue::Table(bindings) = value.get_ref() else {
+            errors.push(ConfigError::at(
+                path,
+                text,
+                value.span().start,
+                ONLY_BINDINGS,
+            ));
+            continue;
+        };
+        for (keys, action) in bindings {
+            let offset = keys.span().start;
+            let parsed_keys = match parse_sequence(keys.get_ref()) {
+                Ok(parsed) => parsed,
+                Err(message) => {
+                    errors.push(ConfigError::at(path, text, offset, message));
+                    continue;
+                }
+            };
+            let action = match action.get_ref() {
+                DeValue::String(name) if name == "none" => None,
+                DeValue::String(name) => match Action::from_name(name) {
+                    Some(action) => Some(action),
+                    None => {
+                        errors.push(ConfigError::at(
+                            path,
+                            text,
+                            action.span().start,
+                            format!("unknown action {:?}; expected {}", name, action_list()),
+                        ));
+                        continue;
+                    }
+                },
+                other => {
+                    errors.push(ConfigError::at(
+                        path,
+                        text,
+                        action.span().start,
+                        format!(
+                            "expected an action name in quotes, found a {}",
+                            other.type_str()
+                        ),
+                    ));
+                    continue;
+                }
+            };
+            entries.push(Entry {
+                keys: parsed_keys,
+                action,
+                path,
+                text,
+                offset,
+            });
+        }
+    }
+    // The TOML map is ordered by key; "first in the file wins" needs file order.
+    entries.sort_by_key(|entry| entry.offset);
+    entries
+}
+
+fn action_list() -> String {
+    let mut names: Vec<String> = Action::ALL
+        .iter()
+        .map(|a| format!("\"{}\"", a.name()))
+        .collect();
+    names.push("\"none\"".to_owned());
+    names.join(", ")
+}
+
+/// Add a binding to the trie, or return the keys of the binding it collides with: one that is a
+/// prefix of these keys, or that these keys are a prefix of.
+fn insert(keymap: &mut Keymap, keys: &[Key], action: Action) -> Result<(), Vec<Key>> {
+    let collision = keymap.bindings.iter().find(|(bound, _)| {
+        let shorter = bound.len().min(keys.len());
+        bound[..shorter] == keys[..shorter]
+    });
+    if let Some((bound, _)) = collision {
+        return Err(bound.clone());
+    }
+    let Some((last, path)) = keys.split_last() else {
+        return Ok(());
+    };
+    let mut level = &mut keymap.root;
+    for key in path {
+        let node = level
+            .entry(*key)
+            .or_insert_with(|| Node::Branch(HashMap::new()));
+        level = match node {
+            Node::Branch(next) => next,
+            // Ruled out by the collision check above: no bound sequence is a prefix of `keys`.
+            Node::Leaf(_) => return Err(keys.to_vec()),
+        };
+    }
+    level.insert(*last, Node::Leaf(action));
+    keymap.bindings.push((keys.to_vec(), action));
+    Ok(())
+}
+
+fn conflict_message(keys: &[Key], other: &[Key]) -> String {
+    if keys == other {
+        format!(
+            "{} is bound twice; keeping the first",
+            display_sequence(keys)
+        )
+    } else if other.len() < keys.len() {
+        format!(
+            "{} cannot be a chord: {} alone is already bound",
+            display_sequence(keys),
+            display_sequence(other)
+        )
+    } else {
+        format!(
+            "{} cannot be bound alone: it starts the chord {}",
+            display_sequence(keys),
+            display_sequence(other)
+        )
+    }
+}
+
+#[cfg(test)]
+// A panic is how a test reports failure; the workspace denies unwrap for non-test code.
+mod tests {
+    use super::*;
+
+    /// A press event for one key in keymap notation (the tests' key language, like helix's
+    /// `<C-x>` notation).
+    fn press(text: &str) -> KeyEvent {
+        let key = Key::parse(text).unwrap();
+        KeyEvent::new(key.code, key.modifiers)
+    }
+
+    fn release(text: &str) -> KeyEvent {
+        KeyEvent {
+            kind: KeyEventKind::Release,
+            ..press(text)
+        }
+    }
+
+    fn with_user(toml: &str) -> (Keymap, Vec<String>) {
+        let (keymap, errors) = keymap_from_sources(Some((Path::new("/cfg/keymap.toml"), toml)));
+        (keymap, errors.iter().map(ToString::to_string).collect())
+    }
+
+    /// Feed a sequence of presses and return the last result.
+    fn feed_all(keymap: &mut Keymap, keys: &str) -> KeymapResult {
+        let mut last = KeymapResult::Pending;
+        for key in keys.split_whitespace() {
+            last = keymap.feed(&press(key));
+        }
+        last
+    }
+
+    #[test]
+    fn defaults_load_cleanly_and_list_every_action() {
+        let (keymap, errors) = keymap_from_sources(None);
+        assert!(errors.is_empty(), "{errors:?}");
+        let bindings: Vec<(String, &str)> = keymap
+            .bindings()
+            .into_iter()
+            .map(|(keys, action)| (keys, action.name()))
+            .collect();
+        let want = [
+            ("F1", "help"),
+            ("Alt+?", "help"),
+            ("Shift+PgUp", "scroll.page_up"),
+            ("Shift+PgDn", "scroll.page_down"),
+            ("Alt+Shift+Up", "scroll.line_up"),
+            ("Alt+Shift+Down", "scroll.line_down"),
+            ("Shift+End", "scroll.live"),
+            ("Shift+Down", "dock"),
+        ];
+        let want: Vec<(String, &str)> = want.iter().map(|(k, a)| ((*k).to_owned(), *a)).collect();
+        assert_eq!(bindings, want);
+        assert_eq!(keymap.keys_for(Action::Help), ["F1", "Alt+?"]);
+    }
+
+    #[test]
+    fn defaults_leave_tmux_prefix_and_plain_typing_to_pi() {
+        let mut keymap = Keymap::defaults();
+        for key in [
+            "ctrl+b", "a", "A", "?", "enter", "esc", "pageup", "up", "shift+up", "ctrl+g",
+        ] {
+            assert_eq!(
+                keymap.feed(&press(key)),
+                KeymapResult::NotFound(vec![press(key)]),
+                "{key}"
+            );
+        }
+    }
+
+    #[test]
+    fn action_names_round_trip() {
+        for action in Action::ALL {
+            assert_eq!(Action::from_name(action.name()), Some(action));
+            assert!(!action.description().is_empty());
+        }
+        assert_eq!(Action::from_name("scroll"), None);
+    }
+
+    #[test]
+    fn key_parse_table() {
+        let cases = [
+            ("f1", KeyCode::F(1), KeyModifiers::NONE),
+            ("F12", KeyCode::F(12), KeyModifiers::NONE),
+            ("shift+pageup", KeyCode::PageUp, KeyModifiers::SHIFT),
+            ("Shift+PageDown", KeyCode::PageDown, KeyModifiers::SHIFT),
+            ("shift+pgdn", KeyCode::PageDown, KeyModifiers::SHIFT),
+            ("ctrl+g", KeyCode::Char('g'), KeyModifiers::CONTROL),
+            ("control+g", KeyCode::Char('g'), KeyModifiers::CONTROL),
+            (
+                "alt+shift+up",
+                KeyCode::Up,
+                KeyModifiers::ALT.union(KeyModifiers::SHIFT),
+            ),
+            ("shift+a", KeyCode::Char('a'), KeyModifiers::SHIFT),
+            ("A", KeyCode::Char('a'), KeyModifiers::SHIFT),
+            ("alt+?", KeyCode::Char('?'), KeyModifiers::ALT),
+            ("ctrl++", KeyCode::Char('+'), KeyModifiers::CONTROL),
+            ("+", KeyCode::Char('+'), KeyModifiers::NONE),
+            ("space", KeyCode::Char(' '), KeyModifiers::NONE),
+            ("shift+tab", KeyCode::Tab, KeyModifiers::SHIFT),
+            ("backtab", KeyCode::Tab, KeyModifiers::SHIFT),
+            ("super+k", KeyCode::Char('k'), KeyModifiers::SUPER),
+            ("esc", KeyCode::Esc, KeyModifiers::NONE),
+            ("Escape", KeyCode::Esc, KeyModifiers::NONE),
+        ];
+        for (text, code, modifiers) in cases {
+            assert_eq!(Key::parse(text), Ok(Key { code, modifiers }), "{text}");
+        }
+    }
+
+    #[test]
+    fn key_parse_errors_say_what_was_expected() {
+        let cases = [
+            ("shift+/", "write the shifted symbol itself"),
+            ("hyper+x", "unknown key \"hyper+x\""),
+            ("ctrl+", "unknown key \"ctrl+\""),
+            ("f25", "unknown key \"f25\""),
+            ("pagee", "expected a letter, digit or symbol"),
+        ];
+        for (text, want) in cases {
+            let err = Key::parse(text).unwrap_err();
+            assert!(err.contains(want), "{text}: {err}");
+        }
+        assert!(
+            parse_sequence("   ")
+                .unwrap_err()
+                .contains("expected a key")
+        );
+    }
+
+    #[test]
+    fn events_normalise_to_the_same_key_as_the_notation() {
+        let shift = KeyModifiers::SHIFT;
+        let cases = [
+            (
+                KeyEvent::new(KeyCode::Char('A'), KeyModifiers::NONE),
+                "shift+a",
+            ),
+            (KeyEvent::new(KeyCode::Char('A'), shift), "shift+a"),
+            (KeyEvent::new(KeyCode::Char('a'), shift), "shift+a"),
+            (
+                KeyEvent::new(KeyCode::Char('G'), KeyModifiers::CONTROL),
+                "ctrl+shift+g",
+            ),
+            (KeyEvent::new(KeyCode::BackTab, shift), "shift+tab"),
+            (
+                KeyEvent::new(KeyCode::BackTab, KeyModifiers::NONE),
+                "shift+tab",
+            ),
+            (KeyEvent::new(KeyCode::Char('?'), shift), "?"),
+            (
+                KeyEvent::new(KeyCode::Char('?'), shift | KeyModifiers::ALT),
+                "alt+?",
+            ),
+            (KeyEvent::new(KeyCode::Char(' '), shift), "shift+space"),
+            (
+                KeyEvent::new(
+                    KeyCode::Char('g'),
+                    KeyModifiers::CONTROL | KeyModifiers::HYPER,
+                ),
+                "ctrl+g",
+            ),
+            (KeyEvent::new(KeyCode::PageUp, shift), "shift+pageup"),
+        ];
+        for (event, text) in cases {
+            assert_eq!(
+                Key::from_event(&event),
+                Key::parse(text).unwrap(),
+                "{event:?} vs {text}"
+            );
+        }
+    }
+
+    #[test]
+    fn key_display_and_file_form_table() {
+        let cases = [
+            ("shift+pageup", "Shift+PgUp", "shift+pageup"),
+            ("shift+pgdn", "Shift+PgDn", "shift+pagedown"),
+            ("f1", "F1", "f1"),
+            ("alt+?", "Alt+?", "alt+?"),
+            ("ctrl+g", "Ctrl+G", "ctrl+g"),
+            ("h", "h", "h"),
+            ("A", "Shift+A", "shift+a"),
+            ("alt+shift+down", "Alt+Shift+Down", "alt+shift+down"),
+            ("ctrl+space", "Ctrl+Space", "ctrl+space"),
+            ("shift+tab", "Shift+Tab", "shift+tab"),
+        ];
+        for (text, shown, file_form) in cases {
+            let key = Key::parse(text).unwrap();
+            assert_eq!(key.display(), shown, "{text}");
+            assert_eq!(key.to_string(), file_form, "{text}");
+            assert_eq!(Key::parse(&key.to_string()), Ok(key), "{text} round trip");
+        }
+        assert_eq!(
+            display_sequence(&parse_sequence("ctrl+g  h").unwrap()),
+            "Ctrl+G h"
+        );
+    }
+
+    #[test]
+    fn default_keys_match_their_actions() {
+        let mut keymap = Keymap::defaults();
+        let cases = [
+            ("f1", Action::Help),
+            ("shift+pageup", Action::ScrollPageUp),
+            ("shift+pagedown", Action::ScrollPageDown),
+            ("alt+shift+up", Action::ScrollLineUp),
+            ("alt+shift+down", Action::ScrollLineDown),
+            ("shift+end", Action::ScrollLive),
+            ("shift+down", Action::Dock),
+        ];
+        for (key, action) in cases {
+            assert_eq!(
+                keymap.feed(&press(key)),
+                KeymapResult::Matched(action),
+                "{key}"
+            );
+            assert!(!keymap.is_pending());
+        }
+        // Alt+? arrives with SHIFT from some terminals.
+        let alt_question =
+            KeyEvent::new(KeyCode::Char('?'), KeyModifiers::ALT | KeyModifiers::SHIFT);
+        assert_eq!(
+            keymap.feed(&alt_question),
+            KeymapResult::Matched(Action::Help)
+        );
+    }
+
+    #[test]
+    fn chords_match_pend_and_give_back_abandoned_keys() {
+        let (mut keymap, errors) =
+            with_user("[bindings]\n\"ctrl+g h\" = \"help\"\n\"ctrl+g d d\" = \"dock\"\n");
+        assert!(errors.is_empty(), "{errors:?}");
+
+        assert_eq!(keymap.feed(&press("ctrl+g")), KeymapResult::Pending);
+        assert!(keymap.is_pending());
+        assert_eq!(
+            keymap.feed(&press("h")),
+            KeymapResult::Matched(Action::Help)
+        );
+        assert!(!keymap.is_pending());
+
+        assert_eq!(
+            feed_all(&mut keymap, "ctrl+g d d"),
+            KeymapResult::Matched(Action::Dock)
+        );
+
+        // A key that does not continue the chord sends the whole prefix on, in order.
+        assert_eq!(keymap.feed(&press("ctrl+g")), KeymapResult::Pending);
+        assert_eq!(keymap.feed(&press("d")), KeymapResult::Pending);
+        assert_eq!(
+            keymap.feed(&press("x")),
+            KeymapResult::NotFound(vec![press("ctrl+g"), press("d"), press("x")])
+        );
+        assert!(!keymap.is_pending());
+
+        // Even a key that is bound on its own ends the chord and goes along with it.
+        assert_eq!(keymap.feed(&press("ctrl+g")), KeymapResult::Pending);
+        assert_eq!(
+            keymap.feed(&press("f1")),
+            KeymapResult::NotFound(vec![press("ctrl+g"), press("f1")])
+        );
+    }
+
+    #[test]
+    fn releases_and_modifier_keys_neither_start_nor_break_chords() {
+        let (mut keymap, _) = with_user("[bindings]\n\"ctrl+g h\" = \"help\"\n");
+        assert_eq!(
+            keymap.feed(&release("f1")),
+            KeymapResult::NotFound(vec![release("f1")])
+        );
+
+        assert_eq!(keymap.feed(&press("ctrl+g")), KeymapResult::Pending);
+        assert_eq!(keymap.feed(&release("ctrl+g")), KeymapResult::Pending);
+        let shift = KeyEvent::new(
+            KeyCode::Modifier(crossterm::event::ModifierKeyCode::LeftShift),
+            KeyModifiers::SHIFT,
+        );
+        assert_eq!(keymap.feed(&shift), KeymapResult::Pending);
+        assert_eq!(
+            keymap.feed(&press("x")),
+            KeymapResult::NotFound(vec![press("ctrl+g"), release("ctrl+g"), shift, press("x")])
+        );
+
+        assert_eq!(keymap.feed(&press("ctrl+g")), KeymapResult::Pending);
+        assert_eq!(keymap.feed(&release("ctrl+g")), KeymapResult::Pending);
+        assert_eq!(keymap.cancel(), vec![press("ctrl+g"), release("ctrl+g")]);
+        assert!(!keymap.is_pending());
+        assert_eq!(keymap.cancel(), vec![]);
+    }
+
+    #[test]
+    fn repeats_match_like_presses() {
+        let mut keymap = Keymap::defaults();
+        let repeat = KeyEvent {
+            kind: KeyEventKind::Repeat,
+            ..press("shift+pageup")
+        };
+        assert_eq!(
+            keymap.feed(&repeat),
+            KeymapResult::Matched(Action::ScrollPageUp)
+        );
+    }
+
+    #[test]
+    fn user_file_merges_key_by_key() {
+        let (mut keymap, errors) = with_user(
+            r#"
+            [bindings]
+            "f1" = "dock"            # replaces the default for F1
+            "shift+down" = "none"    # unbinds
+            "f2" = "help"            # adds a key; Alt+? keeps working
+            "Shift+PgUp" = "scroll.line_up"
+            "#,
+        );
+        assert!(errors.is_empty(), "{errors:?}");
+        let cases = [
+            ("f1", KeymapResult::Matched(Action::Dock)),
+            ("f2", KeymapResult::Matched(Action::Help)),
+            ("alt+?", KeymapResult::Matched(Action::Help)),
+            ("shift+pageup", KeymapResult::Matched(Action::ScrollLineUp)),
+            (
+                "shift+pagedown",
+                KeymapResult::Matched(Action::ScrollPageDown),
+            ),
+            (
+                "shift+down",
+                KeymapResult::NotFound(vec![press("shift+down")]),
+            ),
+        ];
+        for (key, want) in cases {
+            assert_eq!(keymap.feed(&press(key)), want, "{key}");
+        }
+        assert_eq!(keymap.keys_for(Action::Dock), ["F1"]);
+        // The user's key comes first, so hints show it.
+        assert_eq!(keymap.keys_for(Action::Help), ["F2", "Alt+?"]);
+    }
+
+    #[test]
+    fn user_chord_wins_over_a_default_it_collides_with() {
+        let (mut keymap, errors) = with_user("[bindings]\n\"shift+down t\" = \"dock\"\n");
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(
+            feed_all(&mut keymap, "shift+down t"),
+            KeymapResult::Matched(Action::Dock)
+        );
+        assert_eq!(keymap.keys_for(Action::Dock), ["Shift+Down t"]);
+    }
+
+    #[test]
+    fn bad_entries_are_reported_at_their_line_and_skipped() {
+        let cases: [(&str, &str); 8] = [
+            (
+                "[bindings]\n\"f2\" = \"hepl\"\n",
+                "/cfg/keymap.toml:2:8: unknown action \"hepl\"; expected \"help\", \"scroll.page_up\"",
+            ),
+            (
+                "[bindings]\n  \"shift+pagee\" = \"help\"\n",
+                "/cfg/keymap.toml:2:3: unknown key \"pagee\"",
+            ),
+            (
+                "[bindings]\n\"f2\" = 3\n",
+                "/cfg/keymap.toml:2:8: expected an action name in quotes, found a integer",
+            ),
+            (
+                "[bindings]\n\"f2\" = \"help\"\n\"F2\" = \"dock\"\n",
+                "/cfg/keymap.toml:3:1: F2 is bound twice; keeping the first",
+            ),
+            (
+                "[bindings]\n\"ctrl+g\" = \"help\"\n\"ctrl+g h\" = \"dock\"\n",
+                "/cfg/keymap.toml:3:1: Ctrl+G h cannot be a chord: Ctrl+G alone is already bound",
+            ),
+            (
+                "[bindings]\n\"ctrl+g h\" = \"help\"\n\"ctrl+g\" = \"dock\"\n",
+                "/cfg/keymap.toml:3:1: Ctrl+G cannot be bound alone: it starts the chord Ctrl+G h",
+            ),
+            (
+                "[keys]\n\"f2\" = \"help\"\n",
+                "/cfg/keymap.toml:1:2: unknown key `keys`: expected only a [bindings] table",
+            ),
+            (
+                "bindings = 1\n",
+                "/cfg/keymap.toml:1:12: expected only a [bindings] table",
+            ),
+        ];
+        for (toml, want) in cases {
+            let (keymap, errors) = with_user(toml);
+            assert_eq!(errors.len(), 1, "{toml:?}: {errors:?}");
+            assert!(
+                errors[0].starts_with(want),
+                "{toml:?}:\n got  {}\n want {want}",
+                errors[0]
+            );
+            // The defaults still work.
+            assert_eq!(
+                keymap.clone().feed(&press("shift+pageup")),
+                KeymapResult::Matched(Action::ScrollPageUp)
+            );
+        }
+    }
+
+    #[test]
+    fn good_entries_survive_a_bad_neighbour() {
+        let (mut keymap, errors) = with_user("[bindings]\n\"f2\" = \"nope\"\n\"f3\" = \"help\"\n");
+        assert_eq!(errors.len(), 1);
+        assert_eq!(
+            keymap.feed(&press("f3")),
+            KeymapResult::Matched(Action::Help)
+        );
+        assert_eq!(
+            keymap.feed(&press("f2")),
+            KeymapResult::NotFound(vec![press("f2")])
+        );
+    }
+
+    #[test]
+    fn toml_syntax_error_keeps_the_defaults() {
+        let (mut keymap, errors) = with_user("[bindings]\nshift+pageup = \"help\"\n");
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(
+            errors[0].starts_with("/cfg/keymap.toml:2:"),
+            "{}",
+            errors[0]
+        );
+        assert!(errors[0].contains("invalid TOML"), "{}", errors[0]);
+        assert!(errors[0].contains("put keys in quotes"), "{}", errors[0]);
+        assert_eq!(
+            keymap.feed(&press("f1")),
+            KeymapResult::Matched(Action::Help)
+        );
+    }
+
+    #[test]
+    fn load_keymap_reads_the_user_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("keymap.toml");
+
+        let (keymap, errors) = load_keymap(Some(&path));
+        assert!(
+            errors.is_empty(),
+            "a missing file is not an error: {errors:?}"
+        );
+        assert_eq!(keymap.bindings(), Keymap::defaults().bindings());
+
+        std::fs::write(&path, "[bindings]\n\"f1\" = \"none\"\n\"f5\" = \"bogus\"\n").unwrap();
+        let (mut keymap, errors) = load_keymap(Some(&path));
+        assert_eq!(errors.len(), 1);
+        assert_eq!(errors[0].path(), path);
+        assert!(
+            errors[0]
+                .to_string()
+                .contains(":3:8: unknown action \"bogus\""),
+            "{}",
+            errors[0]
+        );
+        assert_eq!(
+            keymap.feed(&press("f1")),
+            KeymapResult::NotFound(vec![press("f1")])
+        );
+
+        let (keymap, errors) = load_keymap(Some(dir.path()));
+        assert!(
+            matches!(errors.as_slice(), [ConfigError::Unreadable { .. }]),
+            "{errors:?}"
+        );
+        assert_eq!(keymap.bindings(), Keymap::defaults().bindings());
+    }
+}

@@ -3,6 +3,7 @@
 
 pub mod emulator;
 pub mod encode;
+pub mod history;
 pub mod pty;
 pub mod render;
 
@@ -17,4 +18,27 @@ pub struct KeyboardModes {
     pub modify_other_keys: u8,
     /// DECCKM: cursor keys send `SS3 A` instead of `CSI A`.
     pub application_cursor: bool,
+}
+
+/// An sRGB colour as the terminal reports it in OSC 4/10/11 replies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Rgb(pub u8, pub u8, pub u8);
+
+/// The colours the workbench claims as "its terminal's" when the child asks (OSC 10/11/4 and the
+/// colour-scheme report). They come from the active theme so Pi picks matching colours.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TerminalColors {
+    pub foreground: Rgb,
+    pub background: Rgb,
+    /// The 16 ANSI colours; 16..=255 follow the standard xterm cube and grey ramp.
+    pub palette: [Rgb; 16],
+}
+
+impl TerminalColors {
+    /// True when the background is dark (relative luminance below one half); drives the
+    /// `CSI ? 997 ; 1|2 n` colour-scheme report.
+    pub fn is_dark(&self) -> bool {
+        let Rgb(r, g, b) = self.background;
+        (0.2126 * f64::from(r) + 0.7152 * f64::from(g) + 0.0722 * f64::from(b)) < 128.0
+    }
 }

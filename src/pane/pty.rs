@@ -1,1 +1,353 @@
-//! TODO
+//! Pi's pseudo-terminal: spawning the child in its own session, the blocking reader thread, the
+//! writer task, the reaper thread, resizing, and stopping the whole process group.
+//!
+//! The PTY master blocks on read, so it is read on a dedicated OS thread (never on the async
+//! runtime), which hands chunks to the app through a callback. Writes go through an unbounded
+//! channel to a second thread, so a child that stops reading cannot stall the event loop. The
+//! child is reaped with `waitpid` on a third thread; we wait ourselves (rather than through
+//! portable-pty) because its exit status folds signals into a string and we need the signal
+//! number to exit with `128 + N` like a shell.
+
+use std::ffi::OsString;
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::sync::mpsc as std_mpsc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use nix::sys::signal::{Signal, killpg};
+use nix::sys::wait::{WaitStatus, waitpid};
+use nix::unistd::Pid;
+use portable_pty::{CommandBuilder, MasterPty, PtySize, native_pty_system};
+
+/// What to run in the PTY.
+#[derive(Clone, Debug)]
+pub struct SpawnSpec {
+    pub program: OsString,
+    pub args: Vec<OsString>,
+    /// Added to (or overriding) the inherited environment.
+    pub env: Vec<(OsString, OsString)>,
+    pub cwd: Option<PathBuf>,
+    pub rows: u16,
+    pub cols: u16,
+}
+
+/// What the PTY reports to its owner.
+#[derive(Debug)]
+pub enum PtyEvent {
+    /// Bytes the child wrote. Order is preserved.
+    Output(Vec<u8>),
+    /// The child's output reached EOF (it exited or closed the terminal).
+    Closed,
+    /// The child was reaped.
+    Exited(ChildExit),
+}
+
+/// How the child ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChildExit {
+    Code(i32),
+    Signal(i32),
+}
+
+impl ChildExit {
+    /// The exit code a shell would report for this child: the code, or `128 + signal`.
+    pub fn shell_code(self) -> i32 {
+        match self {
+            ChildExit::Code(code) => code,
+            ChildExit::Signal(sig) => 128 + sig,
+        }
+    }
+
+    pub fn success(self) -> bool {
+        self == ChildExit::Code(0)
+    }
+}
+
+/// A running child in a PTY.
+pub struct Pty {
+    master: Box<dyn MasterPty + Send>,
+    writer: std_mpsc::Sender<Vec<u8>>,
+    pid: Pid,
+}
+
+impl Pty {
+    /// Spawns the child and starts the reader, writer and reaper threads. `on_event` is called from
+    /// those threads; it must be cheap and never block for long (it typically sends on a channel).
+    pub fn spawn<F>(spec: SpawnSpec, on_event: F) -> Result<Pty>
+    where
+        F: Fn(PtyEvent) + Send + Sync + 'static,
+    {
+        let pair = native_pty_system()
+            .openpty(PtySize {
+                rows: spec.rows.max(1),
+                cols: spec.cols.max(1),
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .context("failed to open a pseudo-terminal")?;
+
+        let mut cmd = CommandBuilder::new(&spec.program);
+        cmd.args(&spec.args);
+        if let Some(cwd) = &spec.cwd {
+            cmd.cwd(cwd);
+        }
+        cmd.env("TERM", "xterm-256color");
+        cmd.env("COLORTERM", "truecolor");
+        for (key, value) in &spec.env {
+            cmd.env(key, value);
+        }
+        let child = pair
+            .slave
+            .spawn_command(cmd)
+            .with_context(|| format!("failed to start {}", spec.program.to_string_lossy()))?;
+        // The slave must not stay open in the parent, or the reader never sees EOF.
+        drop(pair.slave);
+        let raw_pid = child
+            .process_id()
+            .context("the spawned child has no process id")?;
+        let pid = Pid::from_raw(
+            i32::try_from(raw_pid).context("the child's process id does not fit a pid_t")?,
+        );
+        // We reap with waitpid ourselves; the portable-pty handle is not needed beyond this point
+        // (dropping a std Child neither kills nor waits).
+        drop(child);
+
+        let on_event = std::sync::Arc::new(on_event);
+        let reader = pair
+            .master
+            .try_clone_reader()
+            .context("failed to clone the PTY reader")?;
+        let writer = pair
+            .master
+            .take_writer()
+            .context("failed to take the PTY writer")?;
+
+        spawn_reader(reader, on_event.clone())?;
+        let writer = spawn_writer(writer)?;
+        spawn_reaper(pid, on_event)?;
+
+        Ok(Pty {
+            master: pair.master,
+            writer,
+            pid,
+        })
+    }
+
+    /// Queues bytes for the child. Never blocks.
+    pub fn write(&self, bytes: Vec<u8>) {
+        if bytes.is_empty() {
+            return;
+        }
+        if self.writer.send(bytes).is_err() {
+            tracing::debug!("PTY writer is gone; dropping input");
+        }
+    }
+
+    /// Resizes the PTY (the child gets SIGWINCH). The caller resizes its parser at the same time.
+    pub fn resize(&self, rows: u16, cols: u16) -> Result<()> {
+        self.master
+            .resize(PtySize {
+                rows: rows.max(1),
+                cols: cols.max(1),
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .context("failed to resize the PTY")
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.pid.as_raw().unsigned_abs()
+    }
+
+    /// Sends a signal to the child's whole process group (portable-pty makes the child a session
+    /// leader, so its pid is its group id): descendants such as shells Pi started die too.
+    pub fn signal_group(&self, signal: Signal) {
+        if let Err(err) = killpg(self.pid, signal) {
+            tracing::debug!("killpg({}, {signal}) failed: {err}", self.pid);
+        }
+    }
+
+    /// Asks the child to stop (SIGHUP then SIGTERM to the group), and kills the group after
+    /// `grace` if it is still there. Blocks for at most `grace` plus a short poll.
+    pub fn terminate(&self, grace: Duration) {
+        self.signal_group(Signal::SIGHUP);
+        self.signal_group(Signal::SIGTERM);
+        let deadline = std::time::Instant::now() + grace;
+        while std::time::Instant::now() < deadline {
+            if !group_alive(self.pid) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        tracing::warn!("Pi did not stop within {grace:?}; killing its process group");
+        self.signal_group(Signal::SIGKILL);
+    }
+}
+
+fn group_alive(pgid: Pid) -> bool {
+    // Signal 0 checks for existence without delivering anything.
+    killpg(pgid, None).is_ok()
+}
+
+fn spawn_reader<F>(mut reader: Box<dyn Read + Send>, on_event: std::sync::Arc<F>) -> Result<()>
+where
+    F: Fn(PtyEvent) + Send + Sync + 'static,
+{
+    std::thread::Builder::new()
+        .name("pty-reader".into())
+        .spawn(move || {
+            let mut buf = vec![0u8; 64 * 1024];
+            loop {
+                match reader.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => on_event(PtyEvent::Output(buf[..n].to_vec())),
+                    Err(err)
+                        if matches!(
+                            err.kind(),
+                            std::io::ErrorKind::Interrupted | std::io::ErrorKind::WouldBlock
+                        ) => {}
+                    // Linux reports EIO once the child side is gone: that is EOF.
+                    Err(err) => {
+                        tracing::debug!("PTY read ended: {err}");
+                        break;
+                    }
+                }
+            }
+            on_event(PtyEvent::Closed);
+        })
+        .context("failed to start the PTY reader thread")?;
+    Ok(())
+}
+
+fn spawn_writer(mut writer: Box<dyn Write + Send>) -> Result<std_mpsc::Sender<Vec<u8>>> {
+    let (tx, rx) = std_mpsc::channel::<Vec<u8>>();
+    std::thread::Builder::new()
+        .name("pty-writer".into())
+        .spawn(move || {
+            while let Ok(bytes) = rx.recv() {
+                if let Err(err) = writer.write_all(&bytes).and_then(|()| writer.flush()) {
+                    tracing::debug!("PTY write failed: {err}");
+                    break;
+                }
+            }
+        })
+        .context("failed to start the PTY writer thread")?;
+    Ok(tx)
+}
+
+fn spawn_reaper<F>(pid: Pid, on_event: std::sync::Arc<F>) -> Result<()>
+where
+    F: Fn(PtyEvent) + Send + Sync + 'static,
+{
+    std::thread::Builder::new()
+        .name("pty-reaper".into())
+        .spawn(move || {
+            let exit = loop {
+                match waitpid(pid, None) {
+                    Ok(WaitStatus::Exited(_, code)) => break ChildExit::Code(code),
+                    Ok(WaitStatus::Signaled(_, sig, _)) => break ChildExit::Signal(sig as i32),
+                    Ok(_) => continue,
+                    Err(nix::errno::Errno::EINTR) => continue,
+                    Err(err) => {
+                        tracing::error!("waitpid({pid}) failed: {err}");
+                        break ChildExit::Code(1);
+                    }
+                }
+            };
+            on_event(PtyEvent::Exited(exit));
+        })
+        .context("failed to start the PTY reaper thread")?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn collect(spec: SpawnSpec) -> (Vec<u8>, ChildExit) {
+        let (tx, rx) = std_mpsc::channel();
+        let _pty = Pty::spawn(spec, move |ev| {
+            let _ = tx.send(ev);
+        })
+        .unwrap();
+        let mut out = Vec::new();
+        let mut exit = None;
+        let mut closed = false;
+        while exit.is_none() || !closed {
+            match rx.recv_timeout(Duration::from_secs(10)).unwrap() {
+                PtyEvent::Output(b) => out.extend(b),
+                PtyEvent::Closed => closed = true,
+                PtyEvent::Exited(e) => exit = Some(e),
+            }
+        }
+        (out, exit.unwrap())
+    }
+
+    fn sh(script: &str) -> SpawnSpec {
+        SpawnSpec {
+            program: "sh".into(),
+            args: vec!["-c".into(), script.into()],
+            env: vec![],
+            cwd: None,
+            rows: 24,
+            cols: 80,
+        }
+    }
+
+    #[test]
+    fn child_sees_a_terminal_with_our_term_and_size() {
+        let (out, exit) = collect(sh("echo $TERM $COLORTERM; stty size; exit 3"));
+        let text = String::from_utf8_lossy(&out);
+        assert!(text.contains("xterm-256color truecolor"), "{text}");
+        assert!(text.contains("24 80"), "{text}");
+        assert_eq!(exit, ChildExit::Code(3));
+        assert_eq!(exit.shell_code(), 3);
+    }
+
+    #[test]
+    fn signal_death_maps_to_128_plus_signal() {
+        let (_, exit) = collect(sh("kill -9 $$"));
+        assert_eq!(exit, ChildExit::Signal(9));
+        assert_eq!(exit.shell_code(), 137);
+    }
+
+    #[test]
+    fn terminate_kills_the_whole_group() {
+        let (tx, rx) = std_mpsc::channel();
+        let pty = Pty::spawn(
+            sh("trap '' TERM HUP; sleep 30 & echo started $!; wait"),
+            move |ev| {
+                let _ = tx.send(ev);
+            },
+        )
+        .unwrap();
+        // Wait until the script runs, so its traps are installed; it prints the sleep's pid.
+        let mut seen = String::new();
+        let sleep_pid = loop {
+            if let PtyEvent::Output(b) = rx.recv_timeout(Duration::from_secs(10)).unwrap() {
+                seen.push_str(&String::from_utf8_lossy(&b));
+                if let Some(rest) = seen.split("started ").nth(1)
+                    && rest.contains('\n')
+                {
+                    break rest.trim().to_string();
+                }
+            }
+        };
+        pty.terminate(Duration::from_millis(300));
+        let exit = loop {
+            if let PtyEvent::Exited(e) = rx.recv_timeout(Duration::from_secs(10)).unwrap() {
+                break e;
+            }
+        };
+        assert_eq!(exit, ChildExit::Signal(9));
+        // The background sleep ignored SIGTERM/SIGHUP too; it must be dead (gone, or a zombie
+        // waiting for a reaper that is not us).
+        std::thread::sleep(Duration::from_millis(100));
+        let stat = std::fs::read_to_string(format!("/proc/{sleep_pid}/stat")).unwrap_or_default();
+        assert!(
+            stat.is_empty() || stat.contains(") Z"),
+            "sleep {sleep_pid} still running: {stat}"
+        );
+    }
+}

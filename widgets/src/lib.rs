@@ -2,6 +2,17 @@
 //! `Buffer`: no I/O, no tasks, no global state — which is what makes every one of them
 //! snapshot-testable.
 
+pub mod footer;
+pub mod help;
+pub mod scrollback;
+pub mod text;
+pub mod theme;
+
+pub use theme::Theme;
+
+#[cfg(test)]
+mod test_support;
+
 /// Snapshot into the workspace's top-level `snapshots/` folder. Only for tests.
 #[cfg(test)]
 #[macro_export]

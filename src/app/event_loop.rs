@@ -1,0 +1,345 @@
+//! The loop: spawn Pi, take the terminal, and turn events into state changes and frames until Pi
+//! exits or a signal ends the session; then stop Pi's process group and give the terminal back.
+//!
+//! Frames are requested (`App::needs_draw`) and drawn here at most once per [`FRAME`]; a burst of
+//! output becomes one frame. While Pi is inside a synchronized update (`CSI ? 2026 h`) drawing
+//! waits for the block to end, so the half-drawn screen is never shown. With nothing happening
+//! the loop sleeps in `select!` with no timer armed: an idle workbench uses no CPU.
+
+use std::io::{Read, Write};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use crossterm::cursor::SetCursorStyle;
+use ratatui::Terminal;
+use ratatui::backend::CrosstermBackend;
+use ratatui::layout::Rect;
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::mpsc;
+use tokio::time::sleep_until;
+
+use super::{App, AppEvent, AppOptions, AppOutcome, Layout};
+use crate::pane::emulator::{Emulator, HostInfo};
+use crate::pane::pty::{Pty, PtyEvent, SpawnSpec};
+use crate::term::input::ESC_TIMEOUT;
+use crate::term::tui;
+
+/// Minimum time between frames (~60 fps).
+const FRAME: Duration = Duration::from_millis(16);
+/// How long a half-typed workbench chord waits for its next key.
+const CHORD_TIMEOUT: Duration = Duration::from_secs(1);
+/// How long Pi gets to exit after SIGHUP/SIGTERM before its group is killed.
+const STOP_GRACE: Duration = Duration::from_secs(2);
+/// Events handled before the loop looks at its timers again (keeps input responsive under a
+/// flood of output).
+const EVENT_BUDGET: usize = 256;
+
+/// Runs the workbench until Pi exits. The terminal is restored before this returns, on every
+/// path, including errors.
+pub async fn run(options: AppOptions) -> Result<AppOutcome> {
+    let (tx, rx) = mpsc::channel::<AppEvent>(1024);
+    let (cols, rows) = crossterm::terminal::size().unwrap_or((80, 24));
+    let layout = Layout::new(Rect::new(0, 0, cols, rows));
+
+    let emulator = Emulator::new(
+        layout.pane.height,
+        layout.pane.width,
+        options.scrollback,
+        options.theme.terminal.clone(),
+        HostInfo {
+            in_tmux: std::env::var_os("TMUX").is_some_and(|v| !v.is_empty()),
+        },
+    );
+    let mut args = options.pi.args.clone();
+    args.extend(options.pi_args.iter().cloned());
+    let mut env = options.pi.env.clone();
+    env.extend(options.pi_env.iter().cloned());
+    let spec = SpawnSpec {
+        program: options.pi.program.clone().into_os_string(),
+        args,
+        env,
+        cwd: None,
+        rows: layout.pane.height,
+        cols: layout.pane.width,
+    };
+    let pty_tx = tx.clone();
+    let pty = Pty::spawn(spec, move |event| {
+        // A closed channel means the loop is gone; the event no longer matters.
+        let _ = pty_tx.blocking_send(AppEvent::Pty(event));
+    })?;
+    tui::set_child_process_group(pty.pid());
+    tracing::info!(pid = pty.pid(), "Pi started: {:?}", options.pi);
+
+    // Signals are registered before the terminal changes, so none slips through unhandled.
+    let signals = Signals::new()?;
+    let mut app = App::new(emulator, pty, &options);
+    let result = match tui::enter(tui::TerminalOptions {
+        keyboard_enhancement: options.keyboard_enhancement,
+    }) {
+        Ok(protocol) => {
+            tracing::info!("outer keyboard protocol: {protocol:?}");
+            spawn_stdin_reader(tx.clone())?;
+            drive(&mut app, rx, signals).await
+        }
+        Err(err) => Err(err),
+    };
+    let restored = tui::restore();
+    if app.pi_exit.is_none() {
+        app.pty.terminate(STOP_GRACE);
+    }
+    let mut outcome = result?;
+    restored.context("failed to restore the terminal")?;
+    outcome.last_lines = last_lines(&app.emulator, 12);
+    Ok(outcome)
+}
+
+struct Signals {
+    hangup: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+    interrupt: tokio::signal::unix::Signal,
+    window_change: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn new() -> Result<Self> {
+        let make = |kind| signal(kind).context("failed to install a signal handler");
+        Ok(Signals {
+            hangup: make(SignalKind::hangup())?,
+            terminate: make(SignalKind::terminate())?,
+            interrupt: make(SignalKind::interrupt())?,
+            window_change: make(SignalKind::window_change())?,
+        })
+    }
+}
+
+async fn drive(
+    app: &mut App,
+    mut rx: mpsc::Receiver<AppEvent>,
+    mut signals: Signals,
+) -> Result<AppOutcome> {
+    let mut stdout = std::io::stdout();
+    // Not `Terminal::clear`: it asks the terminal for the cursor position, and the reply would
+    // go to our input reader instead.
+    crossterm::execute!(
+        stdout,
+        crossterm::terminal::Clear(crossterm::terminal::ClearType::All)
+    )
+    .context("failed to clear the screen")?;
+    let mut terminal =
+        Terminal::new(CrosstermBackend::new(stdout)).context("failed to set up the screen")?;
+    let mut last_draw = Instant::now() - FRAME;
+    let mut last_input = Instant::now();
+    let mut cursor_style = None;
+    let far = || Instant::now() + Duration::from_secs(3600);
+
+    let signal_code = loop {
+        let now = Instant::now();
+        let draw_at = app.needs_draw.then(|| {
+            match app.emulator.synchronized_update_deadline() {
+                // Inside Pi's synchronized update: the end of the block arrives as output (which
+                // recomputes this); if it never does, draw once the emulator gives up on it.
+                Some(deadline) if now < deadline => deadline,
+                _ => (last_draw + FRAME).max(now),
+            }
+        });
+        let chord_at = app.keymap.is_pending().then(|| last_input + CHORD_TIMEOUT);
+        let esc_at = app.decoder.has_pending().then(|| last_input + ESC_TIMEOUT);
+        let notice_at = app.footer.notice_deadline();
+
+        tokio::select! {
+            biased;
+            _ = signals.hangup.recv() => break Some(128 + libc_signal::SIGHUP),
+            _ = signals.terminate.recv() => break Some(128 + libc_signal::SIGTERM),
+            _ = signals.interrupt.recv() => break Some(128 + libc_signal::SIGINT),
+            _ = signals.window_change.recv() => app.request_draw(),
+            event = rx.recv() => {
+                let Some(event) = event else { break None };
+                if matches!(event, AppEvent::Input(_)) {
+                    last_input = Instant::now();
+                }
+                let mut keep_going = app.update(event);
+                for _ in 0..EVENT_BUDGET {
+                    if !keep_going {
+                        break;
+                    }
+                    match rx.try_recv() {
+                        Ok(event) => {
+                            if matches!(event, AppEvent::Input(_)) {
+                                last_input = Instant::now();
+                            }
+                            keep_going = app.update(event);
+                        }
+                        Err(_) => break,
+                    }
+                }
+                if !keep_going {
+                    if app.pi_exit.is_none() {
+                        // Input closed (the SSH connection dropped): like SIGHUP.
+                        break Some(128 + libc_signal::SIGHUP);
+                    }
+                    break None;
+                }
+            }
+            _ = sleep_until(esc_at.unwrap_or_else(far).into()), if esc_at.is_some() => {
+                for event in app.decoder.flush_pending() {
+                    app.on_input(event);
+                }
+            }
+            _ = sleep_until(chord_at.unwrap_or_else(far).into()), if chord_at.is_some() => {
+                // A half-typed chord that went nowhere: the keys were meant for Pi.
+                for key in app.keymap.cancel() {
+                    app.send_key_to_pi(&key);
+                }
+            }
+            _ = sleep_until(notice_at.unwrap_or_else(far).into()), if notice_at.is_some() => {
+                app.request_draw();
+            }
+            _ = sleep_until(draw_at.unwrap_or_else(far).into()), if draw_at.is_some() => {
+                if !app.emulator.synchronized_update() {
+                    draw(app, &mut terminal, &mut cursor_style)?;
+                    last_draw = Instant::now();
+                }
+            }
+        }
+        flush_outer(app);
+    };
+
+    if let Some(code) = signal_code {
+        tracing::info!("stopping Pi (workbench exit code {code})");
+        app.pty.terminate(STOP_GRACE);
+        wait_for_exit(app, &mut rx).await;
+        return Ok(AppOutcome {
+            code,
+            pi_exit: app.pi_exit,
+            last_lines: vec![],
+        });
+    }
+    let pi_exit = app.pi_exit;
+    Ok(AppOutcome {
+        code: pi_exit.map_or(1, |exit| exit.shell_code()),
+        pi_exit,
+        last_lines: vec![],
+    })
+}
+
+/// Signal numbers as plain integers (for `128 + N` exit codes).
+mod libc_signal {
+    pub const SIGHUP: i32 = nix::sys::signal::Signal::SIGHUP as i32;
+    pub const SIGINT: i32 = nix::sys::signal::Signal::SIGINT as i32;
+    pub const SIGTERM: i32 = nix::sys::signal::Signal::SIGTERM as i32;
+}
+
+/// After stopping Pi: collect its exit (bounded wait; `terminate` already escalated to SIGKILL).
+async fn wait_for_exit(app: &mut App, rx: &mut mpsc::Receiver<AppEvent>) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+    while app.pi_exit.is_none() {
+        match tokio::time::timeout_at(deadline, rx.recv()).await {
+            Ok(Some(AppEvent::Pty(PtyEvent::Exited(exit)))) => app.pi_exit = Some(exit),
+            Ok(Some(_)) => {}
+            Ok(None) | Err(_) => break,
+        }
+    }
+}
+
+fn draw(
+    app: &mut App,
+    terminal: &mut Terminal<CrosstermBackend<std::io::Stdout>>,
+    cursor_style: &mut Option<vt100::CursorStyle>,
+) -> Result<()> {
+    let size = terminal
+        .size()
+        .context("failed to read the terminal size")?;
+    let layout = Layout::new(Rect::new(0, 0, size.width, size.height));
+    // Resize the PTY and the parser together, from the size we are about to draw.
+    let (rows, cols) = app.emulator.size();
+    if (rows, cols) != (layout.pane.height, layout.pane.width) && layout.pane.height > 0 {
+        app.emulator.resize(layout.pane.height, layout.pane.width);
+        if let Err(err) = app.pty.resize(layout.pane.height, layout.pane.width) {
+            tracing::warn!("{err:#}");
+        }
+    }
+    terminal
+        .draw(|frame| {
+            let area = frame.area();
+            if let Some(cursor) = app.render(area, frame.buffer_mut()) {
+                frame.set_cursor_position(cursor);
+            }
+        })
+        .context("failed to draw")?;
+    app.needs_draw = false;
+    let style = app.emulator.screen().cursor_style();
+    if *cursor_style != Some(style) {
+        *cursor_style = Some(style);
+        let command = match style {
+            vt100::CursorStyle::Default => SetCursorStyle::DefaultUserShape,
+            vt100::CursorStyle::BlinkBlock => SetCursorStyle::BlinkingBlock,
+            vt100::CursorStyle::SteadyBlock => SetCursorStyle::SteadyBlock,
+            vt100::CursorStyle::BlinkUnderline => SetCursorStyle::BlinkingUnderScore,
+            vt100::CursorStyle::SteadyUnderline => SetCursorStyle::SteadyUnderScore,
+            vt100::CursorStyle::BlinkVerticalBar => SetCursorStyle::BlinkingBar,
+            vt100::CursorStyle::SteadyVerticalBar => SetCursorStyle::SteadyBar,
+        };
+        if let Err(err) = crossterm::execute!(terminal.backend_mut(), command) {
+            tracing::debug!("failed to set the cursor style: {err}");
+        }
+    }
+    Ok(())
+}
+
+/// Writes out-of-band bytes (clipboard, notifications, bell, title) to the outer terminal.
+fn flush_outer(app: &mut App) {
+    if app.outer.is_empty() {
+        return;
+    }
+    let mut out = std::io::stdout().lock();
+    if let Err(err) = out.write_all(&app.outer).and_then(|()| out.flush()) {
+        tracing::debug!(
+            "failed to forward {} bytes to the terminal: {err}",
+            app.outer.len()
+        );
+    }
+    app.outer.clear();
+}
+
+/// Reads the outer terminal's input on a dedicated thread (reads block) and hands raw bytes to
+/// the loop; the decoder runs in the loop, where the ESC timeout is.
+fn spawn_stdin_reader(tx: mpsc::Sender<AppEvent>) -> Result<()> {
+    std::thread::Builder::new()
+        .name("stdin-reader".into())
+        .spawn(move || {
+            let mut stdin = std::io::stdin();
+            let mut buf = vec![0u8; 16 * 1024];
+            loop {
+                match stdin.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        if tx
+                            .blocking_send(AppEvent::Input(buf[..n].to_vec()))
+                            .is_err()
+                        {
+                            return;
+                        }
+                    }
+                    Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(err) => {
+                        tracing::info!("terminal input ended: {err}");
+                        break;
+                    }
+                }
+            }
+            let _ = tx.blocking_send(AppEvent::InputClosed);
+        })
+        .context("failed to start the input thread")?;
+    Ok(())
+}
+
+/// Pi's last non-empty lines on the screen it was using.
+fn last_lines(emulator: &Emulator, count: usize) -> Vec<String> {
+    let contents = emulator.screen().contents();
+    let lines: Vec<String> = contents
+        .lines()
+        .map(|l| l.trim_end().to_string())
+        .filter(|l| !l.is_empty())
+        .collect();
+    lines[lines.len().saturating_sub(count)..].to_vec()
+}

@@ -1,0 +1,184 @@
+//! The footer's state: what the app knows about Pi's process, Pi's program status, the working
+//! directory and git branch. It turns that into the pure widget's model on every frame.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use unipi_widgets::footer::{FooterModel, PiRunState, ProgramState, StatusSegment};
+
+use crate::config::keymap::{Action, Keymap};
+use crate::pane::emulator::{ProgramState as PiState, ProgramStatus};
+use crate::pane::pty::ChildExit;
+
+/// How long a notice replaces the key hint.
+const NOTICE_FOR: Duration = Duration::from_secs(4);
+
+pub struct FooterState {
+    pi: PiRunState,
+    status: Option<StatusSegment>,
+    cwd: PathBuf,
+    home: Option<String>,
+    git_branch: Option<String>,
+    help_hint: Option<String>,
+    return_keys: Option<String>,
+    notice: Option<(String, Instant)>,
+}
+
+impl FooterState {
+    pub fn new(keymap: &Keymap) -> Self {
+        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+        let bindings = keymap.bindings();
+        let keys_for = |action: Action| {
+            bindings
+                .iter()
+                .filter(|(_, a)| *a == action)
+                .map(|(k, _)| k.clone())
+                .collect::<Vec<_>>()
+        };
+        let help_hint = keys_for(Action::Help).first().map(|k| format!("{k} help"));
+        let mut return_keys = keys_for(Action::ScrollLive);
+        return_keys.extend(keys_for(Action::ScrollPageDown).into_iter().take(1));
+        let git_branch = git_branch(&cwd);
+        FooterState {
+            pi: PiRunState::Starting,
+            status: None,
+            home: dirs::home_dir().map(|h| h.to_string_lossy().into_owned()),
+            git_branch,
+            cwd,
+            help_hint,
+            return_keys: (!return_keys.is_empty()).then(|| return_keys.join("/")),
+            notice: None,
+        }
+    }
+
+    pub fn pi_output_seen(&mut self) {
+        if self.pi == PiRunState::Starting {
+            self.pi = PiRunState::Running;
+        }
+    }
+
+    pub fn pi_exited(&mut self, exit: ChildExit) {
+        self.pi = PiRunState::Exited {
+            code: match exit {
+                ChildExit::Code(code) => Some(code),
+                ChildExit::Signal(_) => None,
+            },
+        };
+    }
+
+    pub fn set_program_status(&mut self, status: ProgramStatus) {
+        self.status = Some(StatusSegment {
+            state: match status.state {
+                PiState::Idle => ProgramState::Idle,
+                PiState::Working => ProgramState::Working,
+                PiState::Blocked => ProgramState::Blocked,
+                PiState::Done => ProgramState::Done,
+                PiState::Error => ProgramState::Error,
+            },
+            message: status.message,
+        });
+        // A run ending is a good moment to notice a branch switch.
+        self.refresh_git_branch();
+    }
+
+    pub fn clear_program_status(&mut self) {
+        self.status = None;
+    }
+
+    pub fn refresh_git_branch(&mut self) {
+        self.git_branch = git_branch(&self.cwd);
+    }
+
+    pub fn set_notice(&mut self, text: &str) {
+        self.notice = Some((text.to_string(), Instant::now()));
+    }
+
+    /// The keys that return from scrollback to live output, for the scrollback badge.
+    pub fn return_keys(&self) -> Option<String> {
+        self.return_keys.clone()
+    }
+
+    pub fn model(&mut self, scrolled_back: usize) -> FooterModel {
+        if self
+            .notice
+            .as_ref()
+            .is_some_and(|(_, at)| at.elapsed() > NOTICE_FOR)
+        {
+            self.notice = None;
+        }
+        FooterModel {
+            pi: self.pi,
+            status: self.status.clone(),
+            cwd: self.cwd.to_string_lossy().into_owned(),
+            home: self.home.clone(),
+            git_branch: self.git_branch.clone(),
+            scrolled_back: (scrolled_back > 0).then_some(scrolled_back),
+            hint: match &self.notice {
+                Some((text, _)) => Some(text.clone()),
+                None => self.help_hint.clone(),
+            },
+        }
+    }
+
+    /// When the notice must disappear (the loop schedules a frame for it).
+    pub fn notice_deadline(&self) -> Option<Instant> {
+        self.notice.as_ref().map(|(_, at)| *at + NOTICE_FOR)
+    }
+}
+
+/// The branch checked out in the repository containing `dir` (`None` outside git; a short hash
+/// when HEAD is detached). Reads `.git/HEAD` directly: no git process per frame.
+pub fn git_branch(dir: &Path) -> Option<String> {
+    for candidate in dir.ancestors() {
+        let dot_git = candidate.join(".git");
+        let git_dir = if dot_git.is_dir() {
+            dot_git
+        } else if dot_git.is_file() {
+            // Worktrees and submodules: ".git" is a file saying "gitdir: <path>".
+            let text = std::fs::read_to_string(&dot_git).ok()?;
+            let path = text.trim().strip_prefix("gitdir:")?.trim();
+            candidate.join(path)
+        } else {
+            continue;
+        };
+        let head = std::fs::read_to_string(git_dir.join("HEAD")).ok()?;
+        let head = head.trim();
+        return Some(match head.strip_prefix("ref: ") {
+            Some(reference) => reference
+                .strip_prefix("refs/heads/")
+                .unwrap_or(reference)
+                .to_string(),
+            None => head.chars().take(8).collect(),
+        });
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_branch_from_head_in_a_parent_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".git")).unwrap();
+        std::fs::write(dir.path().join(".git/HEAD"), "ref: refs/heads/feature/x\n").unwrap();
+        std::fs::create_dir_all(dir.path().join("src/deep")).unwrap();
+        assert_eq!(
+            git_branch(&dir.path().join("src/deep")).as_deref(),
+            Some("feature/x")
+        );
+        std::fs::write(dir.path().join(".git/HEAD"), "0123456789abcdef\n").unwrap();
+        assert_eq!(git_branch(dir.path()).as_deref(), Some("01234567"));
+    }
+
+    #[test]
+    fn follows_a_gitdir_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("real")).unwrap();
+        std::fs::write(dir.path().join("real/HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::create_dir_all(dir.path().join("wt")).unwrap();
+        std::fs::write(dir.path().join("wt/.git"), "gitdir: ../real\n").unwrap();
+        assert_eq!(git_branch(&dir.path().join("wt")).as_deref(), Some("main"));
+    }
+}

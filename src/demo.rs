@@ -1,0 +1,56 @@
+//! `unipi-tui demo`: the workbench against the embedded scripted model, with no API key.
+//!
+//! Starts the scripted OpenAI-compatible server on loopback, writes a throwaway Pi agent
+//! directory (`PI_CODING_AGENT_DIR`) whose `models.json` points at it, and adds the environment
+//! and model selection to Pi's start. The user's `~/.pi` is never read or written. The returned
+//! guard keeps the server and the directory alive for the session.
+
+use std::ffi::OsString;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+
+use crate::app::AppOptions;
+use crate::pi::offline::write_agent_dir;
+use crate::scripted::{self, Scenario, ServerHandle};
+
+/// Keeps the demo's server and agent directory for as long as it lives.
+pub struct DemoSession {
+    _server: ServerHandle,
+    _agent_dir: tempfile::TempDir,
+}
+
+/// Prepares the demo and adjusts `options` so Pi talks to the scripted server.
+pub async fn prepare(options: &mut AppOptions, scenario: Option<&Path>) -> Result<DemoSession> {
+    let scenario = match scenario {
+        Some(path) => Scenario::from_file(path)?,
+        None => Scenario::builtin_demo().context("the built-in demo scenario is broken")?,
+    };
+    let server = scripted::start(scenario)
+        .await
+        .context("failed to start the scripted model server")?;
+    let agent_dir = tempfile::Builder::new()
+        .prefix("unipi-demo-")
+        .tempdir()
+        .context("failed to create the demo's Pi agent directory")?;
+    let agent = write_agent_dir(agent_dir.path(), &server.base_url(), &server.models())?;
+    tracing::info!(
+        "demo: scripted server at {}, agent dir {}",
+        server.base_url(),
+        agent_dir.path().display()
+    );
+    options.pi_env.extend(
+        agent
+            .env
+            .into_iter()
+            .map(|(k, v)| (OsString::from(k), OsString::from(v))),
+    );
+    // The demo's own Pi arguments come first; the user's may override them.
+    let mut args: Vec<OsString> = agent.pi_args.into_iter().map(OsString::from).collect();
+    args.append(&mut options.pi_args);
+    options.pi_args = args;
+    Ok(DemoSession {
+        _server: server,
+        _agent_dir: agent_dir,
+    })
+}

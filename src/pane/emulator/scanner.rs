@@ -1,0 +1,318 @@
+//! A byte scanner that runs beside vt100's parser and finds what vt100 cannot tell us: where each
+//! OSC string ends and with which terminator (BEL or ST), where a full reset (`ESC c`) happens,
+//! and where the scrollback is erased (`CSI 3 J`). vt100 drops the OSC terminator (xterm answers a
+//! query with the terminator the query used) and, through vte, caps an OSC at 16 `;`-fields (one
+//! `OSC 4` may ask for any number of colours); it resets its screen on RIS and erases scrollback
+//! without telling its callbacks, so the modes and the history we keep beside it would go stale.
+//!
+//! The scanner mirrors vte 0.15's state machine only as far as needed: from every state but an
+//! OSC string, ESC enters the escape state; `ESC ]` starts an OSC, which BEL ends, ESC ends (vte
+//! dispatches on the ESC of `ESC \`) and CAN/SUB abort; `ESC [` starts a CSI, which a byte in
+//! `@..~` ends. The caller splits its input right after each event, so vt100 has processed
+//! exactly the bytes up to the event when it is handled, and replies stay in stream order.
+
+const ESC: u8 = 0x1b;
+const BEL: u8 = 0x07;
+const CAN: u8 = 0x18;
+const SUB: u8 = 0x1a;
+
+/// Longest CSI parameter string we look at; `3` and `?3` are all we match.
+const MAX_CSI_PARAMS: usize = 8;
+
+/// Longest OSC payload we keep. OSC 52 carries base64 clipboard text, so this is generous; a
+/// longer string is dropped whole rather than acted on truncated.
+const MAX_OSC_PAYLOAD: usize = 1 << 20;
+
+/// What the scanner saw complete at one byte of the stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum ScanEvent {
+    /// An OSC string ended. `payload` is everything between `ESC ]` and the terminator, with the
+    /// C0 controls vte ignores inside OSC strings removed.
+    Osc {
+        payload: Vec<u8>,
+        terminator: OscTerminator,
+    },
+    /// `ESC c` (RIS): vt100 has just reset its screen.
+    FullReset,
+    /// `CSI 3 J` (or `CSI ? 3 J`): erase the scrollback.
+    EraseScrollback,
+}
+
+/// How an OSC string was terminated; replies to queries use the same one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum OscTerminator {
+    Bel,
+    St,
+}
+
+impl OscTerminator {
+    pub(super) fn bytes(self) -> &'static [u8] {
+        match self {
+            Self::Bel => b"\x07",
+            Self::St => b"\x1b\\",
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+pub(super) struct EscapeScanner {
+    state: State,
+    payload: Vec<u8>,
+    overflowed: bool,
+    csi_params: Vec<u8>,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Any vte state other than Escape and OscString: only ESC matters here.
+    #[default]
+    Other,
+    Escape,
+    Osc,
+    Csi,
+}
+
+impl EscapeScanner {
+    /// Scans `bytes` up to and including the first byte that completes an event, and returns that
+    /// byte's index with the event; `None` when the whole slice was consumed without one.
+    pub(super) fn next_event(&mut self, bytes: &[u8]) -> Option<(usize, ScanEvent)> {
+        let mut index = 0;
+        while index < bytes.len() {
+            if self.state == State::Other {
+                // Fast path: outside escapes nothing but ESC can change our state.
+                match bytes[index..].iter().position(|&b| b == ESC) {
+                    Some(offset) => index += offset,
+                    None => return None,
+                }
+            }
+            if let Some(event) = self.advance(bytes[index]) {
+                return Some((index, event));
+            }
+            index += 1;
+        }
+        None
+    }
+
+    fn advance(&mut self, byte: u8) -> Option<ScanEvent> {
+        match self.state {
+            State::Other => {
+                if byte == ESC {
+                    self.state = State::Escape;
+                }
+                None
+            }
+            State::Escape => {
+                self.state = match byte {
+                    b']' => {
+                        self.payload.clear();
+                        self.overflowed = false;
+                        State::Osc
+                    }
+                    b'[' => {
+                        self.csi_params.clear();
+                        State::Csi
+                    }
+                    b'c' => {
+                        self.state = State::Other;
+                        return Some(ScanEvent::FullReset);
+                    }
+                    CAN | SUB => State::Other,
+                    // vte executes other C0 controls and ignores DEL and high bytes without
+                    // leaving the escape state.
+                    ESC | 0x00..=0x1f | 0x7f..=0xff => State::Escape,
+                    _ => State::Other,
+                };
+                None
+            }
+            State::Csi => self.advance_csi(byte),
+            State::Osc => match byte {
+                BEL => {
+                    self.state = State::Other;
+                    self.finish_osc(OscTerminator::Bel)
+                }
+                ESC => {
+                    self.state = State::Escape;
+                    self.finish_osc(OscTerminator::St)
+                }
+                CAN | SUB => {
+                    // Cancelled: vte would still dispatch the half string, but acting on a cut
+                    // clipboard payload or notification is worse than dropping it.
+                    self.state = State::Other;
+                    tracing::debug!("OSC string cancelled by CAN/SUB");
+                    None
+                }
+                0x00..=0x1f => None,
+                _ => {
+                    if self.payload.len() < MAX_OSC_PAYLOAD {
+                        self.payload.push(byte);
+                    } else {
+                        self.overflowed = true;
+                    }
+                    None
+                }
+            },
+        }
+    }
+
+    fn advance_csi(&mut self, byte: u8) -> Option<ScanEvent> {
+        match byte {
+            ESC => self.state = State::Escape,
+            CAN | SUB => self.state = State::Other,
+            // Parameters, private markers and intermediates (bounded: we only match short ones).
+            0x20..=0x3f if self.csi_params.len() < MAX_CSI_PARAMS => self.csi_params.push(byte),
+            0x40..=0x7e => {
+                self.state = State::Other;
+                if byte == b'J' && matches!(self.csi_params.as_slice(), b"3" | b"?3") {
+                    return Some(ScanEvent::EraseScrollback);
+                }
+            }
+            // vte executes C0 controls inside a CSI and ignores DEL and high bytes.
+            _ => {}
+        }
+        None
+    }
+
+    fn finish_osc(&mut self, terminator: OscTerminator) -> Option<ScanEvent> {
+        let payload = std::mem::take(&mut self.payload);
+        if std::mem::take(&mut self.overflowed) {
+            tracing::debug!(limit = MAX_OSC_PAYLOAD, "dropping oversized OSC string");
+            return None;
+        }
+        Some(ScanEvent::Osc {
+            payload,
+            terminator,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Events with the index of the byte that completed each.
+    type Events = Vec<(usize, ScanEvent)>;
+
+    /// Every event in `bytes`.
+    fn scan_all(bytes: &[u8]) -> Events {
+        let mut scanner = EscapeScanner::default();
+        let mut events = Vec::new();
+        let mut start = 0;
+        while let Some((index, event)) = scanner.next_event(&bytes[start..]) {
+            events.push((start + index, event));
+            start += index + 1;
+        }
+        events
+    }
+
+    fn osc(payload: &str, terminator: OscTerminator) -> ScanEvent {
+        ScanEvent::Osc {
+            payload: payload.as_bytes().to_vec(),
+            terminator,
+        }
+    }
+
+    #[test]
+    fn finds_osc_ends_and_resets_where_vte_dispatches_them() {
+        use OscTerminator::{Bel, St};
+        let cases: &[(&str, &[u8], Events)] = &[
+            ("plain text", b"hello \x1b[1mworld", vec![]),
+            (
+                "BEL terminated",
+                b"\x1b]10;?\x07",
+                vec![(6, osc("10;?", Bel))],
+            ),
+            // vte dispatches on the ESC of `ESC \`, so the event is at the ESC.
+            (
+                "ST terminated",
+                b"a\x1b]7501;?\x1b\\b",
+                vec![(9, osc("7501;?", St))],
+            ),
+            (
+                "two in a row",
+                b"\x1b]0;t\x07\x1b]2;u\x1b\\",
+                vec![(5, osc("0;t", Bel)), (11, osc("2;u", St))],
+            ),
+            (
+                "OSC ended by the next OSC's ESC",
+                b"\x1b]1;a\x1b]2;b\x07",
+                vec![(5, osc("1;a", St)), (10, osc("2;b", Bel))],
+            ),
+            (
+                "C0 controls inside are dropped",
+                b"\x1b]0;a\x01b\x07",
+                vec![(7, osc("0;ab", Bel))],
+            ),
+            ("CAN cancels", b"\x1b]52;c;QQ\x18\x07", vec![]),
+            ("RIS", b"x\x1bc", vec![(2, ScanEvent::FullReset)]),
+            (
+                "controls between ESC and c",
+                b"\x1b\x07c",
+                vec![(2, ScanEvent::FullReset)],
+            ),
+            ("ESC SP c is not RIS", b"\x1b c", vec![]),
+            ("CSI c is DA1, not RIS", b"\x1b[c", vec![]),
+            (
+                "erase scrollback",
+                b"\x1b[2J\x1b[H\x1b[3J",
+                vec![(10, ScanEvent::EraseScrollback)],
+            ),
+            (
+                "DECSED erase scrollback",
+                b"\x1b[?3J",
+                vec![(4, ScanEvent::EraseScrollback)],
+            ),
+            (
+                "erase below is not",
+                b"\x1b[J\x1b[0J\x1b[13J\x1b[>3J",
+                vec![],
+            ),
+            (
+                "controls inside a CSI",
+                b"\x1b[3\x07J",
+                vec![(4, ScanEvent::EraseScrollback)],
+            ),
+            (
+                "ESC inside a CSI",
+                b"\x1b[3\x1bc",
+                vec![(4, ScanEvent::FullReset)],
+            ),
+            (
+                "ESC inside a CSI restarts",
+                b"\x1b[1\x1b]0;t\x07",
+                vec![(8, osc("0;t", Bel))],
+            ),
+            (
+                "ESC inside DCS restarts",
+                b"\x1bPq\x1b]0;t\x07",
+                vec![(8, osc("0;t", Bel))],
+            ),
+            ("BEL outside OSC is not an event", b"\x07\x1b\x07", vec![]),
+        ];
+        for (name, input, expected) in cases {
+            assert_eq!(&scan_all(input), expected, "{name}");
+        }
+    }
+
+    #[test]
+    fn state_survives_chunk_boundaries() {
+        let mut scanner = EscapeScanner::default();
+        assert_eq!(scanner.next_event(b"\x1b]11"), None);
+        assert_eq!(
+            scanner.next_event(b";?\x1b"),
+            Some((2, osc("11;?", OscTerminator::St)))
+        );
+        assert_eq!(scanner.next_event(b"\\"), None);
+        assert_eq!(scanner.next_event(b"\x1b"), None);
+        assert_eq!(scanner.next_event(b"c"), Some((0, ScanEvent::FullReset)));
+    }
+
+    #[test]
+    fn oversized_osc_is_dropped_and_the_scanner_recovers() {
+        let mut input = b"\x1b]52;c;".to_vec();
+        input.extend(std::iter::repeat_n(b'A', MAX_OSC_PAYLOAD + 10));
+        input.extend_from_slice(b"\x07\x1b]0;t\x07");
+        let events = scan_all(&input);
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0].1, osc("0;t", OscTerminator::Bel));
+    }
+}

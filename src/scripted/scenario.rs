@@ -1,0 +1,770 @@
+//! Scenario files: what the scripted model answers. A scenario is a list of rules tried in order
+//! against the last message of a chat request (the user's prompt, or a tool result coming back),
+//! and a fallback when none matches. The server (`server.rs`) owns the counting of `times` and
+//! the wire format; this file owns parsing, validation and the pure choice of a reply, so the
+//! choice is table-testable without HTTP.
+//!
+//! The format (TOML; `demo.toml` is a worked example):
+//!
+//! ```toml
+//! model = "scripted-demo"          # the model id served; or a list: ["a", "b"]
+//! chunk_chars = 8                  # optional defaults for every reply: characters per streamed
+//! chunk_delay_ms = 0               # delta, and the pause before each delta
+//!
+//! [[rule]]
+//! when = "(?i)hello"               # regex over the text of the LAST message; absent = any text
+//! role = "user"                    # optional: only when the last message has this role
+//!                                  # (system, developer, user, assistant, tool)
+//! reply = "Hi! ..."                # streamed text, and/or
+//! tool_calls = [{ name = "bash", arguments = { command = "ls" } }]
+//!                                  # tool calls after the text; `arguments` is a table (sent as
+//!                                  # JSON) or a string (sent verbatim); `id` is optional
+//! delay_ms = 0                     # optional: pause before the answer starts
+//! chunk_chars = 8                  # optional: overrides the scenario default
+//! chunk_delay_ms = 0               # optional: overrides the scenario default
+//! usage = { prompt_tokens = 10, completion_tokens = 5 }
+//!                                  # optional; either count defaults to characters / 4
+//! times = 1                        # optional: the rule fires at most this many times
+//! error = { status = 500, message = "overloaded" }
+//!                                  # instead of reply/tool_calls: answer with this HTTP error
+//!
+//! [fallback]                       # optional: when no rule matches (reply/tool_calls/error and
+//! reply = "..."                    # the pacing keys above, but no when/role/times)
+//! ```
+//!
+//! Errors name the file and the line of the offending key, so a typo in a scenario is found
+//! without reading the server.
+
+use std::ops::Range;
+use std::path::Path;
+
+use regex::Regex;
+use serde::Deserialize;
+use serde_json::Value;
+use toml::Spanned;
+
+/// Characters per streamed delta when neither the rule nor the scenario says.
+pub const DEFAULT_CHUNK_CHARS: usize = 8;
+
+/// A parsed, validated scenario. Immutable: per-run state (how often a rule fired) lives in the
+/// server, so one scenario can back several servers.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    models: Vec<String>,
+    rules: Vec<Rule>,
+    fallback: Reply,
+}
+
+/// One `[[rule]]`: a condition on the last message and the reply it produces.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    when: Option<Regex>,
+    role: Option<Role>,
+    times: Option<u32>,
+    reply: Reply,
+}
+
+/// What the model answers, and how fast.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    pub outcome: Outcome,
+    pub pacing: Pacing,
+    /// Token counts to report; a `None` count is derived from character counts.
+    pub usage: UsageSpec,
+}
+
+/// The answer proper: an assistant message, or a scripted HTTP failure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Text (possibly empty) followed by tool calls (possibly none).
+    Answer {
+        text: String,
+        tool_calls: Vec<ToolCall>,
+    },
+    /// An HTTP error with an OpenAI-style body.
+    Fail { status: u16, message: String },
+}
+
+/// A scripted tool call. `arguments` is the JSON text sent to the client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolCall {
+    pub id: Option<String>,
+    pub name: String,
+    pub arguments: String,
+}
+
+/// Streaming pace of a reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pacing {
+    pub delay_ms: u64,
+    pub chunk_chars: usize,
+    pub chunk_delay_ms: u64,
+}
+
+/// Scripted token counts; `None` means "derive from characters".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UsageSpec {
+    pub prompt_tokens: Option<u64>,
+    pub completion_tokens: Option<u64>,
+}
+
+/// Chat roles a rule can require of the last message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    System,
+    Developer,
+    User,
+    Assistant,
+    Tool,
+}
+
+/// The reply chosen for a request; `rule` is the index of the rule that matched (`None` for the
+/// fallback), so the server can count firings.
+#[derive(Debug, Clone, Copy)]
+pub struct Selection<'a> {
+    pub rule: Option<usize>,
+    pub reply: &'a Reply,
+}
+
+/// A scenario that could not be read or is not valid.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    #[error("cannot read scenario {path}: {source}")]
+    Read {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{origin}:{line}: {message}")]
+    Invalid {
+        origin: String,
+        line: usize,
+        message: String,
+    },
+}
+
+impl Scenario {
+    /// The scenario behind `unipi-tui demo`.
+    pub fn builtin_demo() -> Result<Self, ScenarioError> {
+        Self::from_toml_str(super::BUILTIN_DEMO_TOML, "<builtin demo.toml>")
+    }
+
+    /// Reads and validates a scenario file.
+    pub fn from_file(path: &Path) -> Result<Self, ScenarioError> {
+        let origin = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Read {
+            path: origin.clone(),
+            source,
+        })?;
+        Self::from_toml_str(&text, &origin)
+    }
+
+    /// Parses scenario text; `origin` names it in errors (a path, or a label).
+    pub fn from_toml_str(text: &str, origin: &str) -> Result<Self, ScenarioError> {
+        let invalid = |span: Option<Range<usize>>, message: String| ScenarioError::Invalid {
+            origin: origin.to_string(),
+            line: span.map_or(1, |span| line_of(text, span.start)),
+            message,
+        };
+        let raw: RawScenario =
+            toml::from_str(text).map_err(|err| invalid(err.span(), err.message().to_string()))?;
+        let models = match raw.model.get_ref() {
+            OneOrMany::One(id) => vec![id.clone()],
+            OneOrMany::Many(ids) => ids.clone(),
+        };
+        if models.is_empty() || models.iter().any(|id| id.trim().is_empty()) {
+            return Err(invalid(
+                Some(raw.model.span()),
+                "`model` needs at least one non-empty model id".to_string(),
+            ));
+        }
+        let defaults = Pacing {
+            delay_ms: 0,
+            chunk_chars: raw.chunk_chars.unwrap_or(DEFAULT_CHUNK_CHARS),
+            chunk_delay_ms: raw.chunk_delay_ms.unwrap_or(0),
+        };
+        if defaults.chunk_chars == 0 {
+            return Err(invalid(
+                None,
+                "`chunk_chars` must be at least 1".to_string(),
+            ));
+        }
+        let rules = raw
+            .rules
+            .into_iter()
+            .enumerate()
+            .map(|(index, raw_rule)| {
+                let span = raw_rule.span();
+                build_rule(raw_rule.into_inner(), defaults).map_err(|(at, message)| {
+                    invalid(at.or(Some(span)), format!("rule {}: {message}", index + 1))
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let fallback = match raw.fallback {
+            Some(raw_fallback) => {
+                let span = raw_fallback.span();
+                let raw_fallback = raw_fallback.into_inner();
+                if raw_fallback.when.is_some()
+                    || raw_fallback.role.is_some()
+                    || raw_fallback.times.is_some()
+                {
+                    return Err(invalid(
+                        Some(span),
+                        "[fallback] takes no `when`, `role` or `times`; it answers whatever no rule matched"
+                            .to_string(),
+                    ));
+                }
+                build_reply(raw_fallback, defaults).map_err(|(at, message)| {
+                    invalid(at.or(Some(span)), format!("[fallback]: {message}"))
+                })?
+            }
+            None => Reply {
+                outcome: Outcome::Answer {
+                    text: "(scripted model: no rule of this scenario matches the last message)"
+                        .to_string(),
+                    tool_calls: Vec::new(),
+                },
+                pacing: defaults,
+                usage: UsageSpec::default(),
+            },
+        };
+        Ok(Self {
+            models,
+            rules,
+            fallback,
+        })
+    }
+
+    /// The model ids this scenario serves; the first is the default.
+    pub fn models(&self) -> &[String] {
+        &self.models
+    }
+
+    /// Number of rules, so callers can size their firing counters.
+    pub fn rule_count(&self) -> usize {
+        self.rules.len()
+    }
+
+    /// Chooses the reply for a last message with `role` and `text`. `fired[i]` is how often rule
+    /// `i` already fired (missing entries count as zero); exhausted rules are skipped.
+    pub fn select(&self, role: &str, text: &str, fired: &[u32]) -> Selection<'_> {
+        let chosen = self.rules.iter().enumerate().find(|(index, rule)| {
+            let exhausted = rule
+                .times
+                .is_some_and(|times| fired.get(*index).copied().unwrap_or(0) >= times);
+            !exhausted && rule.matches(role, text)
+        });
+        match chosen {
+            Some((index, rule)) => Selection {
+                rule: Some(index),
+                reply: &rule.reply,
+            },
+            None => Selection {
+                rule: None,
+                reply: &self.fallback,
+            },
+        }
+    }
+}
+
+impl Rule {
+    fn matches(&self, role: &str, text: &str) -> bool {
+        let role_ok = self.role.is_none_or(|wanted| wanted.as_str() == role);
+        role_ok && self.when.as_ref().is_none_or(|regex| regex.is_match(text))
+    }
+}
+
+impl Role {
+    /// The role as it appears in OpenAI chat messages.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::Developer => "developer",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+        }
+    }
+}
+
+/// The text a rule's `when` is matched against: a string `content`, or the `text` of every text
+/// part of an array `content` joined by newlines. Anything else (images, null) contributes nothing.
+pub fn message_text(message: &Value) -> String {
+    match message.get("content") {
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|part| part.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+// --- parsing helpers -------------------------------------------------------------------------
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScenario {
+    model: Spanned<OneOrMany>,
+    chunk_chars: Option<usize>,
+    chunk_delay_ms: Option<u64>,
+    #[serde(default, rename = "rule")]
+    rules: Vec<Spanned<RawRule>>,
+    fallback: Option<Spanned<RawRule>>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+/// A rule as written; `[fallback]` shares the shape and is checked to leave the matching keys out.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRule {
+    when: Option<Spanned<String>>,
+    role: Option<Role>,
+    times: Option<u32>,
+    reply: Option<String>,
+    tool_calls: Option<Spanned<Vec<RawToolCall>>>,
+    error: Option<Spanned<RawError>>,
+    delay_ms: Option<u64>,
+    chunk_chars: Option<Spanned<usize>>,
+    chunk_delay_ms: Option<u64>,
+    #[serde(default)]
+    usage: UsageSpec,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawToolCall {
+    id: Option<String>,
+    name: String,
+    #[serde(default = "empty_object")]
+    arguments: Value,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawError {
+    #[serde(default = "default_error_status")]
+    status: u16,
+    message: String,
+}
+
+/// A validation failure: where (if more precise than the whole rule) and what.
+type Problem = (Option<Range<usize>>, String);
+
+fn build_rule(raw: RawRule, defaults: Pacing) -> Result<Rule, Problem> {
+    let when = match &raw.when {
+        Some(pattern) => Some(Regex::new(pattern.get_ref()).map_err(|err| {
+            (
+                Some(pattern.span()),
+                format!("`when` is not a valid regex: {err}"),
+            )
+        })?),
+        None => None,
+    };
+    let (role, times) = (raw.role, raw.times);
+    if times == Some(0) {
+        return Err((
+            None,
+            "`times = 0` would never fire; remove the rule instead".to_string(),
+        ));
+    }
+    Ok(Rule {
+        when,
+        role,
+        times,
+        reply: build_reply(raw, defaults)?,
+    })
+}
+
+fn build_reply(raw: RawRule, defaults: Pacing) -> Result<Reply, Problem> {
+    let chunk_chars = match &raw.chunk_chars {
+        Some(chars) if *chars.get_ref() == 0 => {
+            return Err((
+                Some(chars.span()),
+                "`chunk_chars` must be at least 1".to_string(),
+            ));
+        }
+        Some(chars) => *chars.get_ref(),
+        None => defaults.chunk_chars,
+    };
+    let pacing = Pacing {
+        delay_ms: raw.delay_ms.unwrap_or(defaults.delay_ms),
+        chunk_chars,
+        chunk_delay_ms: raw.chunk_delay_ms.unwrap_or(defaults.chunk_delay_ms),
+    };
+    let outcome = match (raw.error, raw.reply, raw.tool_calls) {
+        (Some(error), None, None) => {
+            let span = error.span();
+            let error = error.into_inner();
+            if !(400..=599).contains(&error.status) {
+                return Err((
+                    Some(span),
+                    format!(
+                        "`error.status` must be an HTTP error status (400-599), not {}",
+                        error.status
+                    ),
+                ));
+            }
+            Outcome::Fail {
+                status: error.status,
+                message: error.message,
+            }
+        }
+        (Some(error), _, _) => {
+            return Err((
+                Some(error.span()),
+                "`error` cannot be combined with `reply` or `tool_calls`".to_string(),
+            ));
+        }
+        (None, None, None) => {
+            return Err((None, "needs `reply`, `tool_calls` or `error`".to_string()));
+        }
+        (None, text, tool_calls) => {
+            let tool_calls = match tool_calls {
+                Some(calls) => {
+                    let span = calls.span();
+                    calls
+                        .into_inner()
+                        .into_iter()
+                        .map(|call| {
+                            build_tool_call(call).map_err(|message| (Some(span.clone()), message))
+                        })
+                        .collect::<Result<Vec<_>, _>>()?
+                }
+                None => Vec::new(),
+            };
+            Outcome::Answer {
+                text: text.unwrap_or_default(),
+                tool_calls,
+            }
+        }
+    };
+    Ok(Reply {
+        outcome,
+        pacing,
+        usage: raw.usage,
+    })
+}
+
+fn build_tool_call(raw: RawToolCall) -> Result<ToolCall, String> {
+    if raw.name.trim().is_empty() {
+        return Err("a tool call needs a non-empty `name`".to_string());
+    }
+    let arguments = match raw.arguments {
+        // A string is sent as written, so scenarios can script malformed arguments too.
+        Value::String(verbatim) => verbatim,
+        value @ Value::Object(_) => value.to_string(),
+        other => {
+            return Err(format!(
+                "tool call `{}`: `arguments` must be a table or a string, not {other}",
+                raw.name
+            ));
+        }
+    };
+    Ok(ToolCall {
+        id: raw.id,
+        name: raw.name,
+        arguments,
+    })
+}
+
+fn empty_object() -> Value {
+    Value::Object(serde_json::Map::new())
+}
+
+fn default_error_status() -> u16 {
+    500
+}
+
+/// 1-based line of a byte offset.
+fn line_of(text: &str, offset: usize) -> usize {
+    let end = offset.min(text.len());
+    text.as_bytes()[..end]
+        .iter()
+        .filter(|byte| **byte == b'\n')
+        .count()
+        + 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const TWO_RULES: &str = r#"
+model = ["m1", "m2"]
+chunk_chars = 4
+
+[[rule]]
+when = "(?i)hello"
+role = "user"
+reply = "hi"
+times = 1
+
+[[rule]]
+role = "tool"
+tool_calls = [{ name = "bash", arguments = { command = "ls" } }, { id = "x", name = "read", arguments = "{bad" }]
+chunk_chars = 2
+
+[fallback]
+error = { status = 503, message = "nothing matched" }
+"#;
+
+    fn parse(text: &str) -> Result<Scenario, ScenarioError> {
+        Scenario::from_toml_str(text, "test.toml")
+    }
+
+    #[test]
+    fn builtin_demo_parses_and_serves_a_model() -> anyhow::Result<()> {
+        let scenario = Scenario::builtin_demo()?;
+        assert_eq!(scenario.models(), ["scripted-demo"]);
+        Ok(())
+    }
+
+    #[test]
+    fn builtin_demo_routes_the_prompts_it_advertises() -> anyhow::Result<()> {
+        let demo = Scenario::builtin_demo()?;
+        let bash_ls = vec![ToolCall {
+            id: None,
+            name: "bash".to_string(),
+            arguments: r#"{"command":"ls -la"}"#.to_string(),
+        }];
+        // (role, last message text, a fragment of the reply text, expected tool calls)
+        let cases: &[(&str, &str, &str, &[ToolCall])] = &[
+            ("user", "hello", "Press F1", &[]),
+            ("user", "Hi there!", "scripted demo", &[]),
+            ("user", "list files", "`ls -la`", &bash_ls),
+            ("user", "please show the files here", "`ls -la`", &bash_ls),
+            ("user", "can you run a command?", "`ls -la`", &bash_ls),
+            ("user", "show me markdown", "```rust", &[]),
+            ("user", "render a table", "| Key |", &[]),
+            (
+                "tool",
+                "total 8\ndrwxr-xr-x 2 me me 4096 .",
+                "That listing came from",
+                &[],
+            ),
+            (
+                "tool",
+                "bash: ls: command not found",
+                "The tool finished",
+                &[],
+            ),
+            ("user", "which one?", "only knows a few", &[]), // "hi" inside a word is no greeting
+            ("user", "what can you do?", "`list files`", &[]),
+        ];
+        for (role, text, fragment, calls) in cases {
+            match &demo.select(role, text, &[]).reply.outcome {
+                Outcome::Answer {
+                    text: reply,
+                    tool_calls,
+                } => {
+                    assert!(
+                        reply.contains(fragment),
+                        "{role} {text:?}: {reply:?} lacks {fragment:?}"
+                    );
+                    assert_eq!(tool_calls, calls, "{role} {text:?}");
+                }
+                other => panic!("{role} {text:?}: the demo never fails, got {other:?}"),
+            }
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn select_tries_rules_in_order_and_honours_role_and_times() -> anyhow::Result<()> {
+        let scenario = parse(TWO_RULES)?;
+        assert_eq!(scenario.models(), ["m1", "m2"]);
+        // (role, text, fired counts, expected rule)
+        let cases: &[(&str, &str, &[u32], Option<usize>)] = &[
+            ("user", "Hello there", &[], Some(0)),
+            ("user", "HELLO", &[0, 0], Some(0)),
+            ("user", "hello", &[1, 0], None), // rule 0 fired its one time
+            ("assistant", "hello", &[], None), // role mismatch
+            ("tool", "anything at all", &[], Some(1)),
+            ("tool", "hello", &[], Some(1)), // rule 0 wants role user
+            ("user", "bye", &[], None),
+        ];
+        for (role, text, fired, expected) in cases {
+            assert_eq!(
+                scenario.select(role, text, fired).rule,
+                *expected,
+                "role={role} text={text} fired={fired:?}"
+            );
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn replies_carry_text_tool_calls_errors_and_pacing() -> anyhow::Result<()> {
+        let scenario = parse(TWO_RULES)?;
+        let hello = scenario.select("user", "hello", &[]).reply;
+        let expected = Outcome::Answer {
+            text: "hi".to_string(),
+            tool_calls: vec![],
+        };
+        assert_eq!(hello.outcome, expected);
+        assert_eq!(hello.pacing.chunk_chars, 4, "scenario default applies");
+
+        let tool = scenario.select("tool", "", &[]).reply;
+        assert_eq!(tool.pacing.chunk_chars, 2, "rule overrides the default");
+        let expected_calls = vec![
+            ToolCall {
+                id: None,
+                name: "bash".to_string(),
+                arguments: r#"{"command":"ls"}"#.to_string(),
+            },
+            ToolCall {
+                id: Some("x".to_string()),
+                name: "read".to_string(),
+                arguments: "{bad".to_string(), // strings are sent verbatim
+            },
+        ];
+        let expected = Outcome::Answer {
+            text: String::new(),
+            tool_calls: expected_calls,
+        };
+        assert_eq!(tool.outcome, expected);
+
+        let expected = Outcome::Fail {
+            status: 503,
+            message: "nothing matched".to_string(),
+        };
+        assert_eq!(scenario.select("user", "bye", &[]).reply.outcome, expected);
+        Ok(())
+    }
+
+    #[test]
+    fn missing_fallback_answers_with_a_hint() -> anyhow::Result<()> {
+        let scenario = parse("model = \"m\"\n")?;
+        let outcome = &scenario.select("user", "x", &[]).reply.outcome;
+        assert!(
+            matches!(outcome, Outcome::Answer { text, .. } if text.contains("no rule")),
+            "{outcome:?}"
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn invalid_scenarios_name_origin_line_and_problem() {
+        // (scenario text, expected line, expected fragment of the message)
+        let cases: &[(&str, usize, &str)] = &[
+            (
+                "model = \"m\"\n[[rule]]\nwhen = \"(unclosed\"\nreply = \"x\"\n",
+                3,
+                "not a valid regex",
+            ),
+            (
+                "model = \"m\"\n\n[[rule]]\nwhen = \"x\"\n",
+                3,
+                "needs `reply`, `tool_calls` or `error`",
+            ),
+            (
+                "model = \"m\"\n[[rule]]\nreply = \"x\"\nerror = { message = \"e\" }\n",
+                4,
+                "cannot be combined",
+            ),
+            (
+                "model = \"m\"\n[[rule]]\nerror = { status = 200, message = \"e\" }\n",
+                3,
+                "400-599",
+            ),
+            (
+                "model = \"m\"\n[[rule]]\nreply = \"x\"\nrole = \"robot\"\n",
+                4,
+                "robot",
+            ),
+            (
+                "model = \"m\"\n[[rule]]\nreply = \"x\"\nflavour = 1\n",
+                4,
+                "flavour",
+            ),
+            (
+                "model = \"m\"\n[[rule]]\nreply = \"x\"\nchunk_chars = 0\n",
+                4,
+                "at least 1",
+            ),
+            (
+                "model = \"m\"\n[[rule]]\nreply = \"x\"\ntimes = 0\n",
+                2,
+                "never fire",
+            ),
+            (
+                "model = \"m\"\n[fallback]\nwhen = \"x\"\nreply = \"y\"\n",
+                2,
+                "[fallback] takes no",
+            ),
+            ("model = []\n", 1, "at least one"),
+            ("reply = \"x\"\n", 1, "model"),
+            (
+                "model = \"m\"\n[[rule]]\ntool_calls = [{ name = \"bash\", arguments = 3 }]\n",
+                3,
+                "must be a table or a string",
+            ),
+            ("model = \"m\"\nthis is not toml\n", 2, ""),
+        ];
+        for (text, line, fragment) in cases {
+            match parse(text) {
+                Err(ScenarioError::Invalid {
+                    origin,
+                    line: got_line,
+                    message,
+                }) => {
+                    assert_eq!(origin, "test.toml");
+                    assert_eq!(got_line, *line, "line for {text:?}: {message}");
+                    assert!(message.contains(fragment), "{message:?} lacks {fragment:?}");
+                }
+                other => panic!("{text:?} should be invalid, got {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn from_file_names_the_path() {
+        let missing = Path::new("/nonexistent/unipi-scenario.toml");
+        let err = Scenario::from_file(missing)
+            .map(|_| ())
+            .err()
+            .map(|err| err.to_string());
+        assert!(
+            err.as_deref()
+                .is_some_and(|err| err.contains("/nonexistent/unipi-scenario.toml")),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn message_text_reads_strings_and_text_parts() {
+        let cases = [
+            (json!({"role": "user", "content": "plain"}), "plain"),
+            (
+                json!({"role": "user", "content": [
+                    {"type": "text", "text": "a"},
+                    {"type": "image_url", "image_url": {"url": "data:"}},
+                    {"type": "text", "text": "b"}
+                ]}),
+                "a\nb",
+            ),
+            (
+                json!({"role": "assistant", "content": null, "tool_calls": []}),
+                "",
+            ),
+            (
+                json!({"role": "tool", "tool_call_id": "c", "content": "out"}),
+                "out",
+            ),
+        ];
+        for (message, expected) in cases {
+            assert_eq!(message_text(&message), expected, "{message}");
+        }
+    }
+}

@@ -1,0 +1,83 @@
+//! The help overlay view: lists the workbench's key bindings from the keymap, says every other
+//! key goes to Pi, and shows the log file's path. Scrolls when the terminal is too small.
+
+use std::cell::Cell;
+
+use crossterm::event::{KeyCode, KeyEvent};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use unipi_widgets::help::{HelpModel, max_scroll, render};
+use unipi_widgets::theme::Theme;
+
+use super::{View, ViewAction};
+use crate::config::keymap::{Action, Key, Keymap};
+
+pub struct HelpView {
+    model: HelpModel,
+    /// The keys bound to `help` close the overlay again (whatever the user bound them to).
+    help_keys: Vec<Key>,
+    /// The area of the last render, to clamp scrolling to what is visible.
+    last_area: Cell<Rect>,
+}
+
+impl HelpView {
+    pub fn new(keymap: &Keymap, log_path: String) -> Self {
+        let bindings = keymap
+            .bindings()
+            .into_iter()
+            .map(|(keys, action)| (keys, action.description().to_string()))
+            .collect();
+        let help_keys = keymap
+            .sequences_for(Action::Help)
+            .into_iter()
+            .filter_map(|keys| <[Key; 1]>::try_from(keys).ok().map(|[key]| key))
+            .collect();
+        HelpView {
+            help_keys,
+            model: HelpModel {
+                bindings,
+                log_path,
+                scroll: 0,
+            },
+            last_area: Cell::new(Rect::default()),
+        }
+    }
+
+    fn scroll_by(&mut self, delta: isize) {
+        let max = max_scroll(&self.model, self.last_area.get());
+        self.model.scroll = self.model.scroll.saturating_add_signed(delta).min(max);
+    }
+}
+
+impl View for HelpView {
+    fn render(&self, area: Rect, buf: &mut Buffer, theme: &Theme) {
+        self.last_area.set(area);
+        render(&self.model, theme, area, buf);
+    }
+
+    fn handle_key(&mut self, key: &KeyEvent) -> ViewAction {
+        if self.help_keys.contains(&Key::from_event(key)) {
+            return ViewAction::Close;
+        }
+        match key.code {
+            KeyCode::Esc | KeyCode::Enter | KeyCode::Char('q') => ViewAction::Close,
+            KeyCode::Up | KeyCode::Char('k') => {
+                self.scroll_by(-1);
+                ViewAction::Consumed
+            }
+            KeyCode::Down | KeyCode::Char('j') => {
+                self.scroll_by(1);
+                ViewAction::Consumed
+            }
+            KeyCode::PageUp => {
+                self.scroll_by(-10);
+                ViewAction::Consumed
+            }
+            KeyCode::PageDown => {
+                self.scroll_by(10);
+                ViewAction::Consumed
+            }
+            _ => ViewAction::Consumed,
+        }
+    }
+}

@@ -1,0 +1,7 @@
+//! Helpers shared by the integration tests. Each test binary compiles this module on its own and
+//! uses only part of it, hence the `dead_code` allowance.
+#![allow(dead_code, clippy::expect_used, clippy::unwrap_used)]
+
+pub mod pi;
+
+pub mod term;

@@ -1,0 +1,251 @@
+//! The help overlay: a centred, bordered box that lists the workbench's key bindings (key →
+//! what it does), says that every other key goes to Pi, and shows where the log file is. It
+//! sizes itself to its content and shrinks to whatever the terminal offers; when the rows do not
+//! fit it shows a window starting at `scroll` and a position marker in the bottom border, so the
+//! view that owns it can page through on a tiny terminal.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Clear, Widget};
+
+use crate::text::{shorten_path, truncate_end, width};
+use crate::theme::Theme;
+
+/// The box's title.
+pub const TITLE: &str = "unipi-tui keys";
+/// The line that tells the user where all the other keys go.
+pub const PASS_THROUGH_NOTE: &str = "Every other key goes to Pi.";
+
+/// What the help overlay lists. `bindings` are display strings, e.g. ("Shift+PgUp", "Scroll the
+/// pane up one page"), in the order to show them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HelpModel {
+    pub bindings: Vec<(String, String)>,
+    /// The log file the workbench writes; shown so a user can find it when reporting a problem.
+    pub log_path: String,
+    /// First content row shown when the box is shorter than its content.
+    pub scroll: usize,
+}
+
+impl HelpModel {
+    /// Width and height the box wants, borders included, before clamping to the screen.
+    pub fn desired_size(&self) -> (u16, u16) {
+        let content_width = self
+            .content_lines(usize::MAX)
+            .iter()
+            .map(Line::width)
+            .max()
+            .unwrap_or(0)
+            .max(width(TITLE) + 2);
+        let width = content_width + 2 * (BORDER + PADDING);
+        let height = self.line_count() + 2 * BORDER;
+        (clamp_u16(width), clamp_u16(height))
+    }
+
+    /// Number of content rows (bindings, a blank, the note, the log line).
+    pub fn line_count(&self) -> usize {
+        self.bindings.len() + 3
+    }
+}
+
+/// Where the box goes on a `screen`: centred, no larger than the screen.
+pub fn overlay_area(model: &HelpModel, screen: Rect) -> Rect {
+    let (want_w, want_h) = model.desired_size();
+    let w = want_w.min(screen.width);
+    let h = want_h.min(screen.height);
+    Rect {
+        x: screen.x + (screen.width - w) / 2,
+        y: screen.y + (screen.height - h) / 2,
+        width: w,
+        height: h,
+    }
+}
+
+/// The largest useful `scroll` on this `screen` (0 when everything fits).
+pub fn max_scroll(model: &HelpModel, screen: Rect) -> usize {
+    let visible = usize::from(overlay_area(model, screen).height).saturating_sub(2 * BORDER);
+    model.line_count().saturating_sub(visible)
+}
+
+/// Draw the overlay centred on `screen`, over whatever is there.
+pub fn render(model: &HelpModel, theme: &Theme, screen: Rect, buf: &mut Buffer) {
+    let area = overlay_area(model, screen);
+    // Below this there is no room for a border and one row of text; draw nothing rather than
+    // a broken box.
+    if area.width < 2 * (BORDER + PADDING) as u16 + 1 || area.height < 2 * BORDER as u16 + 1 {
+        return;
+    }
+    Clear.render(area, buf);
+
+    let visible = usize::from(area.height) - 2 * BORDER;
+    let first = model.scroll.min(max_scroll(model, screen));
+    let title = Line::from(Span::styled(
+        format!(
+            " {} ",
+            truncate_end(TITLE, usize::from(area.width).saturating_sub(4))
+        ),
+        theme.overlay_title,
+    ));
+    let mut block = Block::bordered()
+        .border_style(theme.overlay_border)
+        .style(theme.overlay_text)
+        .title(title);
+    if model.line_count() > visible {
+        let last = (first + visible).min(model.line_count());
+        let position = format!(" {}-{}/{} ", first + 1, last, model.line_count());
+        block = block.title_bottom(Line::from(position).right_aligned());
+    }
+    let inner = block.inner(area);
+    block.render(area, buf);
+
+    let text_area = Rect {
+        x: inner.x + PADDING as u16,
+        width: inner.width.saturating_sub(2 * PADDING as u16),
+        ..inner
+    };
+    let lines = model.content_lines_styled(usize::from(text_area.width), theme);
+    for (row, line) in lines.iter().skip(first).take(visible).enumerate() {
+        buf.set_line(text_area.x, text_area.y + row as u16, line, text_area.width);
+    }
+}
+
+const BORDER: usize = 1;
+const PADDING: usize = 1;
+/// Gap between the key column and the description.
+const COLUMN_GAP: usize = 2;
+
+impl HelpModel {
+    /// Content rows fitted to `max_width` columns, unstyled (for measuring).
+    fn content_lines(&self, max_width: usize) -> Vec<Line<'static>> {
+        self.content_lines_styled(max_width, &Theme::plain())
+    }
+
+    fn content_lines_styled(&self, max_width: usize, theme: &Theme) -> Vec<Line<'static>> {
+        let key_width = self
+            .bindings
+            .iter()
+            .map(|(key, _)| width(key))
+            .max()
+            .unwrap_or(0)
+            // The key column may take at most half the box: descriptions matter as much.
+            .min(max_width / 2);
+        let mut lines = Vec::with_capacity(self.line_count());
+        for (key, description) in &self.bindings {
+            let key = truncate_end(key, key_width);
+            let pad = " ".repeat(key_width - width(&key) + COLUMN_GAP);
+            let room = max_width.saturating_sub(key_width + COLUMN_GAP);
+            lines.push(Line::from(vec![
+                Span::styled(key, theme.overlay_key),
+                Span::raw(pad),
+                Span::raw(truncate_end(description, room)),
+            ]));
+        }
+        lines.push(Line::default());
+        lines.push(Line::styled(
+            truncate_end(PASS_THROUGH_NOTE, max_width),
+            theme.muted,
+        ));
+        let label = "Log: ";
+        let path = shorten_path(&self.log_path, max_width.saturating_sub(width(label)));
+        lines.push(Line::from(vec![
+            Span::styled(label, theme.muted),
+            Span::raw(path),
+        ]));
+        lines
+    }
+}
+
+fn clamp_u16(value: usize) -> u16 {
+    u16::try_from(value).unwrap_or(u16::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use ratatui::style::{Color, Style};
+
+    use super::*;
+    use crate::test_support::render_to_string;
+
+    fn model() -> HelpModel {
+        let bindings = [
+            ("F1", "Show the key bindings"),
+            ("Shift+PgUp", "Scroll the pane up one page"),
+            ("Shift+PgDn", "Scroll the pane down one page"),
+            ("Alt+Shift+Up", "Scroll the pane up one line"),
+            ("Alt+Shift+Down", "Scroll the pane down one line"),
+            ("Shift+End", "Back to live output"),
+            ("Shift+Down", "Open the task dock"),
+        ];
+        HelpModel {
+            bindings: bindings
+                .iter()
+                .map(|(k, d)| ((*k).to_owned(), (*d).to_owned()))
+                .collect(),
+            log_path: "/home/ada/.local/state/unipi-tui/unipi-tui.log".to_owned(),
+            scroll: 0,
+        }
+    }
+
+    fn snapshot(model: &HelpModel, width: u16, height: u16) -> String {
+        render_to_string(width, height, |area, buf| {
+            render(model, &Theme::plain(), area, buf);
+        })
+    }
+
+    #[test]
+    fn fits_a_normal_terminal() {
+        crate::assert_ui_snapshot!("help_80x24", snapshot(&model(), 80, 24));
+    }
+
+    #[test]
+    fn shrinks_and_scrolls_on_a_small_terminal() {
+        crate::assert_ui_snapshot!("help_40x12", snapshot(&model(), 40, 12));
+        crate::assert_ui_snapshot!("help_40x8", snapshot(&model(), 40, 8));
+        let scrolled = HelpModel {
+            scroll: 99,
+            ..model()
+        };
+        crate::assert_ui_snapshot!("help_40x8_scrolled_to_end", snapshot(&scrolled, 40, 8));
+    }
+
+    #[test]
+    fn scroll_limits_follow_the_screen() {
+        let model = model();
+        assert_eq!(model.line_count(), 10);
+        assert_eq!(max_scroll(&model, Rect::new(0, 0, 80, 24)), 0);
+        // 12 rows minus 2 borders show 10 of 10 lines; 8 rows show 6.
+        assert_eq!(max_scroll(&model, Rect::new(0, 0, 40, 12)), 0);
+        assert_eq!(max_scroll(&model, Rect::new(0, 0, 40, 8)), 4);
+    }
+
+    #[test]
+    fn never_panics_on_any_small_screen() {
+        let model = model();
+        for width in 1..=30 {
+            for height in 1..=14 {
+                let text = snapshot(&model, width, height);
+                assert_eq!(text.lines().count(), usize::from(height));
+            }
+        }
+        let empty = HelpModel::default();
+        snapshot(&empty, 20, 6);
+    }
+
+    #[test]
+    fn key_column_uses_the_key_style() {
+        let theme = Theme {
+            overlay_key: Style::new().fg(Color::Cyan),
+            ..Theme::plain()
+        };
+        let mut buf = Buffer::empty(Rect::new(0, 0, 80, 24));
+        render(&model(), &theme, buf.area, &mut buf);
+        let area = overlay_area(&model(), buf.area);
+        // First binding row: border, padding, then the key "F1".
+        let key_cell = &buf[(area.x + 2, area.y + 1)];
+        assert_eq!(key_cell.symbol(), "F");
+        assert_eq!(key_cell.fg, Color::Cyan);
+        let description_cell = &buf[(area.x + 2 + 16, area.y + 1)];
+        assert_ne!(description_cell.fg, Color::Cyan);
+    }
+}
