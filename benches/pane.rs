@@ -1,0 +1,1103 @@
+//! Pane benchmarks, end to end: the real release `unipi-tui` runs in an outer PTY that this
+//! program drains and answers like a terminal would, with a tiny stand-in for Pi (a shell script
+//! that `cat`s a prepared ANSI stream) as the pane's child. Out come the figures the pane issue
+//! asks for: throughput compared with tmux consuming the same stream, CPU while the child is
+//! idle, and resident memory with a full 10,000-row scrollback; plus the emulator alone, which
+//! is where throughput is won or lost.
+//!
+//! Figures are printed, never asserted: a timing assertion flakes on a busy machine, so the
+//! numbers live in `docs/benchmarks.md`. Run with `cargo bench --bench pane`; cargo builds the
+//! release binary for benchmarks and hands its path over in `CARGO_BIN_EXE_unipi-tui`. Under
+//! `cargo test --all-targets` (no `--bench` argument) it does a short smoke pass instead, so the
+//! harness itself stays tested without slowing the suite down.
+//!
+//! Everything written goes to one temp dir, and the workbench's config, state and cache
+//! directories point into it, so nothing of the user's is read or written.
+
+use std::ffi::OsString;
+use std::io::{BufWriter, Read, Write};
+use std::num::NonZeroU16;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use portable_pty::{Child, CommandBuilder, MasterPty, PtySize, native_pty_system};
+use unipi_tui::config::theme::Theme;
+use unipi_tui::pane::emulator::{Emulator, HostInfo};
+use unipi_tui::pane::history::DEFAULT_CAPACITY;
+
+/// The outer terminal; the pane gets every row but the workbench's footer, like tmux's pane gets
+/// every row but its status line, so both parse into a 120x39 screen.
+const OUTER_ROWS: u16 = 40;
+const OUTER_COLS: u16 = 120;
+const PANE_ROWS: NonZeroU16 = non_zero(OUTER_ROWS - 1);
+const PANE_COLS: NonZeroU16 = non_zero(OUTER_COLS);
+/// Lines the memory run prints: more than the scrollback keeps, so it ends full.
+const SCROLLBACK_FILL_LINES: usize = 12_000;
+/// How the emulator is fed in the parser-alone figure (the PTY reader's buffer size).
+const PARSER_CHUNK: usize = 64 * 1024;
+/// Printed by the child once its output is written; seeing it drawn means the workbench has
+/// parsed everything before it. No byte after the first is a `B`, which `Matcher` relies on.
+const READY_MARKER: &[u8] = b"BENCH_READY_7Q";
+const IDLE_WINDOW: Duration = Duration::from_secs(5);
+
+fn main() -> ExitCode {
+    // cargo passes `--bench` under `cargo bench`; `cargo test --all-targets` runs us without it.
+    let full = std::env::args().any(|arg| arg == "--bench");
+    match run(if full { Plan::FULL } else { Plan::SMOKE }) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("pane bench: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// How much to measure.
+#[derive(Clone, Copy)]
+struct Plan {
+    stream_bytes: usize,
+    runs: usize,
+    tmux: bool,
+    idle_and_memory: bool,
+}
+
+impl Plan {
+    const FULL: Plan = Plan {
+        stream_bytes: 64_000_000,
+        runs: 3,
+        tmux: true,
+        idle_and_memory: true,
+    };
+    const SMOKE: Plan = Plan {
+        stream_bytes: 1_000_000,
+        runs: 1,
+        tmux: false,
+        idle_and_memory: false,
+    };
+}
+
+fn run(plan: Plan) -> Result<()> {
+    let bin = workbench_binary()?;
+    let dir = tempfile::Builder::new()
+        .prefix("unipi-pane-bench-")
+        .tempdir()
+        .context("failed to create a temp dir")?;
+    let bench = Bench::new(bin, dir.path())?;
+    let stream_path = dir.path().join("stream.ans");
+    let stream_len = write_file(&stream_path, |out| write_stream(out, plan.stream_bytes))?;
+    let mb = stream_len as f64 / 1e6;
+    eprintln!(
+        "stream: {mb:.1} MB of truecolour text, cursor movement and redraws ({})",
+        stream_path.display()
+    );
+
+    let stream = std::fs::read(&stream_path).context("failed to read the stream back")?;
+    let emulator = median_of(plan.runs, || Ok(time_emulator(&stream)))?;
+    let bare = median_of(plan.runs, || Ok(time_bare_vt100(&stream)))?;
+    drop(stream);
+
+    let cat = bench.script("cat-stream", &format!("exec cat {}", quote(&stream_path)))?;
+    let mut workbench_runs = Vec::new();
+    for _ in 0..plan.runs {
+        let run = bench.time_workbench(&cat)?;
+        eprintln!(
+            "  unipi-tui: {:.2} s wall, {:.2} s CPU (workbench + cat), {} KB drawn",
+            run.wall.as_secs_f64(),
+            run.cpu_secs,
+            run.drawn_bytes / 1000
+        );
+        workbench_runs.push(run);
+    }
+    workbench_runs.sort_by_key(|run| run.wall);
+    let workbench = &workbench_runs[workbench_runs.len() / 2];
+
+    let tmux = if plan.tmux {
+        tmux_version().map(|version| -> Result<(String, TmuxRun)> {
+            let mut runs = Vec::new();
+            for _ in 0..plan.runs {
+                let run = time_tmux(&stream_path)?;
+                eprintln!(
+                    "  {version}: {:.2} s wall, {:.2} s CPU (server)",
+                    run.wall.as_secs_f64(),
+                    run.server_cpu_secs
+                );
+                runs.push(run);
+            }
+            runs.sort_by_key(|run| run.wall);
+            Ok((version, runs.swap_remove(runs.len() / 2)))
+        })
+    } else {
+        None
+    };
+    let tmux = tmux.transpose()?;
+
+    let (idle, memory) = if plan.idle_and_memory {
+        (
+            Some(bench.idle_cpu()?),
+            Some(bench.memory_with_full_scrollback()?),
+        )
+    } else {
+        (None, None)
+    };
+
+    print_table(&Figures {
+        mb,
+        emulator,
+        bare,
+        workbench,
+        tmux: tmux.as_ref(),
+        idle: idle.as_ref(),
+        memory: memory.as_ref(),
+    });
+    Ok(())
+}
+
+/// The release binary cargo built for this benchmark, or `target/release/unipi-tui`.
+fn workbench_binary() -> Result<PathBuf> {
+    let built = option_env!("CARGO_BIN_EXE_unipi-tui").map(PathBuf::from);
+    let fallback = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/unipi-tui");
+    let bin = built.unwrap_or(fallback);
+    if !bin.is_file() {
+        bail!(
+            "{} is missing: run `cargo build --release` (or `cargo bench --bench pane`, which \
+             builds it) first",
+            bin.display()
+        );
+    }
+    Ok(bin)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The measurements.
+
+struct WorkbenchRun {
+    wall: Duration,
+    /// User + system time of the workbench and its child (the `cat`), from our children's
+    /// accumulated times once the workbench is reaped.
+    cpu_secs: f64,
+    /// Bytes the workbench drew into the outer terminal.
+    drawn_bytes: u64,
+}
+
+struct TmuxRun {
+    wall: Duration,
+    server_cpu_secs: f64,
+}
+
+struct IdleFigure {
+    cpu_percent: f64,
+    /// Context switches of all the workbench's threads in the window: each is a wake-up.
+    wakeups: u64,
+    rss_kb: u64,
+}
+
+struct MemoryFigure {
+    rss_kb: u64,
+    hwm_kb: u64,
+    /// Bytes of the coloured lines the child printed, for scale.
+    printed_bytes: u64,
+}
+
+/// Runs of the workbench share the binary, the temp dir and the environment.
+struct Bench {
+    bin: PathBuf,
+    dir: PathBuf,
+    env: Vec<(&'static str, PathBuf)>,
+}
+
+impl Bench {
+    fn new(bin: PathBuf, dir: &Path) -> Result<Bench> {
+        let mut env = Vec::new();
+        for (key, sub) in [
+            ("XDG_CONFIG_HOME", "config"),
+            ("XDG_STATE_HOME", "state"),
+            ("XDG_CACHE_HOME", "cache"),
+        ] {
+            let path = dir.join(sub);
+            std::fs::create_dir_all(&path)
+                .with_context(|| format!("failed to create {}", path.display()))?;
+            env.push((key, path));
+        }
+        Ok(Bench {
+            bin,
+            dir: dir.to_path_buf(),
+            env,
+        })
+    }
+
+    /// Writes an executable `sh` script for the workbench's `--pi-bin`.
+    fn script(&self, name: &str, body: &str) -> Result<PathBuf> {
+        let path = self.dir.join(name);
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n"))
+            .with_context(|| format!("failed to write {}", path.display()))?;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
+            .with_context(|| format!("failed to make {} executable", path.display()))?;
+        Ok(path)
+    }
+
+    fn spawn(&self, pi: &Path) -> Result<Outer> {
+        let args = [OsString::from("--pi-bin"), pi.as_os_str().to_owned()];
+        Outer::spawn(&self.bin, &args, &self.env, &self.dir)
+    }
+
+    /// Wall time from spawning the workbench to its exit, the child printing the stream.
+    fn time_workbench(&self, script: &Path) -> Result<WorkbenchRun> {
+        let cpu_before = children_cpu_secs()?;
+        let start = Instant::now();
+        let mut outer = self.spawn(script)?;
+        let status = outer.wait_exit(Duration::from_secs(300))?;
+        let wall = start.elapsed();
+        if !status.success() {
+            bail!(
+                "unipi-tui exited with status {} (its log is under {})",
+                status.exit_code(),
+                self.dir.join("state").display()
+            );
+        }
+        Ok(WorkbenchRun {
+            wall,
+            cpu_secs: children_cpu_secs()? - cpu_before,
+            drawn_bytes: outer.drawn_bytes(),
+        })
+    }
+
+    /// CPU use over [`IDLE_WINDOW`] once the child has printed a screenful and gone quiet.
+    fn idle_cpu(&self) -> Result<IdleFigure> {
+        let screen = self.dir.join("screen.ans");
+        write_file(&screen, |out| {
+            write_lines(out, usize::from(PANE_ROWS.get()), 7)
+        })?;
+        let script = self.script("print-and-idle", &print_then_sleep(&screen))?;
+        let mut outer = self.spawn(&script)?;
+        outer.wait_for_marker(Duration::from_secs(30))?;
+        // Let the last frame go out and any short timer (a footer notice) run out first.
+        std::thread::sleep(Duration::from_secs(1));
+        let pid = outer.pid()?;
+        let ticks_before = process_cpu_ticks(pid)?;
+        let switches_before = context_switches(pid)?;
+        let start = Instant::now();
+        std::thread::sleep(IDLE_WINDOW);
+        let ticks = process_cpu_ticks(pid)? - ticks_before;
+        let elapsed = start.elapsed().as_secs_f64();
+        let wakeups = context_switches(pid)?.saturating_sub(switches_before);
+        let rss_kb = status_kb(pid, "VmRSS")?;
+        outer.stop()?;
+        Ok(IdleFigure {
+            cpu_percent: ticks as f64 / clock_ticks_per_sec() / elapsed * 100.0,
+            wakeups,
+            rss_kb,
+        })
+    }
+
+    /// Resident memory after the child printed more inline lines than the scrollback keeps.
+    fn memory_with_full_scrollback(&self) -> Result<MemoryFigure> {
+        let lines = self.dir.join("lines.ans");
+        let printed_bytes = write_file(&lines, |out| write_lines(out, SCROLLBACK_FILL_LINES, 11))?;
+        let script = self.script("fill-scrollback", &print_then_sleep(&lines))?;
+        let mut outer = self.spawn(&script)?;
+        outer.wait_for_marker(Duration::from_secs(60))?;
+        std::thread::sleep(Duration::from_millis(500));
+        let pid = outer.pid()?;
+        let figure = MemoryFigure {
+            rss_kb: status_kb(pid, "VmRSS")?,
+            hwm_kb: status_kb(pid, "VmHWM")?,
+            printed_bytes,
+        };
+        outer.stop()?;
+        Ok(figure)
+    }
+}
+
+/// The child's script for the idle and memory runs: print, then the marker (in its own write, a
+/// moment later, so it is drawn whole), then stay alive until the workbench is stopped.
+fn print_then_sleep(file: &Path) -> String {
+    format!(
+        "cat {}\nsleep 0.3\nprintf '%s' '{}'\nexec sleep 120",
+        quote(file),
+        String::from_utf8_lossy(READY_MARKER)
+    )
+}
+
+fn time_emulator(stream: &[u8]) -> Duration {
+    let mut emulator = Emulator::new(
+        PANE_ROWS.get(),
+        PANE_COLS.get(),
+        DEFAULT_CAPACITY,
+        Theme::default().terminal,
+        HostInfo::default(),
+    );
+    let start = Instant::now();
+    for chunk in stream.chunks(PARSER_CHUNK) {
+        emulator.process(chunk);
+        // What the app does after each chunk; all empty for this stream.
+        std::hint::black_box(emulator.take_replies());
+        std::hint::black_box(emulator.take_passthrough());
+        std::hint::black_box(emulator.take_events());
+    }
+    std::hint::black_box(emulator.screen());
+    start.elapsed()
+}
+
+/// vt100 with no scrollback and no callbacks: the floor under [`time_emulator`].
+fn time_bare_vt100(stream: &[u8]) -> Duration {
+    let mut parser = vt100::Parser::new(PANE_ROWS, PANE_COLS, 0);
+    let start = Instant::now();
+    for chunk in stream.chunks(PARSER_CHUNK) {
+        parser.process(chunk);
+    }
+    std::hint::black_box(parser.screen());
+    start.elapsed()
+}
+
+/// tmux consuming the same stream in a detached 120x40 session: from starting the server to the
+/// shell signalling that `cat` is done.
+fn time_tmux(stream: &Path) -> Result<TmuxRun> {
+    let socket = format!("unipi-pane-bench-{}", std::process::id());
+    let command = format!("cat {}; tmux -L {socket} wait-for -S done", quote(stream));
+    let start = Instant::now();
+    let started = tmux(
+        &socket,
+        &[
+            "-f",
+            "/dev/null",
+            "new-session",
+            "-d",
+            "-x",
+            "120",
+            "-y",
+            "40",
+            &command,
+        ],
+    );
+    let waited = started.and_then(|_| tmux(&socket, &["wait-for", "done"]));
+    let wall = start.elapsed();
+    let server_cpu = waited
+        .and_then(|_| tmux(&socket, &["display-message", "-p", "#{pid}"]))
+        .and_then(|pid| {
+            let pid = pid.trim().parse().context("tmux printed no server pid")?;
+            Ok(process_cpu_ticks(pid)? as f64 / clock_ticks_per_sec())
+        });
+    // Always stop the server, even when a step failed.
+    let _ = tmux(&socket, &["kill-server"]);
+    Ok(TmuxRun {
+        wall,
+        server_cpu_secs: server_cpu?,
+    })
+}
+
+fn tmux_version() -> Option<String> {
+    let output = Command::new("tmux").arg("-V").output().ok()?;
+    output
+        .status
+        .success()
+        .then(|| String::from_utf8_lossy(&output.stdout).trim().to_string())
+}
+
+fn tmux(socket: &str, args: &[&str]) -> Result<String> {
+    let output = Command::new("tmux")
+        .arg("-L")
+        .arg(socket)
+        .args(args)
+        .env_remove("TMUX")
+        .env("SHELL", "/bin/sh")
+        .output()
+        .context("failed to run tmux")?;
+    if !output.status.success() {
+        bail!(
+            "tmux {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+fn median_of(runs: usize, mut measure: impl FnMut() -> Result<Duration>) -> Result<Duration> {
+    let mut times = (0..runs.max(1))
+        .map(|_| measure())
+        .collect::<Result<Vec<_>>>()?;
+    times.sort();
+    Ok(times[times.len() / 2])
+}
+
+// ---------------------------------------------------------------------------------------------
+// The table.
+
+struct Figures<'a> {
+    mb: f64,
+    emulator: Duration,
+    bare: Duration,
+    workbench: &'a WorkbenchRun,
+    tmux: Option<&'a (String, TmuxRun)>,
+    idle: Option<&'a IdleFigure>,
+    memory: Option<&'a MemoryFigure>,
+}
+
+fn print_table(f: &Figures<'_>) {
+    let rate = |d: Duration| f.mb / d.as_secs_f64();
+    let row = |name: &str, value: String, target: String| {
+        println!("{name:<36} {value:<36} {target}");
+    };
+    println!();
+    println!(
+        "pane benchmarks: {:.1} MB stream, {OUTER_COLS}x{OUTER_ROWS} outer terminal, {} CPUs",
+        f.mb,
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    row("figure", "value".into(), "target".into());
+    row(
+        "throughput, unipi-tui end to end",
+        format!(
+            "{:.1} MB/s ({:.2} s, CPU {:.2} s)",
+            rate(f.workbench.wall),
+            f.workbench.wall.as_secs_f64(),
+            f.workbench.cpu_secs
+        ),
+        String::new(),
+    );
+    if let Some((version, tmux)) = f.tmux {
+        row(
+            &format!("throughput, {version}"),
+            format!(
+                "{:.1} MB/s ({:.2} s, CPU {:.2} s)",
+                rate(tmux.wall),
+                tmux.wall.as_secs_f64(),
+                tmux.server_cpu_secs
+            ),
+            String::new(),
+        );
+        let ratio = f.workbench.wall.as_secs_f64() / tmux.wall.as_secs_f64();
+        row(
+            "  unipi-tui time / tmux time",
+            format!("{ratio:.2}"),
+            verdict(ratio <= 0.5, "<= 0.50"),
+        );
+    }
+    row(
+        "emulator alone (Emulator::process)",
+        format!("{:.1} MB/s", rate(f.emulator)),
+        "~180 MB/s".into(),
+    );
+    row(
+        "bare vt100 (no scrollback)",
+        format!("{:.1} MB/s", rate(f.bare)),
+        String::new(),
+    );
+    if let Some(idle) = f.idle {
+        row(
+            &format!("idle CPU over {} s", IDLE_WINDOW.as_secs()),
+            format!("{:.2} % ({} wake-ups)", idle.cpu_percent, idle.wakeups),
+            verdict(idle.cpu_percent < 0.5, "~0 %"),
+        );
+        row(
+            "memory, one screenful",
+            format!("VmRSS {:.1} MB", idle.rss_kb as f64 / 1024.0),
+            String::new(),
+        );
+    }
+    if let Some(memory) = f.memory {
+        let mib = |kb: u64| kb as f64 / 1024.0;
+        row(
+            "memory, full 10,000-row scrollback",
+            format!(
+                "VmRSS {:.1} MB, VmHWM {:.1} MB",
+                mib(memory.rss_kb),
+                mib(memory.hwm_kb)
+            ),
+            verdict(mib(memory.hwm_kb) < 30.0, "< 30 MB"),
+        );
+        row(
+            "  (lines printed)",
+            format!(
+                "{SCROLLBACK_FILL_LINES} lines, {:.1} MB",
+                memory.printed_bytes as f64 / 1e6
+            ),
+            String::new(),
+        );
+    }
+}
+
+fn verdict(met: bool, target: &str) -> String {
+    format!("{target:<8} {}", if met { "met" } else { "MISSED" })
+}
+
+// ---------------------------------------------------------------------------------------------
+// The outer terminal.
+
+/// The workbench in a PTY whose output is drained on a thread that answers the start-up probes
+/// (kitty keyboard `CSI ? u` and DA1 `CSI c`) at once, so start-up never waits on a timeout.
+struct Outer {
+    child: Box<dyn Child + Send + Sync>,
+    // Kept open: closing the master would hang the workbench up.
+    _master: Box<dyn MasterPty + Send>,
+    seen: Arc<Seen>,
+}
+
+#[derive(Default)]
+struct Seen {
+    marker: AtomicBool,
+    bytes: AtomicU64,
+}
+
+impl Outer {
+    fn spawn(
+        bin: &Path,
+        args: &[OsString],
+        env: &[(&'static str, PathBuf)],
+        cwd: &Path,
+    ) -> Result<Outer> {
+        let pair = native_pty_system()
+            .openpty(PtySize {
+                rows: OUTER_ROWS,
+                cols: OUTER_COLS,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .context("failed to open the outer PTY")?;
+        let mut cmd = CommandBuilder::new(bin);
+        cmd.args(args);
+        cmd.cwd(cwd);
+        cmd.env("TERM", "xterm-256color");
+        for key in [
+            "TMUX",
+            "NO_COLOR",
+            "UNIPI_PI_BIN",
+            "UNIPI_LOG",
+            "UNIPI_TUI_DISABLE_KEYBOARD_ENHANCEMENT",
+        ] {
+            cmd.env_remove(key);
+        }
+        for (key, value) in env {
+            cmd.env(key, value);
+        }
+        let child = pair
+            .slave
+            .spawn_command(cmd)
+            .with_context(|| format!("failed to start {}", bin.display()))?;
+        drop(pair.slave);
+        let reader = pair
+            .master
+            .try_clone_reader()
+            .context("failed to clone the outer PTY reader")?;
+        let writer = pair
+            .master
+            .take_writer()
+            .context("failed to take the outer PTY writer")?;
+        let seen = Arc::new(Seen::default());
+        let seen_by_reader = Arc::clone(&seen);
+        std::thread::Builder::new()
+            .name("outer-terminal".into())
+            .spawn(move || drain(reader, writer, &seen_by_reader))
+            .context("failed to start the outer terminal's reader")?;
+        Ok(Outer {
+            child,
+            _master: pair.master,
+            seen,
+        })
+    }
+
+    fn pid(&self) -> Result<i32> {
+        let pid = self
+            .child
+            .process_id()
+            .context("the workbench has no pid")?;
+        i32::try_from(pid).context("pid out of range")
+    }
+
+    fn drawn_bytes(&self) -> u64 {
+        self.seen.bytes.load(Ordering::Relaxed)
+    }
+
+    fn wait_for_marker(&self, timeout: Duration) -> Result<()> {
+        let deadline = Instant::now() + timeout;
+        while !self.seen.marker.load(Ordering::Acquire) {
+            if Instant::now() > deadline {
+                bail!("the workbench did not draw the child's output within {timeout:?}");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Ok(())
+    }
+
+    /// Polls (every millisecond, so the wall time is exact enough) until the workbench exits.
+    fn wait_exit(&mut self, timeout: Duration) -> Result<portable_pty::ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait().context("failed to wait")? {
+                return Ok(status);
+            }
+            if Instant::now() > deadline {
+                bail!("the workbench did not exit within {timeout:?}");
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// SIGTERM, as a user's `kill` would: the workbench stops its child and exits.
+    fn stop(&mut self) -> Result<()> {
+        let pid = nix::unistd::Pid::from_raw(self.pid()?);
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM)
+            .context("failed to signal the workbench")?;
+        self.wait_exit(Duration::from_secs(10))?;
+        Ok(())
+    }
+}
+
+impl Drop for Outer {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// The outer terminal's reader: counts bytes, answers probes, watches for the ready marker.
+fn drain(mut reader: Box<dyn Read + Send>, mut writer: Box<dyn Write + Send>, seen: &Seen) {
+    let mut kitty_query = Matcher::new(b"\x1b[?u");
+    let mut primary_attributes = Matcher::new(b"\x1b[c");
+    let mut marker = Matcher::new(READY_MARKER);
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = match reader.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        seen.bytes.fetch_add(n as u64, Ordering::Relaxed);
+        let mut reply = Vec::new();
+        for &byte in &buf[..n] {
+            if kitty_query.feed(byte) {
+                reply.extend_from_slice(b"\x1b[?0u");
+            }
+            if primary_attributes.feed(byte) {
+                reply.extend_from_slice(b"\x1b[?62;22c");
+            }
+            if marker.feed(byte) {
+                seen.marker.store(true, Ordering::Release);
+            }
+        }
+        if !reply.is_empty()
+            && writer
+                .write_all(&reply)
+                .and_then(|()| writer.flush())
+                .is_err()
+        {
+            return;
+        }
+    }
+}
+
+/// Finds a byte pattern in a stream that arrives in pieces. Restarting on a mismatch is exact
+/// only because no pattern repeats its first byte later on (true for all of ours).
+struct Matcher {
+    pattern: &'static [u8],
+    matched: usize,
+}
+
+impl Matcher {
+    fn new(pattern: &'static [u8]) -> Matcher {
+        Matcher {
+            pattern,
+            matched: 0,
+        }
+    }
+
+    /// True when `byte` completes the pattern.
+    fn feed(&mut self, byte: u8) -> bool {
+        if self.pattern.get(self.matched) == Some(&byte) {
+            self.matched += 1;
+        } else {
+            self.matched = usize::from(self.pattern.first() == Some(&byte));
+        }
+        if self.matched == self.pattern.len() {
+            self.matched = 0;
+            return true;
+        }
+        false
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// /proc readings.
+
+/// User + system ticks of all of a process's threads (`/proc/<pid>/stat` fields 14 and 15).
+fn process_cpu_ticks(pid: i32) -> Result<u64> {
+    let fields = stat_fields(&format!("/proc/{pid}/stat"))?;
+    Ok(fields.0 + fields.1)
+}
+
+/// User + system time of our reaped children and their reaped descendants (fields 16 and 17 of
+/// `/proc/self/stat`).
+fn children_cpu_secs() -> Result<f64> {
+    let fields = stat_fields("/proc/self/stat")?;
+    Ok((fields.2 + fields.3) as f64 / clock_ticks_per_sec())
+}
+
+/// `(utime, stime, cutime, cstime)` in clock ticks.
+fn stat_fields(path: &str) -> Result<(u64, u64, u64, u64)> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("failed to read {path}"))?;
+    // The command name (field 2) may hold spaces and parentheses; the fields after it do not.
+    let after_name = text
+        .rsplit_once(')')
+        .map(|(_, rest)| rest)
+        .with_context(|| format!("unexpected {path}: {text}"))?;
+    let fields: Vec<u64> = after_name
+        .split_whitespace()
+        .skip(11) // fields 3..=13: state .. cmajflt
+        .take(4)
+        .map(|field| field.parse().unwrap_or(0))
+        .collect();
+    match fields[..] {
+        [utime, stime, cutime, cstime] => Ok((utime, stime, cutime, cstime)),
+        _ => bail!("unexpected {path}: {text}"),
+    }
+}
+
+/// Voluntary + involuntary context switches summed over the process's threads.
+fn context_switches(pid: i32) -> Result<u64> {
+    let tasks = format!("/proc/{pid}/task");
+    let mut total = 0;
+    for entry in std::fs::read_dir(&tasks).with_context(|| format!("failed to list {tasks}"))? {
+        let status = entry
+            .context("failed to list a task")?
+            .path()
+            .join("status");
+        // A thread that ended between listing and reading counts nothing.
+        let Ok(text) = std::fs::read_to_string(&status) else {
+            continue;
+        };
+        total += text
+            .lines()
+            .filter(|line| line.contains("ctxt_switches:"))
+            .filter_map(|line| line.split_whitespace().nth(1)?.parse::<u64>().ok())
+            .sum::<u64>();
+    }
+    Ok(total)
+}
+
+/// A `kB` line of `/proc/<pid>/status`.
+fn status_kb(pid: i32, key: &str) -> Result<u64> {
+    let path = format!("/proc/{pid}/status");
+    let text = std::fs::read_to_string(&path).with_context(|| format!("failed to read {path}"))?;
+    text.lines()
+        .find_map(|line| {
+            let value = line.strip_prefix(key)?.strip_prefix(':')?;
+            value.split_whitespace().next()?.parse().ok()
+        })
+        .with_context(|| format!("no {key} in {path}"))
+}
+
+/// `/proc` counts CPU time in USER_HZ ticks, 100 a second on every Linux ABI we run on (nix's
+/// `sysconf` needs a feature this crate does not enable, and the value cannot differ here).
+fn clock_ticks_per_sec() -> f64 {
+    100.0
+}
+
+// ---------------------------------------------------------------------------------------------
+// The streams.
+
+/// Writes a file through `fill` and returns its size.
+fn write_file(
+    path: &Path,
+    fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<u64> {
+    let file = std::fs::File::create(path)
+        .with_context(|| format!("failed to create {}", path.display()))?;
+    let mut out = BufWriter::with_capacity(1 << 20, file);
+    fill(&mut out)
+        .and_then(|()| out.flush())
+        .with_context(|| format!("failed to write {}", path.display()))?;
+    Ok(std::fs::metadata(path)
+        .with_context(|| format!("failed to stat {}", path.display()))?
+        .len())
+}
+
+/// At least `min_bytes` of what an agent's terminal output looks like: prose with coloured and
+/// bold spans, syntax-highlighted code on a background, box-drawing panels, and every few lines
+/// a synchronized redraw of the lines above (cursor up, erase line, rewrite) or a status written
+/// at an absolute position under save/restore cursor.
+fn write_stream(out: &mut dyn Write, min_bytes: usize) -> std::io::Result<()> {
+    let mut lines = LineMaker::new(3);
+    let mut written = 0;
+    let mut buf = Vec::with_capacity(64 * 1024);
+    while written < min_bytes {
+        buf.clear();
+        for _ in 0..200 {
+            lines.stream_piece(&mut buf);
+        }
+        out.write_all(&buf)?;
+        written += buf.len();
+    }
+    Ok(())
+}
+
+/// `count` coloured lines that fill the pane's width exactly, ending in CR LF.
+fn write_lines(out: &mut dyn Write, count: usize, seed: u64) -> std::io::Result<()> {
+    let mut lines = LineMaker::new(seed);
+    let mut buf = Vec::with_capacity(512);
+    for _ in 0..count {
+        buf.clear();
+        lines.full_width_line(&mut buf);
+        out.write_all(&buf)?;
+    }
+    Ok(())
+}
+
+const WORDS: &[&str] = &[
+    "the",
+    "agent",
+    "reads",
+    "file",
+    "and",
+    "then",
+    "runs",
+    "tests",
+    "on",
+    "workspace",
+    "build",
+    "passed",
+    "error",
+    "warning",
+    "module",
+    "function",
+    "returns",
+    "value",
+    "config",
+    "update",
+    "terminal",
+    "output",
+    "a",
+    "of",
+    "to",
+    "in",
+    "with",
+    "for",
+    "is",
+    "résumé",
+    "naïve",
+    "→",
+    "✓",
+];
+const CODE_TOKENS: &[&str] = &[
+    "fn",
+    "let",
+    "mut",
+    "pub",
+    "struct",
+    "impl",
+    "match",
+    "Some(x)",
+    "None",
+    "=>",
+    "self.rows",
+    "Vec::new()",
+    "&mut",
+    "buf",
+    "return",
+    "Ok(())",
+    "?;",
+    "{",
+    "}",
+    "if",
+    "else",
+    "for",
+    "in",
+    "0..n",
+    "\"text\"",
+    "// why",
+    "u16",
+    "String",
+];
+const WIDE: &str = "中文字";
+
+/// Deterministic line generator (xorshift), so every run and every machine sees the same bytes.
+struct LineMaker {
+    state: u64,
+}
+
+impl LineMaker {
+    fn new(seed: u64) -> LineMaker {
+        LineMaker {
+            state: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
+        }
+    }
+
+    fn next(&mut self) -> u64 {
+        self.state ^= self.state << 13;
+        self.state ^= self.state >> 7;
+        self.state ^= self.state << 17;
+        self.state
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        let index = usize::try_from(self.below(items.len() as u64)).unwrap_or(0);
+        items.get(index).copied().unwrap_or("")
+    }
+
+    fn rgb(&mut self, out: &mut Vec<u8>, layer: u8) {
+        let (r, g, b) = (self.below(256), self.below(256), self.below(256));
+        let _ = write!(out, "\x1b[{layer};2;{r};{g};{b}m");
+    }
+
+    /// One piece of the throughput stream: mostly lines, now and then a redraw.
+    fn stream_piece(&mut self, out: &mut Vec<u8>) {
+        match self.below(100) {
+            0..=49 => {
+                let width = 40 + self.below(75) as usize;
+                self.prose(out, width);
+            }
+            50..=74 => {
+                let width = 20 + self.below(90) as usize;
+                self.code(out, width);
+            }
+            75..=84 => self.panel(out),
+            85..=94 => self.redraw(out),
+            _ => self.status(out),
+        }
+    }
+
+    /// A line exactly as wide as the pane (for the scrollback fill).
+    fn full_width_line(&mut self, out: &mut Vec<u8>) {
+        let width = usize::from(PANE_COLS.get());
+        if self.below(3) == 0 {
+            self.code(out, width);
+        } else {
+            self.prose(out, width);
+        }
+    }
+
+    /// Words, some in a truecolour, some bold; `width` visible columns, then CR LF.
+    fn prose(&mut self, out: &mut Vec<u8>, width: usize) {
+        let mut col = 0;
+        while col < width {
+            let word = if self.below(100) == 0 {
+                WIDE
+            } else {
+                self.pick(WORDS)
+            };
+            let styled = self.below(4);
+            match styled {
+                0 => self.rgb(out, 38),
+                1 => out.extend_from_slice(b"\x1b[1m"),
+                _ => {}
+            }
+            col += push_clipped(out, word, width - col);
+            match styled {
+                0 => out.extend_from_slice(b"\x1b[39m"),
+                1 => out.extend_from_slice(b"\x1b[22m"),
+                _ => {}
+            }
+            if col < width {
+                out.push(b' ');
+                col += 1;
+            }
+        }
+        out.extend_from_slice(b"\x1b[0m\r\n");
+    }
+
+    /// Highlighted code on a background colour: every token its own foreground.
+    fn code(&mut self, out: &mut Vec<u8>, width: usize) {
+        out.extend_from_slice(b"\x1b[48;2;30;32;40m");
+        let indent = (self.below(4) * 4) as usize;
+        let mut col = push_clipped(out, &" ".repeat(indent), width);
+        while col < width {
+            self.rgb(out, 38);
+            col += push_clipped(out, self.pick(CODE_TOKENS), width - col);
+            if col < width {
+                out.push(b' ');
+                col += 1;
+            }
+        }
+        out.extend_from_slice(b"\x1b[0m\r\n");
+    }
+
+    /// A three-line box-drawing panel, like a tool call's frame.
+    fn panel(&mut self, out: &mut Vec<u8>) {
+        let inner = 20 + self.below(80) as usize;
+        self.rgb(out, 38);
+        let _ = write!(out, "╭{}╮\x1b[0m\r\n", "─".repeat(inner));
+        self.rgb(out, 38);
+        out.extend_from_slice("│\x1b[0m ✓ \x1b[1m".as_bytes());
+        let mut col = 3;
+        while col < inner {
+            col += push_clipped(out, self.pick(WORDS), inner - col);
+            if col < inner {
+                out.push(b' ');
+                col += 1;
+            }
+        }
+        out.extend_from_slice(b"\x1b[22m");
+        self.rgb(out, 38);
+        let _ = write!(out, "│\x1b[0m\r\n");
+        self.rgb(out, 38);
+        let _ = write!(out, "╰{}╯\x1b[0m\r\n", "─".repeat(inner));
+    }
+
+    /// A synchronized rewrite of the last few lines, the way a TUI's differential renderer
+    /// updates a spinner or a streaming message: up N, then erase and rewrite each line.
+    fn redraw(&mut self, out: &mut Vec<u8>) {
+        let n = 1 + self.below(8);
+        let _ = write!(out, "\x1b[?2026h\x1b[?25l\x1b[{n}A");
+        for _ in 0..n {
+            out.extend_from_slice(b"\r\x1b[2K");
+            let width = 30 + self.below(80) as usize;
+            self.prose(out, width);
+        }
+        out.extend_from_slice(b"\x1b[?25h\x1b[?2026l");
+    }
+
+    /// A status written at an absolute position, cursor saved and restored around it.
+    fn status(&mut self, out: &mut Vec<u8>) {
+        let row = 1 + self.below(u64::from(PANE_ROWS.get()));
+        let _ = write!(out, "\x1b7\x1b[{row};1H\x1b[7m ");
+        let mut col = 1;
+        while col < 50 {
+            col += push_clipped(out, self.pick(WORDS), 50 - col) + 1;
+            out.push(b' ');
+        }
+        out.extend_from_slice(b"\x1b[27m\x1b[K\x1b8");
+    }
+}
+
+/// Appends `text` if it fits in `room` columns, else as many ASCII fill columns as fit; returns
+/// the columns used. Wide characters count two.
+fn push_clipped(out: &mut Vec<u8>, text: &str, room: usize) -> usize {
+    let width: usize = text
+        .chars()
+        .map(|c| {
+            if ('\u{4e00}'..='\u{9fff}').contains(&c) {
+                2
+            } else {
+                1
+            }
+        })
+        .sum();
+    if width <= room {
+        out.extend_from_slice(text.as_bytes());
+        width
+    } else {
+        out.extend(std::iter::repeat_n(b'.', room));
+        room
+    }
+}
+
+/// Single-quotes a path for `sh`.
+fn quote(path: &Path) -> String {
+    format!("'{}'", path.display().to_string().replace('\'', r"'\''"))
+}
+
+const fn non_zero(n: u16) -> NonZeroU16 {
+    match NonZeroU16::new(n) {
+        Some(n) => n,
+        None => panic!("a pane dimension must not be zero"),
+    }
+}

@@ -1,0 +1,311 @@
+//! End to end: the real `unipi-tui` binary in a PTY, running the real Pi (the pinned versions from
+//! `scripts/test-deps.sh`) against the scripted model server (`unipi-tui demo --scenario …`), with
+//! assertions on the screen the outer terminal shows and on the modes it is left in.
+//!
+//! The outer terminal is `support::term` — a vt100 screen that answers queries like a kitty-protocol
+//! terminal, or like xterm (modifyOtherKeys) — so both ways a real terminal reports modified keys
+//! are driven.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use support::pi::{PiInstall, PiLine, pi_install};
+use support::term::{OuterModes, OuterOptions, Session};
+
+const START: Duration = Duration::from_secs(90);
+const REPLY: Duration = Duration::from_secs(60);
+const EXIT: Duration = Duration::from_secs(30);
+
+/// Keys as the outer terminal sends them.
+mod keys {
+    pub const ENTER: &[u8] = b"\r";
+    /// Kitty protocol (the workbench pushed "disambiguate").
+    pub const KITTY_SHIFT_ENTER: &[u8] = b"\x1b[13;2u";
+    pub const KITTY_CTRL_D: &[u8] = b"\x1b[100;5u";
+    pub const KITTY_CTRL_C: &[u8] = b"\x1b[99;5u";
+    /// xterm modifyOtherKeys level 2 (tmux with extended-keys sends these).
+    pub const MOK_SHIFT_ENTER: &[u8] = b"\x1b[27;2;13~";
+    pub const CTRL_D: &[u8] = b"\x04";
+    pub const SHIFT_PGUP: &[u8] = b"\x1b[5;2~";
+    pub const SHIFT_END: &[u8] = b"\x1b[1;2F";
+    /// SGR mouse wheel up at column 10, row 5 (1-based).
+    pub const WHEEL_UP: &[u8] = b"\x1b[<64;10;5M";
+}
+
+struct Workbench {
+    session: Session,
+    _home: tempfile::TempDir,
+}
+
+fn scenario() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/scenarios/e2e.toml")
+}
+
+/// Starts `unipi-tui demo` with the given Pi and extra Pi arguments, in a throwaway HOME.
+fn start(line: PiLine, pi_args: &[&str], outer: OuterOptions) -> Workbench {
+    let pi: PiInstall = pi_install(line).unwrap_or_else(|err| panic!("{err:#}"));
+    let home = tempfile::tempdir().unwrap();
+    let mut path = std::env::var("PATH").unwrap_or_default();
+    if let Some(node) = &pi.node_bin_dir {
+        path = format!("{}:{path}", node.display());
+    }
+    let scenario = scenario();
+    let pi_bin = pi.bin.display().to_string();
+    let mut args = vec![
+        "demo",
+        "--scenario",
+        scenario.to_str().unwrap(),
+        "--pi-bin",
+        pi_bin.as_str(),
+        "--log-level",
+        "debug",
+    ];
+    args.extend_from_slice(pi_args);
+    let home_str = home.path().display().to_string();
+    let env = [
+        ("PATH", path),
+        ("HOME", home_str.clone()),
+        ("XDG_CONFIG_HOME", format!("{home_str}/.config")),
+        ("XDG_STATE_HOME", format!("{home_str}/.local/state")),
+        ("XDG_CACHE_HOME", format!("{home_str}/.cache")),
+    ];
+    let session = Session::spawn(
+        Path::new(env!("CARGO_BIN_EXE_unipi-tui")),
+        &args,
+        &env,
+        home.path(),
+        outer,
+    )
+    .unwrap();
+    Workbench {
+        session,
+        _home: home,
+    }
+}
+
+impl Workbench {
+    fn wait_ready(&self) {
+        // Pi's own footer names the model; the workbench's footer says Pi runs.
+        self.session
+            .wait_for("Pi's prompt with the scripted model", START, |s| {
+                let text = s.contents();
+                text.contains("scripted-e2e") && text.contains("pi running")
+            })
+            .unwrap();
+    }
+
+    fn ask(&self, prompt: &str, expect: &str) {
+        self.session.type_text(prompt);
+        self.session.send(keys::ENTER);
+        self.session.wait_for_text(expect, REPLY).unwrap();
+    }
+
+    fn exit_with(&mut self, ctrl_d: &[u8]) -> u32 {
+        // Pi exits on Ctrl+D with an empty editor; give it a moment to settle first.
+        std::thread::sleep(Duration::from_millis(300));
+        self.session.send(ctrl_d);
+        self.session.wait_exit(EXIT).unwrap()
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(
+            self._home
+                .path()
+                .join(".local/state/unipi-tui/unipi-tui.log"),
+        )
+        .unwrap_or_default()
+    }
+}
+
+/// A row of the screen that is a horizontal rule exactly `width` cells wide (Pi's editor border).
+fn has_rule_of_width(screen: &vt100::Screen, width: usize) -> bool {
+    screen
+        .contents()
+        .lines()
+        .any(|line| line.chars().filter(|c| *c == '─').count() == width)
+}
+
+#[test]
+fn current_pi_fullscreen_reply_multiline_resize_wheel_and_clean_exit() {
+    let mut wb = start(PiLine::Current, &[], OuterOptions::default());
+    wb.wait_ready();
+    assert!(
+        wb.session.modes().alternate_screen,
+        "the workbench owns the screen"
+    );
+    wb.session
+        .wait_for("Pi's editor border at 100 columns", START, |s| {
+            has_rule_of_width(s, 100)
+        })
+        .unwrap();
+
+    wb.ask("hello", "SCRIPTED-REPLY: hello from the scripted model");
+
+    // Shift+Enter (kitty form) inserts a newline in Pi's editor instead of submitting.
+    wb.session.type_text("line one");
+    wb.session.send(keys::KITTY_SHIFT_ENTER);
+    wb.session.type_text("line two");
+    wb.session.send(keys::ENTER);
+    wb.session.wait_for_text("MULTILINE-OK", REPLY).unwrap();
+
+    // A resize reaches Pi. Pi wraps the text in its editor at the width it believes it has:
+    // 95 characters typed at 80 columns must wrap inside Pi's editor (no row holds 80 of them),
+    // while a Pi still thinking it has 100 columns would write a 98-character row that the
+    // terminal itself wraps at column 80.
+    wb.session.resize(30, 80).unwrap();
+    wb.session
+        .wait_for("Pi's editor border at 80 columns", REPLY, |s| {
+            has_rule_of_width(s, 80)
+        })
+        .unwrap();
+    wb.session.type_text(&"x".repeat(95));
+    wb.session
+        .wait_for("95 x's wrapped by Pi at its new width", REPLY, |s| {
+            let text = s.contents();
+            let rows: Vec<usize> = text
+                .lines()
+                .map(|l| l.chars().filter(|c| *c == 'x').count())
+                .filter(|n| *n > 0)
+                .collect();
+            rows.iter().sum::<usize>() == 95 && rows.iter().all(|n| *n < 80)
+        })
+        .unwrap();
+    wb.session.send(keys::KITTY_CTRL_C);
+    wb.session
+        .wait_for("editor cleared", REPLY, |s| {
+            !s.contents().contains("xxxxxxxx")
+        })
+        .unwrap();
+
+    // The wheel goes to Pi (it asked for mouse reporting) and scrolls its transcript.
+    wb.ask("long please", "LONG-END");
+    wb.session
+        .wait_for("the reply's start scrolled out of view", REPLY, |s| {
+            !s.contents().contains("LONG-START")
+        })
+        .unwrap();
+    for _ in 0..60 {
+        wb.session.send(keys::WHEEL_UP);
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    wb.session.wait_for_text("LONG-START", REPLY).unwrap();
+
+    let code = wb.exit_with(keys::KITTY_CTRL_D);
+    assert_eq!(code, 0, "screen:\n{}", wb.session.screen_text());
+    assert_eq!(wb.session.modes(), OuterModes::restored());
+    assert!(wb.log().contains("Pi exited"), "log:\n{}", wb.log());
+}
+
+#[test]
+fn current_pi_regular_mode_with_modify_other_keys_terminal_and_scrollback() {
+    let outer = OuterOptions {
+        kitty: false,
+        ..OuterOptions::default()
+    };
+    let mut wb = start(PiLine::Current, &["--tui-mode", "regular"], outer);
+    wb.wait_ready();
+    assert_eq!(
+        wb.session.modes().modify_other_keys,
+        2,
+        "a terminal without the kitty protocol gets modifyOtherKeys"
+    );
+
+    wb.ask("hello", "SCRIPTED-REPLY: hello from the scripted model");
+
+    // Shift+Enter in xterm's modifyOtherKeys form.
+    wb.session.type_text("line one");
+    wb.session.send(keys::MOK_SHIFT_ENTER);
+    wb.session.type_text("line two");
+    wb.session.send(keys::ENTER);
+    wb.session.wait_for_text("MULTILINE-OK", REPLY).unwrap();
+
+    // Inline output goes to the workbench's scrollback; Shift+PgUp browses it.
+    wb.ask("long please", "LONG-END");
+    wb.session
+        .wait_for("the reply's start scrolled off", REPLY, |s| {
+            !s.contents().contains("LONG-START")
+        })
+        .unwrap();
+    for _ in 0..6 {
+        wb.session.send(keys::SHIFT_PGUP);
+    }
+    wb.session.wait_for_text("lines back", REPLY).unwrap();
+    wb.session.wait_for_text("LONG-START", REPLY).unwrap();
+    // One key back to live.
+    wb.session.send(keys::SHIFT_END);
+    wb.session
+        .wait_for("back to live", REPLY, |s| {
+            let text = s.contents();
+            !text.contains("lines back") && text.contains("LONG-END")
+        })
+        .unwrap();
+    // Pi did not ask for the mouse here, so the wheel scrolls the workbench's history.
+    wb.session.send(keys::WHEEL_UP);
+    wb.session.wait_for_text("3 lines back", REPLY).unwrap();
+    wb.session.send(keys::SHIFT_END);
+    wb.session
+        .wait_for("back to live", REPLY, |s| {
+            !s.contents().contains("lines back")
+        })
+        .unwrap();
+
+    let code = wb.exit_with(keys::CTRL_D);
+    assert_eq!(code, 0, "screen:\n{}", wb.session.screen_text());
+    assert_eq!(wb.session.modes(), OuterModes::restored());
+}
+
+#[test]
+fn legacy_pi_smoke() {
+    let mut wb = start(PiLine::Legacy, &[], OuterOptions::default());
+    wb.wait_ready();
+    wb.ask("hello", "SCRIPTED-REPLY: hello from the scripted model");
+    let code = wb.exit_with(keys::KITTY_CTRL_D);
+    assert_eq!(code, 0, "screen:\n{}", wb.session.screen_text());
+    assert_eq!(wb.session.modes(), OuterModes::restored());
+}
+
+#[test]
+fn pi_killed_with_sigkill_ends_the_workbench_with_an_error_and_a_restored_terminal() {
+    let mut wb = start(PiLine::Current, &[], OuterOptions::default());
+    wb.wait_ready();
+    let workbench = wb.session.pid().unwrap();
+    let pi = child_pids(workbench)
+        .into_iter()
+        .next()
+        .expect("the workbench has a child process (Pi)");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(pi).unwrap()),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let code = wb.session.wait_exit(EXIT).unwrap();
+    assert_eq!(
+        code,
+        137,
+        "128 + SIGKILL; screen:\n{}",
+        wb.session.screen_text()
+    );
+    assert_eq!(wb.session.modes(), OuterModes::restored());
+    // The failure is explained after the terminal is restored.
+    wb.session
+        .wait_for_text("Pi exited with SIGKILL", REPLY)
+        .unwrap();
+}
+
+/// Direct children of `pid` (from /proc).
+fn child_pids(pid: u32) -> Vec<u32> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .flat_map(|task| {
+            std::fs::read_to_string(task.path().join("children"))
+                .unwrap_or_default()
+                .split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<u32>>()
+        })
+        .collect()
+}
