@@ -83,10 +83,15 @@ impl Plan {
 
 fn run(plan: Plan) -> Result<()> {
     let bin = workbench_binary()?;
-    let dir = tempfile::Builder::new()
+    let mut dir = tempfile::Builder::new()
         .prefix("unipi-pane-bench-")
         .tempdir()
         .context("failed to create a temp dir")?;
+    // The workbench's log lands in there too: keep it when asked, to look at a failed run.
+    if std::env::var_os("UNIPI_BENCH_KEEP").is_some_and(|v| !v.is_empty()) {
+        dir.disable_cleanup(true);
+        eprintln!("keeping {}", dir.path().display());
+    }
     let bench = Bench::new(bin, dir.path())?;
     let stream_path = dir.path().join("stream.ans");
     let stream_len = write_file(&stream_path, |out| write_stream(out, plan.stream_bytes))?;
@@ -106,10 +111,10 @@ fn run(plan: Plan) -> Result<()> {
     for _ in 0..plan.runs {
         let run = bench.time_workbench(&cat)?;
         eprintln!(
-            "  unipi-tui: {:.2} s wall, {:.2} s CPU (workbench + cat), {} KB drawn",
+            "  unipi-tui: {:.2} s wall, {:.2} s CPU (workbench + cat), {} bytes drawn",
             run.wall.as_secs_f64(),
             run.cpu_secs,
-            run.drawn_bytes / 1000
+            run.drawn_bytes
         );
         workbench_runs.push(run);
     }
@@ -357,8 +362,16 @@ fn time_bare_vt100(stream: &[u8]) -> Duration {
 /// tmux consuming the same stream in a detached 120x40 session: from starting the server to the
 /// shell signalling that `cat` is done.
 fn time_tmux(stream: &Path) -> Result<TmuxRun> {
-    let socket = format!("unipi-pane-bench-{}", std::process::id());
-    let command = format!("cat {}; tmux -L {socket} wait-for -S done", quote(stream));
+    // A fresh server per run: the last one may still be shutting down on its socket.
+    static RUNS: AtomicU64 = AtomicU64::new(0);
+    let run = RUNS.fetch_add(1, Ordering::Relaxed);
+    let socket = format!("unipi-pane-bench-{}-{run}", std::process::id());
+    // The shell stays alive after signalling, so the server is still there to ask for its CPU
+    // time; `kill-server` ends it.
+    let command = format!(
+        "cat {}; tmux -L {socket} wait-for -S done; exec sleep 120",
+        quote(stream)
+    );
     let start = Instant::now();
     let started = tmux(
         &socket,

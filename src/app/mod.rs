@@ -93,6 +93,10 @@ pub struct App {
     needs_draw: bool,
     /// Bytes for the outer terminal that are not part of a frame (OSC 52, notifications, BEL).
     outer: Vec<u8>,
+    /// Debug builds only: panic on the key `!` (`UNIPI_TUI_TEST_PANIC_ON_KEY=1`), so tests can
+    /// prove the panic path restores the terminal and stops Pi.
+    #[cfg(debug_assertions)]
+    panic_on_key: bool,
 }
 
 impl App {
@@ -120,6 +124,8 @@ impl App {
             pty_closed: false,
             needs_draw: true,
             outer: Vec::new(),
+            #[cfg(debug_assertions)]
+            panic_on_key: std::env::var_os("UNIPI_TUI_TEST_PANIC_ON_KEY").is_some(),
         }
     }
 
@@ -205,6 +211,10 @@ impl App {
     }
 
     fn on_key(&mut self, key: KeyEvent) {
+        #[cfg(debug_assertions)]
+        if self.panic_on_key && key.code == crossterm::event::KeyCode::Char('!') {
+            panic!("test panic requested with UNIPI_TUI_TEST_PANIC_ON_KEY");
+        }
         if key.kind == KeyEventKind::Release {
             // Releases only matter to Pi (and only when it asked for event types).
             if self.views.is_empty() {
