@@ -200,4 +200,57 @@ mod tests {
         assert_eq!(row(&buf, 0).trim_end(), "old0");
         assert_eq!(row(&buf, 1).trim_end(), "old1");
     }
+
+    /// Feeds a recorded Pi start-up (30x100) through the emulator and renders the pane.
+    fn render_fixture(name: &str) -> (ratatui::Terminal<ratatui::backend::TestBackend>, Buffer) {
+        use crate::pane::emulator::{Emulator, HostInfo};
+        use crate::pane::{Rgb, TerminalColors};
+        let path = format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"));
+        let stream = std::fs::read(&path).unwrap();
+        let colors = TerminalColors {
+            foreground: Rgb(220, 220, 220),
+            background: Rgb(20, 20, 20),
+            palette: [Rgb(0, 0, 0); 16],
+        };
+        let mut emulator = Emulator::new(30, 100, 100, colors, HostInfo::default());
+        emulator.process(&stream);
+        let mut terminal =
+            ratatui::Terminal::new(ratatui::backend::TestBackend::new(100, 30)).unwrap();
+        terminal
+            .draw(|frame| {
+                let area = frame.area();
+                render_pane(
+                    &PaneSource {
+                        screen: emulator.screen(),
+                        history: emulator.history(),
+                        scrolled_back: 0,
+                    },
+                    area,
+                    frame.buffer_mut(),
+                );
+            })
+            .unwrap();
+        let buffer = terminal.backend().buffer().clone();
+        (terminal, buffer)
+    }
+
+    #[test]
+    fn recorded_pi_startups_render_into_the_pane() {
+        for (fixture, snapshot) in [
+            ("pi-1.6.0-fullscreen-answered.startup", "pane_pi_1_6_0_fullscreen"),
+            ("pi-1.6.0-regular.startup", "pane_pi_1_6_0_regular"),
+            ("pi-0.73.1.startup", "pane_pi_0_73_1"),
+        ] {
+            let (terminal, buffer) = render_fixture(fixture);
+            crate::assert_ui_snapshot!(snapshot, terminal.backend());
+            // Pi's colours come through as Pi wrote them (truecolour or indexed), not as the
+            // workbench's theme.
+            let coloured = buffer
+                .content()
+                .iter()
+                .filter(|c| matches!(c.fg, Color::Rgb(..) | Color::Indexed(_)))
+                .count();
+            assert!(coloured > 0, "{fixture}: no colour survived rendering");
+        }
+    }
 }
