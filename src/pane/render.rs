@@ -237,7 +237,10 @@ mod tests {
     #[test]
     fn recorded_pi_startups_render_into_the_pane() {
         for (fixture, snapshot) in [
-            ("pi-1.6.0-fullscreen-answered.startup", "pane_pi_1_6_0_fullscreen"),
+            (
+                "pi-1.6.0-fullscreen-answered.startup",
+                "pane_pi_1_6_0_fullscreen",
+            ),
             ("pi-1.6.0-regular.startup", "pane_pi_1_6_0_regular"),
             ("pi-0.73.1.startup", "pane_pi_0_73_1"),
         ] {

@@ -1,0 +1,79 @@
+//! Finding Pi when none is installed: the workbench installs the pinned Pi with npm into the
+//! user's cache directory (taking Node from PyPI when the machine's Node is too old), says so
+//! before it takes the screen, and then runs it. This is the real path — real npm, real pip — into
+//! a throwaway cache, with a PATH that holds only node, npm and python3 (no `pi`).
+
+mod support;
+
+use std::path::Path;
+use std::time::Duration;
+
+use support::term::{OuterModes, OuterOptions, Session};
+
+#[test]
+fn without_pi_on_path_the_pinned_pi_is_installed_into_the_cache_and_run() {
+    let home = tempfile::tempdir().unwrap();
+    let bin = home.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for tool in ["node", "npm", "python3"] {
+        let found = which(tool).unwrap_or_else(|| panic!("{tool} must be on PATH for this test"));
+        std::os::unix::fs::symlink(&found, bin.join(tool)).unwrap();
+    }
+    // A shell for npm's scripts and the usual tools, but still no `pi`.
+    let path = format!("{}:/usr/bin:/bin", bin.display());
+    assert!(
+        !Path::new("/usr/bin/pi").exists() && !Path::new("/bin/pi").exists(),
+        "this test needs a machine without a system-wide pi"
+    );
+    let home_str = home.path().display().to_string();
+    let cache = format!("{home_str}/.cache");
+    let scenario = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/scenarios/e2e.toml");
+    let env = [
+        ("PATH", path),
+        ("HOME", home_str.clone()),
+        ("XDG_CACHE_HOME", cache.clone()),
+        ("XDG_CONFIG_HOME", format!("{home_str}/.config")),
+        ("XDG_STATE_HOME", format!("{home_str}/.local/state")),
+        ("npm_config_cache", format!("{home_str}/.npm")),
+    ];
+    let mut session = Session::spawn(
+        Path::new(env!("CARGO_BIN_EXE_unipi-tui")),
+        &["demo", "--scenario", scenario.to_str().unwrap()],
+        &env,
+        home.path(),
+        OuterOptions::default(),
+    )
+    .unwrap();
+    session
+        .wait_for("the installed Pi running", Duration::from_secs(300), |s| {
+            let text = s.contents();
+            text.contains("scripted-e2e") && text.contains("pi running")
+        })
+        .unwrap();
+    let raw = String::from_utf8_lossy(&session.raw_output()).into_owned();
+    assert!(
+        raw.contains("installing @earendil-works/pi-coding-agent@1.6.0"),
+        "the install was not announced: {raw:?}"
+    );
+    session.type_text("hello");
+    session.send(b"\r");
+    session
+        .wait_for_text("SCRIPTED-REPLY", Duration::from_secs(60))
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    session.send(b"\x1b[100;5u");
+    assert_eq!(session.wait_exit(Duration::from_secs(30)).unwrap(), 0);
+    assert_eq!(session.modes(), OuterModes::restored());
+    assert!(
+        Path::new(&cache)
+            .join("unipi-tui/pi/earendil-works-pi-coding-agent-1.6.0/node_modules/.bin/pi")
+            .exists(),
+        "Pi was not installed into the cache"
+    );
+}
+
+fn which(tool: &str) -> Option<std::path::PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(tool))
+        .find(|p| p.is_file())
+}
