@@ -6,6 +6,8 @@
 //! terminal, or like xterm (modifyOtherKeys) — so both ways a real terminal reports modified keys
 //! are driven.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
+
 mod support;
 
 use std::path::{Path, PathBuf};

@@ -3,6 +3,8 @@
 //! before it takes the screen, and then runs it. This is the real path — real npm, real pip — into
 //! a throwaway cache, with a PATH that holds only node, npm and python3 (no `pi`).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
+
 mod support;
 
 use std::path::Path;

@@ -4,6 +4,8 @@
 //! the outer terminal (clipboard, notifications, bell, title), plus exit codes, signals and terminal
 //! restoration on every exit path.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
+
 mod support;
 
 use std::path::{Path, PathBuf};

@@ -2,6 +2,8 @@
 //! errors, the request log), then with the real, pinned Pi of both lines in print mode, pointed
 //! at the server through the offline agent directory.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
+
 mod support;
 
 use std::net::SocketAddr;
