@@ -111,10 +111,12 @@ fn run(plan: Plan) -> Result<()> {
     for _ in 0..plan.runs {
         let run = bench.time_workbench(&cat)?;
         eprintln!(
-            "  unipi-tui: {:.2} s wall, {:.2} s CPU (workbench + cat), {} bytes drawn",
+            "  unipi-tui: {:.2} s wall, {:.2} s CPU (workbench + cat), {} bytes drawn, peak RSS \
+             {:.1} MB",
             run.wall.as_secs_f64(),
             run.cpu_secs,
-            run.drawn_bytes
+            run.drawn_bytes,
+            run.peak_rss_kb as f64 / 1024.0
         );
         workbench_runs.push(run);
     }
@@ -162,11 +164,14 @@ fn run(plan: Plan) -> Result<()> {
     Ok(())
 }
 
-/// The release binary cargo built for this benchmark, or `target/release/unipi-tui`.
+/// `$UNIPI_BENCH_BIN`, else the release binary cargo built for this benchmark, else
+/// `target/release/unipi-tui`.
 fn workbench_binary() -> Result<PathBuf> {
+    // `UNIPI_BENCH_BIN` points at another build, to compare two versions on one machine.
+    let chosen = std::env::var_os("UNIPI_BENCH_BIN").map(PathBuf::from);
     let built = option_env!("CARGO_BIN_EXE_unipi-tui").map(PathBuf::from);
     let fallback = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/unipi-tui");
-    let bin = built.unwrap_or(fallback);
+    let bin = chosen.or(built).unwrap_or(fallback);
     if !bin.is_file() {
         bail!(
             "{} is missing: run `cargo build --release` (or `cargo bench --bench pane`, which \
@@ -187,6 +192,9 @@ struct WorkbenchRun {
     cpu_secs: f64,
     /// Bytes the workbench drew into the outer terminal.
     drawn_bytes: u64,
+    /// VmHWM as last read before the workbench exited: what a flood costs in memory (output
+    /// queued between the PTY reader and the loop included).
+    peak_rss_kb: u64,
 }
 
 struct TmuxRun {
@@ -268,6 +276,7 @@ impl Bench {
             wall,
             cpu_secs: children_cpu_secs()? - cpu_before,
             drawn_bytes: outer.drawn_bytes(),
+            peak_rss_kb: outer.peak_rss_kb,
         })
     }
 
@@ -549,6 +558,7 @@ struct Outer {
     // Kept open: closing the master would hang the workbench up.
     _master: Box<dyn MasterPty + Send>,
     seen: Arc<Seen>,
+    peak_rss_kb: u64,
 }
 
 #[derive(Default)]
@@ -611,6 +621,7 @@ impl Outer {
             child,
             _master: pair.master,
             seen,
+            peak_rss_kb: 0,
         })
     }
 
@@ -637,15 +648,24 @@ impl Outer {
         Ok(())
     }
 
-    /// Polls (every millisecond, so the wall time is exact enough) until the workbench exits.
+    /// Polls (every millisecond, so the wall time is exact enough) until the workbench exits,
+    /// noting its peak resident memory on the way.
     fn wait_exit(&mut self, timeout: Duration) -> Result<portable_pty::ExitStatus> {
         let deadline = Instant::now() + timeout;
+        let pid = self.pid()?;
+        let mut polls = 0u64;
         loop {
+            polls += 1;
             if let Some(status) = self.child.try_wait().context("failed to wait")? {
                 return Ok(status);
             }
             if Instant::now() > deadline {
                 bail!("the workbench did not exit within {timeout:?}");
+            }
+            if polls % 10 == 0
+                && let Ok(kb) = status_kb(pid, "VmHWM")
+            {
+                self.peak_rss_kb = self.peak_rss_kb.max(kb);
             }
             std::thread::sleep(Duration::from_millis(1));
         }

@@ -175,13 +175,22 @@ fn run_workbench(cli: Cli, split: SplitArgs) -> Result<i32> {
     })?;
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
 
+    if !outcome.transcript.is_empty() {
+        let mut out = std::io::stdout().lock();
+        let _ = out
+            .write_all(&outcome.transcript)
+            .and_then(|()| out.flush());
+    }
     if let Some(exit) = outcome.pi_exit
         && !exit.success()
     {
         let mut err = std::io::stderr().lock();
         let _ = writeln!(err, "unipi-tui: Pi exited with {}", describe_exit(exit));
-        for line in &outcome.last_lines {
-            let _ = writeln!(err, "  {line}");
+        // Without a transcript (Pi died on its fullscreen), its last lines say what happened.
+        if outcome.transcript.is_empty() {
+            for line in &outcome.last_lines {
+                let _ = writeln!(err, "  {line}");
+            }
         }
     }
     tracing::info!(code = outcome.code, "unipi-tui exiting");

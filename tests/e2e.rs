@@ -198,6 +198,8 @@ fn current_pi_fullscreen_reply_multiline_resize_wheel_and_clean_exit() {
     assert_eq!(code, 0, "screen:\n{}", wb.session.screen_text());
     assert_eq!(wb.session.modes(), OuterModes::restored());
     assert!(wb.log().contains("Pi exited"), "log:\n{}", wb.log());
+    // Pi's exit output (its transcript) is left in the terminal, as running Pi directly does.
+    wb.session.wait_for_text("LONG-END", EXIT).unwrap();
 }
 
 #[test]
@@ -256,6 +258,10 @@ fn current_pi_regular_mode_with_modify_other_keys_terminal_and_scrollback() {
     let code = wb.exit_with(keys::CTRL_D);
     assert_eq!(code, 0, "screen:\n{}", wb.session.screen_text());
     assert_eq!(wb.session.modes(), OuterModes::restored());
+    // The inline conversation is left in the terminal, as running Pi directly does (its end is
+    // on screen; the rest went to the terminal's scrollback).
+    wb.session.wait_for_text("history row 80", EXIT).unwrap();
+    wb.session.wait_for_text("LONG-END", EXIT).unwrap();
 }
 
 #[test]

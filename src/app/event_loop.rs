@@ -90,6 +90,7 @@ pub async fn run(options: AppOptions) -> Result<AppOutcome> {
     let mut outcome = result?;
     restored.context("failed to restore the terminal")?;
     outcome.last_lines = last_lines(&app.emulator, 12);
+    outcome.transcript = transcript(&app.emulator);
     Ok(outcome)
 }
 
@@ -212,6 +213,7 @@ async fn drive(
             code,
             pi_exit: app.pi_exit,
             last_lines: vec![],
+            transcript: vec![],
         });
     }
     let pi_exit = app.pi_exit;
@@ -219,6 +221,7 @@ async fn drive(
         code: pi_exit.map_or(1, |exit| exit.shell_code()),
         pi_exit,
         last_lines: vec![],
+        transcript: vec![],
     })
 }
 
@@ -331,6 +334,27 @@ fn spawn_stdin_reader(tx: mpsc::Sender<AppEvent>) -> Result<()> {
         })
         .context("failed to start the input thread")?;
     Ok(())
+}
+
+/// What running Pi directly would have left in the terminal: its inline output (history, then the
+/// main screen, with colours). Empty when Pi ended on the alternate screen (it did not get to
+/// print its exit output, e.g. it crashed); then [`last_lines`] explains instead.
+fn transcript(emulator: &Emulator) -> Vec<u8> {
+    let screen = emulator.screen();
+    if screen.alternate_screen() {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for row in emulator.history().formatted_rows() {
+        out.extend_from_slice(row.as_bytes());
+        out.extend_from_slice(b"\x1b[m\n");
+    }
+    let visible = screen.contents_formatted_basic();
+    out.extend_from_slice(visible.trim_end().as_bytes());
+    if !out.is_empty() {
+        out.extend_from_slice(b"\x1b[m\n");
+    }
+    out
 }
 
 /// Pi's last non-empty lines on the screen it was using.

@@ -67,6 +67,9 @@ pub struct AppOutcome {
     pub pi_exit: Option<ChildExit>,
     /// Pi's last non-empty output lines (printed after the terminal is restored when Pi failed).
     pub last_lines: Vec<String>,
+    /// Pi's inline output with colours, printed after the terminal is restored so the shell's
+    /// scrollback holds what running Pi directly would have left there.
+    pub transcript: Vec<u8>,
 }
 
 /// Lines of the wheel per notch when the workbench scrolls its own history.

@@ -113,6 +113,11 @@ impl History {
         }
     }
 
+    /// Every row as stored: text with SGR codes, oldest first.
+    pub fn formatted_rows(&self) -> impl Iterator<Item = &str> {
+        self.rows.iter().map(|row| &**row)
+    }
+
     /// The plain text of row `index` (tests, search later).
     pub fn row_text(&self, index: usize) -> Option<String> {
         let mut out = String::new();
