@@ -18,7 +18,7 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 use tokio::time::sleep_until;
 
-use super::{App, AppEvent, AppOptions, AppOutcome, Layout};
+use super::{App, AppEvent, AppOptions, AppOutcome, Layout, Stop};
 use crate::pane::emulator::{Emulator, HostInfo};
 use crate::pane::pty::{Pty, PtyEvent, SpawnSpec};
 use crate::term::input::ESC_TIMEOUT;
@@ -37,7 +37,11 @@ const EVENT_BUDGET: usize = 256;
 /// Runs the workbench until Pi exits. The terminal is restored before this returns, on every
 /// path, including errors.
 pub async fn run(options: AppOptions) -> Result<AppOutcome> {
-    let (tx, rx) = mpsc::channel::<AppEvent>(1024);
+    // Input and control events have their own channel, polled before Pi's output, so a key is
+    // handled within one chunk of output even while Pi floods the pane. The output channel is
+    // short on purpose: it is the backpressure that slows a flooding child down to our speed.
+    let (tx, rx) = mpsc::channel::<AppEvent>(256);
+    let (pty_tx, pty_rx) = mpsc::channel::<PtyEvent>(4);
     let (cols, rows) = crossterm::terminal::size().unwrap_or((80, 24));
     let layout = Layout::new(Rect::new(0, 0, cols, rows));
 
@@ -62,10 +66,9 @@ pub async fn run(options: AppOptions) -> Result<AppOutcome> {
         rows: layout.pane.height,
         cols: layout.pane.width,
     };
-    let pty_tx = tx.clone();
     let pty = Pty::spawn(spec, move |event| {
         // A closed channel means the loop is gone; the event no longer matters.
-        let _ = pty_tx.blocking_send(AppEvent::Pty(event));
+        let _ = pty_tx.blocking_send(event);
     })?;
     tui::set_child_process_group(pty.pid());
     tracing::info!(pid = pty.pid(), "Pi started: {:?}", options.pi);
@@ -79,7 +82,7 @@ pub async fn run(options: AppOptions) -> Result<AppOutcome> {
         Ok(protocol) => {
             tracing::info!("outer keyboard protocol: {protocol:?}");
             spawn_stdin_reader(tx.clone())?;
-            drive(&mut app, rx, signals).await
+            drive(&mut app, rx, pty_rx, signals).await
         }
         Err(err) => Err(err),
     };
@@ -116,6 +119,7 @@ impl Signals {
 async fn drive(
     app: &mut App,
     mut rx: mpsc::Receiver<AppEvent>,
+    mut pty_rx: mpsc::Receiver<PtyEvent>,
     mut signals: Signals,
 ) -> Result<AppOutcome> {
     let mut stdout = std::io::stdout();
@@ -158,27 +162,27 @@ async fn drive(
                 if matches!(event, AppEvent::Input(_)) {
                     last_input = Instant::now();
                 }
-                let mut keep_going = app.update(event);
+                app.update(event);
+            }
+            event = pty_rx.recv() => {
+                let Some(event) = event else { break None };
+                app.update(AppEvent::Pty(event));
+                // Take what else is ready in one go (one frame for a burst), but let waiting
+                // input in between chunks.
                 for _ in 0..EVENT_BUDGET {
-                    if !keep_going {
+                    if app.stop().is_some() {
                         break;
                     }
-                    match rx.try_recv() {
-                        Ok(event) => {
-                            if matches!(event, AppEvent::Input(_)) {
-                                last_input = Instant::now();
-                            }
-                            keep_going = app.update(event);
+                    if let Ok(event) = rx.try_recv() {
+                        if matches!(event, AppEvent::Input(_)) {
+                            last_input = Instant::now();
                         }
+                        app.update(event);
+                    }
+                    match pty_rx.try_recv() {
+                        Ok(event) => app.update(AppEvent::Pty(event)),
                         Err(_) => break,
                     }
-                }
-                if !keep_going {
-                    if app.pi_exit.is_none() {
-                        // Input closed (the SSH connection dropped): like SIGHUP.
-                        break Some(128 + libc_signal::SIGHUP);
-                    }
-                    break None;
                 }
             }
             _ = sleep_until(esc_at.unwrap_or_else(far).into()), if esc_at.is_some() => {
@@ -195,20 +199,28 @@ async fn drive(
             _ = sleep_until(notice_at.unwrap_or_else(far).into()), if notice_at.is_some() => {
                 app.request_draw();
             }
-            _ = sleep_until(draw_at.unwrap_or_else(far).into()), if draw_at.is_some() => {
-                if !app.emulator.synchronized_update() {
-                    draw(app, &mut terminal, &mut cursor_style)?;
-                    last_draw = Instant::now();
-                }
-            }
+            _ = sleep_until(draw_at.unwrap_or_else(far).into()), if draw_at.is_some() => {}
         }
         flush_outer(app);
+        match app.stop() {
+            Some(Stop::PiExited) => break None,
+            // The terminal is gone (an SSH connection dropped): like SIGHUP.
+            Some(Stop::InputClosed) => break Some(128 + libc_signal::SIGHUP),
+            None => {}
+        }
+        // Draw here rather than only in the timer arm: under a continuous flood of output the
+        // event arm is always ready and a biased select would never reach the timer.
+        let now = Instant::now();
+        if app.needs_draw && now >= last_draw + FRAME && !app.emulator.synchronized_update_at(now) {
+            draw(app, &mut terminal, &mut cursor_style)?;
+            last_draw = Instant::now();
+        }
     };
 
     if let Some(code) = signal_code {
         tracing::info!("stopping Pi (workbench exit code {code})");
         app.pty.terminate(STOP_GRACE);
-        wait_for_exit(app, &mut rx).await;
+        wait_for_exit(app, &mut pty_rx).await;
         return Ok(AppOutcome {
             code,
             pi_exit: app.pi_exit,
@@ -233,11 +245,11 @@ mod libc_signal {
 }
 
 /// After stopping Pi: collect its exit (bounded wait; `terminate` already escalated to SIGKILL).
-async fn wait_for_exit(app: &mut App, rx: &mut mpsc::Receiver<AppEvent>) {
+async fn wait_for_exit(app: &mut App, pty_rx: &mut mpsc::Receiver<PtyEvent>) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
     while app.pi_exit.is_none() {
-        match tokio::time::timeout_at(deadline, rx.recv()).await {
-            Ok(Some(AppEvent::Pty(PtyEvent::Exited(exit)))) => app.pi_exit = Some(exit),
+        match tokio::time::timeout_at(deadline, pty_rx.recv()).await {
+            Ok(Some(PtyEvent::Exited(exit))) => app.pi_exit = Some(exit),
             Ok(Some(_)) => {}
             Ok(None) | Err(_) => break,
         }

@@ -72,6 +72,15 @@ pub struct AppOutcome {
     pub transcript: Vec<u8>,
 }
 
+/// Why the loop ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    /// Pi exited and its output is drained.
+    PiExited,
+    /// The terminal went away: stop Pi like on SIGHUP.
+    InputClosed,
+}
+
 /// Lines of the wheel per notch when the workbench scrolls its own history.
 const WHEEL_LINES: usize = 3;
 
@@ -93,6 +102,8 @@ pub struct App {
     focused: bool,
     pi_exit: Option<ChildExit>,
     pty_closed: bool,
+    /// The outer terminal's input ended (an SSH connection dropped).
+    input_closed: bool,
     needs_draw: bool,
     /// Bytes for the outer terminal that are not part of a frame (OSC 52, notifications, BEL).
     outer: Vec<u8>,
@@ -125,6 +136,7 @@ impl App {
             focused: true,
             pi_exit: None,
             pty_closed: false,
+            input_closed: false,
             needs_draw: true,
             outer: Vec::new(),
             #[cfg(debug_assertions)]
@@ -132,8 +144,8 @@ impl App {
         }
     }
 
-    /// Handles one event. Returns `false` when the loop should end.
-    fn update(&mut self, event: AppEvent) -> bool {
+    /// Handles one event; [`App::stop`] says whether the session is over.
+    fn update(&mut self, event: AppEvent) {
         match event {
             AppEvent::Input(bytes) => {
                 for ev in self.decoder.feed(&bytes) {
@@ -142,7 +154,7 @@ impl App {
             }
             AppEvent::InputClosed => {
                 tracing::info!("terminal input closed; stopping Pi");
-                return false;
+                self.input_closed = true;
             }
             AppEvent::Pty(PtyEvent::Output(bytes)) => self.on_pty_output(&bytes),
             AppEvent::Pty(PtyEvent::Closed) => self.pty_closed = true,
@@ -153,7 +165,17 @@ impl App {
                 self.request_draw();
             }
         }
-        !(self.pi_exit.is_some() && self.pty_closed)
+    }
+
+    /// Why the session should end, if it should.
+    fn stop(&self) -> Option<Stop> {
+        if self.pi_exit.is_some() && self.pty_closed {
+            Some(Stop::PiExited)
+        } else if self.input_closed {
+            Some(Stop::InputClosed)
+        } else {
+            None
+        }
     }
 
     fn request_draw(&mut self) {
