@@ -93,7 +93,7 @@ impl Workbench {
         self.session
             .wait_for("Pi's prompt with the scripted model", START, |s| {
                 let text = s.contents();
-                text.contains("scripted-e2e") && text.contains("pi running")
+                text.contains("scripted-e2e") && (text.contains("pi running") || text.contains("○ idle"))
             })
             .unwrap();
     }

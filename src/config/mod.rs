@@ -3,6 +3,7 @@
 //! so a dotfiles repository works the same on Linux and macOS.
 
 pub mod error;
+pub mod footer;
 pub mod keymap;
 pub mod theme;
 

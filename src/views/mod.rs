@@ -6,6 +6,7 @@
 //! returned as a [`ViewAction`] for the app to carry out.
 
 pub mod help;
+pub mod info;
 
 use crossterm::event::KeyEvent;
 use ratatui::buffer::Buffer;

@@ -1,14 +1,25 @@
-//! The footer: one row under Pi's pane that says whether Pi runs, what it is doing (its OSC 7501
-//! program status), where it works (directory, git branch), whether the user is browsing
-//! history, and which key opens help. The footer must fit any width down to 20 columns, so every
-//! segment carries a priority: when the row is too narrow the lowest-priority segments go first
-//! (the directory loses its middle directories before it goes), and what is left is cut with `…`.
+//! The footer: one row under Pi's pane that says what Pi is doing and what it works with — its
+//! state (process, OSC 7501 program status, bridge), model and thinking level, context use,
+//! tokens, cost, session, directory, git branch — plus the scrollback marker and the help key.
+//!
+//! It is a list of [`Segment`]s (see [`segment`]) that the app builds every frame: the
+//! workbench's own come from [`build_segments`] over two plain models — [`FooterModel`], what the
+//! app itself knows (Pi's process, the terminal status, the directory), and [`FooterData`], what
+//! the bridge reports — and modules append theirs. The user's preset and toggles
+//! ([`FooterSettings`]) choose which are shown; the layout then fits them to the width by
+//! priority, never wrapping and never cutting a segment.
+
+mod builtin;
+pub mod segment;
+pub mod settings;
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
-use ratatui::style::Style;
 
-use crate::text::{first_line, shorten_path, truncate_end, width};
+pub use builtin::{format_cost, format_tokens};
+pub use segment::{Align, CORE_GROUP, Form, Piece, Role, Segment, render_segments};
+pub use settings::{ContextThresholds, FooterSettings, GroupToggles, Preset};
+
 use crate::theme::Theme;
 
 /// Whether the Pi process is up, as the workbench sees it.
@@ -41,7 +52,7 @@ pub struct StatusSegment {
     pub message: Option<String>,
 }
 
-/// Everything the footer shows; the app fills it from its state on every frame.
+/// What the app itself knows for the footer; it fills this from its state on every frame.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FooterModel {
     pub pi: PiRunState,
@@ -54,56 +65,131 @@ pub struct FooterModel {
     pub git_branch: Option<String>,
     /// `Some(lines)` while the user browses the pane's history.
     pub scrolled_back: Option<usize>,
-    /// The key hint drawn at the right end, e.g. "F1 help"; the keymap decides the key.
+    /// The key hint drawn at the right end, e.g. "F1 help" (or a passing notice in its place);
+    /// the keymap decides the key.
     pub hint: Option<String>,
 }
 
-/// Draw the footer into the first row of `area`.
+/// The bridge connection to Pi's extension, as the footer shows it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BridgeLink {
+    /// Not connected yet (or not in use): the footer claims nothing.
+    #[default]
+    Absent,
+    Connected,
+    /// It was connected and went away (Pi crashed or is reloading): what the bridge said last
+    /// is stale, and the footer says so.
+    Disconnected,
+}
+
+/// What Pi's agent is doing, from the bridge's events (agent start/end, compaction start/end).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Activity {
+    Idle,
+    Working,
+    Compacting,
+}
+
+/// Pi's `ctx.getContextUsage()`: tokens in the context and the model's window. Pi does not know
+/// the tokens (nor the percentage) right after a compaction until the next response.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ContextUsage {
+    pub tokens: Option<u64>,
+    pub window: u64,
+    /// Worked out from `tokens` when absent.
+    pub percent: Option<f64>,
+}
+
+/// What the bridge reports for the footer; the app updates it from bridge events (no polling).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FooterData {
+    pub bridge: BridgeLink,
+    /// `None` until the bridge reports one.
+    pub activity: Option<Activity>,
+    /// The model's name (or id) as Pi reports it, e.g. "claude-sonnet-4-5".
+    pub model: Option<String>,
+    /// Pi's thinking level ("off", "minimal", "low", "medium", "high", "xhigh").
+    pub thinking_level: Option<String>,
+    pub context: Option<ContextUsage>,
+    /// Input tokens sent this session.
+    pub tokens_in: u64,
+    /// Output tokens received this session.
+    pub tokens_out: u64,
+    /// The session's cost in dollars; `None` until Pi reports a cost.
+    pub cost: Option<f64>,
+    pub session_name: Option<String>,
+    pub hostname: Option<String>,
+}
+
+/// The priorities of the workbench's own segments (higher survives longer) and of their longer
+/// forms (`*_DETAIL`; a segment without one keeps its detail as long as itself). Modules place
+/// theirs between [`priority::MODULE_LOW`] and [`priority::MODULE_HIGH`]: above the host name,
+/// below the model and context, so the footer's core meaning survives any number of modules.
+pub mod priority {
+    pub const STATE: u8 = 100;
+    pub const SCROLLBACK: u8 = 90;
+    /// A blocked dialog's title or an error's text: above the model.
+    pub const STATE_DETAIL: u8 = 85;
+    pub const MODEL: u8 = 80;
+    pub const CONTEXT: u8 = 75;
+    pub const HINT: u8 = 70;
+    /// "ctx 45% 90k/200k" over "45%": above cost and tokens.
+    pub const CONTEXT_DETAIL: u8 = 65;
+    /// "scrolled ↑ 120" over "↑ 120".
+    pub const SCROLLBACK_DETAIL: u8 = 60;
+    pub const MODULE_HIGH: u8 = 60;
+    pub const COST: u8 = 55;
+    pub const TOKENS: u8 = 50;
+    /// The thinking level and the provider prefix after the model's name.
+    pub const MODEL_DETAIL: u8 = 45;
+    pub const CWD: u8 = 40;
+    pub const SESSION: u8 = 35;
+    pub const GIT: u8 = 30;
+    /// Directories between `~` and the last one: below the git branch.
+    pub const CWD_DETAIL: u8 = 25;
+    pub const MODULE_LOW: u8 = 20;
+    pub const HOSTNAME: u8 = 10;
+}
+
+/// The workbench's segments from `model` and `data`, with the modules' `extra` segments after the
+/// workbench's own and before the key hint (which stays at the right end), keeping only what
+/// `settings` shows. Pass the result to [`render_segments`].
+pub fn build_segments(
+    model: &FooterModel,
+    data: &FooterData,
+    settings: &FooterSettings,
+    extra: impl IntoIterator<Item = Segment>,
+) -> Vec<Segment> {
+    let own = [
+        Some(builtin::state(model, data)),
+        builtin::model(data, settings),
+        builtin::session(data),
+        builtin::cwd(model),
+        builtin::git(model),
+        builtin::hostname(data),
+        builtin::scrollback(model),
+        builtin::context(data, settings.context),
+        builtin::tokens(data),
+        builtin::cost(data),
+    ];
+    own.into_iter()
+        .flatten()
+        .chain(extra)
+        .chain(builtin::hint(model))
+        .filter(|segment| settings.shows(segment))
+        .collect()
+}
+
+/// Draw the footer from the app's `model` alone (no bridge data, default settings) into the first
+/// row of `area`.
 pub fn render(model: &FooterModel, theme: &Theme, area: Rect, buf: &mut Buffer) {
-    if area.is_empty() {
-        return;
-    }
-    let row = Rect { height: 1, ..area };
-    buf.set_style(row, theme.footer);
-
-    // One column of padding on each side, when there is room for it.
-    let padding = usize::from(row.width >= 10);
-    let avail = usize::from(row.width).saturating_sub(2 * padding);
-    let (left, hint) = fit(segments(model, theme), avail);
-
-    let mut x = row.x + padding as u16;
-    let right = row.right() - padding as u16;
-    for (i, segment) in left.iter().enumerate() {
-        if i > 0 {
-            x = put(
-                buf,
-                x,
-                row.y,
-                SEPARATOR,
-                theme.footer.patch(theme.muted),
-                right,
-            );
-        }
-        x = put(
-            buf,
-            x,
-            row.y,
-            &segment.text,
-            theme.footer.patch(segment.style),
-            right,
-        );
-    }
-    if let Some(hint) = hint {
-        let hint_x = right.saturating_sub(width(&hint.text) as u16).max(x);
-        put(
-            buf,
-            hint_x,
-            row.y,
-            &hint.text,
-            theme.footer.patch(hint.style),
-            right,
-        );
-    }
+    let segments = build_segments(
+        model,
+        &FooterData::default(),
+        &FooterSettings::default(),
+        [],
+    );
+    render_segments(&segments, theme, area, buf);
 }
 
 /// `cwd` with the home directory replaced by `~` (only on a path-component boundary).
@@ -121,185 +207,9 @@ pub fn tilde_path(cwd: &str, home: Option<&str>) -> String {
     }
 }
 
-const SEPARATOR: &str = " │ ";
-/// Columns kept free between the left segments and the right-aligned hint.
-const HINT_GAP: usize = 2;
-/// Longest status message shown before the rest of the row is even considered.
-const MAX_MESSAGE: usize = 48;
-/// The directory is shortened to no less than this before it is dropped.
-const MIN_CWD: usize = 12;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    Run,
-    Status,
-    Cwd,
-    Branch,
-    Scrolled,
-    Hint,
-}
-
-#[derive(Clone, Debug)]
-struct Segment {
-    kind: Kind,
-    text: String,
-    style: Style,
-    /// Higher survives longer.
-    priority: u8,
-}
-
-/// The segments in display order (hint last), before fitting.
-fn segments(model: &FooterModel, theme: &Theme) -> Vec<Segment> {
-    let mut out = Vec::new();
-    let (run_text, run_style, run_priority) = match model.pi {
-        PiRunState::Starting => ("pi starting".to_owned(), theme.muted, 6),
-        PiRunState::Running => ("pi running".to_owned(), theme.muted, 2),
-        PiRunState::Exited { code: Some(code) } => (format!("pi exited {code}"), theme.error, 8),
-        PiRunState::Exited { code: None } => ("pi exited (signal)".to_owned(), theme.error, 8),
-    };
-    out.push(Segment {
-        kind: Kind::Run,
-        text: run_text,
-        style: run_style,
-        priority: run_priority,
-    });
-    if let Some(status) = &model.status {
-        out.push(Segment {
-            kind: Kind::Status,
-            text: status_text(status),
-            style: status_style(status.state, theme),
-            priority: 7,
-        });
-    }
-    let cwd = tilde_path(&model.cwd, model.home.as_deref());
-    if !cwd.is_empty() {
-        out.push(Segment {
-            kind: Kind::Cwd,
-            text: cwd,
-            style: Style::new(),
-            priority: 3,
-        });
-    }
-    if let Some(branch) = model.git_branch.as_deref().filter(|b| !b.is_empty()) {
-        out.push(Segment {
-            kind: Kind::Branch,
-            text: format!("⎇ {branch}"),
-            style: theme.accent,
-            priority: 1,
-        });
-    }
-    if let Some(lines) = model.scrolled_back {
-        out.push(Segment {
-            kind: Kind::Scrolled,
-            text: format!("scrolled ↑ {lines}"),
-            style: theme.scrollback_badge,
-            priority: 5,
-        });
-    }
-    if let Some(hint) = model.hint.as_deref().filter(|h| !h.is_empty()) {
-        out.push(Segment {
-            kind: Kind::Hint,
-            text: hint.to_owned(),
-            style: theme.key_hint,
-            priority: 4,
-        });
-    }
-    out
-}
-
-fn status_text(status: &StatusSegment) -> String {
-    let message = status
-        .message
-        .as_deref()
-        .map(first_line)
-        .filter(|m| !m.is_empty())
-        .map(|m| truncate_end(&m, MAX_MESSAGE));
-    match (status.state, message) {
-        (ProgramState::Idle, _) => "○ idle".to_owned(),
-        (ProgramState::Working, _) => "● working".to_owned(),
-        (ProgramState::Blocked, None) => "◆ blocked — waiting for you".to_owned(),
-        (ProgramState::Blocked, Some(title)) => format!("◆ blocked — waiting for you: {title}"),
-        (ProgramState::Done, _) => "✓ done".to_owned(),
-        (ProgramState::Error, None) => "✗ error".to_owned(),
-        (ProgramState::Error, Some(line)) => format!("✗ error: {line}"),
-    }
-}
-
-fn status_style(state: ProgramState, theme: &Theme) -> Style {
-    match state {
-        ProgramState::Idle => theme.status_idle,
-        ProgramState::Working => theme.status_working,
-        ProgramState::Blocked => theme.status_blocked,
-        ProgramState::Done => theme.status_done,
-        ProgramState::Error => theme.status_error,
-    }
-}
-
-/// Fit the segments into `avail` columns: shorten the directory, drop segments from the lowest
-/// priority up, and cut the last one standing. Returns the left segments and the hint.
-fn fit(mut segments: Vec<Segment>, avail: usize) -> (Vec<Segment>, Option<Segment>) {
-    while total_width(&segments) > avail {
-        let overflow = total_width(&segments) - avail;
-        if segments.len() == 1 {
-            let only = &mut segments[0];
-            only.text = match only.kind {
-                Kind::Cwd => shorten_path(&only.text, avail),
-                _ => truncate_end(&only.text, avail),
-            };
-            break;
-        }
-        let Some(lowest) = (0..segments.len()).min_by_key(|&i| segments[i].priority) else {
-            break;
-        };
-        let segment = &mut segments[lowest];
-        let current = width(&segment.text);
-        if segment.kind == Kind::Cwd && current > MIN_CWD {
-            let target = current.saturating_sub(overflow).max(MIN_CWD);
-            segment.text = shorten_path(&segment.text, target);
-        } else {
-            segments.remove(lowest);
-        }
-    }
-    let hint = segments
-        .iter()
-        .position(|s| s.kind == Kind::Hint)
-        .map(|i| segments.remove(i));
-    (segments, hint)
-}
-
-fn total_width(segments: &[Segment]) -> usize {
-    let mut left = 0;
-    let mut left_count: usize = 0;
-    let mut hint = None;
-    for segment in segments {
-        if segment.kind == Kind::Hint {
-            hint = Some(width(&segment.text));
-        } else {
-            left += width(&segment.text);
-            left_count += 1;
-        }
-    }
-    let separators = left_count.saturating_sub(1) * width(SEPARATOR);
-    let hint = match hint {
-        Some(w) if left_count > 0 => w + HINT_GAP,
-        Some(w) => w,
-        None => 0,
-    };
-    left + separators + hint
-}
-
-/// Write `text` at (x, y) without passing `right`; returns the column after it.
-fn put(buf: &mut Buffer, x: u16, y: u16, text: &str, style: Style, right: u16) -> u16 {
-    if x >= right {
-        return x;
-    }
-    let (end, _) = buf.set_stringn(x, y, text, usize::from(right - x), style);
-    end
-}
-
 #[cfg(test)]
 mod tests {
-    use ratatui::style::Color;
+    use ratatui::style::{Color, Style};
 
     use super::*;
     use crate::test_support::render_to_string;
@@ -441,9 +351,8 @@ mod tests {
             let model = with_status(state, None);
             let mut buf = Buffer::empty(Rect::new(0, 0, 80, 1));
             render(&model, &theme, buf.area, &mut buf);
-            // The status glyph sits right after "pi running │ " and the 1-column padding.
-            let x = 1 + width("pi running") + width(SEPARATOR);
-            assert_eq!(buf[(x as u16, 0)].fg, colour, "{state:?}");
+            // The status glyph opens the row, after the 1-column padding.
+            assert_eq!(buf[(1, 0)].fg, colour, "{state:?}");
         }
     }
 
@@ -464,5 +373,284 @@ mod tests {
                 .modifier
                 .contains(ratatui::style::Modifier::REVERSED)
         );
+    }
+
+    /// A footer with everything the bridge can report.
+    fn bridged() -> (FooterModel, FooterData) {
+        let model = FooterModel {
+            status: Some(StatusSegment {
+                state: ProgramState::Working,
+                message: None,
+            }),
+            git_branch: Some("feature/footer".to_owned()),
+            ..model()
+        };
+        let data = FooterData {
+            bridge: BridgeLink::Connected,
+            activity: Some(Activity::Working),
+            model: Some("claude-sonnet-4-5".to_owned()),
+            thinking_level: Some("high".to_owned()),
+            context: Some(ContextUsage {
+                tokens: Some(90_000),
+                window: 200_000,
+                percent: Some(45.0),
+            }),
+            tokens_in: 12_345,
+            tokens_out: 4_100,
+            cost: Some(0.0123),
+            session_name: Some("footer segments".to_owned()),
+            hostname: Some("devbox".to_owned()),
+        };
+        (model, data)
+    }
+
+    /// The footer at each width, one labelled row per width, in one snapshot.
+    fn widths_snapshot(segments: &[Segment], widths: &[u16]) -> String {
+        widths
+            .iter()
+            .map(|&w| {
+                let row = render_to_string(w, 1, |area, buf| {
+                    render_segments(segments, &Theme::plain(), area, buf);
+                });
+                format!("{w:>3} {}", row.trim_end())
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// The widths the issue asks for, plus one wide enough for the full preset's extra segment.
+    const WIDTHS: [u16; 7] = [160, 120, 80, 60, 40, 30, 20];
+
+    #[test]
+    fn presets_at_every_width() {
+        let (model, data) = bridged();
+        for preset in Preset::ALL {
+            let settings = FooterSettings {
+                preset,
+                ..FooterSettings::default()
+            };
+            let segments = build_segments(&model, &data, &settings, []);
+            crate::assert_ui_snapshot!(
+                format!("footer_preset_{}", preset.name()),
+                widths_snapshot(&segments, &WIDTHS)
+            );
+        }
+    }
+
+    #[test]
+    fn presets_choose_the_segments() {
+        let (model, data) = bridged();
+        let ids = |preset| {
+            let settings = FooterSettings {
+                preset,
+                ..FooterSettings::default()
+            };
+            build_segments(&model, &data, &settings, [])
+                .into_iter()
+                .map(|segment| segment.id)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            ids(Preset::Minimal),
+            ["state", "model", "git", "context_pct", "hint"]
+        );
+        assert_eq!(
+            ids(Preset::Default),
+            [
+                "state",
+                "model",
+                "session",
+                "cwd",
+                "git",
+                "context_pct",
+                "tokens",
+                "cost",
+                "hint"
+            ]
+        );
+        assert_eq!(
+            ids(Preset::Full),
+            [
+                "state",
+                "model",
+                "session",
+                "cwd",
+                "git",
+                "hostname",
+                "context_pct",
+                "tokens",
+                "cost",
+                "hint"
+            ]
+        );
+    }
+
+    #[test]
+    fn toggles_and_module_segments() {
+        let (model, data) = bridged();
+        let mut settings = FooterSettings {
+            preset: Preset::Minimal,
+            ..FooterSettings::default()
+        };
+        settings.groups.insert(
+            CORE_GROUP.to_owned(),
+            GroupToggles {
+                show: None,
+                segments: [("cost".to_owned(), true), ("git".to_owned(), false)].into(),
+            },
+        );
+        let tasks = Segment::new(
+            "running",
+            priority::MODULE_HIGH,
+            Align::Right,
+            Form::new("2 tasks", Role::Text),
+        )
+        .in_group("tasks");
+        let mcp = Segment::new(
+            "servers_active",
+            priority::MODULE_LOW,
+            Align::Left,
+            Form::new("mcp 3/4", Role::Text),
+        )
+        .in_group("mcp")
+        .from_preset(Preset::Minimal);
+        let notify = Segment::new(
+            "last_sent",
+            priority::MODULE_LOW,
+            Align::Left,
+            Form::new("sent 2m ago", Role::Text),
+        )
+        .in_group("notify")
+        .from_preset(Preset::Minimal);
+        let segments = build_segments(&model, &data, &settings, [tasks, mcp, notify]);
+        let ids: Vec<&str> = segments.iter().map(|s| s.id.as_str()).collect();
+        // tasks is shown from the default preset up, notify's group is hidden by default, and the
+        // hint stays last.
+        assert_eq!(
+            ids,
+            [
+                "state",
+                "model",
+                "context_pct",
+                "cost",
+                "servers_active",
+                "hint"
+            ]
+        );
+        let row = render_to_string(80, 1, |area, buf| {
+            render_segments(&segments, &Theme::plain(), area, buf);
+        });
+        assert_eq!(
+            row.trim_end(),
+            "\" ● working │ claude-sonnet-4-5 │ mcp 3/4   ctx 45% 90k/200k │ $0.0123 │ F1 help \""
+        );
+    }
+
+    /// Runs of equal foreground colour in a one-row buffer, as "text=colour" items.
+    fn colour_runs(buf: &Buffer) -> String {
+        let mut runs: Vec<(String, Color)> = Vec::new();
+        for cell in buf.content() {
+            match runs.last_mut() {
+                Some((text, fg)) if *fg == cell.fg => text.push_str(cell.symbol()),
+                _ => runs.push((cell.symbol().to_owned(), cell.fg)),
+            }
+        }
+        runs.iter()
+            .filter(|(text, _)| !text.trim().is_empty())
+            .map(|(text, fg)| format!("{:?}={fg:?}", text.trim()))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    fn colour_theme() -> Theme {
+        Theme {
+            warning: Style::new().fg(Color::Yellow),
+            error: Style::new().fg(Color::Red),
+            muted: Style::new().fg(Color::DarkGray),
+            accent: Style::new().fg(Color::Magenta),
+            status_working: Style::new().fg(Color::Blue),
+            key_hint: Style::new().fg(Color::Cyan),
+            ..Theme::plain()
+        }
+    }
+
+    #[test]
+    fn context_colour_follows_the_thresholds() {
+        let (model, mut data) = bridged();
+        let theme = colour_theme();
+        let settings = FooterSettings::default();
+        let cases = [
+            ("normal", 45.0, Color::Reset),
+            ("warning", 72.0, Color::Yellow),
+            ("error", 91.0, Color::Red),
+        ];
+        for (name, percent, colour) in cases {
+            data.context = Some(ContextUsage {
+                tokens: Some((percent * 2_000.0) as u64),
+                window: 200_000,
+                percent: Some(percent),
+            });
+            let segments = build_segments(&model, &data, &settings, []);
+            let mut buf = Buffer::empty(Rect::new(0, 0, 120, 1));
+            render_segments(&segments, &theme, buf.area, &mut buf);
+            // "ctx " is a muted label; the figures carry the threshold's colour.
+            let row: String = buf.content().iter().map(|c| c.symbol()).collect();
+            let label = row.find("ctx ").map(|byte| row[..byte].chars().count());
+            let Some(label) = label else {
+                panic!("no context segment in {row:?}");
+            };
+            let x = u16::try_from(label).unwrap();
+            assert_eq!(buf[(x, 0)].fg, Color::DarkGray, "{name}: label");
+            assert_eq!(buf[(x + 4, 0)].fg, colour, "{name}: percentage");
+            if name != "normal" {
+                crate::assert_ui_snapshot!(
+                    format!("footer_context_{name}_colours"),
+                    colour_runs(&buf)
+                );
+            }
+        }
+        // Thresholds come from the settings.
+        let strict = FooterSettings {
+            context: ContextThresholds {
+                warning: 30,
+                error: 40,
+            },
+            ..FooterSettings::default()
+        };
+        data.context = Some(ContextUsage {
+            tokens: None,
+            window: 200_000,
+            percent: Some(45.0),
+        });
+        let segments = build_segments(&model, &data, &strict, []);
+        let context = segments.iter().find(|s| s.id == "context_pct");
+        let roles: Vec<Role> = context
+            .map(|s| {
+                s.forms
+                    .iter()
+                    .filter_map(|f| f.pieces.last())
+                    .map(|p| p.role)
+                    .collect()
+            })
+            .unwrap_or_default();
+        assert_eq!(roles, [Role::Error, Role::Error]);
+    }
+
+    #[test]
+    fn disconnected_bridge() {
+        let (model, data) = bridged();
+        let data = FooterData {
+            bridge: BridgeLink::Disconnected,
+            ..data
+        };
+        let segments = build_segments(&model, &data, &FooterSettings::default(), []);
+        crate::assert_ui_snapshot!(
+            "footer_disconnected",
+            widths_snapshot(&segments, &[120, 80, 40, 20])
+        );
+        let mut buf = Buffer::empty(Rect::new(0, 0, 80, 1));
+        render_segments(&segments, &colour_theme(), buf.area, &mut buf);
+        assert_eq!(buf[(1, 0)].symbol(), "⚠");
+        assert_eq!(buf[(1, 0)].fg, Color::Yellow);
     }
 }

@@ -4,6 +4,7 @@
 
 pub mod footer;
 pub mod help;
+pub mod info;
 pub mod scrollback;
 pub mod text;
 pub mod theme;

@@ -1,6 +1,8 @@
 //! Width-aware string fitting shared by the widgets: measuring in terminal columns, cutting the end
-//! off with an ellipsis, or cutting the middle out of a path. Widths come from ratatui's own
-//! measure (`Span::width`) so what we cut is exactly what the buffer will draw.
+//! off with an ellipsis, or cutting the middle out of a path — and, for the footer, which may not
+//! cut inside a word, the whole-word and whole-directory shortenings it offers as alternatives.
+//! Widths come from ratatui's own measure (`Span::width`) so what we cut is exactly what the
+//! buffer will draw.
 
 use ratatui::text::Span;
 
@@ -98,6 +100,47 @@ pub fn shorten_path(path: &str, max: usize) -> String {
     truncate_middle(path, max)
 }
 
+/// The ways to show `text` in at most `max` columns without cutting a word, longest first: the
+/// text itself if it fits, then ever fewer leading words followed by `…`, down to the first word
+/// alone. Empty when not even the first word fits.
+pub fn word_forms(text: &str, max: usize) -> Vec<String> {
+    let mut forms = Vec::new();
+    if width(text) <= max {
+        forms.push(text.to_owned());
+    }
+    let mut heads: Vec<&str> = text
+        .char_indices()
+        .filter(|&(_, ch)| ch.is_whitespace())
+        .map(|(index, _)| text[..index].trim_end())
+        .filter(|head| !head.trim_start().is_empty())
+        .collect();
+    heads.dedup();
+    for head in heads.into_iter().rev() {
+        let form = format!("{head}{ELLIPSIS}");
+        if width(&form) <= max && width(&form) < forms.last().map_or(usize::MAX, |f| width(f)) {
+            forms.push(form);
+        }
+    }
+    forms
+}
+
+/// The ways to show `path` whole-directory-wise, longest first: the path itself, then with more
+/// and more leading directories (after the first component) replaced by one `…`, down to
+/// "first/…/last" ("~/src/a/b" → "~/…/a/b" → "~/…/b"). Never cuts inside a name.
+pub fn path_forms(path: &str) -> Vec<String> {
+    let mut forms = vec![path.to_owned()];
+    let components: Vec<&str> = path.split('/').collect();
+    if components.len() < 3 {
+        return forms;
+    }
+    let head = components[0];
+    for kept in (1..components.len() - 1).rev() {
+        let tail = components[components.len() - kept..].join("/");
+        forms.push(format!("{head}/{ELLIPSIS}/{tail}"));
+    }
+    forms
+}
+
 /// The first line of `text` with control characters replaced by spaces: what a one-row widget
 /// can show of a message it did not write.
 pub fn first_line(text: &str) -> String {
@@ -174,6 +217,44 @@ mod tests {
             let got = shorten_path(path, max);
             assert_eq!(got, want, "shorten_path({path:?}, {max})");
             assert!(width(&got) <= max);
+        }
+    }
+
+    #[test]
+    fn word_forms_table() {
+        let cases: [(&str, usize, &[&str]); 7] = [
+            (
+                "Sign in to continue",
+                40,
+                &["Sign in to continue", "Sign in to…", "Sign in…", "Sign…"],
+            ),
+            ("Sign in to continue", 10, &["Sign in…", "Sign…"]),
+            ("Sign in to continue", 5, &["Sign…"]),
+            ("Sign in to continue", 4, &[]),
+            ("unbreakable-word", 8, &[]),
+            ("two  spaces", 20, &["two  spaces", "two…"]),
+            ("", 0, &[""]),
+        ];
+        for (text, max, want) in cases {
+            let got = word_forms(text, max);
+            assert_eq!(got, want, "word_forms({text:?}, {max})");
+            assert!(got.iter().all(|form| width(form) <= max));
+        }
+    }
+
+    #[test]
+    fn path_forms_table() {
+        let cases: [(&str, &[&str]); 4] = [
+            (
+                "~/src/some/project",
+                &["~/src/some/project", "~/…/some/project", "~/…/project"],
+            ),
+            ("/srv/app", &["/srv/app", "/…/app"]),
+            ("~/src", &["~/src"]),
+            ("plain", &["plain"]),
+        ];
+        for (path, want) in cases {
+            assert_eq!(path_forms(path), want, "path_forms({path:?})");
         }
     }
 

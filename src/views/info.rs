@@ -1,0 +1,157 @@
+//! The `/unipi:info` overlay view: shows the workbench's modules, what they registered, the
+//! versions on both sides of the bridge and the workbench's paths (the pure widget
+//! `unipi_widgets::info` draws it). Esc, q or Enter close it; arrows, j/k, PgUp/PgDn, g/G scroll
+//! when the terminal is too small. The app builds the [`InfoModel`] when the command runs; the
+//! view only shows it, so what it says is a snapshot of that moment.
+
+use std::cell::Cell;
+
+use crossterm::event::{KeyCode, KeyEvent};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use unipi_widgets::info::{InfoModel, max_scroll, render};
+use unipi_widgets::theme::Theme;
+
+use super::{View, ViewAction};
+
+pub struct InfoView {
+    model: InfoModel,
+    /// The area of the last render, to clamp scrolling to what is visible.
+    last_area: Cell<Rect>,
+}
+
+impl InfoView {
+    pub fn new(model: InfoModel) -> Self {
+        InfoView {
+            model: InfoModel { scroll: 0, ..model },
+            last_area: Cell::new(Rect::default()),
+        }
+    }
+
+    /// The first content row shown.
+    pub fn scroll(&self) -> usize {
+        self.model.scroll
+    }
+
+    fn scroll_by(&mut self, delta: isize) {
+        let max = max_scroll(&self.model, self.last_area.get());
+        self.model.scroll = self.model.scroll.saturating_add_signed(delta).min(max);
+    }
+}
+
+impl View for InfoView {
+    fn render(&self, area: Rect, buf: &mut Buffer, theme: &Theme) {
+        self.last_area.set(area);
+        render(&self.model, theme, area, buf);
+    }
+
+    fn handle_key(&mut self, key: &KeyEvent) -> ViewAction {
+        let delta = match key.code {
+            KeyCode::Esc | KeyCode::Enter | KeyCode::Char('q') => return ViewAction::Close,
+            KeyCode::Up | KeyCode::Char('k') => -1,
+            KeyCode::Down | KeyCode::Char('j') => 1,
+            KeyCode::PageUp => -10,
+            KeyCode::PageDown => 10,
+            KeyCode::Home | KeyCode::Char('g') => isize::MIN,
+            KeyCode::End | KeyCode::Char('G') => isize::MAX,
+            _ => 0,
+        };
+        self.scroll_by(delta);
+        ViewAction::Consumed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crossterm::event::KeyModifiers;
+    use unipi_widgets::info::{InfoPaths, ModuleInfo, ModuleState};
+
+    use super::*;
+
+    fn key(code: KeyCode) -> KeyEvent {
+        KeyEvent::new(code, KeyModifiers::NONE)
+    }
+
+    /// An info model with `count` modules: more rows than a small screen holds.
+    fn make_model_with(count: usize) -> InfoModel {
+        InfoModel {
+            modules: (0..count)
+                .map(|i| ModuleInfo {
+                    name: format!("module{i}"),
+                    state: ModuleState::Ready,
+                    tools: vec![format!("tool{i}")],
+                    commands: vec![format!("/unipi:cmd{i}")],
+                })
+                .collect(),
+            pi_version: Some("1.6.0".to_owned()),
+            bridge_protocol: "1".to_owned(),
+            workbench_version: "0.1.0".to_owned(),
+            paths: InfoPaths::default(),
+            scroll: 7,
+        }
+    }
+
+    fn rendered(view: &InfoView, width: u16, height: u16) -> Buffer {
+        let area = Rect::new(0, 0, width, height);
+        let mut buf = Buffer::empty(area);
+        view.render(area, &mut buf, &Theme::plain());
+        buf
+    }
+
+    #[test]
+    fn close_keys_close_and_others_are_consumed() {
+        let mut view = InfoView::new(make_model_with(2));
+        let cases = [
+            (KeyCode::Esc, ViewAction::Close),
+            (KeyCode::Enter, ViewAction::Close),
+            (KeyCode::Char('q'), ViewAction::Close),
+            (KeyCode::Char('x'), ViewAction::Consumed),
+            (KeyCode::F(1), ViewAction::Consumed),
+            (KeyCode::Down, ViewAction::Consumed),
+        ];
+        for (code, want) in cases {
+            assert_eq!(view.handle_key(&key(code)), want, "{code:?}");
+        }
+    }
+
+    #[test]
+    fn scrolling_is_clamped_to_the_rendered_area() {
+        // Opens at the top whatever the model said.
+        let mut view = InfoView::new(make_model_with(10));
+        assert_eq!(view.scroll(), 0);
+        rendered(&view, 60, 12);
+        let max = max_scroll(&view.model, Rect::new(0, 0, 60, 12));
+        assert!(max > 10, "max {max}");
+
+        let steps = [
+            (KeyCode::Down, 1),
+            (KeyCode::Char('j'), 2),
+            (KeyCode::Up, 1),
+            (KeyCode::Char('k'), 0),
+            (KeyCode::Up, 0),
+            (KeyCode::PageDown, 10),
+            (KeyCode::Char('G'), max),
+            (KeyCode::Down, max),
+            (KeyCode::PageUp, max - 10),
+            (KeyCode::Char('g'), 0),
+            (KeyCode::End, max),
+            (KeyCode::Home, 0),
+        ];
+        for (code, want) in steps {
+            view.handle_key(&key(code));
+            assert_eq!(view.scroll(), want, "after {code:?}");
+        }
+    }
+
+    #[test]
+    fn the_scrolled_window_is_drawn() {
+        let mut view = InfoView::new(make_model_with(10));
+        let before = rendered(&view, 60, 12);
+        view.handle_key(&key(KeyCode::Char('G')));
+        let after = rendered(&view, 60, 12);
+        let text = |buf: &Buffer| buf.content().iter().map(|c| c.symbol()).collect::<String>();
+        assert!(text(&before).contains("Modules"));
+        assert!(!text(&after).contains("Modules"));
+        assert!(text(&after).contains("runtime"));
+    }
+}

@@ -1,0 +1,582 @@
+//! The workbench's own footer segments, each built from the app's [`FooterModel`] and the bridge's
+//! [`FooterData`]: Pi's state, model, session, directory, branch, host, scrollback marker, context,
+//! tokens, cost and key hint. Each one offers shorter forms where a shorter form still says
+//! something, and decides nothing about fitting: that is the layout's job.
+
+use super::segment::{Align, Form, Role, Segment};
+use super::settings::{ContextThresholds, FooterSettings, Preset};
+use super::{
+    Activity, BridgeLink, FooterData, FooterModel, PiRunState, ProgramState, StatusSegment,
+    priority, tilde_path,
+};
+use crate::text::{first_line, path_forms, word_forms};
+
+/// Tokens in a compact form: `950`, `12.3k`, `450k`, `1.2M`, `15M` (one decimal below 100 of
+/// the unit, none from there; a trailing `.0` is dropped).
+pub fn format_tokens(count: u64) -> String {
+    fn scaled(value: f64, unit: &str) -> String {
+        let text = if value < 99.95 {
+            format!("{value:.1}")
+        } else {
+            format!("{value:.0}")
+        };
+        format!("{}{unit}", text.strip_suffix(".0").unwrap_or(&text))
+    }
+    match count {
+        0..1_000 => count.to_string(),
+        1_000..999_500 => scaled(count as f64 / 1e3, "k"),
+        _ => scaled(count as f64 / 1e6, "M"),
+    }
+}
+
+/// A session cost in dollars: four decimals below a dollar (`$0.0123`), two from there
+/// (`$12.30`), and `$0.00` for nothing spent.
+pub fn format_cost(dollars: f64) -> String {
+    if !dollars.is_finite() || dollars <= 0.0 {
+        "$0.00".to_owned()
+    } else if dollars < 1.0 {
+        format!("${dollars:.4}")
+    } else {
+        format!("${dollars:.2}")
+    }
+}
+
+/// Longest status message or notice shown; a longer one is cut at a word.
+const MAX_MESSAGE: usize = 48;
+/// Longest session name shown; a longer one is cut at a word.
+const MAX_SESSION: usize = 32;
+
+/// Pi's state: the process (starting, exited), Pi's own program status (OSC 7501), and the
+/// bridge's view (working, compacting, disconnected), folded into the one word that matters most.
+pub(super) fn state(model: &FooterModel, data: &FooterData) -> Segment {
+    let forms = match model.pi {
+        PiRunState::Starting => vec![Form::new("pi starting", Role::Muted)],
+        PiRunState::Exited { code: Some(code) } => {
+            vec![Form::new(format!("pi exited {code}"), Role::Error)]
+        }
+        PiRunState::Exited { code: None } => vec![Form::new("pi exited (signal)", Role::Error)],
+        PiRunState::Running => running_state(model.status.as_ref(), data),
+    };
+    let mut forms = forms.into_iter();
+    let first = forms.next().unwrap_or_default();
+    forms.fold(
+        Segment::new("state", priority::STATE, Align::Left, first)
+            .detail(priority::STATE_DETAIL)
+            .from_preset(Preset::Minimal),
+        Segment::or,
+    )
+}
+
+/// The state's forms, longest first, while Pi's process runs.
+fn running_state(status: Option<&StatusSegment>, data: &FooterData) -> Vec<Form> {
+    let osc = status.map(|status| status.state);
+    let message = status
+        .and_then(|status| status.message.as_deref())
+        .map(first_line)
+        .filter(|message| !message.is_empty());
+    // `prefix: message`, the message shortened a word at a time.
+    let with_message = |prefix: &str, role: Role| -> Vec<Form> {
+        let texts = message.as_deref().map(|m| word_forms(m, MAX_MESSAGE));
+        texts
+            .unwrap_or_default()
+            .into_iter()
+            .map(|text| Form::new(format!("{prefix}: {text}"), role))
+            .collect()
+    };
+    // A dialog waiting for the user, or an error, outranks everything the bridge can say.
+    match osc {
+        Some(ProgramState::Blocked) => {
+            let role = Role::Status(ProgramState::Blocked);
+            let waiting = "◆ blocked — waiting for you";
+            let mut forms = with_message(waiting, role);
+            forms.extend([Form::new(waiting, role), Form::new("◆ blocked", role)]);
+            return forms;
+        }
+        Some(ProgramState::Error) => {
+            let role = Role::Status(ProgramState::Error);
+            let mut forms = with_message("✗ error", role);
+            forms.push(Form::new("✗ error", role));
+            return forms;
+        }
+        _ => {}
+    }
+    // The bridge's activity is stale once it is gone; only Pi's own status is current then.
+    let activity = (data.bridge != BridgeLink::Disconnected)
+        .then_some(data.activity)
+        .flatten();
+    let (text, role) = match (activity, osc) {
+        (Some(Activity::Compacting), _) => ("◐ compacting", Role::Status(ProgramState::Working)),
+        (Some(Activity::Working), _) | (_, Some(ProgramState::Working)) => {
+            ("● working", Role::Status(ProgramState::Working))
+        }
+        (_, Some(ProgramState::Done)) => ("✓ done", Role::Status(ProgramState::Done)),
+        (Some(Activity::Idle), _) | (_, Some(ProgramState::Idle)) => {
+            ("○ idle", Role::Status(ProgramState::Idle))
+        }
+        _ => ("pi running", Role::Muted),
+    };
+    if data.bridge == BridgeLink::Disconnected {
+        let alone = Form::new("⚠ disconnected", Role::Warning);
+        let with_activity = alone.clone().then(" · ", Role::Muted).then(text, role);
+        return vec![with_activity, alone];
+    }
+    vec![Form::new(text, role)]
+}
+
+/// The model, and its thinking level when the `thinking_level` toggle allows.
+pub(super) fn model(data: &FooterData, settings: &FooterSettings) -> Option<Segment> {
+    let name = data
+        .model
+        .as_deref()
+        .map(str::trim)
+        .filter(|n| !n.is_empty())?;
+    let thinking = data
+        .thinking_level
+        .as_deref()
+        .map(str::trim)
+        .filter(|level| !level.is_empty() && *level != "off")
+        .filter(|_| settings.shows_id(super::CORE_GROUP, "thinking_level", Preset::Default));
+    let plain = Form::new(name, Role::Accent);
+    let long = match thinking {
+        Some(level) => plain
+            .clone()
+            .then(" · ", Role::Muted)
+            .then(level, Role::Muted),
+        None => plain.clone(),
+    };
+    // "anthropic/claude-sonnet-4-5" → "claude-sonnet-4-5": the provider is the least telling.
+    let bare = name
+        .rsplit_once('/')
+        .map(|(_, bare)| Form::new(bare, Role::Accent));
+    let segment = Segment::new("model", priority::MODEL, Align::Left, long)
+        .detail(priority::MODEL_DETAIL)
+        .from_preset(Preset::Minimal)
+        .or(plain);
+    Some(match bare {
+        Some(bare) => segment.or(bare),
+        None => segment,
+    })
+}
+
+/// The session's name, in quotes so it does not read as a path or a model.
+pub(super) fn session(data: &FooterData) -> Option<Segment> {
+    let name = data
+        .session_name
+        .as_deref()
+        .map(first_line)
+        .filter(|name| !name.is_empty())?;
+    let mut forms = word_forms(&name, MAX_SESSION)
+        .into_iter()
+        .map(|text| Form::new(format!("“{text}”"), Role::Text));
+    let first = forms.next()?;
+    Some(forms.fold(
+        Segment::new("session", priority::SESSION, Align::Left, first),
+        Segment::or,
+    ))
+}
+
+/// The working directory (`~` for home), shortened a whole directory at a time.
+pub(super) fn cwd(model: &FooterModel) -> Option<Segment> {
+    let path = tilde_path(&model.cwd, model.home.as_deref());
+    if path.is_empty() {
+        return None;
+    }
+    let mut forms = path_forms(&path)
+        .into_iter()
+        .map(|p| Form::new(p, Role::Text));
+    let first = forms.next()?;
+    Some(forms.fold(
+        Segment::new("cwd", priority::CWD, Align::Left, first).detail(priority::CWD_DETAIL),
+        Segment::or,
+    ))
+}
+
+/// The git branch; a `feature/x` branch falls back to `x`.
+pub(super) fn git(model: &FooterModel) -> Option<Segment> {
+    let branch = model.git_branch.as_deref().filter(|b| !b.is_empty())?;
+    let segment = Segment::new(
+        "git",
+        priority::GIT,
+        Align::Left,
+        Form::new(format!("⎇ {branch}"), Role::Accent),
+    )
+    .from_preset(Preset::Minimal);
+    Some(match branch.rsplit_once('/') {
+        Some((_, last)) if !last.is_empty() => {
+            segment.or(Form::new(format!("⎇ {last}"), Role::Accent))
+        }
+        _ => segment,
+    })
+}
+
+/// The host name, for telling sessions on different machines (over SSH) apart.
+pub(super) fn hostname(data: &FooterData) -> Option<Segment> {
+    let host = data.hostname.as_deref().filter(|h| !h.is_empty())?;
+    Some(
+        Segment::new(
+            "hostname",
+            priority::HOSTNAME,
+            Align::Left,
+            Form::new(format!("@{host}"), Role::Muted),
+        )
+        .from_preset(Preset::Full),
+    )
+}
+
+/// How far back the user is browsing the pane's history.
+pub(super) fn scrollback(model: &FooterModel) -> Option<Segment> {
+    let lines = model.scrolled_back?;
+    Some(
+        Segment::new(
+            "scrollback",
+            priority::SCROLLBACK,
+            Align::Left,
+            Form::new(format!("scrolled ↑ {lines}"), Role::Scrollback),
+        )
+        .detail(priority::SCROLLBACK_DETAIL)
+        .from_preset(Preset::Minimal)
+        .or(Form::new(format!("↑ {lines}"), Role::Scrollback)),
+    )
+}
+
+/// Context used: `ctx 45% 90k/200k` → `ctx 45%` → `45%`, in the threshold's style.
+pub(super) fn context(data: &FooterData, thresholds: ContextThresholds) -> Option<Segment> {
+    let usage = data.context.as_ref().filter(|usage| usage.window > 0)?;
+    let window = format_tokens(usage.window);
+    let percent = usage.percent.or_else(|| {
+        usage
+            .tokens
+            .map(|tokens| tokens as f64 * 100.0 / usage.window as f64)
+    });
+    let segment = |form: Form| {
+        Segment::new("context_pct", priority::CONTEXT, Align::Right, form)
+            .detail(priority::CONTEXT_DETAIL)
+            .from_preset(Preset::Minimal)
+    };
+    // Pi does not know the usage right after a compaction until the next response.
+    let Some(percent) = percent.filter(|p| p.is_finite() && *p >= 0.0) else {
+        let label = Form::new("ctx ", Role::Muted);
+        return Some(
+            segment(label.clone().then(format!("?/{window}"), Role::Text))
+                .or(label.then("?", Role::Text)),
+        );
+    };
+    let shown = percent.round() as u64;
+    let role = thresholds.role(shown);
+    let pct = format!("{shown}%");
+    let mut long = Form::new("ctx ", Role::Muted).then(pct.clone(), role);
+    if let Some(tokens) = usage.tokens {
+        long = long.then(format!(" {}/{window}", format_tokens(tokens)), role);
+    }
+    Some(
+        segment(long)
+            .or(Form::new("ctx ", Role::Muted).then(pct.clone(), role))
+            .or(Form::new(pct, role)),
+    )
+}
+
+/// Tokens sent and received this session: `12.3k↑ 4.1k↓`; absent until there are any.
+pub(super) fn tokens(data: &FooterData) -> Option<Segment> {
+    if data.tokens_in == 0 && data.tokens_out == 0 {
+        return None;
+    }
+    let text = format!(
+        "{}↑ {}↓",
+        format_tokens(data.tokens_in),
+        format_tokens(data.tokens_out)
+    );
+    Some(Segment::new(
+        "tokens",
+        priority::TOKENS,
+        Align::Right,
+        Form::new(text, Role::Text),
+    ))
+}
+
+/// The session's cost so far; absent until Pi reports one.
+pub(super) fn cost(data: &FooterData) -> Option<Segment> {
+    let dollars = data.cost?;
+    Some(Segment::new(
+        "cost",
+        priority::COST,
+        Align::Right,
+        Form::new(format_cost(dollars), Role::Text),
+    ))
+}
+
+/// The key hint ("F1 help") or a passing notice in its place, at the right end. One form only:
+/// half a hint ("F1…") tells nothing.
+pub(super) fn hint(model: &FooterModel) -> Option<Segment> {
+    let text = model
+        .hint
+        .as_deref()
+        .map(first_line)
+        .filter(|h| !h.is_empty())?;
+    let text = word_forms(&text, MAX_MESSAGE).into_iter().next()?;
+    Some(
+        Segment::new(
+            "hint",
+            priority::HINT,
+            Align::Right,
+            Form::new(text, Role::KeyHint),
+        )
+        .from_preset(Preset::Minimal),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::footer::ContextUsage;
+
+    fn form_texts(segment: &Segment) -> Vec<String> {
+        segment.forms.iter().map(Form::text).collect()
+    }
+
+    #[test]
+    fn format_tokens_table() {
+        let cases = [
+            (0, "0"),
+            (950, "950"),
+            (999, "999"),
+            (1_000, "1k"),
+            (1_500, "1.5k"),
+            (12_345, "12.3k"),
+            (90_000, "90k"),
+            (99_949, "99.9k"),
+            (99_950, "100k"),
+            (200_000, "200k"),
+            (999_499, "999k"),
+            (999_500, "1M"),
+            (1_250_000, "1.2M"),
+            (15_000_000, "15M"),
+            (250_000_000, "250M"),
+        ];
+        for (count, want) in cases {
+            assert_eq!(format_tokens(count), want, "format_tokens({count})");
+        }
+    }
+
+    #[test]
+    fn format_cost_table() {
+        let cases = [
+            (0.0, "$0.00"),
+            (-1.0, "$0.00"),
+            (f64::NAN, "$0.00"),
+            (0.0123, "$0.0123"),
+            (0.00004, "$0.0000"),
+            (0.99994, "$0.9999"),
+            (1.0, "$1.00"),
+            (12.3, "$12.30"),
+        ];
+        for (dollars, want) in cases {
+            assert_eq!(format_cost(dollars), want, "format_cost({dollars})");
+        }
+    }
+
+    fn running(status: Option<(ProgramState, Option<&str>)>) -> FooterModel {
+        FooterModel {
+            pi: PiRunState::Running,
+            status: status.map(|(state, message)| StatusSegment {
+                state,
+                message: message.map(str::to_owned),
+            }),
+            cwd: "/home/ada/src".to_owned(),
+            home: Some("/home/ada".to_owned()),
+            git_branch: None,
+            scrolled_back: None,
+            hint: None,
+        }
+    }
+
+    #[test]
+    fn state_table() {
+        use ProgramState::{Blocked, Done, Error, Idle, Working};
+        let bridge = |link, activity| FooterData {
+            bridge: link,
+            activity,
+            ..FooterData::default()
+        };
+        let none = FooterData::default();
+        let working = bridge(BridgeLink::Connected, Some(Activity::Working));
+        let compacting = bridge(BridgeLink::Connected, Some(Activity::Compacting));
+        let idle = bridge(BridgeLink::Connected, Some(Activity::Idle));
+        let gone = bridge(BridgeLink::Disconnected, Some(Activity::Working));
+        let cases: [(FooterModel, &FooterData, &[&str]); 12] = [
+            (running(None), &none, &["pi running"]),
+            (running(Some((Idle, None))), &none, &["○ idle"]),
+            (running(None), &working, &["● working"]),
+            (running(Some((Idle, None))), &working, &["● working"]),
+            (running(Some((Working, None))), &idle, &["● working"]),
+            (running(Some((Done, None))), &idle, &["✓ done"]),
+            (
+                running(Some((Working, None))),
+                &compacting,
+                &["◐ compacting"],
+            ),
+            (
+                running(Some((
+                    Blocked,
+                    Some("Sign in to continue with your browser"),
+                ))),
+                &compacting,
+                &[
+                    "◆ blocked — waiting for you: Sign in to continue with your browser",
+                    "◆ blocked — waiting for you: Sign in to continue with your…",
+                    "◆ blocked — waiting for you: Sign in to continue with…",
+                    "◆ blocked — waiting for you: Sign in to continue…",
+                    "◆ blocked — waiting for you: Sign in to…",
+                    "◆ blocked — waiting for you: Sign in…",
+                    "◆ blocked — waiting for you: Sign…",
+                    "◆ blocked — waiting for you",
+                    "◆ blocked",
+                ],
+            ),
+            (
+                running(Some((Error, Some("429 rate limited\nretry")))),
+                &working,
+                &[
+                    "✗ error: 429 rate limited",
+                    "✗ error: 429 rate…",
+                    "✗ error: 429…",
+                    "✗ error",
+                ],
+            ),
+            // Gone: the bridge's "working" is stale, Pi's own status still counts.
+            (
+                running(Some((Idle, None))),
+                &gone,
+                &["⚠ disconnected · ○ idle", "⚠ disconnected"],
+            ),
+            (
+                running(None),
+                &gone,
+                &["⚠ disconnected · pi running", "⚠ disconnected"],
+            ),
+            (
+                FooterModel {
+                    pi: PiRunState::Exited { code: Some(1) },
+                    ..running(Some((Working, None)))
+                },
+                &gone,
+                &["pi exited 1"],
+            ),
+        ];
+        for (model, data, want) in cases {
+            let segment = state(&model, data);
+            assert_eq!(form_texts(&segment), want, "{:?} {data:?}", model.status);
+            assert_eq!(segment.id, "state");
+            assert_eq!(segment.priority, priority::STATE);
+        }
+    }
+
+    #[test]
+    fn context_forms_and_roles() {
+        let data = |tokens, window, percent| FooterData {
+            context: Some(ContextUsage {
+                tokens,
+                window,
+                percent,
+            }),
+            ..FooterData::default()
+        };
+        let thresholds = ContextThresholds::default();
+        let cases: [(FooterData, &[&str], Role); 6] = [
+            (
+                data(Some(90_000), 200_000, Some(45.0)),
+                &["ctx 45% 90k/200k", "ctx 45%", "45%"],
+                Role::Text,
+            ),
+            // The percentage is worked out when Pi gives only tokens.
+            (
+                data(Some(130_000), 200_000, None),
+                &["ctx 65% 130k/200k", "ctx 65%", "65%"],
+                Role::Warning,
+            ),
+            // Rounded first, so the colour matches the number shown.
+            (
+                data(Some(169_900), 200_000, Some(84.95)),
+                &["ctx 85% 170k/200k", "ctx 85%", "85%"],
+                Role::Error,
+            ),
+            (
+                data(None, 200_000, Some(12.0)),
+                &["ctx 12%", "12%"],
+                Role::Text,
+            ),
+            (
+                data(None, 200_000, None),
+                &["ctx ?/200k", "ctx ?"],
+                Role::Text,
+            ),
+            (data(None, 0, None), &[], Role::Text),
+        ];
+        for (data, want, role) in cases {
+            let segment = context(&data, thresholds);
+            let texts = segment.as_ref().map(form_texts).unwrap_or_default();
+            assert_eq!(texts, want, "{:?}", data.context);
+            if let Some(segment) = segment {
+                for form in &segment.forms {
+                    assert_eq!(form.pieces.last().map(|p| p.role), Some(role), "{form:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn model_forms_follow_the_thinking_toggle() {
+        let data = FooterData {
+            model: Some("anthropic/claude-sonnet-4-5".to_owned()),
+            thinking_level: Some("high".to_owned()),
+            ..FooterData::default()
+        };
+        let settings = FooterSettings::default();
+        let texts = model(&data, &settings).map(|s| form_texts(&s));
+        assert_eq!(
+            texts.unwrap_or_default(),
+            [
+                "anthropic/claude-sonnet-4-5 · high",
+                "anthropic/claude-sonnet-4-5",
+                "claude-sonnet-4-5"
+            ]
+        );
+        let minimal = FooterSettings {
+            preset: Preset::Minimal,
+            ..FooterSettings::default()
+        };
+        let texts = model(&data, &minimal).map(|s| form_texts(&s));
+        assert_eq!(
+            texts.unwrap_or_default(),
+            ["anthropic/claude-sonnet-4-5", "claude-sonnet-4-5"]
+        );
+        let off = FooterData {
+            thinking_level: Some("off".to_owned()),
+            model: Some("gpt-5".to_owned()),
+            ..FooterData::default()
+        };
+        assert_eq!(
+            model(&off, &settings)
+                .map(|s| form_texts(&s))
+                .unwrap_or_default(),
+            ["gpt-5"]
+        );
+    }
+
+    #[test]
+    fn session_names_are_cut_at_words() {
+        let data = FooterData {
+            session_name: Some("refactor the bridge socket handshake and tests".to_owned()),
+            ..FooterData::default()
+        };
+        let texts = session(&data).map(|s| form_texts(&s)).unwrap_or_default();
+        assert_eq!(
+            texts,
+            [
+                "“refactor the bridge socket…”",
+                "“refactor the bridge…”",
+                "“refactor the…”",
+                "“refactor…”"
+            ]
+        );
+    }
+}
