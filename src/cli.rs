@@ -136,9 +136,13 @@ fn run_workbench(cli: Cli, split: SplitArgs) -> Result<i32> {
     let (keymap, keymap_errors) = config::keymap::load_keymap(config::keymap_file().as_deref());
     let (theme, theme_errors) =
         config::theme::load_theme(config::theme_file().as_deref(), no_color);
+    let workspace = std::env::current_dir().context("cannot read the working directory")?;
+    let (footer, footer_errors) =
+        config::footer::load_footer_config(dirs::home_dir().as_deref(), &workspace);
     let config_errors: Vec<String> = keymap_errors
         .iter()
         .chain(theme_errors.iter())
+        .chain(footer_errors.iter())
         .map(|e| e.to_string())
         .collect();
     for error in &config_errors {
@@ -157,6 +161,7 @@ fn run_workbench(cli: Cli, split: SplitArgs) -> Result<i32> {
         pi_env: vec![],
         keymap,
         theme,
+        footer,
         config_errors,
         log_path,
         keyboard_enhancement: std::env::var_os("UNIPI_TUI_DISABLE_KEYBOARD_ENHANCEMENT")

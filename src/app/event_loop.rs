@@ -43,7 +43,7 @@ pub async fn run(options: AppOptions) -> Result<AppOutcome> {
     let (tx, rx) = mpsc::channel::<AppEvent>(256);
     let (pty_tx, pty_rx) = mpsc::channel::<PtyEvent>(4);
     let (cols, rows) = crossterm::terminal::size().unwrap_or((80, 24));
-    let layout = Layout::new(Rect::new(0, 0, cols, rows));
+    let layout = Layout::new(Rect::new(0, 0, cols, rows), options.footer.enabled);
 
     let emulator = Emulator::new(
         layout.pane.height,
@@ -264,7 +264,10 @@ fn draw(
     let size = terminal
         .size()
         .context("failed to read the terminal size")?;
-    let layout = Layout::new(Rect::new(0, 0, size.width, size.height));
+    let layout = Layout::new(
+        Rect::new(0, 0, size.width, size.height),
+        app.footer.enabled(),
+    );
     // Resize the PTY and the parser together, from the size we are about to draw.
     let (rows, cols) = app.emulator.size();
     if (rows, cols) != (layout.pane.height, layout.pane.width) && layout.pane.height > 0 {

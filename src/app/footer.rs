@@ -4,7 +4,11 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use unipi_widgets::footer::{FooterModel, PiRunState, ProgramState, StatusSegment};
+use unipi_widgets::footer::{
+    FooterData, FooterModel, PiRunState, ProgramState, Segment, StatusSegment, build_segments,
+};
+
+use crate::config::footer::FooterConfig;
 
 use crate::config::keymap::{Action, Keymap};
 use crate::pane::emulator::{ProgramState as PiState, ProgramStatus};
@@ -14,6 +18,9 @@ use crate::pane::pty::ChildExit;
 const NOTICE_FOR: Duration = Duration::from_secs(4);
 
 pub struct FooterState {
+    config: FooterConfig,
+    /// What the bridge reports (model, context, tokens, cost…); filled from events.
+    pub data: FooterData,
     pi: PiRunState,
     status: Option<StatusSegment>,
     cwd: PathBuf,
@@ -25,7 +32,7 @@ pub struct FooterState {
 }
 
 impl FooterState {
-    pub fn new(keymap: &Keymap) -> Self {
+    pub fn new(keymap: &Keymap, config: FooterConfig) -> Self {
         let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
         let bindings = keymap.bindings();
         let keys_for = |action: Action| {
@@ -40,6 +47,11 @@ impl FooterState {
         return_keys.extend(keys_for(Action::ScrollPageDown).into_iter().take(1));
         let git_branch = git_branch(&cwd);
         FooterState {
+            config,
+            data: FooterData {
+                hostname: hostname(),
+                ..FooterData::default()
+            },
             pi: PiRunState::Starting,
             status: None,
             home: dirs::home_dir().map(|h| h.to_string_lossy().into_owned()),
@@ -98,7 +110,22 @@ impl FooterState {
         self.return_keys.clone()
     }
 
-    pub fn model(&mut self, scrolled_back: usize) -> FooterModel {
+    /// Whether the footer row is shown at all (`enabled` in footer.json).
+    pub fn enabled(&self) -> bool {
+        self.config.enabled
+    }
+
+    /// The segments to draw this frame: the workbench's own plus `extra` from modules.
+    pub fn segments(
+        &mut self,
+        scrolled_back: usize,
+        extra: impl IntoIterator<Item = Segment>,
+    ) -> Vec<Segment> {
+        let model = self.model(scrolled_back);
+        build_segments(&model, &self.data, &self.config.settings, extra)
+    }
+
+    fn model(&mut self, scrolled_back: usize) -> FooterModel {
         if self
             .notice
             .as_ref()
@@ -124,6 +151,14 @@ impl FooterState {
     pub fn notice_deadline(&self) -> Option<Instant> {
         self.notice.as_ref().map(|(_, at)| *at + NOTICE_FOR)
     }
+}
+
+/// This machine's name (shown by the `full` preset), read once.
+fn hostname() -> Option<String> {
+    nix::unistd::gethostname()
+        .ok()
+        .map(|name| name.to_string_lossy().into_owned())
+        .filter(|name| !name.is_empty())
 }
 
 /// The branch checked out in the repository containing `dir` (`None` outside git; a short hash

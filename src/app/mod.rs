@@ -50,6 +50,7 @@ pub struct AppOptions {
     pub pi_env: Vec<(OsString, OsString)>,
     pub keymap: Keymap,
     pub theme: Theme,
+    pub footer: crate::config::footer::FooterConfig,
     /// Problems with the user's config files, shown once the screen is up.
     pub config_errors: Vec<String>,
     pub log_path: PathBuf,
@@ -129,7 +130,7 @@ impl App {
             keymap: options.keymap.clone(),
             theme: options.theme.clone(),
             views,
-            footer: footer::FooterState::new(&options.keymap),
+            footer: footer::FooterState::new(&options.keymap, options.footer.clone()),
             log_path: options.log_path.clone(),
             pane_area: Rect::default(),
             scroll_back: 0,
@@ -350,7 +351,7 @@ impl App {
 
     /// Draws the whole frame into `buf`: pane, badges, footer, views. Returns the cursor.
     fn render(&mut self, area: Rect, buf: &mut Buffer) -> Option<Position> {
-        let layout = Layout::new(area);
+        let layout = Layout::new(area, self.footer.enabled());
         self.pane_area = layout.pane;
         let history_len = self.emulator.history().len();
         self.scroll_back = self.scroll_back.min(history_len);
@@ -370,8 +371,8 @@ impl App {
             };
             unipi_widgets::scrollback::render(&model, &self.theme.widgets, layout.pane, buf);
         }
-        let model = self.footer.model(self.scroll_back);
-        unipi_widgets::footer::render(&model, &self.theme.widgets, layout.footer, buf);
+        let segments = self.footer.segments(self.scroll_back, []);
+        unipi_widgets::footer::render_segments(&segments, &self.theme.widgets, layout.footer, buf);
         if self.views.is_empty() {
             pane_cursor
         } else {
@@ -389,8 +390,8 @@ pub struct Layout {
 }
 
 impl Layout {
-    pub fn new(area: Rect) -> Self {
-        let footer_height = u16::from(area.height > 1);
+    pub fn new(area: Rect, footer: bool) -> Self {
+        let footer_height = u16::from(footer && area.height > 1);
         Layout {
             pane: Rect::new(area.x, area.y, area.width, area.height - footer_height),
             footer: Rect::new(
@@ -443,10 +444,15 @@ mod tests {
 
     #[test]
     fn layout_reserves_the_last_row_for_the_footer() {
-        let l = Layout::new(Rect::new(0, 0, 120, 40));
+        let l = Layout::new(Rect::new(0, 0, 120, 40), true);
         assert_eq!(l.pane, Rect::new(0, 0, 120, 39));
         assert_eq!(l.footer, Rect::new(0, 39, 120, 1));
-        let tiny = Layout::new(Rect::new(0, 0, 10, 1));
+        let tiny = Layout::new(Rect::new(0, 0, 10, 1), true);
+        assert_eq!(tiny.pane.height, 1);
+        assert_eq!(tiny.footer.height, 0);
+        let off = Layout::new(Rect::new(0, 0, 120, 40), false);
+        assert_eq!(off.pane, Rect::new(0, 0, 120, 40));
+        assert_eq!(off.footer.height, 0);
         assert_eq!(tiny.pane.height, 1);
         assert_eq!(tiny.footer.height, 0);
     }
