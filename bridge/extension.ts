@@ -1,0 +1,719 @@
+/**
+ * unipi-tui bridge extension.
+ *
+ * Loaded into every Pi process the unipi-tui workbench starts (`pi -e <this file>`). It connects
+ * to the workbench over a private Unix socket and speaks newline-delimited JSON (the protocol is
+ * documented in docs/bridge-protocol.md of the unipi-tui repository). It is deliberately thin and
+ * generic — no feature logic lives here:
+ *
+ *  - it forwards Pi's lifecycle events (with usage and context figures) to the workbench;
+ *  - it registers whatever the workbench declares (tools with JSON Schema parameters, `/unipi:*`
+ *    commands, card renderers for custom messages) and forwards their invocations;
+ *  - it executes the workbench's calls (send a message, set the model, compact, hide the footer…).
+ *
+ * Both Pi lines are served (1.x `@earendil-works`, 0.7x `@mariozechner`). Where they differ, the
+ * difference is detected at run time by probing what exists, never by version number.
+ *
+ * Without UNIPI_TUI_SOCKET and UNIPI_TUI_TOKEN (Pi run outside the workbench) it does nothing.
+ * It removes them from the environment Pi's own child processes inherit.
+ */
+import * as net from "node:net";
+
+const PROTOCOL_VERSION = 1;
+const MAX_LINE_BYTES = 8388608;
+/** How long the host may take to answer `hello`. */
+const HELLO_TIMEOUT_MS = 5000;
+/** Tries when the host says the previous instance's connection is still open (after /reload). */
+const CONNECT_ATTEMPTS = 6;
+/** Argument completions are interactive: give up quickly. */
+const COMPLETE_TIMEOUT_MS = 1000;
+/** A backstop over the host's own command timeout. */
+const COMMAND_TIMEOUT_MS = 30000;
+/** How long session shutdown waits for the host to acknowledge the goodbye. */
+const GOODBYE_TIMEOUT_MS = 1000;
+/** A backstop over each tool's declared timeout, should the host stop answering. */
+const TOOL_TIMEOUT_MARGIN_MS = 5000;
+/** User input is forwarded for "user is active" signals; a huge paste is cut. */
+const INPUT_TEXT_LIMIT = 64 * 1024;
+/** Events some Pi lines emit and others do not, probed at run time. */
+const OPTIONAL_EVENTS = ["agent_settled", "agent_before_settle", "session_compact_failed"];
+
+type Msg = Record<string, any>;
+
+// Written without TypeScript-only syntax that needs transforming (parameter properties, enums),
+// so plain Node can load this file by stripping types (the benchmark does).
+class BridgeFailure extends Error {
+	readonly code: string;
+	constructor(code: string, message: string) {
+		super(message);
+		this.code = code;
+	}
+}
+
+interface PendingTool {
+	resolve: (result: unknown) => void;
+	reject: (err: Error) => void;
+	onUpdate?: (update: unknown) => void;
+}
+
+export default function unipiBridge(pi: any) {
+	const target = bridgeTarget();
+	if (!target) return;
+	new Bridge(pi, target.socket, target.token, target.agent).subscribe();
+}
+
+interface Target {
+	socket: string;
+	token: string;
+	agent: string;
+}
+
+/**
+ * Where to connect. The first instance moves the variables out of `process.env`, so processes Pi
+ * starts (the bash tool, a nested pi) do not inherit the token; the instances Pi creates later in
+ * the same process (/reload, /new, /resume, /fork) find them in a process-wide slot.
+ */
+function bridgeTarget(): Target | undefined {
+	const slot = Symbol.for("unipi-tui.bridge.target");
+	const store = globalThis as Record<symbol, Target | undefined>;
+	if (store[slot]) return store[slot];
+	const socket = process.env.UNIPI_TUI_SOCKET;
+	const token = process.env.UNIPI_TUI_TOKEN;
+	if (!socket || !token) return undefined;
+	store[slot] = { socket, token, agent: process.env.UNIPI_TUI_AGENT ?? "" };
+	delete process.env.UNIPI_TUI_SOCKET;
+	delete process.env.UNIPI_TUI_TOKEN;
+	delete process.env.UNIPI_TUI_AGENT;
+	return store[slot];
+}
+
+class Bridge {
+	private socket?: net.Socket;
+	private connected = false;
+	private buffered = "";
+	private nextId = 1;
+	private ctx: any;
+	private caps: Msg = { events: [], methods: [], ui: [], tool_exposure: false };
+	private tui: any;
+	private settledSeen = false;
+	private queuePending = false;
+	private lastStopReason: string | undefined;
+	private handshakeWaiter?: (message: Msg) => void;
+	private goodbyeWaiter?: () => void;
+	private readonly tools = new Map<number, PendingTool>();
+	private readonly replies = new Map<number, (message: Msg | undefined) => void>();
+	private readonly renderers = new Set<string>();
+
+	private readonly pi: any;
+	private readonly socketPath: string;
+	private readonly token: string;
+	private readonly agent: string;
+
+	constructor(pi: any, socketPath: string, token: string, agent: string) {
+		this.pi = pi;
+		this.socketPath = socketPath;
+		this.token = token;
+		this.agent = agent;
+	}
+
+	/** Registers the event handlers (allowed while Pi loads the extension). */
+	subscribe() {
+		const pi = this.pi;
+		const on = (name: string, handler: (event: any, ctx: any) => unknown) =>
+			pi.on(name, (event: any, ctx: any) => {
+				if (ctx) this.ctx = ctx;
+				try {
+					return handler(event ?? {}, ctx);
+				} catch {
+					return undefined; // forwarding must never break Pi
+				}
+			});
+
+		// Sockets are opened in session_start, not in the factory: Pi may load extensions in
+		// invocations that never start a session. Pi awaits this handler, so the declared tools
+		// are registered before the first prompt.
+		on("session_start", async (event, ctx) => {
+			await this.connect(ctx);
+			const sm = ctx?.sessionManager;
+			this.emit("session_start", {
+				reason: event.reason ?? "startup",
+				previous_session_file: event.previousSessionFile ?? null,
+				session_id: attempt(() => sm?.getSessionId?.()) ?? null,
+				session_file: attempt(() => sm?.getSessionFile?.()) ?? null,
+				session_name: attempt(() => pi.getSessionName?.()) ?? null,
+				cwd: ctx?.cwd ?? null,
+				model: modelInfo(ctx?.model),
+				thinking_level: attempt(() => pi.getThinkingLevel?.()) ?? null,
+				context_usage: contextUsage(ctx),
+			});
+		});
+		on("session_shutdown", async (event) => {
+			this.emit("session_shutdown", {
+				reason: event.reason ?? "quit",
+				target_session_file: event.targetSessionFile ?? null,
+			});
+			await this.goodbye(event.reason ?? "quit");
+		});
+		on("session_info_changed", (event) => this.emit("session_info_changed", { name: event.name ?? null }));
+		on("agent_start", () => this.emit("agent_start"));
+		on("agent_end", (_event, ctx) => {
+			this.emit("agent_end");
+			// A Pi without `agent_settled` is idle once a run ends: say so in the same terms.
+			if (!this.settledSeen && !this.caps.events.includes("agent_settled")) {
+				this.emit("agent_settled", { aborted: this.lastStopReason === "aborted", synthetic: true });
+			}
+			this.checkQueue(ctx);
+		});
+		on("agent_settled", (event, ctx) => {
+			this.settledSeen = true;
+			this.emit("agent_settled", { aborted: Boolean(event.aborted), synthetic: false });
+			this.checkQueue(ctx);
+		});
+		on("turn_start", (event) => this.emit("turn_start", { turn_index: event.turnIndex ?? 0 }));
+		on("turn_end", (event, ctx) => {
+			this.emit("turn_end", {
+				turn_index: event.turnIndex ?? 0,
+				usage: event.message?.role === "assistant" ? usage(event.message.usage) : null,
+				context_usage: contextUsage(ctx),
+			});
+			this.checkQueue(ctx);
+		});
+		on("message_start", (event, ctx) => {
+			const role = event.message?.role;
+			if (role === "user" || role === "custom") this.checkQueue(ctx);
+		});
+		on("message_end", (event) => {
+			const message = event.message;
+			if (message?.role !== "assistant") return;
+			this.lastStopReason = message.stopReason;
+			this.emit("message_end", {
+				provider: message.provider ?? null,
+				model: message.model ?? null,
+				usage: usage(message.usage),
+				stop_reason: message.stopReason ?? null,
+				error_message: message.errorMessage ?? null,
+			});
+		});
+		on("tool_execution_start", (event) =>
+			this.emit("tool_execution_start", { tool: event.toolName, call_id: event.toolCallId }),
+		);
+		on("tool_execution_end", (event) =>
+			this.emit("tool_execution_end", {
+				tool: event.toolName,
+				call_id: event.toolCallId,
+				is_error: Boolean(event.isError),
+			}),
+		);
+		on("model_select", (event) =>
+			this.emit("model_select", {
+				model: modelInfo(event.model),
+				previous: modelInfo(event.previousModel),
+				source: event.source ?? null,
+			}),
+		);
+		on("thinking_level_select", (event) =>
+			this.emit("thinking_level_select", { level: event.level, previous: event.previousLevel ?? null }),
+		);
+		on("session_before_compact", (event) => {
+			this.emit("compaction_start", { reason: event.reason ?? null });
+			return undefined; // never cancels or customises: that is a module's decision, via the host
+		});
+		on("session_compact", (event) =>
+			this.emit("compaction_end", {
+				reason: event.reason ?? null,
+				aborted: false,
+				error: null,
+				from_extension: Boolean(event.fromExtension),
+				tokens_before: event.compactionEntry?.tokensBefore ?? null,
+			}),
+		);
+		on("session_compact_failed", (event) =>
+			this.emit("compaction_end", {
+				reason: event.reason ?? null,
+				aborted: Boolean(event.aborted),
+				error: event.errorMessage ?? (event.aborted ? "aborted" : "failed"),
+				from_extension: Boolean(event.fromExtension),
+				tokens_before: null,
+			}),
+		);
+		on("input", (event, ctx) => {
+			const text = typeof event.text === "string" ? event.text : "";
+			this.emit("input", {
+				text: text.slice(0, INPUT_TEXT_LIMIT),
+				truncated: text.length > INPUT_TEXT_LIMIT,
+				source: event.source ?? null,
+				streaming_behavior: event.streamingBehavior ?? null,
+			});
+			// The message is queued after the input handlers run.
+			setTimeout(() => this.checkQueue(ctx), 0);
+			return undefined;
+		});
+		on("ui_prompt_start", (event) => this.emit("ui_prompt_start", { kind: event.kind ?? null, title: event.title ?? null }));
+		on("ui_prompt_end", () => this.emit("ui_prompt_end"));
+	}
+
+	// --- connection --------------------------------------------------------------------------
+
+	private async connect(ctx: any) {
+		const piModule = await importFirst(["@earendil-works/pi-coding-agent", "@mariozechner/pi-coding-agent"]);
+		this.tui ??= await importFirst(["@earendil-works/pi-tui", "@mariozechner/pi-tui"]);
+		this.caps = probeCapabilities(this.pi, ctx, piModule);
+		for (let round = 1; ; round++) {
+			try {
+				const welcome = await this.handshake(String(piModule?.VERSION ?? "unknown"));
+				this.connected = true;
+				this.applyDeclarations(welcome.declarations ?? {});
+				if (welcome.options?.hide_footer) attempt(() => this.setFooter(true));
+				return;
+			} catch (err) {
+				this.close();
+				// The previous instance's connection may still be closing (after /reload): retry.
+				if (err instanceof BridgeFailure && err.code === "token_in_use" && round < CONNECT_ATTEMPTS) {
+					await sleep(50 * round);
+					continue;
+				}
+				this.report(ctx, `unipi-tui bridge: ${err instanceof Error ? err.message : String(err)}`);
+				return;
+			}
+		}
+	}
+
+	private handshake(piVersion: string): Promise<Msg> {
+		return new Promise((resolve, reject) => {
+			const socket = net.createConnection(this.socketPath);
+			this.socket = socket;
+			this.buffered = "";
+			socket.setEncoding("utf8");
+			const timer = setTimeout(() => fail(new BridgeFailure("hello_timeout", "no welcome from unipi-tui")), HELLO_TIMEOUT_MS);
+			const fail = (err: Error) => {
+				clearTimeout(timer);
+				this.handshakeWaiter = undefined;
+				reject(err);
+			};
+			this.handshakeWaiter = (message) => {
+				clearTimeout(timer);
+				this.handshakeWaiter = undefined;
+				if (message.type === "welcome") resolve(message);
+				else if (message.type === "error") reject(new BridgeFailure(message.code, message.message));
+				else reject(new BridgeFailure("bad_message", `expected welcome, got ${message.type}`));
+			};
+			socket.on("connect", () =>
+				this.write({
+					type: "hello",
+					token: this.token,
+					protocol: PROTOCOL_VERSION,
+					pi_version: piVersion,
+					agent: this.agent,
+					pid: process.pid,
+					capabilities: this.caps,
+				}),
+			);
+			socket.on("data", (chunk: string) => this.receive(chunk));
+			socket.on("error", (err) => fail(err));
+			socket.on("close", () => {
+				if (this.socket === socket) this.disconnected();
+				fail(new BridgeFailure("closed", "unipi-tui closed the connection"));
+			});
+		});
+	}
+
+	private async goodbye(reason: string) {
+		if (this.connected) {
+			const acknowledged = new Promise<void>((resolve) => {
+				this.goodbyeWaiter = resolve;
+				setTimeout(resolve, GOODBYE_TIMEOUT_MS);
+			});
+			this.write({ type: "goodbye", reason });
+			await acknowledged;
+		}
+		this.close();
+	}
+
+	private close() {
+		const socket = this.socket;
+		this.socket = undefined;
+		this.disconnected();
+		socket?.end();
+		socket?.destroy();
+	}
+
+	/** Fails everything that waits on the host. */
+	private disconnected() {
+		this.connected = false;
+		for (const pending of this.tools.values()) pending.reject(new Error("the unipi-tui bridge disconnected"));
+		this.tools.clear();
+		for (const reply of this.replies.values()) reply(undefined);
+		this.replies.clear();
+		this.goodbyeWaiter?.();
+	}
+
+	private report(ctx: any, message: string) {
+		if (ctx?.hasUI) attempt(() => ctx.ui.notify(message, "error"));
+		else console.error(message);
+	}
+
+	// --- wire --------------------------------------------------------------------------------
+
+	/** Sends one message; false when it cannot go (not connected, or over the line limit). */
+	private write(message: Msg): boolean {
+		const socket = this.socket;
+		if (!socket || socket.destroyed) return false;
+		const line = JSON.stringify(message) + "\n";
+		// A UTF-16 unit is at most 3 UTF-8 bytes: count exactly only when it could matter.
+		if (line.length * 3 > MAX_LINE_BYTES && Buffer.byteLength(line) > MAX_LINE_BYTES + 1) return false;
+		socket.write(line);
+		return true;
+	}
+
+	private send(message: Msg): boolean {
+		return this.connected && this.write(message);
+	}
+
+	private emit(name: string, data: Msg = {}) {
+		this.send({ type: "event", name, data });
+	}
+
+	private receive(chunk: string) {
+		this.buffered += chunk;
+		let end: number;
+		while ((end = this.buffered.indexOf("\n")) >= 0) {
+			const line = this.buffered.slice(0, end);
+			this.buffered = this.buffered.slice(end + 1);
+			let message: Msg;
+			try {
+				message = JSON.parse(line);
+			} catch (err) {
+				this.write({ type: "error", code: "malformed_json", message: `the extension cannot parse a line: ${err}` });
+				continue;
+			}
+			if (this.handshakeWaiter) this.handshakeWaiter(message);
+			else this.dispatch(message);
+		}
+	}
+
+	private dispatch(message: Msg) {
+		switch (message.type) {
+			case "tool_result": {
+				const pending = this.tools.get(message.id);
+				if (!pending) return;
+				this.tools.delete(message.id);
+				if (message.is_error) pending.reject(new Error(textOf(message.content) || "the tool failed"));
+				else pending.resolve({ content: message.content ?? [], details: message.details ?? undefined });
+				return;
+			}
+			case "tool_update":
+				attempt(() => this.tools.get(message.id)?.onUpdate?.({ content: message.content ?? [], details: message.details ?? undefined }));
+				return;
+			case "command_result":
+			case "complete_result": {
+				const reply = this.replies.get(message.id);
+				this.replies.delete(message.id);
+				reply?.(message);
+				return;
+			}
+			case "call":
+				void this.execute(message);
+				return;
+			case "declare":
+				this.applyDeclarations(message.declarations ?? {});
+				return;
+			case "goodbye":
+				if (this.goodbyeWaiter) this.goodbyeWaiter();
+				else this.close(); // the workbench is going away
+				return;
+			case "error":
+				return; // the host logged it; nothing here can fix it
+			default:
+				this.write({ type: "error", code: "unknown_type", message: `the extension does not know ${JSON.stringify(message.type)}` });
+		}
+	}
+
+	/** Sends a request and waits for the reply with the same id (undefined on timeout). */
+	private request(message: Msg, timeoutMs: number): Promise<Msg | undefined> {
+		const id = this.nextId++;
+		return new Promise((resolve) => {
+			const timer = setTimeout(() => {
+				this.replies.delete(id);
+				resolve(undefined);
+			}, timeoutMs);
+			this.replies.set(id, (reply) => {
+				clearTimeout(timer);
+				resolve(reply);
+			});
+			if (!this.send({ ...message, id })) {
+				this.replies.delete(id);
+				clearTimeout(timer);
+				resolve(undefined);
+			}
+		});
+	}
+
+	// --- declarations ------------------------------------------------------------------------
+
+	private applyDeclarations(declarations: Msg) {
+		for (const tool of declarations.tools ?? []) attempt(() => this.registerTool(tool));
+		for (const command of declarations.commands ?? []) attempt(() => this.registerCommand(command));
+		for (const type of declarations.message_types ?? []) attempt(() => this.ensureRenderer(type.custom_type, type.label));
+	}
+
+	private registerTool(tool: Msg) {
+		const definition: Msg = {
+			name: tool.name,
+			label: tool.label ?? tool.name,
+			description: tool.description ?? "",
+			parameters: tool.parameters ?? { type: "object", properties: {} },
+			execute: (toolCallId: string, params: unknown, signal?: AbortSignal, onUpdate?: (update: unknown) => void) =>
+				this.callTool(tool, toolCallId, params, signal, onUpdate),
+		};
+		if (tool.prompt_snippet) definition.promptSnippet = tool.prompt_snippet;
+		if (tool.prompt_guidelines?.length) definition.promptGuidelines = tool.prompt_guidelines;
+		if (tool.exposure && this.caps.tool_exposure) definition.exposure = tool.exposure;
+		this.pi.registerTool(definition);
+	}
+
+	private callTool(tool: Msg, toolCallId: string, params: unknown, signal?: AbortSignal, onUpdate?: (update: unknown) => void) {
+		return new Promise((resolve, reject) => {
+			if (!this.connected) {
+				reject(new Error(`unipi-tui is not connected, so ${tool.name} cannot run`));
+				return;
+			}
+			const id = this.nextId++;
+			const limitMs = (tool.timeout_ms ?? 120000) + TOOL_TIMEOUT_MARGIN_MS;
+			const cancel = () => this.send({ type: "tool_cancel", id });
+			const done = () => {
+				clearTimeout(timer);
+				signal?.removeEventListener?.("abort", cancel);
+			};
+			const timer = setTimeout(() => {
+				this.tools.delete(id);
+				done();
+				reject(new Error(`unipi-tui did not answer ${tool.name} within ${limitMs} ms`));
+			}, limitMs);
+			this.tools.set(id, {
+				resolve: (result) => (done(), resolve(result)),
+				reject: (err) => (done(), reject(err)),
+				onUpdate,
+			});
+			if (!this.send({ type: "tool_call", id, tool: tool.name, call_id: toolCallId, args: params ?? {} })) {
+				this.tools.get(id)?.reject(new Error(`the arguments of ${tool.name} are too large for the unipi-tui bridge`));
+				this.tools.delete(id);
+				return;
+			}
+			// The host answers a cancelled call too (with whatever the module returns).
+			if (signal?.aborted) cancel();
+			else signal?.addEventListener?.("abort", cancel, { once: true });
+		});
+	}
+
+	private registerCommand(command: Msg) {
+		this.pi.registerCommand(command.name, {
+			description: command.description ?? "",
+			getArgumentCompletions: async (prefix: string) => {
+				const reply = await this.request({ type: "complete", command: command.name, prefix: prefix ?? "" }, COMPLETE_TIMEOUT_MS);
+				const items = (reply?.items ?? []).map((item: Msg) => ({
+					value: item.value,
+					label: item.label ?? item.value,
+					description: item.description ?? undefined,
+				}));
+				return items.length > 0 ? items : null;
+			},
+			handler: async (args: string, ctx: any) => {
+				if (ctx) this.ctx = ctx;
+				const reply = await this.request({ type: "command", name: command.name, args: args ?? "" }, COMMAND_TIMEOUT_MS);
+				const message = reply ? reply.message : `unipi-tui did not answer /${command.name}`;
+				const level = reply ? (reply.level ?? (reply.ok ? "info" : "error")) : "error";
+				if (message && ctx?.hasUI) attempt(() => ctx.ui.notify(message, level));
+			},
+		});
+	}
+
+	/** A generic card for a host-made message type: a titled box with the text. */
+	private ensureRenderer(customType: string, label?: string) {
+		if (!customType || this.renderers.has(customType)) return;
+		if (typeof this.pi.registerMessageRenderer !== "function") return;
+		this.renderers.add(customType);
+		this.pi.registerMessageRenderer(customType, (message: Msg, options: Msg, theme: any) => {
+			const { Box, Text } = this.tui ?? {};
+			if (!Text) return undefined;
+			let text = theme.fg("accent", theme.bold(label || customType));
+			const body = typeof message.content === "string" ? message.content : textOf(message.content);
+			if (body) text += "\n" + body;
+			if (options?.expanded && message.details != null) text += "\n" + theme.fg("dim", JSON.stringify(message.details, null, 2));
+			if (!Box) return new Text(text, 1, 0);
+			const box = new Box(1, 1, (line: string) => theme.bg("customMessageBg", line));
+			box.addChild(new Text(text, 0, 0));
+			return box;
+		});
+	}
+
+	// --- host calls --------------------------------------------------------------------------
+
+	private async execute(message: Msg) {
+		try {
+			const value = await this.run(message.method, message.params ?? {});
+			this.send({ type: "call_result", id: message.id, ok: true, value: value ?? null });
+		} catch (err) {
+			const code = err instanceof BridgeFailure ? err.code : "internal";
+			const text = err instanceof Error ? err.message : String(err);
+			this.send({ type: "call_result", id: message.id, ok: false, error: { code, message: text } });
+		}
+	}
+
+	private async run(method: string, p: Msg): Promise<unknown> {
+		const pi = this.pi;
+		const ctx = this.ctx;
+		switch (method) {
+			case "send_message":
+				this.ensureRenderer(p.custom_type);
+				pi.sendMessage(
+					{ customType: p.custom_type, content: p.content ?? "", display: p.display !== false, details: p.details ?? undefined },
+					{ deliverAs: p.deliver_as ?? undefined, triggerTurn: Boolean(p.trigger_turn) },
+				);
+				return true;
+			case "send_user_message":
+				pi.sendUserMessage(p.content ?? "", p.deliver_as ? { deliverAs: p.deliver_as } : undefined);
+				return true;
+			case "set_model": {
+				const model = needCtx(ctx).modelRegistry?.find?.(p.provider, p.id);
+				if (!model) throw new BridgeFailure("unknown_model", `Pi knows no model ${p.provider}/${p.id}`);
+				return Boolean(await pi.setModel(model));
+			}
+			case "list_models": {
+				const registry = needCtx(ctx).modelRegistry;
+				const models = (await (registry?.getAvailable?.() ?? registry?.getAll?.())) ?? [];
+				return models.map(modelInfo);
+			}
+			case "compact":
+				needCtx(ctx).compact({ customInstructions: p.instructions ?? undefined });
+				return true;
+			case "get_context_usage":
+				return contextUsage(needCtx(ctx));
+			case "set_active_tools":
+				pi.setActiveTools(p.names ?? []);
+				return pi.getActiveTools();
+			case "get_active_tools":
+				return pi.getActiveTools();
+			case "set_thinking_level":
+				pi.setThinkingLevel(p.level);
+				return pi.getThinkingLevel();
+			case "notify":
+				needCtx(ctx).ui?.notify?.(p.message ?? "", p.level ?? "info");
+				return Boolean(ctx.hasUI);
+			case "set_footer":
+				return this.setFooter(Boolean(p.hidden));
+			default:
+				throw new BridgeFailure("unsupported", `the bridge extension has no method ${JSON.stringify(method)}`);
+		}
+	}
+
+	private setFooter(hidden: boolean): boolean {
+		const ui = this.ctx?.ui;
+		if (typeof ui?.setFooter !== "function") throw new BridgeFailure("unsupported", "this Pi cannot replace its footer");
+		ui.setFooter(hidden ? () => ({ render: () => [], invalidate() {} }) : undefined);
+		return true;
+	}
+
+	private checkQueue(ctx: any) {
+		const pending = Boolean(attempt(() => ctx?.hasPendingMessages?.()));
+		if (pending === this.queuePending) return;
+		this.queuePending = pending;
+		this.emit("queue_update", { pending });
+	}
+}
+
+// --- helpers -----------------------------------------------------------------------------------
+
+/** What this Pi offers, found by looking, not by version number. */
+function probeCapabilities(pi: any, ctx: any, piModule: any): Msg {
+	const functions = (object: any) =>
+		object ? Object.keys(object).filter((key) => typeof object[key] === "function").sort() : [];
+	// An optional event exists when Pi's session emits it: its name is a literal in the source of
+	// AgentSession's methods. Unknown means absent; an event that arrives anyway still counts.
+	const proto = piModule?.AgentSession?.prototype;
+	const source = proto
+		? Object.getOwnPropertyNames(proto)
+				.map((name) => {
+					const value = Object.getOwnPropertyDescriptor(proto, name)?.value;
+					return typeof value === "function" ? String(value) : "";
+				})
+				.join("\n")
+		: "";
+	const tools = attempt(() => pi.getAllTools?.()) ?? [];
+	return {
+		events: OPTIONAL_EVENTS.filter((name) => source.includes(`"${name}"`)),
+		methods: functions(pi),
+		ui: functions(ctx?.ui),
+		tool_exposure: Array.isArray(tools) && tools.some((tool: Msg) => tool && "exposure" in tool),
+		mode: typeof ctx?.mode === "string" ? ctx.mode : null,
+	};
+}
+
+async function importFirst(names: string[]): Promise<any> {
+	for (const name of names) {
+		try {
+			return await import(name);
+		} catch {
+			// not this Pi line's name
+		}
+	}
+	return undefined;
+}
+
+function needCtx(ctx: any): any {
+	if (!ctx) throw new BridgeFailure("unsupported", "no Pi session is active yet");
+	return ctx;
+}
+
+function usage(u: any): Msg | null {
+	if (!u) return null;
+	return {
+		input: u.input ?? 0,
+		output: u.output ?? 0,
+		cache_read: u.cacheRead ?? 0,
+		cache_write: u.cacheWrite ?? 0,
+		total_tokens: u.totalTokens ?? 0,
+		cost: u.cost?.total ?? 0,
+	};
+}
+
+function contextUsage(ctx: any): Msg | null {
+	const u = attempt(() => ctx?.getContextUsage?.());
+	if (!u) return null;
+	return { tokens: u.tokens ?? null, context_window: u.contextWindow ?? 0, percent: u.percent ?? null };
+}
+
+function modelInfo(model: any): Msg | null {
+	if (!model) return null;
+	const cost = model.cost;
+	return {
+		provider: model.provider,
+		id: model.id,
+		name: model.name ?? null,
+		context_window: model.contextWindow ?? null,
+		max_tokens: model.maxTokens ?? null,
+		reasoning: Boolean(model.reasoning),
+		cost: cost
+			? { input: cost.input ?? 0, output: cost.output ?? 0, cache_read: cost.cacheRead ?? 0, cache_write: cost.cacheWrite ?? 0 }
+			: null,
+	};
+}
+
+function textOf(content: unknown): string {
+	if (!Array.isArray(content)) return typeof content === "string" ? content : "";
+	return content
+		.filter((block) => block?.type === "text")
+		.map((block) => block.text)
+		.join("\n");
+}
+
+function attempt<T>(f: () => T): T | undefined {
+	try {
+		return f();
+	} catch {
+		return undefined;
+	}
+}
+
+function sleep(ms: number): Promise<void> {
+	return new Promise((resolve) => setTimeout(resolve, ms));
+}

@@ -1,0 +1,677 @@
+//! One client connection: the handshake, then the read loop that dispatches each line, and the
+//! clean-up when it ends. Writes go through a queue to a writer task, so tool tasks, host calls
+//! and the read loop never contend for the socket and a slow reader on the other side only fills
+//! a queue.
+//!
+//! Policy on bad input: before authentication any problem ends the connection (after an `error`
+//! line saying why); after it, a bad line is answered with an `error` line and skipped, because
+//! the Pi session on the other side must go on.
+
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::{AsyncWriteExt as _, BufReader, BufWriter};
+use tokio::net::UnixStream;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::sync::{Notify, mpsc, oneshot, watch};
+
+use super::AgentId;
+use super::bus::BusEvent;
+use super::events::{
+    BridgeEvent, Capabilities, CommandReply, DisconnectReason, NotifyLevel, PiEvent,
+};
+use super::host::{AgentInfo, Live, Shared};
+use super::module::{CancelHandle, Completion};
+use super::protocol::{
+    ClientMessage, CommandMsg, CompleteMsg, ErrorCode, Hello, HostMessage, LineRead,
+    MAX_HELLO_BYTES, MAX_LINE_BYTES, PROTOCOL_VERSION, WelcomeOptions, WireError,
+    parse_client_line, read_line,
+};
+use super::runtime_dir::secrets_match;
+use super::tools;
+
+/// Lines queued for the writer before senders wait.
+const OUTBOUND_QUEUE: usize = 1024;
+/// How long the writer may take to flush the last lines of a closing connection.
+const WRITER_GRACE: Duration = Duration::from_secs(1);
+
+/// Serves one accepted connection to its end.
+pub(crate) async fn serve(
+    shared: Arc<Shared>,
+    stream: UnixStream,
+    conn_id: u64,
+    stop: watch::Receiver<bool>,
+) {
+    let peer_pid = stream.peer_cred().ok().and_then(|cred| cred.pid());
+    let (read_half, write_half) = stream.into_split();
+    let (out, out_rx) = mpsc::channel(OUTBOUND_QUEUE);
+    let (writer_stop, writer_stop_rx) = oneshot::channel();
+    let mut writer = tokio::spawn(write_lines(write_half, out_rx, writer_stop_rx));
+    let mut connection = Connection {
+        shared,
+        conn_id,
+        peer_pid,
+        out,
+        reader: BufReader::with_capacity(64 * 1024, read_half),
+        buf: Vec::new(),
+        stop,
+        inflight: Arc::new(Mutex::new(HashMap::new())),
+        announced: false,
+    };
+    match connection.handshake().await {
+        Handshake::Accepted { agent, kill } => {
+            let reason = connection.run(&agent, &kill).await;
+            connection.finish(&agent, reason).await;
+        }
+        Handshake::Refused { error, agent } => {
+            tracing::warn!(
+                conn = conn_id,
+                pid = ?peer_pid,
+                "bridge refused a connection: {} ({})",
+                error.message,
+                error.code.as_str()
+            );
+            connection.shared.fault(
+                agent,
+                format!("bridge refused a connection: {}", error.message),
+            );
+            connection.send(HostMessage::error(&error)).await;
+        }
+        Handshake::Closed => tracing::debug!(conn = conn_id, "closed before hello"),
+    }
+    // Let the writer flush what is queued (the refusal, the goodbye), then stop it even if tool
+    // tasks still hold senders: their answers have nowhere to go.
+    let _ = writer_stop.send(());
+    if tokio::time::timeout(WRITER_GRACE, &mut writer)
+        .await
+        .is_err()
+    {
+        // The peer stopped reading; do not keep its socket open on its behalf.
+        writer.abort();
+    }
+}
+
+enum Handshake {
+    Accepted {
+        agent: AgentId,
+        kill: Arc<Notify>,
+    },
+    Refused {
+        error: WireError,
+        agent: Option<AgentId>,
+    },
+    Closed,
+}
+
+struct Connection {
+    shared: Arc<Shared>,
+    conn_id: u64,
+    peer_pid: Option<i32>,
+    out: mpsc::Sender<String>,
+    reader: BufReader<OwnedReadHalf>,
+    buf: Vec<u8>,
+    stop: watch::Receiver<bool>,
+    /// Cancel handles of this connection's running tool calls, by bridge id.
+    inflight: Arc<Mutex<HashMap<u64, CancelHandle>>>,
+    /// Whether the app has been told this connection ended.
+    announced: bool,
+}
+
+impl Connection {
+    async fn send(&self, message: HostMessage) {
+        // A closed queue means the connection is ending; the message no longer matters.
+        let _ = self.out.send(message.to_line()).await;
+    }
+
+    async fn handshake(&mut self) -> Handshake {
+        let timeout = self.shared.options.hello_timeout;
+        let read = tokio::time::timeout(
+            timeout,
+            read_line(&mut self.reader, &mut self.buf, MAX_HELLO_BYTES),
+        )
+        .await;
+        let refuse = |code, message: String| Handshake::Refused {
+            error: WireError::new(code, message),
+            agent: None,
+        };
+        match read {
+            Err(_) => {
+                return refuse(
+                    ErrorCode::HelloTimeout,
+                    format!("no hello within {timeout:?}"),
+                );
+            }
+            Ok(Err(_) | Ok(LineRead::Eof)) => return Handshake::Closed,
+            Ok(Ok(LineRead::TooLong)) => {
+                return refuse(
+                    ErrorCode::LineTooLong,
+                    format!("the first line is longer than {MAX_HELLO_BYTES} bytes"),
+                );
+            }
+            Ok(Ok(LineRead::Line)) => {}
+        }
+        let hello = match parse_client_line(&self.buf) {
+            Ok(ClientMessage::Hello(hello)) => hello,
+            Ok(other) => {
+                return refuse(
+                    ErrorCode::NotAuthenticated,
+                    format!(
+                        "the first message must be `hello`, not `{}`",
+                        client_type(&other)
+                    ),
+                );
+            }
+            Err(error) => return Handshake::Refused { error, agent: None },
+        };
+        self.admit(hello).await
+    }
+
+    /// Checks the hello against the agents' tokens and, when it passes, makes this the
+    /// agent's live connection and sends `welcome`.
+    async fn admit(&mut self, hello: Hello) -> Handshake {
+        let Some(token) = hello.token.as_deref().filter(|token| !token.is_empty()) else {
+            return Handshake::Refused {
+                error: WireError::new(ErrorCode::BadToken, "the hello carries no token"),
+                agent: None,
+            };
+        };
+        let kill = Arc::new(Notify::new());
+        let pi_version = hello.pi_version.clone().unwrap_or_default();
+        let capabilities = decode_capabilities(&hello.capabilities);
+        let admitted = {
+            let mut agents = self.shared.lock_agents();
+            let found = agents
+                .iter_mut()
+                .find(|(_, slot)| secrets_match(slot.token.as_bytes(), token.as_bytes()));
+            let Some((agent, slot)) = found else {
+                return Handshake::Refused {
+                    error: WireError::new(
+                        ErrorCode::BadToken,
+                        "the token is not one this host issued",
+                    ),
+                    agent: None,
+                };
+            };
+            let refusal = if slot.live.is_some() {
+                Some(WireError::new(
+                    ErrorCode::TokenInUse,
+                    format!("agent `{agent}` already has a live bridge connection"),
+                ))
+            } else if slot
+                .bound_pid
+                .is_some_and(|bound| Some(bound) != self.peer_pid)
+            {
+                Some(WireError::new(
+                    ErrorCode::TokenReused,
+                    format!(
+                        "the token of agent `{agent}` belongs to another process (pid {:?}, not {:?})",
+                        slot.bound_pid, self.peer_pid
+                    ),
+                ))
+            } else if hello.protocol != Some(PROTOCOL_VERSION) {
+                Some(WireError::new(
+                    ErrorCode::ProtocolMismatch,
+                    match hello.protocol {
+                        Some(theirs) => format!(
+                            "the bridge extension speaks protocol {theirs}, unipi-tui speaks \
+                             {PROTOCOL_VERSION}: the extension file and the unipi-tui binary are \
+                             from different builds"
+                        ),
+                        None => format!(
+                            "the hello states no protocol version; unipi-tui speaks {PROTOCOL_VERSION}"
+                        ),
+                    },
+                ))
+            } else {
+                None
+            };
+            if let Some(error) = refusal {
+                return Handshake::Refused {
+                    error,
+                    agent: Some(agent.clone()),
+                };
+            }
+            slot.bound_pid = slot.bound_pid.or(self.peer_pid);
+            slot.live = Some(Live {
+                conn_id: self.conn_id,
+                out: self.out.clone(),
+                pending: Arc::new(Mutex::new(HashMap::new())),
+                kill: kill.clone(),
+            });
+            slot.last = Some(AgentInfo {
+                agent: agent.clone(),
+                pi_version: pi_version.clone(),
+                protocol: PROTOCOL_VERSION,
+                capabilities: capabilities.clone(),
+                connected: true,
+            });
+            agent.clone()
+        };
+        tracing::info!(
+            conn = self.conn_id,
+            pid = ?self.peer_pid,
+            "bridge: agent `{admitted}` connected (Pi {pi_version}, capabilities {capabilities:?})"
+        );
+        let options = &self.shared.options;
+        self.send(HostMessage::Welcome {
+            protocol: PROTOCOL_VERSION,
+            agent: admitted.to_string(),
+            host_version: env!("CARGO_PKG_VERSION").to_string(),
+            declarations: self.shared.registry.declarations(options.tool_timeout),
+            options: WelcomeOptions {
+                hide_footer: options.hide_footer,
+            },
+        })
+        .await;
+        self.shared
+            .registry
+            .bus()
+            .publish(BusEvent::AgentConnected {
+                agent: admitted.clone(),
+                pi_version: pi_version.clone(),
+            });
+        self.deliver(BridgeEvent::Connected {
+            agent: admitted.clone(),
+            pi_version,
+            protocol: PROTOCOL_VERSION,
+            capabilities,
+        })
+        .await;
+        Handshake::Accepted {
+            agent: admitted,
+            kill,
+        }
+    }
+
+    /// Reads and dispatches lines until the connection ends; returns why.
+    async fn run(&mut self, agent: &AgentId, kill: &Notify) -> DisconnectReason {
+        loop {
+            if *self.stop.borrow() {
+                return self.host_shutdown().await;
+            }
+            let read = tokio::select! {
+                read = read_line(&mut self.reader, &mut self.buf, MAX_LINE_BYTES) => read,
+                changed = self.stop.changed() => {
+                    if changed.is_err() || *self.stop.borrow() {
+                        return self.host_shutdown().await;
+                    }
+                    continue;
+                }
+                () = kill.notified() => return DisconnectReason::Revoked,
+            };
+            match read {
+                Ok(LineRead::Line) => match parse_client_line(&self.buf) {
+                    Ok(message) => {
+                        if let Some(reason) = self.dispatch(agent, message).await {
+                            return reason;
+                        }
+                    }
+                    Err(error) => self.complain(agent, error).await,
+                },
+                Ok(LineRead::TooLong) => {
+                    let error = WireError::new(
+                        ErrorCode::LineTooLong,
+                        format!("a line longer than {MAX_LINE_BYTES} bytes was dropped"),
+                    );
+                    self.complain(agent, error).await;
+                }
+                Ok(LineRead::Eof) => return DisconnectReason::Closed,
+                Err(err) => return DisconnectReason::Error(err.to_string()),
+            }
+        }
+    }
+
+    async fn host_shutdown(&self) -> DisconnectReason {
+        self.send(HostMessage::Goodbye {
+            reason: "unipi-tui is shutting down".into(),
+        })
+        .await;
+        DisconnectReason::HostShutdown
+    }
+
+    /// Answers a bad line of an authenticated client and goes on.
+    async fn complain(&self, agent: &AgentId, error: WireError) {
+        tracing::warn!(
+            conn = self.conn_id,
+            "bridge: bad line from agent `{agent}`: {} ({})",
+            error.message,
+            error.code.as_str()
+        );
+        self.shared.fault(
+            Some(agent.clone()),
+            format!("bad bridge message: {}", error.message),
+        );
+        self.send(HostMessage::error(&error)).await;
+    }
+
+    async fn dispatch(
+        &mut self,
+        agent: &AgentId,
+        message: ClientMessage,
+    ) -> Option<DisconnectReason> {
+        match message {
+            ClientMessage::Hello(_) => {
+                let error = WireError::new(ErrorCode::BadMessage, "already authenticated");
+                self.complain(agent, error).await;
+            }
+            ClientMessage::Event(event) => {
+                let pi_event = PiEvent::from_wire(&event.name, &event.data).unwrap_or_else(|err| {
+                    tracing::warn!(
+                        "bridge: event `{}` has an unexpected payload: {err}",
+                        event.name
+                    );
+                    PiEvent::Other {
+                        name: event.name,
+                        data: event.data,
+                    }
+                });
+                self.shared.registry.bus().publish(BusEvent::Pi {
+                    agent: agent.clone(),
+                    event: Arc::new(pi_event.clone()),
+                });
+                self.deliver(BridgeEvent::Pi {
+                    agent: agent.clone(),
+                    event: pi_event,
+                })
+                .await;
+            }
+            ClientMessage::ToolCall(call) => {
+                let duplicate = self.lock_inflight().contains_key(&call.id);
+                if duplicate {
+                    let error = WireError::new(
+                        ErrorCode::BadMessage,
+                        format!("tool call id {} is already in flight", call.id),
+                    );
+                    self.complain(agent, error).await;
+                } else {
+                    tools::spawn_call(
+                        &self.shared,
+                        agent.clone(),
+                        self.out.clone(),
+                        self.inflight.clone(),
+                        call,
+                    );
+                }
+            }
+            ClientMessage::ToolCancel(cancel) => {
+                let handle = self.lock_inflight().get(&cancel.id).cloned();
+                match handle {
+                    Some(handle) => handle.cancel(),
+                    // The result may have crossed the cancel on the wire: nothing to do.
+                    None => tracing::debug!("bridge: cancel for finished tool call {}", cancel.id),
+                }
+            }
+            ClientMessage::Command(command) => self.forward_command(agent, command),
+            ClientMessage::Complete(complete) => {
+                let items = self.complete(&complete);
+                self.send(HostMessage::CompleteResult {
+                    id: complete.id,
+                    items,
+                })
+                .await;
+            }
+            ClientMessage::CallResult(result) => {
+                let waiter = self
+                    .shared
+                    .lock_agents()
+                    .get(agent)
+                    .and_then(|slot| slot.live.as_ref())
+                    .filter(|live| live.conn_id == self.conn_id)
+                    .and_then(|live| live.pending_calls().remove(&result.id));
+                match waiter {
+                    Some(waiter) => {
+                        let outcome = if result.ok {
+                            Ok(result.value)
+                        } else {
+                            Err(result.error.unwrap_or(super::protocol::ErrorMsg {
+                                code: ErrorCode::Internal.as_str().into(),
+                                message: "the call failed without saying why".into(),
+                            }))
+                        };
+                        let _ = waiter.send(outcome);
+                    }
+                    None => {
+                        // Late answers to timed-out calls land here too; say so, do not drop.
+                        let error = WireError::new(
+                            ErrorCode::UnknownId,
+                            format!("no pending call has id {}", result.id),
+                        );
+                        self.complain(agent, error).await;
+                    }
+                }
+            }
+            ClientMessage::Goodbye(goodbye) => {
+                // Announce and release before acknowledging: the extension waits for the ack,
+                // and Pi's next extension instance must find the agent free when it says hello
+                // (and the app must see this Disconnected before the next Connected).
+                let reason = DisconnectReason::Goodbye(goodbye.reason.clone());
+                self.announce_disconnect(agent, &reason).await;
+                self.release(agent);
+                self.send(HostMessage::Goodbye {
+                    reason: goodbye.reason,
+                })
+                .await;
+                return Some(reason);
+            }
+            ClientMessage::Error(error) => {
+                tracing::warn!(
+                    "bridge: agent `{agent}` reported {}: {}",
+                    error.code,
+                    error.message
+                );
+                self.shared.fault(
+                    Some(agent.clone()),
+                    format!("the bridge extension reported: {}", error.message),
+                );
+            }
+        }
+        None
+    }
+
+    /// Hands a `/unipi:*` invocation to the app and answers Pi when the app does.
+    fn forward_command(&self, agent: &AgentId, command: CommandMsg) {
+        let shared = self.shared.clone();
+        let out = self.out.clone();
+        let agent = agent.clone();
+        tokio::spawn(async move {
+            let name = command.name.clone();
+            let reply = if shared.registry.command(&name).is_none() {
+                CommandReply::Failed {
+                    message: format!("unipi-tui has no command /{name}"),
+                }
+            } else {
+                let (reply_tx, reply_rx) = oneshot::channel();
+                let event = BridgeEvent::Command {
+                    agent,
+                    name: name.clone(),
+                    args: command.args,
+                    reply: reply_tx,
+                };
+                let timeout = shared.options.command_timeout;
+                if shared.events.send(event).await.is_err() {
+                    CommandReply::Failed {
+                        message: format!("/{name}: the workbench is not listening"),
+                    }
+                } else {
+                    match tokio::time::timeout(timeout, reply_rx).await {
+                        Ok(Ok(reply)) => reply,
+                        Ok(Err(_)) => CommandReply::Failed {
+                            message: format!("/{name} is not handled by this workbench"),
+                        },
+                        Err(_) => CommandReply::Failed {
+                            message: format!(
+                                "the workbench did not answer /{name} within {timeout:?}"
+                            ),
+                        },
+                    }
+                }
+            };
+            let (ok, message, level) = match reply {
+                CommandReply::Done => (true, None, None),
+                CommandReply::Notify { message, level } => (true, Some(message), Some(level)),
+                CommandReply::Failed { message } => {
+                    (false, Some(message), Some(NotifyLevel::Error))
+                }
+            };
+            let line = HostMessage::CommandResult {
+                id: command.id,
+                ok,
+                message,
+                level,
+            }
+            .to_line();
+            let _ = out.send(line).await;
+        });
+    }
+
+    /// Completions for a command argument: the static ones that match, then the module's.
+    fn complete(&self, request: &CompleteMsg) -> Vec<Completion> {
+        let Some((module, spec)) = self.shared.registry.command(&request.command) else {
+            return Vec::new();
+        };
+        let mut items: Vec<Completion> = spec
+            .completions
+            .into_iter()
+            .filter(|item| item.value.starts_with(&request.prefix))
+            .collect();
+        // Module code runs on this connection's task: a panic must not take the connection.
+        match std::panic::catch_unwind(AssertUnwindSafe(|| {
+            module.complete(&request.command, &request.prefix)
+        })) {
+            Ok(more) => items.extend(more),
+            Err(_) => tracing::error!(
+                "module `{}` panicked completing /{}",
+                module.name(),
+                request.command
+            ),
+        }
+        items
+    }
+
+    /// Delivers an event to the app, waiting if its queue is full (backpressure on Pi's
+    /// stream rather than loss). A gone app is not an error here.
+    async fn deliver(&self, event: BridgeEvent) {
+        let _ = self.shared.events.send(event).await;
+    }
+
+    /// Frees the agent for its next connection, if this is still its live one.
+    fn release(&self, agent: &AgentId) -> Option<Live> {
+        let mut agents = self.shared.lock_agents();
+        let slot = agents.get_mut(agent)?;
+        if slot
+            .live
+            .as_ref()
+            .is_some_and(|live| live.conn_id == self.conn_id)
+        {
+            slot.live.take()
+        } else {
+            None
+        }
+    }
+
+    async fn finish(&mut self, agent: &AgentId, reason: DisconnectReason) {
+        for handle in self.lock_inflight().values() {
+            handle.cancel();
+        }
+        // Announced while the agent is still held, so the app sees this Disconnected before
+        // the Connected of a reconnecting instance.
+        self.announce_disconnect(agent, &reason).await;
+        // Dropping the pending senders fails the waiting host calls with `Disconnected`.
+        if let Some(live) = self.release(agent) {
+            live.pending_calls().clear();
+        }
+    }
+
+    /// Tells the bus and the app that this connection ended (once).
+    async fn announce_disconnect(&mut self, agent: &AgentId, reason: &DisconnectReason) {
+        if std::mem::replace(&mut self.announced, true) {
+            return;
+        }
+        tracing::info!(
+            conn = self.conn_id,
+            "bridge: agent `{agent}` disconnected: {reason}"
+        );
+        self.shared
+            .registry
+            .bus()
+            .publish(BusEvent::AgentDisconnected {
+                agent: agent.clone(),
+                reason: reason.clone(),
+            });
+        self.deliver(BridgeEvent::Disconnected {
+            agent: agent.clone(),
+            reason: reason.clone(),
+        })
+        .await;
+    }
+
+    fn lock_inflight(&self) -> std::sync::MutexGuard<'_, HashMap<u64, CancelHandle>> {
+        self.inflight.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+fn client_type(message: &ClientMessage) -> &'static str {
+    match message {
+        ClientMessage::Hello(_) => "hello",
+        ClientMessage::Event(_) => "event",
+        ClientMessage::ToolCall(_) => "tool_call",
+        ClientMessage::ToolCancel(_) => "tool_cancel",
+        ClientMessage::Command(_) => "command",
+        ClientMessage::Complete(_) => "complete",
+        ClientMessage::CallResult(_) => "call_result",
+        ClientMessage::Goodbye(_) => "goodbye",
+        ClientMessage::Error(_) => "error",
+    }
+}
+
+fn decode_capabilities(value: &Value) -> Capabilities {
+    if value.is_null() {
+        return Capabilities::default();
+    }
+    serde_json::from_value(value.clone()).unwrap_or_else(|err| {
+        tracing::warn!("bridge: cannot read the hello's capabilities ({err}): {value}");
+        Capabilities::default()
+    })
+}
+
+/// Writes queued lines, batching what is already queued into one flush. On `stop` it writes
+/// what is queued at that moment and ends (closing the write half).
+async fn write_lines(
+    write_half: OwnedWriteHalf,
+    mut lines: mpsc::Receiver<String>,
+    mut stop: oneshot::Receiver<()>,
+) {
+    let mut writer = BufWriter::with_capacity(64 * 1024, write_half);
+    loop {
+        let line = tokio::select! {
+            biased;
+            line = lines.recv() => line,
+            _ = &mut stop => {
+                while let Ok(line) = lines.try_recv() {
+                    if writer.write_all(line.as_bytes()).await.is_err() {
+                        return;
+                    }
+                }
+                break;
+            }
+        };
+        let Some(line) = line else {
+            break;
+        };
+        let mut written = writer.write_all(line.as_bytes()).await;
+        while written.is_ok()
+            && let Ok(more) = lines.try_recv()
+        {
+            written = writer.write_all(more.as_bytes()).await;
+        }
+        if written.is_err() || writer.flush().await.is_err() {
+            // The peer is gone; the read side will notice and end the connection.
+            return;
+        }
+    }
+    let _ = writer.flush().await;
+    let _ = writer.shutdown().await;
+}

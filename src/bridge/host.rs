@@ -1,0 +1,508 @@
+//! [`BridgeHost`]: the listening socket, the agents it knows (one token per Pi process), the
+//! live connection of each, and the app's calls into Pi.
+//!
+//! Tokens and connections are kept per agent in one map behind one lock, so "a token is good
+//! for one connection at a time of one Pi process" is a single check: a `hello` is accepted when
+//! the agent has no live connection and the peer is the process that first used the token (or
+//! the token is unused). That is what lets Pi's re-instantiated extension reconnect after
+//! `/reload`, `/new`, `/resume` and `/fork` while a copied token stays useless to anyone else.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use serde::Serialize;
+use serde_json::{Value, json};
+use tokio::net::UnixListener;
+use tokio::sync::{Notify, mpsc, oneshot, watch};
+use tokio::task::{JoinHandle, JoinSet};
+
+use super::events::{BridgeEvent, Capabilities, NotifyLevel};
+use super::protocol::{ErrorMsg, HostMessage};
+use super::registry::Registry;
+use super::runtime_dir::{RuntimeDir, SOCKET_NAME, new_token};
+use super::{AgentId, connection, env};
+
+/// Timeouts and choices of a host. The defaults suit the workbench; tests shorten them.
+#[derive(Debug, Clone)]
+pub struct HostOptions {
+    /// How long a new connection may take to send `hello`.
+    pub hello_timeout: Duration,
+    /// How long a tool call may run unless its [`ToolSpec`](super::ToolSpec) says otherwise.
+    pub tool_timeout: Duration,
+    /// How long a cancelled tool call may take to wind down before it is dropped.
+    pub cancel_grace: Duration,
+    /// How long the app may take to answer a `/unipi:*` command.
+    pub command_timeout: Duration,
+    /// Ask each Pi to replace its footer with an empty one (the workbench draws its own).
+    pub hide_footer: bool,
+    /// Where the runtime directory goes (default `$XDG_RUNTIME_DIR`, else the temp directory).
+    pub runtime_base: Option<PathBuf>,
+}
+
+impl Default for HostOptions {
+    fn default() -> Self {
+        Self {
+            hello_timeout: Duration::from_secs(5),
+            tool_timeout: Duration::from_secs(120),
+            cancel_grace: Duration::from_secs(5),
+            command_timeout: Duration::from_secs(10),
+            hide_footer: true,
+            runtime_base: None,
+        }
+    }
+}
+
+/// A call from the workbench into one Pi process.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HostCall {
+    /// `pi.sendMessage`: a custom message (rendered as a card when its type is declared).
+    SendMessage {
+        custom_type: String,
+        content: String,
+        display: bool,
+        details: Value,
+        deliver_as: Option<DeliverAs>,
+        trigger_turn: bool,
+    },
+    /// `pi.sendUserMessage`: as if the user typed it.
+    SendUserMessage {
+        content: String,
+        deliver_as: Option<DeliverAs>,
+    },
+    /// `pi.setModel`; answers `true`, or `false` when Pi has no credentials for it.
+    SetModel { provider: String, id: String },
+    /// The models Pi can use: `[{provider, id, name, context_window, max_tokens, reasoning,
+    /// cost}]` (decodes as `Vec<ModelInfo>`).
+    ListModels,
+    /// Starts a compaction (the outcome arrives as `CompactionEnd`).
+    Compact { instructions: Option<String> },
+    /// `ctx.getContextUsage()`: `{tokens, context_window, percent}` or null.
+    GetContextUsage,
+    /// `pi.setActiveTools`.
+    SetActiveTools { names: Vec<String> },
+    /// `pi.getActiveTools`.
+    GetActiveTools,
+    /// `pi.setThinkingLevel`.
+    SetThinkingLevel { level: String },
+    /// `ctx.ui.notify` (a no-op in print and JSON modes).
+    Notify { message: String, level: NotifyLevel },
+    /// Hide Pi's footer (an empty one) or give it back.
+    SetFooter { hidden: bool },
+}
+
+/// When a message sent into a busy Pi is delivered (Pi's `deliverAs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum DeliverAs {
+    Steer,
+    FollowUp,
+    NextTurn,
+}
+
+impl HostCall {
+    /// The wire method name.
+    pub fn method(&self) -> &'static str {
+        match self {
+            Self::SendMessage { .. } => "send_message",
+            Self::SendUserMessage { .. } => "send_user_message",
+            Self::SetModel { .. } => "set_model",
+            Self::ListModels => "list_models",
+            Self::Compact { .. } => "compact",
+            Self::GetContextUsage => "get_context_usage",
+            Self::SetActiveTools { .. } => "set_active_tools",
+            Self::GetActiveTools => "get_active_tools",
+            Self::SetThinkingLevel { .. } => "set_thinking_level",
+            Self::Notify { .. } => "notify",
+            Self::SetFooter { .. } => "set_footer",
+        }
+    }
+
+    /// The wire params.
+    pub fn params(&self) -> Value {
+        match self {
+            Self::SendMessage {
+                custom_type,
+                content,
+                display,
+                details,
+                deliver_as,
+                trigger_turn,
+            } => json!({
+                "custom_type": custom_type, "content": content, "display": display,
+                "details": details, "deliver_as": deliver_as, "trigger_turn": trigger_turn,
+            }),
+            Self::SendUserMessage {
+                content,
+                deliver_as,
+            } => json!({"content": content, "deliver_as": deliver_as}),
+            Self::SetModel { provider, id } => json!({"provider": provider, "id": id}),
+            Self::Compact { instructions } => json!({"instructions": instructions}),
+            Self::SetActiveTools { names } => json!({"names": names}),
+            Self::SetThinkingLevel { level } => json!({"level": level}),
+            Self::Notify { message, level } => json!({"message": message, "level": level}),
+            Self::SetFooter { hidden } => json!({"hidden": hidden}),
+            Self::ListModels | Self::GetContextUsage | Self::GetActiveTools => json!({}),
+        }
+    }
+
+    /// How long [`BridgeHost::call`] waits for the answer.
+    pub fn default_timeout(&self) -> Duration {
+        match self {
+            // Setting a model may resolve credentials; everything else is in-process.
+            Self::SetModel { .. } => Duration::from_secs(30),
+            _ => Duration::from_secs(10),
+        }
+    }
+}
+
+/// Why a host call failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BridgeError {
+    #[error("agent `{agent}` is not connected to the bridge")]
+    NotConnected { agent: AgentId },
+    #[error("agent `{agent}` disconnected before answering `{method}`")]
+    Disconnected {
+        agent: AgentId,
+        method: &'static str,
+    },
+    #[error("agent `{agent}` did not answer `{method}` within {after:?}")]
+    Timeout {
+        agent: AgentId,
+        method: &'static str,
+        after: Duration,
+    },
+    #[error("Pi could not do `{method}`: {message} ({code})")]
+    Remote {
+        method: &'static str,
+        code: String,
+        message: String,
+    },
+}
+
+/// What the host knows about an agent's Pi.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentInfo {
+    pub agent: AgentId,
+    pub pi_version: String,
+    pub protocol: u32,
+    pub capabilities: Capabilities,
+    /// Whether it has a live connection now (the rest is from its last connection).
+    pub connected: bool,
+}
+
+/// The bridge host. Cheap to clone; the socket and runtime directory live until
+/// [`BridgeHost::shutdown`] or until the last clone is dropped.
+#[derive(Debug, Clone)]
+pub struct BridgeHost {
+    inner: Arc<HostInner>,
+}
+
+#[derive(Debug)]
+struct HostInner {
+    shared: Arc<Shared>,
+    runtime: RuntimeDir,
+    socket_path: PathBuf,
+    /// Dropping (or sending `true`) stops the accept loop and every connection.
+    stop: watch::Sender<bool>,
+    accept: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl BridgeHost {
+    /// Creates the runtime directory, binds the socket and starts accepting, with the default
+    /// [`HostOptions`].
+    pub async fn start(
+        registry: Arc<Registry>,
+        events: mpsc::Sender<BridgeEvent>,
+    ) -> anyhow::Result<BridgeHost> {
+        Self::start_with(registry, events, HostOptions::default()).await
+    }
+
+    pub async fn start_with(
+        registry: Arc<Registry>,
+        events: mpsc::Sender<BridgeEvent>,
+        options: HostOptions,
+    ) -> anyhow::Result<BridgeHost> {
+        let runtime = RuntimeDir::create(options.runtime_base.as_deref())?;
+        let socket_path = runtime.path().join(SOCKET_NAME);
+        let listener = UnixListener::bind(&socket_path).with_context(|| {
+            format!(
+                "cannot listen on the bridge socket {}",
+                socket_path.display()
+            )
+        })?;
+        let (stop, stop_rx) = watch::channel(false);
+        let shared = Arc::new(Shared {
+            registry,
+            events,
+            options,
+            agents: Mutex::new(HashMap::new()),
+            next_call_id: AtomicU64::new(1),
+        });
+        let accept = tokio::spawn(accept_loop(listener, shared.clone(), stop_rx));
+        tracing::info!("bridge listening on {}", socket_path.display());
+        Ok(BridgeHost {
+            inner: Arc::new(HostInner {
+                shared,
+                runtime,
+                socket_path,
+                stop,
+                accept: Mutex::new(Some(accept)),
+            }),
+        })
+    }
+
+    pub fn socket_path(&self) -> &Path {
+        &self.inner.socket_path
+    }
+
+    pub fn runtime_dir(&self) -> &Path {
+        self.inner.runtime.path()
+    }
+
+    /// Issues a fresh token for one Pi process of `agent` (replacing any earlier token of that
+    /// agent; a live connection stays) and returns the environment for that process:
+    /// `UNIPI_TUI_SOCKET`, `UNIPI_TUI_TOKEN`, `UNIPI_TUI_AGENT`.
+    pub fn register_agent(&self, agent: AgentId) -> anyhow::Result<Vec<(String, String)>> {
+        let token = new_token()?;
+        let mut agents = self.inner.shared.lock_agents();
+        let slot = agents.entry(agent.clone()).or_default();
+        slot.token = token.clone();
+        slot.bound_pid = None;
+        drop(agents);
+        Ok(vec![
+            (
+                env::SOCKET.to_string(),
+                self.inner.socket_path.display().to_string(),
+            ),
+            (env::TOKEN.to_string(), token),
+            (env::AGENT.to_string(), agent.to_string()),
+        ])
+    }
+
+    /// Forgets `agent`: its token stops working and a live connection is closed.
+    pub fn unregister_agent(&self, agent: &AgentId) {
+        let removed = self.inner.shared.lock_agents().remove(agent);
+        if let Some(live) = removed.and_then(|slot| slot.live) {
+            live.kill.notify_one();
+        }
+    }
+
+    /// Calls into `agent`'s Pi and waits (at most [`HostCall::default_timeout`]) for the answer.
+    pub async fn call(&self, agent: &AgentId, call: HostCall) -> Result<Value, BridgeError> {
+        let timeout = call.default_timeout();
+        self.call_with_timeout(agent, call, timeout).await
+    }
+
+    pub async fn call_with_timeout(
+        &self,
+        agent: &AgentId,
+        call: HostCall,
+        timeout: Duration,
+    ) -> Result<Value, BridgeError> {
+        let method = call.method();
+        let live = self
+            .inner
+            .shared
+            .live(agent)
+            .ok_or_else(|| BridgeError::NotConnected {
+                agent: agent.clone(),
+            })?;
+        let id = self
+            .inner
+            .shared
+            .next_call_id
+            .fetch_add(1, Ordering::Relaxed);
+        let (answer_tx, answer) = oneshot::channel();
+        live.pending_calls().insert(id, answer_tx);
+        let line = HostMessage::Call {
+            id,
+            method: method.to_string(),
+            params: call.params(),
+        }
+        .to_line();
+        let disconnected = || BridgeError::Disconnected {
+            agent: agent.clone(),
+            method,
+        };
+        if live.out.send(line).await.is_err() {
+            live.pending_calls().remove(&id);
+            return Err(disconnected());
+        }
+        match tokio::time::timeout(timeout, answer).await {
+            Ok(Ok(Ok(value))) => Ok(value),
+            Ok(Ok(Err(error))) => Err(BridgeError::Remote {
+                method,
+                code: error.code,
+                message: error.message,
+            }),
+            Ok(Err(_)) => Err(disconnected()),
+            Err(_) => {
+                live.pending_calls().remove(&id);
+                Err(BridgeError::Timeout {
+                    agent: agent.clone(),
+                    method,
+                    after: timeout,
+                })
+            }
+        }
+    }
+
+    /// Sends the registry's current declarations to every connected Pi (after a module was
+    /// added or changed state). A new connection always gets them in `welcome`.
+    pub async fn redeclare(&self) {
+        let shared = &self.inner.shared;
+        let line = HostMessage::Declare {
+            declarations: shared.registry.declarations(shared.options.tool_timeout),
+        }
+        .to_line();
+        let outs: Vec<_> = shared
+            .lock_agents()
+            .values()
+            .filter_map(|slot| slot.live.as_ref().map(|live| live.out.clone()))
+            .collect();
+        for out in outs {
+            let _ = out.send(line.clone()).await;
+        }
+    }
+
+    /// What the host knows about `agent` (Pi version, capabilities, whether connected).
+    pub fn agent_info(&self, agent: &AgentId) -> Option<AgentInfo> {
+        let agents = self.inner.shared.lock_agents();
+        agents.get(agent).and_then(AgentSlot::info)
+    }
+
+    /// Every agent that has connected at least once.
+    pub fn agents(&self) -> Vec<AgentInfo> {
+        let agents = self.inner.shared.lock_agents();
+        let mut infos: Vec<AgentInfo> = agents.values().filter_map(AgentSlot::info).collect();
+        infos.sort_by(|a, b| a.agent.cmp(&b.agent));
+        infos
+    }
+
+    /// Says goodbye to every connection, stops accepting and removes the runtime directory.
+    pub async fn shutdown(self) {
+        self.inner.stop.send_replace(true);
+        let accept = self
+            .inner
+            .accept
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(accept) = accept
+            && tokio::time::timeout(SHUTDOWN_GRACE, accept).await.is_err()
+        {
+            tracing::warn!("the bridge's connections did not close within {SHUTDOWN_GRACE:?}");
+        }
+        self.inner.runtime.remove();
+    }
+}
+
+/// How long [`BridgeHost::shutdown`] waits for connections to close.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
+
+// --- state shared with the connection tasks ------------------------------------------------
+
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) registry: Arc<Registry>,
+    pub(crate) events: mpsc::Sender<BridgeEvent>,
+    pub(crate) options: HostOptions,
+    pub(crate) agents: Mutex<HashMap<AgentId, AgentSlot>>,
+    next_call_id: AtomicU64,
+}
+
+/// One agent: its current token, the process that used it, and its live connection.
+#[derive(Debug, Default)]
+pub(crate) struct AgentSlot {
+    pub(crate) token: String,
+    /// The pid of the first process that authenticated with `token`.
+    pub(crate) bound_pid: Option<i32>,
+    pub(crate) live: Option<Live>,
+    /// From the latest authenticated connection.
+    pub(crate) last: Option<AgentInfo>,
+}
+
+impl AgentSlot {
+    fn info(&self) -> Option<AgentInfo> {
+        self.last.clone().map(|info| AgentInfo {
+            connected: self.live.is_some(),
+            ..info
+        })
+    }
+}
+
+/// What a host call's waiter receives: the value, or the extension's error.
+pub(crate) type CallAnswer = Result<Value, ErrorMsg>;
+/// Host calls waiting for their answer, by call id.
+pub(crate) type PendingCalls = Arc<Mutex<HashMap<u64, oneshot::Sender<CallAnswer>>>>;
+
+/// The handle of an authenticated connection.
+#[derive(Debug, Clone)]
+pub(crate) struct Live {
+    pub(crate) conn_id: u64,
+    /// Lines to the extension (the connection's writer task drains it).
+    pub(crate) out: mpsc::Sender<String>,
+    pub(crate) pending: PendingCalls,
+    /// Notified to close the connection (the agent was unregistered).
+    pub(crate) kill: Arc<Notify>,
+}
+
+impl Live {
+    pub(crate) fn pending_calls(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<u64, oneshot::Sender<CallAnswer>>> {
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Shared {
+    pub(crate) fn lock_agents(&self) -> std::sync::MutexGuard<'_, HashMap<AgentId, AgentSlot>> {
+        self.agents.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn live(&self, agent: &AgentId) -> Option<Live> {
+        self.lock_agents()
+            .get(agent)
+            .and_then(|slot| slot.live.clone())
+    }
+
+    /// A fault for the app's log; never waits (a flood of bad clients must not stall the host).
+    pub(crate) fn fault(&self, agent: Option<AgentId>, message: String) {
+        let _ = self.events.try_send(BridgeEvent::Fault { agent, message });
+    }
+}
+
+async fn accept_loop(listener: UnixListener, shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+    let mut connections = JoinSet::new();
+    let mut next_conn_id: u64 = 1;
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    let conn_id = next_conn_id;
+                    next_conn_id += 1;
+                    connections.spawn(connection::serve(shared.clone(), stream, conn_id, stop.clone()));
+                }
+                Err(err) => {
+                    tracing::warn!("bridge accept failed: {err}");
+                    // Out of file descriptors and the like: do not spin.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            // Reap finished connection tasks so the set does not grow.
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            changed = stop.changed() => {
+                if changed.is_err() || *stop.borrow() {
+                    break;
+                }
+            }
+        }
+    }
+    drop(listener);
+    // Each connection sees the same stop signal and says goodbye; wait for them to finish.
+    while connections.join_next().await.is_some() {}
+}

@@ -1,0 +1,89 @@
+//! The bridge: the workbench's side of the private socket that Pi's bridge extension connects to.
+//!
+//! Pi in a PTY emits terminal bytes, not events, so every Pi process the workbench starts loads a
+//! small, generic TypeScript extension (`bridge/extension.ts`, embedded here and written to the
+//! cache by [`extension_file`]) that connects back over a Unix socket and speaks newline-delimited
+//! JSON (`docs/bridge-protocol.md`). Everything with meaning lives on this side: a capability is a
+//! Rust [`Module`] that declares tools and `/unipi:*` commands in a [`Registry`]; the
+//! [`BridgeHost`] declares them to each connected Pi, runs tool calls against the modules (with
+//! timeouts, cancellation, streaming updates and panic isolation), forwards Pi's lifecycle events
+//! to the app as typed [`BridgeEvent`]s and onto the [`EventBus`], and carries the app's calls
+//! into Pi ([`HostCall`]).
+//!
+//! Shape: one accept loop, one task per connection (plus a writer task), one task per tool call.
+//! The connection tasks never wait on the app loop except to deliver events, so a busy UI slows
+//! Pi's event stream down instead of losing it, and a misbehaving client only ever loses its own
+//! connection.
+
+mod bus;
+mod connection;
+mod events;
+mod extension;
+mod host;
+mod info;
+mod module;
+pub mod protocol;
+mod registry;
+mod runtime_dir;
+mod tools;
+
+use std::fmt;
+use std::sync::Arc;
+
+pub use bus::{BusEvent, EventBus, names};
+pub use events::{
+    BridgeEvent, Capabilities, CommandReply, CompactionEnd, ContextUsage, DisconnectReason,
+    MessageEnd, ModelCost, ModelInfo, ModelSelect, NotifyLevel, PiEvent, SessionShutdown,
+    SessionStart, ToolExecution, TurnEnd, Usage, UserInput,
+};
+pub use extension::{EXTENSION_SOURCE, extension_file, extension_file_name};
+pub use host::{AgentInfo, BridgeError, BridgeHost, DeliverAs, HostCall, HostOptions};
+pub use info::InfoModule;
+pub use module::{
+    CancelHandle, CancelToken, CommandSpec, Completion, ContentBlock, MessageTypeSpec, Module,
+    ToolCall, ToolError, ToolOutput, ToolSpec, UpdateSender,
+};
+pub use registry::{ModuleInfo, ModuleStatus, Registry, RegistryError};
+
+/// Which Pi process a message belongs to: `main` for the Pi in the pane, a helper's own id for
+/// each helper agent. Cheap to clone.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct AgentId(Arc<str>);
+
+impl AgentId {
+    pub fn new(id: impl Into<String>) -> Self {
+        Self(Arc::from(id.into()))
+    }
+
+    /// The Pi running in the workbench's pane.
+    pub fn main() -> Self {
+        Self::new("main")
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for AgentId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for AgentId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "AgentId({})", self.0)
+    }
+}
+
+/// The environment variables the extension reads (set per Pi process by
+/// [`BridgeHost::register_agent`]).
+pub mod env {
+    /// Path of the host's Unix socket.
+    pub const SOCKET: &str = "UNIPI_TUI_SOCKET";
+    /// The secret this Pi process authenticates with.
+    pub const TOKEN: &str = "UNIPI_TUI_TOKEN";
+    /// The agent id, for the extension's own messages (the host goes by the token).
+    pub const AGENT: &str = "UNIPI_TUI_AGENT";
+}

@@ -1,0 +1,510 @@
+//! The one interface every workbench capability implements to reach Pi: a [`Module`] names
+//! itself, declares tools (JSON Schema parameters), `/unipi:*` commands and custom message
+//! types, and handles its tool calls. It is deliberately small — the bridge does the plumbing
+//! (correlation ids, timeouts, cancellation, panic isolation, streaming) — so a module is its
+//! feature logic and nothing else.
+//!
+//! A tool call runs as its own task with a [`ToolCall`]: the arguments, an [`UpdateSender`] for
+//! progress that reaches Pi's `onUpdate`, and a [`CancelToken`] that fires when Pi aborts the call
+//! or the host gives up on it.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use tokio::sync::{mpsc, watch};
+
+use super::AgentId;
+use super::protocol::HostMessage;
+
+/// A workbench capability as the bridge sees it.
+pub trait Module: Send + Sync + 'static {
+    /// A short, stable name (shown in `/unipi:info`, used in logs).
+    fn name(&self) -> &'static str;
+
+    /// The tools this module offers the model. Read when the module is registered.
+    fn tools(&self) -> Vec<ToolSpec> {
+        vec![]
+    }
+
+    /// The slash commands this module offers, with their full names (`unipi:info`).
+    fn commands(&self) -> Vec<CommandSpec> {
+        vec![]
+    }
+
+    /// Custom message types this module sends into the session (rendered as generic cards).
+    fn message_types(&self) -> Vec<MessageTypeSpec> {
+        vec![]
+    }
+
+    /// Runs one call of one of this module's tools. The future runs in its own task: a panic
+    /// becomes an error result, and it is dropped when the call times out.
+    fn call_tool(&self, call: ToolCall) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        let message = format!("module `{}` declares no tool `{}`", self.name(), call.tool);
+        Box::pin(async move { Err(ToolError::new(message)) })
+    }
+
+    /// Argument completions for one of this module's commands, given what is typed so far.
+    /// Called on the connection's task: answer from memory, quickly.
+    fn complete(&self, _command: &str, _prefix: &str) -> Vec<Completion> {
+        vec![]
+    }
+}
+
+/// A tool as declared to Pi.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolSpec {
+    /// The name the model calls (`[a-z0-9_]`, unique across modules).
+    pub name: String,
+    /// A human label for Pi's transcript.
+    pub label: String,
+    /// What the model reads.
+    pub description: String,
+    /// JSON Schema for the arguments (an `object` schema).
+    pub parameters: Value,
+    /// A one-line entry for the `<tools>` section of Pi's system prompt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_snippet: Option<String>,
+    /// Bullets for the `<rules>` section; each must name the tool.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub prompt_guidelines: Vec<String>,
+    /// How long a call may run before it is failed (default: the host's tool timeout).
+    #[serde(skip)]
+    pub timeout: Option<Duration>,
+}
+
+impl ToolSpec {
+    /// A tool taking no arguments; add them with [`ToolSpec::param`] and friends.
+    pub fn new(
+        name: impl Into<String>,
+        label: impl Into<String>,
+        description: impl Into<String>,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            label: label.into(),
+            description: description.into(),
+            parameters: json!({"type": "object", "properties": {}, "additionalProperties": false}),
+            prompt_snippet: None,
+            prompt_guidelines: Vec::new(),
+            timeout: None,
+        }
+    }
+
+    /// Adds one property with the given JSON Schema to the (object) parameter schema.
+    pub fn param(mut self, name: &str, schema: Value, required: bool) -> Self {
+        let Some(object) = self.parameters.as_object_mut() else {
+            return self;
+        };
+        if let Some(Value::Object(properties)) = object.get_mut("properties") {
+            properties.insert(name.to_string(), schema);
+        } else {
+            let mut properties = Map::new();
+            properties.insert(name.to_string(), schema);
+            object.insert("properties".into(), Value::Object(properties));
+        }
+        if required {
+            match object.get_mut("required") {
+                Some(Value::Array(list)) => list.push(json!(name)),
+                _ => {
+                    object.insert("required".into(), json!([name]));
+                }
+            }
+        }
+        self
+    }
+
+    pub fn string_param(self, name: &str, description: &str, required: bool) -> Self {
+        self.param(
+            name,
+            json!({"type": "string", "description": description}),
+            required,
+        )
+    }
+
+    pub fn integer_param(self, name: &str, description: &str, required: bool) -> Self {
+        self.param(
+            name,
+            json!({"type": "integer", "description": description}),
+            required,
+        )
+    }
+
+    pub fn boolean_param(self, name: &str, description: &str, required: bool) -> Self {
+        self.param(
+            name,
+            json!({"type": "boolean", "description": description}),
+            required,
+        )
+    }
+
+    /// Replaces the whole parameter schema.
+    pub fn parameters(mut self, schema: Value) -> Self {
+        self.parameters = schema;
+        self
+    }
+
+    pub fn prompt_snippet(mut self, snippet: impl Into<String>) -> Self {
+        self.prompt_snippet = Some(snippet.into());
+        self
+    }
+
+    pub fn guideline(mut self, guideline: impl Into<String>) -> Self {
+        self.prompt_guidelines.push(guideline.into());
+        self
+    }
+
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+}
+
+/// A `/unipi:*` command. Invocations go to the app (they open views); completions come from
+/// the static list and from [`Module::complete`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CommandSpec {
+    /// The full name without the slash, e.g. `unipi:info`.
+    pub name: String,
+    pub description: String,
+    /// Fixed argument completions, offered when they start with what is typed.
+    #[serde(skip)]
+    pub completions: Vec<Completion>,
+}
+
+impl CommandSpec {
+    pub fn new(name: impl Into<String>, description: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            description: description.into(),
+            completions: Vec::new(),
+        }
+    }
+
+    pub fn completion(mut self, completion: Completion) -> Self {
+        self.completions.push(completion);
+        self
+    }
+}
+
+/// One argument completion, in Pi's autocomplete shape.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Completion {
+    pub value: String,
+    pub label: String,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub description: Option<String>,
+}
+
+impl Completion {
+    pub fn new(value: impl Into<String>) -> Self {
+        let value = value.into();
+        Self {
+            label: value.clone(),
+            value,
+            description: None,
+        }
+    }
+
+    pub fn describe(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+}
+
+/// A custom message type a module sends (`HostCall::SendMessage`); the extension registers a
+/// generic card renderer for it so Pi shows it as a titled card.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MessageTypeSpec {
+    pub custom_type: String,
+    /// The card's title.
+    pub label: String,
+}
+
+impl MessageTypeSpec {
+    pub fn new(custom_type: impl Into<String>, label: impl Into<String>) -> Self {
+        Self {
+            custom_type: custom_type.into(),
+            label: label.into(),
+        }
+    }
+}
+
+/// One block of tool output, in Pi's content shape (`{"type":"text","text":…}`,
+/// `{"type":"image","data":…,"mimeType":…}`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ContentBlock {
+    Text {
+        text: String,
+    },
+    Image {
+        /// Base64 image data.
+        data: String,
+        #[serde(rename = "mimeType")]
+        mime_type: String,
+    },
+}
+
+impl ContentBlock {
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::Text { text: text.into() }
+    }
+}
+
+/// A tool's answer (or one streaming update): what the model reads, plus `details` for
+/// renderers and state.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ToolOutput {
+    pub content: Vec<ContentBlock>,
+    pub details: Value,
+}
+
+impl ToolOutput {
+    pub fn text(text: impl Into<String>) -> Self {
+        Self {
+            content: vec![ContentBlock::text(text)],
+            details: Value::Null,
+        }
+    }
+
+    pub fn with_details(mut self, details: Value) -> Self {
+        self.details = details;
+        self
+    }
+}
+
+/// A failed tool call: becomes an error result (`isError`) whose text is `message`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolError {
+    pub message: String,
+    pub details: Value,
+}
+
+impl ToolError {
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            details: Value::Null,
+        }
+    }
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl From<anyhow::Error> for ToolError {
+    fn from(err: anyhow::Error) -> Self {
+        // `{:#}` keeps the context chain: the model sees why, not just the last step.
+        Self::new(format!("{err:#}"))
+    }
+}
+
+/// One invocation of a tool, handed to [`Module::call_tool`].
+#[derive(Debug)]
+pub struct ToolCall {
+    /// The Pi process that called.
+    pub agent: AgentId,
+    pub tool: String,
+    /// Pi's tool call id.
+    pub call_id: String,
+    pub args: Value,
+    /// Progress updates for Pi's `onUpdate`.
+    pub updates: UpdateSender,
+    /// Fires when Pi aborts the call or the host stops waiting for it.
+    pub cancel: CancelToken,
+}
+
+/// Sends streaming updates of one tool call to Pi. Updates are progress: when the connection's
+/// queue is full or gone, an update is dropped rather than waited for.
+#[derive(Debug, Clone)]
+pub struct UpdateSender {
+    target: Option<(mpsc::Sender<String>, u64)>,
+}
+
+impl UpdateSender {
+    pub(crate) fn new(out: mpsc::Sender<String>, id: u64) -> Self {
+        Self {
+            target: Some((out, id)),
+        }
+    }
+
+    /// A sender that goes nowhere (for calling a module outside the bridge, e.g. in tests).
+    pub fn detached() -> Self {
+        Self { target: None }
+    }
+
+    /// Sends one partial result; `false` when it was dropped.
+    pub fn send(&self, update: ToolOutput) -> bool {
+        let Some((out, id)) = &self.target else {
+            return false;
+        };
+        let line = HostMessage::ToolUpdate {
+            id: *id,
+            content: update.content,
+            details: update.details,
+        }
+        .to_line();
+        out.try_send(line).is_ok()
+    }
+}
+
+/// The receiving side of a cancellation: cheap to clone, checked or awaited by a module.
+#[derive(Debug, Clone)]
+pub struct CancelToken {
+    fired: watch::Receiver<bool>,
+}
+
+/// The firing side of a cancellation.
+#[derive(Debug, Clone)]
+pub struct CancelHandle {
+    fire: Arc<watch::Sender<bool>>,
+}
+
+impl CancelHandle {
+    /// A fresh, unfired pair.
+    pub fn pair() -> (CancelHandle, CancelToken) {
+        let (fire, fired) = watch::channel(false);
+        (
+            CancelHandle {
+                fire: Arc::new(fire),
+            },
+            CancelToken { fired },
+        )
+    }
+
+    pub fn cancel(&self) {
+        self.fire.send_replace(true);
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        *self.fire.borrow()
+    }
+}
+
+impl CancelToken {
+    /// A token that never fires.
+    pub fn never() -> Self {
+        CancelHandle::pair().1
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        *self.fired.borrow()
+    }
+
+    /// Completes when the call is cancelled; never completes otherwise.
+    pub async fn cancelled(&self) {
+        let mut fired = self.fired.clone();
+        if fired.wait_for(|fired| *fired).await.is_err() {
+            // The handle is gone without firing: nobody can cancel any more.
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn tool_spec_builds_an_object_schema() {
+        let spec = ToolSpec::new("unipi_echo", "Echo", "Echoes text")
+            .string_param("text", "what to echo", true)
+            .integer_param("times", "how often", false)
+            .boolean_param("loud", "upper case", true)
+            .prompt_snippet("echo text back")
+            .guideline("Use unipi_echo to test the bridge.");
+        assert_eq!(
+            spec.parameters,
+            json!({
+                "type": "object",
+                "properties": {
+                    "text": {"type": "string", "description": "what to echo"},
+                    "times": {"type": "integer", "description": "how often"},
+                    "loud": {"type": "boolean", "description": "upper case"},
+                },
+                "required": ["text", "loud"],
+                "additionalProperties": false,
+            })
+        );
+        let wire = serde_json::to_value(&spec).unwrap_or_default();
+        assert_eq!(wire["prompt_snippet"], "echo text back");
+        assert_eq!(
+            wire["prompt_guidelines"][0],
+            "Use unipi_echo to test the bridge."
+        );
+        assert!(wire.get("timeout").is_none(), "{wire}");
+    }
+
+    #[test]
+    fn content_blocks_use_pi_shapes() -> anyhow::Result<()> {
+        let blocks = vec![
+            ContentBlock::text("hi"),
+            ContentBlock::Image {
+                data: "AAAA".into(),
+                mime_type: "image/png".into(),
+            },
+        ];
+        assert_eq!(
+            serde_json::to_value(&blocks)?,
+            json!([{"type": "text", "text": "hi"},
+                   {"type": "image", "data": "AAAA", "mimeType": "image/png"}])
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn tool_error_keeps_the_context_chain() {
+        let err = anyhow::anyhow!("file missing").context("cannot load the board");
+        assert_eq!(
+            ToolError::from(err).message,
+            "cannot load the board: file missing"
+        );
+    }
+
+    #[tokio::test]
+    async fn cancel_token_fires_once_and_a_dropped_handle_never_fires() {
+        let (handle, token) = CancelHandle::pair();
+        assert!(!token.is_cancelled());
+        let waiter = tokio::spawn({
+            let token = token.clone();
+            async move { token.cancelled().await }
+        });
+        handle.cancel();
+        assert!(
+            tokio::time::timeout(Duration::from_secs(5), waiter)
+                .await
+                .is_ok()
+        );
+        assert!(token.is_cancelled() && handle.is_cancelled());
+
+        let (handle, token) = CancelHandle::pair();
+        drop(handle);
+        let waited = tokio::time::timeout(Duration::from_millis(50), token.cancelled()).await;
+        assert!(
+            waited.is_err(),
+            "a dropped handle must not look like a cancel"
+        );
+    }
+
+    #[test]
+    fn update_sender_drops_when_full_or_detached() {
+        assert!(!UpdateSender::detached().send(ToolOutput::text("x")));
+        let (out, mut rx) = mpsc::channel(1);
+        let sender = UpdateSender::new(out, 7);
+        assert!(sender.send(ToolOutput::text("first")));
+        assert!(!sender.send(ToolOutput::text("second")), "queue full");
+        let line = rx.try_recv().unwrap_or_default();
+        let value: Value = serde_json::from_str(&line).unwrap_or_default();
+        assert_eq!(value["type"], "tool_update");
+        assert_eq!(value["id"], 7);
+        assert_eq!(value["content"][0]["text"], "first");
+    }
+}

@@ -1,0 +1,508 @@
+//! The set of workbench modules and their state. A module's declarations (tools, commands,
+//! message types) are read once when it registers and checked for clashes, so the bridge's hot
+//! path (a tool call looking up its module) never calls into module code; only modules that are
+//! [`ModuleStatus::Ready`] are declared to Pi. Registering and status changes are announced on the
+//! [`EventBus`] under Unipi's names (`unipi:module:ready` / `unipi:module:gone`).
+
+use std::collections::HashSet;
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::bus::{EventBus, names};
+use super::module::{CommandSpec, MessageTypeSpec, Module, ToolSpec};
+use super::protocol::{Declarations, ToolDecl};
+
+/// A module's state as `/unipi:info` shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModuleStatus {
+    Ready,
+    /// Turned off (by configuration, or a missing prerequisite), with why.
+    Disabled {
+        reason: String,
+    },
+    /// Failed to start or broke, with why.
+    Error {
+        message: String,
+    },
+}
+
+/// One module, for display.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModuleInfo {
+    pub name: &'static str,
+    pub status: ModuleStatus,
+    pub tools: Vec<String>,
+    pub commands: Vec<String>,
+}
+
+/// Why a module could not be registered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RegistryError {
+    #[error("a module named `{0}` is already registered")]
+    DuplicateModule(&'static str),
+    #[error("module `{module}` declares tool `{tool}`, which module `{owner}` already declares")]
+    DuplicateTool {
+        module: &'static str,
+        tool: String,
+        owner: &'static str,
+    },
+    #[error(
+        "module `{module}` declares command `/{command}`, which module `{owner}` already declares"
+    )]
+    DuplicateCommand {
+        module: &'static str,
+        command: String,
+        owner: &'static str,
+    },
+    #[error(
+        "module `{module}` declares tool `{tool}`: a tool name is 1-64 characters of a-z, A-Z, 0-9, _ and -"
+    )]
+    BadToolName { module: &'static str, tool: String },
+    #[error(
+        "module `{module}` declares command `{command}`: commands are named `unipi:<name>` with a-z, 0-9 and -"
+    )]
+    BadCommandName {
+        module: &'static str,
+        command: String,
+    },
+}
+
+/// The modules. Shared as `Arc<Registry>` between the app and the bridge host.
+#[derive(Debug)]
+pub struct Registry {
+    entries: RwLock<Vec<Entry>>,
+    bus: EventBus,
+}
+
+struct Entry {
+    module: Arc<dyn Module>,
+    status: ModuleStatus,
+    tools: Vec<ToolSpec>,
+    commands: Vec<CommandSpec>,
+    message_types: Vec<MessageTypeSpec>,
+}
+
+impl std::fmt::Debug for Entry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Entry")
+            .field("module", &self.module.name())
+            .field("status", &self.status)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Registry {
+    /// An empty registry with its own bus.
+    pub fn new() -> Self {
+        Self::with_bus(EventBus::new())
+    }
+
+    /// An empty registry announcing on `bus`.
+    pub fn with_bus(bus: EventBus) -> Self {
+        Self {
+            entries: RwLock::new(Vec::new()),
+            bus,
+        }
+    }
+
+    /// The bus module and bridge events go out on.
+    pub fn bus(&self) -> &EventBus {
+        &self.bus
+    }
+
+    /// Adds a ready module.
+    pub fn register(&self, module: Arc<dyn Module>) -> Result<(), RegistryError> {
+        self.register_with_status(module, ModuleStatus::Ready)
+    }
+
+    /// Adds a module in the given state (a disabled module is listed but not declared to Pi).
+    pub fn register_with_status(
+        &self,
+        module: Arc<dyn Module>,
+        status: ModuleStatus,
+    ) -> Result<(), RegistryError> {
+        let entry = Entry {
+            tools: module.tools(),
+            commands: module.commands(),
+            message_types: module.message_types(),
+            module,
+            status,
+        };
+        let name = entry.module.name();
+        {
+            let mut entries = self.entries.write().unwrap_or_else(PoisonError::into_inner);
+            check_new_entry(&entries, &entry)?;
+            entries.push(entry);
+        }
+        tracing::info!("bridge module `{name}` registered");
+        self.announce(name);
+        Ok(())
+    }
+
+    /// Changes a module's state; `false` when there is no such module.
+    pub fn set_status(&self, module: &str, status: ModuleStatus) -> bool {
+        let found = {
+            let mut entries = self.entries.write().unwrap_or_else(PoisonError::into_inner);
+            match entries
+                .iter_mut()
+                .find(|entry| entry.module.name() == module)
+            {
+                Some(entry) => {
+                    entry.status = status;
+                    true
+                }
+                None => false,
+            }
+        };
+        if found {
+            self.announce(module);
+        }
+        found
+    }
+
+    /// Every module with its state and declarations, in registration order.
+    pub fn modules(&self) -> Vec<ModuleInfo> {
+        let entries = self.entries.read().unwrap_or_else(PoisonError::into_inner);
+        entries.iter().map(Entry::info).collect()
+    }
+
+    /// What to declare to Pi: the ready modules' tools (with their effective timeout),
+    /// commands and message types.
+    pub fn declarations(&self, default_tool_timeout: Duration) -> Declarations {
+        let entries = self.entries.read().unwrap_or_else(PoisonError::into_inner);
+        let ready = entries
+            .iter()
+            .filter(|entry| entry.status == ModuleStatus::Ready);
+        let mut declarations = Declarations::default();
+        for entry in ready {
+            declarations
+                .tools
+                .extend(entry.tools.iter().map(|spec| ToolDecl {
+                    timeout_ms: millis(spec.timeout.unwrap_or(default_tool_timeout)),
+                    spec: spec.clone(),
+                }));
+            declarations.commands.extend(entry.commands.iter().cloned());
+            declarations
+                .message_types
+                .extend(entry.message_types.iter().cloned());
+        }
+        declarations
+    }
+
+    /// The module that handles `tool`, and the tool's own timeout; or why it cannot run.
+    pub(crate) fn tool(&self, tool: &str) -> Result<(Arc<dyn Module>, Option<Duration>), String> {
+        let entries = self.entries.read().unwrap_or_else(PoisonError::into_inner);
+        for entry in entries.iter() {
+            if let Some(spec) = entry.tools.iter().find(|spec| spec.name == tool) {
+                return match &entry.status {
+                    ModuleStatus::Ready => Ok((entry.module.clone(), spec.timeout)),
+                    ModuleStatus::Disabled { reason } => Err(format!(
+                        "the unipi-tui module `{}` that provides `{tool}` is disabled: {reason}",
+                        entry.module.name()
+                    )),
+                    ModuleStatus::Error { message } => Err(format!(
+                        "the unipi-tui module `{}` that provides `{tool}` failed: {message}",
+                        entry.module.name()
+                    )),
+                };
+            }
+        }
+        Err(format!("unipi-tui has no tool named `{tool}`"))
+    }
+
+    /// The module that declares `command` (full name), with the command's spec.
+    pub(crate) fn command(&self, command: &str) -> Option<(Arc<dyn Module>, CommandSpec)> {
+        let entries = self.entries.read().unwrap_or_else(PoisonError::into_inner);
+        entries.iter().find_map(|entry| {
+            entry
+                .commands
+                .iter()
+                .find(|spec| spec.name == command)
+                .map(|spec| (entry.module.clone(), spec.clone()))
+        })
+    }
+
+    fn announce(&self, module: &str) {
+        let info = {
+            let entries = self.entries.read().unwrap_or_else(PoisonError::into_inner);
+            entries
+                .iter()
+                .find(|entry| entry.module.name() == module)
+                .map(Entry::info)
+        };
+        let Some(info) = info else {
+            return;
+        };
+        let name = if info.status == ModuleStatus::Ready {
+            names::MODULE_READY
+        } else {
+            names::MODULE_GONE
+        };
+        self.bus.emit(
+            info.name,
+            name,
+            json!({
+                "name": info.name,
+                "version": env!("CARGO_PKG_VERSION"),
+                "commands": info.commands,
+                "tools": info.tools,
+            }),
+        );
+    }
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Entry {
+    fn info(&self) -> ModuleInfo {
+        ModuleInfo {
+            name: self.module.name(),
+            status: self.status.clone(),
+            tools: self.tools.iter().map(|spec| spec.name.clone()).collect(),
+            commands: self.commands.iter().map(|spec| spec.name.clone()).collect(),
+        }
+    }
+}
+
+fn check_new_entry(entries: &[Entry], entry: &Entry) -> Result<(), RegistryError> {
+    let module = entry.module.name();
+    if entries.iter().any(|other| other.module.name() == module) {
+        return Err(RegistryError::DuplicateModule(module));
+    }
+    let mut own_tools = HashSet::new();
+    for spec in &entry.tools {
+        if !is_tool_name(&spec.name) {
+            return Err(RegistryError::BadToolName {
+                module,
+                tool: spec.name.clone(),
+            });
+        }
+        let owner = entries
+            .iter()
+            .find(|other| other.tools.iter().any(|tool| tool.name == spec.name))
+            .map(|other| other.module.name());
+        if let Some(owner) = owner.or((!own_tools.insert(&spec.name)).then_some(module)) {
+            return Err(RegistryError::DuplicateTool {
+                module,
+                tool: spec.name.clone(),
+                owner,
+            });
+        }
+    }
+    let mut own_commands = HashSet::new();
+    for spec in &entry.commands {
+        if !is_command_name(&spec.name) {
+            return Err(RegistryError::BadCommandName {
+                module,
+                command: spec.name.clone(),
+            });
+        }
+        let owner = entries
+            .iter()
+            .find(|other| other.commands.iter().any(|cmd| cmd.name == spec.name))
+            .map(|other| other.module.name());
+        if let Some(owner) = owner.or((!own_commands.insert(&spec.name)).then_some(module)) {
+            return Err(RegistryError::DuplicateCommand {
+                module,
+                command: spec.name.clone(),
+                owner,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The tool names every provider accepts.
+fn is_tool_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-')
+}
+
+fn is_command_name(name: &str) -> bool {
+    name.strip_prefix("unipi:").is_some_and(|rest| {
+        !rest.is_empty()
+            && rest
+                .bytes()
+                .all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-')
+    })
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bridge::bus::BusEvent;
+    use crate::bridge::module::ToolSpec;
+
+    struct Fixed {
+        name: &'static str,
+        tools: Vec<&'static str>,
+        commands: Vec<&'static str>,
+    }
+
+    impl Module for Fixed {
+        fn name(&self) -> &'static str {
+            self.name
+        }
+        fn tools(&self) -> Vec<ToolSpec> {
+            self.tools
+                .iter()
+                .map(|name| ToolSpec::new(*name, *name, "test tool"))
+                .collect()
+        }
+        fn commands(&self) -> Vec<CommandSpec> {
+            self.commands
+                .iter()
+                .map(|name| CommandSpec::new(*name, "test command"))
+                .collect()
+        }
+    }
+
+    fn fixed(
+        name: &'static str,
+        tools: &[&'static str],
+        commands: &[&'static str],
+    ) -> Arc<dyn Module> {
+        Arc::new(Fixed {
+            name,
+            tools: tools.to_vec(),
+            commands: commands.to_vec(),
+        })
+    }
+
+    #[test]
+    fn refuses_clashes_and_bad_names() {
+        let registry = Registry::new();
+        assert_eq!(
+            registry.register(fixed("a", &["one"], &["unipi:a"])),
+            Ok(())
+        );
+        // (module, expected error)
+        let cases = [
+            (fixed("a", &[], &[]), RegistryError::DuplicateModule("a")),
+            (
+                fixed("b", &["one"], &[]),
+                RegistryError::DuplicateTool {
+                    module: "b",
+                    tool: "one".into(),
+                    owner: "a",
+                },
+            ),
+            (
+                fixed("b", &["two", "two"], &[]),
+                RegistryError::DuplicateTool {
+                    module: "b",
+                    tool: "two".into(),
+                    owner: "b",
+                },
+            ),
+            (
+                fixed("b", &[], &["unipi:a"]),
+                RegistryError::DuplicateCommand {
+                    module: "b",
+                    command: "unipi:a".into(),
+                    owner: "a",
+                },
+            ),
+            (
+                fixed("b", &["has space"], &[]),
+                RegistryError::BadToolName {
+                    module: "b",
+                    tool: "has space".into(),
+                },
+            ),
+            (
+                fixed("b", &[], &["info"]),
+                RegistryError::BadCommandName {
+                    module: "b",
+                    command: "info".into(),
+                },
+            ),
+            (
+                fixed("b", &[], &["unipi:Info"]),
+                RegistryError::BadCommandName {
+                    module: "b",
+                    command: "unipi:Info".into(),
+                },
+            ),
+        ];
+        for (module, expected) in cases {
+            assert_eq!(registry.register(module), Err(expected));
+        }
+        assert_eq!(registry.modules().len(), 1, "refused modules are not kept");
+    }
+
+    #[test]
+    fn only_ready_modules_are_declared_and_callable() {
+        let registry = Registry::new();
+        let ok = registry.register(fixed("a", &["one"], &["unipi:a"]));
+        assert_eq!(ok, Ok(()));
+        let ok = registry.register_with_status(
+            fixed("b", &["two"], &["unipi:b"]),
+            ModuleStatus::Disabled {
+                reason: "no config".into(),
+            },
+        );
+        assert_eq!(ok, Ok(()));
+
+        let declared = registry.declarations(Duration::from_secs(120));
+        let tools: Vec<&str> = declared
+            .tools
+            .iter()
+            .map(|tool| tool.spec.name.as_str())
+            .collect();
+        assert_eq!(tools, ["one"]);
+        assert_eq!(declared.tools[0].timeout_ms, 120_000);
+        assert_eq!(declared.commands.len(), 1);
+
+        assert!(registry.tool("one").is_ok());
+        let refusal = registry.tool("two").err().unwrap_or_default();
+        assert!(refusal.contains("disabled: no config"), "{refusal}");
+        let refusal = registry.tool("three").err().unwrap_or_default();
+        assert!(refusal.contains("no tool named `three`"), "{refusal}");
+
+        assert!(registry.set_status("b", ModuleStatus::Ready));
+        assert!(!registry.set_status("zzz", ModuleStatus::Ready));
+        assert_eq!(registry.declarations(Duration::from_secs(1)).tools.len(), 2);
+        assert!(registry.command("unipi:b").is_some());
+        assert!(registry.command("unipi:zzz").is_none());
+    }
+
+    #[tokio::test]
+    async fn announces_ready_and_gone_on_the_bus() -> anyhow::Result<()> {
+        let registry = Registry::new();
+        let mut events = registry.bus().subscribe();
+        registry.register(fixed("a", &["one"], &["unipi:a"]))?;
+        registry.set_status(
+            "a",
+            ModuleStatus::Error {
+                message: "broken".into(),
+            },
+        );
+        let mut seen = Vec::new();
+        for _ in 0..2 {
+            if let BusEvent::Module { name, data, .. } = events.recv().await? {
+                seen.push((name, data["tools"].clone()));
+            }
+        }
+        assert_eq!(
+            seen,
+            [
+                (names::MODULE_READY.to_string(), json!(["one"])),
+                (names::MODULE_GONE.to_string(), json!(["one"])),
+            ]
+        );
+        Ok(())
+    }
+}

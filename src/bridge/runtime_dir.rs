@@ -1,0 +1,185 @@
+//! The bridge's private runtime directory and its secrets. The socket lives in a directory that
+//! is created fresh (never reused) with mode 0700, so only the user can reach it, and removed when
+//! the host goes away. Tokens come from `/dev/urandom` (32 bytes, hex) and are compared in
+//! constant time.
+
+use std::io::Read as _;
+use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::{Context as _, bail};
+
+/// The socket's file name inside the runtime directory.
+pub(crate) const SOCKET_NAME: &str = "bridge.sock";
+
+/// `sun_path` holds 108 bytes including the terminating NUL on Linux (104 on the BSDs).
+const MAX_SOCKET_PATH: usize = 103;
+
+/// A created runtime directory; removed (with its contents) on [`RuntimeDir::remove`] or drop.
+#[derive(Debug)]
+pub(crate) struct RuntimeDir {
+    path: PathBuf,
+    removed: AtomicBool,
+}
+
+impl RuntimeDir {
+    /// Creates `<base>/unipi-tui-<pid>-<nonce>/` with mode 0700. `base` defaults to
+    /// `$XDG_RUNTIME_DIR` (when it is an absolute, existing directory), else the temp directory.
+    pub(crate) fn create(base: Option<&Path>) -> anyhow::Result<Self> {
+        let base = match base {
+            Some(base) => base.to_path_buf(),
+            None => default_base(),
+        };
+        let name = format!("unipi-tui-{}-{}", std::process::id(), random_hex(8)?);
+        let path = base.join(name);
+        let socket_len = path.join(SOCKET_NAME).as_os_str().len();
+        if socket_len > MAX_SOCKET_PATH {
+            bail!(
+                "the bridge socket path under {} would be {socket_len} bytes, over the {MAX_SOCKET_PATH} \
+                 a Unix socket allows; set XDG_RUNTIME_DIR or TMPDIR to a shorter directory",
+                base.display()
+            );
+        }
+        // `create` (not `create_all`) fails if the directory exists: it is always fresh.
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&path)
+            .with_context(|| {
+                format!(
+                    "cannot create the bridge runtime directory {}",
+                    path.display()
+                )
+            })?;
+        let dir = Self {
+            path,
+            removed: AtomicBool::new(false),
+        };
+        // The umask can only take bits away, but be explicit about the mode that matters.
+        std::fs::set_permissions(&dir.path, std::fs::Permissions::from_mode(0o700))
+            .with_context(|| format!("cannot set mode 0700 on {}", dir.path.display()))?;
+        Ok(dir)
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Removes the directory and everything in it; later calls do nothing.
+    pub(crate) fn remove(&self) {
+        if self.removed.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        match std::fs::remove_dir_all(&self.path) {
+            Ok(()) => tracing::debug!("removed {}", self.path.display()),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+            Err(err) => tracing::warn!("cannot remove {}: {err}", self.path.display()),
+        }
+    }
+}
+
+impl Drop for RuntimeDir {
+    fn drop(&mut self) {
+        self.remove();
+    }
+}
+
+fn default_base() -> PathBuf {
+    std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .filter(|dir| dir.is_absolute() && dir.is_dir())
+        .unwrap_or_else(std::env::temp_dir)
+}
+
+/// `bytes` random bytes from `/dev/urandom`, as lowercase hex.
+pub(crate) fn random_hex(bytes: usize) -> anyhow::Result<String> {
+    let mut buf = vec![0u8; bytes];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut urandom| urandom.read_exact(&mut buf))
+        .context("cannot read /dev/urandom for the bridge's secrets")?;
+    Ok(buf.iter().map(|byte| format!("{byte:02x}")).collect())
+}
+
+/// A fresh bridge token: 32 random bytes as 64 hex characters.
+pub(crate) fn new_token() -> anyhow::Result<String> {
+    random_hex(32)
+}
+
+/// Compares two secrets without an early exit, so timing does not tell how much matched.
+pub(crate) fn secrets_match(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt as _;
+
+    #[test]
+    fn creates_a_fresh_private_dir_and_removes_it() -> anyhow::Result<()> {
+        let base = tempfile::tempdir()?;
+        let dir = RuntimeDir::create(Some(base.path()))?;
+        let meta = std::fs::metadata(dir.path())?;
+        assert!(meta.is_dir());
+        assert_eq!(meta.mode() & 0o777, 0o700);
+        let name = dir
+            .path()
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned());
+        let name = name.unwrap_or_default();
+        assert!(
+            name.starts_with(&format!("unipi-tui-{}-", std::process::id())),
+            "{name}"
+        );
+        std::fs::write(dir.path().join("inside"), "x")?;
+        let path = dir.path().to_path_buf();
+        drop(dir);
+        assert!(!path.exists(), "{} survived the drop", path.display());
+
+        let other = RuntimeDir::create(Some(base.path()))?;
+        assert_ne!(other.path(), path, "every workbench gets a new directory");
+        other.remove();
+        other.remove();
+        assert!(!other.path().exists());
+        Ok(())
+    }
+
+    #[test]
+    fn refuses_a_socket_path_too_long_for_sun_path() -> anyhow::Result<()> {
+        let base = tempfile::tempdir()?;
+        let deep = base.path().join("d".repeat(100));
+        std::fs::create_dir_all(&deep)?;
+        let err = RuntimeDir::create(Some(&deep)).err().map(|e| e.to_string());
+        assert!(
+            err.as_deref()
+                .is_some_and(|e| e.contains("shorter directory")),
+            "{err:?}"
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn tokens_are_64_hex_chars_and_differ() -> anyhow::Result<()> {
+        let (a, b) = (new_token()?, new_token()?);
+        assert_eq!(a.len(), 64);
+        assert!(a.bytes().all(|byte| byte.is_ascii_hexdigit()));
+        assert_ne!(a, b);
+        Ok(())
+    }
+
+    #[test]
+    fn secrets_match_only_when_equal() {
+        let cases: [(&[u8], &[u8], bool); 4] = [
+            (b"abc", b"abc", true),
+            (b"abc", b"abd", false),
+            (b"abc", b"ab", false),
+            (b"", b"", true),
+        ];
+        for (a, b, expected) in cases {
+            assert_eq!(secrets_match(a, b), expected);
+        }
+    }
+}

@@ -1,0 +1,174 @@
+//! Running one tool call: the module's future in its own task (so a panic is a `JoinError`, not
+//! a dead connection), raced against the call's timeout and its cancellation, and always
+//! answered with exactly one `tool_result` — the module's output, or an error result that says
+//! what went wrong in words the model can act on.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::task::JoinError;
+
+use super::AgentId;
+use super::host::Shared;
+use super::module::{CancelHandle, ContentBlock, ToolCall, ToolError, ToolOutput, UpdateSender};
+use super::protocol::{HostMessage, ToolCallMsg};
+
+/// Starts `call` and returns at once; the result is written to `out` when it is ready.
+pub(crate) fn spawn_call(
+    shared: &Arc<Shared>,
+    agent: AgentId,
+    out: mpsc::Sender<String>,
+    inflight: Arc<Mutex<HashMap<u64, CancelHandle>>>,
+    call: ToolCallMsg,
+) {
+    let id = call.id;
+    let (module, timeout) = match shared.registry.tool(&call.tool) {
+        Ok(found) => found,
+        Err(message) => {
+            tracing::warn!("bridge: agent `{agent}` called an unknown tool: {message}");
+            let line = error_result(id, ToolError::new(message));
+            tokio::spawn(async move {
+                let _ = out.send(line).await;
+            });
+            return;
+        }
+    };
+    let timeout = timeout.unwrap_or(shared.options.tool_timeout);
+    let grace = shared.options.cancel_grace;
+    let shared = shared.clone();
+    let (handle, cancel) = CancelHandle::pair();
+    lock(&inflight).insert(id, handle.clone());
+    tokio::spawn(async move {
+        let tool = call.tool.clone();
+        let module_name = module.name();
+        let request = ToolCall {
+            agent: agent.clone(),
+            tool: call.tool,
+            call_id: call.call_id,
+            args: call.args,
+            updates: UpdateSender::new(out.clone(), id),
+            cancel: cancel.clone(),
+        };
+        // The module is called inside the task, so a panic before its future even exists is
+        // caught the same way as one while it runs.
+        let mut task = tokio::spawn(async move { module.call_tool(request).await });
+        let mut winding_down = false;
+        let outcome = tokio::select! {
+            joined = &mut task => joined_outcome(joined, &shared, &agent, module_name, &tool),
+            () = tokio::time::sleep(timeout) => {
+                // Pi gets its answer now; the module gets the cancel and a moment to wind
+                // down (below) before it is dropped.
+                handle.cancel();
+                winding_down = true;
+                Err(ToolError::new(format!(
+                    "`{tool}` did not finish within {} and was stopped",
+                    seconds(timeout)
+                )))
+            }
+            () = cancel.cancelled() => {
+                // Pi aborted the call (or the connection closed): give the module a moment to
+                // return what it has, then drop it.
+                match tokio::time::timeout(grace, &mut task).await {
+                    Ok(joined) => joined_outcome(joined, &shared, &agent, module_name, &tool),
+                    Err(_) => {
+                        task.abort();
+                        Err(ToolError::new(format!("`{tool}` was cancelled")))
+                    }
+                }
+            }
+        };
+        lock(&inflight).remove(&id);
+        if let Err(err) = &outcome {
+            tracing::debug!(
+                "bridge: tool `{tool}` of `{module_name}` failed: {}",
+                err.message
+            );
+        }
+        let line = match outcome {
+            Ok(output) => HostMessage::ToolResult {
+                id,
+                content: output.content,
+                details: output.details,
+                is_error: false,
+            }
+            .to_line(),
+            Err(err) => error_result(id, err),
+        };
+        let _ = out.send(line).await;
+        if winding_down && tokio::time::timeout(grace, &mut task).await.is_err() {
+            task.abort();
+        }
+    });
+}
+
+fn joined_outcome(
+    joined: Result<Result<ToolOutput, ToolError>, JoinError>,
+    shared: &Shared,
+    agent: &AgentId,
+    module: &str,
+    tool: &str,
+) -> Result<ToolOutput, ToolError> {
+    match joined {
+        Ok(outcome) => outcome,
+        Err(err) if err.is_panic() => {
+            let payload = err.into_panic();
+            let reason = payload
+                .downcast_ref::<&str>()
+                .map(|text| (*text).to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "no message".to_string());
+            tracing::error!("bridge: tool `{tool}` of module `{module}` panicked: {reason}");
+            shared.fault(
+                Some(agent.clone()),
+                format!("module `{module}` panicked in tool `{tool}`: {reason}"),
+            );
+            Err(ToolError::new(format!(
+                "`{tool}` failed: the unipi-tui module `{module}` panicked ({reason}); the session \
+                 continues, but this tool may not work until the workbench restarts"
+            )))
+        }
+        Err(_) => Err(ToolError::new(format!("`{tool}` was stopped"))),
+    }
+}
+
+fn error_result(id: u64, err: ToolError) -> String {
+    HostMessage::ToolResult {
+        id,
+        content: vec![ContentBlock::text(err.message)],
+        details: err.details,
+        is_error: true,
+    }
+    .to_line()
+}
+
+fn seconds(duration: Duration) -> String {
+    let secs = duration.as_secs_f64();
+    if secs >= 1.0 && secs.fract() == 0.0 {
+        format!("{secs:.0} s")
+    } else {
+        format!("{secs:.1} s")
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_as_seconds() {
+        let cases = [
+            (Duration::from_secs(120), "120 s"),
+            (Duration::from_millis(300), "0.3 s"),
+            (Duration::from_millis(1500), "1.5 s"),
+        ];
+        for (duration, expected) in cases {
+            assert_eq!(seconds(duration), expected);
+        }
+    }
+}

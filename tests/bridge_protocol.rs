@@ -1,0 +1,1103 @@
+//! The bridge host's socket protocol, driven by a fake bridge client (a tokio `UnixStream`
+//! writing the documented JSON lines) against a real `BridgeHost` with a test module: the good
+//! paths (hello/welcome, events, tool calls with errors, panics, timeouts, cancellation and
+//! streaming, host calls, commands and completions, reconnects) and every kind of bad input,
+//! each time checking the refusal AND that a good client still works afterwards.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
+
+use std::os::unix::fs::MetadataExt as _;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use futures_util::future::BoxFuture;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
+use tokio::net::UnixStream;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::sync::mpsc;
+use unipi_tui::bridge::{
+    AgentId, BridgeError, BridgeEvent, BridgeHost, BusEvent, CommandReply, CommandSpec, Completion,
+    DisconnectReason, HostCall, HostOptions, Module, NotifyLevel, PiEvent, Registry, ToolCall,
+    ToolError, ToolOutput, ToolSpec,
+};
+
+/// How long any single expected thing may take before the test fails.
+const WAIT: Duration = Duration::from_secs(5);
+
+// --- the test module ------------------------------------------------------------------------
+
+/// A module with one tool per behaviour under test; it records what it saw.
+#[derive(Default)]
+struct Probe {
+    seen: Arc<Seen>,
+}
+
+#[derive(Default)]
+struct Seen {
+    args: Mutex<Vec<Value>>,
+    cancellations: AtomicUsize,
+}
+
+impl Module for Probe {
+    fn name(&self) -> &'static str {
+        "probe"
+    }
+
+    fn tools(&self) -> Vec<ToolSpec> {
+        vec![
+            ToolSpec::new("t_echo", "Echo", "Echoes `text`").string_param("text", "text", true),
+            ToolSpec::new("t_fail", "Fail", "Always fails"),
+            ToolSpec::new("t_panic", "Panic", "Always panics"),
+            ToolSpec::new("t_slow", "Slow", "Outlives its timeout")
+                .timeout(Duration::from_millis(300)),
+            ToolSpec::new("t_wait_cancel", "Wait", "Runs until cancelled"),
+            ToolSpec::new("t_stream", "Stream", "Three updates, then a result"),
+        ]
+    }
+
+    fn commands(&self) -> Vec<CommandSpec> {
+        vec![
+            CommandSpec::new("unipi:probe", "Probe command")
+                .completion(Completion::new("alpha"))
+                .completion(Completion::new("beta").describe("the second")),
+        ]
+    }
+
+    fn call_tool(&self, call: ToolCall) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        let seen = self.seen.clone();
+        Box::pin(async move {
+            seen.args.lock().unwrap().push(call.args.clone());
+            match call.tool.as_str() {
+                "t_echo" => {
+                    let text = call.args["text"].as_str().unwrap_or_default();
+                    Ok(ToolOutput::text(format!("echo:{text}")).with_details(
+                        json!({"agent": call.agent.as_str(), "call_id": call.call_id}),
+                    ))
+                }
+                "t_fail" => Err(ToolError::new("the probe failed on purpose")),
+                "t_panic" => panic!("probe panic"),
+                "t_slow" => {
+                    call.cancel.cancelled().await;
+                    seen.cancellations.fetch_add(1, Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_secs(30)).await;
+                    Ok(ToolOutput::text("too late"))
+                }
+                "t_wait_cancel" => {
+                    call.cancel.cancelled().await;
+                    seen.cancellations.fetch_add(1, Ordering::SeqCst);
+                    Err(ToolError::new("saw the cancellation"))
+                }
+                "t_stream" => {
+                    for n in 1..=3 {
+                        call.updates.send(ToolOutput::text(format!("step {n}")));
+                    }
+                    Ok(ToolOutput::text("streamed"))
+                }
+                other => Err(ToolError::new(format!("no {other}"))),
+            }
+        })
+    }
+
+    fn complete(&self, _command: &str, prefix: &str) -> Vec<Completion> {
+        if "gamma".starts_with(prefix) {
+            vec![Completion::new("gamma")]
+        } else {
+            vec![]
+        }
+    }
+}
+
+/// A module added later, to test `declare`.
+struct Late;
+
+impl Module for Late {
+    fn name(&self) -> &'static str {
+        "late"
+    }
+    fn tools(&self) -> Vec<ToolSpec> {
+        vec![ToolSpec::new("t_late", "Late", "Registered after connect")]
+    }
+}
+
+// --- harness --------------------------------------------------------------------------------
+
+struct Harness {
+    host: BridgeHost,
+    events: mpsc::Receiver<BridgeEvent>,
+    registry: Arc<Registry>,
+    seen: Arc<Seen>,
+    /// Env for the main agent's Pi.
+    token: String,
+    _base: tempfile::TempDir,
+}
+
+async fn harness() -> anyhow::Result<Harness> {
+    harness_with(HostOptions::default()).await
+}
+
+async fn harness_with(mut options: HostOptions) -> anyhow::Result<Harness> {
+    let base = tempfile::tempdir()?;
+    options.runtime_base = Some(base.path().to_path_buf());
+    let registry = Arc::new(Registry::new());
+    let probe = Probe::default();
+    let seen = probe.seen.clone();
+    registry.register(Arc::new(probe))?;
+    let (tx, events) = mpsc::channel(256);
+    let host = BridgeHost::start_with(registry.clone(), tx, options).await?;
+    let token = token_of(&host.register_agent(AgentId::main())?)?;
+    Ok(Harness {
+        host,
+        events,
+        registry,
+        seen,
+        token,
+        _base: base,
+    })
+}
+
+fn token_of(env: &[(String, String)]) -> anyhow::Result<String> {
+    env.iter()
+        .find(|(key, _)| key == "UNIPI_TUI_TOKEN")
+        .map(|(_, value)| value.clone())
+        .context("no UNIPI_TUI_TOKEN in the agent's environment")
+}
+
+impl Harness {
+    fn socket(&self) -> PathBuf {
+        self.host.socket_path().to_path_buf()
+    }
+
+    /// The next event that is not a fault.
+    async fn event(&mut self) -> anyhow::Result<BridgeEvent> {
+        loop {
+            match tokio::time::timeout(WAIT, self.events.recv()).await {
+                Ok(Some(BridgeEvent::Fault { .. })) => continue,
+                Ok(Some(event)) => return Ok(event),
+                Ok(None) => bail!("the host's event channel closed"),
+                Err(_) => bail!("no bridge event within {WAIT:?}"),
+            }
+        }
+    }
+
+    /// Waits for a fault whose message contains `fragment` (skipping other events).
+    async fn fault(&mut self, fragment: &str) -> anyhow::Result<String> {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match tokio::time::timeout(left, self.events.recv()).await {
+                Ok(Some(BridgeEvent::Fault { message, .. })) if message.contains(fragment) => {
+                    return Ok(message);
+                }
+                Ok(Some(_)) => continue,
+                _ => bail!("no fault mentioning {fragment:?} within {WAIT:?}"),
+            }
+        }
+    }
+
+    /// Connects, says hello and reads the welcome.
+    async fn connect(&mut self) -> anyhow::Result<(FakeClient, Value)> {
+        let mut client = FakeClient::connect(&self.socket()).await?;
+        client.send(hello(&self.token)).await?;
+        let welcome = client.recv().await?;
+        assert_eq!(welcome["type"], "welcome", "{welcome}");
+        match self.event().await? {
+            BridgeEvent::Connected { agent, .. } => assert_eq!(agent, AgentId::main()),
+            other => bail!("expected Connected, got {other:?}"),
+        }
+        Ok((client, welcome))
+    }
+}
+
+fn hello(token: &str) -> Value {
+    json!({
+        "type": "hello", "token": token, "protocol": 1, "pi_version": "test-1.0",
+        "agent": "main", "pid": std::process::id(),
+        "capabilities": {"events": ["agent_settled"], "methods": ["registerTool"],
+                         "ui": ["setFooter"], "tool_exposure": true, "mode": "print"},
+    })
+}
+
+/// The client side of the protocol, by hand.
+struct FakeClient {
+    reader: BufReader<OwnedReadHalf>,
+    writer: OwnedWriteHalf,
+}
+
+impl FakeClient {
+    async fn connect(path: &Path) -> anyhow::Result<Self> {
+        let stream = UnixStream::connect(path)
+            .await
+            .with_context(|| format!("cannot connect to {}", path.display()))?;
+        let (read, write) = stream.into_split();
+        Ok(Self {
+            reader: BufReader::new(read),
+            writer: write,
+        })
+    }
+
+    async fn send_raw(&mut self, bytes: &[u8]) -> anyhow::Result<()> {
+        self.writer.write_all(bytes).await?;
+        Ok(())
+    }
+
+    async fn send(&mut self, message: Value) -> anyhow::Result<()> {
+        let mut line = message.to_string();
+        line.push('\n');
+        self.send_raw(line.as_bytes()).await
+    }
+
+    /// The next line as JSON; fails on EOF or after [`WAIT`].
+    async fn recv(&mut self) -> anyhow::Result<Value> {
+        let mut line = String::new();
+        let read = tokio::time::timeout(WAIT, self.reader.read_line(&mut line))
+            .await
+            .context("no line from the host in time")??;
+        if read == 0 {
+            bail!("the host closed the connection");
+        }
+        serde_json::from_str(&line).with_context(|| format!("the host sent non-JSON: {line:?}"))
+    }
+
+    /// Reads until the host closes the connection; fails if it stays open.
+    async fn expect_closed(&mut self) -> anyhow::Result<()> {
+        let mut line = String::new();
+        loop {
+            line.clear();
+            let read = tokio::time::timeout(WAIT, self.reader.read_line(&mut line))
+                .await
+                .context("the host kept the connection open")?;
+            match read {
+                Ok(0) | Err(_) => return Ok(()),
+                Ok(_) => continue,
+            }
+        }
+    }
+
+    /// Calls a tool and returns every line up to and including its `tool_result`.
+    async fn call_tool(&mut self, id: u64, tool: &str, args: Value) -> anyhow::Result<Vec<Value>> {
+        self.send(json!({"type": "tool_call", "id": id, "tool": tool, "call_id": format!("call-{id}"), "args": args}))
+            .await?;
+        let mut lines = Vec::new();
+        loop {
+            let line = self.recv().await?;
+            let done = line["type"] == "tool_result" && line["id"] == id;
+            lines.push(line);
+            if done {
+                return Ok(lines);
+            }
+        }
+    }
+
+    async fn echo_works(&mut self, id: u64) -> anyhow::Result<()> {
+        let lines = self
+            .call_tool(id, "t_echo", json!({"text": "still here"}))
+            .await?;
+        let result = lines.last().context("no result")?;
+        assert_eq!(result["is_error"], false, "{result}");
+        assert_eq!(result["content"][0]["text"], "echo:still here");
+        Ok(())
+    }
+}
+
+fn text_of(result: &Value) -> String {
+    result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+// --- handshake and events -------------------------------------------------------------------
+
+#[tokio::test]
+async fn hello_gets_welcome_with_declarations_and_a_connected_event() -> anyhow::Result<()> {
+    let mut h = harness().await?;
+    let mut client = FakeClient::connect(&h.socket()).await?;
+    client.send(hello(&h.token)).await?;
+    let welcome = client.recv().await?;
+    assert_eq!(welcome["type"], "welcome");
+    assert_eq!(welcome["protocol"], 1);
+    assert_eq!(welcome["agent"], "main");
+    assert_eq!(welcome["options"]["hide_footer"], true);
+    let tools = &welcome["declarations"]["tools"];
+    let names: Vec<&str> = tools
+        .as_array()
+        .context("no tools")?
+        .iter()
+        .filter_map(|tool| tool["name"].as_str())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "t_echo",
+            "t_fail",
+            "t_panic",
+            "t_slow",
+            "t_wait_cancel",
+            "t_stream"
+        ]
+    );
+    assert_eq!(tools[0]["parameters"]["required"], json!(["text"]));
+    assert_eq!(tools[0]["timeout_ms"], 120_000, "the default tool timeout");
+    assert_eq!(tools[3]["timeout_ms"], 300, "t_slow's own timeout");
+    assert_eq!(
+        welcome["declarations"]["commands"],
+        json!([{"name": "unipi:probe", "description": "Probe command"}])
+    );
+
+    match h.event().await? {
+        BridgeEvent::Connected {
+            agent,
+            pi_version,
+            protocol,
+            capabilities,
+        } => {
+            assert_eq!(agent, AgentId::main());
+            assert_eq!(pi_version, "test-1.0");
+            assert_eq!(protocol, 1);
+            assert!(capabilities.has_event("agent_settled"));
+            assert!(capabilities.has_ui("setFooter") && capabilities.tool_exposure);
+            assert_eq!(capabilities.mode.as_deref(), Some("print"));
+        }
+        other => bail!("expected Connected, got {other:?}"),
+    }
+    let info = h
+        .host
+        .agent_info(&AgentId::main())
+        .context("no agent info")?;
+    assert!(info.connected);
+    assert_eq!(info.pi_version, "test-1.0");
+    Ok(())
+}
+
+#[tokio::test]
+async fn events_reach_the_channel_and_the_bus_for_the_right_agent() -> anyhow::Result<()> {
+    let mut h = harness().await?;
+    let mut bus = h.registry.bus().subscribe();
+    let (mut main, _) = h.connect().await?;
+    let helper_token = token_of(&h.host.register_agent(AgentId::new("helper-1"))?)?;
+    let mut helper = FakeClient::connect(&h.socket()).await?;
+    helper.send(hello(&helper_token)).await?;
+    assert_eq!(helper.recv().await?["type"], "welcome");
+    assert!(
+        matches!(h.event().await?, BridgeEvent::Connected { agent, .. } if agent.as_str() == "helper-1")
+    );
+
+    main.send(json!({"type": "event", "name": "turn_end", "data": {
+        "turn_index": 1,
+        "usage": {"input": 11, "output": 7, "cache_read": 0, "cache_write": 0, "total_tokens": 18, "cost": 0.25},
+        "context_usage": {"tokens": 18, "context_window": 128000, "percent": 0.0140625}}}))
+        .await?;
+    helper
+        .send(json!({"type": "event", "name": "message_end", "data": {
+            "provider": "unipi-scripted", "model": "scripted-test", "stop_reason": "stop",
+            "usage": {"input": 3, "output": 2, "cost": 0.5}}}))
+        .await?;
+    main.send(json!({"type": "event", "name": "turn_start", "data": {"turn_index": 2}}))
+        .await?;
+    // A known event with a payload that does not decode is kept, untyped.
+    main.send(json!({"type": "event", "name": "queue_update", "data": {"pending": "yes"}}))
+        .await?;
+
+    let mut got = Vec::new();
+    for _ in 0..4 {
+        match h.event().await? {
+            BridgeEvent::Pi { agent, event } => got.push((agent.to_string(), event)),
+            other => bail!("expected a Pi event, got {other:?}"),
+        }
+    }
+    got.sort_by_key(|(agent, event)| (agent.clone(), event.name().to_string()));
+    let (agent, event) = &got[0];
+    assert_eq!(agent, "helper-1");
+    let PiEvent::MessageEnd(message) = event else {
+        bail!("expected MessageEnd, got {event:?}");
+    };
+    assert_eq!(message.model.as_deref(), Some("scripted-test"));
+    assert_eq!((message.usage.input, message.usage.output), (3, 2));
+    assert!((message.usage.cost - 0.5).abs() < f64::EPSILON);
+
+    assert!(got[1..].iter().all(|(agent, _)| agent == "main"), "{got:?}");
+    let main_events: Vec<&PiEvent> = got[1..].iter().map(|(_, event)| event).collect();
+    let turn_end = main_events
+        .iter()
+        .find_map(|event| match event {
+            PiEvent::TurnEnd(turn) => Some(turn),
+            _ => None,
+        })
+        .context("no TurnEnd")?;
+    assert_eq!(turn_end.turn_index, 1);
+    assert_eq!(turn_end.usage.map(|u| u.total_tokens), Some(18));
+    let context = turn_end.context_usage.context("no context usage")?;
+    assert_eq!(
+        (context.tokens, context.context_window),
+        (Some(18), 128_000)
+    );
+    assert!(main_events.iter().any(
+        |event| matches!(event, PiEvent::Other { name, data } if name == "turn_start" && data["turn_index"] == 2)
+    ));
+    assert!(
+        main_events
+            .iter()
+            .any(|event| matches!(event, PiEvent::Other { name, .. } if name == "queue_update"))
+    );
+
+    // The bus saw the connections and the same events.
+    let mut bus_pi_events = 0;
+    let mut bus_connects = 0;
+    while let Ok(Ok(event)) = tokio::time::timeout(Duration::from_millis(200), bus.recv()).await {
+        match event {
+            BusEvent::Pi { .. } => bus_pi_events += 1,
+            BusEvent::AgentConnected { pi_version, .. } => {
+                assert_eq!(pi_version, "test-1.0");
+                bus_connects += 1;
+            }
+            _ => {}
+        }
+    }
+    assert_eq!((bus_connects, bus_pi_events), (2, 4));
+    Ok(())
+}
+
+// --- tool calls -----------------------------------------------------------------------------
+
+#[tokio::test]
+async fn a_tool_call_round_trips_through_the_module() -> anyhow::Result<()> {
+    let mut h = harness().await?;
+    let (mut client, _) = h.connect().await?;
+    let lines = client.call_tool(7, "t_echo", json!({"text": "hi"})).await?;
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    let result = &lines[0];
+    assert_eq!(result["is_error"], false);
+    assert_eq!(text_of(result), "echo:hi");
+    assert_eq!(
+        result["details"],
+        json!({"agent": "main", "call_id": "call-7"})
+    );
+    assert_eq!(*h.seen.args.lock().unwrap(), [json!({"text": "hi"})]);
+    Ok(())
+}
+
+#[tokio::test]
+async fn handler_errors_and_panics_become_error_results_and_the_session_goes_on()
+-> anyhow::Result<()> {
+    let mut h = harness().await?;
+    let (mut client, _) = h.connect().await?;
+
+    let failed = client.call_tool(1, "t_fail", json!({})).await?;
+    assert_eq!(failed[0]["is_error"], true);
+    assert_eq!(text_of(&failed[0]), "the probe failed on purpose");
+
+    let panicked = client.call_tool(2, "t_panic", json!({})).await?;
+    assert_eq!(panicked[0]["is_error"], true);
+    let text = text_of(&panicked[0]);
+    assert!(
+        text.contains("panicked") && text.contains("probe panic") && text.contains("`probe`"),
+        "{text}"
+    );
+    h.fault("panicked").await?;
+
+    let unknown = client.call_tool(3, "t_nothing", json!({})).await?;
+    assert_eq!(unknown[0]["is_error"], true);
+    assert!(text_of(&unknown[0]).contains("no tool named `t_nothing`"));
+
+    client.echo_works(4).await
+}
+
+#[tokio::test]
+async fn a_call_past_its_timeout_is_failed_and_the_module_is_cancelled() -> anyhow::Result<()> {
+    let mut h = harness().await?;
+    let (mut client, _) = h.connect().await?;
+    let started = Instant::now();
+    let lines = client.call_tool(1, "t_slow", json!({})).await?;
+    let elapsed = started.elapsed();
+    assert!(
+        elapsed >= Duration::from_millis(300) && elapsed < Duration::from_secs(3),
+        "answered after {elapsed:?}"
+    );
+    assert_eq!(lines[0]["is_error"], true);
+    assert!(
+        text_of(&lines[0]).contains("did not finish within 0.3 s"),
+        "{}",
+        lines[0]
+    );
+    // The module saw its cancel token fire before it was dropped.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(h.seen.cancellations.load(Ordering::SeqCst), 1);
+    client.echo_works(2).await
+}
+
+#[tokio::test]
+async fn tool_cancel_reaches_the_module() -> anyhow::Result<()> {
+    let mut h = harness().await?;
+    let (mut client, _) = h.connect().await?;
+    client
+        .send(json!({"type": "tool_call", "id": 5, "tool": "t_wait_cancel", "call_id": "c", "args": {}}))
+        .await?;
+    // Nothing comes back while the module waits.
+    assert!(
+        tokio::time::timeout(Duration::from_millis(200), client.recv())
+            .await
+            .is_err()
+    );
+    client.send(json!({"type": "tool_cancel", "id": 5})).await?;
+    let result = client.recv().await?;
+    assert_eq!(result["type"], "tool_result");
+    assert_eq!(result["id"], 5);
+    assert_eq!(result["is_error"], true);
+    assert_eq!(text_of(&result), "saw the cancellation");
+    assert_eq!(h.seen.cancellations.load(Ordering::SeqCst), 1);
+    // A cancel for a finished call is harmless.
+    client.send(json!({"type": "tool_cancel", "id": 5})).await?;
+    client.echo_works(6).await
+}
+
+#[tokio::test]
+async fn streaming_updates_arrive_before_the_result() -> anyhow::Result<()> {
+    let mut h = harness().await?;
+    let (mut client, _) = h.connect().await?;
+    let lines = client.call_tool(9, "t_stream", json!({})).await?;
+    let kinds: Vec<(String, String)> = lines
+        .iter()
+        .map(|line| {
+            (
+                line["type"].as_str().unwrap_or_default().to_string(),
+                text_of(line),
+            )
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("tool_update".into(), "step 1".into()),
+            ("tool_update".into(), "step 2".into()),
+            ("tool_update".into(), "step 3".into()),
+            ("tool_result".into(), "streamed".into()),
+        ]
+    );
+    assert!(lines.iter().all(|line| line["id"] == 9));
+    Ok(())
+}
+
+// --- host calls, commands, completions, declarations ----------------------------------------
+
+#[tokio::test]
+async fn host_calls_round_trip_time_out_and_report_remote_errors() -> anyhow::Result<()> {
+    let mut h = harness().await?;
+    let main = AgentId::main();
+    assert_eq!(
+        h.host.call(&main, HostCall::GetContextUsage).await,
+        Err(BridgeError::NotConnected {
+            agent: main.clone()
+        })
+    );
+    let (mut client, _) = h.connect().await?;
+
+    // Round trip.
+    let host = h.host.clone();
+    let pending = tokio::spawn({
+        let main = main.clone();
+        async move {
+            host.call(
+                &main,
+                HostCall::SetModel {
+                    provider: "unipi-scripted".into(),
+                    id: "second".into(),
+                },
+            )
+            .await
+        }
+    });
+    let call = client.recv().await?;
+    assert_eq!(call["type"], "call");
+    assert_eq!(call["method"], "set_model");
+    assert_eq!(
+        call["params"],
+        json!({"provider": "unipi-scripted", "id": "second"})
+    );
+    client
+        .send(json!({"type": "call_result", "id": call["id"], "ok": true, "value": true}))
+        .await?;
+    assert_eq!(pending.await?, Ok(json!(true)));
+
+    // A remote error.
+    let host = h.host.clone();
+    let pending = tokio::spawn({
+        let main = main.clone();
+        async move { host.call(&main, HostCall::SetFooter { hidden: true }).await }
+    });
+    let call = client.recv().await?;
+    assert_eq!(call["params"], json!({"hidden": true}));
+    client
+        .send(json!({"type": "call_result", "id": call["id"], "ok": false,
+                     "error": {"code": "unsupported", "message": "this Pi cannot replace its footer"}}))
+        .await?;
+    assert_eq!(
+        pending.await?,
+        Err(BridgeError::Remote {
+            method: "set_footer",
+            code: "unsupported".into(),
+            message: "this Pi cannot replace its footer".into(),
+        })
+    );
+
+    // A timeout, then the late answer is refused as unknown.
+    let timed_out = h
+        .host
+        .call_with_timeout(&main, HostCall::ListModels, Duration::from_millis(200))
+        .await;
+    assert!(
+        matches!(
+            timed_out,
+            Err(BridgeError::Timeout {
+                method: "list_models",
+                ..
+            })
+        ),
+        "{timed_out:?}"
+    );
+    let call = client.recv().await?;
+    assert_eq!(call["method"], "list_models");
+    client
+        .send(json!({"type": "call_result", "id": call["id"], "ok": true, "value": []}))
+        .await?;
+    let refusal = client.recv().await?;
+    assert_eq!(refusal["type"], "error");
+    assert_eq!(refusal["code"], "unknown_id");
+
+    // A disconnect fails the pending call.
+    let host = h.host.clone();
+    let pending = tokio::spawn({
+        let main = main.clone();
+        async move { host.call(&main, HostCall::GetActiveTools).await }
+    });
+    let _ = client.recv().await?;
+    drop(client);
+    assert!(matches!(
+        pending.await?,
+        Err(BridgeError::Disconnected {
+            method: "get_active_tools",
+            ..
+        })
+    ));
+    Ok(())
+}
+
+#[tokio::test]
+async fn commands_go_to_the_app_and_completions_come_from_the_module() -> anyhow::Result<()> {
+    let mut h = harness().await?;
+    let (mut client, _) = h.connect().await?;
+
+    client
+        .send(json!({"type": "command", "id": 1, "name": "unipi:probe", "args": "now"}))
+        .await?;
+    match h.event().await? {
+        BridgeEvent::Command {
+            agent,
+            name,
+            args,
+            reply,
+        } => {
+            assert_eq!(
+                (agent.as_str(), name.as_str(), args.as_str()),
+                ("main", "unipi:probe", "now")
+            );
+            let _ = reply.send(CommandReply::Notify {
+                message: "probed".into(),
+                level: NotifyLevel::Warning,
+            });
+        }
+        other => bail!("expected Command, got {other:?}"),
+    }
+    assert_eq!(
+        client.recv().await?,
+        json!({"type": "command_result", "id": 1, "ok": true, "message": "probed", "level": "warning"})
+    );
+
+    // The app drops the reply: Pi is told it was not handled.
+    client
+        .send(json!({"type": "command", "id": 2, "name": "unipi:probe", "args": ""}))
+        .await?;
+    drop(h.event().await?);
+    let result = client.recv().await?;
+    assert_eq!(result["ok"], false);
+    assert!(
+        result["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("not handled")
+    );
+
+    // An undeclared command never reaches the app.
+    client
+        .send(json!({"type": "command", "id": 3, "name": "unipi:nope", "args": ""}))
+        .await?;
+    let result = client.recv().await?;
+    assert_eq!(
+        (result["id"].clone(), result["ok"].clone()),
+        (json!(3), json!(false))
+    );
+
+    // Completions: the static ones that match, then the module's.
+    let cases = [
+        ("", json!(["alpha", "beta", "gamma"])),
+        ("b", json!(["beta"])),
+        ("g", json!(["gamma"])),
+        ("z", json!([])),
+    ];
+    for (n, (prefix, expected)) in cases.into_iter().enumerate() {
+        client
+            .send(json!({"type": "complete", "id": 10 + n, "command": "unipi:probe", "prefix": prefix}))
+            .await?;
+        let result = client.recv().await?;
+        assert_eq!(result["type"], "complete_result");
+        let values: Vec<Value> = result["items"]
+            .as_array()
+            .context("no items")?
+            .iter()
+            .map(|item| item["value"].clone())
+            .collect();
+        assert_eq!(json!(values), expected, "prefix {prefix:?}");
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn redeclare_reaches_connected_clients() -> anyhow::Result<()> {
+    let mut h = harness().await?;
+    let (mut client, _) = h.connect().await?;
+    h.registry.register(Arc::new(Late))?;
+    h.host.redeclare().await;
+    let declare = client.recv().await?;
+    assert_eq!(declare["type"], "declare");
+    let tools = declare["declarations"]["tools"]
+        .as_array()
+        .context("no tools")?;
+    assert!(
+        tools.iter().any(|tool| tool["name"] == "t_late"),
+        "{declare}"
+    );
+    Ok(())
+}
+
+// --- bad input ------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn bad_input_before_hello_is_refused_and_the_host_goes_on() -> anyhow::Result<()> {
+    let mut h = harness().await?;
+    let good = h.token.clone();
+    let mut oversize = vec![b'x'; 70 * 1024];
+    oversize.push(b'\n');
+    let with = |fields: Value| {
+        let mut message = hello(&good);
+        for (key, value) in fields.as_object().cloned().unwrap_or_default() {
+            if value.is_null() {
+                message.as_object_mut().map(|m| m.remove(&key));
+            } else {
+                message[key] = value;
+            }
+        }
+        format!("{message}\n").into_bytes()
+    };
+    // (what, bytes sent, expected error code)
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        (
+            "malformed JSON",
+            b"{\"type\": \"hello\",\n".to_vec(),
+            "malformed_json",
+        ),
+        (
+            "invalid UTF-8",
+            b"{\"type\":\"hello\",\"token\":\"\xff\xfe\"}\n".to_vec(),
+            "invalid_utf8",
+        ),
+        (
+            "unknown type",
+            b"{\"type\":\"greetings\"}\n".to_vec(),
+            "unknown_type",
+        ),
+        ("oversize line", oversize, "line_too_long"),
+        (
+            "message before hello",
+            b"{\"type\":\"event\",\"name\":\"agent_start\"}\n".to_vec(),
+            "not_authenticated",
+        ),
+        ("missing token", with(json!({"token": null})), "bad_token"),
+        (
+            "wrong token",
+            with(json!({"token": "0".repeat(64)})),
+            "bad_token",
+        ),
+        (
+            "protocol mismatch",
+            with(json!({"protocol": 99})),
+            "protocol_mismatch",
+        ),
+        (
+            "no protocol",
+            with(json!({"protocol": null})),
+            "protocol_mismatch",
+        ),
+        ("not an object", b"[\"hello\"]\n".to_vec(), "bad_message"),
+    ];
+    for (what, bytes, code) in cases {
+        let mut client = FakeClient::connect(&h.socket()).await?;
+        client.send_raw(&bytes).await?;
+        let refusal = client.recv().await.with_context(|| what.to_string())?;
+        assert_eq!(refusal["type"], "error", "{what}: {refusal}");
+        assert_eq!(refusal["code"], code, "{what}: {refusal}");
+        assert!(
+            refusal["message"].as_str().is_some_and(|m| !m.is_empty()),
+            "{what}: {refusal}"
+        );
+        client
+            .expect_closed()
+            .await
+            .with_context(|| what.to_string())?;
+        if what == "protocol mismatch" {
+            let message = refusal["message"].as_str().unwrap_or_default();
+            assert!(
+                message.contains("speaks protocol 99") && message.contains("unipi-tui speaks 1"),
+                "{message}"
+            );
+        }
+    }
+    h.fault("refused").await?;
+    // A refused hello does not use up the token: a good client still gets in.
+    let (mut client, _) = h.connect().await?;
+    client.echo_works(1).await
+}
+
+#[tokio::test]
+async fn a_silent_client_is_dropped_after_the_hello_timeout() -> anyhow::Result<()> {
+    let mut h = harness_with(HostOptions {
+        hello_timeout: Duration::from_millis(200),
+        ..HostOptions::default()
+    })
+    .await?;
+    let mut silent = FakeClient::connect(&h.socket()).await?;
+    let refusal = silent.recv().await?;
+    assert_eq!(refusal["code"], "hello_timeout");
+    silent.expect_closed().await?;
+    let (mut client, _) = h.connect().await?;
+    client.echo_works(1).await
+}
+
+#[tokio::test]
+async fn bad_lines_after_hello_are_answered_and_skipped() -> anyhow::Result<()> {
+    let mut h = harness().await?;
+    let (mut client, _) = h.connect().await?;
+    let mut oversize = vec![b' '; unipi_tui::bridge::protocol::MAX_LINE_BYTES + 1];
+    oversize.push(b'\n');
+    // (what, bytes, expected code)
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("malformed JSON", b"{oops\n".to_vec(), "malformed_json"),
+        ("invalid UTF-8", b"\xc3\x28\n".to_vec(), "invalid_utf8"),
+        (
+            "unknown type",
+            b"{\"type\":\"dance\"}\n".to_vec(),
+            "unknown_type",
+        ),
+        (
+            "missing fields",
+            b"{\"type\":\"tool_call\",\"tool\":\"t_echo\"}\n".to_vec(),
+            "bad_message",
+        ),
+        (
+            "second hello",
+            format!("{}\n", hello(&h.token)).into_bytes(),
+            "bad_message",
+        ),
+        ("oversize line", oversize, "line_too_long"),
+    ];
+    for (what, bytes, code) in cases {
+        client.send_raw(&bytes).await?;
+        let answer = client.recv().await.with_context(|| what.to_string())?;
+        assert_eq!(answer["type"], "error", "{what}: {answer}");
+        assert_eq!(answer["code"], code, "{what}: {answer}");
+    }
+    // Still connected, still working, and nothing was lost in between.
+    client.echo_works(1).await?;
+    assert!(
+        h.host
+            .agent_info(&AgentId::main())
+            .is_some_and(|info| info.connected)
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_second_concurrent_connection_is_refused() -> anyhow::Result<()> {
+    let mut h = harness().await?;
+    let (mut first, _) = h.connect().await?;
+    let mut second = FakeClient::connect(&h.socket()).await?;
+    second.send(hello(&h.token)).await?;
+    let refusal = second.recv().await?;
+    assert_eq!(refusal["code"], "token_in_use", "{refusal}");
+    second.expect_closed().await?;
+    first.echo_works(1).await
+}
+
+#[tokio::test]
+async fn the_same_process_reconnects_after_goodbye_or_a_crash() -> anyhow::Result<()> {
+    let mut h = harness().await?;
+
+    // `/reload`: goodbye, acknowledged, and the token is free again at once.
+    let (mut first, _) = h.connect().await?;
+    first
+        .send(json!({"type": "goodbye", "reason": "reload"}))
+        .await?;
+    assert_eq!(
+        first.recv().await?,
+        json!({"type": "goodbye", "reason": "reload"})
+    );
+    // The app sees the old connection end before the new one starts.
+    match h.event().await? {
+        BridgeEvent::Disconnected { agent, reason } => {
+            assert_eq!(agent, AgentId::main());
+            assert_eq!(reason, DisconnectReason::Goodbye("reload".into()));
+            assert!(reason.expects_reconnect());
+        }
+        other => bail!("expected Disconnected, got {other:?}"),
+    }
+    let (mut second, _) = h.connect().await?;
+    second.echo_works(1).await?;
+
+    // A crash: the socket just closes.
+    drop(second);
+    match h.event().await? {
+        BridgeEvent::Disconnected { reason, .. } => assert_eq!(reason, DisconnectReason::Closed),
+        other => bail!("expected Disconnected, got {other:?}"),
+    }
+    let (mut third, _) = h.connect().await?;
+    third.echo_works(2).await
+}
+
+#[tokio::test]
+async fn a_token_first_used_by_one_process_is_refused_to_another() -> anyhow::Result<()> {
+    let mut h = harness().await?;
+    // This process uses the token first, then closes.
+    let (client, _) = h.connect().await?;
+    drop(client);
+    assert!(matches!(h.event().await?, BridgeEvent::Disconnected { .. }));
+
+    // Another process presents the same token.
+    let answer = hello_from_another_process(&h.socket(), &h.token).await?;
+    assert_eq!(answer["type"], "error", "{answer}");
+    assert_eq!(answer["code"], "token_reused", "{answer}");
+
+    // The rightful process still gets in.
+    let (mut client, _) = h.connect().await?;
+    client.echo_works(1).await
+}
+
+#[tokio::test]
+async fn unregistering_an_agent_closes_it_and_voids_its_token() -> anyhow::Result<()> {
+    let mut h = harness().await?;
+    let (mut client, _) = h.connect().await?;
+    h.host.unregister_agent(&AgentId::main());
+    client.expect_closed().await?;
+    assert!(matches!(
+        h.event().await?,
+        BridgeEvent::Disconnected {
+            reason: DisconnectReason::Revoked,
+            ..
+        }
+    ));
+    let mut again = FakeClient::connect(&h.socket()).await?;
+    again.send(hello(&h.token)).await?;
+    assert_eq!(again.recv().await?["code"], "bad_token");
+    Ok(())
+}
+
+// --- runtime directory ----------------------------------------------------------------------
+
+#[tokio::test]
+async fn the_runtime_dir_is_private_and_removed_on_shutdown() -> anyhow::Result<()> {
+    let mut h = harness().await?;
+    let dir = h.host.runtime_dir().to_path_buf();
+    assert_eq!(std::fs::metadata(&dir)?.mode() & 0o777, 0o700);
+    assert_eq!(h.socket(), dir.join("bridge.sock"));
+    assert!(h.socket().exists());
+    let env = h.host.register_agent(AgentId::new("helper"))?;
+    assert!(env.contains(&("UNIPI_TUI_SOCKET".into(), h.socket().display().to_string())));
+    assert!(env.contains(&("UNIPI_TUI_AGENT".into(), "helper".into())));
+
+    let (mut client, _) = h.connect().await?;
+    let mut bus = h.registry.bus().subscribe();
+    h.host.clone().shutdown().await;
+    assert_eq!(client.recv().await?["type"], "goodbye");
+    client.expect_closed().await?;
+    assert!(matches!(
+        h.event().await?,
+        BridgeEvent::Disconnected {
+            reason: DisconnectReason::HostShutdown,
+            ..
+        }
+    ));
+    assert!(matches!(
+        bus.recv().await,
+        Ok(BusEvent::AgentDisconnected {
+            reason: DisconnectReason::HostShutdown,
+            ..
+        })
+    ));
+    assert!(!dir.exists(), "{} survived shutdown", dir.display());
+    assert!(UnixStream::connect(h.socket()).await.is_err());
+    Ok(())
+}
+
+#[tokio::test]
+async fn dropping_the_last_handle_removes_the_runtime_dir() -> anyhow::Result<()> {
+    let h = harness().await?;
+    let dir = h.host.runtime_dir().to_path_buf();
+    assert!(dir.exists());
+    drop(h.host);
+    assert!(!dir.exists(), "{} survived the drop", dir.display());
+    Ok(())
+}
+
+// --- helpers --------------------------------------------------------------------------------
+
+/// Sends a hello from a separate process (Node, which the Pi tests need anyway) and returns the
+/// host's first answer.
+async fn hello_from_another_process(socket: &Path, token: &str) -> anyhow::Result<Value> {
+    const SCRIPT: &str = r#"
+const net = require("net");
+const socket = net.createConnection(process.argv[1]);
+let buffered = "";
+socket.setEncoding("utf8");
+socket.on("connect", () => socket.write(JSON.stringify({type: "hello", token: process.argv[2], protocol: 1, pi_version: "intruder"}) + "\n"));
+socket.on("data", (chunk) => { buffered += chunk; });
+socket.on("close", () => { process.stdout.write(buffered.split("\n")[0]); });
+"#;
+    let output = tokio::time::timeout(
+        WAIT,
+        tokio::process::Command::new(node_binary())
+            .arg("-e")
+            .arg(SCRIPT)
+            .arg(socket)
+            .arg(token)
+            .output(),
+    )
+    .await
+    .context("the other process did not finish")??;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    serde_json::from_str(&stdout).with_context(|| {
+        format!(
+            "the other process printed {stdout:?} (stderr {:?})",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    })
+}
+
+fn node_binary() -> PathBuf {
+    let pinned = Path::new(env!("CARGO_MANIFEST_DIR")).join(".test-deps/node/bin/node");
+    if pinned.exists() {
+        pinned
+    } else {
+        PathBuf::from("node")
+    }
+}
