@@ -48,6 +48,12 @@ const IDLE_WINDOW: Duration = Duration::from_secs(5);
 fn main() -> ExitCode {
     // cargo passes `--bench` under `cargo bench`; `cargo test --all-targets` runs us without it.
     let full = std::env::args().any(|arg| arg == "--bench");
+    if !full {
+        eprintln!(
+            "pane bench: smoke run (checks the harness; figures mean nothing here): run \
+             `cargo bench --bench pane` for the real ones"
+        );
+    }
     match run(if full { Plan::FULL } else { Plan::SMOKE }) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
@@ -69,7 +75,7 @@ struct Plan {
 impl Plan {
     const FULL: Plan = Plan {
         stream_bytes: 64_000_000,
-        runs: 3,
+        runs: 5,
         tmux: true,
         idle_and_memory: true,
     };
@@ -93,6 +99,7 @@ fn run(plan: Plan) -> Result<()> {
         eprintln!("keeping {}", dir.path().display());
     }
     let bench = Bench::new(bin, dir.path())?;
+    let load_before = load_average();
     let stream_path = dir.path().join("stream.ans");
     let stream_len = write_file(&stream_path, |out| write_stream(out, plan.stream_bytes))?;
     let mb = stream_len as f64 / 1e6;
@@ -106,42 +113,11 @@ fn run(plan: Plan) -> Result<()> {
     let bare = median_of(plan.runs, || Ok(time_bare_vt100(&stream)))?;
     drop(stream);
 
-    let cat = bench.script("cat-stream", &format!("exec cat {}", quote(&stream_path)))?;
-    let mut workbench_runs = Vec::new();
-    for _ in 0..plan.runs {
-        let run = bench.time_workbench(&cat)?;
-        eprintln!(
-            "  unipi-tui: {:.2} s wall, {:.2} s CPU (workbench + cat), {} bytes drawn, peak RSS \
-             {:.1} MB",
-            run.wall.as_secs_f64(),
-            run.cpu_secs,
-            run.drawn_bytes,
-            run.peak_rss_kb as f64 / 1024.0
-        );
-        workbench_runs.push(run);
+    let tmux_version = if plan.tmux { tmux_version() } else { None };
+    if plan.tmux && tmux_version.is_none() {
+        eprintln!("tmux not found: no comparison");
     }
-    workbench_runs.sort_by_key(|run| run.wall);
-    let workbench = &workbench_runs[workbench_runs.len() / 2];
-
-    let tmux = if plan.tmux {
-        tmux_version().map(|version| -> Result<(String, TmuxRun)> {
-            let mut runs = Vec::new();
-            for _ in 0..plan.runs {
-                let run = time_tmux(&stream_path)?;
-                eprintln!(
-                    "  {version}: {:.2} s wall, {:.2} s CPU (server)",
-                    run.wall.as_secs_f64(),
-                    run.server_cpu_secs
-                );
-                runs.push(run);
-            }
-            runs.sort_by_key(|run| run.wall);
-            Ok((version, runs.swap_remove(runs.len() / 2)))
-        })
-    } else {
-        None
-    };
-    let tmux = tmux.transpose()?;
+    let throughput = bench.throughput(&stream_path, plan.runs, tmux_version)?;
 
     let (idle, memory) = if plan.idle_and_memory {
         (
@@ -153,11 +129,11 @@ fn run(plan: Plan) -> Result<()> {
     };
 
     print_table(&Figures {
+        load: (load_before, load_average()),
         mb,
         emulator,
         bare,
-        workbench,
-        tmux: tmux.as_ref(),
+        throughput: &throughput,
         idle: idle.as_ref(),
         memory: memory.as_ref(),
     });
@@ -185,11 +161,22 @@ fn workbench_binary() -> Result<PathBuf> {
 // ---------------------------------------------------------------------------------------------
 // The measurements.
 
+/// The median runs and the median ratios of the interleaved pairs.
+struct Throughput {
+    workbench: WorkbenchRun,
+    /// tmux's version and median run.
+    tmux: Option<(String, TmuxRun)>,
+    ratio: Option<Ratio>,
+}
+
 struct WorkbenchRun {
     wall: Duration,
-    /// User + system time of the workbench and its child (the `cat`), from our children's
-    /// accumulated times once the workbench is reaped.
+    /// User + system time of the workbench alone: our children's accumulated times once it is
+    /// reaped, less what its child (the script and its `cat`) reported.
     cpu_secs: f64,
+    /// User + system time of the `cat` writing the stream into the PTY (the kernel's side of
+    /// the PTY is charged to the writer).
+    writer_cpu_secs: f64,
     /// Bytes the workbench drew into the outer terminal.
     drawn_bytes: u64,
     /// VmHWM as last read before the workbench exited: what a flood costs in memory (output
@@ -199,7 +186,16 @@ struct WorkbenchRun {
 
 struct TmuxRun {
     wall: Duration,
-    server_cpu_secs: f64,
+    /// User + system time of the tmux server.
+    cpu_secs: f64,
+    writer_cpu_secs: f64,
+}
+
+/// unipi-tui over tmux in one interleaved pair of runs.
+#[derive(Clone, Copy)]
+struct Ratio {
+    wall: f64,
+    cpu: f64,
 }
 
 struct IdleFigure {
@@ -258,8 +254,58 @@ impl Bench {
         Outer::spawn(&self.bin, &args, &self.env, &self.dir)
     }
 
-    /// Wall time from spawning the workbench to its exit, the child printing the stream.
-    fn time_workbench(&self, script: &Path) -> Result<WorkbenchRun> {
+    /// The stream through the workbench `runs` times and, when `tmux` names a version, through
+    /// tmux after each: interleaved, so both see the same background load on a shared machine.
+    fn throughput(&self, stream: &Path, runs: usize, tmux: Option<String>) -> Result<Throughput> {
+        let workbench_times = self.dir.join("writer-times-unipi");
+        let tmux_times = self.dir.join("writer-times-tmux");
+        let cat = self.script(
+            "cat-stream",
+            &format!("cat {}\ntimes > {}", quote(stream), quote(&workbench_times)),
+        )?;
+        let mut workbench_runs = Vec::new();
+        let mut tmux_runs = Vec::new();
+        let mut ratios = Vec::new();
+        for _ in 0..runs {
+            let run = self.time_workbench(&cat, &workbench_times)?;
+            eprintln!(
+                "  unipi-tui: {:.2} s wall, CPU {:.2} s (cat {:.2} s), {} bytes drawn, peak RSS \
+                 {:.1} MiB",
+                run.wall.as_secs_f64(),
+                run.cpu_secs,
+                run.writer_cpu_secs,
+                run.drawn_bytes,
+                run.peak_rss_kb as f64 / 1024.0
+            );
+            if let Some(version) = &tmux {
+                let other = time_tmux(stream, &tmux_times)?;
+                eprintln!(
+                    "  {version}: {:.2} s wall, CPU {:.2} s (cat {:.2} s)",
+                    other.wall.as_secs_f64(),
+                    other.cpu_secs,
+                    other.writer_cpu_secs
+                );
+                ratios.push(Ratio {
+                    wall: run.wall.as_secs_f64() / other.wall.as_secs_f64(),
+                    cpu: run.cpu_secs / other.cpu_secs.max(f64::EPSILON),
+                });
+                tmux_runs.push(other);
+            }
+            workbench_runs.push(run);
+        }
+        Ok(Throughput {
+            workbench: median_by_wall(workbench_runs, |run| run.wall)
+                .context("no unipi-tui run was made")?,
+            tmux: tmux.zip(median_by_wall(tmux_runs, |run| run.wall)),
+            ratio: median_ratio(&ratios),
+        })
+    }
+
+    /// Wall time from spawning the workbench to its exit, the child printing the stream and
+    /// leaving the shell's `times` in `writer_times`.
+    fn time_workbench(&self, script: &Path, writer_times: &Path) -> Result<WorkbenchRun> {
+        // A run that never got to write its times must not read the last run's.
+        let _ = std::fs::remove_file(writer_times);
         let cpu_before = children_cpu_secs()?;
         let start = Instant::now();
         let mut outer = self.spawn(script)?;
@@ -272,9 +318,11 @@ impl Bench {
                 self.dir.join("state").display()
             );
         }
+        let writer_cpu_secs = shell_children_cpu_secs(writer_times)?;
         Ok(WorkbenchRun {
             wall,
-            cpu_secs: children_cpu_secs()? - cpu_before,
+            cpu_secs: children_cpu_secs()? - cpu_before - writer_cpu_secs,
+            writer_cpu_secs,
             drawn_bytes: outer.drawn_bytes(),
             peak_rss_kb: outer.peak_rss_kb,
         })
@@ -370,7 +418,8 @@ fn time_bare_vt100(stream: &[u8]) -> Duration {
 
 /// tmux consuming the same stream in a detached 120x40 session: from starting the server to the
 /// shell signalling that `cat` is done.
-fn time_tmux(stream: &Path) -> Result<TmuxRun> {
+fn time_tmux(stream: &Path, writer_times: &Path) -> Result<TmuxRun> {
+    let _ = std::fs::remove_file(writer_times);
     // A fresh server per run: the last one may still be shutting down on its socket.
     static RUNS: AtomicU64 = AtomicU64::new(0);
     let run = RUNS.fetch_add(1, Ordering::Relaxed);
@@ -378,8 +427,9 @@ fn time_tmux(stream: &Path) -> Result<TmuxRun> {
     // The shell stays alive after signalling, so the server is still there to ask for its CPU
     // time; `kill-server` ends it.
     let command = format!(
-        "cat {}; tmux -L {socket} wait-for -S done; exec sleep 120",
-        quote(stream)
+        "cat {}; times > {}; tmux -L {socket} wait-for -S done; exec sleep 120",
+        quote(stream),
+        quote(writer_times)
     );
     let start = Instant::now();
     let started = tmux(
@@ -408,7 +458,8 @@ fn time_tmux(stream: &Path) -> Result<TmuxRun> {
     let _ = tmux(&socket, &["kill-server"]);
     Ok(TmuxRun {
         wall,
-        server_cpu_secs: server_cpu?,
+        cpu_secs: server_cpu?,
+        writer_cpu_secs: shell_children_cpu_secs(writer_times)?,
     })
 }
 
@@ -447,15 +498,35 @@ fn median_of(runs: usize, mut measure: impl FnMut() -> Result<Duration>) -> Resu
     Ok(times[times.len() / 2])
 }
 
+/// The median of each ratio over the pairs (`None` without tmux runs).
+fn median_ratio(ratios: &[Ratio]) -> Option<Ratio> {
+    let median = |mut values: Vec<f64>| {
+        values.sort_by(f64::total_cmp);
+        values.get(values.len() / 2).copied()
+    };
+    Some(Ratio {
+        wall: median(ratios.iter().map(|r| r.wall).collect())?,
+        cpu: median(ratios.iter().map(|r| r.cpu).collect())?,
+    })
+}
+
+/// The run with the median wall time.
+fn median_by_wall<T>(mut runs: Vec<T>, wall: impl Fn(&T) -> Duration) -> Option<T> {
+    runs.sort_by_key(|run| wall(run));
+    let middle = runs.len() / 2;
+    (middle < runs.len()).then(|| runs.swap_remove(middle))
+}
+
 // ---------------------------------------------------------------------------------------------
 // The table.
 
 struct Figures<'a> {
+    /// The load average before and after: figures taken on a busy machine say so.
+    load: (String, String),
     mb: f64,
     emulator: Duration,
     bare: Duration,
-    workbench: &'a WorkbenchRun,
-    tmux: Option<&'a (String, TmuxRun)>,
+    throughput: &'a Throughput,
     idle: Option<&'a IdleFigure>,
     memory: Option<&'a MemoryFigure>,
 }
@@ -471,39 +542,52 @@ fn print_table(f: &Figures<'_>) {
         f.mb,
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
+    println!("load average {} before, {} after", f.load.0, f.load.1);
     row("figure", "value".into(), "target".into());
+    let mib = |kb: u64| kb as f64 / 1024.0;
     row(
         "throughput, unipi-tui end to end",
         format!(
             "{:.1} MB/s ({:.2} s, CPU {:.2} s)",
-            rate(f.workbench.wall),
-            f.workbench.wall.as_secs_f64(),
-            f.workbench.cpu_secs
+            rate(f.throughput.workbench.wall),
+            f.throughput.workbench.wall.as_secs_f64(),
+            f.throughput.workbench.cpu_secs
         ),
         String::new(),
     );
-    if let Some((version, tmux)) = f.tmux {
+    if let Some((version, tmux)) = &f.throughput.tmux {
         row(
             &format!("throughput, {version}"),
             format!(
                 "{:.1} MB/s ({:.2} s, CPU {:.2} s)",
                 rate(tmux.wall),
                 tmux.wall.as_secs_f64(),
-                tmux.server_cpu_secs
+                tmux.cpu_secs
             ),
             String::new(),
         );
-        let ratio = f.workbench.wall.as_secs_f64() / tmux.wall.as_secs_f64();
+    }
+    if let Some(ratio) = f.throughput.ratio {
         row(
-            "  unipi-tui time / tmux time",
-            format!("{ratio:.2}"),
-            verdict(ratio <= 0.5, "<= 0.50"),
+            "  unipi-tui / tmux, wall time",
+            format!("{:.2} (median of the pairs)", ratio.wall),
+            verdict(ratio.wall <= 0.5, "<= 0.50"),
+        );
+        row(
+            "  unipi-tui / tmux, CPU time",
+            format!("{:.2}", ratio.cpu),
+            String::new(),
         );
     }
     row(
+        "  peak memory during the flood",
+        format!("VmHWM {:.1} MiB", mib(f.throughput.workbench.peak_rss_kb)),
+        String::new(),
+    );
+    row(
         "emulator alone (Emulator::process)",
         format!("{:.1} MB/s", rate(f.emulator)),
-        "~180 MB/s".into(),
+        "(reference)".into(),
     );
     row(
         "bare vt100 (no scrollback)",
@@ -518,20 +602,19 @@ fn print_table(f: &Figures<'_>) {
         );
         row(
             "memory, one screenful",
-            format!("VmRSS {:.1} MB", idle.rss_kb as f64 / 1024.0),
+            format!("VmRSS {:.1} MiB", mib(idle.rss_kb)),
             String::new(),
         );
     }
     if let Some(memory) = f.memory {
-        let mib = |kb: u64| kb as f64 / 1024.0;
         row(
             "memory, full 10,000-row scrollback",
             format!(
-                "VmRSS {:.1} MB, VmHWM {:.1} MB",
+                "VmRSS {:.1} MiB, VmHWM {:.1} MiB",
                 mib(memory.rss_kb),
                 mib(memory.hwm_kb)
             ),
-            verdict(mib(memory.hwm_kb) < 30.0, "< 30 MB"),
+            verdict(mib(memory.hwm_kb) < 30.0, "< 30 MiB"),
         );
         row(
             "  (lines printed)",
@@ -764,6 +847,21 @@ fn process_cpu_ticks(pid: i32) -> Result<u64> {
     Ok(fields.0 + fields.1)
 }
 
+/// User + system time of a shell's children, from what its `times` builtin wrote to `path`: the
+/// second line, `<m>m<s>s <m>m<s>s`.
+fn shell_children_cpu_secs(path: &Path) -> Result<f64> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("the stream writer left no times in {}", path.display()))?;
+    let parse = |field: &str| -> Option<f64> {
+        let (minutes, seconds) = field.strip_suffix('s')?.split_once('m')?;
+        Some(minutes.parse::<f64>().ok()? * 60.0 + seconds.parse::<f64>().ok()?)
+    };
+    text.lines()
+        .nth(1)
+        .and_then(|line| line.split_whitespace().map(parse).sum::<Option<f64>>())
+        .with_context(|| format!("unexpected `times` output in {}: {text:?}", path.display()))
+}
+
 /// User + system time of our reaped children and their reaped descendants (fields 16 and 17 of
 /// `/proc/self/stat`).
 fn children_cpu_secs() -> Result<f64> {
@@ -811,6 +909,19 @@ fn context_switches(pid: i32) -> Result<u64> {
             .sum::<u64>();
     }
     Ok(total)
+}
+
+/// The 1, 5 and 15 minute load averages.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg").map_or_else(
+        |_| "unknown".into(),
+        |text| {
+            text.split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" ")
+        },
+    )
 }
 
 /// A `kB` line of `/proc/<pid>/status`.

@@ -167,9 +167,20 @@ fn run_workbench(cli: Cli, split: SplitArgs) -> Result<i32> {
         keyboard_enhancement: std::env::var_os("UNIPI_TUI_DISABLE_KEYBOARD_ENHANCEMENT")
             .is_none_or(|v| v.is_empty() || v == "0"),
         scrollback: crate::pane::history::DEFAULT_CAPACITY,
+        bridge: None,
     };
 
     let outcome: AppOutcome = runtime.block_on(async {
+        // Without the bridge the workbench still runs Pi, with a plainer footer.
+        match crate::app::bridge::start(&bridge_cache_dir()).await {
+            Ok(started) => options.bridge = Some(started),
+            Err(err) => {
+                tracing::error!("bridge unavailable: {err:#}");
+                options
+                    .config_errors
+                    .push(format!("The bridge to Pi could not start: {err:#}"));
+            }
+        }
         // The demo's server and agent dir live exactly as long as the session.
         let _demo = if split.demo {
             Some(crate::demo::prepare(&mut options, cli.scenario.as_deref()).await?)
@@ -200,6 +211,11 @@ fn run_workbench(cli: Cli, split: SplitArgs) -> Result<i32> {
     }
     tracing::info!(code = outcome.code, "unipi-tui exiting");
     Ok(outcome.code)
+}
+
+/// Where the bridge extension is written (next to the pinned Pi).
+fn bridge_cache_dir() -> PathBuf {
+    pi::cache_dir().unwrap_or_else(|| std::env::temp_dir().join("unipi-tui"))
 }
 
 fn describe_exit(exit: crate::pane::pty::ChildExit) -> String {

@@ -93,7 +93,8 @@ impl Workbench {
         self.session
             .wait_for("Pi's prompt with the scripted model", START, |s| {
                 let text = s.contents();
-                text.contains("scripted-e2e") && (text.contains("pi running") || text.contains("○ idle"))
+                text.contains("scripted-e2e")
+                    && (text.contains("pi running") || text.contains("○ idle"))
             })
             .unwrap();
     }
@@ -168,8 +169,9 @@ fn current_pi_fullscreen_reply_multiline_resize_wheel_and_clean_exit() {
             let text = s.contents();
             let rows: Vec<usize> = text
                 .lines()
-                .map(|l| l.chars().filter(|c| *c == 'x').count())
-                .filter(|n| *n > 0)
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && l.chars().all(|c| c == 'x'))
+                .map(|l| l.chars().count())
                 .collect();
             rows.iter().sum::<usize>() == 95 && rows.iter().all(|n| *n < 80)
         })
@@ -264,11 +266,96 @@ fn current_pi_regular_mode_with_modify_other_keys_terminal_and_scrollback() {
     wb.session.wait_for_text("LONG-END", EXIT).unwrap();
 }
 
+/// The last row of the outer screen: the workbench's footer.
+fn footer_row(screen: &vt100::Screen) -> String {
+    screen
+        .contents()
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .to_string()
+}
+
+impl Workbench {
+    /// Runs a Pi slash command (typed, then Enter once Pi's completion menu settled).
+    fn slash(&self, command: &str) {
+        self.session.type_text(command);
+        std::thread::sleep(Duration::from_millis(400));
+        self.session.send(keys::ENTER);
+    }
+
+    /// `/unipi:info` opens the workbench's overlay naming this Pi's version; Esc closes it.
+    fn check_info_overlay(&self, pi_version: &str) {
+        self.slash("/unipi:info");
+        self.session
+            .wait_for("the info overlay with Pi's version", REPLY, |s| {
+                let text = s.contents();
+                text.contains("unipi-tui info")
+                    && text
+                        .lines()
+                        .any(|l| l.contains("Pi ") && l.contains(pi_version))
+                    && text.contains("unipi_info")
+            })
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        self.session.send(b"\x1b");
+        self.session
+            .wait_for("overlay closed", REPLY, |s| {
+                !s.contents().contains("unipi-tui info")
+            })
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn bridge_footer_tool_round_trip_reload_and_info_with_current_pi() {
+    let mut wb = start(PiLine::Current, &[], OuterOptions::default());
+    wb.wait_ready();
+    wb.ask("hello", "SCRIPTED-REPLY: hello from the scripted model");
+    // The native footer shows the model, tokens and cost from the bridge's events; Pi's own
+    // footer (its "(auto)" context line) is gone.
+    wb.session
+        .wait_for("model, tokens and cost in the footer", REPLY, |s| {
+            let footer = footer_row(s);
+            footer.contains("scripted-e2e")
+                && footer.contains('↑')
+                && footer.contains('↓')
+                && footer.contains("$0.0")
+        })
+        .unwrap();
+    assert!(
+        !wb.session.screen_text().contains("(auto)"),
+        "Pi's own footer is still drawn:\n{}",
+        wb.session.screen_text()
+    );
+
+    // A tool declared by the workbench is offered to the model and its call round-trips.
+    wb.ask("which workbench is this?", "ROUNDTRIP-1");
+    // After /reload, Pi re-instantiates the extension; the tool still works.
+    wb.slash("/reload");
+    std::thread::sleep(Duration::from_millis(1500));
+    wb.ask("which workbench now?", "ROUNDTRIP-2");
+    assert!(!wb.session.screen_text().contains("TOOL-FAILED"));
+
+    wb.check_info_overlay("1.6.0");
+    let code = wb.exit_with(keys::KITTY_CTRL_D);
+    assert_eq!(code, 0, "screen:\n{}", wb.session.screen_text());
+}
+
 #[test]
 fn legacy_pi_smoke() {
     let mut wb = start(PiLine::Legacy, &[], OuterOptions::default());
     wb.wait_ready();
     wb.ask("hello", "SCRIPTED-REPLY: hello from the scripted model");
+    wb.session
+        .wait_for("model and tokens in the footer", REPLY, |s| {
+            let footer = footer_row(s);
+            footer.contains("scripted-e2e") && footer.contains('↑')
+        })
+        .unwrap();
+    wb.ask("which workbench is this?", "ROUNDTRIP-1");
+    wb.check_info_overlay("0.73.1");
     let code = wb.exit_with(keys::KITTY_CTRL_D);
     assert_eq!(code, 0, "screen:\n{}", wb.session.screen_text());
     assert_eq!(wb.session.modes(), OuterModes::restored());

@@ -49,7 +49,8 @@ fn without_pi_on_path_the_pinned_pi_is_installed_into_the_cache_and_run() {
     session
         .wait_for("the installed Pi running", Duration::from_secs(300), |s| {
             let text = s.contents();
-            text.contains("scripted-e2e") && (text.contains("pi running") || text.contains("○ idle"))
+            text.contains("scripted-e2e")
+                && (text.contains("pi running") || text.contains("○ idle"))
         })
         .unwrap();
     let raw = String::from_utf8_lossy(&session.raw_output()).into_owned();

@@ -259,14 +259,14 @@ fn a_broken_keymap_is_reported_with_file_and_line_and_the_defaults_still_work() 
     let mut child = start_in(home, &[], &[], OuterOptions::default());
     child
         .session
-        .wait_for_text("Configuration problems", WAIT)
+        .wait_for_text("Start-up problems", WAIT)
         .unwrap();
     child.session.wait_for_text("keymap.toml:3:", WAIT).unwrap();
     child.session.send(b"\x1b");
     child
         .session
         .wait_for("notice closed", WAIT, |s| {
-            !s.contents().contains("Configuration problems")
+            !s.contents().contains("Start-up problems")
         })
         .unwrap();
     // The good entry of the user file works, and so do the defaults.

@@ -36,7 +36,7 @@ const EVENT_BUDGET: usize = 256;
 
 /// Runs the workbench until Pi exits. The terminal is restored before this returns, on every
 /// path, including errors.
-pub async fn run(options: AppOptions) -> Result<AppOutcome> {
+pub async fn run(mut options: AppOptions) -> Result<AppOutcome> {
     // Input and control events have their own channel, polled before Pi's output, so a key is
     // handled within one chunk of output even while Pi floods the pane. The output channel is
     // short on purpose: it is the backpressure that slows a flooding child down to our speed.
@@ -54,10 +54,20 @@ pub async fn run(options: AppOptions) -> Result<AppOutcome> {
             in_tmux: std::env::var_os("TMUX").is_some_and(|v| !v.is_empty()),
         },
     );
+    let started = options.bridge.take();
     let mut args = options.pi.args.clone();
-    args.extend(options.pi_args.iter().cloned());
     let mut env = options.pi.env.clone();
+    // The bridge's `-e <extension>` goes before the user's arguments.
+    if let Some(started) = &started {
+        args.extend(started.pi_args.iter().cloned());
+        env.extend(started.pi_env.iter().cloned());
+    }
+    args.extend(options.pi_args.iter().cloned());
     env.extend(options.pi_env.iter().cloned());
+    let (bridge, bridge_rx) = match started {
+        Some(started) => (Some(started.bridge), Some(started.events)),
+        None => (None, None),
+    };
     let spec = SpawnSpec {
         program: options.pi.program.clone().into_os_string(),
         args,
@@ -75,20 +85,24 @@ pub async fn run(options: AppOptions) -> Result<AppOutcome> {
 
     // Signals are registered before the terminal changes, so none slips through unhandled.
     let signals = Signals::new()?;
-    let mut app = App::new(emulator, pty, &options);
+    let mut app = App::new(emulator, pty, &options, bridge);
     let result = match tui::enter(tui::TerminalOptions {
         keyboard_enhancement: options.keyboard_enhancement,
     }) {
         Ok(protocol) => {
             tracing::info!("outer keyboard protocol: {protocol:?}");
             spawn_stdin_reader(tx.clone())?;
-            drive(&mut app, rx, pty_rx, signals).await
+            drive(&mut app, rx, pty_rx, bridge_rx, signals).await
         }
         Err(err) => Err(err),
     };
     let restored = tui::restore();
     if app.pi_exit.is_none() {
         app.pty.terminate(STOP_GRACE);
+    }
+    if let Some(bridge) = app.bridge.take() {
+        // Removes the socket and the runtime directory.
+        bridge.host.shutdown().await;
     }
     let mut outcome = result?;
     restored.context("failed to restore the terminal")?;
@@ -120,6 +134,7 @@ async fn drive(
     app: &mut App,
     mut rx: mpsc::Receiver<AppEvent>,
     mut pty_rx: mpsc::Receiver<PtyEvent>,
+    mut bridge_rx: Option<mpsc::Receiver<crate::bridge::BridgeEvent>>,
     mut signals: Signals,
 ) -> Result<AppOutcome> {
     let mut stdout = std::io::stdout();
@@ -163,6 +178,9 @@ async fn drive(
                     last_input = Instant::now();
                 }
                 app.update(event);
+            }
+            Some(event) = next_bridge_event(&mut bridge_rx) => {
+                app.update(AppEvent::Bridge(event));
             }
             event = pty_rx.recv() => {
                 let Some(event) = event else { break None };
@@ -235,6 +253,22 @@ async fn drive(
         last_lines: vec![],
         transcript: vec![],
     })
+}
+
+/// The next bridge event; pending forever when there is no bridge (or it closed).
+async fn next_bridge_event(
+    rx: &mut Option<mpsc::Receiver<crate::bridge::BridgeEvent>>,
+) -> Option<crate::bridge::BridgeEvent> {
+    match rx {
+        Some(receiver) => match receiver.recv().await {
+            Some(event) => Some(event),
+            None => {
+                *rx = None;
+                std::future::pending().await
+            }
+        },
+        None => std::future::pending().await,
+    }
 }
 
 /// Signal numbers as plain integers (for `128 + N` exit codes).

@@ -7,6 +7,7 @@
 //! workbench chord runs an action); everything else is encoded in the mode Pi negotiated and
 //! written to Pi's PTY.
 
+pub mod bridge;
 mod event_loop;
 mod footer;
 mod notice;
@@ -39,6 +40,7 @@ pub enum AppEvent {
     /// The outer terminal's input ended (the SSH connection dropped, or stdin closed).
     InputClosed,
     Pty(PtyEvent),
+    Bridge(crate::bridge::BridgeEvent),
 }
 
 /// What the workbench needs to start.
@@ -57,6 +59,8 @@ pub struct AppOptions {
     pub keyboard_enhancement: bool,
     /// Scrollback rows kept for Pi's inline output.
     pub scrollback: usize,
+    /// The bridge to Pi's event stream, when it started (the workbench runs without it).
+    pub bridge: Option<bridge::Started>,
 }
 
 /// How the session ended.
@@ -108,6 +112,7 @@ pub struct App {
     needs_draw: bool,
     /// Bytes for the outer terminal that are not part of a frame (OSC 52, notifications, BEL).
     outer: Vec<u8>,
+    bridge: Option<bridge::Bridge>,
     /// Debug builds only: panic on the key `!` (`UNIPI_TUI_TEST_PANIC_ON_KEY=1`), so tests can
     /// prove the panic path restores the terminal and stops Pi.
     #[cfg(debug_assertions)]
@@ -115,11 +120,16 @@ pub struct App {
 }
 
 impl App {
-    fn new(emulator: Emulator, pty: Pty, options: &AppOptions) -> Self {
+    fn new(
+        emulator: Emulator,
+        pty: Pty,
+        options: &AppOptions,
+        bridge: Option<bridge::Bridge>,
+    ) -> Self {
         let mut views = ViewStack::default();
         if !options.config_errors.is_empty() {
             views.push(Box::new(notice::NoticeView::new(
-                "Configuration problems (defaults used)",
+                "Start-up problems (defaults used where a file was bad)",
                 options.config_errors.clone(),
             )));
         }
@@ -140,6 +150,7 @@ impl App {
             input_closed: false,
             needs_draw: true,
             outer: Vec::new(),
+            bridge,
             #[cfg(debug_assertions)]
             panic_on_key: std::env::var_os("UNIPI_TUI_TEST_PANIC_ON_KEY").is_some(),
         }
@@ -159,6 +170,7 @@ impl App {
             }
             AppEvent::Pty(PtyEvent::Output(bytes)) => self.on_pty_output(&bytes),
             AppEvent::Pty(PtyEvent::Closed) => self.pty_closed = true,
+            AppEvent::Bridge(event) => self.on_bridge(event),
             AppEvent::Pty(PtyEvent::Exited(exit)) => {
                 tracing::info!("Pi exited: {exit:?}");
                 self.pi_exit = Some(exit);
@@ -176,6 +188,39 @@ impl App {
             Some(Stop::InputClosed)
         } else {
             None
+        }
+    }
+
+    fn on_bridge(&mut self, event: crate::bridge::BridgeEvent) {
+        use crate::bridge::BridgeEvent;
+        if let Some(link) = bridge::link_after(&event) {
+            self.footer.data.bridge = link;
+            self.request_draw();
+        }
+        match event {
+            BridgeEvent::Connected {
+                agent, pi_version, ..
+            } => tracing::info!("bridge: {agent} connected (Pi {pi_version})"),
+            BridgeEvent::Disconnected { agent, reason } => {
+                tracing::info!("bridge: {agent} disconnected ({reason:?})");
+            }
+            BridgeEvent::Pi { agent, event } => {
+                if agent == crate::bridge::AgentId::main() {
+                    bridge::apply_pi_event(&mut self.footer.data, &event);
+                    self.request_draw();
+                }
+            }
+            BridgeEvent::Command { name, reply, .. } => {
+                if bridge::answer_command(&name, reply) {
+                    let model = bridge::info_model(self.bridge.as_ref(), &self.log_path);
+                    self.views
+                        .push(Box::new(crate::views::info::InfoView::new(model)));
+                    self.request_draw();
+                }
+            }
+            BridgeEvent::Fault { agent, message } => {
+                tracing::warn!("bridge fault ({agent:?}): {message}");
+            }
         }
     }
 

@@ -30,6 +30,9 @@ pub struct History {
     /// Rows ever pushed (not capped): lets a scrolled-back view stay still as rows arrive.
     total_pushed: u64,
     decoder: RefCell<vt100::Parser>,
+    /// Reused formatting buffer: a row is formatted here, then copied out at its exact size, so
+    /// a flood of scrolled rows costs one allocation a row instead of a growing string's several.
+    scratch: String,
 }
 
 impl History {
@@ -40,18 +43,26 @@ impl History {
             bytes: 0,
             total_pushed: 0,
             decoder: RefCell::new(vt100::Parser::new(ONE_ROW, DECODE_WIDTH, 0)),
+            scratch: String::new(),
         }
     }
 
     /// Stores a row that scrolled off the main screen.
     pub fn push(&mut self, row: RowContents<'_>) {
-        let mut text = String::new();
-        // Each row gets a fresh capture state so it decodes on its own.
-        let mut state = BasicFormattedCaptureState::new();
-        if row.write_formatted_basic(&mut text, &mut state).is_err() {
+        if self.capacity == 0 {
             return;
         }
-        self.push_formatted(text);
+        self.scratch.clear();
+        // Each row gets a fresh capture state so it decodes on its own.
+        let mut state = BasicFormattedCaptureState::new();
+        if row
+            .write_formatted_basic(&mut self.scratch, &mut state)
+            .is_err()
+        {
+            return;
+        }
+        let text = Box::<str>::from(self.scratch.as_str());
+        self.push_boxed(text);
     }
 
     /// Stores an already formatted row (text with SGR codes, no newline).
@@ -59,6 +70,10 @@ impl History {
         if self.capacity == 0 {
             return;
         }
+        self.push_boxed(text.into_boxed_str());
+    }
+
+    fn push_boxed(&mut self, text: Box<str>) {
         if self.rows.len() == self.capacity
             && let Some(old) = self.rows.pop_front()
         {
@@ -66,7 +81,7 @@ impl History {
         }
         self.bytes += text.len();
         self.total_pushed += 1;
-        self.rows.push_back(text.into_boxed_str());
+        self.rows.push_back(text);
     }
 
     pub fn len(&self) -> usize {

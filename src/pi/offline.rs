@@ -104,7 +104,9 @@ fn models_json(base_url: &str, model_ids: &[String]) -> Value {
                 "input": ["text"],
                 "contextWindow": 128_000,
                 "maxTokens": 16_384,
-                "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+                // A nominal price (per million tokens), so the footer's cost figures show
+                // something; nothing is charged by a scripted model.
+                "cost": {"input": 3, "output": 15, "cacheRead": 0.3, "cacheWrite": 3.75},
             })
         })
         .collect();
@@ -223,7 +225,7 @@ mod tests {
         assert_eq!(provider["compat"]["supportsDeveloperRole"], false);
         assert_eq!(provider["compat"]["supportsReasoningEffort"], false);
         assert_eq!(provider["models"][1]["id"], "second");
-        assert_eq!(provider["models"][0]["cost"]["output"], 0);
+        assert_eq!(provider["models"][0]["cost"]["output"], 15);
 
         let settings = read_json(&dir.join("settings.json"))?;
         assert_eq!(settings["defaultProvider"], "unipi-scripted");

@@ -16,9 +16,6 @@ const BEL: u8 = 0x07;
 const CAN: u8 = 0x18;
 const SUB: u8 = 0x1a;
 
-/// Longest CSI parameter string we look at; `3` and `?3` are all we match.
-const MAX_CSI_PARAMS: usize = 8;
-
 /// Longest OSC payload we keep. OSC 52 carries base64 clipboard text, so this is generous; a
 /// longer string is dropped whole rather than acted on truncated.
 const MAX_OSC_PAYLOAD: usize = 1 << 20;
@@ -158,8 +155,16 @@ impl EscapeScanner {
         match byte {
             ESC => self.state = State::Escape,
             CAN | SUB => self.state = State::Other,
-            // Parameters, private markers and intermediates (bounded: we only match short ones).
-            0x20..=0x3f if self.csi_params.len() < MAX_CSI_PARAMS => self.csi_params.push(byte),
+            // Parameters, private markers and intermediates. Only `3` and `?3` matter: once the
+            // sequence cannot be one of them, the rest is skipped like plain output (the fast
+            // path jumps to the next ESC). That changes nothing we report, since inside a CSI,
+            // as outside escapes, only ESC (and CAN/SUB, which we ignore outside) moves us on.
+            0x20..=0x3f => {
+                self.csi_params.push(byte);
+                if !matches!(self.csi_params.as_slice(), b"3" | b"?" | b"?3") {
+                    self.state = State::Other;
+                }
+            }
             0x40..=0x7e => {
                 self.state = State::Other;
                 if byte == b'J' && matches!(self.csi_params.as_slice(), b"3" | b"?3") {

@@ -1,0 +1,264 @@
+//! The app's side of the bridge: starting the host before Pi, and turning bridge events into
+//! footer data and views. Pi's events drive the footer (no polling); `/unipi:*` commands that
+//! are UI actions open views here and answer Pi.
+
+use std::ffi::OsString;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use tokio::sync::mpsc;
+use unipi_widgets::footer::{Activity, BridgeLink, ContextUsage, FooterData};
+use unipi_widgets::info::{InfoModel, InfoPaths, ModuleInfo, ModuleState};
+
+use crate::bridge::{
+    self, AgentId, BridgeEvent, BridgeHost, CommandReply, InfoModule, ModuleStatus, PiEvent,
+    Registry,
+};
+
+/// The running bridge: the host and the modules.
+pub struct Bridge {
+    pub host: BridgeHost,
+    pub registry: Arc<Registry>,
+}
+
+/// A started bridge, with the events for the loop and what connects the main Pi to it.
+pub struct Started {
+    pub bridge: Bridge,
+    pub events: mpsc::Receiver<BridgeEvent>,
+    /// `-e <extension>`, before the user's arguments.
+    pub pi_args: Vec<OsString>,
+    /// The socket and this Pi's token.
+    pub pi_env: Vec<(OsString, OsString)>,
+}
+
+/// Starts the bridge host with the workbench's modules and returns it with the Pi arguments
+/// (`-e <extension>`) and environment (socket, token) that connect the main Pi to it.
+pub async fn start(cache_dir: &std::path::Path) -> Result<Started> {
+    let registry = Arc::new(Registry::new());
+    registry
+        .register(Arc::new(InfoModule))
+        .context("failed to register the info module")?;
+    let (tx, events) = mpsc::channel(256);
+    let host = BridgeHost::start(Arc::clone(&registry), tx)
+        .await
+        .context("failed to start the bridge host")?;
+    let extension = bridge::extension_file(cache_dir)?;
+    let env = host
+        .register_agent(AgentId::main())?
+        .into_iter()
+        .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+        .collect();
+    Ok(Started {
+        bridge: Bridge { host, registry },
+        events,
+        pi_args: vec![OsString::from("-e"), extension.into_os_string()],
+        pi_env: env,
+    })
+}
+
+/// Applies one Pi event to the footer's data. Totals are per session: a new session (not a
+/// reload of the same one) starts them again.
+pub fn apply_pi_event(data: &mut FooterData, event: &PiEvent) {
+    match event {
+        PiEvent::SessionStart(start) => {
+            if start.reason != "reload" {
+                data.tokens_in = 0;
+                data.tokens_out = 0;
+                data.cost = None;
+            }
+            data.session_name = start.session_name.clone();
+            if let Some(model) = &start.model {
+                data.model = Some(model.id.clone());
+            }
+            if let Some(level) = &start.thinking_level {
+                data.thinking_level = Some(level.clone());
+            }
+            if let Some(usage) = &start.context_usage {
+                data.context = Some(context(usage));
+            }
+            data.activity = Some(Activity::Idle);
+        }
+        PiEvent::SessionName { name } => data.session_name = name.clone(),
+        PiEvent::AgentStart => data.activity = Some(Activity::Working),
+        PiEvent::AgentSettled { .. } => data.activity = Some(Activity::Idle),
+        PiEvent::CompactionStart { .. } => data.activity = Some(Activity::Compacting),
+        PiEvent::CompactionEnd(_) => {
+            if data.activity == Some(Activity::Compacting) {
+                data.activity = Some(Activity::Idle);
+            }
+        }
+        PiEvent::MessageEnd(end) => {
+            data.tokens_in += end.usage.input + end.usage.cache_read + end.usage.cache_write;
+            data.tokens_out += end.usage.output;
+            data.cost = Some(data.cost.unwrap_or(0.0) + end.usage.cost);
+            if let Some(model) = &end.model {
+                data.model = Some(model.clone());
+            }
+        }
+        PiEvent::TurnEnd(turn) => {
+            if let Some(usage) = &turn.context_usage {
+                data.context = Some(context(usage));
+            }
+        }
+        PiEvent::ModelSelect(select) => {
+            data.model = Some(select.model.id.clone());
+            if let Some(window) = select.model.context_window
+                && let Some(ctx) = &mut data.context
+            {
+                ctx.window = window;
+            }
+        }
+        PiEvent::ThinkingLevel { level, .. } => data.thinking_level = Some(level.clone()),
+        PiEvent::SessionShutdown(_)
+        | PiEvent::AgentEnd
+        | PiEvent::ToolExecutionStart(_)
+        | PiEvent::ToolExecutionEnd(_)
+        | PiEvent::UserInput(_)
+        | PiEvent::QueueUpdate { .. }
+        | PiEvent::Other { .. } => {}
+    }
+}
+
+fn context(usage: &bridge::ContextUsage) -> ContextUsage {
+    ContextUsage {
+        tokens: usage.tokens,
+        window: usage.context_window,
+        percent: usage.percent,
+    }
+}
+
+/// The footer's view of the link after a connect or disconnect.
+pub fn link_after(event: &BridgeEvent) -> Option<BridgeLink> {
+    match event {
+        BridgeEvent::Connected { .. } => Some(BridgeLink::Connected),
+        BridgeEvent::Disconnected { .. } => Some(BridgeLink::Disconnected),
+        BridgeEvent::Pi { .. } | BridgeEvent::Command { .. } | BridgeEvent::Fault { .. } => None,
+    }
+}
+
+/// What `/unipi:info` shows.
+pub fn info_model(bridge: Option<&Bridge>, log_path: &std::path::Path) -> InfoModel {
+    let modules = bridge
+        .map(|b| b.registry.modules())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|m| ModuleInfo {
+            name: m.name.to_string(),
+            state: match m.status {
+                ModuleStatus::Ready => ModuleState::Ready,
+                ModuleStatus::Disabled { .. } => ModuleState::Disabled,
+                ModuleStatus::Error { message } => ModuleState::Error(message),
+            },
+            tools: m.tools,
+            commands: m.commands.iter().map(|c| format!("/{c}")).collect(),
+        })
+        .collect();
+    let pi_version = bridge
+        .and_then(|b| b.host.agent_info(&AgentId::main()))
+        .map(|info| info.pi_version);
+    let home = dirs::home_dir();
+    InfoModel {
+        modules,
+        pi_version,
+        bridge_protocol: bridge::protocol::PROTOCOL_VERSION.to_string(),
+        workbench_version: env!("CARGO_PKG_VERSION").to_string(),
+        paths: InfoPaths {
+            config: home
+                .as_ref()
+                .map(|h| h.join(".unipi/config").display().to_string()),
+            database: home
+                .as_ref()
+                .map(|h| h.join(".unipi/db").display().to_string()),
+            logs: Some(log_path.display().to_string()),
+            runtime: bridge.map(|b| b.host.runtime_dir().display().to_string()),
+        },
+        scroll: 0,
+    }
+}
+
+/// Answers a command Pi forwarded. Returns whether the info view should open.
+pub fn answer_command(name: &str, reply: tokio::sync::oneshot::Sender<CommandReply>) -> bool {
+    if name == InfoModule::COMMAND {
+        let _ = reply.send(CommandReply::Done);
+        true
+    } else {
+        let _ = reply.send(CommandReply::Failed {
+            message: format!("unipi-tui has no command /{name}"),
+        });
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bridge::{MessageEnd, SessionStart, TurnEnd, Usage};
+
+    #[test]
+    fn footer_data_follows_pi_events() {
+        let mut data = FooterData::default();
+        apply_pi_event(
+            &mut data,
+            &PiEvent::SessionStart(Box::new(SessionStart {
+                reason: "startup".into(),
+                model: Some(bridge::ModelInfo {
+                    provider: "p".into(),
+                    id: "m1".into(),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            })),
+        );
+        assert_eq!(data.model.as_deref(), Some("m1"));
+        assert_eq!(data.activity, Some(Activity::Idle));
+        apply_pi_event(&mut data, &PiEvent::AgentStart);
+        assert_eq!(data.activity, Some(Activity::Working));
+        for _ in 0..2 {
+            apply_pi_event(
+                &mut data,
+                &PiEvent::MessageEnd(MessageEnd {
+                    usage: Usage {
+                        input: 100,
+                        output: 20,
+                        cost: 0.5,
+                        ..Default::default()
+                    },
+                    ..Default::default()
+                }),
+            );
+        }
+        assert_eq!((data.tokens_in, data.tokens_out), (200, 40));
+        assert_eq!(data.cost, Some(1.0));
+        apply_pi_event(
+            &mut data,
+            &PiEvent::TurnEnd(TurnEnd {
+                context_usage: Some(bridge::ContextUsage {
+                    tokens: Some(1000),
+                    context_window: 4000,
+                    percent: Some(25.0),
+                }),
+                ..Default::default()
+            }),
+        );
+        assert_eq!(data.context.as_ref().map(|c| c.window), Some(4000));
+        apply_pi_event(
+            &mut data,
+            &PiEvent::AgentSettled {
+                aborted: false,
+                synthetic: false,
+            },
+        );
+        assert_eq!(data.activity, Some(Activity::Idle));
+        // A reload keeps the session's totals; a new session starts them again.
+        let start = |reason: &str| {
+            PiEvent::SessionStart(Box::new(SessionStart {
+                reason: reason.into(),
+                ..Default::default()
+            }))
+        };
+        apply_pi_event(&mut data, &start("reload"));
+        assert_eq!(data.tokens_in, 200);
+        apply_pi_event(&mut data, &start("new"));
+        assert_eq!((data.tokens_in, data.cost), (0, None));
+    }
+}
