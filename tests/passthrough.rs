@@ -205,10 +205,11 @@ fn the_child_exit_status_is_the_workbench_exit_status_and_its_last_lines_are_sho
 }
 
 #[test]
-fn sighup_stops_the_child_and_restores_the_terminal() {
+fn sighup_sigterm_and_sigint_stop_the_child_and_restore_the_terminal() {
     for (signal, code) in [
         (nix::sys::signal::Signal::SIGHUP, 129),
         (nix::sys::signal::Signal::SIGTERM, 143),
+        (nix::sys::signal::Signal::SIGINT, 130),
     ] {
         let mut child = start(&["\\e[?1049h\\e[?1000h"], &[], OuterOptions::default());
         let workbench = child.session.pid().unwrap();
