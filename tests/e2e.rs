@@ -366,7 +366,7 @@ fn pi_killed_with_sigkill_ends_the_workbench_with_an_error_and_a_restored_termin
     let mut wb = start(PiLine::Current, &[], OuterOptions::default());
     wb.wait_ready();
     let workbench = wb.session.pid().unwrap();
-    let pi = child_pids(workbench)
+    let pi = support::procs::children(workbench)
         .into_iter()
         .next()
         .expect("the workbench has a child process (Pi)");
@@ -387,20 +387,4 @@ fn pi_killed_with_sigkill_ends_the_workbench_with_an_error_and_a_restored_termin
     wb.session
         .wait_for_text("Pi exited with SIGKILL", REPLY)
         .unwrap();
-}
-
-/// Direct children of `pid` (from /proc).
-fn child_pids(pid: u32) -> Vec<u32> {
-    std::fs::read_dir(format!("/proc/{pid}/task"))
-        .into_iter()
-        .flatten()
-        .flatten()
-        .flat_map(|task| {
-            std::fs::read_to_string(task.path().join("children"))
-                .unwrap_or_default()
-                .split_whitespace()
-                .filter_map(|p| p.parse().ok())
-                .collect::<Vec<u32>>()
-        })
-        .collect()
 }

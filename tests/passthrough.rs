@@ -11,6 +11,7 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use support::procs::{alive, children};
 use support::term::{OuterModes, OuterOptions, Session};
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -341,26 +342,4 @@ fn a_missing_pi_binary_is_a_clear_error_before_the_screen_changes() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("/nonexistent/pi"), "{err}");
     assert!(out.stdout.is_empty(), "nothing drawn: {:?}", out.stdout);
-}
-
-fn children(pid: u32) -> Vec<u32> {
-    std::fs::read_dir(format!("/proc/{pid}/task"))
-        .into_iter()
-        .flatten()
-        .flatten()
-        .flat_map(|task| {
-            std::fs::read_to_string(task.path().join("children"))
-                .unwrap_or_default()
-                .split_whitespace()
-                .filter_map(|p| p.parse().ok())
-                .collect::<Vec<u32>>()
-        })
-        .collect()
-}
-
-/// Running (not gone, not a zombie waiting for a reaper).
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|stat| !stat.contains(") Z"))
-        .unwrap_or(false)
 }

@@ -3,5 +3,6 @@
 #![allow(dead_code, clippy::expect_used, clippy::unwrap_used)]
 
 pub mod pi;
+pub mod procs;
 
 pub mod term;

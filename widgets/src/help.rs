@@ -7,7 +7,7 @@
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Clear, Widget};
+use ratatui::widgets::{Clear, Widget};
 
 use crate::text::{shorten_path, truncate_end, width};
 use crate::theme::Theme;
@@ -80,38 +80,14 @@ pub fn render(model: &HelpModel, theme: &Theme, screen: Rect, buf: &mut Buffer) 
 
     let visible = usize::from(area.height) - 2 * BORDER;
     let first = model.scroll.min(max_scroll(model, screen));
-    let title = Line::from(Span::styled(
-        format!(
-            " {} ",
-            truncate_end(TITLE, usize::from(area.width).saturating_sub(4))
-        ),
-        theme.overlay_title,
-    ));
-    let mut block = Block::bordered()
-        .border_style(theme.overlay_border)
-        .style(theme.overlay_text)
-        .title(title);
-    if model.line_count() > visible {
-        let last = (first + visible).min(model.line_count());
-        let position = format!(" {}-{}/{} ", first + 1, last, model.line_count());
-        block = block.title_bottom(Line::from(position).right_aligned());
-    }
-    let inner = block.inner(area);
-    block.render(area, buf);
-
-    let text_area = Rect {
-        x: inner.x + PADDING as u16,
-        width: inner.width.saturating_sub(2 * PADDING as u16),
-        ..inner
-    };
+    let text_area = crate::overlay::frame(TITLE, first, model.line_count(), theme, area, buf);
     let lines = model.content_lines_styled(usize::from(text_area.width), theme);
     for (row, line) in lines.iter().skip(first).take(visible).enumerate() {
         buf.set_line(text_area.x, text_area.y + row as u16, line, text_area.width);
     }
 }
 
-const BORDER: usize = 1;
-const PADDING: usize = 1;
+use crate::overlay::{BORDER, PADDING};
 /// Gap between the key column and the description.
 const COLUMN_GAP: usize = 2;
 

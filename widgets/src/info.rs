@@ -13,7 +13,7 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Clear, Widget};
+use ratatui::widgets::{Clear, Widget};
 
 use crate::text::{truncate_end, width};
 use crate::theme::Theme;
@@ -123,37 +123,13 @@ pub fn render(model: &InfoModel, theme: &Theme, screen: Rect, buf: &mut Buffer) 
     let lines = model.content_lines(text_width(area.width), theme);
     let visible = usize::from(area.height) - 2 * BORDER;
     let first = model.scroll.min(lines.len().saturating_sub(visible));
-    let title = Line::from(Span::styled(
-        format!(
-            " {} ",
-            truncate_end(TITLE, usize::from(area.width).saturating_sub(4))
-        ),
-        theme.overlay_title,
-    ));
-    let mut block = Block::bordered()
-        .border_style(theme.overlay_border)
-        .style(theme.overlay_text)
-        .title(title);
-    if lines.len() > visible {
-        let last = (first + visible).min(lines.len());
-        let position = format!(" {}-{}/{} ", first + 1, last, lines.len());
-        block = block.title_bottom(Line::from(position).right_aligned());
-    }
-    let inner = block.inner(area);
-    block.render(area, buf);
-
-    let text_area = Rect {
-        x: inner.x + PADDING as u16,
-        width: inner.width.saturating_sub(2 * PADDING as u16),
-        ..inner
-    };
+    let text_area = crate::overlay::frame(TITLE, first, lines.len(), theme, area, buf);
     for (row, line) in lines.iter().skip(first).take(visible).enumerate() {
         buf.set_line(text_area.x, text_area.y + row as u16, line, text_area.width);
     }
 }
 
-const BORDER: usize = 1;
-const PADDING: usize = 1;
+use crate::overlay::{BORDER, PADDING};
 /// Widest the text gets: long error messages and tool lists wrap rather than widen the box.
 const MAX_TEXT_WIDTH: usize = 88;
 /// Indent of rows inside a section.

@@ -5,6 +5,7 @@
 pub mod footer;
 pub mod help;
 pub mod info;
+pub mod overlay;
 pub mod scrollback;
 pub mod text;
 pub mod theme;
