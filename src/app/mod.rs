@@ -293,7 +293,11 @@ impl App {
             }
             return;
         }
-        if self.views.handle_key(&key) {
+        if let Some(requests) = self.views.handle_key(&key) {
+            for request in requests {
+                // Carried out once the task service is wired to the dock.
+                tracing::debug!(?request, "view request not handled yet");
+            }
             self.request_draw();
             return;
         }

@@ -1,12 +1,17 @@
-//! Modal views: overlays stacked above the pane (help now; pickers, prompts and the dock later).
+//! Modal views: overlays stacked above the pane (help, info, the task dock; pickers and prompts
+//! later).
 //!
 //! Views live on a `Vec<Box<dyn View>>`; the top one gets keys first, and with no view open keys
 //! go to the keymap and then to Pi (codex's `BottomPaneView` stack, helix's compositor). A view
 //! renders from its own state with pure widgets and never does I/O; anything it wants done is
-//! returned as a [`ViewAction`] for the app to carry out.
+//! returned as a [`ViewAction`] — a [`ViewRequest`] for work with side effects (stopping a task,
+//! copying text) — for the app to carry out.
 
+pub mod dock;
 pub mod help;
 pub mod info;
+
+use std::any::Any;
 
 use crossterm::event::KeyEvent;
 use ratatui::buffer::Buffer;
@@ -20,6 +25,26 @@ pub enum ViewAction {
     Consumed,
     /// Close this view.
     Close,
+    /// The key was used and asks the app for something only it can do; keep the view.
+    Request(ViewRequest),
+}
+
+/// Work a view asks the app to do, because views do no I/O. The app reports the outcome back to
+/// the view, if at all, through the view's own methods (e.g. the dock's notice).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ViewRequest {
+    /// Stop the background task with this id.
+    StopTask(String),
+    /// Stop every running background task.
+    StopAllTasks,
+    /// Start a finished shell task again (same command, name and settings; no wake).
+    RerunTask(String),
+    /// Put this text on the clipboard (OSC 52).
+    CopyText(String),
+    /// Mark every finished task as seen (`Ctrl+Alt+C`).
+    ClearFinishedNotices,
+    /// The user opened this task's details: it is no longer unseen.
+    MarkSeen(String),
 }
 
 pub trait View {
@@ -29,6 +54,11 @@ pub trait View {
     fn handle_key(&mut self, key: &KeyEvent) -> ViewAction;
     /// Where the terminal cursor goes while this view is on top (None hides it).
     fn cursor(&self, _area: Rect) -> Option<Position> {
+        None
+    }
+    /// The view as `Any`, for views the app updates after opening them (the dock's rows);
+    /// `None` for views nobody needs to reach.
+    fn as_any_mut(&mut self) -> Option<&mut dyn Any> {
         None
     }
 }
@@ -52,18 +82,27 @@ impl ViewStack {
         self.views.len()
     }
 
-    /// Gives the key to the top view; `false` when no view is open.
-    pub fn handle_key(&mut self, key: &KeyEvent) -> bool {
-        let Some(top) = self.views.last_mut() else {
-            return false;
-        };
+    /// Gives the key to the top view: `None` when no view is open (the key is not taken), else
+    /// the requests the view made for the app to carry out (often none).
+    pub fn handle_key(&mut self, key: &KeyEvent) -> Option<Vec<ViewRequest>> {
+        let top = self.views.last_mut()?;
+        let mut requests = Vec::new();
         match top.handle_key(key) {
             ViewAction::Consumed => {}
             ViewAction::Close => {
                 self.views.pop();
             }
+            ViewAction::Request(request) => requests.push(request),
         }
-        true
+        Some(requests)
+    }
+
+    /// The topmost open view of type `T`, to update it (e.g. the dock's rows).
+    pub fn find_mut<T: View + 'static>(&mut self) -> Option<&mut T> {
+        self.views
+            .iter_mut()
+            .rev()
+            .find_map(|view| view.as_any_mut()?.downcast_mut::<T>())
     }
 
     /// Renders every view, bottom first, and returns the top view's cursor.

@@ -2,10 +2,12 @@
 //! `Buffer`: no I/O, no tasks, no global state — which is what makes every one of them
 //! snapshot-testable.
 
+pub mod dock;
 pub mod footer;
 pub mod help;
 pub mod info;
 pub mod overlay;
+pub mod pending;
 pub mod scrollback;
 pub mod text;
 pub mod theme;
