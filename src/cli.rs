@@ -168,12 +168,51 @@ fn run_workbench(cli: Cli, split: SplitArgs) -> Result<i32> {
             .is_none_or(|v| v.is_empty() || v == "0"),
         scrollback: crate::pane::history::DEFAULT_CAPACITY,
         bridge: None,
+        tasks: None,
     };
 
     let outcome: AppOutcome = runtime.block_on(async {
+        let (tasks_config, tasks_errors) =
+            crate::tasks::load_tasks_config(dirs::home_dir().as_deref(), &workspace);
+        options
+            .config_errors
+            .extend(tasks_errors.iter().map(|e| e.to_string()));
+        let tasks = if tasks_config.enabled {
+            match crate::tasks::TaskService::new(crate::tasks::TaskSettings::from_env(
+                "unipi",
+                workspace.clone(),
+                tasks_config.max_output_bytes,
+            )) {
+                Ok(service) => Some(crate::app::tasks::Tasks {
+                    module: std::sync::Arc::new(crate::tasks::TasksModule::new(
+                        service.clone(),
+                        tasks_config.clone(),
+                    )),
+                    service,
+                }),
+                Err(err) => {
+                    options
+                        .config_errors
+                        .push(format!("Background tasks could not start: {err:#}"));
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let modules: Vec<std::sync::Arc<dyn crate::bridge::Module>> = tasks
+            .iter()
+            .map(|t| std::sync::Arc::clone(&t.module) as std::sync::Arc<dyn crate::bridge::Module>)
+            .collect();
         // Without the bridge the workbench still runs Pi, with a plainer footer.
-        match crate::app::bridge::start(&bridge_cache_dir()).await {
-            Ok(started) => options.bridge = Some(started),
+        match crate::app::bridge::start(&bridge_cache_dir(), modules).await {
+            Ok(started) => {
+                if let Some(tasks) = &tasks {
+                    tasks.service.attach_host(started.bridge.host.clone());
+                }
+                options.tasks = tasks;
+                options.bridge = Some(started);
+            }
             Err(err) => {
                 tracing::error!("bridge unavailable: {err:#}");
                 options

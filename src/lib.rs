@@ -10,6 +10,7 @@ pub mod demo;
 pub mod pane;
 pub mod pi;
 pub mod scripted;
+pub mod tasks;
 pub mod term;
 pub mod views;
 

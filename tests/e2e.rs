@@ -27,6 +27,7 @@ mod keys {
     pub const KITTY_SHIFT_ENTER: &[u8] = b"\x1b[13;2u";
     pub const KITTY_CTRL_D: &[u8] = b"\x1b[100;5u";
     pub const KITTY_CTRL_C: &[u8] = b"\x1b[99;5u";
+    pub const KITTY_SHIFT_DOWN: &[u8] = b"\x1b[1;2B";
     /// xterm modifyOtherKeys level 2 (tmux with extended-keys sends these).
     pub const MOK_SHIFT_ENTER: &[u8] = b"\x1b[27;2;13~";
     pub const CTRL_D: &[u8] = b"\x04";
@@ -341,6 +342,86 @@ fn bridge_footer_tool_round_trip_reload_and_info_with_current_pi() {
     wb.check_info_overlay("1.6.0");
     let code = wb.exit_with(keys::KITTY_CTRL_D);
     assert_eq!(code, 0, "screen:\n{}", wb.session.screen_text());
+}
+
+/// Processes whose command line contains `needle` and that are still running.
+fn processes_running(needle: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|raw| {
+                    String::from_utf8_lossy(&raw)
+                        .replace('\0', " ")
+                        .contains(needle)
+                })
+                .unwrap_or(false)
+                && support::procs::alive(*pid)
+        })
+        .collect()
+}
+
+#[test]
+fn background_task_wakes_the_agent_shows_in_the_dock_and_dies_with_the_workbench() {
+    let mut wb = start(PiLine::Current, &[], OuterOptions::default());
+    wb.wait_ready();
+    // The model starts a task with bg_run; its completion wakes the agent with the output
+    // (the scripted server only answers BG-WOKEN when the notification carries it).
+    wb.ask("start a background task", "BG-STARTED");
+    wb.session.wait_for_text("BG-WOKEN", REPLY).unwrap();
+
+    // Shift+Down moves focus into the dock, which lists the task; Esc gives focus back to Pi.
+    wb.session.send(keys::KITTY_SHIFT_DOWN);
+    wb.session
+        .wait_for("the dock with the finished task", REPLY, |s| {
+            let text = s.contents();
+            text.contains("bg tasks")
+                && text.contains("e2e sleeper")
+                && text.contains("done exit 0")
+        })
+        .unwrap();
+    wb.session.send(keys::ENTER);
+    wb.session.wait_for_text("BG-OUTPUT-42", REPLY).unwrap();
+    wb.session
+        .wait_for("the task's detail with its command", REPLY, |s| {
+            s.contents().contains("Command: sleep 2; echo BG-OUTPUT-42")
+        })
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    wb.session.send(b"\x1b");
+    std::thread::sleep(Duration::from_millis(100));
+    wb.session.send(b"\x1b");
+    wb.session
+        .wait_for("the dock closed", REPLY, |s| {
+            !s.contents().contains("bg tasks")
+        })
+        .unwrap();
+    wb.session.type_text("typed into Pi");
+    wb.session.wait_for_text("typed into Pi", REPLY).unwrap();
+    wb.session.send(keys::KITTY_CTRL_C);
+
+    // A long task is running when the workbench exits: it must not survive it.
+    wb.ask("start a slow task", "BG-STARTED");
+    wb.session
+        .wait_for("the footer counting the running task", REPLY, |s| {
+            footer_row(s).contains("bg 1")
+        })
+        .unwrap();
+    assert!(
+        !processes_running("sleep 311").is_empty(),
+        "the long task runs"
+    );
+    let code = wb.exit_with(keys::KITTY_CTRL_D);
+    assert_eq!(code, 0, "screen:\n{}", wb.session.screen_text());
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        processes_running("sleep 311"),
+        Vec::<u32>::new(),
+        "a task outlived the workbench"
+    );
 }
 
 #[test]

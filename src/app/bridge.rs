@@ -33,11 +33,20 @@ pub struct Started {
 
 /// Starts the bridge host with the workbench's modules and returns it with the Pi arguments
 /// (`-e <extension>`) and environment (socket, token) that connect the main Pi to it.
-pub async fn start(cache_dir: &std::path::Path) -> Result<Started> {
+pub async fn start(
+    cache_dir: &std::path::Path,
+    modules: Vec<Arc<dyn crate::bridge::Module>>,
+) -> Result<Started> {
     let registry = Arc::new(Registry::new());
     registry
         .register(Arc::new(InfoModule))
         .context("failed to register the info module")?;
+    for module in modules {
+        let name = module.name();
+        registry
+            .register(module)
+            .with_context(|| format!("failed to register the {name} module"))?;
+    }
     let (tx, events) = mpsc::channel(256);
     let host = BridgeHost::start(Arc::clone(&registry), tx)
         .await

@@ -85,7 +85,22 @@ pub async fn run(mut options: AppOptions) -> Result<AppOutcome> {
 
     // Signals are registered before the terminal changes, so none slips through unhandled.
     let signals = Signals::new()?;
-    let mut app = App::new(emulator, pty, &options, bridge);
+    let tasks = options.tasks.clone();
+    if let Some(tasks) = &tasks {
+        // Task changes reach the loop as events (no polling); the watch coalesces bursts.
+        let mut changes = tasks.registry().subscribe();
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            while changes.changed().await.is_ok() {
+                if tx.send(AppEvent::TasksChanged).await.is_err() {
+                    break;
+                }
+            }
+        });
+        let service = tasks.service.clone();
+        tui::register_panic_cleanup(Box::new(move || service.kill_all_now()));
+    }
+    let mut app = App::new(emulator, pty, &options, bridge, tasks);
     let result = match tui::enter(tui::TerminalOptions {
         keyboard_enhancement: options.keyboard_enhancement,
     }) {
@@ -99,6 +114,10 @@ pub async fn run(mut options: AppOptions) -> Result<AppOutcome> {
     let restored = tui::restore();
     if app.pi_exit.is_none() {
         app.pty.terminate(STOP_GRACE);
+    }
+    if let Some(tasks) = app.tasks.take() {
+        // Every task's process group is stopped and reaped; no notification is sent for these.
+        tasks.service.shutdown().await;
     }
     if let Some(bridge) = app.bridge.take() {
         // Removes the socket and the runtime directory.
@@ -149,6 +168,7 @@ async fn drive(
         Terminal::new(CrosstermBackend::new(stdout)).context("failed to set up the screen")?;
     let mut last_draw = Instant::now() - FRAME;
     let mut last_input = Instant::now();
+    let mut last_tick = Instant::now();
     let mut cursor_style = None;
     let far = || Instant::now() + Duration::from_secs(3600);
 
@@ -165,6 +185,8 @@ async fn drive(
         let chord_at = app.keymap.is_pending().then(|| last_input + CHORD_TIMEOUT);
         let esc_at = app.decoder.has_pending().then(|| last_input + ESC_TIMEOUT);
         let notice_at = app.footer.notice_deadline();
+        // While the dock shows running tasks, their runtimes tick once a second.
+        let tick_at = app.dock_ticks().then(|| last_tick + Duration::from_secs(1));
 
         tokio::select! {
             biased;
@@ -213,6 +235,10 @@ async fn drive(
                 for key in app.keymap.cancel() {
                     app.send_key_to_pi(&key);
                 }
+            }
+            _ = sleep_until(tick_at.unwrap_or_else(far).into()), if tick_at.is_some() => {
+                last_tick = Instant::now();
+                app.update(AppEvent::TasksChanged);
             }
             _ = sleep_until(notice_at.unwrap_or_else(far).into()), if notice_at.is_some() => {
                 app.request_draw();

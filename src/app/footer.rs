@@ -21,6 +21,8 @@ pub struct FooterState {
     config: FooterConfig,
     /// What the bridge reports (model, context, tokens, cost…); filled from events.
     pub data: FooterData,
+    /// Background tasks running, and how many of them will wake the agent.
+    pub tasks: (usize, usize),
     pi: PiRunState,
     status: Option<StatusSegment>,
     cwd: PathBuf,
@@ -52,6 +54,7 @@ impl FooterState {
                 hostname: hostname(),
                 ..FooterData::default()
             },
+            tasks: (0, 0),
             pi: PiRunState::Starting,
             status: None,
             home: dirs::home_dir().map(|h| h.to_string_lossy().into_owned()),

@@ -11,6 +11,7 @@ pub mod bridge;
 mod event_loop;
 mod footer;
 mod notice;
+pub mod tasks;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -41,6 +42,8 @@ pub enum AppEvent {
     InputClosed,
     Pty(PtyEvent),
     Bridge(crate::bridge::BridgeEvent),
+    /// The background tasks changed (started, output, ended).
+    TasksChanged,
 }
 
 /// What the workbench needs to start.
@@ -61,6 +64,8 @@ pub struct AppOptions {
     pub scrollback: usize,
     /// The bridge to Pi's event stream, when it started (the workbench runs without it).
     pub bridge: Option<bridge::Started>,
+    /// Background tasks, when enabled.
+    pub tasks: Option<tasks::Tasks>,
 }
 
 /// How the session ended.
@@ -113,6 +118,10 @@ pub struct App {
     /// Bytes for the outer terminal that are not part of a frame (OSC 52, notifications, BEL).
     outer: Vec<u8>,
     bridge: Option<bridge::Bridge>,
+    /// Background tasks, when the module is enabled.
+    tasks: Option<tasks::Tasks>,
+    /// Finished tasks the user looked at or cleared in the dock.
+    task_marks: tasks::Marks,
     /// Debug builds only: panic on the key `!` (`UNIPI_TUI_TEST_PANIC_ON_KEY=1`), so tests can
     /// prove the panic path restores the terminal and stops Pi.
     #[cfg(debug_assertions)]
@@ -125,6 +134,7 @@ impl App {
         pty: Pty,
         options: &AppOptions,
         bridge: Option<bridge::Bridge>,
+        tasks: Option<tasks::Tasks>,
     ) -> Self {
         let mut views = ViewStack::default();
         if !options.config_errors.is_empty() {
@@ -151,6 +161,8 @@ impl App {
             needs_draw: true,
             outer: Vec::new(),
             bridge,
+            tasks,
+            task_marks: tasks::Marks::default(),
             #[cfg(debug_assertions)]
             panic_on_key: std::env::var_os("UNIPI_TUI_TEST_PANIC_ON_KEY").is_some(),
         }
@@ -171,6 +183,7 @@ impl App {
             AppEvent::Pty(PtyEvent::Output(bytes)) => self.on_pty_output(&bytes),
             AppEvent::Pty(PtyEvent::Closed) => self.pty_closed = true,
             AppEvent::Bridge(event) => self.on_bridge(event),
+            AppEvent::TasksChanged => self.refresh_dock(),
             AppEvent::Pty(PtyEvent::Exited(exit)) => {
                 tracing::info!("Pi exited: {exit:?}");
                 self.pi_exit = Some(exit);
@@ -210,16 +223,163 @@ impl App {
                     self.request_draw();
                 }
             }
-            BridgeEvent::Command { name, reply, .. } => {
-                if bridge::answer_command(&name, reply) {
+            BridgeEvent::Command {
+                agent,
+                name,
+                args,
+                reply,
+            } => self.on_command(agent, &name, &args, reply),
+            BridgeEvent::Fault { agent, message } => {
+                tracing::warn!("bridge fault ({agent:?}): {message}");
+            }
+        }
+    }
+
+    fn on_command(
+        &mut self,
+        agent: crate::bridge::AgentId,
+        name: &str,
+        args: &str,
+        reply: tokio::sync::oneshot::Sender<crate::bridge::CommandReply>,
+    ) {
+        use crate::bridge::CommandReply;
+        match (name, &self.tasks) {
+            ("unipi:bg", Some(tasks)) => {
+                // Starting a task takes a moment; answer Pi from a task, not from the loop.
+                let module = std::sync::Arc::clone(&tasks.module);
+                let args = args.to_string();
+                tokio::spawn(async move {
+                    let _ = reply.send(module.run_user_command(agent, &args).await);
+                });
+            }
+            ("unipi:bg-tasks", Some(_)) => {
+                let _ = reply.send(CommandReply::Done);
+                self.open_dock(Some(args.trim()).filter(|id| !id.is_empty()));
+            }
+            ("unipi:bg-settings", Some(_)) => {
+                let _ = reply.send(CommandReply::Failed {
+                    message: "The settings overlay is not built yet; edit \
+                              ~/.unipi/config/background-tasks.json (see README)."
+                        .into(),
+                });
+            }
+            _ => {
+                if bridge::answer_command(name, reply) {
                     let model = bridge::info_model(self.bridge.as_ref(), &self.log_path);
                     self.views
                         .push(Box::new(crate::views::info::InfoView::new(model)));
-                    self.request_draw();
                 }
             }
-            BridgeEvent::Fault { agent, message } => {
-                tracing::warn!("bridge fault ({agent:?}): {message}");
+        }
+        self.request_draw();
+    }
+
+    /// Opens the dock (or brings the open one to `detail`).
+    fn open_dock(&mut self, detail: Option<&str>) {
+        let Some(tasks) = &self.tasks else {
+            self.footer
+                .set_notice("Background tasks are disabled (background-tasks.json)");
+            return;
+        };
+        let snapshot = tasks.registry().snapshot();
+        if self
+            .views
+            .find_mut::<crate::views::dock::DockView>()
+            .is_none()
+        {
+            let rows = tasks::dock_rows(&snapshot, &self.task_marks, None);
+            self.views
+                .push(Box::new(crate::views::dock::DockView::new(rows)));
+        }
+        if let Some(id) = detail
+            && let Some(dock) = self.views.find_mut::<crate::views::dock::DockView>()
+        {
+            dock.open_detail(id);
+        }
+        self.refresh_dock();
+    }
+
+    /// Whether the dock is open with running tasks (their runtimes need a once-a-second tick).
+    fn dock_ticks(&mut self) -> bool {
+        self.footer.tasks.0 > 0
+            && self
+                .views
+                .find_mut::<crate::views::dock::DockView>()
+                .is_some()
+    }
+
+    /// Gives an open dock the current rows (and the output tail of the task in its detail).
+    fn refresh_dock(&mut self) {
+        let Some(tasks) = &self.tasks else { return };
+        let snapshot = tasks.registry().snapshot();
+        self.footer.tasks = (
+            tasks.registry().running_count(),
+            tasks.registry().waking_count(),
+        );
+        if let Some(dock) = self.views.find_mut::<crate::views::dock::DockView>() {
+            let model = dock.model();
+            let detail = match model.mode {
+                unipi_widgets::dock::DockMode::Detail { .. } => {
+                    unipi_widgets::dock::selected_row(model).map(|row| row.id.clone())
+                }
+                unipi_widgets::dock::DockMode::List => None,
+            };
+            dock.set_rows(tasks::dock_rows(
+                &snapshot,
+                &self.task_marks,
+                detail.as_deref(),
+            ));
+        }
+        self.request_draw();
+    }
+
+    /// Carries out what a view asked for.
+    fn on_view_request(&mut self, request: crate::views::ViewRequest) {
+        use crate::views::ViewRequest;
+        let Some(tasks) = self.tasks.clone() else {
+            return;
+        };
+        match request {
+            ViewRequest::StopTask(id) => {
+                tokio::spawn(async move {
+                    if let Err(err) = tasks.service.stop(&id).await {
+                        tracing::info!("stop {id}: {err}");
+                    }
+                });
+            }
+            ViewRequest::StopAllTasks => {
+                for task in tasks.registry().snapshot() {
+                    if task.is_running() {
+                        let service = tasks.service.clone();
+                        tokio::spawn(async move {
+                            let _ = service.stop(&task.id).await;
+                        });
+                    }
+                }
+            }
+            ViewRequest::RerunTask(id) => {
+                if let Some(task) = tasks.registry().get(&id) {
+                    let request = tasks::rerun_request(&task);
+                    tokio::spawn(async move {
+                        if let Err(err) = tasks.service.start(request).await {
+                            tracing::warn!("rerun {id}: {err}");
+                        }
+                    });
+                }
+            }
+            ViewRequest::CopyText(text) => self.outer.extend(tasks::osc52(&text)),
+            ViewRequest::MarkSeen(id) => {
+                self.task_marks.seen.insert(id);
+                self.refresh_dock();
+            }
+            ViewRequest::ClearFinishedNotices => {
+                for task in tasks.registry().snapshot() {
+                    if !task.is_running() {
+                        self.task_marks.seen.insert(task.id.clone());
+                        self.task_marks.cleared.insert(task.id);
+                    }
+                }
+                self.refresh_dock();
             }
         }
     }
@@ -295,9 +455,10 @@ impl App {
         }
         if let Some(requests) = self.views.handle_key(&key) {
             for request in requests {
-                // Carried out once the task service is wired to the dock.
-                tracing::debug!(?request, "view request not handled yet");
+                self.on_view_request(request);
             }
+            // The dock shows fresh data (e.g. the output tail) as soon as it changes mode.
+            self.refresh_dock();
             self.request_draw();
             return;
         }
@@ -332,9 +493,7 @@ impl App {
                     self.send_key_to_pi(key);
                 }
             }
-            Action::Dock => self
-                .footer
-                .set_notice("No background tasks yet — the dock opens when there are some"),
+            Action::Dock => self.open_dock(None),
         }
         self.request_draw();
     }
@@ -420,7 +579,11 @@ impl App {
             };
             unipi_widgets::scrollback::render(&model, &self.theme.widgets, layout.pane, buf);
         }
-        let segments = self.footer.segments(self.scroll_back, []);
+        let (running, waking) = self.footer.tasks;
+        let segments = self.footer.segments(
+            self.scroll_back,
+            unipi_widgets::pending::tasks_segment(running, waking),
+        );
         unipi_widgets::footer::render_segments(&segments, &self.theme.widgets, layout.footer, buf);
         if self.views.is_empty() {
             pane_cursor

@@ -24,6 +24,17 @@ static ACTIVE: AtomicBool = AtomicBool::new(false);
 static KEYBOARD: AtomicI32 = AtomicI32::new(0);
 /// Process group of the child to stop when we die abnormally (0 = none).
 static CHILD_PGID: AtomicI32 = AtomicI32::new(0);
+/// More things to stop when we die abnormally (background tasks' process groups).
+static PANIC_CLEANUP: std::sync::Mutex<Vec<Box<dyn Fn() + Send>>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// Runs `cleanup` if the workbench panics (after the terminal is restored).
+pub fn register_panic_cleanup(cleanup: Box<dyn Fn() + Send>) {
+    PANIC_CLEANUP
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push(cleanup);
+}
 
 /// How the outer terminal reports modified keys to us.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -155,6 +166,13 @@ fn install_panic_hook() {
                 nix::unistd::Pid::from_raw(pgid),
                 nix::sys::signal::Signal::SIGTERM,
             );
+        }
+        for cleanup in PANIC_CLEANUP
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+        {
+            cleanup();
         }
         tracing::error!("panic: {info}");
         previous(info);

@@ -518,9 +518,10 @@ mod tests {
     }
 
     #[test]
-    fn history_toggle_shows_seen_finished_tasks() {
+    fn history_toggle_shows_cleared_finished_tasks() {
         let mut seen = make_row("b5", TaskStatus::Done);
         seen.unseen = false;
+        seen.cleared = true;
         let mut view = DockView::new(vec![seen, make_row("b1", TaskStatus::Running)]);
         assert_eq!(visible_rows(view.model()).len(), 1);
         view.handle_key(&ch('h'));

@@ -92,6 +92,8 @@ pub struct DockRow {
     pub last_line: Option<String>,
     /// Finished and not yet looked at.
     pub unseen: bool,
+    /// Finished and cleared from the list (Ctrl+Alt+C): only shown with history on.
+    pub cleared: bool,
     pub command: String,
     pub output_path: String,
     /// Why a stopped task was stopped (`user`, `timeout`, `output_cap`, `shutdown`).
@@ -141,12 +143,13 @@ pub fn sort_rows(rows: &mut [DockRow]) {
     rows.sort_by_key(|row| row.status);
 }
 
-/// The rows the list shows: all with history, else running tasks and unseen finished ones.
+/// The rows the list shows: all with history, else running tasks and finished ones not cleared
+/// yet (looking at a task marks it seen, but it stays listed until the user clears it).
 pub fn visible_rows(model: &DockModel) -> Vec<&DockRow> {
     model
         .rows
         .iter()
-        .filter(|row| model.show_history || !row.status.is_finished() || row.unseen)
+        .filter(|row| model.show_history || !row.status.is_finished() || !row.cleared)
         .collect()
 }
 
@@ -590,6 +593,7 @@ mod tests {
             wakes_agent: true,
             last_line: Some("Compiling unipi-widgets v0.1.0".to_owned()),
             unseen: finished,
+            cleared: false,
             command: "cargo test --workspace".to_owned(),
             output_path: "/tmp/unipi-bg-tasks/s1-4242-ab12/b1a2c3d4.output".to_owned(),
             kill_kind: (status == TaskStatus::Stopped).then(|| "user".to_owned()),
@@ -656,9 +660,11 @@ mod tests {
     }
 
     #[test]
-    fn history_toggle_hides_seen_finished_rows() {
+    fn history_toggle_hides_cleared_finished_rows() {
         let mut model = mixed();
-        model.rows[2].unseen = false; // release build, seen
+        model.rows[2].unseen = false; // release build, seen: still listed
+        assert_eq!(visible_rows(&model).len(), 5);
+        model.rows[2].cleared = true; // … until cleared
         let names = |m: &DockModel| -> Vec<String> {
             visible_rows(m).iter().map(|r| r.name.clone()).collect()
         };
@@ -727,6 +733,7 @@ mod tests {
         crate::assert_ui_snapshot!("dock_empty", snapshot(&make_dock_with(vec![]), 80, 20));
         let mut seen = make_row("b1", "old build", TaskStatus::Done);
         seen.unseen = false;
+        seen.cleared = true;
         crate::assert_ui_snapshot!(
             "dock_empty_history_hidden",
             snapshot(&make_dock_with(vec![seen]), 80, 20)

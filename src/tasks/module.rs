@@ -1,0 +1,595 @@
+//! The bridge face of the background tasks: the `bg_*` tools, the `/unipi:bg*` commands and the
+//! notification's message type. Argument handling is pure (`parse_run_args`,
+//! [`parse_bg_command`]) and worded as the reference so the model sees the same errors; the
+//! work is the [`TaskService`]'s.
+
+use futures_util::future::BoxFuture;
+use serde_json::{Value, json};
+
+use super::config::TasksConfig;
+use super::logs::{bounded_read, format_log_text, normalize_max_bytes};
+use super::model::now_ms_for_lists;
+use super::model::{
+    TaskInfo, TaskOrigin, delivery_guidance, format_task_list, resolve_task_name, truncate_chars,
+};
+use super::notify::NOTIFICATION_TYPE;
+use super::service::{RunRequest, TaskService};
+use crate::bridge::{
+    AgentId, CommandReply, CommandSpec, Completion, MessageTypeSpec, Module, NotifyLevel, ToolCall,
+    ToolError, ToolOutput, ToolSpec,
+};
+
+/// Declares the tools, commands and message type, and runs the tools against the service.
+#[derive(Clone)]
+pub struct TasksModule {
+    service: TaskService,
+    config: TasksConfig,
+}
+
+impl TasksModule {
+    pub const RUN: &'static str = "bg_run";
+    pub const STATUS: &'static str = "bg_status";
+    pub const LOGS: &'static str = "bg_logs";
+    pub const KILL: &'static str = "bg_kill";
+    /// `/unipi:bg <command>`: start a task from the user (notification only, no wake).
+    pub const COMMAND_BG: &'static str = "unipi:bg";
+    /// `/unipi:bg-tasks`: open the dock (handled by the app).
+    pub const COMMAND_TASKS: &'static str = "unipi:bg-tasks";
+    /// `/unipi:bg-settings`: open the settings overlay (handled by the app).
+    pub const COMMAND_SETTINGS: &'static str = "unipi:bg-settings";
+
+    pub fn new(service: TaskService, config: TasksConfig) -> Self {
+        Self { service, config }
+    }
+
+    pub fn service(&self) -> &TaskService {
+        &self.service
+    }
+
+    /// Runs `/unipi:bg <args>` for `agent`: starts the task with the notification but no wake,
+    /// and says what started (or why not) as Pi's notice.
+    pub async fn run_user_command(&self, agent: AgentId, args: &str) -> CommandReply {
+        let parsed = match parse_bg_command(args) {
+            Ok(parsed) => parsed,
+            Err(message) => {
+                return CommandReply::Failed {
+                    message: format!("Background task failed to start: {message}"),
+                };
+            }
+        };
+        let request = RunRequest {
+            name: resolve_task_name(parsed.name.as_deref(), None, &parsed.command),
+            command: parsed.command,
+            description: None,
+            timeout_seconds: self.config.default_timeout_seconds,
+            notify_on_completion: true,
+            trigger_on_completion: false,
+            is_agent: parsed.is_agent,
+            origin: TaskOrigin::User,
+            agent,
+        };
+        match self.service.start(request).await {
+            Ok(task) => CommandReply::Notify {
+                message: format!(
+                    "Started {} ({})\nOutput: {}\nCommand: {}",
+                    task.name, task.id, task.output_path, task.command
+                ),
+                level: NotifyLevel::Info,
+            },
+            Err(err) => CommandReply::Failed {
+                message: err.to_string(),
+            },
+        }
+    }
+
+    async fn bg_run(&self, agent: AgentId, args: Value) -> Result<ToolOutput, ToolError> {
+        let run = parse_run_args(&args, &self.config).map_err(ToolError::new)?;
+        let request = RunRequest {
+            name: resolve_task_name(
+                run.name.as_deref(),
+                run.description.as_deref(),
+                &run.command,
+            ),
+            command: run.command,
+            description: run.description,
+            timeout_seconds: run.timeout_seconds,
+            notify_on_completion: run.notify_on_completion,
+            trigger_on_completion: run.trigger_on_completion,
+            is_agent: run.is_agent,
+            origin: TaskOrigin::Agent,
+            agent,
+        };
+        let task = self
+            .service
+            .start(request)
+            .await
+            .map_err(|err| ToolError::new(err.to_string()))?;
+        Ok(ToolOutput::text(run_result_text(&task)).with_details(json!({ "task": task })))
+    }
+
+    fn bg_status(&self, args: &Value) -> Result<ToolOutput, ToolError> {
+        let registry = self.service.registry();
+        let tasks = match optional_string(args, "taskId")? {
+            Some(id) => vec![
+                registry
+                    .resolve(&id)
+                    .map_err(|e| ToolError::new(e.to_string()))?,
+            ],
+            None => registry.snapshot(),
+        };
+        Ok(
+            ToolOutput::text(format_task_list(&tasks, now_ms_for_lists()))
+                .with_details(json!({ "tasks": tasks })),
+        )
+    }
+
+    fn bg_logs(&self, args: &Value) -> Result<ToolOutput, ToolError> {
+        let id = optional_string(args, "taskId")?.unwrap_or_default();
+        let task = self
+            .service
+            .resolve(&id)
+            .map_err(|e| ToolError::new(e.to_string()))?;
+        let max_bytes = normalize_max_bytes(args.get("maxBytes").and_then(Value::as_f64));
+        let tail = args.get("tail").and_then(Value::as_bool).unwrap_or(true);
+        let path = std::path::Path::new(&task.output_path);
+        if !path.exists() {
+            return Err(ToolError::new(format!(
+                "Output file does not exist for {}: {}",
+                task.id, task.output_path
+            )));
+        }
+        let read = bounded_read(path, max_bytes, tail)?;
+        Ok(
+            ToolOutput::text(format_log_text(&read, tail, &task.output_path)).with_details(json!({
+                "task": task,
+                "path": task.output_path,
+                "bytesRead": read.bytes_read,
+                "totalBytes": read.total_bytes,
+                "truncated": read.truncated,
+                "tail": tail,
+            })),
+        )
+    }
+
+    async fn bg_kill(&self, args: Value) -> Result<ToolOutput, ToolError> {
+        let id = optional_string(&args, "taskId")?.unwrap_or_default();
+        let task = self
+            .service
+            .stop(&id)
+            .await
+            .map_err(|e| ToolError::new(e.to_string()))?;
+        let message = format!(
+            "Killed background task {} ({}). Output: {}",
+            task.name, task.id, task.output_path
+        );
+        Ok(ToolOutput::text(message.clone())
+            .with_details(json!({ "task": task, "message": message })))
+    }
+}
+
+impl Module for TasksModule {
+    fn name(&self) -> &'static str {
+        "tasks"
+    }
+
+    fn tools(&self) -> Vec<ToolSpec> {
+        let task_id = json!({"type": "string", "description": "Task id or an unambiguous prefix"});
+        vec![
+            ToolSpec::new(
+                Self::RUN,
+                "Background Run",
+                "Start a named long-running shell command (build, test run, dev server) in the \
+                 background and keep working. Its end is delivered as a \
+                 <background-task-notification> that, by default, starts a follow-up turn: do not \
+                 poll or sleep to wait for it.",
+            )
+            .string_param("name", "A 2-6 word name for the task", false)
+            .string_param("command", "The shell command to run", true)
+            .string_param("description", "What the task is for (optional)", false)
+            .param(
+                "timeoutSeconds",
+                json!({"type": "number", "description": "Stop the task after this many seconds"}),
+                false,
+            )
+            .boolean_param(
+                "notifyOnCompletion",
+                "Send a terminal notification when the task ends (default true)",
+                false,
+            )
+            .boolean_param(
+                "triggerOnCompletion",
+                "Let that notification start a follow-up turn (default true)",
+                false,
+            )
+            .boolean_param(
+                "isAgent",
+                "True only for LLM/agent tasks; false for scripts, tests, servers and ordinary \
+                 commands (default false)",
+                false,
+            )
+            .prompt_snippet("bg_run: run a long shell command in the background; its end wakes you")
+            .guideline("Use bg_run for commands that take longer than a few seconds (builds, test suites, dev servers) instead of running them in the foreground.")
+            .guideline("Give every bg_run task a 2-6 word name.")
+            .guideline("After bg_run, never sleep or poll with bg_status/bg_logs to wait; continue independent work or end the turn, and wait for the <background-task-notification>.")
+            .guideline("Treat a <background-task-notification> as the durable terminal truth of a bg_run task; use bg_logs only if you need its output."),
+            ToolSpec::new(
+                Self::STATUS,
+                "Background Status",
+                "Point-in-time status of one background task (by id or unambiguous prefix) or of \
+                 all of them. Not a polling primitive.",
+            )
+            .param("taskId", task_id.clone(), false),
+            ToolSpec::new(
+                Self::LOGS,
+                "Background Logs",
+                "Bounded read of a background task's output: the tail (default) or the head, at \
+                 most 50.0KB.",
+            )
+            .param("taskId", task_id.clone(), true)
+            .param(
+                "maxBytes",
+                json!({"type": "number", "description": "At most this many bytes (default and maximum 50.0KB)"}),
+                false,
+            )
+            .boolean_param("tail", "Read the end (true, default) or the start (false)", false),
+            ToolSpec::new(
+                Self::KILL,
+                "Background Kill",
+                "Stop a running background task and its whole process group.",
+            )
+            .param("taskId", task_id, true),
+        ]
+    }
+
+    fn commands(&self) -> Vec<CommandSpec> {
+        vec![
+            CommandSpec::new(
+                Self::COMMAND_BG,
+                "Start a background shell task: /unipi:bg [--name NAME] [--] <command>",
+            ),
+            CommandSpec::new(Self::COMMAND_TASKS, "Open the background task dock"),
+            CommandSpec::new(Self::COMMAND_SETTINGS, "Background task settings"),
+        ]
+    }
+
+    fn message_types(&self) -> Vec<MessageTypeSpec> {
+        vec![MessageTypeSpec::new(NOTIFICATION_TYPE, "Background task")]
+    }
+
+    /// `/unipi:bg-tasks <id>` opens that task's detail: offer the ids (up to 20).
+    fn complete(&self, command: &str, prefix: &str) -> Vec<Completion> {
+        if command != Self::COMMAND_TASKS {
+            return Vec::new();
+        }
+        let prefix = prefix.trim();
+        self.service
+            .registry()
+            .snapshot()
+            .into_iter()
+            .filter(|task| task.id.starts_with(prefix))
+            .take(20)
+            .map(|task| Completion {
+                label: format!("{} {}", task.id, task.name),
+                description: Some(format!(
+                    "{} — {}",
+                    task.status.as_str(),
+                    truncate_chars(&task.command, 60)
+                )),
+                value: task.id,
+            })
+            .collect()
+    }
+
+    fn call_tool(&self, call: ToolCall) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        let module = self.clone();
+        Box::pin(async move {
+            if !call.args.is_object() && !call.args.is_null() {
+                return Err(ToolError::new(format!(
+                    "{} arguments must be an object",
+                    call.tool
+                )));
+            }
+            match call.tool.as_str() {
+                Self::RUN => module.bg_run(call.agent, call.args).await,
+                Self::STATUS => module.bg_status(&call.args),
+                Self::LOGS => module.bg_logs(&call.args),
+                Self::KILL => module.bg_kill(call.args).await,
+                other => Err(ToolError::new(format!(
+                    "module `tasks` declares no tool `{other}`"
+                ))),
+            }
+        })
+    }
+}
+
+/// `bg_run`'s arguments after normalization.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct RunArgs {
+    pub name: Option<String>,
+    pub command: String,
+    pub description: Option<String>,
+    pub timeout_seconds: Option<u64>,
+    pub notify_on_completion: bool,
+    pub trigger_on_completion: bool,
+    pub is_agent: bool,
+}
+
+pub(crate) fn parse_run_args(args: &Value, config: &TasksConfig) -> Result<RunArgs, String> {
+    let Some(object) = args.as_object() else {
+        return Err("bg_run arguments must be an object".to_string());
+    };
+    let Some(command) = object.get("command").and_then(Value::as_str) else {
+        return Err("bg_run requires command string".to_string());
+    };
+    let command = command.trim().to_string();
+    if command.is_empty() {
+        return Err("Background command is empty".to_string());
+    }
+    let text = |key: &str| {
+        object
+            .get(key)
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|text| !text.is_empty())
+            .map(str::to_string)
+    };
+    let flag = |key: &str, default: bool| match object.get(key) {
+        None | Some(Value::Null) => Ok(default),
+        Some(Value::Bool(value)) => Ok(*value),
+        Some(_) => Err(format!("bg_run {key} must be a boolean")),
+    };
+    let timeout_seconds = object
+        .get("timeoutSeconds")
+        .and_then(Value::as_f64)
+        .filter(|secs| secs.is_finite() && *secs >= 1.0)
+        .map(|secs| secs.floor() as u64)
+        .or(config.default_timeout_seconds);
+    Ok(RunArgs {
+        name: text("name"),
+        command,
+        description: text("description"),
+        timeout_seconds,
+        notify_on_completion: flag("notifyOnCompletion", config.notify_on_completion)?,
+        trigger_on_completion: flag("triggerOnCompletion", config.trigger_on_completion)?,
+        is_agent: flag("isAgent", false)?,
+    })
+}
+
+/// The `bg_run` result text: what started, where its output goes, and how its end is delivered.
+pub(crate) fn run_result_text(task: &TaskInfo) -> String {
+    let pid = task
+        .pid
+        .map_or_else(|| "unknown".to_string(), |pid| pid.to_string());
+    let guidance = delivery_guidance(task.notify_on_completion, task.trigger_on_completion);
+    format!(
+        "Started background task {} ({})\nStatus: {}\nPID: {pid}\nOutput: {}\n{}",
+        task.name,
+        task.id,
+        task.status.as_str(),
+        task.output_path,
+        guidance.join("\n")
+    )
+}
+
+/// `/unipi:bg`'s arguments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BgCommand {
+    pub name: Option<String>,
+    pub is_agent: bool,
+    pub command: String,
+}
+
+/// Parses `[--agent|--llm-agent] [--script|--no-agent] [--name v|--name=v|-n v|-n=v] [--] <cmd>`.
+pub fn parse_bg_command(input: &str) -> Result<BgCommand, String> {
+    let mut rest = input.trim();
+    let mut name = None;
+    let mut is_agent = false;
+    loop {
+        let (word, after) = split_word(rest);
+        match word {
+            "--agent" | "--llm-agent" => is_agent = true,
+            "--script" | "--no-agent" => is_agent = false,
+            "--" => {
+                rest = after;
+                break;
+            }
+            "--name" | "-n" => {
+                let (value, after) =
+                    take_value(after).ok_or_else(|| format!("{word} requires a task name"))?;
+                name = Some(value);
+                rest = after;
+                continue;
+            }
+            _ if word.starts_with("--name=") || word.starts_with("-n=") => {
+                let flag_len = if word.starts_with("-n=") { 3 } else { 7 };
+                let flag = &word[..flag_len];
+                let (value, after) = take_value(&rest[flag_len..])
+                    .ok_or_else(|| format!("{flag} requires a task name"))?;
+                name = Some(value);
+                rest = after;
+                continue;
+            }
+            _ => break,
+        }
+        rest = after;
+    }
+    let command = rest.trim().to_string();
+    if command.is_empty() {
+        return Err("Background command is empty".to_string());
+    }
+    Ok(BgCommand {
+        name,
+        is_agent,
+        command,
+    })
+}
+
+fn split_word(text: &str) -> (&str, &str) {
+    let text = text.trim_start();
+    match text.find(char::is_whitespace) {
+        Some(end) => (&text[..end], text[end..].trim_start()),
+        None => (text, ""),
+    }
+}
+
+/// A flag value: a quoted string (backslash escapes honoured) or one word.
+fn take_value(text: &str) -> Option<(String, &str)> {
+    let text = text.trim_start();
+    let quote = text.chars().next().filter(|c| *c == '"' || *c == '\'');
+    let Some(quote) = quote else {
+        let (word, after) = split_word(text);
+        return (!word.is_empty()).then(|| (word.to_string(), after));
+    };
+    let mut value = String::new();
+    let mut escaped = false;
+    for (index, ch) in text.char_indices().skip(1) {
+        if escaped {
+            value.push(ch);
+            escaped = false;
+        } else if ch == '\\' {
+            escaped = true;
+        } else if ch == quote {
+            let after = text[index + ch.len_utf8()..].trim_start();
+            return (!value.trim().is_empty()).then_some((value, after));
+        } else {
+            value.push(ch);
+        }
+    }
+    None
+}
+
+fn optional_string(args: &Value, key: &str) -> Result<Option<String>, ToolError> {
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text.clone())),
+        Some(_) => Err(ToolError::new(format!("{key} must be a string"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tasks::model::TaskStatus;
+
+    #[test]
+    fn run_args_are_normalized() {
+        let config = TasksConfig::default();
+        let ok = parse_run_args(
+            &json!({"command": "  make  ", "name": " Build ", "timeoutSeconds": 2.9, "description": "  "}),
+            &config,
+        )
+        .unwrap();
+        assert_eq!(ok.command, "make");
+        assert_eq!(ok.name.as_deref(), Some("Build"));
+        assert_eq!(ok.description, None);
+        assert_eq!(ok.timeout_seconds, Some(2));
+        assert!(ok.notify_on_completion && ok.trigger_on_completion && !ok.is_agent);
+
+        let errors = [
+            (json!("make"), "bg_run arguments must be an object"),
+            (json!({}), "bg_run requires command string"),
+            (json!({"command": 3}), "bg_run requires command string"),
+            (json!({"command": "   "}), "Background command is empty"),
+            (
+                json!({"command": "x", "isAgent": "yes"}),
+                "bg_run isAgent must be a boolean",
+            ),
+        ];
+        for (args, want) in errors {
+            assert_eq!(parse_run_args(&args, &config).unwrap_err(), want, "{args}");
+        }
+        let no_timeout = [json!(0), json!(-1), json!("10"), json!(0.5)];
+        for value in no_timeout {
+            let args = json!({"command": "x", "timeoutSeconds": value});
+            assert_eq!(
+                parse_run_args(&args, &config).unwrap().timeout_seconds,
+                None
+            );
+        }
+        let quiet = TasksConfig {
+            trigger_on_completion: false,
+            default_timeout_seconds: Some(60),
+            ..TasksConfig::default()
+        };
+        let args = parse_run_args(&json!({"command": "x"}), &quiet).unwrap();
+        assert!(!args.trigger_on_completion);
+        assert_eq!(args.timeout_seconds, Some(60));
+    }
+
+    #[test]
+    fn bg_command_flags_table() {
+        let cases = [
+            ("make all", None, false, "make all"),
+            ("--agent pi -p hi", None, true, "pi -p hi"),
+            ("--name build make", Some("build"), false, "make"),
+            (
+                "-n \"my \\\"big\\\" build\" make -j4",
+                Some("my \"big\" build"),
+                false,
+                "make -j4",
+            ),
+            (
+                "--name='dev server' -- npm run dev",
+                Some("dev server"),
+                false,
+                "npm run dev",
+            ),
+            ("-- --name x", None, false, "--name x"),
+        ];
+        for (input, name, is_agent, command) in cases {
+            let parsed = parse_bg_command(input).unwrap();
+            assert_eq!(parsed.name.as_deref(), name, "{input}");
+            assert_eq!(parsed.is_agent, is_agent, "{input}");
+            assert_eq!(parsed.command, command, "{input}");
+        }
+        assert_eq!(
+            parse_bg_command("--name \"open").unwrap_err(),
+            "--name requires a task name"
+        );
+        assert_eq!(
+            parse_bg_command("").unwrap_err(),
+            "Background command is empty"
+        );
+    }
+
+    #[test]
+    fn run_result_lists_id_pid_output_and_guidance() {
+        let task = TaskInfo {
+            id: "bg-0a0b0c".into(),
+            name: "tests".into(),
+            command: "cargo test".into(),
+            description: None,
+            status: TaskStatus::Running,
+            cwd: "/w".into(),
+            output_path: "/tmp/bg-0a0b0c.log".into(),
+            start_time: 0,
+            end_time: None,
+            pid: Some(99),
+            exit_code: None,
+            signal: None,
+            kill_kind: None,
+            error: None,
+            bytes_written: 0,
+            last_line: None,
+            timeout_seconds: None,
+            is_agent: false,
+            notify_on_completion: true,
+            trigger_on_completion: true,
+            notified: false,
+            origin: TaskOrigin::Agent,
+            agent: "main".into(),
+        };
+        let text = run_result_text(&task);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[..4],
+            [
+                "Started background task tests (bg-0a0b0c)",
+                "Status: running",
+                "PID: 99",
+                "Output: /tmp/bg-0a0b0c.log",
+            ]
+        );
+        assert_eq!(lines[4..], delivery_guidance(true, true));
+    }
+}

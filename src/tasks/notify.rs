@@ -1,0 +1,206 @@
+//! The completion notification: the `<background-task-notification>` block the model reads, the
+//! details the card renders, and the [`NotificationSink`] it is handed to. The sink is a trait so
+//! the service does not depend on a live bridge: the app attaches the [`BridgeHost`] once it has
+//! started, tests attach a channel.
+
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use super::logs;
+use super::model::{TaskInfo, format_duration};
+use crate::bridge::{AgentId, BridgeHost, DeliverAs, HostCall};
+
+/// The custom message type of the notification (declared by the module so Pi renders a card).
+pub const NOTIFICATION_TYPE: &str = "background-task-notification";
+
+/// What the model is told to do with a notification.
+pub const NOTIFICATION_GUIDANCE: &str = "Terminal state and output metadata are durable. Do not \
+     call bg_status to reconfirm; use bg_logs only if output is needed.";
+
+/// One completion notification, ready to send.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CompletionNotice {
+    pub agent: AgentId,
+    pub task_id: String,
+    pub content: String,
+    pub details: Value,
+    /// Start an agent turn (`triggerOnCompletion`).
+    pub trigger_turn: bool,
+}
+
+/// Where completion notifications go.
+pub trait NotificationSink: Send + Sync + 'static {
+    fn deliver(&self, notice: CompletionNotice) -> BoxFuture<'static, anyhow::Result<()>>;
+}
+
+impl NotificationSink for BridgeHost {
+    fn deliver(&self, notice: CompletionNotice) -> BoxFuture<'static, anyhow::Result<()>> {
+        let host = self.clone();
+        Box::pin(async move {
+            let call = HostCall::SendMessage {
+                custom_type: NOTIFICATION_TYPE.to_string(),
+                content: notice.content,
+                display: true,
+                details: notice.details,
+                deliver_as: Some(DeliverAs::FollowUp),
+                trigger_turn: notice.trigger_turn,
+            };
+            host.call(&notice.agent, call).await?;
+            Ok(())
+        })
+    }
+}
+
+/// A sink that forwards into a channel (tests, or an app that wants to route notices itself).
+#[derive(Debug, Clone)]
+pub struct ChannelSink(pub mpsc::UnboundedSender<CompletionNotice>);
+
+impl NotificationSink for ChannelSink {
+    fn deliver(&self, notice: CompletionNotice) -> BoxFuture<'static, anyhow::Result<()>> {
+        let sent = self.0.send(notice);
+        Box::pin(async move { sent.map_err(|_| anyhow::anyhow!("notification channel closed")) })
+    }
+}
+
+pub(crate) type SharedSink = Arc<dyn NotificationSink>;
+
+/// The notification for a finished task (its status is terminal).
+pub fn build_notice(task: &TaskInfo) -> CompletionNotice {
+    let last = logs::last_lines(std::path::Path::new(&task.output_path), 3);
+    CompletionNotice {
+        agent: AgentId::new(task.agent.clone()),
+        task_id: task.id.clone(),
+        content: notification_content(task, &last),
+        details: notification_details(task, &last),
+        trigger_turn: task.trigger_on_completion,
+    }
+}
+
+/// The `<background-task-notification>` block; a blank line precedes the exit code and the
+/// error, as in the reference.
+pub fn notification_content(task: &TaskInfo, last_lines: &[String]) -> String {
+    let status = task.status.as_str();
+    let exit = task
+        .exit_code
+        .map_or_else(|| "null".to_string(), |code| code.to_string());
+    let mut lines = vec![
+        "<background-task-notification>".to_string(),
+        format!("  <task-id>{}</task-id>", task.id),
+        format!("  <task-name>{}</task-name>", escape_xml(&task.name)),
+        format!("  <status>{status}</status>"),
+        format!("\n  <exit-code>{exit}</exit-code>"),
+    ];
+    if let Some(error) = &task.error {
+        lines.push(format!("\n  <error>{}</error>", escape_xml(error)));
+    }
+    lines.push(format!(
+        "  <output-file>{}</output-file>",
+        escape_xml(&task.output_path)
+    ));
+    let mut summary = format!("Background task {} {status}", json!(task.name));
+    if !last_lines.is_empty() {
+        summary.push_str(&format!("; last output:\n{}", last_lines.join("\n")));
+    }
+    lines.push(format!("  <summary>{}</summary>", escape_xml(&summary)));
+    lines.push(format!(
+        "  <guidance>{}</guidance>",
+        escape_xml(NOTIFICATION_GUIDANCE)
+    ));
+    lines.push("</background-task-notification>".to_string());
+    lines.join("\n")
+}
+
+/// The card's fields: the snapshot plus duration, whether the agent is woken, last lines.
+pub fn notification_details(task: &TaskInfo, last_lines: &[String]) -> Value {
+    let runtime = task
+        .end_time
+        .unwrap_or(task.start_time)
+        .saturating_sub(task.start_time);
+    json!({
+        "task": task,
+        "status": task.status.as_str(),
+        "name": task.name,
+        "exitCode": task.exit_code,
+        "duration": format_duration(runtime),
+        "durationMs": runtime,
+        "agentWoken": task.trigger_on_completion,
+        "lastLines": last_lines,
+    })
+}
+
+/// Escapes `&`, `<` and `>` (the reference escapes only these).
+pub fn escape_xml(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tasks::model::{TaskOrigin, TaskStatus};
+
+    fn finished(status: TaskStatus, exit_code: Option<i32>, error: Option<&str>) -> TaskInfo {
+        TaskInfo {
+            id: "bg-abc123".into(),
+            name: "build <core> & test".into(),
+            command: "make".into(),
+            description: None,
+            status,
+            cwd: "/w".into(),
+            output_path: "/tmp/bg-abc123.log".into(),
+            start_time: 1_000,
+            end_time: Some(26_000),
+            pid: Some(7),
+            exit_code,
+            signal: None,
+            kill_kind: None,
+            error: error.map(str::to_string),
+            bytes_written: 10,
+            last_line: None,
+            timeout_seconds: None,
+            is_agent: false,
+            notify_on_completion: true,
+            trigger_on_completion: false,
+            notified: false,
+            origin: TaskOrigin::User,
+            agent: "main".into(),
+        }
+    }
+
+    #[test]
+    fn content_matches_the_reference_block() {
+        let task = finished(TaskStatus::Failed, Some(2), Some("Exited with code 2"));
+        let content = notification_content(&task, &["boom".to_string()]);
+        assert_eq!(
+            content,
+            "<background-task-notification>\n  <task-id>bg-abc123</task-id>\n  \
+             <task-name>build &lt;core&gt; &amp; test</task-name>\n  <status>failed</status>\n\n  \
+             <exit-code>2</exit-code>\n\n  <error>Exited with code 2</error>\n  \
+             <output-file>/tmp/bg-abc123.log</output-file>\n  \
+             <summary>Background task \"build &lt;core&gt; &amp; test\" failed; last output:\nboom</summary>\n  \
+             <guidance>Terminal state and output metadata are durable. Do not call bg_status to \
+             reconfirm; use bg_logs only if output is needed.</guidance>\n\
+             </background-task-notification>"
+        );
+        let done = notification_content(&finished(TaskStatus::Stopped, None, None), &[]);
+        assert!(done.contains("<exit-code>null</exit-code>"), "{done}");
+        assert!(!done.contains("<error>"), "{done}");
+    }
+
+    #[test]
+    fn details_carry_the_card_fields() {
+        let task = finished(TaskStatus::Done, Some(0), None);
+        let details = notification_details(&task, &["a".into(), "b".into()]);
+        assert_eq!(details["duration"], "25s");
+        assert_eq!(details["agentWoken"], false);
+        assert_eq!(details["lastLines"], json!(["a", "b"]));
+        assert_eq!(details["task"]["id"], "bg-abc123");
+        let notice = build_notice(&task);
+        assert!(!notice.trigger_turn);
+        assert_eq!(notice.agent, AgentId::main());
+    }
+}

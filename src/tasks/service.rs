@@ -1,0 +1,1004 @@
+//! The task service: starts shell commands as background tasks and watches them to the end.
+//!
+//! Each task is `<shell> -c <command>` in its own process group, stdin null, stdout and stderr
+//! both pointing at one `O_APPEND` output file. The workbench never copies the output: the child
+//! writes straight to the file, so capture costs no memory and runs at disk speed whatever the
+//! volume; the output cap is enforced by watching the file's size (the overshoot between two
+//! ticks is cut off with the notice once the group is dead). A task is running until its shell
+//! has exited *and* its process group is empty, so `server &` inside a task keeps the task
+//! alive and is stopped with it — the same "all holders closed" rule as a pipe, without a pipe.
+//!
+//! One monitor future per task owns the child; the map under the lock holds only the snapshot
+//! and a stop channel, so readers ([`TaskRegistry`]) never wait on a process. A guard in the
+//! monitor SIGKILLs the group if the future is dropped before the group is known empty (runtime
+//! shutdown, panic), and [`TaskService::shutdown`] stops and reaps every group: no orphan.
+
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io::Write as _;
+use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+use std::os::unix::process::ExitStatusExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context as _;
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use tokio::process::{Child, Command};
+use tokio::sync::watch;
+use tokio::time::{Instant, MissedTickBehavior};
+
+use super::logs;
+use super::model::{KillKind, TaskInfo, TaskOrigin, TaskStatus, format_size, sort_tasks};
+use super::notify::{self, NotificationSink, SharedSink};
+use crate::bridge::{AgentId, BridgeHost};
+
+/// Default output cap: 20 MiB.
+pub const DEFAULT_MAX_OUTPUT_BYTES: u64 = 20 * 1024 * 1024;
+/// Time between SIGTERM and SIGKILL.
+pub const KILL_GRACE: Duration = Duration::from_secs(3);
+/// How long a stop waits for the task to end.
+pub const STOP_WAIT: Duration = Duration::from_millis(4500);
+/// Finished tasks kept in memory (their files stay on disk).
+pub const MAX_RECENT_TASKS: usize = 100;
+
+/// How tasks are run and where their files go.
+#[derive(Debug, Clone)]
+pub struct TaskSettings {
+    /// The directory the per-session run directory is created in
+    /// (`$UNIPI_BG_TMP_DIR`, else `$TMPDIR/unipi-bg-tasks`).
+    pub root_dir: PathBuf,
+    /// Names the run directory (`<session>-<pid>-<nonce>`).
+    pub session: String,
+    pub shell: PathBuf,
+    /// The working directory of every task.
+    pub cwd: PathBuf,
+    pub max_output_bytes: u64,
+    pub kill_grace: Duration,
+    pub stop_wait: Duration,
+    /// How often a monitor looks at its task (size, timeout, group).
+    pub poll_interval: Duration,
+}
+
+impl TaskSettings {
+    /// Settings from the environment (`UNIPI_BG_TMP_DIR`, `UNIPI_BG_SHELL_PATH`,
+    /// `UNIPI_BG_SHELL`, `SHELL`, `UNIPI_BG_MAX_OUTPUT_BYTES`); `max_output_bytes` is the
+    /// configured cap, which the environment variable overrides.
+    pub fn from_env(session: &str, cwd: PathBuf, max_output_bytes: Option<u64>) -> Self {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        let root_dir = var("UNIPI_BG_TMP_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| std::env::temp_dir().join("unipi-bg-tasks"));
+        let env_cap = var("UNIPI_BG_MAX_OUTPUT_BYTES").and_then(|v| v.trim().parse::<u64>().ok());
+        Self {
+            root_dir,
+            session: session.to_string(),
+            shell: shell_from(
+                var("UNIPI_BG_SHELL_PATH"),
+                var("UNIPI_BG_SHELL"),
+                var("SHELL"),
+            ),
+            cwd,
+            max_output_bytes: env_cap
+                .or(max_output_bytes)
+                .filter(|cap| *cap > 0)
+                .unwrap_or(DEFAULT_MAX_OUTPUT_BYTES),
+            kill_grace: KILL_GRACE,
+            stop_wait: STOP_WAIT,
+            poll_interval: Duration::from_millis(100),
+        }
+    }
+}
+
+/// What to start.
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    pub name: String,
+    pub command: String,
+    pub description: Option<String>,
+    pub timeout_seconds: Option<u64>,
+    pub notify_on_completion: bool,
+    pub trigger_on_completion: bool,
+    pub is_agent: bool,
+    pub origin: TaskOrigin,
+    /// Who gets the completion notification.
+    pub agent: AgentId,
+}
+
+/// Why a task operation failed; the texts are the reference's, the model reads them.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TaskError {
+    #[error("Task ID is required")]
+    IdRequired,
+    #[error("Unknown background task ID: {0}")]
+    Unknown(String),
+    #[error("Ambiguous task ID prefix \"{prefix}\": {ids}")]
+    Ambiguous { prefix: String, ids: String },
+    #[error("Task {id} is {status}, not running")]
+    NotRunning { id: String, status: &'static str },
+    #[error("Task {id} did not exit within {waited} after cancellation")]
+    StopTimeout { id: String, waited: String },
+    #[error("Background command is empty")]
+    EmptyCommand,
+    #[error("Background tasks are shutting down")]
+    ShuttingDown,
+    #[error("Background task failed to start: {0}")]
+    Spawn(String),
+}
+
+/// The service. Cheap to clone; every clone is the same set of tasks.
+#[derive(Clone)]
+pub struct TaskService {
+    inner: Arc<Inner>,
+}
+
+/// A read-only view of the tasks for other modules and the UI.
+#[derive(Clone)]
+pub struct TaskRegistry {
+    inner: Arc<Inner>,
+}
+
+impl TaskService {
+    /// Creates the run directory (`<root>/<session>-<pid>-<nonce>`, mode 0700).
+    pub fn new(settings: TaskSettings) -> anyhow::Result<Self> {
+        let dir_name = format!(
+            "{}-{}-{:08x}",
+            sanitize_segment(&settings.session),
+            std::process::id(),
+            random_u64() as u32
+        );
+        let run_dir = settings.root_dir.join(dir_name);
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&run_dir)
+            .with_context(|| format!("create the task directory {}", run_dir.display()))?;
+        let (changes, _) = watch::channel(0);
+        Ok(Self {
+            inner: Arc::new(Inner {
+                settings,
+                run_dir,
+                tasks: Mutex::new(HashMap::new()),
+                changes,
+                version: AtomicU64::new(0),
+                sink: Mutex::new(None),
+                shutting_down: AtomicBool::new(false),
+            }),
+        })
+    }
+
+    pub fn registry(&self) -> TaskRegistry {
+        TaskRegistry {
+            inner: self.inner.clone(),
+        }
+    }
+
+    pub fn settings(&self) -> &TaskSettings {
+        &self.inner.settings
+    }
+
+    /// Where this session's `<id>.json` and `<id>.log` files are.
+    pub fn run_dir(&self) -> &Path {
+        &self.inner.run_dir
+    }
+
+    /// Completion notifications go through the bridge from now on.
+    pub fn attach_host(&self, host: BridgeHost) {
+        self.attach_sink(Arc::new(host));
+    }
+
+    /// Completion notifications go to `sink` from now on.
+    pub fn attach_sink(&self, sink: Arc<dyn NotificationSink>) {
+        *lock(&self.inner.sink) = Some(sink);
+    }
+
+    /// Starts a task. Must run inside the tokio runtime (the monitor is a task).
+    pub async fn start(&self, request: RunRequest) -> Result<TaskInfo, TaskError> {
+        if self.inner.shutting_down.load(Ordering::SeqCst) {
+            return Err(TaskError::ShuttingDown);
+        }
+        let command = request.command.trim().to_string();
+        if command.is_empty() {
+            return Err(TaskError::EmptyCommand);
+        }
+        let id = self.inner.new_id();
+        let output_path = self.inner.run_dir.join(format!("{id}.log"));
+        let (child, pid) = spawn_shell(&self.inner.settings, &command, &id, &output_path)
+            .map_err(|err| TaskError::Spawn(format!("{err:#}")))?;
+        let info = TaskInfo {
+            id: id.clone(),
+            name: request.name,
+            command,
+            description: request.description,
+            status: TaskStatus::Running,
+            cwd: self.inner.settings.cwd.display().to_string(),
+            output_path: output_path.display().to_string(),
+            start_time: now_ms(),
+            end_time: None,
+            pid: Some(pid),
+            exit_code: None,
+            signal: None,
+            kill_kind: None,
+            error: None,
+            bytes_written: 0,
+            last_line: None,
+            timeout_seconds: request.timeout_seconds.filter(|secs| *secs > 0),
+            is_agent: request.is_agent,
+            notify_on_completion: request.notify_on_completion,
+            trigger_on_completion: request.trigger_on_completion,
+            notified: false,
+            origin: request.origin,
+            agent: request.agent.to_string(),
+        };
+        let (stop_tx, stop_rx) = watch::channel(None);
+        let (finished_tx, finished_rx) = watch::channel(false);
+        lock(&self.inner.tasks).insert(
+            id.clone(),
+            Entry {
+                info: info.clone(),
+                stop: stop_tx,
+                finished: finished_rx,
+            },
+        );
+        self.inner.write_snapshot(&info).await;
+        self.inner.changed();
+        let monitor = Monitor {
+            inner: Arc::downgrade(&self.inner),
+            id,
+            pgid: Pid::from_raw(pid as i32),
+            output_path,
+            timeout: info.timeout_seconds.map(Duration::from_secs),
+            settings: self.inner.settings.clone(),
+        };
+        // Armed before the monitor first runs: a future dropped unpolled still kills the group.
+        let guard = GroupGuard(Some(monitor.pgid));
+        tokio::spawn(monitor.run(child, guard, stop_rx, finished_tx));
+        Ok(info)
+    }
+
+    /// The task `query` names (an id or an unambiguous prefix).
+    pub fn resolve(&self, query: &str) -> Result<TaskInfo, TaskError> {
+        self.registry().resolve(query)
+    }
+
+    /// Stops a running task (SIGTERM to its group, SIGKILL after the grace) and waits for its
+    /// end, at most [`TaskSettings::stop_wait`].
+    pub async fn stop(&self, query: &str) -> Result<TaskInfo, TaskError> {
+        let task = self.resolve(query)?;
+        if !task.is_running() {
+            return Err(TaskError::NotRunning {
+                id: task.id,
+                status: task.status.as_str(),
+            });
+        }
+        self.request_stop(&task.id, KillKind::User);
+        let wait = self.inner.settings.stop_wait;
+        match self.wait(&task.id, wait).await {
+            Some(info) => Ok(info),
+            None => Err(TaskError::StopTimeout {
+                id: task.id,
+                waited: super::model::format_duration(wait.as_millis() as u64),
+            }),
+        }
+    }
+
+    /// Waits until the task has ended (its terminal state is written), at most `limit`.
+    pub async fn wait(&self, id: &str, limit: Duration) -> Option<TaskInfo> {
+        let mut finished = lock(&self.inner.tasks).get(id)?.finished.clone();
+        let ended = tokio::time::timeout(limit, finished.wait_for(|done| *done)).await;
+        match ended {
+            Ok(Ok(_)) => self.registry().get(id),
+            _ => None,
+        }
+    }
+
+    /// Stops every running task (kill kind `shutdown`, no notification), waits for each group
+    /// to be reaped, and SIGKILLs whatever is left after the stop wait. Further starts fail.
+    pub async fn shutdown(&self) {
+        self.inner.shutting_down.store(true, Ordering::SeqCst);
+        let running: Vec<String> = self
+            .registry()
+            .snapshot()
+            .into_iter()
+            .filter(TaskInfo::is_running)
+            .map(|task| task.id)
+            .collect();
+        for id in &running {
+            self.request_stop(id, KillKind::Shutdown);
+        }
+        let wait = self.inner.settings.stop_wait;
+        let waits = running.iter().map(|id| self.wait(id, wait));
+        let ended = futures_util::future::join_all(waits).await;
+        if ended.iter().any(Option::is_none) {
+            tracing::warn!("background tasks still running after {wait:?}; killing them");
+            self.kill_all_now();
+            let waits = running
+                .iter()
+                .map(|id| self.wait(id, Duration::from_secs(1)));
+            futures_util::future::join_all(waits).await;
+        }
+    }
+
+    /// SIGKILLs every running task's group at once, without waiting: the last resort of the
+    /// exit paths that cannot await (a panic, a second signal).
+    pub fn kill_all_now(&self) {
+        self.inner.shutting_down.store(true, Ordering::SeqCst);
+        for entry in lock(&self.inner.tasks).values() {
+            if let (true, Some(pid)) = (entry.info.is_running(), entry.info.pid) {
+                let _ = killpg(Pid::from_raw(pid as i32), Signal::SIGKILL);
+            }
+        }
+    }
+
+    fn request_stop(&self, id: &str, kind: KillKind) {
+        if let Some(entry) = lock(&self.inner.tasks).get(id) {
+            entry.stop.send_if_modified(|current| {
+                let first = current.is_none();
+                if first {
+                    *current = Some(kind);
+                }
+                first
+            });
+        }
+    }
+}
+
+impl TaskRegistry {
+    /// Every task in memory, in display order (running, failed, stopped, done; newest first).
+    pub fn snapshot(&self) -> Vec<TaskInfo> {
+        let mut tasks: Vec<TaskInfo> = lock(&self.inner.tasks)
+            .values()
+            .map(|entry| entry.info.clone())
+            .collect();
+        sort_tasks(&mut tasks);
+        tasks
+    }
+
+    pub fn get(&self, id: &str) -> Option<TaskInfo> {
+        lock(&self.inner.tasks)
+            .get(id)
+            .map(|entry| entry.info.clone())
+    }
+
+    /// The task `query` names: an exact id, else a unique prefix (with or without `bg-`).
+    pub fn resolve(&self, query: &str) -> Result<TaskInfo, TaskError> {
+        let query = query.trim();
+        if query.is_empty() {
+            return Err(TaskError::IdRequired);
+        }
+        let tasks = lock(&self.inner.tasks);
+        if let Some(entry) = tasks.get(query) {
+            return Ok(entry.info.clone());
+        }
+        for prefix in [query.to_string(), format!("bg-{query}")] {
+            let mut ids: Vec<&String> = tasks.keys().filter(|id| id.starts_with(&prefix)).collect();
+            ids.sort();
+            match ids.as_slice() {
+                [] => continue,
+                [id] => {
+                    return tasks
+                        .get(*id)
+                        .map(|e| e.info.clone())
+                        .ok_or(TaskError::IdRequired);
+                }
+                many => {
+                    return Err(TaskError::Ambiguous {
+                        prefix: query.to_string(),
+                        ids: many
+                            .iter()
+                            .map(|id| id.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    });
+                }
+            }
+        }
+        Err(TaskError::Unknown(query.to_string()))
+    }
+
+    /// Bumps on every change; read [`TaskRegistry::snapshot`] after it fires.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.inner.changes.subscribe()
+    }
+
+    pub fn running_count(&self) -> usize {
+        lock(&self.inner.tasks)
+            .values()
+            .filter(|e| e.info.is_running())
+            .count()
+    }
+
+    /// Running tasks whose end will start an agent turn.
+    pub fn waking_count(&self) -> usize {
+        lock(&self.inner.tasks)
+            .values()
+            .filter(|e| e.info.is_running() && e.info.wakes_agent())
+            .count()
+    }
+}
+
+// --- internals ------------------------------------------------------------------------------
+
+struct Inner {
+    settings: TaskSettings,
+    run_dir: PathBuf,
+    tasks: Mutex<HashMap<String, Entry>>,
+    changes: watch::Sender<u64>,
+    version: AtomicU64,
+    sink: Mutex<Option<SharedSink>>,
+    shutting_down: AtomicBool,
+}
+
+struct Entry {
+    info: TaskInfo,
+    stop: watch::Sender<Option<KillKind>>,
+    finished: watch::Receiver<bool>,
+}
+
+impl Inner {
+    fn changed(&self) {
+        let version = self.version.fetch_add(1, Ordering::SeqCst) + 1;
+        self.changes.send_replace(version);
+    }
+
+    fn new_id(&self) -> String {
+        let tasks = lock(&self.tasks);
+        loop {
+            let id = format!("bg-{:06x}", random_u64() & 0xff_ffff);
+            if !tasks.contains_key(&id) {
+                return id;
+            }
+        }
+    }
+
+    fn update(&self, id: &str, change: impl FnOnce(&mut TaskInfo)) -> Option<TaskInfo> {
+        let info = {
+            let mut tasks = lock(&self.tasks);
+            let entry = tasks.get_mut(id)?;
+            change(&mut entry.info);
+            entry.info.clone()
+        };
+        self.changed();
+        Some(info)
+    }
+
+    /// Writes `<id>.json` durably; a failure is logged (the task goes on).
+    async fn write_snapshot(&self, info: &TaskInfo) {
+        if let Err(err) = self.try_write_snapshot(info).await {
+            tracing::warn!(
+                "cannot write the metadata of background task {}: {err:#}",
+                info.id
+            );
+        }
+    }
+
+    async fn try_write_snapshot(&self, info: &TaskInfo) -> anyhow::Result<()> {
+        let path = self.run_dir.join(format!("{}.json", info.id));
+        let mut text = serde_json::to_string_pretty(info)?;
+        text.push('\n');
+        tokio::task::spawn_blocking(move || replace_file_durable(&path, text.as_bytes()))
+            .await
+            .context("the metadata writer panicked")?
+    }
+
+    fn prune(&self) {
+        let mut tasks = lock(&self.tasks);
+        let mut finished: Vec<(u64, String)> = tasks
+            .values()
+            .filter(|e| !e.info.is_running())
+            .map(|e| {
+                (
+                    e.info.end_time.unwrap_or(e.info.start_time),
+                    e.info.id.clone(),
+                )
+            })
+            .collect();
+        if finished.len() <= MAX_RECENT_TASKS {
+            return;
+        }
+        finished.sort();
+        let excess = finished.len() - MAX_RECENT_TASKS;
+        for (_, id) in finished.into_iter().take(excess) {
+            tasks.remove(&id);
+        }
+    }
+}
+
+/// Owns one task's child until its group is gone, then finalizes it.
+struct Monitor {
+    inner: Weak<Inner>,
+    id: String,
+    pgid: Pid,
+    output_path: PathBuf,
+    timeout: Option<Duration>,
+    settings: TaskSettings,
+}
+
+impl Monitor {
+    async fn run(
+        self,
+        mut child: Child,
+        guard: GroupGuard,
+        mut stop: watch::Receiver<Option<KillKind>>,
+        finished: watch::Sender<bool>,
+    ) {
+        let started = Instant::now();
+        let mut exit: Option<std::io::Result<ExitStatus>> = None;
+        let mut kill_kind: Option<KillKind> = None;
+        let mut kill_at: Option<Instant> = None;
+        let mut stop_open = true;
+        let mut last_size = 0;
+        let mut tick = tokio::time::interval(self.settings.poll_interval);
+        tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                status = child.wait(), if exit.is_none() => exit = Some(status),
+                changed = stop.changed(), if stop_open => match changed {
+                    Ok(()) => {
+                        if let Some(kind) = *stop.borrow_and_update() {
+                            self.begin_stop(kind, &mut kill_kind, &mut kill_at);
+                        }
+                    }
+                    Err(_) => stop_open = false,
+                },
+                _ = tick.tick() => {}
+            }
+            if exit.is_some() && !group_alive(self.pgid) {
+                break;
+            }
+            let Some(inner) = self.inner.upgrade() else {
+                // The service is gone: nobody can stop this task any more. The guard kills it.
+                return;
+            };
+            let size = file_size(&self.output_path);
+            if size > self.settings.max_output_bytes && kill_kind.is_none() {
+                self.begin_stop(KillKind::OutputCap, &mut kill_kind, &mut kill_at);
+            }
+            if let Some(limit) = self.timeout
+                && started.elapsed() >= limit
+                && kill_kind.is_none()
+            {
+                append_notice(
+                    &self.output_path,
+                    &format!(
+                        "\n[background task timeout: Timed out after {}s]\n",
+                        limit.as_secs()
+                    ),
+                );
+                self.begin_stop(KillKind::Timeout, &mut kill_kind, &mut kill_at);
+            }
+            if let Some(at) = kill_at
+                && Instant::now() >= at
+            {
+                let _ = killpg(self.pgid, Signal::SIGKILL);
+                kill_at = None;
+            }
+            if size != last_size {
+                last_size = size;
+                let line = logs::last_line(&self.output_path);
+                inner.update(&self.id, |info| {
+                    info.bytes_written = size;
+                    info.last_line = line;
+                });
+            }
+        }
+        guard.disarm();
+        self.finalize(exit, kill_kind, finished).await;
+    }
+
+    fn begin_stop(
+        &self,
+        kind: KillKind,
+        current: &mut Option<KillKind>,
+        kill_at: &mut Option<Instant>,
+    ) {
+        if current.is_some() {
+            return;
+        }
+        *current = Some(kind);
+        if let Some(inner) = self.inner.upgrade() {
+            inner.update(&self.id, |info| info.kill_kind = Some(kind));
+        }
+        if let Err(err) = killpg(self.pgid, Signal::SIGTERM) {
+            tracing::debug!("SIGTERM to background task {}: {err}", self.id);
+        }
+        *kill_at = Some(Instant::now() + self.settings.kill_grace);
+    }
+
+    async fn finalize(
+        self,
+        exit: Option<std::io::Result<ExitStatus>>,
+        kill_kind: Option<KillKind>,
+        finished: watch::Sender<bool>,
+    ) {
+        let Some(inner) = self.inner.upgrade() else {
+            return;
+        };
+        let cap = self.settings.max_output_bytes;
+        if kill_kind == Some(KillKind::OutputCap) {
+            // The group is dead: nothing writes any more, so the cut is exact.
+            if let Ok(file) = OpenOptions::new().write(true).open(&self.output_path)
+                && file_size(&self.output_path) > cap
+            {
+                let _ = file.set_len(cap);
+            }
+            append_notice(
+                &self.output_path,
+                &format!(
+                    "\n\n[background task error: Output exceeded cap of {}; terminating task]\n",
+                    format_size(cap)
+                ),
+            );
+        }
+        let outcome = classify(exit.as_ref(), kill_kind, self.timeout, cap);
+        let size = file_size(&self.output_path);
+        let line = logs::last_line(&self.output_path);
+        let mut info = {
+            let tasks = lock(&inner.tasks);
+            match tasks.get(&self.id) {
+                Some(entry) => entry.info.clone(),
+                None => return,
+            }
+        };
+        info.status = outcome.status;
+        info.exit_code = outcome.exit_code;
+        info.signal = outcome.signal;
+        info.error = outcome.error;
+        info.kill_kind = kill_kind;
+        info.end_time = Some(now_ms());
+        info.bytes_written = size;
+        info.last_line = line;
+        // Durable first: the notification promises the state is on disk.
+        if let Err(err) = inner.try_write_snapshot(&info).await {
+            tracing::warn!(
+                "terminal metadata of {} not written: {err:#}; retrying",
+                info.id
+            );
+            inner.write_snapshot(&info).await;
+        }
+        let info_now = info.clone();
+        inner.update(&self.id, |current| *current = info_now);
+        finished.send_replace(true);
+
+        let quiet =
+            inner.shutting_down.load(Ordering::SeqCst) || kill_kind == Some(KillKind::Shutdown);
+        if info.notify_on_completion && !quiet {
+            let sink = lock(&inner.sink).clone();
+            match sink {
+                Some(sink) => match sink.deliver(notify::build_notice(&info)).await {
+                    Ok(()) => {
+                        info.notified = true;
+                        inner.update(&self.id, |current| current.notified = true);
+                        inner.write_snapshot(&info).await;
+                    }
+                    Err(err) => tracing::warn!(
+                        "Failed to send background task notification for {}: {err:#}",
+                        info.id
+                    ),
+                },
+                None => tracing::warn!(
+                    "no bridge attached; background task notification for {} not sent",
+                    info.id
+                ),
+            }
+        }
+        inner.prune();
+        inner.changed();
+    }
+}
+
+/// SIGKILLs the group when dropped armed: the monitor was dropped with the group alive.
+struct GroupGuard(Option<Pid>);
+
+impl GroupGuard {
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if let Some(pgid) = self.0 {
+            let _ = killpg(pgid, Signal::SIGKILL);
+        }
+    }
+}
+
+struct Outcome {
+    status: TaskStatus,
+    exit_code: Option<i32>,
+    signal: Option<String>,
+    error: Option<String>,
+}
+
+fn classify(
+    exit: Option<&std::io::Result<ExitStatus>>,
+    kill_kind: Option<KillKind>,
+    timeout: Option<Duration>,
+    cap: u64,
+) -> Outcome {
+    let (exit_code, signal) = match exit {
+        Some(Ok(status)) => (
+            status.code(),
+            status
+                .signal()
+                .and_then(|sig| Signal::try_from(sig).ok())
+                .map(|sig| sig.as_str().to_string()),
+        ),
+        _ => (None, None),
+    };
+    let (status, error) = match kill_kind {
+        Some(KillKind::User) => (TaskStatus::Stopped, Some("Stopped by the user".to_string())),
+        Some(KillKind::Shutdown) => (
+            TaskStatus::Stopped,
+            Some("Killed during workbench shutdown".to_string()),
+        ),
+        Some(KillKind::Timeout) => (
+            TaskStatus::Failed,
+            Some(format!(
+                "Timed out after {}s",
+                timeout.map_or(0, |limit| limit.as_secs())
+            )),
+        ),
+        Some(KillKind::OutputCap) => (
+            TaskStatus::Failed,
+            Some(format!(
+                "Output exceeded cap of {}; terminating task",
+                format_size(cap)
+            )),
+        ),
+        None => match (exit, exit_code, &signal) {
+            (Some(Err(err)), _, _) => (
+                TaskStatus::Failed,
+                Some(format!("Could not wait for the process: {err}")),
+            ),
+            (_, Some(0), _) => (TaskStatus::Done, None),
+            (_, Some(code), _) => (TaskStatus::Failed, Some(format!("Exited with code {code}"))),
+            (_, None, Some(sig)) => (TaskStatus::Failed, Some(format!("Killed by signal {sig}"))),
+            (_, None, None) => (
+                TaskStatus::Failed,
+                Some("Exited without a status".to_string()),
+            ),
+        },
+    };
+    Outcome {
+        status,
+        exit_code,
+        signal,
+        error,
+    }
+}
+
+fn spawn_shell(
+    settings: &TaskSettings,
+    command: &str,
+    id: &str,
+    output_path: &Path,
+) -> anyhow::Result<(Child, u32)> {
+    let output = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(output_path)
+        .with_context(|| format!("create {}", output_path.display()))?;
+    let errors = output.try_clone().context("duplicate the output file")?;
+    let mut cmd = Command::new(&settings.shell);
+    cmd.arg("-c")
+        .arg(command)
+        .current_dir(&settings.cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(output))
+        .stderr(Stdio::from(errors))
+        .process_group(0)
+        .env("UNIPI_BG_TASK_ID", id)
+        // A task's own Pi must not speak for the workbench's Pi on the bridge.
+        .env_remove(crate::bridge::env::SOCKET)
+        .env_remove(crate::bridge::env::TOKEN)
+        .env_remove(crate::bridge::env::AGENT)
+        .kill_on_drop(false);
+    let child = cmd
+        .spawn()
+        .with_context(|| format!("spawn {} -c", settings.shell.display()))?;
+    let pid = child
+        .id()
+        .context("the task exited before its pid was read")?;
+    Ok((child, pid))
+}
+
+fn shell_from(path: Option<String>, name: Option<String>, user: Option<String>) -> PathBuf {
+    path.or(name)
+        .or(user)
+        .map_or_else(|| PathBuf::from("/bin/sh"), PathBuf::from)
+}
+
+/// True while any process is in the group (a zombie leader counts until reaped).
+fn group_alive(pgid: Pid) -> bool {
+    !matches!(killpg(pgid, None), Err(nix::errno::Errno::ESRCH))
+}
+
+fn file_size(path: &Path) -> u64 {
+    std::fs::metadata(path).map_or(0, |meta| meta.len())
+}
+
+fn append_notice(path: &Path, notice: &str) {
+    let written = OpenOptions::new()
+        .append(true)
+        .open(path)
+        .and_then(|mut file| file.write_all(notice.as_bytes()));
+    if let Err(err) = written {
+        tracing::warn!("cannot append a notice to {}: {err}", path.display());
+    }
+}
+
+/// Temp file, fsync, rename, fsync of the directory: the file is the old or the new, never torn.
+fn replace_file_durable(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let dir = path.parent().context("a metadata path has a directory")?;
+    let base = path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let temp = dir.join(format!(
+        ".{base}.{}.{:012x}.tmp",
+        std::process::id(),
+        random_u64() >> 16
+    ));
+    let write = || -> std::io::Result<()> {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&temp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&temp, path)?;
+        File::open(dir)?.sync_all()
+    };
+    write().map_err(|err| {
+        let _ = std::fs::remove_file(&temp);
+        anyhow::anyhow!(
+            "Durable file operation failed: replace {}: {err}",
+            path.display()
+        )
+    })
+}
+
+fn sanitize_segment(text: &str) -> String {
+    let mut out = String::new();
+    for ch in text.chars() {
+        if ch.is_ascii_alphanumeric() || matches!(ch, '_' | '.' | '-') {
+            out.push(ch);
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    let trimmed = out.trim_matches('-');
+    if trimmed.is_empty() {
+        "session".to_string()
+    } else {
+        trimmed.to_string()
+    }
+}
+
+fn random_u64() -> u64 {
+    use std::hash::{BuildHasher as _, Hasher as _};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    hasher.write_u128(
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    hasher.finish()
+}
+
+pub(crate) fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_choice_order() {
+        let s = |v: &str| Some(v.to_string());
+        assert_eq!(
+            shell_from(s("/x/bash"), s("zsh"), s("/bin/fish")),
+            PathBuf::from("/x/bash")
+        );
+        assert_eq!(
+            shell_from(None, s("zsh"), s("/bin/fish")),
+            PathBuf::from("zsh")
+        );
+        assert_eq!(
+            shell_from(None, None, s("/bin/fish")),
+            PathBuf::from("/bin/fish")
+        );
+        assert_eq!(shell_from(None, None, None), PathBuf::from("/bin/sh"));
+    }
+
+    #[test]
+    fn segments_are_sanitized() {
+        assert_eq!(sanitize_segment("a b/c"), "a-b-c");
+        assert_eq!(sanitize_segment("///"), "session");
+        assert_eq!(sanitize_segment("ok_1.2"), "ok_1.2");
+    }
+
+    #[test]
+    fn classification_table() {
+        let exit = |code: i32| Some(Ok(ExitStatus::from_raw(code << 8)));
+        let signalled = Some(Ok(ExitStatus::from_raw(9)));
+        let t = Some(Duration::from_secs(5));
+        type Case = (
+            Option<std::io::Result<ExitStatus>>,
+            Option<KillKind>,
+            TaskStatus,
+            Option<&'static str>,
+        );
+        let cases: Vec<Case> = vec![
+            (exit(0), None, TaskStatus::Done, None),
+            (
+                exit(3),
+                None,
+                TaskStatus::Failed,
+                Some("Exited with code 3"),
+            ),
+            (
+                signalled,
+                None,
+                TaskStatus::Failed,
+                Some("Killed by signal SIGKILL"),
+            ),
+            (
+                exit(143),
+                Some(KillKind::User),
+                TaskStatus::Stopped,
+                Some("Stopped by the user"),
+            ),
+            (
+                exit(0),
+                Some(KillKind::Timeout),
+                TaskStatus::Failed,
+                Some("Timed out after 5s"),
+            ),
+            (
+                exit(1),
+                Some(KillKind::OutputCap),
+                TaskStatus::Failed,
+                Some("Output exceeded cap of 1.0KB; terminating task"),
+            ),
+            (
+                exit(1),
+                Some(KillKind::Shutdown),
+                TaskStatus::Stopped,
+                Some("Killed during workbench shutdown"),
+            ),
+        ];
+        for (exit, kind, status, error) in cases {
+            let outcome = classify(exit.as_ref(), kind, t, 1024);
+            assert_eq!(outcome.status, status, "{kind:?}");
+            assert_eq!(outcome.error.as_deref(), error, "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn durable_replace_writes_the_whole_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.json");
+        replace_file_durable(&path, b"one").unwrap();
+        replace_file_durable(&path, b"two").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "two");
+        let leftovers = std::fs::read_dir(dir.path()).unwrap().count();
+        assert_eq!(leftovers, 1, "no temp file left behind");
+    }
+}

@@ -1,0 +1,650 @@
+//! The background-task service against real processes: `/bin/sh` tasks that exit, fail, spawn
+//! grandchildren, ignore SIGTERM, overrun their timeout or their output cap; shutdown and a
+//! dropped runtime leave nothing behind; the completion notification is sent once, with the
+//! wake flag of the delivery table, and never for shutdown kills. Timing-dependent waits poll
+//! with generous limits so a loaded machine slows the tests down instead of failing them.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result, bail};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use unipi_tui::bridge::{AgentId, CancelToken, Module, ToolCall, UpdateSender};
+use unipi_tui::tasks::{
+    ChannelSink, CompletionNotice, KillKind, RunRequest, TaskError, TaskInfo, TaskOrigin,
+    TaskService, TaskSettings, TaskStatus, TasksConfig, TasksModule,
+};
+
+struct Harness {
+    _dir: tempfile::TempDir,
+    work: PathBuf,
+    service: TaskService,
+    notices: mpsc::UnboundedReceiver<CompletionNotice>,
+}
+
+fn settings_in(dir: &Path) -> TaskSettings {
+    TaskSettings {
+        root_dir: dir.join("runs"),
+        session: "test session".into(),
+        shell: PathBuf::from("/bin/sh"),
+        cwd: dir.to_path_buf(),
+        max_output_bytes: 20 * 1024 * 1024,
+        kill_grace: Duration::from_millis(1000),
+        stop_wait: Duration::from_millis(4500),
+        poll_interval: Duration::from_millis(50),
+    }
+}
+
+fn harness_with(edit: impl FnOnce(&mut TaskSettings)) -> Result<Harness> {
+    let dir = tempfile::tempdir()?;
+    let mut settings = settings_in(dir.path());
+    edit(&mut settings);
+    let service = TaskService::new(settings)?;
+    let (tx, notices) = mpsc::unbounded_channel();
+    service.attach_sink(Arc::new(ChannelSink(tx)));
+    Ok(Harness {
+        work: dir.path().to_path_buf(),
+        _dir: dir,
+        service,
+        notices,
+    })
+}
+
+fn harness() -> Result<Harness> {
+    harness_with(|_| {})
+}
+
+fn request(command: &str) -> RunRequest {
+    RunRequest {
+        name: "test task".into(),
+        command: command.into(),
+        description: None,
+        timeout_seconds: None,
+        notify_on_completion: true,
+        trigger_on_completion: true,
+        is_agent: false,
+        origin: TaskOrigin::Agent,
+        agent: AgentId::main(),
+    }
+}
+
+impl Harness {
+    async fn run(&self, command: &str) -> Result<TaskInfo> {
+        Ok(self.service.start(request(command)).await?)
+    }
+
+    async fn finished(&self, task: &TaskInfo) -> Result<TaskInfo> {
+        self.service
+            .wait(&task.id, Duration::from_secs(20))
+            .await
+            .with_context(|| format!("{} did not finish", task.id))
+    }
+
+    /// Waits until the file holds a pid per line, `count` of them.
+    async fn pids_in(&self, name: &str, count: usize) -> Result<Vec<i32>> {
+        let path = self.work.join(name);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            let pids: Vec<i32> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
+            if pids.len() >= count {
+                return Ok(pids);
+            }
+            if Instant::now() > deadline {
+                bail!("{} never listed {count} pids: {text:?}", path.display());
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+/// A pid is gone when /proc has no entry for it or it is a zombie waiting for its reaper.
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            let state = stat
+                .rsplit(')')
+                .next()
+                .and_then(|rest| rest.split_whitespace().next());
+            state != Some("Z")
+        }
+        Err(_) => false,
+    }
+}
+
+async fn all_gone(pids: &[i32]) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        if pids.iter().all(|pid| !alive(*pid)) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    false
+}
+
+fn read_json(path: &Path) -> Result<Value> {
+    Ok(serde_json::from_str(&std::fs::read_to_string(path)?)?)
+}
+
+#[tokio::test]
+async fn a_task_that_exits_zero_is_done_with_both_streams_in_one_file() -> Result<()> {
+    let mut h = harness()?;
+    let task = h.run("echo out; echo err >&2").await?;
+    assert_eq!(task.status, TaskStatus::Running);
+    assert!(
+        task.id.starts_with("bg-") && task.id.len() == 9,
+        "{}",
+        task.id
+    );
+    let done = h.finished(&task).await?;
+    assert_eq!(done.status, TaskStatus::Done);
+    assert_eq!(done.exit_code, Some(0));
+    assert_eq!(std::fs::read_to_string(&done.output_path)?, "out\nerr\n");
+    assert_eq!(done.last_line.as_deref(), Some("err"));
+    assert_eq!(done.bytes_written, 8);
+    let json = read_json(&h.service.run_dir().join(format!("{}.json", task.id)))?;
+    assert_eq!(json["status"], "done");
+    assert_eq!(json["exitCode"], 0);
+    let notice = h.notices.recv().await.context("a notification")?;
+    assert!(notice.trigger_turn);
+    assert!(
+        notice.content.contains("<status>done</status>"),
+        "{}",
+        notice.content
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_failing_task_reports_its_exit_code() -> Result<()> {
+    let h = harness()?;
+    let task = h.run("echo boom; exit 3").await?;
+    let failed = h.finished(&task).await?;
+    assert_eq!(failed.status, TaskStatus::Failed);
+    assert_eq!(failed.exit_code, Some(3));
+    assert_eq!(failed.error.as_deref(), Some("Exited with code 3"));
+    Ok(())
+}
+
+#[tokio::test]
+async fn stop_reaches_grandchildren_and_a_task_lives_while_its_group_does() -> Result<()> {
+    let h = harness()?;
+    // The shell exits at once; its background children keep the task running.
+    let task = h
+        .run("sleep 300 & echo $! >> kids; sh -c 'sleep 300 & echo $! >> kids; wait' & exit 0")
+        .await?;
+    let kids = h.pids_in("kids", 2).await?;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        h.service.registry().get(&task.id).map(|t| t.status),
+        Some(TaskStatus::Running)
+    );
+    let stopped = h.service.stop(&task.id[..5]).await?;
+    assert_eq!(stopped.status, TaskStatus::Stopped);
+    assert_eq!(stopped.kill_kind, Some(KillKind::User));
+    assert!(all_gone(&kids).await, "grandchildren survive: {kids:?}");
+    let again = h.service.stop(&task.id).await.unwrap_err();
+    assert_eq!(
+        again,
+        TaskError::NotRunning {
+            id: task.id.clone(),
+            status: "stopped"
+        }
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_task_ignoring_sigterm_gets_sigkill_after_the_grace() -> Result<()> {
+    let h = harness()?;
+    let task = h
+        .run("trap '' TERM; echo $$ >> kids; sleep 300 & echo $! >> kids; wait")
+        .await?;
+    let kids = h.pids_in("kids", 2).await?;
+    let started = Instant::now();
+    let stopped = h.service.stop(&task.id).await?;
+    assert!(
+        started.elapsed() >= Duration::from_millis(900),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(stopped.status, TaskStatus::Stopped);
+    assert_eq!(stopped.signal.as_deref(), Some("SIGKILL"));
+    assert!(all_gone(&kids).await, "{kids:?}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_timeout_stops_the_task_with_a_notice() -> Result<()> {
+    let h = harness()?;
+    let mut req = request("echo start; sleep 300");
+    req.timeout_seconds = Some(1);
+    let task = h.service.start(req).await?;
+    let failed = h.finished(&task).await?;
+    assert_eq!(failed.status, TaskStatus::Failed);
+    assert_eq!(failed.kill_kind, Some(KillKind::Timeout));
+    assert_eq!(failed.error.as_deref(), Some("Timed out after 1s"));
+    let output = std::fs::read_to_string(&failed.output_path)?;
+    assert!(
+        output.ends_with("[background task timeout: Timed out after 1s]\n"),
+        "{output:?}"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_output_cap_stops_the_task_and_cuts_the_file() -> Result<()> {
+    let h = harness_with(|s| s.max_output_bytes = 100_000)?;
+    let task = h.run("yes").await?;
+    let failed = h.finished(&task).await?;
+    assert_eq!(failed.status, TaskStatus::Failed);
+    assert_eq!(failed.kill_kind, Some(KillKind::OutputCap));
+    assert_eq!(
+        failed.error.as_deref(),
+        Some("Output exceeded cap of 97.7KB; terminating task")
+    );
+    let output = std::fs::read(&failed.output_path)?;
+    let notice = b"\n\n[background task error: Output exceeded cap of 97.7KB; terminating task]\n";
+    assert_eq!(output.len(), 100_000 + notice.len());
+    assert!(output.ends_with(notice));
+    assert_eq!(failed.bytes_written, output.len() as u64);
+    Ok(())
+}
+
+#[tokio::test]
+async fn shutdown_kills_every_group_and_sends_no_notification() -> Result<()> {
+    let mut h = harness()?;
+    let mut tasks = Vec::new();
+    for n in 0..3 {
+        tasks.push(
+            h.run(&format!(
+                "echo $$ >> kids{n}; sleep 300 & echo $! >> kids{n}; wait"
+            ))
+            .await?,
+        );
+    }
+    let mut pids = Vec::new();
+    for n in 0..3 {
+        pids.extend(h.pids_in(&format!("kids{n}"), 2).await?);
+    }
+    h.service.shutdown().await;
+    assert!(all_gone(&pids).await, "left behind: {pids:?}");
+    for task in &tasks {
+        let info = h.service.registry().get(&task.id).context("task")?;
+        assert_eq!(info.status, TaskStatus::Stopped);
+        assert_eq!(info.kill_kind, Some(KillKind::Shutdown));
+        let json = read_json(
+            Path::new(&info.output_path)
+                .with_extension("json")
+                .as_path(),
+        )?;
+        assert_eq!(json["killKind"], "shutdown");
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(h.notices.try_recv().is_err(), "a shutdown kill notified");
+    assert_eq!(
+        h.service.start(request("true")).await.unwrap_err(),
+        TaskError::ShuttingDown
+    );
+    Ok(())
+}
+
+#[test]
+fn a_dropped_runtime_kills_the_group() -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let settings = settings_in(dir.path());
+    let kids = dir.path().join("kids");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let service = runtime.block_on(async {
+        let service = TaskService::new(settings)?;
+        service
+            .start(request(
+                "echo $$ >> kids; sleep 300 & echo $! >> kids; wait",
+            ))
+            .await?;
+        anyhow::Ok(service)
+    })?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let pids: Vec<i32> = loop {
+        let text = std::fs::read_to_string(&kids).unwrap_or_default();
+        let pids: Vec<i32> = text.lines().filter_map(|l| l.parse().ok()).collect();
+        if pids.len() == 2 || Instant::now() > deadline {
+            break pids;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(pids.len(), 2);
+    drop(runtime);
+    drop(service);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while pids.iter().any(|pid| alive(*pid)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(pids.iter().all(|pid| !alive(*pid)), "left behind: {pids:?}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn notification_is_sent_once_with_the_wake_flag_of_the_delivery_table() -> Result<()> {
+    let mut h = harness()?;
+    let table = [
+        (true, true, Some(true)),
+        (true, false, Some(false)),
+        (false, true, None),
+    ];
+    for (notify, trigger, want) in table {
+        let mut req = request("echo line1; echo line2");
+        req.notify_on_completion = notify;
+        req.trigger_on_completion = trigger;
+        let task = h.service.start(req).await?;
+        let done = h.finished(&task).await?;
+        // The notice follows the durable write; give it a moment.
+        let notice = tokio::time::timeout(Duration::from_millis(700), h.notices.recv()).await;
+        match want {
+            Some(wake) => {
+                let notice = notice.ok().flatten().context("a notification")?;
+                assert_eq!(notice.task_id, task.id);
+                assert_eq!(notice.trigger_turn, wake);
+                assert_eq!(notice.details["lastLines"], json!(["line1", "line2"]));
+                assert!(
+                    notice
+                        .content
+                        .contains(&format!("<task-id>{}</task-id>", task.id))
+                );
+                let deadline = Instant::now() + Duration::from_secs(5);
+                while !h
+                    .service
+                    .registry()
+                    .get(&task.id)
+                    .is_some_and(|t| t.notified)
+                {
+                    assert!(Instant::now() < deadline, "never marked notified");
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+            None => assert!(
+                notice.is_err(),
+                "notified although notifyOnCompletion is false"
+            ),
+        }
+        assert_ne!(done.status, TaskStatus::Running);
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(h.notices.try_recv().is_err(), "a second notification");
+    Ok(())
+}
+
+fn call(tool: &str, args: Value) -> ToolCall {
+    ToolCall {
+        agent: AgentId::main(),
+        tool: tool.into(),
+        call_id: "c1".into(),
+        args,
+        updates: UpdateSender::detached(),
+        cancel: CancelToken::never(),
+    }
+}
+
+fn text_of(output: &unipi_tui::bridge::ToolOutput) -> String {
+    output
+        .content
+        .iter()
+        .map(|block| match block {
+            unipi_tui::bridge::ContentBlock::Text { text } => text.clone(),
+            _ => String::new(),
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn the_tools_run_status_read_and_kill_tasks() -> Result<()> {
+    let h = harness()?;
+    let module = TasksModule::new(h.service.clone(), TasksConfig::default());
+    let names: Vec<String> = module.tools().into_iter().map(|t| t.name).collect();
+    assert_eq!(names, ["bg_run", "bg_status", "bg_logs", "bg_kill"]);
+
+    let run = module
+        .call_tool(call(
+            "bg_run",
+            json!({"command": "seq 1 5000; sleep 300", "description": "count up"}),
+        ))
+        .await
+        .map_err(|e| anyhow::anyhow!(e.message))?;
+    let id = run.details["task"]["id"]
+        .as_str()
+        .context("id")?
+        .to_string();
+    assert!(text_of(&run).starts_with(&format!("Started background task count up ({id})")));
+    assert!(text_of(&run).contains("Automatic follow-up turn: enabled."));
+
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while h
+        .service
+        .registry()
+        .get(&id)
+        .is_none_or(|t| t.bytes_written < 23_893)
+    {
+        assert!(Instant::now() < deadline, "no output");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let status = module
+        .call_tool(call("bg_status", json!({"taskId": &id[3..]})))
+        .await;
+    let status = status.map_err(|e| anyhow::anyhow!(e.message))?;
+    assert!(
+        text_of(&status).starts_with(&format!("▶ {id} running")),
+        "{}",
+        text_of(&status)
+    );
+
+    let logs = module
+        .call_tool(call("bg_logs", json!({"taskId": id, "maxBytes": 10})))
+        .await
+        .map_err(|e| anyhow::anyhow!(e.message))?;
+    assert!(
+        text_of(&logs).starts_with("[Showing tail 10B of 23.3KB; 23.3KB omitted."),
+        "{}",
+        text_of(&logs)
+    );
+    assert!(
+        text_of(&logs).ends_with("\n4999\n5000\n"),
+        "{}",
+        text_of(&logs)
+    );
+
+    let offered = module.complete("unipi:bg-tasks", &id[..5]);
+    assert_eq!(offered.len(), 1);
+    assert_eq!(offered[0].value, id);
+    assert_eq!(offered[0].label, format!("{id} count up"));
+    assert!(module.complete("unipi:bg", "").is_empty());
+
+    let kill = module
+        .call_tool(call("bg_kill", json!({"taskId": id})))
+        .await;
+    let kill = kill.map_err(|e| anyhow::anyhow!(e.message))?;
+    assert!(text_of(&kill).starts_with(&format!("Killed background task count up ({id})")));
+
+    let errors = [
+        (
+            "bg_kill",
+            json!({"taskId": id}),
+            format!("Task {id} is stopped, not running"),
+        ),
+        (
+            "bg_logs",
+            json!({"taskId": "zzz"}),
+            "Unknown background task ID: zzz".to_string(),
+        ),
+        ("bg_kill", json!({}), "Task ID is required".to_string()),
+        (
+            "bg_run",
+            json!({"command": " "}),
+            "Background command is empty".to_string(),
+        ),
+        (
+            "bg_run",
+            json!([1]),
+            "bg_run arguments must be an object".to_string(),
+        ),
+    ];
+    for (tool, args, want) in errors {
+        let err = module.call_tool(call(tool, args)).await.unwrap_err();
+        assert_eq!(err.message, want);
+    }
+    module
+        .call_tool(call("bg_run", json!({"command": "true"})))
+        .await
+        .map_err(|e| anyhow::anyhow!(e.message))?;
+    let err = module
+        .call_tool(call("bg_status", json!({"taskId": "bg-"})))
+        .await
+        .unwrap_err();
+    assert!(
+        err.message
+            .starts_with("Ambiguous task ID prefix \"bg-\": bg-"),
+        "{}",
+        err.message
+    );
+    Ok(())
+}
+
+/// The bridge end of the notification: a hand-written client stands in for Pi's extension.
+#[tokio::test]
+async fn through_the_bridge_bg_run_returns_and_the_end_arrives_as_one_follow_up_message()
+-> Result<()> {
+    use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
+    use unipi_tui::bridge::{BridgeHost, HostOptions, Registry};
+
+    let h = harness()?;
+    let base = tempfile::tempdir()?;
+    let registry = Arc::new(Registry::new());
+    registry.register(Arc::new(TasksModule::new(
+        h.service.clone(),
+        TasksConfig::default(),
+    )))?;
+    let (events_tx, _events) = mpsc::channel(256);
+    let options = HostOptions {
+        runtime_base: Some(base.path().to_path_buf()),
+        ..HostOptions::default()
+    };
+    let host = BridgeHost::start_with(registry, events_tx, options).await?;
+    h.service.attach_host(host.clone());
+    let env = host.register_agent(AgentId::main())?;
+    let token = env
+        .iter()
+        .find(|(key, _)| key == "UNIPI_TUI_TOKEN")
+        .map(|(_, value)| value.clone())
+        .context("token")?;
+
+    let stream = tokio::net::UnixStream::connect(host.socket_path()).await?;
+    let (read, mut write) = stream.into_split();
+    let mut lines = BufReader::new(read).lines();
+    let mut send = async |value: Value| -> Result<()> {
+        write.write_all(format!("{value}\n").as_bytes()).await?;
+        Ok(())
+    };
+    send(json!({
+        "type": "hello", "token": token, "protocol": 1, "pi_version": "test-1.0",
+        "agent": "main", "pid": std::process::id(),
+        "capabilities": {"events": [], "methods": [], "ui": [], "tool_exposure": true, "mode": "print"},
+    }))
+    .await?;
+    let mut recv = async || -> Result<Value> {
+        let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+            .await
+            .context("no line from the host")??
+            .context("the host closed")?;
+        Ok(serde_json::from_str(&line)?)
+    };
+    let welcome = recv().await?;
+    assert_eq!(welcome["type"], "welcome", "{welcome}");
+    let declared = &welcome["declarations"];
+    assert_eq!(
+        declared["message_types"][0]["custom_type"],
+        "background-task-notification"
+    );
+    let commands: Vec<&str> = declared["commands"]
+        .as_array()
+        .context("commands")?
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(
+        commands,
+        ["unipi:bg", "unipi:bg-tasks", "unipi:bg-settings"]
+    );
+
+    send(
+        json!({"type": "tool_call", "id": 1, "tool": "bg_run", "call_id": "c1",
+                "args": {"command": "echo finished", "name": "echo test"}}),
+    )
+    .await?;
+    let result = recv().await?;
+    assert_eq!(result["type"], "tool_result", "{result}");
+    assert_eq!(result["is_error"], false, "{result}");
+    let id = result["details"]["task"]["id"]
+        .as_str()
+        .context("id")?
+        .to_string();
+
+    let call = recv().await?;
+    assert_eq!(call["type"], "call", "{call}");
+    assert_eq!(call["method"], "send_message");
+    let params = &call["params"];
+    assert_eq!(params["custom_type"], "background-task-notification");
+    assert_eq!(params["deliver_as"], "followUp");
+    assert_eq!(params["trigger_turn"], true);
+    assert_eq!(params["display"], true);
+    assert_eq!(params["details"]["task"]["id"], id.as_str());
+    assert!(
+        params["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("finished")),
+        "{params}"
+    );
+    send(json!({"type": "call_result", "id": call["id"], "ok": true, "value": null})).await?;
+
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !h.service.registry().get(&id).is_some_and(|t| t.notified) {
+        assert!(Instant::now() < deadline, "never marked notified");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Exactly one: nothing else arrives.
+    let more = tokio::time::timeout(Duration::from_millis(500), recv()).await;
+    assert!(more.is_err(), "a second message: {more:?}");
+    host.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_bg_command_starts_a_task_that_notifies_without_waking() -> Result<()> {
+    use unipi_tui::bridge::{CommandReply, NotifyLevel};
+    let mut h = harness()?;
+    let module = TasksModule::new(h.service.clone(), TasksConfig::default());
+    let reply = module
+        .run_user_command(AgentId::main(), "--name quick -- echo hi")
+        .await;
+    let CommandReply::Notify { message, level } = reply else {
+        bail!("expected a notice, got {reply:?}");
+    };
+    assert_eq!(level, NotifyLevel::Info);
+    assert!(message.starts_with("Started quick (bg-"), "{message}");
+    assert!(message.ends_with("\nCommand: echo hi"), "{message}");
+    let notice = tokio::time::timeout(Duration::from_secs(20), h.notices.recv())
+        .await?
+        .context("a notification")?;
+    assert!(!notice.trigger_turn, "a /unipi:bg task woke the agent");
+    let failed = module.run_user_command(AgentId::main(), "--name").await;
+    assert_eq!(
+        failed,
+        CommandReply::Failed {
+            message: "Background task failed to start: --name requires a task name".into()
+        }
+    );
+    Ok(())
+}
