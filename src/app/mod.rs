@@ -257,11 +257,8 @@ impl App {
                 self.open_dock(Some(args.trim()).filter(|id| !id.is_empty()));
             }
             ("unipi:bg-settings", Some(_)) => {
-                let _ = reply.send(CommandReply::Failed {
-                    message: "The settings overlay is not built yet; edit \
-                              ~/.unipi/config/background-tasks.json (see README)."
-                        .into(),
-                });
+                let _ = reply.send(CommandReply::Done);
+                self.open_task_settings();
             }
             _ => {
                 if bridge::answer_command(name, reply) {
@@ -270,6 +267,47 @@ impl App {
                         .push(Box::new(crate::views::info::InfoView::new(model)));
                 }
             }
+        }
+        self.request_draw();
+    }
+
+    /// Opens the background-task settings overlay with the config as it is on disk now.
+    fn open_task_settings(&mut self) {
+        use crate::views::settings::SettingsView;
+        if self.views.find_mut::<SettingsView>().is_some() {
+            return;
+        }
+        let workspace = std::env::current_dir().unwrap_or_default();
+        let (config, _errors) =
+            crate::tasks::load_tasks_config(dirs::home_dir().as_deref(), &workspace);
+        self.views.push(Box::new(SettingsView::new(
+            crate::tasks::TASKS_SETTINGS_MODULE,
+            crate::tasks::TASKS_SETTINGS_TITLE,
+            crate::tasks::settings_fields(&config),
+            crate::tasks::apply_settings,
+        )));
+    }
+
+    /// Writes a settings overlay's values to the user's config file and tells the overlay.
+    fn save_settings(&mut self, module: &str, values: &serde_json::Value) {
+        let result = match (module, dirs::home_dir()) {
+            (crate::tasks::TASKS_SETTINGS_MODULE, Some(home)) => {
+                let path = home.join(crate::tasks::TASKS_CONFIG_FILE);
+                crate::tasks::save_tasks_config(&path, values)
+                    .map(|()| "Saved. Takes effect on next start.".to_owned())
+                    .map_err(|err| format!("{err:#}"))
+            }
+            (crate::tasks::TASKS_SETTINGS_MODULE, None) => Err("no home directory".to_owned()),
+            (other, _) => Err(format!("unknown settings module `{other}`")),
+        };
+        if let Err(err) = &result {
+            tracing::warn!("saving {module} settings: {err}");
+        }
+        if let Some(view) = self
+            .views
+            .find_mut::<crate::views::settings::SettingsView>()
+        {
+            view.save_finished(result);
         }
         self.request_draw();
     }
@@ -336,6 +374,10 @@ impl App {
     /// Carries out what a view asked for.
     fn on_view_request(&mut self, request: crate::views::ViewRequest) {
         use crate::views::ViewRequest;
+        if let ViewRequest::SaveSettings { module, values } = &request {
+            self.save_settings(module, values);
+            return;
+        }
         let Some(tasks) = self.tasks.clone() else {
             return;
         };
@@ -368,6 +410,8 @@ impl App {
                 }
             }
             ViewRequest::CopyText(text) => self.outer.extend(tasks::osc52(&text)),
+            // Handled above, tasks or not.
+            ViewRequest::SaveSettings { .. } => {}
             ViewRequest::MarkSeen(id) => {
                 self.task_marks.seen.insert(id);
                 self.refresh_dock();

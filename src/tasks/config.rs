@@ -2,12 +2,21 @@
 //! key by `<workspace>/.unipi/config/background-tasks.json`. `enabled: false` turns the whole
 //! feature off (the app then registers no module, no commands, no dock). A bad file or key is a
 //! [`ConfigError`] with path, line and column; the default stays in force for it.
+//!
+//! The settings overlay (`/unipi:bg-settings`) edits the same keys: [`settings_fields`] turns a
+//! config into the overlay's fields, [`apply_settings`] turns the edited fields back into the
+//! file's keys, and [`save_tasks_config`] merges those into the file on disk crash-safe, keeping
+//! keys it does not know and refusing to replace a file it cannot parse.
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use anyhow::{Context as _, bail};
+use serde_json::{Map, Value};
+use unipi_widgets::settings::{SettingField, SettingValue};
 
 use crate::config::error::{self, ConfigError};
+use crate::tasks::DEFAULT_MAX_OUTPUT_BYTES;
 
 /// The file's path below the home or workspace directory.
 pub const TASKS_CONFIG_FILE: &str = ".unipi/config/background-tasks.json";
@@ -123,6 +132,166 @@ pub fn tasks_config_from_sources(sources: &[(&Path, &str)]) -> (TasksConfig, Vec
     (config, errors)
 }
 
+/// The module name the settings overlay saves under (`ViewRequest::SaveSettings::module`).
+pub const TASKS_SETTINGS_MODULE: &str = "background-tasks";
+/// The overlay's title.
+pub const TASKS_SETTINGS_TITLE: &str = "Background tasks settings";
+
+const MIB: u64 = 1024 * 1024;
+/// The largest output cap the overlay offers, in MiB (the file itself may say more).
+const MAX_OUTPUT_MIB: u64 = 10 * 1024;
+/// The longest default timeout the overlay offers: a day.
+const MAX_TIMEOUT_SECONDS: u64 = 24 * 60 * 60;
+const TIMEOUT_STEP_SECONDS: u64 = 30;
+
+/// The overlay's fields for `config`, keyed by the file's keys. The output cap is shown in MiB,
+/// rounded up; with none set it shows the built-in default.
+pub fn settings_fields(config: &TasksConfig) -> Vec<SettingField> {
+    let flag = |key: &str, label: &str, value: bool, help: &str| SettingField {
+        key: key.to_owned(),
+        label: label.to_owned(),
+        value: SettingValue::Bool(value),
+        help: help.to_owned(),
+    };
+    let output_mib = config
+        .max_output_bytes
+        .unwrap_or(DEFAULT_MAX_OUTPUT_BYTES)
+        .div_ceil(MIB)
+        .clamp(1, MAX_OUTPUT_MIB);
+    vec![
+        flag(
+            "enabled",
+            "Enabled",
+            config.enabled,
+            "Background tasks on or off: tools, commands and the dock. \
+             Takes effect on next start.",
+        ),
+        flag(
+            "notifyOnCompletion",
+            "Notify on completion",
+            config.notify_on_completion,
+            "Default for bg_run: tell the agent when a task ends.",
+        ),
+        flag(
+            "triggerOnCompletion",
+            "Wake agent on completion",
+            config.trigger_on_completion,
+            "Default for bg_run: a task's end starts a turn of the agent.",
+        ),
+        SettingField {
+            key: "defaultTimeoutSeconds".to_owned(),
+            label: "Default timeout".to_owned(),
+            value: SettingValue::Number {
+                value: config
+                    .default_timeout_seconds
+                    .unwrap_or(0)
+                    .min(MAX_TIMEOUT_SECONDS),
+                unit: "s".to_owned(),
+                min: 0,
+                max: MAX_TIMEOUT_SECONDS,
+                step: TIMEOUT_STEP_SECONDS,
+            },
+            help: "Stops a task started without its own timeout after this long; 0 = none."
+                .to_owned(),
+        },
+        SettingField {
+            key: "maxOutputBytes".to_owned(),
+            label: "Max output".to_owned(),
+            value: SettingValue::Number {
+                value: output_mib,
+                unit: "MiB".to_owned(),
+                min: 1,
+                max: MAX_OUTPUT_MIB,
+                step: 1,
+            },
+            help: "A task writing more output than this is stopped. \
+                   UNIPI_BG_MAX_OUTPUT_BYTES overrides it."
+                .to_owned(),
+        },
+    ]
+}
+
+/// The file's keys for the edited `fields` (a JSON object to merge into the file). A timeout of
+/// 0 is written as `null` (none), the output cap in bytes; fields this module does not know are
+/// left out.
+pub fn apply_settings(fields: &[SettingField]) -> Value {
+    let mut object = Map::new();
+    for field in fields {
+        let value = match (field.key.as_str(), &field.value) {
+            (
+                "enabled" | "notifyOnCompletion" | "triggerOnCompletion",
+                SettingValue::Bool(flag),
+            ) => Value::Bool(*flag),
+            ("defaultTimeoutSeconds", SettingValue::Number { value: 0, .. }) => Value::Null,
+            ("defaultTimeoutSeconds", SettingValue::Number { value, .. }) => Value::from(*value),
+            ("maxOutputBytes", SettingValue::Number { value, .. }) => {
+                Value::from(value.max(&1).saturating_mul(MIB))
+            }
+            _ => continue,
+        };
+        object.insert(field.key.clone(), value);
+    }
+    Value::Object(object)
+}
+
+/// Merge the keys of `values` (a JSON object) into the config file at `path` and write it
+/// crash-safe: temp file in the same directory, fsync, rename, fsync the directory; missing
+/// parent directories are created. Keys already in the file and not in `values` are kept. A file
+/// that is not a JSON object is an error and stays untouched — never silently replaced.
+pub fn save_tasks_config(path: &Path, values: &Value) -> anyhow::Result<()> {
+    let Some(updates) = values.as_object() else {
+        bail!("settings for {} must be a JSON object", path.display());
+    };
+    let mut merged = match std::fs::read_to_string(path) {
+        Ok(text) => match serde_json::from_str::<Value>(&text) {
+            Ok(Value::Object(object)) => object,
+            Ok(_) => bail!(
+                "{}: expected a JSON object; not overwriting it",
+                path.display()
+            ),
+            Err(err) => bail!(
+                "{}:{}:{}: invalid JSON ({err}); not overwriting it",
+                path.display(),
+                err.line().max(1),
+                err.column().max(1)
+            ),
+        },
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Map::new(),
+        Err(err) => return Err(err).with_context(|| format!("reading {}", path.display())),
+    };
+    for (key, value) in updates {
+        merged.insert(key.clone(), value.clone());
+    }
+    let mut text =
+        serde_json::to_string_pretty(&Value::Object(merged)).context("encoding the settings")?;
+    text.push('\n');
+    write_atomically(path, text.as_bytes())
+}
+
+/// Temp file beside `path`, fsync, rename over `path`, fsync the directory.
+fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut temp = tempfile::Builder::new()
+        .prefix(".background-tasks.")
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
+    temp.write_all(bytes)
+        .and_then(|()| temp.as_file().sync_all())
+        .with_context(|| format!("writing {}", temp.path().display()))?;
+    temp.persist(path)
+        .map_err(|err| err.error)
+        .with_context(|| format!("replacing {}", path.display()))?;
+    std::fs::File::open(dir)
+        .and_then(|dir| dir.sync_all())
+        .with_context(|| format!("syncing {}", dir.display()))?;
+    Ok(())
+}
+
 /// Where `"key"` first appears in `text` (good enough to point an editor at it).
 fn key_offset(text: &str, key: &str) -> usize {
     text.find(&format!("\"{key}\"")).unwrap_or(0)
@@ -180,5 +349,165 @@ mod tests {
         let (config, errors) = load_tasks_config(None, dir.path());
         assert!(!config.enabled);
         assert!(errors.is_empty());
+    }
+
+    fn set(fields: &mut [SettingField], key: &str, new: SettingValue) {
+        let field = fields.iter_mut().find(|field| field.key == key).unwrap();
+        field.value = new;
+    }
+
+    fn number(value: u64) -> SettingValue {
+        SettingValue::Number {
+            value,
+            unit: String::new(),
+            min: 0,
+            max: u64::MAX,
+            step: 1,
+        }
+    }
+
+    #[test]
+    fn fields_show_the_config_and_defaults() {
+        let shown = |config: &TasksConfig| -> Vec<(String, String)> {
+            settings_fields(config)
+                .iter()
+                .map(|field| (field.key.clone(), field.value.display()))
+                .collect()
+        };
+        let pairs = |list: &[(&str, &str)]| -> Vec<(String, String)> {
+            list.iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect()
+        };
+        assert_eq!(
+            shown(&TasksConfig::default()),
+            pairs(&[
+                ("enabled", "[x] on"),
+                ("notifyOnCompletion", "[x] on"),
+                ("triggerOnCompletion", "[x] on"),
+                ("defaultTimeoutSeconds", "0 s"),
+                ("maxOutputBytes", "20 MiB"),
+            ])
+        );
+        let config = TasksConfig {
+            enabled: false,
+            max_output_bytes: Some(MIB + 1),
+            default_timeout_seconds: Some(90),
+            notify_on_completion: false,
+            trigger_on_completion: true,
+        };
+        assert_eq!(
+            shown(&config),
+            pairs(&[
+                ("enabled", "[ ] off"),
+                ("notifyOnCompletion", "[ ] off"),
+                ("triggerOnCompletion", "[x] on"),
+                ("defaultTimeoutSeconds", "90 s"),
+                // Rounded up: the overlay never offers less than the file allowed.
+                ("maxOutputBytes", "2 MiB"),
+            ])
+        );
+    }
+
+    #[test]
+    fn applied_settings_load_back_as_the_same_config() {
+        let cases = [
+            TasksConfig::default(),
+            TasksConfig {
+                enabled: false,
+                max_output_bytes: Some(64 * MIB),
+                default_timeout_seconds: Some(600),
+                notify_on_completion: false,
+                trigger_on_completion: false,
+            },
+        ];
+        for want in cases {
+            let values = apply_settings(&settings_fields(&want));
+            let text = values.to_string();
+            let (got, errors) = tasks_config_from_sources(&[(Path::new("/s.json"), &text)]);
+            assert_eq!(errors, vec![], "{text}");
+            // The default cap is written out explicitly; everything else round-trips.
+            let want = TasksConfig {
+                max_output_bytes: Some(want.max_output_bytes.unwrap_or(DEFAULT_MAX_OUTPUT_BYTES)),
+                ..want
+            };
+            assert_eq!(got, want, "{text}");
+        }
+    }
+
+    #[test]
+    fn apply_maps_zero_timeout_to_null_and_skips_unknown_fields() {
+        let mut fields = settings_fields(&TasksConfig::default());
+        set(&mut fields, "defaultTimeoutSeconds", number(0));
+        set(&mut fields, "maxOutputBytes", number(3));
+        fields.push(SettingField {
+            key: "colour".to_owned(),
+            label: "Colour".to_owned(),
+            value: SettingValue::Text("red".to_owned()),
+            help: String::new(),
+        });
+        let values = apply_settings(&fields);
+        assert_eq!(values["defaultTimeoutSeconds"], Value::Null);
+        assert_eq!(values["maxOutputBytes"], Value::from(3 * MIB));
+        assert_eq!(values.get("colour"), None);
+    }
+
+    #[test]
+    fn save_creates_parents_and_merges_keeping_unknown_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(TASKS_CONFIG_FILE);
+        save_tasks_config(&path, &serde_json::json!({"enabled": false})).unwrap();
+        let read =
+            || -> Value { serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap() };
+        assert_eq!(read(), serde_json::json!({"enabled": false}));
+        std::fs::write(
+            &path,
+            r#"{"enabled": false, "maxOutputBytes": 5, "futureKey": {"a": 1}}"#,
+        )
+        .unwrap();
+        save_tasks_config(
+            &path,
+            &serde_json::json!({"enabled": true, "defaultTimeoutSeconds": null}),
+        )
+        .unwrap();
+        assert_eq!(
+            read(),
+            serde_json::json!({
+                "enabled": true,
+                "maxOutputBytes": 5,
+                "futureKey": {"a": 1},
+                "defaultTimeoutSeconds": null,
+            })
+        );
+        // No temporary file is left behind.
+        let names: Vec<_> = std::fs::read_dir(path.parent().unwrap())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name())
+            .collect();
+        assert_eq!(
+            names,
+            vec![std::ffi::OsString::from("background-tasks.json")]
+        );
+    }
+
+    #[test]
+    fn save_refuses_to_replace_a_bad_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("background-tasks.json");
+        let cases = [
+            ("{\n  \"enabled\": ,", ":2:"),
+            ("[1, 2]", "expected a JSON object"),
+        ];
+        for (text, want) in cases {
+            std::fs::write(&path, text).unwrap();
+            let err = save_tasks_config(&path, &serde_json::json!({"enabled": true}))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(want), "{err}");
+            assert!(err.contains("not overwriting"), "{err}");
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+        }
+        let err = save_tasks_config(&path, &serde_json::json!([true])).unwrap_err();
+        assert!(err.to_string().contains("must be a JSON object"), "{err}");
     }
 }

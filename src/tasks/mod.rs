@@ -16,7 +16,10 @@ mod module;
 mod notify;
 mod service;
 
-pub use config::{TASKS_CONFIG_FILE, TasksConfig, load_tasks_config, tasks_config_from_sources};
+pub use config::{
+    TASKS_CONFIG_FILE, TASKS_SETTINGS_MODULE, TASKS_SETTINGS_TITLE, TasksConfig, apply_settings,
+    load_tasks_config, save_tasks_config, settings_fields, tasks_config_from_sources,
+};
 pub use logs::{
     LogRead, MAX_LOG_BYTES, bounded_read, format_log_text, last_line, last_lines,
     normalize_max_bytes,

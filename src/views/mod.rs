@@ -10,6 +10,7 @@
 pub mod dock;
 pub mod help;
 pub mod info;
+pub mod settings;
 
 use std::any::Any;
 
@@ -45,6 +46,12 @@ pub enum ViewRequest {
     ClearFinishedNotices,
     /// The user opened this task's details: it is no longer unseen.
     MarkSeen(String),
+    /// Write these settings (a JSON object of the module's config keys) to `module`'s config
+    /// file; the app reports the outcome with the settings view's `save_finished`.
+    SaveSettings {
+        module: String,
+        values: serde_json::Value,
+    },
 }
 
 pub trait View {

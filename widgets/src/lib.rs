@@ -9,6 +9,7 @@ pub mod info;
 pub mod overlay;
 pub mod pending;
 pub mod scrollback;
+pub mod settings;
 pub mod text;
 pub mod theme;
 

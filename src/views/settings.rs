@@ -1,0 +1,389 @@
+//! The settings overlay view (`/unipi:bg-settings`, and later other modules' settings pages):
+//! owns a [`SettingsModel`] and turns keys into edits of it — select, toggle a flag, step a
+//! number within its bounds — and into a [`ViewRequest::SaveSettings`] for the app to write,
+//! because views do no I/O.
+//!
+//! The view is generic over the module: it is given the module's name, its fields, and the
+//! module's function from fields to config keys. It keeps the fields as last saved, so "dirty"
+//! means "differs from the file" rather than "was touched"; a save only counts once the app
+//! reports it done ([`SettingsView::save_finished`]). Closing with unsaved changes takes a second
+//! Esc, with any other key in between calling the discard off, so one stray Esc loses nothing.
+
+use std::any::Any;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use serde_json::Value;
+use unipi_widgets::settings::{SettingField, SettingValue, SettingsModel, render};
+use unipi_widgets::theme::Theme;
+
+use super::{View, ViewAction, ViewRequest};
+
+/// Shown after the first Esc with unsaved changes.
+pub const DISCARD_NOTICE: &str = "Unsaved changes — Esc again to discard, s to save.";
+
+/// Turns the edited fields into the module's config keys (e.g. `tasks::apply_settings`).
+pub type ToValues = fn(&[SettingField]) -> Value;
+
+pub struct SettingsView {
+    module: String,
+    model: SettingsModel,
+    to_values: ToValues,
+    /// The fields as loaded or last saved.
+    saved: Vec<SettingField>,
+    /// The fields sent with the save request still in flight.
+    saving: Option<Vec<SettingField>>,
+    /// The first Esc with unsaved changes happened; the next one closes.
+    discard_armed: bool,
+}
+
+impl SettingsView {
+    /// A settings overlay titled `title` for `module` (the name sent with the save request),
+    /// showing `fields` as loaded, the first one selected.
+    pub fn new(
+        module: impl Into<String>,
+        title: impl Into<String>,
+        fields: Vec<SettingField>,
+        to_values: ToValues,
+    ) -> Self {
+        SettingsView {
+            module: module.into(),
+            saved: fields.clone(),
+            model: SettingsModel {
+                title: title.into(),
+                fields,
+                keys: hints(),
+                ..SettingsModel::default()
+            },
+            to_values,
+            saving: None,
+            discard_armed: false,
+        }
+    }
+
+    pub fn model(&self) -> &SettingsModel {
+        &self.model
+    }
+
+    pub fn module(&self) -> &str {
+        &self.module
+    }
+
+    /// The app's report on the last save request: `Ok(notice)` (e.g. "Saved to ~/.unipi/…")
+    /// makes the saved values the new baseline, `Err(message)` is shown and leaves them dirty.
+    pub fn save_finished(&mut self, result: Result<String, String>) {
+        let saving = self.saving.take();
+        match result {
+            Ok(notice) => {
+                if let Some(fields) = saving {
+                    self.saved = fields;
+                }
+                self.model.notice = Some(notice);
+            }
+            Err(message) => self.model.notice = Some(format!("Not saved: {message}")),
+        }
+        self.update_dirty();
+    }
+
+    fn save(&mut self) -> ViewAction {
+        if !self.model.dirty {
+            self.model.notice = Some("No changes to save.".to_owned());
+            return ViewAction::Consumed;
+        }
+        self.saving = Some(self.model.fields.clone());
+        self.model.notice = Some("Saving…".to_owned());
+        ViewAction::Request(ViewRequest::SaveSettings {
+            module: self.module.clone(),
+            values: (self.to_values)(&self.model.fields),
+        })
+    }
+
+    fn escape(&mut self) -> ViewAction {
+        if !self.model.dirty || self.discard_armed {
+            return ViewAction::Close;
+        }
+        self.discard_armed = true;
+        self.model.notice = Some(DISCARD_NOTICE.to_owned());
+        ViewAction::Consumed
+    }
+
+    fn move_selection(&mut self, delta: isize) {
+        let last = self.model.fields.len().saturating_sub(1);
+        self.model.selected = self.model.selected.saturating_add_signed(delta).min(last);
+    }
+
+    /// Change the selected value: a flag flips (or is set, for Left/Right), a number moves by
+    /// `steps` of its step within its bounds.
+    fn change(&mut self, steps: i64, toggle: bool) {
+        let Some(field) = self.model.fields.get_mut(self.model.selected) else {
+            return;
+        };
+        match &mut field.value {
+            SettingValue::Bool(flag) if toggle => *flag = !*flag,
+            SettingValue::Bool(flag) if steps != 0 => *flag = steps > 0,
+            SettingValue::Number {
+                value,
+                min,
+                max,
+                step,
+                ..
+            } if steps != 0 => {
+                let delta = step.saturating_mul(steps.unsigned_abs());
+                let moved = if steps > 0 {
+                    value.saturating_add(delta)
+                } else {
+                    value.saturating_sub(delta)
+                };
+                *value = moved.clamp(*min, (*max).max(*min));
+            }
+            // Text is edited in the config file for now.
+            _ => return,
+        }
+        self.model.notice = None;
+        self.update_dirty();
+    }
+
+    fn update_dirty(&mut self) {
+        self.model.dirty = self.model.fields != self.saved;
+    }
+}
+
+impl View for SettingsView {
+    fn render(&self, area: Rect, buf: &mut Buffer, theme: &Theme) {
+        render(&self.model, theme, area, buf);
+    }
+
+    fn handle_key(&mut self, key: &KeyEvent) -> ViewAction {
+        if key.code != KeyCode::Esc && self.discard_armed {
+            // Anything but the second Esc calls the discard off.
+            self.discard_armed = false;
+            self.model.notice = None;
+        }
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if ctrl && matches!(key.code, KeyCode::Char('s' | 'S')) {
+            return self.save();
+        }
+        if !key.modifiers.is_empty() && key.modifiers != KeyModifiers::SHIFT {
+            return ViewAction::Consumed;
+        }
+        match key.code {
+            KeyCode::Esc => return self.escape(),
+            KeyCode::Char('s') => return self.save(),
+            KeyCode::Up | KeyCode::Char('k') => self.move_selection(-1),
+            KeyCode::Down | KeyCode::Char('j') => self.move_selection(1),
+            KeyCode::Home => self.model.selected = 0,
+            KeyCode::End => self.move_selection(isize::MAX),
+            KeyCode::Char(' ') | KeyCode::Enter => self.change(0, true),
+            KeyCode::Left | KeyCode::Char('h' | '-') => self.change(-1, false),
+            KeyCode::Right | KeyCode::Char('l' | '+' | '=') => self.change(1, false),
+            KeyCode::PageDown => self.change(-10, false),
+            KeyCode::PageUp => self.change(10, false),
+            _ => {}
+        }
+        ViewAction::Consumed
+    }
+
+    fn as_any_mut(&mut self) -> Option<&mut dyn Any> {
+        Some(self)
+    }
+}
+
+/// The key hints, most needed first: a narrow box shows only the first few.
+fn hints() -> Vec<(String, String)> {
+    [
+        ("s", "save"),
+        ("Esc", "close"),
+        ("↑↓", "select"),
+        ("Space", "toggle"),
+        ("←→", "change"),
+    ]
+    .iter()
+    .map(|(key, what)| ((*key).to_owned(), (*what).to_owned()))
+    .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::views::ViewStack;
+
+    fn key(code: KeyCode) -> KeyEvent {
+        KeyEvent::new(code, KeyModifiers::NONE)
+    }
+
+    fn ch(c: char) -> KeyEvent {
+        key(KeyCode::Char(c))
+    }
+
+    fn field(key: &str, value: SettingValue) -> SettingField {
+        SettingField {
+            key: key.to_owned(),
+            label: key.to_owned(),
+            value,
+            help: String::new(),
+        }
+    }
+
+    /// Each field as `"key": value`, the way a module's mapping would.
+    fn values_of(fields: &[SettingField]) -> Value {
+        let object = fields
+            .iter()
+            .map(|field| {
+                let value = match &field.value {
+                    SettingValue::Bool(flag) => json!(flag),
+                    SettingValue::Number { value, .. } => json!(value),
+                    SettingValue::Text(text) => json!(text),
+                };
+                (field.key.clone(), value)
+            })
+            .collect();
+        Value::Object(object)
+    }
+
+    /// A flag, a number 10 in 0..=30 by 10, and a text.
+    fn make_view() -> SettingsView {
+        SettingsView::new(
+            "demo",
+            "Demo settings",
+            vec![
+                field("flag", SettingValue::Bool(true)),
+                field(
+                    "count",
+                    SettingValue::Number {
+                        value: 10,
+                        unit: "s".to_owned(),
+                        min: 0,
+                        max: 30,
+                        step: 10,
+                    },
+                ),
+                field("name", SettingValue::Text("x".to_owned())),
+            ],
+            values_of,
+        )
+    }
+
+    fn value(view: &SettingsView, key: &str) -> Value {
+        values_of(&view.model().fields)[key].clone()
+    }
+
+    #[test]
+    fn keys_select_toggle_and_step_within_bounds() {
+        let mut view = make_view();
+        // (key, selected after, flag after, count after)
+        let steps = [
+            (ch(' '), 0, false, 10),
+            (key(KeyCode::Enter), 0, true, 10),
+            (key(KeyCode::Left), 0, false, 10),
+            (key(KeyCode::Right), 0, true, 10),
+            (key(KeyCode::Up), 0, true, 10),
+            (key(KeyCode::Down), 1, true, 10),
+            (key(KeyCode::Right), 1, true, 20),
+            (ch('+'), 1, true, 30),
+            (key(KeyCode::Right), 1, true, 30),
+            (ch('-'), 1, true, 20),
+            (key(KeyCode::PageDown), 1, true, 0),
+            (key(KeyCode::Left), 1, true, 0),
+            (key(KeyCode::PageUp), 1, true, 30),
+            // Space does not change a number.
+            (ch(' '), 1, true, 30),
+            (ch('j'), 2, true, 30),
+            (key(KeyCode::Down), 2, true, 30),
+            (key(KeyCode::Home), 0, true, 30),
+            (key(KeyCode::End), 2, true, 30),
+        ];
+        for (event, selected, flag, count) in steps {
+            assert_eq!(view.handle_key(&event), ViewAction::Consumed);
+            let what = format!("after {:?}", event.code);
+            assert_eq!(view.model().selected, selected, "{what}");
+            assert_eq!(value(&view, "flag"), json!(flag), "{what}");
+            assert_eq!(value(&view, "count"), json!(count), "{what}");
+        }
+        // Text is not edited here.
+        view.handle_key(&ch(' '));
+        assert_eq!(value(&view, "name"), json!("x"));
+    }
+
+    #[test]
+    fn dirty_means_different_from_what_was_saved() {
+        let mut view = make_view();
+        assert!(!view.model().dirty);
+        view.handle_key(&ch(' '));
+        assert!(view.model().dirty);
+        view.handle_key(&ch(' '));
+        assert!(!view.model().dirty, "toggled back: nothing to save");
+    }
+
+    #[test]
+    fn save_requests_the_values_and_counts_once_confirmed() {
+        let mut view = make_view();
+        assert_eq!(view.handle_key(&ch('s')), ViewAction::Consumed);
+        assert_eq!(view.model().notice.as_deref(), Some("No changes to save."));
+        view.handle_key(&ch(' '));
+        let want = ViewAction::Request(ViewRequest::SaveSettings {
+            module: "demo".to_owned(),
+            values: json!({"flag": false, "count": 10, "name": "x"}),
+        });
+        assert_eq!(view.handle_key(&ch('s')), want);
+        let ctrl_s = KeyEvent::new(KeyCode::Char('s'), KeyModifiers::CONTROL);
+        assert_eq!(view.handle_key(&ctrl_s), want);
+        assert!(view.model().dirty, "not saved until the app says so");
+        view.save_finished(Err("disk full".to_owned()));
+        assert!(view.model().dirty);
+        assert_eq!(view.model().notice.as_deref(), Some("Not saved: disk full"));
+        view.handle_key(&ctrl_s);
+        view.save_finished(Ok("Saved.".to_owned()));
+        assert!(!view.model().dirty);
+        assert_eq!(view.model().notice.as_deref(), Some("Saved."));
+        assert_eq!(view.handle_key(&key(KeyCode::Esc)), ViewAction::Close);
+    }
+
+    #[test]
+    fn esc_with_unsaved_changes_needs_a_second_press() {
+        let mut view = make_view();
+        view.handle_key(&ch(' '));
+        assert_eq!(view.handle_key(&key(KeyCode::Esc)), ViewAction::Consumed);
+        assert_eq!(view.model().notice.as_deref(), Some(DISCARD_NOTICE));
+        // Another key in between calls it off.
+        view.handle_key(&key(KeyCode::Down));
+        assert_eq!(view.model().notice, None);
+        assert_eq!(view.handle_key(&key(KeyCode::Esc)), ViewAction::Consumed);
+        assert_eq!(view.handle_key(&key(KeyCode::Esc)), ViewAction::Close);
+        // Clean: one Esc closes.
+        assert_eq!(
+            make_view().handle_key(&key(KeyCode::Esc)),
+            ViewAction::Close
+        );
+    }
+
+    #[test]
+    fn the_stack_hands_the_save_to_the_app_and_finds_the_view() {
+        let mut stack = ViewStack::default();
+        stack.push(Box::new(make_view()));
+        stack.handle_key(&ch(' '));
+        let requests = stack.handle_key(&ch('s'));
+        assert!(matches!(
+            requests.as_deref(),
+            Some([ViewRequest::SaveSettings { module, .. }]) if module == "demo"
+        ));
+        let view = stack.find_mut::<SettingsView>();
+        assert_eq!(
+            view.map(|view| view.module().to_owned()),
+            Some("demo".to_owned())
+        );
+    }
+
+    #[test]
+    fn renders_the_overlay_with_the_dirty_marker() {
+        let mut view = make_view();
+        view.handle_key(&ch(' '));
+        let mut buf = Buffer::empty(Rect::new(0, 0, 80, 24));
+        view.render(buf.area, &mut buf, &Theme::plain());
+        let text: String = buf.content().iter().map(|cell| cell.symbol()).collect();
+        assert!(text.contains("Demo settings *"), "{text}");
+        assert!(text.contains("[ ] off"), "{text}");
+    }
+}
