@@ -9,6 +9,7 @@
  *  - it forwards Pi's lifecycle events (with usage and context figures) to the workbench;
  *  - it registers whatever the workbench declares (tools with JSON Schema parameters, `/unipi:*`
  *    commands, card renderers for custom messages) and forwards their invocations;
+ *  - it draws the generic cards (`details.card`) of tool results and custom messages;
  *  - it executes the workbench's calls (send a message, set the model, compact, hide the footer…).
  *
  * Both Pi lines are served (1.x `@earendil-works`, 0.7x `@mariozechner`). Where they differ, the
@@ -468,6 +469,14 @@ class Bridge {
 		if (tool.prompt_snippet) definition.promptSnippet = tool.prompt_snippet;
 		if (tool.prompt_guidelines?.length) definition.promptGuidelines = tool.prompt_guidelines;
 		if (tool.exposure && this.caps.tool_exposure) definition.exposure = tool.exposure;
+		// A result with `details.card` is drawn as the card; without one the renderer throws,
+		// which both Pi lines answer with their default result rendering.
+		definition.renderResult = (result: Msg, _options: Msg, theme: any) => {
+			const card = cardOf(result?.details);
+			const component = card && this.cardComponent(card, theme);
+			if (!component) throw new Error("no card");
+			return component;
+		};
 		this.pi.registerTool(definition);
 	}
 
@@ -535,6 +544,14 @@ class Bridge {
 		this.pi.registerMessageRenderer(customType, (message: Msg, options: Msg, theme: any) => {
 			const { Box, Text } = this.tui ?? {};
 			if (!Text) return undefined;
+			const card = cardOf(message.details);
+			if (card) {
+				const text = cardText(card, theme);
+				if (!Box) return new Text(text, 1, 0);
+				const box = new Box(1, 1, (line: string) => theme.bg("customMessageBg", line));
+				box.addChild(new Text(text, 0, 0));
+				return box;
+			}
 			let text = theme.fg("accent", theme.bold(label || customType));
 			const body = typeof message.content === "string" ? message.content : textOf(message.content);
 			if (body) text += "\n" + body;
@@ -544,6 +561,12 @@ class Bridge {
 			box.addChild(new Text(text, 0, 0));
 			return box;
 		});
+	}
+
+	/** A card as a text component (the tool row supplies the box and background). */
+	private cardComponent(card: Msg, theme: any): any {
+		const Text = this.tui?.Text;
+		return Text ? new Text(cardText(card, theme), 0, 0) : undefined;
 	}
 
 	// --- host calls --------------------------------------------------------------------------
@@ -601,6 +624,8 @@ class Bridge {
 				return Boolean(ctx.hasUI);
 			case "set_footer":
 				return this.setFooter(Boolean(p.hidden));
+			case "set_widget":
+				return this.setWidget(String(p.key ?? ""), p.lines);
 			default:
 				throw new BridgeFailure("unsupported", `the bridge extension has no method ${JSON.stringify(method)}`);
 		}
@@ -611,6 +636,16 @@ class Bridge {
 		if (typeof ui?.setFooter !== "function") throw new BridgeFailure("unsupported", "this Pi cannot replace its footer");
 		ui.setFooter(hidden ? () => ({ render: () => [], invalidate() {} }) : undefined);
 		return true;
+	}
+
+	/** Plain lines above Pi's editor under `key`; no lines removes them. */
+	private setWidget(key: string, lines: unknown): boolean {
+		const ctx = needCtx(this.ctx);
+		if (typeof ctx.ui?.setWidget !== "function") throw new BridgeFailure("unsupported", "this Pi cannot show widgets");
+		if (!key) throw new BridgeFailure("bad_message", "set_widget needs a key");
+		const content = Array.isArray(lines) ? lines.map((line) => String(line)) : undefined;
+		ctx.ui.setWidget(key, content, { placement: "aboveEditor" });
+		return Boolean(ctx.hasUI);
 	}
 
 	private checkQueue(ctx: any) {
@@ -696,6 +731,25 @@ function modelInfo(model: any): Msg | null {
 			? { input: cost.input ?? 0, output: cost.output ?? 0, cache_read: cost.cacheRead ?? 0, cache_write: cost.cacheWrite ?? 0 }
 			: null,
 	};
+}
+
+/** Pi's theme colour for each card tint. */
+const CARD_TINTS: Record<string, string> = { info: "accent", success: "success", warning: "warning", error: "error" };
+
+/** `details.card` when it is a well-formed card (a string title at least), else undefined. */
+function cardOf(details: unknown): Msg | undefined {
+	const card = (details as Msg | null | undefined)?.card;
+	if (!card || typeof card !== "object" || typeof card.title !== "string") return undefined;
+	return card;
+}
+
+/** The card's lines in Pi's theme: a tinted bold title, indented body lines, a dim footer. */
+function cardText(card: Msg, theme: any): string {
+	const tint = CARD_TINTS[card.tint] ?? "accent";
+	const rows = [theme.fg(tint, theme.bold(card.title))];
+	for (const line of Array.isArray(card.lines) ? card.lines : []) rows.push("  " + String(line));
+	if (typeof card.footer === "string" && card.footer) rows.push(theme.fg("dim", card.footer));
+	return rows.join("\n");
 }
 
 function textOf(content: unknown): string {

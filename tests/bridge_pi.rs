@@ -19,9 +19,9 @@ use support::pi::{PiLine, PiOutput, pi_install};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use unipi_tui::bridge::{
-    AgentId, BridgeEvent, BridgeHost, Capabilities, CommandReply, CommandSpec, DisconnectReason,
-    HostCall, HostOptions, ModelInfo, Module, PiEvent, Registry, ToolCall, ToolError, ToolOutput,
-    ToolSpec, extension_file,
+    AgentId, BridgeEvent, BridgeHost, Capabilities, Card, CardTint, CommandReply, CommandSpec,
+    DisconnectReason, HostCall, HostOptions, ModelInfo, Module, PiEvent, Registry, ToolCall,
+    ToolError, ToolOutput, ToolSpec, extension_file,
 };
 use unipi_tui::pi::offline::{OfflineAgent, write_agent_dir};
 use unipi_tui::scripted::{Scenario, ServerHandle, start};
@@ -104,7 +104,11 @@ impl Module for EchoModule {
             calls.lock().unwrap().push(call.args.clone());
             call.updates.send(ToolOutput::text("echoing"));
             let text = call.args["text"].as_str().unwrap_or_default();
-            Ok(ToolOutput::text(format!("echo:{text}")))
+            // The card is display only: the model still reads `echo:<text>`.
+            let card = Card::new(format!("◆ echo card {text}"), CardTint::Success)
+                .line("first card line")
+                .footer("card footer");
+            Ok(ToolOutput::text(format!("echo:{text}")).with_card(&card))
         })
     }
 }
@@ -518,7 +522,9 @@ const PI_FOOTER_MARK: &str = "%/128k";
 
 /// Real Pi in a terminal: the footer is replaced; `/reload` and `/new` re-instantiate the
 /// extension and the host takes each new connection (the declared tool still works after them);
-/// a `/unipi:*` command's answer is shown by Pi; Esc during a bridged tool cancels it in Rust.
+/// a `/unipi:*` command's answer is shown by Pi; Esc during a bridged tool cancels it in Rust;
+/// a widget line appears above the editor and goes again; cards of a custom message and of a
+/// tool result are drawn.
 async fn survives_reload_interactively(line: PiLine) -> anyhow::Result<()> {
     use support::term::{OuterOptions, Session};
 
@@ -566,6 +572,51 @@ async fn survives_reload_interactively(line: PiLine) -> anyhow::Result<()> {
     wait_screen(&session, "Pi's editor", |screen| screen.contains("────")).await?;
     wait_screen(&session, "no Pi footer", |screen| {
         !screen.contains(PI_FOOTER_MARK)
+    })
+    .await?;
+
+    // A widget line above the editor, through the bridge, and its removal.
+    let main = AgentId::main();
+    let set_widget = |lines: Option<Vec<String>>| {
+        host.call(
+            &main,
+            HostCall::SetWidget {
+                key: "unipi-test".into(),
+                lines,
+            },
+        )
+    };
+    assert_eq!(
+        set_widget(Some(vec!["widget line from unipi".into()])).await?,
+        json!(true)
+    );
+    wait_screen(&session, "the widget line", |screen| {
+        screen.contains("widget line from unipi")
+    })
+    .await?;
+    assert_eq!(set_widget(None).await?, json!(true));
+    wait_screen(&session, "the widget gone", |screen| {
+        !screen.contains("widget line from unipi")
+    })
+    .await?;
+
+    // A custom message with a card is drawn as the card.
+    host.call(
+        &AgentId::main(),
+        HostCall::SendMessage {
+            custom_type: "unipi-test-card".into(),
+            content: "the model reads this".into(),
+            display: true,
+            details: Card::new("▲ message card title", CardTint::Warning)
+                .line("message card line")
+                .attach(Value::Null),
+            deliver_as: None,
+            trigger_turn: false,
+        },
+    )
+    .await?;
+    wait_screen(&session, "the message card", |screen| {
+        screen.contains("▲ message card title") && screen.contains("message card line")
     })
     .await?;
 
@@ -620,6 +671,13 @@ async fn survives_reload_interactively(line: PiLine) -> anyhow::Result<()> {
     })
     .await?;
     assert_eq!(*tool_calls.lock().unwrap(), [json!({"text": "bridged"})]);
+    // The tool result is drawn as its card.
+    wait_screen(&session, "the tool result's card", |screen| {
+        screen.contains("◆ echo card bridged")
+            && screen.contains("first card line")
+            && screen.contains("card footer")
+    })
+    .await?;
     let requests = server.requests();
     assert!(
         tool_names(&requests[0])

@@ -643,6 +643,37 @@ async fn host_calls_round_trip_time_out_and_report_remote_errors() -> anyhow::Re
         })
     );
 
+    // A widget line above Pi's editor, then its removal (`lines: null`).
+    for (lines, wire) in [
+        (
+            Some(vec!["⠋ waiting on 1 bg task".to_string()]),
+            json!(["⠋ waiting on 1 bg task"]),
+        ),
+        (None, Value::Null),
+    ] {
+        let host = h.host.clone();
+        let pending = tokio::spawn({
+            let main = main.clone();
+            async move {
+                let call = HostCall::SetWidget {
+                    key: "unipi-pending".into(),
+                    lines,
+                };
+                host.call(&main, call).await
+            }
+        });
+        let call = client.recv().await?;
+        assert_eq!(call["method"], "set_widget");
+        assert_eq!(
+            call["params"],
+            json!({"key": "unipi-pending", "lines": wire})
+        );
+        client
+            .send(json!({"type": "call_result", "id": call["id"], "ok": true, "value": true}))
+            .await?;
+        assert_eq!(pending.await?, Ok(json!(true)));
+    }
+
     // A timeout, then the late answer is refused as unknown.
     let timed_out = h
         .host

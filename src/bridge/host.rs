@@ -92,6 +92,12 @@ pub enum HostCall {
     Notify { message: String, level: NotifyLevel },
     /// Hide Pi's footer (an empty one) or give it back.
     SetFooter { hidden: bool },
+    /// `ctx.ui.setWidget(key, lines, {placement: "aboveEditor"})`: plain text lines above Pi's
+    /// editor under `key`; `None` removes them. Answers whether Pi has a UI to show them in.
+    SetWidget {
+        key: String,
+        lines: Option<Vec<String>>,
+    },
 }
 
 /// When a message sent into a busy Pi is delivered (Pi's `deliverAs`).
@@ -118,6 +124,7 @@ impl HostCall {
             Self::SetThinkingLevel { .. } => "set_thinking_level",
             Self::Notify { .. } => "notify",
             Self::SetFooter { .. } => "set_footer",
+            Self::SetWidget { .. } => "set_widget",
         }
     }
 
@@ -145,6 +152,7 @@ impl HostCall {
             Self::SetThinkingLevel { level } => json!({"level": level}),
             Self::Notify { message, level } => json!({"message": message, "level": level}),
             Self::SetFooter { hidden } => json!({"hidden": hidden}),
+            Self::SetWidget { key, lines } => json!({"key": key, "lines": lines}),
             Self::ListModels | Self::GetContextUsage | Self::GetActiveTools => json!({}),
         }
     }

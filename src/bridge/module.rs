@@ -277,6 +277,74 @@ impl ToolOutput {
     }
 }
 
+impl ToolOutput {
+    /// Attaches a display card as `details.card` (see [`Card`]); the model's content is unchanged.
+    pub fn with_card(mut self, card: &Card) -> Self {
+        self.details = card.attach(std::mem::take(&mut self.details));
+        self
+    }
+}
+
+/// A generic display card: the extension renders `details.card` of a tool result or custom
+/// message as a tinted title, body lines and an optional footer, in Pi's theme colours. It is
+/// display only — the model reads the content, never the card — so a module words it for the
+/// user and the extension needs no feature logic to draw it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Card {
+    pub title: String,
+    pub tint: CardTint,
+    #[serde(default)]
+    pub lines: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub footer: Option<String>,
+}
+
+/// A card's colour, mapped by the extension to Pi's theme (`accent`, `success`, `warning`,
+/// `error`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CardTint {
+    Info,
+    Success,
+    Warning,
+    Error,
+}
+
+impl Card {
+    pub fn new(title: impl Into<String>, tint: CardTint) -> Self {
+        Self {
+            title: title.into(),
+            tint,
+            lines: Vec::new(),
+            footer: None,
+        }
+    }
+
+    pub fn line(mut self, line: impl Into<String>) -> Self {
+        self.lines.push(line.into());
+        self
+    }
+
+    pub fn footer(mut self, footer: impl Into<String>) -> Self {
+        self.footer = Some(footer.into());
+        self
+    }
+
+    /// `details` with this card as its `card` field. An object gains the field, null becomes
+    /// `{"card": …}`, and any other value is kept under `value` so nothing is lost.
+    pub fn attach(&self, details: Value) -> Value {
+        let card = serde_json::to_value(self).unwrap_or(Value::Null);
+        match details {
+            Value::Object(mut object) => {
+                object.insert("card".into(), card);
+                Value::Object(object)
+            }
+            Value::Null => json!({ "card": card }),
+            other => json!({ "value": other, "card": card }),
+        }
+    }
+}
+
 /// A failed tool call: becomes an error result (`isError`) whose text is `message`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolError {
@@ -458,6 +526,29 @@ mod tests {
                    {"type": "image", "data": "AAAA", "mimeType": "image/png"}])
         );
         Ok(())
+    }
+
+    #[test]
+    fn cards_attach_to_any_details() {
+        let card = Card::new("● started", CardTint::Info)
+            .line("$ make")
+            .footer("bg-1");
+        let wire =
+            json!({"title": "● started", "tint": "info", "lines": ["$ make"], "footer": "bg-1"});
+        let cases = [
+            (Value::Null, json!({ "card": wire })),
+            (json!({"task": 1}), json!({"task": 1, "card": wire})),
+            (json!([1]), json!({"value": [1], "card": wire})),
+        ];
+        for (details, want) in cases {
+            assert_eq!(card.attach(details.clone()), want, "{details}");
+        }
+        let output = ToolOutput::text("hi").with_card(&Card::new("t", CardTint::Error));
+        assert_eq!(
+            output.details,
+            json!({"card": {"title": "t", "tint": "error", "lines": []}})
+        );
+        assert_eq!(output.content, vec![ContentBlock::text("hi")]);
     }
 
     #[test]

@@ -15,8 +15,8 @@ use super::model::{
 use super::notify::NOTIFICATION_TYPE;
 use super::service::{RunRequest, TaskService};
 use crate::bridge::{
-    AgentId, CommandReply, CommandSpec, Completion, MessageTypeSpec, Module, NotifyLevel, ToolCall,
-    ToolError, ToolOutput, ToolSpec,
+    AgentId, Card, CardTint, CommandReply, CommandSpec, Completion, MessageTypeSpec, Module,
+    NotifyLevel, ToolCall, ToolError, ToolOutput, ToolSpec,
 };
 
 /// Declares the tools, commands and message type, and runs the tools against the service.
@@ -104,7 +104,9 @@ impl TasksModule {
             .start(request)
             .await
             .map_err(|err| ToolError::new(err.to_string()))?;
-        Ok(ToolOutput::text(run_result_text(&task)).with_details(json!({ "task": task })))
+        Ok(ToolOutput::text(run_result_text(&task))
+            .with_details(json!({ "task": task }))
+            .with_card(&launch_card(&task)))
     }
 
     fn bg_status(&self, args: &Value) -> Result<ToolOutput, ToolError> {
@@ -371,6 +373,29 @@ pub(crate) fn run_result_text(task: &TaskInfo) -> String {
     )
 }
 
+/// The launch card of a `bg_run` result: `● bg started <name> · wakes agent on completion`,
+/// then the command and where its output goes.
+pub(crate) fn launch_card(task: &TaskInfo) -> Card {
+    let delivery = match (task.notify_on_completion, task.trigger_on_completion) {
+        (true, true) => "wakes agent on completion",
+        (true, false) => "notifies on completion",
+        (false, _) => "no completion notice",
+    };
+    Card::new(
+        format!("● bg started {} · {delivery}", task.name),
+        CardTint::Info,
+    )
+    .line(format!(
+        "$ {}",
+        truncate_chars(&task.command, CARD_COMMAND_CHARS)
+    ))
+    .line(format!("output: {}", task.output_path))
+    .footer(task.id.clone())
+}
+
+/// A card shows the start of a long command, not all of it.
+const CARD_COMMAND_CHARS: usize = 200;
+
 /// `/unipi:bg`'s arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BgCommand {
@@ -591,5 +616,27 @@ mod tests {
             ]
         );
         assert_eq!(lines[4..], delivery_guidance(true, true));
+
+        let cases = [
+            (true, true, "● bg started tests · wakes agent on completion"),
+            (true, false, "● bg started tests · notifies on completion"),
+            (false, true, "● bg started tests · no completion notice"),
+        ];
+        for (notify, trigger, title) in cases {
+            let task = TaskInfo {
+                notify_on_completion: notify,
+                trigger_on_completion: trigger,
+                ..task.clone()
+            };
+            let card = launch_card(&task);
+            assert_eq!(card.title, title);
+            assert_eq!(card.tint, CardTint::Info);
+            assert_eq!(
+                card.lines,
+                ["$ cargo test", "output: /tmp/bg-0a0b0c.log"],
+                "{title}"
+            );
+            assert_eq!(card.footer.as_deref(), Some("bg-0a0b0c"));
+        }
     }
 }

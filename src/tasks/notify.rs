@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::logs;
-use super::model::{TaskInfo, format_duration};
-use crate::bridge::{AgentId, BridgeHost, DeliverAs, HostCall};
+use super::model::{TaskInfo, TaskStatus, format_duration, truncate_chars};
+use crate::bridge::{AgentId, BridgeHost, Card, CardTint, DeliverAs, HostCall};
 
 /// The custom message type of the notification (declared by the module so Pi renders a card).
 pub const NOTIFICATION_TYPE: &str = "background-task-notification";
@@ -113,13 +113,12 @@ pub fn notification_content(task: &TaskInfo, last_lines: &[String]) -> String {
     lines.join("\n")
 }
 
-/// The card's fields: the snapshot plus duration, whether the agent is woken, last lines.
+/// The card's fields: the snapshot plus duration, whether the agent is woken, last lines, and
+/// the rendered [`completion_card`] as `card`.
 pub fn notification_details(task: &TaskInfo, last_lines: &[String]) -> Value {
-    let runtime = task
-        .end_time
-        .unwrap_or(task.start_time)
-        .saturating_sub(task.start_time);
+    let runtime = runtime_ms(task);
     json!({
+        "card": completion_card(task, last_lines),
         "task": task,
         "status": task.status.as_str(),
         "name": task.name,
@@ -129,6 +128,48 @@ pub fn notification_details(task: &TaskInfo, last_lines: &[String]) -> Value {
         "agentWoken": task.trigger_on_completion,
         "lastLines": last_lines,
     })
+}
+
+/// The completion card: `✓ bg done <name> · exit 0 · 25s · agent woken` and the last output
+/// lines; failed and stopped tasks get the error tint, and the error (if any) as the footer.
+pub fn completion_card(task: &TaskInfo, last_lines: &[String]) -> Card {
+    let tint = match task.status {
+        TaskStatus::Done => CardTint::Success,
+        TaskStatus::Running => CardTint::Info,
+        TaskStatus::Failed | TaskStatus::Stopped => CardTint::Error,
+    };
+    let mut title = format!(
+        "{} bg {} {}",
+        task.status.icon(),
+        task.status.as_str(),
+        task.name
+    );
+    match (&task.exit_code, &task.signal) {
+        (Some(code), _) => title.push_str(&format!(" · exit {code}")),
+        (None, Some(signal)) => title.push_str(&format!(" · {signal}")),
+        (None, None) => {}
+    }
+    title.push_str(&format!(" · {}", format_duration(runtime_ms(task))));
+    if task.trigger_on_completion {
+        title.push_str(" · agent woken");
+    }
+    let mut card = Card::new(title, tint);
+    for line in last_lines {
+        card = card.line(truncate_chars(line, CARD_LINE_CHARS));
+    }
+    match &task.error {
+        Some(error) => card.footer(error.clone()),
+        None => card,
+    }
+}
+
+/// Output lines are cut so one long line cannot fill the transcript.
+const CARD_LINE_CHARS: usize = 200;
+
+fn runtime_ms(task: &TaskInfo) -> u64 {
+    task.end_time
+        .unwrap_or(task.start_time)
+        .saturating_sub(task.start_time)
 }
 
 /// Escapes `&`, `<` and `>` (the reference escapes only these).
@@ -192,6 +233,52 @@ mod tests {
     }
 
     #[test]
+    fn completion_card_table() {
+        let woken = |mut task: TaskInfo| {
+            task.trigger_on_completion = true;
+            task
+        };
+        let signalled = {
+            let mut task = finished(TaskStatus::Stopped, None, Some("Stopped by the user"));
+            task.signal = Some("SIGTERM".into());
+            task
+        };
+        let cases = [
+            (
+                woken(finished(TaskStatus::Done, Some(0), None)),
+                "✓ bg done build <core> & test · exit 0 · 25s · agent woken",
+                CardTint::Success,
+                None,
+            ),
+            (
+                finished(TaskStatus::Failed, Some(2), Some("Exited with code 2")),
+                "✗ bg failed build <core> & test · exit 2 · 25s",
+                CardTint::Error,
+                Some("Exited with code 2"),
+            ),
+            (
+                signalled,
+                "■ bg stopped build <core> & test · SIGTERM · 25s",
+                CardTint::Error,
+                Some("Stopped by the user"),
+            ),
+        ];
+        let last = ["one".to_string(), "two".into(), "three".into()];
+        for (task, title, tint, footer) in cases {
+            let card = completion_card(&task, &last);
+            assert_eq!(card.title, title);
+            assert_eq!(card.tint, tint, "{title}");
+            assert_eq!(card.lines, last, "{title}");
+            assert_eq!(card.footer.as_deref(), footer, "{title}");
+        }
+        let long = completion_card(
+            &finished(TaskStatus::Done, Some(0), None),
+            &["x".repeat(500)],
+        );
+        assert_eq!(long.lines[0].chars().count(), CARD_LINE_CHARS, "{long:?}");
+    }
+
+    #[test]
     fn details_carry_the_card_fields() {
         let task = finished(TaskStatus::Done, Some(0), None);
         let details = notification_details(&task, &["a".into(), "b".into()]);
@@ -199,6 +286,12 @@ mod tests {
         assert_eq!(details["agentWoken"], false);
         assert_eq!(details["lastLines"], json!(["a", "b"]));
         assert_eq!(details["task"]["id"], "bg-abc123");
+        assert_eq!(
+            details["card"]["title"],
+            "✓ bg done build <core> & test · exit 0 · 25s"
+        );
+        assert_eq!(details["card"]["tint"], "success");
+        assert_eq!(details["card"]["lines"], json!(["a", "b"]));
         let notice = build_notice(&task);
         assert!(!notice.trigger_turn);
         assert_eq!(notice.agent, AgentId::main());
