@@ -371,7 +371,24 @@ fn background_task_wakes_the_agent_shows_in_the_dock_and_dies_with_the_workbench
     // The model starts a task with bg_run; its completion wakes the agent with the output
     // (the scripted server only answers BG-WOKEN when the notification carries it).
     wb.ask("start a background task", "BG-STARTED");
+    // The launch card, and — while the agent is idle but the task will wake it — the
+    // pending-wake line above Pi's editor.
+    wb.session
+        .wait_for_text("bg started e2e sleeper", REPLY)
+        .unwrap();
+    wb.session
+        .wait_for_text("waiting on 1 bg task · e2e sleeper", REPLY)
+        .unwrap();
     wb.session.wait_for_text("BG-WOKEN", REPLY).unwrap();
+    // The completion card; the pending line is gone.
+    wb.session
+        .wait_for_text("bg done e2e sleeper", REPLY)
+        .unwrap();
+    wb.session
+        .wait_for("the pending line removed", REPLY, |s| {
+            !s.contents().contains("waiting on 1 bg task")
+        })
+        .unwrap();
 
     // Shift+Down moves focus into the dock, which lists the task; Esc gives focus back to Pi.
     wb.session.send(keys::KITTY_SHIFT_DOWN);
@@ -387,7 +404,7 @@ fn background_task_wakes_the_agent_shows_in_the_dock_and_dies_with_the_workbench
     wb.session.wait_for_text("BG-OUTPUT-42", REPLY).unwrap();
     wb.session
         .wait_for("the task's detail with its command", REPLY, |s| {
-            s.contents().contains("Command: sleep 2; echo BG-OUTPUT-42")
+            s.contents().contains("Command: sleep 4; echo BG-OUTPUT-42")
         })
         .unwrap();
     std::thread::sleep(Duration::from_millis(100));

@@ -186,7 +186,7 @@ async fn drive(
         let esc_at = app.decoder.has_pending().then(|| last_input + ESC_TIMEOUT);
         let notice_at = app.footer.notice_deadline();
         // While the dock shows running tasks, their runtimes tick once a second.
-        let tick_at = app.dock_ticks().then(|| last_tick + Duration::from_secs(1));
+        let tick_at = app.tick_every().map(|every| last_tick + every);
 
         tokio::select! {
             biased;
@@ -238,7 +238,8 @@ async fn drive(
             }
             _ = sleep_until(tick_at.unwrap_or_else(far).into()), if tick_at.is_some() => {
                 last_tick = Instant::now();
-                app.update(AppEvent::TasksChanged);
+                app.on_tick();
+                app.sync_pending_line();
             }
             _ = sleep_until(notice_at.unwrap_or_else(far).into()), if notice_at.is_some() => {
                 app.request_draw();

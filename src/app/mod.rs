@@ -122,6 +122,12 @@ pub struct App {
     tasks: Option<tasks::Tasks>,
     /// Finished tasks the user looked at or cleared in the dock.
     task_marks: tasks::Marks,
+    /// The pending-wake line last sent to Pi's widget area (`None`: none shown).
+    pending_line: Option<String>,
+    /// Spinner frame of the pending-wake line.
+    spinner: usize,
+    /// Feeds the task that sends the pending-wake line to Pi.
+    pending_tx: Option<tokio::sync::watch::Sender<Option<String>>>,
     /// Debug builds only: panic on the key `!` (`UNIPI_TUI_TEST_PANIC_ON_KEY=1`), so tests can
     /// prove the panic path restores the terminal and stops Pi.
     #[cfg(debug_assertions)]
@@ -163,6 +169,9 @@ impl App {
             bridge,
             tasks,
             task_marks: tasks::Marks::default(),
+            pending_line: None,
+            spinner: 0,
+            pending_tx: None,
             #[cfg(debug_assertions)]
             panic_on_key: std::env::var_os("UNIPI_TUI_TEST_PANIC_ON_KEY").is_some(),
         }
@@ -183,7 +192,10 @@ impl App {
             AppEvent::Pty(PtyEvent::Output(bytes)) => self.on_pty_output(&bytes),
             AppEvent::Pty(PtyEvent::Closed) => self.pty_closed = true,
             AppEvent::Bridge(event) => self.on_bridge(event),
-            AppEvent::TasksChanged => self.refresh_dock(),
+            AppEvent::TasksChanged => {
+                self.refresh_dock();
+                self.sync_pending_line();
+            }
             AppEvent::Pty(PtyEvent::Exited(exit)) => {
                 tracing::info!("Pi exited: {exit:?}");
                 self.pi_exit = Some(exit);
@@ -213,13 +225,19 @@ impl App {
         match event {
             BridgeEvent::Connected {
                 agent, pi_version, ..
-            } => tracing::info!("bridge: {agent} connected (Pi {pi_version})"),
+            } => {
+                tracing::info!("bridge: {agent} connected (Pi {pi_version})");
+                // A new extension instance (after /reload) starts without our widget.
+                self.pending_line = None;
+                self.sync_pending_line();
+            }
             BridgeEvent::Disconnected { agent, reason } => {
                 tracing::info!("bridge: {agent} disconnected ({reason:?})");
             }
             BridgeEvent::Pi { agent, event } => {
                 if agent == crate::bridge::AgentId::main() {
                     bridge::apply_pi_event(&mut self.footer.data, &event);
+                    self.sync_pending_line();
                     self.request_draw();
                 }
             }
@@ -337,13 +355,81 @@ impl App {
         self.refresh_dock();
     }
 
-    /// Whether the dock is open with running tasks (their runtimes need a once-a-second tick).
-    fn dock_ticks(&mut self) -> bool {
-        self.footer.tasks.0 > 0
+    /// How often the loop should tick: the pending-wake line's spinner while it shows, else once
+    /// a second while the dock shows running tasks (their runtimes), else never (idle is idle).
+    fn tick_every(&mut self) -> Option<std::time::Duration> {
+        if self.pending_line.is_some() {
+            Some(std::time::Duration::from_millis(250))
+        } else if self.footer.tasks.0 > 0
             && self
                 .views
                 .find_mut::<crate::views::dock::DockView>()
                 .is_some()
+        {
+            Some(std::time::Duration::from_secs(1))
+        } else {
+            None
+        }
+    }
+
+    /// A tick: advance the spinner, refresh runtimes.
+    fn on_tick(&mut self) {
+        self.spinner = self.spinner.wrapping_add(1);
+        self.refresh_dock();
+    }
+
+    /// Shows, updates or removes the pending-wake line above Pi's editor: while the agent is idle
+    /// but a task that will wake it still runs, the user must not think the turn is over.
+    fn sync_pending_line(&mut self) {
+        let (Some(tasks), Some(bridge)) = (&self.tasks, &self.bridge) else {
+            return;
+        };
+        let idle = self.footer.data.activity == Some(unipi_widgets::footer::Activity::Idle)
+            && self.footer.data.bridge == unipi_widgets::footer::BridgeLink::Connected;
+        let now = crate::tasks::now_ms_for_lists();
+        let mut waiting: Vec<(u64, unipi_widgets::pending::PendingTask)> = tasks
+            .registry()
+            .snapshot()
+            .into_iter()
+            .filter(|task| idle && task.is_running() && task.wakes_agent())
+            .map(|task| {
+                let runtime = task.runtime_ms(now) / 1000;
+                let pending = unipi_widgets::pending::PendingTask {
+                    name: task.name,
+                    runtime_secs: runtime,
+                };
+                (runtime, pending)
+            })
+            .collect();
+        // Longest-running first.
+        waiting.sort_by_key(|(runtime, _)| std::cmp::Reverse(*runtime));
+        let waiting: Vec<_> = waiting.into_iter().map(|(_, task)| task).collect();
+        let width = usize::from(self.pane_area.width.max(20));
+        let line = unipi_widgets::pending::pending_text(&waiting, self.spinner, width);
+        if line == self.pending_line {
+            return;
+        }
+        self.pending_line = line.clone();
+        // One sender task, fed the latest line: calls never overtake each other, and a slow
+        // Pi only ever gets the newest state.
+        let sender = self.pending_tx.get_or_insert_with(|| {
+            let (tx, mut rx) = tokio::sync::watch::channel(None::<String>);
+            let host = bridge.host.clone();
+            tokio::spawn(async move {
+                while rx.changed().await.is_ok() {
+                    let line = rx.borrow_and_update().clone();
+                    let call = crate::bridge::HostCall::SetWidget {
+                        key: "unipi-bg-pending".into(),
+                        lines: line.map(|l| vec![l]),
+                    };
+                    if let Err(err) = host.call(&crate::bridge::AgentId::main(), call).await {
+                        tracing::debug!("pending-wake line: {err}");
+                    }
+                }
+            });
+            tx
+        });
+        let _ = sender.send(line);
     }
 
     /// Gives an open dock the current rows (and the output tail of the task in its detail).
