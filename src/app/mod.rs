@@ -624,6 +624,11 @@ impl App {
                 }
             }
             Action::Dock => self.open_dock(None),
+            Action::ClearTaskNotices => {
+                self.on_view_request(crate::views::ViewRequest::ClearFinishedNotices);
+                self.footer
+                    .set_notice("Finished background-task notices cleared");
+            }
         }
         self.request_draw();
     }

@@ -29,11 +29,12 @@ pub enum Action {
     ScrollLineDown,
     ScrollLive,
     Dock,
+    ClearTaskNotices,
 }
 
 impl Action {
     /// Every action, in the order the help overlay lists them.
-    pub const ALL: [Action; 7] = [
+    pub const ALL: [Action; 8] = [
         Action::Help,
         Action::ScrollPageUp,
         Action::ScrollPageDown,
@@ -41,6 +42,7 @@ impl Action {
         Action::ScrollLineDown,
         Action::ScrollLive,
         Action::Dock,
+        Action::ClearTaskNotices,
     ];
 
     /// The stable name used in keymap files.
@@ -53,6 +55,7 @@ impl Action {
             Action::ScrollLineDown => "scroll.line_down",
             Action::ScrollLive => "scroll.live",
             Action::Dock => "dock",
+            Action::ClearTaskNotices => "tasks.clear_notices",
         }
     }
 
@@ -66,6 +69,7 @@ impl Action {
             Action::ScrollLineDown => "Scroll Pi's output down a line",
             Action::ScrollLive => "Back to live output",
             Action::Dock => "Open the background-task dock",
+            Action::ClearTaskNotices => "Clear finished background-task notices",
         }
     }
 
@@ -682,6 +686,7 @@ mod tests {
             ("Alt+Shift+Down", "scroll.line_down"),
             ("Shift+End", "scroll.live"),
             ("Shift+Down", "dock"),
+            ("Ctrl+Alt+C", "tasks.clear_notices"),
         ];
         let want: Vec<(String, &str)> = want.iter().map(|(k, a)| ((*k).to_owned(), *a)).collect();
         assert_eq!(bindings, want);
@@ -843,6 +848,7 @@ mod tests {
             ("alt+shift+down", Action::ScrollLineDown),
             ("shift+end", Action::ScrollLive),
             ("shift+down", Action::Dock),
+            ("ctrl+alt+c", Action::ClearTaskNotices),
         ];
         for (key, action) in cases {
             assert_eq!(
