@@ -53,22 +53,7 @@ pub fn load_footer_config(
     home: Option<&Path>,
     workspace: &Path,
 ) -> (FooterConfig, Vec<ConfigError>) {
-    let home_file = home.map(|home| home.join(FOOTER_FILE));
-    let workspace_file = workspace.join(FOOTER_FILE);
-    let mut files: Vec<PathBuf> = home_file.into_iter().collect();
-    if !files.iter().any(|file| same_file(file, &workspace_file)) {
-        files.push(workspace_file);
-    }
-
-    let mut errors = Vec::new();
-    let mut sources = Vec::new();
-    for file in files {
-        match error::read_user_file(Some(&file)) {
-            Ok(Some(text)) => sources.push((file, text)),
-            Ok(None) => {}
-            Err(err) => errors.push(err),
-        }
-    }
+    let (sources, mut errors) = super::read_module_config(home, workspace, FOOTER_FILE);
     let sources: Vec<(&Path, &str)> = sources
         .iter()
         .map(|(path, text)| (path.as_path(), text.as_str()))
@@ -373,14 +358,6 @@ fn quoted_list<'a>(items: impl Iterator<Item = &'a str>) -> String {
         Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
         _ => items.concat(),
     }
-}
-
-fn same_file(a: &Path, b: &Path) -> bool {
-    a == b
-        || matches!(
-            (std::fs::canonicalize(a), std::fs::canonicalize(b)),
-            (Ok(a), Ok(b)) if a == b
-        )
 }
 
 /// Where a key and its value start, in bytes.

@@ -7,9 +7,44 @@ pub mod footer;
 pub mod keymap;
 pub mod theme;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 pub use error::ConfigError;
+
+/// Reads a module's Unipi config file (`relative`, e.g. `.unipi/config/footer.json`) from the home
+/// directory and then from the workspace, which overrides it (read once when both are the same
+/// file). Returns the files that exist as (path, text), lowest precedence first, and the files
+/// that could not be read; a missing file is not an error. Each module merges the texts itself.
+pub fn read_module_config(
+    home: Option<&Path>,
+    workspace: &Path,
+    relative: &str,
+) -> (Vec<(PathBuf, String)>, Vec<ConfigError>) {
+    let mut files: Vec<PathBuf> = home.map(|home| home.join(relative)).into_iter().collect();
+    let workspace_file = workspace.join(relative);
+    if !files.iter().any(|file| same_file(file, &workspace_file)) {
+        files.push(workspace_file);
+    }
+    let mut sources = Vec::new();
+    let mut errors = Vec::new();
+    for file in files {
+        match error::read_user_file(Some(&file)) {
+            Ok(Some(text)) => sources.push((file, text)),
+            Ok(None) => {}
+            Err(err) => errors.push(err),
+        }
+    }
+    (sources, errors)
+}
+
+/// The same file, also through symlinks or `..`.
+fn same_file(a: &Path, b: &Path) -> bool {
+    a == b
+        || matches!(
+            (std::fs::canonicalize(a), std::fs::canonicalize(b)),
+            (Ok(a), Ok(b)) if a == b
+        )
+}
 
 /// The workbench's config directory, if a home directory is known.
 pub fn config_dir() -> Option<PathBuf> {

@@ -9,13 +9,13 @@
 //! keys it does not know and refusing to replace a file it cannot parse.
 
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context as _, bail};
 use serde_json::{Map, Value};
 use unipi_widgets::settings::{SettingField, SettingValue};
 
-use crate::config::error::{self, ConfigError};
+use crate::config::error::ConfigError;
 use crate::tasks::DEFAULT_MAX_OUTPUT_BYTES;
 
 /// The file's path below the home or workspace directory.
@@ -48,23 +48,8 @@ impl Default for TasksConfig {
 
 /// Loads the config: defaults, then `<home>/TASKS_CONFIG_FILE`, then `<workspace>/…`.
 pub fn load_tasks_config(home: Option<&Path>, workspace: &Path) -> (TasksConfig, Vec<ConfigError>) {
-    let mut files: Vec<PathBuf> = home
-        .map(|home| home.join(TASKS_CONFIG_FILE))
-        .into_iter()
-        .collect();
-    let workspace_file = workspace.join(TASKS_CONFIG_FILE);
-    if !files.contains(&workspace_file) {
-        files.push(workspace_file);
-    }
-    let mut errors = Vec::new();
-    let mut sources = Vec::new();
-    for file in files {
-        match error::read_user_file(Some(&file)) {
-            Ok(Some(text)) => sources.push((file, text)),
-            Ok(None) => {}
-            Err(err) => errors.push(err),
-        }
-    }
+    let (sources, mut errors) =
+        crate::config::read_module_config(home, workspace, TASKS_CONFIG_FILE);
     let sources: Vec<(&Path, &str)> = sources
         .iter()
         .map(|(p, t)| (p.as_path(), t.as_str()))
