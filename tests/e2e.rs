@@ -442,6 +442,33 @@ fn background_task_wakes_the_agent_shows_in_the_dock_and_dies_with_the_workbench
 }
 
 #[test]
+fn a_sighup_to_the_workbench_stops_running_background_tasks() {
+    let mut wb = start(PiLine::Current, &[], OuterOptions::default());
+    wb.wait_ready();
+    wb.ask("start a hangup task", "BG-STARTED");
+    wb.session
+        .wait_for("the footer counting the running task", REPLY, |s| {
+            footer_row(s).contains("bg 1")
+        })
+        .unwrap();
+    assert!(!processes_running("sleep 312").is_empty(), "the task runs");
+    // The SSH connection drops: the workbench gets SIGHUP.
+    let workbench = wb.session.pid().unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(workbench).unwrap()),
+        nix::sys::signal::Signal::SIGHUP,
+    )
+    .unwrap();
+    assert_eq!(wb.session.wait_exit(EXIT).unwrap(), 129);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        processes_running("sleep 312"),
+        Vec::<u32>::new(),
+        "a task outlived the workbench"
+    );
+}
+
+#[test]
 fn legacy_pi_smoke() {
     let mut wb = start(PiLine::Legacy, &[], OuterOptions::default());
     wb.wait_ready();
