@@ -344,6 +344,31 @@ fn bridge_footer_tool_round_trip_reload_and_info_with_current_pi() {
     assert_eq!(code, 0, "screen:\n{}", wb.session.screen_text());
 }
 
+/// The launch and completion cards as Pi draws them (through the bridge's generic card renderer),
+/// with the task id, run directory and duration made stable.
+fn snapshot_cards(screen: &str) {
+    let lines: Vec<&str> = screen.lines().collect();
+    let card = |title: &str, rows: usize| -> Vec<String> {
+        let start = lines
+            .iter()
+            .position(|l| l.contains(title))
+            .unwrap_or_else(|| panic!("no {title:?} card on screen:\n{screen}"));
+        lines[start..(start + rows).min(lines.len())]
+            .iter()
+            .map(|l| l.trim_end().to_string())
+            .collect()
+    };
+    let mut text = card("bg started", 4);
+    text.push(String::new());
+    text.extend(card("bg done", 2));
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path(concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots"));
+    settings.add_filter(r"bg-[0-9a-f]{6}", "bg-XXXXXX");
+    settings.add_filter(r"\S*/unipi-bg-tasks/[^/]+/", "[TMP]/unipi-bg-tasks/[RUN]/");
+    settings.add_filter(r"· \d+s ·", "· Ns ·");
+    settings.bind(|| insta::assert_snapshot!("background_task_cards", text.join("\n")));
+}
+
 /// Processes whose command line contains `needle` and that are still running.
 fn processes_running(needle: &str) -> Vec<u32> {
     std::fs::read_dir("/proc")
@@ -384,6 +409,7 @@ fn background_task_wakes_the_agent_shows_in_the_dock_and_dies_with_the_workbench
     wb.session
         .wait_for_text("bg done e2e sleeper", REPLY)
         .unwrap();
+    snapshot_cards(&wb.session.screen_text());
     wb.session
         .wait_for("the pending line removed", REPLY, |s| {
             !s.contents().contains("waiting on 1 bg task")

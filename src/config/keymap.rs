@@ -5,6 +5,11 @@
 //! not-ours-after-all with every key of the abandoned prefix, so the caller can forward them to Pi
 //! in order. Keys are normalised first (crossterm reports Shift+A as `Char('A')` with or without
 //! SHIFT, Shift+Tab as `BackTab`) so a binding written once matches however the terminal spells it.
+//!
+//! A second table, `[dock]`, holds the keys of the background-task dock ([`DockAction`]). They
+//! apply only while the dock has focus, so they live apart from the trie and never shadow Pi's
+//! keys; they are single keys (the dock has no chord state) and the dock's key hints are built
+//! from them ([`DockKeys::hints`]), so a rebound key is also the key the dock shows.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -82,6 +87,156 @@ impl Action {
 impl fmt::Display for Action {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+/// What a key does while the dock has focus. The names (`DockAction::name`) are what the `[dock]`
+/// table says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum DockAction {
+    Up,
+    Down,
+    Open,
+    /// Detail → list, list → close.
+    Back,
+    Close,
+    Stop,
+    StopAll,
+    Rerun,
+    CopyPath,
+    History,
+    ClearNotices,
+    PageUp,
+    PageDown,
+    Top,
+    /// The last row in the list; follow the output in the detail.
+    Bottom,
+}
+
+impl DockAction {
+    pub const ALL: [DockAction; 15] = [
+        DockAction::Up,
+        DockAction::Down,
+        DockAction::Open,
+        DockAction::Back,
+        DockAction::Close,
+        DockAction::Stop,
+        DockAction::StopAll,
+        DockAction::Rerun,
+        DockAction::CopyPath,
+        DockAction::History,
+        DockAction::ClearNotices,
+        DockAction::PageUp,
+        DockAction::PageDown,
+        DockAction::Top,
+        DockAction::Bottom,
+    ];
+
+    /// The stable name used in the `[dock]` table.
+    pub fn name(self) -> &'static str {
+        match self {
+            DockAction::Up => "dock.up",
+            DockAction::Down => "dock.down",
+            DockAction::Open => "dock.open",
+            DockAction::Back => "dock.back",
+            DockAction::Close => "dock.close",
+            DockAction::Stop => "dock.stop",
+            DockAction::StopAll => "dock.stop_all",
+            DockAction::Rerun => "dock.rerun",
+            DockAction::CopyPath => "dock.copy_path",
+            DockAction::History => "dock.history",
+            DockAction::ClearNotices => "dock.clear_notices",
+            DockAction::PageUp => "dock.page_up",
+            DockAction::PageDown => "dock.page_down",
+            DockAction::Top => "dock.top",
+            DockAction::Bottom => "dock.bottom",
+        }
+    }
+
+    /// The action a `[dock]` entry names, if any.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|action| action.name() == name)
+    }
+}
+
+impl fmt::Display for DockAction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Which face of the dock a hint line is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DockPane {
+    List,
+    Detail,
+}
+
+/// The resolved `[dock]` bindings: single keys, the user's first, then the defaults in file
+/// order, so the first key of an action is the one a hint shows.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DockKeys {
+    bindings: Vec<(Key, DockAction)>,
+}
+
+impl DockKeys {
+    /// The action `event` is bound to in the dock, if any.
+    pub fn action(&self, event: &KeyEvent) -> Option<DockAction> {
+        let key = Key::from_event(event);
+        self.bindings
+            .iter()
+            .find(|(bound, _)| *bound == key)
+            .map(|(_, action)| *action)
+    }
+
+    /// The key a hint or notice shows for `action` (`S`, `↑`, `Ctrl+Alt+C`); `None` when it is
+    /// unbound.
+    pub fn hint_key(&self, action: DockAction) -> Option<String> {
+        self.bindings
+            .iter()
+            .find(|(_, bound)| *bound == action)
+            .map(|(key, _)| hint_display(key))
+    }
+
+    /// The hint line for `pane`: (keys, what they do), in the order shown. A hint whose actions
+    /// are all unbound is left out.
+    pub fn hints(&self, pane: DockPane) -> Vec<(String, String)> {
+        let table: &[(&[DockAction], &str)] = match pane {
+            DockPane::List => &[
+                (&[DockAction::Up, DockAction::Down], "select"),
+                (&[DockAction::Open], "details"),
+                (&[DockAction::Stop], "stop"),
+                (&[DockAction::StopAll], "stop all"),
+                (&[DockAction::Rerun], "rerun"),
+                (&[DockAction::CopyPath], "copy path"),
+                (&[DockAction::History], "history"),
+                (&[DockAction::ClearNotices], "clear notices"),
+                (&[DockAction::Back], "close"),
+            ],
+            DockPane::Detail => &[
+                (
+                    &[
+                        DockAction::Up,
+                        DockAction::Down,
+                        DockAction::PageUp,
+                        DockAction::PageDown,
+                    ],
+                    "scroll",
+                ),
+                (&[DockAction::Bottom], "follow"),
+                (&[DockAction::Stop], "stop"),
+                (&[DockAction::Rerun], "rerun"),
+                (&[DockAction::CopyPath], "copy path"),
+                (&[DockAction::Back], "back"),
+            ],
+        };
+        table
+            .iter()
+            .filter_map(|(actions, what)| {
+                let keys: Vec<String> = actions.iter().filter_map(|a| self.hint_key(*a)).collect();
+                (!keys.is_empty()).then(|| (join_hint_keys(&keys), (*what).to_owned()))
+            })
+            .collect()
     }
 }
 
@@ -190,6 +345,7 @@ pub struct Keymap {
     /// (including releases and bare modifier presses that arrived meanwhile).
     pending: Vec<Key>,
     held: Vec<KeyEvent>,
+    dock: DockKeys,
 }
 
 impl Keymap {
@@ -278,6 +434,21 @@ impl Keymap {
             .collect()
     }
 
+    /// The `[dock]` bindings, for the dock view to keep.
+    pub fn dock_keys(&self) -> &DockKeys {
+        &self.dock
+    }
+
+    /// The dock action `event` is bound to, if any (only meaningful while the dock has focus).
+    pub fn dock_action(&self, event: &KeyEvent) -> Option<DockAction> {
+        self.dock.action(event)
+    }
+
+    /// The dock's hint line for `pane`; see [`DockKeys::hints`].
+    pub fn dock_hints(&self, pane: DockPane) -> Vec<(String, String)> {
+        self.dock.hints(pane)
+    }
+
     /// The trie level under the pending keys (the root when nothing is pending).
     fn children(&self) -> Option<&HashMap<Key, Node>> {
         let mut level = &self.root;
@@ -315,14 +486,14 @@ pub fn keymap_from_sources(user: Option<(&Path, &str)>) -> (Keymap, Vec<ConfigEr
     let defaults = parse_entries(&default_path, DEFAULT_KEYMAP, &mut errors);
     let user_entries = match user {
         Some((path, text)) => parse_entries(path, text, &mut errors),
-        None => Vec::new(),
+        None => Entries::default(),
     };
 
     let mut keymap = Keymap::default();
     // User entries go in first so theirs win any conflict with a default; among the user's own
     // entries the earlier one in the file wins.
     let mut seen: HashSet<Vec<Key>> = HashSet::new();
-    for entry in &user_entries {
+    for entry in &user_entries.bindings {
         if !seen.insert(entry.keys.clone()) {
             errors.push(entry.error(format!(
                 "{} is bound twice; keeping the first",
@@ -335,13 +506,13 @@ pub fn keymap_from_sources(user: Option<(&Path, &str)>) -> (Keymap, Vec<ConfigEr
             errors.push(entry.error(conflict_message(&entry.keys, &other)));
         }
     }
-    for entry in &defaults {
+    for entry in &defaults.bindings {
         if seen.contains(&entry.keys) {
             continue;
         }
         let Some(action) = entry.action else { continue };
         if let Err(other) = insert(&mut keymap, &entry.keys, action) {
-            if user_entries.iter().any(|u| u.keys == other) {
+            if user_entries.bindings.iter().any(|u| u.keys == other) {
                 tracing::debug!(
                     "default binding {} dropped: your {} takes its keys",
                     display_sequence(&entry.keys),
@@ -352,7 +523,45 @@ pub fn keymap_from_sources(user: Option<(&Path, &str)>) -> (Keymap, Vec<ConfigEr
             }
         }
     }
+    keymap.dock = merge_dock(&user_entries.dock, &defaults.dock, &mut errors);
     (keymap, errors)
+}
+
+/// The `[dock]` bindings: the user's entries over the defaults key by key, as for `[bindings]`.
+/// Dock keys are single keys, so there are no chord collisions to resolve.
+fn merge_dock(
+    user: &[Entry<'_, DockAction>],
+    defaults: &[Entry<'_, DockAction>],
+    errors: &mut Vec<ConfigError>,
+) -> DockKeys {
+    let mut seen: HashSet<Key> = HashSet::new();
+    let mut bindings = Vec::new();
+    for (entry, from_user) in user
+        .iter()
+        .map(|entry| (entry, true))
+        .chain(defaults.iter().map(|entry| (entry, false)))
+    {
+        let [key] = entry.keys.as_slice() else {
+            errors.push(entry.error(format!(
+                "{}: dock keys are single keys, not chords",
+                display_sequence(&entry.keys)
+            )));
+            continue;
+        };
+        if !seen.insert(*key) {
+            if from_user {
+                errors.push(entry.error(format!(
+                    "{} is bound twice; keeping the first",
+                    key.display()
+                )));
+            }
+            continue;
+        }
+        if let Some(action) = entry.action {
+            bindings.push((*key, action));
+        }
+    }
+    DockKeys { bindings }
 }
 
 #[derive(Clone, Debug)]
@@ -362,15 +571,15 @@ enum Node {
 }
 
 /// One `"keys" = "action"` line of a keymap file; `action: None` is `"none"` (unbind).
-struct Entry<'a> {
+struct Entry<'a, A> {
     keys: Vec<Key>,
-    action: Option<Action>,
+    action: Option<A>,
     path: &'a Path,
     text: &'a str,
     offset: usize,
 }
 
-impl Entry<'_> {
+impl<A> Entry<'_, A> {
     fn error(&self, message: String) -> ConfigError {
         ConfigError::at(self.path, self.text, self.offset, message)
     }
@@ -410,7 +619,23 @@ const NAMED_KEYS: [(&[&str], &str, KeyCode); 15] = [
     (&["right"], "Right", KeyCode::Right),
 ];
 
-const ONLY_BINDINGS: &str = "expected only a [bindings] table";
+/// The entries of one keymap file, per table, each in file order.
+struct Entries<'a> {
+    bindings: Vec<Entry<'a, Action>>,
+    dock: Vec<Entry<'a, DockAction>>,
+}
+
+// By hand: a derive would ask for `Action: Default`.
+impl Default for Entries<'_> {
+    fn default() -> Self {
+        Entries {
+            bindings: Vec::new(),
+            dock: Vec::new(),
+        }
+    }
+}
+
+const ONLY_TABLES: &str = "expected only a [bindings] and a [dock] table";
 
 fn normalise(code: KeyCode, modifiers: KeyModifiers) -> Key {
     let mut modifiers = modifiers
@@ -493,96 +718,151 @@ fn code_name(code: KeyCode, display: bool) -> String {
     }
 }
 
-/// Read the `[bindings]` entries of one keymap file, reporting what is wrong and skipping it.
-fn parse_entries<'a>(
-    path: &'a Path,
-    text: &'a str,
-    errors: &mut Vec<ConfigError>,
-) -> Vec<Entry<'a>> {
+/// Read the `[bindings]` and `[dock]` entries of one keymap file, reporting what is wrong and
+/// skipping it.
+fn parse_entries<'a>(path: &'a Path, text: &'a str, errors: &mut Vec<ConfigError>) -> Entries<'a> {
+    let mut entries = Entries::default();
     let document = match DeTable::parse(text) {
         Ok(document) => document,
         Err(err) => {
             errors.push(error::from_toml(path, text, &err));
-            return Vec::new();
+            return entries;
         }
     };
-    let mut entries = Vec::new();
     for (section, value) in document.get_ref() {
-        if section.get_ref() != "bindings" {
+        let name: &str = section.get_ref();
+        if name != "bindings" && name != "dock" {
             errors.push(ConfigError::at(
                 path,
                 text,
                 section.span().start,
-                format!("unknown key `{}`: {ONLY_BINDINGS}", section.get_ref()),
+                format!("unknown key `{name}`: {ONLY_TABLES}"),
             ));
             continue;
         }
-        let DeValue::Table(bindings) = value.get_ref() else {
+        let DeValue::Table(table) = value.get_ref() else {
             errors.push(ConfigError::at(
                 path,
                 text,
                 value.span().start,
-                ONLY_BINDINGS,
+                ONLY_TABLES,
             ));
             continue;
         };
-        for (keys, action) in bindings {
-            let offset = keys.span().start;
-            let parsed_keys = match parse_sequence(keys.get_ref()) {
-                Ok(parsed) => parsed,
-                Err(message) => {
-                    errors.push(ConfigError::at(path, text, offset, message));
-                    continue;
-                }
-            };
-            let action = match action.get_ref() {
-                DeValue::String(name) if name == "none" => None,
-                DeValue::String(name) => match Action::from_name(name) {
-                    Some(action) => Some(action),
-                    None => {
-                        errors.push(ConfigError::at(
-                            path,
-                            text,
-                            action.span().start,
-                            format!("unknown action {:?}; expected {}", name, action_list()),
-                        ));
-                        continue;
-                    }
-                },
-                other => {
+        let source = Source { path, text };
+        if name == "dock" {
+            let names = || name_list(DockAction::ALL.iter().map(|a| a.name()));
+            entries.dock.extend(parse_table(
+                source,
+                table,
+                DockAction::from_name,
+                names,
+                errors,
+            ));
+        } else {
+            let names = || name_list(Action::ALL.iter().map(|a| a.name()));
+            entries
+                .bindings
+                .extend(parse_table(source, table, Action::from_name, names, errors));
+        }
+    }
+    // The TOML map is ordered by key; "first in the file wins" needs file order.
+    entries.bindings.sort_by_key(|entry| entry.offset);
+    entries.dock.sort_by_key(|entry| entry.offset);
+    entries
+}
+
+#[derive(Clone, Copy)]
+struct Source<'a> {
+    path: &'a Path,
+    text: &'a str,
+}
+
+/// Read the `"keys" = "action"` lines of one table; `from_name` resolves the action names this
+/// table knows, `names` lists them for the error.
+fn parse_table<'a, A>(
+    Source { path, text }: Source<'a>,
+    table: &DeTable<'_>,
+    from_name: fn(&str) -> Option<A>,
+    names: impl Fn() -> String,
+    errors: &mut Vec<ConfigError>,
+) -> Vec<Entry<'a, A>> {
+    let mut entries = Vec::new();
+    for (keys, action) in table {
+        let offset = keys.span().start;
+        let parsed_keys = match parse_sequence(keys.get_ref()) {
+            Ok(parsed) => parsed,
+            Err(message) => {
+                errors.push(ConfigError::at(path, text, offset, message));
+                continue;
+            }
+        };
+        let action = match action.get_ref() {
+            DeValue::String(name) if name == "none" => None,
+            DeValue::String(name) => match from_name(name) {
+                Some(action) => Some(action),
+                None => {
                     errors.push(ConfigError::at(
                         path,
                         text,
                         action.span().start,
-                        format!(
-                            "expected an action name in quotes, found a {}",
-                            other.type_str()
-                        ),
+                        format!("unknown action {:?}; expected {}", name, names()),
                     ));
                     continue;
                 }
-            };
-            entries.push(Entry {
-                keys: parsed_keys,
-                action,
-                path,
-                text,
-                offset,
-            });
-        }
+            },
+            other => {
+                errors.push(ConfigError::at(
+                    path,
+                    text,
+                    action.span().start,
+                    format!(
+                        "expected an action name in quotes, found a {}",
+                        other.type_str()
+                    ),
+                ));
+                continue;
+            }
+        };
+        entries.push(Entry {
+            keys: parsed_keys,
+            action,
+            path,
+            text,
+            offset,
+        });
     }
-    // The TOML map is ordered by key; "first in the file wins" needs file order.
-    entries.sort_by_key(|entry| entry.offset);
     entries
 }
 
-fn action_list() -> String {
-    let mut names: Vec<String> = Action::ALL
-        .iter()
-        .map(|a| format!("\"{}\"", a.name()))
-        .collect();
+fn name_list<'n>(names: impl Iterator<Item = &'n str>) -> String {
+    let mut names: Vec<String> = names.map(|name| format!("\"{name}\"")).collect();
     names.push("\"none\"".to_owned());
     names.join(", ")
+}
+
+/// A key as a dock hint shows it: arrows as glyphs, a shifted letter as the capital (`S`, not
+/// `Shift+S`), anything else as [`Key::display`].
+fn hint_display(key: &Key) -> String {
+    match (key.code, key.modifiers) {
+        (KeyCode::Up, KeyModifiers::NONE) => "↑".to_owned(),
+        (KeyCode::Down, KeyModifiers::NONE) => "↓".to_owned(),
+        (KeyCode::Char(c), KeyModifiers::SHIFT) if c.is_alphabetic() => c.to_uppercase().collect(),
+        _ => key.display(),
+    }
+}
+
+/// Keys of one hint joined by spaces, except that arrow glyphs run together (`↑↓ PgUp PgDn`).
+fn join_hint_keys(keys: &[String]) -> String {
+    let is_arrow = |key: &str| matches!(key, "↑" | "↓");
+    let mut out = String::new();
+    for (index, key) in keys.iter().enumerate() {
+        if index > 0 && !(is_arrow(key) && is_arrow(&keys[index - 1])) {
+            out.push(' ');
+        }
+        out.push_str(key);
+    }
+    out
 }
 
 /// Add a binding to the trie, or return the keys of the binding it collides with: one that is a

@@ -8,11 +8,15 @@
 //! updates. Stop-all is armed by the first press and fired by the second, with any other key in
 //! between disarming it, so one stray key cannot kill every task. Esc steps back: from the detail
 //! to the list, from the list out of the dock (focus returns to Pi).
+//!
+//! Keys are resolved through the keymap's `[dock]` table ([`DockKeys`]), never matched here, and
+//! the hint line is built from the same table, so a key the user rebinds is the key the dock
+//! shows. Keys the table does not bind are swallowed: the dock has focus, Pi must not see them.
 
 use std::any::Any;
 use std::cell::Cell;
 
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use crossterm::event::KeyEvent;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use unipi_widgets::dock::{
@@ -22,21 +26,26 @@ use unipi_widgets::dock::{
 use unipi_widgets::theme::Theme;
 
 use super::{View, ViewAction, ViewRequest};
+use crate::config::keymap::{DockAction, DockKeys, DockPane, Keymap};
 
 pub struct DockView {
     model: DockModel,
+    keys: DockKeys,
     /// The pane area of the last render, so paging matches what is visible.
     last_screen: Cell<Rect>,
 }
 
 impl DockView {
-    /// A dock listing `rows` (any order), the first row selected.
-    pub fn new(rows: Vec<DockRow>) -> Self {
+    /// A dock listing `rows` (any order), the first row selected, with the keymap's `[dock]`
+    /// keys.
+    pub fn new(rows: Vec<DockRow>, keymap: &Keymap) -> Self {
+        let keys = keymap.dock_keys().clone();
         let mut view = DockView {
             model: DockModel {
-                keys: list_hints(),
+                keys: keys.hints(DockPane::List),
                 ..DockModel::default()
             },
+            keys,
             last_screen: Cell::new(Rect::default()),
         };
         view.set_rows(rows);
@@ -95,17 +104,17 @@ impl DockView {
         dock_area(&self.model, screen)
     }
 
-    fn handle_list_key(&mut self, key: &KeyEvent) -> ViewAction {
+    fn handle_list_key(&mut self, action: DockAction) -> ViewAction {
         let page = list_capacity(&self.model, self.area(self.last_screen.get())).max(1);
-        match key.code {
-            KeyCode::Esc | KeyCode::Char('q') => return ViewAction::Close,
-            KeyCode::Up | KeyCode::Char('k') => self.move_selection(-1),
-            KeyCode::Down | KeyCode::Char('j') => self.move_selection(1),
-            KeyCode::PageUp => self.move_selection(-signed(page)),
-            KeyCode::PageDown => self.move_selection(signed(page)),
-            KeyCode::Home => self.model.selected = 0,
-            KeyCode::End => self.move_selection(isize::MAX),
-            KeyCode::Enter | KeyCode::Right => {
+        match action {
+            DockAction::Back | DockAction::Close => return ViewAction::Close,
+            DockAction::Up => self.move_selection(-1),
+            DockAction::Down => self.move_selection(1),
+            DockAction::PageUp => self.move_selection(-signed(page)),
+            DockAction::PageDown => self.move_selection(signed(page)),
+            DockAction::Top => self.model.selected = 0,
+            DockAction::Bottom => self.move_selection(isize::MAX),
+            DockAction::Open => {
                 let Some(row) = selected_row(&self.model) else {
                     // Nothing to open: Enter on an empty list leaves the dock.
                     return ViewAction::Close;
@@ -114,7 +123,7 @@ impl DockView {
                 self.show_detail();
                 return seen.map_or(ViewAction::Consumed, ViewAction::Request);
             }
-            KeyCode::Char('h' | 'H') => {
+            DockAction::History => {
                 self.model.show_history = !self.model.show_history;
                 self.clamp_selection();
             }
@@ -123,26 +132,26 @@ impl DockView {
         ViewAction::Consumed
     }
 
-    fn handle_detail_key(&mut self, key: &KeyEvent) -> ViewAction {
+    fn handle_detail_key(&mut self, action: DockAction) -> ViewAction {
         let page = unipi_widgets::dock::detail_tail_capacity(
             &self.model,
             self.area(self.last_screen.get()),
         )
         .max(1);
-        match key.code {
-            KeyCode::Esc | KeyCode::Left => self.show_list(),
-            KeyCode::Char('q') => return ViewAction::Close,
-            KeyCode::Up | KeyCode::Char('k') => self.scroll_detail(-1),
-            KeyCode::Down | KeyCode::Char('j') => self.scroll_detail(1),
-            KeyCode::PageUp => self.scroll_detail(-signed(page)),
-            KeyCode::PageDown => self.scroll_detail(signed(page)),
-            KeyCode::Home => {
+        match action {
+            DockAction::Back => self.show_list(),
+            DockAction::Close => return ViewAction::Close,
+            DockAction::Up => self.scroll_detail(-1),
+            DockAction::Down => self.scroll_detail(1),
+            DockAction::PageUp => self.scroll_detail(-signed(page)),
+            DockAction::PageDown => self.scroll_detail(signed(page)),
+            DockAction::Top => {
                 self.model.mode = DockMode::Detail {
                     scroll: 0,
                     follow: false,
                 };
             }
-            KeyCode::End => {
+            DockAction::Bottom => {
                 self.model.mode = DockMode::Detail {
                     scroll: 0,
                     follow: true,
@@ -153,26 +162,16 @@ impl DockView {
         ViewAction::Consumed
     }
 
-    /// Keys that act on the selected task, the same in the list and the detail; `None` when
-    /// `key` is not one of them.
-    fn handle_task_key(&mut self, key: &KeyEvent) -> Option<ViewAction> {
-        let plain = !key
-            .modifiers
-            .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);
-        if key.code == KeyCode::Char('c')
-            && key
-                .modifiers
-                .contains(KeyModifiers::CONTROL | KeyModifiers::ALT)
-        {
-            self.model.notice = Some("Finished notices cleared.".to_owned());
-            return Some(ViewAction::Request(ViewRequest::ClearFinishedNotices));
-        }
-        if !plain {
-            return None;
-        }
-        let action = match key.code {
-            KeyCode::Char('S') => self.stop_all(),
-            KeyCode::Char('s') => self.with_selected(|row| {
+    /// Actions on the selected task, the same in the list and the detail; `None` when `action`
+    /// is not one of them.
+    fn handle_task_action(&mut self, action: DockAction) -> Option<ViewAction> {
+        let action = match action {
+            DockAction::ClearNotices => {
+                self.model.notice = Some("Finished notices cleared.".to_owned());
+                ViewAction::Request(ViewRequest::ClearFinishedNotices)
+            }
+            DockAction::StopAll => self.stop_all(),
+            DockAction::Stop => self.with_selected(|row| {
                 if row.status == TaskStatus::Running {
                     (
                         format!("Stopping {}…", row.name),
@@ -185,7 +184,7 @@ impl DockView {
                     )
                 }
             }),
-            KeyCode::Char('r') => self.with_selected(|row| {
+            DockAction::Rerun => self.with_selected(|row| {
                 if !row.is_shell {
                     (
                         "Only shell-command tasks can be rerun from the dock.".to_owned(),
@@ -200,7 +199,7 @@ impl DockView {
                     )
                 }
             }),
-            KeyCode::Char('y') => self.with_selected(|row| {
+            DockAction::CopyPath => self.with_selected(|row| {
                 (
                     format!("Copied the output path of {}.", row.name),
                     Some(ViewRequest::CopyText(row.output_path.clone())),
@@ -230,8 +229,13 @@ impl DockView {
             return ViewAction::Request(ViewRequest::StopAllTasks);
         }
         self.model.stop_all_armed = true;
+        // Armed means the key is bound, so the fallback never shows.
+        let key = self
+            .keys
+            .hint_key(DockAction::StopAll)
+            .unwrap_or_else(|| "it".to_owned());
         self.model.notice = Some(format!(
-            "Press S again to stop all {running} running {noun}."
+            "Press {key} again to stop all {running} running {noun}."
         ));
         ViewAction::Consumed
     }
@@ -279,12 +283,12 @@ impl DockView {
             scroll: 0,
             follow: true,
         };
-        self.model.keys = detail_hints();
+        self.model.keys = self.keys.hints(DockPane::Detail);
     }
 
     fn show_list(&mut self) {
         self.model.mode = DockMode::List;
-        self.model.keys = list_hints();
+        self.model.keys = self.keys.hints(DockPane::List);
     }
 }
 
@@ -295,61 +299,27 @@ impl View for DockView {
     }
 
     fn handle_key(&mut self, key: &KeyEvent) -> ViewAction {
-        let rearms = key.code == KeyCode::Char('S');
-        if !rearms && self.model.stop_all_armed {
+        let action = self.keys.action(key);
+        if action != Some(DockAction::StopAll) && self.model.stop_all_armed {
             // Anything but the second press calls the stop-all off.
             self.model.stop_all_armed = false;
             self.model.notice = None;
         }
-        if let Some(action) = self.handle_task_key(key) {
-            return action;
-        }
-        if !key.modifiers.is_empty() && key.modifiers != KeyModifiers::SHIFT {
+        let Some(action) = action else {
             return ViewAction::Consumed;
+        };
+        if let Some(done) = self.handle_task_action(action) {
+            return done;
         }
         match self.model.mode {
-            DockMode::List => self.handle_list_key(key),
-            DockMode::Detail { .. } => self.handle_detail_key(key),
+            DockMode::List => self.handle_list_key(action),
+            DockMode::Detail { .. } => self.handle_detail_key(action),
         }
     }
 
     fn as_any_mut(&mut self) -> Option<&mut dyn Any> {
         Some(self)
     }
-}
-
-/// The list's key hints, in the order shown.
-fn list_hints() -> Vec<(String, String)> {
-    hints(&[
-        ("↑↓", "select"),
-        ("Enter", "details"),
-        ("s", "stop"),
-        ("S", "stop all"),
-        ("r", "rerun"),
-        ("y", "copy path"),
-        ("h", "history"),
-        ("Ctrl+Alt+C", "clear notices"),
-        ("Esc", "close"),
-    ])
-}
-
-/// The detail's key hints.
-fn detail_hints() -> Vec<(String, String)> {
-    hints(&[
-        ("↑↓ PgUp PgDn", "scroll"),
-        ("End", "follow"),
-        ("s", "stop"),
-        ("r", "rerun"),
-        ("y", "copy path"),
-        ("Esc", "back"),
-    ])
-}
-
-fn hints(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-    pairs
-        .iter()
-        .map(|(key, what)| ((*key).to_owned(), (*what).to_owned()))
-        .collect()
 }
 
 fn signed(n: usize) -> isize {
