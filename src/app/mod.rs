@@ -344,8 +344,10 @@ impl App {
             .is_none()
         {
             let rows = tasks::dock_rows(&snapshot, &self.task_marks, None);
-            self.views
-                .push(Box::new(crate::views::dock::DockView::new(rows, &self.keymap)));
+            self.views.push(Box::new(crate::views::dock::DockView::new(
+                rows,
+                &self.keymap,
+            )));
         }
         if let Some(id) = detail
             && let Some(dock) = self.views.find_mut::<crate::views::dock::DockView>()

@@ -620,19 +620,10 @@ const NAMED_KEYS: [(&[&str], &str, KeyCode); 15] = [
 ];
 
 /// The entries of one keymap file, per table, each in file order.
+#[derive(Default)]
 struct Entries<'a> {
     bindings: Vec<Entry<'a, Action>>,
     dock: Vec<Entry<'a, DockAction>>,
-}
-
-// By hand: a derive would ask for `Action: Default`.
-impl Default for Entries<'_> {
-    fn default() -> Self {
-        Entries {
-            bindings: Vec::new(),
-            dock: Vec::new(),
-        }
-    }
 }
 
 const ONLY_TABLES: &str = "expected only a [bindings] and a [dock] table";
@@ -741,12 +732,7 @@ fn parse_entries<'a>(path: &'a Path, text: &'a str, errors: &mut Vec<ConfigError
             continue;
         }
         let DeValue::Table(table) = value.get_ref() else {
-            errors.push(ConfigError::at(
-                path,
-                text,
-                value.span().start,
-                ONLY_TABLES,
-            ));
+            errors.push(ConfigError::at(path, text, value.span().start, ONLY_TABLES));
             continue;
         };
         let source = Source { path, text };
@@ -1297,11 +1283,11 @@ mod tests {
             ),
             (
                 "[keys]\n\"f2\" = \"help\"\n",
-                "/cfg/keymap.toml:1:2: unknown key `keys`: expected only a [bindings] table",
+                "/cfg/keymap.toml:1:2: unknown key `keys`: expected only a [bindings] and a [dock] table",
             ),
             (
                 "bindings = 1\n",
-                "/cfg/keymap.toml:1:12: expected only a [bindings] table",
+                "/cfg/keymap.toml:1:12: expected only a [bindings] and a [dock] table",
             ),
         ];
         for (toml, want) in cases {
@@ -1385,5 +1371,165 @@ mod tests {
             "{errors:?}"
         );
         assert_eq!(keymap.bindings(), Keymap::defaults().bindings());
+    }
+
+    #[test]
+    fn default_dock_keys_match_their_actions() {
+        let keymap = Keymap::defaults();
+        let cases = [
+            ("up", DockAction::Up),
+            ("k", DockAction::Up),
+            ("down", DockAction::Down),
+            ("j", DockAction::Down),
+            ("enter", DockAction::Open),
+            ("right", DockAction::Open),
+            ("esc", DockAction::Back),
+            ("left", DockAction::Back),
+            ("q", DockAction::Close),
+            ("s", DockAction::Stop),
+            ("S", DockAction::StopAll),
+            ("r", DockAction::Rerun),
+            ("y", DockAction::CopyPath),
+            ("h", DockAction::History),
+            ("ctrl+alt+c", DockAction::ClearNotices),
+            ("pageup", DockAction::PageUp),
+            ("pagedown", DockAction::PageDown),
+            ("home", DockAction::Top),
+            ("end", DockAction::Bottom),
+        ];
+        for (key, action) in cases {
+            assert_eq!(keymap.dock_action(&press(key)), Some(action), "{key}");
+        }
+        // Shift+S arrives as `Char('S')` with or without SHIFT.
+        let capital = KeyEvent::new(KeyCode::Char('S'), KeyModifiers::NONE);
+        assert_eq!(keymap.dock_action(&capital), Some(DockAction::StopAll));
+        for key in ["x", "ctrl+s", "shift+up", "f1"] {
+            assert_eq!(keymap.dock_action(&press(key)), None, "{key}");
+        }
+        // Every dock action has a default key and a name that round-trips.
+        for action in DockAction::ALL {
+            assert_eq!(DockAction::from_name(action.name()), Some(action));
+            assert!(keymap.dock_keys().hint_key(action).is_some(), "{action}");
+        }
+    }
+
+    #[test]
+    fn dock_keys_do_not_enter_the_main_trie() {
+        let mut keymap = Keymap::defaults();
+        for key in ["s", "j", "esc", "enter"] {
+            assert_eq!(
+                keymap.feed(&press(key)),
+                KeymapResult::NotFound(vec![press(key)]),
+                "{key}"
+            );
+        }
+    }
+
+    #[test]
+    fn dock_hints_table() {
+        let pairs = |hints: Vec<(String, String)>| -> Vec<String> {
+            hints.into_iter().map(|(k, w)| format!("{k} {w}")).collect()
+        };
+        let defaults = Keymap::defaults();
+        assert_eq!(
+            pairs(defaults.dock_hints(DockPane::List)),
+            [
+                "↑↓ select",
+                "Enter details",
+                "s stop",
+                "S stop all",
+                "r rerun",
+                "y copy path",
+                "h history",
+                "Ctrl+Alt+C clear notices",
+                "Esc close",
+            ]
+        );
+        assert_eq!(
+            pairs(defaults.dock_hints(DockPane::Detail)),
+            [
+                "↑↓ PgUp PgDn scroll",
+                "End follow",
+                "s stop",
+                "r rerun",
+                "y copy path",
+                "Esc back",
+            ]
+        );
+        // Rebound and unbound keys show through: the user's key first, an action with no key
+        // left drops out of the line.
+        let (keymap, errors) = with_user(
+            "[dock]\n\"w\" = \"dock.up\"\n\"up\" = \"none\"\n\"pagedown\" = \"none\"\n\
+             \"y\" = \"none\"\n\"q\" = \"dock.back\"\n",
+        );
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(
+            pairs(keymap.dock_hints(DockPane::Detail)),
+            [
+                "w ↓ PgUp scroll",
+                "End follow",
+                "s stop",
+                "r rerun",
+                "q back",
+            ]
+        );
+        assert_eq!(keymap.dock_action(&press("q")), Some(DockAction::Back));
+        assert_eq!(keymap.dock_action(&press("y")), None);
+    }
+
+    #[test]
+    fn bad_dock_entries_are_reported_at_their_line_and_skipped() {
+        let cases: [(&str, &str); 5] = [
+            (
+                "[dock]\n\"x\" = \"dock.stpo\"\n",
+                "/cfg/keymap.toml:2:7: unknown action \"dock.stpo\"; expected \"dock.up\", \"dock.down\"",
+            ),
+            (
+                "[dock]\n\"x\" = \"help\"\n",
+                "/cfg/keymap.toml:2:7: unknown action \"help\"; expected \"dock.up\"",
+            ),
+            (
+                "\n[dock]\n  \"ctrl+pagee\" = \"dock.stop\"\n",
+                "/cfg/keymap.toml:3:3: unknown key \"pagee\"",
+            ),
+            (
+                "[dock]\n\"g g\" = \"dock.top\"\n",
+                "/cfg/keymap.toml:2:1: g g: dock keys are single keys, not chords",
+            ),
+            (
+                "[dock]\n\"X\" = \"dock.stop_all\"\n\"shift+x\" = \"dock.rerun\"\n",
+                "/cfg/keymap.toml:3:1: Shift+X is bound twice; keeping the first",
+            ),
+        ];
+        for (toml, want) in cases {
+            let (keymap, errors) = with_user(toml);
+            assert_eq!(errors.len(), 1, "{toml:?}: {errors:?}");
+            assert!(
+                errors[0].starts_with(want),
+                "{toml:?}:\n got  {}\n want {want}",
+                errors[0]
+            );
+            // The default dock keys still work.
+            assert_eq!(keymap.dock_action(&press("s")), Some(DockAction::Stop));
+        }
+        // `[dock]` action names are not `[bindings]` actions either.
+        let (_, errors) = with_user("[bindings]\n\"f2\" = \"dock.stop\"\n");
+        assert!(
+            errors[0].starts_with(
+                "/cfg/keymap.toml:2:8: unknown action \"dock.stop\"; expected \"help\""
+            ),
+            "{}",
+            errors[0]
+        );
+    }
+
+    #[test]
+    fn a_bad_dock_entry_leaves_its_good_neighbours() {
+        let (keymap, errors) =
+            with_user("[dock]\n\"x\" = \"nope\"\n\"z\" = \"dock.stop\"\n\"s\" = \"none\"\n");
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert_eq!(keymap.dock_action(&press("z")), Some(DockAction::Stop));
+        assert_eq!(keymap.dock_action(&press("x")), None);
+        assert_eq!(keymap.dock_action(&press("s")), None);
     }
 }

@@ -328,7 +328,12 @@ fn signed(n: usize) -> isize {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
+    use crossterm::event::{KeyCode, KeyModifiers};
+
     use super::*;
+    use crate::config::keymap::keymap_from_sources;
     use crate::views::ViewStack;
 
     fn key(code: KeyCode) -> KeyEvent {
@@ -355,15 +360,41 @@ mod tests {
     /// Two running tasks, one failed, one done (in that display order), drawn once on a
     /// 100x40 pane so paging knows the dock's size.
     fn make_dock() -> DockView {
-        let view = DockView::new(vec![
-            make_row("b4", TaskStatus::Done),
-            make_row("b1", TaskStatus::Running),
-            make_row("b3", TaskStatus::Failed),
-            make_row("b2", TaskStatus::Running),
-        ]);
+        let view = DockView::new(
+            vec![
+                make_row("b4", TaskStatus::Done),
+                make_row("b1", TaskStatus::Running),
+                make_row("b3", TaskStatus::Failed),
+                make_row("b2", TaskStatus::Running),
+            ],
+            &Keymap::defaults(),
+        );
         let mut buf = Buffer::empty(Rect::new(0, 0, 100, 40));
         view.render(buf.area, &mut buf, &Theme::plain());
         view
+    }
+
+    fn hints(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(key, what)| ((*key).to_owned(), (*what).to_owned()))
+            .collect()
+    }
+
+    /// The list hints with the built-in keys, as the dock showed them before keys came from
+    /// the keymap.
+    fn default_list_hints() -> Vec<(String, String)> {
+        hints(&[
+            ("↑↓", "select"),
+            ("Enter", "details"),
+            ("s", "stop"),
+            ("S", "stop all"),
+            ("r", "rerun"),
+            ("y", "copy path"),
+            ("h", "history"),
+            ("Ctrl+Alt+C", "clear notices"),
+            ("Esc", "close"),
+        ])
     }
 
     fn selected_id(view: &DockView) -> String {
@@ -403,15 +434,26 @@ mod tests {
             view.model().mode,
             DockMode::Detail { follow: true, .. }
         ));
-        assert_eq!(view.model().keys, detail_hints());
+        assert_eq!(
+            view.model().keys,
+            hints(&[
+                ("↑↓ PgUp PgDn", "scroll"),
+                ("End", "follow"),
+                ("s", "stop"),
+                ("r", "rerun"),
+                ("y", "copy path"),
+                ("Esc", "back"),
+            ])
+        );
         assert_eq!(view.handle_key(&key(KeyCode::Esc)), ViewAction::Consumed);
         assert_eq!(view.model().mode, DockMode::List);
+        assert_eq!(view.model().keys, default_list_hints());
         assert_eq!(view.handle_key(&key(KeyCode::Esc)), ViewAction::Close);
         // A running task is never unseen: opening it asks for nothing.
         let mut view = make_dock();
         assert_eq!(view.handle_key(&key(KeyCode::Enter)), ViewAction::Consumed);
         // Enter on an empty dock leaves it.
-        let mut empty = DockView::new(Vec::new());
+        let mut empty = DockView::new(Vec::new(), &Keymap::defaults());
         assert_eq!(empty.handle_key(&key(KeyCode::Enter)), ViewAction::Close);
     }
 
@@ -435,7 +477,7 @@ mod tests {
         );
         assert!(!view.model().stop_all_armed);
         // Nothing running: nothing to arm.
-        let mut idle = DockView::new(vec![make_row("b9", TaskStatus::Done)]);
+        let mut idle = DockView::new(vec![make_row("b9", TaskStatus::Done)], &Keymap::defaults());
         assert_eq!(idle.handle_key(&ch('S')), ViewAction::Consumed);
         assert!(!idle.model().stop_all_armed);
     }
@@ -483,7 +525,7 @@ mod tests {
     fn agent_tasks_are_not_rerun() {
         let mut row = make_row("d1", TaskStatus::Done);
         row.is_shell = false;
-        let mut view = DockView::new(vec![row]);
+        let mut view = DockView::new(vec![row], &Keymap::defaults());
         assert_eq!(view.handle_key(&ch('r')), ViewAction::Consumed);
     }
 
@@ -492,7 +534,10 @@ mod tests {
         let mut seen = make_row("b5", TaskStatus::Done);
         seen.unseen = false;
         seen.cleared = true;
-        let mut view = DockView::new(vec![seen, make_row("b1", TaskStatus::Running)]);
+        let mut view = DockView::new(
+            vec![seen, make_row("b1", TaskStatus::Running)],
+            &Keymap::defaults(),
+        );
         assert_eq!(visible_rows(view.model()).len(), 1);
         view.handle_key(&ch('h'));
         assert_eq!(visible_rows(view.model()).len(), 2);
@@ -569,7 +614,10 @@ mod tests {
     fn open_detail_finds_tasks_in_history() {
         let mut seen = make_row("b7", TaskStatus::Done);
         seen.unseen = false;
-        let mut view = DockView::new(vec![make_row("b1", TaskStatus::Running), seen]);
+        let mut view = DockView::new(
+            vec![make_row("b1", TaskStatus::Running), seen],
+            &Keymap::defaults(),
+        );
         assert!(view.open_detail("b7"));
         assert_eq!(selected_id(&view), "b7");
         assert!(!view.open_detail("nope"));
@@ -601,5 +649,68 @@ mod tests {
         assert_eq!(area, Rect::new(0, 24, 100, 16));
         assert_eq!(buf[(0, 23)].symbol(), " ");
         assert_eq!(buf[(0, 24)].symbol(), "┌");
+    }
+
+    #[test]
+    fn the_list_starts_with_the_default_hints() {
+        assert_eq!(make_dock().model().keys, default_list_hints());
+    }
+
+    #[test]
+    fn a_user_keymap_moves_stop_to_x() {
+        let (keymap, errors) = keymap_from_sources(Some((
+            Path::new("/cfg/keymap.toml"),
+            "[dock]\n\"x\" = \"dock.stop\"\n\"s\" = \"none\"\n\"X\" = \"dock.stop_all\"\n",
+        )));
+        assert!(errors.is_empty(), "{errors:?}");
+        let mut view = DockView::new(
+            vec![
+                make_row("b1", TaskStatus::Running),
+                make_row("b2", TaskStatus::Running),
+            ],
+            &keymap,
+        );
+        // `s` is unbound: swallowed, no request, no notice.
+        assert_eq!(view.handle_key(&ch('s')), ViewAction::Consumed);
+        assert_eq!(view.model().notice, None);
+        assert_eq!(
+            view.handle_key(&ch('x')),
+            ViewAction::Request(ViewRequest::StopTask("b1".to_owned()))
+        );
+        let hint = |view: &DockView, what: &str| {
+            view.model()
+                .keys
+                .iter()
+                .find(|(_, label)| label == what)
+                .map(|(key, _)| key.clone())
+        };
+        assert_eq!(hint(&view, "stop").as_deref(), Some("x"));
+        // The user's key comes first; the default S keeps working.
+        assert_eq!(hint(&view, "stop all").as_deref(), Some("X"));
+        assert_eq!(view.handle_key(&ch('X')), ViewAction::Consumed);
+        assert_eq!(
+            view.model().notice.as_deref(),
+            Some("Press X again to stop all 2 running tasks.")
+        );
+        assert_eq!(
+            view.handle_key(&ch('S')),
+            ViewAction::Request(ViewRequest::StopAllTasks)
+        );
+        view.handle_key(&key(KeyCode::Enter));
+        assert_eq!(hint(&view, "stop").as_deref(), Some("x"));
+    }
+
+    #[test]
+    fn unbound_keys_are_swallowed_without_effect() {
+        let mut view = make_dock();
+        for event in [
+            ch('z'),
+            key(KeyCode::F(1)),
+            KeyEvent::new(KeyCode::Char('s'), KeyModifiers::CONTROL),
+        ] {
+            assert_eq!(view.handle_key(&event), ViewAction::Consumed);
+            assert_eq!(selected_id(&view), "b1");
+            assert_eq!(view.model().notice, None);
+        }
     }
 }
