@@ -265,6 +265,7 @@ class Bridge {
 				this.connected = true;
 				this.applyDeclarations(welcome.declarations ?? {});
 				if (welcome.options?.hide_footer) attempt(() => this.setFooter(true));
+				cardColors = welcome.options?.card_colors ?? {};
 				return;
 			} catch (err) {
 				this.close();
@@ -735,6 +736,16 @@ function modelInfo(model: any): Msg | null {
 
 /** Pi's theme colour for each card tint. */
 const CARD_TINTS: Record<string, string> = { info: "accent", success: "success", warning: "warning", error: "error" };
+/** The workbench theme's `#rrggbb` per tint, from `welcome` (preferred over Pi's when set). */
+let cardColors: Record<string, string> = {};
+
+/** `text` in the workbench's colour for `tint`, or undefined when it sent none. */
+function workbenchTint(tint: string, text: string): string | undefined {
+	const match = /^#([0-9a-f]{2})([0-9a-f]{2})([0-9a-f]{2})$/i.exec(cardColors[tint] ?? "");
+	if (!match) return undefined;
+	const [r, g, b] = match.slice(1).map((hex) => parseInt(hex, 16));
+	return `\x1b[38;2;${r};${g};${b}m${text}\x1b[39m`;
+}
 
 /** `details.card` when it is a well-formed card (a string title at least), else undefined. */
 function cardOf(details: unknown): Msg | undefined {
@@ -745,8 +756,9 @@ function cardOf(details: unknown): Msg | undefined {
 
 /** The card's lines in Pi's theme: a tinted bold title, indented body lines, a dim footer. */
 function cardText(card: Msg, theme: any): string {
-	const tint = CARD_TINTS[card.tint] ?? "accent";
-	const rows = [theme.fg(tint, theme.bold(card.title))];
+	const name = typeof card.tint === "string" && card.tint in CARD_TINTS ? card.tint : "info";
+	const title = theme.bold(card.title);
+	const rows = [workbenchTint(name, title) ?? theme.fg(CARD_TINTS[name], title)];
 	for (const line of Array.isArray(card.lines) ? card.lines : []) rows.push("  " + String(line));
 	if (typeof card.footer === "string" && card.footer) rows.push(theme.fg("dim", card.footer));
 	return rows.join("\n");

@@ -205,7 +205,8 @@ fn run_workbench(cli: Cli, split: SplitArgs) -> Result<i32> {
             .map(|t| std::sync::Arc::clone(&t.module) as std::sync::Arc<dyn crate::bridge::Module>)
             .collect();
         // Without the bridge the workbench still runs Pi, with a plainer footer.
-        match crate::app::bridge::start(&bridge_cache_dir(), modules).await {
+        match crate::app::bridge::start(&bridge_cache_dir(), modules, &options.theme.widgets).await
+        {
             Ok(started) => {
                 if let Some(tasks) = &tasks {
                     tasks.service.attach_host(started.bridge.host.clone());

@@ -410,6 +410,24 @@ fn background_task_wakes_the_agent_shows_in_the_dock_and_dies_with_the_workbench
         .wait_for_text("bg done e2e sleeper", REPLY)
         .unwrap();
     snapshot_cards(&wb.session.screen_text());
+    // The card's title is drawn in the workbench theme's colour for its tint (done = success).
+    let (theme, _) = unipi_tui::config::theme::load_theme(None, false);
+    let Some(ratatui::style::Color::Rgb(r, g, b)) = theme.widgets.status_done.fg else {
+        panic!("the default theme's done colour is not truecolour");
+    };
+    wb.session
+        .wait_for("the completion card in the theme's colour", REPLY, |s| {
+            s.contents().lines().enumerate().any(|(row, line)| {
+                line.find("bg done").is_some_and(|byte| {
+                    let col = line[..byte].chars().count();
+                    let cell = u16::try_from(row)
+                        .ok()
+                        .and_then(|row| s.cell(row, u16::try_from(col).ok()?));
+                    cell.is_some_and(|cell| cell.fgcolor() == vt100::Color::Rgb(r, g, b))
+                })
+            })
+        })
+        .unwrap();
     wb.session
         .wait_for("the pending line removed", REPLY, |s| {
             !s.contents().contains("waiting on 1 bg task")

@@ -36,6 +36,7 @@ pub struct Started {
 pub async fn start(
     cache_dir: &std::path::Path,
     modules: Vec<Arc<dyn crate::bridge::Module>>,
+    theme: &unipi_widgets::Theme,
 ) -> Result<Started> {
     let registry = Arc::new(Registry::new());
     registry
@@ -48,7 +49,11 @@ pub async fn start(
             .with_context(|| format!("failed to register the {name} module"))?;
     }
     let (tx, events) = mpsc::channel(256);
-    let host = BridgeHost::start(Arc::clone(&registry), tx)
+    let options = crate::bridge::HostOptions {
+        card_colors: card_colors(theme),
+        ..crate::bridge::HostOptions::default()
+    };
+    let host = BridgeHost::start_with(Arc::clone(&registry), tx, options)
         .await
         .context("failed to start the bridge host")?;
     let extension = bridge::extension_file(cache_dir)?;
@@ -63,6 +68,25 @@ pub async fn start(
         pi_args: vec![OsString::from("-e"), extension.into_os_string()],
         pi_env: env,
     })
+}
+
+/// The workbench theme's colours for the bridge's card tints (cards in Pi's transcript match the
+/// workbench's own widgets). Only truecolour entries are sent; NO_COLOR themes send none.
+pub fn card_colors(theme: &unipi_widgets::Theme) -> std::collections::BTreeMap<String, String> {
+    [
+        ("info", theme.accent),
+        ("success", theme.status_done),
+        ("warning", theme.warning),
+        ("error", theme.error),
+    ]
+    .into_iter()
+    .filter_map(|(tint, style)| match style.fg {
+        Some(ratatui::style::Color::Rgb(r, g, b)) => {
+            Some((tint.to_string(), format!("#{r:02x}{g:02x}{b:02x}")))
+        }
+        _ => None,
+    })
+    .collect()
 }
 
 /// Applies one Pi event to the footer's data. Totals are per session: a new session (not a
@@ -202,6 +226,16 @@ pub fn answer_command(name: &str, reply: tokio::sync::oneshot::Sender<CommandRep
 mod tests {
     use super::*;
     use crate::bridge::{MessageEnd, SessionStart, TurnEnd, Usage};
+
+    #[test]
+    fn card_colours_come_from_the_theme_and_none_without_colour() {
+        let (theme, _) = crate::config::theme::load_theme(None, false);
+        let colors = card_colors(&theme.widgets);
+        assert_eq!(colors.len(), 4, "{colors:?}");
+        assert!(colors.values().all(|c| c.len() == 7 && c.starts_with('#')));
+        let (plain, _) = crate::config::theme::load_theme(None, true);
+        assert!(card_colors(&plain.widgets).is_empty());
+    }
 
     #[test]
     fn footer_data_follows_pi_events() {

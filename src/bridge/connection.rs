@@ -263,6 +263,7 @@ impl Connection {
             declarations: self.shared.registry.declarations(options.tool_timeout),
             options: WelcomeOptions {
                 hide_footer: options.hide_footer,
+                card_colors: options.card_colors.clone(),
             },
         })
         .await;

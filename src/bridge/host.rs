@@ -41,6 +41,8 @@ pub struct HostOptions {
     pub hide_footer: bool,
     /// Where the runtime directory goes (default `$XDG_RUNTIME_DIR`, else the temp directory).
     pub runtime_base: Option<PathBuf>,
+    /// Card tint → `#rrggbb` from the workbench theme (see `WelcomeOptions::card_colors`).
+    pub card_colors: std::collections::BTreeMap<String, String>,
 }
 
 impl Default for HostOptions {
@@ -52,6 +54,7 @@ impl Default for HostOptions {
             command_timeout: Duration::from_secs(10),
             hide_footer: true,
             runtime_base: None,
+            card_colors: std::collections::BTreeMap::new(),
         }
     }
 }

@@ -265,10 +265,14 @@ pub struct ToolDecl {
 }
 
 /// Options for the extension, sent in `welcome`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct WelcomeOptions {
     /// Replace Pi's built-in footer with an empty one (the workbench draws its own).
     pub hide_footer: bool,
+    /// The workbench theme's colour for each card tint (`info`, `success`, `warning`, `error`)
+    /// as `#rrggbb`; a tint without one uses Pi's theme colour. Empty under `NO_COLOR`.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub card_colors: std::collections::BTreeMap<String, String>,
 }
 
 /// A message from the host.
