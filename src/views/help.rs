@@ -22,11 +22,25 @@ pub struct HelpView {
 
 impl HelpView {
     pub fn new(keymap: &Keymap, log_path: String) -> Self {
-        let bindings = keymap
+        let mut bindings: Vec<(String, String)> = keymap
             .bindings()
             .into_iter()
             .map(|(keys, action)| (keys, action.description().to_string()))
             .collect();
+        // The dock's own keys, which apply only while it has focus.
+        bindings.extend(
+            keymap
+                .dock_hints(crate::config::keymap::DockPane::List)
+                .into_iter()
+                .chain(keymap.dock_hints(crate::config::keymap::DockPane::Detail))
+                .map(|(keys, label)| (keys, format!("In the dock: {label}")))
+                .fold(Vec::<(String, String)>::new(), |mut unique, hint| {
+                    if !unique.contains(&hint) {
+                        unique.push(hint);
+                    }
+                    unique
+                }),
+        );
         let help_keys = keymap
             .sequences_for(Action::Help)
             .into_iter()
@@ -79,5 +93,25 @@ impl View for HelpView {
             }
             _ => ViewAction::Consumed,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_the_workbench_chords_and_the_dock_keys() {
+        let view = HelpView::new(&Keymap::defaults(), "/tmp/unipi.log".into());
+        let bindings = &view.model.bindings;
+        assert!(bindings.contains(&("F1".into(), "Show these key bindings".into())));
+        assert!(bindings.contains(&("s".into(), "In the dock: stop".into())));
+        assert!(bindings.contains(&("S".into(), "In the dock: stop all".into())));
+        // A key the list and the detail share is listed once.
+        let stops = bindings
+            .iter()
+            .filter(|(_, d)| d == "In the dock: stop")
+            .count();
+        assert_eq!(stops, 1);
     }
 }
