@@ -120,11 +120,274 @@ pub fn osc52(text: &str) -> Vec<u8> {
     format!("\x1b]52;c;{encoded}\x07").into_bytes()
 }
 
+/// The app's handling of `/unipi:*` commands, the dock, task settings and the pending-wake line.
+/// (An `impl App` block here keeps the task plumbing beside the task helpers above.)
+impl super::App {
+    pub(super) fn on_command(
+        &mut self,
+        agent: crate::bridge::AgentId,
+        name: &str,
+        args: &str,
+        reply: tokio::sync::oneshot::Sender<crate::bridge::CommandReply>,
+    ) {
+        use crate::bridge::CommandReply;
+        match (name, &self.tasks) {
+            ("unipi:bg", Some(tasks)) => {
+                // Starting a task takes a moment; answer Pi from a task, not from the loop.
+                let module = std::sync::Arc::clone(&tasks.module);
+                let args = args.to_string();
+                tokio::spawn(async move {
+                    let _ = reply.send(module.run_user_command(agent, &args).await);
+                });
+            }
+            ("unipi:bg-tasks", Some(_)) => {
+                let _ = reply.send(CommandReply::Done);
+                self.open_dock(Some(args.trim()).filter(|id| !id.is_empty()));
+            }
+            ("unipi:bg-settings", Some(_)) => {
+                let _ = reply.send(CommandReply::Done);
+                self.open_task_settings();
+            }
+            _ => {
+                if super::bridge::answer_command(name, reply) {
+                    let model = super::bridge::info_model(self.bridge.as_ref(), &self.log_path);
+                    self.views
+                        .push(Box::new(crate::views::info::InfoView::new(model)));
+                }
+            }
+        }
+        self.request_draw();
+    }
+
+    /// Opens the background-task settings overlay with the config as it is on disk now.
+    pub(super) fn open_task_settings(&mut self) {
+        use crate::views::settings::SettingsView;
+        if self.views.find_mut::<SettingsView>().is_some() {
+            return;
+        }
+        let workspace = std::env::current_dir().unwrap_or_default();
+        let (config, _errors) =
+            crate::tasks::load_tasks_config(dirs::home_dir().as_deref(), &workspace);
+        self.views.push(Box::new(SettingsView::new(
+            crate::tasks::TASKS_SETTINGS_MODULE,
+            crate::tasks::TASKS_SETTINGS_TITLE,
+            crate::tasks::settings_fields(&config),
+            crate::tasks::apply_settings,
+        )));
+    }
+
+    /// Writes a settings overlay's values to the user's config file and tells the overlay.
+    pub(super) fn save_settings(&mut self, module: &str, values: &serde_json::Value) {
+        let result = match (module, dirs::home_dir()) {
+            (crate::tasks::TASKS_SETTINGS_MODULE, Some(home)) => {
+                let path = home.join(crate::tasks::TASKS_CONFIG_FILE);
+                crate::tasks::save_tasks_config(&path, values)
+                    .map(|()| "Saved. Takes effect on next start.".to_owned())
+                    .map_err(|err| format!("{err:#}"))
+            }
+            (crate::tasks::TASKS_SETTINGS_MODULE, None) => Err("no home directory".to_owned()),
+            (other, _) => Err(format!("unknown settings module `{other}`")),
+        };
+        if let Err(err) = &result {
+            tracing::warn!("saving {module} settings: {err}");
+        }
+        if let Some(view) = self
+            .views
+            .find_mut::<crate::views::settings::SettingsView>()
+        {
+            view.save_finished(result);
+        }
+        self.request_draw();
+    }
+
+    /// Opens the dock (or brings the open one to `detail`).
+    pub(super) fn open_dock(&mut self, detail: Option<&str>) {
+        let Some(tasks) = &self.tasks else {
+            self.footer
+                .set_notice("Background tasks are disabled (background-tasks.json)");
+            return;
+        };
+        let snapshot = tasks.registry().snapshot();
+        if self
+            .views
+            .find_mut::<crate::views::dock::DockView>()
+            .is_none()
+        {
+            let rows = dock_rows(&snapshot, &self.task_marks, None);
+            self.views.push(Box::new(crate::views::dock::DockView::new(
+                rows,
+                &self.keymap,
+            )));
+        }
+        if let Some(id) = detail
+            && let Some(dock) = self.views.find_mut::<crate::views::dock::DockView>()
+        {
+            dock.open_detail(id);
+        }
+        self.refresh_dock();
+    }
+
+    /// How often the loop should tick: the pending-wake line's spinner while it shows, else once
+    /// a second while the dock shows running tasks (their runtimes), else never (idle is idle).
+    pub(super) fn tick_every(&mut self) -> Option<std::time::Duration> {
+        if self.pending_line.is_some() {
+            Some(std::time::Duration::from_millis(250))
+        } else if self.footer.tasks.0 > 0
+            && self
+                .views
+                .find_mut::<crate::views::dock::DockView>()
+                .is_some()
+        {
+            Some(std::time::Duration::from_secs(1))
+        } else {
+            None
+        }
+    }
+
+    /// A tick: advance the spinner, refresh runtimes.
+    pub(super) fn on_tick(&mut self) {
+        self.spinner = self.spinner.wrapping_add(1);
+        self.refresh_dock();
+    }
+
+    /// Shows, updates or removes the pending-wake line above Pi's editor: while the agent is idle
+    /// but a task that will wake it still runs, the user must not think the turn is over.
+    pub(super) fn sync_pending_line(&mut self) {
+        let (Some(tasks), Some(bridge)) = (&self.tasks, &self.bridge) else {
+            return;
+        };
+        let idle = self.footer.data.activity == Some(unipi_widgets::footer::Activity::Idle)
+            && self.footer.data.bridge == unipi_widgets::footer::BridgeLink::Connected;
+        let now = crate::tasks::now_ms_for_lists();
+        let mut waiting: Vec<(u64, unipi_widgets::pending::PendingTask)> = tasks
+            .registry()
+            .snapshot()
+            .into_iter()
+            .filter(|task| idle && task.is_running() && task.wakes_agent())
+            .map(|task| {
+                let runtime = task.runtime_ms(now) / 1000;
+                let pending = unipi_widgets::pending::PendingTask {
+                    name: task.name,
+                    runtime_secs: runtime,
+                };
+                (runtime, pending)
+            })
+            .collect();
+        // Longest-running first.
+        waiting.sort_by_key(|(runtime, _)| std::cmp::Reverse(*runtime));
+        let waiting: Vec<_> = waiting.into_iter().map(|(_, task)| task).collect();
+        let width = usize::from(self.pane_area.width.max(20));
+        let line = unipi_widgets::pending::pending_text(&waiting, self.spinner, width);
+        if line == self.pending_line {
+            return;
+        }
+        self.pending_line = line.clone();
+        // One sender task, fed the latest line: calls never overtake each other, and a slow
+        // Pi only ever gets the newest state.
+        let sender = self.pending_tx.get_or_insert_with(|| {
+            let (tx, mut rx) = tokio::sync::watch::channel(None::<String>);
+            let host = bridge.host.clone();
+            tokio::spawn(async move {
+                while rx.changed().await.is_ok() {
+                    let line = rx.borrow_and_update().clone();
+                    let call = crate::bridge::HostCall::SetWidget {
+                        key: "unipi-bg-pending".into(),
+                        lines: line.map(|l| vec![l]),
+                    };
+                    if let Err(err) = host.call(&crate::bridge::AgentId::main(), call).await {
+                        tracing::debug!("pending-wake line: {err}");
+                    }
+                }
+            });
+            tx
+        });
+        let _ = sender.send(line);
+    }
+
+    /// Gives an open dock the current rows (and the output tail of the task in its detail).
+    pub(super) fn refresh_dock(&mut self) {
+        let Some(tasks) = &self.tasks else { return };
+        let snapshot = tasks.registry().snapshot();
+        self.footer.tasks = (
+            tasks.registry().running_count(),
+            tasks.registry().waking_count(),
+        );
+        if let Some(dock) = self.views.find_mut::<crate::views::dock::DockView>() {
+            let model = dock.model();
+            let detail = match model.mode {
+                unipi_widgets::dock::DockMode::Detail { .. } => {
+                    unipi_widgets::dock::selected_row(model).map(|row| row.id.clone())
+                }
+                unipi_widgets::dock::DockMode::List => None,
+            };
+            dock.set_rows(dock_rows(&snapshot, &self.task_marks, detail.as_deref()));
+        }
+        self.request_draw();
+    }
+
+    /// Carries out what a view asked for.
+    pub(super) fn on_view_request(&mut self, request: crate::views::ViewRequest) {
+        use crate::views::ViewRequest;
+        if let ViewRequest::SaveSettings { module, values } = &request {
+            self.save_settings(module, values);
+            return;
+        }
+        let Some(tasks) = self.tasks.clone() else {
+            return;
+        };
+        match request {
+            ViewRequest::StopTask(id) => {
+                tokio::spawn(async move {
+                    if let Err(err) = tasks.service.stop(&id).await {
+                        tracing::info!("stop {id}: {err}");
+                    }
+                });
+            }
+            ViewRequest::StopAllTasks => {
+                for task in tasks.registry().snapshot() {
+                    if task.is_running() {
+                        let service = tasks.service.clone();
+                        tokio::spawn(async move {
+                            let _ = service.stop(&task.id).await;
+                        });
+                    }
+                }
+            }
+            ViewRequest::RerunTask(id) => {
+                if let Some(task) = tasks.registry().get(&id) {
+                    let request = rerun_request(&task);
+                    tokio::spawn(async move {
+                        if let Err(err) = tasks.service.start(request).await {
+                            tracing::warn!("rerun {id}: {err}");
+                        }
+                    });
+                }
+            }
+            ViewRequest::CopyText(text) => self.outer.extend(osc52(&text)),
+            // Handled above, tasks or not.
+            ViewRequest::SaveSettings { .. } => {}
+            ViewRequest::MarkSeen(id) => {
+                self.task_marks.seen.insert(id);
+                self.refresh_dock();
+            }
+            ViewRequest::ClearFinishedNotices => {
+                for task in tasks.registry().snapshot() {
+                    if !task.is_running() {
+                        self.task_marks.seen.insert(task.id.clone());
+                        self.task_marks.cleared.insert(task.id);
+                    }
+                }
+                self.refresh_dock();
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn task(id: &str, status: TaskStatus) -> TaskInfo {
+    pub(super) fn task(id: &str, status: TaskStatus) -> TaskInfo {
         serde_json::from_value(serde_json::json!({
             "id": id, "name": "build", "command": "make", "status": status, "cwd": "/w",
             "outputPath": "/nonexistent/out.log", "startTime": 3_600_000u64, "bytesWritten": 10,
@@ -135,7 +398,7 @@ mod tests {
     }
 
     #[test]
-    fn rows_mark_unseen_finished_tasks_and_waking_ones() {
+    pub(super) fn rows_mark_unseen_finished_tasks_and_waking_ones() {
         let tasks = vec![task("a", TaskStatus::Running), task("b", TaskStatus::Done)];
         let mut marks = Marks::default();
         let rows = dock_rows(&tasks, &marks, None);
@@ -150,14 +413,14 @@ mod tests {
     }
 
     #[test]
-    fn a_rerun_notifies_without_waking() {
+    pub(super) fn a_rerun_notifies_without_waking() {
         let request = rerun_request(&task("a", TaskStatus::Failed));
         assert_eq!(request.command, "make");
         assert!(request.notify_on_completion && !request.trigger_on_completion);
     }
 
     #[test]
-    fn osc52_carries_base64_text() {
+    pub(super) fn osc52_carries_base64_text() {
         assert_eq!(osc52("hi"), b"\x1b]52;c;aGk=\x07".to_vec());
     }
 }
