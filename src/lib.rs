@@ -7,6 +7,7 @@ pub mod bridge;
 pub mod cli;
 pub mod config;
 pub mod demo;
+pub mod helpers;
 pub mod pane;
 pub mod pi;
 pub mod scripted;

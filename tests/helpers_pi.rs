@@ -1,0 +1,284 @@
+//! Helper building blocks against the real, pinned Pi of both lines: a child launched with
+//! `AgentType::pi_args` for the built-in `explore` type runs a read-only tool call and answers,
+//! and its `--mode json` stdout, read by `helpers::events`, sums up to the expected run. This is
+//! what proves the arguments mean the same to Pi 1.x and 0.7x, and that the parser reads what Pi
+//! really prints. With `UNIPI_RECORD_PI_JSON=1` the streams are also saved as the fixtures the
+//! parser's unit tests read (`tests/fixtures/pi-json/`).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, bail};
+use support::pi::{PRINT_TIMEOUT, PiInstall, PiLine, pi_install};
+use unipi_tui::helpers::agents::{AgentCatalog, AgentType};
+use unipi_tui::helpers::events::{EventParser, PiEvent, RunSummary};
+use unipi_tui::pi::offline::{OfflineAgent, PROVIDER_ID, write_agent_dir};
+use unipi_tui::scripted::{Scenario, ServerHandle, start};
+
+const SCENARIO: &str = r#"
+model = ["scripted-test"]
+chunk_chars = 8
+
+[[rule]]
+role = "user"
+when = "(?i)summarize the notes"
+reply = "Reading the notes."
+tool_calls = [{ name = "read", arguments = { path = "notes.txt" } }]
+usage = { prompt_tokens = 40, completion_tokens = 6 }
+
+[[rule]]
+role = "tool"
+when = "helpers are read-only"
+reply = "The notes say: helpers are read-only."
+usage = { prompt_tokens = 60, completion_tokens = 9 }
+
+[[rule]]
+role = "user"
+when = "(?i)hello"
+reply = "Hello from the scripted model!"
+usage = { prompt_tokens = 11, completion_tokens = 7 }
+
+[fallback]
+reply = "Nothing scripted for that."
+"#;
+
+struct Sandbox {
+    _root: tempfile::TempDir,
+    agent: PathBuf,
+    cwd: PathBuf,
+    home: PathBuf,
+}
+
+fn sandbox() -> anyhow::Result<Sandbox> {
+    let root = tempfile::tempdir()?;
+    let [agent, cwd, home] = ["agent", "project", "home"].map(|name| root.path().join(name));
+    for dir in [&cwd, &home] {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(cwd.join("notes.txt"), "helpers are read-only\n")?;
+    Ok(Sandbox {
+        _root: root,
+        agent,
+        cwd,
+        home,
+    })
+}
+
+/// What one helper-like child printed, parsed.
+struct Run {
+    stdout: String,
+    events: Vec<PiEvent>,
+    summary: RunSummary,
+}
+
+/// Runs `pi --offline <agent_type.pi_args(prompt)>` like a helper runner would, with the
+/// scripted model selected through the type's own `model`, and parses its stdout incrementally.
+async fn run_helper(
+    pi: &PiInstall,
+    server: &ServerHandle,
+    sandbox: &Sandbox,
+    agent_type: &AgentType,
+    prompt: &str,
+) -> anyhow::Result<Run> {
+    let offline: OfflineAgent =
+        write_agent_dir(&sandbox.agent, &server.base_url(), &server.models())?;
+    let agent_type = AgentType {
+        model: Some(format!("{PROVIDER_ID}/{}", server.models()[0])),
+        ..agent_type.clone()
+    };
+    let mut command = pi.command();
+    command
+        .current_dir(&sandbox.cwd)
+        .env("HOME", &sandbox.home)
+        .envs(offline.env.iter().map(|(key, value)| (key, value)))
+        .arg("--offline")
+        .args(agent_type.pi_args(prompt));
+    let child = command
+        .spawn()
+        .with_context(|| format!("cannot start {}", pi.bin.display()))?;
+    let output = tokio::time::timeout(PRINT_TIMEOUT, child.wait_with_output())
+        .await
+        .with_context(|| format!("Pi {} did not finish in {PRINT_TIMEOUT:?}", pi.version))??;
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    if !output.status.success() {
+        bail!(
+            "Pi {} exited with {:?}\nstdout:\n{stdout}\nstderr:\n{}",
+            pi.version,
+            output.status.code(),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    assert!(
+        !sandbox.home.join(".pi").exists(),
+        "Pi {} wrote to ~/.pi despite the offline agent directory",
+        pi.version
+    );
+    // Fed in odd-sized chunks, as a pipe would deliver them.
+    let mut parser = EventParser::new();
+    let mut events: Vec<_> = output
+        .stdout
+        .chunks(113)
+        .flat_map(|chunk| parser.feed(chunk))
+        .collect();
+    events.extend(parser.finish());
+    let mut summary = RunSummary::default();
+    for event in &events {
+        summary.apply(event);
+    }
+    Ok(Run {
+        stdout,
+        events,
+        summary,
+    })
+}
+
+/// With `UNIPI_RECORD_PI_JSON` set, saves `stdout` as `tests/fixtures/pi-json/pi-<version>-<name>.jsonl`.
+fn record(pi: &PiInstall, name: &str, stdout: &str) -> anyhow::Result<()> {
+    if std::env::var_os("UNIPI_RECORD_PI_JSON").is_none() {
+        return Ok(());
+    }
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pi-json");
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join(format!("pi-{}-{name}.jsonl", pi.version));
+    std::fs::write(&path, stdout).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// The tool names the model was offered in request `index`.
+fn offered_tools(server: &ServerHandle, index: usize) -> Vec<String> {
+    let requests = server.requests();
+    requests[index]["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|tool| tool["function"]["name"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn system_prompt(server: &ServerHandle, index: usize) -> String {
+    let requests = server.requests();
+    requests[index]["messages"]
+        .as_array()
+        .and_then(|messages| {
+            messages
+                .iter()
+                .find(|m| m["role"] == "system" || m["role"] == "developer")
+        })
+        .map(unipi_tui::scripted::message_text)
+        .unwrap_or_default()
+}
+
+async fn explore_helper_reads_and_answers(line: PiLine) -> anyhow::Result<()> {
+    let pi = pi_install(line)?;
+    let server = start(Scenario::from_toml_str(SCENARIO, "SCENARIO")?).await?;
+    let sandbox = sandbox()?;
+    let explore = AgentCatalog::builtin().resolve("explore")?;
+
+    let run = run_helper(
+        &pi,
+        &server,
+        &sandbox,
+        &explore,
+        "Summarize the notes, please.",
+    )
+    .await?;
+    record(&pi, "explore", &run.stdout)?;
+    let summary = &run.summary;
+    let context = format!("Pi {}: {summary:#?}\nstdout:\n{}", pi.version, run.stdout);
+    assert_eq!(summary.malformed_lines, 0, "{context}");
+    assert_eq!(
+        summary.final_text, "The notes say: helpers are read-only.",
+        "{context}"
+    );
+    assert_eq!(summary.tool_uses.len(), 1, "{context}");
+    let read = &summary.tool_uses[0];
+    assert_eq!(
+        (read.name.as_str(), read.args.as_str(), read.is_error),
+        ("read", "notes.txt", Some(false)),
+        "{context}"
+    );
+    assert_eq!(summary.turns, 2, "{context}");
+    assert_eq!(summary.usage.input, 100, "{context}");
+    assert_eq!(summary.usage.output, 15, "{context}");
+    assert_eq!(summary.error, None, "{context}");
+    assert!(summary.finished, "{context}");
+    assert!(
+        matches!(run.events.first(), Some(PiEvent::Session { id: Some(_) })),
+        "{context}"
+    );
+
+    // The type's allow-list and prompt reached the model: explore is never offered edit/write.
+    let mut tools = offered_tools(&server, 0);
+    tools.sort();
+    assert_eq!(
+        tools,
+        ["bash", "find", "grep", "ls", "read"],
+        "Pi {}",
+        pi.version
+    );
+    let prompt = system_prompt(&server, 0);
+    assert!(
+        prompt.contains("You are an explore agent.") && prompt.len() > explore.system_prompt.len(),
+        "Pi {}: explore's prompt is appended to Pi's own: {prompt}",
+        pi.version
+    );
+    Ok(())
+}
+
+async fn plain_print_is_read(line: PiLine) -> anyhow::Result<()> {
+    let pi = pi_install(line)?;
+    let server = start(Scenario::from_toml_str(SCENARIO, "SCENARIO")?).await?;
+    let sandbox = sandbox()?;
+    let work = AgentCatalog::builtin().resolve("work")?;
+
+    let run = run_helper(&pi, &server, &sandbox, &work, "hello").await?;
+    record(&pi, "hello", &run.stdout)?;
+    let summary = &run.summary;
+    let context = format!("Pi {}: {summary:#?}\nstdout:\n{}", pi.version, run.stdout);
+    assert_eq!(
+        summary.final_text, "Hello from the scripted model!",
+        "{context}"
+    );
+    assert!(summary.tool_uses.is_empty(), "{context}");
+    assert_eq!(summary.turns, 1, "{context}");
+    assert_eq!(
+        (summary.usage.input, summary.usage.output),
+        (11, 7),
+        "{context}"
+    );
+    assert!(summary.finished, "{context}");
+    let mut tools = offered_tools(&server, 0);
+    tools.sort();
+    assert_eq!(
+        tools,
+        ["bash", "edit", "find", "grep", "ls", "read", "write"],
+        "Pi {}",
+        pi.version
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn pi_current_explore_helper_reads_and_answers() -> anyhow::Result<()> {
+    explore_helper_reads_and_answers(PiLine::Current).await
+}
+
+#[tokio::test]
+async fn pi_legacy_explore_helper_reads_and_answers() -> anyhow::Result<()> {
+    explore_helper_reads_and_answers(PiLine::Legacy).await
+}
+
+#[tokio::test]
+async fn pi_current_plain_print_is_read() -> anyhow::Result<()> {
+    plain_print_is_read(PiLine::Current).await
+}
+
+#[tokio::test]
+async fn pi_legacy_plain_print_is_read() -> anyhow::Result<()> {
+    plain_print_is_read(PiLine::Legacy).await
+}
