@@ -185,7 +185,7 @@ async fn drive(
         let chord_at = app.keymap.is_pending().then(|| last_input + CHORD_TIMEOUT);
         let esc_at = app.decoder.has_pending().then(|| last_input + ESC_TIMEOUT);
         let notice_at = app.footer.notice_deadline();
-        // While the dock shows running tasks, their runtimes tick once a second.
+        // Ticks only while something moves (the pending-wake spinner, runtimes in an open dock).
         let tick_at = app.tick_every().map(|every| last_tick + every);
 
         tokio::select! {
@@ -253,9 +253,15 @@ async fn drive(
             Some(Stop::InputClosed) => break Some(128 + libc_signal::SIGHUP),
             None => {}
         }
-        // Draw here rather than only in the timer arm: under a continuous flood of output the
-        // event arm is always ready and a biased select would never reach the timer.
+        // Deadlines are also checked here rather than only in their timer arms: under a
+        // continuous flood of output the event arm is always ready and a biased select would
+        // never reach them (a lone Esc would wait for the flood to end).
         let now = Instant::now();
+        if app.decoder.has_pending() && now >= last_input + ESC_TIMEOUT {
+            for event in app.decoder.flush_pending() {
+                app.on_input(event);
+            }
+        }
         if app.needs_draw && now >= last_draw + FRAME && !app.emulator.synchronized_update_at(now) {
             draw(app, &mut terminal, &mut cursor_style)?;
             last_draw = Instant::now();
