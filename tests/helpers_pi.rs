@@ -2,8 +2,11 @@
 //! `AgentType::pi_args` for the built-in `explore` type runs a read-only tool call and answers,
 //! and its `--mode json` stdout, read by `helpers::events`, sums up to the expected run. This is
 //! what proves the arguments mean the same to Pi 1.x and 0.7x, and that the parser reads what Pi
-//! really prints. With `UNIPI_RECORD_PI_JSON=1` the streams are also saved as the fixtures the
-//! parser's unit tests read (`tests/fixtures/pi-json/`).
+//! really prints. The runner (`helpers::runner`) then runs `explore` end to end, once directly
+//! and once through a stand-in that stays silent until the task arrives as `@<file>`, which
+//! proves the file-delivery retry means the same to both lines. With `UNIPI_RECORD_PI_JSON=1`
+//! the streams are also saved as the fixtures the parser's unit tests read
+//! (`tests/fixtures/pi-json/`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
 
@@ -15,6 +18,7 @@ use anyhow::{Context as _, bail};
 use support::pi::{PRINT_TIMEOUT, PiInstall, PiLine, pi_install};
 use unipi_tui::helpers::agents::{AgentCatalog, AgentType};
 use unipi_tui::helpers::events::{EventParser, PiEvent, RunSummary};
+use unipi_tui::helpers::runner::{HelperRunner, RetryKind, RunOutcome, RunSpec, RunStatus};
 use unipi_tui::pi::offline::{OfflineAgent, PROVIDER_ID, write_agent_dir};
 use unipi_tui::scripted::{Scenario, ServerHandle, start};
 
@@ -281,4 +285,117 @@ async fn pi_current_plain_print_is_read() -> anyhow::Result<()> {
 #[tokio::test]
 async fn pi_legacy_plain_print_is_read() -> anyhow::Result<()> {
     plain_print_is_read(PiLine::Legacy).await
+}
+
+/// Runs `explore` on the notes through [`HelperRunner`]; with `silent_first`, `pi` is wrapped
+/// in a shell that prints nothing (so the runner's idle kill fires) unless the message is an
+/// `@<file>`, in which case it hands over to the real Pi.
+async fn run_with_runner(
+    pi: &PiInstall,
+    server: &ServerHandle,
+    sandbox: &Sandbox,
+    run_dir: &Path,
+    silent_first: bool,
+) -> anyhow::Result<RunOutcome> {
+    let offline: OfflineAgent =
+        write_agent_dir(&sandbox.agent, &server.base_url(), &server.models())?;
+    let explore = AgentType {
+        model: Some(format!("{PROVIDER_ID}/{}", server.models()[0])),
+        ..AgentCatalog::builtin().resolve("explore")?
+    };
+    let mut spec = RunSpec::new(
+        &pi.bin,
+        explore,
+        "Summarize the notes, please.",
+        &sandbox.cwd,
+        run_dir,
+    );
+    spec.leading_args = vec!["--offline".to_string()];
+    spec.env = offline.env.clone();
+    spec.env
+        .push(("HOME".to_string(), sandbox.home.display().to_string()));
+    if let Some(node_bin_dir) = &pi.node_bin_dir {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let dirs = std::iter::once(node_bin_dir.clone()).chain(std::env::split_paths(&path));
+        let joined = std::env::join_paths(dirs)?;
+        spec.env
+            .push(("PATH".to_string(), joined.to_string_lossy().into_owned()));
+    }
+    if silent_first {
+        spec.leading_args = vec![
+            "-c".to_string(),
+            r#"for last; do :; done
+               case "$last" in @*) exec "$0" --offline "$@" ;; *) exec sleep 60 ;; esac"#
+                .to_string(),
+            pi.bin.display().to_string(),
+        ];
+        spec.program = PathBuf::from("/bin/sh");
+        // Long enough for a cold Node start of the retried real Pi (the legacy line needs ~1 s).
+        spec.idle_timeout = std::time::Duration::from_secs(4);
+    }
+    let mut handle = HelperRunner::start(spec).await?;
+    tokio::time::timeout(PRINT_TIMEOUT, handle.wait())
+        .await
+        .with_context(|| format!("Pi {} did not finish in {PRINT_TIMEOUT:?}", pi.version))
+}
+
+async fn runner_runs_explore(line: PiLine, silent_first: bool) -> anyhow::Result<()> {
+    let pi = pi_install(line)?;
+    let server = start(Scenario::from_toml_str(SCENARIO, "SCENARIO")?).await?;
+    let sandbox = sandbox()?;
+    let run_dir = sandbox.home.join("runs/run-1");
+
+    let outcome = run_with_runner(&pi, &server, &sandbox, &run_dir, silent_first).await?;
+    let context = format!("Pi {}: {outcome:#?}", pi.version);
+    assert_eq!(outcome.status, RunStatus::Completed, "{context}");
+    assert_eq!(outcome.error, None, "{context}");
+    assert_eq!(
+        outcome.summary.final_text, "The notes say: helpers are read-only.",
+        "{context}"
+    );
+    assert_eq!(outcome.summary.tool_uses.len(), 1, "{context}");
+    assert_eq!(outcome.summary.tool_uses[0].name, "read", "{context}");
+    assert_eq!(
+        (outcome.summary.usage.input, outcome.summary.usage.output),
+        (100, 15),
+        "{context}"
+    );
+    assert_eq!(outcome.exit.code, Some(0), "{context}");
+    let want_retry = silent_first.then_some(RetryKind::FileDelivery);
+    assert_eq!(outcome.retry, want_retry, "{context}");
+
+    let status: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run_dir.join("status.json"))?)?;
+    assert_eq!(status["status"], "completed", "{context}\n{status}");
+    assert_eq!(status["pid"], outcome.exit.pid.unwrap(), "{status}");
+    assert_eq!(
+        status.get("retry").and_then(|r| r.as_str()),
+        want_retry.map(RetryKind::as_str),
+        "{status}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(run_dir.join("output.txt"))?,
+        "The notes say: helpers are read-only."
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn pi_current_runner_runs_explore() -> anyhow::Result<()> {
+    runner_runs_explore(PiLine::Current, false).await
+}
+
+#[tokio::test]
+async fn pi_legacy_runner_runs_explore() -> anyhow::Result<()> {
+    runner_runs_explore(PiLine::Legacy, false).await
+}
+
+#[tokio::test]
+async fn pi_current_runner_retries_a_silent_start_through_a_file() -> anyhow::Result<()> {
+    runner_runs_explore(PiLine::Current, true).await
+}
+
+#[tokio::test]
+async fn pi_legacy_runner_retries_a_silent_start_through_a_file() -> anyhow::Result<()> {
+    runner_runs_explore(PiLine::Legacy, true).await
 }

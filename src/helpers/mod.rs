@@ -3,6 +3,10 @@
 //! `agents` knows the agent types (built-in and user-defined) and turns one into Pi arguments;
 //! `events` reads the child's JSON event stream into typed events and a run summary. Both are
 //! pure (no processes, no tasks) so the runner, the tools and the dock can share and test them.
+//! `runner` launches one helper as a child process and watches it to the end; `sys` holds the
+//! durable-write and process-group primitives it shares with the background-task service.
 
 pub mod agents;
 pub mod events;
+pub mod runner;
+pub(crate) mod sys;

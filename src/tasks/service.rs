@@ -14,7 +14,7 @@
 //! shutdown, panic), and [`TaskService::shutdown`] stops and reaps every group: no orphan.
 
 use std::collections::HashMap;
-use std::fs::{File, OpenOptions};
+use std::fs::OpenOptions;
 use std::io::Write as _;
 use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
 use std::os::unix::process::ExitStatusExt as _;
@@ -35,6 +35,7 @@ use super::logs;
 use super::model::{KillKind, TaskInfo, TaskOrigin, TaskStatus, format_size, sort_tasks};
 use super::notify::{self, NotificationSink, SharedSink};
 use crate::bridge::{AgentId, BridgeHost};
+use crate::helpers::sys::{group_alive, random_u64, replace_file_durable};
 
 /// Default output cap: 20 MiB.
 pub const DEFAULT_MAX_OUTPUT_BYTES: u64 = 20 * 1024 * 1024;
@@ -814,11 +815,6 @@ fn shell_from(path: Option<String>, name: Option<String>, user: Option<String>) 
         .map_or_else(|| PathBuf::from("/bin/sh"), PathBuf::from)
 }
 
-/// True while any process is in the group (a zombie leader counts until reaped).
-fn group_alive(pgid: Pid) -> bool {
-    !matches!(killpg(pgid, None), Err(nix::errno::Errno::ESRCH))
-}
-
 fn file_size(path: &Path) -> u64 {
     std::fs::metadata(path).map_or(0, |meta| meta.len())
 }
@@ -831,38 +827,6 @@ fn append_notice(path: &Path, notice: &str) {
     if let Err(err) = written {
         tracing::warn!("cannot append a notice to {}: {err}", path.display());
     }
-}
-
-/// Temp file, fsync, rename, fsync of the directory: the file is the old or the new, never torn.
-fn replace_file_durable(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let dir = path.parent().context("a metadata path has a directory")?;
-    let base = path
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let temp = dir.join(format!(
-        ".{base}.{}.{:012x}.tmp",
-        std::process::id(),
-        random_u64() >> 16
-    ));
-    let write = || -> std::io::Result<()> {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&temp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&temp, path)?;
-        File::open(dir)?.sync_all()
-    };
-    write().map_err(|err| {
-        let _ = std::fs::remove_file(&temp);
-        anyhow::anyhow!(
-            "Durable file operation failed: replace {}: {err}",
-            path.display()
-        )
-    })
 }
 
 fn sanitize_segment(text: &str) -> String {
@@ -880,19 +844,6 @@ fn sanitize_segment(text: &str) -> String {
     } else {
         trimmed.to_string()
     }
-}
-
-fn random_u64() -> u64 {
-    use std::hash::{BuildHasher as _, Hasher as _};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-    hasher.write_u128(
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos()),
-    );
-    hasher.finish()
 }
 
 pub(crate) fn now_ms() -> u64 {
@@ -989,16 +940,5 @@ mod tests {
             assert_eq!(outcome.status, status, "{kind:?}");
             assert_eq!(outcome.error.as_deref(), error, "{kind:?}");
         }
-    }
-
-    #[test]
-    fn durable_replace_writes_the_whole_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("a.json");
-        replace_file_durable(&path, b"one").unwrap();
-        replace_file_durable(&path, b"two").unwrap();
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), "two");
-        let leftovers = std::fs::read_dir(dir.path()).unwrap().count();
-        assert_eq!(leftovers, 1, "no temp file left behind");
     }
 }
