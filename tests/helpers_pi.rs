@@ -4,7 +4,8 @@
 //! what proves the arguments mean the same to Pi 1.x and 0.7x, and that the parser reads what Pi
 //! really prints. The runner (`helpers::runner`) then runs `explore` end to end, once directly
 //! and once through a stand-in that stays silent until the task arrives as `@<file>`, which
-//! proves the file-delivery retry means the same to both lines. With `UNIPI_RECORD_PI_JSON=1`
+//! proves the file-delivery retry means the same to both lines. Last, the `helpers` module's
+//! `spawn_helper` tool runs `explore` on the real Pi and returns its answer as the tool result. With `UNIPI_RECORD_PI_JSON=1`
 //! the streams are also saved as the fixtures the parser's unit tests read
 //! (`tests/fixtures/pi-json/`).
 
@@ -16,8 +17,12 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
 use support::pi::{PRINT_TIMEOUT, PiInstall, PiLine, pi_install};
+use unipi_tui::bridge::{AgentId, CancelToken, ContentBlock, Module as _, ToolCall, UpdateSender};
 use unipi_tui::helpers::agents::{AgentCatalog, AgentType};
 use unipi_tui::helpers::events::{EventParser, PiEvent, RunSummary};
+use unipi_tui::helpers::module::{
+    HelperSettings, HelpersConfig, HelpersModule, PiLaunch, SPAWN_TOOL,
+};
 use unipi_tui::helpers::runner::{HelperRunner, RetryKind, RunOutcome, RunSpec, RunStatus};
 use unipi_tui::pi::offline::{OfflineAgent, PROVIDER_ID, write_agent_dir};
 use unipi_tui::scripted::{Scenario, ServerHandle, start};
@@ -287,6 +292,24 @@ async fn pi_legacy_plain_print_is_read() -> anyhow::Result<()> {
     plain_print_is_read(PiLine::Legacy).await
 }
 
+/// The environment of a helper child: the offline agent directory, the sandbox's home, and
+/// the pinned Node first on `PATH` when the install brings its own.
+fn helper_env(
+    pi: &PiInstall,
+    offline: &OfflineAgent,
+    sandbox: &Sandbox,
+) -> anyhow::Result<Vec<(String, String)>> {
+    let mut env = offline.env.clone();
+    env.push(("HOME".to_string(), sandbox.home.display().to_string()));
+    if let Some(node_bin_dir) = &pi.node_bin_dir {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let dirs = std::iter::once(node_bin_dir.clone()).chain(std::env::split_paths(&path));
+        let joined = std::env::join_paths(dirs)?;
+        env.push(("PATH".to_string(), joined.to_string_lossy().into_owned()));
+    }
+    Ok(env)
+}
+
 /// Runs `explore` on the notes through [`HelperRunner`]; with `silent_first`, `pi` is wrapped
 /// in a shell that prints nothing (so the runner's idle kill fires) unless the message is an
 /// `@<file>`, in which case it hands over to the real Pi.
@@ -311,16 +334,7 @@ async fn run_with_runner(
         run_dir,
     );
     spec.leading_args = vec!["--offline".to_string()];
-    spec.env = offline.env.clone();
-    spec.env
-        .push(("HOME".to_string(), sandbox.home.display().to_string()));
-    if let Some(node_bin_dir) = &pi.node_bin_dir {
-        let path = std::env::var_os("PATH").unwrap_or_default();
-        let dirs = std::iter::once(node_bin_dir.clone()).chain(std::env::split_paths(&path));
-        let joined = std::env::join_paths(dirs)?;
-        spec.env
-            .push(("PATH".to_string(), joined.to_string_lossy().into_owned()));
-    }
+    spec.env = helper_env(pi, &offline, sandbox)?;
     if silent_first {
         spec.leading_args = vec![
             "-c".to_string(),
@@ -398,4 +412,72 @@ async fn pi_current_runner_retries_a_silent_start_through_a_file() -> anyhow::Re
 #[tokio::test]
 async fn pi_legacy_runner_retries_a_silent_start_through_a_file() -> anyhow::Result<()> {
     runner_runs_explore(PiLine::Legacy, true).await
+}
+
+/// `spawn_helper` (foreground) through the `helpers` module, with the real Pi as the child.
+async fn spawn_helper_runs_explore(line: PiLine) -> anyhow::Result<()> {
+    let pi = pi_install(line)?;
+    let server = start(Scenario::from_toml_str(SCENARIO, "SCENARIO")?).await?;
+    let sandbox = sandbox()?;
+    let offline: OfflineAgent =
+        write_agent_dir(&sandbox.agent, &server.base_url(), &server.models())?;
+    let mut catalog = AgentCatalog::builtin();
+    catalog.insert(AgentType {
+        model: Some(format!("{PROVIDER_ID}/{}", server.models()[0])),
+        ..catalog.resolve("explore")?
+    });
+    let runs_root = sandbox.home.join("runs");
+    let mut settings = HelperSettings::new(
+        PiLaunch {
+            program: pi.bin.clone(),
+            leading_args: vec!["--offline".to_string()],
+            env: helper_env(&pi, &offline, &sandbox)?,
+        },
+        sandbox.cwd.clone(),
+        runs_root.clone(),
+        catalog,
+        HelpersConfig::default(),
+    );
+    settings.depth = 0; // whatever this test process inherited, it is the root here
+    let module = HelpersModule::new(settings);
+    let call = ToolCall {
+        agent: AgentId::main(),
+        tool: SPAWN_TOOL.to_string(),
+        call_id: "call-1".to_string(),
+        args: serde_json::json!({
+            "type": "explore",
+            "prompt": "Summarize the notes, please.",
+            "description": "summarize the notes",
+        }),
+        updates: UpdateSender::detached(),
+        cancel: CancelToken::never(),
+    };
+    let output = tokio::time::timeout(PRINT_TIMEOUT, module.call_tool(call))
+        .await
+        .with_context(|| format!("Pi {} did not finish in {PRINT_TIMEOUT:?}", pi.version))?
+        .map_err(|err| anyhow::anyhow!("spawn_helper threw: {err}"))?;
+    let context = format!("Pi {}: {:#}", pi.version, output.details);
+    assert_eq!(output.details["status"], "completed", "{context}");
+    assert_eq!(
+        output.content,
+        vec![ContentBlock::text("The notes say: helpers are read-only.")],
+        "{context}"
+    );
+    assert_eq!(output.details["toolUses"][0]["name"], "read", "{context}");
+    assert_eq!(output.details["usage"]["input"], 100, "{context}");
+    let run_id = output.details["runId"].as_str().unwrap();
+    let status: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(runs_root.join(run_id).join("status.json"))?)?;
+    assert_eq!(status["status"], "completed", "{status}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn pi_current_spawn_helper_runs_explore() -> anyhow::Result<()> {
+    spawn_helper_runs_explore(PiLine::Current).await
+}
+
+#[tokio::test]
+async fn pi_legacy_spawn_helper_runs_explore() -> anyhow::Result<()> {
+    spawn_helper_runs_explore(PiLine::Legacy).await
 }

@@ -5,8 +5,10 @@
 //! pure (no processes, no tasks) so the runner, the tools and the dock can share and test them.
 //! `runner` launches one helper as a child process and watches it to the end; `sys` holds the
 //! durable-write and process-group primitives it shares with the background-task service.
+//! `module` is the bridge module with the `spawn_helper` / `get_helper_result` tools on top.
 
 pub mod agents;
 pub mod events;
+pub mod module;
 pub mod runner;
 pub(crate) mod sys;
