@@ -172,44 +172,31 @@ fn run_workbench(cli: Cli, split: SplitArgs) -> Result<i32> {
     };
 
     let outcome: AppOutcome = runtime.block_on(async {
-        let (tasks_config, tasks_errors) =
-            crate::tasks::load_tasks_config(dirs::home_dir().as_deref(), &workspace);
-        options
-            .config_errors
-            .extend(tasks_errors.iter().map(|e| e.to_string()));
-        let tasks = if tasks_config.enabled {
-            match crate::tasks::TaskService::new(crate::tasks::TaskSettings::from_env(
-                "unipi",
-                workspace.clone(),
-                tasks_config.max_output_bytes,
-            )) {
-                Ok(service) => Some(crate::app::tasks::Tasks {
-                    module: std::sync::Arc::new(crate::tasks::TasksModule::new(
-                        service.clone(),
-                        tasks_config.clone(),
-                    )),
-                    service,
-                }),
-                Err(err) => {
-                    options
-                        .config_errors
-                        .push(format!("Background tasks could not start: {err:#}"));
-                    None
-                }
-            }
+        // The demo's server and agent dir live exactly as long as the session. It comes first:
+        // helpers launch Pi the way the main Pi is launched, demo settings included.
+        let demo = if split.demo {
+            Some(crate::demo::prepare(&mut options, cli.scenario.as_deref()).await?)
         } else {
             None
         };
-        let modules: Vec<std::sync::Arc<dyn crate::bridge::Module>> = tasks
-            .iter()
-            .map(|t| std::sync::Arc::clone(&t.module) as std::sync::Arc<dyn crate::bridge::Module>)
-            .collect();
+        let tasks = start_tasks(&mut options, &workspace);
+        let helpers = start_helpers(&mut options, &workspace, demo.as_ref());
+        let mut modules: Vec<std::sync::Arc<dyn crate::bridge::Module>> = Vec::new();
+        if let Some(tasks) = &tasks {
+            modules.push(std::sync::Arc::clone(&tasks.module) as _);
+        }
+        if let Some(helpers) = &helpers {
+            modules.push(std::sync::Arc::new(helpers.clone()) as _);
+        }
         // Without the bridge the workbench still runs Pi, with a plainer footer.
         match crate::app::bridge::start(&bridge_cache_dir(), modules, &options.theme.widgets).await
         {
             Ok(started) => {
                 if let Some(tasks) = &tasks {
                     tasks.service.attach_host(started.bridge.host.clone());
+                }
+                if let Some(helpers) = &helpers {
+                    helpers.attach_host(started.bridge.host.clone());
                 }
                 options.tasks = tasks;
                 options.bridge = Some(started);
@@ -221,13 +208,9 @@ fn run_workbench(cli: Cli, split: SplitArgs) -> Result<i32> {
                     .push(format!("The bridge to Pi could not start: {err:#}"));
             }
         }
-        // The demo's server and agent dir live exactly as long as the session.
-        let _demo = if split.demo {
-            Some(crate::demo::prepare(&mut options, cli.scenario.as_deref()).await?)
-        } else {
-            None
-        };
-        crate::app::run(options).await
+        let outcome = crate::app::run(options).await;
+        drop(demo);
+        outcome
     })?;
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
 
@@ -251,6 +234,82 @@ fn run_workbench(cli: Cli, split: SplitArgs) -> Result<i32> {
     }
     tracing::info!(code = outcome.code, "unipi-tui exiting");
     Ok(outcome.code)
+}
+
+/// The background-task service, when `background-tasks.json` leaves it enabled.
+fn start_tasks(options: &mut AppOptions, workspace: &Path) -> Option<crate::app::tasks::Tasks> {
+    let (config, errors) = crate::tasks::load_tasks_config(dirs::home_dir().as_deref(), workspace);
+    options
+        .config_errors
+        .extend(errors.iter().map(|e| e.to_string()));
+    if !config.enabled {
+        return None;
+    }
+    let settings = crate::tasks::TaskSettings::from_env(
+        "unipi",
+        workspace.to_path_buf(),
+        config.max_output_bytes,
+    );
+    match crate::tasks::TaskService::new(settings) {
+        Ok(service) => Some(crate::app::tasks::Tasks {
+            module: std::sync::Arc::new(crate::tasks::TasksModule::new(service.clone(), config)),
+            service,
+        }),
+        Err(err) => {
+            options
+                .config_errors
+                .push(format!("Background tasks could not start: {err:#}"));
+            None
+        }
+    }
+}
+
+/// The helper-agent module: helpers are launched like the main Pi (same program, and in the demo
+/// the same offline model settings), in `pi --mode json -p` with their agent type's arguments.
+fn start_helpers(
+    options: &mut AppOptions,
+    workspace: &Path,
+    demo: Option<&crate::demo::DemoSession>,
+) -> Option<crate::helpers::module::HelpersModule> {
+    use crate::helpers::module::{HelperSettings, HelpersConfig, HelpersModule, PiLaunch};
+    let home = dirs::home_dir();
+    let (config, config_errors) = HelpersConfig::load(home.as_deref(), workspace);
+    let (catalog, agent_errors) = crate::helpers::agents::load_agents(home.as_deref(), workspace);
+    options.config_errors.extend(
+        config_errors
+            .iter()
+            .chain(agent_errors.iter())
+            .map(|e| e.to_string()),
+    );
+    let text = |v: &std::ffi::OsString| v.to_string_lossy().into_owned();
+    let mut leading_args: Vec<String> = options.pi.args.iter().map(text).collect();
+    let mut env: Vec<(String, String)> = options
+        .pi
+        .env
+        .iter()
+        .map(|(k, v)| (text(k), text(v)))
+        .collect();
+    if let Some(demo) = demo {
+        leading_args.extend(demo.pi_args.iter().map(text));
+        env.extend(demo.env.iter().map(|(k, v)| (text(k), text(v))));
+    }
+    let runs_root = dirs::state_dir()
+        .or_else(dirs::cache_dir)
+        .unwrap_or_else(std::env::temp_dir)
+        .join("unipi-tui")
+        .join("helper-runs");
+    let launch = PiLaunch {
+        program: options.pi.program.clone(),
+        leading_args,
+        env,
+    };
+    Some(HelpersModule::new(HelperSettings::new(
+        launch,
+        workspace.to_path_buf(),
+        runs_root,
+        catalog,
+        config,
+    )))
 }
 
 /// Where the bridge extension is written (next to the pinned Pi).

@@ -18,6 +18,10 @@ use crate::scripted::{self, Scenario, ServerHandle};
 pub struct DemoSession {
     _server: ServerHandle,
     _agent_dir: tempfile::TempDir,
+    /// The demo's own Pi arguments (offline, the scripted model) — helpers need them too.
+    pub pi_args: Vec<OsString>,
+    /// The demo's environment for Pi (its agent directory …) — helpers need it too.
+    pub env: Vec<(OsString, OsString)>,
 }
 
 /// Prepares the demo and adjusts `options` so Pi talks to the scripted server.
@@ -39,18 +43,21 @@ pub async fn prepare(options: &mut AppOptions, scenario: Option<&Path>) -> Resul
         server.base_url(),
         agent_dir.path().display()
     );
-    options.pi_env.extend(
-        agent
-            .env
-            .into_iter()
-            .map(|(k, v)| (OsString::from(k), OsString::from(v))),
-    );
+    let env: Vec<(OsString, OsString)> = agent
+        .env
+        .into_iter()
+        .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+        .collect();
+    options.pi_env.extend(env.iter().cloned());
     // The demo's own Pi arguments come first; the user's may override them.
-    let mut args: Vec<OsString> = agent.pi_args.into_iter().map(OsString::from).collect();
+    let pi_args: Vec<OsString> = agent.pi_args.into_iter().map(OsString::from).collect();
+    let mut args = pi_args.clone();
     args.append(&mut options.pi_args);
     options.pi_args = args;
     Ok(DemoSession {
         _server: server,
         _agent_dir: agent_dir,
+        pi_args,
+        env,
     })
 }

@@ -513,6 +513,17 @@ fn a_sighup_to_the_workbench_stops_running_background_tasks() {
 }
 
 #[test]
+fn a_helper_agent_runs_as_a_second_pi_and_its_answer_returns_to_the_model() {
+    let mut wb = start(PiLine::Current, &[], OuterOptions::default());
+    wb.wait_ready();
+    // The model calls spawn_helper; the workbench runs an `explore` helper (a child
+    // `pi --mode json -p` against the same scripted server) and returns its final text.
+    wb.ask("ask a helper for the code word", "HELPER-ROUNDTRIP-OK");
+    let code = wb.exit_with(keys::KITTY_CTRL_D);
+    assert_eq!(code, 0, "screen:\n{}", wb.session.screen_text());
+}
+
+#[test]
 fn legacy_pi_smoke() {
     let mut wb = start(PiLine::Legacy, &[], OuterOptions::default());
     wb.wait_ready();
