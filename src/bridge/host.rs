@@ -302,6 +302,28 @@ impl BridgeHost {
         }
     }
 
+    /// Delivers a host-made custom message to `agent` as a follow-up (after the current turn),
+    /// shown in the transcript, optionally starting a new turn: how every module's durable
+    /// notifications (background tasks, helpers) reach the agent.
+    pub async fn send_follow_up(
+        &self,
+        agent: &AgentId,
+        custom_type: &str,
+        content: String,
+        details: Value,
+        trigger_turn: bool,
+    ) -> Result<(), BridgeError> {
+        let call = HostCall::SendMessage {
+            custom_type: custom_type.to_string(),
+            content,
+            display: true,
+            details,
+            deliver_as: Some(DeliverAs::FollowUp),
+            trigger_turn,
+        };
+        self.call(agent, call).await.map(|_| ())
+    }
+
     /// Calls into `agent`'s Pi and waits (at most [`HostCall::default_timeout`]) for the answer.
     pub async fn call(&self, agent: &AgentId, call: HostCall) -> Result<Value, BridgeError> {
         let timeout = call.default_timeout();

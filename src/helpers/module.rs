@@ -31,8 +31,8 @@ use super::runner::{
     STATUS_FILE,
 };
 use crate::bridge::{
-    AgentId, BridgeHost, CancelToken, Card, CardTint, DeliverAs, HostCall, MessageTypeSpec, Module,
-    ToolCall, ToolError, ToolOutput, ToolSpec,
+    AgentId, BridgeHost, CancelToken, Card, CardTint, MessageTypeSpec, Module, ToolCall, ToolError,
+    ToolOutput, ToolSpec,
 };
 use crate::config::{ConfigError, read_module_config};
 
@@ -212,16 +212,16 @@ impl HelperNotificationSink for BridgeHost {
     fn deliver(&self, notice: HelperNotice) -> BoxFuture<'static, anyhow::Result<()>> {
         let host = self.clone();
         Box::pin(async move {
-            let call = HostCall::SendMessage {
-                custom_type: NOTIFICATION_TYPE.to_string(),
-                content: notice.content,
-                display: true,
-                details: notice.details,
-                deliver_as: Some(DeliverAs::FollowUp),
-                // The agent is waiting for this result: wake it.
-                trigger_turn: true,
-            };
-            host.call(&notice.agent, call).await?;
+            // The agent is waiting for this result: wake it.
+            let wake = true;
+            host.send_follow_up(
+                &notice.agent,
+                NOTIFICATION_TYPE,
+                notice.content,
+                notice.details,
+                wake,
+            )
+            .await?;
             Ok(())
         })
     }

@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 
 use super::logs;
 use super::model::{TaskInfo, TaskStatus, format_duration, truncate_chars};
-use crate::bridge::{AgentId, BridgeHost, Card, CardTint, DeliverAs, HostCall};
+use crate::bridge::{AgentId, BridgeHost, Card, CardTint};
 
 /// The custom message type of the notification (declared by the module so Pi renders a card).
 pub const NOTIFICATION_TYPE: &str = "background-task-notification";
@@ -40,15 +40,14 @@ impl NotificationSink for BridgeHost {
     fn deliver(&self, notice: CompletionNotice) -> BoxFuture<'static, anyhow::Result<()>> {
         let host = self.clone();
         Box::pin(async move {
-            let call = HostCall::SendMessage {
-                custom_type: NOTIFICATION_TYPE.to_string(),
-                content: notice.content,
-                display: true,
-                details: notice.details,
-                deliver_as: Some(DeliverAs::FollowUp),
-                trigger_turn: notice.trigger_turn,
-            };
-            host.call(&notice.agent, call).await?;
+            host.send_follow_up(
+                &notice.agent,
+                NOTIFICATION_TYPE,
+                notice.content,
+                notice.details,
+                notice.trigger_turn,
+            )
+            .await?;
             Ok(())
         })
     }
