@@ -1,8 +1,11 @@
 //! Dock render benchmark: the background-task dock with 100 tasks (running, failed, stopped and
 //! done, long names, last output lines, wake markers) drawn into a 120x40 buffer with the
 //! built-in colour theme, once as the list and once as the detail of a task with a 1,000-line
-//! tail. Printed per frame: mean, p50, p99 and max render time. The dock redraws on every task
-//! update while it is open, so this is the cost a busy session pays per frame.
+//! tail. Then the dock a helper-heavy session sees: the main agent, 100 helper runs in a tree
+//! (running ones with spend and last activity, failed, stopped, done) above 20 tasks, as the
+//! list and as the transcript of one helper (200 entries, wrapped). Printed per frame: mean,
+//! p50, p99 and max render time. The dock redraws on every task update and every helper-board
+//! change while it is open, so this is the cost a busy session pays per frame.
 //!
 //! Figures are printed, never asserted (a timing assertion flakes on a busy machine); they live
 //! in `docs/benchmarks.md`. `cargo bench --bench dock` renders 5,000 frames per case (override
@@ -16,9 +19,15 @@ use std::time::{Duration, Instant};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use unipi_tui::config::theme::Theme;
+use unipi_widgets::agents::{
+    AgentKind, AgentRow, AgentStatus, MAIN_ID, TranscriptItem, arrange_agents,
+};
 use unipi_widgets::dock::{DockMode, DockModel, DockRow, TaskStatus, dock_area, render, sort_rows};
 
 const TASKS: usize = 100;
+const HELPERS: usize = 100;
+/// Tasks listed under the helpers.
+const HELPER_TASKS: usize = 20;
 const SCREEN: Rect = Rect {
     x: 0,
     y: 0,
@@ -51,16 +60,31 @@ fn main() -> ExitCode {
         "view", "mean", "p50", "p99", "max"
     );
     for (name, model) in [("list", &list), ("detail", &detail)] {
-        let stats = Stats::of(&time_frames(model, &theme, frames));
-        println!(
-            "  {name:<8} {:>9} {:>9} {:>9} {:>9}",
-            us(stats.mean),
-            us(stats.p50),
-            us(stats.p99),
-            us(stats.max)
-        );
+        print_row(name, &time_frames(model, &theme, frames));
+    }
+    let agents_list = make_agents_model(DockMode::List);
+    let transcript = make_agents_model(DockMode::Detail {
+        scroll: 0,
+        follow: true,
+    });
+    println!(
+        "dock render, main agent + {HELPERS} helper runs + {HELPER_TASKS} tasks, {frames} frames"
+    );
+    for (name, model) in [("agents", &agents_list), ("transcr.", &transcript)] {
+        print_row(name, &time_frames(model, &theme, frames));
     }
     ExitCode::SUCCESS
+}
+
+fn print_row(name: &str, samples: &[Duration]) {
+    let stats = Stats::of(samples);
+    println!(
+        "  {name:<8} {:>9} {:>9} {:>9} {:>9}",
+        us(stats.mean),
+        us(stats.p50),
+        us(stats.p99),
+        us(stats.max)
+    );
 }
 
 /// Render `model` `frames` times into a fresh-looking buffer and return each frame's time.
@@ -146,7 +170,96 @@ fn make_model(mode: DockMode) -> DockModel {
         .map(|(key, what)| ((*key).to_owned(), (*what).to_owned()))
         .collect(),
         notice: Some("Stopping cargo test…".to_owned()),
+        ..DockModel::default()
     }
+}
+
+/// The main agent, 100 helper runs — ten roots with nine children each, some of those with
+/// their own child — in every state, with spend, context use and last activity; 20 tasks
+/// below. The transcript case selects a running helper with a 200-entry transcript.
+fn make_agents_model(mode: DockMode) -> DockModel {
+    let statuses = [
+        AgentStatus::Running,
+        AgentStatus::Running,
+        AgentStatus::Done,
+        AgentStatus::Failed,
+        AgentStatus::Stopped,
+        AgentStatus::Queued,
+    ];
+    let mut agents: Vec<AgentRow> = (0..HELPERS)
+        .map(|n| {
+            let status = statuses[n % statuses.len()];
+            let parent = match n % 10 {
+                0 => None,
+                9 => Some(format!("h{:04}", n - 1)),
+                _ => Some(format!("h{:04}", n - n % 10)),
+            };
+            AgentRow {
+                id: format!("h{n:04}"),
+                parent,
+                kind: if n % 7 == 0 {
+                    AgentKind::Delegate
+                } else {
+                    AgentKind::Helper
+                },
+                agent_type: ["explore", "work", "review"][n % 3].to_owned(),
+                model: Some("anthropic/claude-haiku-4-5".to_owned()),
+                description: format!("survey module number {n} and report what owns the state"),
+                status,
+                turns: Some((n % 9) as u32),
+                tool_uses: Some(n % 23),
+                tokens: 1_000 * n as u64 + 517,
+                tokens_in: 800 * n as u64,
+                tokens_out: 200 * n as u64,
+                cost: Some(0.0013 * n as f64),
+                context_percent: Some((n % 100) as f64),
+                elapsed_secs: Some(n as u64 * 13),
+                last_activity: format!("read src/module_{n}/state.rs (lines 1-400)"),
+                error: (status == AgentStatus::Failed).then(|| "model overloaded".to_owned()),
+                started_at: "08:00:00 UTC".to_owned(),
+                unseen: status.is_finished() && n % 2 == 0,
+                ..AgentRow::default()
+            }
+        })
+        .collect();
+    agents[1].transcript = (0..200)
+        .map(|n| match n % 4 {
+            0 => TranscriptItem::ToolCall {
+                name: "read".to_owned(),
+                args: format!("src/module_{n}.rs"),
+            },
+            1 => TranscriptItem::ToolResult {
+                name: "read".to_owned(),
+                text: (0..8).map(|line| format!("line {line} of {n}\n")).collect(),
+                is_error: n % 20 == 1,
+            },
+            2 => TranscriptItem::Assistant(format!(
+                "Step {n}: the state of this module is owned by the service, which hands out \
+                 read-only views; nothing else mutates it, so the dock can render from a clone."
+            )),
+            _ => TranscriptItem::Note(format!("budget check {n}: within limits")),
+        })
+        .collect();
+    agents.push(AgentRow {
+        id: MAIN_ID.to_owned(),
+        kind: AgentKind::Main,
+        agent_type: "main".to_owned(),
+        model: Some("claude-sonnet-4-5".to_owned()),
+        description: "bench session".to_owned(),
+        status: AgentStatus::Running,
+        tokens: 250_000,
+        cost: Some(1.25),
+        context_percent: Some(61.0),
+        last_activity: "working".to_owned(),
+        ..AgentRow::default()
+    });
+    let agents = arrange_agents(agents);
+    let selected = agents.iter().position(|row| row.id == "h0001").unwrap_or(0);
+    let mut model = make_model(mode);
+    model.rows.truncate(HELPER_TASKS);
+    model.agents = agents;
+    model.selected = selected;
+    model
 }
 
 struct Stats {

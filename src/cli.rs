@@ -94,6 +94,15 @@ pub fn split_args(args: impl IntoIterator<Item = OsString>) -> SplitArgs {
 
 /// Entry point of the binary.
 pub fn run() -> ExitCode {
+    // The delegate child (`bg_delegate`): hidden, never mixed with Pi's arguments.
+    let raw: Vec<String> = std::env::args_os()
+        .skip(1)
+        .take(3)
+        .map(|arg| arg.to_string_lossy().into_owned())
+        .collect();
+    if raw.first().map(String::as_str) == Some(crate::delegate::CHILD_SUBCOMMAND) {
+        return crate::delegate::child::main(&raw[1..]);
+    }
     let split = split_args(std::env::args_os().skip(1));
     let mut ours = vec![OsString::from("unipi-tui")];
     ours.extend(split.ours.iter().cloned());
@@ -169,6 +178,7 @@ fn run_workbench(cli: Cli, split: SplitArgs) -> Result<i32> {
         scrollback: crate::pane::history::DEFAULT_CAPACITY,
         bridge: None,
         tasks: None,
+        helpers: None,
     };
 
     let outcome: AppOutcome = runtime.block_on(async {
@@ -181,12 +191,17 @@ fn run_workbench(cli: Cli, split: SplitArgs) -> Result<i32> {
         };
         let tasks = start_tasks(&mut options, &workspace);
         let helpers = start_helpers(&mut options, &workspace, demo.as_ref());
+        let delegate = start_delegate(&mut options, &workspace, helpers.as_ref());
         let mut modules: Vec<std::sync::Arc<dyn crate::bridge::Module>> = Vec::new();
         if let Some(tasks) = &tasks {
             modules.push(std::sync::Arc::clone(&tasks.module) as _);
         }
         if let Some(helpers) = &helpers {
             modules.push(std::sync::Arc::new(helpers.clone()) as _);
+            options.helpers = Some(helpers.board());
+        }
+        if let Some(delegate) = &delegate {
+            modules.push(std::sync::Arc::new(delegate.clone()) as _);
         }
         // Without the bridge the workbench still runs Pi, with a plainer footer.
         match crate::app::bridge::start(&bridge_cache_dir(), modules, &options.theme.widgets).await
@@ -196,7 +211,11 @@ fn run_workbench(cli: Cli, split: SplitArgs) -> Result<i32> {
                     tasks.service.attach_host(started.bridge.host.clone());
                 }
                 if let Some(helpers) = &helpers {
-                    helpers.attach_host(started.bridge.host.clone());
+                    helpers.attach_host(started.bridge.host.clone(), started.extension.clone());
+                    helpers.watch_sessions(started.bridge.registry.bus());
+                }
+                if let Some(delegate) = &delegate {
+                    delegate.connect(started.bridge.host.clone(), started.bridge.registry.bus());
                 }
                 options.tasks = tasks;
                 options.bridge = Some(started);
@@ -310,6 +329,44 @@ fn start_helpers(
         catalog,
         config,
     )))
+}
+
+/// The read-only delegate module (`bg_delegate` / `bg_result`), launched like the helpers and
+/// shown on their board.
+fn start_delegate(
+    options: &mut AppOptions,
+    workspace: &Path,
+    helpers: Option<&crate::helpers::module::HelpersModule>,
+) -> Option<crate::delegate::DelegateModule> {
+    let launch = helpers?.launch();
+    let pi = crate::delegate::artifacts::PiCommand {
+        program: launch.program.clone(),
+        leading_args: launch.leading_args.clone(),
+    };
+    let (module, errors) = crate::delegate::DelegateModule::for_app(
+        dirs::home_dir().as_deref(),
+        workspace,
+        pi,
+        launch.env.clone(),
+    );
+    options
+        .config_errors
+        .extend(errors.iter().map(|e| e.to_string()));
+    match module {
+        Ok(Some(module)) => {
+            if let Some(helpers) = helpers {
+                module.attach_board(helpers.board());
+            }
+            Some(module)
+        }
+        Ok(None) => None,
+        Err(err) => {
+            options
+                .config_errors
+                .push(format!("Delegates could not start: {err:#}"));
+            None
+        }
+    }
 }
 
 /// Where the bridge extension is written (next to the pinned Pi).

@@ -6,6 +6,7 @@ pub mod app;
 pub mod bridge;
 pub mod cli;
 pub mod config;
+pub mod delegate;
 pub mod demo;
 pub mod helpers;
 pub mod pane;

@@ -48,8 +48,20 @@ fn scenario() -> PathBuf {
 
 /// Starts `unipi-tui demo` with the given Pi and extra Pi arguments, in a throwaway HOME.
 fn start(line: PiLine, pi_args: &[&str], outer: OuterOptions) -> Workbench {
+    start_with(line, pi_args, outer, &[], |_| {})
+}
+
+/// [`start`] with extra environment, after `setup` prepared the throwaway HOME (also the cwd).
+fn start_with(
+    line: PiLine,
+    pi_args: &[&str],
+    outer: OuterOptions,
+    extra_env: &[(&str, &str)],
+    setup: impl FnOnce(&Path),
+) -> Workbench {
     let pi: PiInstall = pi_install(line).unwrap_or_else(|err| panic!("{err:#}"));
     let home = tempfile::tempdir().unwrap();
+    setup(home.path());
     let mut path = std::env::var("PATH").unwrap_or_default();
     if let Some(node) = &pi.node_bin_dir {
         path = format!("{}:{path}", node.display());
@@ -67,13 +79,14 @@ fn start(line: PiLine, pi_args: &[&str], outer: OuterOptions) -> Workbench {
     ];
     args.extend_from_slice(pi_args);
     let home_str = home.path().display().to_string();
-    let env = [
+    let mut env = vec![
         ("PATH", path),
         ("HOME", home_str.clone()),
         ("XDG_CONFIG_HOME", format!("{home_str}/.config")),
         ("XDG_STATE_HOME", format!("{home_str}/.local/state")),
         ("XDG_CACHE_HOME", format!("{home_str}/.cache")),
     ];
+    env.extend(extra_env.iter().map(|(k, v)| (*k, v.to_string())));
     let session = Session::spawn(
         Path::new(env!("CARGO_BIN_EXE_unipi-tui")),
         &args,
@@ -521,6 +534,129 @@ fn a_helper_agent_runs_as_a_second_pi_and_its_answer_returns_to_the_model() {
     wb.ask("ask a helper for the code word", "HELPER-ROUNDTRIP-OK");
     let code = wb.exit_with(keys::KITTY_CTRL_D);
     assert_eq!(code, 0, "screen:\n{}", wb.session.screen_text());
+}
+
+#[test]
+fn a_background_helper_wakes_the_agent_and_an_explore_helper_cannot_edit() {
+    let mut wb = start(PiLine::Current, &[], OuterOptions::default());
+    wb.wait_ready();
+    // The helper's own Pi was never offered `edit`: its call comes back as an unknown tool.
+    wb.ask("probe the explore tools", "EXPLORE-READONLY-OK");
+    wb.ask("ask a background helper", "BGHELPER-STARTED");
+    // Its completion arrives later as a follow-up that starts a turn by itself.
+    wb.session
+        .wait_for_text("BGHELPER-WOKEN", REPLY)
+        .unwrap_or_else(|err| panic!("{err:#}\n{}", wb.session.screen_text()));
+    let code = wb.exit_with(keys::KITTY_CTRL_D);
+    assert_eq!(code, 0, "screen:\n{}", wb.session.screen_text());
+}
+
+#[test]
+fn a_helper_asks_its_supervisor_and_gets_the_parents_answer() {
+    let mut wb = start(PiLine::Current, &[], OuterOptions::default());
+    wb.wait_ready();
+    // The helper (its own Pi, connected to the bridge with its own token) calls
+    // contact_supervisor; the question wakes the parent, which answers with `action: reply`; the
+    // answer returns to the waiting helper, whose final result then wakes the parent again.
+    wb.ask("ask a curious helper", "BGHELPER-STARTED");
+    wb.session
+        .wait_for_text("SUPERVISOR-ROUNDTRIP-OK", REPLY)
+        .unwrap_or_else(|err| panic!("{err:#}\n{}\n{}", wb.session.screen_text(), wb.log()));
+    let code = wb.exit_with(keys::KITTY_CTRL_D);
+    assert_eq!(code, 0, "screen:\n{}", wb.session.screen_text());
+}
+
+#[test]
+fn the_session_spawn_cap_refuses_the_second_helper() {
+    let mut wb = start_with(PiLine::Current, &[], OuterOptions::default(), &[], |home| {
+        let config = home.join(".unipi/config");
+        std::fs::create_dir_all(&config).unwrap();
+        std::fs::write(
+            config.join("subagents.json"),
+            r#"{"maxSubagentSpawnsPerSession": 1}"#,
+        )
+        .unwrap();
+    });
+    wb.wait_ready();
+    wb.ask("ask a helper for the code word", "HELPER-ROUNDTRIP-OK");
+    wb.ask("ask a helper for the code word again", "CAP-REFUSED-OK");
+    let code = wb.exit_with(keys::KITTY_CTRL_D);
+    assert_eq!(code, 0, "screen:\n{}", wb.session.screen_text());
+}
+
+#[test]
+fn the_depth_guard_refuses_inside_a_helper() {
+    // A workbench started as a helper's child sees the depth in its environment.
+    let mut wb = start_with(
+        PiLine::Current,
+        &[],
+        OuterOptions::default(),
+        &[("UNIPI_HELPER_DEPTH", "2")],
+        |_| {},
+    );
+    wb.wait_ready();
+    wb.ask("ask a helper for the code word", "DEPTH-REFUSED-OK");
+    let code = wb.exit_with(keys::KITTY_CTRL_D);
+    assert_eq!(code, 0, "screen:\n{}", wb.session.screen_text());
+}
+
+#[test]
+fn no_helper_process_outlives_the_workbench() {
+    let mut wb = start(PiLine::Current, &[], OuterOptions::default());
+    wb.wait_ready();
+    wb.ask("start a sleeping helper", "BGHELPER-STARTED");
+    wait_for_process("sleep 314");
+    // Pi renames its process, so the helper's Pi is found by its environment: this test's HOME
+    // and the depth of a helper.
+    let home = format!("HOME={}", wb._home.path().display());
+    let helper_env = ["UNIPI_HELPER_DEPTH=1", home.as_str()];
+    assert!(
+        !processes_with_env(&helper_env).is_empty(),
+        "the helper's Pi runs"
+    );
+    let code = wb.exit_with(keys::KITTY_CTRL_D);
+    assert_eq!(code, 0, "screen:\n{}", wb.session.screen_text());
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        processes_running("sleep 314"),
+        Vec::<u32>::new(),
+        "the helper's tool call outlived the workbench"
+    );
+    assert_eq!(
+        processes_with_env(&helper_env),
+        Vec::<u32>::new(),
+        "a helper Pi outlived the workbench"
+    );
+}
+
+/// Live processes whose environment holds every one of `entries` (`NAME=value`).
+fn processes_with_env(entries: &[&str]) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|dir| dir.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .map(|raw| {
+                    let vars: Vec<&[u8]> = raw.split(|b| *b == 0).collect();
+                    entries.iter().all(|entry| vars.contains(&entry.as_bytes()))
+                })
+                .unwrap_or(false)
+                && support::procs::alive(*pid)
+        })
+        .collect()
+}
+
+/// Waits until a process whose command line contains `needle` runs.
+fn wait_for_process(needle: &str) {
+    for _ in 0..300 {
+        if !processes_running(needle).is_empty() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("no process `{needle}` appeared");
 }
 
 #[test]

@@ -5,9 +5,13 @@
 //! really prints. The runner (`helpers::runner`) then runs `explore` end to end, once directly
 //! and once through a stand-in that stays silent until the task arrives as `@<file>`, which
 //! proves the file-delivery retry means the same to both lines. Last, the `helpers` module's
-//! `spawn_helper` tool runs `explore` on the real Pi and returns its answer as the tool result. With `UNIPI_RECORD_PI_JSON=1`
-//! the streams are also saved as the fixtures the parser's unit tests read
-//! (`tests/fixtures/pi-json/`).
+//! `spawn_helper` tool runs `explore` on the real Pi and returns its answer as the tool result.
+//! The runner drives Pi in `--mode rpc`, so the RPC features are proven here on both lines too:
+//! a steer reaches the model's next request, a turn budget against a model that calls tools
+//! forever is steered and then aborted (and the process group is gone), a resumed run continues
+//! a stored session and a forked run starts from a copy of it (scenario
+//! `tests/fixtures/scenarios/helpers-rpc.toml`). With `UNIPI_RECORD_PI_JSON=1` the print-mode
+//! streams are also saved as the fixtures the parser's unit tests read (`tests/fixtures/pi-json/`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
 
@@ -19,11 +23,15 @@ use anyhow::{Context as _, bail};
 use support::pi::{PRINT_TIMEOUT, PiInstall, PiLine, pi_install};
 use unipi_tui::bridge::{AgentId, CancelToken, ContentBlock, Module as _, ToolCall, UpdateSender};
 use unipi_tui::helpers::agents::{AgentCatalog, AgentType};
+use unipi_tui::helpers::board::TranscriptEntry;
+use unipi_tui::helpers::budget::Budget;
 use unipi_tui::helpers::events::{EventParser, PiEvent, RunSummary};
 use unipi_tui::helpers::module::{
     HelperSettings, HelpersConfig, HelpersModule, PiLaunch, SPAWN_TOOL,
 };
-use unipi_tui::helpers::runner::{HelperRunner, RetryKind, RunOutcome, RunSpec, RunStatus};
+use unipi_tui::helpers::runner::{
+    HelperRunner, RetryKind, RunHandle, RunOutcome, RunSpec, RunStatus, SessionMode,
+};
 use unipi_tui::pi::offline::{OfflineAgent, PROVIDER_ID, write_agent_dir};
 use unipi_tui::scripted::{Scenario, ServerHandle, start};
 
@@ -391,6 +399,20 @@ async fn runner_runs_explore(line: PiLine, silent_first: bool) -> anyhow::Result
         std::fs::read_to_string(run_dir.join("output.txt"))?,
         "The notes say: helpers are read-only."
     );
+    // The session went to the run directory, not the user's (or the agent dir's) session list.
+    let session = outcome.session_file.clone().expect("a session file");
+    assert!(session.starts_with(run_dir.join("session")), "{context}");
+    assert!(session.exists(), "{context}");
+    assert_eq!(
+        status["sessionFile"],
+        session.display().to_string(),
+        "{status}"
+    );
+    assert!(
+        !sandbox.agent.join("sessions").exists(),
+        "Pi {} wrote a session outside the run directory",
+        pi.version
+    );
     Ok(())
 }
 
@@ -480,4 +502,319 @@ async fn pi_current_spawn_helper_runs_explore() -> anyhow::Result<()> {
 #[tokio::test]
 async fn pi_legacy_spawn_helper_runs_explore() -> anyhow::Result<()> {
     spawn_helper_runs_explore(PiLine::Legacy).await
+}
+
+/// The RPC scenario, served for one test.
+async fn rpc_server() -> anyhow::Result<ServerHandle> {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/scenarios/helpers-rpc.toml");
+    start(Scenario::from_file(&path)?).await
+}
+
+/// A runner spec for the `work` type on the scripted model, with `prompt` and its own run dir.
+fn work_spec(
+    pi: &PiInstall,
+    server: &ServerHandle,
+    sandbox: &Sandbox,
+    run_dir: &Path,
+    prompt: &str,
+) -> anyhow::Result<RunSpec> {
+    let offline: OfflineAgent =
+        write_agent_dir(&sandbox.agent, &server.base_url(), &server.models())?;
+    let work = AgentType {
+        model: Some(format!("{PROVIDER_ID}/{}", server.models()[0])),
+        ..AgentCatalog::builtin().resolve("work")?
+    };
+    let mut spec = RunSpec::new(&pi.bin, work, prompt, &sandbox.cwd, run_dir);
+    spec.leading_args = vec!["--offline".to_string()];
+    spec.env = helper_env(pi, &offline, sandbox)?;
+    Ok(spec)
+}
+
+async fn wait_with_timeout(pi: &PiInstall, handle: &mut RunHandle) -> anyhow::Result<RunOutcome> {
+    tokio::time::timeout(PRINT_TIMEOUT, handle.wait())
+        .await
+        .with_context(|| format!("Pi {} did not finish in {PRINT_TIMEOUT:?}", pi.version))
+}
+
+/// The texts of a recorded request's messages, as `role: text`.
+fn request_messages(request: &serde_json::Value) -> Vec<String> {
+    request["messages"]
+        .as_array()
+        .map(|messages| {
+            messages
+                .iter()
+                .map(|m| {
+                    format!(
+                        "{}: {}",
+                        m["role"].as_str().unwrap_or_default(),
+                        unipi_tui::scripted::message_text(m)
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// No running process is left in group `pgid` (read from /proc: zombies do not count).
+fn group_gone(pgid: u32) -> bool {
+    let running_member = |stat: String| {
+        let rest = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        fields.first() != Some(&"Z") && fields.get(2) == Some(&pgid.to_string().as_str())
+    };
+    !std::fs::read_dir("/proc")
+        .map(|dir| {
+            dir.flatten()
+                .filter_map(|entry| std::fs::read_to_string(entry.path().join("stat")).ok())
+                .any(running_member)
+        })
+        .unwrap_or(false)
+}
+
+async fn steering_reaches_the_model(line: PiLine) -> anyhow::Result<()> {
+    let pi = pi_install(line)?;
+    let server = rpc_server().await?;
+    let sandbox = sandbox()?;
+    let run_dir = sandbox.home.join("runs/steer");
+    let spec = work_spec(
+        &pi,
+        &server,
+        &sandbox,
+        &run_dir,
+        "Do a slow survey of the repo.",
+    )?;
+    let mut handle = HelperRunner::start(spec).await?;
+    // The slow tool call is running: the steer is delivered before the next model call.
+    let mut progress = handle.progress();
+    tokio::time::timeout(
+        PRINT_TIMEOUT,
+        progress.wait_for(|now| now.last_tool.is_some()),
+    )
+    .await
+    .context("the tool call did not start")??;
+    handle
+        .steer("STEER-MARK: look at the README instead.".to_string())
+        .map_err(anyhow::Error::msg)?;
+    let outcome = wait_with_timeout(&pi, &mut handle).await?;
+    let context = format!("Pi {}: {outcome:#?}", pi.version);
+    assert_eq!(outcome.status, RunStatus::Completed, "{context}");
+    assert_eq!(
+        outcome.summary.final_text, "Steered: switching to the README.",
+        "{context}"
+    );
+    let requests = server.requests();
+    let last = request_messages(requests.last().unwrap());
+    assert_eq!(
+        last.last().map(String::as_str),
+        Some("user: STEER-MARK: look at the README instead."),
+        "{context}\n{last:#?}"
+    );
+    // The tool's result came before the steer: the steer waited for the running call.
+    assert!(
+        last.iter().any(|m| m.contains("survey-done")),
+        "{context}\n{last:#?}"
+    );
+    assert!(
+        handle.transcript().contains(&TranscriptEntry::User(
+            "STEER-MARK: look at the README instead.".into()
+        )),
+        "{context}"
+    );
+    assert_eq!(
+        handle.progress().borrow().model.as_deref(),
+        Some(format!("{PROVIDER_ID}/scripted-test").as_str())
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn pi_current_steering_reaches_the_model() -> anyhow::Result<()> {
+    steering_reaches_the_model(PiLine::Current).await
+}
+
+#[tokio::test]
+async fn pi_legacy_steering_reaches_the_model() -> anyhow::Result<()> {
+    steering_reaches_the_model(PiLine::Legacy).await
+}
+
+async fn turn_budget_is_enforced(line: PiLine) -> anyhow::Result<()> {
+    let pi = pi_install(line)?;
+    let server = rpc_server().await?;
+    let sandbox = sandbox()?;
+    let run_dir = sandbox.home.join("runs/budget");
+    let mut spec = work_spec(&pi, &server, &sandbox, &run_dir, "Tick forever, please.")?;
+    spec.budget = Budget::turns(2);
+    let mut handle = HelperRunner::start(spec).await?;
+    let pid = handle.pid().context("a running child")?;
+    let outcome = wait_with_timeout(&pi, &mut handle).await?;
+    let context = format!("Pi {}: {outcome:#?}", pi.version);
+    let reason = "turn budget exceeded: 4 turns (limit 2)";
+    assert_eq!(outcome.status, RunStatus::Failed, "{context}");
+    assert_eq!(outcome.error.as_deref(), Some(reason), "{context}");
+    assert_eq!(
+        outcome.budget_exceeded.as_deref(),
+        Some(reason),
+        "{context}"
+    );
+    // It ended through the RPC abort and stdin EOF, not a kill; nothing of it is left.
+    assert_eq!(outcome.exit.code, Some(0), "{context}");
+    assert!(group_gone(pid), "{context}");
+    assert!(
+        !outcome.summary.final_text.is_empty(),
+        "the partial answer is kept: {context}"
+    );
+    // The budget was stated in the system prompt, and the steer reached the model.
+    let requests = server.requests();
+    let first = request_messages(&requests[0]);
+    assert!(
+        first.iter().any(|m| m.contains("at most 2 turns")),
+        "{context}\n{first:#?}"
+    );
+    let steered = requests.iter().any(|request| {
+        request_messages(request)
+            .iter()
+            .any(|m| m.starts_with("user: Budget reached: you have used 2 of your 2 turns."))
+    });
+    assert!(steered, "{context}");
+    let status: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run_dir.join("status.json"))?)?;
+    assert_eq!(status["status"], "failed", "{status}");
+    assert_eq!(status["budgetExceeded"], reason, "{status}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn pi_current_turn_budget_is_enforced() -> anyhow::Result<()> {
+    turn_budget_is_enforced(PiLine::Current).await
+}
+
+#[tokio::test]
+async fn pi_legacy_turn_budget_is_enforced() -> anyhow::Result<()> {
+    turn_budget_is_enforced(PiLine::Legacy).await
+}
+
+/// Runs a first helper that leaves a word in its session; returns its session file.
+async fn first_session(
+    pi: &PiInstall,
+    server: &ServerHandle,
+    sandbox: &Sandbox,
+) -> anyhow::Result<PathBuf> {
+    let run_dir = sandbox.home.join("runs/first");
+    let spec = work_spec(pi, server, sandbox, &run_dir, "Remember the word PELICAN.")?;
+    let mut handle = HelperRunner::start(spec).await?;
+    let outcome = wait_with_timeout(pi, &mut handle).await?;
+    assert_eq!(outcome.status, RunStatus::Completed, "{outcome:#?}");
+    assert_eq!(outcome.summary.final_text, "Remembered: PELICAN.");
+    let file = outcome
+        .session_file
+        .context("the first run names its session file")?;
+    assert!(
+        file.starts_with(run_dir.join("session")),
+        "{}",
+        file.display()
+    );
+    Ok(file)
+}
+
+/// The last request carries the first run's exchange before the new question.
+fn assert_continues_first_run(server: &ServerHandle, version: &str) {
+    let requests = server.requests();
+    let last = request_messages(requests.last().unwrap());
+    let context = format!("Pi {version}: {last:#?}");
+    let position = |text: &str| last.iter().position(|m| m == text);
+    let remember = position("user: Remember the word PELICAN.").expect(&context);
+    let remembered = position("assistant: Remembered: PELICAN.").expect(&context);
+    let question = position("user: Which word did I ask you to remember?").expect(&context);
+    assert!(remember < remembered && remembered < question, "{context}");
+}
+
+async fn resume_continues_the_session(line: PiLine) -> anyhow::Result<()> {
+    let pi = pi_install(line)?;
+    let server = rpc_server().await?;
+    let sandbox = sandbox()?;
+    let parent = first_session(&pi, &server, &sandbox).await?;
+
+    let run_dir = sandbox.home.join("runs/resume");
+    let mut spec = work_spec(
+        &pi,
+        &server,
+        &sandbox,
+        &run_dir,
+        "Which word did I ask you to remember?",
+    )?;
+    spec.session = SessionMode::Resume(parent.clone());
+    let mut handle = HelperRunner::start(spec).await?;
+    let outcome = wait_with_timeout(&pi, &mut handle).await?;
+    assert_eq!(outcome.status, RunStatus::Completed, "{outcome:#?}");
+    assert_eq!(outcome.session_file.as_deref(), Some(parent.as_path()));
+    assert_continues_first_run(&server, &pi.version);
+    // The stored session grew by the second exchange.
+    let stored = std::fs::read_to_string(&parent)?;
+    assert!(
+        stored.contains("Which word did I ask you to remember?"),
+        "{stored}"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn pi_current_resume_continues_the_session() -> anyhow::Result<()> {
+    resume_continues_the_session(PiLine::Current).await
+}
+
+#[tokio::test]
+async fn pi_legacy_resume_continues_the_session() -> anyhow::Result<()> {
+    resume_continues_the_session(PiLine::Legacy).await
+}
+
+async fn fork_copies_the_parent_session(line: PiLine) -> anyhow::Result<()> {
+    let pi = pi_install(line)?;
+    let server = rpc_server().await?;
+    let sandbox = sandbox()?;
+    let parent = first_session(&pi, &server, &sandbox).await?;
+    let parent_before = std::fs::read_to_string(&parent)?;
+
+    let run_dir = sandbox.home.join("runs/fork");
+    let mut spec = work_spec(
+        &pi,
+        &server,
+        &sandbox,
+        &run_dir,
+        "Which word did I ask you to remember?",
+    )?;
+    spec.session = SessionMode::Fork(parent.clone());
+    let mut handle = HelperRunner::start(spec).await?;
+    let outcome = wait_with_timeout(&pi, &mut handle).await?;
+    let context = format!("Pi {}: {outcome:#?}", pi.version);
+    assert_eq!(outcome.status, RunStatus::Completed, "{context}");
+    assert_continues_first_run(&server, &pi.version);
+    let fork = outcome
+        .session_file
+        .clone()
+        .context("the fork's session file")?;
+    assert!(fork.starts_with(run_dir.join("session")), "{context}");
+    assert_ne!(fork, parent, "{context}");
+    let forked = std::fs::read_to_string(&fork)?;
+    assert!(
+        forked.contains("PELICAN") && forked.contains("Which word did I ask you to remember?"),
+        "{context}\n{forked}"
+    );
+    // The parent is untouched.
+    assert_eq!(
+        std::fs::read_to_string(&parent)?,
+        parent_before,
+        "{context}"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn pi_current_fork_copies_the_parent_session() -> anyhow::Result<()> {
+    fork_copies_the_parent_session(PiLine::Current).await
+}
+
+#[tokio::test]
+async fn pi_legacy_fork_copies_the_parent_session() -> anyhow::Result<()> {
+    fork_copies_the_parent_session(PiLine::Legacy).await
 }

@@ -25,6 +25,8 @@ pub struct Bridge {
 pub struct Started {
     pub bridge: Bridge,
     pub events: mpsc::Receiver<BridgeEvent>,
+    /// The bridge extension file (helpers load it too).
+    pub extension: std::path::PathBuf,
     /// `-e <extension>`, before the user's arguments.
     pub pi_args: Vec<OsString>,
     /// The socket and this Pi's token.
@@ -65,6 +67,7 @@ pub async fn start(
     Ok(Started {
         bridge: Bridge { host, registry },
         events,
+        extension: extension.clone(),
         pi_args: vec![OsString::from("-e"), extension.into_os_string()],
         pi_env: env,
     })
@@ -162,9 +165,12 @@ fn context(usage: &bridge::ContextUsage) -> ContextUsage {
 
 /// The footer's view of the link after a connect or disconnect.
 pub fn link_after(event: &BridgeEvent) -> Option<BridgeLink> {
+    // Helpers connect with their own agent ids; the footer's link is the main Pi's.
+    let main = AgentId::main();
     match event {
-        BridgeEvent::Connected { .. } => Some(BridgeLink::Connected),
-        BridgeEvent::Disconnected { .. } => Some(BridgeLink::Disconnected),
+        BridgeEvent::Connected { agent, .. } if *agent == main => Some(BridgeLink::Connected),
+        BridgeEvent::Disconnected { agent, .. } if *agent == main => Some(BridgeLink::Disconnected),
+        BridgeEvent::Connected { .. } | BridgeEvent::Disconnected { .. } => None,
         BridgeEvent::Pi { .. } | BridgeEvent::Command { .. } | BridgeEvent::Fault { .. } => None,
     }
 }
@@ -226,6 +232,32 @@ pub fn answer_command(name: &str, reply: tokio::sync::oneshot::Sender<CommandRep
 mod tests {
     use super::*;
     use crate::bridge::{MessageEnd, SessionStart, TurnEnd, Usage};
+
+    #[test]
+    fn only_the_main_pi_moves_the_footers_link() {
+        use crate::bridge::DisconnectReason;
+        let helper = AgentId::new("helper:h1");
+        let gone = |agent: &AgentId| BridgeEvent::Disconnected {
+            agent: agent.clone(),
+            reason: DisconnectReason::Closed,
+        };
+        assert_eq!(
+            link_after(&gone(&AgentId::main())),
+            Some(BridgeLink::Disconnected)
+        );
+        assert_eq!(link_after(&gone(&helper)), None);
+        let up = |agent: &AgentId| BridgeEvent::Connected {
+            agent: agent.clone(),
+            pi_version: "1.6.0".into(),
+            protocol: 1,
+            capabilities: Default::default(),
+        };
+        assert_eq!(
+            link_after(&up(&AgentId::main())),
+            Some(BridgeLink::Connected)
+        );
+        assert_eq!(link_after(&up(&helper)), None);
+    }
 
     #[test]
     fn card_colours_come_from_the_theme_and_none_without_colour() {

@@ -100,6 +100,18 @@ pub async fn run(mut options: AppOptions) -> Result<AppOutcome> {
         let service = tasks.service.clone();
         tui::register_panic_cleanup(Box::new(move || service.kill_all_now()));
     }
+    if let Some(board) = &options.helpers {
+        // Helper runs reach the loop the same way: the board's version watch, coalesced.
+        let mut changes = board.subscribe();
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            while changes.changed().await.is_ok() {
+                if tx.send(AppEvent::HelpersChanged).await.is_err() {
+                    break;
+                }
+            }
+        });
+    }
     let mut app = App::new(emulator, pty, &options, bridge, tasks);
     let result = match tui::enter(tui::TerminalOptions {
         keyboard_enhancement: options.keyboard_enhancement,

@@ -1,5 +1,6 @@
 //! The footer's state: what the app knows about Pi's process, Pi's program status, the working
-//! directory and git branch. It turns that into the pure widget's model on every frame.
+//! directory and git branch, and the module counts it shows (running tasks, helper spend). It
+//! turns that into the pure widget's model on every frame.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -23,6 +24,8 @@ pub struct FooterState {
     pub data: FooterData,
     /// Background tasks running, and how many of them will wake the agent.
     pub tasks: (usize, usize),
+    /// Helper runs going and ended, and what they spent (the helpers segment).
+    pub helpers: unipi_widgets::agents::HelperSpend,
     pi: PiRunState,
     status: Option<StatusSegment>,
     cwd: PathBuf,
@@ -55,6 +58,7 @@ impl FooterState {
                 ..FooterData::default()
             },
             tasks: (0, 0),
+            helpers: unipi_widgets::agents::HelperSpend::default(),
             pi: PiRunState::Starting,
             status: None,
             home: dirs::home_dir().map(|h| h.to_string_lossy().into_owned()),

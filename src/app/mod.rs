@@ -10,6 +10,7 @@
 pub mod bridge;
 mod event_loop;
 mod footer;
+mod helpers;
 mod notice;
 pub mod tasks;
 
@@ -44,6 +45,8 @@ pub enum AppEvent {
     Bridge(crate::bridge::BridgeEvent),
     /// The background tasks changed (started, output, ended).
     TasksChanged,
+    /// The helper board changed (a run started, reported progress, ended).
+    HelpersChanged,
 }
 
 /// What the workbench needs to start.
@@ -66,6 +69,8 @@ pub struct AppOptions {
     pub bridge: Option<bridge::Started>,
     /// Background tasks, when enabled.
     pub tasks: Option<tasks::Tasks>,
+    /// Helper runs and delegates, shown in the dock and the footer, when the modules run.
+    pub helpers: Option<crate::helpers::board::HelperBoard>,
 }
 
 /// How the session ended.
@@ -120,7 +125,9 @@ pub struct App {
     bridge: Option<bridge::Bridge>,
     /// Background tasks, when the module is enabled.
     tasks: Option<tasks::Tasks>,
-    /// Finished tasks the user looked at or cleared in the dock.
+    /// Helper runs and delegates, when the modules run.
+    helpers: Option<helpers::Helpers>,
+    /// Finished tasks and helper runs the user looked at or cleared in the dock.
     task_marks: tasks::Marks,
     /// The pending-wake line last sent to Pi's widget area (`None`: none shown).
     pending_line: Option<String>,
@@ -168,6 +175,7 @@ impl App {
             outer: Vec::new(),
             bridge,
             tasks,
+            helpers: options.helpers.clone().map(helpers::Helpers::new),
             task_marks: tasks::Marks::default(),
             pending_line: None,
             spinner: 0,
@@ -196,6 +204,7 @@ impl App {
                 self.refresh_dock();
                 self.sync_pending_line();
             }
+            AppEvent::HelpersChanged => self.refresh_helpers(),
             AppEvent::Pty(PtyEvent::Exited(exit)) => {
                 tracing::info!("Pi exited: {exit:?}");
                 self.pi_exit = Some(exit);
@@ -227,9 +236,12 @@ impl App {
                 agent, pi_version, ..
             } => {
                 tracing::info!("bridge: {agent} connected (Pi {pi_version})");
-                // A new extension instance (after /reload) starts without our widget.
-                self.pending_line = None;
-                self.sync_pending_line();
+                // A new extension instance (after /reload) starts without our widget. A helper's
+                // Pi connecting is not the main Pi reloading.
+                if agent == crate::bridge::AgentId::main() {
+                    self.pending_line = None;
+                    self.sync_pending_line();
+                }
             }
             BridgeEvent::Disconnected { agent, reason } => {
                 tracing::info!("bridge: {agent} disconnected ({reason:?})");
@@ -238,6 +250,14 @@ impl App {
                 if agent == crate::bridge::AgentId::main() {
                     bridge::apply_pi_event(&mut self.footer.data, &event);
                     self.sync_pending_line();
+                    if self
+                        .views
+                        .find_mut::<crate::views::dock::DockView>()
+                        .is_some()
+                    {
+                        // The dock's main-agent row shows the same model, tokens and cost.
+                        self.refresh_helpers();
+                    }
                     self.request_draw();
                 }
             }
@@ -289,6 +309,10 @@ impl App {
                 if self.views.is_empty() {
                     let bytes = encode_paste(&text, self.emulator.screen().bracketed_paste());
                     self.send_to_pi(bytes);
+                } else if let Some(dock) = self.views.find_mut::<crate::views::dock::DockView>()
+                    && dock.paste(&text)
+                {
+                    self.request_draw();
                 }
             }
             InputEvent::Event(Event::Mouse(mouse)) => self.on_mouse(mouse),
@@ -326,6 +350,7 @@ impl App {
             for request in requests {
                 self.on_view_request(request);
             }
+            self.carry_out_helper_requests();
             // The dock shows fresh data (e.g. the output tail) as soon as it changes mode.
             self.refresh_dock();
             self.request_draw();
@@ -454,10 +479,10 @@ impl App {
             unipi_widgets::scrollback::render(&model, &self.theme.widgets, layout.pane, buf);
         }
         let (running, waking) = self.footer.tasks;
-        let segments = self.footer.segments(
-            self.scroll_back,
-            unipi_widgets::pending::tasks_segment(running, waking),
-        );
+        let extra = unipi_widgets::pending::tasks_segment(running, waking)
+            .into_iter()
+            .chain(unipi_widgets::agents::helpers_segment(&self.footer.helpers));
+        let segments = self.footer.segments(self.scroll_back, extra);
         unipi_widgets::footer::render_segments(&segments, &self.theme.widgets, layout.footer, buf);
         if self.views.is_empty() {
             pane_cursor

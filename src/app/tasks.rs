@@ -88,7 +88,7 @@ pub fn dock_rows(tasks: &[TaskInfo], marks: &Marks, detail: Option<&str>) -> Vec
 }
 
 /// `HH:MM:SS` (UTC) of a millisecond timestamp.
-fn clock(ms: u64) -> String {
+pub(super) fn clock(ms: u64) -> String {
     let secs = ms / 1000;
     format!(
         "{:02}:{:02}:{:02} UTC",
@@ -200,24 +200,29 @@ impl super::App {
         self.request_draw();
     }
 
-    /// Opens the dock (or brings the open one to `detail`).
+    /// Opens the dock (or brings the open one to `detail`). It lists background tasks and,
+    /// with the helper board, the main agent and its helpers; with neither there is nothing
+    /// to dock.
     pub(super) fn open_dock(&mut self, detail: Option<&str>) {
-        let Some(tasks) = &self.tasks else {
+        if self.tasks.is_none() && self.helpers.is_none() {
             self.footer
                 .set_notice("Background tasks are disabled (background-tasks.json)");
             return;
-        };
-        let snapshot = tasks.registry().snapshot();
+        }
         if self
             .views
             .find_mut::<crate::views::dock::DockView>()
             .is_none()
         {
-            let rows = dock_rows(&snapshot, &self.task_marks, None);
+            let rows = self.tasks.as_ref().map_or_else(Vec::new, |tasks| {
+                dock_rows(&tasks.registry().snapshot(), &self.task_marks, None)
+            });
             self.views.push(Box::new(crate::views::dock::DockView::new(
                 rows,
                 &self.keymap,
             )));
+            // The agent rows go in before `detail` is looked for: it may name a helper.
+            self.refresh_helpers();
         }
         if let Some(id) = detail
             && let Some(dock) = self.views.find_mut::<crate::views::dock::DockView>()
@@ -228,11 +233,12 @@ impl super::App {
     }
 
     /// How often the loop should tick: the pending-wake line's spinner while it shows, else once
-    /// a second while the dock shows running tasks (their runtimes), else never (idle is idle).
+    /// a second while the dock shows running tasks or helpers (their runtimes), else never
+    /// (idle is idle).
     pub(super) fn tick_every(&mut self) -> Option<std::time::Duration> {
         if self.pending_line.is_some() {
             Some(std::time::Duration::from_millis(250))
-        } else if self.footer.tasks.0 > 0
+        } else if (self.footer.tasks.0 > 0 || self.helpers_running())
             && self
                 .views
                 .find_mut::<crate::views::dock::DockView>()
@@ -304,8 +310,10 @@ impl super::App {
         let _ = sender.send(line);
     }
 
-    /// Gives an open dock the current rows (and the output tail of the task in its detail).
+    /// Gives an open dock the current rows (and the output tail of the task in its detail, or
+    /// the transcript of the helper there).
     pub(super) fn refresh_dock(&mut self) {
+        self.refresh_helpers();
         let Some(tasks) = &self.tasks else { return };
         let snapshot = tasks.registry().snapshot();
         self.footer.tasks = (
@@ -328,9 +336,29 @@ impl super::App {
     /// Carries out what a view asked for.
     pub(super) fn on_view_request(&mut self, request: crate::views::ViewRequest) {
         use crate::views::ViewRequest;
-        if let ViewRequest::SaveSettings { module, values } = &request {
-            self.save_settings(module, values);
-            return;
+        match &request {
+            ViewRequest::SaveSettings { module, values } => {
+                self.save_settings(module, values);
+                return;
+            }
+            // These concern helper runs as much as tasks: they need no task service.
+            ViewRequest::CopyText(text) => {
+                self.outer.extend(osc52(text));
+                return;
+            }
+            ViewRequest::MarkSeen(id) => {
+                self.task_marks.seen.insert(id.clone());
+                self.refresh_dock();
+                return;
+            }
+            ViewRequest::ClearFinishedNotices => {
+                self.clear_finished_helpers();
+                if self.tasks.is_none() {
+                    self.refresh_dock();
+                    return;
+                }
+            }
+            _ => {}
         }
         let Some(tasks) = self.tasks.clone() else {
             return;
@@ -363,13 +391,10 @@ impl super::App {
                     });
                 }
             }
-            ViewRequest::CopyText(text) => self.outer.extend(osc52(&text)),
             // Handled above, tasks or not.
-            ViewRequest::SaveSettings { .. } => {}
-            ViewRequest::MarkSeen(id) => {
-                self.task_marks.seen.insert(id);
-                self.refresh_dock();
-            }
+            ViewRequest::SaveSettings { .. }
+            | ViewRequest::CopyText(_)
+            | ViewRequest::MarkSeen(_) => {}
             ViewRequest::ClearFinishedNotices => {
                 for task in tasks.registry().snapshot() {
                     if !task.is_running() {

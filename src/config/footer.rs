@@ -10,6 +10,12 @@
 //!   "contextThresholds": { "warning": 60, "error": 85 } }
 //! ```
 //!
+//! Modules' segments are toggled under their module's group like the core ones: the background
+//! tasks' `tasks.running` and the helpers' `helpers.running` (`⧉ 2 helpers · 41k tok · $0.12`)
+//! show from the default preset up, so `{"groups": {"helpers": {"show": false}}}` hides helper
+//! spend and `{"preset": "minimal", "groups": {"helpers": {"segments": {"running": true}}}}`
+//! keeps it in the minimal footer.
+//!
 //! Merging follows Unipi (its compactor and subagents configs): objects merge key by key, scalars
 //! from the workspace file replace the home file's, so a workspace can flip one segment without
 //! restating the rest. Unipi's appearance keys (`separator`, `iconStyle`, `zoneSeparator`,
@@ -780,6 +786,40 @@ mod tests {
             config.settings.groups.get("core"),
             Some(&toggles(Some(true), &[("clock", false)]))
         );
+    }
+
+    #[test]
+    fn the_helpers_segment_follows_presets_and_its_group() {
+        let spend = unipi_widgets::agents::HelperSpend {
+            running: 2,
+            finished: 0,
+            tokens: 41_000,
+            cost: 0.12,
+        };
+        let Some(segment) = unipi_widgets::agents::helpers_segment(&spend) else {
+            panic!("running helpers have a segment");
+        };
+        let path = Path::new("/h/.unipi/config/footer.json");
+        // (footer.json, shown)
+        let cases = [
+            ("{}", true),
+            (r#"{"preset": "minimal"}"#, false),
+            (
+                r#"{"preset": "minimal", "groups": {"helpers": {"segments": {"running": true}}}}"#,
+                true,
+            ),
+            (r#"{"groups": {"helpers": {"show": false}}}"#, false),
+            (
+                r#"{"groups": {"helpers": {"segments": {"running": false}}}}"#,
+                false,
+            ),
+            (r#"{"preset": "full"}"#, true),
+        ];
+        for (text, shown) in cases {
+            let (config, errors) = footer_config_from_sources(&[(path, text)]);
+            assert_eq!(errors, [], "{text}");
+            assert_eq!(config.settings.shows(&segment), shown, "{text}");
+        }
     }
 
     #[test]

@@ -111,10 +111,14 @@ pub enum DockAction {
     Top,
     /// The last row in the list; follow the output in the detail.
     Bottom,
+    /// Open the steer input for the selected helper.
+    Steer,
+    /// Open the selected agent's live transcript (the detail, like `Open`).
+    Transcript,
 }
 
 impl DockAction {
-    pub const ALL: [DockAction; 15] = [
+    pub const ALL: [DockAction; 17] = [
         DockAction::Up,
         DockAction::Down,
         DockAction::Open,
@@ -130,6 +134,8 @@ impl DockAction {
         DockAction::PageDown,
         DockAction::Top,
         DockAction::Bottom,
+        DockAction::Steer,
+        DockAction::Transcript,
     ];
 
     /// The stable name used in the `[dock]` table.
@@ -150,6 +156,8 @@ impl DockAction {
             DockAction::PageDown => "dock.page_down",
             DockAction::Top => "dock.top",
             DockAction::Bottom => "dock.bottom",
+            DockAction::Steer => "dock.steer",
+            DockAction::Transcript => "dock.transcript",
         }
     }
 
@@ -168,8 +176,14 @@ impl fmt::Display for DockAction {
 /// Which face of the dock a hint line is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DockPane {
+    /// The list with a task selected.
     List,
+    /// A task's detail.
     Detail,
+    /// The list with an agent (main, helper, delegate) selected.
+    Agents,
+    /// An agent's detail: its live transcript.
+    Transcript,
 }
 
 /// The resolved `[dock]` bindings: single keys, the user's first, then the defaults in file
@@ -227,6 +241,30 @@ impl DockKeys {
                 (&[DockAction::Stop], "stop"),
                 (&[DockAction::Rerun], "rerun"),
                 (&[DockAction::CopyPath], "copy path"),
+                (&[DockAction::Back], "back"),
+            ],
+            DockPane::Agents => &[
+                (&[DockAction::Up, DockAction::Down], "select"),
+                (&[DockAction::Transcript, DockAction::Open], "transcript"),
+                (&[DockAction::Steer], "steer"),
+                (&[DockAction::Stop], "stop"),
+                (&[DockAction::History], "history"),
+                (&[DockAction::CopyPath], "copy id"),
+                (&[DockAction::Back], "close"),
+            ],
+            DockPane::Transcript => &[
+                (
+                    &[
+                        DockAction::Up,
+                        DockAction::Down,
+                        DockAction::PageUp,
+                        DockAction::PageDown,
+                    ],
+                    "scroll",
+                ),
+                (&[DockAction::Bottom], "follow"),
+                (&[DockAction::Steer], "steer"),
+                (&[DockAction::Stop], "stop"),
                 (&[DockAction::Back], "back"),
             ],
         };
@@ -1396,6 +1434,8 @@ mod tests {
             ("pagedown", DockAction::PageDown),
             ("home", DockAction::Top),
             ("end", DockAction::Bottom),
+            ("m", DockAction::Steer),
+            ("t", DockAction::Transcript),
         ];
         for (key, action) in cases {
             assert_eq!(keymap.dock_action(&press(key)), Some(action), "{key}");
@@ -1453,6 +1493,28 @@ mod tests {
                 "s stop",
                 "r rerun",
                 "y copy path",
+                "Esc back",
+            ]
+        );
+        assert_eq!(
+            pairs(defaults.dock_hints(DockPane::Agents)),
+            [
+                "↑↓ select",
+                "t Enter transcript",
+                "m steer",
+                "s stop",
+                "h history",
+                "y copy id",
+                "Esc close",
+            ]
+        );
+        assert_eq!(
+            pairs(defaults.dock_hints(DockPane::Transcript)),
+            [
+                "↑↓ PgUp PgDn scroll",
+                "End follow",
+                "m steer",
+                "s stop",
                 "Esc back",
             ]
         );

@@ -9,10 +9,11 @@
 //! helper the tools it was meant to lose. A bad file is reported with its path and line and
 //! skipped; the other types still load.
 //!
-//! [`AgentType::pi_args`] turns a type into the child's `pi --mode json -p` arguments using only
-//! flags both Pi lines (1.x and 0.7x) accept: `--model`, `--thinking`, `--tools` (a plain
-//! allow-list, which replaces the default selection in both), `--no-tools`, `--system-prompt`,
-//! `--append-system-prompt`.
+//! [`AgentType::pi_rpc_args`] turns a type into the child's `pi --mode rpc` arguments (the task
+//! then goes in as an RPC `prompt` command) and [`AgentType::pi_args`] into `pi --mode json -p`
+//! arguments (the runner's fallback attempt), both using only flags both Pi lines (1.x and 0.7x)
+//! accept: `--model`, `--thinking`, `--tools` (a plain allow-list, which replaces the default
+//! selection in both), `--no-tools`, `--system-prompt`, `--append-system-prompt`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -237,6 +238,35 @@ impl AgentType {
     /// belongs to the launch rather than the type (session file, extensions, offline flags).
     pub fn pi_args(&self, prompt: &str) -> Vec<String> {
         let mut args = vec!["--mode".to_string(), "json".to_string()];
+        self.push_type_flags(&mut args);
+        args.extend(["-p".to_string(), positional_prompt(prompt)]);
+        args
+    }
+
+    /// Arguments for `pi` running this type in RPC mode: the same type flags as [`Self::pi_args`]
+    /// and no message (RPC mode takes the task as a `prompt` command on stdin).
+    pub fn pi_rpc_args(&self) -> Vec<String> {
+        let mut args = vec!["--mode".to_string(), "rpc".to_string()];
+        self.push_type_flags(&mut args);
+        args
+    }
+
+    /// This type with `extra` added after its system prompt (a blank line between), e.g. the
+    /// budget sentences. With no system prompt of its own, `extra` becomes it.
+    pub fn with_prompt_appended(&self, extra: &str) -> AgentType {
+        let system_prompt = match (self.system_prompt.is_empty(), extra.is_empty()) {
+            (_, true) => self.system_prompt.clone(),
+            (true, false) => extra.to_string(),
+            (false, false) => format!("{}\n\n{extra}", self.system_prompt),
+        };
+        AgentType {
+            system_prompt,
+            ..self.clone()
+        }
+    }
+
+    /// `--model`, `--thinking`, the tool selection and the system prompt flag.
+    fn push_type_flags(&self, args: &mut Vec<String>) {
         if let Some(model) = &self.model {
             args.extend(["--model".to_string(), model.clone()]);
         }
@@ -256,8 +286,6 @@ impl AgentType {
             };
             args.extend([flag.to_string(), self.system_prompt.clone()]);
         }
-        args.extend(["-p".to_string(), positional_prompt(prompt)]);
-        args
     }
 }
 
@@ -871,6 +899,85 @@ mod tests {
         ];
         for (agent, prompt, want) in cases {
             assert_eq!(agent.pi_args(prompt), want, "{prompt}");
+        }
+    }
+
+    #[test]
+    fn pi_rpc_args_table() {
+        let explore = AgentCatalog::builtin().resolve("explore").unwrap();
+        let custom = AgentType {
+            model: Some("unipi-scripted/m".into()),
+            thinking: Some("low".into()),
+            prompt_mode: PromptMode::Replace,
+            system_prompt: "Only review.".into(),
+            tools: vec!["read".into()],
+            disallowed_tools: vec!["read".into()],
+            ..explore.clone()
+        };
+        let silent = AgentType {
+            system_prompt: String::new(),
+            ..explore.clone()
+        };
+        let cases: [(&AgentType, Vec<&str>); 3] = [
+            (
+                &explore,
+                vec![
+                    "--mode",
+                    "rpc",
+                    "--tools",
+                    "read,bash,grep,find,ls",
+                    "--append-system-prompt",
+                    &explore.system_prompt,
+                ],
+            ),
+            (
+                &custom,
+                vec![
+                    "--mode",
+                    "rpc",
+                    "--model",
+                    "unipi-scripted/m",
+                    "--thinking",
+                    "low",
+                    "--no-tools",
+                    "--system-prompt",
+                    "Only review.",
+                ],
+            ),
+            (
+                &silent,
+                vec!["--mode", "rpc", "--tools", "read,bash,grep,find,ls"],
+            ),
+        ];
+        for (agent, want) in cases {
+            assert_eq!(agent.pi_rpc_args(), want, "{}", agent.system_prompt);
+            // The print-mode arguments are the same flags around a different mode and message.
+            let print = agent.pi_args("task");
+            assert_eq!(print[2..print.len() - 2], want[2..], "{}", agent.name);
+        }
+    }
+
+    #[test]
+    fn appended_prompt_table() {
+        let explore = AgentCatalog::builtin().resolve("explore").unwrap();
+        let silent = AgentType {
+            system_prompt: String::new(),
+            ..explore.clone()
+        };
+        let cases = [
+            (
+                &explore,
+                "Budget.",
+                format!("{}\n\nBudget.", explore.system_prompt),
+            ),
+            (&explore, "", explore.system_prompt.clone()),
+            (&silent, "Budget.", "Budget.".to_string()),
+            (&silent, "", String::new()),
+        ];
+        for (agent, extra, want) in cases {
+            let changed = agent.with_prompt_appended(extra);
+            assert_eq!(changed.system_prompt, want);
+            assert_eq!(changed.prompt_mode, agent.prompt_mode);
         }
     }
 }

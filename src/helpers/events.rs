@@ -7,7 +7,9 @@
 //! [`RunSummary`] folds events into what the tools and the dock report: turns, tool uses, final
 //! text, usage and cost, error. Both Pi lines are read: 1.x and 0.7x share the event shapes, and
 //! usage is accepted in either naming (`input/output/totalTokens` from Pi, `inputTokens/…` from
-//! other producers) as the TypeScript original did.
+//! other producers) as the TypeScript original did. `--mode rpc` prints the same events (without
+//! the session header) plus `response` records answering the commands written to stdin; they are
+//! typed as [`PiEvent::Response`] so the runner can read them from the same stream.
 
 use serde_json::Value;
 
@@ -49,7 +51,11 @@ pub enum PiEvent {
         call_id: String,
         tool: String,
         is_error: bool,
+        /// The text parts of the result, concatenated (unbounded; the transcript shortens it).
+        result: String,
     },
+    /// An RPC command's answer (`--mode rpc` only).
+    Response(Response),
     /// Something failed outside a message: a final retry failure, an extension error, a failed
     /// compaction.
     Error {
@@ -77,6 +83,21 @@ pub struct MessageEnd {
     /// `stop`, `toolUse`, `error`, `aborted`, … (assistant messages).
     pub stop_reason: Option<String>,
     pub error: Option<String>,
+    /// `provider/model` of an assistant message, when Pi names them.
+    pub model: Option<String>,
+}
+
+/// The answer to one RPC command.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Response {
+    /// The command's `id`, when it had one.
+    pub id: Option<String>,
+    /// The command's `type` (`prompt`, `steer`, `get_state`, …; `parse` for unparsable input).
+    pub command: String,
+    pub success: bool,
+    pub error: Option<String>,
+    /// `data`, or `Null`.
+    pub data: Value,
 }
 
 /// Token counts and cost of one or more model calls.
@@ -183,9 +204,222 @@ impl RunSummary {
             PiEvent::MessageEnd(_)
             | PiEvent::AgentStart
             | PiEvent::TurnStart
+            | PiEvent::Response(_)
             | PiEvent::Other { .. } => {}
         }
     }
+}
+
+/// The request id of the task's `prompt` command; its response says whether Pi took the task.
+pub const PROMPT_ID: &str = "task";
+
+/// What [`SettleWatch`] asks of the runner after an event.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SettleStep {
+    Nothing,
+    /// Write this `get_state` command (it carries `id`) and feed its response back.
+    Probe {
+        id: String,
+        command: String,
+    },
+    /// The state said busy without new work since: probe again a little later.
+    ProbeLater,
+    /// The run is over: Pi has nothing left to do automatically.
+    Settled,
+    /// Pi refused the task (its `prompt` response failed); the text is Pi's error.
+    PromptFailed(String),
+}
+
+/// Which end marker the child's Pi line has.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum EndMarker {
+    /// Not known yet (the prompt response has not arrived).
+    #[default]
+    Unknown,
+    /// Pi 1.x: `agent_settled` ends the run (its prompt response carries `data.disposition`).
+    Settled,
+    /// Pi 0.7x: no `agent_settled`. `agent_end` is printed before Pi decides on an automatic
+    /// retry or compaction (`auto_retry_start` / `compaction_start` follow it synchronously), so
+    /// an end is confirmed by a `get_state` probe written after it: its response comes after
+    /// those follow-ups, and says whether Pi is still streaming or compacting.
+    IdleProbe,
+}
+
+/// Recognises the end of an RPC run on both Pi lines. Pure: fed every event (responses
+/// included), it answers what to do; the runner writes the probes and acts on the end.
+#[derive(Debug, Default)]
+pub struct SettleWatch {
+    marker: EndMarker,
+    /// The probe in flight and whether work was seen since it went out.
+    probe: Option<(String, bool)>,
+    probes_sent: u32,
+    /// An end-like event (`agent_end` without retry, …) was seen before the marker was known.
+    end_pending: bool,
+    settled: bool,
+    /// `sessionFile` from the latest `get_state` response.
+    session_file: Option<String>,
+}
+
+impl SettleWatch {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn marker(&self) -> EndMarker {
+        self.marker
+    }
+
+    pub fn is_settled(&self) -> bool {
+        self.settled
+    }
+
+    /// The session file Pi reported in a `get_state` response, if any.
+    pub fn session_file(&self) -> Option<&str> {
+        self.session_file.as_deref()
+    }
+
+    /// Feeds one event.
+    pub fn on_event(&mut self, event: &PiEvent) -> SettleStep {
+        if self.settled {
+            if let PiEvent::Response(response) = event {
+                self.note_state(response);
+            }
+            return SettleStep::Nothing;
+        }
+        match event {
+            PiEvent::Response(response) => self.on_response(response),
+            PiEvent::AgentSettled { .. } => self.settle(),
+            PiEvent::AgentEnd { will_retry: false } => self.end_like(),
+            PiEvent::AgentEnd { will_retry: true } => {
+                self.work();
+                SettleStep::Nothing
+            }
+            // A final retry failure or a compaction that ended: Pi 0.7x may now be idle.
+            PiEvent::Error { .. } => self.end_like(),
+            PiEvent::Other { kind } if kind == "compaction_end" => self.end_like(),
+            PiEvent::AgentStart
+            | PiEvent::TurnStart
+            | PiEvent::TurnEnd
+            | PiEvent::MessageEnd(_)
+            | PiEvent::ToolStart { .. }
+            | PiEvent::ToolEnd { .. } => {
+                self.end_pending = false;
+                self.work();
+                SettleStep::Nothing
+            }
+            PiEvent::Other { kind } if is_work(kind) => {
+                self.end_pending = false;
+                self.work();
+                SettleStep::Nothing
+            }
+            PiEvent::Session { .. } | PiEvent::Other { .. } | PiEvent::Malformed { .. } => {
+                SettleStep::Nothing
+            }
+        }
+    }
+
+    /// A new `get_state` probe (after [`SettleStep::ProbeLater`]'s pause).
+    pub fn probe(&mut self) -> SettleStep {
+        if self.settled {
+            return SettleStep::Nothing;
+        }
+        self.probes_sent += 1;
+        let id = format!("settle-{}", self.probes_sent);
+        self.probe = Some((id.clone(), false));
+        let command = serde_json::json!({ "id": id, "type": "get_state" }).to_string();
+        SettleStep::Probe { id, command }
+    }
+
+    fn on_response(&mut self, response: &Response) -> SettleStep {
+        if response.command == "prompt" && response.id.as_deref() == Some(PROMPT_ID) {
+            if !response.success {
+                return SettleStep::PromptFailed(
+                    response
+                        .error
+                        .clone()
+                        .unwrap_or_else(|| "Pi refused the task".to_string()),
+                );
+            }
+            let disposition = response.data.get("disposition").and_then(Value::as_str);
+            self.marker = match disposition {
+                Some(_) => EndMarker::Settled,
+                None => EndMarker::IdleProbe,
+            };
+            // An extension command or input handler consumed the prompt: no run follows.
+            if disposition == Some("handled") {
+                return self.settle();
+            }
+            if self.end_pending && self.marker == EndMarker::IdleProbe {
+                return self.probe();
+            }
+            return SettleStep::Nothing;
+        }
+        if response.command != "get_state" {
+            return SettleStep::Nothing;
+        }
+        self.note_state(response);
+        let Some((id, work_seen)) = self.probe.take() else {
+            return SettleStep::Nothing;
+        };
+        if response.id.as_deref() != Some(id.as_str()) {
+            self.probe = Some((id, work_seen));
+            return SettleStep::Nothing;
+        }
+        if work_seen || self.marker == EndMarker::Settled {
+            // New work started after the end-like event; its own end will probe again.
+            return SettleStep::Nothing;
+        }
+        let data = &response.data;
+        let flag = |name: &str| data.get(name).and_then(Value::as_bool).unwrap_or(false);
+        let pending = data
+            .get("pendingMessageCount")
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        if !response.success || flag("isStreaming") || flag("isCompacting") || pending > 0 {
+            SettleStep::ProbeLater
+        } else {
+            self.settle()
+        }
+    }
+
+    fn end_like(&mut self) -> SettleStep {
+        match self.marker {
+            EndMarker::Settled => SettleStep::Nothing,
+            EndMarker::IdleProbe => self.probe(),
+            EndMarker::Unknown => {
+                self.end_pending = true;
+                SettleStep::Nothing
+            }
+        }
+    }
+
+    fn work(&mut self) {
+        if let Some((_, work_seen)) = &mut self.probe {
+            *work_seen = true;
+        }
+    }
+
+    fn settle(&mut self) -> SettleStep {
+        self.settled = true;
+        self.probe = None;
+        SettleStep::Settled
+    }
+
+    fn note_state(&mut self, response: &Response) {
+        if response.command == "get_state"
+            && let Some(file) = response.data.get("sessionFile").and_then(Value::as_str)
+        {
+            self.session_file = Some(file.to_string());
+        }
+    }
+}
+
+/// Events that mean Pi is (still, again) working.
+fn is_work(kind: &str) -> bool {
+    matches!(
+        kind,
+        "auto_retry_start" | "compaction_start" | "message_start" | "message_update"
+    )
 }
 
 /// Splits a byte stream into lines and parses each one.
@@ -355,7 +589,19 @@ fn event_from(kind: &str, value: &Value) -> PiEvent {
             call_id: text_field("toolCallId").unwrap_or_default(),
             tool: text_field("toolName").unwrap_or_default(),
             is_error: flag("isError"),
+            result: value
+                .get("result")
+                .and_then(|result| result.get("content"))
+                .map(message_text)
+                .unwrap_or_default(),
         },
+        "response" => PiEvent::Response(Response {
+            id: text_field("id"),
+            command: text_field("command").unwrap_or_default(),
+            success: flag("success"),
+            error: text_field("error"),
+            data: value.get("data").cloned().unwrap_or(Value::Null),
+        }),
         "auto_retry_end" if !flag("success") => PiEvent::Error {
             message: text_field("finalError")
                 .unwrap_or_else(|| "the model call failed after retries".to_string()),
@@ -388,12 +634,18 @@ fn message_end(message: Option<&Value>) -> MessageEnd {
             .and_then(Value::as_str)
             .map(str::to_string)
     };
+    let model = match (text_field("provider"), text_field("model")) {
+        (Some(provider), Some(model)) => Some(format!("{provider}/{model}")),
+        (None, Some(model)) => Some(model),
+        _ => None,
+    };
     MessageEnd {
         role: text_field("role").unwrap_or_default(),
         text: message_text(message.get("content").unwrap_or(&Value::Null)),
         usage: message.get("usage").and_then(usage_from),
         stop_reason: text_field("stopReason"),
         error: text_field("errorMessage"),
+        model,
     }
 }
 
@@ -456,7 +708,7 @@ mod tests {
 
     #[test]
     fn line_table() {
-        let cases: [(&str, Option<PiEvent>); 12] = [
+        let cases: [(&str, Option<PiEvent>); 16] = [
             ("", None),
             ("   ", None),
             (
@@ -488,7 +740,48 @@ mod tests {
                     call_id: "c1".into(),
                     tool: "bash".into(),
                     is_error: true,
+                    result: String::new(),
                 }),
+            ),
+            (
+                r#"{"type":"tool_execution_end","toolCallId":"c2","toolName":"read","result":{"content":[{"type":"text","text":"a"},{"type":"image"},{"type":"text","text":"b"}]},"isError":false}"#,
+                Some(PiEvent::ToolEnd {
+                    call_id: "c2".into(),
+                    tool: "read".into(),
+                    is_error: false,
+                    result: "ab".into(),
+                }),
+            ),
+            (
+                r#"{"id":"p1","type":"response","command":"prompt","success":true,"data":{"disposition":"started"}}"#,
+                Some(PiEvent::Response(Response {
+                    id: Some("p1".into()),
+                    command: "prompt".into(),
+                    success: true,
+                    error: None,
+                    data: json!({"disposition": "started"}),
+                })),
+            ),
+            (
+                r#"{"type":"response","command":"parse","success":false,"error":"Failed to parse command"}"#,
+                Some(PiEvent::Response(Response {
+                    id: None,
+                    command: "parse".into(),
+                    success: false,
+                    error: Some("Failed to parse command".into()),
+                    data: Value::Null,
+                })),
+            ),
+            (
+                r#"{"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":"ok"}],"provider":"p","model":"m","stopReason":"stop"}}"#,
+                Some(PiEvent::MessageEnd(MessageEnd {
+                    role: "assistant".into(),
+                    text: "ok".into(),
+                    usage: None,
+                    stop_reason: Some("stop".into()),
+                    error: None,
+                    model: Some("p/m".into()),
+                })),
             ),
             (
                 r#"{"type":"auto_retry_end","success":false,"attempt":3,"finalError":"529 overloaded"}"#,
@@ -516,6 +809,7 @@ mod tests {
                     usage: None,
                     stop_reason: None,
                     error: None,
+                    model: None,
                 })),
             ),
         ];
@@ -704,6 +998,7 @@ mod tests {
                 call_id: "b".into(),
                 tool: "bash".into(),
                 is_error: true,
+                result: "exit 1".into(),
             },
         ];
         let summary = summarize(&events);
@@ -722,6 +1017,170 @@ mod tests {
         assert_eq!(events.len(), 2, "{events:?}");
         assert!(matches!(events[0], PiEvent::Malformed { line: 1, .. }));
         assert_eq!(events[1], PiEvent::TurnEnd);
+    }
+
+    /// Feeds `lines` (JSON records) to a fresh watch; returns each step as a short string.
+    fn settle_steps(lines: &[&str]) -> Vec<String> {
+        let mut watch = SettleWatch::new();
+        lines
+            .iter()
+            .enumerate()
+            .map(|(i, line)| {
+                let event = parse_line(i + 1, line).unwrap();
+                match watch.on_event(&event) {
+                    SettleStep::Nothing => "-".to_string(),
+                    SettleStep::Probe { id, command } => {
+                        let command: Value = serde_json::from_str(&command).unwrap();
+                        assert_eq!(command, json!({"id": id, "type": "get_state"}));
+                        format!("probe {id}")
+                    }
+                    SettleStep::ProbeLater => "later".to_string(),
+                    SettleStep::Settled => "settled".to_string(),
+                    SettleStep::PromptFailed(error) => format!("failed: {error}"),
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn settle_table() {
+        const STARTED: &str = r#"{"id":"task","type":"response","command":"prompt","success":true,"data":{"disposition":"started"}}"#;
+        const ACCEPTED_LEGACY: &str =
+            r#"{"id":"task","type":"response","command":"prompt","success":true}"#;
+        const END: &str = r#"{"type":"agent_end","messages":[],"willRetry":false}"#;
+        const IDLE_1: &str = r#"{"id":"settle-1","type":"response","command":"get_state","success":true,"data":{"isStreaming":false,"isCompacting":false,"pendingMessageCount":0,"sessionFile":"/s/a.jsonl"}}"#;
+        const BUSY_1: &str = r#"{"id":"settle-1","type":"response","command":"get_state","success":true,"data":{"isStreaming":true,"isCompacting":false}}"#;
+        const IDLE_2: &str = r#"{"id":"settle-2","type":"response","command":"get_state","success":true,"data":{"isStreaming":false,"isCompacting":false}}"#;
+        let cases: Vec<(&str, Vec<&str>, Vec<&str>)> = vec![
+            (
+                "1.x ends at agent_settled, not agent_end",
+                vec![
+                    STARTED,
+                    r#"{"type":"agent_start"}"#,
+                    END,
+                    r#"{"type":"agent_settled","aborted":false}"#,
+                ],
+                vec!["-", "-", "-", "settled"],
+            ),
+            (
+                "1.x: a retrying agent_end is not the end either",
+                vec![
+                    STARTED,
+                    r#"{"type":"agent_end","willRetry":true}"#,
+                    r#"{"type":"agent_settled"}"#,
+                ],
+                vec!["-", "-", "settled"],
+            ),
+            (
+                "a handled prompt starts no run",
+                vec![
+                    r#"{"id":"task","type":"response","command":"prompt","success":true,"data":{"disposition":"handled"}}"#,
+                ],
+                vec!["settled"],
+            ),
+            (
+                "a refused prompt",
+                vec![
+                    r#"{"id":"task","type":"response","command":"prompt","success":false,"error":"No model"}"#,
+                ],
+                vec!["failed: No model"],
+            ),
+            (
+                "another command's failure is not the prompt's",
+                vec![r#"{"type":"response","command":"parse","success":false,"error":"bad"}"#],
+                vec!["-"],
+            ),
+            (
+                "0.7x: agent_end, then an idle probe",
+                vec![ACCEPTED_LEGACY, r#"{"type":"agent_start"}"#, END, IDLE_1],
+                vec!["-", "-", "probe settle-1", "settled"],
+            ),
+            (
+                "0.7x: an auto-retry after agent_end voids the probe",
+                vec![
+                    ACCEPTED_LEGACY,
+                    END,
+                    r#"{"type":"auto_retry_start","attempt":1}"#,
+                    IDLE_1,
+                    r#"{"type":"agent_start"}"#,
+                    END,
+                    IDLE_2,
+                ],
+                vec![
+                    "-",
+                    "probe settle-1",
+                    "-",
+                    "-",
+                    "-",
+                    "probe settle-2",
+                    "settled",
+                ],
+            ),
+            (
+                "0.7x: compaction after agent_end, then its end probes again",
+                vec![
+                    ACCEPTED_LEGACY,
+                    END,
+                    r#"{"type":"compaction_start","reason":"threshold"}"#,
+                    IDLE_1,
+                    r#"{"type":"compaction_end","reason":"threshold","willRetry":false}"#,
+                    IDLE_2,
+                ],
+                vec!["-", "probe settle-1", "-", "-", "probe settle-2", "settled"],
+            ),
+            (
+                "0.7x: still streaming without news: probe again later",
+                vec![ACCEPTED_LEGACY, END, BUSY_1],
+                vec!["-", "probe settle-1", "later"],
+            ),
+            (
+                "0.7x: a final retry failure ends it",
+                vec![
+                    ACCEPTED_LEGACY,
+                    r#"{"type":"auto_retry_end","success":false,"finalError":"529"}"#,
+                    IDLE_1,
+                ],
+                vec!["-", "probe settle-1", "settled"],
+            ),
+            (
+                "an end before the prompt's answer waits for the line to be known",
+                vec![END, ACCEPTED_LEGACY, IDLE_1],
+                vec!["-", "probe settle-1", "settled"],
+            ),
+            (
+                "a stale probe answer is ignored",
+                vec![ACCEPTED_LEGACY, END, IDLE_2],
+                vec!["-", "probe settle-1", "-"],
+            ),
+        ];
+        for (name, lines, want) in cases {
+            assert_eq!(settle_steps(&lines), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn settle_watch_keeps_the_session_file_and_the_marker() {
+        let mut watch = SettleWatch::new();
+        assert_eq!(watch.marker(), EndMarker::Unknown);
+        let events = [
+            r#"{"id":"task","type":"response","command":"prompt","success":true}"#,
+            r#"{"type":"agent_end","willRetry":false}"#,
+            r#"{"id":"settle-1","type":"response","command":"get_state","success":true,"data":{"sessionFile":"/s/a.jsonl"}}"#,
+        ];
+        for (i, line) in events.iter().enumerate() {
+            watch.on_event(&parse_line(i + 1, line).unwrap());
+        }
+        assert_eq!(watch.marker(), EndMarker::IdleProbe);
+        assert!(watch.is_settled());
+        assert_eq!(watch.session_file(), Some("/s/a.jsonl"));
+        // After the end nothing more is asked, but a later state answer still updates the file.
+        assert_eq!(watch.probe(), SettleStep::Nothing);
+        let later = r#"{"id":"session","type":"response","command":"get_state","success":true,"data":{"sessionFile":"/s/b.jsonl"}}"#;
+        assert_eq!(
+            watch.on_event(&parse_line(9, later).unwrap()),
+            SettleStep::Nothing
+        );
+        assert_eq!(watch.session_file(), Some("/s/b.jsonl"));
     }
 
     /// Streams recorded from the real Pi of both lines against the scripted server

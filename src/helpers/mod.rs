@@ -1,14 +1,24 @@
-//! Helper agents: child `pi --mode json -p …` processes that the primary agent fans work out to.
-//! This module owns what a helper is made of, independent of how it is launched or shown:
+//! Helper agents: child `pi --mode rpc` processes that the primary agent fans work out to.
 //! `agents` knows the agent types (built-in and user-defined) and turns one into Pi arguments;
-//! `events` reads the child's JSON event stream into typed events and a run summary. Both are
-//! pure (no processes, no tasks) so the runner, the tools and the dock can share and test them.
+//! `events` reads the child's JSON event stream into typed events and a run summary; `budget`
+//! decides when a budget steers or aborts; `args` reads `spawn_helper`'s arguments. These are pure
+//! (no processes, no tasks) so the runner, the tools and the dock share and table-test them.
 //! `runner` launches one helper as a child process and watches it to the end; `sys` holds the
-//! durable-write and process-group primitives it shares with the background-task service.
-//! `module` is the bridge module with the `spawn_helper` / `get_helper_result` tools on top.
+//! durable-write and process-tree primitives it shares with the background-task service.
+//! `module` is the bridge module with the tools on top, with its management `actions`, workflow
+//! scripts (`workflow`), the `supervisor` channel and the `acceptance` gate beside it. `board` is
+//! where runs meet the dock: rows and per-run controls, owned by neither side. See
+//! `docs/helpers.md`.
 
+pub mod acceptance;
+mod actions;
 pub mod agents;
+pub mod args;
+pub mod board;
+pub mod budget;
 pub mod events;
 pub mod module;
 pub mod runner;
+pub mod supervisor;
 pub(crate) mod sys;
+pub mod workflow;

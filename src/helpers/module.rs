@@ -1,8 +1,8 @@
-//! The `helpers` bridge module: the `spawn_helper` and `get_helper_result` tools for single
-//! helpers. It owns the decisions around a run — argument parsing, the preflight (type, enabled,
-//! depth, prompt, spawn cap, concurrency) and the caps' counters, truncation, the result the
-//! model reads and the follow-up notification of a background run — and leaves the process to
-//! [`HelperRunner`].
+//! The `helpers` bridge module: the `spawn_helper`, `get_helper_result` and
+//! `contact_supervisor` tools. It owns the decisions around a run — routing (management action →
+//! workflow script → single helper), the preflight and the caps' counters, budgets, the
+//! acceptance gate, truncation, the result the model reads, the follow-up notification of a
+//! background run, the supervisor channel — and leaves the process to [`HelperRunner`].
 //!
 //! `spawn_helper` never fails as a tool call: a refusal or a failed run is an ordinary result
 //! whose `details.status` is `"error"` with a `reason`, as in the TypeScript original, so the
@@ -10,9 +10,14 @@
 //! process or a run directory exists. The caps are counted under one lock and released by a
 //! guard, so a cancelled or panicking call cannot leak a concurrency slot.
 //!
-//! A background run's completion goes to a [`HelperNotificationSink`] — the [`BridgeHost`] in the
-//! app, a channel in tests — exactly once, as a `helper-result-notification` follow-up that
-//! wakes the agent that spawned it.
+//! Calls are answered for the agent that made them: the main Pi, or a helper that loaded the
+//! bridge with its own token (agent id `helper:<run id>`). The caller decides the depth the depth
+//! guard checks, the run tree the per-run spawn cap counts, whose question a reply may answer,
+//! and where a background run's notification goes (to the [`HelperNotificationSink`] — the
+//! [`BridgeHost`] in the app, a channel in tests — exactly once).
+//!
+//! Management actions live in `actions.rs`, workflow scripts in `workflow.rs`, the supervisor
+//! channel in `supervisor.rs`; they are `impl Inner` blocks over the state kept here.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -22,32 +27,47 @@ use std::time::{Duration, Instant};
 
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 
+use super::acceptance;
 use super::agents::{AgentCatalog, AgentType, THINKING_LEVELS};
+pub use super::args::{
+    Acceptance, ContextMode, MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES, OutputLimit, Request, SpawnArgs,
+    parse_request, parse_spawn_args,
+};
+use super::board::{BoardRow, HelperBoard, RowKind, RunControl};
 use super::events::{ToolUse, Usage};
 use super::runner::{
-    DEFAULT_DEADLINE, HelperRunner, OUTPUT_FILE, Progress, RunOutcome, RunSpec, RunStatus,
-    STATUS_FILE,
+    DEFAULT_DEADLINE, HelperRunner, OUTPUT_FILE, Progress, RunHandle, RunOutcome, RunSpec,
+    RunStatus, STATUS_FILE,
 };
 use crate::bridge::{
     AgentId, BridgeHost, CancelToken, Card, CardTint, MessageTypeSpec, Module, ToolCall, ToolError,
-    ToolOutput, ToolSpec,
+    ToolOutput, ToolSpec, UpdateSender,
 };
 use crate::config::{ConfigError, read_module_config};
 
 /// The tool names.
 pub const SPAWN_TOOL: &str = "spawn_helper";
 pub const RESULT_TOOL: &str = "get_helper_result";
+pub const SUPERVISOR_TOOL: &str = "contact_supervisor";
 /// The custom message type of a background run's completion.
 pub const NOTIFICATION_TYPE: &str = "helper-result-notification";
+/// The custom message type of a helper's message to its parent.
+pub const SUPERVISOR_MESSAGE_TYPE: &str = "helper-supervisor-message";
 /// The nesting depth of the process reading it (unset: the root session, depth 0).
 pub const DEPTH_ENV: &str = "UNIPI_HELPER_DEPTH";
 /// The config file, relative to the home directory and to the workspace.
 pub const CONFIG_FILE: &str = ".unipi/config/subagents.json";
-/// Default truncation of a result the model reads.
-pub const MAX_OUTPUT_BYTES: usize = 200 * 1024;
-pub const MAX_OUTPUT_LINES: usize = 5_000;
+/// The bridge agent id prefix of a helper's own Pi.
+pub const CHILD_AGENT_PREFIX: &str = "helper:";
+
+/// What a helper that is not a workflow step is told about its place, after its task.
+pub const BOUNDARY_INSTRUCTIONS: &str = "\n\n---\nBoundaries: you are a helper agent working \
+for another agent, not for the user directly. Do this task and nothing beyond it. You cannot \
+ask the user anything: when you are blocked and contact_supervisor is available, ask your \
+supervisor with it; otherwise say in your answer what blocked you. Finish with a concise final \
+answer (findings or changes, with file paths): it is all your supervisor will read.";
 
 /// Caps and defaults from `subagents.json`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,6 +82,11 @@ pub struct HelpersConfig {
     pub max_active_async: usize,
     /// `defaultDeadlineMinutes`.
     pub deadline: Duration,
+    /// `maxSubagentSpawnsPerRun`: spawns one top-level run's whole tree (or one workflow
+    /// script) may make.
+    pub max_spawns_per_run: u32,
+    /// `supervisorTimeoutSeconds`: how long a helper's question waits for its parent.
+    pub supervisor_timeout: Duration,
 }
 
 impl Default for HelpersConfig {
@@ -72,6 +97,8 @@ impl Default for HelpersConfig {
             max_concurrent: 4,
             max_active_async: 4,
             deadline: DEFAULT_DEADLINE,
+            max_spawns_per_run: 64,
+            supervisor_timeout: Duration::from_secs(300),
         }
     }
 }
@@ -140,6 +167,12 @@ impl HelpersConfig {
         if let Some(n) = number("defaultDeadlineMinutes", 1) {
             self.deadline = Duration::from_secs(n.saturating_mul(60));
         }
+        if let Some(n) = number("maxSubagentSpawnsPerRun", 1) {
+            self.max_spawns_per_run = to_u32(n);
+        }
+        if let Some(n) = number("supervisorTimeoutSeconds", 1) {
+            self.supervisor_timeout = Duration::from_secs(n);
+        }
     }
 }
 
@@ -152,7 +185,7 @@ pub struct PiLaunch {
 }
 
 /// Everything the module needs, given by the app.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct HelperSettings {
     pub launch: PiLaunch,
     /// The helpers' working directory (the workspace).
@@ -163,6 +196,8 @@ pub struct HelperSettings {
     pub config: HelpersConfig,
     /// This process's helper depth (see [`depth_from_env`]).
     pub depth: u32,
+    /// Where runs are shown (the dock); the module keeps its rows current.
+    pub board: HelperBoard,
 }
 
 impl HelperSettings {
@@ -181,6 +216,7 @@ impl HelperSettings {
             catalog,
             config,
             depth: depth_from_env(),
+            board: HelperBoard::new(),
         }
     }
 }
@@ -193,17 +229,21 @@ pub fn depth_from_env() -> u32 {
         .unwrap_or(0)
 }
 
-/// One background run's completion, ready to send.
+/// One message for an agent, ready to send as a follow-up.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HelperNotice {
-    /// The agent that spawned the run.
+    /// The agent it is for.
     pub agent: AgentId,
     pub run_id: String,
+    /// The custom message type ([`NOTIFICATION_TYPE`] or [`SUPERVISOR_MESSAGE_TYPE`]).
+    pub custom_type: String,
     pub content: String,
     pub details: Value,
+    /// Whether it starts a turn of an idle agent.
+    pub trigger_turn: bool,
 }
 
-/// Where background completions go.
+/// Where the module's notices go.
 pub trait HelperNotificationSink: Send + Sync + 'static {
     fn deliver(&self, notice: HelperNotice) -> BoxFuture<'static, anyhow::Result<()>>;
 }
@@ -212,29 +252,26 @@ impl HelperNotificationSink for BridgeHost {
     fn deliver(&self, notice: HelperNotice) -> BoxFuture<'static, anyhow::Result<()>> {
         let host = self.clone();
         Box::pin(async move {
-            // The agent is waiting for this result: wake it.
-            let wake = true;
             host.send_follow_up(
                 &notice.agent,
-                NOTIFICATION_TYPE,
+                &notice.custom_type,
                 notice.content,
                 notice.details,
-                wake,
+                notice.trigger_turn,
             )
-            .await?;
-            Ok(())
+            .await
+            .map_err(|err| anyhow::anyhow!("{err}"))
         })
     }
 }
 
-/// A sink forwarding into a channel (tests, or an app routing notices itself).
-#[derive(Debug, Clone)]
+/// A sink that hands notices to a channel (tests, embedders).
 pub struct HelperChannelSink(pub mpsc::UnboundedSender<HelperNotice>);
 
 impl HelperNotificationSink for HelperChannelSink {
     fn deliver(&self, notice: HelperNotice) -> BoxFuture<'static, anyhow::Result<()>> {
         let sent = self.0.send(notice);
-        Box::pin(async move { sent.map_err(|_| anyhow::anyhow!("notification channel closed")) })
+        Box::pin(async move { sent.map_err(|_| anyhow::anyhow!("the notice channel is closed")) })
     }
 }
 
@@ -251,19 +288,68 @@ impl HelpersModule {
                 settings,
                 state: Mutex::new(State::default()),
                 sink: Mutex::new(None),
+                bridge: Mutex::new(None),
                 next_id: AtomicU64::new(1),
             }),
         }
     }
 
-    /// Where background completions go; without a sink they are only recorded.
+    /// Where background completions and supervisor messages go; without a sink they are only
+    /// recorded.
     pub fn attach_sink(&self, sink: Arc<dyn HelperNotificationSink>) {
         *lock(&self.inner.sink) = Some(sink);
     }
 
-    /// [`HelpersModule::attach_sink`] with the bridge host.
-    pub fn attach_host(&self, host: BridgeHost) {
-        self.attach_sink(Arc::new(host));
+    /// Attaches the bridge: notices go through `host`, and every helper Pi loads the bridge
+    /// extension at `extension` with its own token, so the workbench's tools reach it.
+    pub fn attach_host(&self, host: BridgeHost, extension: PathBuf) {
+        self.attach_sink(Arc::new(host.clone()));
+        *lock(&self.inner.bridge) = Some(ChildBridge { host, extension });
+    }
+
+    /// Keeps the agents' session files (from `session_start` on `bus`), which `context: fork`
+    /// copies. Runs until the bus closes.
+    pub fn watch_sessions(&self, bus: &crate::bridge::EventBus) {
+        let mut events = bus.subscribe();
+        let inner = Arc::downgrade(&self.inner);
+        tokio::spawn(async move {
+            use tokio::sync::broadcast::error::RecvError;
+            loop {
+                match events.recv().await {
+                    Ok(crate::bridge::BusEvent::Pi { agent, event }) => {
+                        if let crate::bridge::PiEvent::SessionStart(start) = event.as_ref() {
+                            let Some(inner) = inner.upgrade() else { return };
+                            let mut state = lock(&inner.state);
+                            match &start.session_file {
+                                Some(file) => {
+                                    state.sessions.insert(agent, PathBuf::from(file));
+                                }
+                                None => {
+                                    state.sessions.remove(&agent);
+                                }
+                            }
+                        }
+                    }
+                    Ok(_) | Err(RecvError::Lagged(_)) => {}
+                    Err(RecvError::Closed) => return,
+                }
+            }
+        });
+    }
+
+    /// Records `file` as `agent`'s session file (what [`HelpersModule::watch_sessions`] does).
+    pub fn set_session_file(&self, agent: AgentId, file: PathBuf) {
+        lock(&self.inner.state).sessions.insert(agent, file);
+    }
+
+    /// The board the module keeps current.
+    pub fn board(&self) -> HelperBoard {
+        self.inner.settings.board.clone()
+    }
+
+    /// How helpers launch Pi.
+    pub fn launch(&self) -> &PiLaunch {
+        &self.inner.settings.launch
     }
 }
 
@@ -292,23 +378,33 @@ impl Module for HelpersModule {
                     "Delegate a self-contained task to a helper agent (a separate Pi with its \
                      own context) and get its final answer. Types: {}. Foreground (default) \
                      waits for the answer; run_in_background returns a run id at once and a \
-                     <helper-result-notification> arrives when it ends.",
+                     <helper-result-notification> arrives when it ends. workflowScript runs a \
+                     declared fan-out of steps; action manages runs (list, get, status, \
+                     children.list, resume, stop, grant-spawn-budget, doctor, guide, reply). \
+                     action: \"guide\" explains everything.",
                     types.join("; ")
                 ),
             )
-            .string_param("type", "The helper type, e.g. explore or work", true)
+            .string_param("type", "The helper type, e.g. explore or work", false)
             .string_param(
                 "prompt",
-                "The complete task: the helper sees nothing of this conversation",
-                true,
+                "The complete task: the helper sees nothing of this conversation (unless context is fork)",
+                false,
             )
-            .string_param("description", "A 3-5 word label for the run", true)
+            .string_param("description", "A 3-5 word label for the run", false)
             .boolean_param(
                 "run_in_background",
                 "Return a run id at once and notify on completion (alias: async)",
                 false,
             )
             .boolean_param("async", "Alias of run_in_background", false)
+            .param(
+                "context",
+                json!({"type": "string", "enum": ["fresh", "fork"],
+                       "description": "fresh (default): the helper knows only the prompt; fork: \
+                       it starts with a copy of this conversation (background only)"}),
+                false,
+            )
             .string_param("model", "Override the type's model (provider/model)", false)
             .param(
                 "thinking",
@@ -316,7 +412,57 @@ impl Module for HelpersModule {
                        "description": "Override the type's thinking level"}),
                 false,
             )
-            .integer_param("max_turns", "A turn budget for the helper", false)
+            .integer_param(
+                "max_turns",
+                "Turn budget: steered to answer at the limit, stopped after a grace",
+                false,
+            )
+            .integer_param("max_tool_uses", "Tool-call budget", false)
+            .integer_param("max_tokens", "Token budget (input + output)", false)
+            .param(
+                "max_cost",
+                json!({"type": "number", "description": "Cost budget in USD"}),
+                false,
+            )
+            .string_param(
+                "gate",
+                "One verify command (e.g. cargo test) that must exit 0 for the answer to be accepted",
+                false,
+            )
+            .param(
+                "acceptance",
+                json!({"type": "object", "description": "Full acceptance gate (instead of gate)",
+                       "properties": {
+                           "commands": {"type": "array", "items": {"type": "string"}},
+                           "timeoutSeconds": {"type": "integer"}}}),
+                false,
+            )
+            .param(
+                "maxOutput",
+                json!({"description": "Truncate the answer: a byte count or {bytes, lines} \
+                       (default 200 KB / 5000 lines)",
+                       "anyOf": [{"type": "integer"},
+                                 {"type": "object", "properties": {
+                                     "bytes": {"type": "integer"}, "lines": {"type": "integer"}}}]}),
+                false,
+            )
+            .param(
+                "workflowScript",
+                json!({"description": "A declared fan-out: {steps: [{id, type, prompt, \
+                       description?, after?: [ids]}], maxParallel?}; {{id}} in a prompt is \
+                       replaced by that earlier step's answer",
+                       "anyOf": [{"type": "object"}, {"type": "string"}]}),
+                false,
+            )
+            .param(
+                "action",
+                json!({"type": "string", "enum": super::args::ACTIONS,
+                       "description": "A management action instead of a spawn"}),
+                false,
+            )
+            .string_param("id", "The run id an action is about", false)
+            .string_param("message", "resume: the new message; reply: the answer", false)
+            .integer_param("amount", "grant-spawn-budget: how many more spawns", false)
             .prompt_snippet("delegate a self-contained task to a helper agent")
             .guideline(
                 "Use spawn_helper for self-contained investigations or changes whose details \
@@ -325,6 +471,10 @@ impl Module for HelpersModule {
             .guideline(
                 "After spawn_helper with run_in_background, do not poll get_helper_result; \
                  continue or end the turn and wait for the <helper-result-notification>.",
+            )
+            .guideline(
+                "A <helper-supervisor-message> with kind question waits for your answer: reply \
+                 with spawn_helper action reply, id and message.",
             )
             .timeout(timeout),
             ToolSpec::new(
@@ -335,101 +485,44 @@ impl Module for HelpersModule {
             .string_param("id", "The run id spawn_helper returned", true)
             .boolean_param("wait", "Wait until the run ends (default false)", false)
             .timeout(timeout),
+            ToolSpec::new(
+                SUPERVISOR_TOOL,
+                "Contact supervisor",
+                "Only for helper agents: send your supervisor (the agent that spawned you) a \
+                 question, and wait for its answer, or a status note. Use it when you are \
+                 blocked on a decision only your supervisor can make.",
+            )
+            .string_param("message", "The question or the status note", true)
+            .param(
+                "kind",
+                json!({"type": "string", "enum": ["question", "status"],
+                       "description": "question (default) waits for the answer; status does not"}),
+                false,
+            )
+            .timeout(config.supervisor_timeout + Duration::from_secs(30)),
         ]
     }
 
     fn message_types(&self) -> Vec<MessageTypeSpec> {
-        vec![MessageTypeSpec::new(NOTIFICATION_TYPE, "Helper result")]
+        vec![
+            MessageTypeSpec::new(NOTIFICATION_TYPE, "Helper result"),
+            MessageTypeSpec::new(SUPERVISOR_MESSAGE_TYPE, "Helper message"),
+        ]
     }
 
     fn call_tool(&self, call: ToolCall) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
         let inner = self.inner.clone();
         Box::pin(async move {
             match call.tool.as_str() {
-                SPAWN_TOOL => Ok(inner.spawn(call).await),
+                SPAWN_TOOL => Ok(inner.spawn_helper(call).await),
                 RESULT_TOOL => inner.result(&call.args, &call.cancel).await,
+                SUPERVISOR_TOOL => inner.contact_supervisor(call).await,
                 other => Err(ToolError::new(format!(
                     "module `helpers` declares no tool `{other}`"
                 ))),
             }
         })
     }
-}
-
-/// `spawn_helper`'s arguments after normalization.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SpawnArgs {
-    pub agent_type: String,
-    pub prompt: String,
-    pub description: String,
-    pub background: Option<bool>,
-    pub model: Option<String>,
-    pub thinking: Option<String>,
-    pub max_turns: Option<u32>,
-}
-
-/// Reads `spawn_helper`'s arguments; the error says which one is wrong.
-pub fn parse_spawn_args(args: &Value) -> Result<SpawnArgs, String> {
-    if !args.is_object() {
-        return Err("spawn_helper arguments must be an object".to_string());
-    }
-    let text = |key: &str| -> Result<Option<String>, String> {
-        match args.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(text)) => Ok(Some(text.clone())),
-            Some(other) => Err(format!("{key} must be a string, found {other}")),
-        }
-    };
-    let flag = |key: &str| -> Result<Option<bool>, String> {
-        match args.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::Bool(flag)) => Ok(Some(*flag)),
-            Some(other) => Err(format!("{key} must be true or false, found {other}")),
-        }
-    };
-    let agent_type = text("type")?
-        .map(|name| name.trim().to_string())
-        .filter(|name| !name.is_empty())
-        .ok_or("type is required (a helper type such as explore or work)")?;
-    let prompt = text("prompt")?.unwrap_or_default();
-    let description = text("description")?
-        .map(|text| text.trim().to_string())
-        .filter(|text| !text.is_empty())
-        .unwrap_or_else(|| default_description(&prompt));
-    let background = match (flag("run_in_background")?, flag("async")?) {
-        (Some(a), Some(b)) if a != b => {
-            return Err("run_in_background and async disagree; give one".to_string());
-        }
-        (a, b) => a.or(b),
-    };
-    let thinking = text("thinking")?;
-    if let Some(level) = &thinking
-        && !THINKING_LEVELS.contains(&level.as_str())
-    {
-        return Err(format!(
-            "thinking must be one of {}, found {level:?}",
-            THINKING_LEVELS.join(", ")
-        ));
-    }
-    let max_turns = match args.get("max_turns") {
-        None | Some(Value::Null) => None,
-        Some(value) => Some(
-            value
-                .as_u64()
-                .filter(|n| *n >= 1)
-                .and_then(|n| u32::try_from(n).ok())
-                .ok_or_else(|| format!("max_turns must be a positive integer, found {value}"))?,
-        ),
-    };
-    Ok(SpawnArgs {
-        agent_type,
-        prompt,
-        description,
-        background,
-        model: text("model")?.filter(|model| !model.trim().is_empty()),
-        thinking,
-        max_turns,
-    })
 }
 
 /// Why a spawn was refused before any process existed.
@@ -447,11 +540,35 @@ pub enum Refusal {
     #[error("prompt is empty: give the helper the complete task")]
     EmptyPrompt,
     #[error(
+        "context fork needs a background run (run_in_background: true): a forked helper \
+         copies this conversation and runs beside it"
+    )]
+    ForkNeedsBackground,
+    #[error(
+        "context fork needs this session's file, and this session has none (in-memory or not \
+         started yet); use context fresh and put what the helper needs in the prompt"
+    )]
+    ForkWithoutSession,
+    #[error(
         "the session's helper spawn budget is used up ({max} spawns, \
          maxSubagentSpawnsPerSession); do the rest yourself. More budget can be granted only \
-         from the interactive root session (grant-spawn-budget)"
+         from the interactive root session (spawn_helper action grant-spawn-budget)"
     )]
     SpawnCapReached { max: u32 },
+    #[error(
+        "this run's helper tree has used its spawn budget ({max} spawns, \
+         maxSubagentSpawnsPerRun); do the rest yourself"
+    )]
+    RunSpawnCapReached { max: u32 },
+    #[error(
+        "the workflow needs {needed} spawns but only {left} are left ({why}); split it or \
+         do part of it yourself"
+    )]
+    FanoutBudget {
+        needed: usize,
+        left: usize,
+        why: &'static str,
+    },
     #[error("{running} helpers are already running (maxConcurrent {max}); wait for one to finish")]
     TooManyRunning { running: usize, max: usize },
     #[error(
@@ -469,43 +586,53 @@ pub struct Counters {
     pub background: usize,
 }
 
-/// The preflight, in the documented order: type → enabled → depth → prompt → spawn cap →
-/// concurrency. Returns the type with the call's overrides applied.
+/// What the caps see for one call: the caller's depth, the session counters, the session cap
+/// (config plus grants) and, for a call from inside a run tree, that tree's spawns so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Admission {
+    pub depth: u32,
+    pub counters: Counters,
+    pub spawn_cap: u32,
+    pub run_spawns: Option<u32>,
+}
+
+impl Admission {
+    /// A root caller at `depth` with `counters` and the config's session cap.
+    pub fn root(config: &HelpersConfig, depth: u32, counters: Counters) -> Self {
+        Self {
+            depth,
+            counters,
+            spawn_cap: config.max_spawns_per_session,
+            run_spawns: None,
+        }
+    }
+}
+
+/// The preflight, in the documented order: type → enabled → depth → prompt → context → session
+/// spawn cap → run spawn cap → concurrency. Returns the type with the call's overrides applied
+/// and whether the run goes to the background.
 pub fn preflight(
     catalog: &AgentCatalog,
     config: &HelpersConfig,
-    depth: u32,
-    counters: Counters,
+    admission: Admission,
     args: &SpawnArgs,
 ) -> Result<(AgentType, bool), Refusal> {
     let mut agent = catalog.resolve(&args.agent_type)?;
-    if depth >= config.max_depth {
+    if admission.depth >= config.max_depth {
         return Err(Refusal::DepthExceeded {
-            depth,
+            depth: admission.depth,
             max: config.max_depth,
         });
     }
     if args.prompt.trim().is_empty() {
         return Err(Refusal::EmptyPrompt);
     }
-    if counters.spawns >= config.max_spawns_per_session {
-        return Err(Refusal::SpawnCapReached {
-            max: config.max_spawns_per_session,
-        });
-    }
-    if counters.running >= config.max_concurrent {
-        return Err(Refusal::TooManyRunning {
-            running: counters.running,
-            max: config.max_concurrent,
-        });
-    }
     let background = args.background.unwrap_or(agent.run_in_background);
-    if background && counters.background >= config.max_active_async {
-        return Err(Refusal::TooManyBackground {
-            running: counters.background,
-            max: config.max_active_async,
-        });
+    // An explicit fork is never quietly turned into a fresh run.
+    if args.context == Some(ContextMode::Fork) && !background {
+        return Err(Refusal::ForkNeedsBackground);
     }
+    check_caps(config, admission, 1, background)?;
     if let Some(model) = &args.model {
         agent.model = Some(model.clone());
     }
@@ -515,13 +642,42 @@ pub fn preflight(
     if let Some(turns) = args.max_turns {
         agent.max_turns = Some(turns);
     }
-    if let Some(turns) = agent.max_turns {
-        // Pi has no turn flag: the budget is stated to the helper (not enforced yet).
-        agent.system_prompt.push_str(&format!(
-            "\n\nYou have a budget of {turns} turns. Give your final answer before it runs out."
-        ));
-    }
     Ok((agent, background))
+}
+
+/// The spawn caps and the concurrency caps for `spawns` more runs.
+pub(super) fn check_caps(
+    config: &HelpersConfig,
+    admission: Admission,
+    spawns: u32,
+    background: bool,
+) -> Result<(), Refusal> {
+    let counters = admission.counters;
+    if counters.spawns.saturating_add(spawns) > admission.spawn_cap {
+        return Err(Refusal::SpawnCapReached {
+            max: admission.spawn_cap,
+        });
+    }
+    if let Some(used) = admission.run_spawns
+        && used.saturating_add(spawns) > config.max_spawns_per_run
+    {
+        return Err(Refusal::RunSpawnCapReached {
+            max: config.max_spawns_per_run,
+        });
+    }
+    if counters.running >= config.max_concurrent {
+        return Err(Refusal::TooManyRunning {
+            running: counters.running,
+            max: config.max_concurrent,
+        });
+    }
+    if background && counters.background >= config.max_active_async {
+        return Err(Refusal::TooManyBackground {
+            running: counters.background,
+            max: config.max_active_async,
+        });
+    }
+    Ok(())
 }
 
 /// `text` cut to `max_lines` lines and then `max_bytes` bytes (on a character boundary), and
@@ -551,19 +707,22 @@ pub struct HelperResult {
     pub status: RunStatus,
     pub text: String,
     pub truncated: bool,
+    pub limit: OutputLimit,
     pub tool_uses: Vec<ToolUse>,
     pub turns: u32,
     pub usage: Usage,
     pub duration: Duration,
     pub error: Option<String>,
+    /// The acceptance gate's verdict when there was one: `Some(true)` accepted.
+    pub accepted: Option<bool>,
 }
 
 impl HelperResult {
     fn from_outcome(run: &RunInfo, outcome: RunOutcome, duration: Duration) -> Self {
         let (text, truncated) = truncate_output(
             &outcome.summary.final_text,
-            MAX_OUTPUT_BYTES,
-            MAX_OUTPUT_LINES,
+            run.limit.bytes,
+            run.limit.lines,
         );
         Self {
             run_id: run.id.clone(),
@@ -572,22 +731,32 @@ impl HelperResult {
             status: outcome.status,
             text,
             truncated,
+            limit: run.limit,
             tool_uses: outcome.summary.tool_uses,
             turns: outcome.summary.turns,
             usage: outcome.summary.usage,
             duration,
             error: outcome.error,
+            accepted: None,
         }
     }
 
-    fn ok(&self) -> bool {
-        self.status == RunStatus::Completed
+    pub fn ok(&self) -> bool {
+        self.status == RunStatus::Completed && self.accepted != Some(false)
     }
 
     /// What the model reads.
     pub fn content(&self) -> String {
         let mut text = if self.ok() {
             self.text.clone()
+        } else if self.accepted == Some(false) {
+            format!(
+                "Helper run {} finished but its answer was rejected: {}\n\nThe helper's \
+                 answer:\n{}",
+                self.run_id,
+                self.error.as_deref().unwrap_or("the gate failed"),
+                self.text
+            )
         } else {
             format!(
                 "Helper run {} {}: {}",
@@ -598,8 +767,9 @@ impl HelperResult {
         };
         if self.truncated {
             text.push_str(&format!(
-                "\n\n[output truncated to {MAX_OUTPUT_LINES} lines / {} KB]",
-                MAX_OUTPUT_BYTES / 1024
+                "\n\n[output truncated to {} lines / {} bytes; the full answer is in the run's \
+                 output.txt]",
+                self.limit.lines, self.limit.bytes
             ));
         }
         text
@@ -625,6 +795,7 @@ impl HelperResult {
             "durationMs": duration_ms(self.duration),
             "usage": usage_json(&self.usage),
             "truncated": self.truncated,
+            "accepted": self.accepted,
         });
         self.card().attach(details)
     }
@@ -632,17 +803,21 @@ impl HelperResult {
     /// `✓ helper explore · <description> · 2 tools · 3s`, with the answer's first lines.
     pub fn card(&self) -> Card {
         let (icon, tint) = match self.status {
+            _ if self.accepted == Some(false) => ("✗", CardTint::Error),
             RunStatus::Completed => ("✓", CardTint::Success),
             RunStatus::Queued | RunStatus::Running => ("●", CardTint::Info),
             _ => ("✗", CardTint::Error),
         };
-        let title = format!(
+        let mut title = format!(
             "{icon} helper {} · {} · {} tools · {:.1}s",
             self.agent_type,
             self.description,
             self.tool_uses.len(),
             self.duration.as_secs_f64()
         );
+        if self.usage.total > 0 {
+            title.push_str(&format!(" · {}", spend(&self.usage)));
+        }
         let mut card = Card::new(title, tint);
         for line in self
             .text
@@ -653,7 +828,10 @@ impl HelperResult {
             card = card.line(line.chars().take(200).collect::<String>());
         }
         let footer = match &self.error {
-            Some(error) if !self.ok() => format!("{} · {error}", self.run_id),
+            Some(error) if !self.ok() => {
+                let first = error.lines().next().unwrap_or_default();
+                format!("{} · {first}", self.run_id)
+            }
             _ => self.run_id.clone(),
         };
         card.footer(footer)
@@ -673,11 +851,24 @@ impl HelperResult {
                 "  <description>{}</description>",
                 escape_xml(&self.description)
             ),
-            format!("  <status>{}</status>", self.status.as_str()),
+            format!(
+                "  <status>{}</status>",
+                if self.accepted == Some(false) {
+                    "rejected"
+                } else {
+                    self.status.as_str()
+                }
+            ),
         ];
         if let Some(error) = self.error.as_ref().filter(|_| !self.ok()) {
             lines.push(format!("  <error>{}</error>", escape_xml(error)));
         }
+        lines.push(format!(
+            "  <usage>{} turns, {} tool uses, {}</usage>",
+            self.turns,
+            self.tool_uses.len(),
+            spend(&self.usage)
+        ));
         lines.push(format!(
             "  <result>{}</result>",
             escape_xml(&self.content())
@@ -691,34 +882,104 @@ impl HelperResult {
     }
 }
 
-struct Inner {
-    settings: HelperSettings,
-    state: Mutex<State>,
+/// `12.3k tok · $0.0123`.
+pub fn spend(usage: &Usage) -> String {
+    let tokens = if usage.total >= 1_000_000 {
+        format!("{:.1}M tok", usage.total as f64 / 1e6)
+    } else if usage.total >= 1_000 {
+        format!("{:.1}k tok", usage.total as f64 / 1e3)
+    } else {
+        format!("{} tok", usage.total)
+    };
+    if usage.cost > 0.0 {
+        format!("{tokens} · ${:.4}", usage.cost)
+    } else {
+        tokens
+    }
+}
+
+/// The bridge, as helpers load it.
+pub(super) struct ChildBridge {
+    pub(super) host: BridgeHost,
+    pub(super) extension: PathBuf,
+}
+
+pub(super) struct Inner {
+    pub(super) settings: HelperSettings,
+    pub(super) state: Mutex<State>,
     sink: Mutex<Option<Arc<dyn HelperNotificationSink>>>,
+    bridge: Mutex<Option<ChildBridge>>,
     next_id: AtomicU64,
 }
 
 #[derive(Default)]
-struct State {
-    counters: Counters,
-    runs: HashMap<String, RunEntry>,
+pub(super) struct State {
+    pub(super) counters: Counters,
+    /// Spawns granted on top of the config's session cap.
+    pub(super) granted: u32,
+    pub(super) runs: HashMap<String, RunEntry>,
+    /// Run ids in start order.
+    pub(super) order: Vec<String>,
+    /// The helpers' own Pis, by their bridge agent id.
+    pub(super) children: HashMap<AgentId, ChildAgent>,
+    /// Spawns per top-level run tree.
+    pub(super) run_spawns: HashMap<String, u32>,
+    /// Session files by agent (for `context: fork`).
+    pub(super) sessions: HashMap<AgentId, PathBuf>,
+    /// Open supervisor questions by run id.
+    pub(super) questions: HashMap<String, oneshot::Sender<String>>,
 }
 
-struct RunEntry {
-    info: RunInfo,
-    progress: watch::Receiver<Progress>,
-    result: watch::Receiver<Option<HelperResult>>,
+/// A helper's own Pi as a caller.
+#[derive(Debug, Clone)]
+pub(super) struct ChildAgent {
+    pub(super) run: String,
+    pub(super) depth: u32,
+    /// The top-level run of its tree.
+    pub(super) root: String,
+}
+
+pub(super) struct RunEntry {
+    pub(super) info: RunInfo,
+    pub(super) progress: watch::Receiver<Progress>,
+    pub(super) result: watch::Receiver<Option<HelperResult>>,
+    pub(super) control: Arc<dyn RunControl>,
+}
+
+/// Who is calling: the main Pi (or this process's root) or a helper's Pi.
+#[derive(Debug, Clone)]
+pub(super) struct Caller {
+    pub(super) agent: AgentId,
+    pub(super) depth: u32,
+    /// The caller's own run, when it is a helper.
+    pub(super) run: Option<String>,
+    /// The top-level run of the caller's tree, when it is a helper.
+    pub(super) root: Option<String>,
+}
+
+impl Caller {
+    /// The main Pi: not a helper, and the agent the workbench itself launched.
+    pub(super) fn is_root(&self) -> bool {
+        self.run.is_none() && self.agent == AgentId::main()
+    }
 }
 
 #[derive(Debug, Clone)]
-struct RunInfo {
-    id: String,
-    agent_type: String,
-    description: String,
+pub(super) struct RunInfo {
+    pub(super) id: String,
+    pub(super) agent_type: String,
+    pub(super) description: String,
+    pub(super) parent_agent: AgentId,
+    pub(super) parent_run: Option<String>,
+    pub(super) background: bool,
+    pub(super) limit: OutputLimit,
+    /// The type as the run used it (for resume).
+    pub(super) agent: AgentType,
+    pub(super) run_dir: PathBuf,
 }
 
 /// Holds one concurrency slot (and a background slot) until dropped.
-struct Slot {
+pub(super) struct Slot {
     inner: Arc<Inner>,
     background: bool,
 }
@@ -733,142 +994,424 @@ impl Drop for Slot {
     }
 }
 
+/// Where a run's conversation starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum SessionStart {
+    Fresh,
+    Fork(PathBuf),
+    Resume(PathBuf),
+}
+
+/// One run about to start, after its preflight.
+pub(super) struct Launch {
+    pub(super) agent: AgentType,
+    pub(super) prompt: String,
+    pub(super) description: String,
+    pub(super) background: bool,
+    pub(super) caller: Caller,
+    /// A workflow step: no boundary instructions.
+    pub(super) fanout: bool,
+    pub(super) session: SessionStart,
+    pub(super) acceptance: Option<Acceptance>,
+    pub(super) limit: OutputLimit,
+    pub(super) budget: BudgetArgs,
+    pub(super) slot: Slot,
+}
+
+/// The budgets a call asked for.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(super) struct BudgetArgs {
+    pub(super) max_turns: Option<u32>,
+    pub(super) max_tool_uses: Option<u32>,
+    pub(super) max_tokens: Option<u64>,
+    pub(super) max_cost: Option<f64>,
+}
+
+impl BudgetArgs {
+    pub(super) fn of(args: &SpawnArgs, agent: &AgentType) -> Self {
+        Self {
+            max_turns: args.max_turns.or(agent.max_turns),
+            max_tool_uses: args.max_tool_uses,
+            max_tokens: args.max_tokens,
+            max_cost: args.max_cost,
+        }
+    }
+}
+
+/// A started run: what the waiting side needs.
+pub(super) struct Started {
+    pub(super) info: RunInfo,
+    handle: RunHandle,
+    result_tx: watch::Sender<Option<HelperResult>>,
+    acceptance: Option<Acceptance>,
+    slot: Slot,
+    started: Instant,
+}
+
 impl Inner {
-    async fn spawn(self: Arc<Self>, call: ToolCall) -> ToolOutput {
-        let args = match parse_spawn_args(&call.args) {
-            Ok(args) => args,
+    /// The caller of `agent`: a helper's own Pi when it is one of ours, else the root.
+    pub(super) fn caller(&self, agent: &AgentId) -> Caller {
+        let state = lock(&self.state);
+        match state.children.get(agent) {
+            Some(child) => Caller {
+                agent: agent.clone(),
+                depth: child.depth,
+                run: Some(child.run.clone()),
+                root: Some(child.root.clone()),
+            },
+            None => Caller {
+                agent: agent.clone(),
+                depth: self.settings.depth,
+                run: None,
+                root: None,
+            },
+        }
+    }
+
+    pub(super) fn admission(&self, state: &State, caller: &Caller) -> Admission {
+        Admission {
+            depth: caller.depth,
+            counters: state.counters,
+            spawn_cap: self
+                .settings
+                .config
+                .max_spawns_per_session
+                .saturating_add(state.granted),
+            run_spawns: caller
+                .root
+                .as_ref()
+                .map(|root| state.run_spawns.get(root).copied().unwrap_or(0)),
+        }
+    }
+
+    async fn spawn_helper(self: Arc<Self>, call: ToolCall) -> ToolOutput {
+        let request = match parse_request(&call.args) {
+            Ok(request) => request,
             Err(reason) => return refusal_output(&Refusal::BadArguments(reason)),
         };
-        let (agent, background, slot) = match self.reserve(&args) {
-            Ok(reserved) => reserved,
-            Err(refusal) => return refusal_output(&refusal),
-        };
-        let info = RunInfo {
-            id: self.new_run_id(),
-            agent_type: agent.name.clone(),
-            description: args.description.clone(),
-        };
-        let spec = self.run_spec(agent, &args.prompt, &info.id);
-        let started = Instant::now();
-        let mut handle = match HelperRunner::start(spec).await {
-            Ok(handle) => handle,
-            Err(err) => {
-                return error_output(&format!("could not start the helper: {err:#}"), &info.id);
-            }
-        };
-        let (result_tx, result_rx) = watch::channel(None);
-        lock(&self.state).runs.insert(
-            info.id.clone(),
-            RunEntry {
-                info: info.clone(),
-                progress: handle.progress(),
-                result: result_rx,
-            },
-        );
-        if background {
-            let inner = self.clone();
-            let agent_id = call.agent.clone();
-            let run = info.clone();
-            tokio::spawn(async move {
-                let outcome = handle.wait().await;
-                drop(slot);
-                let result = HelperResult::from_outcome(&run, outcome, started.elapsed());
-                result_tx.send_replace(Some(result.clone()));
-                inner.notify(agent_id, &result).await;
-            });
-            let card = Card::new(
-                format!(
-                    "● helper {} · {} · started",
-                    info.agent_type, info.description
-                ),
-                CardTint::Info,
-            )
-            .footer(info.id.clone());
-            return ToolOutput::text(format!(
-                "Helper run {} started in the background ({}). A <helper-result-notification> \
-                 arrives when it ends; continue with other work meanwhile.",
-                info.id, info.agent_type
-            ))
-            .with_details(json!({
-                "status": "running",
-                "runId": info.id,
-                "type": info.agent_type,
-                "description": info.description,
-                "background": true,
-            }))
-            .with_card(&card);
+        let caller = self.caller(&call.agent);
+        match request {
+            Request::Action(action) => self.action(&caller, action, &call).await,
+            Request::Workflow(script) => self.workflow(caller, *script, &call).await,
+            Request::Single(args) => self.single(caller, *args, &call).await,
         }
-        let mut progress = handle.progress();
-        let mut progress_open = true;
-        let outcome = loop {
-            tokio::select! {
-                outcome = handle.wait() => break outcome,
-                () = call.cancel.cancelled() => {
-                    let stopped = handle.stop().await;
-                    drop(slot);
-                    let mut outcome = match stopped {
-                        Ok(outcome) => outcome,
-                        Err(err) => return error_output(&format!("{err:#}"), &info.id),
-                    };
-                    outcome.status = RunStatus::Stopped;
-                    outcome.error = Some("cancelled: the call was aborted".to_string());
-                    let result = HelperResult::from_outcome(&info, outcome, started.elapsed());
-                    result_tx.send_replace(Some(result.clone()));
-                    return result.output();
-                }
-                changed = progress.changed(), if progress_open => match changed {
-                    Ok(()) => {
-                        let now = progress.borrow_and_update().clone();
-                        call.updates.send(progress_update(&info, &now, started.elapsed()));
-                    }
-                    Err(_) => progress_open = false,
-                },
-            }
+    }
+
+    async fn single(
+        self: Arc<Self>,
+        caller: Caller,
+        args: SpawnArgs,
+        call: &ToolCall,
+    ) -> ToolOutput {
+        let (agent, background, slot) = match self.reserve(&caller, &args) {
+            Ok(reserved) => reserved,
+            Err(refusal) => return self.refused(&refusal),
         };
-        drop(slot);
-        let result = HelperResult::from_outcome(&info, outcome, started.elapsed());
-        result_tx.send_replace(Some(result.clone()));
+        let session = match args.context {
+            Some(ContextMode::Fork) => {
+                let file = lock(&self.state).sessions.get(&caller.agent).cloned();
+                match file {
+                    Some(file) => SessionStart::Fork(file),
+                    None => return self.refused(&Refusal::ForkWithoutSession),
+                }
+            }
+            _ => SessionStart::Fresh,
+        };
+        let launch = Launch {
+            budget: BudgetArgs::of(&args, &agent),
+            agent,
+            prompt: args.prompt.clone(),
+            description: args.description.clone(),
+            background,
+            caller,
+            fanout: false,
+            session,
+            acceptance: args.acceptance.clone(),
+            limit: args.max_output.unwrap_or_default(),
+            slot,
+        };
+        self.start_and_report(launch, call).await
+    }
+
+    /// Starts a launch and answers the call: at once for a background run, at the end for a
+    /// foreground one.
+    pub(super) async fn start_and_report(
+        self: Arc<Self>,
+        launch: Launch,
+        call: &ToolCall,
+    ) -> ToolOutput {
+        let started = match self.start(launch).await {
+            Ok(started) => started,
+            Err((reason, id)) => return error_output(&reason, &id),
+        };
+        if started.info.background {
+            let info = started.info.clone();
+            tokio::spawn(self.clone().finish_in_background(started));
+            return background_output(&info);
+        }
+        let result = self
+            .finish(started, &call.cancel, Some(&call.updates))
+            .await;
         result.output()
     }
 
+    /// Runs a background run to its end and delivers its notification.
+    pub(super) async fn finish_in_background(self: Arc<Self>, started: Started) {
+        let agent = started.info.parent_agent.clone();
+        let result = self
+            .clone()
+            .finish(started, &CancelToken::never(), None)
+            .await;
+        self.notify(HelperNotice {
+            agent,
+            run_id: result.run_id.clone(),
+            custom_type: NOTIFICATION_TYPE.to_string(),
+            content: result.notification_content(),
+            details: result.details(),
+            trigger_turn: true,
+        })
+        .await;
+    }
+
     /// Preflight and reserve the caps under one lock, so two calls cannot both take the last slot.
-    fn reserve(self: &Arc<Self>, args: &SpawnArgs) -> Result<(AgentType, bool, Slot), Refusal> {
+    fn reserve(
+        self: &Arc<Self>,
+        caller: &Caller,
+        args: &SpawnArgs,
+    ) -> Result<(AgentType, bool, Slot), Refusal> {
         let mut state = lock(&self.state);
-        let settings = &self.settings;
+        let admission = self.admission(&state, caller);
         let (agent, background) = preflight(
-            &settings.catalog,
-            &settings.config,
-            settings.depth,
-            state.counters,
+            &self.settings.catalog,
+            &self.settings.config,
+            admission,
             args,
         )?;
+        Ok((
+            agent,
+            background,
+            self.take_slot(&mut state, caller, background),
+        ))
+    }
+
+    /// Consumes one spawn and one concurrency slot (the caller checked the caps).
+    pub(super) fn take_slot(
+        self: &Arc<Self>,
+        state: &mut State,
+        caller: &Caller,
+        background: bool,
+    ) -> Slot {
         state.counters.spawns += 1;
         state.counters.running += 1;
         if background {
             state.counters.background += 1;
         }
-        let slot = Slot {
+        if let Some(root) = &caller.root {
+            *state.run_spawns.entry(root.clone()).or_insert(0) += 1;
+        }
+        Slot {
             inner: self.clone(),
             background,
-        };
-        Ok((agent, background, slot))
+        }
     }
 
-    fn run_spec(&self, agent: AgentType, prompt: &str, run_id: &str) -> RunSpec {
+    /// Launches the process, registers the run and its board row. The error carries the reason
+    /// and the run id.
+    pub(super) async fn start(
+        self: &Arc<Self>,
+        launch: Launch,
+    ) -> Result<Started, (String, String)> {
+        let id = self.new_run_id();
+        let info = RunInfo {
+            id: id.clone(),
+            agent_type: launch.agent.name.clone(),
+            description: launch.description.clone(),
+            parent_agent: launch.caller.agent.clone(),
+            parent_run: launch.caller.run.clone(),
+            background: launch.background,
+            limit: launch.limit,
+            agent: launch.agent.clone(),
+            run_dir: self.settings.runs_root.join(&id),
+        };
+        let child_agent = AgentId::new(format!("{CHILD_AGENT_PREFIX}{id}"));
+        let spec = match self.run_spec(&launch, &info, &child_agent) {
+            Ok(spec) => spec,
+            Err(err) => return Err((format!("could not prepare the helper: {err:#}"), id)),
+        };
+        lock(&self.state).children.insert(
+            child_agent.clone(),
+            ChildAgent {
+                run: id.clone(),
+                depth: launch.caller.depth + 1,
+                root: launch.caller.root.clone().unwrap_or_else(|| id.clone()),
+            },
+        );
+        let handle = match HelperRunner::start(spec).await {
+            Ok(handle) => handle,
+            Err(err) => {
+                self.forget_child(&child_agent);
+                return Err((format!("could not start the helper: {err:#}"), id));
+            }
+        };
+        let (result_tx, result_rx) = watch::channel(None);
+        let control: Arc<dyn RunControl> = handle.control();
+        let mut row = BoardRow::new(&id, RowKind::Helper, &info.agent_type, &info.description);
+        row.parent = info.parent_run.clone();
+        row.model = info.agent.model.clone();
+        row.status = RunStatus::Running;
+        self.settings.board.upsert(row);
+        self.settings.board.attach_control(&id, control.clone());
+        {
+            let mut state = lock(&self.state);
+            state.order.push(id.clone());
+            state.runs.insert(
+                id.clone(),
+                RunEntry {
+                    info: info.clone(),
+                    progress: handle.progress(),
+                    result: result_rx,
+                    control,
+                },
+            );
+        }
+        Ok(Started {
+            info,
+            handle,
+            result_tx,
+            acceptance: launch.acceptance,
+            slot: launch.slot,
+            started: Instant::now(),
+        })
+    }
+
+    /// Waits for a run to end (streaming progress to `updates`, stopping it when `cancel`
+    /// fires), applies the gate, records and returns the result.
+    pub(super) async fn finish(
+        self: Arc<Self>,
+        started: Started,
+        cancel: &CancelToken,
+        updates: Option<&UpdateSender>,
+    ) -> HelperResult {
+        let Started {
+            info,
+            mut handle,
+            result_tx,
+            acceptance,
+            slot,
+            started,
+        } = started;
+        let mut progress = handle.progress();
+        let mut progress_open = true;
+        let mut cancelled = false;
+        let outcome = loop {
+            tokio::select! {
+                outcome = handle.wait() => break outcome,
+                () = cancel.cancelled(), if !cancelled => {
+                    cancelled = true;
+                    handle.request_stop();
+                }
+                changed = progress.changed(), if progress_open => match changed {
+                    Ok(()) => {
+                        let now = progress.borrow_and_update().clone();
+                        self.settings.board.update(&info.id, |row| apply_progress(row, &now));
+                        if let Some(updates) = updates {
+                            updates.send(progress_update(&info, &now, started.elapsed()));
+                        }
+                    }
+                    Err(_) => progress_open = false,
+                },
+            }
+        };
+        let mut outcome = outcome;
+        if cancelled {
+            outcome.status = RunStatus::Stopped;
+            outcome.error = Some("cancelled: the call was aborted".to_string());
+        }
+        let mut result = HelperResult::from_outcome(&info, outcome, started.elapsed());
+        if result.status == RunStatus::Completed
+            && let Some(acceptance) = &acceptance
+        {
+            match acceptance::evaluate(acceptance, &self.settings.cwd, cancel).await {
+                Ok(()) => result.accepted = Some(true),
+                Err(rejection) => {
+                    result.accepted = Some(false);
+                    result.error = Some(rejection.to_string());
+                }
+            }
+        }
+        result.duration = started.elapsed();
+        drop(slot);
+        self.settings.board.update(&info.id, |row| {
+            row.status = result.status;
+            row.turns = result.turns;
+            row.tool_uses = result.tool_uses.len();
+            row.usage = result.usage;
+            row.duration = Some(result.duration);
+            row.error = result.error.clone().filter(|_| !result.ok());
+            if result.accepted == Some(false) {
+                row.status = RunStatus::Failed;
+            }
+        });
+        self.forget_child(&AgentId::new(format!("{CHILD_AGENT_PREFIX}{}", info.id)));
+        result_tx.send_replace(Some(result.clone()));
+        result
+    }
+
+    pub(super) fn has_bridge(&self) -> bool {
+        lock(&self.bridge).is_some()
+    }
+
+    /// The child's bridge token stops working; its open question (if any) is dropped.
+    fn forget_child(&self, agent: &AgentId) {
+        let bridge = lock(&self.bridge).as_ref().map(|b| b.host.clone());
+        if let Some(host) = bridge {
+            host.unregister_agent(agent);
+        }
+        // The child agent record stays: a late call from it still resolves to its depth.
+    }
+
+    fn run_spec(
+        &self,
+        launch: &Launch,
+        info: &RunInfo,
+        child_agent: &AgentId,
+    ) -> anyhow::Result<RunSpec> {
         let settings = &self.settings;
+        let mut agent = launch.agent.clone();
+        let mut prompt = launch.prompt.clone();
+        if !launch.fanout {
+            prompt.push_str(BOUNDARY_INSTRUCTIONS);
+        }
+        let child_depth = launch.caller.depth + 1;
+        let mut leading_args = settings.launch.leading_args.clone();
+        let mut env = settings.launch.env.clone();
+        if let Some(bridge) = lock(&self.bridge).as_ref() {
+            env.extend(bridge.host.register_agent(child_agent.clone())?);
+            leading_args.extend(["-e".to_string(), bridge.extension.display().to_string()]);
+            // The workbench's tools the child is offered: the supervisor channel always,
+            // helpers of its own only while the depth limit allows.
+            if !agent.tools.is_empty() {
+                agent.tools.push(SUPERVISOR_TOOL.to_string());
+                if child_depth < settings.config.max_depth {
+                    agent.tools.push(SPAWN_TOOL.to_string());
+                    agent.tools.push(RESULT_TOOL.to_string());
+                }
+            }
+        }
         let mut spec = RunSpec::new(
             &settings.launch.program,
             agent,
             prompt,
             &settings.cwd,
-            settings.runs_root.join(run_id),
+            info.run_dir.clone(),
         );
-        spec.leading_args = settings.launch.leading_args.clone();
-        spec.env = settings.launch.env.clone();
+        spec.leading_args = leading_args;
+        spec.env = env;
         spec.env
-            .push((DEPTH_ENV.to_string(), (settings.depth + 1).to_string()));
+            .push((DEPTH_ENV.to_string(), child_depth.to_string()));
         spec.deadline = settings.config.deadline;
-        spec
+        apply_launch_extras(&mut spec, launch);
+        Ok(spec)
     }
 
     fn new_run_id(&self) -> String {
@@ -880,21 +1423,22 @@ impl Inner {
         format!("h{ms:x}-{}-{n}", std::process::id())
     }
 
-    async fn notify(&self, agent: AgentId, result: &HelperResult) {
+    pub(super) async fn notify(&self, notice: HelperNotice) {
         let sink = lock(&self.sink).clone();
         let Some(sink) = sink else {
-            tracing::info!(run = %result.run_id, "helper finished with no notification sink");
+            tracing::info!(run = %notice.run_id, "helper notice with no sink: {}", notice.custom_type);
             return;
         };
-        let notice = HelperNotice {
-            agent,
-            run_id: result.run_id.clone(),
-            content: result.notification_content(),
-            details: result.details(),
-        };
+        let run = notice.run_id.clone();
         if let Err(err) = sink.deliver(notice).await {
-            tracing::warn!(run = %result.run_id, "helper notification not delivered: {err:#}");
+            tracing::warn!(run = %run, "helper notice not delivered: {err:#}");
         }
+    }
+
+    /// A refusal: shown on the board as a failed row too, so the user sees it.
+    pub(super) fn refused(&self, refusal: &Refusal) -> ToolOutput {
+        tracing::info!("spawn_helper refused: {refusal}");
+        refusal_output(refusal)
     }
 
     async fn result(&self, args: &Value, cancel: &CancelToken) -> Result<ToolOutput, ToolError> {
@@ -960,23 +1504,15 @@ impl Inner {
     }
 
     /// A run of an earlier session, read back from its directory (status and output files).
-    fn result_from_disk(&self, id: &str) -> Result<ToolOutput, ToolError> {
+    pub(super) fn result_from_disk(&self, id: &str) -> Result<ToolOutput, ToolError> {
         let unknown = || {
             ToolError::new(format!(
-                "no helper run with id {id:?}; use the run id spawn_helper returned"
+                "no helper run with id {id:?}; use the run id spawn_helper returned \
+                 (spawn_helper action list shows them)"
             ))
         };
-        let safe = id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-        if !safe {
-            return Err(unknown());
-        }
+        let status = self.status_on_disk(id).ok_or_else(unknown)?;
         let dir = self.settings.runs_root.join(id);
-        let status: Value = std::fs::read(dir.join(STATUS_FILE))
-            .ok()
-            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-            .ok_or_else(unknown)?;
         let output = std::fs::read_to_string(dir.join(OUTPUT_FILE)).unwrap_or_default();
         let (text, truncated) = truncate_output(&output, MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES);
         let run_status = status["status"].as_str().unwrap_or("unknown");
@@ -996,6 +1532,81 @@ impl Inner {
             "fromDisk": true,
         })))
     }
+
+    /// A run directory's `status.json`, for ids that are safe path components.
+    pub(super) fn status_on_disk(&self, id: &str) -> Option<Value> {
+        let safe = !id.is_empty()
+            && id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        if !safe {
+            return None;
+        }
+        let dir = self.settings.runs_root.join(id);
+        std::fs::read(dir.join(STATUS_FILE))
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+    }
+}
+
+/// The runner settings a launch decides beyond the type: where the conversation starts and the
+/// budgets (the runner states them in the system prompt and enforces them).
+fn apply_launch_extras(spec: &mut RunSpec, launch: &Launch) {
+    use super::budget::Budget;
+    use super::runner::SessionMode;
+    spec.budget = Budget {
+        max_turns: launch.budget.max_turns,
+        max_tool_uses: launch.budget.max_tool_uses,
+        max_tokens: launch.budget.max_tokens,
+        max_cost: launch.budget.max_cost,
+        ..Budget::default()
+    };
+    match &launch.session {
+        SessionStart::Fresh => {}
+        SessionStart::Fork(file) => spec.session = SessionMode::Fork(file.clone()),
+        SessionStart::Resume(file) => spec.session = SessionMode::Resume(file.clone()),
+    }
+}
+
+/// A board row brought up to date with a run's progress.
+fn apply_progress(row: &mut BoardRow, progress: &Progress) {
+    row.turns = progress.turns;
+    row.tool_uses = progress.tool_uses;
+    row.usage = progress.usage;
+    if let Some(model) = &progress.model {
+        row.model = Some(model.clone());
+    }
+    if let Some(activity) = progress
+        .last_activity_text
+        .as_ref()
+        .or(progress.last_tool.as_ref())
+    {
+        row.last_activity = activity.clone();
+    }
+}
+
+fn background_output(info: &RunInfo) -> ToolOutput {
+    let card = Card::new(
+        format!(
+            "● helper {} · {} · started",
+            info.agent_type, info.description
+        ),
+        CardTint::Info,
+    )
+    .footer(info.id.clone());
+    ToolOutput::text(format!(
+        "Helper run {} started in the background ({}). A <helper-result-notification> \
+         arrives when it ends; continue with other work meanwhile.",
+        info.id, info.agent_type
+    ))
+    .with_details(json!({
+        "status": "running",
+        "runId": info.id,
+        "type": info.agent_type,
+        "description": info.description,
+        "background": true,
+    }))
+    .with_card(&card)
 }
 
 fn progress_update(info: &RunInfo, progress: &Progress, elapsed: Duration) -> ToolOutput {
@@ -1007,6 +1618,9 @@ fn progress_update(info: &RunInfo, progress: &Progress, elapsed: Duration) -> To
         progress.tool_uses,
         elapsed.as_secs_f64()
     );
+    if progress.usage.total > 0 {
+        line.push_str(&format!(" · {}", spend(&progress.usage)));
+    }
     if let Some(tool) = &progress.last_tool {
         line.push_str(&format!(" · {tool}"));
     }
@@ -1021,19 +1635,19 @@ fn progress_update(info: &RunInfo, progress: &Progress, elapsed: Duration) -> To
     }))
 }
 
-fn refusal_output(refusal: &Refusal) -> ToolOutput {
+pub(super) fn refusal_output(refusal: &Refusal) -> ToolOutput {
     ToolOutput::text(format!("spawn_helper refused: {refusal}"))
         .with_details(json!({"status": "error", "reason": refusal.to_string()}))
         .with_card(&Card::new("✗ helper refused", CardTint::Error).line(refusal.to_string()))
 }
 
-fn error_output(reason: &str, run_id: &str) -> ToolOutput {
+pub(super) fn error_output(reason: &str, run_id: &str) -> ToolOutput {
     ToolOutput::text(format!("spawn_helper failed: {reason}"))
         .with_details(json!({"status": "error", "reason": reason, "runId": run_id}))
         .with_card(&Card::new("✗ helper failed", CardTint::Error).line(reason))
 }
 
-fn usage_json(usage: &Usage) -> Value {
+pub(super) fn usage_json(usage: &Usage) -> Value {
     json!({
         "input": usage.input,
         "output": usage.output,
@@ -1044,27 +1658,18 @@ fn usage_json(usage: &Usage) -> Value {
     })
 }
 
-fn duration_ms(duration: Duration) -> u64 {
+pub(super) fn duration_ms(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// The first five words of the prompt, when no description was given.
-fn default_description(prompt: &str) -> String {
-    prompt
-        .split_whitespace()
-        .take(5)
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-fn escape_xml(text: &str) -> String {
+pub(super) fn escape_xml(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
 }
 
 /// A poisoned lock only means another call panicked mid-update; the counters stay usable.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -1095,6 +1700,7 @@ mod tests {
             catalog: AgentCatalog::builtin(),
             config: HelpersConfig::default(),
             depth: 0,
+            board: HelperBoard::new(),
         }
     }
 
@@ -1118,10 +1724,7 @@ mod tests {
             agent_type: agent_type.into(),
             prompt: prompt.into(),
             description: "read the notes".into(),
-            background: None,
-            model: None,
-            thinking: None,
-            max_turns: None,
+            ..SpawnArgs::default()
         }
     }
 
@@ -1150,6 +1753,7 @@ mod tests {
                     max_concurrent: 2,
                     max_active_async: 1,
                     deadline: Duration::from_secs(300),
+                    ..HelpersConfig::default()
                 },
                 0,
             ),
@@ -1279,25 +1883,45 @@ mod tests {
                 "maxActiveAsyncRunsPerSession 1",
             ),
         ];
+        let at = |depth: u32, counters: Counters| Admission::root(&config, depth, counters);
         for (spawn, depth, counters, want) in cases {
-            let refusal = preflight(&catalog, &config, depth, counters, &spawn).unwrap_err();
+            let refusal = preflight(&catalog, &config, at(depth, counters), &spawn).unwrap_err();
             assert!(refusal.to_string().contains(want), "{want}: {refusal}");
         }
         assert!(matches!(
-            preflight(&catalog, &config, 0, fresh, &args("nope", "x")),
+            preflight(&catalog, &config, at(0, fresh), &args("nope", "x")),
             Err(Refusal::Agent(AgentError::Unknown { .. }))
         ));
+        // An explicit fork is refused in the foreground, never downgraded.
+        let mut fork = args("explore", "x");
+        fork.context = Some(ContextMode::Fork);
+        assert_eq!(
+            preflight(&catalog, &config, at(0, fresh), &fork),
+            Err(Refusal::ForkNeedsBackground)
+        );
+        fork.background = Some(true);
+        assert!(preflight(&catalog, &config, at(0, fresh), &fork).is_ok());
+        // Granted budget raises the session cap; a run tree has its own cap.
+        let granted = Admission {
+            spawn_cap: 3,
+            ..at(0, Counters { spawns: 2, ..fresh })
+        };
+        assert!(preflight(&catalog, &config, granted, &args("explore", "x")).is_ok());
+        let tree = Admission {
+            run_spawns: Some(config.max_spawns_per_run),
+            ..at(1, fresh)
+        };
+        assert_eq!(
+            preflight(&catalog, &config, tree, &args("explore", "x")),
+            Err(Refusal::RunSpawnCapReached { max: 64 })
+        );
         let mut spawn = args("explore", "x");
         spawn.model = Some("p/m".into());
         spawn.max_turns = Some(4);
-        let (agent, background) = preflight(&catalog, &config, 1, fresh, &spawn).unwrap();
+        let (agent, background) = preflight(&catalog, &config, at(1, fresh), &spawn).unwrap();
         assert!(!background);
         assert_eq!(agent.model.as_deref(), Some("p/m"));
-        assert!(
-            agent.system_prompt.contains("budget of 4 turns"),
-            "{}",
-            agent.system_prompt
-        );
+        assert_eq!(agent.max_turns, Some(4));
     }
 
     #[test]
@@ -1536,5 +2160,596 @@ mod tests {
                 .unwrap_err();
             assert!(err.message.contains("no helper run with id"), "{err}");
         }
+    }
+
+    /// Settings whose "Pi" is the RPC stand-in in `mode`; it logs argv and stdin to `<dir>/log`.
+    fn rpc_settings(dir: &Path, mode: &str) -> HelperSettings {
+        let fake = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bin/fake-pi-rpc.py");
+        let mut settings = settings(dir, "");
+        settings.launch = PiLaunch {
+            program: fake,
+            leading_args: vec![mode.to_string()],
+            env: vec![(
+                "FAKE_PI_LOG".to_string(),
+                dir.join("log").display().to_string(),
+            )],
+        };
+        settings
+    }
+
+    fn log(dir: &Path) -> String {
+        std::fs::read_to_string(dir.join("log")).unwrap_or_default()
+    }
+
+    fn call_as(agent: &AgentId, tool: &str, args: Value) -> ToolCall {
+        ToolCall {
+            agent: agent.clone(),
+            ..call(tool, args)
+        }
+    }
+
+    fn child_of(id: &str) -> AgentId {
+        AgentId::new(format!("{CHILD_AGENT_PREFIX}{id}"))
+    }
+
+    async fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+        for _ in 0..200 {
+            if done() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("timed out waiting for {what}");
+    }
+
+    #[tokio::test]
+    async fn a_single_helper_is_told_its_boundaries_and_a_workflow_step_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let module = HelpersModule::new(rpc_settings(dir.path(), "answer"));
+        let output = module
+            .call_tool(call(
+                SPAWN_TOOL,
+                json!({"type": "explore", "prompt": "SINGLE-TASK"}),
+            ))
+            .await
+            .unwrap();
+        assert_eq!(output.details["status"], "completed", "{}", output.details);
+        assert!(
+            text(&output).starts_with("Done: SINGLE-TASK"),
+            "{}",
+            text(&output)
+        );
+        let script = json!({"workflowScript": {"steps": [
+            {"id": "a", "type": "explore", "prompt": "STEP-A"},
+            {"id": "b", "type": "explore", "prompt": "STEP-B"},
+            {"id": "sum", "type": "explore", "after": ["a", "b"], "prompt": "JOIN [{{a}}] [{{b}}]"}
+        ], "maxParallel": 2}});
+        let output = module.call_tool(call(SPAWN_TOOL, script)).await.unwrap();
+        let body = text(&output);
+        assert_eq!(output.details["status"], "completed", "{body}");
+        assert!(body.contains("3 of 3 steps completed"), "{body}");
+        // The last step saw the earlier answers in its prompt.
+        assert!(
+            body.contains("Done: JOIN [Done: STEP-A] [Done: STEP-B]"),
+            "{body}"
+        );
+        let log = log(dir.path());
+        let prompts: Vec<&str> = log.lines().filter(|l| l.contains("\"prompt\"")).collect();
+        assert_eq!(prompts.len(), 4, "{log}");
+        assert!(prompts[0].contains("SINGLE-TASK") && prompts[0].contains("Boundaries:"));
+        assert!(
+            prompts[1..].iter().all(|p| !p.contains("Boundaries:")),
+            "{prompts:?}"
+        );
+        let counters = lock(&module.inner.state).counters;
+        assert_eq!((counters.spawns, counters.running), (4, 0));
+        // Every run is on the board, ended.
+        let rows = module.board().rows();
+        assert_eq!(rows.len(), 4);
+        assert!(
+            rows.iter().all(|row| row.status == RunStatus::Completed),
+            "{rows:?}"
+        );
+        assert!(
+            rows.iter()
+                .all(|row| row.tool_uses == 1 && row.usage.total > 0)
+        );
+    }
+
+    #[tokio::test]
+    async fn a_workflow_that_does_not_fit_the_budget_is_refused_before_anything_starts() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut settings = rpc_settings(dir.path(), "answer");
+        settings.config.max_spawns_per_session = 2;
+        let module = HelpersModule::new(settings);
+        let script = json!({"workflowScript": {"steps": [
+            {"id": "a", "type": "explore", "prompt": "x"},
+            {"id": "b", "type": "explore", "prompt": "y"},
+            {"id": "c", "type": "nope", "prompt": "z"}
+        ]}});
+        let output = module
+            .call_tool(call(SPAWN_TOOL, script.clone()))
+            .await
+            .unwrap();
+        assert!(
+            text(&output).contains("step c: unknown helper type"),
+            "{}",
+            text(&output)
+        );
+        let mut fits_not = script;
+        fits_not["workflowScript"]["steps"][2]["type"] = json!("explore");
+        let output = module.call_tool(call(SPAWN_TOOL, fits_not)).await.unwrap();
+        assert_eq!(output.details["status"], "error");
+        assert!(
+            text(&output).contains("needs 3 spawns but only 2 are left"),
+            "{}",
+            text(&output)
+        );
+        assert!(
+            !dir.path().join("runs").exists(),
+            "a refused workflow created a run"
+        );
+        assert_eq!(lock(&module.inner.state).counters.spawns, 0);
+    }
+
+    #[tokio::test]
+    async fn the_gate_decides_and_max_output_truncates() {
+        let dir = tempfile::tempdir().unwrap();
+        let module = HelpersModule::new(rpc_settings(dir.path(), "answer"));
+        let rejected = module
+            .call_tool(call(
+                SPAWN_TOOL,
+                json!({"type": "work", "prompt": "fix", "gate": "echo nope; exit 4"}),
+            ))
+            .await
+            .unwrap();
+        assert_eq!(rejected.details["status"], "error", "{}", rejected.details);
+        assert_eq!(rejected.details["accepted"], false);
+        let body = text(&rejected);
+        assert!(
+            body.contains("rejected") && body.contains("exited with 4"),
+            "{body}"
+        );
+        assert!(body.contains("nope"), "the gate's output is shown: {body}");
+        let accepted = module
+            .call_tool(call(
+                SPAWN_TOOL,
+                json!({"type": "work", "prompt": "fix", "acceptance": {"commands": ["true"]},
+                       "maxOutput": 5}),
+            ))
+            .await
+            .unwrap();
+        assert_eq!(
+            accepted.details["status"], "completed",
+            "{}",
+            accepted.details
+        );
+        assert_eq!(accepted.details["accepted"], true);
+        assert_eq!(accepted.details["truncated"], true);
+        assert!(
+            text(&accepted).starts_with("Done:\n\n[output truncated to"),
+            "{}",
+            text(&accepted)
+        );
+    }
+
+    #[tokio::test]
+    async fn management_actions() {
+        let dir = tempfile::tempdir().unwrap();
+        let module = HelpersModule::new(rpc_settings(dir.path(), "answer"));
+        let done = module
+            .call_tool(call(
+                SPAWN_TOOL,
+                json!({"type": "explore", "prompt": "first"}),
+            ))
+            .await
+            .unwrap();
+        let id = done.details["runId"].as_str().unwrap().to_string();
+        let list = module
+            .call_tool(call(SPAWN_TOOL, json!({"action": "list"})))
+            .await
+            .unwrap();
+        assert!(
+            text(&list).contains(&id) && text(&list).contains("completed"),
+            "{}",
+            text(&list)
+        );
+        let children = module
+            .call_tool(call(
+                SPAWN_TOOL,
+                json!({"action": "children.list", "id": id}),
+            ))
+            .await
+            .unwrap();
+        assert_eq!(text(&children), "No child runs.");
+        let get = module
+            .call_tool(call(SPAWN_TOOL, json!({"action": "get", "id": id})))
+            .await
+            .unwrap();
+        assert!(text(&get).starts_with("Done: first"), "{}", text(&get));
+        let status = module
+            .call_tool(call(SPAWN_TOOL, json!({"action": "status"})))
+            .await
+            .unwrap();
+        assert_eq!(status.details["spawns"], 1);
+        assert_eq!(status.details["spawnCap"], 20);
+        // A helper cannot raise the budget; the root session can.
+        let from_child = module
+            .call_tool(call_as(
+                &child_of(&id),
+                SPAWN_TOOL,
+                json!({"action": "grant-spawn-budget"}),
+            ))
+            .await
+            .unwrap();
+        assert_eq!(from_child.details["status"], "error");
+        assert!(text(&from_child).contains("only from the interactive root session"));
+        let grant = module
+            .call_tool(call(
+                SPAWN_TOOL,
+                json!({"action": "grant-spawn-budget", "amount": 5}),
+            ))
+            .await
+            .unwrap();
+        assert_eq!(grant.details["spawnCap"], 25, "{}", grant.details);
+        let guide = module
+            .call_tool(call(SPAWN_TOOL, json!({"action": "guide"})))
+            .await
+            .unwrap();
+        assert!(text(&guide).contains("workflowScript") && text(&guide).contains("reply"));
+        let doctor = module
+            .call_tool(call(SPAWN_TOOL, json!({"action": "doctor"})))
+            .await
+            .unwrap();
+        assert_eq!(doctor.details["status"], "completed", "{}", text(&doctor));
+        assert!(text(&doctor).contains("✓ Pi program"), "{}", text(&doctor));
+        // Resume continues the run's stored session.
+        let resumed = module
+            .call_tool(call(
+                SPAWN_TOOL,
+                json!({"action": "resume", "id": id, "message": "and then?"}),
+            ))
+            .await
+            .unwrap();
+        assert_eq!(
+            resumed.details["status"], "completed",
+            "{}",
+            resumed.details
+        );
+        assert!(
+            text(&resumed).starts_with("Done: and then?"),
+            "{}",
+            text(&resumed)
+        );
+        let session = dir
+            .path()
+            .join("runs")
+            .join(&id)
+            .join("session/fake-session.jsonl");
+        assert!(
+            log(dir.path()).contains(&format!("\"--session\", \"{}\"", session.display())),
+            "{}",
+            log(dir.path())
+        );
+        let unknown = module
+            .call_tool(call(SPAWN_TOOL, json!({"action": "stop", "id": "h0-0-0"})))
+            .await
+            .unwrap();
+        assert!(
+            text(&unknown).contains("no helper run with id"),
+            "{}",
+            text(&unknown)
+        );
+    }
+
+    #[tokio::test]
+    async fn stop_ends_a_background_run_as_stopped() {
+        let dir = tempfile::tempdir().unwrap();
+        let module = HelpersModule::new(rpc_settings(dir.path(), "forever"));
+        let (sink, mut notices) = mpsc::unbounded_channel();
+        module.attach_sink(Arc::new(HelperChannelSink(sink)));
+        let started = module
+            .call_tool(call(
+                SPAWN_TOOL,
+                json!({"type": "explore", "prompt": "loop", "async": true}),
+            ))
+            .await
+            .unwrap();
+        let id = started.details["runId"].as_str().unwrap().to_string();
+        let board = module.board();
+        wait_until("turns on the board", || {
+            board.row(&id).is_some_and(|row| row.turns >= 1)
+        })
+        .await;
+        // Another helper may not stop it.
+        let stranger = module
+            .call_tool(call_as(
+                &child_of("h9-9-9"),
+                SPAWN_TOOL,
+                json!({"action": "stop", "id": id}),
+            ))
+            .await
+            .unwrap();
+        assert!(
+            text(&stranger).contains("not spawned by you"),
+            "{}",
+            text(&stranger)
+        );
+        let stop = module
+            .call_tool(call(SPAWN_TOOL, json!({"action": "stop", "id": id})))
+            .await
+            .unwrap();
+        assert_eq!(stop.details["stopped"], true, "{}", stop.details);
+        let notice = tokio::time::timeout(Duration::from_secs(15), notices.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(
+            notice.content.contains("<status>stopped</status>"),
+            "{}",
+            notice.content
+        );
+        assert_eq!(board.row(&id).unwrap().status, RunStatus::Stopped);
+        let pid: i32 = serde_json::from_str::<Value>(
+            &std::fs::read_to_string(dir.path().join("runs").join(&id).join("process.json"))
+                .unwrap(),
+        )
+        .unwrap()["pid"]
+            .as_i64()
+            .unwrap() as i32;
+        assert!(
+            nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), None).is_err(),
+            "the helper's process group survived the stop"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_helper_asks_its_supervisor_and_only_the_parent_answers() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut settings = rpc_settings(dir.path(), "forever");
+        settings.config.supervisor_timeout = Duration::from_secs(20);
+        let module = HelpersModule::new(settings);
+        let (sink, mut notices) = mpsc::unbounded_channel();
+        module.attach_sink(Arc::new(HelperChannelSink(sink)));
+        let started = module
+            .call_tool(call(
+                SPAWN_TOOL,
+                json!({"type": "explore", "prompt": "loop", "async": true}),
+            ))
+            .await
+            .unwrap();
+        let id = started.details["runId"].as_str().unwrap().to_string();
+        let child = child_of(&id);
+        let asking = tokio::spawn(module.call_tool(call_as(
+            &child,
+            SUPERVISOR_TOOL,
+            json!({"message": "A or B?"}),
+        )));
+        let notice = tokio::time::timeout(Duration::from_secs(5), notices.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(notice.custom_type, SUPERVISOR_MESSAGE_TYPE);
+        assert_eq!(notice.agent, AgentId::main());
+        assert!(notice.trigger_turn);
+        assert!(
+            notice.content.contains("<message>A or B?</message>"),
+            "{}",
+            notice.content
+        );
+        assert!(notice.content.contains(&format!("id \"{id}\"")));
+        // Not the parent: refused, and the question stays open.
+        let stranger = module
+            .call_tool(call_as(
+                &AgentId::new("someone"),
+                SPAWN_TOOL,
+                json!({"action": "reply", "id": id, "message": "C"}),
+            ))
+            .await
+            .unwrap();
+        assert!(
+            text(&stranger).contains("only the agent that spawned"),
+            "{}",
+            text(&stranger)
+        );
+        let reply = module
+            .call_tool(call(
+                SPAWN_TOOL,
+                json!({"action": "reply", "id": id, "message": "use B"}),
+            ))
+            .await
+            .unwrap();
+        assert_eq!(reply.details["status"], "completed", "{}", text(&reply));
+        let answered = asking.await.unwrap().unwrap();
+        assert_eq!(text(&answered), "Your supervisor answered:\nuse B");
+        // No open question any more.
+        let late = module
+            .call_tool(call(
+                SPAWN_TOOL,
+                json!({"action": "reply", "id": id, "message": "again"}),
+            ))
+            .await
+            .unwrap();
+        assert!(text(&late).contains("no open question"), "{}", text(&late));
+        // A status note does not wait and does not start a turn.
+        let note = module
+            .call_tool(call_as(
+                &child,
+                SUPERVISOR_TOOL,
+                json!({"message": "half done", "kind": "status"}),
+            ))
+            .await
+            .unwrap();
+        assert_eq!(note.details["status"], "sent");
+        let notice = notices.recv().await.unwrap();
+        assert!(!notice.trigger_turn);
+        // The root session has no supervisor.
+        let root = module
+            .call_tool(call(SUPERVISOR_TOOL, json!({"message": "hello?"})))
+            .await
+            .unwrap();
+        assert!(
+            text(&root).contains("not a helper agent"),
+            "{}",
+            text(&root)
+        );
+        // A helper's own spawns are checked at its depth.
+        let nested = module
+            .call_tool(call_as(
+                &child,
+                SPAWN_TOOL,
+                json!({"type": "explore", "prompt": "x", "async": true}),
+            ))
+            .await
+            .unwrap();
+        assert_eq!(nested.details["status"], "running", "{}", text(&nested));
+        let grand = lock(&module.inner.state)
+            .runs
+            .values()
+            .find(|entry| entry.info.parent_run.as_deref() == Some(id.as_str()))
+            .map(|entry| entry.info.id.clone())
+            .expect("the nested run is recorded under its parent");
+        let too_deep = module
+            .call_tool(call_as(
+                &child_of(&grand),
+                SPAWN_TOOL,
+                json!({"type": "explore", "prompt": "x"}),
+            ))
+            .await
+            .unwrap();
+        assert!(
+            text(&too_deep).contains("depth 2 and maxSubagentDepth is 2"),
+            "{}",
+            text(&too_deep)
+        );
+        // The nested run's parent may stop it; the root may stop anything.
+        let stopped = module
+            .call_tool(call_as(
+                &child,
+                SPAWN_TOOL,
+                json!({"action": "stop", "id": grand}),
+            ))
+            .await
+            .unwrap();
+        assert_eq!(stopped.details["stopped"], true, "{}", text(&stopped));
+        module
+            .call_tool(call(SPAWN_TOOL, json!({"action": "stop", "id": id})))
+            .await
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn an_unanswered_question_times_out_and_a_foreground_one_is_answered_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut settings = rpc_settings(dir.path(), "forever");
+        settings.config.supervisor_timeout = Duration::from_millis(300);
+        let module = HelpersModule::new(settings);
+        let started = module
+            .call_tool(call(
+                SPAWN_TOOL,
+                json!({"type": "explore", "prompt": "loop", "async": true}),
+            ))
+            .await
+            .unwrap();
+        let id = started.details["runId"].as_str().unwrap().to_string();
+        let unanswered = module
+            .call_tool(call_as(
+                &child_of(&id),
+                SUPERVISOR_TOOL,
+                json!({"message": "?"}),
+            ))
+            .await
+            .unwrap();
+        assert_eq!(
+            unanswered.details["reason"],
+            "timeout",
+            "{}",
+            text(&unanswered)
+        );
+        assert!(text(&unanswered).contains("No answer from your supervisor"));
+        module
+            .call_tool(call(SPAWN_TOOL, json!({"action": "stop", "id": id})))
+            .await
+            .unwrap();
+
+        let foreground = tokio::spawn(module.call_tool(call(
+            SPAWN_TOOL,
+            json!({"type": "explore", "prompt": "loop"}),
+        )));
+        let fg_id = {
+            let module = module.clone();
+            let mut found = None;
+            wait_until("the foreground run", || {
+                found = lock(&module.inner.state)
+                    .runs
+                    .values()
+                    .find(|entry| !entry.info.background)
+                    .map(|entry| entry.info.id.clone());
+                found.is_some()
+            })
+            .await;
+            found.unwrap()
+        };
+        let at_once = module
+            .call_tool(call_as(
+                &child_of(&fg_id),
+                SUPERVISOR_TOOL,
+                json!({"message": "?"}),
+            ))
+            .await
+            .unwrap();
+        assert_eq!(
+            at_once.details["reason"],
+            "foreground",
+            "{}",
+            text(&at_once)
+        );
+        module
+            .call_tool(call(SPAWN_TOOL, json!({"action": "stop", "id": fg_id})))
+            .await
+            .unwrap();
+        let ended = tokio::time::timeout(Duration::from_secs(15), foreground)
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        assert_eq!(ended.details["runStatus"], "stopped", "{}", ended.details);
+    }
+
+    #[tokio::test]
+    async fn context_fork_copies_the_callers_session_or_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let module = HelpersModule::new(rpc_settings(dir.path(), "answer"));
+        let (sink, mut notices) = mpsc::unbounded_channel();
+        module.attach_sink(Arc::new(HelperChannelSink(sink)));
+        let args = json!({"type": "explore", "prompt": "x", "context": "fork", "async": true});
+        let refused = module
+            .call_tool(call(SPAWN_TOOL, args.clone()))
+            .await
+            .unwrap();
+        assert!(
+            text(&refused).contains("needs this session's file"),
+            "{}",
+            text(&refused)
+        );
+        let parent = dir.path().join("parent.jsonl");
+        std::fs::write(&parent, "{\"type\":\"session\"}\n").unwrap();
+        module.set_session_file(AgentId::main(), parent.clone());
+        let started = module.call_tool(call(SPAWN_TOOL, args)).await.unwrap();
+        assert_eq!(started.details["status"], "running", "{}", started.details);
+        let notice = tokio::time::timeout(Duration::from_secs(15), notices.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(
+            notice.content.contains("<status>completed</status>"),
+            "{}",
+            notice.content
+        );
+        assert!(
+            log(dir.path()).contains(&format!("\"--fork\", \"{}\"", parent.display())),
+            "{}",
+            log(dir.path())
+        );
     }
 }

@@ -1,41 +1,56 @@
-//! Runs one helper as a real child `pi --mode json -p …` and watches it to the end.
+//! Runs one helper as a real child `pi --mode rpc …` and watches it to the end.
 //!
 //! The child is its own process group (Pi's tools start their own children; a stop must reach
-//! them all), stdin null, stdout read incrementally by [`EventParser`] into a [`RunSummary`] with
-//! live [`Progress`] on a `watch`, stderr kept as a bounded tail. One supervisor task per run owns
-//! the child; the [`RunHandle`] only holds channels, so waiting, stopping and dropping are all
-//! cheap and cancellation-safe. A guard in the supervisor and the handle's `Drop` both SIGKILL
+//! them all). Its stdin carries RPC commands — the task as a `prompt`, steering messages, budget
+//! aborts, `get_state` probes — written by one writer task fed through a channel, so a slow child
+//! never blocks the supervisor. Its stdout is read incrementally by [`EventParser`] into a
+//! [`RunSummary`] with live [`Progress`] on a `watch` and a bounded live transcript; stderr is
+//! kept as a bounded tail. The run is over when [`SettleWatch`] says Pi has no work left
+//! (`agent_settled` on 1.x, a `get_state` probe after `agent_end` on 0.7x); then the runner asks
+//! for the session file, closes stdin (both lines exit on EOF) and kills the group if it does not
+//! exit within the end grace. One supervisor task per run owns the child; the [`RunHandle`] only
+//! holds channels and the shared control state, so waiting, stopping, steering and dropping are
+//! all cheap and cancellation-safe. A guard in the supervisor and the handle's `Drop` both SIGKILL
 //! the group, so neither a dropped handle nor a runtime shutdown leaves an orphan.
 //!
 //! The run directory records the run for readers that are not this process (the
 //! `get_helper_result` tool after a restart, the dock): `status.json` (merged, crash-safe writes
-//! with `updatedAt`), `process.json` (pid, start), `output.txt` (the final text).
+//! with `updatedAt`), `process.json` (pid, start), `output.txt` (the final text), and by default
+//! `session/` (the child's session, so helpers never land in the user's session list).
 //!
 //! The zero-activity rule only looks at the start of an attempt: a child that prints nothing at
-//! all for `idle_timeout` is stuck before its first event (in practice, on its argv), so it is
-//! killed and retried once with the task in a file passed as `@<file>` — both Pi lines accept
-//! `[@files...]` as the message. Once events flow, silence is normal (a long `bash` tool call
-//! prints nothing) and only the run deadline applies.
+//! all for `idle_timeout` is stuck before its first event, so it is killed and retried once in
+//! `--mode json` print mode with the task in a file passed as `@<file>` (RPC mode rejects
+//! `@file` arguments; both lines' print modes accept `[@files...]` as the message). That attempt
+//! has no stdin channel, so it cannot be steered and a budget abort kills its group. Once events
+//! flow, silence is normal (a long `bash` tool call prints nothing) and only the deadline applies.
+//!
+//! Budgets ([`Budget`]) are stated in the child's system prompt and enforced here: the
+//! [`BudgetWatch`] is fed the totals after every event; its steer goes out as an RPC `steer`, its
+//! abort as an RPC `abort` (then the normal end, or a kill after the end grace).
 
+use std::collections::VecDeque;
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use anyhow::Context as _;
-use nix::sys::signal::{Signal, killpg};
+use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 use serde_json::{Map, Value, json};
-use tokio::io::AsyncReadExt as _;
-use tokio::process::{Child, ChildStderr, ChildStdout, Command};
-use tokio::sync::watch;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
+use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 use super::agents::AgentType;
-use super::events::{EventParser, RunSummary, Usage};
-use super::sys::{group_alive, replace_file_durable};
+use super::board::{RunControl, TranscriptEntry};
+use super::budget::{Budget, BudgetAction, BudgetWatch, Totals, budget_prompt};
+use super::events::{EventParser, PROMPT_ID, PiEvent, RunSummary, SettleStep, SettleWatch, Usage};
+use super::sys::{group_alive, replace_file_durable, signal_tree};
 
 /// Default run deadline.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(30 * 60);
@@ -43,25 +58,78 @@ pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(30 * 60);
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(20);
 /// Time between SIGTERM and SIGKILL.
 pub const KILL_GRACE: Duration = Duration::from_secs(3);
+/// Default time the child has to exit after its stdin is closed, and to end after a budget abort.
+pub const END_GRACE: Duration = Duration::from_secs(5);
 /// How long [`RunHandle::stop`] waits beyond the grace for the run to end.
 pub const STOP_SLACK: Duration = Duration::from_millis(1500);
 /// How long the pipes are still read after the child exited.
 pub const PIPE_DRAIN: Duration = Duration::from_secs(2);
+/// How long the settled run waits for the `get_state` answer naming its session file.
+pub const SESSION_QUERY_WAIT: Duration = Duration::from_secs(2);
+/// The pause before a `get_state` probe is repeated while Pi 0.7x still reports work.
+pub const PROBE_PAUSE: Duration = Duration::from_millis(300);
 /// The most characters of stderr error lines kept as a failed run's error.
 pub const STDERR_ERROR_CHARS: usize = 500;
+/// The most transcript entries kept (the oldest go first).
+pub const TRANSCRIPT_ENTRIES: usize = 2000;
+/// The most characters of one tool result in the transcript.
+pub const TRANSCRIPT_RESULT_CHARS: usize = 2000;
+/// The most characters of one assistant text in the transcript.
+pub const TRANSCRIPT_TEXT_CHARS: usize = 8000;
 
 /// The file names inside a run directory.
 pub const STATUS_FILE: &str = "status.json";
 pub const PROCESS_FILE: &str = "process.json";
 pub const OUTPUT_FILE: &str = "output.txt";
 pub const PROMPT_FILE: &str = "prompt.md";
+/// The default session directory inside a run directory.
+pub const SESSION_DIR: &str = "session";
+
+/// Where the child keeps its session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SessionMode {
+    /// A new session stored in this directory (`--session-dir`); [`RunSpec::new`] uses
+    /// `<run_dir>/session`.
+    Dir(PathBuf),
+    /// Continue this stored session file with the task as the next message (`--session`).
+    Resume(PathBuf),
+    /// A new session copied from this session file (`--fork`), stored in `<run_dir>/session`.
+    Fork(PathBuf),
+}
+
+impl SessionMode {
+    /// The Pi arguments for this mode; `run_dir` places a fork.
+    pub fn pi_args(&self, run_dir: &Path) -> Vec<String> {
+        let text = |path: &Path| path.display().to_string();
+        match self {
+            Self::Dir(dir) => vec!["--session-dir".to_string(), text(dir)],
+            Self::Resume(file) => vec!["--session".to_string(), text(file)],
+            Self::Fork(file) => vec![
+                "--fork".to_string(),
+                text(file),
+                "--session-dir".to_string(),
+                text(&run_dir.join(SESSION_DIR)),
+            ],
+        }
+    }
+
+    /// Where a new session file of this mode appears (`None` for a resume: it is the file).
+    fn new_session_dir(&self, run_dir: &Path) -> Option<PathBuf> {
+        match self {
+            Self::Dir(dir) => Some(dir.clone()),
+            Self::Resume(_) => None,
+            Self::Fork(_) => Some(run_dir.join(SESSION_DIR)),
+        }
+    }
+}
 
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct RunSpec {
     /// The `pi` launcher (or a stand-in).
     pub program: PathBuf,
-    /// Arguments before the type's own (`--offline`, extension and session flags).
+    /// Arguments before the type's own (`--offline`, extension flags). Session flags come from
+    /// `session`; do not put `--no-session` here (Pi refuses it with `--fork`).
     pub leading_args: Vec<String>,
     pub agent: AgentType,
     pub prompt: String,
@@ -70,13 +138,18 @@ pub struct RunSpec {
     pub cwd: PathBuf,
     /// This run's directory (created if missing); holds the status, process and output files.
     pub run_dir: PathBuf,
+    pub session: SessionMode,
+    pub budget: Budget,
     pub deadline: Duration,
     pub idle_timeout: Duration,
     pub kill_grace: Duration,
+    /// Time to exit after stdin is closed, and to end after a budget abort, before the kill.
+    pub end_grace: Duration,
 }
 
 impl RunSpec {
-    /// A spec with the default deadline, idle timeout and grace, no extra env or arguments.
+    /// A spec with the default deadline, idle timeout and graces, a session in
+    /// `<run_dir>/session`, no budget, no extra env or arguments.
     pub fn new(
         program: impl Into<PathBuf>,
         agent: AgentType,
@@ -84,6 +157,7 @@ impl RunSpec {
         cwd: impl Into<PathBuf>,
         run_dir: impl Into<PathBuf>,
     ) -> Self {
+        let run_dir = run_dir.into();
         Self {
             program: program.into(),
             leading_args: Vec::new(),
@@ -92,10 +166,21 @@ impl RunSpec {
             env: Vec::new(),
             env_remove: Vec::new(),
             cwd: cwd.into(),
-            run_dir: run_dir.into(),
+            session: SessionMode::Dir(run_dir.join(SESSION_DIR)),
+            run_dir,
+            budget: Budget::default(),
             deadline: DEFAULT_DEADLINE,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             kill_grace: KILL_GRACE,
+            end_grace: END_GRACE,
+        }
+    }
+
+    /// The agent with the budget sentences added to its system prompt.
+    fn budgeted_agent(&self) -> AgentType {
+        match budget_prompt(&self.budget) {
+            Some(extra) => self.agent.with_prompt_appended(&extra),
+            None => self.agent.clone(),
         }
     }
 }
@@ -162,6 +247,10 @@ pub struct Progress {
     pub usage: Usage,
     /// When the child last printed anything on stdout.
     pub last_activity: Option<std::time::Instant>,
+    /// `provider/model` of the latest assistant message.
+    pub model: Option<String>,
+    /// The latest tool call (`read notes.txt`) or the first words of the latest assistant text.
+    pub last_activity_text: Option<String>,
 }
 
 /// How a run ended.
@@ -172,6 +261,10 @@ pub struct RunOutcome {
     pub error: Option<String>,
     pub exit: ExitInfo,
     pub retry: Option<RetryKind>,
+    /// The child's session file, when it wrote one.
+    pub session_file: Option<PathBuf>,
+    /// Why a budget ended the run (`turn budget exceeded: 7 turns (limit 5)`); also the error.
+    pub budget_exceeded: Option<String>,
 }
 
 /// Starts helper runs.
@@ -183,19 +276,25 @@ pub struct RunHandle {
     run_dir: PathBuf,
     progress: watch::Receiver<Progress>,
     outcome: watch::Receiver<Option<RunOutcome>>,
-    stop: watch::Sender<Option<StopKind>>,
+    stop: Arc<watch::Sender<Option<StopKind>>>,
+    shared: Arc<Shared>,
     /// The live group's id, 0 once reaped: what `Drop` kills.
     pgid: Arc<AtomicI32>,
     kill_grace: Duration,
 }
 
 impl HelperRunner {
-    /// Writes `status.json` (queued), spawns the child and returns at once; the run continues
-    /// in a supervisor task (so this must be called inside the tokio runtime). Errors only when
-    /// the run directory cannot be written or the child cannot be spawned.
+    /// Writes `status.json` (queued), spawns the child, queues the task as its first RPC
+    /// command and returns at once; the run continues in a supervisor task (so this must be
+    /// called inside the tokio runtime). Errors only when the run directory cannot be written
+    /// or the child cannot be spawned.
     pub async fn start(spec: RunSpec) -> anyhow::Result<RunHandle> {
         std::fs::create_dir_all(&spec.run_dir)
             .with_context(|| format!("create the run directory {}", spec.run_dir.display()))?;
+        if let Some(dir) = spec.session.new_session_dir(&spec.run_dir) {
+            std::fs::create_dir_all(&dir)
+                .with_context(|| format!("create the session directory {}", dir.display()))?;
+        }
         let mut record = Record::new(&spec.run_dir);
         record
             .merge(&json!({
@@ -204,19 +303,26 @@ impl HelperRunner {
                 "createdAt": now_ms(),
             }))
             .await?;
-        let args = spec.agent.pi_args(&spec.prompt);
-        let child = spawn(&spec, &args)?;
+        let args = spec.budgeted_agent().pi_rpc_args();
+        let child = spawn(&spec, &args, true)?;
         let pgid = Arc::new(AtomicI32::new(child.pid as i32));
         // Armed before the supervisor first runs: a future dropped unpolled still kills it.
         let guard = GroupGuard(pgid.clone());
+        let shared = Arc::new(Shared::default());
+        shared.push(TranscriptEntry::User(spec.prompt.clone()));
+        if let Some(commands) = &child.commands {
+            shared.open_steering(commands.clone());
+        }
         let (progress_tx, progress) = watch::channel(Progress::default());
         let (outcome_tx, outcome) = watch::channel(None);
         let (stop, stop_rx) = watch::channel(None);
+        let stop = Arc::new(stop);
         let handle = RunHandle {
             run_dir: spec.run_dir.clone(),
             progress,
             outcome,
             stop,
+            shared: shared.clone(),
             pgid: pgid.clone(),
             kill_grace: spec.kill_grace,
         };
@@ -224,6 +330,7 @@ impl HelperRunner {
             spec,
             record,
             pgid,
+            shared,
             progress: progress_tx,
             stop: stop_rx,
             started: Instant::now(),
@@ -267,6 +374,8 @@ impl RunHandle {
                 error: Some("the run's supervisor ended without an outcome".to_string()),
                 exit: ExitInfo::default(),
                 retry: None,
+                session_file: None,
+                budget_exceeded: None,
             },
         }
     }
@@ -284,6 +393,26 @@ impl RunHandle {
             .await
             .map_err(|_| anyhow::anyhow!("the helper did not end within {limit:?} of its stop"))
     }
+
+    /// Sends `message` to the child as an RPC `steer`: Pi delivers it before its next model
+    /// call. The error says why it cannot (the run ended, the attempt runs in print mode).
+    pub fn steer(&self, message: String) -> Result<(), String> {
+        self.shared.steer(message)
+    }
+
+    /// The transcript so far (bounded to the last [`TRANSCRIPT_ENTRIES`] entries).
+    pub fn transcript(&self) -> Vec<TranscriptEntry> {
+        self.shared.transcript()
+    }
+
+    /// The run's controls for the helper board. They stay valid after the run ends: steering
+    /// then errors, stopping does nothing, the transcript stays readable.
+    pub fn control(&self) -> Arc<dyn RunControl> {
+        Arc::new(Control {
+            shared: self.shared.clone(),
+            stop: self.stop.clone(),
+        })
+    }
 }
 
 impl Drop for RunHandle {
@@ -294,8 +423,28 @@ impl Drop for RunHandle {
         request(&self.stop, StopKind::Dropped);
         let pgid = self.pgid.load(Ordering::SeqCst);
         if pgid > 0 {
-            let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+            signal_tree(Pid::from_raw(pgid), Signal::SIGKILL);
         }
+    }
+}
+
+/// [`RunControl`] over a run's shared state; holds no process.
+struct Control {
+    shared: Arc<Shared>,
+    stop: Arc<watch::Sender<Option<StopKind>>>,
+}
+
+impl RunControl for Control {
+    fn steer(&self, message: String) -> Result<(), String> {
+        self.shared.steer(message)
+    }
+
+    fn stop(&self) {
+        request(&self.stop, StopKind::User);
+    }
+
+    fn transcript(&self) -> Vec<TranscriptEntry> {
+        self.shared.transcript()
     }
 }
 
@@ -317,10 +466,87 @@ fn request(stop: &watch::Sender<Option<StopKind>>, kind: StopKind) {
     });
 }
 
+/// What the writer task does with the child's stdin.
+enum StdinCommand {
+    /// Write this line (an LF is added).
+    Line(String),
+    /// Close stdin: both Pi lines shut down on EOF.
+    Close,
+}
+
+/// The state the handle, the board's control and the supervisor share.
+#[derive(Default)]
+struct Shared {
+    state: Mutex<SharedState>,
+}
+
+#[derive(Default)]
+struct SharedState {
+    /// The live attempt's stdin channel; `None` when steering is not possible.
+    commands: Option<mpsc::UnboundedSender<StdinCommand>>,
+    /// Why steering is not possible when `commands` is `None`.
+    no_steering: Option<String>,
+    transcript: VecDeque<TranscriptEntry>,
+}
+
+impl Shared {
+    fn steer(&self, message: String) -> Result<(), String> {
+        let mut state = self.lock();
+        let Some(commands) = &state.commands else {
+            return Err(state
+                .no_steering
+                .clone()
+                .unwrap_or_else(|| "the helper is not running".to_string()));
+        };
+        let line = json!({ "type": "steer", "message": message }).to_string();
+        commands
+            .send(StdinCommand::Line(line))
+            .map_err(|_| "the helper's input is closed".to_string())?;
+        push_bounded(&mut state.transcript, TranscriptEntry::User(message));
+        Ok(())
+    }
+
+    fn transcript(&self) -> Vec<TranscriptEntry> {
+        self.lock().transcript.iter().cloned().collect()
+    }
+
+    fn push(&self, entry: TranscriptEntry) {
+        push_bounded(&mut self.lock().transcript, entry);
+    }
+
+    fn open_steering(&self, commands: mpsc::UnboundedSender<StdinCommand>) {
+        let mut state = self.lock();
+        state.commands = Some(commands);
+        state.no_steering = None;
+    }
+
+    fn close_steering(&self, why: &str) {
+        let mut state = self.lock();
+        state.commands = None;
+        state.no_steering = Some(why.to_string());
+    }
+
+    /// A poisoned lock only means a holder panicked mid-push; the transcript stays usable.
+    fn lock(&self) -> MutexGuard<'_, SharedState> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+fn push_bounded(transcript: &mut VecDeque<TranscriptEntry>, entry: TranscriptEntry) {
+    if transcript.len() >= TRANSCRIPT_ENTRIES {
+        transcript.pop_front();
+    }
+    transcript.push_back(entry);
+}
+
 /// A spawned child and its pipes.
 struct Spawned {
     child: Child,
     pid: u32,
+    /// The stdin channel of an RPC child (the task is already queued on it).
+    commands: Option<mpsc::UnboundedSender<StdinCommand>>,
     stdout: ChildStdout,
     stderr: ChildStderr,
 }
@@ -329,6 +555,7 @@ struct Supervisor {
     spec: RunSpec,
     record: Record,
     pgid: Arc<AtomicI32>,
+    shared: Arc<Shared>,
     progress: watch::Sender<Progress>,
     stop: watch::Receiver<Option<StopKind>>,
     started: Instant,
@@ -343,6 +570,69 @@ struct Attempt {
     stop: Option<StopKind>,
     /// It printed nothing for the idle timeout and was killed.
     idle: bool,
+    /// It ran in RPC mode (not the print-mode retry).
+    rpc: bool,
+    /// Pi said the run is over (RPC mode).
+    settled: bool,
+    /// Pi refused the task.
+    prompt_error: Option<String>,
+    /// A budget abort ended it.
+    budget_exceeded: Option<String>,
+    session_file: Option<PathBuf>,
+}
+
+/// Why the print-mode retry cannot be steered.
+const NO_STEERING_IN_PRINT_MODE: &str = "steering is unavailable: this attempt runs in print \
+                                         mode (the task was delivered through a file after a \
+                                         silent start)";
+
+/// One attempt's moving parts, apart from the pipes the select loop reads.
+struct Live {
+    pgid: Pid,
+    /// The stdin channel (RPC mode); `None` in print mode and once stdin is closed.
+    commands: Option<mpsc::UnboundedSender<StdinCommand>>,
+    rpc: bool,
+    parser: EventParser,
+    summary: RunSummary,
+    settle: SettleWatch,
+    budget: BudgetWatch,
+    model: Option<String>,
+    activity_text: Option<String>,
+    prompt_error: Option<String>,
+    budget_exceeded: Option<String>,
+    /// When to repeat a `get_state` probe.
+    probe_at: Option<Instant>,
+    /// When to close stdin even without the session file's answer.
+    close_at: Option<Instant>,
+    /// When to kill the group: it did not exit after EOF, or did not end after an abort.
+    end_kill_at: Option<Instant>,
+}
+
+impl Live {
+    fn send(&self, line: String) {
+        if let Some(commands) = &self.commands {
+            // A closed channel means the writer hit a dead pipe; the exit tells the rest.
+            let _ = commands.send(StdinCommand::Line(line));
+        }
+    }
+
+    /// Closes stdin and gives the child `grace` to exit.
+    fn close(&mut self, grace: Duration) {
+        if let Some(commands) = self.commands.take() {
+            let _ = commands.send(StdinCommand::Close);
+            self.end_kill_at = Some(Instant::now() + grace);
+        }
+        self.close_at = None;
+    }
+
+    fn totals(&self) -> Totals {
+        Totals {
+            turns: self.summary.turns,
+            tool_uses: u32::try_from(self.summary.tool_uses.len()).unwrap_or(u32::MAX),
+            tokens: self.summary.usage.total,
+            cost: self.summary.usage.cost,
+        }
+    }
 }
 
 impl Supervisor {
@@ -356,6 +646,10 @@ impl Supervisor {
                 break attempt;
             }
             retry = Some(RetryKind::FileDelivery);
+            self.shared.push(TranscriptEntry::Note(format!(
+                "no output for {:?}; retrying with the task delivered through a file",
+                self.spec.idle_timeout
+            )));
             match self.file_delivery() {
                 Ok(next) => spawned = next,
                 Err(err) => {
@@ -367,7 +661,11 @@ impl Supervisor {
             }
         };
         drop(guard);
-        let outcome = outcome_of(attempt, retry, self.spec.idle_timeout);
+        self.shared.close_steering("the run has ended");
+        let mut outcome = outcome_of(attempt, retry, self.spec.idle_timeout);
+        if outcome.session_file.is_none() {
+            outcome.session_file = self.find_session_file();
+        }
         self.finish(&outcome).await;
         outcome
     }
@@ -393,28 +691,46 @@ impl Supervisor {
         }
     }
 
-    /// Writes the prompt to the run directory and respawns with `@<file>` as the message.
+    /// Writes the prompt to the run directory and respawns in print mode with `@<file>` as the
+    /// message (RPC mode rejects `@file` arguments).
     fn file_delivery(&self) -> anyhow::Result<Spawned> {
         let path = self.spec.run_dir.join(PROMPT_FILE);
         std::fs::write(&path, &self.spec.prompt)
             .with_context(|| format!("write the task file {}", path.display()))?;
-        let mut args = self.spec.agent.pi_args("");
+        let mut args = self.spec.budgeted_agent().pi_args("");
         // `pi_args` ends with the message; the file takes its place.
         args.pop();
         args.push(format!("@{}", path.display()));
-        spawn(&self.spec, &args)
+        self.shared.close_steering(NO_STEERING_IN_PRINT_MODE);
+        spawn(&self.spec, &args, false)
     }
 
     async fn attempt(&mut self, spawned: Spawned) -> Attempt {
         let Spawned {
             mut child,
             pid,
+            commands,
             mut stdout,
             mut stderr,
         } = spawned;
-        let pgid = Pid::from_raw(pid as i32);
-        let mut parser = EventParser::new();
-        let mut summary = RunSummary::default();
+        let rpc = commands.is_some();
+        let mut live = Live {
+            pgid: Pid::from_raw(pid as i32),
+            commands,
+            rpc,
+            parser: EventParser::new(),
+            summary: RunSummary::default(),
+            settle: SettleWatch::new(),
+            budget: BudgetWatch::new(self.spec.budget),
+            model: None,
+            activity_text: None,
+            prompt_error: None,
+            budget_exceeded: None,
+            probe_at: None,
+            close_at: None,
+            end_kill_at: None,
+        };
+        let pgid = live.pgid;
         let mut stderr_tail = StderrTail::default();
         let mut out_buf = vec![0u8; 64 * 1024];
         let mut err_buf = vec![0u8; 8 * 1024];
@@ -433,16 +749,14 @@ impl Supervisor {
                 read = stdout.read(&mut out_buf), if stdout_open => match read {
                     Ok(0) | Err(_) => {
                         stdout_open = false;
-                        for event in parser.finish() {
-                            summary.apply(&event);
-                        }
+                        let events = live.parser.finish();
+                        self.on_events(&mut live, events);
                     }
                     Ok(n) => {
                         seen_output = true;
-                        for event in parser.feed(&out_buf[..n]) {
-                            summary.apply(&event);
-                        }
-                        self.publish(&summary);
+                        let events = live.parser.feed(&out_buf[..n]);
+                        self.on_events(&mut live, events);
+                        self.publish(&live);
                     }
                 },
                 read = stderr.read(&mut err_buf), if stderr_open => match read {
@@ -454,10 +768,12 @@ impl Supervisor {
                     // The leader is gone; whatever it left in its group goes too, which also
                     // closes the pipes those processes held.
                     if group_alive(pgid) {
-                        let _ = killpg(pgid, Signal::SIGKILL);
+                        signal_tree(pgid, Signal::SIGKILL);
                     }
                     // Nothing of the group runs any more: `Drop` must not signal a reused id.
                     self.pgid.store(0, Ordering::SeqCst);
+                    live.commands = None;
+                    self.shared.close_steering("the run has ended");
                     drain_until = Some(Instant::now() + PIPE_DRAIN);
                 },
                 // A process that left the group (`setsid`) may hold the pipes open forever.
@@ -466,9 +782,8 @@ impl Supervisor {
                 {
                     if stdout_open {
                         tracing::debug!("helper {pid}: stdout still open after exit; not read");
-                        for event in parser.finish() {
-                            summary.apply(&event);
-                        }
+                        let events = live.parser.finish();
+                        self.on_events(&mut live, events);
                     }
                     (stdout_open, stderr_open) = (false, false);
                 },
@@ -476,26 +791,48 @@ impl Supervisor {
                     if !seen_output && !idle && exit.is_none() =>
                 {
                     idle = true;
-                    let _ = killpg(pgid, Signal::SIGKILL);
+                    signal_tree(pgid, Signal::SIGKILL);
+                },
+                _ = tokio::time::sleep_until(live.probe_at.unwrap_or(far)),
+                    if live.probe_at.is_some() =>
+                {
+                    live.probe_at = None;
+                    if let SettleStep::Probe { command, .. } = live.settle.probe() {
+                        live.send(command);
+                    }
+                },
+                _ = tokio::time::sleep_until(live.close_at.unwrap_or(far)),
+                    if live.close_at.is_some() =>
+                {
+                    live.close(self.spec.end_grace);
+                },
+                _ = tokio::time::sleep_until(live.end_kill_at.unwrap_or(far)),
+                    if live.end_kill_at.is_some() && exit.is_none() =>
+                {
+                    live.end_kill_at = None;
+                    tracing::debug!("helper {pid}: did not end within the end grace; killed");
+                    signal_tree(pgid, Signal::SIGKILL);
                 },
                 _ = tokio::time::sleep_until(deadline), if stop.is_none() && exit.is_none() => {
                     stop = Some(StopKind::Deadline);
+                    self.shared.push(TranscriptEntry::Note("run deadline reached; stopping".into()));
                     kill_at = Some(self.begin_stop(pgid));
                 },
                 _ = tokio::time::sleep_until(kill_at.unwrap_or(far)), if kill_at.is_some() => {
-                    let _ = killpg(pgid, Signal::SIGKILL);
+                    signal_tree(pgid, Signal::SIGKILL);
                     kill_at = None;
                 },
                 changed = self.stop.changed(), if stop.is_none() => {
                     if changed.is_err() {
-                        // The handle is gone without a request: treat it as dropped.
+                        // Every sender is gone without a request: treat it as dropped.
                         stop = Some(StopKind::Dropped);
                     } else {
                         stop = *self.stop.borrow_and_update();
                     }
                     if stop == Some(StopKind::Dropped) {
-                        let _ = killpg(pgid, Signal::SIGKILL);
+                        signal_tree(pgid, Signal::SIGKILL);
                     } else if stop.is_some() {
+                        self.shared.push(TranscriptEntry::Note("stop requested".into()));
                         kill_at = Some(self.begin_stop(pgid));
                     }
                 },
@@ -524,24 +861,152 @@ impl Supervisor {
             None => (ExitInfo::default(), None),
         };
         Attempt {
-            summary,
             exit,
             wait_error,
             stderr_tail: stderr_tail.text(),
             stop,
             idle,
+            rpc,
+            settled: live.settle.is_settled(),
+            session_file: live.settle.session_file().map(PathBuf::from),
+            summary: live.summary,
+            prompt_error: live.prompt_error,
+            budget_exceeded: live.budget_exceeded,
+        }
+    }
+
+    /// Folds events into the summary, the transcript and the end and budget watches, and
+    /// carries out what they ask.
+    fn on_events(&self, live: &mut Live, events: Vec<PiEvent>) {
+        for event in events {
+            live.summary.apply(&event);
+            self.note_activity(live, &event);
+            if live.rpc {
+                self.on_settle_step(live, &event);
+            }
+            if !live.settle.is_settled() && live.budget_exceeded.is_none() {
+                let totals = live.totals();
+                if let Some(action) = live.budget.observe(&totals) {
+                    self.on_budget(live, action);
+                }
+            }
+        }
+    }
+
+    fn on_settle_step(&self, live: &mut Live, event: &PiEvent) {
+        let was_settled = live.settle.is_settled();
+        match live.settle.on_event(event) {
+            SettleStep::Nothing => {}
+            SettleStep::Probe { command, .. } => live.send(command),
+            SettleStep::ProbeLater => live.probe_at = Some(Instant::now() + PROBE_PAUSE),
+            SettleStep::Settled => {
+                self.shared.close_steering("the run has ended");
+                live.probe_at = None;
+                if live.settle.session_file().is_some() {
+                    live.close(self.spec.end_grace);
+                } else {
+                    let query = json!({ "id": "session", "type": "get_state" }).to_string();
+                    live.send(query);
+                    live.close_at = Some(Instant::now() + SESSION_QUERY_WAIT);
+                }
+            }
+            SettleStep::PromptFailed(error) => {
+                self.shared.push(TranscriptEntry::Note(format!(
+                    "Pi refused the task: {error}"
+                )));
+                self.shared.close_steering("the helper refused the task");
+                live.prompt_error = Some(error);
+                live.close(self.spec.end_grace);
+            }
+        }
+        // The answer to the settled run's session query: nothing more to ask.
+        if was_settled && matches!(event, PiEvent::Response(r) if r.command == "get_state") {
+            live.close(self.spec.end_grace);
+        }
+    }
+
+    fn on_budget(&self, live: &mut Live, action: BudgetAction) {
+        match action {
+            BudgetAction::Steer(message) => {
+                self.shared.push(TranscriptEntry::Note(
+                    "budget reached; asking the helper for its final answer".to_string(),
+                ));
+                if live.commands.is_some() {
+                    live.send(json!({ "type": "steer", "message": message }).to_string());
+                    self.shared.push(TranscriptEntry::User(message));
+                } else {
+                    self.shared.push(TranscriptEntry::Note(
+                        "the print-mode attempt cannot be steered".to_string(),
+                    ));
+                }
+            }
+            BudgetAction::Abort(reason) => {
+                self.shared.push(TranscriptEntry::Note(format!(
+                    "{reason}; aborting the helper"
+                )));
+                if live.commands.is_some() {
+                    live.send(json!({ "type": "abort" }).to_string());
+                    live.end_kill_at = Some(Instant::now() + self.spec.end_grace);
+                } else {
+                    signal_tree(live.pgid, Signal::SIGKILL);
+                }
+                live.budget_exceeded = Some(reason);
+            }
+        }
+    }
+
+    /// The transcript and the activity shown in progress.
+    fn note_activity(&self, live: &mut Live, event: &PiEvent) {
+        match event {
+            PiEvent::MessageEnd(message) if message.role == "assistant" => {
+                if message.model.is_some() {
+                    live.model.clone_from(&message.model);
+                }
+                let text = message.text.trim();
+                if !text.is_empty() {
+                    live.activity_text = Some(first_words(text));
+                    self.shared.push(TranscriptEntry::Assistant(shorten(
+                        text,
+                        TRANSCRIPT_TEXT_CHARS,
+                    )));
+                }
+            }
+            PiEvent::ToolStart { tool, args, .. } => {
+                live.activity_text = Some(format!("{tool} {args}").trim().to_string());
+                self.shared.push(TranscriptEntry::ToolCall {
+                    name: tool.clone(),
+                    args: args.clone(),
+                });
+            }
+            PiEvent::ToolEnd {
+                tool,
+                is_error,
+                result,
+                ..
+            } => self.shared.push(TranscriptEntry::ToolResult {
+                name: tool.clone(),
+                text: shorten(result, TRANSCRIPT_RESULT_CHARS),
+                is_error: *is_error,
+            }),
+            PiEvent::Response(response) if !response.success && response.command == "steer" => {
+                self.shared.push(TranscriptEntry::Note(format!(
+                    "steering failed: {}",
+                    response.error.as_deref().unwrap_or("no reason given")
+                )));
+            }
+            _ => {}
         }
     }
 
     /// SIGTERM to the group; returns when SIGKILL is due.
     fn begin_stop(&self, pgid: Pid) -> Instant {
-        if let Err(err) = killpg(pgid, Signal::SIGTERM) {
-            tracing::debug!("SIGTERM to helper group {pgid}: {err}");
-        }
+        // The whole tree: Pi runs its bash tool calls in process groups of their own.
+        signal_tree(pgid, Signal::SIGTERM);
         Instant::now() + self.spec.kill_grace
     }
 
-    fn publish(&self, summary: &RunSummary) {
+    fn publish(&self, live: &Live) {
+        let summary = &live.summary;
         let last_tool = summary
             .tool_uses
             .last()
@@ -552,7 +1017,25 @@ impl Supervisor {
             last_tool,
             usage: summary.usage,
             last_activity: Some(std::time::Instant::now()),
+            model: live.model.clone(),
+            last_activity_text: live.activity_text.clone(),
         });
+    }
+
+    /// The newest `.jsonl` in the directory where this run's new session lands, or the resumed
+    /// file: for the print-mode retry, and when Pi did not answer `get_state`.
+    fn find_session_file(&self) -> Option<PathBuf> {
+        let dir = match &self.spec.session {
+            SessionMode::Resume(file) => return file.exists().then(|| file.clone()),
+            other => other.new_session_dir(&self.spec.run_dir)?,
+        };
+        std::fs::read_dir(dir)
+            .ok()?
+            .filter_map(Result::ok)
+            .filter(|entry| entry.path().extension().is_some_and(|ext| ext == "jsonl"))
+            .filter_map(|entry| Some((entry.metadata().ok()?.modified().ok()?, entry.path())))
+            .max()
+            .map(|(_, path)| path)
     }
 
     async fn finish(&mut self, outcome: &RunOutcome) {
@@ -578,6 +1061,8 @@ impl Supervisor {
                 "totalTokens": usage.total,
                 "cost": usage.cost,
             },
+            "sessionFile": outcome.session_file.as_ref().map(|path| path.display().to_string()),
+            "budgetExceeded": outcome.budget_exceeded,
         });
         if let Some(pid) = outcome.exit.pid {
             fields["pid"] = json!(pid);
@@ -599,8 +1084,16 @@ fn outcome_of(attempt: Attempt, retry: Option<RetryKind>, idle_timeout: Duration
         stderr_tail,
         stop,
         idle,
+        rpc,
+        settled,
+        prompt_error,
+        budget_exceeded,
+        session_file,
     } = attempt;
     let stderr_error = error_lines(&stderr_tail);
+    // A settled RPC run is over whatever the exit (a kill after EOF changes nothing); a child
+    // that exits by itself is over only when its events said so.
+    let ended = settled || (exit.code == Some(0) && (!rpc || summary.finished));
     let (status, error) = match stop {
         Some(StopKind::User) => (RunStatus::Stopped, Some("stopped".to_string())),
         Some(StopKind::Dropped) => (
@@ -611,6 +1104,7 @@ fn outcome_of(attempt: Attempt, retry: Option<RetryKind>, idle_timeout: Duration
             RunStatus::TimedOut,
             Some("run deadline reached".to_string()),
         ),
+        None if budget_exceeded.is_some() => (RunStatus::Failed, budget_exceeded.clone()),
         None if wait_error.is_some() => (RunStatus::Failed, wait_error),
         None if idle => (
             RunStatus::Failed,
@@ -623,7 +1117,16 @@ fn outcome_of(attempt: Attempt, retry: Option<RetryKind>, idle_timeout: Duration
                 }
             )),
         ),
-        None if exit.code == Some(0) && summary.error.is_none() => (RunStatus::Completed, None),
+        None if prompt_error.is_some() => (RunStatus::Failed, prompt_error),
+        None if ended && summary.error.is_none() => (RunStatus::Completed, None),
+        None if settled => (RunStatus::Failed, summary.error.clone()),
+        None if rpc && exit.code == Some(0) && summary.error.is_none() => (
+            RunStatus::Failed,
+            Some(
+                stderr_error
+                    .unwrap_or_else(|| "the helper exited before its run ended".to_string()),
+            ),
+        ),
         None => {
             let reason = stderr_error.or_else(|| summary.error.clone()).or_else(|| {
                 Some(match (&exit.code, &exit.signal) {
@@ -641,7 +1144,31 @@ fn outcome_of(attempt: Attempt, retry: Option<RetryKind>, idle_timeout: Duration
         error,
         exit,
         retry,
+        session_file,
+        budget_exceeded,
     }
+}
+
+/// The first words of an assistant text for the activity line: at most 8 words and 60 chars.
+fn first_words(text: &str) -> String {
+    let words: Vec<&str> = text.split_whitespace().take(8).collect();
+    let more = text.split_whitespace().count() > words.len();
+    let joined = words.join(" ");
+    let short = shorten(&joined, 60);
+    if more && short == joined {
+        format!("{joined}…")
+    } else {
+        short
+    }
+}
+
+fn shorten(text: &str, max_chars: usize) -> String {
+    if text.chars().count() <= max_chars {
+        return text.to_string();
+    }
+    let mut short: String = text.chars().take(max_chars.saturating_sub(1)).collect();
+    short.push('…');
+    short
 }
 
 /// The error lines of a stderr tail (lines naming an error, else every non-blank line), at most
@@ -732,13 +1259,16 @@ async fn write_durable(path: PathBuf, bytes: Vec<u8>) -> anyhow::Result<()> {
         .context("the file writer panicked")?
 }
 
-fn spawn(spec: &RunSpec, args: &[String]) -> anyhow::Result<Spawned> {
+/// Spawns `program leading_args session_args args` in its own group; with `rpc`, stdin is a
+/// pipe whose writer task gets the task as the first command.
+fn spawn(spec: &RunSpec, args: &[String], rpc: bool) -> anyhow::Result<Spawned> {
     let mut command = Command::new(&spec.program);
     command
         .args(&spec.leading_args)
+        .args(spec.session.pi_args(&spec.run_dir))
         .args(args)
         .current_dir(&spec.cwd)
-        .stdin(Stdio::null())
+        .stdin(if rpc { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
@@ -754,15 +1284,40 @@ fn spawn(spec: &RunSpec, args: &[String]) -> anyhow::Result<Spawned> {
         .id()
         .context("the helper exited before its pid was read")?;
     let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
-        let _ = killpg(Pid::from_raw(pid as i32), Signal::SIGKILL);
+        signal_tree(Pid::from_raw(pid as i32), Signal::SIGKILL);
         anyhow::bail!("the helper's pipes were not created");
     };
+    let commands = child.stdin.take().map(|stdin| {
+        let commands = start_writer(stdin);
+        let prompt = json!({ "id": PROMPT_ID, "type": "prompt", "message": spec.prompt });
+        let _ = commands.send(StdinCommand::Line(prompt.to_string()));
+        commands
+    });
     Ok(Spawned {
         child,
         pid,
+        commands,
         stdout,
         stderr,
     })
+}
+
+/// The task that owns the child's stdin and writes the commands it is sent, in order. It ends
+/// (closing stdin) on [`StdinCommand::Close`], when every sender is gone, or on a dead pipe.
+fn start_writer(mut stdin: ChildStdin) -> mpsc::UnboundedSender<StdinCommand> {
+    let (commands, mut queue) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Some(command) = queue.recv().await {
+            let StdinCommand::Line(mut line) = command else {
+                break;
+            };
+            line.push('\n');
+            if stdin.write_all(line.as_bytes()).await.is_err() || stdin.flush().await.is_err() {
+                break;
+            }
+        }
+    });
+    commands
 }
 
 /// SIGKILLs the live group when dropped: the supervisor was dropped mid-run. Once the last
@@ -773,7 +1328,7 @@ impl Drop for GroupGuard {
     fn drop(&mut self) {
         let pgid = self.0.load(Ordering::SeqCst);
         if pgid > 0 {
-            let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+            signal_tree(Pid::from_raw(pgid), Signal::SIGKILL);
         }
     }
 }
@@ -790,6 +1345,7 @@ fn now_ms() -> u64 {
 mod tests {
     use super::*;
     use crate::helpers::agents::AgentCatalog;
+    use crate::helpers::budget::Budget;
 
     fn fixture(name: &str) -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -1026,6 +1582,403 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         assert!(group_gone(pid), "no orphan after the handle is dropped");
+    }
+
+    /// A spec running the Python fake RPC child in `mode` (see `tests/fixtures/bin/`), its
+    /// stdin log at `<dir>/stdin.log`, with short timings.
+    fn fake_rpc(dir: &Path, mode: &str, legacy: bool) -> RunSpec {
+        let explore = AgentCatalog::builtin().resolve("explore").unwrap();
+        let mut spec = RunSpec::new(
+            "python3",
+            explore,
+            "Summarize the notes, please.",
+            dir,
+            dir.join("run"),
+        );
+        let script =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/bin/fake-pi-rpc.py");
+        spec.leading_args = vec![script.display().to_string(), mode.to_string()];
+        if legacy {
+            spec.leading_args.push("--legacy".to_string());
+        }
+        spec.env = vec![(
+            "FAKE_PI_LOG".to_string(),
+            dir.join("stdin.log").display().to_string(),
+        )];
+        spec.idle_timeout = Duration::from_secs(10);
+        spec.kill_grace = Duration::from_millis(500);
+        spec.end_grace = Duration::from_secs(2);
+        spec
+    }
+
+    /// What the fake child logged: its arguments, then every stdin line as JSON.
+    fn child_log(dir: &Path) -> (Vec<String>, Vec<Value>) {
+        let text = std::fs::read_to_string(dir.join("stdin.log")).unwrap_or_default();
+        let mut argv = Vec::new();
+        let mut lines = Vec::new();
+        for line in text.lines() {
+            match line.strip_prefix("ARGV ") {
+                Some(json) => argv = serde_json::from_str(json).unwrap(),
+                None => lines.push(serde_json::from_str(line).unwrap()),
+            }
+        }
+        (argv, lines)
+    }
+
+    async fn wait_for_turns(handle: &RunHandle, turns: u32) {
+        let mut progress = handle.progress();
+        tokio::time::timeout(
+            Duration::from_secs(10),
+            progress.wait_for(|now| now.turns >= turns),
+        )
+        .await
+        .expect("the fake took turns in time")
+        .unwrap();
+    }
+
+    #[tokio::test]
+    async fn rpc_prompt_events_settle_on_both_lines() {
+        for legacy in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let spec = fake_rpc(dir.path(), "answer", legacy);
+            let mut handle = HelperRunner::start(spec.clone()).await.unwrap();
+            let progress = handle.progress();
+            let outcome = handle.wait().await;
+            let context = format!("legacy {legacy}: {outcome:#?}");
+            assert_eq!(outcome.status, RunStatus::Completed, "{context}");
+            assert_eq!(outcome.error, None, "{context}");
+            assert_eq!(
+                outcome.summary.final_text, "Done: Summarize the notes, please.",
+                "{context}"
+            );
+            // It exited on stdin EOF, not by a kill.
+            assert_eq!(outcome.exit.code, Some(0), "{context}");
+            let session = spec.run_dir.join("session/fake-session.jsonl");
+            assert_eq!(outcome.session_file.as_deref(), Some(session.as_path()));
+            let status = status_json(&spec);
+            assert_eq!(status["status"], "completed", "{status}");
+            assert_eq!(status["sessionFile"], session.display().to_string());
+
+            let (argv, stdin) = child_log(dir.path());
+            assert_eq!(
+                argv[..2],
+                [
+                    "--session-dir".to_string(),
+                    spec.run_dir.join("session").display().to_string()
+                ]
+            );
+            assert!(
+                argv.contains(&"rpc".to_string()) && !argv.contains(&"-p".to_string()),
+                "{argv:?}"
+            );
+            assert_eq!(
+                stdin[0],
+                json!({"id": "task", "type": "prompt", "message": "Summarize the notes, please."})
+            );
+            assert!(
+                stdin[1..]
+                    .iter()
+                    .all(|command| command["type"] == "get_state"),
+                "only state queries follow the task: {stdin:?}"
+            );
+
+            let live = progress.borrow().clone();
+            assert_eq!(live.model.as_deref(), Some("fake/fake-model"), "{context}");
+            assert_eq!(
+                live.last_activity_text.as_deref(),
+                Some("Done: Summarize the notes, please."),
+                "{context}"
+            );
+            assert_eq!(
+                handle.transcript(),
+                [
+                    TranscriptEntry::User("Summarize the notes, please.".into()),
+                    TranscriptEntry::Assistant("Turn 1.".into()),
+                    TranscriptEntry::ToolCall {
+                        name: "bash".into(),
+                        args: "echo 1".into()
+                    },
+                    TranscriptEntry::ToolResult {
+                        name: "bash".into(),
+                        text: "out 1".into(),
+                        is_error: false
+                    },
+                    TranscriptEntry::Assistant("Done: Summarize the notes, please.".into()),
+                ],
+                "{context}"
+            );
+            let late = handle.steer("too late".into()).unwrap_err();
+            assert!(late.contains("ended"), "{late}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_refused_prompt_fails_the_run_with_pis_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = fake_rpc(dir.path(), "reject", false);
+        let started = Instant::now();
+        let outcome = HelperRunner::start(spec.clone())
+            .await
+            .unwrap()
+            .wait()
+            .await;
+        assert_eq!(outcome.status, RunStatus::Failed, "{outcome:#?}");
+        assert_eq!(
+            outcome.error.as_deref(),
+            Some("No API key found for scripted")
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "it did not wait for a run"
+        );
+        assert_eq!(status_json(&spec)["error"], "No API key found for scripted");
+    }
+
+    #[tokio::test]
+    async fn steering_reaches_the_child_and_its_control_outlives_the_run() {
+        for legacy in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let spec = fake_rpc(dir.path(), "echo-steer", legacy);
+            let mut handle = HelperRunner::start(spec.clone()).await.unwrap();
+            let control = handle.control();
+            wait_for_turns(&handle, 2).await;
+            control.steer("Focus on the README".into()).unwrap();
+            let outcome = handle.wait().await;
+            assert_eq!(outcome.status, RunStatus::Completed, "{outcome:#?}");
+            assert_eq!(outcome.summary.final_text, "Got: Focus on the README");
+            let (_, stdin) = child_log(dir.path());
+            assert!(
+                stdin.contains(&json!({"type": "steer", "message": "Focus on the README"})),
+                "{stdin:?}"
+            );
+            let transcript = control.transcript();
+            assert!(
+                transcript.contains(&TranscriptEntry::User("Focus on the README".into())),
+                "{transcript:?}"
+            );
+            assert_eq!(transcript, handle.transcript());
+            // After the end: steering says why not, stopping is harmless.
+            let err = control.steer("again".into()).unwrap_err();
+            assert!(err.contains("ended"), "{err}");
+            control.stop();
+            assert_eq!(handle.wait().await.status, RunStatus::Completed);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_turn_budget_steers_then_aborts() {
+        for legacy in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let mut spec = fake_rpc(dir.path(), "forever", legacy);
+            spec.budget = Budget::turns(3);
+            let mut handle = HelperRunner::start(spec.clone()).await.unwrap();
+            let pid = handle.pid().unwrap();
+            let outcome = handle.wait().await;
+            let context = format!("legacy {legacy}: {outcome:#?}");
+            let reason = "turn budget exceeded: 5 turns (limit 3)";
+            assert_eq!(outcome.status, RunStatus::Failed, "{context}");
+            assert_eq!(outcome.error.as_deref(), Some(reason), "{context}");
+            assert_eq!(
+                outcome.budget_exceeded.as_deref(),
+                Some(reason),
+                "{context}"
+            );
+            // The partial answer is kept.
+            assert!(outcome.summary.final_text.starts_with("Turn "), "{context}");
+            // It ended through the abort, not a kill.
+            assert_eq!(outcome.exit.code, Some(0), "{context}");
+            assert!(group_gone(pid));
+            let status = status_json(&spec);
+            assert_eq!(status["status"], "failed");
+            assert_eq!(status["budgetExceeded"], reason);
+
+            let (argv, stdin) = child_log(dir.path());
+            let prompt_at = argv
+                .iter()
+                .position(|a| a == "--append-system-prompt")
+                .unwrap();
+            assert!(argv[prompt_at + 1].contains("at most 3 turns"), "{argv:?}");
+            let kinds: Vec<&str> = stdin
+                .iter()
+                .map(|c| c["type"].as_str().unwrap())
+                .filter(|kind| *kind != "get_state")
+                .collect();
+            assert_eq!(kinds, ["prompt", "steer", "abort"], "{stdin:?}");
+            let steer = stdin.iter().find(|c| c["type"] == "steer").unwrap();
+            assert!(
+                steer["message"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("Budget reached: you have used 3 of your 3 turns."),
+                "{steer}"
+            );
+            let transcript = handle.transcript();
+            let notes: Vec<&TranscriptEntry> = transcript
+                .iter()
+                .filter(|entry| matches!(entry, TranscriptEntry::Note(_)))
+                .collect();
+            assert_eq!(
+                notes,
+                [
+                    &TranscriptEntry::Note(
+                        "budget reached; asking the helper for its final answer".into()
+                    ),
+                    &TranscriptEntry::Note(format!("{reason}; aborting the helper")),
+                ],
+                "{context}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_budget_in_the_print_mode_retry_kills_and_cannot_steer() {
+        let dir = tempfile::tempdir().unwrap();
+        // Silent in RPC mode; in the print-mode retry it takes turns forever.
+        let script = r#"for last; do :; done
+            case "$last" in
+              @*) while :; do echo '{"type":"turn_end"}'; sleep 0.3; done ;;
+              *) sleep 30 ;;
+            esac"#;
+        let mut spec = fake(dir.path(), script);
+        spec.idle_timeout = Duration::from_millis(400);
+        spec.budget = Budget {
+            grace_turns: 1,
+            ..Budget::turns(2)
+        };
+        let mut handle = HelperRunner::start(spec.clone()).await.unwrap();
+        wait_for_turns(&handle, 1).await;
+        let err = handle.steer("hurry".into()).unwrap_err();
+        assert!(err.contains("print mode"), "{err}");
+        let pid = handle.pid();
+        let outcome = handle.wait().await;
+        assert_eq!(outcome.status, RunStatus::Failed, "{outcome:#?}");
+        assert_eq!(outcome.retry, Some(RetryKind::FileDelivery));
+        assert_eq!(
+            outcome.budget_exceeded.as_deref(),
+            Some("turn budget exceeded: 3 turns (limit 2)")
+        );
+        assert_eq!(outcome.exit.signal.as_deref(), Some("SIGKILL"));
+        if let Some(pid) = pid {
+            assert!(group_gone(pid));
+        }
+        assert!(handle.transcript().contains(&TranscriptEntry::Note(
+            "the print-mode attempt cannot be steered".into()
+        )));
+    }
+
+    #[tokio::test]
+    async fn stop_ends_an_rpc_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = fake_rpc(dir.path(), "forever", false);
+        let mut handle = HelperRunner::start(spec.clone()).await.unwrap();
+        let pid = handle.pid().unwrap();
+        wait_for_turns(&handle, 1).await;
+        handle.control().stop();
+        let outcome = handle.wait().await;
+        assert_eq!(outcome.status, RunStatus::Stopped, "{outcome:#?}");
+        assert!(group_gone(pid));
+        assert_eq!(status_json(&spec)["status"], "stopped");
+        assert!(
+            handle
+                .transcript()
+                .contains(&TranscriptEntry::Note("stop requested".into()))
+        );
+    }
+
+    #[tokio::test]
+    async fn a_child_that_ignores_eof_is_killed_after_the_end_grace() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut spec = fake_rpc(dir.path(), "linger", false);
+        spec.end_grace = Duration::from_millis(500);
+        let started = Instant::now();
+        let outcome = HelperRunner::start(spec).await.unwrap().wait().await;
+        assert!(started.elapsed() < Duration::from_secs(8), "{outcome:#?}");
+        assert_eq!(outcome.status, RunStatus::Completed, "{outcome:#?}");
+        assert_eq!(outcome.exit.signal.as_deref(), Some("SIGKILL"));
+    }
+
+    #[tokio::test]
+    async fn resume_and_fork_reach_the_child() {
+        let dir = tempfile::tempdir().unwrap();
+        let parent = dir.path().join("parent.jsonl");
+        std::fs::write(&parent, "{}\n").unwrap();
+
+        let mut spec = fake_rpc(dir.path(), "answer", false);
+        spec.session = SessionMode::Resume(parent.clone());
+        let outcome = HelperRunner::start(spec.clone())
+            .await
+            .unwrap()
+            .wait()
+            .await;
+        assert_eq!(outcome.status, RunStatus::Completed, "{outcome:#?}");
+        assert_eq!(outcome.session_file.as_deref(), Some(parent.as_path()));
+        let (argv, _) = child_log(dir.path());
+        assert_eq!(
+            argv[..2],
+            ["--session".to_string(), parent.display().to_string()]
+        );
+    }
+
+    #[test]
+    fn session_args_table() {
+        let run_dir = Path::new("/runs/h1");
+        let cases = [
+            (
+                SessionMode::Dir("/runs/h1/session".into()),
+                vec!["--session-dir", "/runs/h1/session"],
+            ),
+            (
+                SessionMode::Resume("/s/a.jsonl".into()),
+                vec!["--session", "/s/a.jsonl"],
+            ),
+            (
+                SessionMode::Fork("/s/a.jsonl".into()),
+                vec!["--fork", "/s/a.jsonl", "--session-dir", "/runs/h1/session"],
+            ),
+        ];
+        for (mode, want) in cases {
+            assert_eq!(mode.pi_args(run_dir), want, "{mode:?}");
+        }
+        let spec = RunSpec::new(
+            "pi",
+            AgentCatalog::builtin().resolve("work").unwrap(),
+            "x",
+            "/",
+            run_dir,
+        );
+        assert_eq!(spec.session, SessionMode::Dir(run_dir.join("session")));
+        assert!(spec.budget.is_unlimited());
+    }
+
+    #[test]
+    fn transcript_is_bounded() {
+        let shared = Shared::default();
+        for n in 0..TRANSCRIPT_ENTRIES + 5 {
+            shared.push(TranscriptEntry::Note(n.to_string()));
+        }
+        let transcript = shared.transcript();
+        assert_eq!(transcript.len(), TRANSCRIPT_ENTRIES);
+        assert_eq!(transcript[0], TranscriptEntry::Note("5".into()));
+        assert_eq!(
+            shared.steer("x".into()).unwrap_err(),
+            "the helper is not running"
+        );
+    }
+
+    #[test]
+    fn first_words_table() {
+        let cases = [
+            ("Done.", "Done."),
+            (
+                "one two three four five six seven eight nine",
+                "one two three four five six seven eight…",
+            ),
+            ("a\n\nb", "a b"),
+            (&"x".repeat(80), &format!("{}…", "x".repeat(59))),
+        ];
+        for (text, want) in cases {
+            assert_eq!(first_words(text), want, "{text}");
+        }
     }
 
     #[test]

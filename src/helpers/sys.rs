@@ -52,6 +52,79 @@ pub(crate) fn group_alive(pgid: Pid) -> bool {
     !matches!(killpg(pgid, None), Err(nix::errno::Errno::ESRCH))
 }
 
+/// Signals a child's whole tree: its own process group and, found through `/proc`, every
+/// descendant's process group and the descendant itself. Pi starts its `bash` tool calls in
+/// process groups of their own, so signalling Pi's group alone would leave them running; the
+/// tree is walked before anything is signalled, while the parent links still exist.
+/// Best effort: processes that are already gone are skipped.
+pub(crate) fn signal_tree(root_pgid: Pid, signal: nix::sys::signal::Signal) {
+    let own_group = nix::unistd::getpgrp();
+    let members = group_members(root_pgid);
+    let descendants = descendants_of(&members);
+    let _ = killpg(root_pgid, signal);
+    for pid in descendants {
+        let pid = Pid::from_raw(pid);
+        if let Ok(pgid) = nix::unistd::getpgid(Some(pid))
+            && pgid != own_group
+            && pgid != root_pgid
+        {
+            let _ = killpg(pgid, signal);
+        }
+        let _ = nix::sys::signal::kill(pid, signal);
+    }
+}
+
+/// The pids whose process group is `pgid`.
+fn group_members(pgid: Pid) -> Vec<i32> {
+    proc_table()
+        .into_iter()
+        .filter(|entry| entry.pgid == pgid.as_raw())
+        .map(|entry| entry.pid)
+        .collect()
+}
+
+/// Every descendant of `roots` (not the roots themselves), from one `/proc` snapshot.
+fn descendants_of(roots: &[i32]) -> Vec<i32> {
+    let table = proc_table();
+    let mut found = Vec::new();
+    let mut frontier: Vec<i32> = roots.to_vec();
+    while let Some(parent) = frontier.pop() {
+        for entry in table.iter().filter(|entry| entry.ppid == parent) {
+            if !found.contains(&entry.pid) && !roots.contains(&entry.pid) {
+                found.push(entry.pid);
+                frontier.push(entry.pid);
+            }
+        }
+    }
+    found
+}
+
+struct ProcEntry {
+    pid: i32,
+    ppid: i32,
+    pgid: i32,
+}
+
+/// pid, ppid and pgid of every process, from `/proc/<pid>/stat` (fields 4 and 5 after the
+/// parenthesised command name, which may itself contain spaces and parentheses).
+fn proc_table() -> Vec<ProcEntry> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let rest = stat.get(stat.rfind(')')? + 1..)?;
+            let mut fields = rest.split_whitespace();
+            let _state = fields.next()?;
+            let ppid = fields.next()?.parse().ok()?;
+            let pgid = fields.next()?.parse().ok()?;
+            Some(ProcEntry { pid, ppid, pgid })
+        })
+        .collect()
+}
+
 /// A random-enough 64-bit value for names (not for secrets).
 pub(crate) fn random_u64() -> u64 {
     use std::hash::{BuildHasher as _, Hasher as _};
@@ -70,6 +143,61 @@ pub(crate) fn random_u64() -> u64 {
 #[allow(clippy::unwrap_used)] // test code: a failed step should panic
 mod tests {
     use super::*;
+
+    #[test]
+    fn signal_tree_reaches_a_grandchild_in_its_own_group() {
+        use std::os::unix::process::CommandExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pid");
+        // A child in its own group starts a grandchild in yet another group (as Pi's bash tool
+        // does), then waits.
+        let mut child = std::process::Command::new("/bin/sh")
+            .arg("-c")
+            .arg(format!(
+                "setsid sleep 317 & echo $! > '{}'; wait",
+                pid_file.display()
+            ))
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let mut grandchild = None;
+        for _ in 0..100 {
+            if let Some(pid) = std::fs::read_to_string(&pid_file)
+                .ok()
+                .and_then(|text| text.trim().parse::<i32>().ok())
+            {
+                grandchild = Some(pid);
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let grandchild = grandchild.unwrap();
+        let leader = Pid::from_raw(i32::try_from(child.id()).unwrap());
+        assert_ne!(
+            nix::unistd::getpgid(Some(Pid::from_raw(grandchild))).unwrap(),
+            leader
+        );
+        signal_tree(leader, nix::sys::signal::Signal::SIGKILL);
+        child.wait().unwrap();
+        let mut gone = false;
+        for _ in 0..100 {
+            let zombie =
+                std::fs::read_to_string(format!("/proc/{grandchild}/stat")).is_ok_and(|stat| {
+                    stat.rsplit(')')
+                        .next()
+                        .is_some_and(|r| r.trim_start().starts_with('Z'))
+                });
+            if zombie || nix::sys::signal::kill(Pid::from_raw(grandchild), None).is_err() {
+                gone = true;
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert!(
+            gone,
+            "the grandchild {grandchild} in its own group survived"
+        );
+    }
 
     #[test]
     fn durable_replace_writes_the_whole_file() {

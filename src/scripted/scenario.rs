@@ -25,6 +25,9 @@
 //! usage = { prompt_tokens = 10, completion_tokens = 5 }
 //!                                  # optional; either count defaults to characters / 4
 //! times = 1                        # optional: the rule fires at most this many times
+//!                                  # `${1}` or `${name}` in tool-call arguments is replaced by
+//!                                  # that group of `when`'s match (JSON-escaped), so a reply can
+//!                                  # name an id it just read
 //! error = { status = 500, message = "overloaded" }
 //!                                  # instead of reply/tool_calls: answer with this HTTP error
 //!
@@ -269,6 +272,47 @@ impl Scenario {
     }
 }
 
+impl Scenario {
+    /// `arguments` with each `${1}` / `${name}` replaced by that capture group of rule `rule`'s
+    /// `when` over `text`, escaped for a JSON string. Unbraced `$` is left alone (shell commands
+    /// in arguments use it), as is a group that did not match.
+    pub fn expand_arguments(&self, rule: Option<usize>, text: &str, arguments: &str) -> String {
+        let captures = rule
+            .and_then(|index| self.rules.get(index))
+            .and_then(|rule| rule.when.as_ref())
+            .filter(|_| arguments.contains("${"))
+            .and_then(|regex| regex.captures(text));
+        let Some(captures) = captures else {
+            return arguments.to_string();
+        };
+        let mut out = String::with_capacity(arguments.len());
+        let mut rest = arguments;
+        while let Some(start) = rest.find("${") {
+            out.push_str(&rest[..start]);
+            let after = &rest[start + 2..];
+            let Some(end) = after.find('}') else {
+                out.push_str(&rest[start..]);
+                return out;
+            };
+            let key = &after[..end];
+            let group = match key.parse::<usize>() {
+                Ok(index) => captures.get(index),
+                Err(_) => captures.name(key),
+            };
+            match group {
+                Some(group) => {
+                    let quoted = Value::String(group.as_str().to_string()).to_string();
+                    out.push_str(&quoted[1..quoted.len() - 1]);
+                }
+                None => out.push_str(&rest[start..start + 2 + end + 1]),
+            }
+            rest = &after[end + 1..];
+        }
+        out.push_str(rest);
+        out
+    }
+}
+
 impl Rule {
     fn matches(&self, role: &str, text: &str) -> bool {
         let role_ok = self.role.is_none_or(|wanted| wanted.as_str() == role);
@@ -498,6 +542,31 @@ fn line_of(text: &str, offset: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tool_call_arguments_take_capture_groups() {
+        let scenario = Scenario::from_toml_str(
+            r#"
+model = "m"
+[[rule]]
+when = 'run (?P<id>h[0-9a-z-]+) asks "(.*)"'
+tool_calls = [{ name = "spawn_helper", arguments = { action = "reply", id = "${id}", message = "re: ${2} ${9} $HOME" } }]
+"#,
+            "t",
+        )
+        .unwrap();
+        let text = r#"run h1a-2-3 asks "a \ b""#;
+        let selection = scenario.select("user", text, &[]);
+        let Outcome::Answer { tool_calls, .. } = &selection.reply.outcome else {
+            panic!("not an answer")
+        };
+        let expanded = scenario.expand_arguments(selection.rule, text, &tool_calls[0].arguments);
+        let args: Value = serde_json::from_str(&expanded).unwrap();
+        assert_eq!(args["id"], "h1a-2-3");
+        assert_eq!(args["message"], "re: a \\ b ${9} $HOME");
+        // No rule, no expansion.
+        assert_eq!(scenario.expand_arguments(None, text, "${id}"), "${id}");
+    }
     use serde_json::json;
 
     const TWO_RULES: &str = r#"

@@ -199,7 +199,7 @@ async fn chat_completions(State(shared): State<Arc<Shared>>, body: Bytes) -> Res
         Ok(parsed) => parsed,
         Err((status, message)) => return api_error(status, "invalid_request_error", &message),
     };
-    let reply = {
+    let (rule, reply) = {
         let mut fired = lock(&shared.fired);
         let selection = shared
             .scenario
@@ -208,7 +208,7 @@ async fn chat_completions(State(shared): State<Arc<Shared>>, body: Bytes) -> Res
             *count += 1;
         }
         tracing::debug!(rule = ?selection.rule, role = parsed.last_role, "scripted reply chosen");
-        selection.reply.clone()
+        (selection.rule, selection.reply.clone())
     };
     if reply.pacing.delay_ms > 0 {
         tokio::time::sleep(Duration::from_millis(reply.pacing.delay_ms)).await;
@@ -220,6 +220,16 @@ async fn chat_completions(State(shared): State<Arc<Shared>>, body: Bytes) -> Res
         }
         Outcome::Answer { text, tool_calls } => (text.as_str(), tool_calls.as_slice()),
     };
+    let expanded: Vec<ToolCall> = tool_calls
+        .iter()
+        .map(|call| ToolCall {
+            arguments: shared
+                .scenario
+                .expand_arguments(rule, &parsed.last_text, &call.arguments),
+            ..call.clone()
+        })
+        .collect();
+    let tool_calls = expanded.as_slice();
     let sequence = shared.completions.fetch_add(1, Ordering::Relaxed) + 1;
     let completion = Completion {
         id: format!("chatcmpl-scripted-{sequence}"),

@@ -7,20 +7,32 @@
 //! knows nothing about processes or files, which is why the output tail arrives as lines in the
 //! row and why selection, mode and scroll live in the model (the view that owns the model
 //! changes them on keys). Rows are shown in [`sort_rows`] order — running first, then failed,
-//! stopped, done — and `selected` indexes the rows [`visible_rows`] keeps, so the view and the
+//! stopped, done — and `selected` indexes the [`entries`] the list shows, so the view and the
 //! widget always agree on what is selected.
+//!
+//! Agents — the main agent, helper runs and delegates ([`crate::agents`]) — are listed above the
+//! tasks when the app hands any over: the list then selects among [`entries`] (visible agents,
+//! then visible tasks), the detail of an agent shows its live transcript instead of an output
+//! tail, and a one-line steer input ([`SteerInput`]) can sit above the key hints. With no agents
+//! the dock is exactly the task dock it was.
 
 use ratatui::buffer::Buffer;
-use ratatui::layout::Rect;
+use ratatui::layout::{Position, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Clear, Widget};
 
+use crate::agents::{
+    AgentKind, AgentRow, agent_detail_header, agent_list_row, agents_summary, transcript_heading,
+    transcript_style, transcript_text, visible_agents,
+};
 use crate::text::{first_line, shorten_path, truncate_end, width};
 use crate::theme::Theme;
 
 /// The list's title.
 pub const TITLE: &str = "bg tasks";
+/// The list's title when agents are listed too.
+pub const AGENTS_TITLE: &str = "agents & bg tasks";
 /// Shown when the session has no tasks at all.
 pub const EMPTY_TEXT: &str = "No background tasks in this session.";
 /// Shown when every task is finished and seen while history is hidden.
@@ -119,18 +131,39 @@ pub enum DockMode {
     Detail { scroll: usize, follow: bool },
 }
 
-/// Everything the dock draws.
+/// The one-line message input that steers a running helper.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SteerInput {
+    /// The run the message goes to.
+    pub target: String,
+    /// What the prompt calls it (`explore h1a2`).
+    pub label: String,
+    pub text: String,
+    /// In characters from the start of `text`.
+    pub cursor: usize,
+    /// Why the last send failed; shown under the input until the next key.
+    pub error: Option<String>,
+}
+
+/// Everything the dock draws.
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct DockModel {
     /// In [`sort_rows`] order.
     pub rows: Vec<DockRow>,
-    /// Index into [`visible_rows`].
+    /// In [`crate::agents::arrange_agents`] order, the main agent first; empty when the app has
+    /// no helper board (the dock is then the plain task dock).
+    pub agents: Vec<AgentRow>,
+    /// Index into [`entries`].
     pub selected: usize,
     pub mode: DockMode,
     /// Show finished tasks that were already seen.
     pub show_history: bool,
     /// The first stop-all press happened; the next one stops everything.
     pub stop_all_armed: bool,
+    /// The first stop press on this helper happened; the next one stops it.
+    pub stop_armed: Option<String>,
+    /// The steer input, while open.
+    pub steer: Option<SteerInput>,
     /// Key hints (key, what it does) for the bottom line, from the keymap.
     pub keys: Vec<(String, String)>,
     /// One line of feedback above the keys ("Stopped build.", the stop-all warning).
@@ -153,9 +186,55 @@ pub fn visible_rows(model: &DockModel) -> Vec<&DockRow> {
         .collect()
 }
 
-/// The selected visible row, if any.
+/// One line of the list: an agent or a task.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Entry<'a> {
+    Agent(&'a AgentRow),
+    Task(&'a DockRow),
+}
+
+impl Entry<'_> {
+    pub fn id(&self) -> &str {
+        match self {
+            Entry::Agent(row) => &row.id,
+            Entry::Task(row) => &row.id,
+        }
+    }
+
+    pub fn is_agent(&self) -> bool {
+        matches!(self, Entry::Agent(_))
+    }
+}
+
+/// What the list shows, in order: the visible agents (tree order), then the visible tasks.
+/// `selected` indexes this.
+pub fn entries(model: &DockModel) -> Vec<Entry<'_>> {
+    visible_agents(&model.agents, model.show_history)
+        .into_iter()
+        .map(Entry::Agent)
+        .chain(visible_rows(model).into_iter().map(Entry::Task))
+        .collect()
+}
+
+/// The selected entry, if any.
+pub fn selected_entry(model: &DockModel) -> Option<Entry<'_>> {
+    entries(model).get(model.selected).copied()
+}
+
+/// The selected task, if a task is selected.
 pub fn selected_row(model: &DockModel) -> Option<&DockRow> {
-    visible_rows(model).get(model.selected).copied()
+    match selected_entry(model)? {
+        Entry::Task(row) => Some(row),
+        Entry::Agent(_) => None,
+    }
+}
+
+/// The selected agent, if an agent is selected.
+pub fn selected_agent(model: &DockModel) -> Option<&AgentRow> {
+    match selected_entry(model)? {
+        Entry::Agent(row) => Some(row),
+        Entry::Task(_) => None,
+    }
 }
 
 /// Rows the dock wants on a screen `screen_height` rows tall: about 40 % (half in detail, where
@@ -186,16 +265,45 @@ pub fn list_capacity(model: &DockModel, area: Rect) -> usize {
     usize::from(area.height).saturating_sub(2 + chrome_rows(model))
 }
 
-/// How many output-tail lines fit in a detail view drawn into `area`.
+/// How many output-tail (or transcript) lines fit in a detail view drawn into `area`.
 pub fn detail_tail_capacity(model: &DockModel, area: Rect) -> usize {
-    let header = selected_row(model).map_or(0, |row| detail_fields(row).len() + 1);
+    let header = match selected_entry(model) {
+        Some(Entry::Task(row)) => detail_fields(row).len() + 1,
+        Some(Entry::Agent(row)) => crate::agents::agent_detail_fields(row).len() + 1,
+        None => 0,
+    };
     usize::from(area.height).saturating_sub(2 + chrome_rows(model) + header)
 }
 
 /// The largest useful detail `scroll` in `area` (0 when the whole tail fits).
 pub fn max_detail_scroll(model: &DockModel, area: Rect) -> usize {
-    let tail = selected_row(model).map_or(0, |row| row.tail.len());
-    tail.saturating_sub(detail_tail_capacity(model, area))
+    let total = match selected_entry(model) {
+        Some(Entry::Task(row)) => row.tail.len(),
+        Some(Entry::Agent(row)) => transcript_text(&row.transcript, text_width(area)).len(),
+        None => 0,
+    };
+    total.saturating_sub(detail_tail_capacity(model, area))
+}
+
+/// Where the terminal cursor goes while the steer input is open in a dock drawn into `area`
+/// (`None` when it is closed or has no room).
+pub fn steer_cursor(model: &DockModel, area: Rect) -> Option<Position> {
+    let steer = model.steer.as_ref()?;
+    if area.width < 3 || area.height < 3 {
+        return None;
+    }
+    let inner_height = usize::from(area.height) - 2;
+    // The input sits above the error, the notice and the keys, which fill the bottom rows.
+    let below = 1 + usize::from(model.notice.is_some()) + usize::from(steer.error.is_some());
+    let row = inner_height.checked_sub(below + 1)?;
+    let (_, _, cursor_column) = steer_line_text(steer, text_width(area));
+    if cursor_column > text_width(area) {
+        return None;
+    }
+    Some(Position::new(
+        area.x + 1 + PADDING as u16 + u16::try_from(cursor_column).ok()?,
+        area.y + 1 + u16::try_from(row).ok()?,
+    ))
 }
 
 /// Draw the dock into `area` (use [`dock_area`] to place it), over whatever is there.
@@ -206,14 +314,17 @@ pub fn render(model: &DockModel, theme: &Theme, area: Rect, buf: &mut Buffer) {
         return;
     }
     Clear.render(area, buf);
-    let visible = visible_rows(model);
+    let visible = entries(model);
     let detail = match (model.mode, visible.get(model.selected)) {
-        (DockMode::Detail { scroll, follow }, Some(row)) => Some((*row, scroll, follow)),
+        (DockMode::Detail { scroll, follow }, Some(entry)) => Some((*entry, scroll, follow)),
         _ => None,
     };
     let title = match detail {
-        Some((row, ..)) => format!("bg: {}", row.name),
-        None => TITLE.to_owned(),
+        Some((Entry::Task(row), ..)) => format!("bg: {}", row.name),
+        Some((Entry::Agent(row), ..)) if row.kind == AgentKind::Main => "main agent".to_owned(),
+        Some((Entry::Agent(row), ..)) => format!("{}: {}", row.kind.label(), row.label()),
+        None if model.agents.is_empty() => TITLE.to_owned(),
+        None => AGENTS_TITLE.to_owned(),
     };
     let title = Line::from(Span::styled(
         format!(
@@ -229,10 +340,13 @@ pub fn render(model: &DockModel, theme: &Theme, area: Rect, buf: &mut Buffer) {
 
     let inner_height = usize::from(area.height) - 2;
     let body_rows = inner_height.saturating_sub(chrome_rows(model));
-    let text_width = usize::from(area.width).saturating_sub(2 + 2 * PADDING);
+    let text_width = text_width(area);
     let (body, position) = match detail {
-        Some((row, scroll, follow)) => {
+        Some((Entry::Task(row), scroll, follow)) => {
             detail_lines(row, scroll, follow, body_rows, text_width, theme)
+        }
+        Some((Entry::Agent(row), scroll, follow)) => {
+            agent_detail_lines(row, scroll, follow, body_rows, text_width, theme)
         }
         None => list_lines(model, &visible, body_rows, text_width, theme),
     };
@@ -250,14 +364,27 @@ pub fn render(model: &DockModel, theme: &Theme, area: Rect, buf: &mut Buffer) {
     let mut lines = vec![subtitle(
         model,
         &visible,
-        detail.map(|(row, ..)| row),
+        detail.map(|(entry, ..)| entry),
         text_width,
         theme,
     )];
     lines.extend(body.into_iter().take(body_rows));
     lines.resize(1 + body_rows, Line::default());
+    if let Some(steer) = &model.steer {
+        let (prompt, shown, _) = steer_line_text(steer, text_width);
+        lines.push(Line::from(vec![
+            Span::styled(prompt, theme.accent),
+            Span::raw(shown),
+        ]));
+        if let Some(error) = &steer.error {
+            lines.push(Line::styled(
+                truncate_end(&format!("✗ {}", first_line(error)), text_width),
+                theme.error,
+            ));
+        }
+    }
     if let Some(notice) = &model.notice {
-        let style = if model.stop_all_armed {
+        let style = if model.stop_all_armed || model.stop_armed.is_some() {
             theme.warning
         } else {
             theme.accent
@@ -321,23 +448,74 @@ const PADDING: usize = 1;
 /// Column label width in the detail view.
 const LABEL_WIDTH: usize = 9;
 
-/// Rows below the body: the notice (when any) and the keys line; plus the subtitle above it.
+/// Rows below the body: the steer input and its error, the notice (when any) and the keys
+/// line; plus the subtitle above it.
 fn chrome_rows(model: &DockModel) -> usize {
-    2 + usize::from(model.notice.is_some())
+    let steer = model
+        .steer
+        .as_ref()
+        .map_or(0, |steer| 1 + usize::from(steer.error.is_some()));
+    2 + usize::from(model.notice.is_some()) + steer
+}
+
+/// Columns for text inside a dock drawn into `area`.
+fn text_width(area: Rect) -> usize {
+    usize::from(area.width).saturating_sub(2 + 2 * PADDING)
+}
+
+/// The steer line in `max_width` columns — its prompt, the part of the message shown — and the
+/// cursor's column. A message longer than the room scrolls so the cursor stays in view; the
+/// prompt gives up its end before the message gets less than 8 columns.
+fn steer_line_text(steer: &SteerInput, max_width: usize) -> (String, String, usize) {
+    let prompt = format!("steer {} › ", steer.label);
+    let prompt = truncate_end(&prompt, max_width.saturating_sub(8).max(1));
+    // The cursor may sit just after the last column of text (the padding column).
+    let room = max_width.saturating_sub(width(&prompt)).max(1);
+    let chars: Vec<char> = steer.text.chars().collect();
+    let cursor = steer.cursor.min(chars.len());
+    let mut start = 0;
+    let column = |from: usize| -> usize {
+        chars[from..cursor]
+            .iter()
+            .map(|ch| width(ch.encode_utf8(&mut [0u8; 4])))
+            .sum()
+    };
+    while start < cursor && column(start) >= room {
+        start += 1;
+    }
+    let mut shown = String::new();
+    let mut used = 0;
+    for ch in &chars[start..] {
+        let w = width(ch.encode_utf8(&mut [0u8; 4]));
+        if used + w > room {
+            break;
+        }
+        used += w;
+        shown.push(*ch);
+    }
+    let cursor_column = width(&prompt) + column(start);
+    (prompt, shown, cursor_column)
 }
 
 fn subtitle(
     model: &DockModel,
-    visible: &[&DockRow],
-    detail: Option<&DockRow>,
+    visible: &[Entry<'_>],
+    detail: Option<Entry<'_>>,
     max_width: usize,
     theme: &Theme,
 ) -> Line<'static> {
     let text = match detail {
-        Some(row) if row.status == TaskStatus::Running => {
+        Some(Entry::Agent(row)) if row.kind == AgentKind::Main => {
+            "main agent · its conversation is Pi's pane".to_owned()
+        }
+        Some(Entry::Agent(row)) if row.status.is_finished() => {
+            format!("{} · final transcript", row.id)
+        }
+        Some(Entry::Agent(row)) => format!("{} · live transcript", row.id),
+        Some(Entry::Task(row)) if row.status == TaskStatus::Running => {
             format!("{} · live tail", row.id)
         }
-        Some(row) => format!("{} · final output", row.id),
+        Some(Entry::Task(row)) => format!("{} · final output", row.id),
         None => {
             let count =
                 |status: TaskStatus| model.rows.iter().filter(|r| r.status == status).count();
@@ -352,13 +530,21 @@ fn subtitle(
             if unseen > 0 {
                 parts.push(format!("{unseen} unseen"));
             }
-            let hidden = model.rows.len() - visible.len();
+            let hidden = model.rows.len() + model.agents.len() - visible.len();
             if model.show_history {
                 parts.push("history shown".to_owned());
             } else if hidden > 0 {
                 parts.push(format!("{hidden} in history"));
             }
-            parts.join(" · ")
+            if model.agents.is_empty() {
+                parts.join(" · ")
+            } else {
+                format!(
+                    "{} │ tasks {}",
+                    agents_summary(&model.agents),
+                    parts.join(" · ")
+                )
+            }
         }
     };
     Line::styled(truncate_end(&text, max_width), theme.muted)
@@ -385,7 +571,7 @@ fn keys_line(keys: &[(String, String)], max_width: usize, theme: &Theme) -> Line
 /// The list body and the position marker (when the rows do not all fit).
 fn list_lines(
     model: &DockModel,
-    visible: &[&DockRow],
+    visible: &[Entry<'_>],
     capacity: usize,
     max_width: usize,
     theme: &Theme,
@@ -409,7 +595,10 @@ fn list_lines(
         .enumerate()
         .skip(first)
         .take(capacity)
-        .map(|(index, row)| list_row(row, index == selected, max_width, theme))
+        .map(|(index, entry)| match entry {
+            Entry::Task(row) => list_row(row, index == selected, max_width, theme),
+            Entry::Agent(row) => agent_list_row(row, index == selected, max_width, theme),
+        })
         .collect();
     let position = (visible.len() > capacity && capacity > 0).then(|| {
         let last = (first + capacity).min(visible.len());
@@ -572,9 +761,46 @@ fn detail_lines(
     (lines, None)
 }
 
+/// An agent's detail body: the header fields, the transcript's heading, the transcript.
+fn agent_detail_lines(
+    row: &AgentRow,
+    scroll: usize,
+    follow: bool,
+    body_rows: usize,
+    max_width: usize,
+    theme: &Theme,
+) -> (Vec<Line<'static>>, Option<String>) {
+    let mut lines = agent_detail_header(row, max_width, theme);
+    let capacity = body_rows.saturating_sub(lines.len() + 1);
+    let transcript = transcript_text(&row.transcript, max_width);
+    let total = transcript.len();
+    let max_first = total.saturating_sub(capacity);
+    let first = if follow {
+        max_first
+    } else {
+        scroll.min(max_first)
+    };
+    let heading = transcript_heading(row, first, capacity, total, follow);
+    lines.push(Line::styled(truncate_end(&heading, max_width), theme.muted));
+    lines.extend(
+        transcript
+            .into_iter()
+            .skip(first)
+            .take(capacity)
+            .map(|(kind, text)| {
+                Line::styled(
+                    truncate_end(&text, max_width),
+                    transcript_style(kind, theme),
+                )
+            }),
+    );
+    (lines, None)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agents::{AgentStatus, TranscriptItem};
     use crate::test_support::render_to_string;
 
     fn make_row(id: &str, name: &str, status: TaskStatus) -> DockRow {
@@ -792,10 +1018,311 @@ mod tests {
         crate::assert_ui_snapshot!("dock_narrow_40_detail", snapshot(&model, 40, 24));
     }
 
+    fn make_agent(
+        id: &str,
+        parent: Option<&str>,
+        agent_type: &str,
+        description: &str,
+        status: AgentStatus,
+    ) -> AgentRow {
+        AgentRow {
+            id: id.to_owned(),
+            parent: parent.map(str::to_owned),
+            kind: AgentKind::Helper,
+            agent_type: agent_type.to_owned(),
+            model: Some("anthropic/claude-haiku-4-5".to_owned()),
+            description: description.to_owned(),
+            status,
+            turns: Some(3),
+            tool_uses: Some(12),
+            tokens: 20_100,
+            tokens_in: 15_000,
+            tokens_out: 5_100,
+            cost: Some(0.04),
+            context_percent: Some(12.0),
+            elapsed_secs: Some(65),
+            last_activity: "read src/pane/render.rs".to_owned(),
+            started_at: "12:00:01 UTC".to_owned(),
+            unseen: status.is_finished(),
+            ..AgentRow::default()
+        }
+    }
+
+    /// The main agent, a helper tree (h1 → h2, h3; h2 → h4), a failed and a stopped helper,
+    /// and a delegate; arranged as the view does.
+    fn make_agents() -> Vec<AgentRow> {
+        let main = AgentRow {
+            id: crate::agents::MAIN_ID.to_owned(),
+            kind: AgentKind::Main,
+            agent_type: "main".to_owned(),
+            model: Some("claude-sonnet-4-5".to_owned()),
+            description: "footer segments".to_owned(),
+            status: AgentStatus::Running,
+            tokens: 120_000,
+            tokens_in: 100_000,
+            tokens_out: 20_000,
+            cost: Some(0.1234),
+            context_percent: Some(45.0),
+            last_activity: "working".to_owned(),
+            ..AgentRow::default()
+        };
+        let failed = AgentRow {
+            error: Some("model overloaded (529)".to_owned()),
+            cost: Some(0.0021),
+            tokens: 900,
+            tokens_in: 700,
+            tokens_out: 200,
+            ..make_agent(
+                "h5",
+                None,
+                "work",
+                "fix the flaky resize test",
+                AgentStatus::Failed,
+            )
+        };
+        let stopped = AgentRow {
+            error: Some("stopped by the user".to_owned()),
+            ..make_agent(
+                "h6",
+                None,
+                "explore",
+                "survey MCP servers",
+                AgentStatus::Stopped,
+            )
+        };
+        let delegate = AgentRow {
+            kind: AgentKind::Delegate,
+            turns: None,
+            ..make_agent(
+                "b77",
+                None,
+                "delegate",
+                "review the diff",
+                AgentStatus::Running,
+            )
+        };
+        crate::agents::arrange_agents(vec![
+            make_agent(
+                "h1",
+                None,
+                "explore",
+                "map the pane module",
+                AgentStatus::Running,
+            ),
+            make_agent(
+                "h2",
+                Some("h1"),
+                "explore",
+                "read the emulator",
+                AgentStatus::Running,
+            ),
+            make_agent(
+                "h3",
+                Some("h1"),
+                "explore",
+                "read the encoder",
+                AgentStatus::Done,
+            ),
+            make_agent(
+                "h4",
+                Some("h2"),
+                "explore",
+                "check vt100 scrollback",
+                AgentStatus::Queued,
+            ),
+            failed,
+            stopped,
+            delegate,
+            main,
+        ])
+    }
+
+    fn with_agents() -> DockModel {
+        DockModel {
+            agents: make_agents(),
+            ..mixed()
+        }
+    }
+
+    fn make_transcript() -> Vec<TranscriptItem> {
+        vec![
+            TranscriptItem::User(
+                "Map the pane module: who owns the PTY and the parser?".to_owned(),
+            ),
+            TranscriptItem::ToolCall {
+                name: "bash".to_owned(),
+                args: "ls src/pane".to_owned(),
+            },
+            TranscriptItem::ToolResult {
+                name: "bash".to_owned(),
+                text: "emulator.rs\nencode.rs\npty.rs\nrender.rs\nmod.rs\nhistory.rs".to_owned(),
+                is_error: false,
+            },
+            TranscriptItem::ToolCall {
+                name: "read".to_owned(),
+                args: "src/pane/missing.rs".to_owned(),
+            },
+            TranscriptItem::ToolResult {
+                name: "read".to_owned(),
+                text: "ENOENT: no such file".to_owned(),
+                is_error: true,
+            },
+            TranscriptItem::Note("steer sent: focus on resize handling".to_owned()),
+            TranscriptItem::User("focus on resize handling".to_owned()),
+            TranscriptItem::Assistant(
+                "The PTY lives in pty.rs and is resized together with the vt100 parser in \
+                 emulator.rs, from the size the frame is about to be drawn at."
+                    .to_owned(),
+            ),
+        ]
+    }
+
+    #[test]
+    fn agents_list_with_tree_spend_and_tasks() {
+        let mut model = with_agents();
+        model.selected = 1; // h1, running
+        let text = snapshot(&model, 130, 40);
+        crate::assert_ui_snapshot!("dock_agents_tree", text);
+        // Everything the issue asks a row to show is there for a running helper.
+        let h1 = text
+            .lines()
+            .find(|line| line.contains("map the pane module"))
+            .unwrap_or_default();
+        for fact in [
+            "explore",
+            "h1",
+            "running",
+            "$0.0400",
+            "20.1k tok",
+            "1m05s",
+            "ctx 12%",
+            "3 turns",
+            "12 tools",
+        ] {
+            assert!(h1.contains(fact), "{fact} missing from {h1:?}");
+        }
+        // Agents come first, in tree order, then the tasks.
+        let ids: Vec<String> = entries(&model)
+            .iter()
+            .map(|entry| entry.id().to_owned())
+            .collect();
+        assert_eq!(
+            ids[..9],
+            [
+                "main",
+                "h1",
+                "h2",
+                "h4",
+                "h3",
+                "h5",
+                "h6",
+                "b77",
+                "b00000002"
+            ]
+        );
+        assert_eq!(
+            selected_agent(&model).map(|row| row.id.as_str()),
+            Some("h1")
+        );
+        assert_eq!(selected_row(&model), None);
+    }
+
+    #[test]
+    fn agents_narrow_keeps_status_and_cost() {
+        let mut model = with_agents();
+        model.selected = 5; // h5, failed
+        crate::assert_ui_snapshot!("dock_agents_narrow_50", snapshot(&model, 50, 30));
+    }
+
+    #[test]
+    fn agent_transcript_detail() {
+        let mut model = with_agents();
+        model.selected = 1;
+        model.agents[1].transcript = make_transcript();
+        model.mode = DockMode::Detail {
+            scroll: 0,
+            follow: true,
+        };
+        crate::assert_ui_snapshot!("dock_agent_transcript", snapshot(&model, 90, 50));
+        let area = dock_area(&model, Rect::new(0, 0, 90, 24));
+        assert!(max_detail_scroll(&model, area) > 0);
+        model.mode = DockMode::Detail {
+            scroll: 2,
+            follow: false,
+        };
+        let text = snapshot(&model, 90, 24);
+        assert!(text.contains("Transcript: lines 3–"), "{text}");
+        // The failed helper's detail names the error.
+        model.selected = 5;
+        model.mode = DockMode::Detail {
+            scroll: 0,
+            follow: true,
+        };
+        crate::assert_ui_snapshot!("dock_agent_failed_detail", snapshot(&model, 90, 40));
+    }
+
+    #[test]
+    fn steer_input_with_message_and_error() {
+        let mut model = with_agents();
+        model.selected = 1;
+        model.steer = Some(SteerInput {
+            target: "h1".to_owned(),
+            label: "explore h1".to_owned(),
+            text: "focus on resize handling".to_owned(),
+            cursor: 24,
+            error: None,
+        });
+        model.keys = vec![
+            ("Enter".to_owned(), "send".to_owned()),
+            ("Esc".to_owned(), "cancel".to_owned()),
+        ];
+        crate::assert_ui_snapshot!("dock_steer_input", snapshot(&model, 100, 30));
+        let area = dock_area(&model, Rect::new(0, 0, 100, 30));
+        // Bottom row is the keys line, the one above it the input; the cursor after the text.
+        let cursor = steer_cursor(&model, area);
+        let prompt = width("steer explore h1 › ");
+        assert_eq!(
+            cursor,
+            Some(Position::new(2 + (prompt + 24) as u16, area.bottom() - 3))
+        );
+        if let Some(steer) = &mut model.steer {
+            steer.error = Some("run h1 is not running".to_owned());
+        }
+        crate::assert_ui_snapshot!("dock_steer_error", snapshot(&model, 100, 30));
+        assert_eq!(
+            steer_cursor(&model, area).map(|p| p.y),
+            Some(area.bottom() - 4)
+        );
+    }
+
+    #[test]
+    fn long_steer_text_scrolls_to_keep_the_cursor() {
+        let steer = SteerInput {
+            label: "explore h1".to_owned(),
+            text: "x".repeat(100),
+            cursor: 100,
+            ..SteerInput::default()
+        };
+        let (prompt, shown, column) = steer_line_text(&steer, 40);
+        assert_eq!(prompt, "steer explore h1 › ");
+        assert_eq!(width(&prompt) + width(&shown), 39);
+        assert_eq!(column, 39);
+        let start = SteerInput { cursor: 0, ..steer };
+        assert_eq!(steer_line_text(&start, 40).2, width("steer explore h1 › "));
+    }
+
     #[test]
     fn never_panics_on_any_small_screen() {
-        let mut model = mixed();
+        let mut model = with_agents();
+        model.agents[1].transcript = make_transcript();
         model.notice = Some("notice".to_owned());
+        model.steer = Some(SteerInput {
+            label: "explore h1".to_owned(),
+            text: "hurry".to_owned(),
+            cursor: 5,
+            error: Some("run ended".to_owned()),
+            ..SteerInput::default()
+        });
         for mode in [
             DockMode::List,
             DockMode::Detail {
@@ -804,10 +1331,17 @@ mod tests {
             },
         ] {
             model.mode = mode;
-            for width in 1..=30 {
-                for height in 1..=14 {
-                    let text = snapshot(&model, width, height);
-                    assert_eq!(text.lines().count(), usize::from(height));
+            for selected in [1, 9] {
+                model.selected = selected;
+                for width in 1..=30 {
+                    for height in 1..=14 {
+                        let text = snapshot(&model, width, height);
+                        assert_eq!(text.lines().count(), usize::from(height));
+                        let area = dock_area(&model, Rect::new(0, 0, width, height));
+                        if let Some(cursor) = steer_cursor(&model, area) {
+                            assert!(area.contains(cursor), "{cursor:?} outside {area:?}");
+                        }
+                    }
                 }
             }
         }

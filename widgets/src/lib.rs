@@ -2,6 +2,7 @@
 //! `Buffer`: no I/O, no tasks, no global state — which is what makes every one of them
 //! snapshot-testable.
 
+pub mod agents;
 pub mod dock;
 pub mod footer;
 pub mod help;

@@ -1,0 +1,526 @@
+//! The app's side of helper agents and delegates: the dock's agent rows (the main agent from the
+//! footer's data, then every run on the helper board), the footer's helper spend, and the dock's
+//! helper requests (steer, stop) carried out on the board.
+//!
+//! The board ([`HelperBoard`]) is the contract with the helper and delegate modules: this file
+//! only reads its rows and calls its controls, so it needs nothing from how runs are launched.
+//! Board changes arrive as `AppEvent::HelpersChanged` (a watch subscription, coalesced like task
+//! changes). A run's transcript is read only for the run the dock's detail shows, and the last
+//! one read is kept per run: the board forgets a transcript when the run's process is gone, but
+//! the user opening a finished run wants to see how it ended.
+
+use std::collections::HashMap;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use unipi_widgets::agents::{
+    AgentKind, AgentRow, AgentStatus, MAIN_ID, TranscriptItem, helper_spend,
+};
+use unipi_widgets::footer::{Activity, BridgeLink, FooterData};
+
+use super::tasks::Marks;
+use crate::helpers::board::{BoardRow, HelperBoard, RowKind, TranscriptEntry};
+use crate::helpers::runner::RunStatus;
+use crate::views::dock::{DockView, HelperRequest};
+
+/// The helper board as the app holds it, with the transcripts it has read.
+pub struct Helpers {
+    pub board: HelperBoard,
+    /// The last non-empty transcript read per run.
+    transcripts: HashMap<String, Vec<TranscriptItem>>,
+}
+
+impl Helpers {
+    pub fn new(board: HelperBoard) -> Self {
+        Helpers {
+            board,
+            transcripts: HashMap::new(),
+        }
+    }
+
+    /// Run `id`'s transcript: live while its controls are attached, else the last one read.
+    pub fn transcript(&mut self, id: &str) -> Vec<TranscriptItem> {
+        let live = transcript_items(&self.board.transcript(id));
+        if live.is_empty() {
+            return self.transcripts.get(id).cloned().unwrap_or_default();
+        }
+        self.transcripts.insert(id.to_owned(), live.clone());
+        live
+    }
+}
+
+/// The main agent's row from what the bridge reported for the footer.
+pub fn main_row(data: &FooterData) -> AgentRow {
+    let (status, activity) = match (data.bridge, data.activity) {
+        (BridgeLink::Disconnected, _) => (AgentStatus::Idle, "bridge disconnected"),
+        (_, Some(Activity::Working)) => (AgentStatus::Running, "working"),
+        (_, Some(Activity::Compacting)) => (AgentStatus::Running, "compacting"),
+        (_, Some(Activity::Idle) | None) => (AgentStatus::Idle, "idle"),
+    };
+    let context_percent = data.context.as_ref().and_then(|context| {
+        context.percent.or_else(|| {
+            let tokens = context.tokens?;
+            (context.window > 0).then(|| tokens as f64 * 100.0 / context.window as f64)
+        })
+    });
+    AgentRow {
+        id: MAIN_ID.to_owned(),
+        kind: AgentKind::Main,
+        agent_type: "main".to_owned(),
+        model: data.model.clone(),
+        description: data
+            .session_name
+            .clone()
+            .unwrap_or_else(|| "this session".to_owned()),
+        status,
+        tokens: data.tokens_in + data.tokens_out,
+        tokens_in: data.tokens_in,
+        tokens_out: data.tokens_out,
+        cost: data.cost,
+        context_percent,
+        last_activity: activity.to_owned(),
+        ..AgentRow::default()
+    }
+}
+
+/// One board row as the dock shows it. `marks` says which finished runs were looked at or
+/// cleared (the same marks as for tasks: ids do not collide).
+pub fn agent_row(row: &BoardRow, marks: &Marks, now: SystemTime) -> AgentRow {
+    let status = match row.status {
+        RunStatus::Queued => AgentStatus::Queued,
+        RunStatus::Running => AgentStatus::Running,
+        RunStatus::Completed => AgentStatus::Done,
+        RunStatus::Failed => AgentStatus::Failed,
+        RunStatus::Stopped => AgentStatus::Stopped,
+        RunStatus::TimedOut => AgentStatus::TimedOut,
+    };
+    let usage = &row.usage;
+    // Pi's total counts the cache too; some providers leave it at zero.
+    let tokens = if usage.total > 0 {
+        usage.total
+    } else {
+        usage.input + usage.output + usage.cache_read + usage.cache_write
+    };
+    let finished = status.is_finished();
+    AgentRow {
+        id: row.id.clone(),
+        parent: row.parent.clone(),
+        kind: match row.kind {
+            RowKind::Helper => AgentKind::Helper,
+            RowKind::Delegate => AgentKind::Delegate,
+        },
+        agent_type: row.agent_type.clone(),
+        model: row.model.clone(),
+        description: row.description.clone(),
+        status,
+        turns: Some(row.turns),
+        tool_uses: Some(row.tool_uses),
+        tokens,
+        tokens_in: usage.input,
+        tokens_out: usage.output,
+        // Nothing spent yet is not "no cost reported": a fresh run shows no cost at all.
+        cost: (usage.cost > 0.0 || tokens > 0).then_some(usage.cost),
+        context_percent: row.context_percent,
+        elapsed_secs: Some(row.elapsed(now).as_secs()),
+        last_activity: row.last_activity.clone(),
+        error: row.error.clone(),
+        started_at: super::tasks::clock(
+            row.started_at
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |since| since.as_millis() as u64),
+        ),
+        unseen: finished && !marks.seen.contains(&row.id),
+        cleared: finished && marks.cleared.contains(&row.id),
+        ..AgentRow::default()
+    }
+}
+
+/// The board's transcript entries as the dock's items.
+pub fn transcript_items(entries: &[TranscriptEntry]) -> Vec<TranscriptItem> {
+    entries
+        .iter()
+        .map(|entry| match entry {
+            TranscriptEntry::User(text) => TranscriptItem::User(text.clone()),
+            TranscriptEntry::Assistant(text) => TranscriptItem::Assistant(text.clone()),
+            TranscriptEntry::ToolCall { name, args } => TranscriptItem::ToolCall {
+                name: name.clone(),
+                args: args.clone(),
+            },
+            TranscriptEntry::ToolResult {
+                name,
+                text,
+                is_error,
+            } => TranscriptItem::ToolResult {
+                name: name.clone(),
+                text: text.clone(),
+                is_error: *is_error,
+            },
+            TranscriptEntry::Note(text) => TranscriptItem::Note(text.clone()),
+        })
+        .collect()
+}
+
+/// Carries out one of the dock's helper requests on the board and tells the dock how it went.
+/// Both controls return at once (a steer is queued for the child's next model call, a stop
+/// signals the process group), so this runs on the loop.
+pub fn carry_out(board: &HelperBoard, dock: &mut DockView, request: HelperRequest) {
+    match request {
+        HelperRequest::Steer { id, message } => {
+            let result = board.steer(&id, message);
+            if let Err(err) = &result {
+                tracing::info!("steer {id}: {err}");
+            }
+            dock.steer_finished(&id, result);
+        }
+        HelperRequest::Stop(id) => {
+            let stopped = board.stop(&id);
+            dock.stop_finished(&id, stopped);
+        }
+    }
+}
+
+/// The app's handling of the board: footer spend, the dock's agent rows, the dock's requests.
+impl super::App {
+    /// Recomputes the footer's helper spend and gives an open dock fresh agent rows (and the
+    /// transcript of the run its detail shows).
+    pub(super) fn refresh_helpers(&mut self) {
+        let Some(helpers) = &mut self.helpers else {
+            return;
+        };
+        let now = SystemTime::now();
+        let mut agents: Vec<AgentRow> = helpers
+            .board
+            .rows()
+            .iter()
+            .map(|row| agent_row(row, &self.task_marks, now))
+            .collect();
+        self.footer.helpers = helper_spend(&agents);
+        let Some(dock) = self.views.find_mut::<DockView>() else {
+            self.request_draw();
+            return;
+        };
+        if let Some(target) = dock.transcript_target()
+            && let Some(row) = agents.iter_mut().find(|row| row.id == target)
+        {
+            row.transcript = helpers.transcript(&target);
+        }
+        agents.push(main_row(&self.footer.data));
+        dock.set_agents(agents);
+        self.request_draw();
+    }
+
+    /// Carries out what the dock asked of the board since the last key.
+    pub(super) fn carry_out_helper_requests(&mut self) {
+        let Some(dock) = self.views.find_mut::<DockView>() else {
+            return;
+        };
+        let requests = dock.take_helper_requests();
+        let Some(helpers) = &self.helpers else {
+            // No board: nothing to steer or stop (the dock lists no helpers then).
+            return;
+        };
+        for request in requests {
+            carry_out(&helpers.board, dock, request);
+        }
+    }
+
+    /// Running helpers keep the dock's elapsed times moving.
+    pub(super) fn helpers_running(&self) -> bool {
+        self.footer.helpers.running > 0
+    }
+
+    /// Marks every finished run seen and cleared (with the tasks' `Ctrl+Alt+C`).
+    pub(super) fn clear_finished_helpers(&mut self) {
+        let Some(helpers) = &self.helpers else {
+            return;
+        };
+        for row in helpers.board.rows() {
+            if !row.is_running() {
+                self.task_marks.seen.insert(row.id.clone());
+                self.task_marks.cleared.insert(row.id);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    use unipi_widgets::agents::HelperSpend;
+    use unipi_widgets::footer::ContextUsage;
+
+    use super::*;
+    use crate::config::keymap::Keymap;
+    use crate::helpers::board::RunControl;
+    use crate::helpers::events::Usage;
+    use crate::views::View;
+
+    /// A RunControl that records what the dock asked of it and answers steers with `answer`.
+    struct Recorder {
+        calls: Mutex<Vec<String>>,
+        answer: Result<(), String>,
+    }
+
+    impl Recorder {
+        fn new(answer: Result<(), String>) -> Arc<Self> {
+            Arc::new(Recorder {
+                calls: Mutex::new(Vec::new()),
+                answer,
+            })
+        }
+
+        fn calls(&self) -> Vec<String> {
+            self.calls.lock().unwrap().clone()
+        }
+    }
+
+    impl RunControl for Recorder {
+        fn steer(&self, message: String) -> Result<(), String> {
+            self.calls.lock().unwrap().push(format!("steer {message}"));
+            self.answer.clone()
+        }
+        fn stop(&self) {
+            self.calls.lock().unwrap().push("stop".to_owned());
+        }
+        fn transcript(&self) -> Vec<TranscriptEntry> {
+            vec![
+                TranscriptEntry::User("look around".to_owned()),
+                TranscriptEntry::ToolCall {
+                    name: "read".to_owned(),
+                    args: "src/lib.rs".to_owned(),
+                },
+            ]
+        }
+    }
+
+    fn make_board_row(id: &str, parent: Option<&str>, status: RunStatus) -> BoardRow {
+        let mut row = BoardRow::new(id, RowKind::Helper, "explore", format!("task {id}"));
+        row.parent = parent.map(str::to_owned);
+        row.status = status;
+        row.turns = 2;
+        row.tool_uses = 5;
+        row.usage = Usage {
+            input: 30_000,
+            output: 2_000,
+            total: 32_000,
+            cost: 0.05,
+            ..Usage::default()
+        };
+        row.started_at = UNIX_EPOCH + Duration::from_secs(3_600);
+        row
+    }
+
+    fn press(code: KeyCode) -> KeyEvent {
+        KeyEvent::new(code, KeyModifiers::NONE)
+    }
+
+    /// A dock over a board with h1 running (controls attached) and h2, its child, done; opened
+    /// on h1.
+    fn make_board_dock(recorder: Arc<Recorder>) -> (HelperBoard, DockView) {
+        let board = HelperBoard::new();
+        board.upsert(make_board_row("h1", None, RunStatus::Running));
+        board.upsert(make_board_row("h2", Some("h1"), RunStatus::Completed));
+        board.attach_control("h1", recorder);
+        let now = UNIX_EPOCH + Duration::from_secs(3_700);
+        let mut agents: Vec<AgentRow> = board
+            .rows()
+            .iter()
+            .map(|row| agent_row(row, &Marks::default(), now))
+            .collect();
+        agents.push(main_row(&FooterData::default()));
+        let mut dock = DockView::new(Vec::new(), &Keymap::defaults());
+        dock.set_agents(agents);
+        assert_eq!(
+            dock.model().agents.first().map(|row| row.id.as_str()),
+            Some(MAIN_ID)
+        );
+        (board, dock)
+    }
+
+    /// Feed `keys` to the dock and carry out its helper requests on `board`.
+    fn drive(board: &HelperBoard, dock: &mut DockView, keys: &[KeyEvent]) {
+        for key in keys {
+            dock.handle_key(key);
+            for request in dock.take_helper_requests() {
+                carry_out(board, dock, request);
+            }
+        }
+    }
+
+    fn chars(text: &str) -> Vec<KeyEvent> {
+        text.chars().map(|c| press(KeyCode::Char(c))).collect()
+    }
+
+    #[test]
+    fn enter_in_the_steer_input_reaches_the_run_control() {
+        let recorder = Recorder::new(Ok(()));
+        let (board, mut dock) = make_board_dock(Arc::clone(&recorder));
+        let mut keys = vec![press(KeyCode::Char('m'))];
+        keys.extend(chars("look at the tests"));
+        keys.push(press(KeyCode::Enter));
+        drive(&board, &mut dock, &keys);
+        assert_eq!(recorder.calls(), ["steer look at the tests"]);
+        assert_eq!(dock.model().steer, None);
+        assert_eq!(dock.model().notice.as_deref(), Some("Sent to explore h1."));
+    }
+
+    #[test]
+    fn a_refused_steer_shows_the_boards_error_inline() {
+        let recorder = Recorder::new(Err("the child has no steering channel".to_owned()));
+        let (board, mut dock) = make_board_dock(Arc::clone(&recorder));
+        let mut keys = vec![press(KeyCode::Char('m'))];
+        keys.extend(chars("hurry"));
+        keys.push(press(KeyCode::Enter));
+        drive(&board, &mut dock, &keys);
+        assert_eq!(recorder.calls(), ["steer hurry"]);
+        let steer = dock.model().steer.clone().unwrap_or_default();
+        assert_eq!(
+            steer.error.as_deref(),
+            Some("the child has no steering channel")
+        );
+        // A run whose controls are gone: the board's own error.
+        board.detach_control("h1");
+        drive(&board, &mut dock, &[press(KeyCode::Enter)]);
+        let steer = dock.model().steer.clone().unwrap_or_default();
+        assert_eq!(steer.error.as_deref(), Some("run h1 is not running"));
+    }
+
+    #[test]
+    fn stop_reaches_the_run_only_after_the_confirming_press() {
+        let recorder = Recorder::new(Ok(()));
+        let (board, mut dock) = make_board_dock(Arc::clone(&recorder));
+        drive(&board, &mut dock, &[press(KeyCode::Char('s'))]);
+        assert!(recorder.calls().is_empty(), "one press only arms");
+        drive(&board, &mut dock, &[press(KeyCode::Char('s'))]);
+        assert_eq!(recorder.calls(), ["stop"]);
+        // Esc backs out of the dock without touching the run.
+        drive(&board, &mut dock, &[press(KeyCode::Esc)]);
+        assert_eq!(recorder.calls(), ["stop"]);
+    }
+
+    #[test]
+    fn board_rows_become_agent_rows() {
+        let now = UNIX_EPOCH + Duration::from_secs(3_725);
+        let mut marks = Marks::default();
+        let running = agent_row(&make_board_row("h1", None, RunStatus::Running), &marks, now);
+        assert_eq!(running.status, AgentStatus::Running);
+        assert_eq!(
+            (running.tokens, running.tokens_in, running.tokens_out),
+            (32_000, 30_000, 2_000)
+        );
+        assert_eq!(running.cost, Some(0.05));
+        assert_eq!(running.elapsed_secs, Some(125));
+        assert_eq!(running.started_at, "01:00:00 UTC");
+        assert_eq!((running.turns, running.tool_uses), (Some(2), Some(5)));
+        assert!(!running.unseen);
+        // A finished run is unseen until looked at, and cleared once cleared.
+        let done = make_board_row("h2", Some("h1"), RunStatus::Completed);
+        let row = agent_row(&done, &marks, now);
+        assert!(row.unseen && !row.cleared);
+        assert_eq!(row.parent.as_deref(), Some("h1"));
+        marks.seen.insert("h2".to_owned());
+        marks.cleared.insert("h2".to_owned());
+        let row = agent_row(&done, &marks, now);
+        assert!(!row.unseen && row.cleared);
+        // Status table.
+        let statuses = [
+            (RunStatus::Queued, AgentStatus::Queued),
+            (RunStatus::Failed, AgentStatus::Failed),
+            (RunStatus::Stopped, AgentStatus::Stopped),
+            (RunStatus::TimedOut, AgentStatus::TimedOut),
+        ];
+        for (run, want) in statuses {
+            let row = agent_row(&make_board_row("x", None, run), &marks, now);
+            assert_eq!(row.status, want, "{run:?}");
+        }
+        // No total from the provider: the parts are summed. Nothing spent: no cost shown.
+        let mut fresh = make_board_row("h3", None, RunStatus::Queued);
+        fresh.usage = Usage::default();
+        assert_eq!(agent_row(&fresh, &marks, now).cost, None);
+        fresh.usage = Usage {
+            input: 10,
+            output: 5,
+            cache_read: 100,
+            ..Usage::default()
+        };
+        assert_eq!(agent_row(&fresh, &marks, now).tokens, 115);
+    }
+
+    #[test]
+    fn main_row_from_footer_data() {
+        let data = FooterData {
+            bridge: BridgeLink::Connected,
+            activity: Some(Activity::Working),
+            model: Some("claude-sonnet-4-5".to_owned()),
+            context: Some(ContextUsage {
+                tokens: Some(50_000),
+                window: 200_000,
+                percent: None,
+            }),
+            tokens_in: 10_000,
+            tokens_out: 2_000,
+            cost: Some(0.3),
+            session_name: Some("refactor".to_owned()),
+            ..FooterData::default()
+        };
+        let row = main_row(&data);
+        assert_eq!(row.id, MAIN_ID);
+        assert_eq!(row.kind, AgentKind::Main);
+        assert_eq!(row.status, AgentStatus::Running);
+        assert_eq!(row.tokens, 12_000);
+        assert_eq!(row.cost, Some(0.3));
+        assert_eq!(row.context_percent, Some(25.0));
+        assert_eq!(row.description, "refactor");
+        let idle = main_row(&FooterData::default());
+        assert_eq!(
+            (idle.status, idle.last_activity.as_str()),
+            (AgentStatus::Idle, "idle")
+        );
+        assert_eq!(idle.description, "this session");
+    }
+
+    #[test]
+    fn transcripts_outlive_the_runs_controls() {
+        let recorder = Recorder::new(Ok(()));
+        let board = HelperBoard::new();
+        board.upsert(make_board_row("h1", None, RunStatus::Running));
+        board.attach_control("h1", recorder);
+        let mut helpers = Helpers::new(board.clone());
+        assert_eq!(helpers.transcript("h1").len(), 2);
+        board.detach_control("h1");
+        assert_eq!(
+            helpers.transcript("h1"),
+            [
+                TranscriptItem::User("look around".to_owned()),
+                TranscriptItem::ToolCall {
+                    name: "read".to_owned(),
+                    args: "src/lib.rs".to_owned(),
+                },
+            ]
+        );
+        assert!(helpers.transcript("never-seen").is_empty());
+    }
+
+    #[test]
+    fn spend_counts_running_and_finished_runs() {
+        let rows = [
+            make_board_row("h1", None, RunStatus::Running),
+            make_board_row("h2", Some("h1"), RunStatus::Completed),
+            make_board_row("h3", None, RunStatus::Failed),
+        ];
+        let spend_of = |rows: &[BoardRow]| {
+            let agents: Vec<AgentRow> = rows
+                .iter()
+                .map(|row| agent_row(row, &Marks::default(), SystemTime::now()))
+                .collect();
+            helper_spend(&agents)
+        };
+        let spend = spend_of(&rows);
+        assert_eq!((spend.running, spend.finished), (1, 2));
+        assert_eq!(spend.tokens, 96_000);
+        assert!((spend.cost - 0.15).abs() < 1e-9);
+        assert_eq!(spend_of(&[]), HelperSpend::default());
+    }
+}

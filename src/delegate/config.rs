@@ -1,0 +1,192 @@
+//! The delegate's settings: the `delegate` object of `background-tasks.json` (global, then the
+//! workspace's), read here rather than in `tasks::config` so the background-task parsing stays
+//! untouched — that file is shared, and unknown keys are ignored on both sides. The master
+//! `enabled: false` of the file turns delegates off too, as in Unipi.
+
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use super::artifacts::INLINE_ANSWER_BYTES;
+use crate::config::{ConfigError, read_module_config};
+use crate::tasks::TASKS_CONFIG_FILE;
+
+/// The default seed budget in bytes. It also bounds the child's task, which reaches Pi as one
+/// command-line argument (Linux caps one argument at 128 KiB).
+pub const DEFAULT_SEED_BUDGET_BYTES: usize = 64 * 1024;
+
+/// Delegate defaults.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DelegateConfig {
+    pub enabled: bool,
+    /// `delegate.inlineAnswerBytes`: answers up to this size are delivered inline.
+    pub inline_answer_bytes: usize,
+    /// `delegate.seedBudgetBytes`: the most the conversation projection may take.
+    pub seed_budget_bytes: usize,
+    /// `delegate.maxTurns`.
+    pub max_turns: u32,
+    /// `delegate.timeoutSeconds`.
+    pub timeout_seconds: u64,
+}
+
+impl Default for DelegateConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            inline_answer_bytes: INLINE_ANSWER_BYTES,
+            seed_budget_bytes: DEFAULT_SEED_BUDGET_BYTES,
+            max_turns: 24,
+            timeout_seconds: 1200,
+        }
+    }
+}
+
+impl DelegateConfig {
+    /// The defaults, then `<home>/.unipi/config/background-tasks.json`, then the workspace's.
+    /// A bad value is reported and the value before it kept.
+    pub fn load(home: Option<&Path>, workspace: &Path) -> (Self, Vec<ConfigError>) {
+        let (sources, mut errors) = read_module_config(home, workspace, TASKS_CONFIG_FILE);
+        let mut config = Self::default();
+        for (path, text) in sources {
+            config.merge(&path, &text, &mut errors);
+        }
+        (config, errors)
+    }
+
+    /// Applies one file's keys. Invalid JSON is the background-task reader's to report; here it
+    /// only means "nothing to apply".
+    pub fn merge(&mut self, path: &Path, text: &str, errors: &mut Vec<ConfigError>) {
+        let Ok(Value::Object(root)) = serde_json::from_str::<Value>(text) else {
+            return;
+        };
+        if let Some(Value::Bool(enabled)) = root.get("enabled") {
+            self.enabled = *enabled;
+        }
+        let Some(delegate) = root.get("delegate") else {
+            return;
+        };
+        let Some(delegate) = delegate.as_object() else {
+            let offset = text.find("\"delegate\"").unwrap_or(0);
+            errors.push(ConfigError::at(
+                path,
+                text,
+                offset,
+                "delegate must be an object",
+            ));
+            return;
+        };
+        let mut reader = Reader {
+            object: delegate,
+            path,
+            text,
+            errors,
+        };
+        if let Some(enabled) = reader.flag("enabled") {
+            self.enabled = self.enabled && enabled;
+        }
+        if let Some(n) = reader.number("inlineAnswerBytes", 1) {
+            self.inline_answer_bytes = usize::try_from(n).unwrap_or(usize::MAX);
+        }
+        if let Some(n) = reader.number("seedBudgetBytes", 1024) {
+            self.seed_budget_bytes = usize::try_from(n).unwrap_or(usize::MAX);
+        }
+        if let Some(n) = reader.number("maxTurns", 1) {
+            self.max_turns = u32::try_from(n).unwrap_or(u32::MAX);
+        }
+        if let Some(n) = reader.number("timeoutSeconds", 1) {
+            self.timeout_seconds = n;
+        }
+    }
+}
+
+struct Reader<'a> {
+    object: &'a Map<String, Value>,
+    path: &'a Path,
+    text: &'a str,
+    errors: &'a mut Vec<ConfigError>,
+}
+
+impl Reader<'_> {
+    fn error(&mut self, key: &str, message: String) {
+        let offset = self.text.find(&format!("\"{key}\"")).unwrap_or(0);
+        self.errors
+            .push(ConfigError::at(self.path, self.text, offset, message));
+    }
+
+    fn number(&mut self, key: &str, min: u64) -> Option<u64> {
+        let raw = self.object.get(key)?;
+        match raw.as_u64().filter(|n| *n >= min) {
+            Some(n) => Some(n),
+            None => {
+                self.error(
+                    key,
+                    format!("delegate.{key} must be an integer ≥ {min}, found {raw}"),
+                );
+                None
+            }
+        }
+    }
+
+    fn flag(&mut self, key: &str) -> Option<bool> {
+        let raw = self.object.get(key)?;
+        match raw {
+            Value::Bool(flag) => Some(*flag),
+            other => {
+                self.error(
+                    key,
+                    format!("delegate.{key} must be true or false, found {other}"),
+                );
+                None
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // test code: a failed step should panic
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workspace_keys_override_global_ones_and_bad_values_are_reported() {
+        let home = tempfile::tempdir().unwrap();
+        let workspace = tempfile::tempdir().unwrap();
+        let write = |root: &Path, text: &str| {
+            let path = root.join(TASKS_CONFIG_FILE);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        write(
+            home.path(),
+            r#"{"maxOutputBytes": 10, "delegate": {"inlineAnswerBytes": 100, "maxTurns": 3}}"#,
+        );
+        write(
+            workspace.path(),
+            "{\n \"delegate\": {\"maxTurns\": 5, \"timeoutSeconds\": 0}\n}",
+        );
+        let (config, errors) = DelegateConfig::load(Some(home.path()), workspace.path());
+        assert_eq!(config.inline_answer_bytes, 100);
+        assert_eq!(config.max_turns, 5);
+        assert_eq!(config.timeout_seconds, 1200, "the bad value is not applied");
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        let error = errors[0].to_string();
+        assert!(
+            error.contains(":2:") && error.contains("timeoutSeconds"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn the_master_toggle_disables_delegates() {
+        let mut config = DelegateConfig::default();
+        config.merge(Path::new("f"), r#"{"enabled": false}"#, &mut Vec::new());
+        assert!(!config.enabled);
+        let mut config = DelegateConfig::default();
+        config.merge(
+            Path::new("f"),
+            r#"{"delegate": {"enabled": false}}"#,
+            &mut Vec::new(),
+        );
+        assert!(!config.enabled);
+    }
+}

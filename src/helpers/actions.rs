@@ -1,0 +1,434 @@
+//! `spawn_helper`'s management actions: list, get, status, children.list, resume, stop,
+//! grant-spawn-budget, doctor, guide and reply. Each answers with text the model reads and
+//! `details` a renderer can use; like a spawn, none of them throws — a refused action is an
+//! error result with the reason.
+//!
+//! Who may do what: any caller may look (list, get, status, children.list, doctor, guide); a
+//! run may be stopped or resumed by the agent that spawned it or by the root session; only the
+//! root session may grant spawn budget (the budget exists to stop helpers from spawning without
+//! end, so a helper cannot raise its own ceiling); only a run's parent may answer its question.
+
+use serde_json::{Value, json};
+
+use super::args::{Action, ContextMode, OutputLimit, SpawnArgs};
+use super::module::{
+    BudgetArgs, Caller, Inner, Launch, SessionStart, check_caps, error_output, lock,
+    refusal_output, usage_json,
+};
+use crate::bridge::{ToolCall, ToolOutput};
+
+/// What `action: "guide"` answers.
+pub const GUIDE: &str = "\
+spawn_helper — delegate work to helper agents (separate Pi processes with their own context).
+
+Single helper: {type, prompt, description}. type: explore (read-only) or work (may edit), or a
+custom type. The prompt must be complete: the helper sees nothing of your conversation, unless
+context: \"fork\" (background only) gives it a copy. Foreground waits and returns the answer;
+run_in_background: true returns a run id and a <helper-result-notification> arrives later — do not
+poll. Budgets: max_turns (steered to answer at the limit, stopped after a grace), max_tool_uses,
+max_tokens, max_cost (USD). gate: \"<command>\" (or acceptance: {commands, timeoutSeconds}) must
+exit 0 for the answer to be accepted. maxOutput: bytes or {bytes, lines} bounds the answer.
+
+Workflow: workflowScript: {steps: [{id, type, prompt, description?, after?: [ids]}],
+maxParallel?}. Steps run as soon as the steps in `after` are done; {{id}} in a prompt is replaced
+by that step's answer. The whole script counts against the spawn budgets before anything starts.
+
+Actions (action + id/message/amount): list, get, status, children.list, resume (id, message:
+continue a finished run's session), stop (id), grant-spawn-budget (amount; root session only),
+doctor (check the set-up), guide, reply (id, message: answer a helper's question).
+
+Helpers can reach you with contact_supervisor: a <helper-supervisor-message> of kind question
+waits for your reply (spawn_helper action reply).";
+
+impl Inner {
+    pub(super) async fn action(
+        self: std::sync::Arc<Self>,
+        caller: &Caller,
+        action: Action,
+        call: &ToolCall,
+    ) -> ToolOutput {
+        match action {
+            Action::List => self.list(None),
+            Action::ChildrenList { id } => {
+                let parent = id.or_else(|| caller.run.clone());
+                self.list(Some(parent))
+            }
+            Action::Get { id } => self.get(&id),
+            Action::Status => self.status(caller),
+            Action::Stop { id } => self.stop(caller, &id),
+            Action::GrantSpawnBudget { amount } => self.grant(caller, amount),
+            Action::Doctor => self.doctor(),
+            Action::Guide => ToolOutput::text(GUIDE)
+                .with_details(json!({"status": "completed", "action": "guide"})),
+            Action::Resume {
+                id,
+                message,
+                background,
+            } => {
+                self.resume(caller.clone(), &id, message, background, call)
+                    .await
+            }
+            Action::Reply { id, message } => self.reply(caller, &id, message),
+        }
+    }
+
+    /// Every run, or (with `Some(parent)`) the runs spawned by run `parent` (`None` = the root).
+    fn list(&self, children_of: Option<Option<String>>) -> ToolOutput {
+        let state = lock(&self.state);
+        let mut lines = Vec::new();
+        let mut rows = Vec::new();
+        for id in &state.order {
+            let Some(entry) = state.runs.get(id) else {
+                continue;
+            };
+            if let Some(parent) = &children_of
+                && entry.info.parent_run != *parent
+            {
+                continue;
+            }
+            let (status, turns, tools, usage) = match entry.result.borrow().as_ref() {
+                Some(result) => (
+                    if result.ok() {
+                        "completed"
+                    } else {
+                        result.status.as_str()
+                    }
+                    .to_string(),
+                    result.turns,
+                    result.tool_uses.len(),
+                    result.usage,
+                ),
+                None => {
+                    let progress = entry.progress.borrow();
+                    (
+                        "running".to_string(),
+                        progress.turns,
+                        progress.tool_uses,
+                        progress.usage,
+                    )
+                }
+            };
+            lines.push(format!(
+                "{id}  {status:<9} {} · {} · {turns} turns · {tools} tools · {}{}",
+                entry.info.agent_type,
+                entry.info.description,
+                super::module::spend(&usage),
+                entry
+                    .info
+                    .parent_run
+                    .as_ref()
+                    .map(|parent| format!(" · parent {parent}"))
+                    .unwrap_or_default()
+            ));
+            rows.push(json!({
+                "runId": id,
+                "status": status,
+                "type": entry.info.agent_type,
+                "description": entry.info.description,
+                "parent": entry.info.parent_run,
+                "background": entry.info.background,
+                "turns": turns,
+                "toolUseCount": tools,
+                "usage": usage_json(&usage),
+            }));
+        }
+        let text = if lines.is_empty() {
+            match &children_of {
+                Some(_) => "No child runs.".to_string(),
+                None => "No helper runs in this session.".to_string(),
+            }
+        } else {
+            lines.join("\n")
+        };
+        ToolOutput::text(text).with_details(json!({"status": "completed", "runs": rows}))
+    }
+
+    fn get(&self, id: &str) -> ToolOutput {
+        let entry = {
+            let state = lock(&self.state);
+            state.runs.get(id).map(|entry| {
+                (
+                    entry.info.clone(),
+                    entry.result.borrow().clone(),
+                    entry.progress.borrow().clone(),
+                )
+            })
+        };
+        match entry {
+            Some((_, Some(result), _)) => {
+                let mut details = result.details();
+                details["action"] = json!("get");
+                ToolOutput::text(result.content()).with_details(details)
+            }
+            Some((info, None, progress)) => ToolOutput::text(format!(
+                "Helper run {id} ({} · {}) is running: {} turns, {} tool uses, {}.",
+                info.agent_type,
+                info.description,
+                progress.turns,
+                progress.tool_uses,
+                super::module::spend(&progress.usage)
+            ))
+            .with_details(json!({"status": "running", "runId": id, "type": info.agent_type})),
+            None => match self.result_from_disk(id) {
+                Ok(output) => output,
+                Err(err) => error_output(&err.message, id),
+            },
+        }
+    }
+
+    fn status(&self, caller: &Caller) -> ToolOutput {
+        let config = &self.settings.config;
+        let state = lock(&self.state);
+        let cap = config.max_spawns_per_session.saturating_add(state.granted);
+        let run_spawns = caller
+            .root
+            .as_ref()
+            .map(|root| state.run_spawns.get(root).copied().unwrap_or(0));
+        let mut text = format!(
+            "Spawns this session: {} of {cap}{}\nRunning: {} of {} (background {} of {})\n\
+             Depth: {} of {} (maxSubagentDepth)\nRun deadline: {} min",
+            state.counters.spawns,
+            if state.granted > 0 {
+                format!(" (incl. {} granted)", state.granted)
+            } else {
+                String::new()
+            },
+            state.counters.running,
+            config.max_concurrent,
+            state.counters.background,
+            config.max_active_async,
+            caller.depth,
+            config.max_depth,
+            config.deadline.as_secs() / 60,
+        );
+        if let Some(used) = run_spawns {
+            text.push_str(&format!(
+                "\nThis run tree: {used} of {} spawns (maxSubagentSpawnsPerRun)",
+                config.max_spawns_per_run
+            ));
+        }
+        ToolOutput::text(text).with_details(json!({
+            "status": "completed",
+            "spawns": state.counters.spawns,
+            "spawnCap": cap,
+            "granted": state.granted,
+            "running": state.counters.running,
+            "maxConcurrent": config.max_concurrent,
+            "background": state.counters.background,
+            "maxActiveAsync": config.max_active_async,
+            "depth": caller.depth,
+            "maxDepth": config.max_depth,
+            "runSpawns": run_spawns,
+            "maxSpawnsPerRun": config.max_spawns_per_run,
+        }))
+    }
+
+    /// Whether `caller` may act on run `id` (its parent, or the root session).
+    fn may_manage(&self, caller: &Caller, id: &str) -> Result<(), String> {
+        let state = lock(&self.state);
+        let Some(entry) = state.runs.get(id) else {
+            return Err(format!(
+                "no helper run with id {id:?} in this session (spawn_helper action list shows them)"
+            ));
+        };
+        if caller.is_root() || entry.info.parent_agent == caller.agent {
+            Ok(())
+        } else {
+            Err(format!(
+                "run {id} was not spawned by you; only its parent or the root session may manage it"
+            ))
+        }
+    }
+
+    fn stop(&self, caller: &Caller, id: &str) -> ToolOutput {
+        if let Err(reason) = self.may_manage(caller, id) {
+            return error_output(&reason, id);
+        }
+        let (control, finished) = {
+            let state = lock(&self.state);
+            let entry = state.runs.get(id);
+            (
+                entry.map(|entry| entry.control.clone()),
+                entry.is_some_and(|entry| entry.result.borrow().is_some()),
+            )
+        };
+        match control {
+            Some(_) if finished => ToolOutput::text(format!("Helper run {id} has already ended."))
+                .with_details(json!({"status": "completed", "runId": id, "stopped": false})),
+            Some(control) => {
+                control.stop();
+                ToolOutput::text(format!(
+                    "Stopping helper run {id} (SIGTERM to its process group, SIGKILL after 3 s). \
+                     Its result reads as stopped."
+                ))
+                .with_details(json!({"status": "completed", "runId": id, "stopped": true}))
+            }
+            None => error_output("no such run", id),
+        }
+    }
+
+    fn grant(&self, caller: &Caller, amount: u32) -> ToolOutput {
+        if !caller.is_root() || caller.depth > 0 {
+            return error_output(
+                "grant-spawn-budget works only from the interactive root session; a helper \
+                 cannot raise its own spawn budget",
+                "",
+            );
+        }
+        let mut state = lock(&self.state);
+        state.granted = state.granted.saturating_add(amount);
+        let cap = self
+            .settings
+            .config
+            .max_spawns_per_session
+            .saturating_add(state.granted);
+        ToolOutput::text(format!(
+            "Granted {amount} more helper spawns: {} of {cap} used.",
+            state.counters.spawns
+        ))
+        .with_details(json!({"status": "completed", "granted": state.granted, "spawnCap": cap}))
+    }
+
+    fn doctor(&self) -> ToolOutput {
+        let settings = &self.settings;
+        let mut checks: Vec<(bool, String)> = Vec::new();
+        let program = &settings.launch.program;
+        let runnable = std::fs::metadata(program)
+            .map(|meta| {
+                use std::os::unix::fs::PermissionsExt as _;
+                meta.is_file() && meta.permissions().mode() & 0o111 != 0
+            })
+            .unwrap_or(false);
+        checks.push((
+            runnable,
+            format!(
+                "Pi program {} {}",
+                program.display(),
+                if runnable {
+                    "is executable"
+                } else {
+                    "is missing or not executable"
+                }
+            ),
+        ));
+        let writable = std::fs::create_dir_all(&settings.runs_root)
+            .and_then(|()| tempfile::tempfile_in(&settings.runs_root).map(drop));
+        checks.push((
+            writable.is_ok(),
+            match &writable {
+                Ok(()) => format!("run directory {} is writable", settings.runs_root.display()),
+                Err(err) => format!(
+                    "run directory {} is not writable: {err}",
+                    settings.runs_root.display()
+                ),
+            },
+        ));
+        let types: Vec<String> = settings
+            .catalog
+            .iter()
+            .map(|agent| {
+                format!(
+                    "{}{}",
+                    agent.name,
+                    if agent.enabled { "" } else { " (disabled)" }
+                )
+            })
+            .collect();
+        checks.push((
+            !types.is_empty(),
+            format!("agent types: {}", types.join(", ")),
+        ));
+        checks.push((
+            settings.depth < settings.config.max_depth,
+            format!(
+                "depth {} of maxSubagentDepth {}",
+                settings.depth, settings.config.max_depth
+            ),
+        ));
+        let bridged = self.has_bridge();
+        checks.push((
+            true,
+            if bridged {
+                "helpers load the workbench bridge (contact_supervisor, nested helpers)".to_string()
+            } else {
+                "helpers run without the workbench bridge (no contact_supervisor)".to_string()
+            },
+        ));
+        let ok = checks.iter().all(|(ok, _)| *ok);
+        let text = checks
+            .iter()
+            .map(|(ok, line)| format!("{} {line}", if *ok { "✓" } else { "✗" }))
+            .collect::<Vec<_>>()
+            .join("\n");
+        ToolOutput::text(text).with_details(json!({
+            "status": if ok { "completed" } else { "error" },
+            "checks": checks.iter().map(|(ok, line)| json!({"ok": ok, "check": line})).collect::<Vec<Value>>(),
+        }))
+    }
+
+    async fn resume(
+        self: std::sync::Arc<Self>,
+        caller: Caller,
+        id: &str,
+        message: String,
+        background: Option<bool>,
+        call: &ToolCall,
+    ) -> ToolOutput {
+        if let Err(reason) = self.may_manage(&caller, id) {
+            return error_output(&reason, id);
+        }
+        let (info, finished) = {
+            let state = lock(&self.state);
+            match state.runs.get(id) {
+                Some(entry) => (entry.info.clone(), entry.result.borrow().is_some()),
+                None => return error_output("no such run", id),
+            }
+        };
+        if !finished {
+            return error_output(
+                &format!("run {id} is still running; resume continues a run that has ended"),
+                id,
+            );
+        }
+        let Some(session) = self
+            .status_on_disk(id)
+            .and_then(|status| status["sessionFile"].as_str().map(std::path::PathBuf::from))
+            .filter(|file| file.is_file())
+        else {
+            return error_output(&format!("run {id} left no stored session to continue"), id);
+        };
+        let args = SpawnArgs {
+            agent_type: info.agent_type.clone(),
+            prompt: message.clone(),
+            description: format!("resume {}", info.description),
+            background,
+            context: Some(ContextMode::Fresh),
+            ..SpawnArgs::default()
+        };
+        let reserved = {
+            let mut state = lock(&self.state);
+            let admission = self.admission(&state, &caller);
+            let background = background.unwrap_or(info.background);
+            check_caps(&self.settings.config, admission, 1, background)
+                .map(|()| (background, self.take_slot(&mut state, &caller, background)))
+        };
+        let (background, slot) = match reserved {
+            Ok(reserved) => reserved,
+            Err(refusal) => return refusal_output(&refusal),
+        };
+        let launch = Launch {
+            budget: BudgetArgs::default(),
+            agent: info.agent.clone(),
+            prompt: args.prompt,
+            description: args.description,
+            background,
+            caller,
+            fanout: true,
+            session: SessionStart::Resume(session),
+            acceptance: None,
+            limit: OutputLimit::default(),
+            slot,
+        };
+        self.start_and_report(launch, call).await
+    }
+}
