@@ -629,6 +629,57 @@ fn no_helper_process_outlives_the_workbench() {
     );
 }
 
+#[test]
+fn a_helper_stopped_from_the_dock_leaves_no_process() {
+    let mut wb = start(PiLine::Current, &[], OuterOptions::default());
+    wb.wait_ready();
+    wb.ask("start a sleeping helper", "BGHELPER-STARTED");
+    wait_for_process("sleep 314");
+    let home = format!("HOME={}", wb._home.path().display());
+    let helper_env = ["UNIPI_HELPER_DEPTH=1", home.as_str()];
+    // The dock lists the main agent, then the helper (selected), with its live activity.
+    wb.session.send(keys::KITTY_SHIFT_DOWN);
+    wb.session
+        .wait_for("the helper in the dock", REPLY, |s| {
+            let text = s.contents();
+            text.contains("main") && text.contains("sleeping helper") && text.contains("running")
+        })
+        .unwrap_or_else(|err| panic!("{err:#}\n{}", wb.session.screen_text()));
+    // Stop needs a second press on the same row.
+    wb.session.send(b"s");
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        !processes_running("sleep 314").is_empty(),
+        "one press stopped it"
+    );
+    wb.session.send(b"s");
+    wb.session
+        .wait_for("the helper stopped", REPLY, |s| {
+            s.contents().contains("stopped")
+        })
+        .unwrap_or_else(|err| panic!("{err:#}\n{}", wb.session.screen_text()));
+    for _ in 0..100 {
+        if processes_running("sleep 314").is_empty() && processes_with_env(&helper_env).is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(
+        processes_running("sleep 314"),
+        Vec::<u32>::new(),
+        "the helper's tool call survived the stop"
+    );
+    assert_eq!(
+        processes_with_env(&helper_env),
+        Vec::<u32>::new(),
+        "the helper's Pi survived the stop"
+    );
+    // The stopped run's notification reaches the model too (its turn answers from the fallback).
+    wb.session.send(b"\x1b");
+    let code = wb.exit_with(keys::KITTY_CTRL_D);
+    assert_eq!(code, 0, "screen:\n{}", wb.session.screen_text());
+}
+
 /// Live processes whose environment holds every one of `entries` (`NAME=value`).
 fn processes_with_env(entries: &[&str]) -> Vec<u32> {
     std::fs::read_dir("/proc")
