@@ -882,17 +882,12 @@ impl HelperResult {
     }
 }
 
-/// `12.3k tok · $0.0123`.
+/// `12.3k tok · $0.0123`, in the footer's number formats.
 pub fn spend(usage: &Usage) -> String {
-    let tokens = if usage.total >= 1_000_000 {
-        format!("{:.1}M tok", usage.total as f64 / 1e6)
-    } else if usage.total >= 1_000 {
-        format!("{:.1}k tok", usage.total as f64 / 1e3)
-    } else {
-        format!("{} tok", usage.total)
-    };
+    use unipi_widgets::footer::{format_cost, format_tokens};
+    let tokens = format!("{} tok", format_tokens(usage.total));
     if usage.cost > 0.0 {
-        format!("{tokens} · ${:.4}", usage.cost)
+        format!("{tokens} · {}", format_cost(usage.cost))
     } else {
         tokens
     }
