@@ -173,6 +173,13 @@ mod tests {
         }
         let grandchild = grandchild.unwrap();
         let leader = Pid::from_raw(i32::try_from(child.id()).unwrap());
+        // `$!` is known before `setsid` has run: wait until the grandchild left the group.
+        for _ in 0..100 {
+            if nix::unistd::getpgid(Some(Pid::from_raw(grandchild))).is_ok_and(|g| g != leader) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
         assert_ne!(
             nix::unistd::getpgid(Some(Pid::from_raw(grandchild))).unwrap(),
             leader
