@@ -5,13 +5,16 @@
 pub mod app;
 pub mod bridge;
 pub mod cli;
+pub mod compactor;
 pub mod config;
 pub mod delegate;
 pub mod demo;
 pub mod helpers;
+pub mod mcp;
 pub mod pane;
 pub mod pi;
 pub mod scripted;
+pub mod sessiondb;
 pub mod tasks;
 pub mod term;
 pub mod views;

@@ -1,0 +1,3 @@
+//! (being written)
+pub mod recall;
+pub mod schema;
