@@ -32,6 +32,8 @@ const COMPLETE_TIMEOUT_MS = 1000;
 const COMMAND_TIMEOUT_MS = 30000;
 /** How long session shutdown waits for the host to acknowledge the goodbye. */
 const GOODBYE_TIMEOUT_MS = 1000;
+/** A backstop over the host's hook timeout (Pi waits for the answer meanwhile). */
+const HOOK_TIMEOUT_MS = 65000;
 /** A backstop over each tool's declared timeout, should the host stop answering. */
 const TOOL_TIMEOUT_MARGIN_MS = 5000;
 /** User input is forwarded for "user is active" signals; a huge paste is cut. */
@@ -104,6 +106,10 @@ class Bridge {
 	private readonly tools = new Map<number, PendingTool>();
 	private readonly replies = new Map<number, (message: Msg | undefined) => void>();
 	private readonly renderers = new Set<string>();
+	/** Tool names the host declared last time (to withdraw the ones it stops declaring). */
+	private declaredTools = new Set<string>();
+	/** Custom message types kept out of the model's context. */
+	private readonly hiddenTypes = new Set<string>();
 
 	private readonly pi: any;
 	private readonly socketPath: string;
@@ -215,9 +221,19 @@ class Bridge {
 		on("thinking_level_select", (event) =>
 			this.emit("thinking_level_select", { level: event.level, previous: event.previousLevel ?? null }),
 		);
-		on("session_before_compact", (event) => {
+		on("session_before_compact", async (event, ctx) => {
 			this.emit("compaction_start", { reason: event.reason ?? null });
-			return undefined; // never cancels or customises: that is a module's decision, via the host
+			// Cancelling or summarising is a module's decision: ask the host and return its answer.
+			const answer = await this.hook("session_before_compact", compactionHookData(event, ctx));
+			if (answer && typeof answer === "object" && ("cancel" in answer || "compaction" in answer)) return answer;
+			return undefined;
+		});
+		on("context", (event) => {
+			if (this.hiddenTypes.size === 0 || !Array.isArray(event.messages)) return undefined;
+			const messages = event.messages.filter(
+				(message: Msg) => !(message?.role === "custom" && this.hiddenTypes.has(message.customType)),
+			);
+			return messages.length === event.messages.length ? undefined : { messages };
 		});
 		on("session_compact", (event) =>
 			this.emit("compaction_end", {
@@ -407,7 +423,8 @@ class Bridge {
 				attempt(() => this.tools.get(message.id)?.onUpdate?.({ content: message.content ?? [], details: message.details ?? undefined }));
 				return;
 			case "command_result":
-			case "complete_result": {
+			case "complete_result":
+			case "hook_result": {
 				const reply = this.replies.get(message.id);
 				this.replies.delete(message.id);
 				reply?.(message);
@@ -450,12 +467,46 @@ class Bridge {
 		});
 	}
 
+	/** Asks the host to answer one of Pi's hooks; undefined when it has no opinion or cannot answer. */
+	private async hook(name: string, data: Msg): Promise<unknown> {
+		if (!this.connected) return undefined;
+		let reply = await this.request({ type: "hook", name, data }, HOOK_TIMEOUT_MS);
+		if (!reply && data.branch_entries) {
+			// Too large for one line: the host reads the branch from the session file instead.
+			reply = await this.request({ type: "hook", name, data: { ...data, branch_entries: null } }, HOOK_TIMEOUT_MS);
+		}
+		return reply?.result ?? undefined;
+	}
+
 	// --- declarations ------------------------------------------------------------------------
 
 	private applyDeclarations(declarations: Msg) {
-		for (const tool of declarations.tools ?? []) attempt(() => this.registerTool(tool));
+		const tools: Msg[] = declarations.tools ?? [];
+		for (const tool of tools) attempt(() => this.registerTool(tool));
 		for (const command of declarations.commands ?? []) attempt(() => this.registerCommand(command));
-		for (const type of declarations.message_types ?? []) attempt(() => this.ensureRenderer(type.custom_type, type.label));
+		this.hiddenTypes.clear();
+		for (const type of declarations.message_types ?? []) {
+			attempt(() => this.ensureRenderer(type.custom_type, type.label));
+			if (type.hidden_from_model) this.hiddenTypes.add(type.custom_type);
+		}
+		const names = new Set(tools.map((tool) => String(tool.name)));
+		attempt(() => this.syncActiveTools(names));
+		this.declaredTools = names;
+	}
+
+	/**
+	 * Pi cannot unregister a tool: one the host stops declaring (an MCP server stopped) is taken
+	 * out of the active set instead, and put back when it is declared again.
+	 */
+	private syncActiveTools(names: Set<string>) {
+		const withdrawn = [...this.declaredTools].filter((name) => !names.has(name));
+		const returning = [...names].filter((name) => !this.declaredTools.has(name));
+		if (withdrawn.length === 0 && returning.length === 0) return;
+		if (typeof this.pi.getActiveTools !== "function" || typeof this.pi.setActiveTools !== "function") return;
+		const active: string[] = this.pi.getActiveTools() ?? [];
+		const next = active.filter((name) => !withdrawn.includes(name));
+		for (const name of returning) if (!next.includes(name)) next.push(name);
+		if (next.length !== active.length || next.some((name, i) => name !== active[i])) this.pi.setActiveTools(next);
 	}
 
 	private registerTool(tool: Msg) {
@@ -698,6 +749,24 @@ async function importFirst(names: string[]): Promise<any> {
 function needCtx(ctx: any): any {
 	if (!ctx) throw new BridgeFailure("unsupported", "no Pi session is active yet");
 	return ctx;
+}
+
+/** What the host needs to answer `session_before_compact` (the branch as Pi's raw entries). */
+function compactionHookData(event: any, ctx: any): Msg {
+	const preparation = event.preparation ?? {};
+	const sm = ctx?.sessionManager;
+	return {
+		reason: event.reason ?? null,
+		custom_instructions: event.customInstructions ?? null,
+		will_retry: Boolean(event.willRetry),
+		tokens_before: preparation.tokensBefore ?? null,
+		first_kept_entry_id: preparation.firstKeptEntryId ?? null,
+		previous_summary: preparation.previousSummary ?? null,
+		branch_entries: Array.isArray(event.branchEntries) ? event.branchEntries : null,
+		session_file: attempt(() => sm?.getSessionFile?.()) ?? null,
+		session_id: attempt(() => sm?.getSessionId?.()) ?? null,
+		leaf_id: attempt(() => sm?.getLeafId?.()) ?? null,
+	};
 }
 
 function usage(u: any): Msg | null {

@@ -21,7 +21,7 @@ use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::mpsc;
 use unipi_tui::bridge::{
     AgentId, BridgeError, BridgeEvent, BridgeHost, BusEvent, CommandReply, CommandSpec, Completion,
-    DisconnectReason, HostCall, HostOptions, Module, NotifyLevel, PiEvent, Registry, ToolCall,
+    DisconnectReason, HookCall, HostCall, HostOptions, Module, NotifyLevel, PiEvent, Registry, ToolCall,
     ToolError, ToolOutput, ToolSpec,
 };
 
@@ -100,6 +100,17 @@ impl Module for Probe {
                 other => Err(ToolError::new(format!("no {other}"))),
             }
         })
+    }
+
+    fn hook(&self, hook: HookCall) -> Option<BoxFuture<'static, Value>> {
+        match hook.name.as_str() {
+            "session_before_compact" => Some(Box::pin(async move {
+                json!({"compaction": {"summary": format!("for {}", hook.agent.as_str()),
+                    "tokensBefore": hook.data["tokens_before"].clone()}})
+            })),
+            "t_hook_panic" => Some(Box::pin(async move { panic!("hook panic") })),
+            _ => None,
+        }
     }
 
     fn complete(&self, _command: &str, prefix: &str) -> Vec<Completion> {
@@ -551,6 +562,39 @@ async fn tool_cancel_reaches_the_module() -> anyhow::Result<()> {
     assert_eq!(h.seen.cancellations.load(Ordering::SeqCst), 1);
     // A cancel for a finished call is harmless.
     client.send(json!({"type": "tool_cancel", "id": 5})).await?;
+    client.echo_works(6).await
+}
+
+#[tokio::test]
+async fn hooks_are_answered_by_the_module_that_takes_them_and_null_otherwise() -> anyhow::Result<()>
+{
+    let mut h = harness().await?;
+    let (mut client, _) = h.connect().await?;
+    client
+        .send(json!({"type": "hook", "id": 3, "name": "session_before_compact", "data": {"tokens_before": 1234}}))
+        .await?;
+    let answer = client.recv().await?;
+    assert_eq!(
+        answer,
+        json!({"type": "hook_result", "id": 3, "result": {"compaction": {"summary": "for main", "tokensBefore": 1234}}})
+    );
+    // No module takes it: Pi decides.
+    client
+        .send(json!({"type": "hook", "id": 4, "name": "session_before_tree", "data": {}}))
+        .await?;
+    assert_eq!(
+        client.recv().await?,
+        json!({"type": "hook_result", "id": 4, "result": null})
+    );
+    // A module that panics answers null, and says so.
+    client
+        .send(json!({"type": "hook", "id": 5, "name": "t_hook_panic", "data": {}}))
+        .await?;
+    assert_eq!(
+        client.recv().await?,
+        json!({"type": "hook_result", "id": 5, "result": null})
+    );
+    h.fault("failed answering Pi's `t_hook_panic` hook").await?;
     client.echo_works(6).await
 }
 

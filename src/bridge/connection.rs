@@ -444,6 +444,9 @@ impl Connection {
                     }
                 }
             }
+            ClientMessage::Hook(hook) => {
+                super::tools::spawn_hook(&self.shared, agent.clone(), self.out.clone(), hook);
+            }
             ClientMessage::Goodbye(goodbye) => {
                 // Announce and release before acknowledging: the extension waits for the ack,
                 // and Pi's next extension instance must find the agent free when it says hello
@@ -623,6 +626,7 @@ fn client_type(message: &ClientMessage) -> &'static str {
         ClientMessage::Command(_) => "command",
         ClientMessage::Complete(_) => "complete",
         ClientMessage::CallResult(_) => "call_result",
+        ClientMessage::Hook(_) => "hook",
         ClientMessage::Goodbye(_) => "goodbye",
         ClientMessage::Error(_) => "error",
     }

@@ -37,6 +37,8 @@ pub struct HostOptions {
     pub cancel_grace: Duration,
     /// How long the app may take to answer a `/unipi:*` command.
     pub command_timeout: Duration,
+    /// How long a module may take to answer one of Pi's hooks (Pi waits meanwhile).
+    pub hook_timeout: Duration,
     /// Ask each Pi to replace its footer with an empty one (the workbench draws its own).
     pub hide_footer: bool,
     /// Where the runtime directory goes (default `$XDG_RUNTIME_DIR`, else the temp directory).
@@ -52,6 +54,7 @@ impl Default for HostOptions {
             tool_timeout: Duration::from_secs(120),
             cancel_grace: Duration::from_secs(5),
             command_timeout: Duration::from_secs(10),
+            hook_timeout: Duration::from_secs(60),
             hide_footer: true,
             runtime_base: None,
             card_colors: std::collections::BTreeMap::new(),

@@ -40,7 +40,7 @@ pub use extension::{EXTENSION_SOURCE, extension_file, extension_file_name};
 pub use host::{AgentInfo, BridgeError, BridgeHost, DeliverAs, HostCall, HostOptions};
 pub use info::InfoModule;
 pub use module::{
-    CancelHandle, CancelToken, Card, CardTint, CommandSpec, Completion, ContentBlock,
+    CancelHandle, CancelToken, Card, CardTint, CommandSpec, Completion, ContentBlock, HookCall,
     MessageTypeSpec, Module, ToolCall, ToolError, ToolOutput, ToolSpec, UpdateSender,
 };
 pub use registry::{ModuleInfo, ModuleStatus, Registry, RegistryError};

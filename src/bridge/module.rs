@@ -47,6 +47,13 @@ pub trait Module: Send + Sync + 'static {
         Box::pin(async move { Err(ToolError::new(message)) })
     }
 
+    /// Answers one of Pi's hooks, or `None` to leave it to the next module (and, when no module
+    /// answers, to Pi). The future runs in its own task under the host's hook timeout; its value
+    /// is returned from Pi's handler as is (`null`: no opinion).
+    fn hook(&self, _hook: HookCall) -> Option<BoxFuture<'static, Value>> {
+        None
+    }
+
     /// Argument completions for one of this module's commands, given what is typed so far.
     /// Called on the connection's task: answer from memory, quickly.
     fn complete(&self, _command: &str, _prefix: &str) -> Vec<Completion> {
@@ -222,6 +229,10 @@ pub struct MessageTypeSpec {
     pub custom_type: String,
     /// The card's title.
     pub label: String,
+    /// Messages of this type are kept out of the model's context (the extension filters them in
+    /// Pi's `context` event): for messages that only exist to start a turn.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub hidden_from_model: bool,
 }
 
 impl MessageTypeSpec {
@@ -229,8 +240,27 @@ impl MessageTypeSpec {
         Self {
             custom_type: custom_type.into(),
             label: label.into(),
+            hidden_from_model: false,
         }
     }
+
+    /// Keeps messages of this type out of the model's context.
+    pub fn hidden_from_model(mut self) -> Self {
+        self.hidden_from_model = true;
+        self
+    }
+}
+
+/// One of Pi's hooks that a module may answer (`session_before_compact`): Pi waits for the
+/// answer, so the extension forwards the event and returns what the host says.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HookCall {
+    /// The Pi whose hook fired.
+    pub agent: AgentId,
+    /// Pi's event name.
+    pub name: String,
+    /// The event's data, as the extension forwards it (see docs/bridge-protocol.md).
+    pub data: Value,
 }
 
 /// One block of tool output, in Pi's content shape (`{"type":"text","text":…}`,

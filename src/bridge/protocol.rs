@@ -109,6 +109,7 @@ pub enum ClientMessage {
     Command(CommandMsg),
     Complete(CompleteMsg),
     CallResult(CallResultMsg),
+    Hook(HookMsg),
     Goodbye(GoodbyeMsg),
     Error(ErrorMsg),
 }
@@ -181,6 +182,15 @@ pub struct CallResultMsg {
     pub error: Option<ErrorMsg>,
 }
 
+/// One of Pi's hooks, waiting for the host's answer (`hook_result` with the same id).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct HookMsg {
+    pub id: u64,
+    pub name: String,
+    #[serde(default)]
+    pub data: Value,
+}
+
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct GoodbyeMsg {
     #[serde(default)]
@@ -225,6 +235,7 @@ pub fn parse_client_line(line: &[u8]) -> Result<ClientMessage, WireError> {
         "command" => ClientMessage::Command(decode(&kind, value)?),
         "complete" => ClientMessage::Complete(decode(&kind, value)?),
         "call_result" => ClientMessage::CallResult(decode(&kind, value)?),
+        "hook" => ClientMessage::Hook(decode(&kind, value)?),
         "goodbye" => ClientMessage::Goodbye(decode(&kind, value)?),
         "error" => ClientMessage::Error(decode(&kind, value)?),
         other => {
@@ -316,6 +327,11 @@ pub enum HostMessage {
         id: u64,
         method: String,
         params: Value,
+    },
+    /// The answer to a `hook` (`null`: no module had an opinion).
+    HookResult {
+        id: u64,
+        result: Value,
     },
     Goodbye {
         reason: String,

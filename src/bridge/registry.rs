@@ -60,6 +60,8 @@ pub enum RegistryError {
         "module `{module}` declares tool `{tool}`: a tool name is 1-64 characters of a-z, A-Z, 0-9, _ and -"
     )]
     BadToolName { module: &'static str, tool: String },
+    #[error("no module named `{0}` is registered")]
+    UnknownModule(String),
     #[error(
         "module `{module}` declares command `{command}`: commands are named `unipi:<name>` with a-z, 0-9 and -"
     )]
@@ -162,6 +164,50 @@ impl Registry {
         found
     }
 
+    /// Re-reads a module's tools, commands and message types (a module whose tools change at run
+    /// time, like MCP servers arriving, calls this and then `BridgeHost::redeclare`). They are
+    /// checked as at registration, against the other modules; on an error the old declarations
+    /// stay and the error says which name clashed.
+    pub fn refresh(&self, module: &str) -> Result<(), RegistryError> {
+        {
+            let mut entries = self.entries.write().unwrap_or_else(PoisonError::into_inner);
+            let Some(index) = entries
+                .iter()
+                .position(|entry| entry.module.name() == module)
+            else {
+                return Err(RegistryError::UnknownModule(module.to_string()));
+            };
+            let current = entries.remove(index);
+            let fresh = Entry {
+                tools: current.module.tools(),
+                commands: current.module.commands(),
+                message_types: current.module.message_types(),
+                module: current.module.clone(),
+                status: current.status.clone(),
+            };
+            let checked = check_new_entry(&entries, &fresh);
+            entries.insert(index, if checked.is_ok() { fresh } else { current });
+            checked?;
+        }
+        self.announce(module);
+        Ok(())
+    }
+
+    /// Every declared tool as (module, tool), whatever the module's state: the names a module
+    /// adding tools at run time must not take.
+    pub fn tool_names(&self) -> Vec<(String, String)> {
+        let entries = self.entries.read().unwrap_or_else(PoisonError::into_inner);
+        entries
+            .iter()
+            .flat_map(|entry| {
+                entry
+                    .tools
+                    .iter()
+                    .map(|spec| (entry.module.name().to_string(), spec.name.clone()))
+            })
+            .collect()
+    }
+
     /// Every module with its state and declarations, in registration order.
     pub fn modules(&self) -> Vec<ModuleInfo> {
         let entries = self.entries.read().unwrap_or_else(PoisonError::into_inner);
@@ -210,6 +256,24 @@ impl Registry {
             }
         }
         Err(format!("unipi-tui has no tool named `{tool}`"))
+    }
+
+    /// The first ready module that answers `hook`, with its answer's future.
+    pub(crate) fn hook(
+        &self,
+        hook: &super::module::HookCall,
+    ) -> Option<(&'static str, futures_util::future::BoxFuture<'static, serde_json::Value>)> {
+        let modules: Vec<Arc<dyn Module>> = {
+            let entries = self.entries.read().unwrap_or_else(PoisonError::into_inner);
+            entries
+                .iter()
+                .filter(|entry| entry.status == ModuleStatus::Ready)
+                .map(|entry| entry.module.clone())
+                .collect()
+        };
+        modules
+            .into_iter()
+            .find_map(|module| module.hook(hook.clone()).map(|answer| (module.name(), answer)))
     }
 
     /// The module that declares `command` (full name), with the command's spec.
@@ -379,6 +443,73 @@ mod tests {
             tools: tools.to_vec(),
             commands: commands.to_vec(),
         })
+    }
+
+    /// A module whose tools change at run time (MCP servers arriving and leaving).
+    struct Changing {
+        tools: std::sync::Mutex<Vec<&'static str>>,
+    }
+
+    impl Module for Changing {
+        fn name(&self) -> &'static str {
+            "changing"
+        }
+        fn tools(&self) -> Vec<ToolSpec> {
+            let tools = self.tools.lock().unwrap_or_else(PoisonError::into_inner);
+            tools
+                .iter()
+                .map(|name| ToolSpec::new(*name, *name, "test tool"))
+                .collect()
+        }
+    }
+
+    #[test]
+    fn refresh_rereads_tools_and_keeps_the_old_ones_on_a_clash() {
+        let registry = Registry::new();
+        registry
+            .register(fixed("a", &["taken"], &[]))
+            .expect("register a");
+        let changing = Arc::new(Changing {
+            tools: std::sync::Mutex::new(vec!["first"]),
+        });
+        registry
+            .register(changing.clone() as Arc<dyn Module>)
+            .expect("register changing");
+        let declared = |registry: &Registry| -> Vec<String> {
+            let mut names: Vec<String> = registry
+                .declarations(Duration::from_secs(1))
+                .tools
+                .into_iter()
+                .map(|tool| tool.spec.name)
+                .collect();
+            names.sort();
+            names
+        };
+        *changing.tools.lock().expect("lock") = vec!["first", "second"];
+        assert_eq!(registry.refresh("changing"), Ok(()));
+        assert_eq!(declared(&registry), ["first", "second", "taken"]);
+        assert!(
+            registry
+                .tool_names()
+                .contains(&("changing".to_string(), "second".to_string()))
+        );
+        *changing.tools.lock().expect("lock") = vec!["taken"];
+        assert_eq!(
+            registry.refresh("changing"),
+            Err(RegistryError::DuplicateTool {
+                module: "changing",
+                tool: "taken".into(),
+                owner: "a",
+            })
+        );
+        assert_eq!(declared(&registry), ["first", "second", "taken"]);
+        *changing.tools.lock().expect("lock") = vec![];
+        assert_eq!(registry.refresh("changing"), Ok(()));
+        assert_eq!(declared(&registry), ["taken"]);
+        assert_eq!(
+            registry.refresh("nobody"),
+            Err(RegistryError::UnknownModule("nobody".into()))
+        );
     }
 
     #[test]

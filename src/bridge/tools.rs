@@ -15,6 +15,61 @@ use super::host::Shared;
 use super::module::{CancelHandle, ContentBlock, ToolCall, ToolError, ToolOutput, UpdateSender};
 use super::protocol::{HostMessage, ToolCallMsg};
 
+/// Answers one of Pi's hooks from the first module that takes it, in a task of its own (a panic
+/// or a timeout answers `null`, which leaves the decision to Pi), and always writes exactly one
+/// `hook_result`.
+pub(crate) fn spawn_hook(
+    shared: &Arc<Shared>,
+    agent: AgentId,
+    out: mpsc::Sender<String>,
+    hook: super::protocol::HookMsg,
+) {
+    let call = super::module::HookCall {
+        agent: agent.clone(),
+        name: hook.name.clone(),
+        data: hook.data,
+    };
+    let answer = shared.registry.hook(&call);
+    let timeout = shared.options.hook_timeout;
+    let shared = shared.clone();
+    tokio::spawn(async move {
+        let result = match answer {
+            None => serde_json::Value::Null,
+            Some((module, future)) => {
+                let task = tokio::spawn(future);
+                match tokio::time::timeout(timeout, task).await {
+                    Ok(Ok(value)) => value,
+                    Ok(Err(err)) => {
+                        let message = format!(
+                            "module `{module}` failed answering Pi's `{}` hook: {err}",
+                            hook.name
+                        );
+                        tracing::error!("bridge: {message}");
+                        shared.fault(Some(agent.clone()), message);
+                        serde_json::Value::Null
+                    }
+                    Err(_) => {
+                        let message = format!(
+                            "module `{module}` did not answer Pi's `{}` hook within {}",
+                            hook.name,
+                            seconds(timeout)
+                        );
+                        tracing::warn!("bridge: {message}");
+                        shared.fault(Some(agent.clone()), message);
+                        serde_json::Value::Null
+                    }
+                }
+            }
+        };
+        let line = HostMessage::HookResult {
+            id: hook.id,
+            result,
+        }
+        .to_line();
+        let _ = out.send(line).await;
+    });
+}
+
 /// Starts `call` and returns at once; the result is written to `out` when it is ready.
 pub(crate) fn spawn_call(
     shared: &Arc<Shared>,
