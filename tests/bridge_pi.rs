@@ -808,3 +808,177 @@ async fn pi_current_survives_reload_interactively() -> anyhow::Result<()> {
 async fn pi_legacy_survives_reload_interactively() -> anyhow::Result<()> {
     survives_reload_interactively(PiLine::Legacy).await
 }
+
+// --- declarations that change while Pi runs -------------------------------------------------
+
+const DYNAMIC_SCENARIO: &str = r#"
+model = ["scripted-test"]
+
+[[rule]]
+role = "user"
+when = "(?i)dynamic please"
+tool_calls = [{ name = "dyn_one", arguments = {} }]
+
+# The steered notes follow the tool result, so the visible one is the last message.
+[[rule]]
+role = "user"
+when = "visible-note"
+reply = "Dynamic done."
+
+[[rule]]
+role = "user"
+when = "(?i)after please"
+reply = "After done."
+
+[fallback]
+reply = "Nothing scripted for that."
+"#;
+
+/// A module whose tools change at run time (as MCP servers come and go) and which sends one
+/// message the model must see and one it must not.
+#[derive(Default)]
+struct DynamicModule {
+    second: Arc<AtomicBool>,
+    host: Arc<std::sync::OnceLock<(BridgeHost, Arc<Registry>)>>,
+}
+
+impl Module for DynamicModule {
+    fn name(&self) -> &'static str {
+        "dynamic"
+    }
+
+    fn tools(&self) -> Vec<ToolSpec> {
+        let name = if self.second.load(Ordering::SeqCst) {
+            "dyn_two"
+        } else {
+            "dyn_one"
+        };
+        vec![ToolSpec::new(name, name, "A tool that comes and goes.")]
+    }
+
+    fn message_types(&self) -> Vec<unipi_tui::bridge::MessageTypeSpec> {
+        vec![
+            unipi_tui::bridge::MessageTypeSpec::new("dyn-hidden", "Hidden").hidden_from_model(),
+            unipi_tui::bridge::MessageTypeSpec::new("dyn-visible", "Visible"),
+        ]
+    }
+
+    fn call_tool(&self, call: ToolCall) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        let (second, host) = (self.second.clone(), self.host.clone());
+        Box::pin(async move {
+            let (host, registry) = host
+                .get()
+                .cloned()
+                .ok_or_else(|| ToolError::new("no host"))?;
+            second.store(true, Ordering::SeqCst);
+            registry
+                .refresh("dynamic")
+                .map_err(|err| ToolError::new(err.to_string()))?;
+            host.redeclare().await;
+            for (custom_type, text) in [
+                ("dyn-hidden", "hidden-note"),
+                ("dyn-visible", "visible-note"),
+            ] {
+                let message = HostCall::SendMessage {
+                    custom_type: custom_type.into(),
+                    content: text.into(),
+                    display: true,
+                    details: Value::Null,
+                    deliver_as: Some(unipi_tui::bridge::DeliverAs::Steer),
+                    trigger_turn: false,
+                };
+                host.call(&call.agent, message)
+                    .await
+                    .map_err(|err| ToolError::new(err.to_string()))?;
+            }
+            Ok(ToolOutput::text("one:done"))
+        })
+    }
+}
+
+/// Tools declared after Pi started reach the model's next request, tools no longer declared
+/// leave it (Pi cannot unregister them: they leave the active set), and a message type hidden
+/// from the model stays out of its context while a visible one gets in.
+async fn declarations_change_while_pi_runs(line: PiLine) -> anyhow::Result<()> {
+    let pi = pi_install(line)?;
+    let server = start(Scenario::from_toml_str(DYNAMIC_SCENARIO, "DYNAMIC")?).await?;
+    let root = tempfile::tempdir()?;
+    let [agent_dir, cwd, home, cache] =
+        ["agent", "project", "home", "cache"].map(|name| root.path().join(name));
+    for dir in [&cwd, &home] {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut agent = write_agent_dir(&agent_dir, &server.base_url(), &server.models())?;
+    let registry = Arc::new(Registry::new());
+    let module = DynamicModule::default();
+    let slot = module.host.clone();
+    registry.register(Arc::new(module))?;
+    let (tx, rx) = mpsc::channel(256);
+    let host = BridgeHost::start_with(
+        registry.clone(),
+        tx,
+        HostOptions {
+            runtime_base: Some(root.path().to_path_buf()),
+            ..HostOptions::default()
+        },
+    )
+    .await?;
+    let _ = slot.set((host.clone(), registry));
+    let collector = collect(host.clone(), rx);
+    agent.env.extend(host.register_agent(AgentId::main())?);
+    agent.pi_args.push("-e".into());
+    agent
+        .pi_args
+        .push(extension_file(&cache)?.display().to_string());
+    let output = pi
+        .run(
+            &agent,
+            &cwd,
+            &home,
+            &["-p", "dynamic please", "after please"],
+        )
+        .await?;
+    host.shutdown().await;
+    drop(tokio::time::timeout(Duration::from_secs(10), collector).await);
+    assert!(
+        output.success && output.stdout.contains("After done."),
+        "Pi {} failed:\nstdout:\n{}\nstderr:\n{}",
+        pi.version,
+        output.stdout,
+        output.stderr
+    );
+    let requests = server.requests();
+    let first = tool_names(&requests[0]);
+    assert!(first.iter().any(|name| name == "dyn_one"), "{first:?}");
+    assert!(!first.iter().any(|name| name == "dyn_two"), "{first:?}");
+    // Pi 1.x applies both in the very next request; 0.73.1 takes the tool changes from its next
+    // prompt on (an agent run keeps the tools it started with).
+    let noted = requests
+        .iter()
+        .position(|request| request["messages"].to_string().contains("visible-note"))
+        .context("the visible note never reached the model")?;
+    let changed = if line == PiLine::Current {
+        assert_eq!(noted, 1, "{requests:#?}");
+        &requests[1]
+    } else {
+        requests.last().context("no requests")?
+    };
+    let later = tool_names(changed);
+    assert!(later.iter().any(|name| name == "dyn_two"), "{later:?}");
+    assert!(!later.iter().any(|name| name == "dyn_one"), "{later:?}");
+    for request in &requests {
+        let context = request["messages"].to_string();
+        assert!(!context.contains("hidden-note"), "{context}");
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pi_current_takes_declarations_that_change_while_it_runs() -> anyhow::Result<()> {
+    declarations_change_while_pi_runs(PiLine::Current).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pi_legacy_takes_declarations_that_change_while_it_runs() -> anyhow::Result<()> {
+    declarations_change_while_pi_runs(PiLine::Legacy).await
+}
