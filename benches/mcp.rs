@@ -1,1 +1,264 @@
-fn main() {}
+//! MCP benchmark, against the real `@modelcontextprotocol/server-everything` from `.test-deps/mcp`
+//! (`scripts/test-deps.sh`):
+//!
+//! - **start-up**: `McpManager::start_all` of 5 server-everything processes until all are
+//!   running (spawn, `initialize`, first `tools/list`), in parallel as the workbench does it;
+//!   one server alone for comparison. Several rounds; each round's time is printed.
+//! - **call**: N sequential `echo` calls, (a) straight through rmcp (`RunningService::call_tool`
+//!   on a `TokioChildProcess`, nothing of ours in the path) and (b) through
+//!   `McpManager::call_tool` (the manager's lookup, progress routing, timeout and cancellation
+//!   `select!`). The bridged call (Pi → bridge → module → manager) is measured against (a) in
+//!   the bridge work; its target is an overhead p50 under 3 ms.
+//!
+//! Figures are printed, never asserted (timing assertions flake on a busy machine). Run with
+//! `cargo bench --bench mcp` (`UNIPI_BENCH_CALLS` overrides N = 1000). Under
+//! `cargo test --all-targets` (no `--bench` argument) it does a short smoke pass instead.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result, bail};
+use rmcp::ServiceExt as _;
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::TokioChildProcess;
+use serde_json::json;
+use unipi_tui::mcp::config::{McpConfig, McpSettings, ServerConfig, Transport};
+use unipi_tui::mcp::manager::{McpManager, ServerStatus};
+
+fn main() -> ExitCode {
+    // cargo passes `--bench` under `cargo bench`; `cargo test --all-targets` runs us without it.
+    let full = std::env::args().any(|arg| arg == "--bench");
+    let plan = if full {
+        let calls = std::env::var("UNIPI_BENCH_CALLS")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(1000);
+        Plan {
+            calls,
+            warmup: 100,
+            startup_rounds: 5,
+        }
+    } else {
+        Plan {
+            calls: 20,
+            warmup: 5,
+            startup_rounds: 1,
+        }
+    };
+    let result = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot build the tokio runtime")
+        .and_then(|runtime| runtime.block_on(run(plan)));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("mcp bench: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+struct Plan {
+    calls: usize,
+    warmup: usize,
+    startup_rounds: usize,
+}
+
+async fn run(plan: Plan) -> Result<()> {
+    let bin = everything_bin()?;
+    println!(
+        "MCP start-up (server-everything {}), {} rounds",
+        version(),
+        plan.startup_rounds
+    );
+    for servers in [1, 5] {
+        let mut rounds = Vec::new();
+        for _ in 0..plan.startup_rounds {
+            rounds.push(startup(&bin, servers).await?);
+        }
+        let shown: Vec<String> = rounds.iter().map(|d| ms(*d)).collect();
+        rounds.sort();
+        println!(
+            "  {servers} server(s): median {} ms (rounds: {} ms)",
+            ms(rounds[rounds.len() / 2]),
+            shown.join(", ")
+        );
+    }
+
+    println!(
+        "\nMCP echo call, {} sequential calls after {} warm-up",
+        plan.calls, plan.warmup
+    );
+    let direct = direct_calls(&bin, &plan).await?;
+    let managed = manager_calls(&bin, &plan).await?;
+    println!(
+        "  {:<16} {:>8} {:>8} {:>8} {:>8}",
+        "path", "p50", "p90", "p99", "max"
+    );
+    for (name, samples) in [("rmcp direct", &direct), ("McpManager", &managed)] {
+        let stats = Stats::of(samples);
+        println!(
+            "  {name:<16} {:>8} {:>8} {:>8} {:>8}   (ms)",
+            ms(stats.p50),
+            ms(stats.p90),
+            ms(stats.p99),
+            ms(stats.max)
+        );
+    }
+    let overhead = Stats::of(&managed)
+        .p50
+        .saturating_sub(Stats::of(&direct).p50);
+    println!("  manager overhead at p50: {} ms", ms(overhead));
+    Ok(())
+}
+
+/// From `start_all` until every one of `count` servers runs; then they are shut down.
+async fn startup(bin: &Path, count: usize) -> Result<Duration> {
+    let servers = (0..count)
+        .map(|i| server(&format!("everything-{i}"), bin))
+        .collect();
+    let manager = McpManager::new(McpConfig {
+        servers,
+        settings: McpSettings::default(),
+        errors: Vec::new(),
+    });
+    let started = Instant::now();
+    manager.start_all();
+    if !manager.wait_settled(Duration::from_secs(120)).await {
+        bail!("servers did not settle");
+    }
+    let elapsed = started.elapsed();
+    for snapshot in manager.snapshot() {
+        if snapshot.status != ServerStatus::Running {
+            bail!("{} did not start: {:?}", snapshot.name, snapshot.error);
+        }
+    }
+    manager.shutdown().await;
+    Ok(elapsed)
+}
+
+async fn direct_calls(bin: &Path, plan: &Plan) -> Result<Vec<Duration>> {
+    // The server's "Starting…" banner on stderr would land in the middle of the table.
+    let (transport, _) = TokioChildProcess::builder(tokio::process::Command::new(bin))
+        .stderr(std::process::Stdio::null())
+        .spawn()?;
+    let client = ().serve(transport).await.context("rmcp could not connect")?;
+    let mut samples = Vec::with_capacity(plan.calls);
+    for i in 0..plan.warmup + plan.calls {
+        let arguments = json!({"message": format!("call {i}")});
+        let params = CallToolRequestParams::new("echo")
+            .with_arguments(arguments.as_object().cloned().unwrap_or_default());
+        let started = Instant::now();
+        let result = client.call_tool(params).await?;
+        let elapsed = started.elapsed();
+        if result.is_error == Some(true) {
+            bail!("echo failed: {result:?}");
+        }
+        if i >= plan.warmup {
+            samples.push(elapsed);
+        }
+    }
+    client.cancel().await?;
+    Ok(samples)
+}
+
+async fn manager_calls(bin: &Path, plan: &Plan) -> Result<Vec<Duration>> {
+    let manager = McpManager::new(McpConfig {
+        servers: vec![server("everything", bin)],
+        settings: McpSettings::default(),
+        errors: Vec::new(),
+    });
+    manager.start_all();
+    if !manager.wait_settled(Duration::from_secs(120)).await {
+        bail!("server-everything did not settle");
+    }
+    let mut samples = Vec::with_capacity(plan.calls);
+    for i in 0..plan.warmup + plan.calls {
+        let arguments = json!({"message": format!("call {i}")});
+        let started = Instant::now();
+        let outcome = manager
+            .call_tool(
+                "everything",
+                "echo",
+                arguments,
+                None,
+                Box::pin(std::future::pending()),
+            )
+            .await?;
+        let elapsed = started.elapsed();
+        if outcome.is_error {
+            bail!("echo failed: {outcome:?}");
+        }
+        if i >= plan.warmup {
+            samples.push(elapsed);
+        }
+    }
+    manager.shutdown().await;
+    Ok(samples)
+}
+
+fn server(name: &str, bin: &Path) -> ServerConfig {
+    ServerConfig {
+        name: name.to_owned(),
+        source: PathBuf::from("bench"),
+        transport: Transport::Stdio {
+            command: bin.display().to_string(),
+            args: Vec::new(),
+            env: Default::default(),
+            cwd: None,
+        },
+        enabled: true,
+        timeout: Duration::from_secs(60),
+        startup_timeout: Duration::from_secs(60),
+        enabled_tools: None,
+        disabled_tools: Vec::new(),
+    }
+}
+
+fn everything_bin() -> Result<PathBuf> {
+    let bin = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(".test-deps/mcp/node_modules/.bin/mcp-server-everything");
+    if !bin.exists() {
+        bail!("{} is missing: run `scripts/test-deps.sh`", bin.display());
+    }
+    Ok(bin)
+}
+
+fn version() -> String {
+    let versions = include_str!("../versions.env");
+    versions
+        .lines()
+        .find_map(|line| line.strip_prefix("MCP_EVERYTHING_VERSION="))
+        .unwrap_or("?")
+        .to_owned()
+}
+
+struct Stats {
+    p50: Duration,
+    p90: Duration,
+    p99: Duration,
+    max: Duration,
+}
+
+impl Stats {
+    fn of(samples: &[Duration]) -> Self {
+        let mut sorted = samples.to_vec();
+        sorted.sort();
+        let at = |q: f64| {
+            let index = ((sorted.len() as f64 - 1.0) * q).round() as usize;
+            sorted.get(index).copied().unwrap_or_default()
+        };
+        Self {
+            p50: at(0.5),
+            p90: at(0.9),
+            p99: at(0.99),
+            max: sorted.last().copied().unwrap_or_default(),
+        }
+    }
+}
+
+fn ms(duration: Duration) -> String {
+    format!("{:.3}", duration.as_secs_f64() * 1000.0)
+}

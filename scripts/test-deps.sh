@@ -2,6 +2,7 @@
 # Installs what the end-to-end tests run against into .test-deps/ (git-ignored), idempotently:
 #   .test-deps/pi-current  the pinned current Pi (npm)     .test-deps/pi-legacy  the pinned legacy Pi
 #   .test-deps/node        a Node new enough for the current Pi (the machine's, or one from PyPI)
+#   .test-deps/mcp         the MCP servers the MCP tests talk to (server-everything, server-filesystem)
 # Versions come from versions.env, the one place they are pinned.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -24,6 +25,20 @@ install_pi() { # dir package version
 }
 install_pi pi-current "$PI_CURRENT_PACKAGE" "$PI_CURRENT_VERSION"
 install_pi pi-legacy "$PI_LEGACY_PACKAGE" "$PI_LEGACY_VERSION"
+
+# The real MCP servers the MCP tests run against, both in one prefix.
+mcp_dir="$deps/mcp"
+mcp_specs="@modelcontextprotocol/server-everything@$MCP_EVERYTHING_VERSION @modelcontextprotocol/server-filesystem@$MCP_FILESYSTEM_VERSION"
+if [ ! -f "$mcp_dir/.installed" ] || [ "$(cat "$mcp_dir/.installed")" != "$mcp_specs" ]; then
+  echo "test-deps: installing $mcp_specs into $mcp_dir" >&2
+  rm -rf "$mcp_dir"; mkdir -p "$mcp_dir"
+  # shellcheck disable=SC2086 # two specs, split on purpose
+  npm install --prefix "$mcp_dir" --no-audit --no-fund --loglevel=error $mcp_specs >&2
+  echo "$mcp_specs" > "$mcp_dir/.installed"
+fi
+for bin in mcp-server-everything mcp-server-filesystem; do
+  [ -x "$mcp_dir/node_modules/.bin/$bin" ] || { echo "test-deps: $mcp_dir/node_modules/.bin/$bin is missing after the install" >&2; exit 1; }
+done
 
 # version_ge A B: true when dotted version A >= B
 version_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" = "$2" ]; }

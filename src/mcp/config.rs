@@ -1,1 +1,1031 @@
-//! (being written)
+//! MCP server configuration: the `mcpServers` format that Claude Desktop, Cursor and Pi 1.x share,
+//! read from Pi's files and Unipi's (later files win on the same server name), plus the
+//! workbench's own MCP settings (`.unipi/config/workbench.json`, key `mcp`). Field meanings follow
+//! Pi's `docs/mcp.md` so one file works in both: `timeout` is in seconds, as Pi reads it
+//! (`timeoutMs` gives milliseconds), and a later entry with no `command`, `url` or `type` only
+//! switches `enabled` of the earlier one. Parsing is pure ([`parse`] takes the texts and an
+//! environment lookup) so every rule is a table test; [`load`] does the reading. A bad entry
+//! becomes a [`ConfigError`] naming the file, the server and the field, and the other servers
+//! still load.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::config::{ConfigError, read_module_config};
+
+/// How the workbench talks to one server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Transport {
+    /// A child process speaking JSON-RPC on stdin/stdout.
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        env: BTreeMap<String, String>,
+        cwd: Option<PathBuf>,
+    },
+    /// A streamable HTTP endpoint.
+    Http {
+        url: String,
+        headers: BTreeMap<String, String>,
+    },
+}
+
+/// One configured server, with `${VAR}` references already expanded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerConfig {
+    pub name: String,
+    /// The file the (last) definition came from.
+    pub source: PathBuf,
+    pub transport: Transport,
+    pub enabled: bool,
+    /// Per tool call; progress notifications restart it.
+    pub timeout: Duration,
+    /// From spawn to the end of `initialize` and the first tool listing.
+    pub startup_timeout: Duration,
+    /// When set, only these tools are offered.
+    pub enabled_tools: Option<Vec<String>>,
+    /// Never offered (applied after `enabled_tools`).
+    pub disabled_tools: Vec<String>,
+}
+
+impl ServerConfig {
+    /// What the server runs or reaches, for status lines: `npx -y x` or the URL.
+    pub fn target(&self) -> String {
+        match &self.transport {
+            Transport::Stdio { command, args, .. } => std::iter::once(command.as_str())
+                .chain(args.iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join(" "),
+            Transport::Http { url, .. } => url.clone(),
+        }
+    }
+
+    /// Whether the enabled/disabled tool filters let `tool` through.
+    pub fn offers_tool(&self, tool: &str) -> bool {
+        let enabled = self
+            .enabled_tools
+            .as_ref()
+            .is_none_or(|names| names.iter().any(|name| name == tool));
+        enabled && !self.disabled_tools.iter().any(|name| name == tool)
+    }
+}
+
+/// Who runs MCP servers: the workbench (Pi 1.x then starts with `--no-mcp`) or each Pi itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Owner {
+    #[default]
+    Workbench,
+    Pi,
+}
+
+/// Workbench-wide MCP settings, from `.unipi/config/workbench.json` `{"mcp": {…}}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpSettings {
+    pub owner: Owner,
+    /// Enabled servers beyond this many (in name order) are refused with an error.
+    pub max_servers: usize,
+}
+
+impl Default for McpSettings {
+    fn default() -> Self {
+        Self {
+            owner: Owner::Workbench,
+            max_servers: DEFAULT_MAX_SERVERS,
+        }
+    }
+}
+
+/// Every configured server and what was wrong with the files.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct McpConfig {
+    /// Sorted by name; enabled and disabled ones (disabled ones are shown, never started).
+    pub servers: Vec<ServerConfig>,
+    pub settings: McpSettings,
+    pub errors: Vec<ConfigError>,
+}
+
+impl McpConfig {
+    /// The server called `name`.
+    pub fn server(&self, name: &str) -> Option<&ServerConfig> {
+        self.servers.iter().find(|server| server.name == name)
+    }
+}
+
+pub const DEFAULT_MAX_SERVERS: usize = 20;
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
+pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+/// The workbench settings file (home, then workspace), relative to either.
+pub const WORKBENCH_CONFIG_FILE: &str = ".unipi/config/workbench.json";
+
+/// The MCP files, lowest precedence first: Pi's user file, Unipi's user file, Pi's project file,
+/// Unipi's project file.
+pub fn config_files(home: Option<&Path>, workspace: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    if let Some(home) = home {
+        files.push(home.join(".pi/agent/mcp.json"));
+        files.push(home.join(".unipi/config/mcp.json"));
+    }
+    files.push(workspace.join(".pi/mcp.json"));
+    files.push(workspace.join(".unipi/config/mcp.json"));
+    files
+}
+
+/// Reads the MCP files and the workbench settings; `${VAR}` comes from the process environment.
+pub fn load(home: Option<&Path>, workspace: &Path) -> McpConfig {
+    let (settings_sources, mut errors) = read_module_config(home, workspace, WORKBENCH_CONFIG_FILE);
+    let (settings, settings_errors) = settings_from_sources(&settings_sources);
+    errors.extend(settings_errors);
+    let mut sources = Vec::new();
+    for file in config_files(home, workspace) {
+        // The same file reached twice (workspace = home) is read once, at its later place.
+        if let Some(index) = sources.iter().position(|(seen, _): &(PathBuf, String)| {
+            matches!((seen.canonicalize(), file.canonicalize()), (Ok(a), Ok(b)) if a == b)
+        }) {
+            sources.remove(index);
+        }
+        match crate::config::error::read_user_file(Some(&file)) {
+            Ok(Some(text)) => sources.push((file, text)),
+            Ok(None) => {}
+            Err(err) => errors.push(err),
+        }
+    }
+    let mut config = parse(&sources, settings, &|name| std::env::var(name).ok());
+    errors.append(&mut config.errors);
+    config.errors = errors;
+    config
+}
+
+/// The servers of `sources` ((path, text), lowest precedence first), later definitions replacing
+/// earlier ones of the same name; `env` resolves `${VAR}` references.
+pub fn parse(
+    sources: &[(PathBuf, String)],
+    settings: McpSettings,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> McpConfig {
+    let mut servers: BTreeMap<String, ServerConfig> = BTreeMap::new();
+    let mut errors = Vec::new();
+    // Where each server was (last) defined, to point errors about it at its key.
+    let mut defined_at: BTreeMap<String, (PathBuf, String, usize)> = BTreeMap::new();
+    for (path, text) in sources {
+        let file = FileParser { path, text, env };
+        let Some(entries) = file.entries(&mut errors) else {
+            continue;
+        };
+        for (name, offset, value) in entries {
+            let server = file.server(&name, offset, &value, &mut errors);
+            match server {
+                Some(Parsed::Server(server)) => {
+                    defined_at.insert(name.clone(), (path.clone(), text.clone(), offset));
+                    servers.insert(name, *server);
+                }
+                Some(Parsed::Override { enabled }) => match servers.get_mut(&name) {
+                    Some(server) => {
+                        if let Some(enabled) = enabled {
+                            server.enabled = enabled;
+                        }
+                    }
+                    None => errors.push(file.error(
+                        offset,
+                        &name,
+                        None,
+                        "needs either `command` (stdio) or `url` (streamable HTTP)",
+                    )),
+                },
+                None => {}
+            }
+        }
+    }
+    let mut enabled = 0;
+    let mut refused = Vec::new();
+    for server in servers.values() {
+        if !server.enabled {
+            continue;
+        }
+        enabled += 1;
+        if enabled > settings.max_servers {
+            refused.push(server.name.clone());
+        }
+    }
+    for name in &refused {
+        servers.remove(name);
+        if let Some((path, text, offset)) = defined_at.get(name) {
+            errors.push(ConfigError::at(
+                path,
+                text,
+                *offset,
+                format!(
+                    "MCP server `{name}`: not started, more than {} servers are enabled \
+                     (mcp.maxServers in {WORKBENCH_CONFIG_FILE}); refused: {}",
+                    settings.max_servers,
+                    refused.join(", ")
+                ),
+            ));
+        }
+    }
+    McpConfig {
+        servers: servers.into_values().collect(),
+        settings,
+        errors,
+    }
+}
+
+/// The workbench's MCP settings from `workbench.json` texts, lowest precedence first, key by key.
+pub fn settings_from_sources(sources: &[(PathBuf, String)]) -> (McpSettings, Vec<ConfigError>) {
+    let mut settings = McpSettings::default();
+    let mut errors = Vec::new();
+    for (path, text) in sources {
+        let value: Value = match serde_json::from_str(text) {
+            Ok(value) => value,
+            Err(err) => {
+                errors.push(json_error(path, &err));
+                continue;
+            }
+        };
+        let Some(mcp) = value.get("mcp") else {
+            continue;
+        };
+        let mcp_offset = key_offset(text, 0, "mcp").unwrap_or(0);
+        let Some(mcp) = mcp.as_object() else {
+            errors.push(ConfigError::at(
+                path,
+                text,
+                mcp_offset,
+                "`mcp` must be an object",
+            ));
+            continue;
+        };
+        for (key, value) in mcp {
+            let at = key_offset(text, mcp_offset, key).unwrap_or(mcp_offset);
+            match (key.as_str(), value) {
+                ("owner", Value::String(owner)) if owner == "workbench" => {
+                    settings.owner = Owner::Workbench;
+                }
+                ("owner", Value::String(owner)) if owner == "pi" => settings.owner = Owner::Pi,
+                ("owner", _) => errors.push(ConfigError::at(
+                    path,
+                    text,
+                    at,
+                    "`mcp.owner` must be \"workbench\" or \"pi\"",
+                )),
+                ("maxServers", value) => match value.as_u64().filter(|n| *n > 0) {
+                    Some(max) => settings.max_servers = usize::try_from(max).unwrap_or(usize::MAX),
+                    None => errors.push(ConfigError::at(
+                        path,
+                        text,
+                        at,
+                        "`mcp.maxServers` must be a positive integer",
+                    )),
+                },
+                _ => errors.push(ConfigError::at(
+                    path,
+                    text,
+                    at,
+                    format!("unknown key `mcp.{key}` (expected owner, maxServers)"),
+                )),
+            }
+        }
+    }
+    (settings, errors)
+}
+
+/// What one entry of one file amounts to.
+enum Parsed {
+    Server(Box<ServerConfig>),
+    /// An entry with no `command`, `url` or `type`: Pi's override of an earlier definition.
+    Override {
+        enabled: Option<bool>,
+    },
+}
+
+/// One file being parsed: everything an error needs to point into it.
+struct FileParser<'a> {
+    path: &'a Path,
+    text: &'a str,
+    env: &'a dyn Fn(&str) -> Option<String>,
+}
+
+impl FileParser<'_> {
+    /// The `mcpServers` entries as (name, offset of the name, value), in file order.
+    fn entries(&self, errors: &mut Vec<ConfigError>) -> Option<Vec<(String, usize, Value)>> {
+        let value: Value = match serde_json::from_str(self.text) {
+            Ok(value) => value,
+            Err(err) => {
+                errors.push(json_error(self.path, &err));
+                return None;
+            }
+        };
+        let Some(object) = value.as_object() else {
+            errors.push(ConfigError::at(
+                self.path,
+                self.text,
+                0,
+                "expected a JSON object with `mcpServers`",
+            ));
+            return None;
+        };
+        // Other keys (Pi's settings, comments some tools add) are not ours to judge.
+        let servers = object.get("mcpServers")?;
+        let servers_offset = key_offset(self.text, 0, "mcpServers").unwrap_or(0);
+        let Some(servers) = servers.as_object() else {
+            errors.push(ConfigError::at(
+                self.path,
+                self.text,
+                servers_offset,
+                "`mcpServers` must be an object mapping server names to their settings",
+            ));
+            return None;
+        };
+        Some(
+            servers
+                .iter()
+                .map(|(name, value)| {
+                    let offset =
+                        key_offset(self.text, servers_offset, name).unwrap_or(servers_offset);
+                    (name.clone(), offset, value.clone())
+                })
+                .collect(),
+        )
+    }
+
+    /// The error `message` about `field` (None: the entry) of server `name` defined at `offset`.
+    fn error(&self, offset: usize, name: &str, field: Option<&str>, message: &str) -> ConfigError {
+        let (at, label) = match field {
+            Some(field) => (
+                key_offset(self.text, offset, field).unwrap_or(offset),
+                format!("MCP server `{name}`, field `{field}`: {message}"),
+            ),
+            None => (offset, format!("MCP server `{name}`: {message}")),
+        };
+        ConfigError::at(self.path, self.text, at, label)
+    }
+
+    fn server(
+        &self,
+        name: &str,
+        offset: usize,
+        value: &Value,
+        errors: &mut Vec<ConfigError>,
+    ) -> Option<Parsed> {
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            errors.push(self.error(
+                offset,
+                name,
+                None,
+                "invalid server name (use letters, digits, `_` and `-`)",
+            ));
+            return None;
+        }
+        let Some(entry) = value.as_object() else {
+            errors.push(self.error(offset, name, None, "must be an object"));
+            return None;
+        };
+        let mut fields = EntryFields {
+            file: self,
+            name,
+            offset,
+            entry,
+            errors: Vec::new(),
+        };
+        let parsed = fields.parse();
+        let had_errors = !fields.errors.is_empty();
+        errors.append(&mut fields.errors);
+        if had_errors { None } else { parsed }
+    }
+}
+
+/// The fields of one server entry, collecting every error rather than stopping at the first.
+struct EntryFields<'a, 'b> {
+    file: &'a FileParser<'b>,
+    name: &'a str,
+    offset: usize,
+    entry: &'a Map<String, Value>,
+    errors: Vec<ConfigError>,
+}
+
+impl EntryFields<'_, '_> {
+    fn parse(&mut self) -> Option<Parsed> {
+        let enabled = match (self.bool("enabled"), self.bool("disabled")) {
+            (Some(enabled), _) => Some(enabled),
+            (None, Some(disabled)) => Some(!disabled),
+            (None, None) => None,
+        };
+        let kind = self.string("type");
+        let command = self.string("command");
+        let url = self.string("url");
+        if kind.is_none() && command.is_none() && url.is_none() {
+            let has_transport = ["type", "command", "url"]
+                .iter()
+                .any(|key| self.entry.contains_key(*key));
+            return (!has_transport).then_some(Parsed::Override { enabled });
+        }
+        let timeout = self.duration("timeout", "timeoutMs", DEFAULT_CALL_TIMEOUT);
+        let startup_timeout = self.duration(
+            "startupTimeout",
+            "startupTimeoutMs",
+            DEFAULT_STARTUP_TIMEOUT,
+        );
+        let enabled_tools = self
+            .entry
+            .get("enabledTools")
+            .map(|_| self.strings("enabledTools"));
+        let disabled_tools = self.strings("disabledTools");
+        let transport = match (kind.as_deref(), command, url) {
+            (Some("sse"), _, _) => {
+                self.fail(
+                    Some("type"),
+                    "the legacy SSE transport is not supported; use the server's streamable \
+                     HTTP URL (often `/mcp` instead of `/sse`)",
+                );
+                return None;
+            }
+            (None | Some("http" | "streamable-http"), _, Some(url)) => {
+                let url = self.expand("url", &url);
+                if !(url.starts_with("http://") || url.starts_with("https://")) {
+                    self.fail(Some("url"), "must be an http or https URL");
+                }
+                Transport::Http {
+                    url,
+                    headers: self.string_map("headers"),
+                }
+            }
+            (None | Some("stdio"), Some(command), _) => {
+                let command = self.expand("command", &command);
+                let command = self.home_path(&command);
+                let mut args = Vec::new();
+                for arg in self.strings("args") {
+                    let arg = self.expand("args", &arg);
+                    args.push(self.home_path(&arg));
+                }
+                let cwd = match self.string("cwd") {
+                    Some(cwd) => {
+                        let cwd = self.expand("cwd", &cwd);
+                        Some(PathBuf::from(self.home_path(&cwd)))
+                    }
+                    None => None,
+                };
+                Transport::Stdio {
+                    command,
+                    args,
+                    env: self.string_map("env"),
+                    cwd,
+                }
+            }
+            (Some(kind), _, _) if !matches!(kind, "stdio" | "http" | "streamable-http") => {
+                self.fail(
+                    Some("type"),
+                    "must be \"stdio\", \"http\" or \"streamable-http\"",
+                );
+                return None;
+            }
+            _ => {
+                self.fail(
+                    None,
+                    "needs either `command` (stdio) or `url` (streamable HTTP)",
+                );
+                return None;
+            }
+        };
+        Some(Parsed::Server(Box::new(ServerConfig {
+            name: self.name.to_owned(),
+            source: self.file.path.to_owned(),
+            transport,
+            enabled: enabled.unwrap_or(true),
+            timeout,
+            startup_timeout,
+            enabled_tools,
+            disabled_tools,
+        })))
+    }
+
+    fn fail(&mut self, field: Option<&str>, message: &str) {
+        let error = self.file.error(self.offset, self.name, field, message);
+        self.errors.push(error);
+    }
+
+    fn bool(&mut self, key: &str) -> Option<bool> {
+        match self.entry.get(key) {
+            None => None,
+            Some(Value::Bool(flag)) => Some(*flag),
+            Some(_) => {
+                self.fail(Some(key), "must be true or false");
+                None
+            }
+        }
+    }
+
+    fn string(&mut self, key: &str) -> Option<String> {
+        match self.entry.get(key) {
+            None => None,
+            Some(Value::String(text)) => Some(text.clone()),
+            Some(_) => {
+                self.fail(Some(key), "must be a string");
+                None
+            }
+        }
+    }
+
+    fn strings(&mut self, key: &str) -> Vec<String> {
+        match self.entry.get(key) {
+            None => Vec::new(),
+            Some(Value::Array(items)) if items.iter().all(Value::is_string) => items
+                .iter()
+                .filter_map(|item| item.as_str().map(str::to_owned))
+                .collect(),
+            Some(_) => {
+                self.fail(Some(key), "must be an array of strings");
+                Vec::new()
+            }
+        }
+    }
+
+    /// An object of strings (`env`, `headers`), each value `${VAR}`-expanded.
+    fn string_map(&mut self, key: &str) -> BTreeMap<String, String> {
+        let Some(value) = self.entry.get(key) else {
+            return BTreeMap::new();
+        };
+        let Some(object) = value
+            .as_object()
+            .filter(|o| o.values().all(Value::is_string))
+        else {
+            self.fail(Some(key), "must map names to strings");
+            return BTreeMap::new();
+        };
+        object
+            .iter()
+            .map(|(name, value)| {
+                let text = value.as_str().unwrap_or_default();
+                (name.clone(), self.expand(key, text))
+            })
+            .collect()
+    }
+
+    /// `seconds_key` in seconds (Pi's unit) or `millis_key` in milliseconds.
+    fn duration(&mut self, seconds_key: &str, millis_key: &str, default: Duration) -> Duration {
+        let mut duration = default;
+        for (key, scale) in [(seconds_key, 1000.0), (millis_key, 1.0)] {
+            let Some(value) = self.entry.get(key) else {
+                continue;
+            };
+            match value.as_f64().filter(|n| *n > 0.0 && n.is_finite()) {
+                Some(n) => duration = Duration::from_secs_f64(n * scale / 1000.0),
+                None => self.fail(Some(key), "must be a positive number"),
+            }
+        }
+        duration
+    }
+
+    /// `${VAR}` and `${VAR:-default}` in a value of `field`; an unset variable with no default is
+    /// an error (the server would start with a wrong value otherwise).
+    fn expand(&mut self, field: &str, text: &str) -> String {
+        match expand_vars(text, self.file.env) {
+            Ok(expanded) => expanded,
+            Err(missing) => {
+                self.fail(
+                    Some(field),
+                    &format!("environment variable `{missing}` is not set"),
+                );
+                text.to_owned()
+            }
+        }
+    }
+
+    /// A leading `~/` names the home directory, as in Pi.
+    fn home_path(&self, text: &str) -> String {
+        match (text.strip_prefix("~/"), (self.file.env)("HOME")) {
+            (Some(rest), Some(home)) => format!("{}/{rest}", home.trim_end_matches('/')),
+            _ => text.to_owned(),
+        }
+    }
+}
+
+/// Expands `${VAR}` and `${VAR:-default}`; Err(name) of the first unset variable with no default.
+pub fn expand_vars(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else {
+            // No closing brace: not a reference, keep it as written.
+            out.push_str(&rest[start..]);
+            return Ok(out);
+        };
+        let reference = &after[..end];
+        let (name, default) = match reference.split_once(":-") {
+            Some((name, default)) => (name, Some(default)),
+            None => (reference, None),
+        };
+        match (
+            env(name).filter(|value| !value.is_empty() || default.is_none()),
+            default,
+        ) {
+            (Some(value), _) => out.push_str(&value),
+            (None, Some(default)) => out.push_str(default),
+            (None, None) => return Err(name.to_owned()),
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// The byte offset of the JSON key `"key"` (followed by `:`) at or after `from`.
+fn key_offset(text: &str, from: usize, key: &str) -> Option<usize> {
+    let quoted = serde_json::to_string(key).ok()?;
+    let mut search = from.min(text.len());
+    while let Some(found) = text.get(search..)?.find(&quoted) {
+        let at = search + found;
+        let after = text[at + quoted.len()..].trim_start();
+        if after.starts_with(':') {
+            return Some(at);
+        }
+        search = at + quoted.len();
+    }
+    None
+}
+
+/// A JSON syntax error at the position serde_json reports.
+fn json_error(path: &Path, err: &serde_json::Error) -> ConfigError {
+    ConfigError::Invalid {
+        path: path.to_owned(),
+        line: err.line().max(1),
+        column: err.column().max(1),
+        message: format!("invalid JSON: {err}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(name: &str) -> Option<String> {
+        match name {
+            "TOKEN" => Some("secret".into()),
+            "HOME" => Some("/home/u".into()),
+            "EMPTY" => Some(String::new()),
+            _ => None,
+        }
+    }
+
+    fn parse_files(files: &[(&str, &str)]) -> McpConfig {
+        parse_with(files, McpSettings::default())
+    }
+
+    fn parse_with(files: &[(&str, &str)], settings: McpSettings) -> McpConfig {
+        let sources: Vec<(PathBuf, String)> = files
+            .iter()
+            .map(|(path, text)| (PathBuf::from(path), (*text).to_owned()))
+            .collect();
+        parse(&sources, settings, &env)
+    }
+
+    fn errors(config: &McpConfig) -> Vec<String> {
+        config.errors.iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn config_files_are_in_precedence_order() {
+        let files = config_files(Some(Path::new("/h")), Path::new("/w"));
+        let expected: Vec<PathBuf> = [
+            "/h/.pi/agent/mcp.json",
+            "/h/.unipi/config/mcp.json",
+            "/w/.pi/mcp.json",
+            "/w/.unipi/config/mcp.json",
+        ]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+        assert_eq!(files, expected);
+        assert_eq!(config_files(None, Path::new("/w")), expected[2..].to_vec());
+    }
+
+    #[test]
+    fn stdio_and_http_servers_parse_with_defaults() {
+        let config = parse_files(&[(
+            "/h/.pi/agent/mcp.json",
+            r#"{"mcpServers": {
+                "fs": {"command": "npx", "args": ["-y", "server-fs", "~/code"],
+                       "env": {"KEY": "${TOKEN}", "MODE": "${MODE:-fast}"}, "cwd": "~/w"},
+                "docs": {"url": "https://example.com/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"},
+                         "timeout": 5, "startupTimeoutMs": 1500, "enabledTools": ["search"],
+                         "disabledTools": ["drop"]}
+            }}"#,
+        )]);
+        assert_eq!(errors(&config), Vec::<String>::new());
+        let names: Vec<&str> = config.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["docs", "fs"]);
+        let fs = &config.servers[1];
+        assert_eq!(
+            fs.transport,
+            Transport::Stdio {
+                command: "npx".into(),
+                args: vec!["-y".into(), "server-fs".into(), "/home/u/code".into()],
+                env: BTreeMap::from([
+                    ("KEY".into(), "secret".into()),
+                    ("MODE".into(), "fast".into())
+                ]),
+                cwd: Some(PathBuf::from("/home/u/w")),
+            }
+        );
+        assert!(fs.enabled);
+        assert_eq!(fs.timeout, DEFAULT_CALL_TIMEOUT);
+        assert_eq!(fs.startup_timeout, DEFAULT_STARTUP_TIMEOUT);
+        assert_eq!(fs.enabled_tools, None);
+        assert_eq!(fs.target(), "npx -y server-fs /home/u/code");
+        let docs = &config.servers[0];
+        assert_eq!(
+            docs.transport,
+            Transport::Http {
+                url: "https://example.com/mcp".into(),
+                headers: BTreeMap::from([("Authorization".into(), "Bearer secret".into())]),
+            }
+        );
+        assert_eq!(docs.timeout, Duration::from_secs(5));
+        assert_eq!(docs.startup_timeout, Duration::from_millis(1500));
+        assert_eq!(docs.enabled_tools, Some(vec!["search".to_owned()]));
+        assert!(docs.offers_tool("search"));
+        assert!(!docs.offers_tool("drop"));
+        assert!(!docs.offers_tool("other"));
+        assert_eq!(docs.source, PathBuf::from("/h/.pi/agent/mcp.json"));
+    }
+
+    #[test]
+    fn later_sources_win_and_overrides_switch_enabled() {
+        let config = parse_files(&[
+            (
+                "/h/.pi/agent/mcp.json",
+                r#"{"mcpServers": {"a": {"command": "one"}, "b": {"command": "b"}}}"#,
+            ),
+            (
+                "/h/.unipi/config/mcp.json",
+                r#"{"mcpServers": {"a": {"command": "two"}}}"#,
+            ),
+            (
+                "/w/.pi/mcp.json",
+                r#"{"mcpServers": {"b": {"enabled": false}}}"#,
+            ),
+            (
+                "/w/.unipi/config/mcp.json",
+                r#"{"mcpServers": {"c": {"url": "http://localhost:1/mcp", "disabled": true}}}"#,
+            ),
+        ]);
+        assert_eq!(errors(&config), Vec::<String>::new());
+        let summary: Vec<(String, String, bool, String)> = config
+            .servers
+            .iter()
+            .map(|s| {
+                (
+                    s.name.clone(),
+                    s.target(),
+                    s.enabled,
+                    s.source.display().to_string(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                (
+                    "a".into(),
+                    "two".into(),
+                    true,
+                    "/h/.unipi/config/mcp.json".into()
+                ),
+                (
+                    "b".into(),
+                    "b".into(),
+                    false,
+                    "/h/.pi/agent/mcp.json".into()
+                ),
+                (
+                    "c".into(),
+                    "http://localhost:1/mcp".into(),
+                    false,
+                    "/w/.unipi/config/mcp.json".into()
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn bad_entries_name_file_server_and_field_and_others_still_load() {
+        let cases: &[(&str, &str)] = &[
+            (
+                r#"{"bad": {"command": 5}}"#,
+                "/p/mcp.json:1:52: MCP server `bad`, field `command`: must be a string",
+            ),
+            (
+                r#"{"bad": {"command": "x", "args": "y"}}"#,
+                "/p/mcp.json:1:68: MCP server `bad`, field `args`: must be an array of strings",
+            ),
+            (
+                r#"{"bad": {"command": "x", "env": {"A": 1}}}"#,
+                "/p/mcp.json:1:68: MCP server `bad`, field `env`: must map names to strings",
+            ),
+            (
+                r#"{"bad": {"command": "x", "env": {"A": "${NOPE}"}}}"#,
+                "/p/mcp.json:1:68: MCP server `bad`, field `env`: environment variable `NOPE` is not set",
+            ),
+            (
+                r#"{"bad": {"command": "x", "enabled": "yes"}}"#,
+                "/p/mcp.json:1:68: MCP server `bad`, field `enabled`: must be true or false",
+            ),
+            (
+                r#"{"bad": {"command": "x", "timeout": -1}}"#,
+                "/p/mcp.json:1:68: MCP server `bad`, field `timeout`: must be a positive number",
+            ),
+            (
+                r#"{"bad": {"url": "ftp://x"}}"#,
+                "/p/mcp.json:1:52: MCP server `bad`, field `url`: must be an http or https URL",
+            ),
+            (
+                r#"{"bad": {"type": "sse", "url": "http://x"}}"#,
+                "/p/mcp.json:1:52: MCP server `bad`, field `type`: the legacy SSE transport is not supported; use the server's streamable HTTP URL (often `/mcp` instead of `/sse`)",
+            ),
+            (
+                r#"{"bad": {"type": "ws", "url": "http://x"}}"#,
+                "/p/mcp.json:1:52: MCP server `bad`, field `type`: must be \"stdio\", \"http\" or \"streamable-http\"",
+            ),
+            (
+                r#"{"bad": {"type": "stdio"}}"#,
+                "/p/mcp.json:1:44: MCP server `bad`: needs either `command` (stdio) or `url` (streamable HTTP)",
+            ),
+            (
+                r#"{"bad": {"enabled": false}}"#,
+                "/p/mcp.json:1:44: MCP server `bad`: needs either `command` (stdio) or `url` (streamable HTTP)",
+            ),
+            (
+                r#"{"bad": 3}"#,
+                "/p/mcp.json:1:44: MCP server `bad`: must be an object",
+            ),
+            (
+                r#"{"b d": {"command": "x"}}"#,
+                "/p/mcp.json:1:44: MCP server `b d`: invalid server name (use letters, digits, `_` and `-`)",
+            ),
+        ];
+        for (servers, expected) in cases {
+            let text = format!(
+                r#"{{"mcpServers": {{"ok": {{"command": "fine"}}, {}}}"#,
+                &servers[1..]
+            );
+            let config = parse_files(&[("/p/mcp.json", &text)]);
+            assert_eq!(errors(&config), [expected.to_string()], "for {servers}");
+            let names: Vec<&str> = config.servers.iter().map(|s| s.name.as_str()).collect();
+            assert_eq!(names, ["ok"], "for {servers}");
+        }
+    }
+
+    #[test]
+    fn broken_files_are_reported_and_skipped() {
+        let config = parse_files(&[
+            ("/a.json", "{not json"),
+            ("/b.json", "[1]"),
+            ("/c.json", r#"{"mcpServers": []}"#),
+            ("/d.json", r#"{"other": 1}"#),
+            ("/e.json", r#"{"mcpServers": {"ok": {"command": "x"}}}"#),
+        ]);
+        let errors = errors(&config);
+        assert_eq!(errors.len(), 3, "{errors:?}");
+        assert!(
+            errors[0].starts_with("/a.json:1:2: invalid JSON"),
+            "{errors:?}"
+        );
+        assert_eq!(
+            errors[1],
+            "/b.json:1:1: expected a JSON object with `mcpServers`"
+        );
+        assert_eq!(
+            errors[2],
+            "/c.json:1:2: `mcpServers` must be an object mapping server names to their settings"
+        );
+        assert_eq!(config.servers.len(), 1);
+    }
+
+    #[test]
+    fn servers_beyond_the_maximum_are_refused_by_name() {
+        let text = r#"{"mcpServers": {"a": {"command": "x"}, "b": {"command": "x"},
+            "c": {"command": "x", "enabled": false}, "d": {"command": "x"}, "e": {"command": "x"}}}"#;
+        let settings = McpSettings {
+            max_servers: 2,
+            ..McpSettings::default()
+        };
+        let config = parse_with(&[("/m.json", text)], settings);
+        let names: Vec<&str> = config.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["a", "b", "c"]);
+        let errors = errors(&config);
+        assert_eq!(errors.len(), 2);
+        assert!(errors[0].contains("MCP server `d`: not started, more than 2 servers are enabled"));
+        assert!(errors[0].ends_with("refused: d, e"), "{errors:?}");
+        assert!(
+            errors[1].starts_with("/m.json:2:77: MCP server `e`"),
+            "{errors:?}"
+        );
+    }
+
+    #[test]
+    fn settings_merge_key_by_key() {
+        let sources = vec![
+            (
+                PathBuf::from("/h/w.json"),
+                r#"{"mcp": {"owner": "pi", "maxServers": 3}}"#.to_owned(),
+            ),
+            (
+                PathBuf::from("/w/w.json"),
+                r#"{"mcp": {"maxServers": 5}, "other": {}}"#.to_owned(),
+            ),
+        ];
+        let (settings, errors) = settings_from_sources(&sources);
+        assert_eq!(errors, []);
+        assert_eq!(
+            settings,
+            McpSettings {
+                owner: Owner::Pi,
+                max_servers: 5
+            }
+        );
+
+        let bad = vec![(
+            PathBuf::from("/w.json"),
+            r#"{"mcp": {"owner": "me", "maxServers": 0, "x": 1}}"#.to_owned(),
+        )];
+        let (settings, errors) = settings_from_sources(&bad);
+        assert_eq!(settings, McpSettings::default());
+        let errors: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            errors,
+            [
+                "/w.json:1:25: `mcp.maxServers` must be a positive integer",
+                "/w.json:1:10: `mcp.owner` must be \"workbench\" or \"pi\"",
+                "/w.json:1:42: unknown key `mcp.x` (expected owner, maxServers)",
+            ]
+        );
+    }
+
+    #[test]
+    fn expansion_table() {
+        let cases: &[(&str, Result<&str, &str>)] = &[
+            ("plain", Ok("plain")),
+            ("${TOKEN}", Ok("secret")),
+            ("a-${TOKEN}-b", Ok("a-secret-b")),
+            ("${MISSING:-dflt}", Ok("dflt")),
+            ("${TOKEN:-dflt}", Ok("secret")),
+            ("${EMPTY:-dflt}", Ok("dflt")),
+            ("${EMPTY}", Ok("")),
+            ("${MISSING}", Err("MISSING")),
+            ("${unclosed", Ok("${unclosed")),
+            ("$TOKEN", Ok("$TOKEN")),
+        ];
+        for (input, expected) in cases {
+            let got = expand_vars(input, &env);
+            assert_eq!(
+                got.as_deref().map_err(String::as_str),
+                *expected,
+                "for {input}"
+            );
+        }
+    }
+
+    #[test]
+    fn load_reads_every_source_and_workbench_settings() -> anyhow::Result<()> {
+        let home = tempfile::tempdir()?;
+        let ws = tempfile::tempdir()?;
+        let write = |path: PathBuf, text: &str| -> anyhow::Result<()> {
+            std::fs::create_dir_all(path.parent().unwrap_or(Path::new("/")))?;
+            std::fs::write(path, text)?;
+            Ok(())
+        };
+        write(
+            home.path().join(".pi/agent/mcp.json"),
+            r#"{"mcpServers": {"a": {"command": "pi-user"}}}"#,
+        )?;
+        write(
+            home.path().join(".unipi/config/mcp.json"),
+            r#"{"mcpServers": {"b": {"command": "unipi-user"}}}"#,
+        )?;
+        write(
+            ws.path().join(".pi/mcp.json"),
+            r#"{"mcpServers": {"a": {"command": "pi-project"}}}"#,
+        )?;
+        write(
+            ws.path().join(".unipi/config/mcp.json"),
+            r#"{"mcpServers": {"c": {"command": "unipi-project"}}}"#,
+        )?;
+        write(
+            ws.path().join(".unipi/config/workbench.json"),
+            r#"{"mcp": {"owner": "pi"}}"#,
+        )?;
+        let config = load(Some(home.path()), ws.path());
+        assert_eq!(config.errors, []);
+        let targets: Vec<String> = config.servers.iter().map(ServerConfig::target).collect();
+        assert_eq!(targets, ["pi-project", "unipi-user", "unipi-project"]);
+        assert_eq!(config.settings.owner, Owner::Pi);
+        Ok(())
+    }
+}

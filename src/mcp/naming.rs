@@ -1,1 +1,70 @@
-//! (being written)
+//! The names MCP tools are bridged under: exactly what Pi 1.x would have used for the same server
+//! and tool (`createMcpToolName` in Pi's MCP extension), so prompts, `--tools` filters and habits
+//! carry over when the workbench owns MCP. `mcp__<server>__<tool>`, every character other than
+//! ASCII letters, digits and `_` replaced by `_` (one per UTF-16 unit, as JavaScript counts them),
+//! at most 64 characters; a longer name is cut to 55 and gets `_` and the first 8 hex digits of
+//! the SHA-256 of `<server>\0<tool>`, so two long names that share a prefix still differ.
+
+use sha2::{Digest, Sha256};
+
+/// The longest tool name model providers accept.
+pub const MAX_TOOL_NAME_LEN: usize = 64;
+
+/// The bridged name of `tool` on `server`.
+pub fn bridged_tool_name(server: &str, tool: &str) -> String {
+    let mut name = String::new();
+    for c in format!("mcp__{server}__{tool}").chars() {
+        if c.is_ascii_alphanumeric() || c == '_' {
+            name.push(c);
+        } else {
+            // JavaScript's regex replaces each UTF-16 unit of an astral character separately.
+            name.extend(std::iter::repeat_n('_', c.len_utf16()));
+        }
+    }
+    if name.len() <= MAX_TOOL_NAME_LEN {
+        return name;
+    }
+    let digest = Sha256::digest(format!("{server}\0{tool}").as_bytes());
+    let hash: String = digest
+        .iter()
+        .take(4)
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    // All ASCII by now, so byte length is character length.
+    name.truncate(MAX_TOOL_NAME_LEN - hash.len() - 1);
+    format!("{name}_{hash}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bridged_names_table() {
+        let long_tool = "a".repeat(70);
+        let cases: &[(&str, &str, &str)] = &[
+            ("everything", "echo", "mcp__everything__echo"),
+            ("my-server", "get.file", "mcp__my_server__get_file"),
+            ("fs", "read file/now", "mcp__fs__read_file_now"),
+            ("s", "caf\u{e9}", "mcp__s__caf_"),
+            ("s", "\u{1f600}x", "mcp__s____x"),
+            ("s", "UPPER_lower_09", "mcp__s__UPPER_lower_09"),
+            // Exactly 64 characters stays as it is.
+            ("s", &"b".repeat(56), &format!("mcp__s__{}", "b".repeat(56))),
+        ];
+        for (server, tool, expected) in cases {
+            assert_eq!(
+                bridged_tool_name(server, tool),
+                *expected,
+                "{server}/{tool}"
+            );
+        }
+        // The expected name printed by Node with Pi's own algorithm.
+        let long = bridged_tool_name("s", &long_tool);
+        assert_eq!(long.len(), MAX_TOOL_NAME_LEN);
+        assert_eq!(long, format!("mcp__s__{}_6388944c", "a".repeat(47)));
+        let other = bridged_tool_name("s", &format!("{long_tool}b"));
+        assert_ne!(long, other, "long names sharing a prefix must differ");
+        assert_eq!(bridged_tool_name("s", &long_tool), long, "deterministic");
+    }
+}
