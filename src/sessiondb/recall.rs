@@ -1,1 +1,365 @@
-//! (being written)
+//! Full-text recall over the content index. The model types the query, so the query is never
+//! handed to FTS5 as syntax: it is cut into words, operators and punctuation are dropped, and
+//! every whitespace-separated token becomes one quoted phrase (`src/main.rs` → `"src main rs"`,
+//! which keeps its words adjacent), so no input can produce an FTS5 or SQL error. All phrases
+//! must match (bm25-ranked); when that finds nothing and there were several, any may match.
+//! Results are chunks, with a snippet of at most [`SNIPPET_MAX_CHARS`] around the match.
+//! Stop words are dropped from queries that have other words. Two bounds keep a query fast
+//! whatever it matches (under 20 ms over 100,000 chunks): only the newest [`RANK_WINDOW`]
+//! matches are ranked, and the total is counted up to [`TOTAL_CAP`].
+//!
+//! The all-projects scope opens every `*.sqlite` in the database directory read-only and merges
+//! the hits by score. bm25 depends on each file's own statistics, so the merge is approximate,
+//! which is fine for "where did I see this before". A file that cannot be read is skipped with a
+//! warning rather than failing the whole search.
+
+use std::path::Path;
+
+use rusqlite::params;
+
+use super::{
+    DbError, DocKind, RecallHit, RecallQuery, RecallResult, RecallScope, SessionDb, session_token,
+};
+
+/// The longest snippet returned, in characters, ellipses included.
+pub const SNIPPET_MAX_CHARS: usize = 300;
+/// The most hits one query returns, whatever limit is asked for.
+pub const MAX_LIMIT: usize = 50;
+/// Phrases kept from one query; more only slows the search without sharpening it.
+const MAX_PHRASES: usize = 16;
+/// Words kept per phrase, and characters per word.
+const MAX_PHRASE_WORDS: usize = 8;
+const MAX_WORD_CHARS: usize = 64;
+/// Matches counted at most: counting a word in every chunk costs more than the number is worth.
+pub const TOTAL_CAP: i64 = 10_000;
+/// English function words dropped from a query that has other words.
+const STOPWORDS: &[&str] = &[
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "did", "do", "does", "for", "from",
+    "had", "has", "have", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "of",
+    "on", "or", "our", "so", "that", "the", "their", "then", "there", "this", "to", "was", "we",
+    "were", "what", "when", "where", "which", "who", "why", "will", "with", "you", "your",
+];
+/// Matches ranked per query at most (the newest ones); see `search`.
+pub const RANK_WINDOW: i64 = 2_000;
+/// Tokens FTS5's snippet() shows around the match (its own cap is 64).
+const SNIPPET_TOKENS: i64 = 48;
+
+/// The FTS5 phrases of a free-text query, each quoted; empty when nothing searchable is left.
+pub fn sanitize_query(text: &str) -> Vec<String> {
+    let mut phrases: Vec<String> = Vec::new();
+    for token in text.split_whitespace() {
+        if ["AND", "OR", "NOT", "NEAR"]
+            .iter()
+            .any(|op| token.eq_ignore_ascii_case(op))
+        {
+            continue;
+        }
+        let words: Vec<String> = token
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|word| !word.is_empty())
+            .take(MAX_PHRASE_WORDS)
+            .map(|word| word.chars().take(MAX_WORD_CHARS).collect::<String>())
+            .collect();
+        if words.is_empty() {
+            continue;
+        }
+        // Only alphanumerics and spaces remain, so the quotes cannot be escaped from.
+        let phrase = format!("\"{}\"", words.join(" ").to_lowercase());
+        if !phrases.contains(&phrase) {
+            phrases.push(phrase);
+        }
+        if phrases.len() == MAX_PHRASES {
+            break;
+        }
+    }
+    // "the" and friends sharpen nothing and match almost every chunk, which makes ranking slow;
+    // they stay only when the query has nothing else.
+    let is_stopword = |phrase: &String| STOPWORDS.contains(&phrase.trim_matches('"'));
+    if !phrases.iter().all(is_stopword) {
+        phrases.retain(|phrase| !is_stopword(phrase));
+    }
+    phrases
+}
+
+/// Recall across every project database in `db_dir` (read-only), merged by score.
+pub fn recall_all_projects(db_dir: &Path, query: &RecallQuery) -> Result<RecallResult, DbError> {
+    let phrases = sanitize_query(&query.text);
+    if phrases.is_empty() {
+        return Ok(RecallResult::default());
+    }
+    let entries = match std::fs::read_dir(db_dir) {
+        Ok(entries) => entries,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(RecallResult::default());
+        }
+        Err(source) => {
+            return Err(DbError::Io {
+                path: db_dir.to_path_buf(),
+                action: "list the database directory",
+                source,
+            });
+        }
+    };
+    let mut files: Vec<_> = entries
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "sqlite") && path.is_file())
+        .collect();
+    files.sort();
+    let dbs: Vec<SessionDb> = files
+        .iter()
+        .filter_map(|path| match SessionDb::open_read_only(path) {
+            Ok(db) => Some(db),
+            Err(err) => {
+                tracing::warn!("recall: skipping {}: {err}", path.display());
+                None
+            }
+        })
+        .collect();
+    let page = Page::of(query);
+    let fetch = Page {
+        limit: page.offset + page.limit,
+        offset: 0,
+    };
+    for mode in modes(&phrases) {
+        let mut merged = RecallResult::default();
+        for db in &dbs {
+            match search(db, &mode, None, fetch) {
+                Ok(found) => {
+                    merged.total += found.total;
+                    merged.hits.extend(found.hits);
+                }
+                Err(err) => tracing::warn!("recall: skipping {}: {err}", db.path().display()),
+            }
+        }
+        if merged.total > 0 {
+            merged.hits.sort_by(|a, b| {
+                b.score
+                    .total_cmp(&a.score)
+                    .then_with(|| b.at_ms.cmp(&a.at_ms))
+            });
+            merged.hits = merged
+                .hits
+                .into_iter()
+                .skip(page.offset)
+                .take(page.limit)
+                .collect();
+            return Ok(merged);
+        }
+    }
+    Ok(RecallResult::default())
+}
+
+/// [`SessionDb::recall`]: Session or (for `Project` and `AllProjects`) the whole file.
+pub(crate) fn recall_in(db: &SessionDb, query: &RecallQuery) -> Result<RecallResult, DbError> {
+    let phrases = sanitize_query(&query.text);
+    let session = match &query.scope {
+        RecallScope::Session(id) => Some(id.as_str()),
+        RecallScope::Project | RecallScope::AllProjects => None,
+    };
+    for mode in modes(&phrases) {
+        let found = search(db, &mode, session, Page::of(query))?;
+        if found.total > 0 {
+            return Ok(found);
+        }
+    }
+    Ok(RecallResult::default())
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Page {
+    limit: usize,
+    offset: usize,
+}
+
+impl Page {
+    fn of(query: &RecallQuery) -> Self {
+        Page {
+            limit: query.limit.clamp(1, MAX_LIMIT),
+            offset: query.offset,
+        }
+    }
+}
+
+/// The MATCH expressions to try in order: all phrases, then (with several) any of them.
+fn modes(phrases: &[String]) -> Vec<String> {
+    match phrases.len() {
+        0 => Vec::new(),
+        1 => vec![phrases[0].clone()],
+        _ => vec![phrases.join(" "), phrases.join(" OR ")],
+    }
+}
+
+/// One MATCH over one database. The session scope is part of the MATCH (the chunk's `session`
+/// token), so FTS5 intersects instead of filtering every match. `content_fts` stays the outer
+/// loop (CROSS JOIN), so FTS5 sorts by rank itself and snippet() runs only for the page. With
+/// more than [`RANK_WINDOW`] matches only the newest that many are ranked: bm25 costs about a
+/// microsecond per match, and for a word that common, recent content is the better answer.
+fn search(
+    db: &SessionDb,
+    expression: &str,
+    session: Option<&str>,
+    page: Page,
+) -> Result<RecallResult, DbError> {
+    // The query's words look only at the text column, never at the session tokens.
+    let expression = match session {
+        None => format!("text : ({expression})"),
+        Some(id) => format!(
+            "text : ({expression}) AND session : \"{}\"",
+            session_token(id)
+        ),
+    };
+    let rows = (|| -> rusqlite::Result<(usize, Vec<(RecallHit, String)>)> {
+        let conn = db.conn();
+        // The newest window of matches, newest first: its size is the total when it is not
+        // full, and its last rowid bounds the ranking when it is.
+        let newest: Vec<i64> = conn
+            .prepare_cached(
+                "SELECT rowid FROM content_fts WHERE content_fts MATCH ?1
+                 ORDER BY rowid DESC LIMIT ?2",
+            )?
+            .query_map(params![&expression, RANK_WINDOW], |row| row.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        let window_full = newest.len() == usize::try_from(RANK_WINDOW).unwrap_or(usize::MAX);
+        let (total, oldest_ranked) = match newest.last() {
+            Some(&oldest) if window_full => {
+                let total: i64 = conn
+                    .prepare_cached(
+                        "SELECT count(*) FROM (
+                             SELECT 1 FROM content_fts WHERE content_fts MATCH ?1 LIMIT ?2)",
+                    )?
+                    .query_row(params![&expression, TOTAL_CAP], |row| row.get(0))?;
+                (total, oldest)
+            }
+            _ => (super::to_i64(newest.len()), i64::MIN),
+        };
+        if total == 0 {
+            return Ok((0, Vec::new()));
+        }
+        let mut stmt = conn.prepare_cached(
+            "SELECT d.session_id, d.entry_id, d.kind, d.tool, d.at_ms,
+                 COALESCE(s.project_dir, ''),
+                 snippet(content_fts, 0, ?6, ?7, '…', ?5),
+                 content_fts.rank
+             FROM content_fts
+             CROSS JOIN content_chunks c ON c.id = content_fts.rowid
+             CROSS JOIN content_docs d ON d.id = c.doc_id
+             LEFT JOIN sessions s ON s.session_id = d.session_id
+             WHERE content_fts MATCH ?1 AND content_fts.rowid >= ?2
+             ORDER BY content_fts.rank
+             LIMIT ?3 OFFSET ?4",
+        )?;
+        let hits = stmt
+            .query_map(
+                params![
+                    &expression,
+                    oldest_ranked,
+                    super::to_i64(page.limit),
+                    super::to_i64(page.offset),
+                    SNIPPET_TOKENS,
+                    MATCH_START.to_string(),
+                    MATCH_END.to_string()
+                ],
+                |row| {
+                    let rank: f64 = row.get(7)?;
+                    let hit = RecallHit {
+                        session_id: row.get(0)?,
+                        entry_id: row.get(1)?,
+                        kind: DocKind::Summary,
+                        tool: row.get(3)?,
+                        snippet: bound_snippet(&row.get::<_, String>(6)?),
+                        score: -rank,
+                        at_ms: row.get(4)?,
+                        project_dir: row.get(5)?,
+                    };
+                    Ok((hit, row.get::<_, String>(2)?))
+                },
+            )?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok((usize::try_from(total).unwrap_or(0), hits))
+    })()
+    .map_err(|e| db.sqlite(e))?;
+    let (total, rows) = rows;
+    let hits = rows
+        .into_iter()
+        .map(|(hit, kind)| {
+            let kind = DocKind::parse(&kind)
+                .ok_or_else(|| db.bad_data(format!("unknown content kind {kind:?}")))?;
+            Ok(RecallHit { kind, ..hit })
+        })
+        .collect::<Result<Vec<_>, DbError>>()?;
+    Ok(RecallResult { hits, total })
+}
+
+/// Marks the match in snippet() output (private-use characters, removed again here) so the
+/// bounded snippet can be centred on it.
+const MATCH_START: char = '\u{E000}';
+const MATCH_END: char = '\u{E001}';
+
+/// Whitespace collapsed to single spaces, then, if longer than [`SNIPPET_MAX_CHARS`], a window
+/// that starts a third of the budget before the first match, with ellipses where it was cut.
+fn bound_snippet(raw: &str) -> String {
+    let collapsed = raw.split_whitespace().collect::<Vec<_>>().join(" ");
+    let match_at = collapsed
+        .chars()
+        .filter(|c| *c != MATCH_END)
+        .position(|c| c == MATCH_START);
+    let visible: Vec<char> = collapsed
+        .chars()
+        .filter(|c| *c != MATCH_START && *c != MATCH_END)
+        .collect();
+    if visible.len() <= SNIPPET_MAX_CHARS {
+        return visible.into_iter().collect();
+    }
+    let budget = SNIPPET_MAX_CHARS - 2;
+    let start = match_at
+        .map_or(0, |at| at.saturating_sub(budget / 3))
+        .min(visible.len() - budget);
+    let end = start + budget;
+    let mut out = String::with_capacity(SNIPPET_MAX_CHARS * 2);
+    if start > 0 {
+        out.push('…');
+    }
+    out.extend(&visible[start..end]);
+    if end < visible.len() {
+        out.push('…');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn marked(before: &str, word: &str, after: &str) -> String {
+        format!("{before}{MATCH_START}{word}{MATCH_END}{after}")
+    }
+
+    #[test]
+    fn snippet_window_follows_the_match() {
+        let long = "x ".repeat(400);
+        let table = [
+            // (raw, starts with ellipsis, ends with ellipsis)
+            (marked("a\n\tb ", "hit", " c"), false, false),
+            (marked("", "hit", &long), false, true),
+            (marked(&long, "hit", ""), true, false),
+            (marked(&long, "hit", &long), true, true),
+            (long.clone(), false, true),
+        ];
+        for (raw, leading, trailing) in table {
+            let snippet = bound_snippet(&raw);
+            assert!(snippet.chars().count() <= SNIPPET_MAX_CHARS, "{snippet}");
+            assert_eq!(snippet.starts_with('…'), leading, "{snippet}");
+            assert_eq!(snippet.ends_with('…'), trailing, "{snippet}");
+            assert!(!snippet.contains([MATCH_START, MATCH_END, '\n', '\t']));
+            if raw.contains(MATCH_START) {
+                assert!(snippet.contains("hit"), "{snippet}");
+            }
+        }
+        assert_eq!(bound_snippet(&marked("a\n\tb ", "hit", " c")), "a b hit c");
+        // The match sits a third into the window, not at its edge.
+        let centred = bound_snippet(&marked(&long, "hit", &long));
+        let at = centred.find("hit").unwrap_or_default();
+        assert!((80..120).contains(&at), "{at}");
+    }
+}
