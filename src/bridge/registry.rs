@@ -262,7 +262,10 @@ impl Registry {
     pub(crate) fn hook(
         &self,
         hook: &super::module::HookCall,
-    ) -> Option<(&'static str, futures_util::future::BoxFuture<'static, serde_json::Value>)> {
+    ) -> Option<(
+        &'static str,
+        futures_util::future::BoxFuture<'static, serde_json::Value>,
+    )> {
         let modules: Vec<Arc<dyn Module>> = {
             let entries = self.entries.read().unwrap_or_else(PoisonError::into_inner);
             entries
@@ -271,9 +274,11 @@ impl Registry {
                 .map(|entry| entry.module.clone())
                 .collect()
         };
-        modules
-            .into_iter()
-            .find_map(|module| module.hook(hook.clone()).map(|answer| (module.name(), answer)))
+        modules.into_iter().find_map(|module| {
+            module
+                .hook(hook.clone())
+                .map(|answer| (module.name(), answer))
+        })
     }
 
     /// The module that declares `command` (full name), with the command's spec.
