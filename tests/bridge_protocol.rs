@@ -21,8 +21,8 @@ use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::mpsc;
 use unipi_tui::bridge::{
     AgentId, BridgeError, BridgeEvent, BridgeHost, BusEvent, CommandReply, CommandSpec, Completion,
-    DisconnectReason, HookCall, HostCall, HostOptions, Module, NotifyLevel, PiEvent, Registry, ToolCall,
-    ToolError, ToolOutput, ToolSpec,
+    DisconnectReason, HookCall, HostCall, HostOptions, Module, NotifyLevel, PiEvent, Registry,
+    ToolCall, ToolError, ToolOutput, ToolSpec,
 };
 
 /// How long any single expected thing may take before the test fails.
