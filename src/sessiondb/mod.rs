@@ -292,6 +292,13 @@ pub struct RecallResult {
 }
 
 impl SessionDb {
+    /// A write transaction that takes the write lock at once (`BEGIN IMMEDIATE`): a deferred one
+    /// that reads first cannot wait for another writer — under WAL its upgrade fails with
+    /// `SQLITE_BUSY_SNAPSHOT`, which the busy timeout does not cover.
+    fn write_transaction(&self) -> rusqlite::Result<rusqlite::Transaction<'_>> {
+        rusqlite::Transaction::new_unchecked(&self.conn, rusqlite::TransactionBehavior::Immediate)
+    }
+
     /// Opens `path` (creating it and its directory), in WAL mode, migrated to the current schema.
     /// A file that is not a database or is malformed is moved to `<name>.corrupt-<unix time>`
     /// and replaced by a fresh one; [`Opened::recovered`] says so.
@@ -388,7 +395,7 @@ impl SessionDb {
         let hash = data_hash(&event.data);
         let kind = event.kind.as_str();
         let inserted = (|| -> rusqlite::Result<bool> {
-            let tx = self.conn.unchecked_transaction()?;
+            let tx = self.write_transaction()?;
             let repeated: bool = tx
                 .prepare_cached(
                     "SELECT EXISTS (SELECT 1 FROM (
@@ -480,7 +487,7 @@ impl SessionDb {
     /// file); returns the total number of chunks.
     pub fn index_many(&self, session_id: &str, docs: &[IndexDoc]) -> Result<usize, DbError> {
         (|| -> rusqlite::Result<usize> {
-            let tx = self.conn.unchecked_transaction()?;
+            let tx = self.write_transaction()?;
             let mut chunks = 0;
             for doc in docs {
                 chunks += index_doc(&tx, session_id, doc)?;
@@ -518,7 +525,7 @@ impl SessionDb {
     /// recall (entry id `compaction:<id>`); returns the record's id.
     pub fn record_compaction(&self, record: &CompactionRecord) -> Result<i64, DbError> {
         (|| -> rusqlite::Result<i64> {
-            let tx = self.conn.unchecked_transaction()?;
+            let tx = self.write_transaction()?;
             tx.prepare_cached(
                 "INSERT INTO compactions (session_id, at_ms, reason, tokens_before, tokens_after,
                      messages_summarized, blocks_kept, blocks_dropped, duration_ms, summary,

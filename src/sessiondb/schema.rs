@@ -223,9 +223,20 @@ pub(crate) fn is_corruption(err: &rusqlite::Error) -> bool {
 fn configure(conn: &Connection) -> Result<(), OpenFailure> {
     conn.busy_timeout(BUSY_TIMEOUT).map_err(classify)?;
     // The first statement that reads the header: a file that is not a database fails here.
-    let _mode: String = conn
-        .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
-        .map_err(classify)?;
+    // Switching a fresh file to WAL needs an exclusive lock and SQLite answers "busy" at once,
+    // without its busy handler, while another connection opens the same new file: retry.
+    let started = std::time::Instant::now();
+    let _mode: String = loop {
+        match conn.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0)) {
+            Err(err)
+                if err.sqlite_error_code() == Some(ErrorCode::DatabaseBusy)
+                    && started.elapsed() < BUSY_TIMEOUT =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            other => break other.map_err(classify)?,
+        }
+    };
     conn.pragma_update(None, "synchronous", "NORMAL")
         .map_err(classify)?;
     // Reading the schema catches a damaged first page before any migration writes to it.
