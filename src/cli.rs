@@ -179,6 +179,8 @@ fn run_workbench(cli: Cli, split: SplitArgs) -> Result<i32> {
         bridge: None,
         tasks: None,
         helpers: None,
+        mcp: None,
+        compactor: None,
     };
 
     let outcome: AppOutcome = runtime.block_on(async {
@@ -190,6 +192,9 @@ fn run_workbench(cli: Cli, split: SplitArgs) -> Result<i32> {
             None
         };
         let tasks = start_tasks(&mut options, &workspace);
+        let compactor = start_compactor(&mut options, &workspace);
+        // Before the helpers: their Pi inherits the main Pi's `--no-mcp`.
+        let mcp = start_mcp(&mut options, &workspace);
         let helpers = start_helpers(&mut options, &workspace, demo.as_ref());
         let delegate = start_delegate(&mut options, &workspace, helpers.as_ref());
         let mut modules: Vec<std::sync::Arc<dyn crate::bridge::Module>> = Vec::new();
@@ -203,6 +208,10 @@ fn run_workbench(cli: Cli, split: SplitArgs) -> Result<i32> {
         if let Some(delegate) = &delegate {
             modules.push(std::sync::Arc::new(delegate.clone()) as _);
         }
+        if let Some(mcp) = &mcp {
+            modules.push(std::sync::Arc::new(mcp.clone()) as _);
+        }
+        modules.push(std::sync::Arc::new(compactor.clone()) as _);
         // Without the bridge the workbench still runs Pi, with a plainer footer.
         match crate::app::bridge::start(&bridge_cache_dir(), modules, &options.theme.widgets).await
         {
@@ -217,6 +226,16 @@ fn run_workbench(cli: Cli, split: SplitArgs) -> Result<i32> {
                 if let Some(delegate) = &delegate {
                     delegate.connect(started.bridge.host.clone(), started.bridge.registry.bus());
                 }
+                if let Some(mcp) = &mcp {
+                    mcp.attach(
+                        std::sync::Arc::clone(&started.bridge.registry),
+                        started.bridge.host.clone(),
+                    );
+                    options.mcp = Some(mcp.clone());
+                }
+                compactor.attach_host(started.bridge.host.clone());
+                compactor.watch(started.bridge.registry.bus());
+                options.compactor = Some(compactor.clone());
                 options.tasks = tasks;
                 options.bridge = Some(started);
             }
@@ -228,6 +247,10 @@ fn run_workbench(cli: Cli, split: SplitArgs) -> Result<i32> {
             }
         }
         let outcome = crate::app::run(options).await;
+        if let Some(mcp) = &mcp {
+            // No MCP server outlives the workbench (without the bridge they were never used).
+            mcp.shutdown().await;
+        }
         drop(demo);
         outcome
     })?;
@@ -281,6 +304,46 @@ fn start_tasks(options: &mut AppOptions, workspace: &Path) -> Option<crate::app:
             None
         }
     }
+}
+
+/// The MCP servers, when the workbench owns MCP (the default; `mcp.owner: "pi"` in
+/// `workbench.json` leaves MCP to each Pi): every configured server is started now, in parallel,
+/// without waiting — tools are declared to Pi as servers arrive. Pi 1.x, which has its own MCP
+/// client, then runs with `--no-mcp` (main and helpers alike) so no server runs twice; Pi 0.7x
+/// has no MCP and no such flag.
+fn start_mcp(options: &mut AppOptions, workspace: &Path) -> Option<crate::mcp::module::McpModule> {
+    use crate::mcp::config::Owner;
+    let config = crate::mcp::config::load(dirs::home_dir().as_deref(), workspace);
+    options
+        .config_errors
+        .extend(config.errors.iter().map(|e| e.to_string()));
+    if config.settings.owner == Owner::Pi {
+        tracing::info!("mcp: owned by Pi (mcp.owner = \"pi\"); the workbench starts no server");
+        return None;
+    }
+    if options
+        .pi
+        .version
+        .as_deref()
+        .is_some_and(|version| pi::version_at_least(version, "1.0.0"))
+    {
+        options.pi.args.push(std::ffi::OsString::from("--no-mcp"));
+    }
+    let manager = crate::mcp::manager::McpManager::new(config);
+    manager.start_all();
+    Some(crate::mcp::module::McpModule::new(manager))
+}
+
+/// The compactor: deterministic compaction through Pi's hook, the session database and recall.
+/// It always runs; a bad config or a database that cannot open becomes a start-up notice.
+fn start_compactor(
+    options: &mut AppOptions,
+    workspace: &Path,
+) -> crate::compactor::module::CompactorModule {
+    let started =
+        crate::compactor::module::CompactorModule::start(dirs::home_dir().as_deref(), workspace);
+    options.config_errors.extend(started.notices);
+    started.module
 }
 
 /// The helper-agent module: helpers are launched like the main Pi (same program, and in the demo

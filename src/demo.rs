@@ -14,6 +14,10 @@ use crate::app::AppOptions;
 use crate::pi::offline::write_agent_dir;
 use crate::scripted::{self, Scenario, ServerHandle};
 
+/// Extra Pi settings for the demo's agent directory, as a JSON object merged over the sealed
+/// `settings.json` (end-to-end tests lower `compaction.keepRecentTokens` with it).
+pub const PI_SETTINGS_ENV: &str = "UNIPI_DEMO_PI_SETTINGS";
+
 /// Keeps the demo's server and agent directory for as long as it lives.
 pub struct DemoSession {
     _server: ServerHandle,
@@ -38,6 +42,9 @@ pub async fn prepare(options: &mut AppOptions, scenario: Option<&Path>) -> Resul
         .tempdir()
         .context("failed to create the demo's Pi agent directory")?;
     let agent = write_agent_dir(agent_dir.path(), &server.base_url(), &server.models())?;
+    if let Some(extra) = std::env::var_os(PI_SETTINGS_ENV) {
+        merge_pi_settings(&agent.dir.join("settings.json"), &extra.to_string_lossy())?;
+    }
     tracing::info!(
         "demo: scripted server at {}, agent dir {}",
         server.base_url(),
@@ -60,4 +67,29 @@ pub async fn prepare(options: &mut AppOptions, scenario: Option<&Path>) -> Resul
         pi_args,
         env,
     })
+}
+
+/// Merges the JSON object `extra` over the settings file at `path` (objects key by key, anything
+/// else replaced).
+fn merge_pi_settings(path: &Path, extra: &str) -> Result<()> {
+    fn merge(base: &mut serde_json::Value, over: serde_json::Value) {
+        match (base, over) {
+            (serde_json::Value::Object(base), serde_json::Value::Object(over)) => {
+                for (key, value) in over {
+                    merge(base.entry(key).or_insert(serde_json::Value::Null), value);
+                }
+            }
+            (base, over) => *base = over,
+        }
+    }
+    let extra: serde_json::Value =
+        serde_json::from_str(extra).with_context(|| format!("{PI_SETTINGS_ENV} is not JSON"))?;
+    anyhow::ensure!(extra.is_object(), "{PI_SETTINGS_ENV} must be a JSON object");
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut settings: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
+    merge(&mut settings, extra);
+    std::fs::write(path, format!("{settings:#}\n"))
+        .with_context(|| format!("cannot write {}", path.display()))
 }

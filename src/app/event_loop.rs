@@ -112,6 +112,18 @@ pub async fn run(mut options: AppOptions) -> Result<AppOutcome> {
             }
         });
     }
+    if let Some(mcp) = &options.mcp {
+        // MCP status changes (servers, declarations, callers) reach the loop the same way.
+        let mut changes = mcp.subscribe();
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            while changes.changed().await.is_ok() {
+                if tx.send(AppEvent::McpChanged).await.is_err() {
+                    break;
+                }
+            }
+        });
+    }
     let mut app = App::new(emulator, pty, &options, bridge, tasks);
     let result = match tui::enter(tui::TerminalOptions {
         keyboard_enhancement: options.keyboard_enhancement,

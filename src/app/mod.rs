@@ -8,9 +8,11 @@
 //! written to Pi's PTY.
 
 pub mod bridge;
+mod compactor;
 mod event_loop;
 mod footer;
 mod helpers;
+mod mcp;
 mod notice;
 pub mod tasks;
 
@@ -47,6 +49,8 @@ pub enum AppEvent {
     TasksChanged,
     /// The helper board changed (a run started, reported progress, ended).
     HelpersChanged,
+    /// The MCP servers or what is declared from them changed.
+    McpChanged,
 }
 
 /// What the workbench needs to start.
@@ -71,6 +75,10 @@ pub struct AppOptions {
     pub tasks: Option<tasks::Tasks>,
     /// Helper runs and delegates, shown in the dock and the footer, when the modules run.
     pub helpers: Option<crate::helpers::board::HelperBoard>,
+    /// The MCP bridge module, when the workbench owns MCP.
+    pub mcp: Option<crate::mcp::module::McpModule>,
+    /// The compactor (deterministic compaction, recall), when it started.
+    pub compactor: Option<crate::compactor::module::CompactorModule>,
 }
 
 /// How the session ended.
@@ -127,6 +135,10 @@ pub struct App {
     tasks: Option<tasks::Tasks>,
     /// Helper runs and delegates, when the modules run.
     helpers: Option<helpers::Helpers>,
+    /// The MCP servers, when the workbench owns them.
+    mcp: Option<mcp::Mcp>,
+    /// The compactor: its commands, overlay and footer segment.
+    compactor: Option<crate::compactor::module::CompactorModule>,
     /// Finished tasks and helper runs the user looked at or cleared in the dock.
     task_marks: tasks::Marks,
     /// The pending-wake line last sent to Pi's widget area (`None`: none shown).
@@ -176,6 +188,8 @@ impl App {
             bridge,
             tasks,
             helpers: options.helpers.clone().map(helpers::Helpers::new),
+            mcp: options.mcp.clone().map(mcp::Mcp::new),
+            compactor: options.compactor.clone(),
             task_marks: tasks::Marks::default(),
             pending_line: None,
             spinner: 0,
@@ -205,6 +219,7 @@ impl App {
                 self.sync_pending_line();
             }
             AppEvent::HelpersChanged => self.refresh_helpers(),
+            AppEvent::McpChanged => self.refresh_mcp(),
             AppEvent::Pty(PtyEvent::Exited(exit)) => {
                 tracing::info!("Pi exited: {exit:?}");
                 self.pi_exit = Some(exit);
@@ -351,6 +366,7 @@ impl App {
                 self.on_view_request(request);
             }
             self.carry_out_helper_requests();
+            self.carry_out_mcp_requests();
             // The dock shows fresh data (e.g. the output tail) as soon as it changes mode.
             self.refresh_dock();
             self.request_draw();
@@ -481,7 +497,9 @@ impl App {
         let (running, waking) = self.footer.tasks;
         let extra = unipi_widgets::pending::tasks_segment(running, waking)
             .into_iter()
-            .chain(unipi_widgets::agents::helpers_segment(&self.footer.helpers));
+            .chain(unipi_widgets::agents::helpers_segment(&self.footer.helpers))
+            .chain(self.mcp_segment())
+            .chain(self.compactor_segment());
         let segments = self.footer.segments(self.scroll_back, extra);
         unipi_widgets::footer::render_segments(&segments, &self.theme.widgets, layout.footer, buf);
         if self.views.is_empty() {

@@ -132,6 +132,15 @@ impl super::App {
     ) {
         use crate::bridge::CommandReply;
         match (name, &self.tasks) {
+            (crate::mcp::module::STATUS_COMMAND | crate::mcp::module::RELOAD_COMMAND, _) => {
+                self.on_mcp_command(agent, name, args, reply)
+            }
+            (
+                crate::compactor::module::COMPACT_COMMAND
+                | crate::compactor::module::STATS_COMMAND
+                | crate::compactor::module::VIEW_COMMAND,
+                _,
+            ) => self.on_compactor_command(agent, name, args, reply),
             ("unipi:bg", Some(tasks)) => {
                 // Starting a task takes a moment; answer Pi from a task, not from the loop.
                 let module = std::sync::Arc::clone(&tasks.module);

@@ -1,1 +1,572 @@
-//! (being written)
+//! Ingestion: the main Pi's session file, read incrementally into the session database, so
+//! `session_recall` finds what was said and done even after a compaction took it out of the
+//! context. After each turn the file is read from the byte offset the database remembers (only
+//! complete lines; a file that shrank was replaced or truncated and is read again from the start,
+//! which the index tolerates because documents are idempotent per entry), its entries become
+//! [`IndexDoc`]s (user and assistant text, tool results, Pi's own compaction summaries) and
+//! [`NewEvent`]s (tool calls, files read, edited and written, errors, the user's decisions).
+//!
+//! The database connection is `Send` but not `Sync`, and SQLite calls block, so one dedicated
+//! thread owns it ([`DbWorker`]): the async side sends it closures and awaits their answers, and
+//! nothing blocking ever runs on the runtime's workers.
+
+use std::io::{Read as _, Seek as _, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
+
+use anyhow::{Context as _, anyhow};
+use regex::Regex;
+use serde_json::Value;
+
+use super::entries::{Block, EntryKind, Role, SessionEntry, parse_entry};
+use crate::sessiondb::{DocKind, EventKind, IndexDoc, NewEvent, Recovered, SessionDb, SessionMeta};
+
+/// The `details.compactor` value of summaries this workbench made: they are indexed when they
+/// are recorded, so ingestion skips them.
+pub const OWN_COMPACTOR: &str = "unipi-tui";
+/// The most of one tool result that is indexed (a 5 MB `cat` is not worth 5 MB of index).
+pub const MAX_DOC_CHARS: usize = 64 * 1024;
+/// The most of one event's data (a path, a command, an error line).
+const MAX_EVENT_CHARS: usize = 300;
+
+/// A closure run on the database thread.
+type Job = Box<dyn FnOnce(&SessionDb) + Send>;
+
+/// The thread that owns the session database. Cheap to clone; the thread ends when the last
+/// clone is dropped.
+#[derive(Clone, Debug)]
+pub struct DbWorker {
+    jobs: std::sync::mpsc::Sender<Job>,
+    path: Option<PathBuf>,
+}
+
+impl DbWorker {
+    /// Opens (or creates, or recovers) the database at `path` on a new thread. `recovered` says
+    /// when a corrupt file was moved aside.
+    pub fn open(path: &Path) -> anyhow::Result<(DbWorker, Option<Recovered>)> {
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let (jobs, queue) = std::sync::mpsc::channel::<Job>();
+        let db_path = path.to_path_buf();
+        std::thread::Builder::new()
+            .name("unipi-sessiondb".into())
+            .spawn(move || match SessionDb::open(&db_path) {
+                Ok(opened) => {
+                    let _ = ready_tx.send(Ok(opened.recovered));
+                    serve(&opened.db, &queue);
+                }
+                Err(err) => {
+                    let _ = ready_tx.send(Err(err.to_string()));
+                }
+            })
+            .context("cannot start the session database thread")?;
+        let recovered = ready_rx
+            .recv()
+            .map_err(|_| anyhow!("the session database thread stopped while opening"))?
+            .map_err(|err| anyhow!(err))?;
+        Ok((
+            DbWorker {
+                jobs,
+                path: Some(path.to_path_buf()),
+            },
+            recovered,
+        ))
+    }
+
+    /// A worker around an already open database (tests use an in-memory one).
+    pub fn from_db(db: SessionDb) -> anyhow::Result<DbWorker> {
+        let (jobs, queue) = std::sync::mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("unipi-sessiondb".into())
+            .spawn(move || serve(&db, &queue))
+            .context("cannot start the session database thread")?;
+        Ok(DbWorker { jobs, path: None })
+    }
+
+    /// The database file, when it has one.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// Runs `job` on the database thread and returns its value.
+    pub async fn run<T: Send + 'static>(
+        &self,
+        job: impl FnOnce(&SessionDb) -> T + Send + 'static,
+    ) -> anyhow::Result<T> {
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        self.jobs
+            .send(Box::new(move |db| {
+                let _ = answer.send(job(db));
+            }))
+            .map_err(|_| anyhow!("the session database thread has stopped"))?;
+        answered
+            .await
+            .map_err(|_| anyhow!("the session database job failed (see the log)"))
+    }
+}
+
+/// Runs jobs until every sender is gone. A panicking job loses its answer, not the thread.
+fn serve(db: &SessionDb, queue: &std::sync::mpsc::Receiver<Job>) {
+    while let Ok(job) = queue.recv() {
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(db)));
+        if outcome.is_err() {
+            tracing::error!("a session database job panicked");
+        }
+    }
+}
+
+/// What one ingestion pass did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IngestReport {
+    pub entries: usize,
+    pub events: usize,
+    pub chunks: usize,
+    /// The file was shorter than the stored offset and was read again from the start.
+    pub restarted: bool,
+    pub offset: u64,
+}
+
+/// Reads what was appended to `meta`'s session file since the last pass and stores it. Runs on
+/// the database thread (it blocks).
+pub fn ingest_session_file(db: &SessionDb, meta: &SessionMeta) -> anyhow::Result<IngestReport> {
+    let Some(file) = meta.session_file.as_deref() else {
+        return Ok(IngestReport::default());
+    };
+    let offset = db.ingest_offset(file)?;
+    let appended = read_appended(Path::new(file), offset)?;
+    let entries: Vec<SessionEntry> = appended
+        .lines
+        .iter()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter_map(|value| parse_entry(&value))
+        .collect();
+    let extracted = extract(&entries);
+    db.upsert_session(meta)?;
+    let mut events = 0;
+    for event in &extracted.events {
+        if db.insert_event(&meta.session_id, event)? {
+            events += 1;
+        }
+    }
+    let chunks = db.index_many(&meta.session_id, &extracted.docs)?;
+    db.set_ingest_offset(file, appended.next_offset)?;
+    Ok(IngestReport {
+        entries: entries.len(),
+        events,
+        chunks,
+        restarted: appended.restarted,
+        offset: appended.next_offset,
+    })
+}
+
+/// The complete lines appended to a file after `offset`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Appended {
+    pub lines: Vec<String>,
+    /// Where the next pass starts: just after the last complete line.
+    pub next_offset: u64,
+    /// The file was shorter than `offset` (replaced or truncated) and was read from the start.
+    pub restarted: bool,
+}
+
+/// Reads the complete lines of `path` after byte `offset`. A half-written last line is left for
+/// the next pass; a file shorter than `offset` is read from the start.
+pub fn read_appended(path: &Path, offset: u64) -> anyhow::Result<Appended> {
+    let mut file = std::fs::File::open(path)
+        .with_context(|| format!("cannot open the Pi session file {}", path.display()))?;
+    let len = file
+        .metadata()
+        .with_context(|| format!("cannot stat {}", path.display()))?
+        .len();
+    let restarted = len < offset;
+    let start = if restarted { 0 } else { offset };
+    file.seek(SeekFrom::Start(start))
+        .with_context(|| format!("cannot seek in {}", path.display()))?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let complete = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    let lines = String::from_utf8_lossy(&bytes[..complete])
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(str::to_owned)
+        .collect();
+    Ok(Appended {
+        lines,
+        next_offset: start + complete as u64,
+        restarted,
+    })
+}
+
+/// What a run of entries contributes to the database.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Extracted {
+    pub events: Vec<NewEvent>,
+    pub docs: Vec<IndexDoc>,
+}
+
+/// Events and index documents from session entries (pure: the table tests' subject).
+pub fn extract(entries: &[SessionEntry]) -> Extracted {
+    let mut out = Extracted::default();
+    for entry in entries {
+        let at_ms = entry.timestamp.as_deref().and_then(iso_to_ms);
+        let doc = |kind: DocKind, tool: Option<String>, text: String| IndexDoc {
+            entry_id: entry.id.clone(),
+            kind,
+            tool,
+            text: clip(&text, MAX_DOC_CHARS),
+            at_ms,
+        };
+        let event = |kind: EventKind, priority: u8, data: String| NewEvent {
+            kind,
+            priority,
+            data: clip(data.trim(), MAX_EVENT_CHARS),
+            entry_id: Some(entry.id.clone()),
+        };
+        match &entry.kind {
+            EntryKind::Message(message) => {
+                let text = message.text();
+                match &message.role {
+                    Role::User => {
+                        for line in decision_lines(&text) {
+                            out.events.push(event(EventKind::Decision, 3, line));
+                        }
+                        if !text.trim().is_empty() {
+                            out.docs.push(doc(DocKind::User, None, text));
+                        }
+                    }
+                    Role::Assistant => {
+                        for block in &message.content {
+                            if let Block::ToolCall {
+                                name, arguments, ..
+                            } = block
+                            {
+                                out.events.extend(
+                                    tool_call_events(name, arguments)
+                                        .into_iter()
+                                        .map(|(kind, priority, data)| event(kind, priority, data)),
+                                );
+                            }
+                        }
+                        if !text.trim().is_empty() {
+                            out.docs.push(doc(DocKind::Assistant, None, text));
+                        }
+                    }
+                    Role::ToolResult => {
+                        let tool = message.tool_name.clone();
+                        if message.is_error {
+                            let name = tool.as_deref().unwrap_or("tool");
+                            let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+                            out.events
+                                .push(event(EventKind::Error, 4, format!("{name}: {first}")));
+                        }
+                        if !text.trim().is_empty() {
+                            out.docs.push(doc(DocKind::ToolResult, tool, text));
+                        }
+                    }
+                    Role::BashExecution => {
+                        let command = text.lines().next().unwrap_or("").trim_start_matches("$ ");
+                        out.events
+                            .push(event(EventKind::Bash, 2, command.to_owned()));
+                        if message.is_error {
+                            out.events.push(event(
+                                EventKind::Error,
+                                4,
+                                format!("$ {command} failed"),
+                            ));
+                        }
+                        out.docs
+                            .push(doc(DocKind::ToolResult, Some("bash".to_owned()), text));
+                    }
+                    Role::Custom | Role::Other(_) => {}
+                }
+            }
+            EntryKind::Compaction(compaction) => {
+                let ours = compaction.details.get("compactor").and_then(Value::as_str)
+                    == Some(OWN_COMPACTOR);
+                if !ours && !compaction.summary.trim().is_empty() {
+                    out.docs
+                        .push(doc(DocKind::Summary, None, compaction.summary.clone()));
+                }
+            }
+            EntryKind::CustomMessage { .. } | EntryKind::Other { .. } => {}
+        }
+    }
+    out
+}
+
+/// The events one tool call stands for: always the call itself, plus the file or command it
+/// touches when the tool is one of Pi's built-ins.
+fn tool_call_events(name: &str, arguments: &Value) -> Vec<(EventKind, u8, String)> {
+    let text = |keys: &[&str]| {
+        keys.iter()
+            .find_map(|key| arguments.get(*key).and_then(Value::as_str))
+            .map(str::to_owned)
+    };
+    let path = text(&["path", "file_path", "filePath"]);
+    let mut events = vec![(EventKind::ToolCall, 1, tool_call_label(name, arguments))];
+    match (name, path) {
+        ("read", Some(path)) => events.push((EventKind::FileRead, 2, path)),
+        ("edit", Some(path)) => events.push((EventKind::FileEdit, 3, path)),
+        ("write", Some(path)) => events.push((EventKind::FileWrite, 3, path)),
+        ("bash", _) => {
+            if let Some(command) = text(&["command"]) {
+                if GIT_CHANGE.is_match(&command) {
+                    events.push((EventKind::Git, 3, command.clone()));
+                }
+                events.push((EventKind::Bash, 2, command));
+            }
+        }
+        _ => {}
+    }
+    events
+}
+
+/// `name arg=value …` with short values, for the tool-call event.
+fn tool_call_label(name: &str, arguments: &Value) -> String {
+    let mut label = name.to_owned();
+    if let Some(object) = arguments.as_object() {
+        for (key, value) in object.iter().take(3) {
+            let value = match value {
+                Value::String(text) => text.lines().next().unwrap_or("").to_owned(),
+                other => other.to_string(),
+            };
+            label.push_str(&format!(" {key}={}", clip(&value, 80)));
+        }
+    }
+    label
+}
+
+/// Git commands that change history (worth remembering), not the ones that only look.
+static GIT_CHANGE: LazyLock<Regex> = LazyLock::new(|| {
+    #[allow(clippy::expect_used)] // a literal pattern, covered by the tests
+    Regex::new(r"\bgit\s+(commit|merge|rebase|reset|checkout|switch|push|cherry-pick|revert|tag)\b")
+        .expect("valid git pattern")
+});
+
+/// Lines of a user message that read like a decision or a standing instruction.
+static DECISION: LazyLock<Regex> = LazyLock::new(|| {
+    #[allow(clippy::expect_used)] // a literal pattern, covered by the tests
+    Regex::new(
+        r"(?i)\b(let's|let us|we will|we'll|decided?|instead of|don't|do not|never|always|prefer|must|should not|shouldn't|make sure|use \w+ (for|instead))\b",
+    )
+    .expect("valid decision pattern")
+});
+
+fn decision_lines(text: &str) -> Vec<String> {
+    text.lines()
+        .map(str::trim)
+        .filter(|line| line.len() >= 8 && DECISION.is_match(line))
+        .take(5)
+        .map(str::to_owned)
+        .collect()
+}
+
+/// `text` cut to at most `max` characters (at a character boundary), marked when cut.
+fn clip(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
+/// Milliseconds since the epoch of an RFC 3339 UTC time as Pi writes it
+/// (`2026-11-30T10:12:03.456Z`); `None` for anything else.
+pub fn iso_to_ms(text: &str) -> Option<i64> {
+    let (date, time) = text.split_once('T')?;
+    let mut date_parts = date.splitn(3, '-');
+    let year: i64 = date_parts.next()?.parse().ok()?;
+    let month: i64 = date_parts.next()?.parse().ok()?;
+    let day: i64 = date_parts.next()?.parse().ok()?;
+    let time = time
+        .strip_suffix('Z')
+        .or_else(|| time.strip_suffix("+00:00"))?;
+    let (hms, fraction) = time.split_once('.').unwrap_or((time, "0"));
+    let mut hms_parts = hms.splitn(3, ':');
+    let hour: i64 = hms_parts.next()?.parse().ok()?;
+    let minute: i64 = hms_parts.next()?.parse().ok()?;
+    let second: i64 = hms_parts.next()?.parse().ok()?;
+    let millis: i64 = format!("{:0<3}", &fraction[..fraction.len().min(3)])
+        .parse()
+        .ok()?;
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || minute > 59 {
+        return None;
+    }
+    // Howard Hinnant's days-from-civil.
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some(((days * 24 + hour) * 60 + minute) * 60_000 + second * 1000 + millis)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A small Pi session: header, a user turn with a decision, a read, an edit, a failing bash,
+    /// a bash-execution line, one of our summaries and one of Pi's.
+    fn session_lines() -> Vec<Value> {
+        vec![
+            json!({"type": "session", "version": 3, "id": "s1", "timestamp": "2026-11-30T10:00:00.000Z", "cwd": "/w"}),
+            json!({"type": "message", "id": "u1", "parentId": null, "timestamp": "2026-11-30T10:00:01.000Z",
+                   "message": {"role": "user", "content": [{"type": "text", "text": "Fix the parser.\nDon't touch the lexer, it is shared."}]}}),
+            json!({"type": "message", "id": "a1", "parentId": "u1", "timestamp": "2026-11-30T10:00:02.500Z",
+                   "message": {"role": "assistant", "content": [
+                       {"type": "text", "text": "Reading it first."},
+                       {"type": "toolCall", "id": "c1", "name": "read", "arguments": {"path": "src/parse.rs"}},
+                       {"type": "toolCall", "id": "c2", "name": "edit", "arguments": {"path": "src/parse.rs", "oldText": "a", "newText": "b"}},
+                       {"type": "toolCall", "id": "c3", "name": "bash", "arguments": {"command": "git commit -am fix"}}]}}),
+            json!({"type": "message", "id": "t1", "parentId": "a1", "timestamp": "2026-11-30T10:00:03.000Z",
+                   "message": {"role": "toolResult", "toolCallId": "c3", "toolName": "bash", "isError": true,
+                               "content": [{"type": "text", "text": "\nfatal: not a git repository"}]}}),
+            json!({"type": "message", "id": "b1", "parentId": "t1",
+                   "message": {"role": "bashExecution", "command": "ls", "output": "a\nb", "exitCode": 0}}),
+            json!({"type": "compaction", "id": "k1", "parentId": "b1", "summary": "ours", "firstKeptEntryId": "u1",
+                   "tokensBefore": 10, "details": {"compactor": "unipi-tui"}}),
+            json!({"type": "compaction", "id": "k2", "parentId": "k1", "summary": "Pi's summary", "firstKeptEntryId": "u1",
+                   "tokensBefore": 10}),
+        ]
+    }
+
+    fn entries() -> Vec<SessionEntry> {
+        session_lines().iter().filter_map(parse_entry).collect()
+    }
+
+    #[test]
+    fn extraction_finds_docs_and_events() {
+        let extracted = extract(&entries());
+        let docs: Vec<(String, DocKind, Option<String>)> = extracted
+            .docs
+            .iter()
+            .map(|d| (d.entry_id.clone(), d.kind, d.tool.clone()))
+            .collect();
+        assert_eq!(
+            docs,
+            [
+                ("u1".to_owned(), DocKind::User, None),
+                ("a1".to_owned(), DocKind::Assistant, None),
+                (
+                    "t1".to_owned(),
+                    DocKind::ToolResult,
+                    Some("bash".to_owned())
+                ),
+                (
+                    "b1".to_owned(),
+                    DocKind::ToolResult,
+                    Some("bash".to_owned())
+                ),
+                ("k2".to_owned(), DocKind::Summary, None),
+            ]
+        );
+        assert_eq!(extracted.docs[0].at_ms, Some(1_796_032_801_000));
+        let events: Vec<(EventKind, String)> = extracted
+            .events
+            .iter()
+            .map(|e| (e.kind, e.data.clone()))
+            .collect();
+        let want = [
+            (EventKind::Decision, "Don't touch the lexer, it is shared."),
+            (EventKind::ToolCall, "read path=src/parse.rs"),
+            (EventKind::FileRead, "src/parse.rs"),
+            (
+                EventKind::ToolCall,
+                "edit newText=b oldText=a path=src/parse.rs",
+            ),
+            (EventKind::FileEdit, "src/parse.rs"),
+            (EventKind::ToolCall, "bash command=git commit -am fix"),
+            (EventKind::Git, "git commit -am fix"),
+            (EventKind::Bash, "git commit -am fix"),
+            (EventKind::Error, "bash: fatal: not a git repository"),
+            (EventKind::Bash, "ls"),
+        ];
+        let want: Vec<(EventKind, String)> =
+            want.iter().map(|(k, d)| (*k, (*d).to_owned())).collect();
+        assert_eq!(events, want);
+    }
+
+    #[test]
+    fn iso_times_parse_and_bad_ones_do_not() {
+        let cases = [
+            ("1970-01-01T00:00:00Z", Some(0)),
+            ("1970-01-01T00:00:01.5Z", Some(1_500)),
+            ("2000-03-01T00:00:00.000Z", Some(951_868_800_000)),
+            ("2026-11-30T10:00:01.000Z", Some(1_796_032_801_000)),
+            ("2026-11-30 10:00:01", None),
+            ("2026-13-30T10:00:01Z", None),
+            ("", None),
+        ];
+        for (text, want) in cases {
+            assert_eq!(iso_to_ms(text), want, "{text}");
+        }
+    }
+
+    #[test]
+    fn reading_appended_lines_keeps_partial_lines_and_restarts_after_truncation()
+    -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("s.jsonl");
+        std::fs::write(&path, "one\ntwo\nthr")?;
+        let first = read_appended(&path, 0)?;
+        assert_eq!(first.lines, ["one", "two"]);
+        assert_eq!(first.next_offset, 8);
+        std::fs::write(&path, "one\ntwo\nthree\n")?;
+        let second = read_appended(&path, first.next_offset)?;
+        assert_eq!(
+            (second.lines, second.restarted),
+            (vec!["three".into()], false)
+        );
+        std::fs::write(&path, "new\n")?;
+        let third = read_appended(&path, 14)?;
+        assert_eq!((third.lines, third.restarted), (vec!["new".into()], true));
+        assert_eq!(third.next_offset, 4);
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn ingestion_is_incremental_and_recall_finds_the_text() -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("s.jsonl");
+        let lines = session_lines();
+        let text = |values: &[Value]| values.iter().map(|v| format!("{v}\n")).collect::<String>();
+        std::fs::write(&path, text(&lines[..3]))?;
+        let worker = DbWorker::from_db(SessionDb::open_in_memory()?)?;
+        let meta = SessionMeta {
+            session_id: "s1".into(),
+            session_file: Some(path.display().to_string()),
+            project_dir: "/w".into(),
+        };
+        let first = {
+            let meta = meta.clone();
+            worker
+                .run(move |db| ingest_session_file(db, &meta))
+                .await??
+        };
+        assert_eq!(first.entries, 2);
+        std::fs::write(&path, text(&lines))?;
+        let second = {
+            let meta = meta.clone();
+            worker
+                .run(move |db| ingest_session_file(db, &meta))
+                .await??
+        };
+        assert_eq!(second.entries, 4, "only the appended entries are read");
+        let hits = worker
+            .run(|db| {
+                db.recall(&crate::sessiondb::RecallQuery {
+                    text: "lexer".into(),
+                    scope: crate::sessiondb::RecallScope::Session("s1".into()),
+                    limit: 5,
+                    offset: 0,
+                })
+            })
+            .await??;
+        assert_eq!(hits.hits.first().map(|h| h.entry_id.as_str()), Some("u1"));
+        let events = worker.run(|db| db.events("s1", 50)).await??;
+        assert!(events.iter().any(|e| e.kind == EventKind::FileEdit));
+        Ok(())
+    }
+}

@@ -1,1 +1,684 @@
-//! (being written)
+//! Stage 3: the structured part of a summary, pulled from normalized blocks by fixed rules —
+//! session goals, files and changes, commits, outstanding context (errors and blockers near the
+//! end) and user preferences. Deterministic and bounded per section (the caps come from the
+//! TypeScript original) so a summary never grows with the session; every pattern is compiled
+//! once.
+
+use std::collections::HashSet;
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde_json::Value;
+
+use super::normalize::{BlockKind, NormBlock, clip_sentence};
+
+pub const MAX_GOALS: usize = 6;
+pub const MAX_PREFERENCES: usize = 10;
+pub const MAX_OUTSTANDING: usize = 5;
+pub const MAX_FILES_PER_CATEGORY: usize = 10;
+pub const MAX_COMMITS: usize = 8;
+/// Outstanding context looks only at the end of the summarized range.
+pub const OUTSTANDING_WINDOW: usize = 20;
+
+/// The extracted sections; lists are in first-seen order, deduplicated.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Sections {
+    pub goals: Vec<String>,
+    pub files: FileActivity,
+    pub commits: Vec<String>,
+    pub outstanding: Vec<String>,
+    pub preferences: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FileActivity {
+    pub modified: Vec<String>,
+    pub created: Vec<String>,
+    pub read: Vec<String>,
+}
+
+pub fn build_sections(blocks: &[NormBlock]) -> Sections {
+    let goals = goals(blocks);
+    let preferences = preferences(blocks, &goals);
+    Sections {
+        files: files(blocks),
+        commits: commits(blocks),
+        outstanding: outstanding(blocks),
+        goals,
+        preferences,
+    }
+}
+
+impl FileActivity {
+    /// `Modified: a, b (+N more)` lines in the order Modified, Created, Read; the most recent
+    /// paths win the cap.
+    pub fn lines(&self) -> Vec<String> {
+        [
+            ("Modified", &self.modified),
+            ("Created", &self.created),
+            ("Read", &self.read),
+        ]
+        .into_iter()
+        .filter(|(_, paths)| !paths.is_empty())
+        .map(|(label, paths)| {
+            let skip = paths.len().saturating_sub(MAX_FILES_PER_CATEGORY);
+            let shown = paths[skip..].join(", ");
+            if skip > 0 {
+                format!("{label}: {shown} (+{skip} more)")
+            } else {
+                format!("{label}: {shown}")
+            }
+        })
+        .collect()
+    }
+
+    /// Created minus Modified, Read minus both: each path is reported once, by its strongest use.
+    pub fn settle(&mut self) {
+        let modified: HashSet<String> = self.modified.iter().cloned().collect();
+        self.created.retain(|path| !modified.contains(path));
+        let created: HashSet<String> = self.created.iter().cloned().collect();
+        self.read
+            .retain(|path| !modified.contains(path) && !created.contains(path));
+    }
+}
+
+// --- goals and preferences -------------------------------------------------------------------
+
+static GOAL_PREFIX_RE: LazyLock<Regex> = LazyLock::new(|| {
+    compile(
+        r"(?i)^(?:goal|objective|task|plan|target|aim|intent|purpose|mission|action item|to-do|todo|fixme|note|idea|hack|bug|feature|story|epic)\s*:?\s+",
+    )
+});
+static TASK_VERB_RE: LazyLock<Regex> = LazyLock::new(|| {
+    compile(
+        r"(?i)(?-u:\b)(?:add|create|build|implement|fix|write|update|refactor|remove|delete|rename|move|make|change|replace|migrate|port|test|debug|investigate|review|check|verify|document|configure|set ?up|install|deploy|release|optimi[sz]e|improve|clean ?up|split|merge|extract|convert|support|handle|enable|disable|integrate|wire|generate|design|plan|research|find|explore|analy[sz]e|run|benchmark|profile|upgrade|bump|revert|rewrite|restructure|simplify|introduce|rework|resolve|finish|complete|ship|draft|summari[sz]e|compare)(?-u:\b)",
+    )
+});
+static SCOPE_CHANGE_RE: LazyLock<Regex> = LazyLock::new(|| {
+    compile(
+        r"(?i)(?-u:\b)(?:scope|focus|switch|move on|now|instead|rather than|change of plan|shift|pivot|let's)(?-u:\b)",
+    )
+});
+static PREFERENCE_PREFIX_RE: LazyLock<Regex> = LazyLock::new(|| {
+    compile(r"(?i)^(?:preference|note|remember|important|reminder|rule|style|format)\s*:?\s+")
+});
+static PREFERENCE_RE: LazyLock<Regex> = LazyLock::new(|| {
+    compile(
+        r"(?i)(?-u:\b)(?:prefer|want|would like|should|must|need to|important|critical|avoid|don't|do not|never|always|only|make sure|ensure|remember|keep in mind|note that)(?-u:\b)",
+    )
+});
+static SENTENCE_END_RE: LazyLock<Regex> = LazyLock::new(|| compile(r"[.!?]\s+"));
+
+const MIN_LINE_CHARS: usize = 10;
+const GOAL_CHARS: usize = 200;
+const PREFERENCE_CHARS: usize = 160;
+
+/// The user's task statements; the assistant's only when the user stated none (its narration
+/// is not a goal). Questions are not goals.
+fn goals(blocks: &[NormBlock]) -> Vec<String> {
+    let mut seen = HashSet::new();
+    let mut goals = Vec::new();
+    for kind in [BlockKind::User, BlockKind::Assistant] {
+        if !goals.is_empty() {
+            break;
+        }
+        for block in blocks.iter().filter(|block| block.kind == kind) {
+            if goals.len() >= MAX_GOALS {
+                return goals;
+            }
+            let line = GOAL_PREFIX_RE.replace(&block.text, "");
+            if line.chars().count() < MIN_LINE_CHARS
+                || line.ends_with('?')
+                || line.contains("? ")
+                || !(TASK_VERB_RE.is_match(&line) || SCOPE_CHANGE_RE.is_match(&line))
+            {
+                continue;
+            }
+            if seen.insert(dedup_key(&line, 80)) {
+                goals.push(clip_sentence(&line, GOAL_CHARS));
+            }
+        }
+    }
+    goals
+}
+
+/// User sentences stating how the work should be done; none that repeats a goal.
+fn preferences(blocks: &[NormBlock], goals: &[String]) -> Vec<String> {
+    let goal_keys: HashSet<String> = goals.iter().map(|goal| dedup_key(goal, 60)).collect();
+    let mut seen = HashSet::new();
+    let mut preferences = Vec::new();
+    for block in blocks.iter().filter(|block| block.kind == BlockKind::User) {
+        for sentence in SENTENCE_END_RE.split(&block.text) {
+            if preferences.len() >= MAX_PREFERENCES {
+                return preferences;
+            }
+            let line = PREFERENCE_PREFIX_RE.replace(sentence.trim(), "");
+            if line.chars().count() < MIN_LINE_CHARS || !PREFERENCE_RE.is_match(&line) {
+                continue;
+            }
+            let key = dedup_key(&line, 60);
+            if !goal_keys.contains(&key) && seen.insert(key) {
+                preferences.push(clip_sentence(&line, PREFERENCE_CHARS));
+            }
+        }
+    }
+    preferences
+}
+
+// --- outstanding context ----------------------------------------------------------------------
+
+static BLOCKER_RE: LazyLock<Regex> = LazyLock::new(|| {
+    compile(
+        r"(?i)(?-u:\b)(?:fail\w*|broken|cannot|can't|won't work|doesn't work|does not work|still (?:broken|failing|wrong)|blocked|blocker|not (?:fixed|resolved|working)|crash\w*)",
+    )
+});
+static LIST_ITEM_RE: LazyLock<Regex> = LazyLock::new(|| compile(r"^(?:[-*+•]\s|\d+[.)]\s)"));
+static STARTS_PROPER_RE: LazyLock<Regex> = LazyLock::new(|| compile(r#"^["'*_]*[A-Z`]"#));
+
+const OUTSTANDING_CHARS: usize = 150;
+
+/// Failed tool results and blocker sentences among the last blocks, one per block.
+fn outstanding(blocks: &[NormBlock]) -> Vec<String> {
+    let start = blocks.len().saturating_sub(OUTSTANDING_WINDOW);
+    let mut seen = HashSet::new();
+    let mut items = Vec::new();
+    for block in &blocks[start..] {
+        let item = match block.kind {
+            BlockKind::ToolResult if block.is_error => Some(format!(
+                "[{}] {}",
+                block.tool.as_deref().unwrap_or("tool"),
+                clip_sentence(&block.head, OUTSTANDING_CHARS)
+            )),
+            BlockKind::User | BlockKind::Assistant => SENTENCE_END_RE
+                .split(&block.text)
+                .map(str::trim)
+                .find(|sentence| {
+                    sentence.chars().count() >= 15
+                        && BLOCKER_RE.is_match(sentence)
+                        && !LIST_ITEM_RE.is_match(sentence)
+                        && !sentence.starts_with('(')
+                        && STARTS_PROPER_RE.is_match(sentence)
+                })
+                .map(|sentence| {
+                    let prefix = if block.kind == BlockKind::User {
+                        "[user] "
+                    } else {
+                        ""
+                    };
+                    format!("{prefix}{}", clip_sentence(sentence, OUTSTANDING_CHARS))
+                }),
+            _ => None,
+        };
+        if let Some(item) = item
+            && seen.insert(item.clone())
+        {
+            items.push(item);
+        }
+    }
+    let skip = items.len().saturating_sub(MAX_OUTSTANDING);
+    items.split_off(skip)
+}
+
+// --- files ------------------------------------------------------------------------------------
+
+static PATH_RE: LazyLock<Regex> = LazyLock::new(|| compile(r"(?:[\w.-]+/)+[\w-]+(?:\.[\w-]+)?"));
+static EDIT_RE: LazyLock<Regex> = LazyLock::new(|| {
+    compile(
+        r"(?i)(?-u:\b)(?:edit(?:ed|ing|s)?|modif(?:y|ied|ies|ying)|updat(?:e|ed|es|ing)|chang(?:e|ed|es|ing)|fix(?:ed|es|ing)?|patch(?:ed|es|ing)?|refactor(?:ed|ing|s)?)(?-u:\b)",
+    )
+});
+static CREATE_RE: LazyLock<Regex> = LazyLock::new(|| {
+    compile(
+        r"(?i)(?-u:\b)(?:creat(?:e|ed|es|ing)|add(?:ed|s|ing)?|new file|wr(?:ite|ote|itten|ites|iting))(?-u:\b)",
+    )
+});
+static READ_RE: LazyLock<Regex> = LazyLock::new(|| {
+    compile(
+        r"(?i)(?-u:\b)(?:read(?:s|ing)?|open(?:ed|s|ing)?|look(?:ed)? at|inspect(?:ed|s|ing)?|view(?:ed|s|ing)?|check(?:ed|s|ing)?)(?-u:\b)",
+    )
+});
+
+const PATH_KEYS: [&str; 5] = ["file_path", "path", "filePath", "filepath", "file"];
+const PATH_WINDOW: usize = 40;
+
+fn files(blocks: &[NormBlock]) -> FileActivity {
+    let mut activity = FileActivity::default();
+    let mut seen = [HashSet::new(), HashSet::new(), HashSet::new()];
+    let mut note = |category: usize, path: &str| {
+        if path.is_empty() || !seen[category].insert(path.to_string()) {
+            return;
+        }
+        match category {
+            0 => activity.modified.push(path.to_string()),
+            1 => activity.created.push(path.to_string()),
+            _ => activity.read.push(path.to_string()),
+        }
+    };
+    for block in blocks {
+        match block.kind {
+            BlockKind::ToolCall => {
+                let name = block.tool.as_deref().unwrap_or("").to_ascii_lowercase();
+                let category = match name.as_str() {
+                    "edit" | "multiedit" | "multi_edit" | "apply_patch" => 0,
+                    "write" | "create" => 1,
+                    "read" | "view" => 2,
+                    _ => continue,
+                };
+                if let Some(path) = block.arguments.as_ref().and_then(path_argument) {
+                    note(category, path);
+                }
+            }
+            BlockKind::User | BlockKind::Assistant if block.text.contains('/') => {
+                for found in PATH_RE.find_iter(&block.text) {
+                    // A URL is not a file of the project.
+                    if block.text[..found.start()].ends_with("//") || found.as_str().contains("://")
+                    {
+                        continue;
+                    }
+                    let Some(category) = classify_path(&block.text, found.start(), found.end())
+                    else {
+                        continue;
+                    };
+                    note(category, found.as_str());
+                }
+            }
+            _ => {}
+        }
+    }
+    activity.settle();
+    activity
+}
+
+pub(crate) fn path_argument(arguments: &Value) -> Option<&str> {
+    PATH_KEYS
+        .iter()
+        .find_map(|key| arguments.get(*key).and_then(Value::as_str))
+}
+
+/// The activity a path in prose is mentioned with: the nearest verb before it within
+/// `PATH_WINDOW` bytes ("updated a.rs and looked at b.rs" reads b.rs), else the first after it.
+fn classify_path(text: &str, start: usize, end: usize) -> Option<usize> {
+    let mut from = start.saturating_sub(PATH_WINDOW);
+    while !text.is_char_boundary(from) {
+        from -= 1;
+    }
+    let mut to = (end + PATH_WINDOW).min(text.len());
+    while !text.is_char_boundary(to) {
+        to += 1;
+    }
+    let patterns: [&Regex; 3] = [&EDIT_RE, &CREATE_RE, &READ_RE];
+    let before = &text[from..start];
+    let nearest_before = patterns
+        .iter()
+        .enumerate()
+        .filter_map(|(category, re)| re.find_iter(before).last().map(|m| (m.end(), category)))
+        .max();
+    if let Some((_, category)) = nearest_before {
+        return Some(category);
+    }
+    let after = &text[end..to];
+    patterns
+        .iter()
+        .enumerate()
+        .filter_map(|(category, re)| re.find(after).map(|m| (m.start(), category)))
+        .min()
+        .map(|(_, category)| category)
+}
+
+// --- commits ----------------------------------------------------------------------------------
+
+static HASH_RE: LazyLock<Regex> = LazyLock::new(|| compile(r"(?-u:\b)[0-9a-f]{7,40}(?-u:\b)"));
+static COMMIT_MESSAGE_RE: LazyLock<Regex> = LazyLock::new(|| {
+    compile(
+        r#"(?i)(?:git (?:commit|push|merge|rebase)|committed|commit)[^"'\n]{0,60}?["']([^"'\n]{3,120})["']"#,
+    )
+});
+/// Git's own report of a new commit: `[main 1a2b3c4] message`.
+static GIT_REPORT_RE: LazyLock<Regex> = LazyLock::new(|| {
+    compile(
+        r"\[[\w./-]+(?: \(root-commit\))? ([0-9a-f]{7,40})\] ([^\[\]]{1,120}?)(?: \d+ files? changed|$)",
+    )
+});
+/// A `git log --oneline` line at the start of a (sanitized, one-line) tool output.
+static ONELINE_RE: LazyLock<Regex> =
+    LazyLock::new(|| compile(r"^([0-9a-f]{7,40}) ([^\n]{3,120}?)(?: [0-9a-f]{7,40} |$)"));
+static GIT_WORD_RE: LazyLock<Regex> =
+    LazyLock::new(|| compile(r"(?i)(?-u:\b)(?:commit\w*|git)(?-u:\b)"));
+
+const COMMIT_MESSAGE_MIN_CHARS: usize = 6;
+
+/// `hash — message` (or the message alone), deduplicated by hash, the last [`MAX_COMMITS`].
+/// Walks backwards and stops once the cap is reached: only the recent end is read.
+fn commits(blocks: &[NormBlock]) -> Vec<String> {
+    let mut seen = HashSet::new();
+    let mut commits: Vec<String> = Vec::new();
+    for (index, block) in blocks.iter().enumerate().rev() {
+        if commits.len() >= MAX_COMMITS {
+            break;
+        }
+        let (hash, message) = match commit_in(block, index.checked_sub(1).map(|i| &blocks[i])) {
+            Some(found) => found,
+            None => continue,
+        };
+        let item = match (hash, message) {
+            (Some(hash), message) => {
+                let short: String = hash.chars().take(8).collect();
+                if !seen.insert(short.clone()) {
+                    continue;
+                }
+                match message {
+                    Some(message) => {
+                        // The same message announced without a hash says less.
+                        commits.retain(|item| *item != message);
+                        format!("{short} — {message}")
+                    }
+                    None => short,
+                }
+            }
+            (None, Some(message)) if message.chars().count() >= COMMIT_MESSAGE_MIN_CHARS => {
+                let suffix = format!(" — {message}");
+                if !seen.insert(message.clone())
+                    || commits.iter().any(|item| item.ends_with(&suffix))
+                {
+                    continue;
+                }
+                message
+            }
+            _ => continue,
+        };
+        commits.push(item);
+    }
+    commits.reverse();
+    commits
+}
+
+/// The commit hash and message a block reports, if any; `previous` is the block before it (a
+/// tool result right after a git command is git's own output).
+fn commit_in(
+    block: &NormBlock,
+    previous: Option<&NormBlock>,
+) -> Option<(Option<String>, Option<String>)> {
+    let after_git_command = previous.is_some_and(|call| {
+        call.kind == BlockKind::ToolCall
+            && call
+                .arguments
+                .as_ref()
+                .and_then(|arguments| arguments.get("command"))
+                .and_then(Value::as_str)
+                .is_some_and(|command| command.contains("git "))
+    });
+    // `git log --oneline` after a commit: the first line is the new commit.
+    if after_git_command
+        && block.kind == BlockKind::ToolResult
+        && let Some(line) = ONELINE_RE.captures(&block.text)
+    {
+        return Some((Some(line[1].to_string()), Some(line[2].trim().to_string())));
+    }
+    let text = &block.text;
+    // A cheap substring test before any regex: most blocks never mention git.
+    if !matches!(
+        block.kind,
+        BlockKind::User | BlockKind::Assistant | BlockKind::ToolResult
+    ) || !(text.contains("git") || text.contains("ommit") || text.contains("OMMIT"))
+        || !GIT_WORD_RE.is_match(text)
+    {
+        return None;
+    }
+    if let Some(report) = GIT_REPORT_RE.captures(text) {
+        return Some((
+            report.get(1).map(|m| m.as_str().to_string()),
+            report.get(2).map(|m| m.as_str().trim().to_string()),
+        ));
+    }
+    let hash = HASH_RE
+        .find_iter(text)
+        .map(|m| m.as_str())
+        .find(|hash| {
+            hash.bytes().any(|b| b.is_ascii_digit())
+                && hash.bytes().any(|b| b.is_ascii_alphabetic())
+        })
+        .map(str::to_string);
+    let message = COMMIT_MESSAGE_RE
+        .captures(text)
+        .and_then(|captures| captures.get(1))
+        .map(|m| m.as_str().trim().to_string());
+    Some((hash, message))
+}
+
+// --- shared -----------------------------------------------------------------------------------
+
+fn dedup_key(line: &str, chars: usize) -> String {
+    line.chars().take(chars).collect::<String>().to_lowercase()
+}
+
+fn compile(pattern: &str) -> Regex {
+    #[allow(clippy::expect_used)] // literal patterns, each exercised by the tests below
+    Regex::new(pattern).expect("valid section pattern")
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn block(kind: BlockKind, text: &str) -> NormBlock {
+        NormBlock {
+            kind,
+            text: text.into(),
+            tool: None,
+            arguments: None,
+            is_error: false,
+            head: String::new(),
+            source: 0,
+        }
+    }
+
+    fn call(name: &str, arguments: Value) -> NormBlock {
+        NormBlock {
+            tool: Some(name.into()),
+            arguments: Some(arguments),
+            ..block(BlockKind::ToolCall, name)
+        }
+    }
+
+    fn error(tool: &str, head: &str) -> NormBlock {
+        NormBlock {
+            tool: Some(tool.into()),
+            is_error: true,
+            head: head.into(),
+            ..block(BlockKind::ToolResult, head)
+        }
+    }
+
+    #[test]
+    fn empty_blocks_give_empty_sections() {
+        assert_eq!(build_sections(&[]), Sections::default());
+        assert!(FileActivity::default().lines().is_empty());
+    }
+
+    #[test]
+    fn goals_are_extracted() {
+        type Case<'a> = (&'a [(BlockKind, &'a str)], &'a [&'a str]);
+        let cases: [Case; 6] = [
+            (
+                &[(BlockKind::User, "Goal: implement the login page")],
+                &["implement the login page"],
+            ),
+            (&[(BlockKind::User, "hello there friend")], &[]),
+            (&[(BlockKind::User, "fix it")], &[]),
+            (
+                &[
+                    (BlockKind::Assistant, "I will refactor the parser next"),
+                    (BlockKind::User, "Let's switch to the CLI instead"),
+                ],
+                &["Let's switch to the CLI instead"],
+            ),
+            (
+                &[
+                    (BlockKind::Assistant, "I will refactor the parser next"),
+                    (BlockKind::User, "Which file did we create?"),
+                    (BlockKind::User, "Which file did we create? Answer briefly."),
+                ],
+                &["I will refactor the parser next"],
+            ),
+            (
+                &[
+                    (BlockKind::User, "Add tests for the cache"),
+                    (BlockKind::User, "add tests for the cache"),
+                ],
+                &["Add tests for the cache"],
+            ),
+        ];
+        for (input, expected) in cases {
+            let blocks: Vec<NormBlock> = input.iter().map(|(k, t)| block(*k, t)).collect();
+            assert_eq!(build_sections(&blocks).goals, expected, "{input:?}");
+        }
+        let many: Vec<NormBlock> = (0..20)
+            .map(|i| block(BlockKind::User, &format!("Add feature number {i}")))
+            .collect();
+        assert_eq!(build_sections(&many).goals.len(), MAX_GOALS);
+    }
+
+    #[test]
+    fn preferences_are_user_sentences_not_goals() {
+        let blocks = [
+            block(
+                BlockKind::User,
+                "Build the importer. Always use tabs for indentation! ok",
+            ),
+            block(BlockKind::Assistant, "You should never do that."),
+            block(BlockKind::User, "Make sure tests pass before commit"),
+        ];
+        let sections = build_sections(&blocks);
+        assert_eq!(
+            sections.preferences,
+            ["Always use tabs for indentation"],
+            "{sections:#?}"
+        );
+        assert_eq!(
+            sections.goals,
+            [
+                "Build the importer. Always use tabs for indentation! ok",
+                "Make sure tests pass before commit"
+            ]
+        );
+    }
+
+    #[test]
+    fn outstanding_context_from_errors_and_blockers() {
+        let blocks = [
+            error("bash", "error: linker failed"),
+            block(BlockKind::Assistant, "The build is still failing on CI."),
+            block(BlockKind::User, "- it is broken everywhere"),
+            block(BlockKind::User, "This crashes when I click save."),
+            block(BlockKind::Assistant, "(it failed once)"),
+            block(BlockKind::Assistant, "all good now"),
+        ];
+        assert_eq!(
+            build_sections(&blocks).outstanding,
+            [
+                "[bash] error: linker failed",
+                "The build is still failing on CI.",
+                "[user] This crashes when I click save.",
+            ]
+        );
+        let old_error = [error("bash", "old")];
+        let later: Vec<NormBlock> = (0..OUTSTANDING_WINDOW)
+            .map(|_| block(BlockKind::Assistant, "ok"))
+            .collect();
+        assert!(
+            build_sections(&[&old_error[..], &later].concat())
+                .outstanding
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn file_activity_from_calls_and_text() {
+        let blocks = [
+            call("read", json!({"path": "src/main.rs"})),
+            call("edit", json!({"file_path": "src/main.rs"})),
+            call("write", json!({"path": "src/new.rs"})),
+            call("write", json!({"path": "src/lib.rs"})),
+            call("Edit", json!({"filePath": "src/lib.rs"})),
+            call("bash", json!({"command": "cat docs/a.md"})),
+            block(
+                BlockKind::Assistant,
+                "I updated docs/guide.md and looked at tests/x.rs",
+            ),
+            block(BlockKind::User, "see https://example.com/a/b for context"),
+        ];
+        let files = build_sections(&blocks).files;
+        assert_eq!(
+            files.modified,
+            ["src/main.rs", "src/lib.rs", "docs/guide.md"]
+        );
+        assert_eq!(files.created, ["src/new.rs"]);
+        assert_eq!(files.read, ["tests/x.rs"]);
+        assert_eq!(
+            files.lines(),
+            [
+                "Modified: src/main.rs, src/lib.rs, docs/guide.md",
+                "Created: src/new.rs",
+                "Read: tests/x.rs"
+            ]
+        );
+        let many = FileActivity {
+            read: (0..12).map(|i| format!("f{i}")).collect(),
+            ..FileActivity::default()
+        };
+        assert_eq!(
+            many.lines(),
+            ["Read: f2, f3, f4, f5, f6, f7, f8, f9, f10, f11 (+2 more)"]
+        );
+    }
+
+    #[test]
+    fn commits_from_text_and_git_output() {
+        let blocks = [
+            block(
+                BlockKind::ToolResult,
+                "[main 1a2b3c4d] Add parser 2 files changed",
+            ),
+            block(
+                BlockKind::Assistant,
+                "Committed 1a2b3c4d5e as \"Add parser\"",
+            ),
+            block(BlockKind::Assistant, "git commit -m 'Tidy the docs'"),
+            block(
+                BlockKind::Assistant,
+                "Number 1234567 and deadbeef without git words",
+            ),
+            block(BlockKind::User, "commit abcdef0 please"),
+        ];
+        assert_eq!(
+            build_sections(&blocks).commits,
+            ["1a2b3c4d — Add parser", "Tidy the docs", "abcdef0"]
+        );
+        let git_log = [
+            block(
+                BlockKind::User,
+                "Commit it with message 'Add greeting module'",
+            ),
+            call(
+                "bash",
+                json!({"command": "git commit -qm x && git log --oneline"}),
+            ),
+            block(
+                BlockKind::ToolResult,
+                "8ccce4e Add greeting module 1234abc Older one",
+            ),
+        ];
+        assert_eq!(
+            build_sections(&git_log).commits,
+            ["8ccce4e — Add greeting module"]
+        );
+        let many: Vec<NormBlock> = (0..12)
+            .map(|i| block(BlockKind::Assistant, &format!("commit a{i:06}")))
+            .collect();
+        let commits = build_sections(&many).commits;
+        assert_eq!(commits.len(), MAX_COMMITS);
+        assert_eq!(commits.last().map(String::as_str), Some("a000011"));
+    }
+}

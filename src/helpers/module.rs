@@ -1387,6 +1387,10 @@ impl Inner {
             // helpers of its own only while the depth limit allows.
             if !agent.tools.is_empty() {
                 agent.tools.push(SUPERVISOR_TOOL.to_string());
+                // Bridged MCP tools, as Pi 1.x keeps its own MCP tools under `--tools`.
+                agent
+                    .tools
+                    .push(crate::mcp::module::HELPER_TOOLS_PATTERN.to_string());
                 if child_depth < settings.config.max_depth {
                     agent.tools.push(SPAWN_TOOL.to_string());
                     agent.tools.push(RESULT_TOOL.to_string());

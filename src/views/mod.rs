@@ -7,9 +7,11 @@
 //! returned as a [`ViewAction`] — a [`ViewRequest`] for work with side effects (stopping a task,
 //! copying text) — for the app to carry out.
 
+pub mod compaction;
 pub mod dock;
 pub mod help;
 pub mod info;
+pub mod mcp;
 pub mod settings;
 
 use std::any::Any;

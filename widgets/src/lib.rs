@@ -3,10 +3,12 @@
 //! snapshot-testable.
 
 pub mod agents;
+pub mod compactor;
 pub mod dock;
 pub mod footer;
 pub mod help;
 pub mod info;
+pub mod mcp;
 pub mod overlay;
 pub mod pending;
 pub mod scrollback;

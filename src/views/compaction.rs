@@ -1,0 +1,129 @@
+//! The `/unipi:compact-view` overlay: the last compaction's statistics, the summary Pi now
+//! carries instead of the history, and the manifest of what was summarized away (the pure widget
+//! `unipi_widgets::compactor` draws it). Esc, q or Enter close it; arrows, j/k, PgUp/PgDn, g/G
+//! scroll. The app builds the model when the command runs, so the view is a snapshot of that
+//! moment and does no I/O.
+
+use std::cell::Cell;
+
+use crossterm::event::{KeyCode, KeyEvent};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use unipi_widgets::compactor::{CompactionModel, render_compaction};
+use unipi_widgets::theme::Theme;
+
+use super::{View, ViewAction};
+
+pub struct CompactionView {
+    model: CompactionModel,
+    /// The area of the last render, to clamp scrolling to what is visible.
+    last_area: Cell<Rect>,
+}
+
+impl CompactionView {
+    pub fn new(model: CompactionModel) -> Self {
+        CompactionView {
+            model: CompactionModel { scroll: 0, ..model },
+            last_area: Cell::new(Rect::default()),
+        }
+    }
+
+    /// The first content row shown.
+    pub fn scroll(&self) -> usize {
+        self.model.scroll
+    }
+
+    fn scroll_by(&mut self, delta: isize) {
+        let max = self.model.max_scroll(self.last_area.get());
+        self.model.scroll = self.model.scroll.saturating_add_signed(delta).min(max);
+    }
+}
+
+impl View for CompactionView {
+    fn render(&self, area: Rect, buf: &mut Buffer, theme: &Theme) {
+        self.last_area.set(area);
+        render_compaction(&self.model, theme, area, buf);
+    }
+
+    fn handle_key(&mut self, key: &KeyEvent) -> ViewAction {
+        let delta = match key.code {
+            KeyCode::Esc | KeyCode::Enter | KeyCode::Char('q') => return ViewAction::Close,
+            KeyCode::Up | KeyCode::Char('k') => -1,
+            KeyCode::Down | KeyCode::Char('j') => 1,
+            KeyCode::PageUp => -10,
+            KeyCode::PageDown => 10,
+            KeyCode::Home | KeyCode::Char('g') => isize::MIN,
+            KeyCode::End | KeyCode::Char('G') => isize::MAX,
+            _ => 0,
+        };
+        self.scroll_by(delta);
+        ViewAction::Consumed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crossterm::event::KeyModifiers;
+    use unipi_widgets::compactor::ManifestRow;
+
+    use super::*;
+
+    fn key(code: KeyCode) -> KeyEvent {
+        KeyEvent::new(code, KeyModifiers::NONE)
+    }
+
+    /// A compaction whose manifest has `rows` entries: taller than a small screen.
+    fn make_model_with(rows: usize) -> CompactionModel {
+        CompactionModel {
+            when: "2026-11-30 10:12 UTC · manual".to_owned(),
+            tokens_before: 9_000,
+            tokens_after: 1_000,
+            summary: "## Goals\n- ship it".to_owned(),
+            manifest: (0..rows)
+                .map(|i| ManifestRow {
+                    id: format!("e{i}"),
+                    role: "user".to_owned(),
+                    chars: 10,
+                    tool: None,
+                })
+                .collect(),
+            scroll: 3,
+            ..CompactionModel::default()
+        }
+    }
+
+    fn rendered(view: &CompactionView, width: u16, height: u16) -> String {
+        let area = Rect::new(0, 0, width, height);
+        let mut buf = Buffer::empty(area);
+        view.render(area, &mut buf, &Theme::plain());
+        buf.content().iter().map(|c| c.symbol()).collect()
+    }
+
+    #[test]
+    fn keys_close_and_scroll_within_the_content() {
+        let mut view = CompactionView::new(make_model_with(30));
+        assert_eq!(view.scroll(), 0, "opens at the top");
+        rendered(&view, 60, 12);
+        let max = view.model.max_scroll(Rect::new(0, 0, 60, 12));
+        assert!(max > 20, "max {max}");
+        let steps = [
+            (KeyCode::Down, ViewAction::Consumed, 1),
+            (KeyCode::Char('k'), ViewAction::Consumed, 0),
+            (KeyCode::PageDown, ViewAction::Consumed, 10),
+            (KeyCode::Char('G'), ViewAction::Consumed, max),
+            (KeyCode::Down, ViewAction::Consumed, max),
+            (KeyCode::Home, ViewAction::Consumed, 0),
+            (KeyCode::Char('x'), ViewAction::Consumed, 0),
+        ];
+        for (code, action, scroll) in steps {
+            assert_eq!(view.handle_key(&key(code)), action, "{code:?}");
+            assert_eq!(view.scroll(), scroll, "after {code:?}");
+        }
+        assert!(rendered(&view, 60, 12).contains("Last compaction"));
+        view.handle_key(&key(KeyCode::End));
+        assert!(rendered(&view, 60, 12).contains("e29"));
+        for code in [KeyCode::Esc, KeyCode::Enter, KeyCode::Char('q')] {
+            assert_eq!(view.handle_key(&key(code)), ViewAction::Close, "{code:?}");
+        }
+    }
+}

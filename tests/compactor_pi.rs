@@ -1,0 +1,374 @@
+//! Deterministic compaction end to end: the real `unipi-tui` binary in a PTY running the real,
+//! pinned Pi 1.6.0 against the scripted model (`demo --scenario
+//! tests/fixtures/scenarios/compactor.toml`). Three scripted turns put a fact in the session;
+//! `/compact` typed into Pi is answered by the compactor's hook — no model request is made for
+//! the summary (the scripted server logs every request it answers) — Pi shows the compacted
+//! state, the project database under the test's HOME holds the statistics, and then the model
+//! calls `session_recall` and gets the early fact back from before the compaction. Then
+//! `/unipi:compact keep:1 <prompt>` compacts again and sends the prompt afterwards, and
+//! `/unipi:compact-view` shows the last compaction. A control run with `overrideDefaultCompaction`
+//! off shows Pi's own compaction does reach the model (so the request count means something).
+//! Auto-compaction triggers when a reply leaves the context above the configured threshold, and
+//! its invisible auto-continue message starts a turn without reaching the model's context. A
+//! summary the database holds but Pi's session file lacks is restored once on `-c`.
+//!
+//! Pi refuses to compact a session smaller than its `compaction.keepRecentTokens`, so the demo's
+//! Pi settings lower it (`UNIPI_DEMO_PI_SETTINGS`).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use support::pi::{PiLine, pi_install};
+use support::term::{OuterOptions, Session};
+use unipi_tui::sessiondb::{SessionDb, default_db_dir, project_db_path};
+
+const START: Duration = Duration::from_secs(90);
+const REPLY: Duration = Duration::from_secs(60);
+
+struct Workbench {
+    session: Session,
+    home: tempfile::TempDir,
+}
+
+fn scenario() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/scenarios/compactor.toml")
+}
+
+/// Starts `unipi-tui demo` in a throwaway HOME (also the workspace), after `setup` prepared it.
+fn start(setup: impl FnOnce(&Path)) -> Workbench {
+    let home = tempfile::tempdir().unwrap();
+    setup(home.path());
+    start_in(home, &[])
+}
+
+/// Starts `unipi-tui demo` in `home` with extra Pi arguments.
+fn start_in(home: tempfile::TempDir, pi_args: &[&str]) -> Workbench {
+    let pi = pi_install(PiLine::Current).unwrap_or_else(|err| panic!("{err:#}"));
+    let mut path = std::env::var("PATH").unwrap_or_default();
+    if let Some(node) = &pi.node_bin_dir {
+        path = format!("{}:{path}", node.display());
+    }
+    let scenario = scenario();
+    let pi_bin = pi.bin.display().to_string();
+    let mut args = vec![
+        "demo",
+        "--scenario",
+        scenario.to_str().unwrap(),
+        "--pi-bin",
+        pi_bin.as_str(),
+        "--log-level",
+        "debug",
+    ];
+    args.extend_from_slice(pi_args);
+    let home_str = home.path().display().to_string();
+    let env = vec![
+        ("PATH", path),
+        ("HOME", home_str.clone()),
+        ("XDG_CONFIG_HOME", format!("{home_str}/.config")),
+        ("XDG_STATE_HOME", format!("{home_str}/.local/state")),
+        ("XDG_CACHE_HOME", format!("{home_str}/.cache")),
+        (
+            "UNIPI_DEMO_PI_SETTINGS",
+            r#"{"compaction": {"keepRecentTokens": 40}}"#.to_owned(),
+        ),
+    ];
+    let session = Session::spawn(
+        Path::new(env!("CARGO_BIN_EXE_unipi-tui")),
+        &args,
+        &env,
+        home.path(),
+        OuterOptions {
+            rows: 40,
+            cols: 120,
+            kitty: true,
+        },
+    )
+    .unwrap();
+    Workbench { session, home }
+}
+
+impl Workbench {
+    fn wait_ready(&self) {
+        self.session
+            .wait_for("Pi's prompt with the scripted model", START, |s| {
+                let text = s.contents();
+                text.contains("scripted-compactor")
+                    && (text.contains("pi running") || text.contains("○ idle"))
+            })
+            .unwrap();
+    }
+
+    fn ask(&self, prompt: &str, expect: &str) {
+        self.session.type_text(prompt);
+        self.session.send(b"\r");
+        self.session.wait_for_text(expect, REPLY).unwrap();
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(
+            self.home
+                .path()
+                .join(".local/state/unipi-tui/unipi-tui.log"),
+        )
+        .unwrap_or_default()
+    }
+
+    /// Requests the scripted server answered so far (it logs each one at debug level).
+    fn model_requests(&self) -> usize {
+        self.log().matches("scripted reply chosen").count()
+    }
+
+    /// Waits until the request count stops changing (the log is written asynchronously).
+    fn settled_requests(&self) -> usize {
+        let mut last = self.model_requests();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            std::thread::sleep(Duration::from_millis(700));
+            let now = self.model_requests();
+            if now == last || Instant::now() > deadline {
+                return now;
+            }
+            last = now;
+        }
+    }
+
+    fn database(&self) -> SessionDb {
+        let workspace = std::fs::canonicalize(self.home.path()).unwrap();
+        let path = project_db_path(&default_db_dir(self.home.path()), &workspace);
+        assert!(path.exists(), "no project database at {}", path.display());
+        SessionDb::open(&path).unwrap().db
+    }
+}
+
+#[test]
+fn compact_answers_without_the_model_and_recall_finds_what_was_compacted() {
+    let mut wb = start(|_| {});
+    wb.wait_ready();
+    wb.ask(
+        "Remember the codename BLUE-HERON-42 for later.",
+        "NOTED-ONE",
+    );
+    wb.ask("Now the second step, please.", "STEP-TWO-DONE");
+    wb.ask("And the third step.", "STEP-THREE-DONE");
+
+    let before = wb.settled_requests();
+    assert!(before >= 3, "three turns, three requests: {before}");
+    wb.session.type_text("/compact");
+    // Let Pi's command autocomplete settle before submitting.
+    std::thread::sleep(Duration::from_millis(500));
+    wb.session.send(b"\r");
+    wb.session.wait_for_text("Compacted from", REPLY).unwrap();
+    wb.session.wait_for_text("🗜 Compacted", REPLY).unwrap();
+    assert_eq!(
+        wb.settled_requests(),
+        before,
+        "the summary was made without a model request"
+    );
+
+    let db = wb.database();
+    let totals = db.compaction_totals(None).unwrap();
+    assert_eq!(totals.count, 1, "{totals:?}");
+    // The footer counts it.
+    wb.session
+        .wait_for("the footer's compaction segment", REPLY, |s| {
+            s.contents().contains("🗜 1")
+        })
+        .unwrap();
+
+    wb.ask("Please recall the codename.", "RECALL-FOUND-IT");
+    assert!(
+        !wb.session.screen_text().contains("RECALL-MISSED"),
+        "{}",
+        wb.session.screen_text()
+    );
+
+    // The statistics command reads the same database.
+    wb.session.type_text("/unipi:compact-stats");
+    std::thread::sleep(Duration::from_millis(500));
+    wb.session.send(b"\r");
+    wb.session
+        .wait_for_text("This project: 1 compaction", REPLY)
+        .unwrap();
+
+    // `/unipi:compact keep:1 <prompt>`: our own request, then the prompt as a follow-up.
+    wb.session
+        .type_text("/unipi:compact keep:1 Go on with the fourth step.");
+    std::thread::sleep(Duration::from_millis(500));
+    wb.session.send(b"\r");
+    wb.session.wait_for_text("STEP-FOUR-DONE", REPLY).unwrap();
+    wb.session
+        .wait_for("two compactions in the footer", REPLY, |s| {
+            s.contents().contains("🗜 2")
+        })
+        .unwrap();
+    assert_eq!(wb.database().compaction_totals(None).unwrap().count, 2);
+
+    // The overlay shows the last one; Esc closes it.
+    wb.session.type_text("/unipi:compact-view");
+    std::thread::sleep(Duration::from_millis(500));
+    wb.session.send(b"\r");
+    wb.session.wait_for_text("Last compaction", REPLY).unwrap();
+    assert!(wb.session.screen_text().contains("history kept from entry"));
+    // The manifest is below the summary: scroll to the end.
+    wb.session.send(b"G");
+    wb.session.wait_for_text("Summarized away", REPLY).unwrap();
+    wb.session.send(b"\x1b");
+    wb.session
+        .wait_for("the overlay closed", REPLY, |s| {
+            !s.contents().contains("Last compaction")
+        })
+        .unwrap();
+
+    std::thread::sleep(Duration::from_millis(300));
+    wb.session.send(b"\x1b[100;5u");
+    let _ = wb.session.wait_exit(Duration::from_secs(30));
+}
+
+/// The control: with `overrideDefaultCompaction` off, `/compact` is Pi's own LLM compaction, and
+/// the request log shows it — so the count staying put above means something.
+#[test]
+fn with_the_override_off_pi_asks_the_model_for_the_summary() {
+    let mut wb = start(|home| {
+        let dir = home.join(".unipi/config");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("compactor.json"),
+            r#"{"overrideDefaultCompaction": false}"#,
+        )
+        .unwrap();
+    });
+    wb.wait_ready();
+    wb.ask(
+        "Remember the codename BLUE-HERON-42 for later.",
+        "NOTED-ONE",
+    );
+    wb.ask("Now the second step, please.", "STEP-TWO-DONE");
+    let before = wb.settled_requests();
+    wb.session.type_text("/compact");
+    std::thread::sleep(Duration::from_millis(500));
+    wb.session.send(b"\r");
+    wb.session.wait_for_text("Compacted from", REPLY).unwrap();
+    assert!(
+        wb.settled_requests() > before,
+        "Pi's own compaction asks the model"
+    );
+    assert!(!wb.session.screen_text().contains("🗜 Compacted"));
+    assert_eq!(wb.database().compaction_totals(None).unwrap().count, 0);
+    std::thread::sleep(Duration::from_millis(300));
+    wb.session.send(b"\x1b[100;5u");
+    let _ = wb.session.wait_exit(Duration::from_secs(30));
+}
+
+/// Auto-compaction: a reply that leaves the context at 70 % crosses the configured 60 %
+/// threshold, the workbench asks Pi to compact, answers the hook itself, and the invisible
+/// auto-continue message starts a turn the model sees without that message.
+#[test]
+fn auto_compaction_triggers_at_the_threshold_and_continues_invisibly() {
+    let mut wb = start(|home| {
+        let dir = home.join(".unipi/config");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("compactor.json"),
+            r#"{"autoCompaction": {"enabled": true, "thresholdPercent": 60}}"#,
+        )
+        .unwrap();
+    });
+    wb.wait_ready();
+    wb.ask(
+        "Remember the codename BLUE-HERON-42 for later.",
+        "NOTED-ONE",
+    );
+    wb.ask("Now the second step, please.", "STEP-TWO-DONE");
+    wb.ask("Please fill the context.", "CONTEXT-FILLED");
+    wb.session.wait_for_text("🗜 Compacted", REPLY).unwrap();
+    wb.session.wait_for_text("AUTO-CONTINUED", REPLY).unwrap();
+    let screen = wb.session.screen_text();
+    assert!(!screen.contains("AUTO-CONTINUE-LEAKED"), "{screen}");
+    assert!(
+        !screen.contains("Continue from the compaction summary"),
+        "the nudge is not displayed: {screen}"
+    );
+    assert_eq!(wb.database().compaction_totals(None).unwrap().count, 1);
+    std::thread::sleep(Duration::from_millis(300));
+    wb.session.send(b"\x1b[100;5u");
+    let _ = wb.session.wait_exit(Duration::from_secs(30));
+}
+
+/// Resume: the database holds a compaction whose entry Pi's session file lacks (as when Pi died
+/// after the hook answered but before it wrote the compaction). Continuing the session adds the
+/// summary back, once, as a displayed `compactor-resume` message.
+#[test]
+fn a_summary_missing_from_the_session_file_is_restored_on_continue() {
+    let home = tempfile::tempdir().unwrap();
+    let sessions = home.path().join("pi-sessions");
+    let sessions_arg = sessions.display().to_string();
+    let session_args = ["--session-dir", sessions_arg.as_str()];
+    let mut wb = start_in(home, &session_args);
+    wb.wait_ready();
+    wb.ask(
+        "Remember the codename BLUE-HERON-42 for later.",
+        "NOTED-ONE",
+    );
+    wb.ask("Now the second step, please.", "STEP-TWO-DONE");
+    wb.ask("And the third step.", "STEP-THREE-DONE");
+    wb.session.type_text("/compact");
+    std::thread::sleep(Duration::from_millis(500));
+    wb.session.send(b"\r");
+    wb.session.wait_for_text("🗜 Compacted", REPLY).unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    wb.session.send(b"\x1b[100;5u");
+    wb.session.wait_exit(Duration::from_secs(30)).unwrap();
+    let Workbench { session, home } = wb;
+    drop(session);
+
+    // Take the compaction out of Pi's file, as if Pi had never written it.
+    let file = session_files(&sessions).pop().expect("Pi's session file");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let kept: String = text
+        .lines()
+        .filter(|line| !line.contains(r#""type":"compaction""#))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    assert!(kept.len() < text.len(), "the file had the compaction");
+    std::fs::write(&file, kept).unwrap();
+
+    let continue_args = ["--session-dir", sessions_arg.as_str(), "-c"];
+    let mut wb = start_in(home, &continue_args);
+    wb.wait_ready();
+    wb.session
+        .wait_for_text("Compaction summary (restored)", REPLY)
+        .unwrap();
+    let restored = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(
+        restored
+            .matches(r#""customType":"compactor-resume""#)
+            .count(),
+        1,
+        "added to the session once"
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    wb.session.send(b"\x1b[100;5u");
+    let _ = wb.session.wait_exit(Duration::from_secs(30));
+}
+
+/// Every `*.jsonl` under `dir`, oldest name first.
+fn session_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|ext| ext == "jsonl") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+}

@@ -1,0 +1,425 @@
+//! MCP end to end: the real `unipi-tui` binary in a PTY with the real Pi 1.6.0, the scripted
+//! model server (run here, in the test, so its request log can be read) and the real
+//! `@modelcontextprotocol/server-everything` / `server-filesystem` from `.test-deps/mcp`.
+//!
+//! The MCP config sits where Pi 1.x would read it too (`~/.pi/agent/mcp.json`, with the agent
+//! directory there) plus the workbench's own file, so a Pi started without `--no-mcp` would start
+//! its own copies and the process counts below would catch it. Every server carries a unique
+//! environment tag, which is how its processes are counted. Proven: the model is offered the
+//! bridged `mcp__everything__echo`, calls it and reads the server's answer; a helper calls the
+//! same server through the same process; two servers whose names sanitise alike clash, the clash
+//! is reported in `/unipi:mcp-status` and the footer while the others work; stop and restart from
+//! the overlay; four helpers and the main agent share three server processes; after Ctrl+D no
+//! server process is left.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::pi::{PiLine, pi_install, test_deps_dir};
+use support::term::{OuterOptions, Session};
+use unipi_tui::pi::offline::write_agent_dir;
+use unipi_tui::scripted::{Scenario, ServerHandle, start};
+
+const START: Duration = Duration::from_secs(90);
+const REPLY: Duration = Duration::from_secs(60);
+const EXIT: Duration = Duration::from_secs(30);
+/// Kitty-protocol Ctrl+D (the workbench pushes "disambiguate").
+const CTRL_D: &[u8] = b"\x1b[100;5u";
+const ENTER: &[u8] = b"\r";
+
+struct McpWorkbench {
+    session: Session,
+    server: ServerHandle,
+    home: tempfile::TempDir,
+    /// The value of `MCP_E2E_TAG` in every configured server's environment.
+    tag: String,
+    _runtime: tokio::runtime::Runtime,
+}
+
+/// The servers' binaries, or a failure naming the script that installs them.
+fn mcp_bin(name: &str) -> PathBuf {
+    let bin = test_deps_dir().join("mcp/node_modules/.bin").join(name);
+    assert!(
+        bin.exists(),
+        "{} is missing; run `scripts/test-deps.sh` from the repository root",
+        bin.display()
+    );
+    bin
+}
+
+/// Starts the workbench (not `demo`: the scripted server runs here) against the MCP config:
+/// `everything` in Pi's user file; `every-thing`, `every_thing` (which clash: both bridge as
+/// `mcp__every_thing__*`) and `files` in the workbench's user file.
+fn start_workbench() -> McpWorkbench {
+    let pi = pi_install(PiLine::Current).unwrap_or_else(|err| panic!("{err:#}"));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let scenario = Scenario::from_file(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/scenarios/mcp.toml"),
+    )
+    .unwrap();
+    let server = runtime.block_on(start(scenario)).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let project = home.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    // Pi's agent directory is `~/.pi/agent`, so Pi would read the same `mcp.json`.
+    let agent = write_agent_dir(
+        &home.path().join(".pi/agent"),
+        &server.base_url(),
+        &server.models(),
+    )
+    .unwrap();
+    let tag = format!("{}-{}", std::process::id(), home.path().display());
+    let everything = mcp_bin("mcp-server-everything").display().to_string();
+    let filesystem = mcp_bin("mcp-server-filesystem").display().to_string();
+    let stdio = |command: &str, args: Vec<String>| json!({"command": command, "args": args, "env": {"MCP_E2E_TAG": tag}});
+    write_json(
+        &home.path().join(".pi/agent/mcp.json"),
+        &json!({"mcpServers": {"everything": stdio(&everything, vec![])}}),
+    );
+    write_json(
+        &home.path().join(".unipi/config/mcp.json"),
+        &json!({"mcpServers": {
+            "every-thing": stdio(&everything, vec![]),
+            "every_thing": stdio(&everything, vec![]),
+            "files": stdio(&filesystem, vec![project.display().to_string()]),
+        }}),
+    );
+
+    let mut path = std::env::var("PATH").unwrap_or_default();
+    if let Some(node) = &pi.node_bin_dir {
+        path = format!("{}:{path}", node.display());
+    }
+    let home_str = home.path().display().to_string();
+    let mut env = vec![
+        ("PATH", path),
+        ("HOME", home_str.clone()),
+        ("XDG_CONFIG_HOME", format!("{home_str}/.config")),
+        ("XDG_STATE_HOME", format!("{home_str}/.local/state")),
+        ("XDG_CACHE_HOME", format!("{home_str}/.cache")),
+    ];
+    env.extend(
+        agent
+            .env
+            .iter()
+            .map(|(key, value)| (key.as_str(), value.clone())),
+    );
+    let pi_bin = pi.bin.display().to_string();
+    let mut args = vec!["--pi-bin", pi_bin.as_str(), "--log-level", "debug"];
+    args.extend(agent.pi_args.iter().map(String::as_str));
+    let session = Session::spawn(
+        Path::new(env!("CARGO_BIN_EXE_unipi-tui")),
+        &args,
+        &env,
+        &project,
+        OuterOptions {
+            rows: 40,
+            cols: 120,
+            kitty: true,
+        },
+    )
+    .unwrap();
+    McpWorkbench {
+        session,
+        server,
+        home,
+        tag,
+        _runtime: runtime,
+    }
+}
+
+fn write_json(path: &Path, value: &Value) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, serde_json::to_string_pretty(value).unwrap()).unwrap();
+}
+
+impl McpWorkbench {
+    /// Pi is up and the servers settled: three running, one (the clash) not, four configured.
+    fn wait_ready(&self) {
+        self.session
+            .wait_for("Pi's prompt with the scripted model", START, |s| {
+                let text = s.contents();
+                text.contains("scripted-mcp")
+                    && (text.contains("pi running") || text.contains("○ idle"))
+            })
+            .unwrap();
+        self.session
+            .wait_for("the MCP footer segment", START, |s| {
+                footer_row(s).contains("MCP 3/4 ·")
+            })
+            .unwrap_or_else(|err| panic!("{err:#}\n{}", self.log()));
+    }
+
+    fn ask(&self, prompt: &str, expect: &str) {
+        self.session.type_text(prompt);
+        self.session.send(ENTER);
+        self.session
+            .wait_for_text(expect, REPLY)
+            .unwrap_or_else(|err| {
+                let last: Vec<String> = self.server.requests().iter().map(last_message).collect();
+                panic!("{err:#}\n{}\nlast messages: {last:#?}", self.log_tail())
+            });
+    }
+
+    fn slash(&self, command: &str) {
+        self.session.type_text(command);
+        std::thread::sleep(Duration::from_millis(400));
+        self.session.send(ENTER);
+    }
+
+    /// Live processes of the configured servers (by their environment tag).
+    fn server_processes(&self) -> Vec<u32> {
+        processes_with_env(&format!("MCP_E2E_TAG={}", self.tag))
+    }
+
+    /// Waits (up to 10 s) until exactly `count` server processes run.
+    fn wait_server_processes(&self, count: usize) {
+        for _ in 0..100 {
+            if self.server_processes().len() == count {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!(
+            "expected {count} MCP server processes, found {:?}\n{}",
+            self.server_processes(),
+            self.log_tail()
+        );
+    }
+
+    fn exit(&mut self) -> u32 {
+        std::thread::sleep(Duration::from_millis(300));
+        self.session.send(CTRL_D);
+        self.session.wait_exit(EXIT).unwrap()
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(
+            self.home
+                .path()
+                .join(".local/state/unipi-tui/unipi-tui.log"),
+        )
+        .unwrap_or_default()
+    }
+
+    fn log_tail(&self) -> String {
+        let log = self.log();
+        let lines: Vec<&str> = log.lines().collect();
+        lines[lines.len().saturating_sub(40)..].join("\n")
+    }
+}
+
+/// The last row of the outer screen: the workbench's footer.
+fn footer_row(screen: &vt100::Screen) -> String {
+    screen
+        .contents()
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The tool names offered in a chat request.
+fn offered_tools(request: &Value) -> Vec<String> {
+    request["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|tool| tool["function"]["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The text of a request's last message.
+fn last_message(request: &Value) -> String {
+    request["messages"]
+        .as_array()
+        .and_then(|messages| messages.last())
+        .map(unipi_tui::scripted::message_text)
+        .unwrap_or_default()
+}
+
+#[test]
+fn mcp_tools_reach_the_model_a_helper_shares_the_server_and_clashes_are_reported() {
+    let mut wb = start_workbench();
+    wb.wait_ready();
+    // everything, every-thing and files; every_thing clashed and was disconnected.
+    wb.wait_server_processes(3);
+
+    // (1) The model is offered the bridged tool, calls it, and the answer reaches it.
+    wb.ask("echo through mcp", "MCP-ECHO-OK");
+    let requests = wb.server.requests();
+    let answered = requests
+        .iter()
+        .position(|request| last_message(request).contains("Echo: MCP-PAYLOAD-31"))
+        .unwrap_or_else(|| panic!("no request carried the echo result: {requests:#?}"));
+    assert!(answered > 0);
+    let offered = offered_tools(&requests[answered - 1]);
+    for tool in [
+        "mcp__everything__echo",
+        "mcp__everything__get-sum",
+        "mcp__every_thing__echo",
+    ] {
+        let sanitised = tool.replace('-', "_");
+        assert_eq!(
+            offered.iter().filter(|name| **name == sanitised).count(),
+            1,
+            "{sanitised} offered once: {offered:?}"
+        );
+    }
+    assert!(
+        offered.iter().any(|name| name.starts_with("mcp__files__")),
+        "{offered:?}"
+    );
+
+    // (2) A helper calls the same server; no second server process starts meanwhile.
+    let most = Arc::new(AtomicUsize::new(0));
+    let done = Arc::new(AtomicBool::new(false));
+    let sampler = {
+        let (most, done, tag) = (most.clone(), done.clone(), wb.tag.clone());
+        std::thread::spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                let count = processes_with_env(&format!("MCP_E2E_TAG={tag}")).len();
+                most.fetch_max(count, Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(30));
+            }
+        })
+    };
+    wb.ask("ask a helper to echo", "MCP-HELPER-OK");
+    done.store(true, Ordering::Relaxed);
+    sampler.join().unwrap();
+    assert_eq!(
+        most.load(Ordering::Relaxed),
+        3,
+        "server processes while the helper ran"
+    );
+
+    // (3) The clash is reported in the overlay, with who called what.
+    wb.slash("/unipi:mcp-status");
+    wb.session
+        .wait_for("the MCP overlay with the clash", REPLY, |s| {
+            let text = s.contents();
+            text.contains("MCP servers")
+                && text.contains("name clash")
+                && text.contains("already bridged from MCP server `every-thing`")
+                && text.contains("main (called)")
+                && text.contains("helper")
+        })
+        .unwrap_or_else(|err| panic!("{err:#}\n{}", wb.log_tail()));
+    // Stop the last server (`files`) and start it again from the overlay.
+    wb.session.send(b"G");
+    std::thread::sleep(Duration::from_millis(200));
+    wb.session.send(b"s");
+    wb.session
+        .wait_for_text("Stopped `files`", REPLY)
+        .unwrap_or_else(|err| panic!("{err:#}\n{}", wb.log_tail()));
+    wb.wait_server_processes(2);
+    wb.session.send(b"r");
+    wb.session
+        .wait_for_text("Restarted `files`", REPLY)
+        .unwrap_or_else(|err| panic!("{err:#}\n{}", wb.log_tail()));
+    wb.wait_server_processes(3);
+    wb.session.send(b"\x1b");
+    wb.session
+        .wait_for("overlay closed", REPLY, |s| {
+            !s.contents().contains("MCP servers")
+        })
+        .unwrap();
+
+    // /unipi:mcp-reload applies an edited file: `files` is gone, the others keep running.
+    let config = wb.home.path().join(".unipi/config/mcp.json");
+    let mut edited: Value =
+        serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    edited["mcpServers"]
+        .as_object_mut()
+        .unwrap()
+        .remove("files");
+    write_json(&config, &edited);
+    wb.slash("/unipi:mcp-reload");
+    wb.session
+        .wait_for_text("MCP config reloaded: 3 enabled server(s)", REPLY)
+        .unwrap_or_else(|err| panic!("{err:#}\n{}", wb.log_tail()));
+    wb.wait_server_processes(2);
+    wb.session
+        .wait_for("the footer after the reload", REPLY, |s| {
+            footer_row(s).contains("MCP 2/3")
+        })
+        .unwrap();
+
+    // (4) No server outlives the workbench.
+    let code = wb.exit();
+    assert_eq!(code, 0, "screen:\n{}", wb.session.screen_text());
+    wb.wait_server_processes(0);
+}
+
+#[test]
+fn four_helpers_and_the_main_agent_share_three_server_processes() {
+    let mut wb = start_workbench();
+    wb.wait_ready();
+    wb.ask("start the helper fleet", "FLEET-STARTED");
+    // Each helper sleeps only after its MCP echo answered, so four sleepers are four helpers
+    // that used the shared server.
+    let home = format!("HOME={}", wb.home.path().display());
+    let sleepers = || {
+        processes_with_env(&home)
+            .into_iter()
+            .filter(|pid| cmdline(*pid).contains("sleep 316"))
+            .count()
+    };
+    for _ in 0..600 {
+        if sleepers() == 4 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(sleepers(), 4, "{}", wb.log_tail());
+    assert_eq!(
+        wb.server_processes().len(),
+        3,
+        "1 main agent + 4 helpers on 3 servers"
+    );
+    let code = wb.exit();
+    assert_eq!(code, 0, "screen:\n{}", wb.session.screen_text());
+    wb.wait_server_processes(0);
+    for _ in 0..100 {
+        if sleepers() == 0 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(sleepers(), 0, "a helper's tool call outlived the workbench");
+}
+
+/// Live processes whose environment holds `entry` (`NAME=value`).
+fn processes_with_env(entry: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|dir| dir.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .map(|raw| raw.split(|b| *b == 0).any(|var| var == entry.as_bytes()))
+                .unwrap_or(false)
+                && support::procs::alive(*pid)
+        })
+        .collect()
+}
+
+fn cmdline(pid: u32) -> String {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|raw| String::from_utf8_lossy(&raw).replace('\0', " "))
+        .unwrap_or_default()
+}
