@@ -22,7 +22,8 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use support::pi::{PiLine, pi_install};
+use support::demo::spawn_demo;
+use support::pi::PiLine;
 use support::term::{OuterOptions, Session};
 use unipi_tui::sessiondb::{SessionDb, default_db_dir, project_db_path};
 
@@ -47,47 +48,21 @@ fn start(setup: impl FnOnce(&Path)) -> Workbench {
 
 /// Starts `unipi-tui demo` in `home` with extra Pi arguments.
 fn start_in(home: tempfile::TempDir, pi_args: &[&str]) -> Workbench {
-    let pi = pi_install(PiLine::Current).unwrap_or_else(|err| panic!("{err:#}"));
-    let mut path = std::env::var("PATH").unwrap_or_default();
-    if let Some(node) = &pi.node_bin_dir {
-        path = format!("{}:{path}", node.display());
-    }
-    let scenario = scenario();
-    let pi_bin = pi.bin.display().to_string();
-    let mut args = vec![
-        "demo",
-        "--scenario",
-        scenario.to_str().unwrap(),
-        "--pi-bin",
-        pi_bin.as_str(),
-        "--log-level",
-        "debug",
-    ];
-    args.extend_from_slice(pi_args);
-    let home_str = home.path().display().to_string();
-    let env = vec![
-        ("PATH", path),
-        ("HOME", home_str.clone()),
-        ("XDG_CONFIG_HOME", format!("{home_str}/.config")),
-        ("XDG_STATE_HOME", format!("{home_str}/.local/state")),
-        ("XDG_CACHE_HOME", format!("{home_str}/.cache")),
-        (
-            "UNIPI_DEMO_PI_SETTINGS",
-            r#"{"compaction": {"keepRecentTokens": 40}}"#.to_owned(),
-        ),
-    ];
-    let session = Session::spawn(
-        Path::new(env!("CARGO_BIN_EXE_unipi-tui")),
-        &args,
-        &env,
+    // Pi refuses to compact a session smaller than `compaction.keepRecentTokens`.
+    let settings = r#"{"compaction": {"keepRecentTokens": 40}}"#;
+    let outer = OuterOptions {
+        rows: 40,
+        cols: 120,
+        kitty: true,
+    };
+    let session = spawn_demo(
+        PiLine::Current,
+        &scenario(),
         home.path(),
-        OuterOptions {
-            rows: 40,
-            cols: 120,
-            kitty: true,
-        },
-    )
-    .unwrap();
+        pi_args,
+        &[("UNIPI_DEMO_PI_SETTINGS", settings)],
+        outer,
+    );
     Workbench { session, home }
 }
 

@@ -13,7 +13,8 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use support::pi::{PiInstall, PiLine, pi_install};
+use support::demo::spawn_demo;
+use support::pi::PiLine;
 use support::term::{OuterModes, OuterOptions, Session};
 
 const START: Duration = Duration::from_secs(90);
@@ -59,42 +60,9 @@ fn start_with(
     extra_env: &[(&str, &str)],
     setup: impl FnOnce(&Path),
 ) -> Workbench {
-    let pi: PiInstall = pi_install(line).unwrap_or_else(|err| panic!("{err:#}"));
     let home = tempfile::tempdir().unwrap();
     setup(home.path());
-    let mut path = std::env::var("PATH").unwrap_or_default();
-    if let Some(node) = &pi.node_bin_dir {
-        path = format!("{}:{path}", node.display());
-    }
-    let scenario = scenario();
-    let pi_bin = pi.bin.display().to_string();
-    let mut args = vec![
-        "demo",
-        "--scenario",
-        scenario.to_str().unwrap(),
-        "--pi-bin",
-        pi_bin.as_str(),
-        "--log-level",
-        "debug",
-    ];
-    args.extend_from_slice(pi_args);
-    let home_str = home.path().display().to_string();
-    let mut env = vec![
-        ("PATH", path),
-        ("HOME", home_str.clone()),
-        ("XDG_CONFIG_HOME", format!("{home_str}/.config")),
-        ("XDG_STATE_HOME", format!("{home_str}/.local/state")),
-        ("XDG_CACHE_HOME", format!("{home_str}/.cache")),
-    ];
-    env.extend(extra_env.iter().map(|(k, v)| (*k, v.to_string())));
-    let session = Session::spawn(
-        Path::new(env!("CARGO_BIN_EXE_unipi-tui")),
-        &args,
-        &env,
-        home.path(),
-        outer,
-    )
-    .unwrap();
+    let session = spawn_demo(line, &scenario(), home.path(), pi_args, extra_env, outer);
     Workbench {
         session,
         _home: home,

@@ -6,7 +6,7 @@
 
 use std::cell::Cell;
 
-use crossterm::event::{KeyCode, KeyEvent};
+use crossterm::event::KeyEvent;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use unipi_widgets::compactor::{CompactionModel, render_compaction};
@@ -46,15 +46,8 @@ impl View for CompactionView {
     }
 
     fn handle_key(&mut self, key: &KeyEvent) -> ViewAction {
-        let delta = match key.code {
-            KeyCode::Esc | KeyCode::Enter | KeyCode::Char('q') => return ViewAction::Close,
-            KeyCode::Up | KeyCode::Char('k') => -1,
-            KeyCode::Down | KeyCode::Char('j') => 1,
-            KeyCode::PageUp => -10,
-            KeyCode::PageDown => 10,
-            KeyCode::Home | KeyCode::Char('g') => isize::MIN,
-            KeyCode::End | KeyCode::Char('G') => isize::MAX,
-            _ => 0,
+        let Some(delta) = super::pager_keys(key) else {
+            return ViewAction::Close;
         };
         self.scroll_by(delta);
         ViewAction::Consumed
@@ -63,7 +56,7 @@ impl View for CompactionView {
 
 #[cfg(test)]
 mod tests {
-    use crossterm::event::KeyModifiers;
+    use crossterm::event::{KeyCode, KeyModifiers};
     use unipi_widgets::compactor::ManifestRow;
 
     use super::*;

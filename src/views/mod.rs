@@ -56,6 +56,23 @@ pub enum ViewRequest {
     },
 }
 
+/// The keys of a read-only, scrollable overlay (info, the last compaction): `None` closes it
+/// (Esc, Enter, q), otherwise the rows to scroll by (0 for any other key; `isize::MIN`/`MAX` for
+/// the top and the end).
+pub fn pager_keys(key: &KeyEvent) -> Option<isize> {
+    use crossterm::event::KeyCode;
+    Some(match key.code {
+        KeyCode::Esc | KeyCode::Enter | KeyCode::Char('q') => return None,
+        KeyCode::Up | KeyCode::Char('k') => -1,
+        KeyCode::Down | KeyCode::Char('j') => 1,
+        KeyCode::PageUp => -10,
+        KeyCode::PageDown => 10,
+        KeyCode::Home | KeyCode::Char('g') => isize::MIN,
+        KeyCode::End | KeyCode::Char('G') => isize::MAX,
+        _ => 0,
+    })
+}
+
 pub trait View {
     /// Draws the view. `area` is the region views may use (the pane; the footer stays visible).
     fn render(&self, area: Rect, buf: &mut Buffer, theme: &Theme);

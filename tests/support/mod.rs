@@ -2,6 +2,7 @@
 //! uses only part of it, hence the `dead_code` allowance.
 #![allow(dead_code, clippy::expect_used, clippy::unwrap_used)]
 
+pub mod demo;
 pub mod pi;
 pub mod procs;
 
