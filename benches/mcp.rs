@@ -93,11 +93,16 @@ async fn run(plan: Plan) -> Result<()> {
     );
     let direct = direct_calls(&bin, &plan).await?;
     let managed = manager_calls(&bin, &plan).await?;
+    let bridged = bridged_calls(&bin, &plan).await?;
     println!(
         "  {:<16} {:>8} {:>8} {:>8} {:>8}",
         "path", "p50", "p90", "p99", "max"
     );
-    for (name, samples) in [("rmcp direct", &direct), ("McpManager", &managed)] {
+    for (name, samples) in [
+        ("rmcp direct", &direct),
+        ("McpManager", &managed),
+        ("bridged", &bridged),
+    ] {
         let stats = Stats::of(samples);
         println!(
             "  {name:<16} {:>8} {:>8} {:>8} {:>8}   (ms)",
@@ -111,6 +116,14 @@ async fn run(plan: Plan) -> Result<()> {
         .p50
         .saturating_sub(Stats::of(&direct).p50);
     println!("  manager overhead at p50: {} ms", ms(overhead));
+    let bridged_overhead = Stats::of(&bridged)
+        .p50
+        .saturating_sub(Stats::of(&direct).p50);
+    println!(
+        "  bridged overhead at p50: {} ms (target < {} ms)",
+        ms(bridged_overhead),
+        ms(BRIDGED_TARGET_P50)
+    );
     Ok(())
 }
 
@@ -261,4 +274,93 @@ impl Stats {
 
 fn ms(duration: Duration) -> String {
     format!("{:.3}", duration.as_secs_f64() * 1000.0)
+}
+
+/// The target for the bridged call's overhead over a direct rmcp call, at p50.
+const BRIDGED_TARGET_P50: Duration = Duration::from_millis(3);
+
+/// A bridged `echo`: a Pi-like client on the bridge socket sends `tool_call` for
+/// `mcp__everything__echo`; the host runs it on the `mcp` module (`McpModule`), which calls the
+/// shared `McpManager`, whose rmcp client calls the server; the answer goes back the same way.
+/// Everything of the workbench's MCP path is in it; Pi's own dispatch and Node are not (see
+/// `benches/bridge.rs` for the extension's share).
+async fn bridged_calls(bin: &Path, plan: &Plan) -> Result<Vec<Duration>> {
+    use std::sync::Arc;
+
+    use serde_json::Value;
+    use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
+    use unipi_tui::bridge::{AgentId, BridgeHost, HostOptions, Registry};
+    use unipi_tui::mcp::module::McpModule;
+
+    let manager = McpManager::new(McpConfig {
+        servers: vec![server("everything", bin)],
+        settings: McpSettings::default(),
+        errors: Vec::new(),
+    });
+    manager.start_all();
+    let module = McpModule::new(manager.clone());
+    let registry = Arc::new(Registry::new());
+    registry.register(Arc::new(module.clone()))?;
+    let (events, mut drain) = tokio::sync::mpsc::channel(256);
+    tokio::spawn(async move { while drain.recv().await.is_some() {} });
+    let host = BridgeHost::start_with(registry.clone(), events, HostOptions::default()).await?;
+    module.attach(registry.clone(), host.clone());
+    let tool = "mcp__everything__echo";
+    let declared = async {
+        while !registry.tool_names().iter().any(|(_, name)| name == tool) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(120), declared)
+        .await
+        .context("the echo tool was never declared")?;
+
+    let env = host.register_agent(AgentId::new("bench-mcp"))?;
+    let token = env
+        .iter()
+        .find(|(key, _)| key == "UNIPI_TUI_TOKEN")
+        .map(|(_, value)| value.clone())
+        .context("no token")?;
+    let stream = tokio::net::UnixStream::connect(host.socket_path()).await?;
+    let (read, mut write) = stream.into_split();
+    let mut reader = BufReader::new(read);
+    let hello = json!({"type": "hello", "token": token, "protocol": 1, "pi_version": "bench"});
+    write.write_all(format!("{hello}\n").as_bytes()).await?;
+    let mut line = String::new();
+    reader.read_line(&mut line).await?;
+    let welcome: Value = serde_json::from_str(&line)?;
+    if welcome["type"] != "welcome" {
+        bail!("no welcome: {line}");
+    }
+    let mut samples = Vec::with_capacity(plan.calls);
+    for id in 0..plan.warmup + plan.calls {
+        let message = format!("call {id}");
+        let call = json!({"type": "tool_call", "id": id, "tool": tool, "call_id": "c",
+                          "args": {"message": message}});
+        let request = format!("{call}\n");
+        let started = Instant::now();
+        write.write_all(request.as_bytes()).await?;
+        // Skip anything that is not this call's result (declarations, events).
+        let result = loop {
+            line.clear();
+            if reader.read_line(&mut line).await? == 0 {
+                bail!("the host closed the connection");
+            }
+            let value: Value = serde_json::from_str(&line)?;
+            if value["type"] == "tool_result" && value["id"] == id {
+                break value;
+            }
+        };
+        let elapsed = started.elapsed();
+        if result["content"][0]["text"] != format!("Echo: {message}") {
+            bail!("unexpected answer: {line}");
+        }
+        if id >= plan.warmup {
+            samples.push(elapsed);
+        }
+    }
+    drop(write);
+    host.shutdown().await;
+    manager.shutdown().await;
+    Ok(samples)
 }

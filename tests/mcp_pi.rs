@@ -423,3 +423,19 @@ fn cmdline(pid: u32) -> String {
         .map(|raw| String::from_utf8_lossy(&raw).replace('\0', " "))
         .unwrap_or_default()
 }
+
+/// An SSH drop (SIGHUP to the workbench) takes every MCP server with it, like Ctrl+D does.
+#[test]
+fn a_sighup_to_the_workbench_stops_every_mcp_server() {
+    let mut wb = start_workbench();
+    wb.wait_ready();
+    wb.wait_server_processes(3);
+    let workbench = wb.session.pid().unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(workbench).unwrap()),
+        nix::sys::signal::Signal::SIGHUP,
+    )
+    .unwrap();
+    assert_eq!(wb.session.wait_exit(EXIT).unwrap(), 129);
+    wb.wait_server_processes(0);
+}

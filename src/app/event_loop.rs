@@ -123,6 +123,8 @@ pub async fn run(mut options: AppOptions) -> Result<AppOutcome> {
                 }
             }
         });
+        let manager = mcp.manager().clone();
+        tui::register_panic_cleanup(Box::new(move || manager.kill_all_now()));
     }
     let mut app = App::new(emulator, pty, &options, bridge, tasks);
     let result = match tui::enter(tui::TerminalOptions {

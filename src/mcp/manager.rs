@@ -345,6 +345,12 @@ impl McpManager {
     }
 
     /// Stops every server (in parallel); none outlives the workbench.
+    /// SIGKILLs every server's process group at once, without waiting (the panic path, where no
+    /// runtime may be left to await [`McpManager::shutdown`]).
+    pub fn kill_all_now(&self) {
+        self.inner.kill_all_now();
+    }
+
     pub async fn shutdown(&self) {
         let slots = self.inner.slots();
         join_all(
@@ -381,10 +387,9 @@ impl Inner {
     }
 }
 
-impl Drop for Inner {
-    /// The last resort when `shutdown` was never awaited: SIGKILL every server's process group
-    /// now, synchronously, so no server outlives the workbench.
-    fn drop(&mut self) {
+impl Inner {
+    /// SIGKILLs every server's process group now, synchronously.
+    fn kill_all_now(&self) {
         for slot in lock(&self.servers).values() {
             let mut state = lock(&slot.state);
             if let Some(task) = state.task.take() {
@@ -394,6 +399,13 @@ impl Drop for Inner {
                 connection.kill_now();
             }
         }
+    }
+}
+
+impl Drop for Inner {
+    /// The last resort when `shutdown` was never awaited: no server outlives the workbench.
+    fn drop(&mut self) {
+        self.kill_all_now();
     }
 }
 

@@ -58,6 +58,10 @@ pub const HELPER_TOOLS_PATTERN: &str = "mcp__*";
 /// What the bridge's call timeout adds to the server's own per-call timeout: the manager's
 /// timeout (which progress restarts) is the one that should fire, with its clearer error.
 pub const CALL_TIMEOUT_MARGIN: Duration = Duration::from_secs(5);
+/// The least the bridge allows a bridged call. The bridge's timeout is a fixed ceiling (progress
+/// does not restart it), so it must not cut a long operation that keeps reporting progress; an
+/// idle server is still stopped at its own timeout by the manager.
+pub const CALL_CEILING: Duration = Duration::from_secs(60 * 60);
 /// Stderr the model gets with a "server exited" error (the overlay shows the whole tail).
 const MODEL_STDERR_CHARS: usize = 2_000;
 
@@ -611,7 +615,7 @@ pub fn plan(
             plan.clashes.insert(server.name.clone(), clashes);
             continue;
         }
-        let call_timeout = timeout(&server.name) + CALL_TIMEOUT_MARGIN;
+        let call_timeout = (timeout(&server.name) + CALL_TIMEOUT_MARGIN).max(CALL_CEILING);
         for tool in &server.tools {
             accepted.insert(tool.bridged_name.clone(), server.name.clone());
             let description = if tool.description.trim().is_empty() {
@@ -946,10 +950,7 @@ mod tests {
         assert!(plan.clashes.is_empty());
         let zeta = &plan.tools[1];
         assert_eq!((zeta.server.as_str(), zeta.tool.as_str()), ("zeta", "b"));
-        assert_eq!(
-            zeta.spec.timeout,
-            Some(Duration::from_secs(10) + CALL_TIMEOUT_MARGIN)
-        );
+        assert_eq!(zeta.spec.timeout, Some(CALL_CEILING));
         assert_eq!(zeta.spec.description, "b things");
         assert_eq!(zeta.spec.parameters["type"], "object");
     }
