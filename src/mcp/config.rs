@@ -120,12 +120,21 @@ pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 /// The workbench settings file (home, then workspace), relative to either.
 pub const WORKBENCH_CONFIG_FILE: &str = ".unipi/config/workbench.json";
 
-/// The MCP files, lowest precedence first: Pi's user file, Unipi's user file, Pi's project file,
-/// Unipi's project file.
-pub fn config_files(home: Option<&Path>, workspace: &Path) -> Vec<PathBuf> {
+/// The MCP files, lowest precedence first: Pi's user file (in Pi's agent directory:
+/// `pi_agent_dir`, i.e. `PI_CODING_AGENT_DIR`, else `~/.pi/agent`), Unipi's user file, Pi's
+/// project file, Unipi's project file.
+pub fn config_files(
+    home: Option<&Path>,
+    pi_agent_dir: Option<&Path>,
+    workspace: &Path,
+) -> Vec<PathBuf> {
     let mut files = Vec::new();
+    match (pi_agent_dir, home) {
+        (Some(dir), _) => files.push(dir.join("mcp.json")),
+        (None, Some(home)) => files.push(home.join(".pi/agent/mcp.json")),
+        (None, None) => {}
+    }
     if let Some(home) = home {
-        files.push(home.join(".pi/agent/mcp.json"));
         files.push(home.join(".unipi/config/mcp.json"));
     }
     files.push(workspace.join(".pi/mcp.json"));
@@ -139,7 +148,10 @@ pub fn load(home: Option<&Path>, workspace: &Path) -> McpConfig {
     let (settings, settings_errors) = settings_from_sources(&settings_sources);
     errors.extend(settings_errors);
     let mut sources = Vec::new();
-    for file in config_files(home, workspace) {
+    let pi_agent_dir = std::env::var_os("PI_CODING_AGENT_DIR")
+        .filter(|dir| !dir.is_empty())
+        .map(PathBuf::from);
+    for file in config_files(home, pi_agent_dir.as_deref(), workspace) {
         // The same file reached twice (workspace = home) is read once, at its later place.
         if let Some(index) = sources.iter().position(|(seen, _): &(PathBuf, String)| {
             matches!((seen.canonicalize(), file.canonicalize()), (Ok(a), Ok(b)) if a == b)
@@ -692,7 +704,7 @@ mod tests {
 
     #[test]
     fn config_files_are_in_precedence_order() {
-        let files = config_files(Some(Path::new("/h")), Path::new("/w"));
+        let files = config_files(Some(Path::new("/h")), None, Path::new("/w"));
         let expected: Vec<PathBuf> = [
             "/h/.pi/agent/mcp.json",
             "/h/.unipi/config/mcp.json",
@@ -703,7 +715,18 @@ mod tests {
         .map(PathBuf::from)
         .collect();
         assert_eq!(files, expected);
-        assert_eq!(config_files(None, Path::new("/w")), expected[2..].to_vec());
+        assert_eq!(
+            config_files(None, None, Path::new("/w")),
+            expected[2..].to_vec()
+        );
+        // Pi's agent directory moved with PI_CODING_AGENT_DIR: its mcp.json is Pi's user file.
+        let moved = config_files(
+            Some(Path::new("/h")),
+            Some(Path::new("/pi")),
+            Path::new("/w"),
+        );
+        assert_eq!(moved[0], PathBuf::from("/pi/mcp.json"));
+        assert_eq!(moved[1..], expected[1..]);
     }
 
     #[test]
