@@ -194,7 +194,7 @@ fn run_workbench(cli: Cli, split: SplitArgs) -> Result<i32> {
         let tasks = start_tasks(&mut options, &workspace);
         let compactor = start_compactor(&mut options, &workspace);
         // Before the helpers: their Pi inherits the main Pi's `--no-mcp`.
-        let mcp = start_mcp(&mut options, &workspace);
+        let mcp = start_mcp(&mut options, &workspace, demo.as_ref());
         let helpers = start_helpers(&mut options, &workspace, demo.as_ref());
         let delegate = start_delegate(&mut options, &workspace, helpers.as_ref());
         let mut modules: Vec<std::sync::Arc<dyn crate::bridge::Module>> = Vec::new();
@@ -311,9 +311,18 @@ fn start_tasks(options: &mut AppOptions, workspace: &Path) -> Option<crate::app:
 /// without waiting — tools are declared to Pi as servers arrive. Pi 1.x, which has its own MCP
 /// client, then runs with `--no-mcp` (main and helpers alike) so no server runs twice; Pi 0.7x
 /// has no MCP and no such flag.
-fn start_mcp(options: &mut AppOptions, workspace: &Path) -> Option<crate::mcp::module::McpModule> {
-    use crate::mcp::config::Owner;
-    let config = crate::mcp::config::load(dirs::home_dir().as_deref(), workspace);
+fn start_mcp(
+    options: &mut AppOptions,
+    workspace: &Path,
+    demo: Option<&crate::demo::DemoSession>,
+) -> Option<crate::mcp::module::McpModule> {
+    use crate::mcp::config::{Owner, load, load_with_agent_dir};
+    let home = dirs::home_dir();
+    // The demo reads nothing of `~/.pi`: Pi's user file is looked for in its throwaway agent dir.
+    let config = match demo {
+        Some(demo) => load_with_agent_dir(home.as_deref(), Some(demo.agent_dir()), workspace),
+        None => load(home.as_deref(), workspace),
+    };
     options
         .config_errors
         .extend(config.errors.iter().map(|e| e.to_string()));

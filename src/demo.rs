@@ -28,6 +28,14 @@ pub struct DemoSession {
     pub env: Vec<(OsString, OsString)>,
 }
 
+impl DemoSession {
+    /// The demo's throwaway Pi agent directory (where Pi's user files, `mcp.json` included, are
+    /// looked for instead of `~/.pi/agent`).
+    pub fn agent_dir(&self) -> &Path {
+        self._agent_dir.path()
+    }
+}
+
 /// Prepares the demo and adjusts `options` so Pi talks to the scripted server.
 pub async fn prepare(options: &mut AppOptions, scenario: Option<&Path>) -> Result<DemoSession> {
     let scenario = match scenario {

@@ -142,16 +142,26 @@ pub fn config_files(
     files
 }
 
-/// Reads the MCP files and the workbench settings; `${VAR}` comes from the process environment.
+/// Reads the MCP files and the workbench settings; `${VAR}` comes from the process environment,
+/// Pi's agent directory from `PI_CODING_AGENT_DIR` (else `~/.pi/agent`).
 pub fn load(home: Option<&Path>, workspace: &Path) -> McpConfig {
+    let pi_agent_dir = std::env::var_os("PI_CODING_AGENT_DIR")
+        .filter(|dir| !dir.is_empty())
+        .map(PathBuf::from);
+    load_with_agent_dir(home, pi_agent_dir.as_deref(), workspace)
+}
+
+/// [`load`] with Pi's agent directory given (the demo's throwaway one).
+pub fn load_with_agent_dir(
+    home: Option<&Path>,
+    pi_agent_dir: Option<&Path>,
+    workspace: &Path,
+) -> McpConfig {
     let (settings_sources, mut errors) = read_module_config(home, workspace, WORKBENCH_CONFIG_FILE);
     let (settings, settings_errors) = settings_from_sources(&settings_sources);
     errors.extend(settings_errors);
     let mut sources = Vec::new();
-    let pi_agent_dir = std::env::var_os("PI_CODING_AGENT_DIR")
-        .filter(|dir| !dir.is_empty())
-        .map(PathBuf::from);
-    for file in config_files(home, pi_agent_dir.as_deref(), workspace) {
+    for file in config_files(home, pi_agent_dir, workspace) {
         // The same file reached twice (workspace = home) is read once, at its later place.
         if let Some(index) = sources.iter().position(|(seen, _): &(PathBuf, String)| {
             matches!((seen.canonicalize(), file.canonicalize()), (Ok(a), Ok(b)) if a == b)
