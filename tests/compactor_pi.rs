@@ -49,7 +49,11 @@ fn start(setup: impl FnOnce(&Path)) -> Workbench {
 /// Starts `unipi-tui demo` in `home` with extra Pi arguments.
 fn start_in(home: tempfile::TempDir, pi_args: &[&str]) -> Workbench {
     // Pi refuses to compact a session smaller than `compaction.keepRecentTokens`.
-    let settings = r#"{"compaction": {"keepRecentTokens": 40}}"#;
+    start_with_settings(home, pi_args, r#"{"compaction": {"keepRecentTokens": 40}}"#)
+}
+
+/// Starts `unipi-tui demo` in `home`, merging `settings` into the demo's Pi `settings.json`.
+fn start_with_settings(home: tempfile::TempDir, pi_args: &[&str], settings: &str) -> Workbench {
     let outer = OuterOptions {
         rows: 40,
         cols: 120,
@@ -268,6 +272,56 @@ fn auto_compaction_triggers_at_the_threshold_and_continues_invisibly() {
         "the nudge is not displayed: {screen}"
     );
     assert_eq!(wb.database().compaction_totals(None).unwrap().count, 1);
+    std::thread::sleep(Duration::from_millis(300));
+    wb.session.send(b"\x1b[100;5u");
+    let _ = wb.session.wait_exit(Duration::from_secs(30));
+}
+
+/// Pi's own threshold compaction (the workbench's auto-compaction is off): Pi decides to compact
+/// after a turn that filled the context, the hook answers it without a model request, and the
+/// invisible auto-continue lets the model carry on.
+#[test]
+fn pi_s_own_threshold_compaction_is_answered_and_continues_invisibly() {
+    // 128k window − 40k reserve: the 90k-token reply crosses Pi's threshold.
+    let settings =
+        r#"{"compaction": {"enabled": true, "reserveTokens": 40000, "keepRecentTokens": 40}}"#;
+    let mut wb = start_with_settings(tempfile::tempdir().unwrap(), &[], settings);
+    wb.wait_ready();
+    wb.ask(
+        "Remember the codename BLUE-HERON-42 for later.",
+        "NOTED-ONE",
+    );
+    wb.ask("Now the second step, please.", "STEP-TWO-DONE");
+    let before = wb.settled_requests();
+    wb.ask("Please fill the context.", "CONTEXT-FILLED");
+    wb.session.wait_for_text("🗜 Compacted", REPLY).unwrap();
+    wb.session.wait_for_text("AUTO-CONTINUED", REPLY).unwrap();
+    // The turn itself and the auto-continued one; a model summary would be a third.
+    assert_eq!(
+        wb.settled_requests(),
+        before + 2,
+        "{}",
+        wb.session.screen_text()
+    );
+    let screen = wb.session.screen_text();
+    assert!(!screen.contains("AUTO-CONTINUE-LEAKED"), "{screen}");
+    let db = wb.database();
+    assert_eq!(db.compaction_totals(None).unwrap().count, 1);
+    // The session's id, from where the early fact was indexed.
+    let session_id = db
+        .recall(&unipi_tui::sessiondb::RecallQuery {
+            text: "codename".into(),
+            scope: unipi_tui::sessiondb::RecallScope::Project,
+            limit: 5,
+            offset: 0,
+        })
+        .unwrap()
+        .hits
+        .first()
+        .map(|hit| hit.session_id.clone())
+        .expect("the early fact is indexed");
+    let last = db.last_compaction(&session_id).unwrap().expect("recorded");
+    assert_eq!(last.reason, "threshold");
     std::thread::sleep(Duration::from_millis(300));
     wb.session.send(b"\x1b[100;5u");
     let _ = wb.session.wait_exit(Duration::from_secs(30));
