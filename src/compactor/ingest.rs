@@ -52,7 +52,7 @@ impl DbWorker {
             .spawn(move || match SessionDb::open(&db_path) {
                 Ok(opened) => {
                     let _ = ready_tx.send(Ok(opened.recovered));
-                    serve(&opened.db, &queue);
+                    serve(opened.db, &queue, Some(&db_path));
                 }
                 Err(err) => {
                     let _ = ready_tx.send(Err(err.to_string()));
@@ -77,7 +77,7 @@ impl DbWorker {
         let (jobs, queue) = std::sync::mpsc::channel::<Job>();
         std::thread::Builder::new()
             .name("unipi-sessiondb".into())
-            .spawn(move || serve(&db, &queue))
+            .spawn(move || serve(db, &queue, None))
             .context("cannot start the session database thread")?;
         Ok(DbWorker { jobs, path: None })
     }
@@ -105,11 +105,29 @@ impl DbWorker {
 }
 
 /// Runs jobs until every sender is gone. A panicking job loses its answer, not the thread.
-fn serve(db: &SessionDb, queue: &std::sync::mpsc::Receiver<Job>) {
+/// Runs the jobs in order. When one finds the file damaged (it opened, but a page deeper in is
+/// not readable), the connection is closed, the file moved aside and a fresh database takes its
+/// place for the jobs that follow — the damaged file is kept for inspection.
+fn serve(db: SessionDb, queue: &std::sync::mpsc::Receiver<Job>, path: Option<&Path>) {
+    let mut db = Some(db);
     while let Ok(job) = queue.recv() {
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(db)));
+        let Some(current) = db.as_ref() else {
+            // No database (replacing it failed): the job's answer channel closes unanswered.
+            drop(job);
+            continue;
+        };
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job(current)));
         if outcome.is_err() {
             tracing::error!("a session database job panicked");
+        }
+        let (Some(reason), Some(path)) = (current.take_damage(), path) else {
+            continue;
+        };
+        // Closed first, so no connection writes to the file while it moves.
+        drop(db.take());
+        match SessionDb::replace_corrupt(path, &reason) {
+            Ok(opened) => db = Some(opened.db),
+            Err(err) => tracing::error!("cannot replace the damaged session database: {err}"),
         }
     }
 }
@@ -523,6 +541,61 @@ mod tests {
         let third = read_appended(&path, 14)?;
         assert_eq!((third.lines, third.restarted), (vec!["new".into()], true));
         assert_eq!(third.next_offset, 4);
+        Ok(())
+    }
+
+    /// A file damaged after it opened: the job that meets the damage fails, the file is moved
+    /// aside (kept), and the jobs after it run on a fresh database.
+    #[tokio::test]
+    async fn a_database_damaged_while_open_is_replaced_for_the_next_jobs() -> anyhow::Result<()> {
+        use crate::sessiondb::{RecallQuery, RecallScope};
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("p.sqlite");
+        let (worker, recovered) = DbWorker::open(&path)?;
+        assert!(recovered.is_none());
+        fn query() -> RecallQuery {
+            RecallQuery {
+                text: "payload".into(),
+                scope: RecallScope::Project,
+                limit: 5,
+                offset: 0,
+            }
+        }
+        worker
+            .run(|db| -> anyhow::Result<()> {
+                let text = "payload words ".repeat(2_000);
+                for i in 0..20 {
+                    let doc = IndexDoc {
+                        entry_id: format!("e{i}"),
+                        kind: DocKind::ToolResult,
+                        tool: None,
+                        text: text.clone(),
+                        at_ms: None,
+                    };
+                    db.index_content("s", &doc)?;
+                }
+                Ok(())
+            })
+            .await??;
+        // Checkpoint through a second connection, then wreck every page after the first.
+        rusqlite::Connection::open(&path)?.execute_batch("PRAGMA wal_checkpoint(TRUNCATE)")?;
+        let mut bytes = std::fs::read(&path)?;
+        assert!(bytes.len() > 64 * 1024);
+        for byte in &mut bytes[4096..] {
+            *byte = 0x5A;
+        }
+        std::fs::write(&path, &bytes)?;
+        let damaged = worker.run(|db| db.recall(&query())).await?;
+        let err = damaged.expect_err("the damage is met");
+        assert!(err.is_corruption(), "{err}");
+        // The next job runs on a fresh database; the damaged file was kept beside it.
+        let fresh = worker.run(|db| db.recall(&query())).await??;
+        assert_eq!(fresh.total, 0);
+        let kept: Vec<String> = std::fs::read_dir(dir.path())?
+            .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+            .filter(|name| name.contains(".corrupt-"))
+            .collect();
+        assert_eq!(kept.len(), 1, "{kept:?}");
         Ok(())
     }
 

@@ -38,6 +38,8 @@ pub const DEDUP_WINDOW: i64 = 5;
 pub struct SessionDb {
     conn: Connection,
     path: PathBuf,
+    /// The first "the file is damaged" error met while open (see [`SessionDb::take_damage`]).
+    damage: std::cell::RefCell<Option<String>>,
 }
 
 /// The result of [`SessionDb::open`]: the database, and whether a corrupt file was replaced.
@@ -624,7 +626,15 @@ impl SessionDb {
         SessionDb {
             conn,
             path: path.to_path_buf(),
+            damage: std::cell::RefCell::new(None),
         }
+    }
+
+    /// Why the file turned out to be damaged after it opened (an error that
+    /// [`DbError::is_corruption`] says so of), once: the owner then closes this connection and
+    /// calls [`SessionDb::replace_corrupt`].
+    pub fn take_damage(&self) -> Option<String> {
+        self.damage.borrow_mut().take()
     }
 
     /// A read-only connection for searching another project's file: no migration, no writes,
@@ -662,10 +672,16 @@ impl SessionDb {
     }
 
     pub(crate) fn sqlite(&self, source: rusqlite::Error) -> DbError {
-        DbError::Sqlite {
+        let err = DbError::Sqlite {
             path: self.path.clone(),
             source,
+        };
+        if err.is_corruption() {
+            self.damage
+                .borrow_mut()
+                .get_or_insert_with(|| err.to_string());
         }
+        err
     }
 
     pub(crate) fn bad_data(&self, detail: String) -> DbError {
