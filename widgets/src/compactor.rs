@@ -11,11 +11,10 @@
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::Line;
-use ratatui::widgets::{Clear, Widget};
 
 use crate::footer::priority;
 use crate::footer::{Align, Form, Role, Segment, format_tokens};
-use crate::overlay::{BORDER, PADDING};
+use crate::overlay::{BORDER, PADDING, text_width};
 use crate::text::{truncate_end, width};
 use crate::theme::Theme;
 
@@ -182,21 +181,8 @@ impl CompactionModel {
 /// Draws the overlay centred on `screen`.
 pub fn render_compaction(model: &CompactionModel, theme: &Theme, screen: Rect, buf: &mut Buffer) {
     let area = model.area(screen);
-    if area.width < 2 * (BORDER + PADDING) as u16 + 1 || area.height < 2 * BORDER as u16 + 1 {
-        return;
-    }
-    Clear.render(area, buf);
     let lines = model.lines(text_width(area.width), theme);
-    let visible = usize::from(area.height) - 2 * BORDER;
-    let first = model.scroll.min(lines.len().saturating_sub(visible));
-    let text_area = crate::overlay::frame(TITLE, first, lines.len(), theme, area, buf);
-    for (row, line) in lines.iter().skip(first).take(visible).enumerate() {
-        buf.set_line(text_area.x, text_area.y + row as u16, line, text_area.width);
-    }
-}
-
-fn text_width(box_width: u16) -> usize {
-    usize::from(box_width).saturating_sub(2 * (BORDER + PADDING))
+    crate::overlay::render_scrolled(TITLE, &lines, model.scroll, theme, area, buf);
 }
 
 fn clamp_u16(n: usize) -> u16 {

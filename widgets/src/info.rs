@@ -13,7 +13,6 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Clear, Widget};
 
 use crate::text::{truncate_end, width};
 use crate::theme::Theme;
@@ -113,34 +112,17 @@ pub fn max_scroll(model: &InfoModel, screen: Rect) -> usize {
 /// Draw the overlay centred on `screen`, over whatever is there.
 pub fn render(model: &InfoModel, theme: &Theme, screen: Rect, buf: &mut Buffer) {
     let area = overlay_area(model, screen);
-    // Below this there is no room for a border and one row of text; draw nothing rather than
-    // a broken box.
-    if area.width < 2 * (BORDER + PADDING) as u16 + 1 || area.height < 2 * BORDER as u16 + 1 {
-        return;
-    }
-    Clear.render(area, buf);
-
     let lines = model.content_lines(text_width(area.width), theme);
-    let visible = usize::from(area.height) - 2 * BORDER;
-    let first = model.scroll.min(lines.len().saturating_sub(visible));
-    let text_area = crate::overlay::frame(TITLE, first, lines.len(), theme, area, buf);
-    for (row, line) in lines.iter().skip(first).take(visible).enumerate() {
-        buf.set_line(text_area.x, text_area.y + row as u16, line, text_area.width);
-    }
+    crate::overlay::render_scrolled(TITLE, &lines, model.scroll, theme, area, buf);
 }
 
-use crate::overlay::{BORDER, PADDING};
+use crate::overlay::{BORDER, PADDING, text_width};
 /// Widest the text gets: long error messages and tool lists wrap rather than widen the box.
 const MAX_TEXT_WIDTH: usize = 88;
 /// Indent of rows inside a section.
 const INDENT: usize = 2;
 /// Gap between a label column and its values.
 const COLUMN_GAP: usize = 2;
-
-/// Columns of text inside a box `box_width` wide.
-fn text_width(box_width: u16) -> usize {
-    usize::from(box_width).saturating_sub(2 * (BORDER + PADDING))
-}
 
 impl InfoModel {
     /// Content rows for text `max_width` columns wide.

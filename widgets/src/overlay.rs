@@ -1,11 +1,11 @@
-//! The frame every centred overlay shares (help, info): a bordered box with the title on top,
+//! The frame every centred overlay shares (help, info, the last compaction): a bordered box with the title on top,
 //! a "first-last/total" position marker at the bottom when the content scrolls, and one column of
 //! padding inside. Returns where the content goes.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Widget};
+use ratatui::widgets::{Block, Clear, Widget};
 
 use crate::text::truncate_end;
 use crate::theme::Theme;
@@ -49,5 +49,33 @@ pub fn frame(
         x: inner.x + PADDING as u16,
         width: inner.width.saturating_sub(2 * PADDING as u16),
         ..inner
+    }
+}
+
+/// The content width of an overlay box `box_width` columns wide (borders and padding taken off).
+pub fn text_width(box_width: u16) -> usize {
+    usize::from(box_width).saturating_sub(2 * (BORDER + PADDING))
+}
+
+/// Draws a read-only overlay of `lines` into `area` (cleared first), scrolled to `scroll`
+/// (clamped so the last page stays full). Too small for a border and one row of text, it draws
+/// nothing rather than a broken box.
+pub fn render_scrolled(
+    title: &str,
+    lines: &[Line<'_>],
+    scroll: usize,
+    theme: &Theme,
+    area: Rect,
+    buf: &mut Buffer,
+) {
+    if area.width < 2 * (BORDER + PADDING) as u16 + 1 || area.height < 2 * BORDER as u16 + 1 {
+        return;
+    }
+    Clear.render(area, buf);
+    let visible = usize::from(area.height) - 2 * BORDER;
+    let first = scroll.min(lines.len().saturating_sub(visible));
+    let text_area = frame(title, first, lines.len(), theme, area, buf);
+    for (row, line) in lines.iter().skip(first).take(visible).enumerate() {
+        buf.set_line(text_area.x, text_area.y + row as u16, line, text_area.width);
     }
 }
