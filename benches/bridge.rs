@@ -15,6 +15,8 @@
 //!
 //! Needs the Node in `.test-deps/node` (`scripts/test-deps.sh`).
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -22,9 +24,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail};
 use futures_util::future::BoxFuture;
-use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
-use tokio::net::UnixStream;
+use serde_json::json;
+use support::{BridgeClient, Stats, ms};
 use tokio::sync::mpsc;
 use unipi_tui::bridge::{
     AgentId, BridgeHost, HostOptions, Module, Registry, ToolCall, ToolError, ToolOutput, ToolSpec,
@@ -126,7 +127,7 @@ async fn run(plan: Plan) -> Result<()> {
     ] {
         let stats = Stats::of(samples);
         println!(
-            "  {name:<34} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            "  {name:<34} {:>9} {:>9} {:>9} {:>9} {:>9}   (ms)",
             ms(stats.p50),
             ms(stats.p90),
             ms(stats.p99),
@@ -136,7 +137,7 @@ async fn run(plan: Plan) -> Result<()> {
     }
     let p50 = Stats::of(&extension).p50;
     println!(
-        "target: extension p50 < {} — {}",
+        "target: extension p50 < {} ms — {}",
         ms(TARGET_P50),
         if p50 < TARGET_P50 { "met" } else { "MISSED" }
     );
@@ -189,35 +190,14 @@ async fn extension_rounds(host: &BridgeHost, dir: &Path, plan: Plan) -> Result<V
 
 /// Drives the host with a hand-written client in this process.
 async fn rust_client_rounds(host: &BridgeHost, plan: Plan) -> Result<Vec<Duration>> {
-    let env = host.register_agent(AgentId::new("bench-rust"))?;
-    let token = env
-        .iter()
-        .find(|(key, _)| key == "UNIPI_TUI_TOKEN")
-        .map(|(_, value)| value.clone())
-        .context("no token")?;
-    let stream = UnixStream::connect(host.socket_path()).await?;
-    let (read, mut write) = stream.into_split();
-    let mut reader = BufReader::new(read);
-    let hello = json!({"type": "hello", "token": token, "protocol": 1, "pi_version": "bench"});
-    write.write_all(format!("{hello}\n").as_bytes()).await?;
-    let mut line = String::new();
-    reader.read_line(&mut line).await?;
-    let welcome: Value = serde_json::from_str(&line)?;
-    if welcome["type"] != "welcome" {
-        bail!("no welcome: {line}");
-    }
+    let mut client = BridgeClient::connect(host, "bench-rust").await?;
     let mut samples = Vec::with_capacity(plan.calls);
     for id in 0..(plan.warmup + plan.calls) {
-        let call = json!({"type": "tool_call", "id": id, "tool": "bench_echo", "call_id": "c", "args": {"text": "x"}});
-        let request = format!("{call}\n");
         let started = Instant::now();
-        write.write_all(request.as_bytes()).await?;
-        line.clear();
-        reader.read_line(&mut line).await?;
+        let result = client.call(id, "bench_echo", json!({"text": "x"})).await?;
         let elapsed = started.elapsed();
-        let result: Value = serde_json::from_str(&line)?;
-        if result["type"] != "tool_result" || result["content"][0]["text"] != "x" {
-            bail!("unexpected answer: {line}");
+        if result["content"][0]["text"] != "x" {
+            bail!("unexpected answer: {result}");
         }
         if id >= plan.warmup {
             samples.push(elapsed);
@@ -277,35 +257,4 @@ fn node_binary() -> Result<PathBuf> {
         );
     }
     Ok(node)
-}
-
-struct Stats {
-    p50: Duration,
-    p90: Duration,
-    p99: Duration,
-    max: Duration,
-    mean: Duration,
-}
-
-impl Stats {
-    fn of(samples: &[Duration]) -> Stats {
-        let mut sorted = samples.to_vec();
-        sorted.sort();
-        let at = |q: f64| {
-            let index = ((sorted.len() as f64 - 1.0) * q).round() as usize;
-            sorted.get(index).copied().unwrap_or_default()
-        };
-        let total: Duration = sorted.iter().sum();
-        Stats {
-            p50: at(0.50),
-            p90: at(0.90),
-            p99: at(0.99),
-            max: sorted.last().copied().unwrap_or_default(),
-            mean: total / u32::try_from(sorted.len().max(1)).unwrap_or(u32::MAX),
-        }
-    }
-}
-
-fn ms(duration: Duration) -> String {
-    format!("{:.3} ms", duration.as_secs_f64() * 1e3)
 }

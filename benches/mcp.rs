@@ -14,6 +14,8 @@
 //! `cargo bench --bench mcp` (`UNIPI_BENCH_CALLS` overrides N = 1000). Under
 //! `cargo test --all-targets` (no `--bench` argument) it does a short smoke pass instead.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -23,6 +25,7 @@ use rmcp::ServiceExt as _;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::TokioChildProcess;
 use serde_json::json;
+use support::{BridgeClient, Stats, ms};
 use unipi_tui::mcp::config::{McpConfig, McpSettings, ServerConfig, Transport};
 use unipi_tui::mcp::manager::{McpManager, ServerStatus};
 
@@ -248,34 +251,6 @@ fn version() -> String {
         .to_owned()
 }
 
-struct Stats {
-    p50: Duration,
-    p90: Duration,
-    p99: Duration,
-    max: Duration,
-}
-
-impl Stats {
-    fn of(samples: &[Duration]) -> Self {
-        let mut sorted = samples.to_vec();
-        sorted.sort();
-        let at = |q: f64| {
-            let index = ((sorted.len() as f64 - 1.0) * q).round() as usize;
-            sorted.get(index).copied().unwrap_or_default()
-        };
-        Self {
-            p50: at(0.5),
-            p90: at(0.9),
-            p99: at(0.99),
-            max: sorted.last().copied().unwrap_or_default(),
-        }
-    }
-}
-
-fn ms(duration: Duration) -> String {
-    format!("{:.3}", duration.as_secs_f64() * 1000.0)
-}
-
 /// The target for the bridged call's overhead over a direct rmcp call, at p50.
 const BRIDGED_TARGET_P50: Duration = Duration::from_millis(3);
 
@@ -287,9 +262,7 @@ const BRIDGED_TARGET_P50: Duration = Duration::from_millis(3);
 async fn bridged_calls(bin: &Path, plan: &Plan) -> Result<Vec<Duration>> {
     use std::sync::Arc;
 
-    use serde_json::Value;
-    use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
-    use unipi_tui::bridge::{AgentId, BridgeHost, HostOptions, Registry};
+    use unipi_tui::bridge::{BridgeHost, HostOptions, Registry};
     use unipi_tui::mcp::module::McpModule;
 
     let manager = McpManager::new(McpConfig {
@@ -315,51 +288,21 @@ async fn bridged_calls(bin: &Path, plan: &Plan) -> Result<Vec<Duration>> {
         .await
         .context("the echo tool was never declared")?;
 
-    let env = host.register_agent(AgentId::new("bench-mcp"))?;
-    let token = env
-        .iter()
-        .find(|(key, _)| key == "UNIPI_TUI_TOKEN")
-        .map(|(_, value)| value.clone())
-        .context("no token")?;
-    let stream = tokio::net::UnixStream::connect(host.socket_path()).await?;
-    let (read, mut write) = stream.into_split();
-    let mut reader = BufReader::new(read);
-    let hello = json!({"type": "hello", "token": token, "protocol": 1, "pi_version": "bench"});
-    write.write_all(format!("{hello}\n").as_bytes()).await?;
-    let mut line = String::new();
-    reader.read_line(&mut line).await?;
-    let welcome: Value = serde_json::from_str(&line)?;
-    if welcome["type"] != "welcome" {
-        bail!("no welcome: {line}");
-    }
+    let mut client = BridgeClient::connect(&host, "bench-mcp").await?;
     let mut samples = Vec::with_capacity(plan.calls);
     for id in 0..plan.warmup + plan.calls {
         let message = format!("call {id}");
-        let call = json!({"type": "tool_call", "id": id, "tool": tool, "call_id": "c",
-                          "args": {"message": message}});
-        let request = format!("{call}\n");
         let started = Instant::now();
-        write.write_all(request.as_bytes()).await?;
-        // Skip anything that is not this call's result (declarations, events).
-        let result = loop {
-            line.clear();
-            if reader.read_line(&mut line).await? == 0 {
-                bail!("the host closed the connection");
-            }
-            let value: Value = serde_json::from_str(&line)?;
-            if value["type"] == "tool_result" && value["id"] == id {
-                break value;
-            }
-        };
+        let result = client.call(id, tool, json!({"message": message})).await?;
         let elapsed = started.elapsed();
         if result["content"][0]["text"] != format!("Echo: {message}") {
-            bail!("unexpected answer: {line}");
+            bail!("unexpected answer: {result}");
         }
         if id >= plan.warmup {
             samples.push(elapsed);
         }
     }
-    drop(write);
+    drop(client);
     host.shutdown().await;
     manager.shutdown().await;
     Ok(samples)
