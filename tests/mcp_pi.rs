@@ -22,7 +22,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::pi::{PiLine, pi_install, test_deps_dir};
+use support::demo::spawn_workbench;
+use support::pi::{PiLine, test_deps_dir};
 use support::term::{OuterOptions, Session};
 use unipi_tui::pi::offline::write_agent_dir;
 use unipi_tui::scripted::{Scenario, ServerHandle, start};
@@ -58,7 +59,6 @@ fn mcp_bin(name: &str) -> PathBuf {
 /// `everything` in Pi's user file; `every-thing`, `every_thing` (which clash: both bridge as
 /// `mcp__every_thing__*`) and `files` in the workbench's user file.
 fn start_workbench() -> McpWorkbench {
-    let pi = pi_install(PiLine::Current).unwrap_or_else(|err| panic!("{err:#}"));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -96,39 +96,26 @@ fn start_workbench() -> McpWorkbench {
         }}),
     );
 
-    let mut path = std::env::var("PATH").unwrap_or_default();
-    if let Some(node) = &pi.node_bin_dir {
-        path = format!("{}:{path}", node.display());
-    }
-    let home_str = home.path().display().to_string();
-    let mut env = vec![
-        ("PATH", path),
-        ("HOME", home_str.clone()),
-        ("XDG_CONFIG_HOME", format!("{home_str}/.config")),
-        ("XDG_STATE_HOME", format!("{home_str}/.local/state")),
-        ("XDG_CACHE_HOME", format!("{home_str}/.cache")),
-    ];
-    env.extend(
-        agent
-            .env
-            .iter()
-            .map(|(key, value)| (key.as_str(), value.clone())),
-    );
-    let pi_bin = pi.bin.display().to_string();
-    let mut args = vec!["--pi-bin", pi_bin.as_str(), "--log-level", "debug"];
-    args.extend(agent.pi_args.iter().map(String::as_str));
-    let session = Session::spawn(
-        Path::new(env!("CARGO_BIN_EXE_unipi-tui")),
-        &args,
-        &env,
+    let agent_env: Vec<(&str, &str)> = agent
+        .env
+        .iter()
+        .map(|(key, value)| (key.as_str(), value.as_str()))
+        .collect();
+    let pi_args: Vec<&str> = agent.pi_args.iter().map(String::as_str).collect();
+    let outer = OuterOptions {
+        rows: 40,
+        cols: 120,
+        kitty: true,
+    };
+    let session = spawn_workbench(
+        PiLine::Current,
+        &[],
+        &pi_args,
+        home.path(),
         &project,
-        OuterOptions {
-            rows: 40,
-            cols: 120,
-            kitty: true,
-        },
-    )
-    .unwrap();
+        &agent_env,
+        outer,
+    );
     McpWorkbench {
         session,
         server,
