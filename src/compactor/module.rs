@@ -40,6 +40,7 @@ use crate::bridge::{
     ToolSpec,
 };
 use crate::config::ConfigError;
+use crate::config::error::key_offset;
 use crate::sessiondb::{
     CompactionRecord, CompactionTotals, DocKind, RecallQuery, RecallResult, RecallScope,
     SessionMeta, StoredCompaction,
@@ -121,21 +122,12 @@ pub fn config_from_sources(sources: &[(PathBuf, String)]) -> (CompactorConfig, V
     let mut config = CompactorConfig::default();
     let mut errors = Vec::new();
     for (path, text) in sources {
-        let value: Value = match serde_json::from_str(text) {
-            Ok(value) => value,
+        let object = match crate::config::error::json_object(path, text) {
+            Ok(object) => object,
             Err(err) => {
-                errors.push(ConfigError::Invalid {
-                    path: path.clone(),
-                    line: err.line().max(1),
-                    column: err.column().max(1),
-                    message: format!("invalid JSON: {err}"),
-                });
+                errors.push(err);
                 continue;
             }
-        };
-        let Some(object) = value.as_object() else {
-            errors.push(ConfigError::at(path, text, 0, "expected a JSON object"));
-            continue;
         };
         let mut report = |key: &str, message: String| {
             errors.push(ConfigError::at(path, text, key_offset(text, key), message));
@@ -230,11 +222,6 @@ fn apply_recall(recall: &mut RecallLimits, value: &Value, report: &mut impl FnMu
     }
     recall.max_limit = recall.max_limit.min(crate::sessiondb::recall::MAX_LIMIT);
     recall.default_limit = recall.default_limit.min(recall.max_limit);
-}
-
-/// Byte offset of `"key"` in `text` (0 when absent), for error positions.
-fn key_offset(text: &str, key: &str) -> usize {
-    text.find(&format!("\"{key}\"")).unwrap_or(0)
 }
 
 // --- the marker ----------------------------------------------------------------------------

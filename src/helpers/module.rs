@@ -118,21 +118,12 @@ impl HelpersConfig {
 
     /// Applies one file's keys.
     pub fn merge(&mut self, path: &Path, text: &str, errors: &mut Vec<ConfigError>) {
-        let value: Value = match serde_json::from_str(text) {
-            Ok(value) => value,
+        let object = match crate::config::error::json_object(path, text) {
+            Ok(object) => object,
             Err(err) => {
-                errors.push(ConfigError::Invalid {
-                    path: path.to_owned(),
-                    line: err.line().max(1),
-                    column: err.column().max(1),
-                    message: format!("invalid JSON: {err}"),
-                });
+                errors.push(err);
                 return;
             }
-        };
-        let Some(object) = value.as_object() else {
-            errors.push(ConfigError::at(path, text, 0, "expected a JSON object"));
-            return;
         };
         let mut number = |key: &str, min: u64| -> Option<u64> {
             let raw = object.get(key)?;

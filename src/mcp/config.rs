@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use crate::config::error::{json_syntax_error, key_offset_from};
 use crate::config::{ConfigError, read_module_config};
 
 /// How the workbench talks to one server.
@@ -262,14 +263,14 @@ pub fn settings_from_sources(sources: &[(PathBuf, String)]) -> (McpSettings, Vec
         let value: Value = match serde_json::from_str(text) {
             Ok(value) => value,
             Err(err) => {
-                errors.push(json_error(path, &err));
+                errors.push(json_syntax_error(path, &err));
                 continue;
             }
         };
         let Some(mcp) = value.get("mcp") else {
             continue;
         };
-        let mcp_offset = key_offset(text, 0, "mcp").unwrap_or(0);
+        let mcp_offset = key_offset_from(text, 0, "mcp").unwrap_or(0);
         let Some(mcp) = mcp.as_object() else {
             errors.push(ConfigError::at(
                 path,
@@ -280,7 +281,7 @@ pub fn settings_from_sources(sources: &[(PathBuf, String)]) -> (McpSettings, Vec
             continue;
         };
         for (key, value) in mcp {
-            let at = key_offset(text, mcp_offset, key).unwrap_or(mcp_offset);
+            let at = key_offset_from(text, mcp_offset, key).unwrap_or(mcp_offset);
             match (key.as_str(), value) {
                 ("owner", Value::String(owner)) if owner == "workbench" => {
                     settings.owner = Owner::Workbench;
@@ -335,7 +336,7 @@ impl FileParser<'_> {
         let value: Value = match serde_json::from_str(self.text) {
             Ok(value) => value,
             Err(err) => {
-                errors.push(json_error(self.path, &err));
+                errors.push(json_syntax_error(self.path, &err));
                 return None;
             }
         };
@@ -350,7 +351,7 @@ impl FileParser<'_> {
         };
         // Other keys (Pi's settings, comments some tools add) are not ours to judge.
         let servers = object.get("mcpServers")?;
-        let servers_offset = key_offset(self.text, 0, "mcpServers").unwrap_or(0);
+        let servers_offset = key_offset_from(self.text, 0, "mcpServers").unwrap_or(0);
         let Some(servers) = servers.as_object() else {
             errors.push(ConfigError::at(
                 self.path,
@@ -365,7 +366,7 @@ impl FileParser<'_> {
                 .iter()
                 .map(|(name, value)| {
                     let offset =
-                        key_offset(self.text, servers_offset, name).unwrap_or(servers_offset);
+                        key_offset_from(self.text, servers_offset, name).unwrap_or(servers_offset);
                     (name.clone(), offset, value.clone())
                 })
                 .collect(),
@@ -376,7 +377,7 @@ impl FileParser<'_> {
     fn error(&self, offset: usize, name: &str, field: Option<&str>, message: &str) -> ConfigError {
         let (at, label) = match field {
             Some(field) => (
-                key_offset(self.text, offset, field).unwrap_or(offset),
+                key_offset_from(self.text, offset, field).unwrap_or(offset),
                 format!("MCP server `{name}`, field `{field}`: {message}"),
             ),
             None => (offset, format!("MCP server `{name}`: {message}")),
@@ -656,31 +657,6 @@ pub fn expand_vars(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<S
     }
     out.push_str(rest);
     Ok(out)
-}
-
-/// The byte offset of the JSON key `"key"` (followed by `:`) at or after `from`.
-fn key_offset(text: &str, from: usize, key: &str) -> Option<usize> {
-    let quoted = serde_json::to_string(key).ok()?;
-    let mut search = from.min(text.len());
-    while let Some(found) = text.get(search..)?.find(&quoted) {
-        let at = search + found;
-        let after = text[at + quoted.len()..].trim_start();
-        if after.starts_with(':') {
-            return Some(at);
-        }
-        search = at + quoted.len();
-    }
-    None
-}
-
-/// A JSON syntax error at the position serde_json reports.
-fn json_error(path: &Path, err: &serde_json::Error) -> ConfigError {
-    ConfigError::Invalid {
-        path: path.to_owned(),
-        line: err.line().max(1),
-        column: err.column().max(1),
-        message: format!("invalid JSON: {err}"),
-    }
 }
 
 #[cfg(test)]

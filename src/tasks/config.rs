@@ -16,6 +16,7 @@ use serde_json::{Map, Value};
 use unipi_widgets::settings::{SettingField, SettingValue};
 
 use crate::config::error::ConfigError;
+use crate::config::error::key_offset;
 use crate::tasks::DEFAULT_MAX_OUTPUT_BYTES;
 
 /// The file's path below the home or workspace directory.
@@ -64,23 +65,14 @@ pub fn tasks_config_from_sources(sources: &[(&Path, &str)]) -> (TasksConfig, Vec
     let mut config = TasksConfig::default();
     let mut errors = Vec::new();
     for (path, text) in sources {
-        let value: Value = match serde_json::from_str(text) {
-            Ok(value) => value,
+        let object = match crate::config::error::json_object(path, text) {
+            Ok(object) => object,
             Err(err) => {
-                errors.push(ConfigError::Invalid {
-                    path: path.to_path_buf(),
-                    line: err.line().max(1),
-                    column: err.column().max(1),
-                    message: format!("invalid JSON: {err}"),
-                });
+                errors.push(err);
                 continue;
             }
         };
-        let Some(object) = value.as_object() else {
-            errors.push(ConfigError::at(path, text, 0, "expected a JSON object"));
-            continue;
-        };
-        for (key, value) in object {
+        for (key, value) in &object {
             let at = |message: String| ConfigError::at(path, text, key_offset(text, key), message);
             let positive = || value.as_u64().filter(|n| *n > 0);
             match key.as_str() {
@@ -275,11 +267,6 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
         .and_then(|dir| dir.sync_all())
         .with_context(|| format!("syncing {}", dir.display()))?;
     Ok(())
-}
-
-/// Where `"key"` first appears in `text` (good enough to point an editor at it).
-fn key_offset(text: &str, key: &str) -> usize {
-    text.find(&format!("\"{key}\"")).unwrap_or(0)
 }
 
 #[cfg(test)]
