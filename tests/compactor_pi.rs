@@ -321,7 +321,7 @@ fn pi_s_own_threshold_compaction_is_answered_and_continues_invisibly() {
         .map(|hit| hit.session_id.clone())
         .expect("the early fact is indexed");
     let last = db.last_compaction(&session_id).unwrap().expect("recorded");
-    assert_eq!(last.reason, "threshold");
+    assert_eq!(last.record.reason, "threshold");
     std::thread::sleep(Duration::from_millis(300));
     wb.session.send(b"\x1b[100;5u");
     let _ = wb.session.wait_exit(Duration::from_secs(30));

@@ -683,7 +683,7 @@ pub fn view_model(record: &CompactionRecord) -> CompactionModel {
 /// no newer compaction) and the branch is the one it was made for (it holds the first kept
 /// entry). See the module doc.
 pub fn resume_summary(branch: &[SessionEntry], last: Option<&StoredCompaction>) -> Option<String> {
-    let last = last?;
+    let last = &last?.record;
     if last.summary.trim().is_empty()
         || !branch
             .iter()
@@ -706,23 +706,6 @@ pub fn resume_summary(branch: &[SessionEntry], last: Option<&StoredCompaction>) 
         _ => false,
     });
     (!already_there).then(|| last.summary.clone())
-}
-
-fn stored_to_record(stored: StoredCompaction) -> CompactionRecord {
-    CompactionRecord {
-        session_id: stored.session_id,
-        at_ms: stored.at_ms,
-        reason: stored.reason,
-        tokens_before: stored.tokens_before,
-        tokens_after: stored.tokens_after,
-        messages_summarized: stored.messages_summarized,
-        blocks_kept: stored.blocks_kept,
-        blocks_dropped: stored.blocks_dropped,
-        duration_ms: stored.duration_ms,
-        summary: stored.summary,
-        first_kept_entry_id: stored.first_kept_entry_id,
-        manifest_json: stored.manifest_json,
-    }
 }
 
 // --- the module ----------------------------------------------------------------------------
@@ -1135,7 +1118,7 @@ impl Inner {
                 compactions: totals.count,
                 tokens_saved: totals.tokens_saved,
             };
-            state.last = last.clone().map(stored_to_record);
+            state.last = last.clone().map(|stored| stored.record);
         }
         if start.reason != "reload"
             && let Some(summary) = resume
@@ -1995,18 +1978,20 @@ mod tests {
     fn stored(summary: &str, first_kept: &str, at_ms: i64) -> StoredCompaction {
         StoredCompaction {
             id: 1,
-            session_id: "s".into(),
-            at_ms,
-            reason: "manual".into(),
-            tokens_before: 10,
-            tokens_after: 5,
-            messages_summarized: 2,
-            blocks_kept: 1,
-            blocks_dropped: 1,
-            duration_ms: 1,
-            summary: summary.into(),
-            first_kept_entry_id: first_kept.into(),
-            manifest_json: "[]".into(),
+            record: CompactionRecord {
+                session_id: "s".into(),
+                at_ms,
+                reason: "manual".into(),
+                tokens_before: 10,
+                tokens_after: 5,
+                messages_summarized: 2,
+                blocks_kept: 1,
+                blocks_dropped: 1,
+                duration_ms: 1,
+                summary: summary.into(),
+                first_kept_entry_id: first_kept.into(),
+                manifest_json: "[]".into(),
+            },
         }
     }
 

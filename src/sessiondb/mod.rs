@@ -232,21 +232,12 @@ pub struct CompactionRecord {
     pub manifest_json: String,
 }
 
+/// A compaction as the database holds it: its row id and what was recorded.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StoredCompaction {
     pub id: i64,
-    pub session_id: String,
-    pub at_ms: i64,
-    pub reason: String,
-    pub tokens_before: u64,
-    pub tokens_after: u64,
-    pub messages_summarized: u64,
-    pub blocks_kept: u64,
-    pub blocks_dropped: u64,
-    pub duration_ms: u64,
-    pub summary: String,
-    pub first_kept_entry_id: String,
-    pub manifest_json: String,
+    #[serde(flatten)]
+    pub record: CompactionRecord,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -575,18 +566,20 @@ impl SessionDb {
                 stmt.query_row([session_id], |row| {
                     Ok(StoredCompaction {
                         id: row.get(0)?,
-                        session_id: row.get(1)?,
-                        at_ms: row.get(2)?,
-                        reason: row.get(3)?,
-                        tokens_before: to_u64(row.get(4)?),
-                        tokens_after: to_u64(row.get(5)?),
-                        messages_summarized: to_u64(row.get(6)?),
-                        blocks_kept: to_u64(row.get(7)?),
-                        blocks_dropped: to_u64(row.get(8)?),
-                        duration_ms: to_u64(row.get(9)?),
-                        summary: row.get(10)?,
-                        first_kept_entry_id: row.get(11)?,
-                        manifest_json: row.get(12)?,
+                        record: CompactionRecord {
+                            session_id: row.get(1)?,
+                            at_ms: row.get(2)?,
+                            reason: row.get(3)?,
+                            tokens_before: to_u64(row.get(4)?),
+                            tokens_after: to_u64(row.get(5)?),
+                            messages_summarized: to_u64(row.get(6)?),
+                            blocks_kept: to_u64(row.get(7)?),
+                            blocks_dropped: to_u64(row.get(8)?),
+                            duration_ms: to_u64(row.get(9)?),
+                            summary: row.get(10)?,
+                            first_kept_entry_id: row.get(11)?,
+                            manifest_json: row.get(12)?,
+                        },
                     })
                 })
                 .optional()

@@ -142,9 +142,12 @@ fn version_one_file_is_migrated_with_its_data() {
     assert_eq!(events[0].entry_id, None);
 
     let last = db.last_compaction("old-session").unwrap().unwrap();
-    assert_eq!((last.tokens_before, last.tokens_after), (90_000, 12_000));
-    assert_eq!(last.manifest_json, "[]");
-    assert_eq!(last.reason, "");
+    assert_eq!(
+        (last.record.tokens_before, last.record.tokens_after),
+        (90_000, 12_000)
+    );
+    assert_eq!(last.record.manifest_json, "[]");
+    assert_eq!(last.record.reason, "");
 
     // The summary version 1 held is searchable, and the new tables work.
     let found = db
@@ -736,14 +739,14 @@ fn compactions_are_recorded_totalled_and_searchable() {
     let stored = record("s", 200, 60_000, 15_000, "Goal: benchmark the pager.");
     assert_eq!(
         (
-            last.at_ms,
-            last.reason.as_str(),
-            last.messages_summarized,
-            last.blocks_kept,
-            last.blocks_dropped,
-            last.duration_ms,
-            last.first_kept_entry_id.as_str(),
-            last.manifest_json.as_str(),
+            last.record.at_ms,
+            last.record.reason.as_str(),
+            last.record.messages_summarized,
+            last.record.blocks_kept,
+            last.record.blocks_dropped,
+            last.record.duration_ms,
+            last.record.first_kept_entry_id.as_str(),
+            last.record.manifest_json.as_str(),
         ),
         (
             stored.at_ms,
