@@ -146,8 +146,8 @@ fn run_workbench(cli: Cli, split: SplitArgs) -> Result<i32> {
     let (theme, theme_errors) =
         config::theme::load_theme(config::theme_file().as_deref(), no_color);
     let workspace = std::env::current_dir().context("cannot read the working directory")?;
-    let (footer, footer_errors) =
-        config::footer::load_footer_config(dirs::home_dir().as_deref(), &workspace);
+    let home = dirs::home_dir();
+    let (footer, footer_errors) = config::footer::load_footer_config(home.as_deref(), &workspace);
     let config_errors: Vec<String> = keymap_errors
         .iter()
         .chain(theme_errors.iter())
@@ -164,6 +164,8 @@ fn run_workbench(cli: Cli, split: SplitArgs) -> Result<i32> {
         .build()
         .context("failed to start the async runtime")?;
 
+    let keymap = std::sync::Arc::new(keymap);
+    let (ui, ui_requests) = crate::capability::Ui::channel(std::sync::Arc::clone(&keymap));
     let mut options = AppOptions {
         pi,
         pi_args: split.pi,
@@ -177,10 +179,10 @@ fn run_workbench(cli: Cli, split: SplitArgs) -> Result<i32> {
             .is_none_or(|v| v.is_empty() || v == "0"),
         scrollback: crate::pane::history::DEFAULT_CAPACITY,
         bridge: None,
-        tasks: None,
-        helpers: None,
-        mcp: None,
-        compactor: None,
+        capabilities: Vec::new(),
+        ui,
+        ui_requests: Some(ui_requests),
+        commands: Vec::new(),
     };
 
     let outcome: AppOutcome = runtime.block_on(async {
@@ -191,52 +193,32 @@ fn run_workbench(cli: Cli, split: SplitArgs) -> Result<i32> {
         } else {
             None
         };
-        let tasks = start_tasks(&mut options, &workspace);
-        let compactor = start_compactor(&mut options, &workspace);
-        // Before the helpers: their Pi inherits the main Pi's `--no-mcp`.
-        let mcp = start_mcp(&mut options, &workspace, demo.as_ref());
-        let helpers = start_helpers(&mut options, &workspace, demo.as_ref());
-        let delegate = start_delegate(&mut options, &workspace, helpers.as_ref());
-        let mut modules: Vec<std::sync::Arc<dyn crate::bridge::Module>> = Vec::new();
-        if let Some(tasks) = &tasks {
-            modules.push(std::sync::Arc::clone(&tasks.module) as _);
-        }
-        if let Some(helpers) = &helpers {
-            modules.push(std::sync::Arc::new(helpers.clone()) as _);
-            options.helpers = Some(helpers.board());
-        }
-        if let Some(delegate) = &delegate {
-            modules.push(std::sync::Arc::new(delegate.clone()) as _);
-        }
-        if let Some(mcp) = &mcp {
-            modules.push(std::sync::Arc::new(mcp.clone()) as _);
-        }
-        modules.push(std::sync::Arc::new(compactor.clone()) as _);
+        let mut context = crate::capability::StartContext::new(
+            home.as_deref(),
+            &workspace,
+            &mut options.pi,
+            demo.as_ref(),
+            options.ui.clone(),
+        );
+        let capabilities = crate::capability::start_all(&mut context);
+        let notices = context.take_notices();
+        options.config_errors.extend(notices);
+        let modules = crate::capability::modules(&capabilities);
+        options.commands = command_help(&modules);
         // Without the bridge the workbench still runs Pi, with a plainer footer.
-        match crate::app::bridge::start(&bridge_cache_dir(), modules, &options.theme.widgets).await
+        match crate::app::bridge::start(
+            &bridge_cache_dir(),
+            modules,
+            &options.theme.widgets,
+            options.ui.clone(),
+            options.log_path.clone(),
+        )
+        .await
         {
             Ok(started) => {
-                if let Some(tasks) = &tasks {
-                    tasks.service.attach_host(started.bridge.host.clone());
+                for capability in &capabilities {
+                    capability.attach(&started.link);
                 }
-                if let Some(helpers) = &helpers {
-                    helpers.attach_host(started.bridge.host.clone(), started.extension.clone());
-                    helpers.watch_sessions(started.bridge.registry.bus());
-                }
-                if let Some(delegate) = &delegate {
-                    delegate.connect(started.bridge.host.clone(), started.bridge.registry.bus());
-                }
-                if let Some(mcp) = &mcp {
-                    mcp.attach(
-                        std::sync::Arc::clone(&started.bridge.registry),
-                        started.bridge.host.clone(),
-                    );
-                    options.mcp = Some(mcp.clone());
-                }
-                compactor.attach_host(started.bridge.host.clone());
-                compactor.watch(started.bridge.registry.bus());
-                options.compactor = Some(compactor.clone());
-                options.tasks = tasks;
                 options.bridge = Some(started);
             }
             Err(err) => {
@@ -246,11 +228,8 @@ fn run_workbench(cli: Cli, split: SplitArgs) -> Result<i32> {
                     .push(format!("The bridge to Pi could not start: {err:#}"));
             }
         }
+        options.capabilities = capabilities;
         let outcome = crate::app::run(options).await;
-        if let Some(mcp) = &mcp {
-            // No MCP server outlives the workbench (without the bridge they were never used).
-            mcp.shutdown().await;
-        }
         drop(demo);
         outcome
     })?;
@@ -278,167 +257,15 @@ fn run_workbench(cli: Cli, split: SplitArgs) -> Result<i32> {
     Ok(outcome.code)
 }
 
-/// The background-task service, when `background-tasks.json` leaves it enabled.
-fn start_tasks(options: &mut AppOptions, workspace: &Path) -> Option<crate::app::tasks::Tasks> {
-    let (config, errors) = crate::tasks::load_tasks_config(dirs::home_dir().as_deref(), workspace);
-    options
-        .config_errors
-        .extend(errors.iter().map(|e| e.to_string()));
-    if !config.enabled {
-        return None;
-    }
-    let settings = crate::tasks::TaskSettings::from_env(
-        "unipi",
-        workspace.to_path_buf(),
-        config.max_output_bytes,
-    );
-    match crate::tasks::TaskService::new(settings) {
-        Ok(service) => Some(crate::app::tasks::Tasks {
-            module: std::sync::Arc::new(crate::tasks::TasksModule::new(service.clone(), config)),
-            service,
-        }),
-        Err(err) => {
-            options
-                .config_errors
-                .push(format!("Background tasks could not start: {err:#}"));
-            None
-        }
-    }
-}
-
-/// The MCP servers, when the workbench owns MCP (the default; `mcp.owner: "pi"` in
-/// `workbench.json` leaves MCP to each Pi): every configured server is started now, in parallel,
-/// without waiting — tools are declared to Pi as servers arrive. Pi 1.x, which has its own MCP
-/// client, then runs with `--no-mcp` (main and helpers alike) so no server runs twice; Pi 0.7x
-/// has no MCP and no such flag.
-fn start_mcp(
-    options: &mut AppOptions,
-    workspace: &Path,
-    demo: Option<&crate::demo::DemoSession>,
-) -> Option<crate::mcp::module::McpModule> {
-    use crate::mcp::config::{Owner, load, load_with_agent_dir};
-    let home = dirs::home_dir();
-    // The demo reads nothing of `~/.pi`: Pi's user file is looked for in its throwaway agent dir.
-    let config = match demo {
-        Some(demo) => load_with_agent_dir(home.as_deref(), Some(demo.agent_dir()), workspace),
-        None => load(home.as_deref(), workspace),
-    };
-    options
-        .config_errors
-        .extend(config.errors.iter().map(|e| e.to_string()));
-    if config.settings.owner == Owner::Pi {
-        tracing::info!("mcp: owned by Pi (mcp.owner = \"pi\"); the workbench starts no server");
-        return None;
-    }
-    if options
-        .pi
-        .version
-        .as_deref()
-        .is_some_and(|version| pi::version_at_least(version, "1.0.0"))
-    {
-        options.pi.args.push(std::ffi::OsString::from("--no-mcp"));
-    }
-    let manager = crate::mcp::manager::McpManager::new(config);
-    manager.start_all();
-    Some(crate::mcp::module::McpModule::new(manager))
-}
-
-/// The compactor: deterministic compaction through Pi's hook, the session database and recall.
-/// It always runs; a bad config or a database that cannot open becomes a start-up notice.
-fn start_compactor(
-    options: &mut AppOptions,
-    workspace: &Path,
-) -> crate::compactor::module::CompactorModule {
-    let started =
-        crate::compactor::module::CompactorModule::start(dirs::home_dir().as_deref(), workspace);
-    options.config_errors.extend(started.notices);
-    started.module
-}
-
-/// The helper-agent module: helpers are launched like the main Pi (same program, and in the demo
-/// the same offline model settings), in `pi --mode json -p` with their agent type's arguments.
-fn start_helpers(
-    options: &mut AppOptions,
-    workspace: &Path,
-    demo: Option<&crate::demo::DemoSession>,
-) -> Option<crate::helpers::module::HelpersModule> {
-    use crate::helpers::module::{HelperSettings, HelpersConfig, HelpersModule, PiLaunch};
-    let home = dirs::home_dir();
-    let (config, config_errors) = HelpersConfig::load(home.as_deref(), workspace);
-    let (catalog, agent_errors) = crate::helpers::agents::load_agents(home.as_deref(), workspace);
-    options.config_errors.extend(
-        config_errors
-            .iter()
-            .chain(agent_errors.iter())
-            .map(|e| e.to_string()),
-    );
-    let text = |v: &std::ffi::OsString| v.to_string_lossy().into_owned();
-    let mut leading_args: Vec<String> = options.pi.args.iter().map(text).collect();
-    let mut env: Vec<(String, String)> = options
-        .pi
-        .env
+/// Every `/unipi:*` command the modules declare (and `/unipi:info`), for the help overlay.
+fn command_help(modules: &[std::sync::Arc<dyn crate::bridge::Module>]) -> Vec<(String, String)> {
+    let info = crate::bridge::InfoModule;
+    modules
         .iter()
-        .map(|(k, v)| (text(k), text(v)))
-        .collect();
-    if let Some(demo) = demo {
-        leading_args.extend(demo.pi_args.iter().map(text));
-        env.extend(demo.env.iter().map(|(k, v)| (text(k), text(v))));
-    }
-    let runs_root = dirs::state_dir()
-        .or_else(dirs::cache_dir)
-        .unwrap_or_else(std::env::temp_dir)
-        .join("unipi-tui")
-        .join("helper-runs");
-    let launch = PiLaunch {
-        program: options.pi.program.clone(),
-        leading_args,
-        env,
-    };
-    Some(HelpersModule::new(HelperSettings::new(
-        launch,
-        workspace.to_path_buf(),
-        runs_root,
-        catalog,
-        config,
-    )))
-}
-
-/// The read-only delegate module (`bg_delegate` / `bg_result`), launched like the helpers and
-/// shown on their board.
-fn start_delegate(
-    options: &mut AppOptions,
-    workspace: &Path,
-    helpers: Option<&crate::helpers::module::HelpersModule>,
-) -> Option<crate::delegate::DelegateModule> {
-    let launch = helpers?.launch();
-    let pi = crate::delegate::artifacts::PiCommand {
-        program: launch.program.clone(),
-        leading_args: launch.leading_args.clone(),
-    };
-    let (module, errors) = crate::delegate::DelegateModule::for_app(
-        dirs::home_dir().as_deref(),
-        workspace,
-        pi,
-        launch.env.clone(),
-    );
-    options
-        .config_errors
-        .extend(errors.iter().map(|e| e.to_string()));
-    match module {
-        Ok(Some(module)) => {
-            if let Some(helpers) = helpers {
-                module.attach_board(helpers.board());
-            }
-            Some(module)
-        }
-        Ok(None) => None,
-        Err(err) => {
-            options
-                .config_errors
-                .push(format!("Delegates could not start: {err:#}"));
-            None
-        }
-    }
+        .flat_map(|module| module.commands())
+        .chain(crate::bridge::Module::commands(&info))
+        .map(|command| (command.name, command.description))
+        .collect()
 }
 
 /// Where the bridge extension is written (next to the pinned Pi).

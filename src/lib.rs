@@ -4,6 +4,7 @@
 
 pub mod app;
 pub mod bridge;
+pub mod capability;
 pub mod cli;
 pub mod compactor;
 pub mod config;

@@ -19,9 +19,9 @@ use support::pi::{PiLine, PiOutput, pi_install};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use unipi_tui::bridge::{
-    AgentId, BridgeEvent, BridgeHost, Capabilities, Card, CardTint, CommandReply, CommandSpec,
-    DisconnectReason, HostCall, HostOptions, ModelInfo, Module, PiEvent, Registry, ToolCall,
-    ToolError, ToolOutput, ToolSpec, extension_file,
+    AgentId, BridgeEvent, BridgeHost, Capabilities, Card, CardTint, CommandCall, CommandReply,
+    CommandSpec, DisconnectReason, HostCall, HostOptions, ModelInfo, Module, PiEvent, Registry,
+    ToolCall, ToolError, ToolOutput, ToolSpec, extension_file,
 };
 use unipi_tui::pi::offline::{OfflineAgent, write_agent_dir};
 use unipi_tui::scripted::{Scenario, ServerHandle, start};
@@ -65,6 +65,8 @@ struct EchoModule {
     waiting: Arc<AtomicBool>,
     /// `unipi_wait` saw its cancel token fire.
     cancelled: Arc<AtomicBool>,
+    /// The `/unipi:probe` invocations: (agent, name, args).
+    commands: Arc<Mutex<Vec<(String, String, String)>>>,
 }
 
 impl Module for EchoModule {
@@ -87,6 +89,20 @@ impl Module for EchoModule {
 
     fn commands(&self) -> Vec<CommandSpec> {
         vec![CommandSpec::new("unipi:probe", "Bridge test command")]
+    }
+
+    fn command(&self, call: CommandCall) -> BoxFuture<'static, CommandReply> {
+        self.commands.lock().unwrap().push((
+            call.agent.to_string(),
+            call.name.clone(),
+            call.args.clone(),
+        ));
+        Box::pin(async move {
+            CommandReply::Notify {
+                message: "probe answered".into(),
+                level: unipi_tui::bridge::NotifyLevel::Info,
+            }
+        })
     }
 
     fn call_tool(&self, call: ToolCall) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
@@ -120,12 +136,14 @@ struct Run {
     /// Answers to the host calls made right after Connected.
     calls: Vec<(String, Result<Value, String>)>,
     tool_calls: Vec<Value>,
+    /// `/unipi:probe` invocations the module ran: (agent, name, args).
+    commands: Vec<(String, String, String)>,
     server: ServerHandle,
     version: String,
 }
 
 /// Runs `pi -p <prompt>` with the bridge extension, a host with [`EchoModule`], and a collector
-/// that answers commands and makes a few host calls once Pi connects.
+/// that makes a few host calls once Pi connects.
 async fn run_pi(line: PiLine, prompt: &str) -> anyhow::Result<Run> {
     let pi = pi_install(line)?;
     let server = start(Scenario::from_toml_str(SCENARIO, "SCENARIO")?).await?;
@@ -140,6 +158,7 @@ async fn run_pi(line: PiLine, prompt: &str) -> anyhow::Result<Run> {
     let registry = Arc::new(Registry::new());
     let module = EchoModule::default();
     let tool_calls = module.calls.clone();
+    let commands = module.commands.clone();
     registry.register(Arc::new(module))?;
     let (tx, rx) = mpsc::channel(256);
     let host = BridgeHost::start_with(
@@ -183,6 +202,7 @@ async fn run_pi(line: PiLine, prompt: &str) -> anyhow::Result<Run> {
         events,
         calls,
         tool_calls: tool_calls.lock().unwrap().clone(),
+        commands: commands.lock().unwrap().clone(),
         server,
         version: pi.version,
     })
@@ -199,20 +219,6 @@ fn collect(host: BridgeHost, mut rx: mpsc::Receiver<BridgeEvent>) -> JoinHandle<
         let mut calls = Vec::new();
         while let Some(event) = rx.recv().await {
             match event {
-                BridgeEvent::Command {
-                    agent,
-                    name,
-                    args,
-                    reply,
-                } => {
-                    let _ = reply.send(CommandReply::Done);
-                    events.push(BridgeEvent::Command {
-                        agent,
-                        name,
-                        args,
-                        reply: tokio::sync::oneshot::channel().0,
-                    });
-                }
                 BridgeEvent::Connected { ref agent, .. } => {
                     let agent: AgentId = agent.clone();
                     events.push(event);
@@ -261,6 +267,7 @@ async fn a_declared_tool_round_trips(line: PiLine) -> anyhow::Result<()> {
         tool_calls,
         server,
         version,
+        ..
     } = run;
     assert!(
         output.stdout.contains("The bridge answered."),
@@ -477,17 +484,14 @@ fn check_events(line: PiLine, events: &[BridgeEvent]) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn a_unipi_command_reaches_the_app(line: PiLine) -> anyhow::Result<()> {
+async fn a_unipi_command_reaches_its_module(line: PiLine) -> anyhow::Result<()> {
     let run = run_pi(line, "/unipi:probe some args").await?;
-    let commands: Vec<(&str, &str)> = run
-        .events
+    let commands: Vec<(&str, &str, &str)> = run
+        .commands
         .iter()
-        .filter_map(|event| match event {
-            BridgeEvent::Command { name, args, .. } => Some((name.as_str(), args.as_str())),
-            _ => None,
-        })
+        .map(|(agent, name, args)| (agent.as_str(), name.as_str(), args.as_str()))
         .collect();
-    assert_eq!(commands, [("unipi:probe", "some args")]);
+    assert_eq!(commands, [("main", "unipi:probe", "some args")]);
     assert!(
         run.server.requests().is_empty(),
         "a command must not reach the model"
@@ -507,12 +511,12 @@ async fn pi_legacy_round_trips_a_declared_tool() -> anyhow::Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pi_current_forwards_a_unipi_command() -> anyhow::Result<()> {
-    a_unipi_command_reaches_the_app(PiLine::Current).await
+    a_unipi_command_reaches_its_module(PiLine::Current).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pi_legacy_forwards_a_unipi_command() -> anyhow::Result<()> {
-    a_unipi_command_reaches_the_app(PiLine::Legacy).await
+    a_unipi_command_reaches_its_module(PiLine::Legacy).await
 }
 
 // --- interactive: /reload, the footer, a command --------------------------------------------
@@ -540,6 +544,7 @@ async fn survives_reload_interactively(line: PiLine) -> anyhow::Result<()> {
     let registry = Arc::new(Registry::new());
     let module = EchoModule::default();
     let tool_calls = module.calls.clone();
+    let commands = module.commands.clone();
     let (waiting, cancelled) = (module.waiting.clone(), module.cancelled.clone());
     registry.register(Arc::new(module))?;
     let (tx, mut rx) = mpsc::channel(256);
@@ -687,22 +692,18 @@ async fn survives_reload_interactively(line: PiLine) -> anyhow::Result<()> {
     );
 
     type_keys(&session, "/unipi:probe now\r").await;
-    let command = expect_event(&mut rx, &session, "Command", |event| {
-        matches!(event, BridgeEvent::Command { .. })
-    })
-    .await?;
-    let BridgeEvent::Command { args, reply, .. } = command else {
-        bail!("not a command");
-    };
-    assert_eq!(args, "now");
-    let _ = reply.send(CommandReply::Notify {
-        message: "probe answered".into(),
-        level: unipi_tui::bridge::NotifyLevel::Info,
-    });
     wait_screen(&session, "the command's notice", |screen| {
         screen.contains("probe answered")
     })
     .await?;
+    assert_eq!(
+        *commands.lock().unwrap(),
+        [(
+            "main".to_owned(),
+            "unipi:probe".to_owned(),
+            "now".to_owned()
+        )]
+    );
     assert!(
         !session.screen_text().contains(PI_FOOTER_MARK),
         "Pi's footer came back after /reload:\n{}",

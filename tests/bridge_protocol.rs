@@ -20,9 +20,9 @@ use tokio::net::UnixStream;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::mpsc;
 use unipi_tui::bridge::{
-    AgentId, BridgeError, BridgeEvent, BridgeHost, BusEvent, CommandReply, CommandSpec, Completion,
-    DisconnectReason, HookCall, HostCall, HostOptions, Module, NotifyLevel, PiEvent, Registry,
-    ToolCall, ToolError, ToolOutput, ToolSpec,
+    AgentId, BridgeError, BridgeEvent, BridgeHost, BusEvent, CommandCall, CommandReply,
+    CommandSpec, Completion, DisconnectReason, HookCall, HostCall, HostOptions, Module,
+    NotifyLevel, PiEvent, Registry, ToolCall, ToolError, ToolOutput, ToolSpec,
 };
 
 /// How long any single expected thing may take before the test fails.
@@ -40,6 +40,8 @@ struct Probe {
 struct Seen {
     args: Mutex<Vec<Value>>,
     cancellations: AtomicUsize,
+    /// The `/unipi:probe` invocations: (agent, name, args).
+    commands: Mutex<Vec<(String, String, String)>>,
 }
 
 impl Module for Probe {
@@ -111,6 +113,28 @@ impl Module for Probe {
             "t_hook_panic" => Some(Box::pin(async move { panic!("hook panic") })),
             _ => None,
         }
+    }
+
+    /// `now` answers with a warning notice, `panic` panics, `slow` never answers.
+    fn command(&self, call: CommandCall) -> BoxFuture<'static, CommandReply> {
+        self.seen.commands.lock().unwrap().push((
+            call.agent.to_string(),
+            call.name.clone(),
+            call.args.clone(),
+        ));
+        Box::pin(async move {
+            match call.args.as_str() {
+                "panic" => panic!("probe command panic"),
+                "slow" => {
+                    tokio::time::sleep(Duration::from_secs(30)).await;
+                    CommandReply::Done
+                }
+                _ => CommandReply::Notify {
+                    message: "probed".into(),
+                    level: NotifyLevel::Warning,
+                },
+            }
+        })
     }
 
     fn complete(&self, _command: &str, prefix: &str) -> Vec<Completion> {
@@ -761,51 +785,60 @@ async fn host_calls_round_trip_time_out_and_report_remote_errors() -> anyhow::Re
 }
 
 #[tokio::test]
-async fn commands_go_to_the_app_and_completions_come_from_the_module() -> anyhow::Result<()> {
-    let mut h = harness().await?;
+async fn commands_run_in_their_module_and_completions_come_from_it() -> anyhow::Result<()> {
+    let mut h = harness_with(HostOptions {
+        command_timeout: Duration::from_millis(500),
+        ..HostOptions::default()
+    })
+    .await?;
     let (mut client, _) = h.connect().await?;
 
     client
         .send(json!({"type": "command", "id": 1, "name": "unipi:probe", "args": "now"}))
         .await?;
-    match h.event().await? {
-        BridgeEvent::Command {
-            agent,
-            name,
-            args,
-            reply,
-        } => {
-            assert_eq!(
-                (agent.as_str(), name.as_str(), args.as_str()),
-                ("main", "unipi:probe", "now")
-            );
-            let _ = reply.send(CommandReply::Notify {
-                message: "probed".into(),
-                level: NotifyLevel::Warning,
-            });
-        }
-        other => bail!("expected Command, got {other:?}"),
-    }
     assert_eq!(
         client.recv().await?,
         json!({"type": "command_result", "id": 1, "ok": true, "message": "probed", "level": "warning"})
     );
+    assert_eq!(
+        *h.seen.commands.lock().unwrap(),
+        [(
+            "main".to_owned(),
+            "unipi:probe".to_owned(),
+            "now".to_owned()
+        )]
+    );
 
-    // The app drops the reply: Pi is told it was not handled.
+    // A command that panics: Pi is told it failed, the connection goes on, a fault is raised.
     client
-        .send(json!({"type": "command", "id": 2, "name": "unipi:probe", "args": ""}))
+        .send(json!({"type": "command", "id": 2, "name": "unipi:probe", "args": "panic"}))
         .await?;
-    drop(h.event().await?);
     let result = client.recv().await?;
     assert_eq!(result["ok"], false);
     assert!(
         result["message"]
             .as_str()
             .unwrap_or_default()
-            .contains("not handled")
+            .contains("failed running /unipi:probe"),
+        "{result}"
+    );
+    assert!(matches!(h.event().await?, BridgeEvent::Fault { .. }));
+
+    // One that never answers is answered for it after the command timeout.
+    client
+        .send(json!({"type": "command", "id": 4, "name": "unipi:probe", "args": "slow"}))
+        .await?;
+    let result = client.recv().await?;
+    assert_eq!(result["ok"], false);
+    assert!(
+        result["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("did not answer"),
+        "{result}"
     );
 
-    // An undeclared command never reaches the app.
+    // An undeclared command reaches no module.
     client
         .send(json!({"type": "command", "id": 3, "name": "unipi:nope", "args": ""}))
         .await?;

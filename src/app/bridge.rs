@@ -1,48 +1,53 @@
-//! The app's side of the bridge: starting the host before Pi, and turning bridge events into
-//! footer data and views. Pi's events drive the footer (no polling); `/unipi:*` commands that
-//! are UI actions open views here and answer Pi.
+//! The app's side of the bridge: starting the host before Pi (with every capability's modules
+//! and the workbench's own `/unipi:info`), and turning Pi's events into the footer's data. Pi's
+//! events drive the footer (no polling).
 
 use std::ffi::OsString;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
 use anyhow::{Context, Result};
+use futures_util::future::BoxFuture;
 use tokio::sync::mpsc;
 use unipi_widgets::footer::{Activity, BridgeLink, ContextUsage, FooterData};
 use unipi_widgets::info::{InfoModel, InfoPaths, ModuleInfo, ModuleState};
 
 use crate::bridge::{
-    self, AgentId, BridgeEvent, BridgeHost, CommandReply, InfoModule, ModuleStatus, PiEvent,
-    Registry,
+    self, AgentId, BridgeEvent, BridgeHost, CommandCall, CommandReply, InfoModule, ModuleStatus,
+    NotifyLevel, PiEvent, Registry,
 };
-
-/// The running bridge: the host and the modules.
-pub struct Bridge {
-    pub host: BridgeHost,
-    pub registry: Arc<Registry>,
-}
+use crate::capability::{self, Ui, WithCommands};
 
 /// A started bridge, with the events for the loop and what connects the main Pi to it.
 pub struct Started {
-    pub bridge: Bridge,
+    pub link: capability::BridgeLink,
     pub events: mpsc::Receiver<BridgeEvent>,
-    /// The bridge extension file (helpers load it too).
-    pub extension: std::path::PathBuf,
     /// `-e <extension>`, before the user's arguments.
     pub pi_args: Vec<OsString>,
     /// The socket and this Pi's token.
     pub pi_env: Vec<(OsString, OsString)>,
 }
 
-/// Starts the bridge host with the workbench's modules and returns it with the Pi arguments
-/// (`-e <extension>`) and environment (socket, token) that connect the main Pi to it.
+/// Starts the bridge host with the capabilities' `modules` (and `/unipi:info`) and returns it
+/// with the Pi arguments (`-e <extension>`) and environment (socket, token) that connect the
+/// main Pi to it.
 pub async fn start(
-    cache_dir: &std::path::Path,
+    cache_dir: &Path,
     modules: Vec<Arc<dyn crate::bridge::Module>>,
     theme: &unipi_widgets::Theme,
+    ui: Ui,
+    log_path: PathBuf,
 ) -> Result<Started> {
     let registry = Arc::new(Registry::new());
+    let running: Arc<OnceLock<(Arc<Registry>, BridgeHost)>> = Arc::new(OnceLock::new());
+    let info = {
+        let running = Arc::clone(&running);
+        let handler =
+            Arc::new(move |call: CommandCall| info_command(&running, &ui, log_path.clone(), call));
+        WithCommands::wrap(Arc::new(InfoModule), handler)
+    };
     registry
-        .register(Arc::new(InfoModule))
+        .register(info)
         .context("failed to register the info module")?;
     for module in modules {
         let name = module.name();
@@ -58,6 +63,7 @@ pub async fn start(
     let host = BridgeHost::start_with(Arc::clone(&registry), tx, options)
         .await
         .context("failed to start the bridge host")?;
+    let _ = running.set((Arc::clone(&registry), host.clone()));
     let extension = bridge::extension_file(cache_dir)?;
     let env = host
         .register_agent(AgentId::main())?
@@ -65,12 +71,62 @@ pub async fn start(
         .map(|(k, v)| (OsString::from(k), OsString::from(v)))
         .collect();
     Ok(Started {
-        bridge: Bridge { host, registry },
+        link: capability::BridgeLink {
+            host,
+            registry,
+            extension: extension.clone(),
+        },
         events,
-        extension: extension.clone(),
         pi_args: vec![OsString::from("-e"), extension.into_os_string()],
         pi_env: env,
     })
+}
+
+/// `/unipi:info`: the overlay, or the same facts in words without a screen.
+fn info_command(
+    running: &Arc<OnceLock<(Arc<Registry>, BridgeHost)>>,
+    ui: &Ui,
+    log_path: PathBuf,
+    call: CommandCall,
+) -> BoxFuture<'static, CommandReply> {
+    let running = Arc::clone(running);
+    let ui = ui.clone();
+    Box::pin(async move {
+        if call.name != InfoModule::COMMAND {
+            return CommandReply::Failed {
+                message: format!("unipi-tui has no command /{}", call.name),
+            };
+        }
+        let model = info_model(running.get().map(|(r, h)| (r.as_ref(), h)), &log_path);
+        if ui.has_screen() {
+            ui.open(crate::views::info::InfoView::new(model, ui.keymap()));
+            CommandReply::Done
+        } else {
+            CommandReply::Notify {
+                message: info_text(&model),
+                level: NotifyLevel::Info,
+            }
+        }
+    })
+}
+
+/// What `/unipi:info` says, in words.
+fn info_text(model: &InfoModel) -> String {
+    let mut lines = vec![format!(
+        "unipi-tui {} · Pi {} · bridge protocol {}",
+        model.workbench_version,
+        model.pi_version.as_deref().unwrap_or("unknown"),
+        model.bridge_protocol
+    )];
+    for module in &model.modules {
+        lines.push(format!(
+            "{}: {} tools, commands {}",
+            module.name,
+            module.tools.len(),
+            module.commands.join(" ")
+        ));
+    }
+    lines.join("\n")
 }
 
 /// The workbench theme's colours for the bridge's card tints (cards in Pi's transcript match the
@@ -171,14 +227,14 @@ pub fn link_after(event: &BridgeEvent) -> Option<BridgeLink> {
         BridgeEvent::Connected { agent, .. } if *agent == main => Some(BridgeLink::Connected),
         BridgeEvent::Disconnected { agent, .. } if *agent == main => Some(BridgeLink::Disconnected),
         BridgeEvent::Connected { .. } | BridgeEvent::Disconnected { .. } => None,
-        BridgeEvent::Pi { .. } | BridgeEvent::Command { .. } | BridgeEvent::Fault { .. } => None,
+        BridgeEvent::Pi { .. } | BridgeEvent::Fault { .. } => None,
     }
 }
 
 /// What `/unipi:info` shows.
-pub fn info_model(bridge: Option<&Bridge>, log_path: &std::path::Path) -> InfoModel {
+pub fn info_model(bridge: Option<(&Registry, &BridgeHost)>, log_path: &Path) -> InfoModel {
     let modules = bridge
-        .map(|b| b.registry.modules())
+        .map(|(registry, _)| registry.modules())
         .unwrap_or_default()
         .into_iter()
         .map(|m| ModuleInfo {
@@ -193,7 +249,7 @@ pub fn info_model(bridge: Option<&Bridge>, log_path: &std::path::Path) -> InfoMo
         })
         .collect();
     let pi_version = bridge
-        .and_then(|b| b.host.agent_info(&AgentId::main()))
+        .and_then(|(_, host)| host.agent_info(&AgentId::main()))
         .map(|info| info.pi_version);
     let home = dirs::home_dir();
     InfoModel {
@@ -209,22 +265,9 @@ pub fn info_model(bridge: Option<&Bridge>, log_path: &std::path::Path) -> InfoMo
                 .as_ref()
                 .map(|h| h.join(".unipi/db").display().to_string()),
             logs: Some(log_path.display().to_string()),
-            runtime: bridge.map(|b| b.host.runtime_dir().display().to_string()),
+            runtime: bridge.map(|(_, host)| host.runtime_dir().display().to_string()),
         },
         scroll: 0,
-    }
-}
-
-/// Answers a command Pi forwarded. Returns whether the info view should open.
-pub fn answer_command(name: &str, reply: tokio::sync::oneshot::Sender<CommandReply>) -> bool {
-    if name == InfoModule::COMMAND {
-        let _ = reply.send(CommandReply::Done);
-        true
-    } else {
-        let _ = reply.send(CommandReply::Failed {
-            message: format!("unipi-tui has no command /{name}"),
-        });
-        false
     }
 }
 

@@ -18,7 +18,7 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 use tokio::time::sleep_until;
 
-use super::{App, AppEvent, AppOptions, AppOutcome, Layout, Stop};
+use super::{App, AppEvent, AppOptions, AppOutcome, Effect, Layout, Stop};
 use crate::pane::emulator::{Emulator, HostInfo};
 use crate::pane::pty::{Pty, PtyEvent, SpawnSpec};
 use crate::term::input::ESC_TIMEOUT;
@@ -64,8 +64,8 @@ pub async fn run(mut options: AppOptions) -> Result<AppOutcome> {
     }
     args.extend(options.pi_args.iter().cloned());
     env.extend(options.pi_env.iter().cloned());
-    let (bridge, bridge_rx) = match started {
-        Some(started) => (Some(started.bridge), Some(started.events)),
+    let (link, bridge_rx) = match started {
+        Some(started) => (Some(started.link), Some(started.events)),
         None => (None, None),
     };
     let spec = SpawnSpec {
@@ -85,75 +85,95 @@ pub async fn run(mut options: AppOptions) -> Result<AppOutcome> {
 
     // Signals are registered before the terminal changes, so none slips through unhandled.
     let signals = Signals::new()?;
-    let tasks = options.tasks.clone();
-    if let Some(tasks) = &tasks {
-        // Task changes reach the loop as events (no polling); the watch coalesces bursts.
-        let mut changes = tasks.registry().subscribe();
-        let tx = tx.clone();
-        tokio::spawn(async move {
-            while changes.changed().await.is_ok() {
-                if tx.send(AppEvent::TasksChanged).await.is_err() {
-                    break;
+    // One forwarder per capability turns its change signal into `AppEvent::Changed` (the watch
+    // coalesces bursts; no polling).
+    for capability in &options.capabilities {
+        if let Some(mut changes) = capability.changes() {
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                while changes.changed().await.is_ok() {
+                    if tx.send(AppEvent::Changed).await.is_err() {
+                        break;
+                    }
                 }
-            }
-        });
-        let service = tasks.service.clone();
-        tui::register_panic_cleanup(Box::new(move || service.kill_all_now()));
+            });
+        }
+        let capability = std::sync::Arc::clone(capability);
+        tui::register_panic_cleanup(Box::new(move || capability.kill_now()));
     }
-    if let Some(board) = &options.helpers {
-        // Helper runs reach the loop the same way: the board's version watch, coalesced.
-        let mut changes = board.subscribe();
-        let tx = tx.clone();
-        tokio::spawn(async move {
-            while changes.changed().await.is_ok() {
-                if tx.send(AppEvent::HelpersChanged).await.is_err() {
-                    break;
-                }
-            }
-        });
-    }
-    if let Some(mcp) = &options.mcp {
-        // MCP status changes (servers, declarations, callers) reach the loop the same way.
-        let mut changes = mcp.subscribe();
-        let tx = tx.clone();
-        tokio::spawn(async move {
-            while changes.changed().await.is_ok() {
-                if tx.send(AppEvent::McpChanged).await.is_err() {
-                    break;
-                }
-            }
-        });
-        let manager = mcp.manager().clone();
-        tui::register_panic_cleanup(Box::new(move || manager.kill_all_now()));
-    }
-    let mut app = App::new(emulator, pty, &options, bridge, tasks);
+    let ui_rx = options.ui_requests.take();
+    let mut app = App::new(emulator, &options);
+    let mut session = Session {
+        pty,
+        outer: Vec::new(),
+    };
     let result = match tui::enter(tui::TerminalOptions {
         keyboard_enhancement: options.keyboard_enhancement,
     }) {
         Ok(protocol) => {
             tracing::info!("outer keyboard protocol: {protocol:?}");
             spawn_stdin_reader(tx.clone())?;
-            drive(&mut app, rx, pty_rx, bridge_rx, signals).await
+            drive(
+                &mut app,
+                &mut session,
+                rx,
+                pty_rx,
+                bridge_rx,
+                ui_rx,
+                signals,
+            )
+            .await
         }
         Err(err) => Err(err),
     };
     let restored = tui::restore();
     if app.pi_exit.is_none() {
-        app.pty.terminate(STOP_GRACE);
+        session.pty.terminate(STOP_GRACE);
     }
-    if let Some(tasks) = app.tasks.take() {
-        // Every task's process group is stopped and reaped; no notification is sent for these.
-        tasks.service.shutdown().await;
-    }
-    if let Some(bridge) = app.bridge.take() {
+    // Every capability stops what it started (task groups, MCP servers), the last first.
+    crate::capability::shutdown_all(&options.capabilities).await;
+    if let Some(link) = link {
         // Removes the socket and the runtime directory.
-        bridge.host.shutdown().await;
+        link.host.shutdown().await;
     }
     let mut outcome = result?;
     restored.context("failed to restore the terminal")?;
     outcome.last_lines = last_lines(&app.emulator, 12);
     outcome.transcript = transcript(&app.emulator);
     Ok(outcome)
+}
+
+/// What the loop owns beside the app: Pi's PTY and the bytes waiting for the outer terminal.
+struct Session {
+    pty: Pty,
+    outer: Vec<u8>,
+}
+
+impl Session {
+    /// Carries out the app's effects.
+    fn run(&mut self, effects: Vec<Effect>) {
+        for effect in effects {
+            match effect {
+                Effect::ToPi(bytes) => self.pty.write(bytes),
+                Effect::ToTerminal(bytes) => self.outer.extend(bytes),
+            }
+        }
+    }
+
+    /// Writes out-of-band bytes (clipboard, notifications, bell, title) to the outer terminal.
+    fn flush_outer(&mut self) {
+        if self.outer.is_empty() {
+            return;
+        }
+        let mut out = std::io::stdout().lock();
+        if let Err(err) = out.write_all(&self.outer).and_then(|()| out.flush()) {
+            tracing::debug!(
+                "failed to forward {} bytes to the terminal: {err}",
+                self.outer.len()
+            );
+        }
+        self.outer.clear();
+    }
 }
 
 struct Signals {
@@ -177,9 +197,11 @@ impl Signals {
 
 async fn drive(
     app: &mut App,
+    session: &mut Session,
     mut rx: mpsc::Receiver<AppEvent>,
     mut pty_rx: mpsc::Receiver<PtyEvent>,
     mut bridge_rx: Option<mpsc::Receiver<crate::bridge::BridgeEvent>>,
+    mut ui_rx: Option<crate::capability::UiReceiver>,
     mut signals: Signals,
 ) -> Result<AppOutcome> {
     let mut stdout = std::io::stdout();
@@ -211,7 +233,7 @@ async fn drive(
         let chord_at = app.keymap.is_pending().then(|| last_input + CHORD_TIMEOUT);
         let esc_at = app.decoder.has_pending().then(|| last_input + ESC_TIMEOUT);
         let notice_at = app.footer.notice_deadline();
-        // Ticks only while something moves (the pending-wake spinner, runtimes in an open dock).
+        // Ticks only while something moves (runtimes in an open dock).
         let tick_at = app.tick_every().map(|every| last_tick + every);
 
         tokio::select! {
@@ -225,14 +247,17 @@ async fn drive(
                 if matches!(event, AppEvent::Input(_)) {
                     last_input = Instant::now();
                 }
-                app.update(event);
+                session.run(app.update(event));
             }
             Some(event) = next_bridge_event(&mut bridge_rx) => {
-                app.update(AppEvent::Bridge(event));
+                session.run(app.update(AppEvent::Bridge(event)));
+            }
+            Some(request) = next_ui_request(&mut ui_rx) => {
+                session.run(app.update(AppEvent::Ui(request)));
             }
             event = pty_rx.recv() => {
                 let Some(event) = event else { break None };
-                app.update(AppEvent::Pty(event));
+                session.run(app.update(AppEvent::Pty(event)));
                 // Take what else is ready in one go (one frame for a burst), but let waiting
                 // input in between chunks.
                 for _ in 0..EVENT_BUDGET {
@@ -243,10 +268,10 @@ async fn drive(
                         if matches!(event, AppEvent::Input(_)) {
                             last_input = Instant::now();
                         }
-                        app.update(event);
+                        session.run(app.update(event));
                     }
                     match pty_rx.try_recv() {
-                        Ok(event) => app.update(AppEvent::Pty(event)),
+                        Ok(event) => session.run(app.update(AppEvent::Pty(event))),
                         Err(_) => break,
                     }
                 }
@@ -255,24 +280,25 @@ async fn drive(
                 for event in app.decoder.flush_pending() {
                     app.on_input(event);
                 }
+                session.run(app.take_effects());
             }
             _ = sleep_until(chord_at.unwrap_or_else(far).into()), if chord_at.is_some() => {
                 // A half-typed chord that went nowhere: the keys were meant for Pi.
                 for key in app.keymap.cancel() {
                     app.send_key_to_pi(&key);
                 }
+                session.run(app.take_effects());
             }
             _ = sleep_until(tick_at.unwrap_or_else(far).into()), if tick_at.is_some() => {
                 last_tick = Instant::now();
                 app.on_tick();
-                app.sync_pending_line();
             }
             _ = sleep_until(notice_at.unwrap_or_else(far).into()), if notice_at.is_some() => {
                 app.request_draw();
             }
             _ = sleep_until(draw_at.unwrap_or_else(far).into()), if draw_at.is_some() => {}
         }
-        flush_outer(app);
+        session.flush_outer();
         match app.stop() {
             Some(Stop::PiExited) => break None,
             // The terminal is gone (an SSH connection dropped): like SIGHUP.
@@ -287,16 +313,17 @@ async fn drive(
             for event in app.decoder.flush_pending() {
                 app.on_input(event);
             }
+            session.run(app.take_effects());
         }
         if app.needs_draw && now >= last_draw + FRAME && !app.emulator.synchronized_update_at(now) {
-            draw(app, &mut terminal, &mut cursor_style)?;
+            draw(app, &mut session.pty, &mut terminal, &mut cursor_style)?;
             last_draw = Instant::now();
         }
     };
 
     if let Some(code) = signal_code {
         tracing::info!("stopping Pi (workbench exit code {code})");
-        app.pty.terminate(STOP_GRACE);
+        session.pty.terminate(STOP_GRACE);
         wait_for_exit(app, &mut pty_rx).await;
         return Ok(AppOutcome {
             code,
@@ -330,6 +357,22 @@ async fn next_bridge_event(
     }
 }
 
+/// The next request for the screen; pending forever when there is none (or it closed).
+async fn next_ui_request(
+    rx: &mut Option<crate::capability::UiReceiver>,
+) -> Option<crate::capability::UiRequest> {
+    match rx {
+        Some(receiver) => match receiver.recv().await {
+            Some(request) => Some(request),
+            None => {
+                *rx = None;
+                std::future::pending().await
+            }
+        },
+        None => std::future::pending().await,
+    }
+}
+
 /// Signal numbers as plain integers (for `128 + N` exit codes).
 mod libc_signal {
     pub const SIGHUP: i32 = nix::sys::signal::Signal::SIGHUP as i32;
@@ -351,6 +394,7 @@ async fn wait_for_exit(app: &mut App, pty_rx: &mut mpsc::Receiver<PtyEvent>) {
 
 fn draw(
     app: &mut App,
+    pty: &mut Pty,
     terminal: &mut Terminal<CrosstermBackend<std::io::Stdout>>,
     cursor_style: &mut Option<vt100::CursorStyle>,
 ) -> Result<()> {
@@ -365,7 +409,7 @@ fn draw(
     let (rows, cols) = app.emulator.size();
     if (rows, cols) != (layout.pane.height, layout.pane.width) && layout.pane.height > 0 {
         app.emulator.resize(layout.pane.height, layout.pane.width);
-        if let Err(err) = app.pty.resize(layout.pane.height, layout.pane.width) {
+        if let Err(err) = pty.resize(layout.pane.height, layout.pane.width) {
             tracing::warn!("{err:#}");
         }
     }
@@ -395,21 +439,6 @@ fn draw(
         }
     }
     Ok(())
-}
-
-/// Writes out-of-band bytes (clipboard, notifications, bell, title) to the outer terminal.
-fn flush_outer(app: &mut App) {
-    if app.outer.is_empty() {
-        return;
-    }
-    let mut out = std::io::stdout().lock();
-    if let Err(err) = out.write_all(&app.outer).and_then(|()| out.flush()) {
-        tracing::debug!(
-            "failed to forward {} bytes to the terminal: {err}",
-            app.outer.len()
-        );
-    }
-    app.outer.clear();
 }
 
 /// Reads the outer terminal's input on a dedicated thread (reads block) and hands raw bytes to

@@ -1,6 +1,6 @@
 //! The footer's state: what the app knows about Pi's process, Pi's program status, the working
-//! directory and git branch, and the module counts it shows (running tasks, helper spend). It
-//! turns that into the pure widget's model on every frame.
+//! directory and git branch, and a short notice. It turns that into the pure widget's model on
+//! every frame; the capabilities' segments join it there.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -22,10 +22,6 @@ pub struct FooterState {
     config: FooterConfig,
     /// What the bridge reports (model, context, tokens, cost…); filled from events.
     pub data: FooterData,
-    /// Background tasks running, and how many of them will wake the agent.
-    pub tasks: (usize, usize),
-    /// Helper runs going and ended, and what they spent (the helpers segment).
-    pub helpers: unipi_widgets::agents::HelperSpend,
     pi: PiRunState,
     status: Option<StatusSegment>,
     cwd: PathBuf,
@@ -57,8 +53,6 @@ impl FooterState {
                 hostname: hostname(),
                 ..FooterData::default()
             },
-            tasks: (0, 0),
-            helpers: unipi_widgets::agents::HelperSpend::default(),
             pi: PiRunState::Starting,
             status: None,
             home: dirs::home_dir().map(|h| h.to_string_lossy().into_owned()),

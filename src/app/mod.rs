@@ -1,38 +1,44 @@
 //! The application: one state ([`App`]), one channel of [`AppEvent`]s, one loop
-//! (`event_loop.rs`). Every input — terminal bytes, Pi's output, signals — arrives as a message;
-//! `App` updates its state and asks for a frame; frames are drawn by the loop, coalesced and
-//! capped, never per event.
+//! (`event_loop.rs`). Every input — terminal bytes, Pi's output, bridge events, a capability's
+//! change signal, a capability's request for the screen — arrives as a message; `App::update`
+//! changes state and returns [`Effect`]s (bytes for Pi, bytes for the outer terminal) that the
+//! loop carries out; frames are drawn by the loop, coalesced and capped, never per event. The app
+//! does no file I/O, spawns no process and never waits: that is what lets a test build it without
+//! a PTY or a Pi and drive it with keys.
 //!
 //! Key routing: the top modal view gets keys first; with no view open the keymap sees them (a
 //! workbench chord runs an action); everything else is encoded in the mode Pi negotiated and
-//! written to Pi's PTY.
+//! returned as an effect for Pi's PTY.
+//!
+//! The app holds the capabilities as a list (`Arc<dyn Capability>`) and knows none by name: it
+//! draws their footer segments, gives their dock sources to the dock, and refreshes open views
+//! when any of them signals a change.
 
 pub mod bridge;
-mod compactor;
 mod event_loop;
 mod footer;
-mod helpers;
-mod mcp;
-mod notice;
-pub mod tasks;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use crossterm::event::{Event, KeyEvent, KeyEventKind, MouseEvent, MouseEventKind};
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Position, Rect};
 
+use crate::capability::{Capability, Ui, UiReceiver, UiRequest};
 use crate::config::keymap::{Action, Keymap, KeymapResult};
 use crate::config::theme::Theme;
 use crate::pane::emulator::{Emulator, EmulatorEvent};
 use crate::pane::encode::{encode_focus, encode_key, encode_mouse, encode_paste};
-use crate::pane::pty::{ChildExit, Pty, PtyEvent};
+use crate::pane::pty::{ChildExit, PtyEvent};
 use crate::pane::render::{PaneSource, render_pane};
 use crate::pi::PiCommand;
 use crate::term::input::{InputDecoder, InputEvent};
-use crate::views::ViewStack;
-use crate::views::help::HelpView;
+use crate::views::dock::{DockSource, DockView};
+use crate::views::help::{CommandHelp, HelpView};
+use crate::views::notice::NoticeView;
+use crate::views::{KeyOutcome, RefreshContext, ViewEffect, ViewStack};
 
 pub use event_loop::run;
 
@@ -45,12 +51,19 @@ pub enum AppEvent {
     InputClosed,
     Pty(PtyEvent),
     Bridge(crate::bridge::BridgeEvent),
-    /// The background tasks changed (started, output, ended).
-    TasksChanged,
-    /// The helper board changed (a run started, reported progress, ended).
-    HelpersChanged,
-    /// The MCP servers or what is declared from them changed.
-    McpChanged,
+    /// A capability signalled that something it shows changed.
+    Changed,
+    /// A capability asked for the screen (a view, the dock, a notice).
+    Ui(UiRequest),
+}
+
+/// What the loop carries out for the app.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    /// Bytes for Pi's PTY: keys, paste, focus reports, replies to Pi's terminal queries.
+    ToPi(Vec<u8>),
+    /// Bytes for the outer terminal outside a frame (OSC 52, notifications, BEL, title).
+    ToTerminal(Vec<u8>),
 }
 
 /// What the workbench needs to start.
@@ -60,7 +73,7 @@ pub struct AppOptions {
     pub pi_args: Vec<OsString>,
     /// Extra environment for Pi (the demo's offline agent dir, …).
     pub pi_env: Vec<(OsString, OsString)>,
-    pub keymap: Keymap,
+    pub keymap: Arc<Keymap>,
     pub theme: Theme,
     pub footer: crate::config::footer::FooterConfig,
     /// Problems with the user's config files, shown once the screen is up.
@@ -71,14 +84,13 @@ pub struct AppOptions {
     pub scrollback: usize,
     /// The bridge to Pi's event stream, when it started (the workbench runs without it).
     pub bridge: Option<bridge::Started>,
-    /// Background tasks, when enabled.
-    pub tasks: Option<tasks::Tasks>,
-    /// Helper runs and delegates, shown in the dock and the footer, when the modules run.
-    pub helpers: Option<crate::helpers::board::HelperBoard>,
-    /// The MCP bridge module, when the workbench owns MCP.
-    pub mcp: Option<crate::mcp::module::McpModule>,
-    /// The compactor (deterministic compaction, recall), when it started.
-    pub compactor: Option<crate::compactor::module::CompactorModule>,
+    /// Every capability that started, in registration order.
+    pub capabilities: Vec<Arc<dyn Capability>>,
+    /// The screen handle the capabilities hold, and the app's end of it.
+    pub ui: Ui,
+    pub ui_requests: Option<UiReceiver>,
+    /// Every `/unipi:*` command, for the help overlay.
+    pub commands: Vec<CommandHelp>,
 }
 
 /// How the session ended.
@@ -110,12 +122,16 @@ const WHEEL_LINES: usize = 3;
 /// The workbench state.
 pub struct App {
     emulator: Emulator,
-    pty: Pty,
     decoder: InputDecoder,
+    /// The app's own copy: it carries the state of a half-typed chord.
     keymap: Keymap,
     theme: Theme,
     views: ViewStack,
     footer: footer::FooterState,
+    capabilities: Vec<Arc<dyn Capability>>,
+    /// The handle capabilities hold; the app records the pane's width on it.
+    ui: Ui,
+    commands: Vec<CommandHelp>,
     log_path: PathBuf,
     /// Where the pane was last drawn (for mouse translation).
     pane_area: Rect,
@@ -128,25 +144,8 @@ pub struct App {
     /// The outer terminal's input ended (an SSH connection dropped).
     input_closed: bool,
     needs_draw: bool,
-    /// Bytes for the outer terminal that are not part of a frame (OSC 52, notifications, BEL).
-    outer: Vec<u8>,
-    bridge: Option<bridge::Bridge>,
-    /// Background tasks, when the module is enabled.
-    tasks: Option<tasks::Tasks>,
-    /// Helper runs and delegates, when the modules run.
-    helpers: Option<helpers::Helpers>,
-    /// The MCP servers, when the workbench owns them.
-    mcp: Option<mcp::Mcp>,
-    /// The compactor: its commands, overlay and footer segment.
-    compactor: Option<crate::compactor::module::CompactorModule>,
-    /// Finished tasks and helper runs the user looked at or cleared in the dock.
-    task_marks: tasks::Marks,
-    /// The pending-wake line last sent to Pi's widget area (`None`: none shown).
-    pending_line: Option<String>,
-    /// Spinner frame of the pending-wake line.
-    spinner: usize,
-    /// Feeds the task that sends the pending-wake line to Pi.
-    pending_tx: Option<tokio::sync::watch::Sender<Option<String>>>,
+    /// What `update` returns to the loop.
+    effects: Vec<Effect>,
     /// Debug builds only: panic on the key `!` (`UNIPI_TUI_TEST_PANIC_ON_KEY=1`), so tests can
     /// prove the panic path restores the terminal and stops Pi.
     #[cfg(debug_assertions)]
@@ -154,28 +153,27 @@ pub struct App {
 }
 
 impl App {
-    fn new(
-        emulator: Emulator,
-        pty: Pty,
-        options: &AppOptions,
-        bridge: Option<bridge::Bridge>,
-        tasks: Option<tasks::Tasks>,
-    ) -> Self {
+    /// The app over `emulator` (Pi's screen, sized to the pane). No PTY, no Pi: what it wants
+    /// done comes back from [`App::update`] as effects.
+    pub fn new(emulator: Emulator, options: &AppOptions) -> Self {
         let mut views = ViewStack::default();
         if !options.config_errors.is_empty() {
-            views.push(Box::new(notice::NoticeView::new(
+            views.push(Box::new(NoticeView::new(
                 "Start-up problems (defaults used where a file was bad)",
                 options.config_errors.clone(),
+                &options.keymap,
             )));
         }
         App {
             emulator,
-            pty,
             decoder: InputDecoder::new(),
-            keymap: options.keymap.clone(),
+            keymap: Keymap::clone(&options.keymap),
             theme: options.theme.clone(),
             views,
             footer: footer::FooterState::new(&options.keymap, options.footer.clone()),
+            capabilities: options.capabilities.clone(),
+            ui: options.ui.clone(),
+            commands: options.commands.clone(),
             log_path: options.log_path.clone(),
             pane_area: Rect::default(),
             scroll_back: 0,
@@ -184,23 +182,15 @@ impl App {
             pty_closed: false,
             input_closed: false,
             needs_draw: true,
-            outer: Vec::new(),
-            bridge,
-            tasks,
-            helpers: options.helpers.clone().map(helpers::Helpers::new),
-            mcp: options.mcp.clone().map(mcp::Mcp::new),
-            compactor: options.compactor.clone(),
-            task_marks: tasks::Marks::default(),
-            pending_line: None,
-            spinner: 0,
-            pending_tx: None,
+            effects: Vec::new(),
             #[cfg(debug_assertions)]
             panic_on_key: std::env::var_os("UNIPI_TUI_TEST_PANIC_ON_KEY").is_some(),
         }
     }
 
-    /// Handles one event; [`App::stop`] says whether the session is over.
-    fn update(&mut self, event: AppEvent) {
+    /// Handles one event and returns what the loop must carry out. [`App::stop`] says whether
+    /// the session is over.
+    pub fn update(&mut self, event: AppEvent) -> Vec<Effect> {
         match event {
             AppEvent::Input(bytes) => {
                 for ev in self.decoder.feed(&bytes) {
@@ -214,12 +204,8 @@ impl App {
             AppEvent::Pty(PtyEvent::Output(bytes)) => self.on_pty_output(&bytes),
             AppEvent::Pty(PtyEvent::Closed) => self.pty_closed = true,
             AppEvent::Bridge(event) => self.on_bridge(event),
-            AppEvent::TasksChanged => {
-                self.refresh_dock();
-                self.sync_pending_line();
-            }
-            AppEvent::HelpersChanged => self.refresh_helpers(),
-            AppEvent::McpChanged => self.refresh_mcp(),
+            AppEvent::Changed => self.refresh_views(),
+            AppEvent::Ui(request) => self.on_ui(request),
             AppEvent::Pty(PtyEvent::Exited(exit)) => {
                 tracing::info!("Pi exited: {exit:?}");
                 self.pi_exit = Some(exit);
@@ -227,6 +213,17 @@ impl App {
                 self.request_draw();
             }
         }
+        std::mem::take(&mut self.effects)
+    }
+
+    /// Effects of calls the loop made directly (a flushed Esc, an abandoned chord, a tick).
+    fn take_effects(&mut self) -> Vec<Effect> {
+        std::mem::take(&mut self.effects)
+    }
+
+    /// A tick while a view has something moving: it pulls fresh data (runtimes).
+    fn on_tick(&mut self) {
+        self.refresh_views();
     }
 
     /// Why the session should end, if it should.
@@ -249,43 +246,79 @@ impl App {
         match event {
             BridgeEvent::Connected {
                 agent, pi_version, ..
-            } => {
-                tracing::info!("bridge: {agent} connected (Pi {pi_version})");
-                // A new extension instance (after /reload) starts without our widget. A helper's
-                // Pi connecting is not the main Pi reloading.
-                if agent == crate::bridge::AgentId::main() {
-                    self.pending_line = None;
-                    self.sync_pending_line();
-                }
-            }
+            } => tracing::info!("bridge: {agent} connected (Pi {pi_version})"),
             BridgeEvent::Disconnected { agent, reason } => {
                 tracing::info!("bridge: {agent} disconnected ({reason:?})");
             }
             BridgeEvent::Pi { agent, event } => {
                 if agent == crate::bridge::AgentId::main() {
                     bridge::apply_pi_event(&mut self.footer.data, &event);
-                    self.sync_pending_line();
-                    if self
-                        .views
-                        .find_mut::<crate::views::dock::DockView>()
-                        .is_some()
-                    {
-                        // The dock's main-agent row shows the same model, tokens and cost.
-                        self.refresh_helpers();
-                    }
-                    self.request_draw();
+                    // The dock's main-agent row shows the same model, tokens and cost.
+                    self.refresh_views();
                 }
             }
-            BridgeEvent::Command {
-                agent,
-                name,
-                args,
-                reply,
-            } => self.on_command(agent, &name, &args, reply),
             BridgeEvent::Fault { agent, message } => {
                 tracing::warn!("bridge fault ({agent:?}): {message}");
             }
         }
+    }
+
+    /// A capability asked for the screen.
+    fn on_ui(&mut self, request: UiRequest) {
+        match request {
+            UiRequest::Open(mut view) => {
+                view.refresh(&RefreshContext {
+                    pi: &self.footer.data,
+                });
+                self.views.push(view);
+            }
+            UiRequest::OpenDock { detail } => self.open_dock(detail.as_deref()),
+            UiRequest::Notice(text) => self.footer.set_notice(&text),
+            UiRequest::Terminal(bytes) => self.effects.push(Effect::ToTerminal(bytes)),
+        }
+        self.request_draw();
+    }
+
+    /// Something changed in a capability (or in Pi's state): open views pull fresh data.
+    fn refresh_views(&mut self) {
+        self.views.refresh(&RefreshContext {
+            pi: &self.footer.data,
+        });
+        self.request_draw();
+    }
+
+    /// Every capability's dock source.
+    fn dock_sources(&self) -> Vec<Arc<dyn DockSource>> {
+        self.capabilities.iter().filter_map(|c| c.dock()).collect()
+    }
+
+    /// Opens the dock (on `detail`'s entry when given). It lists what the capabilities' dock
+    /// sources list — background tasks, the main agent and its helpers; with none there is
+    /// nothing to dock.
+    fn open_dock(&mut self, detail: Option<&str>) {
+        let sources = self.dock_sources();
+        if sources.is_empty() {
+            self.footer
+                .set_notice("Nothing to dock: background tasks and helpers are off");
+            return;
+        }
+        let mut dock = DockView::open(
+            sources,
+            &self.keymap,
+            &RefreshContext {
+                pi: &self.footer.data,
+            },
+        );
+        if let Some(id) = detail {
+            dock.open_detail(id);
+        }
+        self.views.push(Box::new(dock));
+    }
+
+    /// How often the loop should tick: while an open view has something moving (runtimes in the
+    /// dock), else never (idle is idle).
+    fn tick_every(&self) -> Option<std::time::Duration> {
+        self.views.tick_every()
     }
 
     fn request_draw(&mut self) {
@@ -296,8 +329,13 @@ impl App {
         let before = self.emulator.history().total_pushed();
         self.emulator.process(bytes);
         let replies = self.emulator.take_replies();
-        self.pty.write(replies);
-        self.outer.extend(self.emulator.take_passthrough());
+        if !replies.is_empty() {
+            self.effects.push(Effect::ToPi(replies));
+        }
+        let passthrough = self.emulator.take_passthrough();
+        if !passthrough.is_empty() {
+            self.effects.push(Effect::ToTerminal(passthrough));
+        }
         for event in self.emulator.take_events() {
             match event {
                 EmulatorEvent::ProgramStatus(status) => self.footer.set_program_status(status),
@@ -324,9 +362,7 @@ impl App {
                 if self.views.is_empty() {
                     let bytes = encode_paste(&text, self.emulator.screen().bracketed_paste());
                     self.send_to_pi(bytes);
-                } else if let Some(dock) = self.views.find_mut::<crate::views::dock::DockView>()
-                    && dock.paste(&text)
-                {
+                } else if self.views.handle_paste(&text) {
                     self.request_draw();
                 }
             }
@@ -341,7 +377,7 @@ impl App {
     fn on_focus(&mut self, focused: bool) {
         self.focused = focused;
         if self.emulator.focus_reporting() {
-            self.pty.write(encode_focus(focused).to_vec());
+            self.send_to_pi(encode_focus(focused).to_vec());
         }
         if focused {
             self.footer.refresh_git_branch();
@@ -361,16 +397,22 @@ impl App {
             }
             return;
         }
-        if let Some(requests) = self.views.handle_key(&key) {
-            for request in requests {
-                self.on_view_request(request);
+        match self.views.handle_key(&key) {
+            KeyOutcome::NoView | KeyOutcome::Passed => {}
+            KeyOutcome::Used(effect) => {
+                if let Some(effect) = effect {
+                    self.on_view_effect(effect);
+                }
+                self.request_draw();
+                return;
             }
-            self.carry_out_helper_requests();
-            self.carry_out_mcp_requests();
-            // The dock shows fresh data (e.g. the output tail) as soon as it changes mode.
-            self.refresh_dock();
-            self.request_draw();
-            return;
+            KeyOutcome::Unhandled { view, close } => {
+                let key = crate::config::keymap::Key::from_event(&key).display();
+                self.footer
+                    .set_notice(&format!("{key} does nothing in {view} · {close} closes it"));
+                self.request_draw();
+                return;
+            }
         }
         match self.keymap.feed(&key) {
             KeymapResult::Matched(action) => self.run_action(action, &key),
@@ -383,6 +425,15 @@ impl App {
         }
     }
 
+    /// What a view asked of the app.
+    fn on_view_effect(&mut self, effect: ViewEffect) {
+        match effect {
+            ViewEffect::Copy(text) => self.effects.push(Effect::ToTerminal(osc52(&text))),
+            ViewEffect::Notice(text) => self.footer.set_notice(&text),
+            ViewEffect::Open(view) => self.views.push(view),
+        }
+    }
+
     fn run_action(&mut self, action: Action, key: &KeyEvent) {
         let page = usize::from(self.pane_area.height.max(2) - 1);
         match action {
@@ -390,6 +441,7 @@ impl App {
                 self.views.push(Box::new(HelpView::new(
                     &self.keymap,
                     self.log_path.display().to_string(),
+                    self.commands.clone(),
                 )));
             }
             Action::ScrollPageUp => self.scroll_or_forward(key, page as isize),
@@ -405,7 +457,14 @@ impl App {
             }
             Action::Dock => self.open_dock(None),
             Action::ClearTaskNotices => {
-                self.on_view_request(crate::views::ViewRequest::ClearFinishedNotices);
+                for source in self.dock_sources() {
+                    if let Err(err) =
+                        source.request(&crate::views::dock::DockRequest::ClearFinished)
+                    {
+                        tracing::info!("clear finished: {err}");
+                    }
+                }
+                self.refresh_views();
                 self.footer
                     .set_notice("Finished background-task notices cleared");
             }
@@ -445,7 +504,7 @@ impl App {
     }
 
     fn send_to_pi(&mut self, bytes: Vec<u8>) {
-        self.pty.write(bytes);
+        self.effects.push(Effect::ToPi(bytes));
     }
 
     fn on_mouse(&mut self, mouse: MouseEvent) {
@@ -473,9 +532,10 @@ impl App {
     }
 
     /// Draws the whole frame into `buf`: pane, badges, footer, views. Returns the cursor.
-    fn render(&mut self, area: Rect, buf: &mut Buffer) -> Option<Position> {
+    pub fn render(&mut self, area: Rect, buf: &mut Buffer) -> Option<Position> {
         let layout = Layout::new(area, self.footer.enabled());
         self.pane_area = layout.pane;
+        self.ui.set_pane_width(layout.pane.width);
         let history_len = self.emulator.history().len();
         self.scroll_back = self.scroll_back.min(history_len);
         let pane_cursor = render_pane(
@@ -494,12 +554,11 @@ impl App {
             };
             unipi_widgets::scrollback::render(&model, &self.theme.widgets, layout.pane, buf);
         }
-        let (running, waking) = self.footer.tasks;
-        let extra = unipi_widgets::pending::tasks_segment(running, waking)
-            .into_iter()
-            .chain(unipi_widgets::agents::helpers_segment(&self.footer.helpers))
-            .chain(self.mcp_segment())
-            .chain(self.compactor_segment());
+        let extra: Vec<_> = self
+            .capabilities
+            .iter()
+            .flat_map(|capability| capability.footer_segments())
+            .collect();
         let segments = self.footer.segments(self.scroll_back, extra);
         unipi_widgets::footer::render_segments(&segments, &self.theme.widgets, layout.footer, buf);
         if self.views.is_empty() {
@@ -531,6 +590,13 @@ impl Layout {
             ),
         }
     }
+}
+
+/// OSC 52: put `text` on the outer terminal's clipboard (this is how copy works over SSH).
+pub fn osc52(text: &str) -> Vec<u8> {
+    use base64::Engine as _;
+    let encoded = base64::engine::general_purpose::STANDARD.encode(text);
+    format!("\x1b]52;c;{encoded}\x07").into_bytes()
 }
 
 /// Translates a mouse event into pane coordinates. Presses outside the pane are dropped; drags

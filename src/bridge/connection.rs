@@ -24,7 +24,7 @@ use super::events::{
     BridgeEvent, Capabilities, CommandReply, DisconnectReason, NotifyLevel, PiEvent,
 };
 use super::host::{AgentInfo, Live, Shared};
-use super::module::{CancelHandle, Completion};
+use super::module::{CancelHandle, CommandCall, Completion};
 use super::protocol::{
     ClientMessage, CommandMsg, CompleteMsg, ErrorCode, Hello, HostMessage, LineRead,
     MAX_HELLO_BYTES, MAX_LINE_BYTES, PROTOCOL_VERSION, WelcomeOptions, WireError,
@@ -475,36 +475,35 @@ impl Connection {
         None
     }
 
-    /// Hands a `/unipi:*` invocation to the app and answers Pi when the app does.
+    /// Runs a `/unipi:*` invocation on the module that declared it, in a task of its own (a
+    /// panic or a timeout becomes an error Pi shows), and answers Pi with what it returns.
     fn forward_command(&self, agent: &AgentId, command: CommandMsg) {
         let shared = self.shared.clone();
         let out = self.out.clone();
-        let agent = agent.clone();
+        let call = CommandCall {
+            agent: agent.clone(),
+            name: command.name.clone(),
+            args: command.args,
+        };
         tokio::spawn(async move {
-            let name = command.name.clone();
-            let reply = if shared.registry.command(&name).is_none() {
-                CommandReply::Failed {
+            let name = call.name.clone();
+            let reply = match shared.registry.command(&name) {
+                None => CommandReply::Failed {
                     message: format!("unipi-tui has no command /{name}"),
-                }
-            } else {
-                let (reply_tx, reply_rx) = oneshot::channel();
-                let event = BridgeEvent::Command {
-                    agent,
-                    name: name.clone(),
-                    args: command.args,
-                    reply: reply_tx,
-                };
-                let timeout = shared.options.command_timeout;
-                if shared.events.send(event).await.is_err() {
-                    CommandReply::Failed {
-                        message: format!("/{name}: the workbench is not listening"),
-                    }
-                } else {
-                    match tokio::time::timeout(timeout, reply_rx).await {
+                },
+                Some((module, _)) => {
+                    let timeout = shared.options.command_timeout;
+                    let agent = call.agent.clone();
+                    let task = tokio::spawn(module.command(call));
+                    match tokio::time::timeout(timeout, task).await {
                         Ok(Ok(reply)) => reply,
-                        Ok(Err(_)) => CommandReply::Failed {
-                            message: format!("/{name} is not handled by this workbench"),
-                        },
+                        Ok(Err(err)) => {
+                            let message =
+                                format!("module `{}` failed running /{name}: {err}", module.name());
+                            tracing::error!("bridge: {message}");
+                            shared.fault(Some(agent), message.clone());
+                            CommandReply::Failed { message }
+                        }
                         Err(_) => CommandReply::Failed {
                             message: format!(
                                 "the workbench did not answer /{name} within {timeout:?}"

@@ -8,7 +8,6 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tokio::sync::oneshot;
 
 use super::AgentId;
 
@@ -29,14 +28,6 @@ pub enum BridgeEvent {
     },
     /// Something happened in a Pi process.
     Pi { agent: AgentId, event: PiEvent },
-    /// The user ran a `/unipi:*` command in Pi. Answer through `reply` (within the host's command
-    /// timeout); dropping it answers "not handled".
-    Command {
-        agent: AgentId,
-        name: String,
-        args: String,
-        reply: oneshot::Sender<CommandReply>,
-    },
     /// A refused connection, a bad line, a module panic: worth a log line or a notice, never
     /// fatal. `agent` is known when the offender had authenticated (or presented a valid token).
     Fault {

@@ -40,8 +40,8 @@ pub use extension::{EXTENSION_SOURCE, extension_file, extension_file_name};
 pub use host::{AgentInfo, BridgeError, BridgeHost, DeliverAs, HostCall, HostOptions};
 pub use info::InfoModule;
 pub use module::{
-    CancelHandle, CancelToken, Card, CardTint, CommandSpec, Completion, ContentBlock, HookCall,
-    MessageTypeSpec, Module, ToolCall, ToolError, ToolOutput, ToolSpec, UpdateSender,
+    CancelHandle, CancelToken, Card, CardTint, CommandCall, CommandSpec, Completion, ContentBlock,
+    HookCall, MessageTypeSpec, Module, ToolCall, ToolError, ToolOutput, ToolSpec, UpdateSender,
 };
 pub use registry::{ModuleInfo, ModuleStatus, Registry, RegistryError};
 

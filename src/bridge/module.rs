@@ -18,6 +18,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, watch};
 
 use super::AgentId;
+use super::events::CommandReply;
 use super::protocol::HostMessage;
 
 /// A workbench capability as the bridge sees it.
@@ -52,6 +53,19 @@ pub trait Module: Send + Sync + 'static {
     /// is returned from Pi's handler as is (`null`: no opinion).
     fn hook(&self, _hook: HookCall) -> Option<BoxFuture<'static, Value>> {
         None
+    }
+
+    /// Runs one of this module's `/unipi:*` commands. The future runs in its own task under the
+    /// host's command timeout (a panic or a timeout answers Pi with an error); what it returns is
+    /// what Pi shows. A command that opens a view does so through the workbench's UI handle,
+    /// which the module keeps from its start.
+    fn command(&self, call: CommandCall) -> BoxFuture<'static, CommandReply> {
+        let message = format!(
+            "module `{}` declares no command /{}",
+            self.name(),
+            call.name
+        );
+        Box::pin(async move { CommandReply::Failed { message } })
     }
 
     /// Argument completions for one of this module's commands, given what is typed so far.
@@ -170,8 +184,8 @@ impl ToolSpec {
     }
 }
 
-/// A `/unipi:*` command. Invocations go to the app (they open views); completions come from
-/// the static list and from [`Module::complete`].
+/// A `/unipi:*` command. Invocations go to the declaring module's [`Module::command`];
+/// completions come from the static list and from [`Module::complete`].
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CommandSpec {
     /// The full name without the slash, e.g. `unipi:info`.
@@ -402,6 +416,17 @@ impl From<anyhow::Error> for ToolError {
         // `{:#}` keeps the context chain: the model sees why, not just the last step.
         Self::new(format!("{err:#}"))
     }
+}
+
+/// One invocation of a `/unipi:*` command, handed to [`Module::command`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandCall {
+    /// The Pi process whose user ran it.
+    pub agent: AgentId,
+    /// The full name without the slash (`unipi:info`).
+    pub name: String,
+    /// Everything typed after the name, as Pi passes it.
+    pub args: String,
 }
 
 /// One invocation of a tool, handed to [`Module::call_tool`].

@@ -4,6 +4,7 @@
 
 pub mod auto;
 pub mod brief;
+mod capability;
 pub mod cut;
 pub mod entries;
 pub mod format;
@@ -12,3 +13,6 @@ pub mod module;
 pub mod normalize;
 pub mod pipeline;
 pub mod sections;
+pub mod view;
+
+pub use capability::REGISTRATION;

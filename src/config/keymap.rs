@@ -6,10 +6,12 @@
 //! in order. Keys are normalised first (crossterm reports Shift+A as `Char('A')` with or without
 //! SHIFT, Shift+Tab as `BackTab`) so a binding written once matches however the terminal spells it.
 //!
-//! A second table, `[dock]`, holds the keys of the background-task dock ([`DockAction`]). They
-//! apply only while the dock has focus, so they live apart from the trie and never shadow Pi's
-//! keys; they are single keys (the dock has no chord state) and the dock's key hints are built
-//! from them ([`DockKeys::hints`]), so a rebound key is also the key the dock shows.
+//! Every view owns a second kind of table ([`KeyTableSpec`]: `[dock]`, `[pager]`, a capability's
+//! overlay): its keys apply only while that view has focus, so they live apart from the trie and
+//! never shadow Pi's keys; they are single keys (views have no chord state), and a view builds its
+//! hint line from its resolved [`KeyTable`], so a rebound key is also the key the view shows.
+//! Defaults come from `keymaps/default.toml` and from the spec itself; the user's file is merged
+//! over them the same way, with the same `file:line:col` errors.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -90,112 +92,76 @@ impl fmt::Display for Action {
     }
 }
 
-/// What a key does while the dock has focus. The names (`DockAction::name`) are what the `[dock]`
-/// table says.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum DockAction {
-    Up,
-    Down,
-    Open,
-    /// Detail → list, list → close.
-    Back,
-    Close,
-    Stop,
-    StopAll,
-    Rerun,
-    CopyPath,
-    History,
-    ClearNotices,
-    PageUp,
-    PageDown,
-    Top,
-    /// The last row in the list; follow the output in the detail.
-    Bottom,
-    /// Open the steer input for the selected helper.
-    Steer,
-    /// Open the selected agent's live transcript (the detail, like `Open`).
-    Transcript,
+/// The key table of one view (the dock, the pager of read-only overlays, a capability's
+/// overlay): the name of its table in keymap files, what F1 calls it, the actions it knows, and
+/// its default keys. A view declares its table as a `static`; tables are single keys, never
+/// chords, and apply only while their view has focus, so they never take a key from Pi.
+#[derive(Debug)]
+pub struct KeyTableSpec {
+    /// The table's name in keymap files: `[dock]`.
+    pub table: &'static str,
+    /// What the help overlay calls the view.
+    pub title: &'static str,
+    /// Every action: (name in keymap files, what it does), in the order F1 lists them.
+    pub actions: &'static [(&'static str, &'static str)],
+    /// Default keys as (key, action name), beside any `[table]` in `keymaps/default.toml`.
+    pub defaults: &'static [(&'static str, &'static str)],
 }
 
-impl DockAction {
-    pub const ALL: [DockAction; 17] = [
-        DockAction::Up,
-        DockAction::Down,
-        DockAction::Open,
-        DockAction::Back,
-        DockAction::Close,
-        DockAction::Stop,
-        DockAction::StopAll,
-        DockAction::Rerun,
-        DockAction::CopyPath,
-        DockAction::History,
-        DockAction::ClearNotices,
-        DockAction::PageUp,
-        DockAction::PageDown,
-        DockAction::Top,
-        DockAction::Bottom,
-        DockAction::Steer,
-        DockAction::Transcript,
-    ];
+impl KeyTableSpec {
+    fn action(&self, name: &str) -> Option<&'static str> {
+        self.actions
+            .iter()
+            .find(|(action, _)| *action == name)
+            .map(|(action, _)| *action)
+    }
 
-    /// The stable name used in the `[dock]` table.
-    pub fn name(self) -> &'static str {
-        match self {
-            DockAction::Up => "dock.up",
-            DockAction::Down => "dock.down",
-            DockAction::Open => "dock.open",
-            DockAction::Back => "dock.back",
-            DockAction::Close => "dock.close",
-            DockAction::Stop => "dock.stop",
-            DockAction::StopAll => "dock.stop_all",
-            DockAction::Rerun => "dock.rerun",
-            DockAction::CopyPath => "dock.copy_path",
-            DockAction::History => "dock.history",
-            DockAction::ClearNotices => "dock.clear_notices",
-            DockAction::PageUp => "dock.page_up",
-            DockAction::PageDown => "dock.page_down",
-            DockAction::Top => "dock.top",
-            DockAction::Bottom => "dock.bottom",
-            DockAction::Steer => "dock.steer",
-            DockAction::Transcript => "dock.transcript",
+    fn names(&self) -> String {
+        name_list(self.actions.iter().map(|(name, _)| *name))
+    }
+}
+
+/// A view's actions as a Rust type: the view matches on it, the keymap resolves names to it.
+pub trait TableAction: Copy + Eq + std::fmt::Debug + 'static {
+    /// The table these actions belong to.
+    const SPEC: &'static KeyTableSpec;
+    fn from_name(name: &str) -> Option<Self>;
+    fn name(self) -> &'static str;
+}
+
+/// The resolved keys of one view's table: the user's first, then the defaults in order, so the
+/// first key of an action is the one a hint shows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyTable<A> {
+    bindings: Vec<(Key, A)>,
+}
+
+impl<A> Default for KeyTable<A> {
+    fn default() -> Self {
+        KeyTable {
+            bindings: Vec::new(),
         }
     }
+}
 
-    /// The action a `[dock]` entry names, if any.
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|action| action.name() == name)
+impl<A: TableAction> KeyTable<A> {
+    /// The table `A` belongs to, as the keymap resolved it.
+    pub fn from_keymap(keymap: &Keymap) -> Self {
+        let bindings = keymap
+            .tables
+            .get(A::SPEC.table)
+            .map(|bound| {
+                bound
+                    .iter()
+                    .filter_map(|(key, name)| Some((*key, A::from_name(name)?)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        KeyTable { bindings }
     }
-}
 
-impl fmt::Display for DockAction {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// Which face of the dock a hint line is for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DockPane {
-    /// The list with a task selected.
-    List,
-    /// A task's detail.
-    Detail,
-    /// The list with an agent (main, helper, delegate) selected.
-    Agents,
-    /// An agent's detail: its live transcript.
-    Transcript,
-}
-
-/// The resolved `[dock]` bindings: single keys, the user's first, then the defaults in file
-/// order, so the first key of an action is the one a hint shows.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct DockKeys {
-    bindings: Vec<(Key, DockAction)>,
-}
-
-impl DockKeys {
-    /// The action `event` is bound to in the dock, if any.
-    pub fn action(&self, event: &KeyEvent) -> Option<DockAction> {
+    /// The action `event` is bound to, if any.
+    pub fn action(&self, event: &KeyEvent) -> Option<A> {
         let key = Key::from_event(event);
         self.bindings
             .iter()
@@ -205,69 +171,16 @@ impl DockKeys {
 
     /// The key a hint or notice shows for `action` (`S`, `↑`, `Ctrl+Alt+C`); `None` when it is
     /// unbound.
-    pub fn hint_key(&self, action: DockAction) -> Option<String> {
+    pub fn hint_key(&self, action: A) -> Option<String> {
         self.bindings
             .iter()
             .find(|(_, bound)| *bound == action)
             .map(|(key, _)| hint_display(key))
     }
 
-    /// The hint line for `pane`: (keys, what they do), in the order shown. A hint whose actions
-    /// are all unbound is left out.
-    pub fn hints(&self, pane: DockPane) -> Vec<(String, String)> {
-        let table: &[(&[DockAction], &str)] = match pane {
-            DockPane::List => &[
-                (&[DockAction::Up, DockAction::Down], "select"),
-                (&[DockAction::Open], "details"),
-                (&[DockAction::Stop], "stop"),
-                (&[DockAction::StopAll], "stop all"),
-                (&[DockAction::Rerun], "rerun"),
-                (&[DockAction::CopyPath], "copy path"),
-                (&[DockAction::History], "history"),
-                (&[DockAction::ClearNotices], "clear notices"),
-                (&[DockAction::Back], "close"),
-            ],
-            DockPane::Detail => &[
-                (
-                    &[
-                        DockAction::Up,
-                        DockAction::Down,
-                        DockAction::PageUp,
-                        DockAction::PageDown,
-                    ],
-                    "scroll",
-                ),
-                (&[DockAction::Bottom], "follow"),
-                (&[DockAction::Stop], "stop"),
-                (&[DockAction::Rerun], "rerun"),
-                (&[DockAction::CopyPath], "copy path"),
-                (&[DockAction::Back], "back"),
-            ],
-            DockPane::Agents => &[
-                (&[DockAction::Up, DockAction::Down], "select"),
-                (&[DockAction::Transcript, DockAction::Open], "transcript"),
-                (&[DockAction::Steer], "steer"),
-                (&[DockAction::Stop], "stop"),
-                (&[DockAction::History], "history"),
-                (&[DockAction::CopyPath], "copy id"),
-                (&[DockAction::Back], "close"),
-            ],
-            DockPane::Transcript => &[
-                (
-                    &[
-                        DockAction::Up,
-                        DockAction::Down,
-                        DockAction::PageUp,
-                        DockAction::PageDown,
-                    ],
-                    "scroll",
-                ),
-                (&[DockAction::Bottom], "follow"),
-                (&[DockAction::Steer], "steer"),
-                (&[DockAction::Stop], "stop"),
-                (&[DockAction::Back], "back"),
-            ],
-        };
+    /// A hint line: for each (actions, what they do), the keys bound to them; a hint whose
+    /// actions are all unbound is left out.
+    pub fn hints(&self, table: &[(&[A], &str)]) -> Vec<(String, String)> {
         table
             .iter()
             .filter_map(|(actions, what)| {
@@ -276,6 +189,14 @@ impl DockKeys {
             })
             .collect()
     }
+}
+
+/// One view's keys as the help overlay lists them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ViewKeysHelp {
+    pub title: &'static str,
+    /// (keys, what they do), in the table's action order; unbound actions are left out.
+    pub rows: Vec<(String, &'static str)>,
 }
 
 /// What one key did to the keymap.
@@ -383,7 +304,8 @@ pub struct Keymap {
     /// (including releases and bare modifier presses that arrived meanwhile).
     pending: Vec<Key>,
     held: Vec<KeyEvent>,
-    dock: DockKeys,
+    /// Every view's table by name: (key, action name), the user's keys first.
+    tables: HashMap<&'static str, Vec<(Key, &'static str)>>,
 }
 
 impl Keymap {
@@ -472,19 +394,30 @@ impl Keymap {
             .collect()
     }
 
-    /// The `[dock]` bindings, for the dock view to keep.
-    pub fn dock_keys(&self) -> &DockKeys {
-        &self.dock
-    }
-
-    /// The dock action `event` is bound to, if any (only meaningful while the dock has focus).
-    pub fn dock_action(&self, event: &KeyEvent) -> Option<DockAction> {
-        self.dock.action(event)
-    }
-
-    /// The dock's hint line for `pane`; see [`DockKeys::hints`].
-    pub fn dock_hints(&self, pane: DockPane) -> Vec<(String, String)> {
-        self.dock.hints(pane)
+    /// Every view's keys for the help overlay, one entry per table, in `specs` order.
+    pub fn views_help(&self, specs: &[&'static KeyTableSpec]) -> Vec<ViewKeysHelp> {
+        specs
+            .iter()
+            .map(|spec| {
+                let bound = self.tables.get(spec.table);
+                let rows = spec
+                    .actions
+                    .iter()
+                    .filter_map(|(action, what)| {
+                        let keys: Vec<String> = bound?
+                            .iter()
+                            .filter(|(_, name)| name == action)
+                            .map(|(key, _)| hint_display(key))
+                            .collect();
+                        (!keys.is_empty()).then(|| (join_hint_keys(&keys), *what))
+                    })
+                    .collect();
+                ViewKeysHelp {
+                    title: spec.title,
+                    rows,
+                }
+            })
+            .collect()
     }
 
     /// The trie level under the pending keys (the root when nothing is pending).
@@ -561,27 +494,57 @@ pub fn keymap_from_sources(user: Option<(&Path, &str)>) -> (Keymap, Vec<ConfigEr
             }
         }
     }
-    keymap.dock = merge_dock(&user_entries.dock, &defaults.dock, &mut errors);
+    for spec in crate::capability::key_tables() {
+        let from_code = spec_defaults(spec);
+        let default_entries = defaults
+            .tables
+            .get(spec.table)
+            .into_iter()
+            .flatten()
+            .chain(&from_code);
+        let user = user_entries.tables.get(spec.table).into_iter().flatten();
+        let bound = merge_table(spec.table, user, default_entries, &mut errors);
+        keymap.tables.insert(spec.table, bound);
+    }
     (keymap, errors)
 }
 
-/// The `[dock]` bindings: the user's entries over the defaults key by key, as for `[bindings]`.
-/// Dock keys are single keys, so there are no chord collisions to resolve.
-fn merge_dock(
-    user: &[Entry<'_, DockAction>],
-    defaults: &[Entry<'_, DockAction>],
+/// A spec's default keys as entries (they are checked by a test, so an error here is a bug
+/// caught before release; it is still reported rather than dropped).
+fn spec_defaults(spec: &'static KeyTableSpec) -> Vec<Entry<'static, &'static str>> {
+    let path = Path::new("<built-in key table>");
+    spec.defaults
+        .iter()
+        .filter_map(|(key, action)| {
+            let keys = parse_sequence(key).ok()?;
+            Some(Entry {
+                keys,
+                action: Some(spec.action(action)?),
+                path,
+                text: "",
+                offset: 0,
+            })
+        })
+        .collect()
+}
+
+/// One view table's bindings: the user's entries over the defaults key by key, as for
+/// `[bindings]`. View keys are single keys, so there are no chord collisions to resolve.
+fn merge_table<'e, 'a: 'e>(
+    table: &str,
+    user: impl Iterator<Item = &'e Entry<'a, &'static str>>,
+    defaults: impl Iterator<Item = &'e Entry<'a, &'static str>>,
     errors: &mut Vec<ConfigError>,
-) -> DockKeys {
+) -> Vec<(Key, &'static str)> {
     let mut seen: HashSet<Key> = HashSet::new();
     let mut bindings = Vec::new();
     for (entry, from_user) in user
-        .iter()
         .map(|entry| (entry, true))
-        .chain(defaults.iter().map(|entry| (entry, false)))
+        .chain(defaults.map(|entry| (entry, false)))
     {
         let [key] = entry.keys.as_slice() else {
             errors.push(entry.error(format!(
-                "{}: dock keys are single keys, not chords",
+                "{}: [{table}] keys are single keys, not chords",
                 display_sequence(&entry.keys)
             )));
             continue;
@@ -599,7 +562,7 @@ fn merge_dock(
             bindings.push((*key, action));
         }
     }
-    DockKeys { bindings }
+    bindings
 }
 
 #[derive(Clone, Debug)]
@@ -661,10 +624,19 @@ const NAMED_KEYS: [(&[&str], &str, KeyCode); 15] = [
 #[derive(Default)]
 struct Entries<'a> {
     bindings: Vec<Entry<'a, Action>>,
-    dock: Vec<Entry<'a, DockAction>>,
+    /// View tables by name; actions by their name in the table's spec.
+    tables: HashMap<&'static str, Vec<Entry<'a, &'static str>>>,
 }
 
-const ONLY_TABLES: &str = "expected only a [bindings] and a [dock] table";
+/// What a keymap file may hold: `[bindings]` and one table per view.
+fn expected_tables(specs: &[&'static KeyTableSpec]) -> String {
+    let mut names: Vec<String> = specs.iter().map(|s| format!("[{}]", s.table)).collect();
+    names.sort();
+    format!(
+        "expected a [bindings] table or a view's table: {}",
+        names.join(", ")
+    )
+}
 
 fn normalise(code: KeyCode, modifiers: KeyModifiers) -> Key {
     let mut modifiers = modifiers
@@ -747,8 +719,8 @@ fn code_name(code: KeyCode, display: bool) -> String {
     }
 }
 
-/// Read the `[bindings]` and `[dock]` entries of one keymap file, reporting what is wrong and
-/// skipping it.
+/// Read the `[bindings]` and view-table entries of one keymap file, reporting what is wrong
+/// and skipping it.
 fn parse_entries<'a>(path: &'a Path, text: &'a str, errors: &mut Vec<ConfigError>) -> Entries<'a> {
     let mut entries = Entries::default();
     let document = match DeTable::parse(text) {
@@ -758,41 +730,55 @@ fn parse_entries<'a>(path: &'a Path, text: &'a str, errors: &mut Vec<ConfigError
             return entries;
         }
     };
+    let specs = crate::capability::key_tables();
     for (section, value) in document.get_ref() {
         let name: &str = section.get_ref();
-        if name != "bindings" && name != "dock" {
+        let spec = specs.iter().find(|spec| spec.table == name);
+        if name != "bindings" && spec.is_none() {
             errors.push(ConfigError::at(
                 path,
                 text,
                 section.span().start,
-                format!("unknown key `{name}`: {ONLY_TABLES}"),
+                format!("unknown table `{name}`: {}", expected_tables(&specs)),
             ));
             continue;
         }
         let DeValue::Table(table) = value.get_ref() else {
-            errors.push(ConfigError::at(path, text, value.span().start, ONLY_TABLES));
+            errors.push(ConfigError::at(
+                path,
+                text,
+                value.span().start,
+                format!("`{name}` must be a table: {}", expected_tables(&specs)),
+            ));
             continue;
         };
         let source = Source { path, text };
-        if name == "dock" {
-            let names = || name_list(DockAction::ALL.iter().map(|a| a.name()));
-            entries.dock.extend(parse_table(
-                source,
-                table,
-                DockAction::from_name,
-                names,
-                errors,
-            ));
-        } else {
-            let names = || name_list(Action::ALL.iter().map(|a| a.name()));
-            entries
-                .bindings
-                .extend(parse_table(source, table, Action::from_name, names, errors));
+        match spec {
+            Some(spec) => {
+                let mut parsed = parse_table(
+                    source,
+                    table,
+                    |name| spec.action(name),
+                    || spec.names(),
+                    errors,
+                );
+                parsed.sort_by_key(|entry| entry.offset);
+                entries.tables.entry(spec.table).or_default().extend(parsed);
+            }
+            None => {
+                let names = || name_list(Action::ALL.iter().map(|a| a.name()));
+                entries.bindings.extend(parse_table(
+                    source,
+                    table,
+                    Action::from_name,
+                    names,
+                    errors,
+                ));
+            }
         }
     }
     // The TOML map is ordered by key; "first in the file wins" needs file order.
     entries.bindings.sort_by_key(|entry| entry.offset);
-    entries.dock.sort_by_key(|entry| entry.offset);
     entries
 }
 
@@ -807,7 +793,7 @@ struct Source<'a> {
 fn parse_table<'a, A>(
     Source { path, text }: Source<'a>,
     table: &DeTable<'_>,
-    from_name: fn(&str) -> Option<A>,
+    from_name: impl Fn(&str) -> Option<A>,
     names: impl Fn() -> String,
     errors: &mut Vec<ConfigError>,
 ) -> Vec<Entry<'a, A>> {
@@ -1321,11 +1307,11 @@ mod tests {
             ),
             (
                 "[keys]\n\"f2\" = \"help\"\n",
-                "/cfg/keymap.toml:1:2: unknown key `keys`: expected only a [bindings] and a [dock] table",
+                "/cfg/keymap.toml:1:2: unknown table `keys`: expected a [bindings] table or a view's table: [",
             ),
             (
                 "bindings = 1\n",
-                "/cfg/keymap.toml:1:12: expected only a [bindings] and a [dock] table",
+                "/cfg/keymap.toml:1:12: `bindings` must be a table: expected a [bindings] table or a view's table: [",
             ),
         ];
         for (toml, want) in cases {
@@ -1409,189 +1395,5 @@ mod tests {
             "{errors:?}"
         );
         assert_eq!(keymap.bindings(), Keymap::defaults().bindings());
-    }
-
-    #[test]
-    fn default_dock_keys_match_their_actions() {
-        let keymap = Keymap::defaults();
-        let cases = [
-            ("up", DockAction::Up),
-            ("k", DockAction::Up),
-            ("down", DockAction::Down),
-            ("j", DockAction::Down),
-            ("enter", DockAction::Open),
-            ("right", DockAction::Open),
-            ("esc", DockAction::Back),
-            ("left", DockAction::Back),
-            ("q", DockAction::Close),
-            ("s", DockAction::Stop),
-            ("S", DockAction::StopAll),
-            ("r", DockAction::Rerun),
-            ("y", DockAction::CopyPath),
-            ("h", DockAction::History),
-            ("ctrl+alt+c", DockAction::ClearNotices),
-            ("pageup", DockAction::PageUp),
-            ("pagedown", DockAction::PageDown),
-            ("home", DockAction::Top),
-            ("end", DockAction::Bottom),
-            ("m", DockAction::Steer),
-            ("t", DockAction::Transcript),
-        ];
-        for (key, action) in cases {
-            assert_eq!(keymap.dock_action(&press(key)), Some(action), "{key}");
-        }
-        // Shift+S arrives as `Char('S')` with or without SHIFT.
-        let capital = KeyEvent::new(KeyCode::Char('S'), KeyModifiers::NONE);
-        assert_eq!(keymap.dock_action(&capital), Some(DockAction::StopAll));
-        for key in ["x", "ctrl+s", "shift+up", "f1"] {
-            assert_eq!(keymap.dock_action(&press(key)), None, "{key}");
-        }
-        // Every dock action has a default key and a name that round-trips.
-        for action in DockAction::ALL {
-            assert_eq!(DockAction::from_name(action.name()), Some(action));
-            assert!(keymap.dock_keys().hint_key(action).is_some(), "{action}");
-        }
-    }
-
-    #[test]
-    fn dock_keys_do_not_enter_the_main_trie() {
-        let mut keymap = Keymap::defaults();
-        for key in ["s", "j", "esc", "enter"] {
-            assert_eq!(
-                keymap.feed(&press(key)),
-                KeymapResult::NotFound(vec![press(key)]),
-                "{key}"
-            );
-        }
-    }
-
-    #[test]
-    fn dock_hints_table() {
-        let pairs = |hints: Vec<(String, String)>| -> Vec<String> {
-            hints.into_iter().map(|(k, w)| format!("{k} {w}")).collect()
-        };
-        let defaults = Keymap::defaults();
-        assert_eq!(
-            pairs(defaults.dock_hints(DockPane::List)),
-            [
-                "↑↓ select",
-                "Enter details",
-                "s stop",
-                "S stop all",
-                "r rerun",
-                "y copy path",
-                "h history",
-                "Ctrl+Alt+C clear notices",
-                "Esc close",
-            ]
-        );
-        assert_eq!(
-            pairs(defaults.dock_hints(DockPane::Detail)),
-            [
-                "↑↓ PgUp PgDn scroll",
-                "End follow",
-                "s stop",
-                "r rerun",
-                "y copy path",
-                "Esc back",
-            ]
-        );
-        assert_eq!(
-            pairs(defaults.dock_hints(DockPane::Agents)),
-            [
-                "↑↓ select",
-                "t Enter transcript",
-                "m steer",
-                "s stop",
-                "h history",
-                "y copy id",
-                "Esc close",
-            ]
-        );
-        assert_eq!(
-            pairs(defaults.dock_hints(DockPane::Transcript)),
-            [
-                "↑↓ PgUp PgDn scroll",
-                "End follow",
-                "m steer",
-                "s stop",
-                "Esc back",
-            ]
-        );
-        // Rebound and unbound keys show through: the user's key first, an action with no key
-        // left drops out of the line.
-        let (keymap, errors) = with_user(
-            "[dock]\n\"w\" = \"dock.up\"\n\"up\" = \"none\"\n\"pagedown\" = \"none\"\n\
-             \"y\" = \"none\"\n\"q\" = \"dock.back\"\n",
-        );
-        assert!(errors.is_empty(), "{errors:?}");
-        assert_eq!(
-            pairs(keymap.dock_hints(DockPane::Detail)),
-            [
-                "w ↓ PgUp scroll",
-                "End follow",
-                "s stop",
-                "r rerun",
-                "q back",
-            ]
-        );
-        assert_eq!(keymap.dock_action(&press("q")), Some(DockAction::Back));
-        assert_eq!(keymap.dock_action(&press("y")), None);
-    }
-
-    #[test]
-    fn bad_dock_entries_are_reported_at_their_line_and_skipped() {
-        let cases: [(&str, &str); 5] = [
-            (
-                "[dock]\n\"x\" = \"dock.stpo\"\n",
-                "/cfg/keymap.toml:2:7: unknown action \"dock.stpo\"; expected \"dock.up\", \"dock.down\"",
-            ),
-            (
-                "[dock]\n\"x\" = \"help\"\n",
-                "/cfg/keymap.toml:2:7: unknown action \"help\"; expected \"dock.up\"",
-            ),
-            (
-                "\n[dock]\n  \"ctrl+pagee\" = \"dock.stop\"\n",
-                "/cfg/keymap.toml:3:3: unknown key \"pagee\"",
-            ),
-            (
-                "[dock]\n\"g g\" = \"dock.top\"\n",
-                "/cfg/keymap.toml:2:1: g g: dock keys are single keys, not chords",
-            ),
-            (
-                "[dock]\n\"X\" = \"dock.stop_all\"\n\"shift+x\" = \"dock.rerun\"\n",
-                "/cfg/keymap.toml:3:1: Shift+X is bound twice; keeping the first",
-            ),
-        ];
-        for (toml, want) in cases {
-            let (keymap, errors) = with_user(toml);
-            assert_eq!(errors.len(), 1, "{toml:?}: {errors:?}");
-            assert!(
-                errors[0].starts_with(want),
-                "{toml:?}:\n got  {}\n want {want}",
-                errors[0]
-            );
-            // The default dock keys still work.
-            assert_eq!(keymap.dock_action(&press("s")), Some(DockAction::Stop));
-        }
-        // `[dock]` action names are not `[bindings]` actions either.
-        let (_, errors) = with_user("[bindings]\n\"f2\" = \"dock.stop\"\n");
-        assert!(
-            errors[0].starts_with(
-                "/cfg/keymap.toml:2:8: unknown action \"dock.stop\"; expected \"help\""
-            ),
-            "{}",
-            errors[0]
-        );
-    }
-
-    #[test]
-    fn a_bad_dock_entry_leaves_its_good_neighbours() {
-        let (keymap, errors) =
-            with_user("[dock]\n\"x\" = \"nope\"\n\"z\" = \"dock.stop\"\n\"s\" = \"none\"\n");
-        assert_eq!(errors.len(), 1, "{errors:?}");
-        assert_eq!(keymap.dock_action(&press("z")), Some(DockAction::Stop));
-        assert_eq!(keymap.dock_action(&press("x")), None);
-        assert_eq!(keymap.dock_action(&press("s")), None);
     }
 }

@@ -16,9 +16,13 @@ pub mod agents;
 pub mod args;
 pub mod board;
 pub mod budget;
+mod capability;
+pub mod dock;
 pub mod events;
 pub mod module;
 pub mod runner;
 pub mod supervisor;
 pub(crate) mod sys;
 pub mod workflow;
+
+pub use capability::REGISTRATION;

@@ -9,13 +9,16 @@
 //! names, guidance, status lines, the notification block — lives in `model`, `logs` and
 //! `notify` so it is table-tested without processes.
 
+mod capability;
 mod config;
+pub mod dock;
 mod logs;
 mod model;
 mod module;
 mod notify;
 mod service;
 
+pub use capability::REGISTRATION;
 pub use config::{
     TASKS_CONFIG_FILE, TASKS_SETTINGS_MODULE, TASKS_SETTINGS_TITLE, TasksConfig, apply_settings,
     load_tasks_config, save_tasks_config, settings_fields, tasks_config_from_sources,

@@ -286,6 +286,18 @@ impl TaskService {
         }
     }
 
+    /// Stops a running task for the user (the dock, `Ctrl+C` on a task): like
+    /// [`TaskService::stop`], but its notification does not wake the agent — a turn the user did
+    /// not ask for costs money; the model reads the notification with its next turn.
+    pub async fn stop_by_user(&self, query: &str) -> Result<TaskInfo, TaskError> {
+        let task = self.resolve(query)?;
+        if task.is_running() {
+            self.inner
+                .update(&task.id, |info| info.trigger_on_completion = false);
+        }
+        self.stop(&task.id).await
+    }
+
     /// Waits until the task has ended (its terminal state is written), at most `limit`.
     pub async fn wait(&self, id: &str, limit: Duration) -> Option<TaskInfo> {
         let mut finished = lock(&self.inner.tasks).get(id)?.finished.clone();

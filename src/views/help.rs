@@ -1,19 +1,26 @@
-//! The help overlay view: lists the workbench's key bindings from the keymap, says every other
-//! key goes to Pi, and shows the log file's path. Scrolls when the terminal is too small.
+//! The help overlay view (F1): the workbench's own key bindings from the keymap, then the
+//! `/unipi:*` commands the modules declared (from their declarations, never a hand list), then
+//! every view's keys from its key table — each once — and the log file's path. Scrolls with the
+//! pager keys when the terminal is too small.
 
 use std::cell::Cell;
 
-use crossterm::event::{KeyCode, KeyEvent};
+use crossterm::event::KeyEvent;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
-use unipi_widgets::help::{HelpModel, max_scroll, render};
+use unipi_widgets::help::{HelpModel, HelpSection, max_scroll, render};
 use unipi_widgets::theme::Theme;
 
+use super::pager::{Pager, PagerStep};
 use super::{View, ViewAction};
 use crate::config::keymap::{Action, Key, Keymap};
 
+/// A `/unipi:*` command for the help overlay: its name (without the slash) and description.
+pub type CommandHelp = (String, String);
+
 pub struct HelpView {
     model: HelpModel,
+    pager: Pager,
     /// The keys bound to `help` close the overlay again (whatever the user bound them to).
     help_keys: Vec<Key>,
     /// The area of the last render, to clamp scrolling to what is visible.
@@ -21,49 +28,69 @@ pub struct HelpView {
 }
 
 impl HelpView {
-    pub fn new(keymap: &Keymap, log_path: String) -> Self {
-        let mut bindings: Vec<(String, String)> = keymap
+    /// The overlay for `keymap`, listing `commands` (every module's `/unipi:*` commands).
+    pub fn new(keymap: &Keymap, log_path: String, commands: Vec<CommandHelp>) -> Self {
+        let bindings: Vec<(String, String)> = keymap
             .bindings()
             .into_iter()
             .map(|(keys, action)| (keys, action.description().to_string()))
             .collect();
-        // The dock's own keys, which apply only while it has focus.
-        bindings.extend(
-            keymap
-                .dock_hints(crate::config::keymap::DockPane::List)
+        let mut sections = Vec::new();
+        if !commands.is_empty() {
+            let mut rows: Vec<(String, String)> = commands
                 .into_iter()
-                .chain(keymap.dock_hints(crate::config::keymap::DockPane::Detail))
-                .map(|(keys, label)| (keys, format!("In the dock: {label}")))
-                .fold(Vec::<(String, String)>::new(), |mut unique, hint| {
-                    if !unique.contains(&hint) {
-                        unique.push(hint);
-                    }
-                    unique
-                }),
-        );
+                .map(|(name, description)| (format!("/{name}"), description))
+                .collect();
+            rows.sort();
+            rows.dedup();
+            sections.push(HelpSection {
+                title: "Commands (type them in Pi's editor)".to_owned(),
+                rows,
+            });
+        }
+        for view in keymap.views_help(&crate::capability::key_tables()) {
+            if view.rows.is_empty() {
+                continue;
+            }
+            sections.push(HelpSection {
+                title: format!("In {}", view.title),
+                rows: view
+                    .rows
+                    .into_iter()
+                    .map(|(keys, what)| (keys, what.to_owned()))
+                    .collect(),
+            });
+        }
         let help_keys = keymap
             .sequences_for(Action::Help)
             .into_iter()
             .filter_map(|keys| <[Key; 1]>::try_from(keys).ok().map(|[key]| key))
             .collect();
+        let pager = Pager::new(keymap);
         HelpView {
             help_keys,
             model: HelpModel {
                 bindings,
+                sections,
+                hint: format!("{} close", pager.close_key()),
                 log_path,
                 scroll: 0,
             },
+            pager,
             last_area: Cell::new(Rect::default()),
         }
     }
 
-    fn scroll_by(&mut self, delta: isize) {
-        let max = max_scroll(&self.model, self.last_area.get());
-        self.model.scroll = self.model.scroll.saturating_add_signed(delta).min(max);
+    pub fn model(&self) -> &HelpModel {
+        &self.model
     }
 }
 
 impl View for HelpView {
+    fn title(&self) -> &str {
+        "the key help"
+    }
+
     fn render(&self, area: Rect, buf: &mut Buffer, theme: &Theme) {
         self.last_area.set(area);
         render(&self.model, theme, area, buf);
@@ -73,26 +100,20 @@ impl View for HelpView {
         if self.help_keys.contains(&Key::from_event(key)) {
             return ViewAction::Close;
         }
-        match key.code {
-            KeyCode::Esc | KeyCode::Enter | KeyCode::Char('q') => ViewAction::Close,
-            KeyCode::Up | KeyCode::Char('k') => {
-                self.scroll_by(-1);
+        let page = usize::from(self.last_area.get().height.saturating_sub(2));
+        match self.pager.step(key, page) {
+            PagerStep::Close => ViewAction::Close,
+            PagerStep::Scroll(delta) => {
+                let max = max_scroll(&self.model, self.last_area.get());
+                self.model.scroll = self.model.scroll.saturating_add_signed(delta).min(max);
                 ViewAction::Consumed
             }
-            KeyCode::Down | KeyCode::Char('j') => {
-                self.scroll_by(1);
-                ViewAction::Consumed
-            }
-            KeyCode::PageUp => {
-                self.scroll_by(-10);
-                ViewAction::Consumed
-            }
-            KeyCode::PageDown => {
-                self.scroll_by(10);
-                ViewAction::Consumed
-            }
-            _ => ViewAction::Consumed,
+            PagerStep::Unbound => ViewAction::Unhandled,
         }
+    }
+
+    fn close_hint(&self) -> String {
+        self.pager.close_key()
     }
 }
 
@@ -100,18 +121,63 @@ impl View for HelpView {
 mod tests {
     use super::*;
 
-    #[test]
-    fn lists_the_workbench_chords_and_the_dock_keys() {
-        let view = HelpView::new(&Keymap::defaults(), "/tmp/unipi.log".into());
-        let bindings = &view.model.bindings;
-        assert!(bindings.contains(&("F1".into(), "Show these key bindings".into())));
-        assert!(bindings.contains(&("s".into(), "In the dock: stop".into())));
-        assert!(bindings.contains(&("S".into(), "In the dock: stop all".into())));
-        // A key the list and the detail share is listed once.
-        let stops = bindings
+    fn rows_of<'m>(model: &'m HelpModel, title: &str) -> &'m [(String, String)] {
+        model
+            .sections
             .iter()
-            .filter(|(_, d)| d == "In the dock: stop")
-            .count();
-        assert_eq!(stops, 1);
+            .find(|s| s.title.contains(title))
+            .map_or(&[][..], |s| &s.rows[..])
+    }
+
+    #[test]
+    fn lists_the_chords_the_commands_and_every_views_keys_once() {
+        let commands = vec![
+            ("unipi:info".to_owned(), "Workbench info".to_owned()),
+            ("unipi:bg".to_owned(), "Run in the background".to_owned()),
+            ("unipi:info".to_owned(), "Workbench info".to_owned()),
+        ];
+        let view = HelpView::new(&Keymap::defaults(), "/tmp/unipi.log".into(), commands);
+        let model = view.model();
+        assert!(
+            model
+                .bindings
+                .contains(&("F1".into(), "Show these key bindings".into()))
+        );
+        assert_eq!(
+            rows_of(model, "Commands"),
+            [
+                ("/unipi:bg".to_owned(), "Run in the background".to_owned()),
+                ("/unipi:info".to_owned(), "Workbench info".to_owned()),
+            ]
+        );
+        let dock = rows_of(model, "Dock");
+        let has = |keys: &str, what: &str| dock.iter().any(|(k, w)| k == keys && w.contains(what));
+        assert!(has("s", "Stop the selected task"), "{dock:?}");
+        assert!(has("S", "Stop every running task"), "{dock:?}");
+        assert!(has("t", "transcript"), "{dock:?}");
+        assert!(has("m", "message"), "{dock:?}");
+        // Each action once, with all its keys on one row.
+        assert_eq!(
+            dock.iter()
+                .filter(|(_, w)| w.contains("Stop the selected"))
+                .count(),
+            1
+        );
+        assert!(has("↑ k", "above"), "{dock:?}");
+        assert!(!rows_of(model, "Read-only overlays").is_empty());
+        assert_eq!(model.hint, "Esc close");
+    }
+
+    #[test]
+    fn unbound_keys_are_unhandled_and_help_keys_close() {
+        use crossterm::event::{KeyCode, KeyModifiers};
+        let mut view = HelpView::new(&Keymap::defaults(), String::new(), Vec::new());
+        let key = |code| KeyEvent::new(code, KeyModifiers::NONE);
+        assert_eq!(
+            view.handle_key(&key(KeyCode::Char('x'))),
+            ViewAction::Unhandled
+        );
+        assert_eq!(view.handle_key(&key(KeyCode::Down)), ViewAction::Consumed);
+        assert_eq!(view.handle_key(&key(KeyCode::F(1))), ViewAction::Close);
     }
 }

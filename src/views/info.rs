@@ -12,18 +12,22 @@ use ratatui::layout::Rect;
 use unipi_widgets::info::{InfoModel, max_scroll, render};
 use unipi_widgets::theme::Theme;
 
+use super::pager::Pager;
 use super::{View, ViewAction};
+use crate::config::keymap::Keymap;
 
 pub struct InfoView {
     model: InfoModel,
+    pager: Pager,
     /// The area of the last render, to clamp scrolling to what is visible.
     last_area: Cell<Rect>,
 }
 
 impl InfoView {
-    pub fn new(model: InfoModel) -> Self {
+    pub fn new(model: InfoModel, keymap: &Keymap) -> Self {
         InfoView {
             model: InfoModel { scroll: 0, ..model },
+            pager: Pager::new(keymap),
             last_area: Cell::new(Rect::default()),
         }
     }
@@ -32,25 +36,25 @@ impl InfoView {
     pub fn scroll(&self) -> usize {
         self.model.scroll
     }
-
-    fn scroll_by(&mut self, delta: isize) {
-        let max = max_scroll(&self.model, self.last_area.get());
-        self.model.scroll = self.model.scroll.saturating_add_signed(delta).min(max);
-    }
 }
 
 impl View for InfoView {
+    fn title(&self) -> &str {
+        "/unipi:info"
+    }
+
     fn render(&self, area: Rect, buf: &mut Buffer, theme: &Theme) {
         self.last_area.set(area);
-        render(&self.model, theme, area, buf);
+        render(&self.model, &self.pager.close_hint(), theme, area, buf);
     }
 
     fn handle_key(&mut self, key: &KeyEvent) -> ViewAction {
-        let Some(delta) = super::pager_keys(key) else {
-            return ViewAction::Close;
-        };
-        self.scroll_by(delta);
-        ViewAction::Consumed
+        let max = max_scroll(&self.model, self.last_area.get());
+        self.pager.handle(key, &mut self.model.scroll, max)
+    }
+
+    fn close_hint(&self) -> String {
+        self.pager.close_key()
     }
 }
 
@@ -92,14 +96,14 @@ mod tests {
     }
 
     #[test]
-    fn close_keys_close_and_others_are_consumed() {
-        let mut view = InfoView::new(make_model_with(2));
+    fn close_keys_close_and_others_are_unhandled() {
+        let mut view = InfoView::new(make_model_with(2), &Keymap::defaults());
         let cases = [
             (KeyCode::Esc, ViewAction::Close),
             (KeyCode::Enter, ViewAction::Close),
             (KeyCode::Char('q'), ViewAction::Close),
-            (KeyCode::Char('x'), ViewAction::Consumed),
-            (KeyCode::F(1), ViewAction::Consumed),
+            (KeyCode::Char('x'), ViewAction::Unhandled),
+            (KeyCode::F(1), ViewAction::Unhandled),
             (KeyCode::Down, ViewAction::Consumed),
         ];
         for (code, want) in cases {
@@ -110,7 +114,7 @@ mod tests {
     #[test]
     fn scrolling_is_clamped_to_the_rendered_area() {
         // Opens at the top whatever the model said.
-        let mut view = InfoView::new(make_model_with(10));
+        let mut view = InfoView::new(make_model_with(10), &Keymap::defaults());
         assert_eq!(view.scroll(), 0);
         rendered(&view, 60, 12);
         let max = max_scroll(&view.model, Rect::new(0, 0, 60, 12));
@@ -138,7 +142,7 @@ mod tests {
 
     #[test]
     fn the_scrolled_window_is_drawn() {
-        let mut view = InfoView::new(make_model_with(10));
+        let mut view = InfoView::new(make_model_with(10), &Keymap::defaults());
         let before = rendered(&view, 60, 12);
         view.handle_key(&key(KeyCode::Char('G')));
         let after = rendered(&view, 60, 12);

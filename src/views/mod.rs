@@ -1,92 +1,138 @@
-//! Modal views: overlays stacked above the pane (help, info, the task dock; pickers and prompts
-//! later).
+//! Modal views: overlays stacked above the pane (help, info, the dock, a capability's overlay).
 //!
 //! Views live on a `Vec<Box<dyn View>>`; the top one gets keys first, and with no view open keys
 //! go to the keymap and then to Pi (codex's `BottomPaneView` stack, helix's compositor). A view
-//! renders from its own state with pure widgets and never does I/O; anything it wants done is
-//! returned as a [`ViewAction`] — a [`ViewRequest`] for work with side effects (stopping a task,
-//! copying text) — for the app to carry out.
+//! renders from its own state with pure widgets and never does I/O. It asks for work one way:
+//! through the port it was opened with (a capability's handle: the dock's [`dock::DockSource`]s,
+//! the settings view's store, the MCP overlay's module), whose answers and later state it pulls
+//! in [`View::refresh`] when its capability signals a change. What only the app can do (the
+//! clipboard, a footer notice) a view returns as a [`ViewEffect`]. The app never reaches into a
+//! view by type.
+//!
+//! Every view has its key table ([`crate::config::keymap::KeyTableSpec`]), rebindable in the
+//! keymap file; Ctrl+C closes the top view; a key a view does not use is not swallowed silently
+//! (the footer says so and names the key that closes the view).
 
-pub mod compaction;
 pub mod dock;
 pub mod help;
 pub mod info;
-pub mod mcp;
+
+pub mod notice;
+pub mod pager;
 pub mod settings;
 
-use std::any::Any;
+use std::time::Duration;
 
-use crossterm::event::KeyEvent;
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Position, Rect};
 use unipi_widgets::theme::Theme;
 
-/// What a view asks of its owner after handling a key.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What a view did with a key.
 pub enum ViewAction {
     /// The key was used; keep the view.
     Consumed,
     /// Close this view.
     Close,
+    /// The view has no use for this key (the app says so in the footer; Pi does not get it).
+    Unhandled,
+    /// Close this view and let the key go on (to the keymap, then Pi): for passive boxes that
+    /// must not eat the user's typing.
+    CloseAndPass,
     /// The key was used and asks the app for something only it can do; keep the view.
-    Request(ViewRequest),
+    Effect(ViewEffect),
 }
 
-/// Work a view asks the app to do, because views do no I/O. The app reports the outcome back to
-/// the view, if at all, through the view's own methods (e.g. the dock's notice).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ViewRequest {
-    /// Stop the background task with this id.
-    StopTask(String),
-    /// Stop every running background task.
-    StopAllTasks,
-    /// Start a finished shell task again (same command, name and settings; no wake).
-    RerunTask(String),
-    /// Put this text on the clipboard (OSC 52).
-    CopyText(String),
-    /// Mark every finished task as seen (`Ctrl+Alt+C`).
-    ClearFinishedNotices,
-    /// The user opened this task's details: it is no longer unseen.
-    MarkSeen(String),
-    /// Write these settings (a JSON object of the module's config keys) to `module`'s config
-    /// file; the app reports the outcome with the settings view's `save_finished`.
-    SaveSettings {
-        module: String,
-        values: serde_json::Value,
-    },
+impl std::fmt::Debug for ViewAction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ViewAction::Consumed => f.write_str("Consumed"),
+            ViewAction::Close => f.write_str("Close"),
+            ViewAction::Unhandled => f.write_str("Unhandled"),
+            ViewAction::CloseAndPass => f.write_str("CloseAndPass"),
+            ViewAction::Effect(effect) => write!(f, "Effect({effect:?})"),
+        }
+    }
 }
 
-/// The keys of a read-only, scrollable overlay (info, the last compaction): `None` closes it
-/// (Esc, Enter, q), otherwise the rows to scroll by (0 for any other key; `isize::MIN`/`MAX` for
-/// the top and the end).
-pub fn pager_keys(key: &KeyEvent) -> Option<isize> {
-    use crossterm::event::KeyCode;
-    Some(match key.code {
-        KeyCode::Esc | KeyCode::Enter | KeyCode::Char('q') => return None,
-        KeyCode::Up | KeyCode::Char('k') => -1,
-        KeyCode::Down | KeyCode::Char('j') => 1,
-        KeyCode::PageUp => -10,
-        KeyCode::PageDown => 10,
-        KeyCode::Home | KeyCode::Char('g') => isize::MIN,
-        KeyCode::End | KeyCode::Char('G') => isize::MAX,
-        _ => 0,
-    })
+impl PartialEq for ViewAction {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (ViewAction::Effect(a), ViewAction::Effect(b)) => a == b,
+            (a, b) => std::mem::discriminant(a) == std::mem::discriminant(b),
+        }
+    }
 }
 
-pub trait View {
+/// What only the app can do for a view.
+pub enum ViewEffect {
+    /// Put this text on the clipboard (OSC 52: works over SSH too).
+    Copy(String),
+    /// A short notice in the footer.
+    Notice(String),
+    /// Open another view above this one.
+    Open(Box<dyn View>),
+}
+
+impl std::fmt::Debug for ViewEffect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ViewEffect::Copy(text) => write!(f, "Copy({text:?})"),
+            ViewEffect::Notice(text) => write!(f, "Notice({text:?})"),
+            ViewEffect::Open(view) => write!(f, "Open({})", view.title()),
+        }
+    }
+}
+
+impl PartialEq for ViewEffect {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (ViewEffect::Copy(a), ViewEffect::Copy(b)) => a == b,
+            (ViewEffect::Notice(a), ViewEffect::Notice(b)) => a == b,
+            (ViewEffect::Open(a), ViewEffect::Open(b)) => a.title() == b.title(),
+            _ => false,
+        }
+    }
+}
+
+/// What views may read when they refresh: the app's own knowledge of Pi (the main agent's
+/// model, tokens, cost, activity — the footer's data).
+pub struct RefreshContext<'a> {
+    pub pi: &'a unipi_widgets::footer::FooterData,
+}
+
+pub trait View: Send {
+    /// What the view is called (the "does nothing here" notice, logs). Views with the same
+    /// title are one of a kind: opening another replaces the open one.
+    fn title(&self) -> &str;
     /// Draws the view. `area` is the region views may use (the pane; the footer stays visible).
     fn render(&self, area: Rect, buf: &mut Buffer, theme: &Theme);
     /// Handles a key press while the view is on top.
     fn handle_key(&mut self, key: &KeyEvent) -> ViewAction;
+    /// Pasted text while the view is on top; `false` when it takes no text.
+    fn handle_paste(&mut self, _text: &str) -> bool {
+        false
+    }
     /// Where the terminal cursor goes while this view is on top (None hides it).
     fn cursor(&self, _area: Rect) -> Option<Position> {
         None
     }
-    /// The view as `Any`, for views the app updates after opening them (the dock's rows);
-    /// `None` for views nobody needs to reach.
-    fn as_any_mut(&mut self) -> Option<&mut dyn Any> {
+    /// Something it shows may have changed: pull fresh data from its port (memory only).
+    fn refresh(&mut self, _context: &RefreshContext<'_>) {}
+    /// How often it wants a refresh while open, if something in it moves (runtimes).
+    fn tick_every(&self) -> Option<Duration> {
         None
     }
+    /// The key that closes it, for the "does nothing here" notice.
+    fn close_hint(&self) -> String {
+        "Esc".to_owned()
+    }
+}
+
+/// Every key table the workbench's own views take (capabilities list theirs in their
+/// registration).
+pub fn key_tables() -> Vec<&'static crate::config::keymap::KeyTableSpec> {
+    vec![&dock::keys::DOCK_KEYS, &pager::PAGER_KEYS]
 }
 
 /// The stack of open views.
@@ -95,8 +141,23 @@ pub struct ViewStack {
     views: Vec<Box<dyn View>>,
 }
 
+/// What the stack did with a key.
+#[derive(Debug, PartialEq)]
+pub enum KeyOutcome {
+    /// No view is open: the key is not the stack's.
+    NoView,
+    /// A view used it (and maybe asked for an effect).
+    Used(Option<ViewEffect>),
+    /// The top view closed and the key goes on to the keymap and Pi.
+    Passed,
+    /// The top view has no use for it: tell the user which key closes it.
+    Unhandled { view: String, close: String },
+}
+
 impl ViewStack {
+    /// Opens `view` on top. An open view with the same title is replaced (one of a kind).
     pub fn push(&mut self, view: Box<dyn View>) {
+        self.views.retain(|open| open.title() != view.title());
         self.views.push(view);
     }
 
@@ -108,27 +169,55 @@ impl ViewStack {
         self.views.len()
     }
 
-    /// Gives the key to the top view: `None` when no view is open (the key is not taken), else
-    /// the requests the view made for the app to carry out (often none).
-    pub fn handle_key(&mut self, key: &KeyEvent) -> Option<Vec<ViewRequest>> {
-        let top = self.views.last_mut()?;
-        let mut requests = Vec::new();
-        match top.handle_key(key) {
-            ViewAction::Consumed => {}
-            ViewAction::Close => {
-                self.views.pop();
-            }
-            ViewAction::Request(request) => requests.push(request),
-        }
-        Some(requests)
+    /// The titles of the open views, bottom first.
+    pub fn titles(&self) -> Vec<String> {
+        self.views.iter().map(|v| v.title().to_owned()).collect()
     }
 
-    /// The topmost open view of type `T`, to update it (e.g. the dock's rows).
-    pub fn find_mut<T: View + 'static>(&mut self) -> Option<&mut T> {
+    /// Gives the key to the top view. Ctrl+C closes it whatever it is.
+    pub fn handle_key(&mut self, key: &KeyEvent) -> KeyOutcome {
+        let Some(top) = self.views.last_mut() else {
+            return KeyOutcome::NoView;
+        };
+        if key.code == KeyCode::Char('c') && key.modifiers == KeyModifiers::CONTROL {
+            self.views.pop();
+            return KeyOutcome::Used(None);
+        }
+        match top.handle_key(key) {
+            ViewAction::Consumed => KeyOutcome::Used(None),
+            ViewAction::Close => {
+                self.views.pop();
+                KeyOutcome::Used(None)
+            }
+            ViewAction::Effect(effect) => KeyOutcome::Used(Some(effect)),
+            ViewAction::CloseAndPass => {
+                self.views.pop();
+                KeyOutcome::Passed
+            }
+            ViewAction::Unhandled => KeyOutcome::Unhandled {
+                view: top.title().to_owned(),
+                close: top.close_hint(),
+            },
+        }
+    }
+
+    /// Gives pasted text to the top view; `false` when none is open or it takes no text.
+    pub fn handle_paste(&mut self, text: &str) -> bool {
         self.views
-            .iter_mut()
-            .rev()
-            .find_map(|view| view.as_any_mut()?.downcast_mut::<T>())
+            .last_mut()
+            .is_some_and(|top| top.handle_paste(text))
+    }
+
+    /// Lets every open view pull fresh data.
+    pub fn refresh(&mut self, context: &RefreshContext<'_>) {
+        for view in &mut self.views {
+            view.refresh(context);
+        }
+    }
+
+    /// The shortest refresh period any open view asks for.
+    pub fn tick_every(&self) -> Option<Duration> {
+        self.views.iter().filter_map(|v| v.tick_every()).min()
     }
 
     /// Renders every view, bottom first, and returns the top view's cursor.

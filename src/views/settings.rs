@@ -1,15 +1,15 @@
 //! The settings overlay view (`/unipi:bg-settings`, and later other modules' settings pages):
 //! owns a [`SettingsModel`] and turns keys into edits of it — select, toggle a flag, step a
-//! number within its bounds — and into a [`ViewRequest::SaveSettings`] for the app to write,
-//! because views do no I/O.
+//! number within its bounds — and hands a save to its [`SettingsStore`], the module's port that
+//! writes the file off the UI loop, because views do no I/O.
 //!
-//! The view is generic over the module: it is given the module's name, its fields, and the
-//! module's function from fields to config keys. It keeps the fields as last saved, so "dirty"
-//! means "differs from the file" rather than "was touched"; a save only counts once the app
-//! reports it done ([`SettingsView::save_finished`]). Closing with unsaved changes takes a second
+//! The view is generic over the module: it is given the module's fields, the module's function
+//! from fields to config keys, and its store. It keeps the fields as last saved, so "dirty"
+//! means "differs from the file" rather than "was touched"; a save only counts once the store
+//! reports it done (pulled in [`View::refresh`], then [`SettingsView::save_finished`]). Closing with unsaved changes takes a second
 //! Esc, with any other key in between calling the discard off, so one stray Esc loses nothing.
 
-use std::any::Any;
+use std::sync::Arc;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::buffer::Buffer;
@@ -18,7 +18,7 @@ use serde_json::Value;
 use unipi_widgets::settings::{SettingField, SettingValue, SettingsModel, render};
 use unipi_widgets::theme::Theme;
 
-use super::{View, ViewAction, ViewRequest};
+use super::{RefreshContext, View, ViewAction};
 
 /// Shown after the first Esc with unsaved changes.
 pub const DISCARD_NOTICE: &str = "Unsaved changes — Esc again to discard, s to save.";
@@ -26,8 +26,17 @@ pub const DISCARD_NOTICE: &str = "Unsaved changes — Esc again to discard, s to
 /// Turns the edited fields into the module's config keys (e.g. `tasks::apply_settings`).
 pub type ToValues = fn(&[SettingField]) -> Value;
 
+/// Where a settings view saves: the module's config file, written off the UI loop.
+pub trait SettingsStore: Send + Sync {
+    /// Starts writing `values` (a JSON object of the module's config keys); returns at once.
+    /// When done, the store signals its capability's change so the view pulls the outcome.
+    fn save(&self, values: Value);
+    /// The outcome of the last save once it is done, taken once: `Ok(notice)` or `Err(why)`.
+    fn take_outcome(&self) -> Option<Result<String, String>>;
+}
+
 pub struct SettingsView {
-    module: String,
+    store: Arc<dyn SettingsStore>,
     model: SettingsModel,
     to_values: ToValues,
     /// The fields as loaded or last saved.
@@ -39,16 +48,16 @@ pub struct SettingsView {
 }
 
 impl SettingsView {
-    /// A settings overlay titled `title` for `module` (the name sent with the save request),
-    /// showing `fields` as loaded, the first one selected.
+    /// A settings overlay titled `title` showing `fields` as loaded, the first one selected,
+    /// saving to `store`.
     pub fn new(
-        module: impl Into<String>,
         title: impl Into<String>,
         fields: Vec<SettingField>,
         to_values: ToValues,
+        store: Arc<dyn SettingsStore>,
     ) -> Self {
         SettingsView {
-            module: module.into(),
+            store,
             saved: fields.clone(),
             model: SettingsModel {
                 title: title.into(),
@@ -66,11 +75,7 @@ impl SettingsView {
         &self.model
     }
 
-    pub fn module(&self) -> &str {
-        &self.module
-    }
-
-    /// The app's report on the last save request: `Ok(notice)` (e.g. "Saved to ~/.unipi/…")
+    /// The store's report on the last save: `Ok(notice)` (e.g. "Saved to ~/.unipi/…")
     /// makes the saved values the new baseline, `Err(message)` is shown and leaves them dirty.
     pub fn save_finished(&mut self, result: Result<String, String>) {
         let saving = self.saving.take();
@@ -93,10 +98,8 @@ impl SettingsView {
         }
         self.saving = Some(self.model.fields.clone());
         self.model.notice = Some("Saving…".to_owned());
-        ViewAction::Request(ViewRequest::SaveSettings {
-            module: self.module.clone(),
-            values: (self.to_values)(&self.model.fields),
-        })
+        self.store.save((self.to_values)(&self.model.fields));
+        ViewAction::Consumed
     }
 
     fn escape(&mut self) -> ViewAction {
@@ -150,6 +153,10 @@ impl SettingsView {
 }
 
 impl View for SettingsView {
+    fn title(&self) -> &str {
+        &self.model.title
+    }
+
     fn render(&self, area: Rect, buf: &mut Buffer, theme: &Theme) {
         render(&self.model, theme, area, buf);
     }
@@ -165,7 +172,7 @@ impl View for SettingsView {
             return self.save();
         }
         if !key.modifiers.is_empty() && key.modifiers != KeyModifiers::SHIFT {
-            return ViewAction::Consumed;
+            return ViewAction::Unhandled;
         }
         match key.code {
             KeyCode::Esc => return self.escape(),
@@ -179,13 +186,15 @@ impl View for SettingsView {
             KeyCode::Right | KeyCode::Char('l' | '+' | '=') => self.change(1, false),
             KeyCode::PageDown => self.change(-10, false),
             KeyCode::PageUp => self.change(10, false),
-            _ => {}
+            _ => return ViewAction::Unhandled,
         }
         ViewAction::Consumed
     }
 
-    fn as_any_mut(&mut self) -> Option<&mut dyn Any> {
-        Some(self)
+    fn refresh(&mut self, _context: &RefreshContext<'_>) {
+        if let Some(outcome) = self.store.take_outcome() {
+            self.save_finished(outcome);
+        }
     }
 }
 
@@ -205,10 +214,44 @@ fn hints() -> Vec<(String, String)> {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Mutex;
+
     use serde_json::json;
+    use unipi_widgets::footer::FooterData;
 
     use super::*;
-    use crate::views::ViewStack;
+    use crate::views::{KeyOutcome, ViewStack};
+
+    /// A store that records what it was asked to save and answers with `outcome` once.
+    #[derive(Default)]
+    struct Store {
+        saved: Mutex<Vec<Value>>,
+        outcome: Mutex<Option<Result<String, String>>>,
+    }
+
+    impl SettingsStore for Store {
+        fn save(&self, values: Value) {
+            self.saved.lock().unwrap().push(values);
+        }
+        fn take_outcome(&self) -> Option<Result<String, String>> {
+            self.outcome.lock().unwrap().take()
+        }
+    }
+
+    impl Store {
+        fn answer(&self, outcome: Result<String, String>) {
+            *self.outcome.lock().unwrap() = Some(outcome);
+        }
+        fn take_saved(&self) -> Vec<Value> {
+            std::mem::take(&mut *self.saved.lock().unwrap())
+        }
+    }
+
+    fn refresh(view: &mut SettingsView) {
+        view.refresh(&RefreshContext {
+            pi: &FooterData::default(),
+        });
+    }
 
     fn key(code: KeyCode) -> KeyEvent {
         KeyEvent::new(code, KeyModifiers::NONE)
@@ -245,8 +288,11 @@ mod tests {
 
     /// A flag, a number 10 in 0..=30 by 10, and a text.
     fn make_view() -> SettingsView {
+        make_view_with(Arc::new(Store::default()))
+    }
+
+    fn make_view_with(store: Arc<Store>) -> SettingsView {
         SettingsView::new(
-            "demo",
             "Demo settings",
             vec![
                 field("flag", SettingValue::Bool(true)),
@@ -263,6 +309,7 @@ mod tests {
                 field("name", SettingValue::Text("x".to_owned())),
             ],
             values_of,
+            store,
         )
     }
 
@@ -318,24 +365,27 @@ mod tests {
     }
 
     #[test]
-    fn save_requests_the_values_and_counts_once_confirmed() {
-        let mut view = make_view();
+    fn save_hands_the_values_to_the_store_and_counts_once_confirmed() {
+        let store = Arc::new(Store::default());
+        let mut view = make_view_with(store.clone());
         assert_eq!(view.handle_key(&ch('s')), ViewAction::Consumed);
         assert_eq!(view.model().notice.as_deref(), Some("No changes to save."));
+        assert!(store.take_saved().is_empty());
         view.handle_key(&ch(' '));
-        let want = ViewAction::Request(ViewRequest::SaveSettings {
-            module: "demo".to_owned(),
-            values: json!({"flag": false, "count": 10, "name": "x"}),
-        });
-        assert_eq!(view.handle_key(&ch('s')), want);
+        let want = json!({"flag": false, "count": 10, "name": "x"});
+        assert_eq!(view.handle_key(&ch('s')), ViewAction::Consumed);
         let ctrl_s = KeyEvent::new(KeyCode::Char('s'), KeyModifiers::CONTROL);
-        assert_eq!(view.handle_key(&ctrl_s), want);
-        assert!(view.model().dirty, "not saved until the app says so");
-        view.save_finished(Err("disk full".to_owned()));
+        assert_eq!(view.handle_key(&ctrl_s), ViewAction::Consumed);
+        assert_eq!(store.take_saved(), [want.clone(), want]);
+        refresh(&mut view);
+        assert!(view.model().dirty, "not saved until the store says so");
+        store.answer(Err("disk full".to_owned()));
+        refresh(&mut view);
         assert!(view.model().dirty);
         assert_eq!(view.model().notice.as_deref(), Some("Not saved: disk full"));
         view.handle_key(&ctrl_s);
-        view.save_finished(Ok("Saved.".to_owned()));
+        store.answer(Ok("Saved.".to_owned()));
+        refresh(&mut view);
         assert!(!view.model().dirty);
         assert_eq!(view.model().notice.as_deref(), Some("Saved."));
         assert_eq!(view.handle_key(&key(KeyCode::Esc)), ViewAction::Close);
@@ -360,19 +410,19 @@ mod tests {
     }
 
     #[test]
-    fn the_stack_hands_the_save_to_the_app_and_finds_the_view() {
+    fn in_the_stack_the_save_reaches_the_store_and_stray_keys_are_named() {
+        let store = Arc::new(Store::default());
         let mut stack = ViewStack::default();
-        stack.push(Box::new(make_view()));
+        stack.push(Box::new(make_view_with(store.clone())));
         stack.handle_key(&ch(' '));
-        let requests = stack.handle_key(&ch('s'));
-        assert!(matches!(
-            requests.as_deref(),
-            Some([ViewRequest::SaveSettings { module, .. }]) if module == "demo"
-        ));
-        let view = stack.find_mut::<SettingsView>();
+        assert_eq!(stack.handle_key(&ch('s')), KeyOutcome::Used(None));
+        assert_eq!(store.take_saved().len(), 1);
         assert_eq!(
-            view.map(|view| view.module().to_owned()),
-            Some("demo".to_owned())
+            stack.handle_key(&ch('z')),
+            KeyOutcome::Unhandled {
+                view: "Demo settings".to_owned(),
+                close: "Esc".to_owned()
+            }
         );
     }
 

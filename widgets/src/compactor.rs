@@ -179,10 +179,16 @@ impl CompactionModel {
 }
 
 /// Draws the overlay centred on `screen`.
-pub fn render_compaction(model: &CompactionModel, theme: &Theme, screen: Rect, buf: &mut Buffer) {
+pub fn render_compaction(
+    model: &CompactionModel,
+    hint: &str,
+    theme: &Theme,
+    screen: Rect,
+    buf: &mut Buffer,
+) {
     let area = model.area(screen);
     let lines = model.lines(text_width(area.width), theme);
-    crate::overlay::render_scrolled(TITLE, &lines, model.scroll, theme, area, buf);
+    crate::overlay::render_scrolled(TITLE, hint, &lines, model.scroll, theme, area, buf);
 }
 
 fn clamp_u16(n: usize) -> u16 {
@@ -296,7 +302,7 @@ mod tests {
     fn overlay_shows_stats_summary_and_manifest() {
         let model = make_model();
         let text = render_to_string(70, 24, |area, buf| {
-            render_compaction(&model, &Theme::plain(), area, buf);
+            render_compaction(&model, "Esc close", &Theme::plain(), area, buf);
         });
         crate::assert_ui_snapshot!("compaction_overlay", text);
     }
@@ -309,7 +315,7 @@ mod tests {
         assert!(max > 5, "max {max}");
         model.scroll = max;
         let text = render_to_string(50, 10, |area, buf| {
-            render_compaction(&model, &Theme::plain(), area, buf);
+            render_compaction(&model, "Esc close", &Theme::plain(), area, buf);
         });
         assert!(text.contains("bash"), "{text}");
         assert!(!text.contains("manual"), "{text}");

@@ -18,14 +18,26 @@ pub const TITLE: &str = "unipi-tui keys";
 pub const PASS_THROUGH_NOTE: &str = "Every other key goes to Pi.";
 
 /// What the help overlay lists. `bindings` are display strings, e.g. ("Shift+PgUp", "Scroll the
-/// pane up one page"), in the order to show them.
+/// pane up one page"), in the order to show them; `sections` follow them under their titles (the
+/// `/unipi:*` commands, each view's keys).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct HelpModel {
     pub bindings: Vec<(String, String)>,
+    pub sections: Vec<HelpSection>,
+    /// The key that closes the overlay, shown on its bottom border ("Esc close").
+    pub hint: String,
     /// The log file the workbench writes; shown so a user can find it when reporting a problem.
     pub log_path: String,
     /// First content row shown when the box is shorter than its content.
     pub scroll: usize,
+}
+
+/// A titled group of rows after the workbench's own bindings.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HelpSection {
+    pub title: String,
+    /// (keys or command, what it does).
+    pub rows: Vec<(String, String)>,
 }
 
 impl HelpModel {
@@ -43,9 +55,11 @@ impl HelpModel {
         (clamp_u16(width), clamp_u16(height))
     }
 
-    /// Number of content rows (bindings, a blank, the note, the log line).
+    /// Number of content rows (bindings; per section a blank, its title and its rows; a blank,
+    /// the note, the log line).
     pub fn line_count(&self) -> usize {
-        self.bindings.len() + 3
+        let sections: usize = self.sections.iter().map(|s| s.rows.len() + 2).sum();
+        self.bindings.len() + sections + 3
     }
 }
 
@@ -80,7 +94,15 @@ pub fn render(model: &HelpModel, theme: &Theme, screen: Rect, buf: &mut Buffer) 
 
     let visible = usize::from(area.height) - 2 * BORDER;
     let first = model.scroll.min(max_scroll(model, screen));
-    let text_area = crate::overlay::frame(TITLE, first, model.line_count(), theme, area, buf);
+    let text_area = crate::overlay::frame(
+        TITLE,
+        &model.hint,
+        first,
+        model.line_count(),
+        theme,
+        area,
+        buf,
+    );
     let lines = model.content_lines_styled(usize::from(text_area.width), theme);
     for (row, line) in lines.iter().skip(first).take(visible).enumerate() {
         buf.set_line(text_area.x, text_area.y + row as u16, line, text_area.width);
@@ -101,21 +123,35 @@ impl HelpModel {
         let key_width = self
             .bindings
             .iter()
+            .chain(self.sections.iter().flat_map(|s| s.rows.iter()))
             .map(|(key, _)| width(key))
             .max()
             .unwrap_or(0)
             // The key column may take at most half the box: descriptions matter as much.
             .min(max_width / 2);
         let mut lines = Vec::with_capacity(self.line_count());
-        for (key, description) in &self.bindings {
+        let row = |key: &str, description: &str| {
             let key = truncate_end(key, key_width);
             let pad = " ".repeat(key_width - width(&key) + COLUMN_GAP);
             let room = max_width.saturating_sub(key_width + COLUMN_GAP);
-            lines.push(Line::from(vec![
+            Line::from(vec![
                 Span::styled(key, theme.overlay_key),
                 Span::raw(pad),
                 Span::raw(truncate_end(description, room)),
-            ]));
+            ])
+        };
+        for (key, description) in &self.bindings {
+            lines.push(row(key, description));
+        }
+        for section in &self.sections {
+            lines.push(Line::default());
+            lines.push(Line::styled(
+                truncate_end(&section.title, max_width),
+                theme.overlay_title,
+            ));
+            for (key, description) in &section.rows {
+                lines.push(row(key, description));
+            }
         }
         lines.push(Line::default());
         lines.push(Line::styled(
@@ -160,6 +196,7 @@ mod tests {
                 .collect(),
             log_path: "/home/ada/.local/state/unipi-tui/unipi-tui.log".to_owned(),
             scroll: 0,
+            ..HelpModel::default()
         }
     }
 

@@ -110,10 +110,10 @@ pub fn max_scroll(model: &InfoModel, screen: Rect) -> usize {
 }
 
 /// Draw the overlay centred on `screen`, over whatever is there.
-pub fn render(model: &InfoModel, theme: &Theme, screen: Rect, buf: &mut Buffer) {
+pub fn render(model: &InfoModel, hint: &str, theme: &Theme, screen: Rect, buf: &mut Buffer) {
     let area = overlay_area(model, screen);
     let lines = model.content_lines(text_width(area.width), theme);
-    crate::overlay::render_scrolled(TITLE, &lines, model.scroll, theme, area, buf);
+    crate::overlay::render_scrolled(TITLE, hint, &lines, model.scroll, theme, area, buf);
 }
 
 use crate::overlay::{BORDER, PADDING, text_width};
@@ -363,7 +363,7 @@ mod tests {
 
     fn snapshot(model: &InfoModel, width: u16, height: u16) -> String {
         render_to_string(width, height, |area, buf| {
-            render(model, &Theme::plain(), area, buf);
+            render(model, "Esc close", &Theme::plain(), area, buf);
         })
     }
 
@@ -434,7 +434,7 @@ mod tests {
         };
         let model = model();
         let mut buf = Buffer::empty(Rect::new(0, 0, 100, 30));
-        render(&model, &theme, buf.area, &mut buf);
+        render(&model, "Esc close", &theme, buf.area, &mut buf);
         let area = overlay_area(&model, buf.area);
         let cell_of = |glyph: &str| {
             (area.top()..area.bottom())

@@ -9,6 +9,7 @@ pub mod footer;
 pub mod help;
 pub mod info;
 pub mod mcp;
+pub mod notice;
 pub mod overlay;
 pub mod pending;
 pub mod scrollback;

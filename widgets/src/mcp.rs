@@ -102,6 +102,8 @@ pub struct McpStatusModel {
     pub config_errors: Vec<String>,
     /// What the last action did.
     pub notice: Option<String>,
+    /// The keys line built from the overlay's key table; `None` shows the default keys.
+    pub keys: Option<String>,
 }
 
 /// Lines of stderr shown for the selected server.
@@ -136,7 +138,7 @@ pub fn render(model: &McpStatusModel, theme: &Theme, screen: Rect, buf: &mut Buf
     let visible = box_height - 2 - footer.len();
     let first = first_visible(selected, lines.len(), visible);
     // The notice and keys stay put below the scrolling list, so the marker is drawn here.
-    let text_area = crate::overlay::frame(TITLE, 0, 0, theme, area, buf);
+    let text_area = crate::overlay::frame(TITLE, "", 0, 0, theme, area, buf);
     for (row, line) in lines.iter().skip(first).take(visible).enumerate() {
         buf.set_line(text_area.x, text_area.y + row as u16, line, text_area.width);
     }
@@ -255,7 +257,8 @@ fn footer_lines(model: &McpStatusModel, max: usize, theme: &Theme) -> Vec<Line<'
             lines.push(Line::styled(row, theme.accent));
         }
     }
-    lines.push(Line::styled(truncate_end(KEYS, max), theme.overlay_key));
+    let keys = model.keys.as_deref().unwrap_or(KEYS);
+    lines.push(Line::styled(truncate_end(keys, max), theme.overlay_key));
     lines
 }
 
@@ -453,6 +456,7 @@ mod tests {
                 "~/.pi/agent/mcp.json:4: MCP server `x`: `args` must be an array of strings".into(),
             ],
             notice: Some("Restarting `broken`…".into()),
+            keys: None,
         }
     }
 

@@ -1,6 +1,7 @@
-//! The frame every centred overlay shares (help, info, the last compaction): a bordered box with the title on top,
-//! a "first-last/total" position marker at the bottom when the content scrolls, and one column of
-//! padding inside. Returns where the content goes.
+//! The frame every centred overlay shares (help, info, the last compaction, settings, MCP): a
+//! bordered box with the title on top, the key that closes it at the bottom left (every overlay
+//! says how to leave it), a "first-last/total" position marker at the bottom right when the
+//! content scrolls, and one column of padding inside. Returns where the content goes.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -16,10 +17,12 @@ pub const BORDER: usize = 1;
 pub const PADDING: usize = 1;
 
 /// Draws the frame of an overlay titled `title` into `area` and returns the content area.
-/// `first` is the first content row shown and `total` the number of content rows; the position
-/// marker appears when they do not all fit.
+/// `hint` (e.g. "Esc close"; empty for none) goes on the bottom border. `first` is the first
+/// content row shown and `total` the number of content rows; the position marker appears when
+/// they do not all fit.
 pub fn frame(
     title: &str,
+    hint: &str,
     first: usize,
     total: usize,
     theme: &Theme,
@@ -38,6 +41,13 @@ pub fn frame(
         .border_style(theme.overlay_border)
         .style(theme.overlay_text)
         .title(title);
+    if !hint.is_empty() {
+        let room = usize::from(area.width).saturating_sub(16);
+        block = block.title_bottom(Line::from(Span::styled(
+            format!(" {} ", truncate_end(hint, room)),
+            theme.muted,
+        )));
+    }
     if total > visible {
         let last = (first + visible).min(total);
         let position = format!(" {}-{}/{} ", first + 1, last, total);
@@ -57,11 +67,13 @@ pub fn text_width(box_width: u16) -> usize {
     usize::from(box_width).saturating_sub(2 * (BORDER + PADDING))
 }
 
-/// Draws a read-only overlay of `lines` into `area` (cleared first), scrolled to `scroll`
+/// Draws a read-only overlay of `lines` into `area` (cleared first) with `hint` on its bottom
+/// border, scrolled to `scroll`
 /// (clamped so the last page stays full). Too small for a border and one row of text, it draws
 /// nothing rather than a broken box.
 pub fn render_scrolled(
     title: &str,
+    hint: &str,
     lines: &[Line<'_>],
     scroll: usize,
     theme: &Theme,
@@ -74,7 +86,7 @@ pub fn render_scrolled(
     Clear.render(area, buf);
     let visible = usize::from(area.height) - 2 * BORDER;
     let first = scroll.min(lines.len().saturating_sub(visible));
-    let text_area = frame(title, first, lines.len(), theme, area, buf);
+    let text_area = frame(title, hint, first, lines.len(), theme, area, buf);
     for (row, line) in lines.iter().skip(first).take(visible).enumerate() {
         buf.set_line(text_area.x, text_area.y + row as u16, line, text_area.width);
     }

@@ -148,7 +148,7 @@ pub fn render(model: &SettingsModel, theme: &Theme, screen: Rect, buf: &mut Buff
         model.title.clone()
     };
     // The frame's own marker counts every content row; ours counts fields only, drawn below.
-    let text_area = crate::overlay::frame(&title, 0, 0, theme, area, buf);
+    let text_area = crate::overlay::frame(&title, "", 0, 0, theme, area, buf);
     let rows = usize::from(text_area.height);
     let max_width = usize::from(text_area.width);
 

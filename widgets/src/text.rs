@@ -100,6 +100,45 @@ pub fn shorten_path(path: &str, max: usize) -> String {
     truncate_middle(path, max)
 }
 
+/// `text` broken into lines of at most `max` columns at spaces; a word longer than a line is
+/// cut where the line ends. Existing line breaks are kept. Never returns an empty list.
+pub fn wrap(text: &str, max: usize) -> Vec<String> {
+    let max = max.max(1);
+    let mut lines = Vec::new();
+    for paragraph in text.split('\n') {
+        let mut line = String::new();
+        let mut used = 0;
+        for word in paragraph.split(' ') {
+            let word_width = width(word);
+            let gap = usize::from(!line.is_empty());
+            if used + gap + word_width <= max {
+                if gap == 1 {
+                    line.push(' ');
+                }
+                line.push_str(word);
+                used += gap + word_width;
+                continue;
+            }
+            if !line.is_empty() {
+                lines.push(std::mem::take(&mut line));
+                used = 0;
+            }
+            // A word wider than a line: cut it into line-sized pieces.
+            for ch in word.chars() {
+                let w = char_width(ch);
+                if used + w > max && !line.is_empty() {
+                    lines.push(std::mem::take(&mut line));
+                    used = 0;
+                }
+                line.push(ch);
+                used += w;
+            }
+        }
+        lines.push(line);
+    }
+    lines
+}
+
 /// The ways to show `text` in at most `max` columns without cutting a word, longest first: the
 /// text itself if it fits, then ever fewer leading words followed by `…`, down to the first word
 /// alone. Empty when not even the first word fits.
@@ -160,6 +199,22 @@ fn char_width(ch: char) -> usize {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn wrap_breaks_at_spaces_and_cuts_only_words_too_long_for_a_line() {
+        let cases: [(&str, usize, &[&str]); 6] = [
+            ("one two three", 7, &["one two", "three"]),
+            ("one two three", 13, &["one two three"]),
+            ("abcdefghij xy", 4, &["abcd", "efgh", "ij", "xy"]),
+            ("first\nsecond line", 6, &["first", "second", "line"]),
+            ("", 5, &[""]),
+            ("日本語のテキスト", 6, &["日本語", "のテキ", "スト"]),
+        ];
+        for (text, max, want) in cases {
+            assert_eq!(wrap(text, max), want, "{text:?} at {max}");
+            assert!(wrap(text, max).iter().all(|line| width(line) <= max));
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -1,85 +1,140 @@
-//! The app's side of helper agents and delegates: the dock's agent rows (the main agent from the
-//! footer's data, then every run on the helper board), the footer's helper spend, and the dock's
-//! helper requests (steer, stop) carried out on the board.
-//!
-//! The board ([`HelperBoard`]) is the contract with the helper and delegate modules: this file
-//! only reads its rows and calls its controls, so it needs nothing from how runs are launched.
-//! Board changes arrive as `AppEvent::HelpersChanged` (a watch subscription, coalesced like task
-//! changes). A run's transcript is read only for the run the dock's detail shows, and the last
-//! one read is kept per run: the board forgets a transcript when the run's process is gone, but
-//! the user opening a finished run wants to see how it ended.
+//! Helper runs and delegates in the dock: the board's rows as the dock's agent rows, the
+//! footer's helper spend, and the dock's requests (steer, stop, seen, clear) carried out on the
+//! board. The board ([`HelperBoard`]) is the contract with the helper and delegate modules: this
+//! file only reads its rows and calls its controls, so it needs nothing from how runs are
+//! launched. A run's transcript is kept for the run the dock's detail shows (the board forgets a
+//! transcript when the run's process is gone, but a user opening a finished run wants to see how
+//! it ended).
 
 use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use unipi_widgets::agents::{
-    AgentKind, AgentRow, AgentStatus, MAIN_ID, TranscriptItem, helper_spend,
-};
-use unipi_widgets::footer::{Activity, BridgeLink, FooterData};
+use unipi_widgets::agents::{AgentKind, AgentRow, AgentStatus, TranscriptItem};
 
-use super::tasks::Marks;
+use crate::capability::Changed;
 use crate::helpers::board::{BoardRow, HelperBoard, RowKind, TranscriptEntry};
 use crate::helpers::runner::RunStatus;
-use crate::views::dock::{DockView, HelperRequest};
+use crate::views::dock::{DockRequest, DockRows, DockSource, Marks};
 
-/// The helper board as the app holds it, with the transcripts it has read.
-pub struct Helpers {
-    pub board: HelperBoard,
+/// The helpers' [`DockSource`].
+pub struct HelperDock {
+    board: HelperBoard,
+    marks: Mutex<Marks>,
+    /// The run the dock's detail shows.
+    detail: Mutex<Option<String>>,
     /// The last non-empty transcript read per run.
-    transcripts: HashMap<String, Vec<TranscriptItem>>,
+    transcripts: Mutex<HashMap<String, Vec<TranscriptItem>>>,
+    changed: Changed,
 }
 
-impl Helpers {
-    pub fn new(board: HelperBoard) -> Self {
-        Helpers {
+impl HelperDock {
+    pub fn new(board: HelperBoard, changed: Changed) -> Self {
+        HelperDock {
             board,
-            transcripts: HashMap::new(),
+            marks: Mutex::new(Marks::default()),
+            detail: Mutex::new(None),
+            transcripts: Mutex::new(HashMap::new()),
+            changed,
         }
     }
 
     /// Run `id`'s transcript: live while its controls are attached, else the last one read.
-    pub fn transcript(&mut self, id: &str) -> Vec<TranscriptItem> {
+    pub fn transcript(&self, id: &str) -> Vec<TranscriptItem> {
         let live = transcript_items(&self.board.transcript(id));
+        let mut kept = lock(&self.transcripts);
         if live.is_empty() {
-            return self.transcripts.get(id).cloned().unwrap_or_default();
+            return kept.get(id).cloned().unwrap_or_default();
         }
-        self.transcripts.insert(id.to_owned(), live.clone());
+        kept.insert(id.to_owned(), live.clone());
         live
+    }
+
+    /// The board's runs as agent rows, without transcripts (the footer's spend).
+    pub fn spend(&self) -> unipi_widgets::agents::HelperSpend {
+        let marks = lock(&self.marks).clone();
+        let now = SystemTime::now();
+        let rows: Vec<AgentRow> = self
+            .board
+            .rows()
+            .iter()
+            .map(|row| agent_row(row, &marks, now))
+            .collect();
+        unipi_widgets::agents::helper_spend(&rows)
+    }
+
+    /// The board's runs as agent rows (the transcript filled in for the run the detail shows).
+    pub fn agent_rows(&self) -> Vec<AgentRow> {
+        let now = SystemTime::now();
+        let marks = lock(&self.marks).clone();
+        let mut rows: Vec<AgentRow> = self
+            .board
+            .rows()
+            .iter()
+            .map(|row| agent_row(row, &marks, now))
+            .collect();
+        let detail = lock(&self.detail).clone();
+        if let Some(target) = detail
+            && let Some(row) = rows.iter_mut().find(|row| row.id == target)
+        {
+            row.transcript = self.transcript(&target);
+        }
+        rows
     }
 }
 
-/// The main agent's row from what the bridge reported for the footer.
-pub fn main_row(data: &FooterData) -> AgentRow {
-    let (status, activity) = match (data.bridge, data.activity) {
-        (BridgeLink::Disconnected, _) => (AgentStatus::Idle, "bridge disconnected"),
-        (_, Some(Activity::Working)) => (AgentStatus::Running, "working"),
-        (_, Some(Activity::Compacting)) => (AgentStatus::Running, "compacting"),
-        (_, Some(Activity::Idle) | None) => (AgentStatus::Idle, "idle"),
-    };
-    let context_percent = data.context.as_ref().and_then(|context| {
-        context.percent.or_else(|| {
-            let tokens = context.tokens?;
-            (context.window > 0).then(|| tokens as f64 * 100.0 / context.window as f64)
-        })
-    });
-    AgentRow {
-        id: MAIN_ID.to_owned(),
-        kind: AgentKind::Main,
-        agent_type: "main".to_owned(),
-        model: data.model.clone(),
-        description: data
-            .session_name
-            .clone()
-            .unwrap_or_else(|| "this session".to_owned()),
-        status,
-        tokens: data.tokens_in + data.tokens_out,
-        tokens_in: data.tokens_in,
-        tokens_out: data.tokens_out,
-        cost: data.cost,
-        context_percent,
-        last_activity: activity.to_owned(),
-        ..AgentRow::default()
+impl DockSource for HelperDock {
+    fn rows(&self) -> DockRows {
+        DockRows::Agents(self.agent_rows())
     }
+
+    fn request(&self, request: &DockRequest) -> Result<(), String> {
+        let listed = |id: &str| self.board.row(id).is_some();
+        match request {
+            DockRequest::Detail(target) => {
+                *lock(&self.detail) = target.clone().filter(|id| listed(id));
+            }
+            DockRequest::MarkSeen(id) if listed(id) => {
+                lock(&self.marks).seen.insert(id.clone());
+                self.changed.bump();
+            }
+            // A steer is queued for the child's next model call, a stop signals the process
+            // group: both return at once.
+            DockRequest::Steer { id, message } if listed(id) => {
+                let result = self.board.steer(id, message.clone());
+                if let Err(err) = &result {
+                    tracing::info!("steer {id}: {err}");
+                }
+                return result;
+            }
+            DockRequest::Stop(id) if listed(id) => {
+                if !self.board.stop(id) {
+                    return Err(format!("{id} has no live process to stop."));
+                }
+            }
+            DockRequest::ClearFinished => {
+                let mut marks = lock(&self.marks);
+                for row in self.board.rows() {
+                    if !row.is_running() {
+                        marks.seen.insert(row.id.clone());
+                        marks.cleared.insert(row.id);
+                    }
+                }
+                drop(marks);
+                self.changed.bump();
+            }
+            DockRequest::MarkSeen(_)
+            | DockRequest::Steer { .. }
+            | DockRequest::Stop(_)
+            | DockRequest::StopAll
+            | DockRequest::Rerun(_) => {}
+        }
+        Ok(())
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// One board row as the dock shows it. `marks` says which finished runs were looked at or
@@ -123,7 +178,7 @@ pub fn agent_row(row: &BoardRow, marks: &Marks, now: SystemTime) -> AgentRow {
         elapsed_secs: Some(row.elapsed(now).as_secs()),
         last_activity: row.last_activity.clone(),
         error: row.error.clone(),
-        started_at: super::tasks::clock(
+        started_at: crate::tasks::dock::clock(
             row.started_at
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |since| since.as_millis() as u64),
@@ -159,103 +214,22 @@ pub fn transcript_items(entries: &[TranscriptEntry]) -> Vec<TranscriptItem> {
         .collect()
 }
 
-/// Carries out one of the dock's helper requests on the board and tells the dock how it went.
-/// Both controls return at once (a steer is queued for the child's next model call, a stop
-/// signals the process group), so this runs on the loop.
-pub fn carry_out(board: &HelperBoard, dock: &mut DockView, request: HelperRequest) {
-    match request {
-        HelperRequest::Steer { id, message } => {
-            let result = board.steer(&id, message);
-            if let Err(err) = &result {
-                tracing::info!("steer {id}: {err}");
-            }
-            dock.steer_finished(&id, result);
-        }
-        HelperRequest::Stop(id) => {
-            let stopped = board.stop(&id);
-            dock.stop_finished(&id, stopped);
-        }
-    }
-}
-
-/// The app's handling of the board: footer spend, the dock's agent rows, the dock's requests.
-impl super::App {
-    /// Recomputes the footer's helper spend and gives an open dock fresh agent rows (and the
-    /// transcript of the run its detail shows).
-    pub(super) fn refresh_helpers(&mut self) {
-        let Some(helpers) = &mut self.helpers else {
-            return;
-        };
-        let now = SystemTime::now();
-        let mut agents: Vec<AgentRow> = helpers
-            .board
-            .rows()
-            .iter()
-            .map(|row| agent_row(row, &self.task_marks, now))
-            .collect();
-        self.footer.helpers = helper_spend(&agents);
-        let Some(dock) = self.views.find_mut::<DockView>() else {
-            self.request_draw();
-            return;
-        };
-        if let Some(target) = dock.transcript_target()
-            && let Some(row) = agents.iter_mut().find(|row| row.id == target)
-        {
-            row.transcript = helpers.transcript(&target);
-        }
-        agents.push(main_row(&self.footer.data));
-        dock.set_agents(agents);
-        self.request_draw();
-    }
-
-    /// Carries out what the dock asked of the board since the last key.
-    pub(super) fn carry_out_helper_requests(&mut self) {
-        let Some(dock) = self.views.find_mut::<DockView>() else {
-            return;
-        };
-        let requests = dock.take_helper_requests();
-        let Some(helpers) = &self.helpers else {
-            // No board: nothing to steer or stop (the dock lists no helpers then).
-            return;
-        };
-        for request in requests {
-            carry_out(&helpers.board, dock, request);
-        }
-    }
-
-    /// Running helpers keep the dock's elapsed times moving.
-    pub(super) fn helpers_running(&self) -> bool {
-        self.footer.helpers.running > 0
-    }
-
-    /// Marks every finished run seen and cleared (with the tasks' `Ctrl+Alt+C`).
-    pub(super) fn clear_finished_helpers(&mut self) {
-        let Some(helpers) = &self.helpers else {
-            return;
-        };
-        for row in helpers.board.rows() {
-            if !row.is_running() {
-                self.task_marks.seen.insert(row.id.clone());
-                self.task_marks.cleared.insert(row.id);
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use std::sync::{Arc, Mutex};
     use std::time::Duration;
 
+    use std::sync::Arc;
+
     use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-    use unipi_widgets::agents::HelperSpend;
-    use unipi_widgets::footer::ContextUsage;
+    use unipi_widgets::agents::{HelperSpend, MAIN_ID, helper_spend};
+    use unipi_widgets::footer::FooterData;
 
     use super::*;
     use crate::config::keymap::Keymap;
     use crate::helpers::board::RunControl;
     use crate::helpers::events::Usage;
-    use crate::views::View;
+    use crate::views::dock::DockView;
+    use crate::views::{RefreshContext, View};
 
     /// A RunControl that records what the dock asked of it and answers steers with `answer`.
     struct Recorder {
@@ -323,15 +297,14 @@ mod tests {
         board.upsert(make_board_row("h1", None, RunStatus::Running));
         board.upsert(make_board_row("h2", Some("h1"), RunStatus::Completed));
         board.attach_control("h1", recorder);
-        let now = UNIX_EPOCH + Duration::from_secs(3_700);
-        let mut agents: Vec<AgentRow> = board
-            .rows()
-            .iter()
-            .map(|row| agent_row(row, &Marks::default(), now))
-            .collect();
-        agents.push(main_row(&FooterData::default()));
-        let mut dock = DockView::new(Vec::new(), &Keymap::defaults());
-        dock.set_agents(agents);
+        let source = Arc::new(HelperDock::new(board.clone(), Changed::default()));
+        let dock = DockView::open(
+            vec![source],
+            &Keymap::defaults(),
+            &RefreshContext {
+                pi: &FooterData::default(),
+            },
+        );
         assert_eq!(
             dock.model().agents.first().map(|row| row.id.as_str()),
             Some(MAIN_ID)
@@ -339,13 +312,10 @@ mod tests {
         (board, dock)
     }
 
-    /// Feed `keys` to the dock and carry out its helper requests on `board`.
-    fn drive(board: &HelperBoard, dock: &mut DockView, keys: &[KeyEvent]) {
+    /// Feed `keys` to the dock (its requests reach the board through the source).
+    fn drive(_board: &HelperBoard, dock: &mut DockView, keys: &[KeyEvent]) {
         for key in keys {
             dock.handle_key(key);
-            for request in dock.take_helper_requests() {
-                carry_out(board, dock, request);
-            }
         }
     }
 
@@ -449,45 +419,12 @@ mod tests {
     }
 
     #[test]
-    fn main_row_from_footer_data() {
-        let data = FooterData {
-            bridge: BridgeLink::Connected,
-            activity: Some(Activity::Working),
-            model: Some("claude-sonnet-4-5".to_owned()),
-            context: Some(ContextUsage {
-                tokens: Some(50_000),
-                window: 200_000,
-                percent: None,
-            }),
-            tokens_in: 10_000,
-            tokens_out: 2_000,
-            cost: Some(0.3),
-            session_name: Some("refactor".to_owned()),
-            ..FooterData::default()
-        };
-        let row = main_row(&data);
-        assert_eq!(row.id, MAIN_ID);
-        assert_eq!(row.kind, AgentKind::Main);
-        assert_eq!(row.status, AgentStatus::Running);
-        assert_eq!(row.tokens, 12_000);
-        assert_eq!(row.cost, Some(0.3));
-        assert_eq!(row.context_percent, Some(25.0));
-        assert_eq!(row.description, "refactor");
-        let idle = main_row(&FooterData::default());
-        assert_eq!(
-            (idle.status, idle.last_activity.as_str()),
-            (AgentStatus::Idle, "idle")
-        );
-        assert_eq!(idle.description, "this session");
-    }
-
-    #[test]
     fn transcripts_outlive_the_runs_controls() {
         let recorder = Recorder::new(Ok(()));
         let board = HelperBoard::new();
         board.upsert(make_board_row("h1", None, RunStatus::Running));
         board.attach_control("h1", recorder);
-        let mut helpers = Helpers::new(board.clone());
+        let helpers = HelperDock::new(board.clone(), Changed::default());
         assert_eq!(helpers.transcript("h1").len(), 2);
         board.detach_control("h1");
         assert_eq!(

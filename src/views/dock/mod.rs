@@ -1,27 +1,32 @@
 //! The dock view (Shift+Down, `/unipi:bg-tasks`): owns the dock's [`DockModel`] — selection,
 //! list or detail, history toggle, the armed stop-all and helper stop, the steer input — and
-//! turns keys into changes of it, into [`ViewRequest`]s for the task service (stop, stop all,
-//! rerun, copy, clear finished notices, mark seen), or into [`HelperRequest`]s for the helper
-//! board (steer, stop), which the app drains with [`DockView::take_helper_requests`] and answers
-//! with [`DockView::steer_finished`] / [`DockView::stop_finished`].
+//! turns keys into changes of it and into [`DockRequest`]s for the [`DockSource`] that listed the
+//! entry (background tasks, helper runs; the dock knows neither by name).
 //!
-//! The view never reads task or helper state itself: the app pushes fresh rows with
-//! [`DockView::set_rows`] and [`DockView::set_agents`] whenever the service or the board
-//! changes, and the selection follows the selected entry by id across updates. Stop-all — and
-//! stopping a helper, whose work is lost with it — is armed by the first press and fired by the
-//! second, with any other key in between disarming it, so one stray key cannot kill anything
-//! expensive. Esc steps back: out of the steer input, from the detail to the list, from the list
-//! out of the dock (focus returns to Pi).
+//! The view reads no task or helper state itself: it pulls rows from its sources in
+//! [`View::refresh`], which the app calls whenever a capability signals a change, and the
+//! selection follows the selected entry by id across updates. The main agent's row comes from
+//! the app's knowledge of Pi ([`RefreshContext`]). Stop-all — and stopping a helper, whose work
+//! is lost with it — is armed by the first press and fired by the second, with any other key in
+//! between disarming it, so one stray key cannot kill anything expensive. Esc steps back: out of
+//! the steer input, from the detail to the list, from the list out of the dock (focus returns to
+//! Pi).
 //!
-//! Keys are resolved through the keymap's `[dock]` table ([`DockKeys`]), never matched here, and
-//! the hint line is built from the same table, so a key the user rebinds is the key the dock
-//! shows. Keys the table does not bind are swallowed: the dock has focus, Pi must not see them.
-//! The steer input is the exception: while it is open it takes every key as text (Enter sends,
-//! Esc cancels), because a message must be able to contain `s` or `q`.
+//! Keys are resolved through the dock's key table ([`keys::DOCK_KEYS`], `[dock]` in keymap files),
+//! never matched here, and the hint line is built from the same table, so a key the user rebinds
+//! is the key the dock shows. A key the table does not bind is not Pi's while the dock has focus;
+//! the footer says which key leaves the dock. The steer input is the exception: while it is open it
+//! takes every key as text (Enter sends, Esc cancels), because a message must be able to contain
+//! `s` or `q`.
 
-use std::any::Any;
+pub mod keys;
+mod main_row;
+pub mod source;
+
 use std::cell::Cell;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::buffer::Buffer;
@@ -34,25 +39,26 @@ use unipi_widgets::dock::{
 };
 use unipi_widgets::theme::Theme;
 
-use super::{View, ViewAction, ViewRequest};
-use crate::config::keymap::{DockAction, DockKeys, DockPane, Keymap};
+use super::{RefreshContext, View, ViewAction, ViewEffect};
+use crate::config::keymap::Keymap;
+pub use keys::{DockAction, DockHints, DockKeys, DockPane};
+pub use main_row::main_row;
+pub use source::{DockRequest, DockRows, DockSource, Marks};
 
-/// Work on the helper board the dock asks the app for (views do no I/O).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum HelperRequest {
-    /// Deliver `message` to run `id` before its next model call.
-    Steer { id: String, message: String },
-    /// Stop run `id` (armed and confirmed already).
-    Stop(String),
-}
+/// How often an open dock refreshes while something in it runs (runtimes move).
+const RUNNING_TICK: Duration = Duration::from_secs(1);
 
 pub struct DockView {
     model: DockModel,
     keys: DockKeys,
     /// The pane area of the last render, so paging matches what is visible.
     last_screen: Cell<Rect>,
-    /// Asked of the helper board, not yet taken by the app.
-    helper_requests: Vec<HelperRequest>,
+    /// The capabilities whose entries it lists.
+    sources: Vec<Arc<dyn DockSource>>,
+    /// Which source listed each entry, by id.
+    owners: HashMap<String, usize>,
+    /// The entry whose detail the sources were last told about.
+    detail_sent: Option<String>,
 }
 
 /// Which entry is selected, to find it again after the rows change.
@@ -63,18 +69,32 @@ struct EntryKey {
 }
 
 impl DockView {
-    /// A dock listing `rows` (any order), the first row selected, with the keymap's `[dock]`
-    /// keys.
+    /// A dock over `sources`, filled from them now, with the keymap's `[dock]` keys.
+    pub fn open(
+        sources: Vec<Arc<dyn DockSource>>,
+        keymap: &Keymap,
+        context: &RefreshContext<'_>,
+    ) -> Self {
+        let mut view = DockView::new(Vec::new(), keymap);
+        view.sources = sources;
+        view.refresh(context);
+        view
+    }
+
+    /// A dock listing `rows` (any order) and no source, the first row selected, with the
+    /// keymap's `[dock]` keys.
     pub fn new(rows: Vec<DockRow>, keymap: &Keymap) -> Self {
-        let keys = keymap.dock_keys().clone();
+        let keys = DockKeys::from_keymap(keymap);
         let mut view = DockView {
             model: DockModel {
-                keys: keys.hints(DockPane::List),
+                keys: keys.hints_for(DockPane::List),
                 ..DockModel::default()
             },
             keys,
             last_screen: Cell::new(Rect::default()),
-            helper_requests: Vec::new(),
+            sources: Vec::new(),
+            owners: HashMap::new(),
+            detail_sent: None,
         };
         view.set_rows(rows);
         view
@@ -128,6 +148,7 @@ impl DockView {
         };
         self.model.selected = index;
         self.show_detail();
+        self.sync_detail();
         true
     }
 
@@ -140,19 +161,45 @@ impl DockView {
         dock_area(&self.model, screen)
     }
 
-    /// The run whose transcript the detail shows, if the detail shows a helper or delegate.
-    pub fn transcript_target(&self) -> Option<String> {
+    /// The entry whose detail is shown (its output tail or transcript is wanted), if any; the
+    /// main agent's row has no detail to read.
+    pub fn detail_target(&self) -> Option<String> {
         match self.model.mode {
-            DockMode::Detail { .. } => selected_agent(&self.model)
-                .filter(|row| row.kind != AgentKind::Main)
-                .map(|row| row.id.clone()),
+            DockMode::Detail { .. } => selected_entry(&self.model)
+                .filter(|entry| !matches!(entry, Entry::Agent(row) if row.kind == AgentKind::Main))
+                .map(|entry| entry.id().to_owned()),
             DockMode::List => None,
         }
     }
 
-    /// The requests for the helper board made since the last call.
-    pub fn take_helper_requests(&mut self) -> Vec<HelperRequest> {
-        std::mem::take(&mut self.helper_requests)
+    /// Sends `request` about entry `id` to the source that listed it.
+    fn send_to_owner(&self, id: &str, request: &DockRequest) -> Result<(), String> {
+        match self
+            .owners
+            .get(id)
+            .and_then(|index| self.sources.get(*index))
+        {
+            Some(source) => source.request(request),
+            None => Ok(()),
+        }
+    }
+
+    /// Sends `request` to every source (stop all, clear finished, the detail moved).
+    fn broadcast(&self, request: &DockRequest) {
+        for source in &self.sources {
+            if let Err(err) = source.request(request) {
+                tracing::info!("dock request {request:?}: {err}");
+            }
+        }
+    }
+
+    /// Tells the sources when the detail starts or stops showing an entry.
+    fn sync_detail(&mut self) {
+        let target = self.detail_target();
+        if target != self.detail_sent {
+            self.detail_sent = target.clone();
+            self.broadcast(&DockRequest::Detail(target));
+        }
     }
 
     /// The board's answer to a steer of `id`: success closes the input and says so; an error is
@@ -179,7 +226,7 @@ impl DockView {
     }
 
     /// Pasted text goes into the steer input when it is open (as one line); `false` otherwise.
-    pub fn paste(&mut self, text: &str) -> bool {
+    fn paste(&mut self, text: &str) -> bool {
         let Some(steer) = self.model.steer.as_mut() else {
             return false;
         };
@@ -210,16 +257,19 @@ impl DockView {
                     Entry::Agent(row) => row.unseen,
                     Entry::Task(row) => row.unseen,
                 };
-                let seen = unseen.then(|| ViewRequest::MarkSeen(entry.id().to_owned()));
+                let id = entry.id().to_owned();
                 self.show_detail();
-                return seen.map_or(ViewAction::Consumed, ViewAction::Request);
+                if unseen {
+                    let _ = self.send_to_owner(&id, &DockRequest::MarkSeen(id.clone()));
+                }
+                return ViewAction::Consumed;
             }
             DockAction::History => {
                 let selected = self.selected_key();
                 self.model.show_history = !self.model.show_history;
                 self.reselect(selected);
             }
-            _ => {}
+            _ => return ViewAction::Unhandled,
         }
         ViewAction::Consumed
     }
@@ -249,7 +299,7 @@ impl DockView {
                     follow: true,
                 };
             }
-            _ => {}
+            _ => return ViewAction::Unhandled,
         }
         ViewAction::Consumed
     }
@@ -268,8 +318,10 @@ impl DockView {
             }
             DockAction::Stop if self.model.stop_armed.as_deref() == Some(id.as_str()) => {
                 self.model.stop_armed = None;
-                self.helper_requests.push(HelperRequest::Stop(id));
-                format!("Stopping {label}…")
+                match self.send_to_owner(&id, &DockRequest::Stop(id.clone())) {
+                    Ok(()) => format!("Stopping {label}…"),
+                    Err(err) => err,
+                }
             }
             DockAction::Stop => {
                 self.model.stop_armed = Some(id);
@@ -299,7 +351,7 @@ impl DockView {
             DockAction::CopyPath if main => "The main agent has no run id to copy.".to_owned(),
             DockAction::CopyPath => {
                 self.model.notice = Some(format!("Copied the run id {id}."));
-                return Some(ViewAction::Request(ViewRequest::CopyText(id)));
+                return Some(ViewAction::Effect(ViewEffect::Copy(id)));
             }
             _ => return None,
         };
@@ -313,7 +365,8 @@ impl DockView {
         let action = match action {
             DockAction::ClearNotices => {
                 self.model.notice = Some("Finished notices cleared.".to_owned());
-                ViewAction::Request(ViewRequest::ClearFinishedNotices)
+                self.broadcast(&DockRequest::ClearFinished);
+                ViewAction::Consumed
             }
             DockAction::StopAll => self.stop_all(),
             DockAction::Steer => {
@@ -324,7 +377,7 @@ impl DockView {
                 if row.status == TaskStatus::Running {
                     (
                         format!("Stopping {}…", row.name),
-                        Some(ViewRequest::StopTask(row.id.clone())),
+                        Some(DockRequest::Stop(row.id.clone())),
                     )
                 } else {
                     (
@@ -344,16 +397,18 @@ impl DockView {
                 } else {
                     (
                         format!("Rerunning {}…", row.name),
-                        Some(ViewRequest::RerunTask(row.id.clone())),
+                        Some(DockRequest::Rerun(row.id.clone())),
                     )
                 }
             }),
-            DockAction::CopyPath => self.with_selected(|row| {
-                (
-                    format!("Copied the output path of {}.", row.name),
-                    Some(ViewRequest::CopyText(row.output_path.clone())),
-                )
-            }),
+            DockAction::CopyPath => match selected_row(&self.model) {
+                Some(row) => {
+                    let (name, path) = (row.name.clone(), row.output_path.clone());
+                    self.model.notice = Some(format!("Copied the output path of {name}."));
+                    ViewAction::Effect(ViewEffect::Copy(path))
+                }
+                None => ViewAction::Consumed,
+            },
             _ => return None,
         };
         Some(action)
@@ -378,10 +433,13 @@ impl DockView {
                 if message.is_empty() {
                     steer.error = Some("Type a message first (Esc cancels).".to_owned());
                 } else {
-                    self.helper_requests.push(HelperRequest::Steer {
-                        id: steer.target.clone(),
+                    let id = steer.target.clone();
+                    let request = DockRequest::Steer {
+                        id: id.clone(),
                         message: message.to_owned(),
-                    });
+                    };
+                    let result = self.send_to_owner(&id, &request);
+                    self.steer_finished(&id, result);
                 }
             }
             KeyCode::Backspace if steer.cursor > 0 => {
@@ -422,7 +480,8 @@ impl DockView {
         if self.model.stop_all_armed {
             self.model.stop_all_armed = false;
             self.model.notice = Some(format!("Stopping {running} running {noun}…"));
-            return ViewAction::Request(ViewRequest::StopAllTasks);
+            self.broadcast(&DockRequest::StopAll);
+            return ViewAction::Consumed;
         }
         self.model.stop_all_armed = true;
         // Armed means the key is bound, so the fallback never shows.
@@ -436,17 +495,24 @@ impl DockView {
         ViewAction::Consumed
     }
 
-    /// Run `act` on the selected task: it returns the notice to show and the request to make.
+    /// Run `act` on the selected task: it returns the notice to show and the request to make,
+    /// which goes to the source that listed the task.
     fn with_selected(
         &mut self,
-        act: impl FnOnce(&DockRow) -> (String, Option<ViewRequest>),
+        act: impl FnOnce(&DockRow) -> (String, Option<DockRequest>),
     ) -> ViewAction {
         let Some(row) = selected_row(&self.model) else {
             return ViewAction::Consumed;
         };
-        let (notice, request) = act(row);
+        let id = row.id.clone();
+        let (mut notice, request) = act(row);
+        if let Some(request) = request
+            && let Err(err) = self.send_to_owner(&id, &request)
+        {
+            notice = err;
+        }
         self.model.notice = Some(notice);
-        request.map_or(ViewAction::Consumed, ViewAction::Request)
+        ViewAction::Consumed
     }
 
     /// A delegate is a background task too (same id): it is listed once, as the agent row,
@@ -549,11 +615,15 @@ impl DockView {
             (DockMode::Detail { .. }, false) => DockPane::Detail,
             (DockMode::Detail { .. }, true) => DockPane::Transcript,
         };
-        self.model.keys = self.keys.hints(pane);
+        self.model.keys = self.keys.hints_for(pane);
     }
 }
 
 impl View for DockView {
+    fn title(&self) -> &str {
+        "the dock"
+    }
+
     fn render(&self, area: Rect, buf: &mut Buffer, theme: &Theme) {
         self.last_screen.set(area);
         render(&self.model, theme, self.area(area), buf);
@@ -579,7 +649,7 @@ impl View for DockView {
             self.model.notice = None;
         }
         let Some(action) = action else {
-            return ViewAction::Consumed;
+            return ViewAction::Unhandled;
         };
         let done = if let Some(done) = self.handle_agent_action(action) {
             done
@@ -592,15 +662,63 @@ impl View for DockView {
             }
         };
         self.sync_keys();
+        self.sync_detail();
         done
+    }
+
+    fn handle_paste(&mut self, text: &str) -> bool {
+        self.paste(text)
     }
 
     fn cursor(&self, area: Rect) -> Option<Position> {
         steer_cursor(&self.model, self.area(area))
     }
 
-    fn as_any_mut(&mut self) -> Option<&mut dyn Any> {
-        Some(self)
+    fn refresh(&mut self, context: &RefreshContext<'_>) {
+        let mut tasks = Vec::new();
+        let mut agents = Vec::new();
+        self.owners.clear();
+        for (index, source) in self.sources.iter().enumerate() {
+            match source.rows() {
+                DockRows::Tasks(rows) => {
+                    self.owners
+                        .extend(rows.iter().map(|row| (row.id.clone(), index)));
+                    tasks.extend(rows);
+                }
+                DockRows::Agents(rows) => {
+                    self.owners
+                        .extend(rows.iter().map(|row| (row.id.clone(), index)));
+                    agents.extend(rows);
+                }
+            }
+        }
+        self.set_rows(tasks);
+        if !agents.is_empty() || !self.model.agents.is_empty() {
+            agents.push(main_row(context.pi));
+            self.set_agents(agents);
+        }
+        self.sync_detail();
+    }
+
+    fn tick_every(&self) -> Option<Duration> {
+        let running = self
+            .model
+            .rows
+            .iter()
+            .any(|row| row.status == TaskStatus::Running)
+            || self
+                .model
+                .agents
+                .iter()
+                .any(|row| row.kind != AgentKind::Main && !row.status.is_finished());
+        running.then_some(RUNNING_TICK)
+    }
+
+    fn close_hint(&self) -> String {
+        self.keys
+            .hint_key(DockAction::Close)
+            .or_else(|| self.keys.hint_key(DockAction::Back))
+            .unwrap_or_else(|| "Ctrl+C".to_owned())
     }
 }
 
@@ -637,9 +755,75 @@ mod tests {
     use unipi_widgets::agents::AgentStatus;
     use unipi_widgets::dock::visible_rows;
 
+    use std::sync::Mutex;
+
+    use unipi_widgets::footer::FooterData;
+
     use super::*;
     use crate::config::keymap::keymap_from_sources;
-    use crate::views::ViewStack;
+    use crate::views::{KeyOutcome, ViewStack};
+
+    /// A dock source that lists fixed rows and records the requests it gets; a steer or stop
+    /// answers `refuse` when set.
+    struct Recorder {
+        rows: Mutex<DockRows>,
+        requests: Mutex<Vec<DockRequest>>,
+        details: Mutex<Vec<Option<String>>>,
+        refuse: Mutex<Option<String>>,
+    }
+
+    impl Recorder {
+        fn new(rows: DockRows) -> Arc<Self> {
+            Arc::new(Recorder {
+                rows: Mutex::new(rows),
+                requests: Mutex::new(Vec::new()),
+                details: Mutex::new(Vec::new()),
+                refuse: Mutex::new(None),
+            })
+        }
+
+        /// The requests since the last call, without the detail moves (kept on their own).
+        fn take(&self) -> Vec<DockRequest> {
+            std::mem::take(&mut *self.requests.lock().unwrap())
+        }
+
+        /// Every detail move so far.
+        fn details(&self) -> Vec<Option<String>> {
+            self.details.lock().unwrap().clone()
+        }
+
+        fn refuse_with(&self, message: Option<&str>) {
+            *self.refuse.lock().unwrap() = message.map(str::to_owned);
+        }
+    }
+
+    impl DockSource for Recorder {
+        fn rows(&self) -> DockRows {
+            self.rows.lock().unwrap().clone()
+        }
+
+        fn request(&self, request: &DockRequest) -> Result<(), String> {
+            match request {
+                DockRequest::Detail(target) => self.details.lock().unwrap().push(target.clone()),
+                other => self.requests.lock().unwrap().push(other.clone()),
+            }
+            match (request, self.refuse.lock().unwrap().clone()) {
+                (DockRequest::Steer { .. } | DockRequest::Stop(_), Some(message)) => Err(message),
+                _ => Ok(()),
+            }
+        }
+    }
+
+    fn pi_data() -> FooterData {
+        FooterData::default()
+    }
+
+    fn open_dock(sources: Vec<Arc<dyn DockSource>>, keymap: &Keymap) -> DockView {
+        let view = DockView::open(sources, keymap, &RefreshContext { pi: &pi_data() });
+        let mut buf = Buffer::empty(Rect::new(0, 0, 100, 40));
+        view.render(buf.area, &mut buf, &Theme::plain());
+        view
+    }
 
     fn key(code: KeyCode) -> KeyEvent {
         KeyEvent::new(code, KeyModifiers::NONE)
@@ -662,21 +846,21 @@ mod tests {
         }
     }
 
-    /// Two running tasks, one failed, one done (in that display order), drawn once on a
-    /// 100x40 pane so paging knows the dock's size.
-    fn make_dock() -> DockView {
-        let view = DockView::new(
-            vec![
-                make_row("b4", TaskStatus::Done),
-                make_row("b1", TaskStatus::Running),
-                make_row("b3", TaskStatus::Failed),
-                make_row("b2", TaskStatus::Running),
-            ],
-            &Keymap::defaults(),
-        );
-        let mut buf = Buffer::empty(Rect::new(0, 0, 100, 40));
-        view.render(buf.area, &mut buf, &Theme::plain());
-        view
+    fn four_tasks() -> Vec<DockRow> {
+        vec![
+            make_row("b4", TaskStatus::Done),
+            make_row("b1", TaskStatus::Running),
+            make_row("b3", TaskStatus::Failed),
+            make_row("b2", TaskStatus::Running),
+        ]
+    }
+
+    /// Two running tasks, one failed, one done (in that display order) from one source, drawn
+    /// once on a 100x40 pane so paging knows the dock's size.
+    fn make_dock() -> (DockView, Arc<Recorder>) {
+        let tasks = Recorder::new(DockRows::Tasks(four_tasks()));
+        let view = open_dock(vec![tasks.clone()], &Keymap::defaults());
+        (view, tasks)
     }
 
     fn hints(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -708,7 +892,7 @@ mod tests {
 
     #[test]
     fn selection_moves_and_clamps() {
-        let mut view = make_dock();
+        let (mut view, _) = make_dock();
         let steps = [
             (key(KeyCode::Up), "b1"),
             (key(KeyCode::Down), "b2"),
@@ -728,13 +912,12 @@ mod tests {
 
     #[test]
     fn enter_opens_detail_and_esc_steps_back_then_closes() {
-        let mut view = make_dock();
+        let (mut view, tasks) = make_dock();
         view.handle_key(&ch('j'));
         view.handle_key(&ch('j')); // b3, failed and unseen
-        assert_eq!(
-            view.handle_key(&key(KeyCode::Enter)),
-            ViewAction::Request(ViewRequest::MarkSeen("b3".to_owned()))
-        );
+        assert_eq!(view.handle_key(&key(KeyCode::Enter)), ViewAction::Consumed);
+        assert_eq!(tasks.take(), [DockRequest::MarkSeen("b3".to_owned())]);
+        assert_eq!(tasks.details(), [Some("b3".to_owned())]);
         assert!(matches!(
             view.model().mode,
             DockMode::Detail { follow: true, .. }
@@ -753,10 +936,12 @@ mod tests {
         assert_eq!(view.handle_key(&key(KeyCode::Esc)), ViewAction::Consumed);
         assert_eq!(view.model().mode, DockMode::List);
         assert_eq!(view.model().keys, default_list_hints());
+        assert_eq!(tasks.details(), [Some("b3".to_owned()), None]);
         assert_eq!(view.handle_key(&key(KeyCode::Esc)), ViewAction::Close);
-        // A running task is never unseen: opening it asks for nothing.
-        let mut view = make_dock();
+        // A running task is never unseen: opening it asks for nothing but its tail.
+        let (mut view, tasks) = make_dock();
         assert_eq!(view.handle_key(&key(KeyCode::Enter)), ViewAction::Consumed);
+        assert!(tasks.take().is_empty());
         // Enter on an empty dock leaves it.
         let mut empty = DockView::new(Vec::new(), &Keymap::defaults());
         assert_eq!(empty.handle_key(&key(KeyCode::Enter)), ViewAction::Close);
@@ -764,7 +949,7 @@ mod tests {
 
     #[test]
     fn stop_all_needs_two_presses_in_a_row() {
-        let mut view = make_dock();
+        let (mut view, tasks) = make_dock();
         assert_eq!(view.handle_key(&ch('S')), ViewAction::Consumed);
         assert!(view.model().stop_all_armed);
         assert_eq!(
@@ -776,10 +961,9 @@ mod tests {
         assert!(!view.model().stop_all_armed);
         assert_eq!(view.model().notice, None);
         assert_eq!(view.handle_key(&ch('S')), ViewAction::Consumed);
-        assert_eq!(
-            view.handle_key(&ch('S')),
-            ViewAction::Request(ViewRequest::StopAllTasks)
-        );
+        assert!(tasks.take().is_empty());
+        assert_eq!(view.handle_key(&ch('S')), ViewAction::Consumed);
+        assert_eq!(tasks.take(), [DockRequest::StopAll]);
         assert!(!view.model().stop_all_armed);
         // Nothing running: nothing to arm.
         let mut idle = DockView::new(vec![make_row("b9", TaskStatus::Done)], &Keymap::defaults());
@@ -789,39 +973,47 @@ mod tests {
 
     #[test]
     fn task_keys_make_requests_for_the_selected_task() {
-        let mut view = make_dock();
+        let (mut view, tasks) = make_dock();
         let ctrl_alt_c = KeyEvent::new(
             KeyCode::Char('c'),
             KeyModifiers::CONTROL | KeyModifiers::ALT,
         );
-        // (keys to press first, key, request expected)
-        let cases: [(&[KeyEvent], KeyEvent, Option<ViewRequest>); 6] = [
-            (&[], ch('s'), Some(ViewRequest::StopTask("b1".to_owned()))),
-            // Running: nothing to rerun.
-            (&[], ch('r'), None),
+        // (keys to press first, key, what the view returns, the requests the source gets)
+        let copy = ViewAction::Effect(ViewEffect::Copy(
+            "/tmp/unipi-bg-tasks/s/b1.output".to_owned(),
+        ));
+        let cases: [(&[KeyEvent], KeyEvent, ViewAction, Vec<DockRequest>); 6] = [
             (
                 &[],
-                ch('y'),
-                Some(ViewRequest::CopyText(
-                    "/tmp/unipi-bg-tasks/s/b1.output".to_owned(),
-                )),
+                ch('s'),
+                ViewAction::Consumed,
+                vec![DockRequest::Stop("b1".to_owned())],
             ),
+            // Running: nothing to rerun.
+            (&[], ch('r'), ViewAction::Consumed, vec![]),
+            (&[], ch('y'), copy, vec![]),
             (
                 &[ctrl_alt_c],
                 ctrl_alt_c,
-                Some(ViewRequest::ClearFinishedNotices),
+                ViewAction::Consumed,
+                vec![DockRequest::ClearFinished, DockRequest::ClearFinished],
             ),
             // The done task: nothing to stop, but it can be rerun.
-            (&[key(KeyCode::End)], ch('s'), None),
-            (&[], ch('r'), Some(ViewRequest::RerunTask("b4".to_owned()))),
+            (&[key(KeyCode::End)], ch('s'), ViewAction::Consumed, vec![]),
+            (
+                &[],
+                ch('r'),
+                ViewAction::Consumed,
+                vec![DockRequest::Rerun("b4".to_owned())],
+            ),
         ];
-        for (before, event, want) in cases {
+        for (before, event, want, requests) in cases {
             for event in before {
                 view.handle_key(event);
             }
             let got = view.handle_key(&event);
-            let want = want.map_or(ViewAction::Consumed, ViewAction::Request);
             assert_eq!(got, want, "{:?} on {}", event.code, selected_id(&view));
+            assert_eq!(tasks.take(), requests, "{:?}", event.code);
             assert!(view.model().notice.is_some());
         }
     }
@@ -853,7 +1045,7 @@ mod tests {
 
     #[test]
     fn set_rows_keeps_the_selected_task_and_leaves_a_vanished_detail() {
-        let mut view = make_dock();
+        let (mut view, _) = make_dock();
         view.handle_key(&key(KeyCode::Down)); // b2
         view.set_rows(vec![
             make_row("b2", TaskStatus::Done),
@@ -869,7 +1061,7 @@ mod tests {
 
     #[test]
     fn detail_scrolling_pauses_and_resumes_following() {
-        let mut view = make_dock();
+        let (mut view, _) = make_dock();
         view.handle_key(&key(KeyCode::Enter));
         let area = view.area(Rect::new(0, 0, 100, 40));
         let max = max_detail_scroll(view.model(), area);
@@ -929,25 +1121,56 @@ mod tests {
     }
 
     #[test]
-    fn the_stack_hands_requests_to_the_app_and_finds_the_dock() {
+    fn the_stack_gives_keys_to_the_dock_and_its_requests_reach_the_source() {
         let mut stack = ViewStack::default();
-        assert_eq!(stack.handle_key(&ch('s')), None);
-        stack.push(Box::new(make_dock()));
+        assert_eq!(stack.handle_key(&ch('s')), KeyOutcome::NoView);
+        let (view, tasks) = make_dock();
+        stack.push(Box::new(view));
+        assert_eq!(stack.handle_key(&ch('s')), KeyOutcome::Used(None));
+        assert_eq!(tasks.take(), [DockRequest::Stop("b1".to_owned())]);
+        assert_eq!(stack.handle_key(&ch('j')), KeyOutcome::Used(None));
         assert_eq!(
-            stack.handle_key(&ch('s')),
-            Some(vec![ViewRequest::StopTask("b1".to_owned())])
+            stack.handle_key(&ch('z')),
+            KeyOutcome::Unhandled {
+                view: "the dock".to_owned(),
+                close: "q".to_owned()
+            }
         );
-        assert_eq!(stack.handle_key(&ch('j')), Some(vec![]));
-        let dock = stack.find_mut::<DockView>();
-        assert_eq!(dock.map(|dock| selected_id(dock)), Some("b2".to_owned()));
         stack.handle_key(&key(KeyCode::Esc));
         assert!(stack.is_empty());
-        assert!(stack.find_mut::<DockView>().is_none());
+    }
+
+    #[test]
+    fn refresh_pulls_rows_from_every_source_and_ticks_while_something_runs() {
+        let (mut view, tasks) = make_dock();
+        assert_eq!(view.tick_every(), Some(RUNNING_TICK));
+        *tasks.rows.lock().unwrap() = DockRows::Tasks(vec![make_row("b4", TaskStatus::Done)]);
+        view.refresh(&RefreshContext { pi: &pi_data() });
+        assert_eq!(selected_id(&view), "b4");
+        assert_eq!(view.tick_every(), None);
+        // A second source's agents arrive with the main agent's row from Pi's data.
+        let agents = Recorder::new(DockRows::Agents(vec![make_agent(
+            "h1",
+            None,
+            AgentStatus::Running,
+        )]));
+        let mut view = open_dock(vec![tasks.clone(), agents.clone()], &Keymap::defaults());
+        let ids: Vec<String> = entries(view.model())
+            .iter()
+            .map(|entry| entry.id().to_owned())
+            .collect();
+        assert_eq!(ids, ["main", "h1", "b4"]);
+        assert_eq!(view.tick_every(), Some(RUNNING_TICK));
+        // Requests go to the source that listed the entry.
+        view.handle_key(&key(KeyCode::End)); // b4
+        view.handle_key(&ch('r'));
+        assert_eq!(tasks.take(), [DockRequest::Rerun("b4".to_owned())]);
+        assert!(agents.take().is_empty());
     }
 
     #[test]
     fn renders_over_the_lower_part_of_the_pane() {
-        let view = make_dock();
+        let (view, _) = make_dock();
         let mut buf = Buffer::empty(Rect::new(0, 0, 100, 40));
         view.render(buf.area, &mut buf, &Theme::plain());
         let area = view.area(buf.area);
@@ -958,7 +1181,7 @@ mod tests {
 
     #[test]
     fn the_list_starts_with_the_default_hints() {
-        assert_eq!(make_dock().model().keys, default_list_hints());
+        assert_eq!(make_dock().0.model().keys, default_list_hints());
     }
 
     #[test]
@@ -968,20 +1191,17 @@ mod tests {
             "[dock]\n\"x\" = \"dock.stop\"\n\"s\" = \"none\"\n\"X\" = \"dock.stop_all\"\n",
         )));
         assert!(errors.is_empty(), "{errors:?}");
-        let mut view = DockView::new(
-            vec![
-                make_row("b1", TaskStatus::Running),
-                make_row("b2", TaskStatus::Running),
-            ],
-            &keymap,
-        );
-        // `s` is unbound: swallowed, no request, no notice.
-        assert_eq!(view.handle_key(&ch('s')), ViewAction::Consumed);
+        let tasks = Recorder::new(DockRows::Tasks(vec![
+            make_row("b1", TaskStatus::Running),
+            make_row("b2", TaskStatus::Running),
+        ]));
+        let mut view = open_dock(vec![tasks.clone()], &keymap);
+        // `s` is unbound: not the dock's, no request, no notice.
+        assert_eq!(view.handle_key(&ch('s')), ViewAction::Unhandled);
         assert_eq!(view.model().notice, None);
-        assert_eq!(
-            view.handle_key(&ch('x')),
-            ViewAction::Request(ViewRequest::StopTask("b1".to_owned()))
-        );
+        assert!(tasks.take().is_empty());
+        assert_eq!(view.handle_key(&ch('x')), ViewAction::Consumed);
+        assert_eq!(tasks.take(), [DockRequest::Stop("b1".to_owned())]);
         let hint = |view: &DockView, what: &str| {
             view.model()
                 .keys
@@ -997,10 +1217,8 @@ mod tests {
             view.model().notice.as_deref(),
             Some("Press X again to stop all 2 running tasks.")
         );
-        assert_eq!(
-            view.handle_key(&ch('S')),
-            ViewAction::Request(ViewRequest::StopAllTasks)
-        );
+        assert_eq!(view.handle_key(&ch('S')), ViewAction::Consumed);
+        assert_eq!(tasks.take(), [DockRequest::StopAll]);
         view.handle_key(&key(KeyCode::Enter));
         assert_eq!(hint(&view, "stop").as_deref(), Some("x"));
     }
@@ -1029,20 +1247,21 @@ mod tests {
         }
     }
 
-    /// The task dock plus the main agent and helpers: h1 (running) → h2 (running), h3 (done,
-    /// unseen). Entries: main, h1, h2, h3, then the tasks; the main agent selected.
-    fn make_agent_dock() -> DockView {
-        let mut view = make_dock();
-        view.set_agents(vec![
+    /// The task dock plus the main agent and helpers from a second source: h1 (running) → h2
+    /// (running), h3 (done, unseen). Entries: main, h1, h2, h3, then the tasks; the main agent
+    /// selected. Returns the view and the helpers' source.
+    fn make_agent_dock() -> (DockView, Arc<Recorder>) {
+        let tasks = Recorder::new(DockRows::Tasks(four_tasks()));
+        let agents = Recorder::new(DockRows::Agents(vec![
             make_agent("h1", None, AgentStatus::Running),
             make_agent("h3", None, AgentStatus::Done),
             make_agent("h2", Some("h1"), AgentStatus::Running),
-            main_agent(),
-        ]);
+        ]));
+        let mut view = open_dock(vec![tasks, agents.clone()], &Keymap::defaults());
         // Opened on the first helper; the tests count rows from the top.
         assert_eq!(selected_id(&view), "h1");
         view.handle_key(&key(KeyCode::Home));
-        view
+        (view, agents)
     }
 
     fn type_text(view: &mut DockView, text: &str) {
@@ -1053,7 +1272,7 @@ mod tests {
 
     #[test]
     fn agents_come_first_in_tree_order_and_keep_the_selection() {
-        let mut view = make_agent_dock();
+        let (mut view, _) = make_agent_dock();
         let ids: Vec<String> = entries(view.model())
             .iter()
             .map(|entry| entry.id().to_owned())
@@ -1064,7 +1283,7 @@ mod tests {
         view.handle_key(&ch('j')); // h2
         assert_eq!(
             view.model().keys,
-            Keymap::defaults().dock_hints(DockPane::Agents)
+            DockKeys::from_keymap(&Keymap::defaults()).hints_for(DockPane::Agents)
         );
         // A new helper above it: the selection stays on h2.
         view.set_agents(vec![
@@ -1082,43 +1301,46 @@ mod tests {
 
     #[test]
     fn t_opens_the_transcript_and_esc_backs_out() {
-        let mut view = make_agent_dock();
+        let (mut view, agents) = make_agent_dock();
         view.handle_key(&ch('j')); // h1
-        assert_eq!(view.transcript_target(), None);
+        assert_eq!(view.detail_target(), None);
         assert_eq!(view.handle_key(&ch('t')), ViewAction::Consumed);
         assert!(matches!(
             view.model().mode,
             DockMode::Detail { follow: true, .. }
         ));
-        assert_eq!(view.transcript_target().as_deref(), Some("h1"));
+        assert_eq!(view.detail_target().as_deref(), Some("h1"));
         assert_eq!(
             view.model().keys,
-            Keymap::defaults().dock_hints(DockPane::Transcript)
+            DockKeys::from_keymap(&Keymap::defaults()).hints_for(DockPane::Transcript)
         );
         assert_eq!(view.handle_key(&key(KeyCode::Esc)), ViewAction::Consumed);
         assert_eq!(view.model().mode, DockMode::List);
-        assert_eq!(view.transcript_target(), None);
+        assert_eq!(view.detail_target(), None);
         // Enter on a finished, unseen helper opens it and marks it seen.
         view.handle_key(&key(KeyCode::Down));
         view.handle_key(&key(KeyCode::Down)); // h3
-        assert_eq!(
-            view.handle_key(&key(KeyCode::Enter)),
-            ViewAction::Request(ViewRequest::MarkSeen("h3".to_owned()))
-        );
-        assert_eq!(view.transcript_target().as_deref(), Some("h3"));
+        assert_eq!(view.handle_key(&key(KeyCode::Enter)), ViewAction::Consumed);
+        assert_eq!(agents.take(), [DockRequest::MarkSeen("h3".to_owned())]);
+        assert_eq!(view.detail_target().as_deref(), Some("h3"));
         // The main agent's detail has no transcript to fetch.
         view.handle_key(&key(KeyCode::Esc));
         view.handle_key(&key(KeyCode::Home));
         view.handle_key(&ch('t'));
         assert!(matches!(view.model().mode, DockMode::Detail { .. }));
-        assert_eq!(view.transcript_target(), None);
+        assert_eq!(view.detail_target(), None);
+        // Every source heard where the detail went, once per move.
+        assert_eq!(
+            agents.details(),
+            [Some("h1".to_owned()), None, Some("h3".to_owned()), None]
+        );
         view.handle_key(&key(KeyCode::Esc));
         assert_eq!(view.handle_key(&key(KeyCode::Esc)), ViewAction::Close);
     }
 
     #[test]
     fn steer_input_sends_on_enter_and_shows_the_outcome() {
-        let mut view = make_agent_dock();
+        let (mut view, agents) = make_agent_dock();
         view.handle_key(&ch('j')); // h1
         assert_eq!(view.handle_key(&ch('m')), ViewAction::Consumed);
         assert!(view.model().steer.is_some());
@@ -1128,7 +1350,7 @@ mod tests {
         );
         // Dock keys are text now: `s` and `q` neither stop nor close.
         type_text(&mut view, "stop reading; quit");
-        assert!(view.take_helper_requests().is_empty());
+        assert!(agents.take().is_empty());
         view.handle_key(&key(KeyCode::Left));
         view.handle_key(&key(KeyCode::Backspace));
         view.handle_key(&key(KeyCode::End));
@@ -1136,29 +1358,29 @@ mod tests {
         let mut area_buf = Buffer::empty(Rect::new(0, 0, 100, 40));
         view.render(area_buf.area, &mut area_buf, &Theme::plain());
         assert!(view.cursor(area_buf.area).is_some());
+        // An error shows under the input and keeps the text for another try.
+        agents.refuse_with(Some("run h1 is not running"));
         assert_eq!(view.handle_key(&key(KeyCode::Enter)), ViewAction::Consumed);
         assert_eq!(
-            view.take_helper_requests(),
-            [HelperRequest::Steer {
+            agents.take(),
+            [DockRequest::Steer {
                 id: "h1".to_owned(),
                 message: "stop reading; qut!".to_owned(),
             }]
         );
-        // An error shows under the input and keeps the text for another try.
-        view.steer_finished("h1", Err("run h1 is not running".to_owned()));
         let steer = view.model().steer.clone().unwrap_or_default();
         assert_eq!(steer.error.as_deref(), Some("run h1 is not running"));
         assert_eq!(steer.text, "stop reading; qut!");
+        agents.refuse_with(None);
         view.handle_key(&key(KeyCode::Enter));
-        assert_eq!(view.take_helper_requests().len(), 1);
-        view.steer_finished("h1", Ok(()));
+        assert_eq!(agents.take().len(), 1);
         assert_eq!(view.model().steer, None);
         assert_eq!(view.model().notice.as_deref(), Some("Sent to explore h1."));
         assert_eq!(view.cursor(area_buf.area), None);
         // An empty message is not sent; Esc cancels without leaving the dock.
         view.handle_key(&ch('m'));
         view.handle_key(&key(KeyCode::Enter));
-        assert!(view.take_helper_requests().is_empty());
+        assert!(agents.take().is_empty());
         assert!(
             view.model()
                 .steer
@@ -1177,7 +1399,7 @@ mod tests {
 
     #[test]
     fn steer_is_refused_where_it_cannot_work() {
-        let mut view = make_agent_dock();
+        let (mut view, _) = make_agent_dock();
         // (rows down from the top, notice expected)
         let cases = [
             (0, "Steer the main agent by typing in Pi."),
@@ -1197,10 +1419,10 @@ mod tests {
 
     #[test]
     fn stopping_a_helper_needs_two_presses_on_it() {
-        let mut view = make_agent_dock();
+        let (mut view, agents) = make_agent_dock();
         view.handle_key(&ch('j')); // h1
         assert_eq!(view.handle_key(&ch('s')), ViewAction::Consumed);
-        assert!(view.take_helper_requests().is_empty());
+        assert!(agents.take().is_empty());
         assert_eq!(view.model().stop_armed.as_deref(), Some("h1"));
         assert_eq!(
             view.model().notice.as_deref(),
@@ -1214,22 +1436,24 @@ mod tests {
         view.handle_key(&ch('s'));
         view.handle_key(&ch('k'));
         view.handle_key(&ch('s'));
-        assert!(view.take_helper_requests().is_empty());
+        assert!(agents.take().is_empty());
         assert_eq!(
             view.handle_key(&ch('s')),
             ViewAction::Consumed,
             "the second press on the same helper"
         );
-        assert_eq!(
-            view.take_helper_requests(),
-            [HelperRequest::Stop("h1".to_owned())]
-        );
+        assert_eq!(agents.take(), [DockRequest::Stop("h1".to_owned())]);
         assert_eq!(view.model().notice.as_deref(), Some("Stopping explore h1…"));
-        view.stop_finished("h1", false);
+        // A stop the source refuses says why.
+        agents.refuse_with(Some("h1 has no live process to stop."));
+        view.handle_key(&ch('s'));
+        view.handle_key(&ch('s'));
         assert_eq!(
             view.model().notice.as_deref(),
             Some("h1 has no live process to stop.")
         );
+        agents.refuse_with(None);
+        agents.take();
         // Finished helpers and the main agent are not stopped from here.
         for (down, want) in [
             (0, "Stop the main agent in Pi (Esc in its editor)."),
@@ -1241,14 +1465,14 @@ mod tests {
             }
             view.handle_key(&ch('s'));
             view.handle_key(&ch('s'));
-            assert!(view.take_helper_requests().is_empty());
+            assert!(agents.take().is_empty());
             assert_eq!(view.model().notice.as_deref(), Some(want));
         }
     }
 
     #[test]
     fn a_fresh_dock_with_only_the_main_agent_selects_the_first_task() {
-        let mut view = make_dock();
+        let (mut view, _) = make_dock();
         view.set_agents(vec![main_agent()]);
         assert_eq!(selected_id(&view), "b1");
         assert_eq!(view.handle_key(&key(KeyCode::Enter)), ViewAction::Consumed);
@@ -1269,7 +1493,7 @@ mod tests {
 
     #[test]
     fn a_delegate_is_listed_once_as_an_agent() {
-        let mut view = make_agent_dock();
+        let (mut view, _) = make_agent_dock();
         let delegate = AgentRow {
             kind: AgentKind::Delegate,
             ..make_agent("b2", None, AgentStatus::Running)
@@ -1298,11 +1522,11 @@ mod tests {
 
     #[test]
     fn copy_on_a_helper_copies_its_run_id() {
-        let mut view = make_agent_dock();
+        let (mut view, _) = make_agent_dock();
         view.handle_key(&ch('j'));
         assert_eq!(
             view.handle_key(&ch('y')),
-            ViewAction::Request(ViewRequest::CopyText("h1".to_owned()))
+            ViewAction::Effect(ViewEffect::Copy("h1".to_owned()))
         );
         assert_eq!(view.handle_key(&ch('r')), ViewAction::Consumed);
         assert!(
@@ -1314,14 +1538,15 @@ mod tests {
     }
 
     #[test]
-    fn unbound_keys_are_swallowed_without_effect() {
-        let mut view = make_dock();
+    fn unbound_keys_are_unhandled_and_change_nothing() {
+        let (mut view, tasks) = make_dock();
         for event in [
             ch('z'),
             key(KeyCode::F(1)),
             KeyEvent::new(KeyCode::Char('s'), KeyModifiers::CONTROL),
         ] {
-            assert_eq!(view.handle_key(&event), ViewAction::Consumed);
+            assert_eq!(view.handle_key(&event), ViewAction::Unhandled);
+            assert!(tasks.take().is_empty());
             assert_eq!(selected_id(&view), "b1");
             assert_eq!(view.model().notice, None);
         }

@@ -12,18 +12,22 @@ use ratatui::layout::Rect;
 use unipi_widgets::compactor::{CompactionModel, render_compaction};
 use unipi_widgets::theme::Theme;
 
-use super::{View, ViewAction};
+use crate::config::keymap::Keymap;
+use crate::views::pager::Pager;
+use crate::views::{View, ViewAction};
 
 pub struct CompactionView {
     model: CompactionModel,
+    pager: Pager,
     /// The area of the last render, to clamp scrolling to what is visible.
     last_area: Cell<Rect>,
 }
 
 impl CompactionView {
-    pub fn new(model: CompactionModel) -> Self {
+    pub fn new(model: CompactionModel, keymap: &Keymap) -> Self {
         CompactionView {
             model: CompactionModel { scroll: 0, ..model },
+            pager: Pager::new(keymap),
             last_area: Cell::new(Rect::default()),
         }
     }
@@ -32,25 +36,25 @@ impl CompactionView {
     pub fn scroll(&self) -> usize {
         self.model.scroll
     }
-
-    fn scroll_by(&mut self, delta: isize) {
-        let max = self.model.max_scroll(self.last_area.get());
-        self.model.scroll = self.model.scroll.saturating_add_signed(delta).min(max);
-    }
 }
 
 impl View for CompactionView {
+    fn title(&self) -> &str {
+        "the last compaction"
+    }
+
     fn render(&self, area: Rect, buf: &mut Buffer, theme: &Theme) {
         self.last_area.set(area);
-        render_compaction(&self.model, theme, area, buf);
+        render_compaction(&self.model, &self.pager.close_hint(), theme, area, buf);
     }
 
     fn handle_key(&mut self, key: &KeyEvent) -> ViewAction {
-        let Some(delta) = super::pager_keys(key) else {
-            return ViewAction::Close;
-        };
-        self.scroll_by(delta);
-        ViewAction::Consumed
+        let max = self.model.max_scroll(self.last_area.get());
+        self.pager.handle(key, &mut self.model.scroll, max)
+    }
+
+    fn close_hint(&self) -> String {
+        self.pager.close_key()
     }
 }
 
@@ -94,7 +98,7 @@ mod tests {
 
     #[test]
     fn keys_close_and_scroll_within_the_content() {
-        let mut view = CompactionView::new(make_model_with(30));
+        let mut view = CompactionView::new(make_model_with(30), &Keymap::defaults());
         assert_eq!(view.scroll(), 0, "opens at the top");
         rendered(&view, 60, 12);
         let max = view.model.max_scroll(Rect::new(0, 0, 60, 12));
@@ -106,7 +110,7 @@ mod tests {
             (KeyCode::Char('G'), ViewAction::Consumed, max),
             (KeyCode::Down, ViewAction::Consumed, max),
             (KeyCode::Home, ViewAction::Consumed, 0),
-            (KeyCode::Char('x'), ViewAction::Consumed, 0),
+            (KeyCode::Char('x'), ViewAction::Unhandled, 0),
         ];
         for (code, action, scroll) in steps {
             assert_eq!(view.handle_key(&key(code)), action, "{code:?}");

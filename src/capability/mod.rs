@@ -1,0 +1,291 @@
+//! The seam between the workbench and its capabilities (background tasks, helpers, MCP, the
+//! compactor, and whatever comes next). A capability lives in its own folder and plugs in here
+//! with one line in [`registrations`]; the app holds a list of `Arc<dyn Capability>` and knows
+//! none of them by name.
+//!
+//! What a capability gives the workbench, and how:
+//! - **Start** — [`Registration::start`] builds it from its config, given a [`StartContext`]
+//!   (home, workspace, how Pi is launched, the [`Ui`] handle); config errors go to
+//!   [`StartContext::report`], which logs them and shows them once the screen is up.
+//! - **Pi** — [`Capability::modules`]: bridge [`Module`]s with its tools, `/unipi:*` commands and
+//!   hooks. A command runs in the declaring module ([`Module::command`]), so the app routes no
+//!   command by name; one that needs the screen opens a view through the [`Ui`] handle.
+//! - **The bridge** — [`Capability::attach`] hands it the running host, registry, bus and the
+//!   extension file once the bridge is up.
+//! - **The screen** — [`Capability::footer_segments`] (read from memory every frame),
+//!   [`Capability::dock`] (its rows in the dock, and the port the dock sends requests to), views
+//!   it opens with [`Ui::open`], and [`Capability::changes`], the one signal the app's single
+//!   forwarder turns into a redraw and a refresh of the open views.
+//! - **Keys** — each of its views owns a key table ([`KeyTableSpec`], listed in
+//!   [`Registration::key_tables`]); the keymap file can rebind them like the workbench's own.
+//! - **Stop** — [`Capability::shutdown`] on every exit path, and [`Capability::kill_now`] from the
+//!   panic hook.
+//!
+//! `docs/architecture.md` walks through adding one.
+
+pub mod ui;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use tokio::sync::watch;
+use unipi_widgets::footer::Segment;
+
+use crate::bridge::{BridgeHost, CommandCall, CommandReply, EventBus, Module, Registry};
+use crate::config::keymap::KeyTableSpec;
+use crate::pi::PiCommand;
+use crate::views::dock::DockSource;
+
+pub use ui::{Ui, UiReceiver, UiRequest};
+
+/// A workbench capability, as the app and the bridge see it.
+pub trait Capability: Send + Sync + 'static {
+    /// A short, stable name (logs, `/unipi:info`).
+    fn name(&self) -> &'static str;
+
+    /// The bridge modules that offer its tools, commands and hooks to Pi. Read once, before the
+    /// bridge starts.
+    fn modules(&self) -> Vec<Arc<dyn Module>> {
+        Vec::new()
+    }
+
+    /// The bridge is running: keep what is needed of it. Not called when the bridge could not
+    /// start (the workbench then runs Pi without it).
+    fn attach(&self, _bridge: &BridgeLink) {}
+
+    /// Fires when something it shows changed (a version counter; bursts coalesce). The app
+    /// redraws and refreshes its open views; nothing is read from here.
+    fn changes(&self) -> Option<watch::Receiver<u64>> {
+        None
+    }
+
+    /// Its footer segments, from memory: called for every frame, so no I/O and no waiting.
+    fn footer_segments(&self) -> Vec<Segment> {
+        Vec::new()
+    }
+
+    /// Its rows in the dock and the port the dock's requests on them go to.
+    fn dock(&self) -> Option<Arc<dyn DockSource>> {
+        None
+    }
+
+    /// Stops everything it started (processes, tasks, files in use); awaited on every exit path
+    /// of the workbench, in reverse registration order.
+    fn shutdown(&self) -> BoxFuture<'static, ()> {
+        Box::pin(async {})
+    }
+
+    /// The panic path: kill what it started, now, synchronously (no runtime may be left).
+    fn kill_now(&self) {}
+}
+
+/// One line in [`registrations`]: how to start a capability, and the key tables of its views.
+pub struct Registration {
+    pub name: &'static str,
+    /// Builds it from its config; `None` when it is switched off or could not start (the reason
+    /// is reported on the context).
+    pub start: fn(&mut StartContext<'_>) -> Option<Arc<dyn Capability>>,
+    /// The key tables its views own (the keymap file may rebind them).
+    pub key_tables: &'static [&'static KeyTableSpec],
+}
+
+/// Every capability, in start order. Order matters only where one reads what another put on the
+/// context: MCP adds `--no-mcp` to Pi's arguments before helpers copy them for their children.
+pub fn registrations() -> Vec<Registration> {
+    vec![
+        crate::mcp::REGISTRATION,
+        crate::tasks::REGISTRATION,
+        crate::helpers::REGISTRATION,
+        crate::compactor::REGISTRATION,
+    ]
+}
+
+/// Every key table a view owns: the workbench's own and every capability's.
+pub fn key_tables() -> Vec<&'static KeyTableSpec> {
+    let mut tables = crate::views::key_tables();
+    for registration in registrations() {
+        tables.extend(registration.key_tables.iter().copied());
+    }
+    tables
+}
+
+/// What a capability starts from.
+pub struct StartContext<'a> {
+    pub home: Option<&'a Path>,
+    /// The directory the workbench was started in; every child runs there.
+    pub workspace: &'a Path,
+    /// How Pi is launched; a capability may add arguments every Pi gets (`--no-mcp`).
+    pub pi: &'a mut PiCommand,
+    /// The demo's offline settings (a throwaway agent directory, the scripted model), if any.
+    pub demo: Option<&'a crate::demo::DemoSession>,
+    /// The handle to the screen (views, notices); it has no screen in a headless run.
+    pub ui: Ui,
+    notices: Vec<String>,
+}
+
+impl<'a> StartContext<'a> {
+    pub fn new(
+        home: Option<&'a Path>,
+        workspace: &'a Path,
+        pi: &'a mut PiCommand,
+        demo: Option<&'a crate::demo::DemoSession>,
+        ui: Ui,
+    ) -> Self {
+        StartContext {
+            home,
+            workspace,
+            pi,
+            demo,
+            ui,
+            notices: Vec::new(),
+        }
+    }
+
+    /// A problem worth the user's attention at start (a bad config file, a module that could not
+    /// start): logged now, shown once the screen is up.
+    pub fn report(&mut self, problem: impl std::fmt::Display) {
+        let text = problem.to_string();
+        tracing::warn!("start-up: {text}");
+        self.notices.push(text);
+    }
+
+    /// The problems reported so far.
+    pub fn take_notices(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notices)
+    }
+}
+
+/// The running bridge, as capabilities see it once it is up.
+#[derive(Clone)]
+pub struct BridgeLink {
+    pub host: BridgeHost,
+    pub registry: Arc<Registry>,
+    /// The bridge extension file (helpers load it into their own Pi).
+    pub extension: std::path::PathBuf,
+}
+
+impl BridgeLink {
+    pub fn bus(&self) -> EventBus {
+        self.registry.bus().clone()
+    }
+}
+
+/// Starts every registered capability, in order.
+pub fn start_all(context: &mut StartContext<'_>) -> Vec<Arc<dyn Capability>> {
+    registrations()
+        .into_iter()
+        .filter_map(|registration| {
+            let started = (registration.start)(context);
+            tracing::info!(
+                "capability {}: {}",
+                registration.name,
+                if started.is_some() { "started" } else { "off" }
+            );
+            started
+        })
+        .collect()
+}
+
+/// Every capability's bridge modules, in registration order.
+pub fn modules(capabilities: &[Arc<dyn Capability>]) -> Vec<Arc<dyn Module>> {
+    capabilities
+        .iter()
+        .flat_map(|capability| capability.modules())
+        .collect()
+}
+
+/// Stops every capability, the last started first.
+pub async fn shutdown_all(capabilities: &[Arc<dyn Capability>]) {
+    for capability in capabilities.iter().rev() {
+        capability.shutdown().await;
+    }
+}
+
+/// Answers a capability's `/unipi:*` commands.
+pub type CommandHandler =
+    Arc<dyn Fn(CommandCall) -> BoxFuture<'static, CommandReply> + Send + Sync>;
+
+/// A bridge module whose `/unipi:*` commands are answered by its capability — which holds the
+/// screen handle and the ports its views need — and everything else by the module itself. The
+/// module declares the commands (names, descriptions, completions) as before; only running them
+/// moves, so a module stays free of UI.
+pub struct WithCommands {
+    module: Arc<dyn Module>,
+    handler: CommandHandler,
+}
+
+impl WithCommands {
+    pub fn wrap(module: Arc<dyn Module>, handler: CommandHandler) -> Arc<dyn Module> {
+        Arc::new(WithCommands { module, handler })
+    }
+}
+
+impl Module for WithCommands {
+    fn name(&self) -> &'static str {
+        self.module.name()
+    }
+
+    fn tools(&self) -> Vec<crate::bridge::ToolSpec> {
+        self.module.tools()
+    }
+
+    fn commands(&self) -> Vec<crate::bridge::CommandSpec> {
+        self.module.commands()
+    }
+
+    fn message_types(&self) -> Vec<crate::bridge::MessageTypeSpec> {
+        self.module.message_types()
+    }
+
+    fn call_tool(
+        &self,
+        call: crate::bridge::ToolCall,
+    ) -> BoxFuture<'static, Result<crate::bridge::ToolOutput, crate::bridge::ToolError>> {
+        self.module.call_tool(call)
+    }
+
+    fn hook(&self, hook: crate::bridge::HookCall) -> Option<BoxFuture<'static, serde_json::Value>> {
+        self.module.hook(hook)
+    }
+
+    fn command(&self, call: CommandCall) -> BoxFuture<'static, CommandReply> {
+        (self.handler)(call)
+    }
+
+    fn complete(&self, command: &str, prefix: &str) -> Vec<crate::bridge::Completion> {
+        self.module.complete(command, prefix)
+    }
+}
+
+/// A capability's change signal: bump it when something it shows changed; the app's forwarder
+/// subscribes through [`Capability::changes`]. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Changed(Arc<watch::Sender<u64>>);
+
+impl Default for Changed {
+    fn default() -> Self {
+        Changed(Arc::new(watch::channel(0).0))
+    }
+}
+
+impl Changed {
+    pub fn bump(&self) {
+        self.0
+            .send_modify(|version| *version = version.wrapping_add(1));
+    }
+
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.0.subscribe()
+    }
+
+    /// Bumps this signal whenever `source` changes, until either side is gone.
+    pub fn follow(&self, mut source: watch::Receiver<u64>) {
+        let this = self.clone();
+        tokio::spawn(async move {
+            while source.changed().await.is_ok() {
+                this.bump();
+            }
+        });
+    }
+}

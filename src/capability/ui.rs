@@ -1,0 +1,152 @@
+//! The one way a capability reaches the screen: a cloneable [`Ui`] handle that sends
+//! [`UiRequest`]s to the app's loop (open a view, open the dock, a footer notice, bytes for the
+//! outer terminal). Requests are rare and user-driven, so the channel is unbounded and sending
+//! never waits; the loop handles them like any other event.
+//!
+//! A headless run (Pi in print or RPC mode, no pane) has a `Ui` without a screen: views are not
+//! opened ([`Ui::open`] says so, and the command can answer Pi in words instead).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU16, Ordering};
+
+use tokio::sync::mpsc;
+
+use crate::config::keymap::Keymap;
+use crate::views::View;
+
+/// What a capability asks of the screen.
+pub enum UiRequest {
+    /// Push a view on the stack (it gets the keys until it closes).
+    Open(Box<dyn View>),
+    /// Open the dock, optionally on one entry's detail.
+    OpenDock { detail: Option<String> },
+    /// A short notice in the footer's hint slot.
+    Notice(String),
+    /// Bytes for the outer terminal outside a frame (OSC 52, OSC 9 notifications, BEL).
+    Terminal(Vec<u8>),
+}
+
+impl std::fmt::Debug for UiRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UiRequest::Open(_) => f.write_str("Open(<view>)"),
+            UiRequest::OpenDock { detail } => write!(f, "OpenDock({detail:?})"),
+            UiRequest::Notice(text) => write!(f, "Notice({text:?})"),
+            UiRequest::Terminal(bytes) => write!(f, "Terminal({} bytes)", bytes.len()),
+        }
+    }
+}
+
+/// The app's end of the channel.
+pub type UiReceiver = mpsc::UnboundedReceiver<UiRequest>;
+
+/// The handle capabilities keep. Cheap to clone.
+#[derive(Clone)]
+pub struct Ui {
+    tx: Option<mpsc::UnboundedSender<UiRequest>>,
+    keymap: Arc<Keymap>,
+    /// The pane's width as last drawn (for text sized to it, such as Pi's widget lines).
+    pane_width: Arc<AtomicU16>,
+}
+
+impl Ui {
+    /// A handle with a screen, and the receiver the app's loop reads.
+    pub fn channel(keymap: Arc<Keymap>) -> (Ui, UiReceiver) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (
+            Ui {
+                tx: Some(tx),
+                keymap,
+                pane_width: Arc::new(AtomicU16::new(80)),
+            },
+            rx,
+        )
+    }
+
+    /// A handle without a screen (headless runs, tests of a module alone).
+    pub fn headless(keymap: Arc<Keymap>) -> Ui {
+        Ui {
+            tx: None,
+            keymap,
+            pane_width: Arc::new(AtomicU16::new(80)),
+        }
+    }
+
+    /// Whether views can be shown (false headless, or once the app has ended).
+    pub fn has_screen(&self) -> bool {
+        self.tx.as_ref().is_some_and(|tx| !tx.is_closed())
+    }
+
+    /// Opens `view` over the pane; `false` when there is no screen to show it on.
+    pub fn open(&self, view: impl View + 'static) -> bool {
+        self.send(UiRequest::Open(Box::new(view)))
+    }
+
+    /// Opens the dock (on `detail`'s entry when given); `false` without a screen.
+    pub fn open_dock(&self, detail: Option<String>) -> bool {
+        self.send(UiRequest::OpenDock { detail })
+    }
+
+    /// A short notice in the footer.
+    pub fn notice(&self, text: impl Into<String>) -> bool {
+        self.send(UiRequest::Notice(text.into()))
+    }
+
+    /// Bytes for the outer terminal (not part of a frame).
+    pub fn terminal(&self, bytes: Vec<u8>) -> bool {
+        self.send(UiRequest::Terminal(bytes))
+    }
+
+    /// The resolved keymap, for views that take their key table from it.
+    pub fn keymap(&self) -> &Keymap {
+        &self.keymap
+    }
+
+    /// The pane's width, in columns, as last drawn.
+    pub fn pane_width(&self) -> u16 {
+        self.pane_width.load(Ordering::Relaxed)
+    }
+
+    /// The app records the pane's width on every draw.
+    pub(crate) fn set_pane_width(&self, width: u16) {
+        self.pane_width.store(width, Ordering::Relaxed);
+    }
+
+    fn send(&self, request: UiRequest) -> bool {
+        match &self.tx {
+            Some(tx) => tx.send(request).is_ok(),
+            None => {
+                tracing::debug!("no screen for {request:?}");
+                false
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_headless_handle_opens_nothing_and_says_so() {
+        let ui = Ui::headless(Arc::new(Keymap::defaults()));
+        assert!(!ui.has_screen());
+        assert!(!ui.notice("hello"));
+        assert!(!ui.open_dock(None));
+    }
+
+    #[test]
+    fn requests_reach_the_receiver_in_order_until_it_is_gone() {
+        let (ui, mut rx) = Ui::channel(Arc::new(Keymap::defaults()));
+        assert!(ui.has_screen());
+        assert!(ui.notice("one"));
+        assert!(ui.open_dock(Some("bg-1".into())));
+        assert!(matches!(rx.try_recv(), Ok(UiRequest::Notice(text)) if text == "one"));
+        assert!(
+            matches!(rx.try_recv(), Ok(UiRequest::OpenDock { detail: Some(id) }) if id == "bg-1")
+        );
+        drop(rx);
+        assert!(!ui.has_screen());
+        assert!(!ui.notice("two"));
+    }
+}

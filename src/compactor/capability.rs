@@ -1,0 +1,117 @@
+//! The compactor as a workbench capability: deterministic compaction through Pi's hook, the
+//! session database and recall. It always runs; a bad config or a database that cannot open
+//! becomes a start-up notice. It offers `/unipi:compact`, `/unipi:compact-stats` and
+//! `/unipi:compact-view` (the overlay of the last compaction) and the footer's `🗜 2 · 41.2k
+//! saved`. The module (`module.rs`) owns the compaction state, the database and the calls into
+//! Pi; this file only reads its tally and last compaction and answers the commands.
+
+use std::sync::Arc;
+
+use futures_util::future::BoxFuture;
+use unipi_widgets::footer::Segment;
+
+use super::module::{
+    COMPACT_COMMAND, CompactorModule, STATS_COMMAND, VIEW_COMMAND, parse_command_args,
+};
+use super::view::CompactionView;
+use crate::bridge::{CommandCall, CommandReply, Module, NotifyLevel};
+use crate::capability::{BridgeLink, Capability, Registration, StartContext, Ui, WithCommands};
+
+pub const REGISTRATION: Registration = Registration {
+    name: "compactor",
+    start,
+    key_tables: &[],
+};
+
+fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
+    let started = CompactorModule::start(context.home, context.workspace);
+    for notice in started.notices {
+        context.report(notice);
+    }
+    Some(Arc::new(CompactorCapability {
+        module: started.module,
+        ui: context.ui.clone(),
+    }))
+}
+
+struct CompactorCapability {
+    module: CompactorModule,
+    ui: Ui,
+}
+
+impl Capability for CompactorCapability {
+    fn name(&self) -> &'static str {
+        "compactor"
+    }
+
+    fn modules(&self) -> Vec<Arc<dyn Module>> {
+        let module = self.module.clone();
+        let ui = self.ui.clone();
+        let handler = Arc::new(move |call: CommandCall| run_command(&module, &ui, call));
+        vec![WithCommands::wrap(Arc::new(self.module.clone()), handler)]
+    }
+
+    fn attach(&self, bridge: &BridgeLink) {
+        self.module.attach_host(bridge.host.clone());
+        self.module.watch(&bridge.bus());
+    }
+
+    fn footer_segments(&self) -> Vec<Segment> {
+        unipi_widgets::compactor::compactor_segment(&self.module.tally())
+            .into_iter()
+            .collect()
+    }
+}
+
+/// `/unipi:compact`, `/unipi:compact-stats` and `/unipi:compact-view`.
+fn run_command(
+    module: &CompactorModule,
+    ui: &Ui,
+    call: CommandCall,
+) -> BoxFuture<'static, CommandReply> {
+    let module = module.clone();
+    let ui = ui.clone();
+    Box::pin(async move {
+        match call.name.as_str() {
+            COMPACT_COMMAND => match parse_command_args(&call.args) {
+                Ok(marker) => {
+                    // Pi's command handler must finish before Pi can start the compaction.
+                    tokio::spawn(async move {
+                        if let Err(message) = module.request_compaction(&marker).await {
+                            tracing::warn!("/{COMPACT_COMMAND}: {message}");
+                        }
+                    });
+                    CommandReply::Done
+                }
+                Err(message) => CommandReply::Notify {
+                    message: format!("/{COMPACT_COMMAND}: {message}"),
+                    level: NotifyLevel::Warning,
+                },
+            },
+            STATS_COMMAND => match module.stats().await {
+                Ok(text) => CommandReply::Notify {
+                    message: text,
+                    level: NotifyLevel::Info,
+                },
+                Err(message) => CommandReply::Failed { message },
+            },
+            VIEW_COMMAND => match module.last_view() {
+                Some(model) if ui.has_screen() => {
+                    ui.open(CompactionView::new(model, ui.keymap()));
+                    CommandReply::Done
+                }
+                Some(model) => CommandReply::Notify {
+                    message: model.summary,
+                    level: NotifyLevel::Info,
+                },
+                None => CommandReply::Notify {
+                    message: "No compaction yet in this session.".to_owned(),
+                    level: NotifyLevel::Info,
+                },
+            },
+            other => CommandReply::Failed {
+                message: format!("the compactor has no command /{other}"),
+            },
+        }
+    })
+}

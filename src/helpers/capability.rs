@@ -1,0 +1,141 @@
+//! Helper agents and read-only delegates as one workbench capability: both launch `pi --mode json
+//! -p` children like the main Pi (same program and arguments — `--no-mcp` included — and in the
+//! demo the same offline model settings), share one board, and show on it: the footer's helper
+//! spend and the dock's agent rows.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tokio::sync::watch;
+use unipi_widgets::agents::helpers_segment;
+use unipi_widgets::footer::Segment;
+
+use super::dock::HelperDock;
+use super::module::{HelperSettings, HelpersConfig, HelpersModule, PiLaunch};
+use crate::bridge::Module;
+use crate::capability::{BridgeLink, Capability, Changed, Registration, StartContext};
+use crate::delegate::DelegateModule;
+use crate::views::dock::DockSource;
+
+pub const REGISTRATION: Registration = Registration {
+    name: "helpers",
+    start,
+    key_tables: &[],
+};
+
+fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
+    let (config, config_errors) = HelpersConfig::load(context.home, context.workspace);
+    let (catalog, agent_errors) = super::agents::load_agents(context.home, context.workspace);
+    for error in config_errors.iter().chain(agent_errors.iter()) {
+        context.report(error);
+    }
+    let text = |v: &std::ffi::OsString| v.to_string_lossy().into_owned();
+    let mut leading_args: Vec<String> = context.pi.args.iter().map(text).collect();
+    let mut env: Vec<(String, String)> = context
+        .pi
+        .env
+        .iter()
+        .map(|(k, v)| (text(k), text(v)))
+        .collect();
+    if let Some(demo) = context.demo {
+        leading_args.extend(demo.pi_args.iter().map(text));
+        env.extend(demo.env.iter().map(|(k, v)| (text(k), text(v))));
+    }
+    let runs_root = dirs::state_dir()
+        .or_else(dirs::cache_dir)
+        .unwrap_or_else(std::env::temp_dir)
+        .join("unipi-tui")
+        .join("helper-runs");
+    let launch = PiLaunch {
+        program: context.pi.program.clone(),
+        leading_args,
+        env,
+    };
+    let helpers = HelpersModule::new(HelperSettings::new(
+        launch,
+        context.workspace.to_path_buf(),
+        runs_root,
+        catalog,
+        config,
+    ));
+    let delegate = start_delegate(context, &helpers);
+    let changed = Changed::default();
+    changed.follow(helpers.board().subscribe());
+    Some(Arc::new(HelpersCapability {
+        dock: Arc::new(HelperDock::new(helpers.board(), changed.clone())),
+        helpers,
+        delegate,
+        changed,
+    }))
+}
+
+/// The read-only delegate module (`bg_delegate` / `bg_result`), launched like the helpers and
+/// shown on their board.
+fn start_delegate(
+    context: &mut StartContext<'_>,
+    helpers: &HelpersModule,
+) -> Option<DelegateModule> {
+    let launch = helpers.launch();
+    let pi = crate::delegate::artifacts::PiCommand {
+        program: launch.program.clone(),
+        leading_args: launch.leading_args.clone(),
+    };
+    let (module, errors) =
+        DelegateModule::for_app(context.home, context.workspace, pi, launch.env.clone());
+    for error in &errors {
+        context.report(error);
+    }
+    match module {
+        Ok(Some(module)) => {
+            module.attach_board(helpers.board());
+            Some(module)
+        }
+        Ok(None) => None,
+        Err(err) => {
+            context.report(format!("Delegates could not start: {err:#}"));
+            None
+        }
+    }
+}
+
+struct HelpersCapability {
+    helpers: HelpersModule,
+    delegate: Option<DelegateModule>,
+    dock: Arc<HelperDock>,
+    changed: Changed,
+}
+
+impl Capability for HelpersCapability {
+    fn name(&self) -> &'static str {
+        "helpers"
+    }
+
+    fn modules(&self) -> Vec<Arc<dyn Module>> {
+        let mut modules: Vec<Arc<dyn Module>> = vec![Arc::new(self.helpers.clone())];
+        if let Some(delegate) = &self.delegate {
+            modules.push(Arc::new(delegate.clone()));
+        }
+        modules
+    }
+
+    fn attach(&self, bridge: &BridgeLink) {
+        self.helpers
+            .attach_host(bridge.host.clone(), PathBuf::from(&bridge.extension));
+        self.helpers.watch_sessions(&bridge.bus());
+        if let Some(delegate) = &self.delegate {
+            delegate.connect(bridge.host.clone(), &bridge.bus());
+        }
+    }
+
+    fn changes(&self) -> Option<watch::Receiver<u64>> {
+        Some(self.changed.subscribe())
+    }
+
+    fn footer_segments(&self) -> Vec<Segment> {
+        helpers_segment(&self.dock.spend()).into_iter().collect()
+    }
+
+    fn dock(&self) -> Option<Arc<dyn DockSource>> {
+        Some(self.dock.clone())
+    }
+}

@@ -1,0 +1,208 @@
+//! MCP as a workbench capability: started from the MCP config files (every configured server in
+//! parallel, without waiting — tools are declared to Pi as servers arrive), its bridge module,
+//! the footer segment `MCP 2/3 · 14 tools`, `/unipi:mcp-status` (the overlay) and
+//! `/unipi:mcp-reload`, and stopping every server on every exit path.
+//!
+//! When the workbench owns MCP (the default; `mcp.owner: "pi"` in `workbench.json` leaves it to
+//! each Pi), Pi 1.x — which has its own MCP client — runs with `--no-mcp` (main and helpers
+//! alike, since helpers copy the main Pi's arguments) so no server runs twice; Pi 0.7x has no
+//! MCP and no such flag.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use tokio::sync::watch;
+use unipi_widgets::footer::Segment;
+use unipi_widgets::mcp::mcp_segment;
+
+use super::module::{McpModule, McpStatus, RELOAD_COMMAND, STATUS_COMMAND};
+use super::view::{MCP_KEYS, McpPort, McpView};
+use crate::bridge::{CommandCall, CommandReply, Module, NotifyLevel};
+use crate::capability::{BridgeLink, Capability, Registration, StartContext, Ui, WithCommands};
+
+pub const REGISTRATION: Registration = Registration {
+    name: "mcp",
+    start,
+    key_tables: &[&MCP_KEYS],
+};
+
+/// How long `/unipi:mcp-reload` waits before answering Pi (the bridge gives commands 10 s); a
+/// slower reload goes on and the overlay shows where it got.
+const RELOAD_ANSWER_WITHIN: Duration = Duration::from_secs(8);
+
+fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
+    use super::config::{Owner, load, load_with_agent_dir};
+    // The demo reads nothing of `~/.pi`: Pi's user file is looked for in its throwaway agent dir.
+    let config = match context.demo {
+        Some(demo) => load_with_agent_dir(context.home, Some(demo.agent_dir()), context.workspace),
+        None => load(context.home, context.workspace),
+    };
+    for error in &config.errors {
+        context.report(error);
+    }
+    if config.settings.owner == Owner::Pi {
+        tracing::info!("mcp: owned by Pi (mcp.owner = \"pi\"); the workbench starts no server");
+        return None;
+    }
+    if context
+        .pi
+        .version
+        .as_deref()
+        .is_some_and(|version| crate::pi::version_at_least(version, "1.0.0"))
+    {
+        context.pi.args.push(std::ffi::OsString::from("--no-mcp"));
+    }
+    let manager = super::manager::McpManager::new(config);
+    manager.start_all();
+    let module = McpModule::new(manager);
+    Some(Arc::new(McpCapability {
+        version: module.subscribe(),
+        module,
+        ui: context.ui.clone(),
+        home: context.home.map(PathBuf::from),
+        workspace: context.workspace.to_path_buf(),
+        segment: Mutex::new((None, None)),
+    }))
+}
+
+struct McpCapability {
+    module: McpModule,
+    ui: Ui,
+    home: Option<PathBuf>,
+    workspace: PathBuf,
+    /// The footer segment as of a status version: the status is only read again after it
+    /// changed, not on every frame.
+    segment: Mutex<(Option<u64>, Option<Segment>)>,
+    version: watch::Receiver<u64>,
+}
+
+impl Capability for McpCapability {
+    fn name(&self) -> &'static str {
+        "mcp"
+    }
+
+    fn modules(&self) -> Vec<Arc<dyn Module>> {
+        let handler = {
+            let module = self.module.clone();
+            let ui = self.ui.clone();
+            let home = self.home.clone();
+            let workspace = self.workspace.clone();
+            Arc::new(move |call: CommandCall| {
+                run_command(&module, &ui, home.clone(), workspace.clone(), call)
+            })
+        };
+        vec![WithCommands::wrap(Arc::new(self.module.clone()), handler)]
+    }
+
+    fn attach(&self, bridge: &BridgeLink) {
+        self.module
+            .attach(Arc::clone(&bridge.registry), bridge.host.clone());
+    }
+
+    fn changes(&self) -> Option<watch::Receiver<u64>> {
+        Some(self.module.subscribe())
+    }
+
+    fn footer_segments(&self) -> Vec<Segment> {
+        let version = *self.version.borrow();
+        let mut cached = self.segment.lock().unwrap_or_else(PoisonError::into_inner);
+        if cached.0 != Some(version) {
+            *cached = (Some(version), footer_segment(&self.module.status()));
+        }
+        cached.1.clone().into_iter().collect()
+    }
+
+    fn shutdown(&self) -> BoxFuture<'static, ()> {
+        let module = self.module.clone();
+        Box::pin(async move { module.shutdown().await })
+    }
+
+    fn kill_now(&self) {
+        self.module.manager().kill_all_now();
+    }
+}
+
+/// `/unipi:mcp-status` and `/unipi:mcp-reload`.
+fn run_command(
+    module: &McpModule,
+    ui: &Ui,
+    home: Option<PathBuf>,
+    workspace: PathBuf,
+    call: CommandCall,
+) -> BoxFuture<'static, CommandReply> {
+    let module = module.clone();
+    let ui = ui.clone();
+    Box::pin(async move {
+        match call.name.as_str() {
+            STATUS_COMMAND if ui.has_screen() => {
+                ui.open(McpView::new(Arc::new(McpPort::new(module)), ui.keymap()));
+                CommandReply::Done
+            }
+            // Headless (no pane to draw on): the same facts in words.
+            STATUS_COMMAND => CommandReply::Notify {
+                message: status_text(&module.status()),
+                level: NotifyLevel::Info,
+            },
+            RELOAD_COMMAND => {
+                let reload =
+                    tokio::spawn(async move { module.reload(home.as_deref(), &workspace).await });
+                match tokio::time::timeout(RELOAD_ANSWER_WITHIN, reload).await {
+                    Ok(Ok(summary)) => CommandReply::Notify {
+                        message: summary,
+                        level: NotifyLevel::Info,
+                    },
+                    Ok(Err(err)) => CommandReply::Failed {
+                        message: format!("MCP reload failed: {err}"),
+                    },
+                    Err(_) => CommandReply::Notify {
+                        message: format!(
+                            "MCP reload is still starting servers; /{STATUS_COMMAND} shows their \
+                             state"
+                        ),
+                        level: NotifyLevel::Info,
+                    },
+                }
+            }
+            other => CommandReply::Failed {
+                message: format!("unipi-tui has no command /{other}"),
+            },
+        }
+    })
+}
+
+/// The servers in one line each, for a run without a screen.
+fn status_text(status: &McpStatus) -> String {
+    if status.servers.is_empty() {
+        return "No MCP servers are configured.".to_owned();
+    }
+    status
+        .servers
+        .iter()
+        .map(|server| {
+            let snapshot = &server.snapshot;
+            let mut line = format!(
+                "{}: {} ({} tools)",
+                snapshot.name,
+                super::module::status_word(snapshot.status),
+                snapshot.tools.len()
+            );
+            if let Some(error) = &snapshot.error {
+                line.push_str(&format!(" — {error}"));
+            }
+            line
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `MCP 2/3 · 14 tools`, when servers are configured.
+pub fn footer_segment(status: &McpStatus) -> Option<Segment> {
+    mcp_segment(
+        status.running(),
+        status.configured(),
+        status.tools(),
+        status.failed(),
+    )
+}

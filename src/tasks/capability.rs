@@ -1,0 +1,329 @@
+//! Background tasks as a workbench capability: started from `background-tasks.json` (off when it
+//! says so), its bridge module, the footer segment (`⚙ 2 bg`), its rows in the dock, the
+//! `/unipi:bg*` commands, the settings overlay, and the pending-wake line — a line in Pi's own
+//! widget area, above its editor, that says the turn is not over while a task that will wake the
+//! agent still runs. Every task's process group is stopped and reaped on every exit path.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use serde_json::Value;
+use tokio::sync::{broadcast, watch};
+use unipi_widgets::footer::Segment;
+use unipi_widgets::pending::{PendingTask, pending_text, tasks_segment};
+
+use super::dock::TaskDock;
+use super::{
+    TASKS_CONFIG_FILE, TASKS_SETTINGS_TITLE, TaskService, TaskSettings, TasksModule,
+    apply_settings, format_task_list, load_tasks_config, now_ms_for_lists, save_tasks_config,
+    settings_fields,
+};
+use crate::bridge::{
+    AgentId, BusEvent, CommandCall, CommandReply, HostCall, Module, NotifyLevel, PiEvent,
+};
+use crate::capability::{
+    BridgeLink, Capability, Changed, Registration, StartContext, Ui, WithCommands,
+};
+use crate::views::dock::DockSource;
+use crate::views::settings::{SettingsStore, SettingsView};
+
+pub const REGISTRATION: Registration = Registration {
+    name: "tasks",
+    start,
+    key_tables: &[],
+};
+
+/// The key of the pending-wake line in Pi's widget area.
+const PENDING_WIDGET: &str = "unipi-bg-pending";
+/// How often the pending-wake line's spinner moves while it shows.
+const SPINNER_EVERY: Duration = Duration::from_millis(250);
+
+fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
+    let (config, errors) = load_tasks_config(context.home, context.workspace);
+    for error in &errors {
+        context.report(error);
+    }
+    if !config.enabled {
+        tracing::info!("tasks: disabled in background-tasks.json");
+        return None;
+    }
+    let settings = TaskSettings::from_env(
+        "unipi",
+        context.workspace.to_path_buf(),
+        config.max_output_bytes,
+    );
+    let service = match TaskService::new(settings) {
+        Ok(service) => service,
+        Err(err) => {
+            context.report(format!("Background tasks could not start: {err:#}"));
+            return None;
+        }
+    };
+    let changed = Changed::default();
+    changed.follow(service.registry().subscribe());
+    Some(Arc::new(TasksCapability {
+        module: Arc::new(TasksModule::new(service.clone(), config)),
+        dock: TaskDock::new(service.clone(), changed.clone()),
+        service,
+        ui: context.ui.clone(),
+        home: context.home.map(PathBuf::from),
+        workspace: context.workspace.to_path_buf(),
+        changed,
+    }))
+}
+
+struct TasksCapability {
+    service: TaskService,
+    module: Arc<TasksModule>,
+    dock: Arc<TaskDock>,
+    ui: Ui,
+    home: Option<PathBuf>,
+    workspace: PathBuf,
+    changed: Changed,
+}
+
+impl Capability for TasksCapability {
+    fn name(&self) -> &'static str {
+        "tasks"
+    }
+
+    fn modules(&self) -> Vec<Arc<dyn Module>> {
+        let commands = Commands {
+            module: Arc::clone(&self.module),
+            service: self.service.clone(),
+            ui: self.ui.clone(),
+            home: self.home.clone(),
+            workspace: self.workspace.clone(),
+            changed: self.changed.clone(),
+        };
+        let handler = Arc::new(move |call: CommandCall| commands.run(call));
+        vec![WithCommands::wrap(self.module.clone() as _, handler)]
+    }
+
+    fn attach(&self, bridge: &BridgeLink) {
+        self.service.attach_host(bridge.host.clone());
+        tokio::spawn(pending_line(
+            self.service.clone(),
+            bridge.clone(),
+            self.ui.clone(),
+        ));
+    }
+
+    fn changes(&self) -> Option<watch::Receiver<u64>> {
+        Some(self.changed.subscribe())
+    }
+
+    fn footer_segments(&self) -> Vec<Segment> {
+        let registry = self.service.registry();
+        tasks_segment(registry.running_count(), registry.waking_count())
+            .into_iter()
+            .collect()
+    }
+
+    fn dock(&self) -> Option<Arc<dyn DockSource>> {
+        Some(self.dock.clone())
+    }
+
+    fn shutdown(&self) -> BoxFuture<'static, ()> {
+        let service = self.service.clone();
+        // Every task's process group is stopped and reaped; no notification is sent for these.
+        Box::pin(async move { service.shutdown().await })
+    }
+
+    fn kill_now(&self) {
+        self.service.kill_all_now();
+    }
+}
+
+/// What the `/unipi:bg*` commands need.
+#[derive(Clone)]
+struct Commands {
+    module: Arc<TasksModule>,
+    service: TaskService,
+    ui: Ui,
+    home: Option<PathBuf>,
+    workspace: PathBuf,
+    changed: Changed,
+}
+
+impl Commands {
+    fn run(&self, call: CommandCall) -> BoxFuture<'static, CommandReply> {
+        let this = self.clone();
+        Box::pin(async move {
+            match call.name.as_str() {
+                TasksModule::COMMAND_BG => {
+                    this.module.run_user_command(call.agent, &call.args).await
+                }
+                TasksModule::COMMAND_TASKS => {
+                    let detail = Some(call.args.trim().to_owned()).filter(|id| !id.is_empty());
+                    if this.ui.open_dock(detail) {
+                        CommandReply::Done
+                    } else {
+                        let tasks = this.service.registry().snapshot();
+                        CommandReply::Notify {
+                            message: format_task_list(&tasks, now_ms_for_lists()),
+                            level: NotifyLevel::Info,
+                        }
+                    }
+                }
+                TasksModule::COMMAND_SETTINGS => this.open_settings().await,
+                other => CommandReply::Failed {
+                    message: format!("unipi-tui has no command /{other}"),
+                },
+            }
+        })
+    }
+
+    /// Opens the settings overlay with the config as it is on disk now.
+    async fn open_settings(&self) -> CommandReply {
+        if !self.ui.has_screen() {
+            return CommandReply::Failed {
+                message: format!(
+                    "the settings overlay needs the workbench's screen; edit ~/{TASKS_CONFIG_FILE}"
+                ),
+            };
+        }
+        let (home, workspace) = (self.home.clone(), self.workspace.clone());
+        let loaded =
+            tokio::task::spawn_blocking(move || load_tasks_config(home.as_deref(), &workspace))
+                .await;
+        let Ok((config, _errors)) = loaded else {
+            return CommandReply::Failed {
+                message: "reading the background-task settings failed".to_owned(),
+            };
+        };
+        let store = Arc::new(TaskSettingsStore {
+            home: self.home.clone(),
+            outcome: Arc::new(Mutex::new(None)),
+            changed: self.changed.clone(),
+        });
+        self.ui.open(SettingsView::new(
+            TASKS_SETTINGS_TITLE,
+            settings_fields(&config),
+            apply_settings,
+            store,
+        ));
+        CommandReply::Done
+    }
+}
+
+/// Where the settings overlay saves: the user's `background-tasks.json`, written crash-safe
+/// off the UI loop.
+struct TaskSettingsStore {
+    home: Option<PathBuf>,
+    outcome: Arc<Mutex<Option<Result<String, String>>>>,
+    changed: Changed,
+}
+
+impl SettingsStore for TaskSettingsStore {
+    fn save(&self, values: Value) {
+        let home = self.home.clone();
+        let outcome = Arc::clone(&self.outcome);
+        let changed = self.changed.clone();
+        tokio::spawn(async move {
+            let result = match home {
+                None => Err("no home directory".to_owned()),
+                Some(home) => {
+                    let path = home.join(TASKS_CONFIG_FILE);
+                    tokio::task::spawn_blocking(move || save_tasks_config(&path, &values))
+                        .await
+                        .map_err(|err| format!("the save did not finish: {err}"))
+                        .and_then(|saved| saved.map_err(|err| format!("{err:#}")))
+                        .map(|()| "Saved. Takes effect on next start.".to_owned())
+                }
+            };
+            if let Err(err) = &result {
+                tracing::warn!("saving background-task settings: {err}");
+            }
+            *outcome.lock().unwrap_or_else(PoisonError::into_inner) = Some(result);
+            changed.bump();
+        });
+    }
+
+    fn take_outcome(&self) -> Option<Result<String, String>> {
+        self.outcome
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    }
+}
+
+/// Keeps the pending-wake line in Pi's widget area true: shown while the main agent is idle but
+/// a task that will wake it still runs, with a spinner; removed otherwise. One task owns it, so
+/// calls never overtake each other and a slow Pi only ever gets the newest state.
+async fn pending_line(service: TaskService, bridge: BridgeLink, ui: Ui) {
+    let mut events = bridge.bus().subscribe();
+    let mut tasks = service.registry().subscribe();
+    let main = AgentId::main();
+    let mut idle = false;
+    let mut connected = bridge.host.agent_info(&main).is_some();
+    let mut shown: Option<String> = None;
+    let mut frame = 0usize;
+    loop {
+        let line = if idle && connected {
+            waiting_line(&service, frame, usize::from(ui.pane_width().max(20)))
+        } else {
+            None
+        };
+        if line != shown {
+            let call = HostCall::SetWidget {
+                key: PENDING_WIDGET.into(),
+                lines: line.clone().map(|l| vec![l]),
+            };
+            if let Err(err) = bridge.host.call(&main, call).await {
+                tracing::debug!("pending-wake line: {err}");
+            }
+            shown = line;
+        }
+        let spin = shown.is_some();
+        tokio::select! {
+            event = events.recv() => match event {
+                Ok(BusEvent::Pi { agent, event }) if agent == main => {
+                    match &*event {
+                        PiEvent::SessionStart(_) | PiEvent::AgentSettled { .. } => idle = true,
+                        PiEvent::AgentStart | PiEvent::CompactionStart { .. } => idle = false,
+                        PiEvent::CompactionEnd(_) => idle = true,
+                        _ => {}
+                    }
+                }
+                Ok(BusEvent::AgentConnected { agent, .. }) if agent == main => {
+                    // A new extension instance (after /reload) starts without our widget.
+                    connected = true;
+                    shown = None;
+                }
+                Ok(BusEvent::AgentDisconnected { agent, .. }) if agent == main => {
+                    connected = false;
+                    shown = None;
+                }
+                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                Err(broadcast::error::RecvError::Closed) => break,
+            },
+            changed = tasks.changed() => if changed.is_err() { break },
+            _ = tokio::time::sleep(SPINNER_EVERY), if spin => frame = frame.wrapping_add(1),
+        }
+    }
+}
+
+/// The line for the tasks that will wake the agent, longest-running first.
+fn waiting_line(service: &TaskService, frame: usize, width: usize) -> Option<String> {
+    let now = now_ms_for_lists();
+    let mut waiting: Vec<(u64, PendingTask)> = service
+        .registry()
+        .snapshot()
+        .into_iter()
+        .filter(|task| task.is_running() && task.wakes_agent())
+        .map(|task| {
+            let runtime = task.runtime_ms(now) / 1000;
+            let pending = PendingTask {
+                name: task.name,
+                runtime_secs: runtime,
+            };
+            (runtime, pending)
+        })
+        .collect();
+    waiting.sort_by_key(|(runtime, _)| std::cmp::Reverse(*runtime));
+    let waiting: Vec<PendingTask> = waiting.into_iter().map(|(_, task)| task).collect();
+    pending_text(&waiting, frame, width)
+}

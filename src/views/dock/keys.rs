@@ -1,0 +1,425 @@
+//! The dock's key table (`[dock]` in keymap files): its actions, and the hint line shown for each
+//! face of the dock. Defaults are in `keymaps/default.toml`; the keymap resolves the user's file
+//! over them ([`KeyTable`]).
+
+use std::fmt;
+
+use crate::config::keymap::{KeyTable, KeyTableSpec, TableAction};
+
+/// The `[dock]` table.
+pub static DOCK_KEYS: KeyTableSpec = KeyTableSpec {
+    table: "dock",
+    title: "Dock (Shift+Down)",
+    actions: &[
+        ("dock.up", "Select the entry above / scroll up a line"),
+        ("dock.down", "Select the entry below / scroll down a line"),
+        ("dock.open", "Open the selected entry's detail"),
+        ("dock.back", "Detail → list; list → close the dock"),
+        ("dock.close", "Close the dock (focus returns to Pi)"),
+        (
+            "dock.stop",
+            "Stop the selected task (a helper: press twice)",
+        ),
+        ("dock.stop_all", "Stop every running task (press twice)"),
+        ("dock.rerun", "Rerun the selected shell task"),
+        ("dock.copy_path", "Copy the output path (a helper's run id)"),
+        ("dock.history", "Show or hide cleared finished entries"),
+        ("dock.clear_notices", "Clear finished notices"),
+        ("dock.page_up", "A page up"),
+        ("dock.page_down", "A page down"),
+        ("dock.top", "First entry / top of the output"),
+        ("dock.bottom", "Last entry / follow the output"),
+        (
+            "dock.steer",
+            "Type a message to the selected running helper",
+        ),
+        (
+            "dock.transcript",
+            "Open the selected helper's live transcript",
+        ),
+    ],
+    defaults: &[],
+};
+
+impl TableAction for DockAction {
+    const SPEC: &'static KeyTableSpec = &DOCK_KEYS;
+
+    fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|action| action.name() == name)
+    }
+
+    fn name(self) -> &'static str {
+        DockAction::name(self)
+    }
+}
+
+/// What a key does while the dock has focus. The names (`DockAction::name`) are what the `[dock]`
+/// table says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum DockAction {
+    Up,
+    Down,
+    Open,
+    /// Detail → list, list → close.
+    Back,
+    Close,
+    Stop,
+    StopAll,
+    Rerun,
+    CopyPath,
+    History,
+    ClearNotices,
+    PageUp,
+    PageDown,
+    Top,
+    /// The last row in the list; follow the output in the detail.
+    Bottom,
+    /// Open the steer input for the selected helper.
+    Steer,
+    /// Open the selected agent's live transcript (the detail, like `Open`).
+    Transcript,
+}
+
+impl DockAction {
+    pub const ALL: [DockAction; 17] = [
+        DockAction::Up,
+        DockAction::Down,
+        DockAction::Open,
+        DockAction::Back,
+        DockAction::Close,
+        DockAction::Stop,
+        DockAction::StopAll,
+        DockAction::Rerun,
+        DockAction::CopyPath,
+        DockAction::History,
+        DockAction::ClearNotices,
+        DockAction::PageUp,
+        DockAction::PageDown,
+        DockAction::Top,
+        DockAction::Bottom,
+        DockAction::Steer,
+        DockAction::Transcript,
+    ];
+
+    /// The stable name used in the `[dock]` table.
+    pub fn name(self) -> &'static str {
+        match self {
+            DockAction::Up => "dock.up",
+            DockAction::Down => "dock.down",
+            DockAction::Open => "dock.open",
+            DockAction::Back => "dock.back",
+            DockAction::Close => "dock.close",
+            DockAction::Stop => "dock.stop",
+            DockAction::StopAll => "dock.stop_all",
+            DockAction::Rerun => "dock.rerun",
+            DockAction::CopyPath => "dock.copy_path",
+            DockAction::History => "dock.history",
+            DockAction::ClearNotices => "dock.clear_notices",
+            DockAction::PageUp => "dock.page_up",
+            DockAction::PageDown => "dock.page_down",
+            DockAction::Top => "dock.top",
+            DockAction::Bottom => "dock.bottom",
+            DockAction::Steer => "dock.steer",
+            DockAction::Transcript => "dock.transcript",
+        }
+    }
+}
+
+impl fmt::Display for DockAction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Which face of the dock a hint line is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DockPane {
+    /// The list with a task selected.
+    List,
+    /// A task's detail.
+    Detail,
+    /// The list with an agent (main, helper, delegate) selected.
+    Agents,
+    /// An agent's detail: its live transcript.
+    Transcript,
+}
+
+/// The dock's resolved keys.
+pub type DockKeys = KeyTable<DockAction>;
+
+/// The dock's hint lines, built from its resolved keys.
+pub trait DockHints {
+    fn hints_for(&self, pane: DockPane) -> Vec<(String, String)>;
+}
+
+impl DockHints for DockKeys {
+    /// The hint line for `pane`: (keys, what they do), in the order shown. A hint whose actions
+    /// are all unbound is left out.
+    fn hints_for(&self, pane: DockPane) -> Vec<(String, String)> {
+        let table: &[(&[DockAction], &str)] = match pane {
+            DockPane::List => &[
+                (&[DockAction::Up, DockAction::Down], "select"),
+                (&[DockAction::Open], "details"),
+                (&[DockAction::Stop], "stop"),
+                (&[DockAction::StopAll], "stop all"),
+                (&[DockAction::Rerun], "rerun"),
+                (&[DockAction::CopyPath], "copy path"),
+                (&[DockAction::History], "history"),
+                (&[DockAction::ClearNotices], "clear notices"),
+                (&[DockAction::Back], "close"),
+            ],
+            DockPane::Detail => &[
+                (
+                    &[
+                        DockAction::Up,
+                        DockAction::Down,
+                        DockAction::PageUp,
+                        DockAction::PageDown,
+                    ],
+                    "scroll",
+                ),
+                (&[DockAction::Bottom], "follow"),
+                (&[DockAction::Stop], "stop"),
+                (&[DockAction::Rerun], "rerun"),
+                (&[DockAction::CopyPath], "copy path"),
+                (&[DockAction::Back], "back"),
+            ],
+            DockPane::Agents => &[
+                (&[DockAction::Up, DockAction::Down], "select"),
+                (&[DockAction::Transcript, DockAction::Open], "transcript"),
+                (&[DockAction::Steer], "steer"),
+                (&[DockAction::Stop], "stop"),
+                (&[DockAction::History], "history"),
+                (&[DockAction::CopyPath], "copy id"),
+                (&[DockAction::Back], "close"),
+            ],
+            DockPane::Transcript => &[
+                (
+                    &[
+                        DockAction::Up,
+                        DockAction::Down,
+                        DockAction::PageUp,
+                        DockAction::PageDown,
+                    ],
+                    "scroll",
+                ),
+                (&[DockAction::Bottom], "follow"),
+                (&[DockAction::Steer], "steer"),
+                (&[DockAction::Stop], "stop"),
+                (&[DockAction::Back], "back"),
+            ],
+        };
+        self.hints(table)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+    use super::*;
+    use crate::config::keymap::{Key, Keymap, KeymapResult, keymap_from_sources};
+
+    fn press(text: &str) -> KeyEvent {
+        let key = Key::parse(text).unwrap();
+        KeyEvent::new(key.code, key.modifiers)
+    }
+
+    fn with_user(toml: &str) -> (Keymap, Vec<String>) {
+        let (keymap, errors) = keymap_from_sources(Some((Path::new("/cfg/keymap.toml"), toml)));
+        (keymap, errors.iter().map(ToString::to_string).collect())
+    }
+
+    fn keys(keymap: &Keymap) -> DockKeys {
+        DockKeys::from_keymap(keymap)
+    }
+
+    #[test]
+    fn default_dock_keys_match_their_actions() {
+        let keymap = Keymap::defaults();
+        let cases = [
+            ("up", DockAction::Up),
+            ("k", DockAction::Up),
+            ("down", DockAction::Down),
+            ("j", DockAction::Down),
+            ("enter", DockAction::Open),
+            ("right", DockAction::Open),
+            ("esc", DockAction::Back),
+            ("left", DockAction::Back),
+            ("q", DockAction::Close),
+            ("s", DockAction::Stop),
+            ("S", DockAction::StopAll),
+            ("r", DockAction::Rerun),
+            ("y", DockAction::CopyPath),
+            ("h", DockAction::History),
+            ("ctrl+alt+c", DockAction::ClearNotices),
+            ("pageup", DockAction::PageUp),
+            ("pagedown", DockAction::PageDown),
+            ("home", DockAction::Top),
+            ("end", DockAction::Bottom),
+            ("m", DockAction::Steer),
+            ("t", DockAction::Transcript),
+        ];
+        for (key, action) in cases {
+            assert_eq!(keys(&keymap).action(&press(key)), Some(action), "{key}");
+        }
+        // Shift+S arrives as `Char('S')` with or without SHIFT.
+        let capital = KeyEvent::new(KeyCode::Char('S'), KeyModifiers::NONE);
+        assert_eq!(keys(&keymap).action(&capital), Some(DockAction::StopAll));
+        for key in ["x", "ctrl+s", "shift+up", "f1"] {
+            assert_eq!(keys(&keymap).action(&press(key)), None, "{key}");
+        }
+        // Every dock action has a default key and a name that round-trips.
+        for action in DockAction::ALL {
+            assert_eq!(
+                <DockAction as TableAction>::from_name(action.name()),
+                Some(action)
+            );
+            assert!(keys(&keymap).hint_key(action).is_some(), "{action}");
+        }
+    }
+
+    #[test]
+    fn dock_keys_do_not_enter_the_main_trie() {
+        let mut keymap = Keymap::defaults();
+        for key in ["s", "j", "esc", "enter"] {
+            assert_eq!(
+                keymap.feed(&press(key)),
+                KeymapResult::NotFound(vec![press(key)]),
+                "{key}"
+            );
+        }
+    }
+
+    #[test]
+    fn dock_hints_table() {
+        let pairs = |hints: Vec<(String, String)>| -> Vec<String> {
+            hints.into_iter().map(|(k, w)| format!("{k} {w}")).collect()
+        };
+        let defaults = Keymap::defaults();
+        assert_eq!(
+            pairs(keys(&defaults).hints_for(DockPane::List)),
+            [
+                "↑↓ select",
+                "Enter details",
+                "s stop",
+                "S stop all",
+                "r rerun",
+                "y copy path",
+                "h history",
+                "Ctrl+Alt+C clear notices",
+                "Esc close",
+            ]
+        );
+        assert_eq!(
+            pairs(keys(&defaults).hints_for(DockPane::Detail)),
+            [
+                "↑↓ PgUp PgDn scroll",
+                "End follow",
+                "s stop",
+                "r rerun",
+                "y copy path",
+                "Esc back",
+            ]
+        );
+        assert_eq!(
+            pairs(keys(&defaults).hints_for(DockPane::Agents)),
+            [
+                "↑↓ select",
+                "t Enter transcript",
+                "m steer",
+                "s stop",
+                "h history",
+                "y copy id",
+                "Esc close",
+            ]
+        );
+        assert_eq!(
+            pairs(keys(&defaults).hints_for(DockPane::Transcript)),
+            [
+                "↑↓ PgUp PgDn scroll",
+                "End follow",
+                "m steer",
+                "s stop",
+                "Esc back",
+            ]
+        );
+        // Rebound and unbound keys show through: the user's key first, an action with no key
+        // left drops out of the line.
+        let (keymap, errors) = with_user(
+            "[dock]\n\"w\" = \"dock.up\"\n\"up\" = \"none\"\n\"pagedown\" = \"none\"\n\
+             \"y\" = \"none\"\n\"q\" = \"dock.back\"\n",
+        );
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(
+            pairs(keys(&keymap).hints_for(DockPane::Detail)),
+            [
+                "w ↓ PgUp scroll",
+                "End follow",
+                "s stop",
+                "r rerun",
+                "q back",
+            ]
+        );
+        assert_eq!(keys(&keymap).action(&press("q")), Some(DockAction::Back));
+        assert_eq!(keys(&keymap).action(&press("y")), None);
+    }
+
+    #[test]
+    fn bad_dock_entries_are_reported_at_their_line_and_skipped() {
+        let cases: [(&str, &str); 5] = [
+            (
+                "[dock]\n\"x\" = \"dock.stpo\"\n",
+                "/cfg/keymap.toml:2:7: unknown action \"dock.stpo\"; expected \"dock.up\", \"dock.down\"",
+            ),
+            (
+                "[dock]\n\"x\" = \"help\"\n",
+                "/cfg/keymap.toml:2:7: unknown action \"help\"; expected \"dock.up\"",
+            ),
+            (
+                "\n[dock]\n  \"ctrl+pagee\" = \"dock.stop\"\n",
+                "/cfg/keymap.toml:3:3: unknown key \"pagee\"",
+            ),
+            (
+                "[dock]\n\"g g\" = \"dock.top\"\n",
+                "/cfg/keymap.toml:2:1: g g: [dock] keys are single keys, not chords",
+            ),
+            (
+                "[dock]\n\"X\" = \"dock.stop_all\"\n\"shift+x\" = \"dock.rerun\"\n",
+                "/cfg/keymap.toml:3:1: Shift+X is bound twice; keeping the first",
+            ),
+        ];
+        for (toml, want) in cases {
+            let (keymap, errors) = with_user(toml);
+            assert_eq!(errors.len(), 1, "{toml:?}: {errors:?}");
+            assert!(
+                errors[0].starts_with(want),
+                "{toml:?}:\n got  {}\n want {want}",
+                errors[0]
+            );
+            // The default dock keys still work.
+            assert_eq!(keys(&keymap).action(&press("s")), Some(DockAction::Stop));
+        }
+        // `[dock]` action names are not `[bindings]` actions either.
+        let (_, errors) = with_user("[bindings]\n\"f2\" = \"dock.stop\"\n");
+        assert!(
+            errors[0].starts_with(
+                "/cfg/keymap.toml:2:8: unknown action \"dock.stop\"; expected \"help\""
+            ),
+            "{}",
+            errors[0]
+        );
+    }
+
+    #[test]
+    fn a_bad_dock_entry_leaves_its_good_neighbours() {
+        let (keymap, errors) =
+            with_user("[dock]\n\"x\" = \"nope\"\n\"z\" = \"dock.stop\"\n\"s\" = \"none\"\n");
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert_eq!(keys(&keymap).action(&press("z")), Some(DockAction::Stop));
+        assert_eq!(keys(&keymap).action(&press("x")), None);
+        assert_eq!(keys(&keymap).action(&press("s")), None);
+    }
+}
