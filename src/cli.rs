@@ -175,6 +175,7 @@ fn run_workbench(cli: Cli, split: SplitArgs) -> Result<i32> {
         footer,
         config_errors,
         log_path,
+        workspace: workspace.clone(),
         keyboard_enhancement: std::env::var_os("UNIPI_TUI_DISABLE_KEYBOARD_ENHANCEMENT")
             .is_none_or(|v| v.is_empty() || v == "0"),
         scrollback: crate::pane::history::DEFAULT_CAPACITY,

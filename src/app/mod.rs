@@ -42,6 +42,9 @@ use crate::views::{KeyOutcome, RefreshContext, ViewEffect, ViewStack};
 
 pub use event_loop::run;
 
+#[cfg(test)]
+mod tests;
+
 /// Everything the loop reacts to.
 #[derive(Debug)]
 pub enum AppEvent {
@@ -79,6 +82,8 @@ pub struct AppOptions {
     /// Problems with the user's config files, shown once the screen is up.
     pub config_errors: Vec<String>,
     pub log_path: PathBuf,
+    /// The directory the workbench was started in: Pi and every child run there.
+    pub workspace: PathBuf,
     pub keyboard_enhancement: bool,
     /// Scrollback rows kept for Pi's inline output.
     pub scrollback: usize,
@@ -170,7 +175,11 @@ impl App {
             keymap: Keymap::clone(&options.keymap),
             theme: options.theme.clone(),
             views,
-            footer: footer::FooterState::new(&options.keymap, options.footer.clone()),
+            footer: footer::FooterState::new(
+                &options.keymap,
+                options.footer.clone(),
+                &options.workspace,
+            ),
             capabilities: options.capabilities.clone(),
             ui: options.ui.clone(),
             commands: options.commands.clone(),
@@ -407,6 +416,11 @@ impl App {
                 return;
             }
             KeyOutcome::Unhandled { view, close } => {
+                // The help opens over any view; anything else a view does not use is named.
+                if self.is_help_key(&key) {
+                    self.run_action(Action::Help, &key);
+                    return;
+                }
                 let key = crate::config::keymap::Key::from_event(&key).display();
                 self.footer
                     .set_notice(&format!("{key} does nothing in {view} · {close} closes it"));
@@ -423,6 +437,15 @@ impl App {
                 }
             }
         }
+    }
+
+    /// Whether `key` alone is bound to the help overlay.
+    fn is_help_key(&self, key: &KeyEvent) -> bool {
+        let pressed = crate::config::keymap::Key::from_event(key);
+        self.keymap
+            .sequences_for(Action::Help)
+            .iter()
+            .any(|keys| keys.as_slice() == [pressed])
     }
 
     /// What a view asked of the app.
@@ -620,49 +643,4 @@ fn translate_mouse(mouse: &MouseEvent, pane: Rect) -> Option<MouseEvent> {
         row,
         ..*mouse
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use crossterm::event::{KeyModifiers, MouseButton};
-
-    use super::*;
-
-    fn mouse(kind: MouseEventKind, column: u16, row: u16) -> MouseEvent {
-        MouseEvent {
-            kind,
-            column,
-            row,
-            modifiers: KeyModifiers::NONE,
-        }
-    }
-
-    #[test]
-    fn layout_reserves_the_last_row_for_the_footer() {
-        let l = Layout::new(Rect::new(0, 0, 120, 40), true);
-        assert_eq!(l.pane, Rect::new(0, 0, 120, 39));
-        assert_eq!(l.footer, Rect::new(0, 39, 120, 1));
-        let tiny = Layout::new(Rect::new(0, 0, 10, 1), true);
-        assert_eq!(tiny.pane.height, 1);
-        assert_eq!(tiny.footer.height, 0);
-        let off = Layout::new(Rect::new(0, 0, 120, 40), false);
-        assert_eq!(off.pane, Rect::new(0, 0, 120, 40));
-        assert_eq!(off.footer.height, 0);
-        assert_eq!(tiny.pane.height, 1);
-        assert_eq!(tiny.footer.height, 0);
-    }
-
-    #[test]
-    fn mouse_is_translated_into_the_pane_and_clamped_when_dragging() {
-        let pane = Rect::new(0, 2, 80, 20);
-        let down = translate_mouse(&mouse(MouseEventKind::Down(MouseButton::Left), 5, 3), pane);
-        assert_eq!(down.map(|m| (m.column, m.row)), Some((5, 1)));
-        let outside = translate_mouse(&mouse(MouseEventKind::Down(MouseButton::Left), 5, 30), pane);
-        assert!(outside.is_none(), "a click on the footer is not Pi's");
-        let drag = translate_mouse(
-            &mouse(MouseEventKind::Drag(MouseButton::Left), 90, 30),
-            pane,
-        );
-        assert_eq!(drag.map(|m| (m.column, m.row)), Some((79, 19)));
-    }
 }

@@ -22,7 +22,7 @@ use crate::views::{RefreshContext, View, ViewAction};
 /// The `[mcp]` key table.
 pub static MCP_KEYS: KeyTableSpec = KeyTableSpec {
     table: "mcp",
-    title: "the MCP servers overlay (/unipi:mcp-status)",
+    title: "The MCP servers overlay (/unipi:mcp-status)",
     actions: &[
         ("mcp.up", "Select the server above"),
         ("mcp.down", "Select the server below"),

@@ -53,7 +53,7 @@ impl HelpView {
                 continue;
             }
             sections.push(HelpSection {
-                title: format!("In {}", view.title),
+                title: view.title.to_owned(),
                 rows: view
                     .rows
                     .into_iter()
@@ -150,7 +150,7 @@ mod tests {
                 ("/unipi:info".to_owned(), "Workbench info".to_owned()),
             ]
         );
-        let dock = rows_of(model, "Dock");
+        let dock = rows_of(model, "The dock");
         let has = |keys: &str, what: &str| dock.iter().any(|(k, w)| k == keys && w.contains(what));
         assert!(has("s", "Stop the selected task"), "{dock:?}");
         assert!(has("S", "Stop every running task"), "{dock:?}");

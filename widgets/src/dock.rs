@@ -550,18 +550,36 @@ fn subtitle(
     Line::styled(truncate_end(&text, max_width), theme.muted)
 }
 
+/// The hints that fit, whole: the last one (how to leave: "Esc close" / "Esc back") always
+/// stays, the ones before it as many as fit in order.
 fn keys_line(keys: &[(String, String)], max_width: usize, theme: &Theme) -> Line<'static> {
-    let mut spans = Vec::new();
+    let piece = |index: usize, (key, what): &(String, String)| {
+        let sep = if index == 0 { 0 } else { width(" · ") };
+        sep + width(key) + 1 + width(what)
+    };
+    let Some((last, rest)) = keys.split_last() else {
+        return Line::default();
+    };
+    let reserved = piece(usize::from(!rest.is_empty()), last);
+    let mut shown: Vec<&(String, String)> = Vec::new();
     let mut used = 0;
-    for (index, (key, what)) in keys.iter().enumerate() {
-        let sep = if index == 0 { "" } else { " · " };
-        let piece = width(sep) + width(key) + 1 + width(what);
+    for (index, hint) in rest.iter().enumerate() {
+        let needed = piece(index, hint);
         // Whole hints only: a hint cut in half reads as a different key.
-        if used + piece > max_width {
+        if used + needed + reserved > max_width {
             break;
         }
-        used += piece;
-        spans.push(Span::styled(sep, theme.muted));
+        used += needed;
+        shown.push(hint);
+    }
+    if used + reserved <= max_width || shown.is_empty() {
+        shown.push(last);
+    }
+    let mut spans = Vec::new();
+    for (index, (key, what)) in shown.into_iter().enumerate() {
+        if index > 0 {
+            spans.push(Span::styled(" · ", theme.muted));
+        }
         spans.push(Span::styled(key.clone(), theme.overlay_key));
         spans.push(Span::styled(format!(" {what}"), theme.muted));
     }

@@ -55,11 +55,12 @@ impl HelpModel {
         (clamp_u16(width), clamp_u16(height))
     }
 
-    /// Number of content rows (bindings; per section a blank, its title and its rows; a blank,
-    /// the note, the log line).
+    /// Number of content rows (bindings; a blank and the note; per section a blank, its title
+    /// and its rows; a blank before the log line when there were sections; the log line).
     pub fn line_count(&self) -> usize {
         let sections: usize = self.sections.iter().map(|s| s.rows.len() + 2).sum();
-        self.bindings.len() + sections + 3
+        let gap = usize::from(!self.sections.is_empty());
+        self.bindings.len() + sections + gap + 3
     }
 }
 
@@ -143,6 +144,11 @@ impl HelpModel {
         for (key, description) in &self.bindings {
             lines.push(row(key, description));
         }
+        lines.push(Line::default());
+        lines.push(Line::styled(
+            truncate_end(PASS_THROUGH_NOTE, max_width),
+            theme.muted,
+        ));
         for section in &self.sections {
             lines.push(Line::default());
             lines.push(Line::styled(
@@ -153,11 +159,9 @@ impl HelpModel {
                 lines.push(row(key, description));
             }
         }
-        lines.push(Line::default());
-        lines.push(Line::styled(
-            truncate_end(PASS_THROUGH_NOTE, max_width),
-            theme.muted,
-        ));
+        if !self.sections.is_empty() {
+            lines.push(Line::default());
+        }
         let label = "Log: ";
         let path = shorten_path(&self.log_path, max_width.saturating_sub(width(label)));
         lines.push(Line::from(vec![
@@ -220,6 +224,35 @@ mod tests {
             ..model()
         };
         crate::assert_ui_snapshot!("help_40x8_scrolled_to_end", snapshot(&scrolled, 40, 8));
+    }
+
+    #[test]
+    fn lists_commands_and_view_keys_under_their_titles() {
+        let with_sections = HelpModel {
+            sections: vec![
+                HelpSection {
+                    title: "Commands (type them in Pi's editor)".to_owned(),
+                    rows: vec![
+                        (
+                            "/unipi:bg".to_owned(),
+                            "Run a command in the background".to_owned(),
+                        ),
+                        ("/unipi:info".to_owned(), "Workbench info".to_owned()),
+                    ],
+                },
+                HelpSection {
+                    title: "In the dock".to_owned(),
+                    rows: vec![
+                        ("s".to_owned(), "Stop the selected task".to_owned()),
+                        ("m".to_owned(), "Steer the selected helper".to_owned()),
+                    ],
+                },
+            ],
+            hint: "Esc close".to_owned(),
+            ..model()
+        };
+        assert_eq!(with_sections.line_count(), 7 + 2 + 4 + 4 + 1 + 1);
+        crate::assert_ui_snapshot!("help_with_sections_80x30", snapshot(&with_sections, 80, 30));
     }
 
     #[test]

@@ -9,7 +9,7 @@ use crate::config::keymap::{KeyTable, KeyTableSpec, TableAction};
 /// The `[dock]` table.
 pub static DOCK_KEYS: KeyTableSpec = KeyTableSpec {
     table: "dock",
-    title: "Dock (Shift+Down)",
+    title: "The dock",
     actions: &[
         ("dock.up", "Select the entry above / scroll up a line"),
         ("dock.down", "Select the entry below / scroll down a line"),

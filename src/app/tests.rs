@@ -1,0 +1,295 @@
+//! The app as a unit: built without a PTY or a Pi, driven with the bytes a terminal sends, and
+//! checked through the effects it returns and the frame it draws (gitui's and codex-rs's way of
+//! testing a TUI). A fake capability stands in for the real ones: it shows a footer segment and
+//! lists tasks in the dock, and records what the dock asks of it.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use crossterm::event::{KeyModifiers, MouseButton};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use unipi_widgets::dock::{DockRow, TaskStatus};
+use unipi_widgets::footer::Segment;
+
+use super::*;
+use crate::capability::{Capability, Changed};
+use crate::pane::emulator::HostInfo;
+use crate::pi::{PiCommand, PiSource};
+use crate::views::dock::{DockRequest, DockRows};
+use crate::views::info::InfoView;
+
+const WIDTH: u16 = 100;
+const HEIGHT: u16 = 30;
+
+/// The fake capability's dock source.
+#[derive(Default)]
+struct FakeDock {
+    rows: Mutex<Vec<DockRow>>,
+    requests: Mutex<Vec<DockRequest>>,
+}
+
+impl DockSource for FakeDock {
+    fn rows(&self) -> DockRows {
+        DockRows::Tasks(self.rows.lock().unwrap().clone())
+    }
+
+    fn request(&self, request: &DockRequest) -> Result<(), String> {
+        if !matches!(request, DockRequest::Detail(_)) {
+            self.requests.lock().unwrap().push(request.clone());
+        }
+        Ok(())
+    }
+}
+
+struct FakeCapability {
+    dock: Arc<FakeDock>,
+    changed: Changed,
+}
+
+impl Capability for FakeCapability {
+    fn name(&self) -> &'static str {
+        "fake"
+    }
+
+    fn changes(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        Some(self.changed.subscribe())
+    }
+
+    fn footer_segments(&self) -> Vec<Segment> {
+        unipi_widgets::pending::tasks_segment(1, 1)
+            .into_iter()
+            .collect()
+    }
+
+    fn dock(&self) -> Option<Arc<dyn DockSource>> {
+        Some(self.dock.clone())
+    }
+}
+
+fn make_row(id: &str, name: &str, status: TaskStatus) -> DockRow {
+    DockRow {
+        id: id.to_owned(),
+        name: name.to_owned(),
+        command: format!("{name} --all"),
+        status,
+        is_shell: true,
+        output_path: format!("/tmp/unipi/{id}.output"),
+        ..DockRow::default()
+    }
+}
+
+/// An app over a 100x30 terminal with one fake capability listing two tasks.
+fn make_app(config_errors: Vec<String>) -> (App, Arc<FakeDock>) {
+    let dock = Arc::new(FakeDock::default());
+    *dock.rows.lock().unwrap() = vec![
+        make_row("bg-1", "build", TaskStatus::Running),
+        make_row("bg-2", "lint", TaskStatus::Done),
+    ];
+    let capability: Arc<dyn Capability> = Arc::new(FakeCapability {
+        dock: dock.clone(),
+        changed: Changed::default(),
+    });
+    let keymap = Arc::new(Keymap::defaults());
+    let (theme, _) = crate::config::theme::load_theme(None, true);
+    let options = AppOptions {
+        pi: PiCommand {
+            program: PathBuf::from("pi"),
+            args: Vec::new(),
+            env: Vec::new(),
+            source: PiSource::Path,
+            version: Some("1.6.0".to_owned()),
+        },
+        pi_args: Vec::new(),
+        pi_env: Vec::new(),
+        keymap: Arc::clone(&keymap),
+        theme: theme.clone(),
+        footer: crate::config::footer::FooterConfig::default(),
+        config_errors,
+        log_path: PathBuf::from("/home/ada/.local/state/unipi-tui/unipi-tui.log"),
+        workspace: PathBuf::from("/home/ada/project"),
+        keyboard_enhancement: true,
+        scrollback: 100,
+        bridge: None,
+        capabilities: vec![capability],
+        ui: Ui::headless(keymap),
+        ui_requests: None,
+        commands: vec![("unipi:bg".to_owned(), "Run in the background".to_owned())],
+    };
+    let layout = Layout::new(Rect::new(0, 0, WIDTH, HEIGHT), true);
+    let emulator = Emulator::new(
+        layout.pane.height,
+        layout.pane.width,
+        options.scrollback,
+        theme.terminal.clone(),
+        HostInfo { in_tmux: false },
+    );
+    let mut app = App::new(emulator, &options);
+    // Pi has drawn its first screen.
+    app.update(AppEvent::Pty(PtyEvent::Output(
+        b"\x1b[1mpi\x1b[0m v1.6.0\r\n\r\n> hello from the editor".to_vec(),
+    )));
+    (app, dock)
+}
+
+/// The bytes a terminal sends for a key, as the app reads them.
+fn send(app: &mut App, bytes: &[u8]) -> Vec<Effect> {
+    app.update(AppEvent::Input(bytes.to_vec()))
+}
+
+fn to_pi(effects: &[Effect]) -> Vec<u8> {
+    effects
+        .iter()
+        .filter_map(|effect| match effect {
+            Effect::ToPi(bytes) => Some(bytes.clone()),
+            Effect::ToTerminal(_) => None,
+        })
+        .flatten()
+        .collect()
+}
+
+fn screen(app: &mut App) -> String {
+    let mut terminal = Terminal::new(TestBackend::new(WIDTH, HEIGHT)).unwrap();
+    terminal
+        .draw(|frame| {
+            let area = frame.area();
+            app.render(area, frame.buffer_mut());
+        })
+        .unwrap();
+    terminal.backend().to_string()
+}
+
+#[test]
+fn keys_go_to_the_top_view_then_the_keymap_then_pi() {
+    let (mut app, dock) = make_app(Vec::new());
+    // No view: a letter is Pi's.
+    assert_eq!(to_pi(&send(&mut app, b"a")), b"a");
+    // F1 is the workbench's: the help opens, Pi gets nothing.
+    assert!(to_pi(&send(&mut app, b"\x1bOP")).is_empty());
+    assert_eq!(app.views.titles(), ["the key help"]);
+    // A key the help has no use for is not Pi's either; the footer says how to leave.
+    assert!(to_pi(&send(&mut app, b"x")).is_empty());
+    assert!(screen(&mut app).contains("x does nothing in the key help · Esc closes it"));
+    // Esc (flushed after its timeout) closes it; the next letter reaches Pi again.
+    send(&mut app, b"\x1b");
+    for event in app.decoder.flush_pending() {
+        app.on_input(event);
+    }
+    assert!(to_pi(&app.take_effects()).is_empty());
+    assert!(app.views.is_empty());
+    assert_eq!(to_pi(&send(&mut app, b"b")), b"b");
+    // Shift+Down opens the dock over the capability's tasks; its keys go to the source.
+    assert!(to_pi(&send(&mut app, b"\x1b[1;2B")).is_empty());
+    assert_eq!(app.views.titles(), ["the dock"]);
+    send(&mut app, b"s");
+    assert_eq!(
+        *dock.requests.lock().unwrap(),
+        [DockRequest::Stop("bg-1".to_owned())]
+    );
+    // Ctrl+C closes any view, and reaches Pi once none is open.
+    assert!(to_pi(&send(&mut app, b"\x03")).is_empty());
+    assert!(app.views.is_empty());
+    assert_eq!(to_pi(&send(&mut app, b"\x03")), b"\x03");
+}
+
+#[test]
+fn a_view_asks_for_the_clipboard_with_an_effect() {
+    let (mut app, _) = make_app(Vec::new());
+    send(&mut app, b"\x1b[1;2B");
+    let effects = send(&mut app, b"y");
+    assert_eq!(
+        effects,
+        [Effect::ToTerminal(osc52("/tmp/unipi/bg-1.output"))]
+    );
+}
+
+#[test]
+fn capabilities_reach_the_screen_through_ui_requests_and_changes() {
+    let (mut app, dock) = make_app(Vec::new());
+    let model = crate::app::bridge::info_model(None, &app.log_path.clone());
+    app.update(AppEvent::Ui(UiRequest::Open(Box::new(InfoView::new(
+        model,
+        &Keymap::defaults(),
+    )))));
+    assert_eq!(app.views.titles(), ["/unipi:info"]);
+    assert_eq!(
+        app.update(AppEvent::Ui(UiRequest::Terminal(b"\x07".to_vec()))),
+        [Effect::ToTerminal(b"\x07".to_vec())]
+    );
+    app.update(AppEvent::Ui(UiRequest::OpenDock {
+        detail: Some("bg-2".to_owned()),
+    }));
+    assert_eq!(app.views.titles(), ["/unipi:info", "the dock"]);
+    assert!(screen(&mut app).contains("lint"));
+    // A change in the capability reaches the open dock without a key.
+    dock.rows
+        .lock()
+        .unwrap()
+        .push(make_row("bg-3", "deploy", TaskStatus::Running));
+    app.update(AppEvent::Changed);
+    send(&mut app, b"\x1b");
+    for event in app.decoder.flush_pending() {
+        app.on_input(event);
+    }
+    assert!(screen(&mut app).contains("deploy"));
+}
+
+#[test]
+fn the_whole_screen_with_footer_dock_and_overlay() {
+    let (mut app, _) = make_app(Vec::new());
+    send(&mut app, b"\x1b[1;2B");
+    crate::assert_ui_snapshot!("app_pane_footer_and_dock", screen(&mut app));
+    send(&mut app, b"\x1bOP");
+    crate::assert_ui_snapshot!("app_help_over_the_dock", screen(&mut app));
+}
+
+#[test]
+fn start_up_problems_show_first_and_let_typing_through() {
+    let problems = vec![
+        "/home/ada/.unipi/config/mcp.json:3:9: expected a string for `command`".to_owned(),
+        "/home/ada/.config/unipi-tui/keymap.toml:2:1: unknown table `keys`".to_owned(),
+    ];
+    let (mut app, _) = make_app(problems);
+    crate::assert_ui_snapshot!("app_start_up_problems", screen(&mut app));
+    // The first letter closes the box and reaches Pi: nothing typed is lost.
+    assert_eq!(to_pi(&send(&mut app, b"h")), b"h");
+    assert!(app.views.is_empty());
+}
+
+fn mouse(kind: MouseEventKind, column: u16, row: u16) -> MouseEvent {
+    MouseEvent {
+        kind,
+        column,
+        row,
+        modifiers: KeyModifiers::NONE,
+    }
+}
+
+#[test]
+fn layout_reserves_the_last_row_for_the_footer() {
+    let l = Layout::new(Rect::new(0, 0, 120, 40), true);
+    assert_eq!(l.pane, Rect::new(0, 0, 120, 39));
+    assert_eq!(l.footer, Rect::new(0, 39, 120, 1));
+    let tiny = Layout::new(Rect::new(0, 0, 10, 1), true);
+    assert_eq!(tiny.pane.height, 1);
+    assert_eq!(tiny.footer.height, 0);
+    let off = Layout::new(Rect::new(0, 0, 120, 40), false);
+    assert_eq!(off.pane, Rect::new(0, 0, 120, 40));
+    assert_eq!(off.footer.height, 0);
+    assert_eq!(tiny.pane.height, 1);
+    assert_eq!(tiny.footer.height, 0);
+}
+
+#[test]
+fn mouse_is_translated_into_the_pane_and_clamped_when_dragging() {
+    let pane = Rect::new(0, 2, 80, 20);
+    let down = translate_mouse(&mouse(MouseEventKind::Down(MouseButton::Left), 5, 3), pane);
+    assert_eq!(down.map(|m| (m.column, m.row)), Some((5, 1)));
+    let outside = translate_mouse(&mouse(MouseEventKind::Down(MouseButton::Left), 5, 30), pane);
+    assert!(outside.is_none(), "a click on the footer is not Pi's");
+    let drag = translate_mouse(
+        &mouse(MouseEventKind::Drag(MouseButton::Left), 90, 30),
+        pane,
+    );
+    assert_eq!(drag.map(|m| (m.column, m.row)), Some((79, 19)));
+}
