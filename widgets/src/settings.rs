@@ -22,7 +22,8 @@ use crate::theme::Theme;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SettingValue {
     Bool(bool),
-    /// A whole number kept within `min..=max`, changed by `step`; `unit` is shown after it.
+    /// A whole number kept within `min..=max`, changed by `step`; `unit` is shown after it. A
+    /// duration of 0 seconds reads "none" (a timeout of zero is no timeout).
     Number {
         value: u64,
         unit: String,
@@ -39,6 +40,7 @@ impl SettingValue {
         match self {
             SettingValue::Bool(true) => "[x] on".to_owned(),
             SettingValue::Bool(false) => "[ ] off".to_owned(),
+            SettingValue::Number { value: 0, unit, .. } if unit == "s" => "none".to_owned(),
             SettingValue::Number { value, unit, .. } if unit.is_empty() => value.to_string(),
             SettingValue::Number { value, unit, .. } => format!("{value} {unit}"),
             SettingValue::Text(text) => text.clone(),
@@ -352,6 +354,29 @@ fn clamp_u16(value: usize) -> u16 {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn values_display_as_the_box_shows_them() {
+        let number = |value: u64, unit: &str| SettingValue::Number {
+            value,
+            unit: unit.to_owned(),
+            min: 0,
+            max: 100,
+            step: 1,
+        };
+        let cases = [
+            (SettingValue::Bool(true), "[x] on"),
+            (SettingValue::Bool(false), "[ ] off"),
+            (number(0, "s"), "none"),
+            (number(30, "s"), "30 s"),
+            (number(0, "MiB"), "0 MiB"),
+            (number(7, ""), "7"),
+            (SettingValue::Text("x".to_owned()), "x"),
+        ];
+        for (value, want) in cases {
+            assert_eq!(value.display(), want, "{value:?}");
+        }
+    }
+
     use ratatui::style::Color;
 
     use super::*;
@@ -490,7 +515,7 @@ mod tests {
     #[test]
     fn number_arrows_show_only_where_the_value_can_move() {
         let cases = [
-            (number(0, "s", 0, 10, 1), "  0 s ▸"),
+            (number(0, "s", 0, 10, 1), "  none ▸"),
             (number(5, "s", 0, 10, 1), "◂ 5 s ▸"),
             (number(10, "", 0, 10, 1), "◂ 10"),
         ];

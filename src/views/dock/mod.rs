@@ -59,6 +59,8 @@ pub struct DockView {
     owners: HashMap<String, usize>,
     /// The entry whose detail the sources were last told about.
     detail_sent: Option<String>,
+    /// Entries asked to stop whose "Stopping…" notice shows until they have stopped.
+    stopping: Vec<String>,
 }
 
 /// Which entry is selected, to find it again after the rows change.
@@ -95,6 +97,7 @@ impl DockView {
             sources: Vec::new(),
             owners: HashMap::new(),
             detail_sent: None,
+            stopping: Vec::new(),
         };
         view.set_rows(rows);
         view
@@ -159,6 +162,35 @@ impl DockView {
     /// Where the dock draws on a pane area `screen`: its lower part.
     pub fn area(&self, screen: Rect) -> Rect {
         dock_area(&self.model, screen)
+    }
+
+    /// Once everything asked to stop has stopped, its "Stopping…" notice goes.
+    fn clear_stopped(&mut self) {
+        if self.stopping.is_empty() {
+            return;
+        }
+        let running = |id: &String| {
+            self.model
+                .rows
+                .iter()
+                .any(|row| &row.id == id && row.status == TaskStatus::Running)
+                || self
+                    .model
+                    .agents
+                    .iter()
+                    .any(|row| &row.id == id && !row.status.is_finished())
+        };
+        if !self.stopping.iter().any(running) {
+            self.stopping.clear();
+            if self
+                .model
+                .notice
+                .as_deref()
+                .is_some_and(|notice| notice.starts_with("Stopping "))
+            {
+                self.model.notice = None;
+            }
+        }
     }
 
     /// The entry whose detail is shown (its output tail or transcript is wanted), if any; the
@@ -319,7 +351,10 @@ impl DockView {
             DockAction::Stop if self.model.stop_armed.as_deref() == Some(id.as_str()) => {
                 self.model.stop_armed = None;
                 match self.send_to_owner(&id, &DockRequest::Stop(id.clone())) {
-                    Ok(()) => format!("Stopping {label}…"),
+                    Ok(()) => {
+                        self.stopping = vec![id];
+                        format!("Stopping {label}…")
+                    }
                     Err(err) => err,
                 }
             }
@@ -375,6 +410,7 @@ impl DockView {
             }
             DockAction::Stop => self.with_selected(|row| {
                 if row.status == TaskStatus::Running {
+                    // The notice goes once the task has stopped (see `clear_stopped`).
                     (
                         format!("Stopping {}…", row.name),
                         Some(DockRequest::Stop(row.id.clone())),
@@ -480,6 +516,13 @@ impl DockView {
         if self.model.stop_all_armed {
             self.model.stop_all_armed = false;
             self.model.notice = Some(format!("Stopping {running} running {noun}…"));
+            self.stopping = self
+                .model
+                .rows
+                .iter()
+                .filter(|row| row.status == TaskStatus::Running)
+                .map(|row| row.id.clone())
+                .collect();
             self.broadcast(&DockRequest::StopAll);
             return ViewAction::Consumed;
         }
@@ -506,10 +549,12 @@ impl DockView {
         };
         let id = row.id.clone();
         let (mut notice, request) = act(row);
-        if let Some(request) = request
-            && let Err(err) = self.send_to_owner(&id, &request)
-        {
-            notice = err;
+        if let Some(request) = request {
+            match self.send_to_owner(&id, &request) {
+                Err(err) => notice = err,
+                Ok(()) if matches!(request, DockRequest::Stop(_)) => self.stopping = vec![id],
+                Ok(()) => {}
+            }
         }
         self.model.notice = Some(notice);
         ViewAction::Consumed
@@ -697,6 +742,7 @@ impl View for DockView {
             agents.push(main_row(context.pi));
             self.set_agents(agents);
         }
+        self.clear_stopped();
         self.sync_detail();
     }
 
@@ -1138,6 +1184,41 @@ mod tests {
         );
         stack.handle_key(&key(KeyCode::Esc));
         assert!(stack.is_empty());
+    }
+
+    #[test]
+    fn the_stopping_notice_goes_once_the_task_has_stopped() {
+        let (mut view, tasks) = make_dock();
+        view.handle_key(&ch('s'));
+        assert_eq!(view.model().notice.as_deref(), Some("Stopping task b1…"));
+        // Still running at the next refresh: the notice stays.
+        view.refresh(&RefreshContext { pi: &pi_data() });
+        assert_eq!(view.model().notice.as_deref(), Some("Stopping task b1…"));
+        let mut rows = four_tasks();
+        rows[1].status = TaskStatus::Stopped;
+        *tasks.rows.lock().unwrap() = DockRows::Tasks(rows);
+        view.refresh(&RefreshContext { pi: &pi_data() });
+        assert_eq!(view.model().notice, None);
+        // Stop-all: gone once none of them runs.
+        let (mut view, tasks) = make_dock();
+        view.handle_key(&ch('S'));
+        view.handle_key(&ch('S'));
+        assert_eq!(
+            view.model().notice.as_deref(),
+            Some("Stopping 2 running tasks…")
+        );
+        let stopped: Vec<DockRow> = four_tasks()
+            .into_iter()
+            .map(|mut row| {
+                if row.status == TaskStatus::Running {
+                    row.status = TaskStatus::Stopped;
+                }
+                row
+            })
+            .collect();
+        *tasks.rows.lock().unwrap() = DockRows::Tasks(stopped);
+        view.refresh(&RefreshContext { pi: &pi_data() });
+        assert_eq!(view.model().notice, None);
     }
 
     #[test]
