@@ -75,9 +75,16 @@ impl super::App {
         }
     }
 
-    /// The footer's `🗜 2 · 41.2k saved`, once the session had a compaction.
+    /// The footer's `🗜 2 · 41.2k saved`, once the session had a compaction, or `🗜 indexing
+    /// 12/40 sessions` while the index is rebuilt from Pi's session files.
     pub(super) fn compactor_segment(&self) -> Option<Segment> {
-        let tally = self.compactor.as_ref()?.tally();
-        unipi_widgets::compactor::compactor_segment(&tally)
+        let module = self.compactor.as_ref()?;
+        let indexing = module
+            .indexing()
+            .map(|progress| unipi_widgets::compactor::Indexing {
+                done: progress.done,
+                total: progress.total,
+            });
+        unipi_widgets::compactor::compactor_segment(&module.tally(), indexing)
     }
 }

@@ -126,6 +126,18 @@ pub async fn run(mut options: AppOptions) -> Result<AppOutcome> {
         let manager = mcp.manager().clone();
         tui::register_panic_cleanup(Box::new(move || manager.kill_all_now()));
     }
+    if let Some(compactor) = &options.compactor {
+        // The compactor's footer segment (indexing progress) reaches the loop the same way.
+        let mut changes = compactor.subscribe();
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            while changes.changed().await.is_ok() {
+                if tx.send(AppEvent::CompactorChanged).await.is_err() {
+                    break;
+                }
+            }
+        });
+    }
     let mut app = App::new(emulator, pty, &options, bridge, tasks);
     let result = match tui::enter(tui::TerminalOptions {
         keyboard_enhancement: options.keyboard_enhancement,

@@ -51,6 +51,8 @@ pub enum AppEvent {
     HelpersChanged,
     /// The MCP servers or what is declared from them changed.
     McpChanged,
+    /// The compactor's footer segment changed (indexing progress).
+    CompactorChanged,
 }
 
 /// What the workbench needs to start.
@@ -220,6 +222,7 @@ impl App {
             }
             AppEvent::HelpersChanged => self.refresh_helpers(),
             AppEvent::McpChanged => self.refresh_mcp(),
+            AppEvent::CompactorChanged => self.request_draw(),
             AppEvent::Pty(PtyEvent::Exited(exit)) => {
                 tracing::info!("Pi exited: {exit:?}");
                 self.pi_exit = Some(exit);

@@ -11,4 +11,5 @@ pub mod ingest;
 pub mod module;
 pub mod normalize;
 pub mod pipeline;
+pub mod reindex;
 pub mod sections;

@@ -20,6 +20,7 @@
 //! puts the summary in the context, so nothing is injected (it would only duplicate it).
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -34,6 +35,7 @@ use super::entries::{self, EntryKind, SessionEntry};
 use super::ingest::{DbWorker, ingest_session_file, iso_to_ms};
 use super::normalize::AUTO_CONTINUE_TYPE;
 use super::pipeline::{self, CompactRequest, Compaction, PipelineSettings, Refusal};
+use super::reindex::{self, Progress};
 use crate::bridge::{
     AgentId, BridgeHost, BusEvent, CommandSpec, Completion, DeliverAs, EventBus, HookCall,
     HostCall, MessageTypeSpec, Module, NotifyLevel, PiEvent, ToolCall, ToolError, ToolOutput,
@@ -726,10 +728,18 @@ struct Inner {
     db_dir: Option<PathBuf>,
     host: OnceLock<BridgeHost>,
     state: Mutex<State>,
+    /// Bumped when what the footer shows changed (the app redraws).
+    changes: tokio::sync::watch::Sender<u64>,
+    /// A rebuild of the index from Pi's session files is running.
+    rebuilding: AtomicBool,
+    /// The database's replacement count the last rebuild started from.
+    replacements_seen: AtomicU64,
 }
 
 #[derive(Default)]
 struct State {
+    /// A rebuild of the index from Pi's session files, while it runs.
+    indexing: Option<Progress>,
     /// The main Pi's session.
     session: Option<SessionMeta>,
     tally: CompactorTally,
@@ -773,8 +783,21 @@ impl CompactorModule {
                 db_dir,
                 host: OnceLock::new(),
                 state: Mutex::new(State::default()),
+                changes: tokio::sync::watch::Sender::new(0),
+                rebuilding: AtomicBool::new(false),
+                replacements_seen: AtomicU64::new(0),
             }),
         }
+    }
+
+    /// Changes of what the footer shows (indexing progress, compaction counts); the app redraws.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.changes.subscribe()
+    }
+
+    /// How far a running rebuild of the index got (the footer shows it until done).
+    pub fn indexing(&self) -> Option<Progress> {
+        self.inner.lock().indexing
     }
 
     /// Loads the config and opens the project's database (`<home>/.unipi/db/…`). Never fails:
@@ -1059,7 +1082,7 @@ impl Inner {
         }
     }
 
-    async fn on_session_start(&self, start: &crate::bridge::SessionStart) {
+    async fn on_session_start(self: &Arc<Self>, start: &crate::bridge::SessionStart) {
         let Some(session_id) = start.session_id.clone() else {
             return;
         };
@@ -1120,6 +1143,8 @@ impl Inner {
             };
             state.last = last.clone().map(|stored| stored.record);
         }
+        self.changed();
+        self.start_rebuild();
         if start.reason != "reload"
             && let Some(summary) = resume
         {
@@ -1258,9 +1283,63 @@ impl Inner {
         });
     }
 
-    /// Reads what Pi appended to the session file since the last pass.
-    async fn ingest(&self) {
+    /// Tells the app that what the footer shows changed.
+    fn changed(&self) {
+        self.changes
+            .send_modify(|version| *version = version.wrapping_add(1));
+    }
+
+    /// Catches the index up with this project's session files in the background (see
+    /// [`reindex`]): every session start does, and a database replaced while open does at once.
+    /// One rebuild at a time; the footer shows its progress.
+    fn start_rebuild(self: &Arc<Self>) {
         let Ok(db) = &self.db else { return };
+        let Some(dir) = self
+            .lock()
+            .session
+            .as_ref()
+            .and_then(|s| s.session_file.as_deref())
+            .and_then(|file| Path::new(file).parent())
+            .map(Path::to_path_buf)
+        else {
+            return;
+        };
+        if self.rebuilding.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        self.replacements_seen
+            .store(db.replacements(), Ordering::Relaxed);
+        let db = db.clone();
+        let inner = Arc::clone(self);
+        tokio::spawn(async move {
+            let progress = |progress: Progress| {
+                inner.lock().indexing = (progress.done < progress.total).then_some(progress);
+                inner.changed();
+            };
+            let result = reindex::rebuild(&db, dir, inner.workspace.clone(), progress).await;
+            match result {
+                Ok(rebuilt) if rebuilt.ingested + rebuilt.failed > 0 => tracing::info!(
+                    "compactor: indexed {} of this project's Pi session files ({} failed)",
+                    rebuilt.ingested,
+                    rebuilt.failed
+                ),
+                Ok(_) => {}
+                Err(err) => tracing::warn!("compactor: rebuilding the index: {err:#}"),
+            }
+            inner.lock().indexing = None;
+            inner.rebuilding.store(false, Ordering::Release);
+            inner.changed();
+        });
+    }
+
+    /// Reads what Pi appended to the session file since the last pass.
+    async fn ingest(self: &Arc<Self>) {
+        let Ok(db) = &self.db else { return };
+        if db.replacements() != self.replacements_seen.load(Ordering::Relaxed) {
+            // A damaged file was replaced by an empty one: the live session alone would leave
+            // every other session out of recall.
+            self.start_rebuild();
+        }
         let Some(meta) = self.lock().session.clone() else {
             return;
         };
@@ -1283,6 +1362,13 @@ impl Inner {
             .db
             .clone()
             .map_err(|reason| ToolError::new(format!("session_recall is unavailable: {reason}")))?;
+        if let Some(reason) = db.unwritable() {
+            // Nothing new reaches the index: an empty answer would claim there is nothing.
+            return Err(ToolError::new(format!(
+                "session_recall is unavailable: the session database cannot be written, so it \
+                 misses what happened since ({reason})"
+            )));
+        }
         let session_id = self.lock().session.as_ref().map(|s| s.session_id.clone());
         let (scope, label) = match (args.scope, session_id) {
             (ScopeArg::Session, Some(id)) => (RecallScope::Session(id), "this session"),
@@ -1876,6 +1962,62 @@ mod tests {
             .await;
         let message = result.err().map(|e| e.message).unwrap_or_default();
         assert_eq!(message, "session_recall is unavailable: it is broken");
+    }
+
+    /// A database that cannot be written: a notice at start, and recall says it is unavailable
+    /// and why instead of answering "No results".
+    #[tokio::test]
+    async fn an_unwritable_database_is_a_notice_and_recall_says_why() -> anyhow::Result<()> {
+        for what in ["file", "directory"] {
+            unwritable_database_case(what).await?;
+        }
+        Ok(())
+    }
+
+    async fn unwritable_database_case(what: &str) -> anyhow::Result<()> {
+        let home = tempfile::tempdir()?;
+        let workspace = tempfile::tempdir()?;
+        let db_dir = crate::sessiondb::default_db_dir(home.path());
+        let path = crate::sessiondb::project_db_path(&db_dir, workspace.path());
+        // An existing database with content: a read-only one would still answer, from stale
+        // content.
+        SessionDb::open(&path)?.db.upsert_session(&SessionMeta {
+            session_id: "s".into(),
+            session_file: None,
+            project_dir: "/w".into(),
+        })?;
+        let _guard = crate::sessiondb::test_support::Unwritable::new(if what == "file" {
+            &path
+        } else {
+            &db_dir
+        });
+        let started = CompactorModule::start(Some(home.path()), workspace.path());
+        assert!(
+            started
+                .notices
+                .iter()
+                .any(|notice| notice.contains("cannot be written")),
+            "{what}: {:?}",
+            started.notices
+        );
+        let result = started
+            .module
+            .call_tool(ToolCall {
+                agent: AgentId::main(),
+                tool: RECALL_TOOL.to_owned(),
+                call_id: "c".to_owned(),
+                args: json!({"query": "anything", "scope": "project"}),
+                updates: crate::bridge::UpdateSender::detached(),
+                cancel: crate::bridge::CancelToken::never(),
+            })
+            .await;
+        let message = result.err().map(|e| e.message).unwrap_or_default();
+        assert!(
+            message.starts_with("session_recall is unavailable")
+                && message.contains("cannot be written"),
+            "{what}: {message}"
+        );
+        Ok(())
     }
 
     /// The hook's wire shape (the extension's field names) for a [`BeforeCompact`].

@@ -14,6 +14,8 @@ mod chunk;
 mod paths;
 pub mod recall;
 pub mod schema;
+#[cfg(test)]
+pub(crate) mod test_support;
 
 use std::fs;
 use std::path::{Path, PathBuf};
