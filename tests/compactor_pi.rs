@@ -401,3 +401,86 @@ fn session_files(dir: &Path) -> Vec<PathBuf> {
     files.sort();
     files
 }
+
+/// The database is an index of Pi's session files: a damaged one (garbage bytes beside a real
+/// WAL) is moved aside with its WAL and shared-memory file, a notice says so, and the index is
+/// rebuilt in the background from this project's session files, so recall finds what an older
+/// session (recorded with the real Pi 1.6.0) said.
+#[test]
+fn a_damaged_database_is_moved_aside_and_rebuilt_from_pi_s_session_files() {
+    let home = tempfile::tempdir().unwrap();
+    let workspace = std::fs::canonicalize(home.path()).unwrap();
+    let sessions = home.path().join("pi-sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    // An older session of this project, as Pi stored it (the recording's sandbox cwd replaced).
+    let recorded = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sessions/pi-1.6.0-greet.jsonl"),
+    )
+    .unwrap();
+    let older = recorded.replace(
+        "/tmp/unipi-record/project",
+        &workspace.display().to_string(),
+    );
+    std::fs::write(
+        sessions.join("2026-11-30T10-34-41-082Z_01a22c05-6639-7130-b7df-62b825d26c2d.jsonl"),
+        older,
+    )
+    .unwrap();
+    // The project's database, damaged: garbage where the file was, its real WAL beside it.
+    let db_path = project_db_path(&default_db_dir(home.path()), &workspace);
+    std::fs::create_dir_all(db_path.parent().unwrap()).unwrap();
+    let companion = |path: &Path, suffix: &str| {
+        let mut name = path.as_os_str().to_os_string();
+        name.push(suffix);
+        PathBuf::from(name)
+    };
+    let wal = {
+        let conn = rusqlite::Connection::open(&db_path).unwrap();
+        conn.execute_batch(
+            "PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0;
+             CREATE TABLE t (x TEXT); INSERT INTO t VALUES ('a');
+             PRAGMA wal_checkpoint(TRUNCATE); INSERT INTO t VALUES ('in the wal');",
+        )
+        .unwrap();
+        std::fs::read(companion(&db_path, "-wal")).unwrap()
+    };
+    std::fs::write(&db_path, b"garbage, not a database ".repeat(200)).unwrap();
+    std::fs::write(companion(&db_path, "-wal"), &wal).unwrap();
+    std::fs::write(companion(&db_path, "-shm"), vec![0u8; 32 * 1024]).unwrap();
+
+    let sessions_arg = sessions.display().to_string();
+    let mut wb = start_in(home, &["--session-dir", sessions_arg.as_str()]);
+    wb.session.wait_for_text("was damaged", START).unwrap();
+    wb.session.send(b"\x1b");
+    wb.wait_ready();
+    let moved: Vec<PathBuf> = std::fs::read_dir(db_path.parent().unwrap())
+        .unwrap()
+        .filter_map(|entry| Some(entry.ok()?.path()))
+        .filter(|path| path.display().to_string().contains(".corrupt-"))
+        .collect();
+    assert_eq!(moved.len(), 3, "the file, its WAL and its shm: {moved:?}");
+    let moved_wal = moved
+        .iter()
+        .find(|path| path.display().to_string().ends_with("-wal"))
+        .expect("the WAL was moved aside");
+    assert!(
+        std::fs::read(moved_wal).unwrap() == wal,
+        "the WAL is intact"
+    );
+
+    wb.ask("Please recall the old note.", "OLD-NOTE-FOUND");
+    assert!(
+        !wb.session.screen_text().contains("RECALL-MISSED"),
+        "{}",
+        wb.session.screen_text()
+    );
+    assert!(
+        wb.log()
+            .contains("indexed 1 of this project's Pi session files"),
+        "{}",
+        wb.log()
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    wb.session.send(b"\x1b[100;5u");
+    let _ = wb.session.wait_exit(Duration::from_secs(30));
+}
