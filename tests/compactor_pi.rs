@@ -151,10 +151,16 @@ fn compact_answers_without_the_model_and_recall_finds_what_was_compacted() {
     let db = wb.database();
     let totals = db.compaction_totals(None).unwrap();
     assert_eq!(totals.count, 1, "{totals:?}");
-    // The footer counts it.
+    // The footer counts it, and its context figure is Pi's after the compaction (the tokens
+    // are unknown until the next reply), not the one from before.
     wb.session
         .wait_for("the footer's compaction segment", REPLY, |s| {
             s.contents().contains("🗜 1")
+        })
+        .unwrap();
+    wb.session
+        .wait_for("the context figure after the compaction", REPLY, |s| {
+            footer_row(&s.contents()).contains("ctx ?/")
         })
         .unwrap();
 
@@ -380,6 +386,65 @@ fn a_summary_missing_from_the_session_file_is_restored_on_continue() {
         "added to the session once"
     );
     std::thread::sleep(Duration::from_millis(500));
+    wb.session.send(b"\x1b[100;5u");
+    let _ = wb.session.wait_exit(Duration::from_secs(30));
+}
+
+/// The footer: the screen's last non-empty row.
+fn footer_row(screen: &str) -> String {
+    screen
+        .lines()
+        .rev()
+        .find(|line| !line.trim().is_empty())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// `/unipi:compact keep:1` on a session smaller than Pi's `compaction.keepRecentTokens` (the
+/// default 20k): Pi refuses before asking any extension. A short warning says why, the footer
+/// keeps the folder and the token counts next to Pi's error, and a follow-up prompt is still
+/// sent.
+#[test]
+fn a_compaction_pi_refuses_warns_keeps_the_footer_and_still_sends_the_prompt() {
+    let mut wb = start_with_settings(tempfile::tempdir().unwrap(), &[], "{}");
+    wb.wait_ready();
+    wb.ask(
+        "Remember the codename BLUE-HERON-42 for later.",
+        "NOTED-ONE",
+    );
+    wb.ask("Now the second step, please.", "STEP-TWO-DONE");
+    wb.ask("And the third step.", "STEP-THREE-DONE");
+
+    wb.session.type_text("/unipi:compact keep:1");
+    std::thread::sleep(Duration::from_millis(500));
+    // The first Enter takes the `keep:1` completion, the second submits (an empty editor
+    // ignores an extra one).
+    wb.session.send(b"\r");
+    std::thread::sleep(Duration::from_millis(500));
+    wb.session.send(b"\r");
+    wb.session.wait_for_text("Not compacted", REPLY).unwrap();
+    let footer = footer_row(&wb.session.screen_text());
+    assert!(
+        footer.contains("✗ error") && footer.contains('↑') && footer.contains('↓'),
+        "the tokens stay beside the error: {footer}"
+    );
+
+    wb.session
+        .type_text("/unipi:compact keep:1 Go on with the fourth step.");
+    std::thread::sleep(Duration::from_millis(500));
+    wb.session.send(b"\r");
+    wb.session.wait_for_text("STEP-FOUR-DONE", REPLY).unwrap();
+    assert!(
+        wb.session.screen_text().contains("Sending your prompt"),
+        "{}",
+        wb.session.screen_text()
+    );
+    assert_eq!(
+        wb.database().compaction_totals(None).unwrap().count,
+        0,
+        "nothing was compacted"
+    );
+    std::thread::sleep(Duration::from_millis(300));
     wb.session.send(b"\x1b[100;5u");
     let _ = wb.session.wait_exit(Duration::from_secs(30));
 }

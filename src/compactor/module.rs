@@ -447,6 +447,40 @@ pub fn toast_text(record: &CompactionRecord) -> String {
     )
 }
 
+/// What follows a `/unipi:compact` that did not end in a compaction: Pi refused before asking the
+/// hook (a session smaller than Pi's `compaction.keepRecentTokens` is never compacted by Pi,
+/// whatever an extension would answer), or the hook cancelled it (its warning was shown then).
+/// A short warning for Pi's refusal, and the follow-up prompt is sent all the same: the user
+/// asked for it either way.
+pub fn after_unfinished(marker: &Marker, error: Option<&str>) -> Vec<HostCall> {
+    let mut calls = Vec::new();
+    if let Some(error) = error {
+        let reason = if error.contains("session too small") {
+            "the session is still smaller than what Pi always keeps \
+             (compaction.keepRecentTokens, 20k tokens by default)"
+                .to_owned()
+        } else {
+            error.trim_start_matches("Compaction failed: ").to_owned()
+        };
+        let then = if marker.follow_up.is_some() {
+            " Sending your prompt."
+        } else {
+            ""
+        };
+        calls.push(HostCall::Notify {
+            message: format!("🗜 Not compacted: {reason}.{then}"),
+            level: NotifyLevel::Warning,
+        });
+    }
+    if let Some(follow_up) = &marker.follow_up {
+        calls.push(HostCall::SendUserMessage {
+            content: follow_up.clone(),
+            deliver_as: Some(DeliverAs::FollowUp),
+        });
+    }
+    calls
+}
+
 // --- recall, stats and resume formatting ---------------------------------------------------
 
 /// `session_recall`'s `scope`.
@@ -746,6 +780,8 @@ struct State {
     last: Option<CompactionRecord>,
     /// Set by the hook, done when Pi reports the compaction.
     pending: Option<PendingAfter>,
+    /// The last `/unipi:compact` asked of Pi, until Pi reports how it ended.
+    requested: Option<Marker>,
     auto: AutoState,
 }
 
@@ -888,6 +924,7 @@ impl CompactorModule {
     /// also shown in Pi, since the command has already been answered.
     pub async fn request_compaction(&self, marker: &Marker) -> Result<(), String> {
         let host = self.inner.host().map_err(|err| err.to_string())?;
+        self.inner.lock().requested = Some(marker.clone());
         let call = HostCall::Compact {
             instructions: Some(marker.to_instructions()),
         };
@@ -1182,8 +1219,18 @@ impl Inner {
                 state.tally.compactions += 1;
                 state.tally.tokens_saved += pending.tokens_saved;
             }
-            pending
+            let unfinished = state.requested.take().filter(|_| pending.is_none());
+            (pending, unfinished)
         };
+        let (pending, unfinished) = pending;
+        self.changed();
+        if let Some(marker) = unfinished {
+            // Pi reports the hook's own cancel as aborted (with "aborted" as the error text);
+            // the hook warned already then.
+            let refused = end.error.as_deref().filter(|_| !end.aborted);
+            self.send_after(after_unfinished(&marker, refused));
+            return;
+        }
         let Some(pending) = pending else {
             return;
         };
@@ -1209,6 +1256,11 @@ impl Inner {
                 trigger_turn: true,
             });
         }
+        self.send_after(calls);
+    }
+
+    /// Sends `calls` to the main Pi in order, shortly after a compaction ended.
+    fn send_after(&self, calls: Vec<HostCall>) {
         let Ok(host) = self.host() else { return };
         let host = host.clone();
         tokio::spawn(async move {
@@ -2103,6 +2155,48 @@ mod tests {
             empty,
             "No results for \"flag\" in this session. Try scope \"project\" or \"all\", or other words."
         );
+    }
+
+    #[test]
+    fn an_unfinished_compaction_warns_for_pi_s_refusal_and_still_sends_the_prompt() {
+        let with_prompt = Marker {
+            keep: Some(1),
+            auto: false,
+            follow_up: Some("go on".into()),
+        };
+        let refused = Some("Compaction failed: Nothing to compact (session too small)");
+        let texts = |calls: Vec<HostCall>| -> Vec<String> {
+            calls
+                .into_iter()
+                .map(|call| match call {
+                    HostCall::Notify { message, level } => format!("{level:?}: {message}"),
+                    HostCall::SendUserMessage { content, .. } => format!("prompt: {content}"),
+                    other => other.method().to_string(),
+                })
+                .collect()
+        };
+        assert_eq!(
+            texts(after_unfinished(&with_prompt, refused)),
+            [
+                "Warning: 🗜 Not compacted: the session is still smaller than what Pi always keeps \
+                 (compaction.keepRecentTokens, 20k tokens by default). Sending your prompt.",
+                "prompt: go on"
+            ]
+        );
+        // The hook cancelled (it warned already): only the prompt.
+        assert_eq!(
+            texts(after_unfinished(&with_prompt, None)),
+            ["prompt: go on"]
+        );
+        let bare = Marker {
+            keep: Some(1),
+            ..Marker::default()
+        };
+        assert_eq!(
+            texts(after_unfinished(&bare, Some("Compaction failed: no model"))),
+            ["Warning: 🗜 Not compacted: no model."]
+        );
+        assert!(after_unfinished(&bare, None).is_empty());
     }
 
     #[test]
