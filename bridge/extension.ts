@@ -235,13 +235,15 @@ class Bridge {
 			);
 			return messages.length === event.messages.length ? undefined : { messages };
 		});
-		on("session_compact", (event) =>
+		on("session_compact", (event, ctx) =>
 			this.emit("compaction_end", {
 				reason: event.reason ?? null,
 				aborted: false,
 				error: null,
 				from_extension: Boolean(event.fromExtension),
 				tokens_before: event.compactionEntry?.tokensBefore ?? null,
+				// Pi's figure after the compaction (its tokens are unknown until the next reply).
+				context_usage: contextUsage(ctx),
 			}),
 		);
 		on("session_compact_failed", (event) =>

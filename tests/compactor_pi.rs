@@ -151,10 +151,16 @@ fn compact_answers_without_the_model_and_recall_finds_what_was_compacted() {
     let db = wb.database();
     let totals = db.compaction_totals(None).unwrap();
     assert_eq!(totals.count, 1, "{totals:?}");
-    // The footer counts it.
+    // The footer counts it, and its context figure is Pi's after the compaction (the tokens
+    // are unknown until the next reply), not the one from before.
     wb.session
         .wait_for("the footer's compaction segment", REPLY, |s| {
             s.contents().contains("🗜 1")
+        })
+        .unwrap();
+    wb.session
+        .wait_for("the context figure after the compaction", REPLY, |s| {
+            footer_row(&s.contents()).contains("ctx ?/")
         })
         .unwrap();
 
@@ -384,6 +390,65 @@ fn a_summary_missing_from_the_session_file_is_restored_on_continue() {
     let _ = wb.session.wait_exit(Duration::from_secs(30));
 }
 
+/// The footer: the screen's last non-empty row.
+fn footer_row(screen: &str) -> String {
+    screen
+        .lines()
+        .rev()
+        .find(|line| !line.trim().is_empty())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// `/unipi:compact keep:1` on a session smaller than Pi's `compaction.keepRecentTokens` (the
+/// default 20k): Pi refuses before asking any extension. A short warning says why, the footer
+/// keeps the folder and the token counts next to Pi's error, and a follow-up prompt is still
+/// sent.
+#[test]
+fn a_compaction_pi_refuses_warns_keeps_the_footer_and_still_sends_the_prompt() {
+    let mut wb = start_with_settings(tempfile::tempdir().unwrap(), &[], "{}");
+    wb.wait_ready();
+    wb.ask(
+        "Remember the codename BLUE-HERON-42 for later.",
+        "NOTED-ONE",
+    );
+    wb.ask("Now the second step, please.", "STEP-TWO-DONE");
+    wb.ask("And the third step.", "STEP-THREE-DONE");
+
+    wb.session.type_text("/unipi:compact keep:1");
+    std::thread::sleep(Duration::from_millis(500));
+    // The first Enter takes the `keep:1` completion, the second submits (an empty editor
+    // ignores an extra one).
+    wb.session.send(b"\r");
+    std::thread::sleep(Duration::from_millis(500));
+    wb.session.send(b"\r");
+    wb.session.wait_for_text("Not compacted", REPLY).unwrap();
+    let footer = footer_row(&wb.session.screen_text());
+    assert!(
+        footer.contains("✗ error") && footer.contains('↑') && footer.contains('↓'),
+        "the tokens stay beside the error: {footer}"
+    );
+
+    wb.session
+        .type_text("/unipi:compact keep:1 Go on with the fourth step.");
+    std::thread::sleep(Duration::from_millis(500));
+    wb.session.send(b"\r");
+    wb.session.wait_for_text("STEP-FOUR-DONE", REPLY).unwrap();
+    assert!(
+        wb.session.screen_text().contains("Sending your prompt"),
+        "{}",
+        wb.session.screen_text()
+    );
+    assert_eq!(
+        wb.database().compaction_totals(None).unwrap().count,
+        0,
+        "nothing was compacted"
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    wb.session.send(b"\x1b[100;5u");
+    let _ = wb.session.wait_exit(Duration::from_secs(30));
+}
+
 /// Every `*.jsonl` under `dir`, oldest name first.
 fn session_files(dir: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
@@ -400,4 +465,87 @@ fn session_files(dir: &Path) -> Vec<PathBuf> {
     }
     files.sort();
     files
+}
+
+/// The database is an index of Pi's session files: a damaged one (garbage bytes beside a real
+/// WAL) is moved aside with its WAL and shared-memory file, a notice says so, and the index is
+/// rebuilt in the background from this project's session files, so recall finds what an older
+/// session (recorded with the real Pi 1.6.0) said.
+#[test]
+fn a_damaged_database_is_moved_aside_and_rebuilt_from_pi_s_session_files() {
+    let home = tempfile::tempdir().unwrap();
+    let workspace = std::fs::canonicalize(home.path()).unwrap();
+    let sessions = home.path().join("pi-sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    // An older session of this project, as Pi stored it (the recording's sandbox cwd replaced).
+    let recorded = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sessions/pi-1.6.0-greet.jsonl"),
+    )
+    .unwrap();
+    let older = recorded.replace(
+        "/tmp/unipi-record/project",
+        &workspace.display().to_string(),
+    );
+    std::fs::write(
+        sessions.join("2026-11-30T10-34-41-082Z_01a22c05-6639-7130-b7df-62b825d26c2d.jsonl"),
+        older,
+    )
+    .unwrap();
+    // The project's database, damaged: garbage where the file was, its real WAL beside it.
+    let db_path = project_db_path(&default_db_dir(home.path()), &workspace);
+    std::fs::create_dir_all(db_path.parent().unwrap()).unwrap();
+    let companion = |path: &Path, suffix: &str| {
+        let mut name = path.as_os_str().to_os_string();
+        name.push(suffix);
+        PathBuf::from(name)
+    };
+    let wal = {
+        let conn = rusqlite::Connection::open(&db_path).unwrap();
+        conn.execute_batch(
+            "PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0;
+             CREATE TABLE t (x TEXT); INSERT INTO t VALUES ('a');
+             PRAGMA wal_checkpoint(TRUNCATE); INSERT INTO t VALUES ('in the wal');",
+        )
+        .unwrap();
+        std::fs::read(companion(&db_path, "-wal")).unwrap()
+    };
+    std::fs::write(&db_path, b"garbage, not a database ".repeat(200)).unwrap();
+    std::fs::write(companion(&db_path, "-wal"), &wal).unwrap();
+    std::fs::write(companion(&db_path, "-shm"), vec![0u8; 32 * 1024]).unwrap();
+
+    let sessions_arg = sessions.display().to_string();
+    let mut wb = start_in(home, &["--session-dir", sessions_arg.as_str()]);
+    wb.session.wait_for_text("was damaged", START).unwrap();
+    wb.session.send(b"\x1b");
+    wb.wait_ready();
+    let moved: Vec<PathBuf> = std::fs::read_dir(db_path.parent().unwrap())
+        .unwrap()
+        .filter_map(|entry| Some(entry.ok()?.path()))
+        .filter(|path| path.display().to_string().contains(".corrupt-"))
+        .collect();
+    assert_eq!(moved.len(), 3, "the file, its WAL and its shm: {moved:?}");
+    let moved_wal = moved
+        .iter()
+        .find(|path| path.display().to_string().ends_with("-wal"))
+        .expect("the WAL was moved aside");
+    assert!(
+        std::fs::read(moved_wal).unwrap() == wal,
+        "the WAL is intact"
+    );
+
+    wb.ask("Please recall the old note.", "OLD-NOTE-FOUND");
+    assert!(
+        !wb.session.screen_text().contains("RECALL-MISSED"),
+        "{}",
+        wb.session.screen_text()
+    );
+    assert!(
+        wb.log()
+            .contains("indexed 1 of this project's Pi session files"),
+        "{}",
+        wb.log()
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    wb.session.send(b"\x1b[100;5u");
+    let _ = wb.session.wait_exit(Duration::from_secs(30));
 }

@@ -174,9 +174,14 @@ pub fn apply_pi_event(data: &mut FooterData, event: &PiEvent) {
         PiEvent::AgentStart => data.activity = Some(Activity::Working),
         PiEvent::AgentSettled { .. } => data.activity = Some(Activity::Idle),
         PiEvent::CompactionStart { .. } => data.activity = Some(Activity::Compacting),
-        PiEvent::CompactionEnd(_) => {
+        PiEvent::CompactionEnd(end) => {
             if data.activity == Some(Activity::Compacting) {
                 data.activity = Some(Activity::Idle);
+            }
+            // The context shrank: Pi's own figure now (unknown tokens until the next reply),
+            // not the stale one from before the compaction.
+            if let Some(usage) = &end.context_usage {
+                data.context = Some(context(usage));
             }
         }
         PiEvent::MessageEnd(end) => {
@@ -378,5 +383,49 @@ mod tests {
         assert_eq!(data.tokens_in, 200);
         apply_pi_event(&mut data, &start("new"));
         assert_eq!((data.tokens_in, data.cost), (0, None));
+    }
+
+    /// After a compaction the footer shows Pi's figure at once (tokens unknown until the next
+    /// reply), not the one from before.
+    #[test]
+    fn a_compaction_updates_the_context_figure() {
+        let mut data = FooterData {
+            context: Some(ContextUsage {
+                tokens: Some(90_000),
+                window: 128_000,
+                percent: Some(70.3),
+            }),
+            ..FooterData::default()
+        };
+        apply_pi_event(&mut data, &PiEvent::CompactionStart { reason: None });
+        apply_pi_event(
+            &mut data,
+            &PiEvent::CompactionEnd(bridge::CompactionEnd {
+                context_usage: Some(bridge::ContextUsage {
+                    tokens: None,
+                    context_window: 128_000,
+                    percent: None,
+                }),
+                ..Default::default()
+            }),
+        );
+        assert_eq!(
+            data.context,
+            Some(ContextUsage {
+                tokens: None,
+                window: 128_000,
+                percent: None
+            })
+        );
+        assert_eq!(data.activity, Some(Activity::Idle));
+        // A failed compaction reports no figure: the last one stays.
+        apply_pi_event(
+            &mut data,
+            &PiEvent::CompactionEnd(bridge::CompactionEnd {
+                error: Some("Compaction failed: x".into()),
+                ..Default::default()
+            }),
+        );
+        assert_eq!(data.context.as_ref().map(|c| c.window), Some(128_000));
     }
 }

@@ -379,7 +379,7 @@ pub struct ModelSelect {
     pub source: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct CompactionEnd {
     /// manual, threshold, overflow (Pi 1.x).
@@ -389,6 +389,8 @@ pub struct CompactionEnd {
     pub error: Option<String>,
     pub from_extension: bool,
     pub tokens_before: Option<u64>,
+    /// `ctx.getContextUsage()` once the compaction is written (a successful one only).
+    pub context_usage: Option<ContextUsage>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]

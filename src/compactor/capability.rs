@@ -56,8 +56,21 @@ impl Capability for CompactorCapability {
         self.module.watch(&bridge.bus());
     }
 
+    fn changes(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        Some(self.module.subscribe())
+    }
+
+    /// `🗜 2 · 41.2k saved` once the session had a compaction, or `🗜 indexing 12/40 sessions`
+    /// while the index is rebuilt from Pi's session files.
     fn footer_segments(&self) -> Vec<Segment> {
-        unipi_widgets::compactor::compactor_segment(&self.module.tally())
+        let indexing = self
+            .module
+            .indexing()
+            .map(|progress| unipi_widgets::compactor::Indexing {
+                done: progress.done,
+                total: progress.total,
+            });
+        unipi_widgets::compactor::compactor_segment(&self.module.tally(), indexing)
             .into_iter()
             .collect()
     }

@@ -12,7 +12,8 @@
 
 use std::io::{Read as _, Seek as _, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::sync::LazyLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
 use anyhow::{Context as _, anyhow};
 use regex::Regex;
@@ -38,6 +39,16 @@ type Job = Box<dyn FnOnce(&SessionDb) + Send>;
 pub struct DbWorker {
     jobs: std::sync::mpsc::Sender<Job>,
     path: Option<PathBuf>,
+    health: Arc<Health>,
+}
+
+/// What the database thread learned about the file while serving jobs.
+#[derive(Debug, Default)]
+struct Health {
+    /// Bumped each time a damaged file was replaced by a fresh (empty) one.
+    replaced: AtomicU64,
+    /// Why the file cannot be written, once a write failed for that reason.
+    unwritable: Mutex<Option<String>>,
 }
 
 impl DbWorker {
@@ -47,12 +58,14 @@ impl DbWorker {
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let (jobs, queue) = std::sync::mpsc::channel::<Job>();
         let db_path = path.to_path_buf();
+        let health = Arc::new(Health::default());
+        let served = Arc::clone(&health);
         std::thread::Builder::new()
             .name("unipi-sessiondb".into())
             .spawn(move || match SessionDb::open(&db_path) {
                 Ok(opened) => {
                     let _ = ready_tx.send(Ok(opened.recovered));
-                    serve(opened.db, &queue, Some(&db_path));
+                    serve(opened.db, &queue, Some(&db_path), &served);
                 }
                 Err(err) => {
                     let _ = ready_tx.send(Err(err.to_string()));
@@ -67,6 +80,7 @@ impl DbWorker {
             DbWorker {
                 jobs,
                 path: Some(path.to_path_buf()),
+                health,
             },
             recovered,
         ))
@@ -75,11 +89,33 @@ impl DbWorker {
     /// A worker around an already open database (tests use an in-memory one).
     pub fn from_db(db: SessionDb) -> anyhow::Result<DbWorker> {
         let (jobs, queue) = std::sync::mpsc::channel::<Job>();
+        let health = Arc::new(Health::default());
+        let served = Arc::clone(&health);
         std::thread::Builder::new()
             .name("unipi-sessiondb".into())
-            .spawn(move || serve(db, &queue, None))
+            .spawn(move || serve(db, &queue, None, &served))
             .context("cannot start the session database thread")?;
-        Ok(DbWorker { jobs, path: None })
+        Ok(DbWorker {
+            jobs,
+            path: None,
+            health,
+        })
+    }
+
+    /// How many times a file found damaged while open was replaced by a fresh, empty one: the
+    /// owner rebuilds the index when it changes.
+    pub fn replacements(&self) -> u64 {
+        self.health.replaced.load(Ordering::Relaxed)
+    }
+
+    /// Why the file cannot be written, once a write failed for that reason (recall would only
+    /// search stale content then).
+    pub fn unwritable(&self) -> Option<String> {
+        self.health
+            .unwritable
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// The database file, when it has one.
@@ -108,7 +144,12 @@ impl DbWorker {
 /// Runs the jobs in order. When one finds the file damaged (it opened, but a page deeper in is
 /// not readable), the connection is closed, the file moved aside and a fresh database takes its
 /// place for the jobs that follow — the damaged file is kept for inspection.
-fn serve(db: SessionDb, queue: &std::sync::mpsc::Receiver<Job>, path: Option<&Path>) {
+fn serve(
+    db: SessionDb,
+    queue: &std::sync::mpsc::Receiver<Job>,
+    path: Option<&Path>,
+    health: &Health,
+) {
     let mut db = Some(db);
     while let Ok(job) = queue.recv() {
         let Some(current) = db.as_ref() else {
@@ -120,13 +161,26 @@ fn serve(db: SessionDb, queue: &std::sync::mpsc::Receiver<Job>, path: Option<&Pa
         if outcome.is_err() {
             tracing::error!("a session database job panicked");
         }
+        if let Some(reason) = current.unwritable() {
+            let mut unwritable = health
+                .unwritable
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if unwritable.is_none() {
+                tracing::warn!("the session database cannot be written any more: {reason}");
+                *unwritable = Some(reason);
+            }
+        }
         let (Some(reason), Some(path)) = (current.take_damage(), path) else {
             continue;
         };
         // Closed first, so no connection writes to the file while it moves.
         drop(db.take());
         match SessionDb::replace_corrupt(path, &reason) {
-            Ok(opened) => db = Some(opened.db),
+            Ok(opened) => {
+                db = Some(opened.db);
+                health.replaced.fetch_add(1, Ordering::Relaxed);
+            }
             Err(err) => tracing::error!("cannot replace the damaged session database: {err}"),
         }
     }
@@ -144,11 +198,15 @@ pub struct IngestReport {
 }
 
 /// Reads what was appended to `meta`'s session file since the last pass and stores it. Runs on
-/// the database thread (it blocks).
+/// the database thread (it blocks). A file that does not exist yet (Pi writes it with the first
+/// reply) has nothing to read.
 pub fn ingest_session_file(db: &SessionDb, meta: &SessionMeta) -> anyhow::Result<IngestReport> {
     let Some(file) = meta.session_file.as_deref() else {
         return Ok(IngestReport::default());
     };
+    if !Path::new(file).exists() {
+        return Ok(IngestReport::default());
+    }
     let offset = db.ingest_offset(file)?;
     let appended = read_appended(Path::new(file), offset)?;
     let entries: Vec<SessionEntry> = appended
@@ -591,11 +649,35 @@ mod tests {
         // The next job runs on a fresh database; the damaged file was kept beside it.
         let fresh = worker.run(|db| db.recall(&query())).await??;
         assert_eq!(fresh.total, 0);
-        let kept: Vec<String> = std::fs::read_dir(dir.path())?
+        let mut kept: Vec<String> = std::fs::read_dir(dir.path())?
             .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
             .filter(|name| name.contains(".corrupt-"))
+            .map(|name| {
+                name.split_once(".corrupt-")
+                    .map_or(name.clone(), |(_, at)| at.to_owned())
+            })
+            .map(|at| at.trim_start_matches(char::is_numeric).to_owned())
             .collect();
-        assert_eq!(kept.len(), 1, "{kept:?}");
+        kept.sort();
+        // The file and its WAL and shared-memory companions, as they were.
+        assert_eq!(kept, ["", "-shm", "-wal"], "{kept:?}");
+        assert_eq!(worker.replacements(), 1);
+        Ok(())
+    }
+
+    /// Pi writes the session file with the first reply: before that there is nothing to read,
+    /// and nothing is wrong.
+    #[test]
+    fn a_session_file_that_does_not_exist_yet_is_not_an_error() -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let db = SessionDb::open_in_memory()?;
+        let meta = SessionMeta {
+            session_id: "new".into(),
+            session_file: Some(dir.path().join("not-yet.jsonl").display().to_string()),
+            project_dir: "/w".into(),
+        };
+        let report = ingest_session_file(&db, &meta)?;
+        assert_eq!(report, IngestReport::default());
         Ok(())
     }
 

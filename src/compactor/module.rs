@@ -20,6 +20,7 @@
 //! puts the summary in the context, so nothing is injected (it would only duplicate it).
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -34,6 +35,7 @@ use super::entries::{self, EntryKind, SessionEntry};
 use super::ingest::{DbWorker, ingest_session_file, iso_to_ms};
 use super::normalize::AUTO_CONTINUE_TYPE;
 use super::pipeline::{self, CompactRequest, Compaction, PipelineSettings, Refusal};
+use super::reindex::{self, Progress};
 use crate::bridge::{
     AgentId, BridgeHost, BusEvent, CommandSpec, Completion, DeliverAs, EventBus, HookCall,
     HostCall, MessageTypeSpec, Module, NotifyLevel, PiEvent, ToolCall, ToolError, ToolOutput,
@@ -445,6 +447,40 @@ pub fn toast_text(record: &CompactionRecord) -> String {
     )
 }
 
+/// What follows a `/unipi:compact` that did not end in a compaction: Pi refused before asking the
+/// hook (a session smaller than Pi's `compaction.keepRecentTokens` is never compacted by Pi,
+/// whatever an extension would answer), or the hook cancelled it (its warning was shown then).
+/// A short warning for Pi's refusal, and the follow-up prompt is sent all the same: the user
+/// asked for it either way.
+pub fn after_unfinished(marker: &Marker, error: Option<&str>) -> Vec<HostCall> {
+    let mut calls = Vec::new();
+    if let Some(error) = error {
+        let reason = if error.contains("session too small") {
+            "the session is still smaller than what Pi always keeps \
+             (compaction.keepRecentTokens, 20k tokens by default)"
+                .to_owned()
+        } else {
+            error.trim_start_matches("Compaction failed: ").to_owned()
+        };
+        let then = if marker.follow_up.is_some() {
+            " Sending your prompt."
+        } else {
+            ""
+        };
+        calls.push(HostCall::Notify {
+            message: format!("🗜 Not compacted: {reason}.{then}"),
+            level: NotifyLevel::Warning,
+        });
+    }
+    if let Some(follow_up) = &marker.follow_up {
+        calls.push(HostCall::SendUserMessage {
+            content: follow_up.clone(),
+            deliver_as: Some(DeliverAs::FollowUp),
+        });
+    }
+    calls
+}
+
 // --- recall, stats and resume formatting ---------------------------------------------------
 
 /// `session_recall`'s `scope`.
@@ -726,16 +762,26 @@ struct Inner {
     db_dir: Option<PathBuf>,
     host: OnceLock<BridgeHost>,
     state: Mutex<State>,
+    /// Bumped when what the footer shows changed (the app redraws).
+    changes: tokio::sync::watch::Sender<u64>,
+    /// A rebuild of the index from Pi's session files is running.
+    rebuilding: AtomicBool,
+    /// The database's replacement count the last rebuild started from.
+    replacements_seen: AtomicU64,
 }
 
 #[derive(Default)]
 struct State {
+    /// A rebuild of the index from Pi's session files, while it runs.
+    indexing: Option<Progress>,
     /// The main Pi's session.
     session: Option<SessionMeta>,
     tally: CompactorTally,
     last: Option<CompactionRecord>,
     /// Set by the hook, done when Pi reports the compaction.
     pending: Option<PendingAfter>,
+    /// The last `/unipi:compact` asked of Pi, until Pi reports how it ended.
+    requested: Option<Marker>,
     auto: AutoState,
 }
 
@@ -773,8 +819,21 @@ impl CompactorModule {
                 db_dir,
                 host: OnceLock::new(),
                 state: Mutex::new(State::default()),
+                changes: tokio::sync::watch::Sender::new(0),
+                rebuilding: AtomicBool::new(false),
+                replacements_seen: AtomicU64::new(0),
             }),
         }
+    }
+
+    /// Changes of what the footer shows (indexing progress, compaction counts); the app redraws.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.changes.subscribe()
+    }
+
+    /// How far a running rebuild of the index got (the footer shows it until done).
+    pub fn indexing(&self) -> Option<Progress> {
+        self.inner.lock().indexing
     }
 
     /// Loads the config and opens the project's database (`<home>/.unipi/db/…`). Never fails:
@@ -865,6 +924,7 @@ impl CompactorModule {
     /// also shown in Pi, since the command has already been answered.
     pub async fn request_compaction(&self, marker: &Marker) -> Result<(), String> {
         let host = self.inner.host().map_err(|err| err.to_string())?;
+        self.inner.lock().requested = Some(marker.clone());
         let call = HostCall::Compact {
             instructions: Some(marker.to_instructions()),
         };
@@ -1059,7 +1119,7 @@ impl Inner {
         }
     }
 
-    async fn on_session_start(&self, start: &crate::bridge::SessionStart) {
+    async fn on_session_start(self: &Arc<Self>, start: &crate::bridge::SessionStart) {
         let Some(session_id) = start.session_id.clone() else {
             return;
         };
@@ -1120,6 +1180,8 @@ impl Inner {
             };
             state.last = last.clone().map(|stored| stored.record);
         }
+        self.changed();
+        self.start_rebuild();
         if start.reason != "reload"
             && let Some(summary) = resume
         {
@@ -1157,8 +1219,18 @@ impl Inner {
                 state.tally.compactions += 1;
                 state.tally.tokens_saved += pending.tokens_saved;
             }
-            pending
+            let unfinished = state.requested.take().filter(|_| pending.is_none());
+            (pending, unfinished)
         };
+        let (pending, unfinished) = pending;
+        self.changed();
+        if let Some(marker) = unfinished {
+            // Pi reports the hook's own cancel as aborted (with "aborted" as the error text);
+            // the hook warned already then.
+            let refused = end.error.as_deref().filter(|_| !end.aborted);
+            self.send_after(after_unfinished(&marker, refused));
+            return;
+        }
         let Some(pending) = pending else {
             return;
         };
@@ -1184,6 +1256,11 @@ impl Inner {
                 trigger_turn: true,
             });
         }
+        self.send_after(calls);
+    }
+
+    /// Sends `calls` to the main Pi in order, shortly after a compaction ended.
+    fn send_after(&self, calls: Vec<HostCall>) {
         let Ok(host) = self.host() else { return };
         let host = host.clone();
         tokio::spawn(async move {
@@ -1258,9 +1335,63 @@ impl Inner {
         });
     }
 
-    /// Reads what Pi appended to the session file since the last pass.
-    async fn ingest(&self) {
+    /// Tells the app that what the footer shows changed.
+    fn changed(&self) {
+        self.changes
+            .send_modify(|version| *version = version.wrapping_add(1));
+    }
+
+    /// Catches the index up with this project's session files in the background (see
+    /// [`reindex`]): every session start does, and a database replaced while open does at once.
+    /// One rebuild at a time; the footer shows its progress.
+    fn start_rebuild(self: &Arc<Self>) {
         let Ok(db) = &self.db else { return };
+        let Some(dir) = self
+            .lock()
+            .session
+            .as_ref()
+            .and_then(|s| s.session_file.as_deref())
+            .and_then(|file| Path::new(file).parent())
+            .map(Path::to_path_buf)
+        else {
+            return;
+        };
+        if self.rebuilding.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        self.replacements_seen
+            .store(db.replacements(), Ordering::Relaxed);
+        let db = db.clone();
+        let inner = Arc::clone(self);
+        tokio::spawn(async move {
+            let progress = |progress: Progress| {
+                inner.lock().indexing = (progress.done < progress.total).then_some(progress);
+                inner.changed();
+            };
+            let result = reindex::rebuild(&db, dir, inner.workspace.clone(), progress).await;
+            match result {
+                Ok(rebuilt) if rebuilt.ingested + rebuilt.failed > 0 => tracing::info!(
+                    "compactor: indexed {} of this project's Pi session files ({} failed)",
+                    rebuilt.ingested,
+                    rebuilt.failed
+                ),
+                Ok(_) => {}
+                Err(err) => tracing::warn!("compactor: rebuilding the index: {err:#}"),
+            }
+            inner.lock().indexing = None;
+            inner.rebuilding.store(false, Ordering::Release);
+            inner.changed();
+        });
+    }
+
+    /// Reads what Pi appended to the session file since the last pass.
+    async fn ingest(self: &Arc<Self>) {
+        let Ok(db) = &self.db else { return };
+        if db.replacements() != self.replacements_seen.load(Ordering::Relaxed) {
+            // A damaged file was replaced by an empty one: the live session alone would leave
+            // every other session out of recall.
+            self.start_rebuild();
+        }
         let Some(meta) = self.lock().session.clone() else {
             return;
         };
@@ -1283,6 +1414,13 @@ impl Inner {
             .db
             .clone()
             .map_err(|reason| ToolError::new(format!("session_recall is unavailable: {reason}")))?;
+        if let Some(reason) = db.unwritable() {
+            // Nothing new reaches the index: an empty answer would claim there is nothing.
+            return Err(ToolError::new(format!(
+                "session_recall is unavailable: the session database cannot be written, so it \
+                 misses what happened since ({reason})"
+            )));
+        }
         let session_id = self.lock().session.as_ref().map(|s| s.session_id.clone());
         let (scope, label) = match (args.scope, session_id) {
             (ScopeArg::Session, Some(id)) => (RecallScope::Session(id), "this session"),
@@ -1878,6 +2016,62 @@ mod tests {
         assert_eq!(message, "session_recall is unavailable: it is broken");
     }
 
+    /// A database that cannot be written: a notice at start, and recall says it is unavailable
+    /// and why instead of answering "No results".
+    #[tokio::test]
+    async fn an_unwritable_database_is_a_notice_and_recall_says_why() -> anyhow::Result<()> {
+        for what in ["file", "directory"] {
+            unwritable_database_case(what).await?;
+        }
+        Ok(())
+    }
+
+    async fn unwritable_database_case(what: &str) -> anyhow::Result<()> {
+        let home = tempfile::tempdir()?;
+        let workspace = tempfile::tempdir()?;
+        let db_dir = crate::sessiondb::default_db_dir(home.path());
+        let path = crate::sessiondb::project_db_path(&db_dir, workspace.path());
+        // An existing database with content: a read-only one would still answer, from stale
+        // content.
+        SessionDb::open(&path)?.db.upsert_session(&SessionMeta {
+            session_id: "s".into(),
+            session_file: None,
+            project_dir: "/w".into(),
+        })?;
+        let _guard = crate::sessiondb::test_support::Unwritable::new(if what == "file" {
+            &path
+        } else {
+            &db_dir
+        });
+        let started = CompactorModule::start(Some(home.path()), workspace.path());
+        assert!(
+            started
+                .notices
+                .iter()
+                .any(|notice| notice.contains("cannot be written")),
+            "{what}: {:?}",
+            started.notices
+        );
+        let result = started
+            .module
+            .call_tool(ToolCall {
+                agent: AgentId::main(),
+                tool: RECALL_TOOL.to_owned(),
+                call_id: "c".to_owned(),
+                args: json!({"query": "anything", "scope": "project"}),
+                updates: crate::bridge::UpdateSender::detached(),
+                cancel: crate::bridge::CancelToken::never(),
+            })
+            .await;
+        let message = result.err().map(|e| e.message).unwrap_or_default();
+        assert!(
+            message.starts_with("session_recall is unavailable")
+                && message.contains("cannot be written"),
+            "{what}: {message}"
+        );
+        Ok(())
+    }
+
     /// The hook's wire shape (the extension's field names) for a [`BeforeCompact`].
     #[derive(serde::Serialize)]
     struct RawInput {
@@ -1961,6 +2155,48 @@ mod tests {
             empty,
             "No results for \"flag\" in this session. Try scope \"project\" or \"all\", or other words."
         );
+    }
+
+    #[test]
+    fn an_unfinished_compaction_warns_for_pi_s_refusal_and_still_sends_the_prompt() {
+        let with_prompt = Marker {
+            keep: Some(1),
+            auto: false,
+            follow_up: Some("go on".into()),
+        };
+        let refused = Some("Compaction failed: Nothing to compact (session too small)");
+        let texts = |calls: Vec<HostCall>| -> Vec<String> {
+            calls
+                .into_iter()
+                .map(|call| match call {
+                    HostCall::Notify { message, level } => format!("{level:?}: {message}"),
+                    HostCall::SendUserMessage { content, .. } => format!("prompt: {content}"),
+                    other => other.method().to_string(),
+                })
+                .collect()
+        };
+        assert_eq!(
+            texts(after_unfinished(&with_prompt, refused)),
+            [
+                "Warning: 🗜 Not compacted: the session is still smaller than what Pi always keeps \
+                 (compaction.keepRecentTokens, 20k tokens by default). Sending your prompt.",
+                "prompt: go on"
+            ]
+        );
+        // The hook cancelled (it warned already): only the prompt.
+        assert_eq!(
+            texts(after_unfinished(&with_prompt, None)),
+            ["prompt: go on"]
+        );
+        let bare = Marker {
+            keep: Some(1),
+            ..Marker::default()
+        };
+        assert_eq!(
+            texts(after_unfinished(&bare, Some("Compaction failed: no model"))),
+            ["Warning: 🗜 Not compacted: no model."]
+        );
+        assert!(after_unfinished(&bare, None).is_empty());
     }
 
     #[test]

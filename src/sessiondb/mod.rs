@@ -14,6 +14,8 @@ mod chunk;
 mod paths;
 pub mod recall;
 pub mod schema;
+#[cfg(test)]
+pub(crate) mod test_support;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -40,6 +42,8 @@ pub struct SessionDb {
     path: PathBuf,
     /// The first "the file is damaged" error met while open (see [`SessionDb::take_damage`]).
     damage: std::cell::RefCell<Option<String>>,
+    /// The first "cannot write" error met while open (see [`SessionDb::unwritable`]).
+    unwritable: std::cell::RefCell<Option<String>>,
 }
 
 /// The result of [`SessionDb::open`]: the database, and whether a corrupt file was replaced.
@@ -85,6 +89,12 @@ pub enum DbError {
         found: i64,
         supported: i64,
     },
+    #[error(
+        "session database {} cannot be written (a read-only file or directory, or a read-only \
+         file system?): {reason}",
+        .path.display()
+    )]
+    ReadOnly { path: PathBuf, reason: String },
     #[error("session database {}: still unusable after replacing a corrupt file: {reason}", .path.display())]
     StillCorrupt { path: PathBuf, reason: String },
     #[error("session database {}: bad row: {detail}", .path.display())]
@@ -100,7 +110,21 @@ impl DbError {
                 schema::is_corruption(source)
             }
             DbError::StillCorrupt { .. } => true,
-            DbError::Io { .. } | DbError::NewerSchema { .. } | DbError::BadData { .. } => false,
+            DbError::Io { .. }
+            | DbError::ReadOnly { .. }
+            | DbError::NewerSchema { .. }
+            | DbError::BadData { .. } => false,
+        }
+    }
+
+    /// Whether the file cannot be written: recall would only ever search stale content.
+    pub fn is_read_only(&self) -> bool {
+        match self {
+            DbError::ReadOnly { .. } => true,
+            DbError::Sqlite { source, .. } | DbError::Migration { source, .. } => {
+                schema::is_read_only(source)
+            }
+            _ => false,
         }
     }
 }
@@ -620,6 +644,7 @@ impl SessionDb {
             conn,
             path: path.to_path_buf(),
             damage: std::cell::RefCell::new(None),
+            unwritable: std::cell::RefCell::new(None),
         }
     }
 
@@ -628,6 +653,11 @@ impl SessionDb {
     /// calls [`SessionDb::replace_corrupt`].
     pub fn take_damage(&self) -> Option<String> {
         self.damage.borrow_mut().take()
+    }
+
+    /// Why writing to the file failed (it became read-only while open), once one write did.
+    pub fn unwritable(&self) -> Option<String> {
+        self.unwritable.borrow().clone()
     }
 
     /// A read-only connection for searching another project's file: no migration, no writes,
@@ -670,7 +700,14 @@ impl SessionDb {
             source,
         };
         if err.is_corruption() {
+            // Closing must not checkpoint the WAL into the damaged file (nor delete it): the
+            // owner moves all three files aside as they are.
+            schema::keep_wal_on_close(&self.conn, true);
             self.damage
+                .borrow_mut()
+                .get_or_insert_with(|| err.to_string());
+        } else if err.is_read_only() {
+            self.unwritable
                 .borrow_mut()
                 .get_or_insert_with(|| err.to_string());
         }
@@ -758,6 +795,7 @@ fn open_error(path: &Path, failure: OpenFailure) -> DbError {
             supported: schema::CURRENT_VERSION,
         },
         OpenFailure::Corrupt(reason) => DbError::StillCorrupt { path, reason },
+        OpenFailure::ReadOnly(reason) => DbError::ReadOnly { path, reason },
     }
 }
 

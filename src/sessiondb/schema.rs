@@ -128,6 +128,8 @@ INSERT INTO content_chunks (doc_id, seq, text, session)
 #[derive(Debug)]
 pub(crate) enum OpenFailure {
     Corrupt(String),
+    /// The file or its directory cannot be written (permissions, a read-only file system).
+    ReadOnly(String),
     Sqlite(rusqlite::Error),
     Migration {
         version: i64,
@@ -139,11 +141,33 @@ pub(crate) enum OpenFailure {
 }
 
 /// Opens (creating) a read-write database, sets WAL and the busy timeout, and migrates it.
+/// Until the file proved readable, closing the connection leaves its WAL alone: SQLite would
+/// otherwise checkpoint the WAL into a damaged file and delete it, losing both.
 pub(crate) fn open_writable(path: &Path) -> Result<Connection, OpenFailure> {
     let conn = Connection::open(path).map_err(classify)?;
+    keep_wal_on_close(&conn, true);
     configure(&conn)?;
+    // SQLite falls back to a read-only connection when the file cannot be opened for writing.
+    if conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(false) {
+        return Err(OpenFailure::ReadOnly(
+            "the file cannot be opened for writing".to_owned(),
+        ));
+    }
     migrate(&conn)?;
+    keep_wal_on_close(&conn, false);
     Ok(conn)
+}
+
+/// Whether closing `conn` skips the final checkpoint (which also deletes the WAL and the
+/// shared-memory file). Set on a connection to a file that may be damaged, so the file and its
+/// WAL can be moved aside as they were.
+pub(crate) fn keep_wal_on_close(conn: &Connection, keep: bool) {
+    if let Err(err) = conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+        keep,
+    ) {
+        tracing::warn!("session database: cannot set the close-time checkpoint: {err}");
+    }
 }
 
 pub(crate) fn open_memory() -> Result<Connection, OpenFailure> {
@@ -220,6 +244,14 @@ pub(crate) fn is_corruption(err: &rusqlite::Error) -> bool {
     )
 }
 
+/// Whether an error means the file (or the WAL beside it) cannot be written.
+pub(crate) fn is_read_only(err: &rusqlite::Error) -> bool {
+    matches!(
+        err.sqlite_error_code(),
+        Some(ErrorCode::ReadOnly | ErrorCode::CannotOpen | ErrorCode::PermissionDenied)
+    )
+}
+
 fn configure(conn: &Connection) -> Result<(), OpenFailure> {
     conn.busy_timeout(BUSY_TIMEOUT).map_err(classify)?;
     // The first statement that reads the header: a file that is not a database fails here.
@@ -250,6 +282,8 @@ fn configure(conn: &Connection) -> Result<(), OpenFailure> {
 fn classify(err: rusqlite::Error) -> OpenFailure {
     if is_corruption(&err) {
         OpenFailure::Corrupt(err.to_string())
+    } else if is_read_only(&err) {
+        OpenFailure::ReadOnly(err.to_string())
     } else {
         OpenFailure::Sqlite(err)
     }

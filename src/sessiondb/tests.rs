@@ -1,6 +1,7 @@
 use std::fs;
 
 use super::recall::{SNIPPET_MAX_CHARS, sanitize_query};
+use super::test_support::Unwritable;
 use super::*;
 
 /// The version 1 layout as it shipped, written out by hand so the migration test does not
@@ -227,8 +228,10 @@ fn garbage_file_is_moved_aside_and_replaced() {
     let moved_name = recovered.moved_to.file_name().unwrap().to_string_lossy();
     assert!(moved_name.starts_with("p.sqlite.corrupt-"), "{moved_name}");
     assert_eq!(fs::read(&recovered.moved_to).unwrap(), garbage);
-    // SQLite itself drops the stale WAL when the failed connection closes; it must not have
-    // been replayed into the fresh file.
+    // The stale WAL went aside with the file; it must not have been replayed into the fresh one.
+    let mut moved_wal = recovered.moved_to.as_os_str().to_os_string();
+    moved_wal.push("-wal");
+    assert_eq!(fs::read(moved_wal).unwrap(), b"stale wal");
     assert!(
         !fs::read(&path)
             .unwrap()
@@ -243,6 +246,57 @@ fn garbage_file_is_moved_aside_and_replaced() {
             .unwrap()
     );
     assert_eq!(db.events("s", 10).unwrap().len(), 1);
+}
+
+/// A damaged main file beside its real WAL (frames not yet checkpointed into it): SQLite would
+/// checkpoint the WAL into the damaged file and delete it when the failed connection closes. All
+/// three files move aside together, byte for byte.
+#[test]
+fn damaged_file_moves_aside_with_its_real_wal_and_shm() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("p.sqlite");
+    let wal_path = tmp.path().join("p.sqlite-wal");
+    let shm_path = tmp.path().join("p.sqlite-shm");
+    let (wal, shm) = {
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "PRAGMA journal_mode = WAL; PRAGMA wal_autocheckpoint = 0;
+             CREATE TABLE t (x TEXT); INSERT INTO t VALUES ('checkpointed');
+             PRAGMA wal_checkpoint(TRUNCATE);
+             INSERT INTO t VALUES ('only in the wal');",
+        )
+        .unwrap();
+        // Copied while the connection is open: closing it would checkpoint and delete the WAL.
+        (fs::read(&wal_path).unwrap(), fs::read(&shm_path).unwrap())
+    };
+    assert!(!wal.is_empty());
+    let garbage = b"not a database at all \x00\xff".repeat(300);
+    fs::write(&path, &garbage).unwrap();
+    fs::write(&wal_path, &wal).unwrap();
+    fs::write(&shm_path, &shm).unwrap();
+
+    let opened = SessionDb::open(&path).unwrap();
+    let recovered = opened.recovered.clone().unwrap();
+    let moved = &recovered.moved_to;
+    let companion = |suffix: &str| {
+        let mut name = moved.as_os_str().to_os_string();
+        name.push(suffix);
+        PathBuf::from(name)
+    };
+    // Compared without printing: a failure would dump kilobytes.
+    assert!(
+        fs::read(moved).unwrap() == garbage,
+        "the main file is untouched"
+    );
+    assert!(
+        fs::read(companion("-wal")).ok() == Some(wal),
+        "the WAL moved aside intact"
+    );
+    assert!(
+        companion("-shm").exists(),
+        "the shared-memory file moved aside"
+    );
+    assert_eq!(opened.db.schema_version().unwrap(), schema::CURRENT_VERSION);
 }
 
 #[test]
@@ -963,4 +1017,26 @@ fn kinds_round_trip_through_their_names() {
         assert_eq!(DocKind::parse(kind.as_str()), Some(kind));
     }
     assert_eq!(EventKind::parse("nope"), None);
+}
+
+#[test]
+fn an_unwritable_file_or_directory_is_refused_as_read_only() {
+    for what in ["file", "directory"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("db");
+        let path = dir.join("ro.sqlite");
+        {
+            let db = SessionDb::open(&path).unwrap().db;
+            db.index_content("s", &doc("e1", DocKind::User, "hello"))
+                .unwrap();
+        }
+        let _guard = Unwritable::new(if what == "file" { &path } else { &dir });
+        let err = SessionDb::open(&path).unwrap_err();
+        assert!(err.is_read_only(), "{what}: {err}");
+        let text = err.to_string();
+        assert!(
+            text.contains("ro.sqlite") && text.contains("cannot be written"),
+            "{what}: {text}"
+        );
+    }
 }

@@ -1,5 +1,6 @@
 //! The compactor's two faces in the workbench: the footer segment (`🗜 2 · 41.2k saved`: this
-//! session's compactions and the tokens they took out of the context) and the overlay that shows
+//! session's compactions and the tokens they took out of the context; `🗜 indexing 12/40
+//! sessions` while the index is rebuilt from Pi's session files) and the overlay that shows
 //! the last compaction — its statistics, the summary Pi now carries instead of the history, and
 //! the manifest of what was summarized away. Both are pure renders of plain models the app builds
 //! from the compactor module, so every state a user can see is a snapshot.
@@ -33,9 +34,28 @@ pub struct CompactorTally {
     pub tokens_saved: u64,
 }
 
+/// A rebuild of the recall index from Pi's session files: `done` of `total` files read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Indexing {
+    pub done: usize,
+    pub total: usize,
+}
+
 /// The footer segment: `🗜 2 · 41.2k saved`, narrowing to `🗜 2`; nothing before the first
-/// compaction of the session.
-pub fn compactor_segment(tally: &CompactorTally) -> Option<Segment> {
+/// compaction of the session. While the index is rebuilt, its progress instead: `🗜 indexing
+/// 12/40 sessions`, narrowing to `🗜 12/40`.
+pub fn compactor_segment(tally: &CompactorTally, indexing: Option<Indexing>) -> Option<Segment> {
+    if let Some(Indexing { done, total }) = indexing {
+        let count = format!("{done}/{total}");
+        let long = Form::new(format!("{GLYPH} indexing "), Role::Muted)
+            .then(count.clone(), Role::Text)
+            .then(" sessions", Role::Muted);
+        return Some(
+            Segment::new(SEGMENT_ID, PRIORITY, Align::Right, long)
+                .in_group(SEGMENT_GROUP)
+                .or(Form::new(format!("{GLYPH} "), Role::Muted).then(count, Role::Text)),
+        );
+    }
     if tally.compactions == 0 {
         return None;
     }
@@ -235,8 +255,8 @@ mod tests {
     use crate::footer::render_segments;
     use crate::test_support::render_to_string;
 
-    fn segment_rows(tally: &CompactorTally, widths: &[u16]) -> String {
-        let segments: Vec<Segment> = compactor_segment(tally).into_iter().collect();
+    fn segment_rows(tally: &CompactorTally, indexing: Option<Indexing>, widths: &[u16]) -> String {
+        let segments: Vec<Segment> = compactor_segment(tally, indexing).into_iter().collect();
         widths
             .iter()
             .map(|&w| {
@@ -251,20 +271,40 @@ mod tests {
 
     #[test]
     fn footer_segment_hidden_before_the_first_compaction_then_narrows() {
-        assert_eq!(compactor_segment(&CompactorTally::default()), None);
+        assert_eq!(compactor_segment(&CompactorTally::default(), None), None);
         let tally = CompactorTally {
             compactions: 2,
             tokens_saved: 41_200,
         };
-        let segment = compactor_segment(&tally).map(|s| (s.id, s.group));
+        let segment = compactor_segment(&tally, None).map(|s| (s.id, s.group));
         assert_eq!(
             segment,
             Some((SEGMENT_ID.to_owned(), SEGMENT_GROUP.to_owned()))
         );
         crate::assert_ui_snapshot!(
             "footer_compactor_segment",
-            segment_rows(&tally, &[40, 12, 6])
+            segment_rows(&tally, None, &[40, 12, 6])
         );
+    }
+
+    #[test]
+    fn footer_segment_shows_indexing_progress_while_the_index_is_rebuilt() {
+        let indexing = Some(Indexing {
+            done: 12,
+            total: 40,
+        });
+        for tally in [
+            CompactorTally::default(),
+            CompactorTally {
+                compactions: 2,
+                tokens_saved: 41_200,
+            },
+        ] {
+            crate::assert_ui_snapshot!(
+                "footer_compactor_segment_indexing",
+                segment_rows(&tally, indexing, &[40, 12, 6])
+            );
+        }
     }
 
     fn make_model() -> CompactionModel {

@@ -143,6 +143,9 @@ pub mod priority {
     /// The thinking level and the provider prefix after the model's name.
     pub const MODEL_DETAIL: u8 = 45;
     pub const CWD: u8 = 40;
+    /// An error's text after "✗ error": below the folder, the tokens and the cost, which an
+    /// error (Pi keeps it until the next run) must not push out of the footer.
+    pub const ERROR_DETAIL: u8 = 38;
     pub const SESSION: u8 = 35;
     pub const GIT: u8 = 30;
     /// Directories between `~` and the last one: below the git branch.
@@ -435,6 +438,35 @@ mod tests {
                 widths_snapshot(&segments, &WIDTHS)
             );
         }
+    }
+
+    /// Pi keeps a failed manual compaction's error as its status until the next run: the
+    /// error's text shortens or goes before the folder, the tokens and the cost do.
+    #[test]
+    fn an_error_keeps_the_folder_and_the_tokens() {
+        let (mut model, mut data) = bridged();
+        model.status = Some(StatusSegment {
+            state: ProgramState::Error,
+            message: Some("Compaction failed: Nothing to compact (session too small)".to_owned()),
+        });
+        data.activity = Some(Activity::Idle);
+        let segments = build_segments(&model, &data, &FooterSettings::default(), []);
+        let row = |width: u16| {
+            render_to_string(width, 1, |area, buf| {
+                render_segments(&segments, &Theme::plain(), area, buf);
+            })
+        };
+        for width in [160, 120] {
+            let text = row(width);
+            assert!(
+                text.contains("✗ error") && text.contains("unipi-tui") && text.contains("12.3k↑"),
+                "{width}: {text}"
+            );
+        }
+        crate::assert_ui_snapshot!(
+            "footer_error_keeps_folder_and_tokens",
+            widths_snapshot(&segments, &WIDTHS)
+        );
     }
 
     #[test]

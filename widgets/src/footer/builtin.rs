@@ -57,11 +57,21 @@ pub(super) fn state(model: &FooterModel, data: &FooterData) -> Segment {
         PiRunState::Exited { code: None } => vec![Form::new("pi exited (signal)", Role::Error)],
         PiRunState::Running => running_state(model.status.as_ref(), data),
     };
+    let error = model.pi == PiRunState::Running
+        && model
+            .status
+            .as_ref()
+            .is_some_and(|status| status.state == ProgramState::Error);
+    let detail = if error {
+        priority::ERROR_DETAIL
+    } else {
+        priority::STATE_DETAIL
+    };
     let mut forms = forms.into_iter();
     let first = forms.next().unwrap_or_default();
     forms.fold(
         Segment::new("state", priority::STATE, Align::Left, first)
-            .detail(priority::STATE_DETAIL)
+            .detail(detail)
             .from_preset(Preset::Minimal),
         Segment::or,
     )
