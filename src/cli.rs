@@ -6,7 +6,7 @@
 //! bare `--` goes to Pi verbatim. The exit code is Pi's.
 
 use std::ffi::OsString;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -15,6 +15,7 @@ use clap::{CommandFactory, Parser};
 
 use crate::app::{AppOptions, AppOutcome};
 use crate::config;
+use crate::headless::RunMode;
 use crate::pi;
 
 /// A terminal workbench for the Pi coding agent.
@@ -140,6 +141,12 @@ fn run_workbench(cli: Cli, split: SplitArgs) -> Result<i32> {
         tracing::info!("{line}");
     };
     let pi = pi::locate(cli.pi_bin.as_deref(), &mut announce)?;
+    let run_mode = crate::headless::decide(
+        &split.pi,
+        std::io::stdin().is_terminal(),
+        std::io::stdout().is_terminal(),
+    );
+    tracing::info!("run mode: {run_mode:?}");
 
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     let (keymap, keymap_errors) = config::keymap::load_keymap(config::keymap_file().as_deref());
@@ -191,6 +198,9 @@ fn run_workbench(cli: Cli, split: SplitArgs) -> Result<i32> {
         } else {
             None
         };
+        if run_mode == RunMode::Direct {
+            return crate::headless::run_direct(&options).await;
+        }
         let tasks = start_tasks(&mut options, &workspace);
         let compactor = start_compactor(&mut options, &workspace);
         // Before the helpers: their Pi inherits the main Pi's `--no-mcp`.
@@ -246,7 +256,10 @@ fn run_workbench(cli: Cli, split: SplitArgs) -> Result<i32> {
                     .push(format!("The bridge to Pi could not start: {err:#}"));
             }
         }
-        let outcome = crate::app::run(options).await;
+        let outcome = match run_mode {
+            RunMode::Interactive => crate::app::run(options).await,
+            RunMode::Headless | RunMode::Direct => crate::headless::run(options).await,
+        };
         if let Some(mcp) = &mcp {
             // No MCP server outlives the workbench (without the bridge they were never used).
             mcp.shutdown().await;
