@@ -140,7 +140,8 @@ fn run_workbench(cli: Cli, split: SplitArgs) -> Result<i32> {
         eprintln!("{line}");
         tracing::info!("{line}");
     };
-    let pi = pi::locate(cli.pi_bin.as_deref(), &mut announce)?;
+    let policy = pi::InstallPolicy::from_environment(log_path.clone());
+    let pi = pi::locate(cli.pi_bin.as_deref(), &policy, &mut announce)?;
     let run_mode = crate::headless::decide(
         &split.pi,
         std::io::stdin().is_terminal(),
@@ -477,7 +478,7 @@ fn print_help() {
         "Every other argument goes to Pi unchanged (run `unipi-tui -- --help` for Pi's own help);\n\
          after a bare `--` everything goes to Pi. The exit code is Pi's.\n\n\
          Files:\n  log file   {}\n  keymap     {}\n  theme      {}\n\n\
-         Environment: UNIPI_PI_BIN, UNIPI_LOG, NO_COLOR, UNIPI_TUI_DISABLE_KEYBOARD_ENHANCEMENT=1\n\
+         Environment: UNIPI_PI_BIN, UNIPI_LOG, NO_COLOR, UNIPI_TUI_DISABLE_KEYBOARD_ENHANCEMENT=1,\n  UNIPI_TUI_NO_INSTALL=1 (never install Pi; without it a missing Pi is installed after asking)\n\
          Pinned Pi: {} {} (Node >= {}), legacy {} {}",
         log_file_path().display(),
         config_path("keymap.toml"),
@@ -505,21 +506,20 @@ fn print_version(pi_bin: Option<&Path>) {
         "pinned Pi: {}@{} (current), {}@{} (legacy)",
         v.current_package, v.current_version, v.legacy_package, v.legacy_version
     );
-    let found = pi_bin
-        .map(Path::to_path_buf)
-        .or_else(|| which("pi"))
-        .map(|p| {
-            let version = pi::package_version_near(&p).unwrap_or_else(|| "unknown version".into());
-            format!("{} ({version})", p.display())
+    let found = pi::find_installed(pi_bin)
+        .map(|(program, version)| {
+            let version = version.unwrap_or_else(|| "unknown version".into());
+            format!("{} ({version})", program.display())
         })
-        .unwrap_or_else(|| "not found (it will be installed into the cache on first run)".into());
+        .unwrap_or_else(|| match pi_bin {
+            Some(path) => format!("{} is not an executable file", path.display()),
+            None => format!(
+                "not found (it will be installed into {} on first run, after asking)",
+                pi::cache_dir()
+                    .map_or_else(|| "the cache directory".into(), |d| d.display().to_string())
+            ),
+        });
     println!("Pi in use: {found}");
-}
-
-fn which(name: &str) -> Option<PathBuf> {
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
 }
 
 /// `~/.local/state/unipi-tui/unipi-tui.log` (or the cache dir where there is no state dir).
