@@ -50,7 +50,7 @@ async fn setup() -> Setup {
         agent,
         home,
         project,
-        server: server,
+        server,
         _root: root,
     }
 }
