@@ -6,7 +6,7 @@
 //! bare `--` goes to Pi verbatim. The exit code is Pi's.
 
 use std::ffi::OsString;
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -15,6 +15,7 @@ use clap::{CommandFactory, Parser};
 
 use crate::app::{AppOptions, AppOutcome};
 use crate::config;
+use crate::headless::RunMode;
 use crate::pi;
 
 /// A terminal workbench for the Pi coding agent.
@@ -139,7 +140,14 @@ fn run_workbench(cli: Cli, split: SplitArgs) -> Result<i32> {
         eprintln!("{line}");
         tracing::info!("{line}");
     };
-    let pi = pi::locate(cli.pi_bin.as_deref(), &mut announce)?;
+    let policy = pi::InstallPolicy::from_environment(log_path.clone());
+    let pi = pi::locate(cli.pi_bin.as_deref(), &policy, &mut announce)?;
+    let run_mode = crate::headless::decide(
+        &split.pi,
+        std::io::stdin().is_terminal(),
+        std::io::stdout().is_terminal(),
+    );
+    tracing::info!("run mode: {run_mode:?}");
 
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     let (keymap, keymap_errors) = config::keymap::load_keymap(config::keymap_file().as_deref());
@@ -165,7 +173,17 @@ fn run_workbench(cli: Cli, split: SplitArgs) -> Result<i32> {
         .context("failed to start the async runtime")?;
 
     let keymap = std::sync::Arc::new(keymap);
-    let (ui, ui_requests) = crate::capability::Ui::channel(std::sync::Arc::clone(&keymap));
+    // Without the pane there is no screen: commands that would open a view answer in words.
+    let (ui, ui_requests) = match run_mode {
+        RunMode::Interactive => {
+            let (ui, requests) = crate::capability::Ui::channel(std::sync::Arc::clone(&keymap));
+            (ui, Some(requests))
+        }
+        RunMode::Headless | RunMode::Direct => (
+            crate::capability::Ui::headless(std::sync::Arc::clone(&keymap)),
+            None,
+        ),
+    };
     let mut options = AppOptions {
         pi,
         pi_args: split.pi,
@@ -182,7 +200,7 @@ fn run_workbench(cli: Cli, split: SplitArgs) -> Result<i32> {
         bridge: None,
         capabilities: Vec::new(),
         ui,
-        ui_requests: Some(ui_requests),
+        ui_requests,
         commands: Vec::new(),
     };
 
@@ -194,6 +212,9 @@ fn run_workbench(cli: Cli, split: SplitArgs) -> Result<i32> {
         } else {
             None
         };
+        if run_mode == RunMode::Direct {
+            return crate::headless::run_direct(&options).await;
+        }
         let mut context = crate::capability::StartContext::new(
             home.as_deref(),
             &workspace,
@@ -230,7 +251,10 @@ fn run_workbench(cli: Cli, split: SplitArgs) -> Result<i32> {
             }
         }
         options.capabilities = capabilities;
-        let outcome = crate::app::run(options).await;
+        let outcome = match run_mode {
+            RunMode::Interactive => crate::app::run(options).await,
+            RunMode::Headless | RunMode::Direct => crate::headless::run(options).await,
+        };
         drop(demo);
         outcome
     })?;
@@ -292,7 +316,7 @@ fn print_help() {
         "Every other argument goes to Pi unchanged (run `unipi-tui -- --help` for Pi's own help);\n\
          after a bare `--` everything goes to Pi. The exit code is Pi's.\n\n\
          Files:\n  log file   {}\n  keymap     {}\n  theme      {}\n\n\
-         Environment: UNIPI_PI_BIN, UNIPI_LOG, NO_COLOR, UNIPI_TUI_DISABLE_KEYBOARD_ENHANCEMENT=1\n\
+         Environment: UNIPI_PI_BIN, UNIPI_LOG, NO_COLOR, UNIPI_TUI_DISABLE_KEYBOARD_ENHANCEMENT=1,\n  UNIPI_TUI_NO_INSTALL=1 (never install Pi; without it a missing Pi is installed after asking)\n\
          Pinned Pi: {} {} (Node >= {}), legacy {} {}",
         log_file_path().display(),
         config_path("keymap.toml"),
@@ -320,21 +344,20 @@ fn print_version(pi_bin: Option<&Path>) {
         "pinned Pi: {}@{} (current), {}@{} (legacy)",
         v.current_package, v.current_version, v.legacy_package, v.legacy_version
     );
-    let found = pi_bin
-        .map(Path::to_path_buf)
-        .or_else(|| which("pi"))
-        .map(|p| {
-            let version = pi::package_version_near(&p).unwrap_or_else(|| "unknown version".into());
-            format!("{} ({version})", p.display())
+    let found = pi::find_installed(pi_bin)
+        .map(|(program, version)| {
+            let version = version.unwrap_or_else(|| "unknown version".into());
+            format!("{} ({version})", program.display())
         })
-        .unwrap_or_else(|| "not found (it will be installed into the cache on first run)".into());
+        .unwrap_or_else(|| match pi_bin {
+            Some(path) => format!("{} is not an executable file", path.display()),
+            None => format!(
+                "not found (it will be installed into {} on first run, after asking)",
+                pi::cache_dir()
+                    .map_or_else(|| "the cache directory".into(), |d| d.display().to_string())
+            ),
+        });
     println!("Pi in use: {found}");
-}
-
-fn which(name: &str) -> Option<PathBuf> {
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
 }
 
 /// `~/.local/state/unipi-tui/unipi-tui.log` (or the cache dir where there is no state dir).

@@ -10,6 +10,7 @@ pub mod compactor;
 pub mod config;
 pub mod delegate;
 pub mod demo;
+pub mod headless;
 pub mod helpers;
 pub mod mcp;
 pub mod pane;

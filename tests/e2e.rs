@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use support::demo::spawn_demo;
 use support::pi::PiLine;
+use support::procs::processes_running;
 use support::term::{OuterModes, OuterOptions, Session};
 
 const START: Duration = Duration::from_secs(90);
@@ -351,25 +352,6 @@ fn snapshot_cards(screen: &str) {
 }
 
 /// Processes whose command line contains `needle` and that are still running.
-fn processes_running(needle: &str) -> Vec<u32> {
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .map(|raw| {
-                    String::from_utf8_lossy(&raw)
-                        .replace('\0', " ")
-                        .contains(needle)
-                })
-                .unwrap_or(false)
-                && support::procs::alive(*pid)
-        })
-        .collect()
-}
-
 #[test]
 fn background_task_wakes_the_agent_shows_in_the_dock_and_dies_with_the_workbench() {
     let mut wb = start(PiLine::Current, &[], OuterOptions::default());

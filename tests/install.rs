@@ -1,6 +1,6 @@
-//! Finding Pi when none is installed: the workbench installs the pinned Pi with npm into the
-//! user's cache directory (taking Node from PyPI when the machine's Node is too old), says so
-//! before it takes the screen, and then runs it. This is the real path — real npm, real pip — into
+//! Finding Pi when none is installed: the workbench shows what it would install, asks, installs
+//! the pinned Pi with npm into the user's cache directory (taking Node from PyPI when the
+//! machine's Node is too old) with npm's and pip's output in the log, and then runs it. This is the real path — real npm, real pip — into
 //! a throwaway cache, with a PATH that holds only node, npm and python3 (no `pi`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
@@ -46,6 +46,12 @@ fn without_pi_on_path_the_pinned_pi_is_installed_into_the_cache_and_run() {
         OuterOptions::default(),
     )
     .unwrap();
+    // Nothing is installed before the user agrees to the plan.
+    session
+        .wait_for_text("Install now? [y/N]", Duration::from_secs(60))
+        .unwrap();
+    assert!(!Path::new(&cache).join("unipi-tui/pi").exists());
+    session.send(b"y\r");
     session
         .wait_for("the installed Pi running", Duration::from_secs(300), |s| {
             let text = s.contents();
@@ -72,6 +78,23 @@ fn without_pi_on_path_the_pinned_pi_is_installed_into_the_cache_and_run() {
             .join("unipi-tui/pi/earendil-works-pi-coding-agent-1.6.0/node_modules/.bin/pi")
             .exists(),
         "Pi was not installed into the cache"
+    );
+    // npm's and pip's own output went to the log, not to the screen.
+    let log = std::fs::read_to_string(format!("{home_str}/.local/state/unipi-tui/unipi-tui.log"))
+        .unwrap_or_default();
+    assert!(log.contains("npm install --prefix"), "{log}");
+    // `--version` now names the Pi in the cache instead of "not found".
+    let version = std::process::Command::new(env!("CARGO_BIN_EXE_unipi-tui"))
+        .arg("--version")
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .current_dir(home.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&version.stdout);
+    assert!(
+        stdout.contains("earendil-works-pi-coding-agent-1.6.0/node_modules/.bin/pi (1.6.0)"),
+        "{stdout}"
     );
 }
 

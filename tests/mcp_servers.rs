@@ -299,8 +299,12 @@ async fn broken_servers_fail_alone_with_their_stderr() -> Result<()> {
     let exits = snapshot_of(&manager, "exits")?;
     assert_eq!(exits.status, ServerStatus::Error);
     let error = exits.error.clone().unwrap_or_default();
-    assert!(error.contains("exited"), "{error}");
-    assert!(error.contains("FIXTURE_API_KEY is not set"), "{error}");
+    // Plain words: how it ended and its last stderr lines, none of rmcp's type names.
+    assert_eq!(
+        error,
+        "exited with status 2 during start-up: starting broken server; fatal: \
+         FIXTURE_API_KEY is not set"
+    );
     assert!(
         exits
             .stderr_tail

@@ -55,15 +55,7 @@ pub async fn run(mut options: AppOptions) -> Result<AppOutcome> {
         },
     );
     let started = options.bridge.take();
-    let mut args = options.pi.args.clone();
-    let mut env = options.pi.env.clone();
-    // The bridge's `-e <extension>` goes before the user's arguments.
-    if let Some(started) = &started {
-        args.extend(started.pi_args.iter().cloned());
-        env.extend(started.pi_env.iter().cloned());
-    }
-    args.extend(options.pi_args.iter().cloned());
-    env.extend(options.pi_env.iter().cloned());
+    let (args, env) = options.pi_launch(started.as_ref());
     let (link, bridge_rx) = match started {
         Some(started) => (Some(started.link), Some(started.events)),
         None => (None, None),

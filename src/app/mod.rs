@@ -98,18 +98,51 @@ pub struct AppOptions {
     pub commands: Vec<CommandHelp>,
 }
 
+impl AppOptions {
+    /// Pi's arguments and environment: the launcher's (the script when Pi runs through a chosen
+    /// Node), then the bridge's `-e <extension>` and socket, then the user's and the demo's.
+    pub fn pi_launch(
+        &self,
+        bridge: Option<&bridge::Started>,
+    ) -> (Vec<OsString>, Vec<(OsString, OsString)>) {
+        let mut args = self.pi.args.clone();
+        let mut env = self.pi.env.clone();
+        if let Some(started) = bridge {
+            args.extend(started.pi_args.iter().cloned());
+            env.extend(started.pi_env.iter().cloned());
+        }
+        args.extend(self.pi_args.iter().cloned());
+        env.extend(self.pi_env.iter().cloned());
+        (args, env)
+    }
+}
+
 /// How the session ended.
 #[derive(Debug)]
 pub struct AppOutcome {
     /// The exit code to leave with: Pi's, or 128+N when a signal ended the workbench.
     pub code: i32,
-    /// Pi's exit, when Pi ended by itself.
+    /// Pi's exit, when Pi ended by itself in the pane (a run without the pane has none: Pi
+    /// reported its own end on the inherited stderr).
     pub pi_exit: Option<ChildExit>,
     /// Pi's last non-empty output lines (printed after the terminal is restored when Pi failed).
     pub last_lines: Vec<String>,
     /// Pi's inline output with colours, printed after the terminal is restored so the shell's
     /// scrollback holds what running Pi directly would have left there.
     pub transcript: Vec<u8>,
+}
+
+impl AppOutcome {
+    /// A run without the pane: Pi's exit code and nothing to print after it (Pi wrote its own
+    /// output and errors to the inherited stdout and stderr).
+    pub fn plain(code: i32) -> Self {
+        AppOutcome {
+            code,
+            pi_exit: None,
+            last_lines: Vec::new(),
+            transcript: Vec::new(),
+        }
+    }
 }
 
 /// Why the loop ends.

@@ -25,6 +25,7 @@ use rmcp::model::{
     CancelledNotificationParam, ClientCapabilities, ClientConfig, ClientRequest, Implementation,
     ProgressNotificationParam, ProgressToken, ServerResult,
 };
+use rmcp::service::ClientInitializeError;
 use rmcp::service::{NotificationContext, PeerRequestOptions, RequestHandle, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -100,12 +101,22 @@ impl StderrTail {
 
     /// The last non-empty line, for one-line error texts.
     pub fn last_line(&self) -> Option<String> {
+        self.last_lines(1).pop()
+    }
+
+    /// The last `count` non-empty lines, oldest first.
+    pub fn last_lines(&self, count: usize) -> Vec<String> {
         let text = self.text();
-        text.lines()
+        let mut lines: Vec<String> = text
+            .lines()
             .rev()
             .map(str::trim)
-            .find(|line| !line.is_empty())
+            .filter(|line| !line.is_empty())
+            .take(count)
             .map(str::to_owned)
+            .collect();
+        lines.reverse();
+        lines
     }
 
     fn mark_ended(&self) {
@@ -163,12 +174,13 @@ impl Connection {
                 match started.await {
                     Ok(Ok(service)) => (service, Some(child)),
                     Ok(Err(err)) => {
+                        tracing::debug!("mcp: initialize failed: {err}");
                         let reason = closed_reason(&closed, &stderr).await;
+                        let exited = child.exit_reason();
                         child.terminate_in_background();
-                        return Err(anyhow!(
-                            "{}",
-                            start_failure(&err.to_string(), reason, &stderr)
-                        ));
+                        // The process's end says why; rmcp's error would only add its types.
+                        let words = exited.is_none().then(|| init_error_words(&err)).flatten();
+                        return Err(anyhow!("{}", start_failure(words, reason, &stderr)));
                     }
                     Err(_) => {
                         child.terminate_in_background();
@@ -181,7 +193,12 @@ impl Connection {
                     StreamableHttpClientTransport::from_config(http_config(url, headers)?);
                 match tokio::time::timeout(config.startup_timeout, handler.serve(transport)).await {
                     Ok(Ok(service)) => (service, None),
-                    Ok(Err(err)) => return Err(anyhow!("cannot connect to {url}: {err}")),
+                    Ok(Err(err)) => {
+                        tracing::debug!("mcp: initialize failed: {err}");
+                        let words = init_error_words(&err)
+                            .unwrap_or_else(|| "the connection closed".to_owned());
+                        return Err(anyhow!("cannot connect to {url}: {words}"));
+                    }
                     Err(_) => return Err(timeout_failure(config.startup_timeout, &stderr)),
                 }
             }
@@ -391,6 +408,13 @@ impl Connection {
                     .unwrap_or_else(|| "connection closed".to_owned()),
             ),
             ServiceError::McpError(error) => CallFailure::Protocol(error.message.to_string()),
+            // The transport's error names rmcp's types; the server's end says it in words.
+            ServiceError::TransportSend(error) => match self.closed_reason() {
+                Some(reason) => CallFailure::Closed(reason),
+                None => {
+                    CallFailure::Protocol(format!("cannot write to the server: {}", error.error))
+                }
+            },
             other => CallFailure::Protocol(other.to_string()),
         }
     }
@@ -426,6 +450,11 @@ pub struct ChildGroup {
 }
 
 impl ChildGroup {
+    /// How the process ended, once it has.
+    fn exit_reason(&self) -> Option<String> {
+        self.exited.borrow().clone()
+    }
+
     /// SIGTERM to the group, SIGKILL after [`STOP_GRACE`] if any member is left; then disarmed.
     pub async fn terminate(&self) {
         terminate_group(self.pid, self.exited.clone(), STOP_GRACE).await;
@@ -539,7 +568,7 @@ fn spawn_stdio(
     let closed = closed.clone();
     tokio::spawn(async move {
         let reason = match child.wait().await {
-            Ok(status) => format!("the server process exited ({status})"),
+            Ok(status) => exit_words(status),
             Err(err) => format!("waiting for the server process failed: {err}"),
         };
         exited_tx.send_replace(Some(reason.clone()));
@@ -596,13 +625,56 @@ async fn closed_reason(closed: &watch::Receiver<Option<String>>, stderr: &Stderr
     reason.unwrap_or_else(|| "connection closed".to_owned())
 }
 
-fn start_failure(error: &str, reason: String, stderr: &StderrTail) -> String {
-    let mut text = format!("{reason} during start-up ({error})");
-    if let Some(line) = stderr.last_line() {
+/// Lines of stderr an error text quotes.
+const QUOTED_STDERR_LINES: usize = 3;
+
+/// `exited with status 3 during start-up: <its last stderr lines>`, with what went wrong in
+/// the protocol (in words) when the process did not simply end.
+fn start_failure(words: Option<String>, reason: String, stderr: &StderrTail) -> String {
+    let mut text = format!("{reason} during start-up");
+    if let Some(words) = words {
+        text.push_str(&format!(" ({words})"));
+    }
+    let tail = stderr.last_lines(QUOTED_STDERR_LINES);
+    if !tail.is_empty() {
         text.push_str(": ");
-        text.push_str(&line);
+        text.push_str(&tail.join("; "));
     }
     text
+}
+
+/// How a server process ended, in words: `exited with status 3`, `was killed by SIGKILL`.
+fn exit_words(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exited with status {code}"),
+        (None, Some(signal)) => match Signal::try_from(signal) {
+            Ok(signal) => format!("was killed by {signal}"),
+            Err(_) => format!("was killed by signal {signal}"),
+        },
+        (None, None) => format!("ended ({status})"),
+    }
+}
+
+/// rmcp's initialize error in plain words, without the type names its messages carry; `None`
+/// when the transport closing is all it says (the process's end or the closed connection says
+/// that better).
+fn init_error_words(err: &ClientInitializeError) -> Option<String> {
+    match err {
+        ClientInitializeError::ConnectionClosed(_) | ClientInitializeError::Cancelled => None,
+        ClientInitializeError::TransportError { error, .. } => Some(error.error.to_string()),
+        ClientInitializeError::JsonRpcError(data) => {
+            Some(format!("it refused to initialize: {}", data.message))
+        }
+        ClientInitializeError::LegacyFallbackFailed { fallback, .. } => init_error_words(fallback),
+        ClientInitializeError::ExpectedInitResponse(_)
+        | ClientInitializeError::ExpectedInitResult(_)
+        | ClientInitializeError::ConflictInitResponseId(..)
+        | ClientInitializeError::UncorrelatedErrorResponse { .. } => {
+            Some("it did not answer initialize with an initialize result".to_owned())
+        }
+        other => Some(other.to_string()),
+    }
 }
 
 fn timeout_failure(after: Duration, stderr: &StderrTail) -> anyhow::Error {

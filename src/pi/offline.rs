@@ -175,7 +175,7 @@ fn is_loopback_url(url: &str) -> bool {
 /// Writes `value` as pretty JSON through a temporary file in the same directory, fsyncs it,
 /// renames it over `path` and fsyncs the directory, so a crash leaves the old file or the new
 /// one, never half of one.
-fn write_json_atomic(path: &Path, value: &Value) -> anyhow::Result<()> {
+pub(crate) fn write_json_atomic(path: &Path, value: &Value) -> anyhow::Result<()> {
     let dir = path
         .parent()
         .with_context(|| format!("{} has no parent directory", path.display()))?;

@@ -134,7 +134,7 @@ pub struct Selection<'a> {
 /// A scenario that could not be read or is not valid.
 #[derive(Debug, thiserror::Error)]
 pub enum ScenarioError {
-    #[error("cannot read scenario {path}: {source}")]
+    #[error("cannot read scenario {path}")]
     Read {
         path: String,
         #[source]

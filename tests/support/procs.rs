@@ -22,3 +22,23 @@ pub fn alive(pid: u32) -> bool {
         .map(|stat| !stat.contains(") Z"))
         .unwrap_or(false)
 }
+
+/// Live processes whose command line contains `needle`.
+pub fn processes_running(needle: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|raw| {
+                    String::from_utf8_lossy(&raw)
+                        .replace('\0', " ")
+                        .contains(needle)
+                })
+                .unwrap_or(false)
+                && alive(*pid)
+        })
+        .collect()
+}

@@ -1,0 +1,228 @@
+//! Which version a Pi program is, even when the program is a wrapper.
+//!
+//! The version decides how Pi is started (Pi 1.x gets `--no-mcp` when the workbench owns the MCP
+//! servers; without it every server would run twice) and is shown by `--version` and
+//! `/unipi:info`. The package's `package.json` next to the resolved program answers at no cost.
+//! Behind a wrapper (pnpm, volta, asdf or mise shims, a shell script that sets PATH) there is no
+//! package nearby, so the program itself is asked (`pi --version`, about a second of Node
+//! start-up) and the answer is kept in the cache directory, keyed by the program's path, size
+//! and modification time: a changed or replaced wrapper is asked again.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// How long `pi --version` may take before the version is left unknown.
+const ASK_TIMEOUT: Duration = Duration::from_secs(20);
+/// The cache file of versions asked from programs, in the cache directory.
+const CACHE_FILE: &str = "pi-versions.json";
+
+/// The version of the Pi that `program` runs: from its package when one is near the resolved
+/// file, else by running `program --version` with `env` added (cached in `cache_dir`).
+pub fn version_of(
+    program: &Path,
+    env: &[(OsString, OsString)],
+    cache_dir: Option<&Path>,
+) -> Option<String> {
+    package_version_near(program).or_else(|| asked_version(program, env, cache_dir))
+}
+
+/// Reads the version of the Pi package that `program` belongs to (a `.bin/pi` symlink or the
+/// CLI script), by walking up from the resolved file to the package.json naming a Pi package.
+pub fn package_version_near(program: &Path) -> Option<String> {
+    let resolved = std::fs::canonicalize(program).ok()?;
+    for dir in resolved.ancestors().skip(1).take(6) {
+        let Ok(text) = std::fs::read_to_string(dir.join("package.json")) else {
+            continue;
+        };
+        let json: serde_json::Value = serde_json::from_str(&text).ok()?;
+        let name = json.get("name")?.as_str()?;
+        if name.ends_with("/pi-coding-agent") {
+            return json.get("version")?.as_str().map(str::to_string);
+        }
+    }
+    None
+}
+
+/// One program's answer, valid while the file keeps its size and modification time.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Asked {
+    size: u64,
+    mtime_ns: i128,
+    version: String,
+}
+
+/// What identifies a program's file for the cache.
+fn stamp(program: &Path) -> Option<(String, u64, i128)> {
+    let meta = std::fs::metadata(program).ok()?;
+    let mtime_ns = i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec());
+    Some((program.display().to_string(), meta.len(), mtime_ns))
+}
+
+fn asked_version(
+    program: &Path,
+    env: &[(OsString, OsString)],
+    cache_dir: Option<&Path>,
+) -> Option<String> {
+    let (key, size, mtime_ns) = stamp(program)?;
+    let cache_path = cache_dir.map(|dir| dir.join(CACHE_FILE));
+    let mut cache: BTreeMap<String, Asked> = cache_path
+        .as_deref()
+        .and_then(|path| std::fs::read_to_string(path).ok())
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or_default();
+    if let Some(entry) = cache.get(&key)
+        && entry.size == size
+        && entry.mtime_ns == mtime_ns
+    {
+        return Some(entry.version.clone());
+    }
+    let version = ask(program, env)?;
+    tracing::info!("{} --version says {version}", program.display());
+    if let Some(path) = cache_path {
+        cache.insert(
+            key,
+            Asked {
+                size,
+                mtime_ns,
+                version: version.clone(),
+            },
+        );
+        let written = cache_dir
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .map_err(anyhow::Error::from)
+            .and_then(|()| Ok(serde_json::to_value(&cache)?))
+            .and_then(|value| super::offline::write_json_atomic(&path, &value));
+        if let Err(err) = written {
+            tracing::warn!("cannot cache Pi's version: {err:#}");
+        }
+    }
+    Some(version)
+}
+
+/// Runs `program --version` (stdin closed, in its own process group so a wrapper's children
+/// go with it on a timeout) and reads the first version-looking word it prints.
+fn ask(program: &Path, env: &[(OsString, OsString)]) -> Option<String> {
+    use std::os::unix::process::CommandExt;
+    let child = Command::new(program)
+        .arg("--version")
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .inspect_err(|err| tracing::warn!("cannot run {} --version: {err}", program.display()))
+        .ok()?;
+    let pgid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).ok()?);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    let output = match rx.recv_timeout(ASK_TIMEOUT) {
+        Ok(output) => output.ok()?,
+        Err(_) => {
+            tracing::warn!(
+                "{} --version did not answer within {ASK_TIMEOUT:?}",
+                program.display()
+            );
+            let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+            return None;
+        }
+    };
+    parse_version(&String::from_utf8_lossy(&output.stdout))
+}
+
+/// The first word shaped like `1.6.0` or `v0.73.1` in `text`.
+fn parse_version(text: &str) -> Option<String> {
+    text.split_whitespace()
+        .map(|word| word.trim_start_matches('v'))
+        .find(|word| {
+            let parts: Vec<&str> = word.split('.').collect();
+            parts.len() >= 2
+                && parts
+                    .iter()
+                    .take(2)
+                    .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_version_word() {
+        assert_eq!(parse_version("1.6.0\n").as_deref(), Some("1.6.0"));
+        assert_eq!(parse_version("pi v0.73.1").as_deref(), Some("0.73.1"));
+        assert_eq!(
+            parse_version("1.7.0-beta.2").as_deref(),
+            Some("1.7.0-beta.2")
+        );
+        assert_eq!(parse_version("no version here"), None);
+        assert_eq!(parse_version("a.b.c"), None);
+    }
+
+    /// A wrapper script that prints `version` and counts its runs in `count`.
+    fn wrapper(dir: &Path, version: &str, count: &Path) -> std::path::PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let script = dir.join("pi");
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/sh\necho run >> '{}'\necho {version}\n",
+                count.display()
+            ),
+        )
+        .unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        script
+    }
+
+    fn runs(count: &Path) -> usize {
+        std::fs::read_to_string(count)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    }
+
+    #[test]
+    fn a_wrapper_is_asked_once_and_again_when_it_changes() {
+        let temp = tempfile::tempdir().unwrap();
+        // The cache directory does not exist yet: the first answer creates it.
+        let (bin, cache) = (temp.path().join("bin"), temp.path().join("cache/unipi-tui"));
+        std::fs::create_dir_all(&bin).unwrap();
+        let count = temp.path().join("count");
+        let script = wrapper(&bin, "1.6.0", &count);
+        assert_eq!(
+            version_of(&script, &[], Some(&cache)).as_deref(),
+            Some("1.6.0")
+        );
+        assert_eq!(
+            version_of(&script, &[], Some(&cache)).as_deref(),
+            Some("1.6.0")
+        );
+        assert_eq!(runs(&count), 1, "the cached answer was not used");
+        // A different wrapper at the same path (another size) is asked again.
+        let script = wrapper(&bin, "1.10.0", &count);
+        assert_eq!(
+            version_of(&script, &[], Some(&cache)).as_deref(),
+            Some("1.10.0")
+        );
+        assert_eq!(runs(&count), 2);
+    }
+
+    #[test]
+    fn a_program_that_prints_no_version_has_none() {
+        let temp = tempfile::tempdir().unwrap();
+        let count = temp.path().join("count");
+        let script = wrapper(temp.path(), "unknown", &count);
+        assert_eq!(version_of(&script, &[], Some(temp.path())), None);
+    }
+}

@@ -1,0 +1,333 @@
+//! Without the pane, end to end: the real `unipi-tui` binary and the real pinned Pi against the
+//! scripted model server, run the way scripts run `pi` (`-p`, `--mode json`, `--help` into a
+//! pipe, stdin closed). Each run is compared with the same run of `pi` itself: unipi-tui is a
+//! drop-in, so stdout and the exit code must be Pi's. And it goes beyond Pi: the workbench's tools
+//! answer a headless run through the bridge, and nothing they started outlives it.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use support::pi::{PiInstall, PiLine, PiOutput, pi_install};
+use support::procs::processes_running;
+use support::term::{OuterModes, OuterOptions, Session};
+use unipi_tui::pi::offline::{OfflineAgent, write_agent_dir};
+use unipi_tui::scripted::{Scenario, ServerHandle};
+
+const RUN: Duration = Duration::from_secs(90);
+
+/// A scripted server, an offline agent dir pointing at it, and a HOME and a project directory
+/// that differ from each other and from TMPDIR.
+struct Setup {
+    pi: PiInstall,
+    agent: OfflineAgent,
+    home: PathBuf,
+    project: PathBuf,
+    server: ServerHandle,
+    _root: tempfile::TempDir,
+}
+
+async fn setup() -> Setup {
+    let pi = pi_install(PiLine::Current).unwrap_or_else(|err| panic!("{err:#}"));
+    let scenario =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/scenarios/headless.toml");
+    let server = unipi_tui::scripted::start(Scenario::from_file(&scenario).unwrap())
+        .await
+        .unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let [agent_dir, home, project] = ["agent", "home", "project"].map(|d| root.path().join(d));
+    for dir in [&home, &project] {
+        std::fs::create_dir_all(dir).unwrap();
+    }
+    let agent = write_agent_dir(&agent_dir, &server.base_url(), &server.models()).unwrap();
+    Setup {
+        pi,
+        agent,
+        home,
+        project,
+        server,
+        _root: root,
+    }
+}
+
+impl Setup {
+    /// `unipi-tui --pi-bin <pi> <agent args> <args>` with the same environment `pi.run` gives Pi,
+    /// stdin closed, stdout and stderr captured.
+    fn unipi(&self, args: &[&str]) -> tokio::process::Command {
+        let mut path = std::env::var("PATH").unwrap_or_default();
+        if let Some(node) = &self.pi.node_bin_dir {
+            path = format!("{}:{path}", node.display());
+        }
+        let home = self.home.display().to_string();
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_unipi-tui"));
+        command
+            .current_dir(&self.project)
+            .env("PATH", path)
+            .env("HOME", &home)
+            .env("XDG_CONFIG_HOME", format!("{home}/.config"))
+            .env("XDG_STATE_HOME", format!("{home}/.local/state"))
+            .env("XDG_CACHE_HOME", format!("{home}/.cache"))
+            .envs(self.agent.env.iter().map(|(k, v)| (k, v)))
+            .arg("--pi-bin")
+            .arg(&self.pi.bin)
+            .args(&self.agent.pi_args)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        command
+    }
+
+    async fn run_unipi(&self, args: &[&str]) -> PiOutput {
+        output_of(self.unipi(args)).await
+    }
+
+    async fn run_pi(&self, args: &[&str]) -> PiOutput {
+        self.pi
+            .run(&self.agent, &self.project, &self.home, args)
+            .await
+            .unwrap()
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.home.join(".local/state/unipi-tui/unipi-tui.log"))
+            .unwrap_or_default()
+    }
+}
+
+/// Runs `command` to its end (within [`RUN`]) and returns what it printed.
+async fn output_of(mut command: tokio::process::Command) -> PiOutput {
+    let child = command.spawn().unwrap();
+    let output = tokio::time::timeout(RUN, child.wait_with_output())
+        .await
+        .expect("unipi-tui did not finish in time")
+        .unwrap();
+    PiOutput {
+        success: output.status.success(),
+        code: output.status.code(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// Every file below `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
+#[tokio::test]
+async fn print_mode_prints_what_pi_prints_and_exits_with_its_code() {
+    let s = setup().await;
+    for prompt in ["hello", "fail please"] {
+        let pi = s.run_pi(&["-p", prompt]).await;
+        let ours = s.run_unipi(&["-p", prompt]).await;
+        assert_eq!(
+            (ours.code, &ours.stdout),
+            (pi.code, &pi.stdout),
+            "`-p {prompt}`: unipi-tui's stderr:\n{}\nPi's stderr:\n{}\nlog:\n{}",
+            ours.stderr,
+            pi.stderr,
+            s.log()
+        );
+        assert_eq!(ours.stderr, pi.stderr, "`-p {prompt}`: stderr differs");
+    }
+    let hello = s.run_unipi(&["-p", "hello"]).await;
+    assert_eq!(
+        hello.stdout.trim(),
+        "HEADLESS-REPLY: hello from the scripted model"
+    );
+    assert_eq!(hello.code, Some(0));
+    let failed = s.run_unipi(&["-p", "fail please"]).await;
+    assert_ne!(failed.code, Some(0), "a failing print run fails");
+    // The run went through the workbench: the bridge connected, so the modules were there.
+    assert!(
+        s.log().contains("bridge: main connected"),
+        "the bridge did not connect:\n{}",
+        s.log()
+    );
+}
+
+#[tokio::test]
+async fn json_mode_is_pis_json_lines() {
+    let s = setup().await;
+    let ours = s.run_unipi(&["--mode", "json", "hello"]).await;
+    assert_eq!(ours.code, Some(0), "stderr:\n{}", ours.stderr);
+    let events: Vec<serde_json::Value> = ours
+        .stdout
+        .lines()
+        .map(|line| {
+            serde_json::from_str(line).unwrap_or_else(|err| panic!("not JSON ({err}): {line:?}"))
+        })
+        .collect();
+    let types: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    assert_eq!(types.first(), Some(&"session"), "{types:?}");
+    assert!(types.contains(&"agent_end"), "{types:?}");
+    assert!(ours.stdout.contains("HEADLESS-REPLY"), "{}", ours.stdout);
+    // The same kinds of events, in the same order, as Pi's own JSON mode.
+    let pi = s.run_pi(&["--mode", "json", "hello"]).await;
+    let pi_types: Vec<String> = pi
+        .stdout
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap()["type"].to_string())
+        .collect();
+    let our_types: Vec<String> = events.iter().map(|e| e["type"].to_string()).collect();
+    assert_eq!(our_types, pi_types);
+}
+
+#[tokio::test]
+async fn help_into_a_pipe_closed_after_one_line_exits_like_pi() {
+    let s = setup().await;
+    let first_line_then_close = |mut command: tokio::process::Command| async move {
+        use tokio::io::AsyncBufReadExt;
+        let mut child = command.spawn().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let mut line = String::new();
+        tokio::io::BufReader::new(stdout)
+            .read_line(&mut line)
+            .await
+            .unwrap();
+        // `| head -1`: the reader goes away after one line.
+        let status = tokio::time::timeout(RUN, child.wait())
+            .await
+            .expect("did not finish")
+            .unwrap();
+        (line, status.code())
+    };
+    let mut pi = s.pi.command();
+    pi.arg("--help");
+    let mut ours = s.unipi(&[]);
+    ours.arg("--").arg("--help");
+    let (pi_line, pi_code) = first_line_then_close(pi).await;
+    let (our_line, our_code) = first_line_then_close(ours).await;
+    assert!(pi_line.starts_with("pi "), "{pi_line:?}");
+    assert_eq!((our_line, our_code), (pi_line, pi_code));
+
+    let version = s.run_unipi(&["-v"]).await;
+    assert_eq!(
+        (version.code, version.stdout.trim()),
+        (Some(0), s.pi.version.as_str())
+    );
+    // Pi alone: no bridge was started for it.
+    assert!(!s.log().contains("bridge: main connected"), "{}", s.log());
+}
+
+#[tokio::test]
+async fn a_headless_run_gets_a_workbench_tools_real_result_and_leaves_no_process() {
+    let s = setup().await;
+    let tasks_dir = s.home.join("bg-tasks");
+    let mut command = s.unipi(&["-p", "start a headless task"]);
+    command.env("UNIPI_BG_TMP_DIR", &tasks_dir);
+    let ours = output_of(command).await;
+    assert_eq!(
+        (ours.code, ours.stdout.trim()),
+        (Some(0), "HEADLESS-TOOL-OK: the workbench started the task"),
+        "stderr:\n{}\nlog:\n{}",
+        ours.stderr,
+        s.log()
+    );
+    // The task was really started (its output file is on disk), and it died with the run.
+    let outputs: Vec<_> = walk(&tasks_dir)
+        .into_iter()
+        .filter(|path| path.extension().is_some_and(|ext| ext == "log"))
+        .collect();
+    assert!(
+        !outputs.is_empty(),
+        "no task output under {}",
+        tasks_dir.display()
+    );
+    assert_eq!(processes_running("sleep 317"), Vec::<u32>::new());
+}
+
+#[tokio::test]
+async fn sigterm_reaches_pi_and_the_run_ends_with_its_code() {
+    let s = setup().await;
+    let mut child = s.unipi(&["-p", "wait forever"]).spawn().unwrap();
+    let pid = child.id().unwrap();
+    // Pi is running once the scripted model has the request.
+    let deadline = Instant::now() + RUN;
+    while !s
+        .server
+        .requests()
+        .iter()
+        .any(|r| r.to_string().contains("wait forever"))
+    {
+        assert!(Instant::now() < deadline, "Pi never asked the model");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let pi_pids = support::procs::children(pid);
+    assert!(!pi_pids.is_empty(), "Pi is not a child of unipi-tui");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap()),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = tokio::time::timeout(RUN, child.wait())
+        .await
+        .expect("unipi-tui did not end after SIGTERM")
+        .unwrap();
+    // Pi ended by the signal (or exited on it); either way the run did not succeed.
+    assert!(!status.success(), "{status:?}");
+    for pid in pi_pids {
+        assert!(!support::procs::alive(pid), "Pi ({pid}) outlived unipi-tui");
+    }
+    assert!(s.log().contains("forwarding SIGTERM"), "{}", s.log());
+}
+
+/// `unipi-tui -p` typed in a terminal: Pi's answer appears, nothing of the workbench's screen
+/// is set up, and the terminal is as it was. (Multi-threaded: the outer terminal's waits block
+/// this thread while the scripted server answers on another.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn print_mode_in_a_terminal_prints_and_leaves_the_terminal_alone() {
+    let s = setup().await;
+    let home = s.home.display().to_string();
+    let mut path = std::env::var("PATH").unwrap_or_default();
+    if let Some(node) = &s.pi.node_bin_dir {
+        path = format!("{}:{path}", node.display());
+    }
+    let mut env: Vec<(&str, String)> = vec![
+        ("PATH", path),
+        ("HOME", home.clone()),
+        ("XDG_CONFIG_HOME", format!("{home}/.config")),
+        ("XDG_STATE_HOME", format!("{home}/.local/state")),
+        ("XDG_CACHE_HOME", format!("{home}/.cache")),
+    ];
+    env.extend(s.agent.env.iter().map(|(k, v)| (k.as_str(), v.clone())));
+    let pi_bin = s.pi.bin.display().to_string();
+    let mut args = vec!["--pi-bin", pi_bin.as_str()];
+    args.extend(s.agent.pi_args.iter().map(String::as_str));
+    args.extend(["-p", "hello"]);
+    let mut session = Session::spawn(
+        Path::new(env!("CARGO_BIN_EXE_unipi-tui")),
+        &args,
+        &env,
+        &s.project,
+        OuterOptions::default(),
+    )
+    .context("spawn")
+    .unwrap();
+    session
+        .wait_for_text("HEADLESS-REPLY", RUN)
+        .unwrap_or_else(|err| panic!("{err:#}\nlog:\n{}", s.log()));
+    assert_eq!(session.wait_exit(RUN).unwrap(), 0);
+    assert_eq!(session.modes(), OuterModes::restored());
+    let raw = String::from_utf8_lossy(&session.raw_output()).into_owned();
+    assert!(
+        !raw.contains("\x1b[?1049h"),
+        "the alternate screen was used: {raw:?}"
+    );
+}
