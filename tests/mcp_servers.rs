@@ -708,7 +708,7 @@ fn stdio(name: &str, command: &str, args: &[&str]) -> ServerConfig {
             command: command.to_owned(),
             args: args.iter().map(|a| (*a).to_owned()).collect(),
             env: BTreeMap::new(),
-            cwd: None,
+            cwd: std::env::temp_dir(),
         },
         enabled: true,
         timeout: Duration::from_secs(30),

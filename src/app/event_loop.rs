@@ -72,7 +72,7 @@ pub async fn run(mut options: AppOptions) -> Result<AppOutcome> {
         program: options.pi.program.clone().into_os_string(),
         args,
         env,
-        cwd: None,
+        cwd: options.workspace.clone(),
         rows: layout.pane.height,
         cols: layout.pane.width,
     };
@@ -303,6 +303,7 @@ async fn drive(
             pi_exit: app.pi_exit,
             last_lines: vec![],
             transcript: vec![],
+            session: app.session.clone(),
         });
     }
     let pi_exit = app.pi_exit;
@@ -311,6 +312,7 @@ async fn drive(
         pi_exit,
         last_lines: vec![],
         transcript: vec![],
+        session: app.session.clone(),
     })
 }
 

@@ -37,8 +37,9 @@ pub struct FooterState {
 }
 
 impl FooterState {
-    pub fn new(keymap: &Keymap, config: FooterConfig) -> Self {
-        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+    /// The footer for a workbench started in `workspace` (the directory it shows).
+    pub fn new(keymap: &Keymap, config: FooterConfig, workspace: &Path) -> Self {
+        let cwd = workspace.to_path_buf();
         let bindings = keymap.bindings();
         let keys_for = |action: Action| {
             bindings

@@ -60,6 +60,9 @@ pub struct AppOptions {
     pub pi_args: Vec<OsString>,
     /// Extra environment for Pi (the demo's offline agent dir, …).
     pub pi_env: Vec<(OsString, OsString)>,
+    /// The directory the workbench was started in: Pi's working directory and every child's,
+    /// and where project config is read. Read once at start and passed down, never re-read.
+    pub workspace: PathBuf,
     pub keymap: Keymap,
     pub theme: Theme,
     pub footer: crate::config::footer::FooterConfig,
@@ -93,6 +96,8 @@ pub struct AppOutcome {
     /// Pi's inline output with colours, printed after the terminal is restored so the shell's
     /// scrollback holds what running Pi directly would have left there.
     pub transcript: Vec<u8>,
+    /// The main Pi's session as it last reported it (for the resume command printed at exit).
+    pub session: Option<crate::pi::resume::PiSession>,
 }
 
 /// Why the loop ends.
@@ -117,6 +122,8 @@ pub struct App {
     views: ViewStack,
     footer: footer::FooterState,
     log_path: PathBuf,
+    /// Where the workbench was started ([`AppOptions::workspace`]).
+    workspace: PathBuf,
     /// Where the pane was last drawn (for mouse translation).
     pane_area: Rect,
     /// Rows scrolled back into history (0 = live). Only on Pi's main screen.
@@ -124,6 +131,8 @@ pub struct App {
     /// Outer-terminal focus, as last reported.
     focused: bool,
     pi_exit: Option<ChildExit>,
+    /// The main Pi's session, from its last `session_start`.
+    session: Option<crate::pi::resume::PiSession>,
     pty_closed: bool,
     /// The outer terminal's input ended (an SSH connection dropped).
     input_closed: bool,
@@ -175,12 +184,18 @@ impl App {
             keymap: options.keymap.clone(),
             theme: options.theme.clone(),
             views,
-            footer: footer::FooterState::new(&options.keymap, options.footer.clone()),
+            footer: footer::FooterState::new(
+                &options.keymap,
+                options.footer.clone(),
+                &options.workspace,
+            ),
             log_path: options.log_path.clone(),
+            workspace: options.workspace.clone(),
             pane_area: Rect::default(),
             scroll_back: 0,
             focused: true,
             pi_exit: None,
+            session: None,
             pty_closed: false,
             input_closed: false,
             needs_draw: true,
@@ -263,6 +278,9 @@ impl App {
             }
             BridgeEvent::Pi { agent, event } => {
                 if agent == crate::bridge::AgentId::main() {
+                    if matches!(event, crate::bridge::PiEvent::SessionStart(_)) {
+                        self.session = bridge::session_of(&event);
+                    }
                     bridge::apply_pi_event(&mut self.footer.data, &event);
                     self.sync_pending_line();
                     if self

@@ -174,9 +174,8 @@ impl super::App {
         if self.views.find_mut::<SettingsView>().is_some() {
             return;
         }
-        let workspace = std::env::current_dir().unwrap_or_default();
         let (config, _errors) =
-            crate::tasks::load_tasks_config(dirs::home_dir().as_deref(), &workspace);
+            crate::tasks::load_tasks_config(dirs::home_dir().as_deref(), &self.workspace);
         self.views.push(Box::new(SettingsView::new(
             crate::tasks::TASKS_SETTINGS_MODULE,
             crate::tasks::TASKS_SETTINGS_TITLE,

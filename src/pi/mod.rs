@@ -10,6 +10,7 @@
 //! The pinned versions live in `versions.env` at the repository root, shared with the test set-up.
 
 pub mod offline;
+pub mod resume;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
