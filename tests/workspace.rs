@@ -141,16 +141,16 @@ impl Workbench {
     }
 }
 
-/// Runs the pinned Pi in `cwd` as a user would after the workbench exited: same HOME, same
-/// agent directory (the scripted model), `-p` with `args`.
-fn run_pi(wb: &Workbench, cwd: &Path, args: &[&str]) -> support::pi::PiOutput {
+/// Runs the pinned Pi in the project as a user would after the workbench exited: same HOME,
+/// same agent directory (the scripted model), with `args`.
+fn run_pi(wb: &Workbench, args: &[&str]) -> support::pi::PiOutput {
     let pi = pi_install(PiLine::Current).unwrap_or_else(|err| panic!("{err:#}"));
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     runtime
-        .block_on(pi.run(&wb.model.agent, cwd, &wb.sandbox.home, args))
+        .block_on(pi.run(&wb.model.agent, &wb.sandbox, args))
         .unwrap()
 }
 
@@ -247,7 +247,7 @@ fn pi_its_tools_a_helper_and_an_mcp_server_run_in_the_project_and_the_session_is
     assert_eq!(header["id"], json!(id), "the printed id is the session's");
 
     // … so plain `pi -c` in the project continues it (the model sees the earlier prompts) …
-    let continued = run_pi(&wb, &project, &["-c", "-p", "what came before?"]);
+    let continued = run_pi(&wb, &["-c", "-p", "what came before?"]);
     assert!(continued.success, "{continued:?}");
     assert!(continued.stdout.contains("CONTINUED-OK"), "{continued:?}");
     let prompts = last_request_prompts(&wb);
@@ -258,11 +258,7 @@ fn pi_its_tools_a_helper_and_an_mcp_server_run_in_the_project_and_the_session_is
 
     // … and the printed `--session <id>` is an argument Pi resolves (unipi-tui hands it to Pi
     // unchanged), from the project.
-    let resumed = run_pi(
-        &wb,
-        &project,
-        &["--session", &id, "-p", "what came before, again?"],
-    );
+    let resumed = run_pi(&wb, &["--session", &id, "-p", "what came before, again?"]);
     assert!(resumed.success, "{resumed:?}");
     let prompts = last_request_prompts(&wb);
     assert!(

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 pub struct Sandbox {
     _root: tempfile::TempDir,
+    /// The root, canonical.
+    base: PathBuf,
     /// HOME, with the XDG directories inside it.
     pub home: PathBuf,
     /// The working directory the workbench is started in.
@@ -31,10 +33,23 @@ impl Sandbox {
             .expect("write the project marker");
         Sandbox {
             _root: root,
+            base,
             home,
             project,
             tmp,
         }
+    }
+
+    /// The directory holding the three (canonical).
+    pub fn root(&self) -> &Path {
+        &self.base
+    }
+
+    /// A further directory `name` beside the three (a Pi agent directory, a cache), created.
+    pub fn dir(&self, name: &str) -> PathBuf {
+        let dir = self.base.join(name);
+        std::fs::create_dir_all(&dir).expect("create a sandbox directory");
+        dir
     }
 
     /// HOME, the XDG directories inside it and TMPDIR, for the workbench's environment.
