@@ -537,7 +537,7 @@ async fn tools_list_changed_relists_and_broadcasts() -> Result<()> {
     let manager = started(vec![python("fragile", "fragile.py", &[])]).await?;
     let mut events = manager.subscribe();
     let before: Vec<String> = tool_names(&manager, "fragile")?;
-    assert_eq!(before, ["add_tool", "die", "pid", "wait"]);
+    assert_eq!(before, ["add_tool", "cwd", "die", "pid", "wait"]);
     call(&manager, "fragile", "add_tool", json!({})).await?;
     let event = tokio::time::timeout(Duration::from_secs(10), async {
         loop {
@@ -552,7 +552,7 @@ async fn tools_list_changed_relists_and_broadcasts() -> Result<()> {
     assert_eq!(event, "fragile");
     assert_eq!(
         tool_names(&manager, "fragile")?,
-        ["add_tool", "die", "extra", "pid", "wait"]
+        ["add_tool", "cwd", "die", "extra", "pid", "wait"]
     );
     manager.shutdown().await;
     Ok(())
@@ -708,7 +708,7 @@ fn stdio(name: &str, command: &str, args: &[&str]) -> ServerConfig {
             command: command.to_owned(),
             args: args.iter().map(|a| (*a).to_owned()).collect(),
             env: BTreeMap::new(),
-            cwd: std::env::temp_dir(),
+            cwd: PathBuf::from(env!("CARGO_MANIFEST_DIR")),
         },
         enabled: true,
         timeout: Duration::from_secs(30),
