@@ -223,7 +223,7 @@ fn server(name: &str, bin: &Path) -> ServerConfig {
             command: bin.display().to_string(),
             args: Vec::new(),
             env: Default::default(),
-            cwd: None,
+            cwd: PathBuf::from(env!("CARGO_MANIFEST_DIR")),
         },
         enabled: true,
         timeout: Duration::from_secs(60),

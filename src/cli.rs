@@ -188,12 +188,12 @@ fn run_workbench(cli: Cli, split: SplitArgs) -> Result<i32> {
         pi,
         pi_args: split.pi,
         pi_env: vec![],
+        workspace: workspace.clone(),
         keymap,
         theme,
         footer,
         config_errors,
         log_path,
-        workspace: workspace.clone(),
         keyboard_enhancement: std::env::var_os("UNIPI_TUI_DISABLE_KEYBOARD_ENHANCEMENT")
             .is_none_or(|v| v.is_empty() || v == "0"),
         scrollback: crate::pane::history::DEFAULT_CAPACITY,
@@ -204,7 +204,7 @@ fn run_workbench(cli: Cli, split: SplitArgs) -> Result<i32> {
         commands: Vec::new(),
     };
 
-    let outcome: AppOutcome = runtime.block_on(async {
+    let mut outcome: AppOutcome = runtime.block_on(async {
         // The demo's server and agent dir live exactly as long as the session. It comes first:
         // helpers launch Pi the way the main Pi is launched, demo settings included.
         let demo = if split.demo {
@@ -260,10 +260,22 @@ fn run_workbench(cli: Cli, split: SplitArgs) -> Result<i32> {
     })?;
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
 
-    if !outcome.transcript.is_empty() {
+    // After `drop(demo)`: a session in the demo's deleted folder gets no resume command.
+    let ending = pi::resume::exit_output(
+        std::mem::take(&mut outcome.transcript),
+        outcome.session.as_ref(),
+        &workspace,
+    );
+    {
         let mut out = std::io::stdout().lock();
         let _ = out
-            .write_all(&outcome.transcript)
+            .write_all(&ending.transcript)
+            .and_then(|()| {
+                ending
+                    .resume
+                    .iter()
+                    .try_for_each(|line| writeln!(out, "{line}"))
+            })
             .and_then(|()| out.flush());
     }
     if let Some(exit) = outcome.pi_exit
@@ -272,7 +284,7 @@ fn run_workbench(cli: Cli, split: SplitArgs) -> Result<i32> {
         let mut err = std::io::stderr().lock();
         let _ = writeln!(err, "unipi-tui: Pi exited with {}", describe_exit(exit));
         // Without a transcript (Pi died on its fullscreen), its last lines say what happened.
-        if outcome.transcript.is_empty() {
+        if ending.transcript.is_empty() {
             for line in &outcome.last_lines {
                 let _ = writeln!(err, "  {line}");
             }

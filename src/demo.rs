@@ -79,7 +79,7 @@ pub async fn prepare(options: &mut AppOptions, scenario: Option<&Path>) -> Resul
 
 /// Merges the JSON object `extra` over the settings file at `path` (objects key by key, anything
 /// else replaced).
-fn merge_pi_settings(path: &Path, extra: &str) -> Result<()> {
+pub fn merge_pi_settings(path: &Path, extra: &str) -> Result<()> {
     fn merge(base: &mut serde_json::Value, over: serde_json::Value) {
         match (base, over) {
             (serde_json::Value::Object(base), serde_json::Value::Object(over)) => {

@@ -16,6 +16,7 @@ use anyhow::{Context as _, bail};
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 use support::pi::{PiLine, PiOutput, pi_install};
+use support::sandbox::Sandbox;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use unipi_tui::bridge::{
@@ -147,12 +148,9 @@ struct Run {
 async fn run_pi(line: PiLine, prompt: &str) -> anyhow::Result<Run> {
     let pi = pi_install(line)?;
     let server = start(Scenario::from_toml_str(SCENARIO, "SCENARIO")?).await?;
-    let root = tempfile::tempdir()?;
-    let [agent_dir, cwd, home, cache] =
-        ["agent", "project", "home", "cache"].map(|name| root.path().join(name));
-    for dir in [&cwd, &home] {
-        std::fs::create_dir_all(dir)?;
-    }
+    let sandbox = Sandbox::new();
+    let (agent_dir, cache) = (sandbox.dir("agent"), sandbox.dir("cache"));
+    let home = &sandbox.home;
     let offline = write_agent_dir(&agent_dir, &server.base_url(), &server.models())?;
 
     let registry = Arc::new(Registry::new());
@@ -165,7 +163,7 @@ async fn run_pi(line: PiLine, prompt: &str) -> anyhow::Result<Run> {
         registry,
         tx,
         HostOptions {
-            runtime_base: Some(root.path().to_path_buf()),
+            runtime_base: Some(sandbox.tmp.clone()),
             ..HostOptions::default()
         },
     )
@@ -177,7 +175,7 @@ async fn run_pi(line: PiLine, prompt: &str) -> anyhow::Result<Run> {
     agent.env.extend(host.register_agent(AgentId::main())?);
     agent.pi_args.push("-e".into());
     agent.pi_args.push(extension.display().to_string());
-    let output = pi.run(&agent, &cwd, &home, &["-p", prompt]).await?;
+    let output = pi.run(&agent, &sandbox, &["-p", prompt]).await?;
 
     // Pi has exited; its goodbye is in. Shut down so the collector's channel closes.
     host.shutdown().await;
@@ -534,12 +532,9 @@ async fn survives_reload_interactively(line: PiLine) -> anyhow::Result<()> {
 
     let pi = pi_install(line)?;
     let server = start(Scenario::from_toml_str(SCENARIO, "SCENARIO")?).await?;
-    let root = tempfile::tempdir()?;
-    let [agent_dir, cwd, home, cache] =
-        ["agent", "project", "home", "cache"].map(|name| root.path().join(name));
-    for dir in [&cwd, &home] {
-        std::fs::create_dir_all(dir)?;
-    }
+    let sandbox = Sandbox::new();
+    let (agent_dir, cache) = (sandbox.dir("agent"), sandbox.dir("cache"));
+    let (cwd, home) = (&sandbox.project, &sandbox.home);
     let offline = write_agent_dir(&agent_dir, &server.base_url(), &server.models())?;
     let registry = Arc::new(Registry::new());
     let module = EchoModule::default();
@@ -552,7 +547,7 @@ async fn survives_reload_interactively(line: PiLine) -> anyhow::Result<()> {
         registry,
         tx,
         HostOptions {
-            runtime_base: Some(root.path().to_path_buf()),
+            runtime_base: Some(sandbox.tmp.clone()),
             ..HostOptions::default()
         },
     )
@@ -562,6 +557,7 @@ async fn survives_reload_interactively(line: PiLine) -> anyhow::Result<()> {
     let mut env: Vec<(String, String)> = offline.env.clone();
     env.extend(host.register_agent(AgentId::main())?);
     env.push(("HOME".into(), home.display().to_string()));
+    env.push(("TMPDIR".into(), sandbox.tmp.display().to_string()));
     if let Some(node_dir) = &pi.node_bin_dir {
         let path = std::env::var("PATH").unwrap_or_default();
         env.push(("PATH".into(), format!("{}:{path}", node_dir.display())));
@@ -569,7 +565,7 @@ async fn survives_reload_interactively(line: PiLine) -> anyhow::Result<()> {
     let env: Vec<(&str, String)> = env.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
     let mut args: Vec<&str> = offline.pi_args.iter().map(String::as_str).collect();
     args.extend(["-e", extension.as_str()]);
-    let session = Session::spawn(&pi.bin, &args, &env, &cwd, OuterOptions::default())?;
+    let session = Session::spawn(&pi.bin, &args, &env, cwd, OuterOptions::default())?;
 
     let connected = |event: &BridgeEvent| matches!(event, BridgeEvent::Connected { .. });
     expect_event(&mut rx, &session, "Connected", connected).await?;
@@ -903,12 +899,8 @@ impl Module for DynamicModule {
 async fn declarations_change_while_pi_runs(line: PiLine) -> anyhow::Result<()> {
     let pi = pi_install(line)?;
     let server = start(Scenario::from_toml_str(DYNAMIC_SCENARIO, "DYNAMIC")?).await?;
-    let root = tempfile::tempdir()?;
-    let [agent_dir, cwd, home, cache] =
-        ["agent", "project", "home", "cache"].map(|name| root.path().join(name));
-    for dir in [&cwd, &home] {
-        std::fs::create_dir_all(dir)?;
-    }
+    let sandbox = Sandbox::new();
+    let (agent_dir, cache) = (sandbox.dir("agent"), sandbox.dir("cache"));
     let mut agent = write_agent_dir(&agent_dir, &server.base_url(), &server.models())?;
     let registry = Arc::new(Registry::new());
     let module = DynamicModule::default();
@@ -919,7 +911,7 @@ async fn declarations_change_while_pi_runs(line: PiLine) -> anyhow::Result<()> {
         registry.clone(),
         tx,
         HostOptions {
-            runtime_base: Some(root.path().to_path_buf()),
+            runtime_base: Some(sandbox.tmp.clone()),
             ..HostOptions::default()
         },
     )
@@ -932,12 +924,7 @@ async fn declarations_change_while_pi_runs(line: PiLine) -> anyhow::Result<()> {
         .pi_args
         .push(extension_file(&cache)?.display().to_string());
     let output = pi
-        .run(
-            &agent,
-            &cwd,
-            &home,
-            &["-p", "dynamic please", "after please"],
-        )
+        .run(&agent, &sandbox, &["-p", "dynamic please", "after please"])
         .await?;
     host.shutdown().await;
     drop(tokio::time::timeout(Duration::from_secs(10), collector).await);

@@ -559,7 +559,13 @@ async fn a_call_past_its_timeout_is_failed_and_the_module_is_cancelled() -> anyh
         lines[0]
     );
     // The module saw its cancel token fire before it was dropped.
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while h.seen.cancellations.load(Ordering::SeqCst) == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .context("the module never saw its cancel token fire")?;
     assert_eq!(h.seen.cancellations.load(Ordering::SeqCst), 1);
     client.echo_works(2).await
 }

@@ -473,11 +473,8 @@ async fn a_fresh_pi_session_compacts() -> anyhow::Result<()> {
     let pi = pi_install(PiLine::Current)?;
     let scenario = Scenario::from_file(&fixture_dir().join("record-greet.toml"))?;
     let server = start(scenario).await?;
-    let root = tempfile::tempdir()?;
-    let [agent_dir, cwd, home] = ["agent", "project", "home"].map(|name| root.path().join(name));
-    for dir in [&cwd, &home] {
-        std::fs::create_dir_all(dir)?;
-    }
+    let sandbox = support::sandbox::Sandbox::new();
+    let (agent_dir, cwd) = (sandbox.dir("agent"), sandbox.project.clone());
     std::fs::write(cwd.join("notes.md"), "# Notes\n\ngreet must say hello.\n")?;
     std::fs::create_dir_all(cwd.join("src"))?;
     let agent = write_agent_dir(&agent_dir, &server.base_url(), &server.models())?;
@@ -494,13 +491,13 @@ async fn a_fresh_pi_session_compacts() -> anyhow::Result<()> {
             args.push("--continue");
         }
         args.extend(["-p", prompt]);
-        let output = pi.run(&agent, &cwd, &home, &args).await?;
+        let output = pi.run(&agent, &sandbox, &args).await?;
         assert!(output.success, "{prompt}: {output:#?}");
     }
     let sessions: Vec<PathBuf> = walk(&agent_dir.join("sessions"));
     assert_eq!(sessions.len(), 1, "{sessions:?}");
     let text = std::fs::read_to_string(&sessions[0])?;
-    let text = text.replace(&root.path().display().to_string(), "/tmp/unipi-record");
+    let text = text.replace(&sandbox.root().display().to_string(), "/tmp/unipi-record");
     // Every line is an entry or the header.
     for line in text.lines() {
         let value: serde_json::Value = serde_json::from_str(line)?;

@@ -1,8 +1,9 @@
 //! Deterministic compaction end to end: the real `unipi-tui` binary in a PTY running the real,
-//! pinned Pi 1.6.0 against the scripted model (`demo --scenario
-//! tests/fixtures/scenarios/compactor.toml`). Three scripted turns put a fact in the session;
-//! `/compact` typed into Pi is answered by the compactor's hook — no model request is made for
-//! the summary (the scripted server logs every request it answers) — Pi shows the compacted
+//! pinned Pi 1.6.0 against the scripted model (`tests/fixtures/scenarios/compactor.toml`, served
+//! from the test so its request log is read directly). Three scripted turns put a fact in the
+//! session; `/compact` typed into Pi is answered by the compactor's hook — no model request is
+//! made for the summary (the scripted server records every request before answering, and Pi
+//! shows a compaction only after its summary arrived, so the log is complete by then) — Pi shows the compacted
 //! state, the project database under the test's HOME holds the statistics, and then the model
 //! calls `session_recall` and gets the early fact back from before the compaction. Then
 //! `/unipi:compact keep:1 <prompt>` compacts again and sends the prompt afterwards, and
@@ -12,19 +13,21 @@
 //! its invisible auto-continue message starts a turn without reaching the model's context. A
 //! summary the database holds but Pi's session file lacks is restored once on `-c`.
 //!
-//! Pi refuses to compact a session smaller than its `compaction.keepRecentTokens`, so the demo's
-//! Pi settings lower it (`UNIPI_DEMO_PI_SETTINGS`).
+//! Pi refuses to compact a session smaller than its `compaction.keepRecentTokens`, so the test's
+//! Pi settings lower it.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
 
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use support::demo::spawn_demo;
+use support::demo::{OfflineModel, spawn_workbench};
 use support::pi::PiLine;
+use support::sandbox::Sandbox;
 use support::term::{OuterOptions, Session};
+use support::workbench::{KITTY_CTRL_D, exit_pi, footer_row, slash};
 use unipi_tui::sessiondb::{SessionDb, default_db_dir, project_db_path};
 
 const START: Duration = Duration::from_secs(90);
@@ -32,42 +35,49 @@ const REPLY: Duration = Duration::from_secs(60);
 
 struct Workbench {
     session: Session,
-    home: tempfile::TempDir,
+    model: OfflineModel,
+    sandbox: Sandbox,
 }
 
 fn scenario() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/scenarios/compactor.toml")
 }
 
-/// Starts `unipi-tui demo` in a throwaway HOME (also the workspace), after `setup` prepared it.
-fn start(setup: impl FnOnce(&Path)) -> Workbench {
-    let home = tempfile::tempdir().unwrap();
-    setup(home.path());
-    start_in(home, &[])
+/// Starts the workbench in a fresh sandbox, after `setup` prepared it.
+fn start(setup: impl FnOnce(&Sandbox)) -> Workbench {
+    let sandbox = Sandbox::new();
+    setup(&sandbox);
+    start_in(sandbox, &[])
 }
 
-/// Starts `unipi-tui demo` in `home` with extra Pi arguments.
-fn start_in(home: tempfile::TempDir, pi_args: &[&str]) -> Workbench {
+/// Starts the workbench in `sandbox` with extra Pi arguments.
+fn start_in(sandbox: Sandbox, pi_args: &[&str]) -> Workbench {
     // Pi refuses to compact a session smaller than `compaction.keepRecentTokens`.
-    start_with_settings(home, pi_args, r#"{"compaction": {"keepRecentTokens": 40}}"#)
+    start_with_settings(
+        sandbox,
+        pi_args,
+        r#"{"compaction": {"keepRecentTokens": 40}}"#,
+    )
 }
 
-/// Starts `unipi-tui demo` in `home`, merging `settings` into the demo's Pi `settings.json`.
-fn start_with_settings(home: tempfile::TempDir, pi_args: &[&str], settings: &str) -> Workbench {
+/// Starts the workbench in `sandbox` against a scripted model served from the test (Pi's agent
+/// directory in the sandbox's HOME), merging `settings` into Pi's `settings.json`.
+fn start_with_settings(sandbox: Sandbox, pi_args: &[&str], settings: &str) -> Workbench {
+    let model = OfflineModel::start(&scenario(), &sandbox.home.join(".pi/agent"));
+    unipi_tui::demo::merge_pi_settings(&model.agent.dir.join("settings.json"), settings).unwrap();
     let outer = OuterOptions {
         rows: 40,
         cols: 120,
         kitty: true,
     };
-    let session = spawn_demo(
-        PiLine::Current,
-        &scenario(),
-        home.path(),
-        pi_args,
-        &[("UNIPI_DEMO_PI_SETTINGS", settings)],
-        outer,
-    );
-    Workbench { session, home }
+    let mut args = model.pi_args();
+    args.extend_from_slice(pi_args);
+    let session = spawn_workbench(PiLine::Current, &[], &args, &sandbox, &model.env(), outer);
+    Workbench {
+        session,
+        model,
+        sandbox,
+    }
 }
 
 impl Workbench {
@@ -87,37 +97,34 @@ impl Workbench {
         self.session.wait_for_text(expect, REPLY).unwrap();
     }
 
+    /// Requests the scripted model received so far. A request is recorded when it arrives,
+    /// before it is answered, so everything Pi showed an answer to is counted.
+    fn model_requests(&self) -> usize {
+        self.model.server.requests().len()
+    }
+
+    fn slash(&self, command: &str) {
+        slash(&self.session, command, REPLY);
+    }
+
+    /// Quits Pi and checks the workbench exited cleanly.
+    fn exit(&mut self) {
+        let code = exit_pi(&mut self.session, KITTY_CTRL_D, REPLY);
+        assert_eq!(code, 0, "screen:\n{}", self.session.screen_text());
+    }
+
+    /// The workbench's log file in the sandbox's HOME.
     fn log(&self) -> String {
         std::fs::read_to_string(
-            self.home
-                .path()
+            self.sandbox
+                .home
                 .join(".local/state/unipi-tui/unipi-tui.log"),
         )
         .unwrap_or_default()
     }
 
-    /// Requests the scripted server answered so far (it logs each one at debug level).
-    fn model_requests(&self) -> usize {
-        self.log().matches("scripted reply chosen").count()
-    }
-
-    /// Waits until the request count stops changing (the log is written asynchronously).
-    fn settled_requests(&self) -> usize {
-        let mut last = self.model_requests();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            std::thread::sleep(Duration::from_millis(700));
-            let now = self.model_requests();
-            if now == last || Instant::now() > deadline {
-                return now;
-            }
-            last = now;
-        }
-    }
-
     fn database(&self) -> SessionDb {
-        let workspace = std::fs::canonicalize(self.home.path()).unwrap();
-        let path = project_db_path(&default_db_dir(self.home.path()), &workspace);
+        let path = project_db_path(&default_db_dir(&self.sandbox.home), &self.sandbox.project);
         assert!(path.exists(), "no project database at {}", path.display());
         SessionDb::open(&path).unwrap().db
     }
@@ -134,16 +141,13 @@ fn compact_answers_without_the_model_and_recall_finds_what_was_compacted() {
     wb.ask("Now the second step, please.", "STEP-TWO-DONE");
     wb.ask("And the third step.", "STEP-THREE-DONE");
 
-    let before = wb.settled_requests();
-    assert!(before >= 3, "three turns, three requests: {before}");
-    wb.session.type_text("/compact");
-    // Let Pi's command autocomplete settle before submitting.
-    std::thread::sleep(Duration::from_millis(500));
-    wb.session.send(b"\r");
+    let before = wb.model_requests();
+    assert_eq!(before, 3, "three turns, three requests");
+    wb.slash("/compact");
     wb.session.wait_for_text("Compacted from", REPLY).unwrap();
     wb.session.wait_for_text("🗜 Compacted", REPLY).unwrap();
     assert_eq!(
-        wb.settled_requests(),
+        wb.model_requests(),
         before,
         "the summary was made without a model request"
     );
@@ -160,7 +164,7 @@ fn compact_answers_without_the_model_and_recall_finds_what_was_compacted() {
         .unwrap();
     wb.session
         .wait_for("the context figure after the compaction", REPLY, |s| {
-            footer_row(&s.contents()).contains("ctx ?/")
+            footer_row(s).contains("ctx ?/")
         })
         .unwrap();
 
@@ -172,18 +176,13 @@ fn compact_answers_without_the_model_and_recall_finds_what_was_compacted() {
     );
 
     // The statistics command reads the same database.
-    wb.session.type_text("/unipi:compact-stats");
-    std::thread::sleep(Duration::from_millis(500));
-    wb.session.send(b"\r");
+    wb.slash("/unipi:compact-stats");
     wb.session
         .wait_for_text("This project: 1 compaction", REPLY)
         .unwrap();
 
     // `/unipi:compact keep:1 <prompt>`: our own request, then the prompt as a follow-up.
-    wb.session
-        .type_text("/unipi:compact keep:1 Go on with the fourth step.");
-    std::thread::sleep(Duration::from_millis(500));
-    wb.session.send(b"\r");
+    wb.slash("/unipi:compact keep:1 Go on with the fourth step.");
     wb.session.wait_for_text("STEP-FOUR-DONE", REPLY).unwrap();
     wb.session
         .wait_for("two compactions in the footer", REPLY, |s| {
@@ -193,9 +192,7 @@ fn compact_answers_without_the_model_and_recall_finds_what_was_compacted() {
     assert_eq!(wb.database().compaction_totals(None).unwrap().count, 2);
 
     // The overlay shows the last one; Esc closes it.
-    wb.session.type_text("/unipi:compact-view");
-    std::thread::sleep(Duration::from_millis(500));
-    wb.session.send(b"\r");
+    wb.slash("/unipi:compact-view");
     wb.session.wait_for_text("Last compaction", REPLY).unwrap();
     assert!(wb.session.screen_text().contains("history kept from entry"));
     // The manifest is below the summary: scroll to the end.
@@ -207,24 +204,18 @@ fn compact_answers_without_the_model_and_recall_finds_what_was_compacted() {
             !s.contents().contains("Last compaction")
         })
         .unwrap();
-
-    std::thread::sleep(Duration::from_millis(300));
-    wb.session.send(b"\x1b[100;5u");
-    let _ = wb.session.wait_exit(Duration::from_secs(30));
+    wb.exit();
 }
 
 /// The control: with `overrideDefaultCompaction` off, `/compact` is Pi's own LLM compaction, and
 /// the request log shows it — so the count staying put above means something.
 #[test]
 fn with_the_override_off_pi_asks_the_model_for_the_summary() {
-    let mut wb = start(|home| {
-        let dir = home.join(".unipi/config");
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(
-            dir.join("compactor.json"),
+    let mut wb = start(|sandbox| {
+        sandbox.write(
+            &sandbox.home.join(".unipi/config/compactor.json"),
             r#"{"overrideDefaultCompaction": false}"#,
-        )
-        .unwrap();
+        );
     });
     wb.wait_ready();
     wb.ask(
@@ -232,20 +223,16 @@ fn with_the_override_off_pi_asks_the_model_for_the_summary() {
         "NOTED-ONE",
     );
     wb.ask("Now the second step, please.", "STEP-TWO-DONE");
-    let before = wb.settled_requests();
-    wb.session.type_text("/compact");
-    std::thread::sleep(Duration::from_millis(500));
-    wb.session.send(b"\r");
+    let before = wb.model_requests();
+    wb.slash("/compact");
     wb.session.wait_for_text("Compacted from", REPLY).unwrap();
     assert!(
-        wb.settled_requests() > before,
+        wb.model_requests() > before,
         "Pi's own compaction asks the model"
     );
     assert!(!wb.session.screen_text().contains("🗜 Compacted"));
     assert_eq!(wb.database().compaction_totals(None).unwrap().count, 0);
-    std::thread::sleep(Duration::from_millis(300));
-    wb.session.send(b"\x1b[100;5u");
-    let _ = wb.session.wait_exit(Duration::from_secs(30));
+    wb.exit();
 }
 
 /// Auto-compaction: a reply that leaves the context at 70 % crosses the configured 60 %
@@ -253,14 +240,11 @@ fn with_the_override_off_pi_asks_the_model_for_the_summary() {
 /// auto-continue message starts a turn the model sees without that message.
 #[test]
 fn auto_compaction_triggers_at_the_threshold_and_continues_invisibly() {
-    let mut wb = start(|home| {
-        let dir = home.join(".unipi/config");
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(
-            dir.join("compactor.json"),
+    let mut wb = start(|sandbox| {
+        sandbox.write(
+            &sandbox.home.join(".unipi/config/compactor.json"),
             r#"{"autoCompaction": {"enabled": true, "thresholdPercent": 60}}"#,
-        )
-        .unwrap();
+        );
     });
     wb.wait_ready();
     wb.ask(
@@ -278,9 +262,7 @@ fn auto_compaction_triggers_at_the_threshold_and_continues_invisibly() {
         "the nudge is not displayed: {screen}"
     );
     assert_eq!(wb.database().compaction_totals(None).unwrap().count, 1);
-    std::thread::sleep(Duration::from_millis(300));
-    wb.session.send(b"\x1b[100;5u");
-    let _ = wb.session.wait_exit(Duration::from_secs(30));
+    wb.exit();
 }
 
 /// Pi's own threshold compaction (the workbench's auto-compaction is off): Pi decides to compact
@@ -291,20 +273,20 @@ fn pi_s_own_threshold_compaction_is_answered_and_continues_invisibly() {
     // 128k window − 40k reserve: the 90k-token reply crosses Pi's threshold.
     let settings =
         r#"{"compaction": {"enabled": true, "reserveTokens": 40000, "keepRecentTokens": 40}}"#;
-    let mut wb = start_with_settings(tempfile::tempdir().unwrap(), &[], settings);
+    let mut wb = start_with_settings(Sandbox::new(), &[], settings);
     wb.wait_ready();
     wb.ask(
         "Remember the codename BLUE-HERON-42 for later.",
         "NOTED-ONE",
     );
     wb.ask("Now the second step, please.", "STEP-TWO-DONE");
-    let before = wb.settled_requests();
+    let before = wb.model_requests();
     wb.ask("Please fill the context.", "CONTEXT-FILLED");
     wb.session.wait_for_text("🗜 Compacted", REPLY).unwrap();
     wb.session.wait_for_text("AUTO-CONTINUED", REPLY).unwrap();
     // The turn itself and the auto-continued one; a model summary would be a third.
     assert_eq!(
-        wb.settled_requests(),
+        wb.model_requests(),
         before + 2,
         "{}",
         wb.session.screen_text()
@@ -328,9 +310,7 @@ fn pi_s_own_threshold_compaction_is_answered_and_continues_invisibly() {
         .expect("the early fact is indexed");
     let last = db.last_compaction(&session_id).unwrap().expect("recorded");
     assert_eq!(last.record.reason, "threshold");
-    std::thread::sleep(Duration::from_millis(300));
-    wb.session.send(b"\x1b[100;5u");
-    let _ = wb.session.wait_exit(Duration::from_secs(30));
+    wb.exit();
 }
 
 /// Resume: the database holds a compaction whose entry Pi's session file lacks (as when Pi died
@@ -338,11 +318,11 @@ fn pi_s_own_threshold_compaction_is_answered_and_continues_invisibly() {
 /// summary back, once, as a displayed `compactor-resume` message.
 #[test]
 fn a_summary_missing_from_the_session_file_is_restored_on_continue() {
-    let home = tempfile::tempdir().unwrap();
-    let sessions = home.path().join("pi-sessions");
+    let sandbox = Sandbox::new();
+    let sessions = sandbox.home.join("pi-sessions");
     let sessions_arg = sessions.display().to_string();
     let session_args = ["--session-dir", sessions_arg.as_str()];
-    let mut wb = start_in(home, &session_args);
+    let mut wb = start_in(sandbox, &session_args);
     wb.wait_ready();
     wb.ask(
         "Remember the codename BLUE-HERON-42 for later.",
@@ -350,15 +330,15 @@ fn a_summary_missing_from_the_session_file_is_restored_on_continue() {
     );
     wb.ask("Now the second step, please.", "STEP-TWO-DONE");
     wb.ask("And the third step.", "STEP-THREE-DONE");
-    wb.session.type_text("/compact");
-    std::thread::sleep(Duration::from_millis(500));
-    wb.session.send(b"\r");
+    wb.slash("/compact");
     wb.session.wait_for_text("🗜 Compacted", REPLY).unwrap();
-    std::thread::sleep(Duration::from_millis(500));
-    wb.session.send(b"\x1b[100;5u");
-    wb.session.wait_exit(Duration::from_secs(30)).unwrap();
-    let Workbench { session, home } = wb;
-    drop(session);
+    wb.exit();
+    let Workbench {
+        session,
+        model,
+        sandbox,
+    } = wb;
+    drop((session, model));
 
     // Take the compaction out of Pi's file, as if Pi had never written it.
     let file = session_files(&sessions).pop().expect("Pi's session file");
@@ -372,7 +352,7 @@ fn a_summary_missing_from_the_session_file_is_restored_on_continue() {
     std::fs::write(&file, kept).unwrap();
 
     let continue_args = ["--session-dir", sessions_arg.as_str(), "-c"];
-    let mut wb = start_in(home, &continue_args);
+    let mut wb = start_in(sandbox, &continue_args);
     wb.wait_ready();
     wb.session
         .wait_for_text("Compaction summary (restored)", REPLY)
@@ -385,19 +365,7 @@ fn a_summary_missing_from_the_session_file_is_restored_on_continue() {
         1,
         "added to the session once"
     );
-    std::thread::sleep(Duration::from_millis(500));
-    wb.session.send(b"\x1b[100;5u");
-    let _ = wb.session.wait_exit(Duration::from_secs(30));
-}
-
-/// The footer: the screen's last non-empty row.
-fn footer_row(screen: &str) -> String {
-    screen
-        .lines()
-        .rev()
-        .find(|line| !line.trim().is_empty())
-        .unwrap_or_default()
-        .to_owned()
+    wb.exit();
 }
 
 /// `/unipi:compact keep:1` on a session smaller than Pi's `compaction.keepRecentTokens` (the
@@ -406,7 +374,7 @@ fn footer_row(screen: &str) -> String {
 /// sent.
 #[test]
 fn a_compaction_pi_refuses_warns_keeps_the_footer_and_still_sends_the_prompt() {
-    let mut wb = start_with_settings(tempfile::tempdir().unwrap(), &[], "{}");
+    let mut wb = start_with_settings(Sandbox::new(), &[], "{}");
     wb.wait_ready();
     wb.ask(
         "Remember the codename BLUE-HERON-42 for later.",
@@ -415,24 +383,31 @@ fn a_compaction_pi_refuses_warns_keeps_the_footer_and_still_sends_the_prompt() {
     wb.ask("Now the second step, please.", "STEP-TWO-DONE");
     wb.ask("And the third step.", "STEP-THREE-DONE");
 
-    wb.session.type_text("/unipi:compact keep:1");
-    std::thread::sleep(Duration::from_millis(500));
     // The first Enter takes the `keep:1` completion, the second submits (an empty editor
     // ignores an extra one).
-    wb.session.send(b"\r");
-    std::thread::sleep(Duration::from_millis(500));
-    wb.session.send(b"\r");
-    wb.session.wait_for_text("Not compacted", REPLY).unwrap();
-    let footer = footer_row(&wb.session.screen_text());
-    assert!(
-        footer.contains("✗ error") && footer.contains('↑') && footer.contains('↓'),
-        "the tokens stay beside the error: {footer}"
-    );
-
+    wb.slash("/unipi:compact keep:1");
     wb.session
-        .type_text("/unipi:compact keep:1 Go on with the fourth step.");
-    std::thread::sleep(Duration::from_millis(500));
-    wb.session.send(b"\r");
+        .wait_for("the completion taken", REPLY, |s| {
+            s.contents().contains("Not compacted")
+                || s.contents()
+                    .lines()
+                    .any(|line| line.trim_end().ends_with("/unipi:compact keep:1"))
+        })
+        .unwrap();
+    if !wb.session.screen_text().contains("Not compacted") {
+        wb.session.send(b"\r");
+    }
+    wb.session.wait_for_text("Not compacted", REPLY).unwrap();
+    // The error's text gives way to the folder and the tokens (wait_for fails naming the
+    // screen when it never does).
+    wb.session
+        .wait_for("the tokens beside the error in the footer", REPLY, |s| {
+            let footer = footer_row(s);
+            footer.contains("✗ error") && footer.contains('↑') && footer.contains('↓')
+        })
+        .unwrap();
+
+    wb.slash("/unipi:compact keep:1 Go on with the fourth step.");
     wb.session.wait_for_text("STEP-FOUR-DONE", REPLY).unwrap();
     assert!(
         wb.session.screen_text().contains("Sending your prompt"),
@@ -444,9 +419,7 @@ fn a_compaction_pi_refuses_warns_keeps_the_footer_and_still_sends_the_prompt() {
         0,
         "nothing was compacted"
     );
-    std::thread::sleep(Duration::from_millis(300));
-    wb.session.send(b"\x1b[100;5u");
-    let _ = wb.session.wait_exit(Duration::from_secs(30));
+    wb.exit();
 }
 
 /// Every `*.jsonl` under `dir`, oldest name first.
@@ -473,9 +446,9 @@ fn session_files(dir: &Path) -> Vec<PathBuf> {
 /// session (recorded with the real Pi 1.6.0) said.
 #[test]
 fn a_damaged_database_is_moved_aside_and_rebuilt_from_pi_s_session_files() {
-    let home = tempfile::tempdir().unwrap();
-    let workspace = std::fs::canonicalize(home.path()).unwrap();
-    let sessions = home.path().join("pi-sessions");
+    let sandbox = Sandbox::new();
+    let workspace = sandbox.project.clone();
+    let sessions = sandbox.home.join("pi-sessions");
     std::fs::create_dir_all(&sessions).unwrap();
     // An older session of this project, as Pi stored it (the recording's sandbox cwd replaced).
     let recorded = std::fs::read_to_string(
@@ -492,7 +465,7 @@ fn a_damaged_database_is_moved_aside_and_rebuilt_from_pi_s_session_files() {
     )
     .unwrap();
     // The project's database, damaged: garbage where the file was, its real WAL beside it.
-    let db_path = project_db_path(&default_db_dir(home.path()), &workspace);
+    let db_path = project_db_path(&default_db_dir(&sandbox.home), &workspace);
     std::fs::create_dir_all(db_path.parent().unwrap()).unwrap();
     let companion = |path: &Path, suffix: &str| {
         let mut name = path.as_os_str().to_os_string();
@@ -514,7 +487,7 @@ fn a_damaged_database_is_moved_aside_and_rebuilt_from_pi_s_session_files() {
     std::fs::write(companion(&db_path, "-shm"), vec![0u8; 32 * 1024]).unwrap();
 
     let sessions_arg = sessions.display().to_string();
-    let mut wb = start_in(home, &["--session-dir", sessions_arg.as_str()]);
+    let mut wb = start_in(sandbox, &["--session-dir", sessions_arg.as_str()]);
     wb.session.wait_for_text("was damaged", START).unwrap();
     wb.session.send(b"\x1b");
     wb.wait_ready();
@@ -545,7 +518,5 @@ fn a_damaged_database_is_moved_aside_and_rebuilt_from_pi_s_session_files() {
         "{}",
         wb.log()
     );
-    std::thread::sleep(Duration::from_millis(300));
-    wb.session.send(b"\x1b[100;5u");
-    let _ = wb.session.wait_exit(Duration::from_secs(30));
+    wb.exit();
 }

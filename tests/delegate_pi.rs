@@ -64,7 +64,7 @@ reply = "Nothing scripted for that."
 const ANSWER: &str = "The notes say: delegates are read-only.";
 
 struct Sandbox {
-    _root: tempfile::TempDir,
+    _dirs: support::sandbox::Sandbox,
     pi: PiInstall,
     server: ServerHandle,
     cwd: PathBuf,
@@ -97,15 +97,16 @@ impl Sandbox {
 async fn sandbox() -> anyhow::Result<Sandbox> {
     let pi = pi_install(PiLine::Current)?;
     let server = start(Scenario::from_toml_str(SCENARIO, "SCENARIO")?).await?;
-    let root = tempfile::tempdir()?;
-    let [agent, cwd, home] = ["agent", "project", "home"].map(|name| root.path().join(name));
-    for dir in [&cwd, &home] {
-        std::fs::create_dir_all(dir)?;
-    }
+    let dirs = support::sandbox::Sandbox::new();
+    let cwd = dirs.project.clone();
     std::fs::write(cwd.join("notes.txt"), "delegates are read-only\n")?;
-    let offline = write_agent_dir(&agent, &server.base_url(), &server.models())?;
+    let offline = write_agent_dir(&dirs.dir("agent"), &server.base_url(), &server.models())?;
     let mut env = offline.env.clone();
-    env.push(("HOME".to_string(), home.display().to_string()));
+    env.extend(
+        dirs.env()
+            .into_iter()
+            .map(|(key, value)| (key.to_string(), value)),
+    );
     if let Some(node_bin_dir) = &pi.node_bin_dir {
         let path = std::env::var_os("PATH").unwrap_or_default();
         let dirs = std::iter::once(node_bin_dir.clone()).chain(std::env::split_paths(&path));
@@ -115,7 +116,7 @@ async fn sandbox() -> anyhow::Result<Sandbox> {
         ));
     }
     // The parent conversation, as Pi would have saved it.
-    let session_file = root.path().join("parent-session.jsonl");
+    let session_file = dirs.root().join("parent-session.jsonl");
     let lines = [
         json!({"type": "session", "version": 3, "id": "parent-1", "cwd": cwd}),
         json!({"type": "message", "id": "u1", "parentId": null,
@@ -126,7 +127,7 @@ async fn sandbox() -> anyhow::Result<Sandbox> {
     let text: Vec<String> = lines.iter().map(Value::to_string).collect();
     std::fs::write(&session_file, text.join("\n") + "\n")?;
     Ok(Sandbox {
-        _root: root,
+        _dirs: dirs,
         pi,
         server,
         cwd,

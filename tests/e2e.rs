@@ -15,8 +15,10 @@ use std::time::Duration;
 
 use support::demo::spawn_demo;
 use support::pi::PiLine;
-use support::procs::processes_running;
+use support::procs::{processes_running, processes_with_env, wait_for_process, wait_until};
+use support::sandbox::Sandbox;
 use support::term::{OuterModes, OuterOptions, Session};
+use support::workbench::{exit_pi, footer_row, slash};
 
 const START: Duration = Duration::from_secs(90);
 const REPLY: Duration = Duration::from_secs(60);
@@ -41,33 +43,30 @@ mod keys {
 
 struct Workbench {
     session: Session,
-    _home: tempfile::TempDir,
+    sandbox: Sandbox,
 }
 
 fn scenario() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/scenarios/e2e.toml")
 }
 
-/// Starts `unipi-tui demo` with the given Pi and extra Pi arguments, in a throwaway HOME.
+/// Starts `unipi-tui demo` with the given Pi and extra Pi arguments, in a fresh sandbox.
 fn start(line: PiLine, pi_args: &[&str], outer: OuterOptions) -> Workbench {
     start_with(line, pi_args, outer, &[], |_| {})
 }
 
-/// [`start`] with extra environment, after `setup` prepared the throwaway HOME (also the cwd).
+/// [`start`] with extra environment, after `setup` prepared the sandbox.
 fn start_with(
     line: PiLine,
     pi_args: &[&str],
     outer: OuterOptions,
     extra_env: &[(&str, &str)],
-    setup: impl FnOnce(&Path),
+    setup: impl FnOnce(&Sandbox),
 ) -> Workbench {
-    let home = tempfile::tempdir().unwrap();
-    setup(home.path());
-    let session = spawn_demo(line, &scenario(), home.path(), pi_args, extra_env, outer);
-    Workbench {
-        session,
-        _home: home,
-    }
+    let sandbox = Sandbox::new();
+    setup(&sandbox);
+    let session = spawn_demo(line, &scenario(), &sandbox, pi_args, extra_env, outer);
+    Workbench { session, sandbox }
 }
 
 impl Workbench {
@@ -89,19 +88,23 @@ impl Workbench {
     }
 
     fn exit_with(&mut self, ctrl_d: &[u8]) -> u32 {
-        // Pi exits on Ctrl+D with an empty editor; give it a moment to settle first.
-        std::thread::sleep(Duration::from_millis(300));
-        self.session.send(ctrl_d);
-        self.session.wait_exit(EXIT).unwrap()
+        exit_pi(&mut self.session, ctrl_d, EXIT)
     }
 
     fn log(&self) -> String {
-        std::fs::read_to_string(
-            self._home
-                .path()
-                .join(".local/state/unipi-tui/unipi-tui.log"),
-        )
-        .unwrap_or_default()
+        self.sandbox.log()
+    }
+
+    /// Runs a Pi slash command.
+    fn slash(&self, command: &str) {
+        slash(&self.session, command, REPLY);
+    }
+
+    /// Helper Pi processes of this workbench (Pi renames its process, so they are found by their
+    /// environment: this sandbox's HOME and the depth of a helper).
+    fn helper_pis(&self) -> Vec<u32> {
+        let home = format!("HOME={}", self.sandbox.home.display());
+        processes_with_env(&["UNIPI_HELPER_DEPTH=1", home.as_str()])
     }
 }
 
@@ -173,11 +176,20 @@ fn current_pi_fullscreen_reply_multiline_resize_wheel_and_clean_exit() {
             !s.contents().contains("LONG-START")
         })
         .unwrap();
-    for _ in 0..60 {
+    // One notch at a time, each handled before the next, until the start is back in view.
+    let mut notches = 0;
+    while wb
+        .session
+        .wait_for_text("LONG-START", Duration::from_millis(100))
+        .is_err()
+    {
+        assert!(
+            notches < 200,
+            "the wheel never scrolled back to the reply's start"
+        );
         wb.session.send(keys::WHEEL_UP);
-        std::thread::sleep(Duration::from_millis(10));
+        notches += 1;
     }
-    wb.session.wait_for_text("LONG-START", REPLY).unwrap();
 
     let code = wb.exit_with(keys::KITTY_CTRL_D);
     assert_eq!(code, 0, "screen:\n{}", wb.session.screen_text());
@@ -185,6 +197,10 @@ fn current_pi_fullscreen_reply_multiline_resize_wheel_and_clean_exit() {
     assert!(wb.log().contains("Pi exited"), "log:\n{}", wb.log());
     // Pi's exit output (its transcript) is left in the terminal, as running Pi directly does.
     wb.session.wait_for_text("LONG-END", EXIT).unwrap();
+    // The demo's session was in its agent directory, deleted at exit: no resume command, neither
+    // Pi's nor the workbench's.
+    let screen = wb.session.screen_text();
+    assert!(!screen.contains("To resume"), "{screen}");
 }
 
 #[test]
@@ -249,24 +265,7 @@ fn current_pi_regular_mode_with_modify_other_keys_terminal_and_scrollback() {
     wb.session.wait_for_text("LONG-END", EXIT).unwrap();
 }
 
-/// The last row of the outer screen: the workbench's footer.
-fn footer_row(screen: &vt100::Screen) -> String {
-    screen
-        .contents()
-        .lines()
-        .last()
-        .unwrap_or_default()
-        .to_string()
-}
-
 impl Workbench {
-    /// Runs a Pi slash command (typed, then Enter once Pi's completion menu settled).
-    fn slash(&self, command: &str) {
-        self.session.type_text(command);
-        std::thread::sleep(Duration::from_millis(400));
-        self.session.send(keys::ENTER);
-    }
-
     /// `/unipi:info` opens the workbench's overlay naming this Pi's version; Esc closes it.
     fn check_info_overlay(&self, pi_version: &str) {
         self.slash("/unipi:info");
@@ -280,14 +279,12 @@ impl Workbench {
                     && text.contains("unipi_info")
             })
             .unwrap();
-        std::thread::sleep(Duration::from_millis(100));
         self.session.send(b"\x1b");
         self.session
             .wait_for("overlay closed", REPLY, |s| {
                 !s.contents().contains("unipi-tui info")
             })
             .unwrap();
-        std::thread::sleep(Duration::from_millis(100));
     }
 }
 
@@ -317,7 +314,10 @@ fn bridge_footer_tool_round_trip_reload_and_info_with_current_pi() {
     wb.ask("which workbench is this?", "ROUNDTRIP-1");
     // After /reload, Pi re-instantiates the extension; the tool still works.
     wb.slash("/reload");
-    std::thread::sleep(Duration::from_millis(1500));
+    // The reloaded extension connects again before the next prompt is worth sending.
+    wait_until("the bridge reconnected after /reload", REPLY, || {
+        wb.log().matches("bridge: main connected").count() >= 2
+    });
     wb.ask("which workbench now?", "ROUNDTRIP-2");
     assert!(!wb.session.screen_text().contains("TOOL-FAILED"));
 
@@ -351,7 +351,6 @@ fn snapshot_cards(screen: &str) {
     settings.bind(|| insta::assert_snapshot!("background_task_cards", text.join("\n")));
 }
 
-/// Processes whose command line contains `needle` and that are still running.
 #[test]
 fn background_task_wakes_the_agent_shows_in_the_dock_and_dies_with_the_workbench() {
     let mut wb = start(PiLine::Current, &[], OuterOptions::default());
@@ -414,9 +413,13 @@ fn background_task_wakes_the_agent_shows_in_the_dock_and_dies_with_the_workbench
             s.contents().contains("Command: sleep 4; echo BG-OUTPUT-42")
         })
         .unwrap();
-    std::thread::sleep(Duration::from_millis(100));
+    // Esc closes the task's detail, a second Esc the dock.
     wb.session.send(b"\x1b");
-    std::thread::sleep(Duration::from_millis(100));
+    wb.session
+        .wait_for("the task's detail closed", REPLY, |s| {
+            !s.contents().contains("Command: sleep 4")
+        })
+        .unwrap();
     wb.session.send(b"\x1b");
     wb.session
         .wait_for("the dock closed", REPLY, |s| {
@@ -440,12 +443,9 @@ fn background_task_wakes_the_agent_shows_in_the_dock_and_dies_with_the_workbench
     );
     let code = wb.exit_with(keys::KITTY_CTRL_D);
     assert_eq!(code, 0, "screen:\n{}", wb.session.screen_text());
-    std::thread::sleep(Duration::from_millis(300));
-    assert_eq!(
-        processes_running("sleep 311"),
-        Vec::<u32>::new(),
-        "a task outlived the workbench"
-    );
+    wait_until("the task gone after the exit", EXIT, || {
+        processes_running("sleep 311").is_empty()
+    });
 }
 
 #[test]
@@ -467,12 +467,9 @@ fn a_sighup_to_the_workbench_stops_running_background_tasks() {
     )
     .unwrap();
     assert_eq!(wb.session.wait_exit(EXIT).unwrap(), 129);
-    std::thread::sleep(Duration::from_millis(300));
-    assert_eq!(
-        processes_running("sleep 312"),
-        Vec::<u32>::new(),
-        "a task outlived the workbench"
-    );
+    wait_until("the task gone after the hangup", EXIT, || {
+        processes_running("sleep 312").is_empty()
+    });
 }
 
 #[test]
@@ -518,15 +515,18 @@ fn a_helper_asks_its_supervisor_and_gets_the_parents_answer() {
 
 #[test]
 fn the_session_spawn_cap_refuses_the_second_helper() {
-    let mut wb = start_with(PiLine::Current, &[], OuterOptions::default(), &[], |home| {
-        let config = home.join(".unipi/config");
-        std::fs::create_dir_all(&config).unwrap();
-        std::fs::write(
-            config.join("subagents.json"),
-            r#"{"maxSubagentSpawnsPerSession": 1}"#,
-        )
-        .unwrap();
-    });
+    let mut wb = start_with(
+        PiLine::Current,
+        &[],
+        OuterOptions::default(),
+        &[],
+        |sandbox| {
+            sandbox.write(
+                &sandbox.home.join(".unipi/config/subagents.json"),
+                r#"{"maxSubagentSpawnsPerSession": 1}"#,
+            );
+        },
+    );
     wb.wait_ready();
     wb.ask("ask a helper for the code word", "HELPER-ROUNDTRIP-OK");
     wb.ask("ask a helper for the code word again", "CAP-REFUSED-OK");
@@ -555,27 +555,24 @@ fn no_helper_process_outlives_the_workbench() {
     let mut wb = start(PiLine::Current, &[], OuterOptions::default());
     wb.wait_ready();
     wb.ask("start a sleeping helper", "BGHELPER-STARTED");
-    wait_for_process("sleep 314");
-    // Pi renames its process, so the helper's Pi is found by its environment: this test's HOME
-    // and the depth of a helper.
-    let home = format!("HOME={}", wb._home.path().display());
-    let helper_env = ["UNIPI_HELPER_DEPTH=1", home.as_str()];
-    assert!(
-        !processes_with_env(&helper_env).is_empty(),
-        "the helper's Pi runs"
-    );
+    let sleepers = wait_for_process("sleep 314", REPLY);
+    let helpers = wb.helper_pis();
+    assert!(!helpers.is_empty(), "the helper's Pi runs");
+    // The helper's Pi and its tool call run in the project, like the main Pi.
+    for pid in helpers.iter().chain(&sleepers) {
+        assert_eq!(
+            support::procs::cwd(*pid).as_deref(),
+            Some(wb.sandbox.project.as_path()),
+            "the working directory of {pid} ({})",
+            support::procs::cmdline(*pid)
+        );
+    }
     let code = wb.exit_with(keys::KITTY_CTRL_D);
     assert_eq!(code, 0, "screen:\n{}", wb.session.screen_text());
-    std::thread::sleep(Duration::from_millis(300));
-    assert_eq!(
-        processes_running("sleep 314"),
-        Vec::<u32>::new(),
-        "the helper's tool call outlived the workbench"
-    );
-    assert_eq!(
-        processes_with_env(&helper_env),
-        Vec::<u32>::new(),
-        "a helper Pi outlived the workbench"
+    wait_until(
+        "the helper and its tool call gone after the exit",
+        EXIT,
+        || processes_running("sleep 314").is_empty() && wb.helper_pis().is_empty(),
     );
 }
 
@@ -584,9 +581,7 @@ fn a_helper_stopped_from_the_dock_leaves_no_process() {
     let mut wb = start(PiLine::Current, &[], OuterOptions::default());
     wb.wait_ready();
     wb.ask("start a sleeping helper", "BGHELPER-STARTED");
-    wait_for_process("sleep 314");
-    let home = format!("HOME={}", wb._home.path().display());
-    let helper_env = ["UNIPI_HELPER_DEPTH=1", home.as_str()];
+    wait_for_process("sleep 314", REPLY);
     // The dock lists the main agent, then the helper (selected), with its live activity.
     wb.session.send(keys::KITTY_SHIFT_DOWN);
     wb.session
@@ -597,7 +592,9 @@ fn a_helper_stopped_from_the_dock_leaves_no_process() {
         .unwrap_or_else(|err| panic!("{err:#}\n{}", wb.session.screen_text()));
     // Stop needs a second press on the same row.
     wb.session.send(b"s");
-    std::thread::sleep(Duration::from_millis(200));
+    wb.session
+        .wait_for_text("Press s again to stop", REPLY)
+        .unwrap_or_else(|err| panic!("{err:#}\n{}", wb.session.screen_text()));
     assert!(
         !processes_running("sleep 314").is_empty(),
         "one press stopped it"
@@ -608,56 +605,21 @@ fn a_helper_stopped_from_the_dock_leaves_no_process() {
             s.contents().contains("stopped")
         })
         .unwrap_or_else(|err| panic!("{err:#}\n{}", wb.session.screen_text()));
-    for _ in 0..100 {
-        if processes_running("sleep 314").is_empty() && processes_with_env(&helper_env).is_empty() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    assert_eq!(
-        processes_running("sleep 314"),
-        Vec::<u32>::new(),
-        "the helper's tool call survived the stop"
-    );
-    assert_eq!(
-        processes_with_env(&helper_env),
-        Vec::<u32>::new(),
-        "the helper's Pi survived the stop"
+    wait_until(
+        "the helper and its tool call gone after the stop",
+        REPLY,
+        || processes_running("sleep 314").is_empty() && wb.helper_pis().is_empty(),
     );
     // The stopped run's notification reaches the model too (its turn answers from the fallback).
     wb.session.send(b"\x1b");
+    wb.session
+        .wait_for("the dock closed", REPLY, |s| {
+            !s.contents().contains("bg tasks")
+        })
+        .unwrap();
+    wb.session.wait_for_text("FALLBACK-REPLY", REPLY).unwrap();
     let code = wb.exit_with(keys::KITTY_CTRL_D);
     assert_eq!(code, 0, "screen:\n{}", wb.session.screen_text());
-}
-
-/// Live processes whose environment holds every one of `entries` (`NAME=value`).
-fn processes_with_env(entries: &[&str]) -> Vec<u32> {
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|dir| dir.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .map(|raw| {
-                    let vars: Vec<&[u8]> = raw.split(|b| *b == 0).collect();
-                    entries.iter().all(|entry| vars.contains(&entry.as_bytes()))
-                })
-                .unwrap_or(false)
-                && support::procs::alive(*pid)
-        })
-        .collect()
-}
-
-/// Waits until a process whose command line contains `needle` runs.
-fn wait_for_process(needle: &str) {
-    for _ in 0..300 {
-        if !processes_running(needle).is_empty() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!("no process `{needle}` appeared");
 }
 
 #[test]
@@ -687,6 +649,11 @@ fn pi_killed_with_sigkill_ends_the_workbench_with_an_error_and_a_restored_termin
         .into_iter()
         .next()
         .expect("the workbench has a child process (Pi)");
+    // Pi runs in the directory the workbench was started in, not in HOME.
+    assert_eq!(
+        support::procs::cwd(pi).as_deref(),
+        Some(wb.sandbox.project.as_path())
+    );
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(i32::try_from(pi).unwrap()),
         nix::sys::signal::Signal::SIGKILL,

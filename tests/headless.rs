@@ -15,21 +15,22 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use support::pi::{PiInstall, PiLine, PiOutput, pi_install};
 use support::procs::processes_running;
+use support::sandbox::Sandbox;
 use support::term::{OuterModes, OuterOptions, Session};
 use unipi_tui::pi::offline::{OfflineAgent, write_agent_dir};
 use unipi_tui::scripted::{Scenario, ServerHandle};
 
 const RUN: Duration = Duration::from_secs(90);
 
-/// A scripted server, an offline agent dir pointing at it, and a HOME and a project directory
-/// that differ from each other and from TMPDIR.
+/// A scripted server, an offline agent dir pointing at it, and a sandbox whose HOME, project
+/// and TMPDIR are three different directories.
 struct Setup {
     pi: PiInstall,
     agent: OfflineAgent,
+    sandbox: Sandbox,
     home: PathBuf,
     project: PathBuf,
     server: ServerHandle,
-    _root: tempfile::TempDir,
 }
 
 async fn setup() -> Setup {
@@ -39,19 +40,16 @@ async fn setup() -> Setup {
     let server = unipi_tui::scripted::start(Scenario::from_file(&scenario).unwrap())
         .await
         .unwrap();
-    let root = tempfile::tempdir().unwrap();
-    let [agent_dir, home, project] = ["agent", "home", "project"].map(|d| root.path().join(d));
-    for dir in [&home, &project] {
-        std::fs::create_dir_all(dir).unwrap();
-    }
+    let sandbox = Sandbox::new();
+    let agent_dir = sandbox.dir("agent");
     let agent = write_agent_dir(&agent_dir, &server.base_url(), &server.models()).unwrap();
     Setup {
         pi,
         agent,
-        home,
-        project,
+        home: sandbox.home.clone(),
+        project: sandbox.project.clone(),
+        sandbox,
         server,
-        _root: root,
     }
 }
 
@@ -63,15 +61,11 @@ impl Setup {
         if let Some(node) = &self.pi.node_bin_dir {
             path = format!("{}:{path}", node.display());
         }
-        let home = self.home.display().to_string();
         let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_unipi-tui"));
         command
             .current_dir(&self.project)
             .env("PATH", path)
-            .env("HOME", &home)
-            .env("XDG_CONFIG_HOME", format!("{home}/.config"))
-            .env("XDG_STATE_HOME", format!("{home}/.local/state"))
-            .env("XDG_CACHE_HOME", format!("{home}/.cache"))
+            .envs(self.sandbox.env())
             .envs(self.agent.env.iter().map(|(k, v)| (k, v)))
             .arg("--pi-bin")
             .arg(&self.pi.bin)
@@ -89,15 +83,11 @@ impl Setup {
     }
 
     async fn run_pi(&self, args: &[&str]) -> PiOutput {
-        self.pi
-            .run(&self.agent, &self.project, &self.home, args)
-            .await
-            .unwrap()
+        self.pi.run(&self.agent, &self.sandbox, args).await.unwrap()
     }
 
     fn log(&self) -> String {
-        std::fs::read_to_string(self.home.join(".local/state/unipi-tui/unipi-tui.log"))
-            .unwrap_or_default()
+        self.sandbox.log()
     }
 }
 
@@ -294,18 +284,12 @@ async fn sigterm_reaches_pi_and_the_run_ends_with_its_code() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn print_mode_in_a_terminal_prints_and_leaves_the_terminal_alone() {
     let s = setup().await;
-    let home = s.home.display().to_string();
     let mut path = std::env::var("PATH").unwrap_or_default();
     if let Some(node) = &s.pi.node_bin_dir {
         path = format!("{}:{path}", node.display());
     }
-    let mut env: Vec<(&str, String)> = vec![
-        ("PATH", path),
-        ("HOME", home.clone()),
-        ("XDG_CONFIG_HOME", format!("{home}/.config")),
-        ("XDG_STATE_HOME", format!("{home}/.local/state")),
-        ("XDG_CACHE_HOME", format!("{home}/.cache")),
-    ];
+    let mut env: Vec<(&str, String)> = vec![("PATH", path)];
+    env.extend(s.sandbox.env());
     env.extend(s.agent.env.iter().map(|(k, v)| (k.as_str(), v.clone())));
     let pi_bin = s.pi.bin.display().to_string();
     let mut args = vec!["--pi-bin", pi_bin.as_str()];

@@ -62,25 +62,22 @@ usage = { prompt_tokens = 11, completion_tokens = 7 }
 reply = "Nothing scripted for that."
 "#;
 
+/// The shared sandbox (HOME, project, TMPDIR apart) and the offline agent directory beside it.
 struct Sandbox {
-    _root: tempfile::TempDir,
+    dirs: support::sandbox::Sandbox,
     agent: PathBuf,
     cwd: PathBuf,
     home: PathBuf,
 }
 
 fn sandbox() -> anyhow::Result<Sandbox> {
-    let root = tempfile::tempdir()?;
-    let [agent, cwd, home] = ["agent", "project", "home"].map(|name| root.path().join(name));
-    for dir in [&cwd, &home] {
-        std::fs::create_dir_all(dir)?;
-    }
-    std::fs::write(cwd.join("notes.txt"), "helpers are read-only\n")?;
+    let dirs = support::sandbox::Sandbox::new();
+    std::fs::write(dirs.project.join("notes.txt"), "helpers are read-only\n")?;
     Ok(Sandbox {
-        _root: root,
-        agent,
-        cwd,
-        home,
+        agent: dirs.root().join("agent"),
+        cwd: dirs.project.clone(),
+        home: dirs.home.clone(),
+        dirs,
     })
 }
 
@@ -110,6 +107,7 @@ async fn run_helper(
     command
         .current_dir(&sandbox.cwd)
         .env("HOME", &sandbox.home)
+        .env("TMPDIR", &sandbox.dirs.tmp)
         .envs(offline.env.iter().map(|(key, value)| (key, value)))
         .arg("--offline")
         .args(agent_type.pi_args(prompt));
@@ -309,6 +307,7 @@ fn helper_env(
 ) -> anyhow::Result<Vec<(String, String)>> {
     let mut env = offline.env.clone();
     env.push(("HOME".to_string(), sandbox.home.display().to_string()));
+    env.push(("TMPDIR".to_string(), sandbox.dirs.tmp.display().to_string()));
     if let Some(node_bin_dir) = &pi.node_bin_dir {
         let path = std::env::var_os("PATH").unwrap_or_default();
         let dirs = std::iter::once(node_bin_dir.clone()).chain(std::env::split_paths(&path));

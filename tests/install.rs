@@ -10,12 +10,14 @@ mod support;
 use std::path::Path;
 use std::time::Duration;
 
+use support::sandbox::Sandbox;
 use support::term::{OuterModes, OuterOptions, Session};
+use support::workbench::{KITTY_CTRL_D, exit_pi};
 
 #[test]
 fn without_pi_on_path_the_pinned_pi_is_installed_into_the_cache_and_run() {
-    let home = tempfile::tempdir().unwrap();
-    let bin = home.path().join("bin");
+    let sandbox = Sandbox::new();
+    let bin = sandbox.home.join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     for tool in ["node", "npm", "python3"] {
         let found = which(tool).unwrap_or_else(|| panic!("{tool} must be on PATH for this test"));
@@ -27,22 +29,19 @@ fn without_pi_on_path_the_pinned_pi_is_installed_into_the_cache_and_run() {
         !Path::new("/usr/bin/pi").exists() && !Path::new("/bin/pi").exists(),
         "this test needs a machine without a system-wide pi"
     );
-    let home_str = home.path().display().to_string();
+    let home_str = sandbox.home.display().to_string();
     let cache = format!("{home_str}/.cache");
     let scenario = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/scenarios/e2e.toml");
-    let env = [
+    let mut env = sandbox.env();
+    env.extend([
         ("PATH", path),
-        ("HOME", home_str.clone()),
-        ("XDG_CACHE_HOME", cache.clone()),
-        ("XDG_CONFIG_HOME", format!("{home_str}/.config")),
-        ("XDG_STATE_HOME", format!("{home_str}/.local/state")),
         ("npm_config_cache", format!("{home_str}/.npm")),
-    ];
+    ]);
     let mut session = Session::spawn(
         Path::new(env!("CARGO_BIN_EXE_unipi-tui")),
         &["demo", "--scenario", scenario.to_str().unwrap()],
         &env,
-        home.path(),
+        &sandbox.project,
         OuterOptions::default(),
     )
     .unwrap();
@@ -69,9 +68,10 @@ fn without_pi_on_path_the_pinned_pi_is_installed_into_the_cache_and_run() {
     session
         .wait_for_text("SCRIPTED-REPLY", Duration::from_secs(60))
         .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
-    session.send(b"\x1b[100;5u");
-    assert_eq!(session.wait_exit(Duration::from_secs(30)).unwrap(), 0);
+    assert_eq!(
+        exit_pi(&mut session, KITTY_CTRL_D, Duration::from_secs(30)),
+        0
+    );
     assert_eq!(session.modes(), OuterModes::restored());
     assert!(
         Path::new(&cache)
@@ -88,7 +88,7 @@ fn without_pi_on_path_the_pinned_pi_is_installed_into_the_cache_and_run() {
         .arg("--version")
         .env_clear()
         .envs(env.iter().map(|(k, v)| (k, v)))
-        .current_dir(home.path())
+        .current_dir(&sandbox.project)
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&version.stdout);

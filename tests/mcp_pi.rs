@@ -22,26 +22,24 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::demo::spawn_workbench;
+use support::demo::{OfflineModel, spawn_workbench};
 use support::pi::{PiLine, test_deps_dir};
+use support::procs::{cmdline, processes_with_env, wait_until};
+use support::sandbox::Sandbox;
 use support::term::{OuterOptions, Session};
-use unipi_tui::pi::offline::write_agent_dir;
-use unipi_tui::scripted::{Scenario, ServerHandle, start};
+use support::workbench::{KITTY_CTRL_D, exit_pi, footer_row, slash};
 
 const START: Duration = Duration::from_secs(90);
 const REPLY: Duration = Duration::from_secs(60);
 const EXIT: Duration = Duration::from_secs(30);
-/// Kitty-protocol Ctrl+D (the workbench pushes "disambiguate").
-const CTRL_D: &[u8] = b"\x1b[100;5u";
 const ENTER: &[u8] = b"\r";
 
 struct McpWorkbench {
     session: Session,
-    server: ServerHandle,
-    home: tempfile::TempDir,
+    model: OfflineModel,
+    sandbox: Sandbox,
     /// The value of `MCP_E2E_TAG` in every configured server's environment.
     tag: String,
-    _runtime: tokio::runtime::Runtime,
 }
 
 /// The servers' binaries, or a failure naming the script that installs them.
@@ -59,36 +57,24 @@ fn mcp_bin(name: &str) -> PathBuf {
 /// `everything` in Pi's user file; `every-thing`, `every_thing` (which clash: both bridge as
 /// `mcp__every_thing__*`) and `files` in the workbench's user file.
 fn start_workbench() -> McpWorkbench {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let scenario = Scenario::from_file(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/scenarios/mcp.toml"),
-    )
-    .unwrap();
-    let server = runtime.block_on(start(scenario)).unwrap();
-    let home = tempfile::tempdir().unwrap();
-    let project = home.path().join("project");
-    std::fs::create_dir_all(&project).unwrap();
+    let sandbox = Sandbox::new();
+    let home = &sandbox.home;
+    let project = &sandbox.project;
     // Pi's agent directory is `~/.pi/agent`, so Pi would read the same `mcp.json`.
-    let agent = write_agent_dir(
-        &home.path().join(".pi/agent"),
-        &server.base_url(),
-        &server.models(),
-    )
-    .unwrap();
-    let tag = format!("{}-{}", std::process::id(), home.path().display());
+    let model = OfflineModel::start(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/scenarios/mcp.toml"),
+        &home.join(".pi/agent"),
+    );
+    let tag = format!("{}-{}", std::process::id(), home.display());
     let everything = mcp_bin("mcp-server-everything").display().to_string();
     let filesystem = mcp_bin("mcp-server-filesystem").display().to_string();
     let stdio = |command: &str, args: Vec<String>| json!({"command": command, "args": args, "env": {"MCP_E2E_TAG": tag}});
     write_json(
-        &home.path().join(".pi/agent/mcp.json"),
+        &home.join(".pi/agent/mcp.json"),
         &json!({"mcpServers": {"everything": stdio(&everything, vec![])}}),
     );
     write_json(
-        &home.path().join(".unipi/config/mcp.json"),
+        &home.join(".unipi/config/mcp.json"),
         &json!({"mcpServers": {
             "every-thing": stdio(&everything, vec![]),
             "every_thing": stdio(&everything, vec![]),
@@ -96,12 +82,6 @@ fn start_workbench() -> McpWorkbench {
         }}),
     );
 
-    let agent_env: Vec<(&str, &str)> = agent
-        .env
-        .iter()
-        .map(|(key, value)| (key.as_str(), value.as_str()))
-        .collect();
-    let pi_args: Vec<&str> = agent.pi_args.iter().map(String::as_str).collect();
     let outer = OuterOptions {
         rows: 40,
         cols: 120,
@@ -110,18 +90,16 @@ fn start_workbench() -> McpWorkbench {
     let session = spawn_workbench(
         PiLine::Current,
         &[],
-        &pi_args,
-        home.path(),
-        &project,
-        &agent_env,
+        &model.pi_args(),
+        &sandbox,
+        &model.env(),
         outer,
     );
     McpWorkbench {
         session,
-        server,
-        home,
+        model,
+        sandbox,
         tag,
-        _runtime: runtime,
     }
 }
 
@@ -153,67 +131,45 @@ impl McpWorkbench {
         self.session
             .wait_for_text(expect, REPLY)
             .unwrap_or_else(|err| {
-                let last: Vec<String> = self.server.requests().iter().map(last_message).collect();
+                let last: Vec<String> = self
+                    .model
+                    .server
+                    .requests()
+                    .iter()
+                    .map(last_message)
+                    .collect();
                 panic!("{err:#}\n{}\nlast messages: {last:#?}", self.log_tail())
             });
     }
 
     fn slash(&self, command: &str) {
-        self.session.type_text(command);
-        std::thread::sleep(Duration::from_millis(400));
-        self.session.send(ENTER);
+        slash(&self.session, command, REPLY);
     }
 
     /// Live processes of the configured servers (by their environment tag).
     fn server_processes(&self) -> Vec<u32> {
-        processes_with_env(&format!("MCP_E2E_TAG={}", self.tag))
+        processes_with_env(&[&format!("MCP_E2E_TAG={}", self.tag)])
     }
 
     /// Waits (up to 10 s) until exactly `count` server processes run.
     fn wait_server_processes(&self, count: usize) {
-        for _ in 0..100 {
-            if self.server_processes().len() == count {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        panic!(
-            "expected {count} MCP server processes, found {:?}\n{}",
-            self.server_processes(),
-            self.log_tail()
-        );
+        let what = format!("{count} MCP server processes\n{}", self.log_tail());
+        wait_until(&what, Duration::from_secs(10), || {
+            self.server_processes().len() == count
+        });
     }
 
     fn exit(&mut self) -> u32 {
-        std::thread::sleep(Duration::from_millis(300));
-        self.session.send(CTRL_D);
-        self.session.wait_exit(EXIT).unwrap()
+        exit_pi(&mut self.session, KITTY_CTRL_D, EXIT)
     }
 
     fn log(&self) -> String {
-        std::fs::read_to_string(
-            self.home
-                .path()
-                .join(".local/state/unipi-tui/unipi-tui.log"),
-        )
-        .unwrap_or_default()
+        self.sandbox.log()
     }
 
     fn log_tail(&self) -> String {
-        let log = self.log();
-        let lines: Vec<&str> = log.lines().collect();
-        lines[lines.len().saturating_sub(40)..].join("\n")
+        self.sandbox.log_tail(40)
     }
-}
-
-/// The last row of the outer screen: the workbench's footer.
-fn footer_row(screen: &vt100::Screen) -> String {
-    screen
-        .contents()
-        .lines()
-        .last()
-        .unwrap_or_default()
-        .to_string()
 }
 
 /// The tool names offered in a chat request.
@@ -247,7 +203,7 @@ fn mcp_tools_reach_the_model_a_helper_shares_the_server_and_clashes_are_reported
 
     // (1) The model is offered the bridged tool, calls it, and the answer reaches it.
     wb.ask("echo through mcp", "MCP-ECHO-OK");
-    let requests = wb.server.requests();
+    let requests = wb.model.server.requests();
     let answered = requests
         .iter()
         .position(|request| last_message(request).contains("Echo: MCP-PAYLOAD-31"))
@@ -278,7 +234,7 @@ fn mcp_tools_reach_the_model_a_helper_shares_the_server_and_clashes_are_reported
         let (most, done, tag) = (most.clone(), done.clone(), wb.tag.clone());
         std::thread::spawn(move || {
             while !done.load(Ordering::Relaxed) {
-                let count = processes_with_env(&format!("MCP_E2E_TAG={tag}")).len();
+                let count = processes_with_env(&[&format!("MCP_E2E_TAG={tag}")]).len();
                 most.fetch_max(count, Ordering::Relaxed);
                 std::thread::sleep(Duration::from_millis(30));
             }
@@ -307,7 +263,13 @@ fn mcp_tools_reach_the_model_a_helper_shares_the_server_and_clashes_are_reported
         .unwrap_or_else(|err| panic!("{err:#}\n{}", wb.log_tail()));
     // Stop the last server (`files`) and start it again from the overlay.
     wb.session.send(b"G");
-    std::thread::sleep(Duration::from_millis(200));
+    wb.session
+        .wait_for("`files` selected", REPLY, |s| {
+            s.contents()
+                .lines()
+                .any(|line| line.contains('▶') && line.contains("files"))
+        })
+        .unwrap_or_else(|err| panic!("{err:#}\n{}", wb.log_tail()));
     wb.session.send(b"s");
     wb.session
         .wait_for_text("Stopped `files`", REPLY)
@@ -326,7 +288,7 @@ fn mcp_tools_reach_the_model_a_helper_shares_the_server_and_clashes_are_reported
         .unwrap();
 
     // /unipi:mcp-reload applies an edited file: `files` is gone, the others keep running.
-    let config = wb.home.path().join(".unipi/config/mcp.json");
+    let config = wb.sandbox.home.join(".unipi/config/mcp.json");
     let mut edited: Value =
         serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
     edited["mcpServers"]
@@ -358,20 +320,18 @@ fn four_helpers_and_the_main_agent_share_three_server_processes() {
     wb.ask("start the helper fleet", "FLEET-STARTED");
     // Each helper sleeps only after its MCP echo answered, so four sleepers are four helpers
     // that used the shared server.
-    let home = format!("HOME={}", wb.home.path().display());
+    let home = format!("HOME={}", wb.sandbox.home.display());
     let sleepers = || {
-        processes_with_env(&home)
+        processes_with_env(&[&home])
             .into_iter()
             .filter(|pid| cmdline(*pid).contains("sleep 316"))
             .count()
     };
-    for _ in 0..600 {
-        if sleepers() == 4 {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    assert_eq!(sleepers(), 4, "{}", wb.log_tail());
+    wait_until(
+        &format!("four helpers sleeping\n{}", wb.log_tail()),
+        Duration::from_secs(60),
+        || sleepers() == 4,
+    );
     assert_eq!(
         wb.server_processes().len(),
         3,
@@ -380,35 +340,11 @@ fn four_helpers_and_the_main_agent_share_three_server_processes() {
     let code = wb.exit();
     assert_eq!(code, 0, "screen:\n{}", wb.session.screen_text());
     wb.wait_server_processes(0);
-    for _ in 0..100 {
-        if sleepers() == 0 {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    assert_eq!(sleepers(), 0, "a helper's tool call outlived the workbench");
-}
-
-/// Live processes whose environment holds `entry` (`NAME=value`).
-fn processes_with_env(entry: &str) -> Vec<u32> {
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|dir| dir.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .map(|raw| raw.split(|b| *b == 0).any(|var| var == entry.as_bytes()))
-                .unwrap_or(false)
-                && support::procs::alive(*pid)
-        })
-        .collect()
-}
-
-fn cmdline(pid: u32) -> String {
-    std::fs::read(format!("/proc/{pid}/cmdline"))
-        .map(|raw| String::from_utf8_lossy(&raw).replace('\0', " "))
-        .unwrap_or_default()
+    wait_until(
+        "no helper's tool call outlives the workbench",
+        Duration::from_secs(10),
+        || sleepers() == 0,
+    );
 }
 
 /// An SSH drop (SIGHUP to the workbench) takes every MCP server with it, like Ctrl+D does.

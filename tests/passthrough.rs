@@ -11,14 +11,15 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use support::procs::{alive, children};
+use support::procs::{alive, children, wait_until};
+use support::sandbox::Sandbox;
 use support::term::{OuterModes, OuterOptions, Session};
 
 const WAIT: Duration = Duration::from_secs(20);
 
 struct Child {
     session: Session,
-    _home: tempfile::TempDir,
+    _sandbox: Sandbox,
 }
 
 fn echo_child() -> PathBuf {
@@ -27,38 +28,33 @@ fn echo_child() -> PathBuf {
 
 /// Starts the workbench with the echo child; `setup` are escape sequences the child writes first.
 fn start(setup: &[&str], extra_env: &[(&str, String)], outer: OuterOptions) -> Child {
-    start_in(tempfile::tempdir().unwrap(), setup, extra_env, outer)
+    start_in(Sandbox::new(), setup, extra_env, outer)
 }
 
-/// [`start`] with a prepared home directory (config files already written).
+/// [`start`] in a prepared sandbox (config files already written).
 fn start_in(
-    home: tempfile::TempDir,
+    sandbox: Sandbox,
     setup: &[&str],
     extra_env: &[(&str, String)],
     outer: OuterOptions,
 ) -> Child {
-    let home_str = home.path().display().to_string();
     let child = echo_child();
     let mut args = vec!["--pi-bin", child.to_str().unwrap(), "--"];
     args.extend_from_slice(setup);
-    let mut env = vec![
-        ("HOME", home_str.clone()),
-        ("XDG_CONFIG_HOME", format!("{home_str}/.config")),
-        ("XDG_STATE_HOME", format!("{home_str}/.local/state")),
-    ];
+    let mut env = sandbox.env();
     env.extend(extra_env.iter().map(|(k, v)| (*k, v.clone())));
     let session = Session::spawn(
         Path::new(env!("CARGO_BIN_EXE_unipi-tui")),
         &args,
         &env,
-        home.path(),
+        &sandbox.project,
         outer,
     )
     .unwrap();
     session.wait_for_text("READY", WAIT).unwrap();
     Child {
         session,
-        _home: home,
+        _sandbox: sandbox,
     }
 }
 
@@ -242,23 +238,21 @@ fn a_panic_restores_the_terminal_and_stops_the_child() {
     let code = child.session.wait_exit(WAIT).unwrap();
     assert_ne!(code, 0);
     assert_eq!(child.session.modes(), OuterModes::restored());
-    std::thread::sleep(Duration::from_millis(300));
     for pid in grandchild {
-        assert!(!alive(pid), "child {pid} survived the panic");
+        wait_until(&format!("child {pid} gone after the panic"), WAIT, || {
+            !alive(pid)
+        });
     }
 }
 
 #[test]
 fn a_broken_keymap_is_reported_with_file_and_line_and_the_defaults_still_work() {
-    let home = tempfile::tempdir().unwrap();
-    let config = home.path().join(".config/unipi-tui");
-    std::fs::create_dir_all(&config).unwrap();
-    std::fs::write(
-        config.join("keymap.toml"),
+    let sandbox = Sandbox::new();
+    sandbox.write(
+        &sandbox.home.join(".config/unipi-tui/keymap.toml"),
         "[bindings]\n\"f2\" = \"help\"\n\"f3\" = \"no.such.action\"\n",
-    )
-    .unwrap();
-    let mut child = start_in(home, &[], &[], OuterOptions::default());
+    );
+    let mut child = start_in(sandbox, &[], &[], OuterOptions::default());
     child
         .session
         .wait_for_text("Start-up problems", WAIT)

@@ -7,11 +7,11 @@
 mod support;
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 
 use anyhow::{Context as _, bail};
 use serde_json::{Value, json};
 use support::pi::{PiLine, pi_install};
+use support::sandbox::Sandbox;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 use unipi_tui::pi::offline::write_agent_dir;
@@ -353,40 +353,22 @@ async fn dropping_the_handle_stops_the_server() -> anyhow::Result<()> {
 
 // --- the real Pi ---------------------------------------------------------------------------
 
-/// Temp directories for one Pi run: the agent dir, Pi's working directory and a fake `HOME`.
-struct PiSandbox {
-    _root: tempfile::TempDir,
-    agent: PathBuf,
-    cwd: PathBuf,
-    home: PathBuf,
-}
-
-fn pi_sandbox() -> anyhow::Result<PiSandbox> {
-    let root = tempfile::tempdir()?;
-    let [agent, cwd, home] = ["agent", "project", "home"].map(|name| root.path().join(name));
-    for dir in [&cwd, &home] {
-        std::fs::create_dir_all(dir)?;
-    }
-    Ok(PiSandbox {
-        _root: root,
-        agent,
-        cwd,
-        home,
-    })
+/// Temp directories for one Pi run: Pi's working directory, a fake `HOME` and TMPDIR (see
+/// `support::sandbox`), and the agent dir beside them.
+fn pi_sandbox() -> anyhow::Result<Sandbox> {
+    Ok(Sandbox::new())
 }
 
 /// `pi -p <prompt>` against `server`; fails with Pi's output if it did not exit cleanly.
 async fn pi_print(
     line: PiLine,
     server: &ServerHandle,
-    sandbox: &PiSandbox,
+    sandbox: &Sandbox,
     prompt: &str,
 ) -> anyhow::Result<String> {
     let pi = pi_install(line)?;
-    let agent = write_agent_dir(&sandbox.agent, &server.base_url(), &server.models())?;
-    let output = pi
-        .run(&agent, &sandbox.cwd, &sandbox.home, &["-p", prompt])
-        .await?;
+    let agent = write_agent_dir(&sandbox.dir("agent"), &server.base_url(), &server.models())?;
+    let output = pi.run(&agent, sandbox, &["-p", prompt]).await?;
     if !output.success {
         bail!(
             "Pi {} exited with {:?}\nstdout:\n{}\nstderr:\n{}",
@@ -474,7 +456,7 @@ async fn pi_runs_the_scripted_bash_call(line: PiLine) -> anyhow::Result<()> {
 async fn pi_walks_through_the_builtin_demo(line: PiLine) -> anyhow::Result<()> {
     let server = start(Scenario::builtin_demo()?).await?;
     let sandbox = pi_sandbox()?;
-    std::fs::write(sandbox.cwd.join("visible-in-the-listing.txt"), "x")?;
+    std::fs::write(sandbox.project.join("visible-in-the-listing.txt"), "x")?;
     let stdout = pi_print(line, &server, &sandbox, "list files").await?;
     assert!(
         stdout.contains("That listing came from Pi's `bash` tool"),

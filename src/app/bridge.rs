@@ -148,6 +148,17 @@ pub fn card_colors(theme: &unipi_widgets::Theme) -> std::collections::BTreeMap<S
     .collect()
 }
 
+/// The session a `session_start` names (`None` for other events and in-memory sessions).
+pub fn session_of(event: &PiEvent) -> Option<crate::pi::resume::PiSession> {
+    let PiEvent::SessionStart(start) = event else {
+        return None;
+    };
+    Some(crate::pi::resume::PiSession {
+        id: start.session_id.clone()?,
+        file: start.session_file.clone()?.into(),
+    })
+}
+
 /// Applies one Pi event to the footer's data. Totals are per session: a new session (not a
 /// reload of the same one) starts them again.
 pub fn apply_pi_event(data: &mut FooterData, event: &PiEvent) {

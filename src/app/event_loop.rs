@@ -64,7 +64,7 @@ pub async fn run(mut options: AppOptions) -> Result<AppOutcome> {
         program: options.pi.program.clone().into_os_string(),
         args,
         env,
-        cwd: None,
+        cwd: options.workspace.clone(),
         rows: layout.pane.height,
         cols: layout.pane.width,
     };
@@ -322,6 +322,7 @@ async fn drive(
             pi_exit: app.pi_exit,
             last_lines: vec![],
             transcript: vec![],
+            session: app.session.clone(),
         });
     }
     let pi_exit = app.pi_exit;
@@ -330,6 +331,7 @@ async fn drive(
         pi_exit,
         last_lines: vec![],
         transcript: vec![],
+        session: app.session.clone(),
     })
 }
 

@@ -131,7 +131,7 @@ impl super::App {
             }
             RELOAD_COMMAND => {
                 let module = mcp.module.clone();
-                let workspace = std::env::current_dir().unwrap_or_default();
+                let workspace = self.workspace.clone();
                 let home = dirs::home_dir();
                 let reload =
                     tokio::spawn(async move { module.reload(home.as_deref(), &workspace).await });

@@ -130,6 +130,8 @@ pub struct AppOutcome {
     /// Pi's inline output with colours, printed after the terminal is restored so the shell's
     /// scrollback holds what running Pi directly would have left there.
     pub transcript: Vec<u8>,
+    /// The main Pi's session as it last reported it (for the resume command printed at exit).
+    pub session: Option<crate::pi::resume::PiSession>,
 }
 
 impl AppOutcome {
@@ -141,6 +143,7 @@ impl AppOutcome {
             pi_exit: None,
             last_lines: Vec::new(),
             transcript: Vec::new(),
+            session: None,
         }
     }
 }
@@ -178,6 +181,8 @@ pub struct App {
     /// Outer-terminal focus, as last reported.
     focused: bool,
     pi_exit: Option<ChildExit>,
+    /// The main Pi's session, from its last `session_start`.
+    session: Option<crate::pi::resume::PiSession>,
     pty_closed: bool,
     /// The outer terminal's input ended (an SSH connection dropped).
     input_closed: bool,
@@ -221,6 +226,7 @@ impl App {
             scroll_back: 0,
             focused: true,
             pi_exit: None,
+            session: None,
             pty_closed: false,
             input_closed: false,
             needs_draw: true,
@@ -294,6 +300,9 @@ impl App {
             }
             BridgeEvent::Pi { agent, event } => {
                 if agent == crate::bridge::AgentId::main() {
+                    if matches!(event, crate::bridge::PiEvent::SessionStart(_)) {
+                        self.session = bridge::session_of(&event);
+                    }
                     bridge::apply_pi_event(&mut self.footer.data, &event);
                     // The dock's main-agent row shows the same model, tokens and cost.
                     self.refresh_views();

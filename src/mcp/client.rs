@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::future::Future;
-use std::path::PathBuf;
+use std::path::Path;
 use std::pin::Pin;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -168,7 +168,7 @@ impl Connection {
                 cwd,
             } => {
                 let (child, stdout, stdin) =
-                    spawn_stdio(command, args, env, cwd.as_ref(), &stderr, &closed_tx)?;
+                    spawn_stdio(command, args, env, cwd, &stderr, &closed_tx)?;
                 let started =
                     tokio::time::timeout(config.startup_timeout, handler.serve((stdout, stdin)));
                 match started.await {
@@ -525,7 +525,7 @@ fn spawn_stdio(
     command: &str,
     args: &[String],
     env: &BTreeMap<String, String>,
-    cwd: Option<&PathBuf>,
+    cwd: &Path,
     stderr: &Arc<StderrTail>,
     closed: &Arc<watch::Sender<Option<String>>>,
 ) -> anyhow::Result<StdioParts> {
@@ -537,10 +537,8 @@ fn spawn_stdio(
         .stderr(Stdio::piped())
         .process_group(0)
         // The watcher task owns the child; if the runtime drops it, the leader dies too.
-        .kill_on_drop(true);
-    if let Some(cwd) = cwd {
-        cmd.current_dir(cwd);
-    }
+        .kill_on_drop(true)
+        .current_dir(cwd);
     let mut child = cmd
         .spawn()
         .with_context(|| format!("cannot start `{command}`"))?;

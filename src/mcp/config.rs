@@ -25,7 +25,9 @@ pub enum Transport {
         command: String,
         args: Vec<String>,
         env: BTreeMap<String, String>,
-        cwd: Option<PathBuf>,
+        /// Absolute. As in Pi, the config's `cwd` (`~` expanded) resolved against the
+        /// workspace; the workspace itself when the config names none.
+        cwd: PathBuf,
     },
     /// A streamable HTTP endpoint.
     Http {
@@ -175,17 +177,21 @@ pub fn load_with_agent_dir(
             Err(err) => errors.push(err),
         }
     }
-    let mut config = parse(&sources, settings, &|name| std::env::var(name).ok());
+    let mut config = parse(&sources, settings, workspace, &|name| {
+        std::env::var(name).ok()
+    });
     errors.append(&mut config.errors);
     config.errors = errors;
     config
 }
 
 /// The servers of `sources` ((path, text), lowest precedence first), later definitions replacing
-/// earlier ones of the same name; `env` resolves `${VAR}` references.
+/// earlier ones of the same name; `env` resolves `${VAR}` references; a relative `cwd` is
+/// relative to `workspace`, whichever file it is in (as in Pi).
 pub fn parse(
     sources: &[(PathBuf, String)],
     settings: McpSettings,
+    workspace: &Path,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> McpConfig {
     let mut servers: BTreeMap<String, ServerConfig> = BTreeMap::new();
@@ -193,7 +199,12 @@ pub fn parse(
     // Where each server was (last) defined, to point errors about it at its key.
     let mut defined_at: BTreeMap<String, (PathBuf, String, usize)> = BTreeMap::new();
     for (path, text) in sources {
-        let file = FileParser { path, text, env };
+        let file = FileParser {
+            path,
+            text,
+            workspace,
+            env,
+        };
         let Some(entries) = file.entries(&mut errors) else {
             continue;
         };
@@ -327,6 +338,7 @@ enum Parsed {
 struct FileParser<'a> {
     path: &'a Path,
     text: &'a str,
+    workspace: &'a Path,
     env: &'a dyn Fn(&str) -> Option<String>,
 }
 
@@ -486,12 +498,14 @@ impl EntryFields<'_, '_> {
                     let arg = self.expand("args", &arg);
                     args.push(self.home_path(&arg));
                 }
+                // Pi: `resolve(sessionCwd, expandHome(config.cwd ?? "."))`. Joining an absolute
+                // path replaces the workspace.
                 let cwd = match self.string("cwd") {
                     Some(cwd) => {
                         let cwd = self.expand("cwd", &cwd);
-                        Some(PathBuf::from(self.home_path(&cwd)))
+                        self.file.workspace.join(self.home_path(&cwd))
                     }
-                    None => None,
+                    None => self.file.workspace.to_path_buf(),
                 };
                 Transport::Stdio {
                     command,
@@ -619,10 +633,15 @@ impl EntryFields<'_, '_> {
         }
     }
 
-    /// A leading `~/` names the home directory, as in Pi.
+    /// `~` and a leading `~/` name the home directory, as in Pi.
     fn home_path(&self, text: &str) -> String {
-        match (text.strip_prefix("~/"), (self.file.env)("HOME")) {
-            (Some(rest), Some(home)) => format!("{}/{rest}", home.trim_end_matches('/')),
+        let home = || (self.file.env)("HOME");
+        match (text, text.strip_prefix("~/")) {
+            ("~", _) => home().unwrap_or_else(|| text.to_owned()),
+            (_, Some(rest)) => match home() {
+                Some(home) => format!("{}/{rest}", home.trim_end_matches('/')),
+                None => text.to_owned(),
+            },
             _ => text.to_owned(),
         }
     }
@@ -681,7 +700,7 @@ mod tests {
             .iter()
             .map(|(path, text)| (PathBuf::from(path), (*text).to_owned()))
             .collect();
-        parse(&sources, settings, &env)
+        parse(&sources, settings, Path::new("/w"), &env)
     }
 
     fn errors(config: &McpConfig) -> Vec<String> {
@@ -715,6 +734,34 @@ mod tests {
         assert_eq!(moved[1..], expected[1..]);
     }
 
+    /// Pi 1.x starts a stdio server in `resolve(sessionCwd, expandHome(cwd ?? "."))`: a relative
+    /// `cwd` is relative to the workspace even in a file under the home directory.
+    #[test]
+    fn a_server_cwd_resolves_against_the_workspace_like_pi() {
+        let config = parse_files(&[(
+            "/h/.pi/agent/mcp.json",
+            r#"{"mcpServers": {
+                "none": {"command": "a"},
+                "dot": {"command": "a", "cwd": "."},
+                "sub": {"command": "a", "cwd": "tools/mcp"},
+                "up": {"command": "a", "cwd": "../other"},
+                "home": {"command": "a", "cwd": "~"},
+                "abs": {"command": "a", "cwd": "/srv/mcp"}
+            }}"#,
+        )]);
+        assert_eq!(errors(&config), Vec::<String>::new());
+        let cwd = |name: &str| match &config.server(name).unwrap().transport {
+            Transport::Stdio { cwd, .. } => cwd.clone(),
+            Transport::Http { .. } => panic!("{name} is stdio"),
+        };
+        assert_eq!(cwd("none"), Path::new("/w"));
+        assert_eq!(cwd("dot"), Path::new("/w/."));
+        assert_eq!(cwd("sub"), Path::new("/w/tools/mcp"));
+        assert_eq!(cwd("up"), Path::new("/w/../other"));
+        assert_eq!(cwd("home"), Path::new("/home/u"));
+        assert_eq!(cwd("abs"), Path::new("/srv/mcp"));
+    }
+
     #[test]
     fn stdio_and_http_servers_parse_with_defaults() {
         let config = parse_files(&[(
@@ -740,7 +787,7 @@ mod tests {
                     ("KEY".into(), "secret".into()),
                     ("MODE".into(), "fast".into())
                 ]),
-                cwd: Some(PathBuf::from("/home/u/w")),
+                cwd: PathBuf::from("/home/u/w"),
             }
         );
         assert!(fs.enabled);

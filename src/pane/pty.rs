@@ -27,7 +27,9 @@ pub struct SpawnSpec {
     pub args: Vec<OsString>,
     /// Added to (or overriding) the inherited environment.
     pub env: Vec<(OsString, OsString)>,
-    pub cwd: Option<PathBuf>,
+    /// The child's working directory. Required: left unset, portable-pty starts the child in
+    /// the home directory, not in ours.
+    pub cwd: PathBuf,
     pub rows: u16,
     pub cols: u16,
 }
@@ -89,9 +91,7 @@ impl Pty {
 
         let mut cmd = CommandBuilder::new(&spec.program);
         cmd.args(&spec.args);
-        if let Some(cwd) = &spec.cwd {
-            cmd.cwd(cwd);
-        }
+        cmd.cwd(&spec.cwd);
         cmd.env("TERM", "xterm-256color");
         cmd.env("COLORTERM", "truecolor");
         for (key, value) in &spec.env {
@@ -289,7 +289,7 @@ mod tests {
             program: "sh".into(),
             args: vec!["-c".into(), script.into()],
             env: vec![],
-            cwd: None,
+            cwd: std::env::current_dir().unwrap(),
             rows: 24,
             cols: 80,
         }
@@ -303,6 +303,20 @@ mod tests {
         assert!(text.contains("24 80"), "{text}");
         assert_eq!(exit, ChildExit::Code(3));
         assert_eq!(exit.shell_code(), 3);
+    }
+
+    #[test]
+    fn the_child_starts_in_the_given_directory_not_in_home() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let mut spec = sh("pwd -P");
+        spec.cwd = dir.path().to_path_buf();
+        spec.env.push(("HOME".into(), home.path().into()));
+        let (out, exit) = collect(spec);
+        let text = String::from_utf8_lossy(&out);
+        let expected = std::fs::canonicalize(dir.path()).unwrap();
+        assert_eq!(text.trim(), expected.display().to_string());
+        assert_eq!(exit, ChildExit::Code(0));
     }
 
     #[test]

@@ -13,6 +13,7 @@
 
 mod install;
 pub mod offline;
+pub mod resume;
 mod version;
 
 pub use install::{Consent, InstallPolicy, NO_INSTALL_ENV, installed_in_cache};

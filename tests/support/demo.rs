@@ -1,35 +1,41 @@
-//! Starting the real `unipi-tui` in a PTY for end-to-end tests: the pinned Pi of a line and a
-//! throwaway HOME with the XDG directories inside it, so nothing of the machine's user is read or
-//! written; `demo` runs it against a scenario of the scripted model.
+//! Starting the real `unipi-tui` in a PTY for end-to-end tests: the pinned Pi of a line, started
+//! in the sandbox's project with HOME, the XDG directories and TMPDIR in the sandbox (three
+//! different directories), so nothing of the machine's user is read or written and a child in
+//! the wrong directory shows; `demo` runs it against a scenario of the scripted model, and
+//! [`OfflineModel`] runs the scripted model in the test instead, for tests that read its request
+//! log.
 
 use std::path::Path;
 
+use unipi_tui::pi::offline::{OfflineAgent, write_agent_dir};
+use unipi_tui::scripted::{Scenario, ServerHandle};
+
 use super::pi::{PiLine, pi_install};
+use super::sandbox::Sandbox;
 use super::term::{OuterOptions, Session};
 
-/// Spawns `unipi-tui demo --scenario <scenario>` with `line`'s Pi in `home` (also the working
-/// directory), passing `pi_args` on to Pi and `extra_env` into the workbench's environment.
+/// Spawns `unipi-tui demo --scenario <scenario>` with `line`'s Pi in the sandbox, passing
+/// `pi_args` on to Pi and `extra_env` into the workbench's environment.
 pub fn spawn_demo(
     line: PiLine,
     scenario: &Path,
-    home: &Path,
+    sandbox: &Sandbox,
     pi_args: &[&str],
     extra_env: &[(&str, &str)],
     outer: OuterOptions,
 ) -> Session {
     let scenario = scenario.display().to_string();
     let demo = ["demo", "--scenario", scenario.as_str()];
-    spawn_workbench(line, &demo, pi_args, home, home, extra_env, outer)
+    spawn_workbench(line, &demo, pi_args, sandbox, extra_env, outer)
 }
 
-/// Spawns `unipi-tui <before…> --pi-bin <line's Pi> --log-level debug <after…>` in `cwd` with
-/// HOME (and the XDG directories) in `home` and `extra_env` added.
+/// Spawns `unipi-tui <before…> --pi-bin <line's Pi> --log-level debug <after…>` in the sandbox's
+/// project with its HOME and TMPDIR and `extra_env` added.
 pub fn spawn_workbench(
     line: PiLine,
     before: &[&str],
     after: &[&str],
-    home: &Path,
-    cwd: &Path,
+    sandbox: &Sandbox,
     extra_env: &[(&str, &str)],
     outer: OuterOptions,
 ) -> Session {
@@ -42,21 +48,58 @@ pub fn spawn_workbench(
     let mut args = before.to_vec();
     args.extend(["--pi-bin", pi_bin.as_str(), "--log-level", "debug"]);
     args.extend_from_slice(after);
-    let home_str = home.display().to_string();
-    let mut env = vec![
-        ("PATH", path),
-        ("HOME", home_str.clone()),
-        ("XDG_CONFIG_HOME", format!("{home_str}/.config")),
-        ("XDG_STATE_HOME", format!("{home_str}/.local/state")),
-        ("XDG_CACHE_HOME", format!("{home_str}/.cache")),
-    ];
+    let mut env = vec![("PATH", path)];
+    env.extend(sandbox.env());
     env.extend(extra_env.iter().map(|(k, v)| (*k, v.to_string())));
     Session::spawn(
         Path::new(env!("CARGO_BIN_EXE_unipi-tui")),
         &args,
         &env,
-        cwd,
+        &sandbox.project,
         outer,
     )
     .unwrap()
+}
+
+/// The scripted model served from the test (its request log readable with `server.requests()`),
+/// and a Pi agent directory pointing at it.
+pub struct OfflineModel {
+    pub server: ServerHandle,
+    pub agent: OfflineAgent,
+    _runtime: tokio::runtime::Runtime,
+}
+
+impl OfflineModel {
+    /// Serves `scenario` and writes the agent directory `agent_dir` for it.
+    pub fn start(scenario: &Path, agent_dir: &Path) -> OfflineModel {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let scenario = Scenario::from_file(scenario).unwrap();
+        let server = runtime
+            .block_on(unipi_tui::scripted::start(scenario))
+            .unwrap();
+        let agent = write_agent_dir(agent_dir, &server.base_url(), &server.models()).unwrap();
+        OfflineModel {
+            server,
+            agent,
+            _runtime: runtime,
+        }
+    }
+
+    /// The agent directory's environment, for the workbench (and so for every Pi it starts).
+    pub fn env(&self) -> Vec<(&str, &str)> {
+        self.agent
+            .env
+            .iter()
+            .map(|(key, value)| (key.as_str(), value.as_str()))
+            .collect()
+    }
+
+    /// The arguments selecting the scripted model.
+    pub fn pi_args(&self) -> Vec<&str> {
+        self.agent.pi_args.iter().map(String::as_str).collect()
+    }
 }

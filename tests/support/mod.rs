@@ -5,5 +5,6 @@
 pub mod demo;
 pub mod pi;
 pub mod procs;
-
+pub mod sandbox;
 pub mod term;
+pub mod workbench;

@@ -9,6 +9,8 @@ use std::time::Duration;
 use anyhow::{Context as _, bail};
 use unipi_tui::pi::offline::OfflineAgent;
 
+use super::sandbox::Sandbox;
+
 /// How long one `pi -p` run may take before the test gives up on it.
 pub const PRINT_TIMEOUT: Duration = Duration::from_secs(90);
 
@@ -109,20 +111,20 @@ impl PiInstall {
         command
     }
 
-    /// Runs `pi <agent.pi_args> <args>` in `cwd` with the offline agent's environment and `HOME`
-    /// set to `home` (so a stray write to `~/.pi` is visible to the test), waiting at most
-    /// [`PRINT_TIMEOUT`].
+    /// Runs `pi <agent.pi_args> <args>` in the sandbox's project with the offline agent's
+    /// environment, HOME and TMPDIR in the sandbox (so a stray write to `~/.pi` is visible to the
+    /// test), waiting at most [`PRINT_TIMEOUT`].
     pub async fn run(
         &self,
         agent: &OfflineAgent,
-        cwd: &Path,
-        home: &Path,
+        sandbox: &Sandbox,
         args: &[&str],
     ) -> anyhow::Result<PiOutput> {
         let mut command = self.command();
         command
-            .current_dir(cwd)
-            .env("HOME", home)
+            .current_dir(&sandbox.project)
+            .env("HOME", &sandbox.home)
+            .env("TMPDIR", &sandbox.tmp)
             .envs(agent.env.iter().map(|(key, value)| (key, value)))
             .args(&agent.pi_args)
             .args(args);

@@ -1,4 +1,8 @@
-//! Looking at processes from /proc, to prove what the workbench leaves running.
+//! Looking at processes from /proc, to prove what the workbench leaves running and where its
+//! children run.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 /// Direct children of `pid`.
 pub fn children(pid: u32) -> Vec<u32> {
@@ -23,22 +27,68 @@ pub fn alive(pid: u32) -> bool {
         .unwrap_or(false)
 }
 
-/// Live processes whose command line contains `needle`.
-pub fn processes_running(needle: &str) -> Vec<u32> {
+/// The command line of `pid`, arguments separated by spaces (empty once it is gone).
+pub fn cmdline(pid: u32) -> String {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|raw| String::from_utf8_lossy(&raw).replace('\0', " "))
+        .unwrap_or_default()
+}
+
+/// The working directory of `pid`, as the kernel knows it.
+pub fn cwd(pid: u32) -> Option<PathBuf> {
+    std::fs::read_link(format!("/proc/{pid}/cwd")).ok()
+}
+
+/// Whether `pid`'s environment holds every one of `entries` (`NAME=value`).
+pub fn has_env(pid: u32, entries: &[&str]) -> bool {
+    std::fs::read(format!("/proc/{pid}/environ"))
+        .map(|raw| {
+            let vars: Vec<&[u8]> = raw.split(|b| *b == 0).collect();
+            entries.iter().all(|entry| vars.contains(&entry.as_bytes()))
+        })
+        .unwrap_or(false)
+}
+
+fn all_pids() -> impl Iterator<Item = u32> {
     std::fs::read_dir("/proc")
         .into_iter()
         .flatten()
         .flatten()
         .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline"))
-                .map(|raw| {
-                    String::from_utf8_lossy(&raw)
-                        .replace('\0', " ")
-                        .contains(needle)
-                })
-                .unwrap_or(false)
-                && alive(*pid)
-        })
+}
+
+/// Live processes whose environment holds every one of `entries` (`NAME=value`).
+pub fn processes_with_env(entries: &[&str]) -> Vec<u32> {
+    all_pids()
+        .filter(|pid| has_env(*pid, entries) && alive(*pid))
         .collect()
+}
+
+/// Live processes whose command line contains `needle`.
+pub fn processes_running(needle: &str) -> Vec<u32> {
+    all_pids()
+        .filter(|pid| cmdline(*pid).contains(needle) && alive(*pid))
+        .collect()
+}
+
+/// Polls `check` until it holds; fails naming `what` after `timeout`.
+pub fn wait_until(what: &str, timeout: Duration, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !check() {
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {timeout:?}: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Waits until a process whose command line contains `needle` runs; returns their pids.
+pub fn wait_for_process(needle: &str, timeout: Duration) -> Vec<u32> {
+    let mut found = Vec::new();
+    wait_until(&format!("a process `{needle}` runs"), timeout, || {
+        found = processes_running(needle);
+        !found.is_empty()
+    });
+    found
 }

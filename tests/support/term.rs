@@ -10,6 +10,7 @@ use std::io::{Read, Write};
 use std::num::NonZeroU16;
 use std::os::fd::BorrowedFd;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -125,6 +126,8 @@ pub struct Session {
     writer: Arc<Mutex<Box<dyn Write + Send>>>,
     child: Box<dyn Child + Send + Sync>,
     parser: Arc<Mutex<vt100::Parser<Answers>>>,
+    /// Set once the reader saw the end of the program's output.
+    output_ended: Arc<AtomicBool>,
 }
 
 impl Session {
@@ -165,6 +168,8 @@ impl Session {
         let parser_for_reader = Arc::clone(&parser);
         // Replies to the program's queries go through the same writer as typed input.
         let reply_out = Arc::clone(&writer);
+        let output_ended = Arc::new(AtomicBool::new(false));
+        let ended = Arc::clone(&output_ended);
         std::thread::spawn(move || {
             let mut buf = [0u8; 65536];
             loop {
@@ -188,12 +193,14 @@ impl Session {
                     }
                 }
             }
+            ended.store(true, Ordering::Release);
         });
         Ok(Session {
             master: pair.master,
             writer,
             child,
             parser,
+            output_ended,
         })
     }
 
@@ -277,8 +284,19 @@ impl Session {
         let deadline = Instant::now() + timeout;
         loop {
             if let Some(status) = self.child.try_wait().context("try_wait")? {
-                // Let the reader drain what was written last (the restore sequences).
-                std::thread::sleep(Duration::from_millis(150));
+                // What was written last (the restore sequences, Pi's transcript) is parsed once
+                // the reader reached the end of the output: the PTY closes when the program and
+                // everything that inherited the terminal are gone.
+                while !self.output_ended.load(Ordering::Acquire) {
+                    if Instant::now() > deadline {
+                        bail!(
+                            "the program exited but its terminal stayed open for {timeout:?} \
+                             (a process outlived it holding the terminal); screen:\n{}",
+                            self.screen_text()
+                        );
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
                 return Ok(status.exit_code());
             }
             if Instant::now() > deadline {
