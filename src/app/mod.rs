@@ -389,8 +389,15 @@ impl App {
         }
         for event in self.emulator.take_events() {
             match event {
-                EmulatorEvent::ProgramStatus(status) => self.footer.set_program_status(status),
-                EmulatorEvent::ProgramStatusCleared => self.footer.clear_program_status(),
+                EmulatorEvent::ProgramStatus(status) => {
+                    self.ui
+                        .update_screen(|state| state.pi_status = Some(status.clone()));
+                    self.footer.set_program_status(status);
+                }
+                EmulatorEvent::ProgramStatusCleared => {
+                    self.ui.update_screen(|state| state.pi_status = None);
+                    self.footer.clear_program_status();
+                }
                 EmulatorEvent::Title(_) | EmulatorEvent::Bell => {}
             }
         }
@@ -407,6 +414,10 @@ impl App {
     }
 
     fn on_input(&mut self, event: InputEvent) {
+        if matches!(event, InputEvent::Event(Event::Key(_) | Event::Paste(_))) {
+            self.ui
+                .update_screen(|state| state.last_input = Some(std::time::Instant::now()));
+        }
         match event {
             InputEvent::Event(Event::Key(key)) => self.on_key(key),
             InputEvent::Event(Event::Paste(text)) => {
@@ -427,6 +438,7 @@ impl App {
 
     fn on_focus(&mut self, focused: bool) {
         self.focused = focused;
+        self.ui.update_screen(|state| state.focused = focused);
         if self.emulator.focus_reporting() {
             self.send_to_pi(encode_focus(focused).to_vec());
         }

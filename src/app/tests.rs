@@ -293,3 +293,28 @@ fn mouse_is_translated_into_the_pane_and_clamped_when_dragging() {
     );
     assert_eq!(drag.map(|m| (m.column, m.row)), Some((79, 19)));
 }
+
+#[test]
+fn focus_typing_and_pis_program_status_reach_the_capabilities_screen_state() {
+    let (mut app, _) = make_app(Vec::new());
+    let screen = app.ui.clone();
+    assert!(screen.screen().focused);
+    assert_eq!(screen.screen().last_input, None);
+    send(&mut app, b"\x1b[O");
+    assert!(!screen.screen().focused);
+    send(&mut app, b"\x1b[I");
+    assert!(screen.screen().focused);
+    send(&mut app, b"x");
+    assert!(screen.screen().last_input.is_some());
+    app.update(AppEvent::Pty(PtyEvent::Output(
+        b"\x1b]7501;state=blocked:app=pi:kind=input\x1b\\".to_vec(),
+    )));
+    let status = screen.screen().pi_status;
+    assert_eq!(
+        status.map(|s| (s.state, s.kind)),
+        Some((
+            crate::pane::emulator::ProgramState::Blocked,
+            Some("input".to_owned())
+        ))
+    );
+}

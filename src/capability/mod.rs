@@ -37,7 +37,7 @@ use crate::config::keymap::KeyTableSpec;
 use crate::pi::PiCommand;
 use crate::views::dock::DockSource;
 
-pub use ui::{Ui, UiReceiver, UiRequest};
+pub use ui::{ScreenState, Ui, UiReceiver, UiRequest};
 
 /// A workbench capability, as the app and the bridge see it.
 pub trait Capability: Send + Sync + 'static {

@@ -8,11 +8,39 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU16, Ordering};
+use std::time::Instant;
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 use crate::config::keymap::Keymap;
+use crate::pane::emulator::ProgramStatus;
 use crate::views::View;
+
+/// What the screen knows that capabilities may act on (a notification waits while the user is
+/// at the keyboard, a desktop alert is skipped while the terminal has focus, Pi's `blocked`
+/// state means a dialog waits for the user). Published by the app as it changes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScreenState {
+    /// The outer terminal has focus (as its focus reports say; `true` when it sends none).
+    pub focused: bool,
+    /// When the user last typed or pasted.
+    pub last_input: Option<Instant>,
+    /// Pi's program status (OSC 7501), when it reports one.
+    pub pi_status: Option<ProgramStatus>,
+    /// A terminal is attached (false headless, and while a detachable session has no client).
+    pub attached: bool,
+}
+
+impl Default for ScreenState {
+    fn default() -> Self {
+        ScreenState {
+            focused: true,
+            last_input: None,
+            pi_status: None,
+            attached: false,
+        }
+    }
+}
 
 /// What a capability asks of the screen.
 pub enum UiRequest {
@@ -47,6 +75,7 @@ pub struct Ui {
     keymap: Arc<Keymap>,
     /// The pane's width as last drawn (for text sized to it, such as Pi's widget lines).
     pane_width: Arc<AtomicU16>,
+    screen: Arc<watch::Sender<ScreenState>>,
 }
 
 impl Ui {
@@ -58,6 +87,13 @@ impl Ui {
                 tx: Some(tx),
                 keymap,
                 pane_width: Arc::new(AtomicU16::new(80)),
+                screen: Arc::new(
+                    watch::channel(ScreenState {
+                        attached: true,
+                        ..ScreenState::default()
+                    })
+                    .0,
+                ),
             },
             rx,
         )
@@ -69,6 +105,7 @@ impl Ui {
             tx: None,
             keymap,
             pane_width: Arc::new(AtomicU16::new(80)),
+            screen: Arc::new(watch::channel(ScreenState::default()).0),
         }
     }
 
@@ -112,6 +149,26 @@ impl Ui {
         self.pane_width.store(width, Ordering::Relaxed);
     }
 
+    /// The screen's state now.
+    pub fn screen(&self) -> ScreenState {
+        self.screen.borrow().clone()
+    }
+
+    /// Follows the screen's state (focus, input, Pi's program status) as it changes.
+    pub fn watch_screen(&self) -> watch::Receiver<ScreenState> {
+        self.screen.subscribe()
+    }
+
+    /// The app records what the screen knows; only real changes wake the watchers (typing moves
+    /// `last_input` on every key, which watchers read when they look, not as a wake-up).
+    pub(crate) fn update_screen(&self, change: impl FnOnce(&mut ScreenState)) {
+        self.screen.send_if_modified(|state| {
+            let before = (state.focused, state.pi_status.clone(), state.attached);
+            change(state);
+            before != (state.focused, state.pi_status.clone(), state.attached)
+        });
+    }
+
     fn send(&self, request: UiRequest) -> bool {
         match &self.tx {
             Some(tx) => tx.send(request).is_ok(),
@@ -133,6 +190,21 @@ mod tests {
         assert!(!ui.has_screen());
         assert!(!ui.notice("hello"));
         assert!(!ui.open_dock(None));
+    }
+
+    #[test]
+    fn screen_state_wakes_watchers_on_focus_and_status_not_on_typing() {
+        let (ui, _rx) = Ui::channel(Arc::new(Keymap::defaults()));
+        let mut watcher = ui.watch_screen();
+        assert!(ui.screen().attached && ui.screen().focused);
+        ui.update_screen(|state| state.last_input = Some(Instant::now()));
+        assert!(!watcher.has_changed().unwrap());
+        assert!(ui.screen().last_input.is_some(), "read when looked at");
+        ui.update_screen(|state| state.focused = false);
+        assert!(watcher.has_changed().unwrap());
+        watcher.borrow_and_update();
+        assert!(!ui.screen().focused);
+        assert!(!Ui::headless(Arc::new(Keymap::defaults())).screen().attached);
     }
 
     #[test]

@@ -357,7 +357,7 @@ mod tests {
                 ("enabled", "[x] on"),
                 ("notifyOnCompletion", "[x] on"),
                 ("triggerOnCompletion", "[x] on"),
-                ("defaultTimeoutSeconds", "0 s"),
+                ("defaultTimeoutSeconds", "none"),
                 ("maxOutputBytes", "20 MiB"),
             ])
         );
