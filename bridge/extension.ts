@@ -101,6 +101,10 @@ class Bridge {
 	private settledSeen = false;
 	private queuePending = false;
 	private lastStopReason: string | undefined;
+	/** The model stream's last phase sent (thinking, writing, calling_tool). */
+	private streamPhase: string | undefined;
+	/** Pi's footer data as last sent (JSON), to send it only when it changes. */
+	private footerStatusSent = "";
 	private handshakeWaiter?: (message: Msg) => void;
 	private goodbyeWaiter?: () => void;
 	private readonly tools = new Map<number, PendingTool>();
@@ -186,6 +190,7 @@ class Bridge {
 			this.checkQueue(ctx);
 		});
 		on("message_start", (event, ctx) => {
+			this.streamPhase = undefined;
 			const role = event.message?.role;
 			if (role === "user" || role === "custom") this.checkQueue(ctx);
 		});
@@ -200,6 +205,21 @@ class Bridge {
 				stop_reason: message.stopReason ?? null,
 				error_message: message.errorMessage ?? null,
 			});
+		});
+		// What the model's stream is doing, sent only when it changes (not per token).
+		on("message_update", (event) => {
+			const type = String(event.assistantMessageEvent?.type ?? "");
+			const phase = type.startsWith("thinking")
+				? "thinking"
+				: type.startsWith("text")
+					? "writing"
+					: type.startsWith("toolcall")
+						? "calling_tool"
+						: undefined;
+			if (phase && phase !== this.streamPhase) {
+				this.streamPhase = phase;
+				this.emit("stream_phase", { phase });
+			}
 		});
 		on("tool_execution_start", (event) =>
 			this.emit("tool_execution_start", { tool: event.toolName, call_id: event.toolCallId }),
@@ -688,8 +708,36 @@ class Bridge {
 	private setFooter(hidden: boolean): boolean {
 		const ui = this.ctx?.ui;
 		if (typeof ui?.setFooter !== "function") throw new BridgeFailure("unsupported", "this Pi cannot replace its footer");
-		ui.setFooter(hidden ? () => ({ render: () => [], invalidate() {} }) : undefined);
+		// The empty footer still reads Pi's footer data (other extensions' statuses) each time Pi
+		// draws it, and sends it on when it changed: the workbench's footer shows it instead.
+		ui.setFooter(
+			hidden
+				? (_tui: any, _theme: any, footerData: any) => ({
+						render: () => {
+							this.sendFooterStatus(footerData);
+							return [];
+						},
+						invalidate() {},
+					})
+				: undefined,
+		);
 		return true;
+	}
+
+	private sendFooterStatus(footerData: any) {
+		const statuses: { key: string; text: string }[] = [];
+		const entries = attempt(() => footerData?.getExtensionStatuses?.()) as Map<string, string> | undefined;
+		for (const [key, text] of entries ? Array.from(entries.entries()) : []) {
+			const plain = stripAnsi(String(text)).replace(/[\r\n\t]/g, " ").replace(/ +/g, " ").trim();
+			if (plain) statuses.push({ key: String(key), text: plain });
+		}
+		statuses.sort((a, b) => a.key.localeCompare(b.key));
+		const enabled = attempt(() => this.pi.getSettings?.()?.compaction?.enabled);
+		const auto_compaction = typeof this.pi.getSettings === "function" ? enabled !== false : null;
+		const body = JSON.stringify({ statuses, auto_compaction });
+		if (body === this.footerStatusSent) return;
+		this.footerStatusSent = body;
+		this.emit("footer_status", { statuses, auto_compaction });
 	}
 
 	/** Plain lines above Pi's editor under `key`; no lines removes them. */
@@ -823,6 +871,11 @@ function cardOf(details: unknown): Msg | undefined {
 	const card = (details as Msg | null | undefined)?.card;
 	if (!card || typeof card !== "object" || typeof card.title !== "string") return undefined;
 	return card;
+}
+
+/** `text` without terminal escape sequences (colours, OSC links). */
+function stripAnsi(text: string): string {
+	return text.replace(/\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)/g, "").replace(/\x1b\[[0-9;?]*[ -\/]*[@-~]/g, "").replace(/\x1b./g, "");
 }
 
 /** The card's lines in Pi's theme: a tinted bold title, indented body lines, a dim footer. */

@@ -672,3 +672,52 @@ fn pi_killed_with_sigkill_ends_the_workbench_with_an_error_and_a_restored_termin
         .wait_for_text("Pi exited with SIGKILL", REPLY)
         .unwrap();
 }
+
+/// Pi's footer shows other extensions' `ctx.ui.setStatus` texts and its `(auto)` marker; the
+/// workbench hides Pi's footer, so it must show them itself. And the footer says what Pi does
+/// inside a run (running bash), not only "working".
+#[test]
+fn the_footer_shows_other_extensions_statuses_and_what_pi_is_doing() {
+    let mut wb = start_with(
+        PiLine::Current,
+        &["-e", "./status-ext.ts"],
+        OuterOptions {
+            cols: 140,
+            ..OuterOptions::default()
+        },
+        &[],
+        |sandbox| {
+            std::fs::write(
+                sandbox.project.join("status-ext.ts"),
+                r#"export default function (pi: any) {
+    pi.on("session_start", (_event: any, ctx: any) => {
+        ctx.ui.setStatus("b-other", "\x1b[32mOTHER-EXT ready\x1b[0m");
+        ctx.ui.setStatus("a-first", "FIRST-EXT 3 items");
+    });
+}
+"#,
+            )
+            .unwrap();
+        },
+    );
+    wb.wait_ready();
+    wb.session
+        .wait_for("the other extensions' statuses in the footer", REPLY, |s| {
+            footer_row(s).contains("FIRST-EXT 3 items · OTHER-EXT ready")
+        })
+        .unwrap();
+    wb.session
+        .wait_for("Pi's auto-compaction marker", REPLY, |s| {
+            footer_row(s).contains("(auto)")
+        })
+        .unwrap();
+    wb.session.type_text("run a slow command");
+    wb.session.send(keys::ENTER);
+    wb.session
+        .wait_for("the footer naming the running tool", REPLY, |s| {
+            footer_row(s).contains("● running bash")
+        })
+        .unwrap();
+    wb.session.wait_for_text("SLOW-REPLY", REPLY).unwrap();
+    assert_eq!(wb.exit_with(keys::KITTY_CTRL_D), 0);
+}

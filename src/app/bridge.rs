@@ -159,6 +159,9 @@ pub fn session_of(event: &PiEvent) -> Option<crate::pi::resume::PiSession> {
     })
 }
 
+/// What the footer says while Pi waits for the model's stream to start.
+const WAITING: &str = "waiting for the model";
+
 /// Applies one Pi event to the footer's data. Totals are per session: a new session (not a
 /// reload of the same one) starts them again.
 pub fn apply_pi_event(data: &mut FooterData, event: &PiEvent) {
@@ -182,8 +185,35 @@ pub fn apply_pi_event(data: &mut FooterData, event: &PiEvent) {
             data.activity = Some(Activity::Idle);
         }
         PiEvent::SessionName { name } => data.session_name = name.clone(),
-        PiEvent::AgentStart => data.activity = Some(Activity::Working),
-        PiEvent::AgentSettled { .. } => data.activity = Some(Activity::Idle),
+        PiEvent::AgentStart => {
+            data.activity = Some(Activity::Working);
+            data.doing = Some(WAITING.to_owned());
+        }
+        PiEvent::AgentSettled { .. } => {
+            data.activity = Some(Activity::Idle);
+            data.doing = None;
+        }
+        PiEvent::StreamPhase { phase } => {
+            data.doing = Some(
+                match phase.as_str() {
+                    "thinking" => "thinking",
+                    "writing" => "writing",
+                    "calling_tool" => "calling a tool",
+                    _ => WAITING,
+                }
+                .to_owned(),
+            );
+        }
+        PiEvent::ToolExecutionStart(tool) => data.doing = Some(format!("running {}", tool.tool)),
+        PiEvent::ToolExecutionEnd(_) => data.doing = Some(WAITING.to_owned()),
+        PiEvent::FooterStatus(status) => {
+            data.extension_statuses = status
+                .statuses
+                .iter()
+                .map(|status| status.text.clone())
+                .collect();
+            data.auto_compaction = status.auto_compaction;
+        }
         PiEvent::CompactionStart { .. } => data.activity = Some(Activity::Compacting),
         PiEvent::CompactionEnd(end) => {
             if data.activity == Some(Activity::Compacting) {
@@ -219,8 +249,6 @@ pub fn apply_pi_event(data: &mut FooterData, event: &PiEvent) {
         PiEvent::ThinkingLevel { level, .. } => data.thinking_level = Some(level.clone()),
         PiEvent::SessionShutdown(_)
         | PiEvent::AgentEnd
-        | PiEvent::ToolExecutionStart(_)
-        | PiEvent::ToolExecutionEnd(_)
         | PiEvent::UserInput(_)
         | PiEvent::QueueUpdate { .. }
         | PiEvent::Other { .. } => {}
@@ -326,6 +354,67 @@ mod tests {
         assert!(colors.values().all(|c| c.len() == 7 && c.starts_with('#')));
         let (plain, _) = crate::config::theme::load_theme(None, true);
         assert!(card_colors(&plain.widgets).is_empty());
+    }
+
+    #[test]
+    fn the_footer_follows_what_pi_does_and_other_extensions_statuses() {
+        use crate::bridge::{ExtensionStatus, FooterStatus, ToolExecution};
+        let mut data = FooterData::default();
+        let steps: Vec<(PiEvent, Option<&str>)> = vec![
+            (PiEvent::AgentStart, Some("waiting for the model")),
+            (
+                PiEvent::StreamPhase {
+                    phase: "thinking".into(),
+                },
+                Some("thinking"),
+            ),
+            (
+                PiEvent::StreamPhase {
+                    phase: "writing".into(),
+                },
+                Some("writing"),
+            ),
+            (
+                PiEvent::ToolExecutionStart(ToolExecution {
+                    tool: "bash".into(),
+                    ..ToolExecution::default()
+                }),
+                Some("running bash"),
+            ),
+            (
+                PiEvent::ToolExecutionEnd(ToolExecution::default()),
+                Some("waiting for the model"),
+            ),
+            (
+                PiEvent::AgentSettled {
+                    aborted: false,
+                    synthetic: false,
+                },
+                None,
+            ),
+        ];
+        for (event, want) in steps {
+            apply_pi_event(&mut data, &event);
+            assert_eq!(data.doing.as_deref(), want, "{event:?}");
+        }
+        apply_pi_event(
+            &mut data,
+            &PiEvent::FooterStatus(FooterStatus {
+                statuses: vec![
+                    ExtensionStatus {
+                        key: "a".into(),
+                        text: "first".into(),
+                    },
+                    ExtensionStatus {
+                        key: "b".into(),
+                        text: "second".into(),
+                    },
+                ],
+                auto_compaction: Some(true),
+            }),
+        );
+        assert_eq!(data.extension_statuses, ["first", "second"]);
+        assert_eq!(data.auto_compaction, Some(true));
     }
 
     #[test]

@@ -162,6 +162,14 @@ pub enum PiEvent {
     QueueUpdate {
         pending: bool,
     },
+    /// What the model's stream is doing now (sent when it changes): `thinking`, `writing`,
+    /// `calling_tool`.
+    StreamPhase {
+        phase: String,
+    },
+    /// Pi's footer data as the extension's (empty) footer sees it: other extensions' statuses and
+    /// whether Pi compacts by itself. Sent when it changes.
+    FooterStatus(FooterStatus),
     /// Any other forwarded event, untyped.
     Other {
         name: String,
@@ -199,6 +207,10 @@ impl PiEvent {
         #[derive(Deserialize)]
         struct Queue {
             pending: bool,
+        }
+        #[derive(Deserialize)]
+        struct Phase {
+            phase: String,
         }
         fn decode<T: serde::de::DeserializeOwned>(data: &Value) -> Result<T, serde_json::Error> {
             // Events without a payload may come with `data` absent or null.
@@ -240,6 +252,11 @@ impl PiEvent {
                 let Queue { pending } = decode(data)?;
                 Self::QueueUpdate { pending }
             }
+            "stream_phase" => {
+                let Phase { phase } = decode(data)?;
+                Self::StreamPhase { phase }
+            }
+            "footer_status" => Self::FooterStatus(decode(data)?),
             other => Self::Other {
                 name: other.to_string(),
                 data: data.clone(),
@@ -266,6 +283,8 @@ impl PiEvent {
             Self::CompactionEnd(_) => "compaction_end",
             Self::UserInput(_) => "input",
             Self::QueueUpdate { .. } => "queue_update",
+            Self::StreamPhase { .. } => "stream_phase",
+            Self::FooterStatus(_) => "footer_status",
             Self::Other { name, .. } => name,
         }
     }
@@ -285,6 +304,23 @@ pub struct SessionStart {
     pub model: Option<ModelInfo>,
     pub thinking_level: Option<String>,
     pub context_usage: Option<ContextUsage>,
+}
+
+/// Pi's footer data: other extensions' `ctx.ui.setStatus` texts (by key, as Pi orders them; the
+/// extension strips colours and line breaks) and Pi's auto-compaction setting (`None`: this Pi
+/// does not say).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct FooterStatus {
+    pub statuses: Vec<ExtensionStatus>,
+    pub auto_compaction: Option<bool>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct ExtensionStatus {
+    pub key: String,
+    pub text: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]

@@ -33,8 +33,8 @@ use std::sync::Arc;
 pub use bus::{BusEvent, EventBus, names};
 pub use events::{
     BridgeEvent, Capabilities, CommandReply, CompactionEnd, ContextUsage, DisconnectReason,
-    MessageEnd, ModelCost, ModelInfo, ModelSelect, NotifyLevel, PiEvent, SessionShutdown,
-    SessionStart, ToolExecution, TurnEnd, Usage, UserInput,
+    ExtensionStatus, FooterStatus, MessageEnd, ModelCost, ModelInfo, ModelSelect, NotifyLevel,
+    PiEvent, SessionShutdown, SessionStart, ToolExecution, TurnEnd, Usage, UserInput,
 };
 pub use extension::{EXTENSION_SOURCE, extension_file, extension_file_name};
 pub use host::{AgentInfo, BridgeError, BridgeHost, DeliverAs, HostCall, HostOptions};

@@ -119,6 +119,13 @@ pub struct FooterData {
     pub cost: Option<f64>,
     pub session_name: Option<String>,
     pub hostname: Option<String>,
+    /// What Pi is doing inside a run: "waiting for the model", "thinking", "writing",
+    /// "running bash" (`None` between runs).
+    pub doing: Option<String>,
+    /// Other extensions' footer statuses (`ctx.ui.setStatus`), in Pi's order (by key), plain text.
+    pub extension_statuses: Vec<String>,
+    /// Pi compacts by itself when the context fills (Pi's `(auto)` marker); `None`: unknown.
+    pub auto_compaction: Option<bool>,
 }
 
 /// The priorities of the workbench's own segments (higher survives longer) and of their longer
@@ -151,6 +158,8 @@ pub mod priority {
     /// Directories between `~` and the last one: below the git branch.
     pub const CWD_DETAIL: u8 = 25;
     pub const MODULE_LOW: u8 = 20;
+    /// Other extensions' statuses: theirs, so below everything of the workbench's own.
+    pub const EXTENSION_STATUSES: u8 = 15;
     pub const HOSTNAME: u8 = 10;
 }
 
@@ -174,6 +183,7 @@ pub fn build_segments(
         builtin::context(data, settings.context),
         builtin::tokens(data),
         builtin::cost(data),
+        builtin::extension_statuses(data),
     ];
     own.into_iter()
         .flatten()
@@ -403,6 +413,7 @@ mod tests {
             cost: Some(0.0123),
             session_name: Some("footer segments".to_owned()),
             hostname: Some("devbox".to_owned()),
+            ..FooterData::default()
         };
         (model, data)
     }
@@ -466,6 +477,33 @@ mod tests {
         crate::assert_ui_snapshot!(
             "footer_error_keeps_folder_and_tokens",
             widths_snapshot(&segments, &WIDTHS)
+        );
+    }
+
+    /// Inside a run the state says what Pi does ("● running bash", shortened to "● working");
+    /// other extensions' statuses sit at the low end, the later ones going first; Pi's
+    /// auto-compaction marker follows the context figure.
+    #[test]
+    fn what_pi_does_other_extensions_statuses_and_the_auto_marker() {
+        let (model, mut data) = bridged();
+        data.activity = Some(Activity::Working);
+        data.doing = Some("running bash".to_owned());
+        data.extension_statuses =
+            vec!["FIRST-EXT 3 items".to_owned(), "OTHER-EXT ready".to_owned()];
+        data.auto_compaction = Some(true);
+        let segments = build_segments(&model, &data, &FooterSettings::default(), []);
+        let wide = render_to_string(200, 1, |area, buf| {
+            render_segments(&segments, &Theme::plain(), area, buf);
+        });
+        assert!(wide.contains("● running bash"), "{wide}");
+        assert!(
+            wide.contains("FIRST-EXT 3 items · OTHER-EXT ready"),
+            "{wide}"
+        );
+        assert!(wide.contains("(auto)"), "{wide}");
+        crate::assert_ui_snapshot!(
+            "footer_doing_statuses_auto",
+            widths_snapshot(&segments, &[200, 160, 120, 80, 40])
         );
     }
 

@@ -8,7 +8,10 @@ use unipi_widgets::footer::{Activity, BridgeLink, FooterData};
 pub fn main_row(data: &FooterData) -> AgentRow {
     let (status, activity) = match (data.bridge, data.activity) {
         (BridgeLink::Disconnected, _) => (AgentStatus::Idle, "bridge disconnected"),
-        (_, Some(Activity::Working)) => (AgentStatus::Running, "working"),
+        (_, Some(Activity::Working)) => (
+            AgentStatus::Running,
+            data.doing.as_deref().unwrap_or("working"),
+        ),
         (_, Some(Activity::Compacting)) => (AgentStatus::Running, "compacting"),
         (_, Some(Activity::Idle) | None) => (AgentStatus::Idle, "idle"),
     };

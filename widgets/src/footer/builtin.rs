@@ -114,11 +114,23 @@ fn running_state(status: Option<&StatusSegment>, data: &FooterData) -> Vec<Form>
     let activity = (data.bridge != BridgeLink::Disconnected)
         .then_some(data.activity)
         .flatten();
+    let working = Role::Status(ProgramState::Working);
+    // Inside a run: what Pi is doing now ("● running bash"), shortened to "● working".
+    if activity == Some(Activity::Working)
+        && let Some(doing) = data.doing.as_deref().map(first_line)
+        && !doing.is_empty()
+        && data.bridge != BridgeLink::Disconnected
+    {
+        let mut forms: Vec<Form> = word_forms(&doing, MAX_MESSAGE)
+            .into_iter()
+            .map(|text| Form::new(format!("● {text}"), working))
+            .collect();
+        forms.push(Form::new("● working", working));
+        return forms;
+    }
     let (text, role) = match (activity, osc) {
-        (Some(Activity::Compacting), _) => ("◐ compacting", Role::Status(ProgramState::Working)),
-        (Some(Activity::Working), _) | (_, Some(ProgramState::Working)) => {
-            ("● working", Role::Status(ProgramState::Working))
-        }
+        (Some(Activity::Compacting), _) => ("◐ compacting", working),
+        (Some(Activity::Working), _) | (_, Some(ProgramState::Working)) => ("● working", working),
         (_, Some(ProgramState::Done)) => ("✓ done", Role::Status(ProgramState::Done)),
         (Some(Activity::Idle), _) | (_, Some(ProgramState::Idle)) => {
             ("○ idle", Role::Status(ProgramState::Idle))
@@ -131,6 +143,37 @@ fn running_state(status: Option<&StatusSegment>, data: &FooterData) -> Vec<Form>
         return vec![with_activity, alone];
     }
     vec![Form::new(text, role)]
+}
+
+/// Other extensions' statuses (Pi's `ctx.ui.setStatus` line), joined; they give way before
+/// anything of the workbench's own, first dropping the later ones.
+pub(super) fn extension_statuses(data: &FooterData) -> Option<Segment> {
+    let statuses: Vec<&str> = data
+        .extension_statuses
+        .iter()
+        .map(|status| status.trim())
+        .filter(|status| !status.is_empty())
+        .collect();
+    if statuses.is_empty() {
+        return None;
+    }
+    let mut forms = (1..=statuses.len()).rev().map(|count| {
+        let mut text = statuses[..count].join(" · ");
+        if count < statuses.len() {
+            text.push_str(" …");
+        }
+        Form::new(text, Role::Muted)
+    });
+    let first = forms.next().unwrap_or_default();
+    Some(forms.fold(
+        Segment::new(
+            "extension_statuses",
+            priority::EXTENSION_STATUSES,
+            Align::Right,
+            first,
+        ),
+        Segment::or,
+    ))
 }
 
 /// The model, and its thinking level when the `thinking_level` toggle allows.
@@ -277,6 +320,10 @@ pub(super) fn context(data: &FooterData, thresholds: ContextThresholds) -> Optio
     let mut long = Form::new("ctx ", Role::Muted).then(pct.clone(), role);
     if let Some(tokens) = usage.tokens {
         long = long.then(format!(" {}/{window}", format_tokens(tokens)), role);
+    }
+    // Pi's own marker: it compacts by itself when the context fills.
+    if data.auto_compaction == Some(true) {
+        long = long.then(" (auto)", Role::Muted);
     }
     Some(
         segment(long)
