@@ -193,6 +193,7 @@ fn run_workbench(cli: Cli, split: SplitArgs) -> Result<i32> {
         theme,
         footer,
         config_errors,
+        welcome: None,
         log_path,
         keyboard_enhancement: std::env::var_os("UNIPI_TUI_DISABLE_KEYBOARD_ENHANCEMENT")
             .is_none_or(|v| v.is_empty() || v == "0"),

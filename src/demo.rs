@@ -64,6 +64,7 @@ pub async fn prepare(options: &mut AppOptions, scenario: Option<&Path>) -> Resul
         .map(|(k, v)| (OsString::from(k), OsString::from(v)))
         .collect();
     options.pi_env.extend(env.iter().cloned());
+    options.welcome = Some((WELCOME_TITLE.to_owned(), welcome_lines()));
     // The demo's own Pi arguments come first; the user's may override them.
     let pi_args: Vec<OsString> = agent.pi_args.into_iter().map(OsString::from).collect();
     let mut args = pi_args.clone();
@@ -75,6 +76,23 @@ pub async fn prepare(options: &mut AppOptions, scenario: Option<&Path>) -> Resul
         pi_args,
         env,
     })
+}
+
+/// The title of the demo's first box.
+pub const WELCOME_TITLE: &str = "Welcome to the unipi-tui demo";
+
+/// What the demo's first box says: what this is, and what to try — Pi's and the workbench's own.
+fn welcome_lines() -> Vec<String> {
+    [
+        "Pi runs in this pane against a scripted model on this machine: no API key, nothing \
+         leaves it. Around Pi the workbench draws its footer, the dock and overlays.",
+        "Type one of: hello · list files · show me markdown · start a background task · ask a \
+         helper · /unipi:info",
+        "Keys: F1 every key and command · Shift+Down the dock (background tasks and helpers) · \
+         Ctrl+D quits. Typing closes this box.",
+    ]
+    .map(str::to_owned)
+    .to_vec()
 }
 
 /// Merges the JSON object `extra` over the settings file at `path` (objects key by key, anything

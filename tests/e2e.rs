@@ -721,3 +721,86 @@ fn the_footer_shows_other_extensions_statuses_and_what_pi_is_doing() {
     wb.session.wait_for_text("SLOW-REPLY", REPLY).unwrap();
     assert_eq!(wb.exit_with(keys::KITTY_CTRL_D), 0);
 }
+
+/// The built-in demo says what it is and what to try — the workbench's own features too — and
+/// they work: a background task started by the scripted model runs, shows in the dock, and its
+/// end wakes the agent; typing closes the welcome box and reaches Pi.
+#[test]
+fn the_builtin_demo_welcomes_and_its_background_task_wakes_the_agent() {
+    let sandbox = Sandbox::new();
+    let mut session = support::demo::spawn_workbench(
+        PiLine::Current,
+        &["demo"],
+        &[],
+        &sandbox,
+        &[],
+        OuterOptions::default(),
+    );
+    session
+        .wait_for_text("Welcome to the unipi-tui demo", START)
+        .unwrap();
+    session
+        .wait_for("the workbench's features in the welcome", START, |s| {
+            let text = s.contents();
+            text.contains("start a background task") && text.contains("/unipi:info")
+        })
+        .unwrap();
+    session
+        .wait_for("Pi ready", START, |s| {
+            s.contents().contains("scripted-demo") || footer_row(s).contains("○ idle")
+        })
+        .unwrap();
+    session.type_text("start a background task");
+    session
+        .wait_for("the welcome closed by typing", REPLY, |s| {
+            !s.contents().contains("Welcome to the unipi-tui demo")
+        })
+        .unwrap();
+    session.send(keys::ENTER);
+    session
+        .wait_for_text("Press Shift+Down to watch it", REPLY)
+        .unwrap();
+    session
+        .wait_for_text("its notification woke me up", REPLY)
+        .unwrap();
+    assert_eq!(exit_pi(&mut session, keys::KITTY_CTRL_D, EXIT), 0);
+}
+
+/// Every config error is logged with its file (not only keymap, theme and footer ones): the
+/// tasks, compactor, MCP, subagents and workbench files of a capability too, and they are shown
+/// in the start-up box.
+#[test]
+fn every_broken_config_file_is_logged_and_shown() {
+    let files = [
+        "background-tasks.json",
+        "compactor.json",
+        "mcp.json",
+        "subagents.json",
+        "workbench.json",
+    ];
+    let wb = start_with(
+        PiLine::Current,
+        &[],
+        OuterOptions::default(),
+        &[],
+        |sandbox| {
+            let dir = sandbox.home.join(".unipi/config");
+            std::fs::create_dir_all(&dir).unwrap();
+            for file in files {
+                std::fs::write(dir.join(file), "{ \"broken\": ").unwrap();
+            }
+        },
+    );
+    wb.session
+        .wait_for_text("Start-up problems", START)
+        .unwrap();
+    wb.session
+        .wait_for("every broken file logged", START, |_| {
+            let log = wb.log();
+            files.iter().all(|file| {
+                log.lines()
+                    .any(|line| line.contains("WARN") && line.contains(file))
+            })
+        })
+        .unwrap_or_else(|err| panic!("{err:#}\nlog:\n{}", wb.log()));
+}

@@ -81,6 +81,9 @@ pub struct AppOptions {
     pub footer: crate::config::footer::FooterConfig,
     /// Problems with the user's config files, shown once the screen is up.
     pub config_errors: Vec<String>,
+    /// A first box of (title, lines) shown under the problems (the demo says what it is and
+    /// what to try); typing closes it and goes to Pi.
+    pub welcome: Option<(String, Vec<String>)>,
     pub log_path: PathBuf,
     /// The directory the workbench was started in: Pi and every child run there.
     pub workspace: PathBuf,
@@ -200,6 +203,13 @@ impl App {
     /// done comes back from [`App::update`] as effects.
     pub fn new(emulator: Emulator, options: &AppOptions) -> Self {
         let mut views = ViewStack::default();
+        if let Some((title, lines)) = &options.welcome {
+            views.push(Box::new(NoticeView::new(
+                title,
+                lines.clone(),
+                &options.keymap,
+            )));
+        }
         if !options.config_errors.is_empty() {
             views.push(Box::new(NoticeView::new(
                 "Start-up problems (defaults used where a file was bad)",

@@ -106,6 +106,7 @@ fn make_app(config_errors: Vec<String>) -> (App, Arc<FakeDock>) {
         theme: theme.clone(),
         footer: crate::config::footer::FooterConfig::default(),
         config_errors,
+        welcome: None,
         log_path: PathBuf::from("/home/ada/.local/state/unipi-tui/unipi-tui.log"),
         workspace: PathBuf::from("/home/ada/project"),
         keyboard_enhancement: true,

@@ -607,6 +607,19 @@ error = { status = 503, message = "nothing matched" }
             name: "bash".to_string(),
             arguments: r#"{"command":"ls -la"}"#.to_string(),
         }];
+        let call = |name: &str| -> Vec<ToolCall> {
+            match &demo.select("user", name, &[]).reply.outcome {
+                Outcome::Answer { tool_calls, .. } => tool_calls.clone(),
+                _ => Vec::new(),
+            }
+        };
+        let bg_run = call("start a background task");
+        assert_eq!(bg_run.first().map(|c| c.name.as_str()), Some("bg_run"));
+        let helper = call("ask a helper");
+        assert_eq!(
+            helper.first().map(|c| c.name.as_str()),
+            Some("spawn_helper")
+        );
         // (role, last message text, a fragment of the reply text, expected tool calls)
         let cases: &[(&str, &str, &str, &[ToolCall])] = &[
             ("user", "hello", "Press F1", &[]),
@@ -630,6 +643,32 @@ error = { status = 503, message = "nothing matched" }
             ),
             ("user", "which one?", "only knows a few", &[]), // "hi" inside a word is no greeting
             ("user", "what can you do?", "`list files`", &[]),
+            ("user", "start a background task", "`bg_run`", &bg_run),
+            (
+                "tool",
+                "Started bg-1a2b3c (demo countdown)",
+                "Shift+Down",
+                &[],
+            ),
+            (
+                "custom",
+                "<background-task-notification>\n  <task-id>bg-1a2b3c</task-id>\n  LIFTOFF",
+                "woke me up",
+                &[],
+            ),
+            ("user", "ask a helper", "helper agent", &helper),
+            (
+                "user",
+                "DEMO-HELPER-TASK: look around this project",
+                "second Pi",
+                &[],
+            ),
+            (
+                "tool",
+                "DEMO-HELPER-ANSWER: I am a second Pi",
+                "Shift+Down",
+                &[],
+            ),
         ];
         for (role, text, fragment, calls) in cases {
             match &demo.select(role, text, &[]).reply.outcome {
