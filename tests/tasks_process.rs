@@ -648,3 +648,43 @@ async fn the_bg_command_starts_a_task_that_notifies_without_waking() -> Result<(
     );
     Ok(())
 }
+
+/// A task the user stops from the dock tells the model at its next turn instead of waking it (a
+/// turn the user did not ask for costs money); the agent's own `bg_kill` still wakes it. And the
+/// dock's rows follow: the task shows stopped once it has.
+#[tokio::test]
+async fn a_task_stopped_from_the_dock_does_not_wake_the_agent() -> Result<()> {
+    use unipi_tui::capability::Changed;
+    use unipi_tui::tasks::dock::TaskDock;
+    use unipi_tui::views::dock::{DockRequest, DockRows, DockSource};
+
+    let mut h = harness()?;
+    let dock = TaskDock::new(h.service.clone(), Changed::default());
+    let by_user = h.run("sleep 30").await?;
+    dock.request(&DockRequest::Stop(by_user.id.clone()))
+        .map_err(anyhow::Error::msg)?;
+    let ended = h.finished(&by_user).await?;
+    assert_eq!(ended.status, TaskStatus::Stopped);
+    let notice = tokio::time::timeout(Duration::from_secs(10), h.notices.recv())
+        .await?
+        .context("no notification for the stopped task")?;
+    assert_eq!(notice.task_id, by_user.id);
+    assert!(!notice.trigger_turn, "a stop from the dock must not wake the agent");
+    let DockRows::Tasks(rows) = dock.rows() else {
+        bail!("the task dock lists tasks");
+    };
+    assert!(
+        rows.iter()
+            .any(|row| row.id == by_user.id && row.status == unipi_widgets::dock::TaskStatus::Stopped)
+    );
+
+    // The agent's own stop (bg_kill) keeps the task's delivery: it wakes the agent.
+    let by_agent = h.run("sleep 30").await?;
+    h.service.stop(&by_agent.id).await?;
+    let notice = tokio::time::timeout(Duration::from_secs(10), h.notices.recv())
+        .await?
+        .context("no notification for the task the agent stopped")?;
+    assert_eq!(notice.task_id, by_agent.id);
+    assert!(notice.trigger_turn);
+    Ok(())
+}
