@@ -621,7 +621,7 @@ async fn survives_reload_interactively(line: PiLine) -> anyhow::Result<()> {
     })
     .await?;
 
-    type_keys(&session, "/reload\r").await;
+    slash_command(&session, "/reload").await?;
     let goodbye = expect_event(&mut rx, &session, "Disconnected", |event| {
         matches!(event, BridgeEvent::Disconnected { .. })
     })
@@ -637,7 +637,7 @@ async fn survives_reload_interactively(line: PiLine) -> anyhow::Result<()> {
     })
     .await?;
 
-    type_keys(&session, "/new\r").await;
+    slash_command(&session, "/new").await?;
     let goodbye = expect_event(&mut rx, &session, "Disconnected", |event| {
         matches!(event, BridgeEvent::Disconnected { .. })
     })
@@ -687,7 +687,7 @@ async fn survives_reload_interactively(line: PiLine) -> anyhow::Result<()> {
         "the tool is declared again after /reload"
     );
 
-    type_keys(&session, "/unipi:probe now\r").await;
+    slash_command(&session, "/unipi:probe now").await?;
     wait_screen(&session, "the command's notice", |screen| {
         screen.contains("probe answered")
     })
@@ -785,6 +785,20 @@ async fn wait_flag(
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
+    Ok(())
+}
+
+/// Types a slash command and presses Enter only once Pi's editor shows it whole: Enter before
+/// the last character arrived submits a prefix, or takes one of Pi's completions instead.
+async fn slash_command(session: &support::term::Session, command: &str) -> anyhow::Result<()> {
+    type_keys(session, command).await;
+    wait_screen(session, &format!("{command:?} in Pi's editor"), |screen| {
+        screen
+            .lines()
+            .any(|line| line.trim_end().ends_with(command))
+    })
+    .await?;
+    session.send(b"\r");
     Ok(())
 }
 
