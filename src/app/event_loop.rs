@@ -139,7 +139,7 @@ pub async fn run(mut options: AppOptions) -> Result<AppOutcome> {
     };
     let restored = tui::restore();
     if app.pi_exit.is_none() {
-        app.pty.terminate(STOP_GRACE);
+        app.pty.terminate(STOP_GRACE).await;
     }
     if let Some(tasks) = app.tasks.take() {
         // Every task's process group is stopped and reaped; no notification is sent for these.
@@ -296,7 +296,7 @@ async fn drive(
 
     if let Some(code) = signal_code {
         tracing::info!("stopping Pi (workbench exit code {code})");
-        app.pty.terminate(STOP_GRACE);
+        app.pty.terminate(STOP_GRACE).await;
         wait_for_exit(app, &mut pty_rx).await;
         return Ok(AppOutcome {
             code,

@@ -43,7 +43,7 @@ pub struct Marks {
 /// The dock's rows. `detail` is the task whose output tail is read (only the one shown in the
 /// detail view: reading every log on every change would be wasted I/O).
 pub fn dock_rows(tasks: &[TaskInfo], marks: &Marks, detail: Option<&str>) -> Vec<DockRow> {
-    let now = crate::tasks::now_ms_for_lists();
+    let now = crate::sys::now_ms();
     tasks
         .iter()
         .map(|task| DockRow {
@@ -273,7 +273,7 @@ impl super::App {
         };
         let idle = self.footer.data.activity == Some(unipi_widgets::footer::Activity::Idle)
             && self.footer.data.bridge == unipi_widgets::footer::BridgeLink::Connected;
-        let now = crate::tasks::now_ms_for_lists();
+        let now = crate::sys::now_ms();
         let mut waiting: Vec<(u64, unipi_widgets::pending::PendingTask)> = tasks
             .registry()
             .snapshot()

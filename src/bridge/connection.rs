@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -32,6 +32,7 @@ use super::protocol::{
 };
 use super::runtime_dir::secrets_match;
 use super::tools;
+use crate::sys::lock;
 
 /// Lines queued for the writer before senders wait.
 const OUTBOUND_QUEUE: usize = 1024;
@@ -613,7 +614,7 @@ impl Connection {
     }
 
     fn lock_inflight(&self) -> std::sync::MutexGuard<'_, HashMap<u64, CancelHandle>> {
-        self.inflight.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(&self.inflight)
     }
 }
 

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -25,6 +25,7 @@ use super::protocol::{ErrorMsg, HostMessage};
 use super::registry::Registry;
 use super::runtime_dir::{RuntimeDir, SOCKET_NAME, new_token};
 use super::{AgentId, connection, env};
+use crate::sys::lock;
 
 /// Timeouts and choices of a host. The defaults suit the workbench; tests shorten them.
 #[derive(Debug, Clone)]
@@ -422,12 +423,7 @@ impl BridgeHost {
     /// Says goodbye to every connection, stops accepting and removes the runtime directory.
     pub async fn shutdown(self) {
         self.inner.stop.send_replace(true);
-        let accept = self
-            .inner
-            .accept
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
+        let accept = lock(&self.inner.accept).take();
         if let Some(accept) = accept
             && tokio::time::timeout(SHUTDOWN_GRACE, accept).await.is_err()
         {
@@ -491,13 +487,13 @@ impl Live {
     pub(crate) fn pending_calls(
         &self,
     ) -> std::sync::MutexGuard<'_, HashMap<u64, oneshot::Sender<CallAnswer>>> {
-        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(&self.pending)
     }
 }
 
 impl Shared {
     pub(crate) fn lock_agents(&self) -> std::sync::MutexGuard<'_, HashMap<AgentId, AgentSlot>> {
-        self.agents.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(&self.agents)
     }
 
     fn live(&self, agent: &AgentId) -> Option<Live> {

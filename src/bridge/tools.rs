@@ -4,7 +4,7 @@
 //! what went wrong in words the model can act on.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::mpsc;
@@ -14,6 +14,7 @@ use super::AgentId;
 use super::host::Shared;
 use super::module::{CancelHandle, ContentBlock, ToolCall, ToolError, ToolOutput, UpdateSender};
 use super::protocol::{HostMessage, ToolCallMsg};
+use crate::sys::lock;
 
 /// Answers one of Pi's hooks from the first module that takes it, in a task of its own (a panic
 /// or a timeout answers `null`, which leaves the decision to Pi), and always writes exactly one
@@ -205,10 +206,6 @@ fn seconds(duration: Duration) -> String {
     } else {
         format!("{secs:.1} s")
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 #[cfg(test)]

@@ -12,10 +12,11 @@ use serde_json::{Value, json};
 
 use super::args::{Action, ContextMode, OutputLimit, SpawnArgs};
 use super::module::{
-    BudgetArgs, Caller, Inner, Launch, SessionStart, check_caps, error_output, lock,
-    refusal_output, usage_json,
+    BudgetArgs, Caller, Inner, Launch, SessionStart, check_caps, error_output, refusal_output,
+    usage_json,
 };
 use crate::bridge::{ToolCall, ToolOutput};
+use crate::sys::lock;
 
 /// What `action: "guide"` answers.
 pub const GUIDE: &str = "\

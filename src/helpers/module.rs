@@ -22,7 +22,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures_util::future::BoxFuture;
@@ -46,6 +46,7 @@ use crate::bridge::{
     ToolOutput, ToolSpec, UpdateSender,
 };
 use crate::config::{ConfigError, read_module_config};
+use crate::sys::{lock, now_ms};
 
 /// The tool names.
 pub const SPAWN_TOOL: &str = "spawn_helper";
@@ -1406,9 +1407,7 @@ impl Inner {
 
     fn new_run_id(&self) -> String {
         let n = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |elapsed| elapsed.as_millis());
+        let ms = now_ms();
         // The runs root may be shared by several workbenches: time and pid keep ids apart.
         format!("h{ms:x}-{}-{n}", std::process::id())
     }
@@ -1656,13 +1655,6 @@ pub(super) fn escape_xml(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
-}
-
-/// A poisoned lock only means another call panicked mid-update; the counters stay usable.
-pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[cfg(test)]
@@ -2488,7 +2480,7 @@ mod tests {
             .as_i64()
             .unwrap() as i32;
         assert!(
-            nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), None).is_err(),
+            !crate::sys::group_alive(nix::unistd::Pid::from_raw(pid)),
             "the helper's process group survived the stop"
         );
     }

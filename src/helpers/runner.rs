@@ -33,13 +33,11 @@ use std::collections::VecDeque;
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use anyhow::Context as _;
 use nix::sys::signal::Signal;
-use nix::unistd::Pid;
 use serde_json::{Map, Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
@@ -50,7 +48,14 @@ use super::agents::AgentType;
 use super::board::{RunControl, TranscriptEntry};
 use super::budget::{Budget, BudgetAction, BudgetWatch, Totals, budget_prompt};
 use super::events::{EventParser, PROMPT_ID, PiEvent, RunSummary, SettleStep, SettleWatch, Usage};
-use super::sys::{group_alive, replace_file_durable, signal_tree};
+use crate::sys::{
+    CurrentGroup, GroupGuard, GroupStop, ProcessGroup, Reach, SpawnGrouped as _, lock, now_ms,
+    write_atomic,
+};
+
+/// How far the runner's signals go: Pi runs each `bash` tool call in a process group of its
+/// own, so a stop must reach the whole tree.
+const REACH: Reach = Reach::Tree;
 
 /// Default run deadline.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(30 * 60);
@@ -278,8 +283,8 @@ pub struct RunHandle {
     outcome: watch::Receiver<Option<RunOutcome>>,
     stop: Arc<watch::Sender<Option<StopKind>>>,
     shared: Arc<Shared>,
-    /// The live group's id, 0 once reaped: what `Drop` kills.
-    pgid: Arc<AtomicI32>,
+    /// The live child's group, cleared once it is reaped: what `Drop` kills.
+    group: Arc<CurrentGroup>,
     kill_grace: Duration,
 }
 
@@ -305,9 +310,9 @@ impl HelperRunner {
             .await?;
         let args = spec.budgeted_agent().pi_rpc_args();
         let child = spawn(&spec, &args, true)?;
-        let pgid = Arc::new(AtomicI32::new(child.pid as i32));
+        let group = Arc::new(CurrentGroup::new(Some(child.group), REACH));
         // Armed before the supervisor first runs: a future dropped unpolled still kills it.
-        let guard = GroupGuard(pgid.clone());
+        let guard = GroupGuard::over(group.clone());
         let shared = Arc::new(Shared::default());
         shared.push(TranscriptEntry::User(spec.prompt.clone()));
         if let Some(commands) = &child.commands {
@@ -323,13 +328,13 @@ impl HelperRunner {
             outcome,
             stop,
             shared: shared.clone(),
-            pgid: pgid.clone(),
+            group: group.clone(),
             kill_grace: spec.kill_grace,
         };
         let supervisor = Supervisor {
             spec,
             record,
-            pgid,
+            group,
             shared,
             progress: progress_tx,
             stop: stop_rx,
@@ -355,10 +360,7 @@ impl RunHandle {
 
     /// The group id of the live child, `None` once it is reaped.
     pub fn pid(&self) -> Option<u32> {
-        match self.pgid.load(Ordering::SeqCst) {
-            0 => None,
-            pid => Some(pid as u32),
-        }
+        self.group.get().map(|group| group.raw().unsigned_abs())
     }
 
     /// Waits for the end (status files written). Cancellation-safe: dropping the future leaves
@@ -421,10 +423,7 @@ impl Drop for RunHandle {
             return;
         }
         request(&self.stop, StopKind::Dropped);
-        let pgid = self.pgid.load(Ordering::SeqCst);
-        if pgid > 0 {
-            signal_tree(Pid::from_raw(pgid), Signal::SIGKILL);
-        }
+        self.group.kill_now();
     }
 }
 
@@ -526,11 +525,8 @@ impl Shared {
         state.no_steering = Some(why.to_string());
     }
 
-    /// A poisoned lock only means a holder panicked mid-push; the transcript stays usable.
     fn lock(&self) -> MutexGuard<'_, SharedState> {
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        lock(&self.state)
     }
 }
 
@@ -544,6 +540,7 @@ fn push_bounded(transcript: &mut VecDeque<TranscriptEntry>, entry: TranscriptEnt
 /// A spawned child and its pipes.
 struct Spawned {
     child: Child,
+    group: ProcessGroup,
     pid: u32,
     /// The stdin channel of an RPC child (the task is already queued on it).
     commands: Option<mpsc::UnboundedSender<StdinCommand>>,
@@ -554,7 +551,7 @@ struct Spawned {
 struct Supervisor {
     spec: RunSpec,
     record: Record,
-    pgid: Arc<AtomicI32>,
+    group: Arc<CurrentGroup>,
     shared: Arc<Shared>,
     progress: watch::Sender<Progress>,
     stop: watch::Receiver<Option<StopKind>>,
@@ -588,7 +585,7 @@ const NO_STEERING_IN_PRINT_MODE: &str = "steering is unavailable: this attempt r
 
 /// One attempt's moving parts, apart from the pipes the select loop reads.
 struct Live {
-    pgid: Pid,
+    group: ProcessGroup,
     /// The stdin channel (RPC mode); `None` in print mode and once stdin is closed.
     commands: Option<mpsc::UnboundedSender<StdinCommand>>,
     rpc: bool,
@@ -640,6 +637,7 @@ impl Supervisor {
         let mut retry = None;
         let mut spawned = first;
         let attempt = loop {
+            self.group.set(spawned.group);
             self.running(spawned.pid, retry).await;
             let attempt = self.attempt(spawned).await;
             if !attempt.idle || retry.is_some() || attempt.stop.is_some() {
@@ -671,7 +669,6 @@ impl Supervisor {
     }
 
     async fn running(&mut self, pid: u32, retry: Option<RetryKind>) {
-        self.pgid.store(pid as i32, Ordering::SeqCst);
         let started = now_ms();
         let process = json!({ "pid": pid, "started": started });
         let path = self.spec.run_dir.join(PROCESS_FILE);
@@ -708,6 +705,7 @@ impl Supervisor {
     async fn attempt(&mut self, spawned: Spawned) -> Attempt {
         let Spawned {
             mut child,
+            group,
             pid,
             commands,
             mut stdout,
@@ -715,7 +713,7 @@ impl Supervisor {
         } = spawned;
         let rpc = commands.is_some();
         let mut live = Live {
-            pgid: Pid::from_raw(pid as i32),
+            group,
             commands,
             rpc,
             parser: EventParser::new(),
@@ -730,7 +728,6 @@ impl Supervisor {
             close_at: None,
             end_kill_at: None,
         };
-        let pgid = live.pgid;
         let mut stderr_tail = StderrTail::default();
         let mut out_buf = vec![0u8; 64 * 1024];
         let mut err_buf = vec![0u8; 8 * 1024];
@@ -739,7 +736,10 @@ impl Supervisor {
         let mut seen_output = false;
         let mut idle = false;
         let mut stop = *self.stop.borrow();
-        let mut kill_at = stop.map(|_| self.begin_stop(pgid));
+        let mut stopping = GroupStop::default();
+        if stop.is_some() {
+            self.begin_stop(group, &mut stopping);
+        }
         let idle_at = Instant::now() + self.spec.idle_timeout;
         let deadline = self.started + self.spec.deadline;
         let far = Instant::now() + Duration::from_secs(86_400 * 365);
@@ -767,11 +767,11 @@ impl Supervisor {
                     exit = Some(status);
                     // The leader is gone; whatever it left in its group goes too, which also
                     // closes the pipes those processes held.
-                    if group_alive(pgid) {
-                        signal_tree(pgid, Signal::SIGKILL);
+                    if group.alive() {
+                        REACH.signal(group, Signal::SIGKILL);
                     }
                     // Nothing of the group runs any more: `Drop` must not signal a reused id.
-                    self.pgid.store(0, Ordering::SeqCst);
+                    self.group.clear();
                     live.commands = None;
                     self.shared.close_steering("the run has ended");
                     drain_until = Some(Instant::now() + PIPE_DRAIN);
@@ -791,7 +791,7 @@ impl Supervisor {
                     if !seen_output && !idle && exit.is_none() =>
                 {
                     idle = true;
-                    signal_tree(pgid, Signal::SIGKILL);
+                    REACH.signal(group, Signal::SIGKILL);
                 },
                 _ = tokio::time::sleep_until(live.probe_at.unwrap_or(far)),
                     if live.probe_at.is_some() =>
@@ -811,17 +811,14 @@ impl Supervisor {
                 {
                     live.end_kill_at = None;
                     tracing::debug!("helper {pid}: did not end within the end grace; killed");
-                    signal_tree(pgid, Signal::SIGKILL);
+                    REACH.signal(group, Signal::SIGKILL);
                 },
                 _ = tokio::time::sleep_until(deadline), if stop.is_none() && exit.is_none() => {
                     stop = Some(StopKind::Deadline);
                     self.shared.push(TranscriptEntry::Note("run deadline reached; stopping".into()));
-                    kill_at = Some(self.begin_stop(pgid));
+                    self.begin_stop(group, &mut stopping);
                 },
-                _ = tokio::time::sleep_until(kill_at.unwrap_or(far)), if kill_at.is_some() => {
-                    signal_tree(pgid, Signal::SIGKILL);
-                    kill_at = None;
-                },
+                _ = stopping.finished() => {},
                 changed = self.stop.changed(), if stop.is_none() => {
                     if changed.is_err() {
                         // Every sender is gone without a request: treat it as dropped.
@@ -830,15 +827,15 @@ impl Supervisor {
                         stop = *self.stop.borrow_and_update();
                     }
                     if stop == Some(StopKind::Dropped) {
-                        signal_tree(pgid, Signal::SIGKILL);
+                        REACH.signal(group, Signal::SIGKILL);
                     } else if stop.is_some() {
                         self.shared.push(TranscriptEntry::Note("stop requested".into()));
-                        kill_at = Some(self.begin_stop(pgid));
+                        self.begin_stop(group, &mut stopping);
                     }
                 },
             }
         }
-        self.pgid.store(0, Ordering::SeqCst);
+        self.group.clear();
         let (exit, wait_error) = match exit {
             Some(Ok(status)) => (
                 ExitInfo {
@@ -948,7 +945,7 @@ impl Supervisor {
                     live.send(json!({ "type": "abort" }).to_string());
                     live.end_kill_at = Some(Instant::now() + self.spec.end_grace);
                 } else {
-                    signal_tree(live.pgid, Signal::SIGKILL);
+                    REACH.signal(live.group, Signal::SIGKILL);
                 }
                 live.budget_exceeded = Some(reason);
             }
@@ -998,11 +995,9 @@ impl Supervisor {
         }
     }
 
-    /// SIGTERM to the group; returns when SIGKILL is due.
-    fn begin_stop(&self, pgid: Pid) -> Instant {
-        // The whole tree: Pi runs its bash tool calls in process groups of their own.
-        signal_tree(pgid, Signal::SIGTERM);
-        Instant::now() + self.spec.kill_grace
+    /// SIGTERM to the tree, SIGKILL after the kill grace, beside the attempt's other work.
+    fn begin_stop(&self, group: ProcessGroup, stopping: &mut GroupStop) {
+        stopping.start(group, self.spec.kill_grace, REACH);
     }
 
     fn publish(&self, live: &Live) {
@@ -1246,7 +1241,7 @@ impl Record {
             current.insert("updatedAt".to_string(), json!(now_ms()));
             let bytes = serde_json::to_vec_pretty(&Value::Object(current))
                 .context("serialize status.json")?;
-            replace_file_durable(&path, &bytes)
+            write_atomic(&path, &bytes).context("Durable file operation failed")
         })
         .await
         .context("the status writer panicked")?
@@ -1254,9 +1249,10 @@ impl Record {
 }
 
 async fn write_durable(path: PathBuf, bytes: Vec<u8>) -> anyhow::Result<()> {
-    tokio::task::spawn_blocking(move || replace_file_durable(&path, &bytes))
+    tokio::task::spawn_blocking(move || write_atomic(&path, &bytes))
         .await
         .context("the file writer panicked")?
+        .context("Durable file operation failed")
 }
 
 /// Spawns `program leading_args session_args args` in its own group; with `rpc`, stdin is a
@@ -1271,20 +1267,17 @@ fn spawn(spec: &RunSpec, args: &[String], rpc: bool) -> anyhow::Result<Spawned> 
         .stdin(if rpc { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
         .kill_on_drop(false);
     for name in &spec.env_remove {
         command.env_remove(name);
     }
     command.envs(spec.env.iter().map(|(key, value)| (key, value)));
-    let mut child = command
-        .spawn()
+    let (mut child, group) = command
+        .spawn_grouped()
         .with_context(|| format!("spawn the helper {}", spec.program.display()))?;
-    let pid = child
-        .id()
-        .context("the helper exited before its pid was read")?;
+    let pid = group.raw().unsigned_abs();
     let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
-        signal_tree(Pid::from_raw(pid as i32), Signal::SIGKILL);
+        REACH.signal(group, Signal::SIGKILL);
         anyhow::bail!("the helper's pipes were not created");
     };
     let commands = child.stdin.take().map(|stdin| {
@@ -1295,6 +1288,7 @@ fn spawn(spec: &RunSpec, args: &[String], rpc: bool) -> anyhow::Result<Spawned> 
     });
     Ok(Spawned {
         child,
+        group,
         pid,
         commands,
         stdout,
@@ -1318,25 +1312,6 @@ fn start_writer(mut stdin: ChildStdin) -> mpsc::UnboundedSender<StdinCommand> {
         }
     });
     commands
-}
-
-/// SIGKILLs the live group when dropped: the supervisor was dropped mid-run. Once the last
-/// attempt is reaped the shared pgid is 0 and dropping it does nothing.
-struct GroupGuard(Arc<AtomicI32>);
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        let pgid = self.0.load(Ordering::SeqCst);
-        if pgid > 0 {
-            signal_tree(Pid::from_raw(pgid), Signal::SIGKILL);
-        }
-    }
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 #[cfg(test)]

@@ -18,9 +18,10 @@ use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
 use super::module::{
-    Caller, HelperNotice, Inner, SUPERVISOR_MESSAGE_TYPE, error_output, escape_xml, lock,
+    Caller, HelperNotice, Inner, SUPERVISOR_MESSAGE_TYPE, error_output, escape_xml,
 };
 use crate::bridge::{ToolCall, ToolError, ToolOutput};
+use crate::sys::lock;
 
 /// What a helper wants from its supervisor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

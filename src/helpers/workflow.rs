@@ -19,9 +19,10 @@ use tokio::task::JoinSet;
 use super::args::{WorkflowScript, fill_template};
 use super::module::{
     BudgetArgs, Caller, HelperNotice, HelperResult, Inner, Launch, NOTIFICATION_TYPE, Refusal,
-    SessionStart, escape_xml, lock, refusal_output, truncate_output,
+    SessionStart, escape_xml, refusal_output, truncate_output,
 };
 use crate::bridge::{CancelHandle, CancelToken, Card, CardTint, ToolCall, ToolOutput};
+use crate::sys::{lock, now_ms};
 
 /// How often a step waiting for a concurrency slot looks again.
 const SLOT_RETRY: Duration = Duration::from_millis(200);
@@ -407,12 +408,6 @@ enum StepStart {
     Started(Box<super::module::Started>),
     NoSlot,
     Failed(String),
-}
-
-fn now_ms() -> u128 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_millis())
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{anyhow, bail};
@@ -21,6 +21,7 @@ use tokio::task::JoinHandle;
 use super::client::{CallFailure, Connection, ListedTool, StderrTail};
 use super::config::{McpConfig, ServerConfig};
 use super::naming::bridged_tool_name;
+use crate::sys::lock;
 
 /// A server's lifecycle state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -715,9 +716,4 @@ async fn supervise(
             }
         }
     }
-}
-
-/// Locks `mutex`, also when a panicking holder poisoned it: the state is plain data.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }

@@ -15,7 +15,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
@@ -30,6 +30,7 @@ use crate::bridge::{
     AgentId, BridgeHost, CommandSpec, ContentBlock, Module, Registry, ToolCall, ToolError,
     ToolOutput, ToolSpec,
 };
+use crate::sys::lock;
 
 /// The module's name in the registry (and `/unipi:info`).
 pub const MODULE_NAME: &str = "mcp";
@@ -488,10 +489,7 @@ impl McpModule {
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
-        self.inner
-            .state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        lock(&self.inner.state)
     }
 }
 

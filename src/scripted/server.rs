@@ -11,8 +11,8 @@
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use anyhow::Context as _;
 use axum::Router;
@@ -29,6 +29,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use super::scenario::{Outcome, Pacing, Scenario, ToolCall, UsageSpec, message_text};
+use crate::sys::{lock, unix_seconds};
 
 /// Request bodies carry the whole conversation; a long demo session must not hit axum's 2 MiB
 /// default.
@@ -480,18 +481,6 @@ fn split_chars(text: &str, size: usize) -> Vec<String> {
 fn api_error(status: StatusCode, kind: &str, message: &str) -> Response {
     let body = json!({"error": {"message": message, "type": kind, "param": null, "code": null}});
     (status, Json(body)).into_response()
-}
-
-fn unix_seconds() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |since| since.as_secs())
-}
-
-/// The server's locks guard plain data that stays consistent even if a holder panicked, so a
-/// poisoned lock is used as is rather than taking the server down.
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 #[cfg(test)]

@@ -129,13 +129,6 @@ impl TaskInfo {
     }
 }
 
-/// Now, in milliseconds since the epoch (for runtimes in lists).
-pub fn now_ms_for_lists() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
-
 /// Orders tasks for lists: running first, then failed, stopped, done; newest first within each.
 pub fn sort_tasks(tasks: &mut [TaskInfo]) {
     tasks.sort_by(|a, b| {

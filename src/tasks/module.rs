@@ -8,7 +8,6 @@ use serde_json::{Value, json};
 
 use super::config::TasksConfig;
 use super::logs::{bounded_read, format_log_text, normalize_max_bytes};
-use super::model::now_ms_for_lists;
 use super::model::{
     TaskInfo, TaskOrigin, delivery_guidance, format_task_list, resolve_task_name, truncate_chars,
 };
@@ -120,7 +119,7 @@ impl TasksModule {
             None => registry.snapshot(),
         };
         Ok(
-            ToolOutput::text(format_task_list(&tasks, now_ms_for_lists()))
+            ToolOutput::text(format_task_list(&tasks, crate::sys::now_ms()))
                 .with_details(json!({ "tasks": tasks })),
         )
     }

@@ -21,12 +21,11 @@ use std::os::unix::process::ExitStatusExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
 use anyhow::Context as _;
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
+use nix::sys::signal::Signal;
 use tokio::process::{Child, Command};
 use tokio::sync::watch;
 use tokio::time::{Instant, MissedTickBehavior};
@@ -35,7 +34,10 @@ use super::logs;
 use super::model::{KillKind, TaskInfo, TaskOrigin, TaskStatus, format_size, sort_tasks};
 use super::notify::{self, NotificationSink, SharedSink};
 use crate::bridge::{AgentId, BridgeHost};
-use crate::helpers::sys::{group_alive, random_u64, replace_file_durable};
+use crate::sys::{
+    GroupGuard, GroupStop, ProcessGroup, Reach, SpawnGrouped as _, lock, now_ms, random_u64,
+    write_atomic,
+};
 
 /// Default output cap: 20 MiB.
 pub const DEFAULT_MAX_OUTPUT_BYTES: u64 = 20 * 1024 * 1024;
@@ -207,7 +209,7 @@ impl TaskService {
         }
         let id = self.inner.new_id();
         let output_path = self.inner.run_dir.join(format!("{id}.log"));
-        let (child, pid) = spawn_shell(&self.inner.settings, &command, &id, &output_path)
+        let (child, group) = spawn_shell(&self.inner.settings, &command, &id, &output_path)
             .map_err(|err| TaskError::Spawn(format!("{err:#}")))?;
         let info = TaskInfo {
             id: id.clone(),
@@ -219,7 +221,7 @@ impl TaskService {
             output_path: output_path.display().to_string(),
             start_time: now_ms(),
             end_time: None,
-            pid: Some(pid),
+            pid: Some(group.raw().unsigned_abs()),
             exit_code: None,
             signal: None,
             kill_kind: None,
@@ -249,13 +251,13 @@ impl TaskService {
         let monitor = Monitor {
             inner: Arc::downgrade(&self.inner),
             id,
-            pgid: Pid::from_raw(pid as i32),
+            group,
             output_path,
             timeout: info.timeout_seconds.map(Duration::from_secs),
             settings: self.inner.settings.clone(),
         };
         // Armed before the monitor first runs: a future dropped unpolled still kills the group.
-        let guard = GroupGuard(Some(monitor.pgid));
+        let guard = GroupGuard::new(group, Reach::Group);
         tokio::spawn(monitor.run(child, guard, stop_rx, finished_tx));
         Ok(info)
     }
@@ -328,8 +330,11 @@ impl TaskService {
     pub fn kill_all_now(&self) {
         self.inner.shutting_down.store(true, Ordering::SeqCst);
         for entry in lock(&self.inner.tasks).values() {
-            if let (true, Some(pid)) = (entry.info.is_running(), entry.info.pid) {
-                let _ = killpg(Pid::from_raw(pid as i32), Signal::SIGKILL);
+            if let (true, Some(group)) = (
+                entry.info.is_running(),
+                entry.info.pid.and_then(ProcessGroup::of_leader),
+            ) {
+                group.kill_now();
             }
         }
     }
@@ -480,9 +485,10 @@ impl Inner {
         let path = self.run_dir.join(format!("{}.json", info.id));
         let mut text = serde_json::to_string_pretty(info)?;
         text.push('\n');
-        tokio::task::spawn_blocking(move || replace_file_durable(&path, text.as_bytes()))
+        tokio::task::spawn_blocking(move || write_atomic(&path, text.as_bytes()))
             .await
             .context("the metadata writer panicked")?
+            .context("Durable file operation failed")
     }
 
     fn prune(&self) {
@@ -512,7 +518,7 @@ impl Inner {
 struct Monitor {
     inner: Weak<Inner>,
     id: String,
-    pgid: Pid,
+    group: ProcessGroup,
     output_path: PathBuf,
     timeout: Option<Duration>,
     settings: TaskSettings,
@@ -529,7 +535,7 @@ impl Monitor {
         let started = Instant::now();
         let mut exit: Option<std::io::Result<ExitStatus>> = None;
         let mut kill_kind: Option<KillKind> = None;
-        let mut kill_at: Option<Instant> = None;
+        let mut stopping = GroupStop::default();
         let mut stop_open = true;
         let mut last_size = 0;
         let mut tick = tokio::time::interval(self.settings.poll_interval);
@@ -540,14 +546,15 @@ impl Monitor {
                 changed = stop.changed(), if stop_open => match changed {
                     Ok(()) => {
                         if let Some(kind) = *stop.borrow_and_update() {
-                            self.begin_stop(kind, &mut kill_kind, &mut kill_at);
+                            self.begin_stop(kind, &mut kill_kind, &mut stopping);
                         }
                     }
                     Err(_) => stop_open = false,
                 },
+                _ = stopping.finished() => {}
                 _ = tick.tick() => {}
             }
-            if exit.is_some() && !group_alive(self.pgid) {
+            if exit.is_some() && !self.group.alive() {
                 break;
             }
             let Some(inner) = self.inner.upgrade() else {
@@ -556,7 +563,7 @@ impl Monitor {
             };
             let size = file_size(&self.output_path);
             if size > self.settings.max_output_bytes && kill_kind.is_none() {
-                self.begin_stop(KillKind::OutputCap, &mut kill_kind, &mut kill_at);
+                self.begin_stop(KillKind::OutputCap, &mut kill_kind, &mut stopping);
             }
             if let Some(limit) = self.timeout
                 && started.elapsed() >= limit
@@ -569,13 +576,7 @@ impl Monitor {
                         limit.as_secs()
                     ),
                 );
-                self.begin_stop(KillKind::Timeout, &mut kill_kind, &mut kill_at);
-            }
-            if let Some(at) = kill_at
-                && Instant::now() >= at
-            {
-                let _ = killpg(self.pgid, Signal::SIGKILL);
-                kill_at = None;
+                self.begin_stop(KillKind::Timeout, &mut kill_kind, &mut stopping);
             }
             if size != last_size {
                 last_size = size;
@@ -590,12 +591,9 @@ impl Monitor {
         self.finalize(exit, kill_kind, finished).await;
     }
 
-    fn begin_stop(
-        &self,
-        kind: KillKind,
-        current: &mut Option<KillKind>,
-        kill_at: &mut Option<Instant>,
-    ) {
+    /// Records why the task is stopped and starts the stop (SIGTERM, SIGKILL after the grace);
+    /// the first reason stands.
+    fn begin_stop(&self, kind: KillKind, current: &mut Option<KillKind>, stopping: &mut GroupStop) {
         if current.is_some() {
             return;
         }
@@ -603,10 +601,7 @@ impl Monitor {
         if let Some(inner) = self.inner.upgrade() {
             inner.update(&self.id, |info| info.kill_kind = Some(kind));
         }
-        if let Err(err) = killpg(self.pgid, Signal::SIGTERM) {
-            tracing::debug!("SIGTERM to background task {}: {err}", self.id);
-        }
-        *kill_at = Some(Instant::now() + self.settings.kill_grace);
+        stopping.start(self.group, self.settings.kill_grace, Reach::Group);
     }
 
     async fn finalize(
@@ -691,23 +686,6 @@ impl Monitor {
     }
 }
 
-/// SIGKILLs the group when dropped armed: the monitor was dropped with the group alive.
-struct GroupGuard(Option<Pid>);
-
-impl GroupGuard {
-    fn disarm(mut self) {
-        self.0 = None;
-    }
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        if let Some(pgid) = self.0 {
-            let _ = killpg(pgid, Signal::SIGKILL);
-        }
-    }
-}
-
 struct Outcome {
     status: TaskStatus,
     exit_code: Option<i32>,
@@ -778,7 +756,7 @@ fn spawn_shell(
     command: &str,
     id: &str,
     output_path: &Path,
-) -> anyhow::Result<(Child, u32)> {
+) -> anyhow::Result<(Child, ProcessGroup)> {
     let output = OpenOptions::new()
         .create(true)
         .append(true)
@@ -793,20 +771,14 @@ fn spawn_shell(
         .stdin(Stdio::null())
         .stdout(Stdio::from(output))
         .stderr(Stdio::from(errors))
-        .process_group(0)
         .env("UNIPI_BG_TASK_ID", id)
         // A task's own Pi must not speak for the workbench's Pi on the bridge.
         .env_remove(crate::bridge::env::SOCKET)
         .env_remove(crate::bridge::env::TOKEN)
         .env_remove(crate::bridge::env::AGENT)
         .kill_on_drop(false);
-    let child = cmd
-        .spawn()
-        .with_context(|| format!("spawn {} -c", settings.shell.display()))?;
-    let pid = child
-        .id()
-        .context("the task exited before its pid was read")?;
-    Ok((child, pid))
+    cmd.spawn_grouped()
+        .with_context(|| format!("spawn {} -c", settings.shell.display()))
 }
 
 fn shell_from(path: Option<String>, name: Option<String>, user: Option<String>) -> PathBuf {
@@ -844,16 +816,6 @@ fn sanitize_segment(text: &str) -> String {
     } else {
         trimmed.to_string()
     }
-}
-
-pub(crate) fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 #[cfg(test)]
