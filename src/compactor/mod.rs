@@ -11,4 +11,5 @@ pub mod ingest;
 pub mod module;
 pub mod normalize;
 pub mod pipeline;
+pub mod refusal;
 pub mod sections;

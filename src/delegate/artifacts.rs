@@ -16,8 +16,8 @@ use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::canonical::{canonical_json, sha256_hex};
 use super::errors::{DelegateError, DelegateErrorCode};
-use super::seed::{canonical_json, sha256_hex};
 use crate::sys::{now_ms, write_atomic, write_new_atomic};
 
 /// Schemas of the files.

@@ -25,8 +25,8 @@ use super::artifacts::{
     Answer, CHILD_RUN_DIR, ChildResult, ChildTerminal, Manifest, RESULT_FILE, RESULT_SCHEMA,
     RoutePin, SEED_FILE, TERMINAL_FILE, TERMINAL_SCHEMA, TaskDir, UsageRecord, canonical_line,
 };
+use super::canonical::sha256_hex;
 use super::errors::DelegateErrorCode;
-use super::seed::sha256_hex;
 use crate::helpers::agents::{AgentCatalog, AgentType};
 use crate::helpers::runner::{HelperRunner, RunSpec, RunStatus};
 use crate::sys::write_new_atomic;

@@ -173,13 +173,13 @@ impl DelegateSettings {
 /// The `delegate` module. Cheap to clone (shared state).
 #[derive(Clone)]
 pub struct DelegateModule {
-    inner: Arc<Inner>,
+    inner: Arc<DelegateService>,
 }
 
 impl DelegateModule {
     pub fn new(settings: DelegateSettings) -> Self {
         Self {
-            inner: Arc::new(Inner {
+            inner: Arc::new(DelegateService {
                 settings,
                 host: Mutex::new(None),
                 board: Mutex::new(None),
@@ -558,7 +558,7 @@ pub fn resolve_route(
 
 // --- internals ---------------------------------------------------------------------------------
 
-struct Inner {
+struct DelegateService {
     settings: DelegateSettings,
     host: Mutex<Option<Arc<dyn DelegateHost>>>,
     board: Mutex<Option<HelperBoard>>,
@@ -600,7 +600,7 @@ impl RunControl for Control {
     }
 }
 
-impl Inner {
+impl DelegateService {
     async fn launch(self: &Arc<Self>, call: &ToolCall) -> Result<ToolOutput, DelegateError> {
         let config = &self.settings.config;
         let args = parse_delegate_args(&call.args)?;

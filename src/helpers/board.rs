@@ -13,7 +13,7 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::watch;
 
 use super::events::Usage;
-use super::runner::RunStatus;
+use super::run_status::RunStatus;
 use crate::sys::lock;
 
 /// What kind of child a row is.

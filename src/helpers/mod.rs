@@ -19,6 +19,7 @@ pub mod board;
 pub mod budget;
 pub mod events;
 pub mod module;
+pub mod run_status;
 pub mod runner;
 pub mod supervisor;
 pub mod workflow;

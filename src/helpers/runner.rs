@@ -48,6 +48,7 @@ use super::agents::AgentType;
 use super::board::{RunControl, TranscriptEntry};
 use super::budget::{Budget, BudgetAction, BudgetWatch, Totals, budget_prompt};
 use super::events::{EventParser, PROMPT_ID, PiEvent, RunSummary, SettleStep, SettleWatch, Usage};
+pub use super::run_status::RunStatus;
 use crate::sys::{
     CurrentGroup, GroupGuard, GroupStop, ProcessGroup, Reach, SpawnGrouped as _, lock, now_ms,
     write_atomic,
@@ -190,34 +191,6 @@ impl RunSpec {
     }
 }
 
-/// A run's state as `status.json` names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RunStatus {
-    Queued,
-    Running,
-    Completed,
-    Failed,
-    Stopped,
-    TimedOut,
-}
-
-impl RunStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Queued => "queued",
-            Self::Running => "running",
-            Self::Completed => "completed",
-            Self::Failed => "failed",
-            Self::Stopped => "stopped",
-            Self::TimedOut => "timedOut",
-        }
-    }
-
-    pub fn is_terminal(self) -> bool {
-        !matches!(self, Self::Queued | Self::Running)
-    }
-}
-
 /// Why a run was retried.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RetryKind {
@@ -282,7 +255,7 @@ pub struct RunHandle {
     progress: watch::Receiver<Progress>,
     outcome: watch::Receiver<Option<RunOutcome>>,
     stop: Arc<watch::Sender<Option<StopKind>>>,
-    shared: Arc<Shared>,
+    shared: Arc<Conversation>,
     /// The live child's group, cleared once it is reaped: what `Drop` kills.
     group: Arc<CurrentGroup>,
     kill_grace: Duration,
@@ -313,7 +286,7 @@ impl HelperRunner {
         let group = Arc::new(CurrentGroup::new(Some(child.group), REACH));
         // Armed before the supervisor first runs: a future dropped unpolled still kills it.
         let guard = GroupGuard::over(group.clone());
-        let shared = Arc::new(Shared::default());
+        let shared = Arc::new(Conversation::default());
         shared.push(TranscriptEntry::User(spec.prompt.clone()));
         if let Some(commands) = &child.commands {
             shared.open_steering(commands.clone());
@@ -429,7 +402,7 @@ impl Drop for RunHandle {
 
 /// [`RunControl`] over a run's shared state; holds no process.
 struct Control {
-    shared: Arc<Shared>,
+    shared: Arc<Conversation>,
     stop: Arc<watch::Sender<Option<StopKind>>>,
 }
 
@@ -475,12 +448,12 @@ enum StdinCommand {
 
 /// The state the handle, the board's control and the supervisor share.
 #[derive(Default)]
-struct Shared {
-    state: Mutex<SharedState>,
+struct Conversation {
+    state: Mutex<ConversationLog>,
 }
 
 #[derive(Default)]
-struct SharedState {
+struct ConversationLog {
     /// The live attempt's stdin channel; `None` when steering is not possible.
     commands: Option<mpsc::UnboundedSender<StdinCommand>>,
     /// Why steering is not possible when `commands` is `None`.
@@ -488,7 +461,7 @@ struct SharedState {
     transcript: VecDeque<TranscriptEntry>,
 }
 
-impl Shared {
+impl Conversation {
     fn steer(&self, message: String) -> Result<(), String> {
         let mut state = self.lock();
         let Some(commands) = &state.commands else {
@@ -525,7 +498,7 @@ impl Shared {
         state.no_steering = Some(why.to_string());
     }
 
-    fn lock(&self) -> MutexGuard<'_, SharedState> {
+    fn lock(&self) -> MutexGuard<'_, ConversationLog> {
         lock(&self.state)
     }
 }
@@ -552,7 +525,7 @@ struct Supervisor {
     spec: RunSpec,
     record: Record,
     group: Arc<CurrentGroup>,
-    shared: Arc<Shared>,
+    shared: Arc<Conversation>,
     progress: watch::Sender<Progress>,
     stop: watch::Receiver<Option<StopKind>>,
     started: Instant,
@@ -584,7 +557,7 @@ const NO_STEERING_IN_PRINT_MODE: &str = "steering is unavailable: this attempt r
                                          silent start)";
 
 /// One attempt's moving parts, apart from the pipes the select loop reads.
-struct Live {
+struct RunningAttempt {
     group: ProcessGroup,
     /// The stdin channel (RPC mode); `None` in print mode and once stdin is closed.
     commands: Option<mpsc::UnboundedSender<StdinCommand>>,
@@ -605,7 +578,7 @@ struct Live {
     end_kill_at: Option<Instant>,
 }
 
-impl Live {
+impl RunningAttempt {
     fn send(&self, line: String) {
         if let Some(commands) = &self.commands {
             // A closed channel means the writer hit a dead pipe; the exit tells the rest.
@@ -712,7 +685,7 @@ impl Supervisor {
             mut stderr,
         } = spawned;
         let rpc = commands.is_some();
-        let mut live = Live {
+        let mut live = RunningAttempt {
             group,
             commands,
             rpc,
@@ -874,7 +847,7 @@ impl Supervisor {
 
     /// Folds events into the summary, the transcript and the end and budget watches, and
     /// carries out what they ask.
-    fn on_events(&self, live: &mut Live, events: Vec<PiEvent>) {
+    fn on_events(&self, live: &mut RunningAttempt, events: Vec<PiEvent>) {
         for event in events {
             live.summary.apply(&event);
             self.note_activity(live, &event);
@@ -890,7 +863,7 @@ impl Supervisor {
         }
     }
 
-    fn on_settle_step(&self, live: &mut Live, event: &PiEvent) {
+    fn on_settle_step(&self, live: &mut RunningAttempt, event: &PiEvent) {
         let was_settled = live.settle.is_settled();
         match live.settle.on_event(event) {
             SettleStep::Nothing => {}
@@ -922,7 +895,7 @@ impl Supervisor {
         }
     }
 
-    fn on_budget(&self, live: &mut Live, action: BudgetAction) {
+    fn on_budget(&self, live: &mut RunningAttempt, action: BudgetAction) {
         match action {
             BudgetAction::Steer(message) => {
                 self.shared.push(TranscriptEntry::Note(
@@ -953,7 +926,7 @@ impl Supervisor {
     }
 
     /// The transcript and the activity shown in progress.
-    fn note_activity(&self, live: &mut Live, event: &PiEvent) {
+    fn note_activity(&self, live: &mut RunningAttempt, event: &PiEvent) {
         match event {
             PiEvent::MessageEnd(message) if message.role == "assistant" => {
                 if message.model.is_some() {
@@ -1000,7 +973,7 @@ impl Supervisor {
         stopping.start(group, self.spec.kill_grace, REACH);
     }
 
-    fn publish(&self, live: &Live) {
+    fn publish(&self, live: &RunningAttempt) {
         let summary = &live.summary;
         let last_tool = summary
             .tool_uses
@@ -1927,7 +1900,7 @@ mod tests {
 
     #[test]
     fn transcript_is_bounded() {
-        let shared = Shared::default();
+        let shared = Conversation::default();
         for n in 0..TRANSCRIPT_ENTRIES + 5 {
             shared.push(TranscriptEntry::Note(n.to_string()));
         }

@@ -31,8 +31,8 @@ use tokio::io::AsyncReadExt;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
+use super::call::{CallOutcome, McpContent, ProgressUpdate};
 use super::config::{ServerConfig, Transport};
-use super::manager::{CallOutcome, McpContent, ProgressUpdate};
 use crate::sys::{GroupGuard, ProcessGroup, Reach, SpawnGrouped as _, stop_group};
 
 /// Over this many characters the stderr tail is cut back to [`STDERR_KEEP`].
@@ -626,11 +626,11 @@ fn content_of(value: Value) -> McpContent {
 /// `call` learns its token), so unknown tokens are held briefly.
 #[derive(Clone, Default)]
 struct ProgressRoutes {
-    inner: Arc<Mutex<RoutesInner>>,
+    inner: Arc<Mutex<RouteTable>>,
 }
 
 #[derive(Default)]
-struct RoutesInner {
+struct RouteTable {
     routes: HashMap<ProgressToken, Route>,
     early: VecDeque<(ProgressToken, ProgressUpdate)>,
 }

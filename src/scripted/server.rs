@@ -43,7 +43,7 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 pub struct ServerHandle {
     /// The bound loopback address (the real port when started on port 0).
     pub addr: SocketAddr,
-    shared: Arc<Shared>,
+    shared: Arc<ScenarioRun>,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<()>>,
 }
@@ -61,7 +61,7 @@ pub async fn start_on(scenario: Scenario, addr: SocketAddr) -> anyhow::Result<Se
     let addr = listener
         .local_addr()
         .context("scripted model server has no local address")?;
-    let shared = Arc::new(Shared {
+    let shared = Arc::new(ScenarioRun {
         fired: Mutex::new(vec![0; scenario.rule_count()]),
         scenario,
         requests: Mutex::new(Vec::new()),
@@ -134,7 +134,7 @@ impl Drop for ServerHandle {
 // --- routing and handlers ------------------------------------------------------------------
 
 #[derive(Debug)]
-struct Shared {
+struct ScenarioRun {
     scenario: Scenario,
     /// How often each rule fired, for `times`.
     fired: Mutex<Vec<u32>>,
@@ -143,7 +143,7 @@ struct Shared {
     completions: AtomicU64,
 }
 
-fn router(shared: Arc<Shared>) -> Router {
+fn router(shared: Arc<ScenarioRun>) -> Router {
     Router::new()
         .route("/v1/chat/completions", post(chat_completions))
         .route("/chat/completions", post(chat_completions))
@@ -155,7 +155,7 @@ fn router(shared: Arc<Shared>) -> Router {
         .with_state(shared)
 }
 
-async fn list_models(State(shared): State<Arc<Shared>>) -> Json<Value> {
+async fn list_models(State(shared): State<Arc<ScenarioRun>>) -> Json<Value> {
     let data: Vec<Value> = shared
         .scenario
         .models()
@@ -184,7 +184,7 @@ async fn wrong_method(method: Method, uri: Uri) -> Response {
     )
 }
 
-async fn chat_completions(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
+async fn chat_completions(State(shared): State<Arc<ScenarioRun>>, body: Bytes) -> Response {
     let request: Value = match serde_json::from_slice(&body) {
         Ok(request) => request,
         Err(err) => {

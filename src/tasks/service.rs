@@ -135,13 +135,13 @@ pub enum TaskError {
 /// The service. Cheap to clone; every clone is the same set of tasks.
 #[derive(Clone)]
 pub struct TaskService {
-    inner: Arc<Inner>,
+    inner: Arc<TaskLedger>,
 }
 
 /// A read-only view of the tasks for other modules and the UI.
 #[derive(Clone)]
 pub struct TaskRegistry {
-    inner: Arc<Inner>,
+    inner: Arc<TaskLedger>,
 }
 
 impl TaskService {
@@ -161,7 +161,7 @@ impl TaskService {
             .with_context(|| format!("create the task directory {}", run_dir.display()))?;
         let (changes, _) = watch::channel(0);
         Ok(Self {
-            inner: Arc::new(Inner {
+            inner: Arc::new(TaskLedger {
                 settings,
                 run_dir,
                 tasks: Mutex::new(HashMap::new()),
@@ -428,7 +428,7 @@ impl TaskRegistry {
 
 // --- internals ------------------------------------------------------------------------------
 
-struct Inner {
+struct TaskLedger {
     settings: TaskSettings,
     run_dir: PathBuf,
     tasks: Mutex<HashMap<String, Entry>>,
@@ -444,7 +444,7 @@ struct Entry {
     finished: watch::Receiver<bool>,
 }
 
-impl Inner {
+impl TaskLedger {
     fn changed(&self) {
         let version = self.version.fetch_add(1, Ordering::SeqCst) + 1;
         self.changes.send_replace(version);
@@ -516,7 +516,7 @@ impl Inner {
 
 /// Owns one task's child until its group is gone, then finalizes it.
 struct Monitor {
-    inner: Weak<Inner>,
+    inner: Weak<TaskLedger>,
     id: String,
     group: ProcessGroup,
     output_path: PathBuf,
