@@ -43,6 +43,7 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
+use unipi_widgets::text::truncate_chars;
 
 use super::agents::AgentType;
 use super::board::{RunControl, TranscriptEntry};
@@ -935,7 +936,7 @@ impl Supervisor {
                 let text = message.text.trim();
                 if !text.is_empty() {
                     live.activity_text = Some(first_words(text));
-                    self.shared.push(TranscriptEntry::Assistant(shorten(
+                    self.shared.push(TranscriptEntry::Assistant(truncate_chars(
                         text,
                         TRANSCRIPT_TEXT_CHARS,
                     )));
@@ -955,7 +956,7 @@ impl Supervisor {
                 ..
             } => self.shared.push(TranscriptEntry::ToolResult {
                 name: tool.clone(),
-                text: shorten(result, TRANSCRIPT_RESULT_CHARS),
+                text: truncate_chars(result, TRANSCRIPT_RESULT_CHARS),
                 is_error: *is_error,
             }),
             PiEvent::Response(response) if !response.success && response.command == "steer" => {
@@ -1122,21 +1123,12 @@ fn first_words(text: &str) -> String {
     let words: Vec<&str> = text.split_whitespace().take(8).collect();
     let more = text.split_whitespace().count() > words.len();
     let joined = words.join(" ");
-    let short = shorten(&joined, 60);
+    let short = truncate_chars(&joined, 60);
     if more && short == joined {
         format!("{joined}…")
     } else {
         short
     }
-}
-
-fn shorten(text: &str, max_chars: usize) -> String {
-    if text.chars().count() <= max_chars {
-        return text.to_string();
-    }
-    let mut short: String = text.chars().take(max_chars.saturating_sub(1)).collect();
-    short.push('…');
-    short
 }
 
 /// The error lines of a stderr tail (lines naming an error, else every non-blank line), at most

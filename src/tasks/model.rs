@@ -4,6 +4,7 @@
 //! delivery guidance, the status list. Kept free of I/O so all of it is table-tested.
 
 use serde::{Deserialize, Serialize};
+pub use unipi_widgets::text::truncate_chars;
 
 /// Where a task is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -303,16 +304,6 @@ pub fn format_task_list(tasks: &[TaskInfo], now_ms: u64) -> String {
         .map(|task| format_task_line(task, now_ms))
         .collect::<Vec<_>>()
         .join("\n")
-}
-
-/// At most `max` characters, with `…` as the last one when cut.
-pub fn truncate_chars(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_string();
-    }
-    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
 }
 
 fn strip_outer_quotes(text: &str) -> &str {
