@@ -290,10 +290,7 @@ async fn refusals_are_error_results_and_start_nothing() {
         (json!({"prompt": "x"}), "type is required"),
     ];
     for (value, want) in cases {
-        let output = module
-            .call_tool(call(SPAWN_TOOL, value.clone()))
-            .await
-            .unwrap();
+        let output = ask(&module, call(SPAWN_TOOL, value.clone())).await;
         assert_eq!(output.details["status"], "error", "{value}");
         assert!(text(&output).contains(want), "{value}: {}", text(&output));
         assert!(output.details["reason"].as_str().unwrap().contains(want));
@@ -307,10 +304,11 @@ async fn depth_guard_refuses_at_the_limit() {
     let mut settings = settings(dir.path(), "exit 1");
     settings.depth = 2;
     let module = HelpersModule::new(settings);
-    let output = module
-        .call_tool(call(SPAWN_TOOL, json!({"type": "explore", "prompt": "x"})))
-        .await
-        .unwrap();
+    let output = ask(
+        &module,
+        call(SPAWN_TOOL, json!({"type": "explore", "prompt": "x"})),
+    )
+    .await;
     assert_eq!(output.details["status"], "error");
     assert!(
         text(&output).contains("depth limit reached"),
@@ -373,22 +371,20 @@ async fn background_run_notifies_once_and_get_result_waits() {
     let module = HelpersModule::new(settings(dir.path(), &script));
     let (sink, mut notices) = mpsc::unbounded_channel();
     module.attach_sink(Arc::new(HelperChannelSink(sink)));
-    let started = module
-        .call_tool(call(
+    let started = ask(
+        &module,
+        call(
             SPAWN_TOOL,
             json!({"type": "explore", "prompt": "Summarize the notes",
                        "description": "read notes", "run_in_background": true}),
-        ))
-        .await
-        .unwrap();
+        ),
+    )
+    .await;
     assert_eq!(started.details["status"], "running", "{}", started.details);
     let id = started.details["runId"].as_str().unwrap().to_string();
     assert_eq!(module.service.ledger().counters().background, 1);
 
-    let pending = module
-        .call_tool(call(RESULT_TOOL, json!({"id": id})))
-        .await
-        .unwrap();
+    let pending = ask(&module, call(RESULT_TOOL, json!({"id": id}))).await;
     assert_eq!(pending.details["status"], "running");
     assert!(text(&pending).contains("still running"));
 
@@ -470,10 +466,7 @@ async fn an_abandoned_foreground_run_reads_as_ended() {
         .map(|entry| entry.info().id.clone())
         .next()
         .unwrap();
-    let output = module
-        .call_tool(call(RESULT_TOOL, json!({"id": id, "wait": true})))
-        .await
-        .unwrap();
+    let output = ask(&module, call(RESULT_TOOL, json!({"id": id, "wait": true}))).await;
     assert_eq!(output.details["status"], "error", "{}", output.details);
     assert!(text(&output).contains("abandoned"), "{}", text(&output));
     assert_eq!(module.service.ledger().counters().running, 0);
@@ -522,6 +515,11 @@ fn child_of(id: &str) -> AgentId {
     AgentId::new(format!("{CHILD_AGENT_PREFIX}{id}"))
 }
 
+/// Calls one of `module`'s tools; the call itself must not fail (refusals are results).
+async fn ask(module: &HelpersModule, call: ToolCall) -> ToolOutput {
+    module.call_tool(call).await.unwrap()
+}
+
 async fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     for _ in 0..200 {
         if done() {
@@ -536,13 +534,14 @@ async fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
 async fn a_single_helper_is_told_its_boundaries_and_a_workflow_step_is_not() {
     let dir = tempfile::tempdir().unwrap();
     let module = HelpersModule::new(rpc_settings(dir.path(), "answer"));
-    let output = module
-        .call_tool(call(
+    let output = ask(
+        &module,
+        call(
             SPAWN_TOOL,
             json!({"type": "explore", "prompt": "SINGLE-TASK"}),
-        ))
-        .await
-        .unwrap();
+        ),
+    )
+    .await;
     assert_eq!(output.details["status"], "completed", "{}", output.details);
     assert!(
         text(&output).starts_with("Done: SINGLE-TASK"),
@@ -554,7 +553,7 @@ async fn a_single_helper_is_told_its_boundaries_and_a_workflow_step_is_not() {
             {"id": "b", "type": "explore", "prompt": "STEP-B"},
             {"id": "sum", "type": "explore", "after": ["a", "b"], "prompt": "JOIN [{{a}}] [{{b}}]"}
         ], "maxParallel": 2}});
-    let output = module.call_tool(call(SPAWN_TOOL, script)).await.unwrap();
+    let output = ask(&module, call(SPAWN_TOOL, script)).await;
     let body = text(&output);
     assert_eq!(output.details["status"], "completed", "{body}");
     assert!(body.contains("3 of 3 steps completed"), "{body}");
@@ -597,10 +596,7 @@ async fn a_workflow_that_does_not_fit_the_budget_is_refused_before_anything_star
         {"id": "b", "type": "explore", "prompt": "y"},
         {"id": "c", "type": "nope", "prompt": "z"}
     ]}});
-    let output = module
-        .call_tool(call(SPAWN_TOOL, script.clone()))
-        .await
-        .unwrap();
+    let output = ask(&module, call(SPAWN_TOOL, script.clone())).await;
     assert!(
         text(&output).contains("step c: unknown helper type"),
         "{}",
@@ -608,7 +604,7 @@ async fn a_workflow_that_does_not_fit_the_budget_is_refused_before_anything_star
     );
     let mut fits_not = script;
     fits_not["workflowScript"]["steps"][2]["type"] = json!("explore");
-    let output = module.call_tool(call(SPAWN_TOOL, fits_not)).await.unwrap();
+    let output = ask(&module, call(SPAWN_TOOL, fits_not)).await;
     assert_eq!(output.details["status"], "error");
     assert!(
         text(&output).contains("needs 3 spawns but only 2 are left"),
@@ -626,13 +622,14 @@ async fn a_workflow_that_does_not_fit_the_budget_is_refused_before_anything_star
 async fn the_gate_decides_and_max_output_truncates() {
     let dir = tempfile::tempdir().unwrap();
     let module = HelpersModule::new(rpc_settings(dir.path(), "answer"));
-    let rejected = module
-        .call_tool(call(
+    let rejected = ask(
+        &module,
+        call(
             SPAWN_TOOL,
             json!({"type": "work", "prompt": "fix", "gate": "echo nope; exit 4"}),
-        ))
-        .await
-        .unwrap();
+        ),
+    )
+    .await;
     assert_eq!(rejected.details["status"], "error", "{}", rejected.details);
     assert_eq!(rejected.details["accepted"], false);
     let body = text(&rejected);
@@ -641,14 +638,15 @@ async fn the_gate_decides_and_max_output_truncates() {
         "{body}"
     );
     assert!(body.contains("nope"), "the gate's output is shown: {body}");
-    let accepted = module
-        .call_tool(call(
+    let accepted = ask(
+        &module,
+        call(
             SPAWN_TOOL,
             json!({"type": "work", "prompt": "fix", "acceptance": {"commands": ["true"]},
                        "maxOutput": 5}),
-        ))
-        .await
-        .unwrap();
+        ),
+    )
+    .await;
     assert_eq!(
         accepted.details["status"], "completed",
         "{}",
@@ -667,80 +665,68 @@ async fn the_gate_decides_and_max_output_truncates() {
 async fn management_actions() {
     let dir = tempfile::tempdir().unwrap();
     let module = HelpersModule::new(rpc_settings(dir.path(), "answer"));
-    let done = module
-        .call_tool(call(
-            SPAWN_TOOL,
-            json!({"type": "explore", "prompt": "first"}),
-        ))
-        .await
-        .unwrap();
+    let done = ask(
+        &module,
+        call(SPAWN_TOOL, json!({"type": "explore", "prompt": "first"})),
+    )
+    .await;
     let id = done.details["runId"].as_str().unwrap().to_string();
-    let list = module
-        .call_tool(call(SPAWN_TOOL, json!({"action": "list"})))
-        .await
-        .unwrap();
+    let list = ask(&module, call(SPAWN_TOOL, json!({"action": "list"}))).await;
     assert!(
         text(&list).contains(&id) && text(&list).contains("completed"),
         "{}",
         text(&list)
     );
-    let children = module
-        .call_tool(call(
-            SPAWN_TOOL,
-            json!({"action": "children.list", "id": id}),
-        ))
-        .await
-        .unwrap();
+    let children = ask(
+        &module,
+        call(SPAWN_TOOL, json!({"action": "children.list", "id": id})),
+    )
+    .await;
     assert_eq!(text(&children), "No child runs.");
-    let get = module
-        .call_tool(call(SPAWN_TOOL, json!({"action": "get", "id": id})))
-        .await
-        .unwrap();
+    let get = ask(
+        &module,
+        call(SPAWN_TOOL, json!({"action": "get", "id": id})),
+    )
+    .await;
     assert!(text(&get).starts_with("Done: first"), "{}", text(&get));
-    let status = module
-        .call_tool(call(SPAWN_TOOL, json!({"action": "status"})))
-        .await
-        .unwrap();
+    let status = ask(&module, call(SPAWN_TOOL, json!({"action": "status"}))).await;
     assert_eq!(status.details["spawns"], 1);
     assert_eq!(status.details["spawnCap"], 20);
     // A helper cannot raise the budget; the root session can.
-    let from_child = module
-        .call_tool(call_as(
+    let from_child = ask(
+        &module,
+        call_as(
             &child_of(&id),
             SPAWN_TOOL,
             json!({"action": "grant-spawn-budget"}),
-        ))
-        .await
-        .unwrap();
+        ),
+    )
+    .await;
     assert_eq!(from_child.details["status"], "error");
     assert!(text(&from_child).contains("only from the interactive root session"));
-    let grant = module
-        .call_tool(call(
+    let grant = ask(
+        &module,
+        call(
             SPAWN_TOOL,
             json!({"action": "grant-spawn-budget", "amount": 5}),
-        ))
-        .await
-        .unwrap();
+        ),
+    )
+    .await;
     assert_eq!(grant.details["spawnCap"], 25, "{}", grant.details);
-    let guide = module
-        .call_tool(call(SPAWN_TOOL, json!({"action": "guide"})))
-        .await
-        .unwrap();
+    let guide = ask(&module, call(SPAWN_TOOL, json!({"action": "guide"}))).await;
     assert!(text(&guide).contains("workflowScript") && text(&guide).contains("reply"));
-    let doctor = module
-        .call_tool(call(SPAWN_TOOL, json!({"action": "doctor"})))
-        .await
-        .unwrap();
+    let doctor = ask(&module, call(SPAWN_TOOL, json!({"action": "doctor"}))).await;
     assert_eq!(doctor.details["status"], "completed", "{}", text(&doctor));
     assert!(text(&doctor).contains("✓ Pi program"), "{}", text(&doctor));
     // Resume continues the run's stored session.
-    let resumed = module
-        .call_tool(call(
+    let resumed = ask(
+        &module,
+        call(
             SPAWN_TOOL,
             json!({"action": "resume", "id": id, "message": "and then?"}),
-        ))
-        .await
-        .unwrap();
+        ),
+    )
+    .await;
     assert_eq!(
         resumed.details["status"], "completed",
         "{}",
@@ -761,10 +747,11 @@ async fn management_actions() {
         "{}",
         log(dir.path())
     );
-    let unknown = module
-        .call_tool(call(SPAWN_TOOL, json!({"action": "stop", "id": "h0-0-0"})))
-        .await
-        .unwrap();
+    let unknown = ask(
+        &module,
+        call(SPAWN_TOOL, json!({"action": "stop", "id": "h0-0-0"})),
+    )
+    .await;
     assert!(
         text(&unknown).contains("no helper run with id"),
         "{}",
@@ -778,13 +765,14 @@ async fn stop_ends_a_background_run_as_stopped() {
     let module = HelpersModule::new(rpc_settings(dir.path(), "forever"));
     let (sink, mut notices) = mpsc::unbounded_channel();
     module.attach_sink(Arc::new(HelperChannelSink(sink)));
-    let started = module
-        .call_tool(call(
+    let started = ask(
+        &module,
+        call(
             SPAWN_TOOL,
             json!({"type": "explore", "prompt": "loop", "async": true}),
-        ))
-        .await
-        .unwrap();
+        ),
+    )
+    .await;
     let id = started.details["runId"].as_str().unwrap().to_string();
     let board = module.board();
     wait_until("turns on the board", || {
@@ -792,23 +780,25 @@ async fn stop_ends_a_background_run_as_stopped() {
     })
     .await;
     // Another helper may not stop it.
-    let stranger = module
-        .call_tool(call_as(
+    let stranger = ask(
+        &module,
+        call_as(
             &child_of("h9-9-9"),
             SPAWN_TOOL,
             json!({"action": "stop", "id": id}),
-        ))
-        .await
-        .unwrap();
+        ),
+    )
+    .await;
     assert!(
         text(&stranger).contains("not spawned by you"),
         "{}",
         text(&stranger)
     );
-    let stop = module
-        .call_tool(call(SPAWN_TOOL, json!({"action": "stop", "id": id})))
-        .await
-        .unwrap();
+    let stop = ask(
+        &module,
+        call(SPAWN_TOOL, json!({"action": "stop", "id": id})),
+    )
+    .await;
     assert_eq!(stop.details["stopped"], true, "{}", stop.details);
     let notice = tokio::time::timeout(Duration::from_secs(15), notices.recv())
         .await
@@ -840,13 +830,14 @@ async fn a_helper_asks_its_supervisor_and_only_the_parent_answers() {
     let module = HelpersModule::new(settings);
     let (sink, mut notices) = mpsc::unbounded_channel();
     module.attach_sink(Arc::new(HelperChannelSink(sink)));
-    let started = module
-        .call_tool(call(
+    let started = ask(
+        &module,
+        call(
             SPAWN_TOOL,
             json!({"type": "explore", "prompt": "loop", "async": true}),
-        ))
-        .await
-        .unwrap();
+        ),
+    )
+    .await;
     let id = started.details["runId"].as_str().unwrap().to_string();
     let child = child_of(&id);
     let asking = tokio::spawn(module.call_tool(call_as(
@@ -868,69 +859,71 @@ async fn a_helper_asks_its_supervisor_and_only_the_parent_answers() {
     );
     assert!(notice.content.contains(&format!("id \"{id}\"")));
     // Not the parent: refused, and the question stays open.
-    let stranger = module
-        .call_tool(call_as(
+    let stranger = ask(
+        &module,
+        call_as(
             &AgentId::new("someone"),
             SPAWN_TOOL,
             json!({"action": "reply", "id": id, "message": "C"}),
-        ))
-        .await
-        .unwrap();
+        ),
+    )
+    .await;
     assert!(
         text(&stranger).contains("only the agent that spawned"),
         "{}",
         text(&stranger)
     );
-    let reply = module
-        .call_tool(call(
+    let reply = ask(
+        &module,
+        call(
             SPAWN_TOOL,
             json!({"action": "reply", "id": id, "message": "use B"}),
-        ))
-        .await
-        .unwrap();
+        ),
+    )
+    .await;
     assert_eq!(reply.details["status"], "completed", "{}", text(&reply));
     let answered = asking.await.unwrap().unwrap();
     assert_eq!(text(&answered), "Your supervisor answered:\nuse B");
     // No open question any more.
-    let late = module
-        .call_tool(call(
+    let late = ask(
+        &module,
+        call(
             SPAWN_TOOL,
             json!({"action": "reply", "id": id, "message": "again"}),
-        ))
-        .await
-        .unwrap();
+        ),
+    )
+    .await;
     assert!(text(&late).contains("no open question"), "{}", text(&late));
     // A status note does not wait and does not start a turn.
-    let note = module
-        .call_tool(call_as(
+    let note = ask(
+        &module,
+        call_as(
             &child,
             SUPERVISOR_TOOL,
             json!({"message": "half done", "kind": "status"}),
-        ))
-        .await
-        .unwrap();
+        ),
+    )
+    .await;
     assert_eq!(note.details["status"], "sent");
     let notice = notices.recv().await.unwrap();
     assert!(!notice.trigger_turn);
     // The root session has no supervisor.
-    let root = module
-        .call_tool(call(SUPERVISOR_TOOL, json!({"message": "hello?"})))
-        .await
-        .unwrap();
+    let root = ask(&module, call(SUPERVISOR_TOOL, json!({"message": "hello?"}))).await;
     assert!(
         text(&root).contains("not a helper agent"),
         "{}",
         text(&root)
     );
     // A helper's own spawns are checked at its depth.
-    let nested = module
-        .call_tool(call_as(
+    let nested = ask(
+        &module,
+        call_as(
             &child,
             SPAWN_TOOL,
             json!({"type": "explore", "prompt": "x", "async": true}),
-        ))
-        .await
-        .unwrap();
+        ),
+    )
+    .await;
     assert_eq!(nested.details["status"], "running", "{}", text(&nested));
     let grand = module
         .service
@@ -939,33 +932,32 @@ async fn a_helper_asks_its_supervisor_and_only_the_parent_answers() {
         .find(|entry| entry.info().parent_run.as_deref() == Some(id.as_str()))
         .map(|entry| entry.info().id.clone())
         .expect("the nested run is recorded under its parent");
-    let too_deep = module
-        .call_tool(call_as(
+    let too_deep = ask(
+        &module,
+        call_as(
             &child_of(&grand),
             SPAWN_TOOL,
             json!({"type": "explore", "prompt": "x"}),
-        ))
-        .await
-        .unwrap();
+        ),
+    )
+    .await;
     assert!(
         text(&too_deep).contains("depth 2 and maxSubagentDepth is 2"),
         "{}",
         text(&too_deep)
     );
     // The nested run's parent may stop it; the root may stop anything.
-    let stopped = module
-        .call_tool(call_as(
-            &child,
-            SPAWN_TOOL,
-            json!({"action": "stop", "id": grand}),
-        ))
-        .await
-        .unwrap();
+    let stopped = ask(
+        &module,
+        call_as(&child, SPAWN_TOOL, json!({"action": "stop", "id": grand})),
+    )
+    .await;
     assert_eq!(stopped.details["stopped"], true, "{}", text(&stopped));
-    module
-        .call_tool(call(SPAWN_TOOL, json!({"action": "stop", "id": id})))
-        .await
-        .unwrap();
+    ask(
+        &module,
+        call(SPAWN_TOOL, json!({"action": "stop", "id": id})),
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -974,22 +966,20 @@ async fn an_unanswered_question_times_out_and_a_foreground_one_is_answered_at_on
     let mut settings = rpc_settings(dir.path(), "forever");
     settings.config.supervisor_timeout = Duration::from_millis(300);
     let module = HelpersModule::new(settings);
-    let started = module
-        .call_tool(call(
+    let started = ask(
+        &module,
+        call(
             SPAWN_TOOL,
             json!({"type": "explore", "prompt": "loop", "async": true}),
-        ))
-        .await
-        .unwrap();
+        ),
+    )
+    .await;
     let id = started.details["runId"].as_str().unwrap().to_string();
-    let unanswered = module
-        .call_tool(call_as(
-            &child_of(&id),
-            SUPERVISOR_TOOL,
-            json!({"message": "?"}),
-        ))
-        .await
-        .unwrap();
+    let unanswered = ask(
+        &module,
+        call_as(&child_of(&id), SUPERVISOR_TOOL, json!({"message": "?"})),
+    )
+    .await;
     assert_eq!(
         unanswered.details["reason"],
         "timeout",
@@ -997,10 +987,11 @@ async fn an_unanswered_question_times_out_and_a_foreground_one_is_answered_at_on
         text(&unanswered)
     );
     assert!(text(&unanswered).contains("No answer from your supervisor"));
-    module
-        .call_tool(call(SPAWN_TOOL, json!({"action": "stop", "id": id})))
-        .await
-        .unwrap();
+    ask(
+        &module,
+        call(SPAWN_TOOL, json!({"action": "stop", "id": id})),
+    )
+    .await;
 
     let foreground = tokio::spawn(module.call_tool(call(
         SPAWN_TOOL,
@@ -1021,24 +1012,22 @@ async fn an_unanswered_question_times_out_and_a_foreground_one_is_answered_at_on
         .await;
         found.unwrap()
     };
-    let at_once = module
-        .call_tool(call_as(
-            &child_of(&fg_id),
-            SUPERVISOR_TOOL,
-            json!({"message": "?"}),
-        ))
-        .await
-        .unwrap();
+    let at_once = ask(
+        &module,
+        call_as(&child_of(&fg_id), SUPERVISOR_TOOL, json!({"message": "?"})),
+    )
+    .await;
     assert_eq!(
         at_once.details["reason"],
         "foreground",
         "{}",
         text(&at_once)
     );
-    module
-        .call_tool(call(SPAWN_TOOL, json!({"action": "stop", "id": fg_id})))
-        .await
-        .unwrap();
+    ask(
+        &module,
+        call(SPAWN_TOOL, json!({"action": "stop", "id": fg_id})),
+    )
+    .await;
     let ended = tokio::time::timeout(Duration::from_secs(15), foreground)
         .await
         .unwrap()
@@ -1054,10 +1043,7 @@ async fn context_fork_copies_the_callers_session_or_is_refused() {
     let (sink, mut notices) = mpsc::unbounded_channel();
     module.attach_sink(Arc::new(HelperChannelSink(sink)));
     let args = json!({"type": "explore", "prompt": "x", "context": "fork", "async": true});
-    let refused = module
-        .call_tool(call(SPAWN_TOOL, args.clone()))
-        .await
-        .unwrap();
+    let refused = ask(&module, call(SPAWN_TOOL, args.clone())).await;
     assert!(
         text(&refused).contains("needs this session's file"),
         "{}",
@@ -1066,7 +1052,7 @@ async fn context_fork_copies_the_callers_session_or_is_refused() {
     let parent = dir.path().join("parent.jsonl");
     std::fs::write(&parent, "{\"type\":\"session\"}\n").unwrap();
     module.set_session_file(AgentId::main(), parent.clone());
-    let started = module.call_tool(call(SPAWN_TOOL, args)).await.unwrap();
+    let started = ask(&module, call(SPAWN_TOOL, args)).await;
     assert_eq!(started.details["status"], "running", "{}", started.details);
     let notice = tokio::time::timeout(Duration::from_secs(15), notices.recv())
         .await

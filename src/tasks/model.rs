@@ -7,9 +7,11 @@ use serde::{Deserialize, Serialize};
 pub use unipi_widgets::text::truncate_chars;
 
 /// Where a task is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskStatus {
+    /// Where every task starts.
+    #[default]
     Running,
     /// Exited with code 0.
     Done,
@@ -61,17 +63,20 @@ pub enum KillKind {
 }
 
 /// Who started a task; decides nothing by itself but is shown and kept for reruns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskOrigin {
     /// The model, through `bg_run`.
+    #[default]
     Agent,
     /// The user, through `/unipi:bg` or the dock.
     User,
 }
 
-/// One task's state. Serialized (camelCase) as `<id>.json` and as tool `details`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One task's state. Serialized (camelCase) as `<id>.json` and as tool `details`. The default
+/// is a running task that has ended nothing, written nothing and sent nothing yet: what a start
+/// fills in.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskInfo {
     pub id: String,
@@ -329,21 +334,11 @@ mod tests {
             cwd: "/w".into(),
             output_path: format!("/tmp/{id}.log"),
             start_time,
-            end_time: None,
             pid: Some(42),
-            exit_code: None,
-            signal: None,
-            kill_kind: None,
-            error: None,
-            bytes_written: 0,
-            last_line: None,
-            timeout_seconds: None,
-            is_agent: false,
             notify_on_completion: true,
             trigger_on_completion: true,
-            notified: false,
-            origin: TaskOrigin::Agent,
             agent: "main".into(),
+            ..TaskInfo::default()
         }
     }
 

@@ -586,22 +586,11 @@ mod tests {
             status: TaskStatus::Running,
             cwd: "/w".into(),
             output_path: "/tmp/bg-0a0b0c.log".into(),
-            start_time: 0,
-            end_time: None,
             pid: Some(99),
-            exit_code: None,
-            signal: None,
-            kill_kind: None,
-            error: None,
-            bytes_written: 0,
-            last_line: None,
-            timeout_seconds: None,
-            is_agent: false,
             notify_on_completion: true,
             trigger_on_completion: true,
-            notified: false,
-            origin: TaskOrigin::Agent,
             agent: "main".into(),
+            ..TaskInfo::default()
         };
         let text = run_result_text(&task);
         let lines: Vec<&str> = text.lines().collect();

@@ -220,21 +220,14 @@ impl TaskService {
             cwd: self.inner.settings.cwd.display().to_string(),
             output_path: output_path.display().to_string(),
             start_time: now_ms(),
-            end_time: None,
             pid: Some(group.raw().unsigned_abs()),
-            exit_code: None,
-            signal: None,
-            kill_kind: None,
-            error: None,
-            bytes_written: 0,
-            last_line: None,
             timeout_seconds: request.timeout_seconds.filter(|secs| *secs > 0),
             is_agent: request.is_agent,
             notify_on_completion: request.notify_on_completion,
             trigger_on_completion: request.trigger_on_completion,
-            notified: false,
             origin: request.origin,
             agent: request.agent.to_string(),
+            ..TaskInfo::default()
         };
         let (stop_tx, stop_rx) = watch::channel(None);
         let (finished_tx, finished_rx) = watch::channel(false);
