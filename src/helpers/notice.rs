@@ -29,18 +29,13 @@ pub trait HelperNotificationSink: Send + Sync + 'static {
 
 impl HelperNotificationSink for BridgeHost {
     fn deliver(&self, notice: HelperNotice) -> BoxFuture<'static, anyhow::Result<()>> {
-        let host = self.clone();
-        Box::pin(async move {
-            host.send_follow_up(
-                &notice.agent,
-                &notice.custom_type,
-                notice.content,
-                notice.details,
-                notice.trigger_turn,
-            )
-            .await
-            .map_err(|err| anyhow::anyhow!("{err}"))
-        })
+        self.follow_up(
+            notice.agent,
+            notice.custom_type,
+            notice.content,
+            notice.details,
+            notice.trigger_turn,
+        )
     }
 }
 
