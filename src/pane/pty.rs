@@ -381,11 +381,14 @@ mod tests {
         assert_eq!(exit, ChildExit::Signal(9));
         // The background sleep ignored SIGTERM/SIGHUP too; it must be dead (gone, or a zombie
         // waiting for a reaper that is not us).
-        std::thread::sleep(Duration::from_millis(100));
-        let stat = std::fs::read_to_string(format!("/proc/{sleep_pid}/stat")).unwrap_or_default();
-        assert!(
-            stat.is_empty() || stat.contains(") Z"),
-            "sleep {sleep_pid} still running: {stat}"
-        );
+        let sleep_pid: i32 = sleep_pid.parse().unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !crate::sys::tree::has_ended(sleep_pid) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "sleep {sleep_pid} still running"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 }

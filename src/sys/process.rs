@@ -353,9 +353,8 @@ mod tests {
 
     use super::*;
 
-    /// `sh -c <script>` in its own group; returns once it printed its first line, with a task
-    /// that reaps it (as every owner does).
-    async fn spawn_reaped(script: &str) -> ProcessGroup {
+    /// `sh -c <script>` in its own group, once it printed `ready`.
+    async fn spawn_ready(script: &str) -> (tokio::process::Child, ProcessGroup) {
         let (mut child, group) = tokio::process::Command::new("/bin/sh")
             .arg("-c")
             .arg(script)
@@ -364,6 +363,12 @@ mod tests {
             .unwrap();
         let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
         assert_eq!(lines.next_line().await.unwrap().as_deref(), Some("ready"));
+        (child, group)
+    }
+
+    /// [`spawn_ready`], with a task that reaps the child (as every owner does).
+    async fn spawn_reaped(script: &str) -> ProcessGroup {
+        let (mut child, group) = spawn_ready(script).await;
         tokio::spawn(async move { child.wait().await });
         group
     }
@@ -432,6 +437,31 @@ mod tests {
                 .is_err()
         );
         wait_gone(group).await;
+    }
+
+    #[tokio::test]
+    async fn a_group_stop_in_a_select_loop_keeps_its_progress_between_rounds() {
+        use std::os::unix::process::ExitStatusExt as _;
+        let (mut child, group) = spawn_ready(STUBBORN).await;
+        let mut stopping = GroupStop::default();
+        stopping.start(group, Duration::from_millis(200), Reach::Group);
+        assert!(stopping.is_running());
+        let mut rounds = 0;
+        // Each timer round drops the `finished()` future; the stop must go on regardless.
+        let rounds_until_exit = async {
+            loop {
+                tokio::select! {
+                    status = child.wait() => break status.unwrap(),
+                    _ = stopping.finished() => {}
+                    () = tokio::time::sleep(Duration::from_millis(10)) => rounds += 1,
+                }
+            }
+        };
+        let status = tokio::time::timeout(Duration::from_secs(10), rounds_until_exit)
+            .await
+            .expect("the stop never reached SIGKILL");
+        assert_eq!(status.signal(), Some(Signal::SIGKILL as i32));
+        assert!(rounds > 0);
     }
 
     #[test]
