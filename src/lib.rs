@@ -17,6 +17,7 @@ pub mod pane;
 pub mod pi;
 pub mod scripted;
 pub mod sessiondb;
+pub mod sys;
 pub mod tasks;
 pub mod term;
 pub mod views;

@@ -669,13 +669,17 @@ async fn a_task_stopped_from_the_dock_does_not_wake_the_agent() -> Result<()> {
         .await?
         .context("no notification for the stopped task")?;
     assert_eq!(notice.task_id, by_user.id);
-    assert!(!notice.trigger_turn, "a stop from the dock must not wake the agent");
+    assert!(
+        !notice.trigger_turn,
+        "a stop from the dock must not wake the agent"
+    );
     let DockRows::Tasks(rows) = dock.rows() else {
         bail!("the task dock lists tasks");
     };
     assert!(
         rows.iter()
-            .any(|row| row.id == by_user.id && row.status == unipi_widgets::dock::TaskStatus::Stopped)
+            .any(|row| row.id == by_user.id
+                && row.status == unipi_widgets::dock::TaskStatus::Stopped)
     );
 
     // The agent's own stop (bg_kill) keeps the task's delivery: it wakes the agent.

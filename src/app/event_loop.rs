@@ -120,7 +120,7 @@ pub async fn run(mut options: AppOptions) -> Result<AppOutcome> {
     };
     let restored = tui::restore();
     if app.pi_exit.is_none() {
-        session.pty.terminate(STOP_GRACE);
+        session.pty.terminate(STOP_GRACE).await;
     }
     // Every capability stops what it started (task groups, MCP servers), the last first.
     crate::capability::shutdown_all(&options.capabilities).await;
@@ -315,7 +315,7 @@ async fn drive(
 
     if let Some(code) = signal_code {
         tracing::info!("stopping Pi (workbench exit code {code})");
-        session.pty.terminate(STOP_GRACE);
+        session.pty.terminate(STOP_GRACE).await;
         wait_for_exit(app, &mut pty_rx).await;
         return Ok(AppOutcome {
             code,

@@ -4,7 +4,7 @@
 //! what is declared to Pi; this file reads its [`McpStatus`] and calls its API. Status changes
 //! arrive as `AppEvent::McpChanged` (the module's version watch, coalesced).
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use unipi_widgets::footer::Segment;
@@ -13,6 +13,7 @@ use unipi_widgets::mcp::{McpServerRow, ServerState, mcp_segment};
 use crate::bridge::{CommandReply, NotifyLevel};
 use crate::mcp::manager::ServerStatus;
 use crate::mcp::module::{McpModule, McpStatus, RELOAD_COMMAND, STATUS_COMMAND};
+use crate::sys::lock;
 use crate::views::mcp::{McpRequest, McpView};
 
 /// How long `/unipi:mcp-reload` waits before answering Pi (the bridge gives commands 10 s); a
@@ -171,11 +172,7 @@ impl super::App {
         };
         let status = mcp.module.status();
         mcp.counts = counts(&status);
-        let notice = mcp
-            .notice
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
+        let notice = lock(&mcp.notice).take();
         if let Some(view) = self.views.find_mut::<McpView>() {
             view.set_servers(server_rows(&status), status.config_errors.clone());
             if let Some(notice) = notice {
@@ -215,7 +212,7 @@ impl super::App {
                         Err(err) => format!("Could not stop `{name}`: {err:#}"),
                     },
                 };
-                *notice.lock().unwrap_or_else(PoisonError::into_inner) = Some(text);
+                *lock(&notice) = Some(text);
                 module.changed();
             });
         }

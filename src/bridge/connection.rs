@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -23,7 +23,7 @@ use super::bus::BusEvent;
 use super::events::{
     BridgeEvent, Capabilities, CommandReply, DisconnectReason, NotifyLevel, PiEvent,
 };
-use super::host::{AgentInfo, Live, Shared};
+use super::host_state::{AgentInfo, ConnectionHandle, HostState};
 use super::module::{CancelHandle, CommandCall, Completion};
 use super::protocol::{
     ClientMessage, CommandMsg, CompleteMsg, ErrorCode, Hello, HostMessage, LineRead,
@@ -32,6 +32,7 @@ use super::protocol::{
 };
 use super::runtime_dir::secrets_match;
 use super::tools;
+use crate::sys::lock;
 
 /// Lines queued for the writer before senders wait.
 const OUTBOUND_QUEUE: usize = 1024;
@@ -40,7 +41,7 @@ const WRITER_GRACE: Duration = Duration::from_secs(1);
 
 /// Serves one accepted connection to its end.
 pub(crate) async fn serve(
-    shared: Arc<Shared>,
+    state: Arc<HostState>,
     stream: UnixStream,
     conn_id: u64,
     stop: watch::Receiver<bool>,
@@ -51,7 +52,7 @@ pub(crate) async fn serve(
     let (writer_stop, writer_stop_rx) = oneshot::channel();
     let mut writer = tokio::spawn(write_lines(write_half, out_rx, writer_stop_rx));
     let mut connection = Connection {
-        shared,
+        state,
         conn_id,
         peer_pid,
         out,
@@ -74,7 +75,7 @@ pub(crate) async fn serve(
                 error.message,
                 error.code.as_str()
             );
-            connection.shared.fault(
+            connection.state.fault(
                 agent,
                 format!("bridge refused a connection: {}", error.message),
             );
@@ -107,7 +108,7 @@ enum Handshake {
 }
 
 struct Connection {
-    shared: Arc<Shared>,
+    state: Arc<HostState>,
     conn_id: u64,
     peer_pid: Option<i32>,
     out: mpsc::Sender<String>,
@@ -127,7 +128,7 @@ impl Connection {
     }
 
     async fn handshake(&mut self) -> Handshake {
-        let timeout = self.shared.options.hello_timeout;
+        let timeout = self.state.options.hello_timeout;
         let read = tokio::time::timeout(
             timeout,
             read_line(&mut self.reader, &mut self.buf, MAX_HELLO_BYTES),
@@ -182,11 +183,11 @@ impl Connection {
         let pi_version = hello.pi_version.clone().unwrap_or_default();
         let capabilities = decode_capabilities(&hello.capabilities);
         let admitted = {
-            let mut agents = self.shared.lock_agents();
+            let mut agents = self.state.lock_agents();
             let found = agents
                 .iter_mut()
-                .find(|(_, slot)| secrets_match(slot.token.as_bytes(), token.as_bytes()));
-            let Some((agent, slot)) = found else {
+                .find(|(_, entry)| secrets_match(entry.token.as_bytes(), token.as_bytes()));
+            let Some((agent, entry)) = found else {
                 return Handshake::Refused {
                     error: WireError::new(
                         ErrorCode::BadToken,
@@ -195,12 +196,12 @@ impl Connection {
                     agent: None,
                 };
             };
-            let refusal = if slot.live.is_some() {
+            let refusal = if entry.connection.is_some() {
                 Some(WireError::new(
                     ErrorCode::TokenInUse,
                     format!("agent `{agent}` already has a live bridge connection"),
                 ))
-            } else if slot
+            } else if entry
                 .bound_pid
                 .is_some_and(|bound| Some(bound) != self.peer_pid)
             {
@@ -208,7 +209,7 @@ impl Connection {
                     ErrorCode::TokenReused,
                     format!(
                         "the token of agent `{agent}` belongs to another process (pid {:?}, not {:?})",
-                        slot.bound_pid, self.peer_pid
+                        entry.bound_pid, self.peer_pid
                     ),
                 ))
             } else if hello.protocol != Some(PROTOCOL_VERSION) {
@@ -234,14 +235,14 @@ impl Connection {
                     agent: Some(agent.clone()),
                 };
             }
-            slot.bound_pid = slot.bound_pid.or(self.peer_pid);
-            slot.live = Some(Live {
+            entry.bound_pid = entry.bound_pid.or(self.peer_pid);
+            entry.connection = Some(ConnectionHandle {
                 conn_id: self.conn_id,
                 out: self.out.clone(),
                 pending: Arc::new(Mutex::new(HashMap::new())),
                 kill: kill.clone(),
             });
-            slot.last = Some(AgentInfo {
+            entry.last = Some(AgentInfo {
                 agent: agent.clone(),
                 pi_version: pi_version.clone(),
                 protocol: PROTOCOL_VERSION,
@@ -255,25 +256,22 @@ impl Connection {
             pid = ?self.peer_pid,
             "bridge: agent `{admitted}` connected (Pi {pi_version}, capabilities {capabilities:?})"
         );
-        let options = &self.shared.options;
+        let options = &self.state.options;
         self.send(HostMessage::Welcome {
             protocol: PROTOCOL_VERSION,
             agent: admitted.to_string(),
             host_version: env!("CARGO_PKG_VERSION").to_string(),
-            declarations: self.shared.registry.declarations(options.tool_timeout),
+            declarations: self.state.registry.declarations(options.tool_timeout),
             options: WelcomeOptions {
                 hide_footer: options.hide_footer,
                 card_colors: options.card_colors.clone(),
             },
         })
         .await;
-        self.shared
-            .registry
-            .bus()
-            .publish(BusEvent::AgentConnected {
-                agent: admitted.clone(),
-                pi_version: pi_version.clone(),
-            });
+        self.state.registry.bus().publish(BusEvent::AgentConnected {
+            agent: admitted.clone(),
+            pi_version: pi_version.clone(),
+        });
         self.deliver(BridgeEvent::Connected {
             agent: admitted.clone(),
             pi_version,
@@ -341,7 +339,7 @@ impl Connection {
             error.message,
             error.code.as_str()
         );
-        self.shared.fault(
+        self.state.fault(
             Some(agent.clone()),
             format!("bad bridge message: {}", error.message),
         );
@@ -369,7 +367,7 @@ impl Connection {
                         data: event.data,
                     }
                 });
-                self.shared.registry.bus().publish(BusEvent::Pi {
+                self.state.registry.bus().publish(BusEvent::Pi {
                     agent: agent.clone(),
                     event: Arc::new(pi_event.clone()),
                 });
@@ -389,7 +387,7 @@ impl Connection {
                     self.complain(agent, error).await;
                 } else {
                     tools::spawn_call(
-                        &self.shared,
+                        &self.state,
                         agent.clone(),
                         self.out.clone(),
                         self.inflight.clone(),
@@ -416,12 +414,12 @@ impl Connection {
             }
             ClientMessage::CallResult(result) => {
                 let waiter = self
-                    .shared
+                    .state
                     .lock_agents()
                     .get(agent)
-                    .and_then(|slot| slot.live.as_ref())
-                    .filter(|live| live.conn_id == self.conn_id)
-                    .and_then(|live| live.pending_calls().remove(&result.id));
+                    .and_then(|entry| entry.connection.as_ref())
+                    .filter(|conn| conn.conn_id == self.conn_id)
+                    .and_then(|conn| conn.pending_calls().remove(&result.id));
                 match waiter {
                     Some(waiter) => {
                         let outcome = if result.ok {
@@ -445,7 +443,7 @@ impl Connection {
                 }
             }
             ClientMessage::Hook(hook) => {
-                super::tools::spawn_hook(&self.shared, agent.clone(), self.out.clone(), hook);
+                super::tools::spawn_hook(&self.state, agent.clone(), self.out.clone(), hook);
             }
             ClientMessage::Goodbye(goodbye) => {
                 // Announce and release before acknowledging: the extension waits for the ack,
@@ -466,7 +464,7 @@ impl Connection {
                     error.code,
                     error.message
                 );
-                self.shared.fault(
+                self.state.fault(
                     Some(agent.clone()),
                     format!("the bridge extension reported: {}", error.message),
                 );
@@ -478,7 +476,7 @@ impl Connection {
     /// Runs a `/unipi:*` invocation on the module that declared it, in a task of its own (a
     /// panic or a timeout becomes an error Pi shows), and answers Pi with what it returns.
     fn forward_command(&self, agent: &AgentId, command: CommandMsg) {
-        let shared = self.shared.clone();
+        let state = self.state.clone();
         let out = self.out.clone();
         let call = CommandCall {
             agent: agent.clone(),
@@ -487,12 +485,12 @@ impl Connection {
         };
         tokio::spawn(async move {
             let name = call.name.clone();
-            let reply = match shared.registry.command(&name) {
+            let reply = match state.registry.command(&name) {
                 None => CommandReply::Failed {
                     message: format!("unipi-tui has no command /{name}"),
                 },
                 Some((module, _)) => {
-                    let timeout = shared.options.command_timeout;
+                    let timeout = state.options.command_timeout;
                     let agent = call.agent.clone();
                     let task = tokio::spawn(module.command(call));
                     match tokio::time::timeout(timeout, task).await {
@@ -501,7 +499,7 @@ impl Connection {
                             let message =
                                 format!("module `{}` failed running /{name}: {err}", module.name());
                             tracing::error!("bridge: {message}");
-                            shared.fault(Some(agent), message.clone());
+                            state.fault(Some(agent), message.clone());
                             CommandReply::Failed { message }
                         }
                         Err(_) => CommandReply::Failed {
@@ -532,7 +530,7 @@ impl Connection {
 
     /// Completions for a command argument: the static ones that match, then the module's.
     fn complete(&self, request: &CompleteMsg) -> Vec<Completion> {
-        let Some((module, spec)) = self.shared.registry.command(&request.command) else {
+        let Some((module, spec)) = self.state.registry.command(&request.command) else {
             return Vec::new();
         };
         let mut items: Vec<Completion> = spec
@@ -557,19 +555,19 @@ impl Connection {
     /// Delivers an event to the app, waiting if its queue is full (backpressure on Pi's
     /// stream rather than loss). A gone app is not an error here.
     async fn deliver(&self, event: BridgeEvent) {
-        let _ = self.shared.events.send(event).await;
+        let _ = self.state.events.send(event).await;
     }
 
     /// Frees the agent for its next connection, if this is still its live one.
-    fn release(&self, agent: &AgentId) -> Option<Live> {
-        let mut agents = self.shared.lock_agents();
-        let slot = agents.get_mut(agent)?;
-        if slot
-            .live
+    fn release(&self, agent: &AgentId) -> Option<ConnectionHandle> {
+        let mut agents = self.state.lock_agents();
+        let entry = agents.get_mut(agent)?;
+        if entry
+            .connection
             .as_ref()
-            .is_some_and(|live| live.conn_id == self.conn_id)
+            .is_some_and(|conn| conn.conn_id == self.conn_id)
         {
-            slot.live.take()
+            entry.connection.take()
         } else {
             None
         }
@@ -583,8 +581,8 @@ impl Connection {
         // the Connected of a reconnecting instance.
         self.announce_disconnect(agent, &reason).await;
         // Dropping the pending senders fails the waiting host calls with `Disconnected`.
-        if let Some(live) = self.release(agent) {
-            live.pending_calls().clear();
+        if let Some(conn) = self.release(agent) {
+            conn.pending_calls().clear();
         }
     }
 
@@ -597,7 +595,7 @@ impl Connection {
             conn = self.conn_id,
             "bridge: agent `{agent}` disconnected: {reason}"
         );
-        self.shared
+        self.state
             .registry
             .bus()
             .publish(BusEvent::AgentDisconnected {
@@ -612,7 +610,7 @@ impl Connection {
     }
 
     fn lock_inflight(&self) -> std::sync::MutexGuard<'_, HashMap<u64, CancelHandle>> {
-        self.inflight.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(&self.inflight)
     }
 }
 

@@ -2,7 +2,6 @@
 //! The file name carries a hash of the content, so a workbench never loads a stale copy left by
 //! another build, and builds running side by side never overwrite each other's file.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
@@ -20,8 +19,8 @@ pub fn extension_file_name() -> String {
 }
 
 /// Writes the extension to `<cache_dir>/bridge/<extension_file_name()>` unless an identical
-/// copy is there, and returns its path. The write is atomic (temp file, fsync, rename), so a
-/// concurrent workbench or a crash never leaves a half-written extension for Pi to load.
+/// copy is there, and returns its path. The write is crash-safe ([`crate::sys::write_atomic`]),
+/// so a concurrent workbench or a crash never leaves a half-written extension for Pi to load.
 pub fn extension_file(cache_dir: &Path) -> anyhow::Result<PathBuf> {
     let dir = cache_dir.join("bridge");
     let path = dir.join(extension_file_name());
@@ -29,22 +28,8 @@ pub fn extension_file(cache_dir: &Path) -> anyhow::Result<PathBuf> {
         return Ok(path);
     }
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let temp = dir.join(format!(
-        ".{}.tmp-{}",
-        extension_file_name(),
-        std::process::id()
-    ));
-    let written = (|| -> std::io::Result<()> {
-        let mut file = std::fs::File::create(&temp)?;
-        file.write_all(EXTENSION_SOURCE.as_bytes())?;
-        file.sync_all()?;
-        std::fs::rename(&temp, &path)?;
-        std::fs::File::open(&dir)?.sync_all()
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    written.with_context(|| format!("cannot write the bridge extension to {}", path.display()))?;
+    crate::sys::write_atomic(&path, EXTENSION_SOURCE.as_bytes())
+        .with_context(|| format!("cannot write the bridge extension to {}", path.display()))?;
     Ok(path)
 }
 

@@ -7,60 +7,25 @@
 //! the token is unused). That is what lets Pi's re-instantiated extension reconnect after
 //! `/reload`, `/new`, `/resume` and `/fork` while a copied token stays useless to anyone else.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Context as _;
+use futures_util::future::BoxFuture;
 use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::net::UnixListener;
-use tokio::sync::{Notify, mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::{JoinHandle, JoinSet};
 
-use super::events::{BridgeEvent, Capabilities, NotifyLevel};
-use super::protocol::{ErrorMsg, HostMessage};
+use super::events::{BridgeEvent, NotifyLevel};
+use super::host_state::{AgentEntry, AgentInfo, HostOptions, HostState};
+use super::protocol::HostMessage;
 use super::registry::Registry;
 use super::runtime_dir::{RuntimeDir, SOCKET_NAME, new_token};
 use super::{AgentId, connection, env};
-
-/// Timeouts and choices of a host. The defaults suit the workbench; tests shorten them.
-#[derive(Debug, Clone)]
-pub struct HostOptions {
-    /// How long a new connection may take to send `hello`.
-    pub hello_timeout: Duration,
-    /// How long a tool call may run unless its [`ToolSpec`](super::ToolSpec) says otherwise.
-    pub tool_timeout: Duration,
-    /// How long a cancelled tool call may take to wind down before it is dropped.
-    pub cancel_grace: Duration,
-    /// How long the app may take to answer a `/unipi:*` command.
-    pub command_timeout: Duration,
-    /// How long a module may take to answer one of Pi's hooks (Pi waits meanwhile).
-    pub hook_timeout: Duration,
-    /// Ask each Pi to replace its footer with an empty one (the workbench draws its own).
-    pub hide_footer: bool,
-    /// Where the runtime directory goes (default `$XDG_RUNTIME_DIR`, else the temp directory).
-    pub runtime_base: Option<PathBuf>,
-    /// Card tint → `#rrggbb` from the workbench theme (see `WelcomeOptions::card_colors`).
-    pub card_colors: std::collections::BTreeMap<String, String>,
-}
-
-impl Default for HostOptions {
-    fn default() -> Self {
-        Self {
-            hello_timeout: Duration::from_secs(5),
-            tool_timeout: Duration::from_secs(120),
-            cancel_grace: Duration::from_secs(5),
-            command_timeout: Duration::from_secs(10),
-            hook_timeout: Duration::from_secs(60),
-            hide_footer: true,
-            runtime_base: None,
-            card_colors: std::collections::BTreeMap::new(),
-        }
-    }
-}
+use crate::sys::lock;
 
 /// A call from the workbench into one Pi process.
 #[derive(Debug, Clone, PartialEq)]
@@ -197,27 +162,16 @@ pub enum BridgeError {
     },
 }
 
-/// What the host knows about an agent's Pi.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AgentInfo {
-    pub agent: AgentId,
-    pub pi_version: String,
-    pub protocol: u32,
-    pub capabilities: Capabilities,
-    /// Whether it has a live connection now (the rest is from its last connection).
-    pub connected: bool,
-}
-
 /// The bridge host. Cheap to clone; the socket and runtime directory live until
 /// [`BridgeHost::shutdown`] or until the last clone is dropped.
 #[derive(Debug, Clone)]
 pub struct BridgeHost {
-    inner: Arc<HostInner>,
+    inner: Arc<HostResources>,
 }
 
 #[derive(Debug)]
-struct HostInner {
-    shared: Arc<Shared>,
+struct HostResources {
+    state: Arc<HostState>,
     runtime: RuntimeDir,
     socket_path: PathBuf,
     /// Dropping (or sending `true`) stops the accept loop and every connection.
@@ -249,18 +203,12 @@ impl BridgeHost {
             )
         })?;
         let (stop, stop_rx) = watch::channel(false);
-        let shared = Arc::new(Shared {
-            registry,
-            events,
-            options,
-            agents: Mutex::new(HashMap::new()),
-            next_call_id: AtomicU64::new(1),
-        });
-        let accept = tokio::spawn(accept_loop(listener, shared.clone(), stop_rx));
+        let state = Arc::new(HostState::new(registry, events, options));
+        let accept = tokio::spawn(accept_loop(listener, state.clone(), stop_rx));
         tracing::info!("bridge listening on {}", socket_path.display());
         Ok(BridgeHost {
-            inner: Arc::new(HostInner {
-                shared,
+            inner: Arc::new(HostResources {
+                state,
                 runtime,
                 socket_path,
                 stop,
@@ -282,10 +230,10 @@ impl BridgeHost {
     /// `UNIPI_TUI_SOCKET`, `UNIPI_TUI_TOKEN`, `UNIPI_TUI_AGENT`.
     pub fn register_agent(&self, agent: AgentId) -> anyhow::Result<Vec<(String, String)>> {
         let token = new_token()?;
-        let mut agents = self.inner.shared.lock_agents();
-        let slot = agents.entry(agent.clone()).or_default();
-        slot.token = token.clone();
-        slot.bound_pid = None;
+        let mut agents = self.inner.state.lock_agents();
+        let entry = agents.entry(agent.clone()).or_default();
+        entry.token = token.clone();
+        entry.bound_pid = None;
         drop(agents);
         Ok(vec![
             (
@@ -299,9 +247,9 @@ impl BridgeHost {
 
     /// Forgets `agent`: its token stops working and a live connection is closed.
     pub fn unregister_agent(&self, agent: &AgentId) {
-        let removed = self.inner.shared.lock_agents().remove(agent);
-        if let Some(live) = removed.and_then(|slot| slot.live) {
-            live.kill.notify_one();
+        let removed = self.inner.state.lock_agents().remove(agent);
+        if let Some(conn) = removed.and_then(|entry| entry.connection) {
+            conn.kill.notify_one();
         }
     }
 
@@ -327,6 +275,24 @@ impl BridgeHost {
         self.call(agent, call).await.map(|_| ())
     }
 
+    /// [`BridgeHost::send_follow_up`] as an owned, boxed future: what the modules' notification
+    /// sinks hand back.
+    pub fn follow_up(
+        &self,
+        agent: AgentId,
+        custom_type: String,
+        content: String,
+        details: Value,
+        trigger_turn: bool,
+    ) -> BoxFuture<'static, anyhow::Result<()>> {
+        let host = self.clone();
+        Box::pin(async move {
+            host.send_follow_up(&agent, &custom_type, content, details, trigger_turn)
+                .await?;
+            Ok(())
+        })
+    }
+
     /// Calls into `agent`'s Pi and waits (at most [`HostCall::default_timeout`]) for the answer.
     pub async fn call(&self, agent: &AgentId, call: HostCall) -> Result<Value, BridgeError> {
         let timeout = call.default_timeout();
@@ -340,20 +306,16 @@ impl BridgeHost {
         timeout: Duration,
     ) -> Result<Value, BridgeError> {
         let method = call.method();
-        let live = self
-            .inner
-            .shared
-            .live(agent)
-            .ok_or_else(|| BridgeError::NotConnected {
-                agent: agent.clone(),
-            })?;
-        let id = self
-            .inner
-            .shared
-            .next_call_id
-            .fetch_add(1, Ordering::Relaxed);
+        let conn =
+            self.inner
+                .state
+                .connection_of(agent)
+                .ok_or_else(|| BridgeError::NotConnected {
+                    agent: agent.clone(),
+                })?;
+        let id = self.inner.state.next_call_id();
         let (answer_tx, answer) = oneshot::channel();
-        live.pending_calls().insert(id, answer_tx);
+        conn.pending_calls().insert(id, answer_tx);
         let line = HostMessage::Call {
             id,
             method: method.to_string(),
@@ -364,8 +326,8 @@ impl BridgeHost {
             agent: agent.clone(),
             method,
         };
-        if live.out.send(line).await.is_err() {
-            live.pending_calls().remove(&id);
+        if conn.out.send(line).await.is_err() {
+            conn.pending_calls().remove(&id);
             return Err(disconnected());
         }
         match tokio::time::timeout(timeout, answer).await {
@@ -377,7 +339,7 @@ impl BridgeHost {
             }),
             Ok(Err(_)) => Err(disconnected()),
             Err(_) => {
-                live.pending_calls().remove(&id);
+                conn.pending_calls().remove(&id);
                 Err(BridgeError::Timeout {
                     agent: agent.clone(),
                     method,
@@ -390,15 +352,15 @@ impl BridgeHost {
     /// Sends the registry's current declarations to every connected Pi (after a module was
     /// added or changed state). A new connection always gets them in `welcome`.
     pub async fn redeclare(&self) {
-        let shared = &self.inner.shared;
+        let state = &self.inner.state;
         let line = HostMessage::Declare {
-            declarations: shared.registry.declarations(shared.options.tool_timeout),
+            declarations: state.registry.declarations(state.options.tool_timeout),
         }
         .to_line();
-        let outs: Vec<_> = shared
+        let outs: Vec<_> = state
             .lock_agents()
             .values()
-            .filter_map(|slot| slot.live.as_ref().map(|live| live.out.clone()))
+            .filter_map(|entry| entry.connection.as_ref().map(|conn| conn.out.clone()))
             .collect();
         for out in outs {
             let _ = out.send(line.clone()).await;
@@ -407,14 +369,14 @@ impl BridgeHost {
 
     /// What the host knows about `agent` (Pi version, capabilities, whether connected).
     pub fn agent_info(&self, agent: &AgentId) -> Option<AgentInfo> {
-        let agents = self.inner.shared.lock_agents();
-        agents.get(agent).and_then(AgentSlot::info)
+        let agents = self.inner.state.lock_agents();
+        agents.get(agent).and_then(AgentEntry::info)
     }
 
     /// Every agent that has connected at least once.
     pub fn agents(&self) -> Vec<AgentInfo> {
-        let agents = self.inner.shared.lock_agents();
-        let mut infos: Vec<AgentInfo> = agents.values().filter_map(AgentSlot::info).collect();
+        let agents = self.inner.state.lock_agents();
+        let mut infos: Vec<AgentInfo> = agents.values().filter_map(AgentEntry::info).collect();
         infos.sort_by(|a, b| a.agent.cmp(&b.agent));
         infos
     }
@@ -422,12 +384,7 @@ impl BridgeHost {
     /// Says goodbye to every connection, stops accepting and removes the runtime directory.
     pub async fn shutdown(self) {
         self.inner.stop.send_replace(true);
-        let accept = self
-            .inner
-            .accept
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
+        let accept = lock(&self.inner.accept).take();
         if let Some(accept) = accept
             && tokio::time::timeout(SHUTDOWN_GRACE, accept).await.is_err()
         {
@@ -440,79 +397,11 @@ impl BridgeHost {
 /// How long [`BridgeHost::shutdown`] waits for connections to close.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
 
-// --- state shared with the connection tasks ------------------------------------------------
-
-#[derive(Debug)]
-pub(crate) struct Shared {
-    pub(crate) registry: Arc<Registry>,
-    pub(crate) events: mpsc::Sender<BridgeEvent>,
-    pub(crate) options: HostOptions,
-    pub(crate) agents: Mutex<HashMap<AgentId, AgentSlot>>,
-    next_call_id: AtomicU64,
-}
-
-/// One agent: its current token, the process that used it, and its live connection.
-#[derive(Debug, Default)]
-pub(crate) struct AgentSlot {
-    pub(crate) token: String,
-    /// The pid of the first process that authenticated with `token`.
-    pub(crate) bound_pid: Option<i32>,
-    pub(crate) live: Option<Live>,
-    /// From the latest authenticated connection.
-    pub(crate) last: Option<AgentInfo>,
-}
-
-impl AgentSlot {
-    fn info(&self) -> Option<AgentInfo> {
-        self.last.clone().map(|info| AgentInfo {
-            connected: self.live.is_some(),
-            ..info
-        })
-    }
-}
-
-/// What a host call's waiter receives: the value, or the extension's error.
-pub(crate) type CallAnswer = Result<Value, ErrorMsg>;
-/// Host calls waiting for their answer, by call id.
-pub(crate) type PendingCalls = Arc<Mutex<HashMap<u64, oneshot::Sender<CallAnswer>>>>;
-
-/// The handle of an authenticated connection.
-#[derive(Debug, Clone)]
-pub(crate) struct Live {
-    pub(crate) conn_id: u64,
-    /// Lines to the extension (the connection's writer task drains it).
-    pub(crate) out: mpsc::Sender<String>,
-    pub(crate) pending: PendingCalls,
-    /// Notified to close the connection (the agent was unregistered).
-    pub(crate) kill: Arc<Notify>,
-}
-
-impl Live {
-    pub(crate) fn pending_calls(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<u64, oneshot::Sender<CallAnswer>>> {
-        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-impl Shared {
-    pub(crate) fn lock_agents(&self) -> std::sync::MutexGuard<'_, HashMap<AgentId, AgentSlot>> {
-        self.agents.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn live(&self, agent: &AgentId) -> Option<Live> {
-        self.lock_agents()
-            .get(agent)
-            .and_then(|slot| slot.live.clone())
-    }
-
-    /// A fault for the app's log; never waits (a flood of bad clients must not stall the host).
-    pub(crate) fn fault(&self, agent: Option<AgentId>, message: String) {
-        let _ = self.events.try_send(BridgeEvent::Fault { agent, message });
-    }
-}
-
-async fn accept_loop(listener: UnixListener, shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+async fn accept_loop(
+    listener: UnixListener,
+    state: Arc<HostState>,
+    mut stop: watch::Receiver<bool>,
+) {
     let mut connections = JoinSet::new();
     let mut next_conn_id: u64 = 1;
     loop {
@@ -521,7 +410,7 @@ async fn accept_loop(listener: UnixListener, shared: Arc<Shared>, mut stop: watc
                 Ok((stream, _)) => {
                     let conn_id = next_conn_id;
                     next_conn_id += 1;
-                    connections.spawn(connection::serve(shared.clone(), stream, conn_id, stop.clone()));
+                    connections.spawn(connection::serve(state.clone(), stream, conn_id, stop.clone()));
                 }
                 Err(err) => {
                     tracing::warn!("bridge accept failed: {err}");

@@ -20,11 +20,13 @@ mod connection;
 mod events;
 mod extension;
 mod host;
+mod host_state;
 mod info;
 mod module;
 pub mod protocol;
 mod registry;
 mod runtime_dir;
+mod specs;
 mod tools;
 
 use std::fmt;
@@ -37,7 +39,8 @@ pub use events::{
     PiEvent, SessionShutdown, SessionStart, ToolExecution, TurnEnd, Usage, UserInput,
 };
 pub use extension::{EXTENSION_SOURCE, extension_file, extension_file_name};
-pub use host::{AgentInfo, BridgeError, BridgeHost, DeliverAs, HostCall, HostOptions};
+pub use host::{BridgeError, BridgeHost, DeliverAs, HostCall};
+pub use host_state::{AgentInfo, HostOptions};
 pub use info::InfoModule;
 pub use module::{
     CancelHandle, CancelToken, Card, CardTint, CommandCall, CommandSpec, Completion, ContentBlock,

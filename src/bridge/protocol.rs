@@ -9,7 +9,7 @@ use serde_json::Value;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt as _};
 
 use super::events::NotifyLevel;
-use super::module::{CommandSpec, Completion, ContentBlock, MessageTypeSpec, ToolSpec};
+use super::specs::{CommandSpec, Completion, MessageTypeSpec, ToolSpec};
 
 /// The protocol version this host speaks. Bumped on any incompatible change; the extension
 /// states its own in `hello` and a mismatch is refused with [`ErrorCode::ProtocolMismatch`].
@@ -21,6 +21,28 @@ pub const MAX_LINE_BYTES: usize = 8 * 1024 * 1024;
 /// The longest `hello` line accepted from a client that has not authenticated yet: 64 KiB, so a
 /// stranger cannot make the host buffer megabytes.
 pub const MAX_HELLO_BYTES: usize = 64 * 1024;
+
+/// One block of tool output, in Pi's content shape (`{"type":"text","text":…}`,
+/// `{"type":"image","data":…,"mimeType":…}`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ContentBlock {
+    Text {
+        text: String,
+    },
+    Image {
+        /// Base64 image data.
+        data: String,
+        #[serde(rename = "mimeType")]
+        mime_type: String,
+    },
+}
+
+impl ContentBlock {
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::Text { text: text.into() }
+    }
+}
 
 /// Why a line or a connection was refused. Sent as `{"type":"error","code":...}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -4,22 +4,23 @@
 //! what went wrong in words the model can act on.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::mpsc;
 use tokio::task::JoinError;
 
 use super::AgentId;
-use super::host::Shared;
+use super::host_state::HostState;
 use super::module::{CancelHandle, ContentBlock, ToolCall, ToolError, ToolOutput, UpdateSender};
 use super::protocol::{HostMessage, ToolCallMsg};
+use crate::sys::lock;
 
 /// Answers one of Pi's hooks from the first module that takes it, in a task of its own (a panic
 /// or a timeout answers `null`, which leaves the decision to Pi), and always writes exactly one
 /// `hook_result`.
 pub(crate) fn spawn_hook(
-    shared: &Arc<Shared>,
+    state: &Arc<HostState>,
     agent: AgentId,
     out: mpsc::Sender<String>,
     hook: super::protocol::HookMsg,
@@ -29,9 +30,9 @@ pub(crate) fn spawn_hook(
         name: hook.name.clone(),
         data: hook.data,
     };
-    let answer = shared.registry.hook(&call);
-    let timeout = shared.options.hook_timeout;
-    let shared = shared.clone();
+    let answer = state.registry.hook(&call);
+    let timeout = state.options.hook_timeout;
+    let state = state.clone();
     tokio::spawn(async move {
         let result = match answer {
             None => serde_json::Value::Null,
@@ -45,7 +46,7 @@ pub(crate) fn spawn_hook(
                             hook.name
                         );
                         tracing::error!("bridge: {message}");
-                        shared.fault(Some(agent.clone()), message);
+                        state.fault(Some(agent.clone()), message);
                         serde_json::Value::Null
                     }
                     Err(_) => {
@@ -55,7 +56,7 @@ pub(crate) fn spawn_hook(
                             seconds(timeout)
                         );
                         tracing::warn!("bridge: {message}");
-                        shared.fault(Some(agent.clone()), message);
+                        state.fault(Some(agent.clone()), message);
                         serde_json::Value::Null
                     }
                 }
@@ -72,14 +73,14 @@ pub(crate) fn spawn_hook(
 
 /// Starts `call` and returns at once; the result is written to `out` when it is ready.
 pub(crate) fn spawn_call(
-    shared: &Arc<Shared>,
+    state: &Arc<HostState>,
     agent: AgentId,
     out: mpsc::Sender<String>,
     inflight: Arc<Mutex<HashMap<u64, CancelHandle>>>,
     call: ToolCallMsg,
 ) {
     let id = call.id;
-    let (module, timeout) = match shared.registry.tool(&call.tool) {
+    let (module, timeout) = match state.registry.tool(&call.tool) {
         Ok(found) => found,
         Err(message) => {
             tracing::warn!("bridge: agent `{agent}` called an unknown tool: {message}");
@@ -90,9 +91,9 @@ pub(crate) fn spawn_call(
             return;
         }
     };
-    let timeout = timeout.unwrap_or(shared.options.tool_timeout);
-    let grace = shared.options.cancel_grace;
-    let shared = shared.clone();
+    let timeout = timeout.unwrap_or(state.options.tool_timeout);
+    let grace = state.options.cancel_grace;
+    let state = state.clone();
     let (handle, cancel) = CancelHandle::pair();
     lock(&inflight).insert(id, handle.clone());
     tokio::spawn(async move {
@@ -111,7 +112,7 @@ pub(crate) fn spawn_call(
         let mut task = tokio::spawn(async move { module.call_tool(request).await });
         let mut winding_down = false;
         let outcome = tokio::select! {
-            joined = &mut task => joined_outcome(joined, &shared, &agent, module_name, &tool),
+            joined = &mut task => joined_outcome(joined, &state, &agent, module_name, &tool),
             () = tokio::time::sleep(timeout) => {
                 // Pi gets its answer now; the module gets the cancel and a moment to wind
                 // down (below) before it is dropped.
@@ -126,7 +127,7 @@ pub(crate) fn spawn_call(
                 // Pi aborted the call (or the connection closed): give the module a moment to
                 // return what it has, then drop it.
                 match tokio::time::timeout(grace, &mut task).await {
-                    Ok(joined) => joined_outcome(joined, &shared, &agent, module_name, &tool),
+                    Ok(joined) => joined_outcome(joined, &state, &agent, module_name, &tool),
                     Err(_) => {
                         task.abort();
                         Err(ToolError::new(format!("`{tool}` was cancelled")))
@@ -160,7 +161,7 @@ pub(crate) fn spawn_call(
 
 fn joined_outcome(
     joined: Result<Result<ToolOutput, ToolError>, JoinError>,
-    shared: &Shared,
+    state: &HostState,
     agent: &AgentId,
     module: &str,
     tool: &str,
@@ -175,7 +176,7 @@ fn joined_outcome(
                 .or_else(|| payload.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "no message".to_string());
             tracing::error!("bridge: tool `{tool}` of module `{module}` panicked: {reason}");
-            shared.fault(
+            state.fault(
                 Some(agent.clone()),
                 format!("module `{module}` panicked in tool `{tool}`: {reason}"),
             );
@@ -205,10 +206,6 @@ fn seconds(duration: Duration) -> String {
     } else {
         format!("{secs:.1} s")
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 #[cfg(test)]

@@ -22,7 +22,6 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use futures_util::future::BoxFuture;
 use serde::Deserialize;
@@ -47,6 +46,7 @@ use crate::sessiondb::{
     CompactionRecord, CompactionTotals, DocKind, RecallQuery, RecallResult, RecallScope,
     SessionMeta, StoredCompaction,
 };
+use crate::sys::now_ms;
 
 /// The module's name (bridge, logs, footer group).
 pub const MODULE_NAME: &str = "compactor";
@@ -1547,12 +1547,6 @@ impl Module for CompactorModule {
         let inner = Arc::clone(&self.inner);
         Some(Box::pin(inner.before_compact(hook.data)))
     }
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 #[cfg(test)]

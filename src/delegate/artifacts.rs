@@ -10,17 +10,15 @@
 //! `child-terminal.json` when it fails. The parent trusts nothing the child wrote until
 //! [`verify_result`] has checked it against the manifest.
 
-use std::fs::{File, OpenOptions};
-use std::io::Write as _;
-use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 
+use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::canonical::{canonical_json, sha256_hex};
 use super::errors::{DelegateError, DelegateErrorCode};
-use super::seed::{canonical_json, sha256_hex};
-use crate::helpers::sys::{random_u64, replace_file_durable};
+use crate::sys::{now_ms, write_atomic, write_new_atomic};
 
 /// Schemas of the files.
 pub const MANIFEST_SCHEMA: &str = "unipi.delegate-manifest.v1";
@@ -311,7 +309,7 @@ impl TaskDir {
     /// Writes the first manifest (exclusive).
     pub fn create_manifest(&self, manifest: &Manifest) -> Result<(), DelegateError> {
         let path = self.file(MANIFEST_FILE);
-        write_exclusive_durable(&path, &canonical_line(manifest))
+        write_new_atomic(&path, &canonical_line(manifest))
             .map_err(|err| artifact_error(&path, &err))
     }
 
@@ -340,7 +338,9 @@ impl TaskDir {
         if child_pid.is_some() {
             manifest.child_pid = child_pid;
         }
-        replace_file_durable(&self.file(MANIFEST_FILE), &canonical_line(&manifest))?;
+        let path = self.file(MANIFEST_FILE);
+        write_atomic(&path, &canonical_line(&manifest))
+            .with_context(|| format!("replace {}", path.display()))?;
         Ok(manifest)
     }
 
@@ -372,37 +372,6 @@ pub fn canonical_line(value: &impl Serialize) -> Vec<u8> {
     let mut text = canonical_json(&value);
     text.push('\n');
     text.into_bytes()
-}
-
-/// Creates `path` with `bytes` only if it does not exist, durably: same-directory temp file,
-/// fsync, hard link to the final name (which fails if it exists — the exclusive part), unlink
-/// of the temp, fsync of the directory. A reader sees no file or the whole file.
-pub fn write_exclusive_durable(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path
-        .parent()
-        .ok_or_else(|| std::io::Error::other("an artifact path has a directory"))?;
-    let base = path
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let temp = dir.join(format!(
-        ".{base}.{}.{:012x}.tmp",
-        std::process::id(),
-        random_u64() >> 16
-    ));
-    let result = (|| {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&temp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::hard_link(&temp, path)?;
-        File::open(dir)?.sync_all()
-    })();
-    let _ = std::fs::remove_file(&temp);
-    result
 }
 
 /// Checks a child's `result.json` bytes against the manifest, in order: JSON and schema, task
@@ -524,17 +493,7 @@ pub fn decide_delivery(
     }
 }
 
-/// Milliseconds since the epoch.
-pub fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |elapsed| {
-            u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)
-        })
-}
-
 pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> anyhow::Result<T> {
-    use anyhow::Context as _;
     let bytes = std::fs::read(path).with_context(|| format!("read {}", path.display()))?;
     serde_json::from_slice(&bytes).with_context(|| format!("parse {}", path.display()))
 }
@@ -651,17 +610,6 @@ mod tests {
             text.ends_with("}\n") && text.contains(r#""state":"committed""#),
             "{text}"
         );
-    }
-
-    #[test]
-    fn exclusive_writes_refuse_an_existing_file_and_leave_no_temp() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("result.json");
-        write_exclusive_durable(&path, b"one").unwrap();
-        let err = write_exclusive_durable(&path, b"two").unwrap_err();
-        assert_eq!(err.kind(), std::io::ErrorKind::AlreadyExists);
-        assert_eq!(std::fs::read(&path).unwrap(), b"one");
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 
     #[test]

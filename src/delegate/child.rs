@@ -24,12 +24,12 @@ use tokio::signal::unix::{SignalKind, signal};
 use super::artifacts::{
     Answer, CHILD_RUN_DIR, ChildResult, ChildTerminal, Manifest, RESULT_FILE, RESULT_SCHEMA,
     RoutePin, SEED_FILE, TERMINAL_FILE, TERMINAL_SCHEMA, TaskDir, UsageRecord, canonical_line,
-    write_exclusive_durable,
 };
+use super::canonical::sha256_hex;
 use super::errors::DelegateErrorCode;
-use super::seed::sha256_hex;
 use crate::helpers::agents::{AgentCatalog, AgentType};
 use crate::helpers::runner::{HelperRunner, RunSpec, RunStatus};
+use crate::sys::write_new_atomic;
 
 /// The hidden subcommand.
 pub const CHILD_SUBCOMMAND: &str = "__delegate-child";
@@ -207,7 +207,7 @@ pub async fn run(task_dir: &Path) -> anyhow::Result<bool> {
         answer: Answer::new(answer),
     };
     // The commit point: the last thing this process does.
-    write_exclusive_durable(&task.file(RESULT_FILE), &canonical_line(&result))
+    write_new_atomic(&task.file(RESULT_FILE), &canonical_line(&result))
         .context("commit result.json")?;
     Ok(true)
 }
@@ -291,7 +291,7 @@ fn terminal(
         turns,
         tool_calls,
     };
-    write_exclusive_durable(&task.file(TERMINAL_FILE), &canonical_line(&record))
+    write_new_atomic(&task.file(TERMINAL_FILE), &canonical_line(&record))
         .context("write child-terminal.json")
 }
 

@@ -12,6 +12,7 @@
 //! `delegate-result-notification`).
 
 pub mod artifacts;
+pub mod canonical;
 pub mod child;
 pub mod config;
 pub mod errors;

@@ -18,13 +18,10 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures_util::future::BoxFuture;
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, BufReader};
 use tokio::sync::{mpsc, watch};
@@ -32,7 +29,7 @@ use tokio::sync::{mpsc, watch};
 use super::artifacts::{
     self, CHILD_LOG_FILE, ChildResult, ChildTerminal, Delivery, ErrorRecord, Limits, Manifest,
     ManifestState, OUTCOME_FILE, OUTCOME_SCHEMA, Outcome, PiCommand, RESULT_FILE, Route,
-    RouteOrigin, SEED_FILE, TERMINAL_FILE, TaskDir, UsageRecord, write_exclusive_durable,
+    RouteOrigin, SEED_FILE, TERMINAL_FILE, TaskDir, UsageRecord,
 };
 use super::child::{CHILD_SUBCOMMAND, PROGRESS_LINE, STARTED_LINE};
 use super::config::DelegateConfig;
@@ -46,7 +43,10 @@ use crate::bridge::{
 };
 use crate::helpers::board::{BoardRow, HelperBoard, RowKind, RunControl, TranscriptEntry};
 use crate::helpers::runner::RunStatus;
-use crate::helpers::sys::random_u64;
+use crate::sys::{
+    GroupGuard, GroupStop, ProcessGroup, Reach, SpawnGrouped as _, lock, now_ms, random_u64,
+    write_new_atomic,
+};
 
 /// The tool names.
 pub const DELEGATE_TOOL: &str = "bg_delegate";
@@ -91,18 +91,13 @@ impl DelegateHost for BridgeHost {
     }
 
     fn deliver(&self, notice: DelegateNotice) -> BoxFuture<'static, anyhow::Result<()>> {
-        let host = self.clone();
-        Box::pin(async move {
-            host.send_follow_up(
-                &notice.agent,
-                NOTIFICATION_TYPE,
-                notice.content,
-                notice.details,
-                notice.trigger_turn,
-            )
-            .await?;
-            Ok(())
-        })
+        self.follow_up(
+            notice.agent,
+            NOTIFICATION_TYPE.to_string(),
+            notice.content,
+            notice.details,
+            notice.trigger_turn,
+        )
     }
 }
 
@@ -173,13 +168,13 @@ impl DelegateSettings {
 /// The `delegate` module. Cheap to clone (shared state).
 #[derive(Clone)]
 pub struct DelegateModule {
-    inner: Arc<Inner>,
+    inner: Arc<DelegateService>,
 }
 
 impl DelegateModule {
     pub fn new(settings: DelegateSettings) -> Self {
         Self {
-            inner: Arc::new(Inner {
+            inner: Arc::new(DelegateService {
                 settings,
                 host: Mutex::new(None),
                 board: Mutex::new(None),
@@ -558,7 +553,7 @@ pub fn resolve_route(
 
 // --- internals ---------------------------------------------------------------------------------
 
-struct Inner {
+struct DelegateService {
     settings: DelegateSettings,
     host: Mutex<Option<Arc<dyn DelegateHost>>>,
     board: Mutex<Option<HelperBoard>>,
@@ -600,7 +595,7 @@ impl RunControl for Control {
     }
 }
 
-impl Inner {
+impl DelegateService {
     async fn launch(self: &Arc<Self>, call: &ToolCall) -> Result<ToolOutput, DelegateError> {
         let config = &self.settings.config;
         let args = parse_delegate_args(&call.args)?;
@@ -678,7 +673,7 @@ impl Inner {
                     budget_bytes: budget,
                     limits,
                 })?;
-                let now = artifacts::now_ms();
+                let now = now_ms();
                 let manifest = Manifest {
                     schema_version: artifacts::MANIFEST_SCHEMA.to_string(),
                     task_id: task_id.clone(),
@@ -730,8 +725,8 @@ impl Inner {
     ) -> Result<(), DelegateError> {
         let dir = launch.dir.clone();
         let spawned = spawn_child_process(&self.settings, &dir);
-        let mut child = match spawned {
-            Ok(child) => child,
+        let (mut child, group) = match spawned {
+            Ok(spawned) => spawned,
             Err(err) => {
                 let error = ErrorRecord {
                     code: DelegateErrorCode::ChildSpawnFailed.as_str().to_string(),
@@ -745,8 +740,8 @@ impl Inner {
                 .with_artifacts(dir.dir.clone(), dir.preserved()));
             }
         };
-        let pid = child.id();
-        if let Err(err) = dir.transition(ManifestState::Running, None, pid) {
+        let pid = group.raw().unsigned_abs();
+        if let Err(err) = dir.transition(ManifestState::Running, None, Some(pid)) {
             tracing::warn!("delegate {}: {err:#}", launch.manifest.task_id);
         }
         let (outcome_tx, outcome_rx) = watch::channel(None);
@@ -776,15 +771,14 @@ impl Inner {
         let stdout = child.stdout.take();
         let inner = self.clone();
         tokio::spawn(async move {
-            let guard = GroupGuard {
-                child: pid.and_then(|pid| i32::try_from(pid).ok()).unwrap_or(0),
-                pi: AtomicI32::new(0),
-                armed: std::sync::atomic::AtomicBool::new(true),
+            let groups = DelegateGroups {
+                child: GroupGuard::new(group, Reach::Group),
+                pi: GroupGuard::unarmed(Reach::Group),
             };
             let stopped = inner
-                .supervise(&launch, child, stdout, stop_rx, &guard)
+                .supervise(&launch, child, stdout, stop_rx, &groups)
                 .await;
-            guard.disarm();
+            groups.disarm();
             inner.finish(launch, stopped, outcome_tx).await;
         });
         Ok(())
@@ -797,14 +791,13 @@ impl Inner {
         mut child: tokio::process::Child,
         stdout: Option<tokio::process::ChildStdout>,
         mut stop: watch::Receiver<bool>,
-        guard: &GroupGuard,
+        groups: &DelegateGroups,
     ) -> bool {
         let task_id = &launch.manifest.task_id;
         let mut lines = stdout.map(|out| BufReader::new(out).lines());
         let mut stopped = false;
         let mut stop_open = true;
-        let mut kill_at: Option<tokio::time::Instant> = None;
-        let far = tokio::time::Instant::now() + Duration::from_secs(86_400 * 365);
+        let mut stopping = GroupStop::default();
         loop {
             tokio::select! {
                 status = child.wait() => {
@@ -814,38 +807,41 @@ impl Inner {
                     break;
                 }
                 line = next_line(&mut lines) => match line {
-                    Some(line) => self.progress(task_id, &line, guard),
+                    Some(line) => self.progress(task_id, &line, groups),
                     None => lines = None,
                 },
                 changed = stop.changed(), if !stopped && stop_open => match changed {
                     Ok(()) if *stop.borrow() => {
                         stopped = true;
-                        guard.signal(Signal::SIGTERM);
-                        kill_at = Some(tokio::time::Instant::now() + STOP_GRACE);
+                        if let Some(group) = groups.child.group() {
+                            stopping.start(group, STOP_GRACE, Reach::Group);
+                        }
                     }
                     Ok(()) => {}
                     // Nobody can stop it any more; it runs to its own deadline.
                     Err(_) => stop_open = false,
                 },
-                _ = tokio::time::sleep_until(kill_at.unwrap_or(far)), if kill_at.is_some() => {
-                    guard.kill_all();
-                    kill_at = None;
-                }
+                // Past the grace the child's group is killed; its exit above ends the loop.
+                _ = stopping.finished() => {}
             }
         }
         // The child is reaped; a Pi it failed to stop goes too.
-        guard.kill_pi();
+        groups.pi.kill_now();
         stopped
     }
 
-    fn progress(&self, task_id: &str, line: &str, guard: &GroupGuard) {
+    fn progress(&self, task_id: &str, line: &str, groups: &DelegateGroups) {
         let Ok(value) = serde_json::from_str::<Value>(line) else {
             return;
         };
         match value["type"].as_str() {
             Some(STARTED_LINE) => {
-                if let Some(pid) = value["piPid"].as_i64().and_then(|p| i32::try_from(p).ok()) {
-                    guard.pi.store(pid, Ordering::SeqCst);
+                if let Some(group) = value["piPid"]
+                    .as_u64()
+                    .and_then(|pid| u32::try_from(pid).ok())
+                    .and_then(ProcessGroup::of_leader)
+                {
+                    groups.pi.arm(group);
                 }
             }
             Some(PROGRESS_LINE) => {
@@ -1040,7 +1036,7 @@ fn record_outcome(
 ) -> (Outcome, Option<ChildResult>) {
     let (outcome, verified) = adjudicate(dir, manifest, stopped);
     let task_id = &manifest.task_id;
-    if let Err(err) = write_exclusive_durable(
+    if let Err(err) = write_new_atomic(
         &dir.file(OUTCOME_FILE),
         &artifacts::canonical_line(&outcome),
     ) {
@@ -1058,7 +1054,7 @@ fn persist(dir: &TaskDir, seed: &[u8], manifest: &Manifest) -> Result<(), Delega
     let path = dir.file(SEED_FILE);
     let persist_failed =
         |message: String| DelegateError::new(DelegateErrorCode::SeedPersistFailed, message);
-    write_exclusive_durable(&path, seed)
+    write_new_atomic(&path, seed)
         .map_err(|err| persist_failed(format!("cannot write {}: {err}", path.display())))?;
     let on_disk = std::fs::read(&path)
         .map_err(|err| persist_failed(format!("cannot re-read {}: {err}", path.display())))?;
@@ -1074,7 +1070,7 @@ fn persist(dir: &TaskDir, seed: &[u8], manifest: &Manifest) -> Result<(), Delega
 fn spawn_child_process(
     settings: &DelegateSettings,
     dir: &TaskDir,
-) -> anyhow::Result<tokio::process::Child> {
+) -> anyhow::Result<(tokio::process::Child, ProcessGroup)> {
     let log = std::fs::File::create(dir.file(CHILD_LOG_FILE))?;
     let mut command = tokio::process::Command::new(&settings.child_program);
     command
@@ -1084,7 +1080,6 @@ fn spawn_child_process(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::from(log))
-        .process_group(0)
         .kill_on_drop(false)
         .envs(settings.env.iter().map(|(k, v)| (k, v)));
     for name in [
@@ -1094,47 +1089,22 @@ fn spawn_child_process(
     ] {
         command.env_remove(name);
     }
-    Ok(command.spawn()?)
+    Ok(command.spawn_grouped()?)
 }
 
-/// The process groups of one delegate: the child's, and its Pi's once reported. Dropped while
-/// armed (the runtime is going away), it kills both so nothing outlives the workbench.
-struct GroupGuard {
-    child: i32,
-    pi: AtomicI32,
-    armed: std::sync::atomic::AtomicBool,
+/// The process groups of one delegate: the child's, and its Pi's once the child reports it.
+/// Dropped armed (the runtime is going away), each guard kills its group, so nothing outlives
+/// the workbench.
+struct DelegateGroups {
+    child: GroupGuard,
+    pi: GroupGuard,
 }
 
-impl GroupGuard {
-    fn signal(&self, signal: Signal) {
-        if self.child > 0 {
-            let _ = killpg(Pid::from_raw(self.child), signal);
-        }
-    }
-
-    fn kill_pi(&self) {
-        let pi = self.pi.load(Ordering::SeqCst);
-        if pi > 0 && crate::helpers::sys::group_alive(Pid::from_raw(pi)) {
-            let _ = killpg(Pid::from_raw(pi), Signal::SIGKILL);
-        }
-    }
-
-    fn kill_all(&self) {
-        self.signal(Signal::SIGKILL);
-        self.kill_pi();
-    }
-
-    /// The child is reaped: its group id may be reused, so it must not be signalled again.
+impl DelegateGroups {
+    /// The child is reaped: its group id may be reused, so neither is signalled again.
     fn disarm(&self) {
-        self.armed.store(false, Ordering::SeqCst);
-    }
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        if self.armed.load(Ordering::SeqCst) {
-            self.kill_all();
-        }
+        self.child.disarm();
+        self.pi.disarm();
     }
 }
 
@@ -1161,7 +1131,7 @@ fn adjudicate(dir: &TaskDir, manifest: &Manifest, stopped: bool) -> (Outcome, Op
         turns: 0,
         tool_calls: 0,
         usage: None,
-        decided_at: artifacts::now_ms(),
+        decided_at: now_ms(),
     };
     let record = |code: DelegateErrorCode, message: String| {
         Some(ErrorRecord {
@@ -1231,13 +1201,6 @@ fn sanitize(text: &str) -> String {
             }
         })
         .collect()
-}
-
-/// A poisoned lock only means another call panicked mid-update; the maps stay usable.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[cfg(test)]

@@ -20,9 +20,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use serde_json::{Map, Value, json};
-use sha2::{Digest as _, Sha256};
 
 use super::artifacts::{Limits, Route};
+pub use super::canonical::{canonical_json, sha256_hex};
 use super::errors::{DelegateError, DelegateErrorCode};
 
 /// The seed's schema name.
@@ -137,50 +137,7 @@ pub fn build_seed(input: &SeedInput<'_>) -> Result<Seed, DelegateError> {
     })
 }
 
-/// `JSON.stringify` with recursively sorted keys and no whitespace: the same value gives the
-/// same bytes whatever map order serde_json was built with.
-pub fn canonical_json(value: &Value) -> String {
-    let mut out = String::new();
-    write_canonical(value, &mut out);
-    out
-}
-
-/// Lower-case hex sha256.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    digest.iter().map(|byte| format!("{byte:02x}")).collect()
-}
-
 // --- helpers -----------------------------------------------------------------------------------
-
-fn write_canonical(value: &Value, out: &mut String) {
-    match value {
-        Value::Object(map) => {
-            let sorted: BTreeMap<&String, &Value> = map.iter().collect();
-            out.push('{');
-            for (index, (key, value)) in sorted.into_iter().enumerate() {
-                if index > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(key.clone()).to_string());
-                out.push(':');
-                write_canonical(value, out);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (index, item) in items.iter().enumerate() {
-                if index > 0 {
-                    out.push(',');
-                }
-                write_canonical(item, out);
-            }
-            out.push(']');
-        }
-        scalar => out.push_str(&scalar.to_string()),
-    }
-}
 
 /// The session's records (header excluded) and how many lines were not JSON objects.
 fn parse_session(text: &str) -> (Vec<Map<String, Value>>, usize) {
@@ -616,21 +573,6 @@ mod tests {
                 other => other.to_string(),
             })
             .collect()
-    }
-
-    #[test]
-    fn canonical_json_sorts_keys_and_has_no_whitespace() {
-        let cases = [
-            (
-                json!({"b": 1, "a": {"d": [1, {"z": 0, "y": "x"}], "c": null}}),
-                r#"{"a":{"c":null,"d":[1,{"y":"x","z":0}]},"b":1}"#,
-            ),
-            (json!("é\n\""), r#""é\n\"""#),
-            (json!([]), "[]"),
-        ];
-        for (value, want) in cases {
-            assert_eq!(canonical_json(&value), want);
-        }
     }
 
     #[test]

@@ -11,13 +11,12 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
 use tokio::io::AsyncReadExt as _;
 use tokio::process::Command;
 
 use super::args::Acceptance;
 use crate::bridge::CancelToken;
+use crate::sys::{GroupGuard, Reach, SpawnGrouped as _};
 
 /// The most output kept from a failing command.
 pub const OUTPUT_TAIL_BYTES: usize = 4_000;
@@ -73,7 +72,7 @@ async fn run_one(
         outcome,
         output_tail,
     };
-    let mut child = Command::new("/bin/sh")
+    let (mut child, group) = Command::new("/bin/sh")
         .arg("-c")
         // stderr joins stdout so the tail shows both in the order they were written.
         .arg(format!("exec 2>&1; {command}"))
@@ -81,11 +80,12 @@ async fn run_one(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
-        .process_group(0)
         .kill_on_drop(true)
-        .spawn()
+        .spawn_grouped()
         .map_err(|err| reject(format!("could not start: {err}"), String::new()))?;
-    let group = child.id().map(|pid| GroupKill(pid as i32));
+    // Kills the command's group when dropped: on a timeout, a cancel, the gate abandoned, and
+    // after a normal exit whatever the command left running.
+    let group = GroupGuard::new(group, Reach::Group);
     let mut stdout = child.stdout.take();
     let mut output = Vec::new();
     let read = async {
@@ -141,15 +141,6 @@ fn tail(output: &[u8]) -> String {
         start += 1;
     }
     text[start..].to_string()
-}
-
-/// Kills the command's process group when dropped (timeout, cancel, or the gate abandoned).
-struct GroupKill(i32);
-
-impl Drop for GroupKill {
-    fn drop(&mut self) {
-        let _ = killpg(Pid::from_raw(self.0), Signal::SIGKILL);
-    }
 }
 
 #[cfg(test)]
@@ -216,12 +207,7 @@ mod tests {
         let mut gone = false;
         for _ in 0..50 {
             // A killed orphan may linger as a zombie where PID 1 does not reap: that is gone too.
-            let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-                stat.rsplit(')')
-                    .next()
-                    .is_some_and(|rest| rest.trim_start().starts_with('Z'))
-            });
-            if zombie || nix::sys::signal::kill(Pid::from_raw(pid), None).is_err() {
+            if crate::sys::tree::has_ended(pid) {
                 gone = true;
                 break;
             }

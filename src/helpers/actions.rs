@@ -11,10 +11,10 @@
 use serde_json::{Value, json};
 
 use super::args::{Action, ContextMode, OutputLimit, SpawnArgs};
-use super::module::{
-    BudgetArgs, Caller, Inner, Launch, SessionStart, check_caps, error_output, lock,
-    refusal_output, usage_json,
-};
+use super::preflight::check_caps;
+use super::results::{error_output, refusal_output, spend, usage_json};
+use super::runs::Caller;
+use super::service::{BudgetArgs, HelperService, Launch, SessionStart};
 use crate::bridge::{ToolCall, ToolOutput};
 
 /// What `action: "guide"` answers.
@@ -40,7 +40,7 @@ doctor (check the set-up), guide, reply (id, message: answer a helper's question
 Helpers can reach you with contact_supervisor: a <helper-supervisor-message> of kind question
 waits for your reply (spawn_helper action reply).";
 
-impl Inner {
+impl HelperService {
     pub(super) async fn action(
         self: std::sync::Arc<Self>,
         caller: &Caller,
@@ -74,19 +74,18 @@ impl Inner {
 
     /// Every run, or (with `Some(parent)`) the runs spawned by run `parent` (`None` = the root).
     fn list(&self, children_of: Option<Option<String>>) -> ToolOutput {
-        let state = lock(&self.state);
+        let ledger = self.ledger();
         let mut lines = Vec::new();
         let mut rows = Vec::new();
-        for id in &state.order {
-            let Some(entry) = state.runs.get(id) else {
-                continue;
-            };
+        for entry in ledger.runs() {
+            let info = entry.info();
+            let id = &info.id;
             if let Some(parent) = &children_of
-                && entry.info.parent_run != *parent
+                && info.parent_run != *parent
             {
                 continue;
             }
-            let (status, turns, tools, usage) = match entry.result.borrow().as_ref() {
+            let (status, turns, tools, usage) = match entry.result().as_ref() {
                 Some(result) => (
                     if result.ok() {
                         "completed"
@@ -99,7 +98,7 @@ impl Inner {
                     result.usage,
                 ),
                 None => {
-                    let progress = entry.progress.borrow();
+                    let progress = entry.progress();
                     (
                         "running".to_string(),
                         progress.turns,
@@ -110,12 +109,10 @@ impl Inner {
             };
             lines.push(format!(
                 "{id}  {status:<9} {} · {} · {turns} turns · {tools} tools · {}{}",
-                entry.info.agent_type,
-                entry.info.description,
-                super::module::spend(&usage),
-                entry
-                    .info
-                    .parent_run
+                info.agent_type,
+                info.description,
+                spend(&usage),
+                info.parent_run
                     .as_ref()
                     .map(|parent| format!(" · parent {parent}"))
                     .unwrap_or_default()
@@ -123,10 +120,10 @@ impl Inner {
             rows.push(json!({
                 "runId": id,
                 "status": status,
-                "type": entry.info.agent_type,
-                "description": entry.info.description,
-                "parent": entry.info.parent_run,
-                "background": entry.info.background,
+                "type": info.agent_type,
+                "description": info.description,
+                "parent": info.parent_run,
+                "background": info.background,
                 "turns": turns,
                 "toolUseCount": tools,
                 "usage": usage_json(&usage),
@@ -144,16 +141,10 @@ impl Inner {
     }
 
     fn get(&self, id: &str) -> ToolOutput {
-        let entry = {
-            let state = lock(&self.state);
-            state.runs.get(id).map(|entry| {
-                (
-                    entry.info.clone(),
-                    entry.result.borrow().clone(),
-                    entry.progress.borrow().clone(),
-                )
-            })
-        };
+        let entry = self
+            .ledger()
+            .run(id)
+            .map(|entry| (entry.info().clone(), entry.result(), entry.progress()));
         match entry {
             Some((_, Some(result), _)) => {
                 let mut details = result.details();
@@ -166,7 +157,7 @@ impl Inner {
                 info.description,
                 progress.turns,
                 progress.tool_uses,
-                super::module::spend(&progress.usage)
+                spend(&progress.usage)
             ))
             .with_details(json!({"status": "running", "runId": id, "type": info.agent_type})),
             None => match self.result_from_disk(id) {
@@ -177,25 +168,23 @@ impl Inner {
     }
 
     fn status(&self, caller: &Caller) -> ToolOutput {
-        let config = &self.settings.config;
-        let state = lock(&self.state);
-        let cap = config.max_spawns_per_session.saturating_add(state.granted);
-        let run_spawns = caller
-            .root
-            .as_ref()
-            .map(|root| state.run_spawns.get(root).copied().unwrap_or(0));
+        let config = &self.settings().config;
+        let ledger = self.ledger();
+        let (counters, granted) = (ledger.counters(), ledger.granted());
+        let cap = ledger.spawn_cap(config);
+        let run_spawns = caller.root.as_ref().map(|root| ledger.run_spawns(root));
         let mut text = format!(
             "Spawns this session: {} of {cap}{}\nRunning: {} of {} (background {} of {})\n\
              Depth: {} of {} (maxSubagentDepth)\nRun deadline: {} min",
-            state.counters.spawns,
-            if state.granted > 0 {
-                format!(" (incl. {} granted)", state.granted)
+            counters.spawns,
+            if granted > 0 {
+                format!(" (incl. {} granted)", granted)
             } else {
                 String::new()
             },
-            state.counters.running,
+            counters.running,
             config.max_concurrent,
-            state.counters.background,
+            counters.background,
             config.max_active_async,
             caller.depth,
             config.max_depth,
@@ -209,12 +198,12 @@ impl Inner {
         }
         ToolOutput::text(text).with_details(json!({
             "status": "completed",
-            "spawns": state.counters.spawns,
+            "spawns": counters.spawns,
             "spawnCap": cap,
-            "granted": state.granted,
-            "running": state.counters.running,
+            "granted": granted,
+            "running": counters.running,
             "maxConcurrent": config.max_concurrent,
-            "background": state.counters.background,
+            "background": counters.background,
             "maxActiveAsync": config.max_active_async,
             "depth": caller.depth,
             "maxDepth": config.max_depth,
@@ -225,13 +214,13 @@ impl Inner {
 
     /// Whether `caller` may act on run `id` (its parent, or the root session).
     fn may_manage(&self, caller: &Caller, id: &str) -> Result<(), String> {
-        let state = lock(&self.state);
-        let Some(entry) = state.runs.get(id) else {
+        let ledger = self.ledger();
+        let Some(entry) = ledger.run(id) else {
             return Err(format!(
                 "no helper run with id {id:?} in this session (spawn_helper action list shows them)"
             ));
         };
-        if caller.is_root() || entry.info.parent_agent == caller.agent {
+        if caller.is_root() || entry.info().parent_agent == caller.agent {
             Ok(())
         } else {
             Err(format!(
@@ -245,11 +234,11 @@ impl Inner {
             return error_output(&reason, id);
         }
         let (control, finished) = {
-            let state = lock(&self.state);
-            let entry = state.runs.get(id);
+            let ledger = self.ledger();
+            let entry = ledger.run(id);
             (
-                entry.map(|entry| entry.control.clone()),
-                entry.is_some_and(|entry| entry.result.borrow().is_some()),
+                entry.map(|entry| entry.control()),
+                entry.is_some_and(|entry| entry.has_ended()),
             )
         };
         match control {
@@ -275,22 +264,18 @@ impl Inner {
                 "",
             );
         }
-        let mut state = lock(&self.state);
-        state.granted = state.granted.saturating_add(amount);
-        let cap = self
-            .settings
-            .config
-            .max_spawns_per_session
-            .saturating_add(state.granted);
+        let mut ledger = self.ledger();
+        let granted = ledger.grant(amount);
+        let cap = ledger.spawn_cap(&self.settings().config);
         ToolOutput::text(format!(
             "Granted {amount} more helper spawns: {} of {cap} used.",
-            state.counters.spawns
+            ledger.counters().spawns
         ))
-        .with_details(json!({"status": "completed", "granted": state.granted, "spawnCap": cap}))
+        .with_details(json!({"status": "completed", "granted": granted, "spawnCap": cap}))
     }
 
     fn doctor(&self) -> ToolOutput {
-        let settings = &self.settings;
+        let settings = self.settings();
         let mut checks: Vec<(bool, String)> = Vec::new();
         let program = &settings.launch.program;
         let runnable = std::fs::metadata(program)
@@ -377,12 +362,9 @@ impl Inner {
         if let Err(reason) = self.may_manage(&caller, id) {
             return error_output(&reason, id);
         }
-        let (info, finished) = {
-            let state = lock(&self.state);
-            match state.runs.get(id) {
-                Some(entry) => (entry.info.clone(), entry.result.borrow().is_some()),
-                None => return error_output("no such run", id),
-            }
+        let (info, finished) = match self.ledger().run(id) {
+            Some(entry) => (entry.info().clone(), entry.has_ended()),
+            None => return error_output("no such run", id),
         };
         if !finished {
             return error_output(
@@ -406,13 +388,17 @@ impl Inner {
             ..SpawnArgs::default()
         };
         let reserved = {
-            let mut state = lock(&self.state);
-            let admission = self.admission(&state, &caller);
+            let mut ledger = self.ledger();
+            let admission = self.admission(&ledger, &caller);
             let background = background.unwrap_or(info.background);
-            check_caps(&self.settings.config, admission, 1, background)
-                .map(|()| (background, self.take_slot(&mut state, &caller, background)))
+            check_caps(&self.settings().config, admission, 1, background).map(|()| {
+                (
+                    background,
+                    self.take_permit(&mut ledger, &caller, background),
+                )
+            })
         };
-        let (background, slot) = match reserved {
+        let (background, permit) = match reserved {
             Ok(reserved) => reserved,
             Err(refusal) => return refusal_output(&refusal),
         };
@@ -427,7 +413,7 @@ impl Inner {
             session: SessionStart::Resume(session),
             acceptance: None,
             limit: OutputLimit::default(),
-            slot,
+            permit,
         };
         self.start_and_report(launch, call).await
     }

@@ -13,7 +13,8 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::watch;
 
 use super::events::Usage;
-use super::runner::RunStatus;
+use super::run_status::RunStatus;
+use crate::sys::lock;
 
 /// What kind of child a row is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -247,9 +248,7 @@ impl HelperBoard {
 
     /// A poisoned lock only means a producer panicked mid-update; the rows stay readable.
     fn lock(&self) -> MutexGuard<'_, BoardState> {
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        lock(&self.state)
     }
 }
 

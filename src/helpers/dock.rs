@@ -7,7 +7,7 @@
 //! it ended).
 
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use unipi_widgets::agents::{AgentKind, AgentRow, AgentStatus, TranscriptItem};
@@ -15,6 +15,7 @@ use unipi_widgets::agents::{AgentKind, AgentRow, AgentStatus, TranscriptItem};
 use crate::capability::Changed;
 use crate::helpers::board::{BoardRow, HelperBoard, RowKind, TranscriptEntry};
 use crate::helpers::runner::RunStatus;
+use crate::sys::lock;
 use crate::views::dock::{DockRequest, DockRows, DockSource, Marks};
 
 /// The helpers' [`DockSource`].
@@ -133,10 +134,6 @@ impl DockSource for HelperDock {
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 /// One board row as the dock shows it. `marks` says which finished runs were looked at or
 /// cleared (the same marks as for tasks: ids do not collide).
 pub fn agent_row(row: &BoardRow, marks: &Marks, now: SystemTime) -> AgentRow {
@@ -178,7 +175,7 @@ pub fn agent_row(row: &BoardRow, marks: &Marks, now: SystemTime) -> AgentRow {
         elapsed_secs: Some(row.elapsed(now).as_secs()),
         last_activity: row.last_activity.clone(),
         error: row.error.clone(),
-        started_at: crate::tasks::dock::clock(
+        started_at: crate::sys::utc_clock(
             row.started_at
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |since| since.as_millis() as u64),

@@ -12,6 +12,7 @@
 //! typed as [`PiEvent::Response`] so the runner can read them from the same stream.
 
 use serde_json::Value;
+use unipi_widgets::text::truncate_chars;
 
 /// The longest line kept; a longer one is reported as malformed and skipped up to its LF, so a
 /// runaway child cannot grow the buffer without bound. `agent_end` repeats every message of the
@@ -525,7 +526,7 @@ pub fn summarize_args(args: &Value) -> String {
         (None, Value::Object(map)) if map.is_empty() => String::new(),
         (None, other) => other.to_string(),
     };
-    shorten(
+    truncate_chars(
         &text.split_whitespace().collect::<Vec<_>>().join(" "),
         ARGS_SUMMARY_CHARS,
     )
@@ -664,16 +665,7 @@ fn message_text(content: &Value) -> String {
 }
 
 fn preview(text: &str) -> String {
-    shorten(text, 120)
-}
-
-fn shorten(text: &str, max_chars: usize) -> String {
-    if text.chars().count() <= max_chars {
-        return text.to_string();
-    }
-    let mut short: String = text.chars().take(max_chars.saturating_sub(1)).collect();
-    short.push('…');
-    short
+    truncate_chars(text, 120)
 }
 
 #[cfg(test)]

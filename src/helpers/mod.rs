@@ -3,11 +3,16 @@
 //! `events` reads the child's JSON event stream into typed events and a run summary; `budget`
 //! decides when a budget steers or aborts; `args` reads `spawn_helper`'s arguments. These are pure
 //! (no processes, no tasks) so the runner, the tools and the dock share and table-test them.
-//! `runner` launches one helper as a child process and watches it to the end; `sys` holds the
-//! durable-write and process-tree primitives it shares with the background-task service.
-//! `module` is the bridge module with the tools on top, with its management `actions`, workflow
-//! scripts (`workflow`), the `supervisor` channel and the `acceptance` gate beside it. `board` is
-//! where runs meet the dock: rows and per-run controls, owned by neither side. See
+//! `runner` launches one helper as a child process and watches it to the end (its process
+//! groups, stops and durable writes come from [`crate::sys`], shared with every other owner of a
+//! child).
+//! `module` is the bridge module's tool surface. Behind it, `service` starts and finishes runs,
+//! with its management `actions`, workflow scripts (`workflow`), the `supervisor` channel and the
+//! `acceptance` gate beside it; `ledger` keeps the counters, runs and open questions behind one
+//! lock (reached through its methods); `config`, `preflight`, `results`, `notice`, `names`,
+//! `runs` and `run_status` are the configuration, the checks before a spawn, what the model
+//! reads, the messages outside a call, the names, and the plain records of callers and runs.
+//! `board` is where runs meet the dock: rows and per-run controls, owned by neither side. See
 //! `docs/helpers.md`.
 
 pub mod acceptance;
@@ -17,12 +22,20 @@ pub mod args;
 pub mod board;
 pub mod budget;
 mod capability;
+pub mod config;
 pub mod dock;
 pub mod events;
+mod ledger;
 pub mod module;
+mod names;
+mod notice;
+mod preflight;
+mod results;
+pub mod run_status;
 pub mod runner;
+mod runs;
+mod service;
 pub mod supervisor;
-pub(crate) mod sys;
 pub mod workflow;
 
 pub use capability::REGISTRATION;

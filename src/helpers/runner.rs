@@ -33,24 +33,31 @@ use std::collections::VecDeque;
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use anyhow::Context as _;
 use nix::sys::signal::Signal;
-use nix::unistd::Pid;
 use serde_json::{Map, Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
+use unipi_widgets::text::truncate_chars;
 
 use super::agents::AgentType;
 use super::board::{RunControl, TranscriptEntry};
 use super::budget::{Budget, BudgetAction, BudgetWatch, Totals, budget_prompt};
 use super::events::{EventParser, PROMPT_ID, PiEvent, RunSummary, SettleStep, SettleWatch, Usage};
-use super::sys::{group_alive, replace_file_durable, signal_tree};
+pub use super::run_status::RunStatus;
+use crate::sys::{
+    CurrentGroup, GroupGuard, GroupStop, ProcessGroup, Reach, SpawnGrouped as _, lock, now_ms,
+    write_atomic,
+};
+
+/// How far the runner's signals go: Pi runs each `bash` tool call in a process group of its
+/// own, so a stop must reach the whole tree.
+const REACH: Reach = Reach::Tree;
 
 /// Default run deadline.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(30 * 60);
@@ -185,34 +192,6 @@ impl RunSpec {
     }
 }
 
-/// A run's state as `status.json` names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RunStatus {
-    Queued,
-    Running,
-    Completed,
-    Failed,
-    Stopped,
-    TimedOut,
-}
-
-impl RunStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Queued => "queued",
-            Self::Running => "running",
-            Self::Completed => "completed",
-            Self::Failed => "failed",
-            Self::Stopped => "stopped",
-            Self::TimedOut => "timedOut",
-        }
-    }
-
-    pub fn is_terminal(self) -> bool {
-        !matches!(self, Self::Queued | Self::Running)
-    }
-}
-
 /// Why a run was retried.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RetryKind {
@@ -277,9 +256,9 @@ pub struct RunHandle {
     progress: watch::Receiver<Progress>,
     outcome: watch::Receiver<Option<RunOutcome>>,
     stop: Arc<watch::Sender<Option<StopKind>>>,
-    shared: Arc<Shared>,
-    /// The live group's id, 0 once reaped: what `Drop` kills.
-    pgid: Arc<AtomicI32>,
+    shared: Arc<Conversation>,
+    /// The live child's group, cleared once it is reaped: what `Drop` kills.
+    group: Arc<CurrentGroup>,
     kill_grace: Duration,
 }
 
@@ -305,10 +284,10 @@ impl HelperRunner {
             .await?;
         let args = spec.budgeted_agent().pi_rpc_args();
         let child = spawn(&spec, &args, true)?;
-        let pgid = Arc::new(AtomicI32::new(child.pid as i32));
+        let group = Arc::new(CurrentGroup::new(Some(child.group), REACH));
         // Armed before the supervisor first runs: a future dropped unpolled still kills it.
-        let guard = GroupGuard(pgid.clone());
-        let shared = Arc::new(Shared::default());
+        let guard = GroupGuard::over(group.clone());
+        let shared = Arc::new(Conversation::default());
         shared.push(TranscriptEntry::User(spec.prompt.clone()));
         if let Some(commands) = &child.commands {
             shared.open_steering(commands.clone());
@@ -323,13 +302,13 @@ impl HelperRunner {
             outcome,
             stop,
             shared: shared.clone(),
-            pgid: pgid.clone(),
+            group: group.clone(),
             kill_grace: spec.kill_grace,
         };
         let supervisor = Supervisor {
             spec,
             record,
-            pgid,
+            group,
             shared,
             progress: progress_tx,
             stop: stop_rx,
@@ -355,10 +334,7 @@ impl RunHandle {
 
     /// The group id of the live child, `None` once it is reaped.
     pub fn pid(&self) -> Option<u32> {
-        match self.pgid.load(Ordering::SeqCst) {
-            0 => None,
-            pid => Some(pid as u32),
-        }
+        self.group.get().map(|group| group.raw().unsigned_abs())
     }
 
     /// Waits for the end (status files written). Cancellation-safe: dropping the future leaves
@@ -421,16 +397,13 @@ impl Drop for RunHandle {
             return;
         }
         request(&self.stop, StopKind::Dropped);
-        let pgid = self.pgid.load(Ordering::SeqCst);
-        if pgid > 0 {
-            signal_tree(Pid::from_raw(pgid), Signal::SIGKILL);
-        }
+        self.group.kill_now();
     }
 }
 
 /// [`RunControl`] over a run's shared state; holds no process.
 struct Control {
-    shared: Arc<Shared>,
+    shared: Arc<Conversation>,
     stop: Arc<watch::Sender<Option<StopKind>>>,
 }
 
@@ -476,12 +449,12 @@ enum StdinCommand {
 
 /// The state the handle, the board's control and the supervisor share.
 #[derive(Default)]
-struct Shared {
-    state: Mutex<SharedState>,
+struct Conversation {
+    state: Mutex<ConversationLog>,
 }
 
 #[derive(Default)]
-struct SharedState {
+struct ConversationLog {
     /// The live attempt's stdin channel; `None` when steering is not possible.
     commands: Option<mpsc::UnboundedSender<StdinCommand>>,
     /// Why steering is not possible when `commands` is `None`.
@@ -489,7 +462,7 @@ struct SharedState {
     transcript: VecDeque<TranscriptEntry>,
 }
 
-impl Shared {
+impl Conversation {
     fn steer(&self, message: String) -> Result<(), String> {
         let mut state = self.lock();
         let Some(commands) = &state.commands else {
@@ -526,11 +499,8 @@ impl Shared {
         state.no_steering = Some(why.to_string());
     }
 
-    /// A poisoned lock only means a holder panicked mid-push; the transcript stays usable.
-    fn lock(&self) -> MutexGuard<'_, SharedState> {
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    fn lock(&self) -> MutexGuard<'_, ConversationLog> {
+        lock(&self.state)
     }
 }
 
@@ -544,6 +514,7 @@ fn push_bounded(transcript: &mut VecDeque<TranscriptEntry>, entry: TranscriptEnt
 /// A spawned child and its pipes.
 struct Spawned {
     child: Child,
+    group: ProcessGroup,
     pid: u32,
     /// The stdin channel of an RPC child (the task is already queued on it).
     commands: Option<mpsc::UnboundedSender<StdinCommand>>,
@@ -554,8 +525,8 @@ struct Spawned {
 struct Supervisor {
     spec: RunSpec,
     record: Record,
-    pgid: Arc<AtomicI32>,
-    shared: Arc<Shared>,
+    group: Arc<CurrentGroup>,
+    shared: Arc<Conversation>,
     progress: watch::Sender<Progress>,
     stop: watch::Receiver<Option<StopKind>>,
     started: Instant,
@@ -587,8 +558,8 @@ const NO_STEERING_IN_PRINT_MODE: &str = "steering is unavailable: this attempt r
                                          silent start)";
 
 /// One attempt's moving parts, apart from the pipes the select loop reads.
-struct Live {
-    pgid: Pid,
+struct RunningAttempt {
+    group: ProcessGroup,
     /// The stdin channel (RPC mode); `None` in print mode and once stdin is closed.
     commands: Option<mpsc::UnboundedSender<StdinCommand>>,
     rpc: bool,
@@ -608,7 +579,7 @@ struct Live {
     end_kill_at: Option<Instant>,
 }
 
-impl Live {
+impl RunningAttempt {
     fn send(&self, line: String) {
         if let Some(commands) = &self.commands {
             // A closed channel means the writer hit a dead pipe; the exit tells the rest.
@@ -640,6 +611,7 @@ impl Supervisor {
         let mut retry = None;
         let mut spawned = first;
         let attempt = loop {
+            self.group.set(spawned.group);
             self.running(spawned.pid, retry).await;
             let attempt = self.attempt(spawned).await;
             if !attempt.idle || retry.is_some() || attempt.stop.is_some() {
@@ -671,7 +643,6 @@ impl Supervisor {
     }
 
     async fn running(&mut self, pid: u32, retry: Option<RetryKind>) {
-        self.pgid.store(pid as i32, Ordering::SeqCst);
         let started = now_ms();
         let process = json!({ "pid": pid, "started": started });
         let path = self.spec.run_dir.join(PROCESS_FILE);
@@ -708,14 +679,15 @@ impl Supervisor {
     async fn attempt(&mut self, spawned: Spawned) -> Attempt {
         let Spawned {
             mut child,
+            group,
             pid,
             commands,
             mut stdout,
             mut stderr,
         } = spawned;
         let rpc = commands.is_some();
-        let mut live = Live {
-            pgid: Pid::from_raw(pid as i32),
+        let mut live = RunningAttempt {
+            group,
             commands,
             rpc,
             parser: EventParser::new(),
@@ -730,7 +702,6 @@ impl Supervisor {
             close_at: None,
             end_kill_at: None,
         };
-        let pgid = live.pgid;
         let mut stderr_tail = StderrTail::default();
         let mut out_buf = vec![0u8; 64 * 1024];
         let mut err_buf = vec![0u8; 8 * 1024];
@@ -739,7 +710,10 @@ impl Supervisor {
         let mut seen_output = false;
         let mut idle = false;
         let mut stop = *self.stop.borrow();
-        let mut kill_at = stop.map(|_| self.begin_stop(pgid));
+        let mut stopping = GroupStop::default();
+        if stop.is_some() {
+            self.begin_stop(group, &mut stopping);
+        }
         let idle_at = Instant::now() + self.spec.idle_timeout;
         let deadline = self.started + self.spec.deadline;
         let far = Instant::now() + Duration::from_secs(86_400 * 365);
@@ -767,11 +741,11 @@ impl Supervisor {
                     exit = Some(status);
                     // The leader is gone; whatever it left in its group goes too, which also
                     // closes the pipes those processes held.
-                    if group_alive(pgid) {
-                        signal_tree(pgid, Signal::SIGKILL);
+                    if group.alive() {
+                        REACH.signal(group, Signal::SIGKILL);
                     }
                     // Nothing of the group runs any more: `Drop` must not signal a reused id.
-                    self.pgid.store(0, Ordering::SeqCst);
+                    self.group.clear();
                     live.commands = None;
                     self.shared.close_steering("the run has ended");
                     drain_until = Some(Instant::now() + PIPE_DRAIN);
@@ -791,7 +765,7 @@ impl Supervisor {
                     if !seen_output && !idle && exit.is_none() =>
                 {
                     idle = true;
-                    signal_tree(pgid, Signal::SIGKILL);
+                    REACH.signal(group, Signal::SIGKILL);
                 },
                 _ = tokio::time::sleep_until(live.probe_at.unwrap_or(far)),
                     if live.probe_at.is_some() =>
@@ -811,17 +785,14 @@ impl Supervisor {
                 {
                     live.end_kill_at = None;
                     tracing::debug!("helper {pid}: did not end within the end grace; killed");
-                    signal_tree(pgid, Signal::SIGKILL);
+                    REACH.signal(group, Signal::SIGKILL);
                 },
                 _ = tokio::time::sleep_until(deadline), if stop.is_none() && exit.is_none() => {
                     stop = Some(StopKind::Deadline);
                     self.shared.push(TranscriptEntry::Note("run deadline reached; stopping".into()));
-                    kill_at = Some(self.begin_stop(pgid));
+                    self.begin_stop(group, &mut stopping);
                 },
-                _ = tokio::time::sleep_until(kill_at.unwrap_or(far)), if kill_at.is_some() => {
-                    signal_tree(pgid, Signal::SIGKILL);
-                    kill_at = None;
-                },
+                _ = stopping.finished() => {},
                 changed = self.stop.changed(), if stop.is_none() => {
                     if changed.is_err() {
                         // Every sender is gone without a request: treat it as dropped.
@@ -830,15 +801,15 @@ impl Supervisor {
                         stop = *self.stop.borrow_and_update();
                     }
                     if stop == Some(StopKind::Dropped) {
-                        signal_tree(pgid, Signal::SIGKILL);
+                        REACH.signal(group, Signal::SIGKILL);
                     } else if stop.is_some() {
                         self.shared.push(TranscriptEntry::Note("stop requested".into()));
-                        kill_at = Some(self.begin_stop(pgid));
+                        self.begin_stop(group, &mut stopping);
                     }
                 },
             }
         }
-        self.pgid.store(0, Ordering::SeqCst);
+        self.group.clear();
         let (exit, wait_error) = match exit {
             Some(Ok(status)) => (
                 ExitInfo {
@@ -877,7 +848,7 @@ impl Supervisor {
 
     /// Folds events into the summary, the transcript and the end and budget watches, and
     /// carries out what they ask.
-    fn on_events(&self, live: &mut Live, events: Vec<PiEvent>) {
+    fn on_events(&self, live: &mut RunningAttempt, events: Vec<PiEvent>) {
         for event in events {
             live.summary.apply(&event);
             self.note_activity(live, &event);
@@ -893,7 +864,7 @@ impl Supervisor {
         }
     }
 
-    fn on_settle_step(&self, live: &mut Live, event: &PiEvent) {
+    fn on_settle_step(&self, live: &mut RunningAttempt, event: &PiEvent) {
         let was_settled = live.settle.is_settled();
         match live.settle.on_event(event) {
             SettleStep::Nothing => {}
@@ -925,7 +896,7 @@ impl Supervisor {
         }
     }
 
-    fn on_budget(&self, live: &mut Live, action: BudgetAction) {
+    fn on_budget(&self, live: &mut RunningAttempt, action: BudgetAction) {
         match action {
             BudgetAction::Steer(message) => {
                 self.shared.push(TranscriptEntry::Note(
@@ -948,7 +919,7 @@ impl Supervisor {
                     live.send(json!({ "type": "abort" }).to_string());
                     live.end_kill_at = Some(Instant::now() + self.spec.end_grace);
                 } else {
-                    signal_tree(live.pgid, Signal::SIGKILL);
+                    REACH.signal(live.group, Signal::SIGKILL);
                 }
                 live.budget_exceeded = Some(reason);
             }
@@ -956,7 +927,7 @@ impl Supervisor {
     }
 
     /// The transcript and the activity shown in progress.
-    fn note_activity(&self, live: &mut Live, event: &PiEvent) {
+    fn note_activity(&self, live: &mut RunningAttempt, event: &PiEvent) {
         match event {
             PiEvent::MessageEnd(message) if message.role == "assistant" => {
                 if message.model.is_some() {
@@ -965,7 +936,7 @@ impl Supervisor {
                 let text = message.text.trim();
                 if !text.is_empty() {
                     live.activity_text = Some(first_words(text));
-                    self.shared.push(TranscriptEntry::Assistant(shorten(
+                    self.shared.push(TranscriptEntry::Assistant(truncate_chars(
                         text,
                         TRANSCRIPT_TEXT_CHARS,
                     )));
@@ -985,7 +956,7 @@ impl Supervisor {
                 ..
             } => self.shared.push(TranscriptEntry::ToolResult {
                 name: tool.clone(),
-                text: shorten(result, TRANSCRIPT_RESULT_CHARS),
+                text: truncate_chars(result, TRANSCRIPT_RESULT_CHARS),
                 is_error: *is_error,
             }),
             PiEvent::Response(response) if !response.success && response.command == "steer" => {
@@ -998,14 +969,12 @@ impl Supervisor {
         }
     }
 
-    /// SIGTERM to the group; returns when SIGKILL is due.
-    fn begin_stop(&self, pgid: Pid) -> Instant {
-        // The whole tree: Pi runs its bash tool calls in process groups of their own.
-        signal_tree(pgid, Signal::SIGTERM);
-        Instant::now() + self.spec.kill_grace
+    /// SIGTERM to the tree, SIGKILL after the kill grace, beside the attempt's other work.
+    fn begin_stop(&self, group: ProcessGroup, stopping: &mut GroupStop) {
+        stopping.start(group, self.spec.kill_grace, REACH);
     }
 
-    fn publish(&self, live: &Live) {
+    fn publish(&self, live: &RunningAttempt) {
         let summary = &live.summary;
         let last_tool = summary
             .tool_uses
@@ -1154,21 +1123,12 @@ fn first_words(text: &str) -> String {
     let words: Vec<&str> = text.split_whitespace().take(8).collect();
     let more = text.split_whitespace().count() > words.len();
     let joined = words.join(" ");
-    let short = shorten(&joined, 60);
+    let short = truncate_chars(&joined, 60);
     if more && short == joined {
         format!("{joined}…")
     } else {
         short
     }
-}
-
-fn shorten(text: &str, max_chars: usize) -> String {
-    if text.chars().count() <= max_chars {
-        return text.to_string();
-    }
-    let mut short: String = text.chars().take(max_chars.saturating_sub(1)).collect();
-    short.push('…');
-    short
 }
 
 /// The error lines of a stderr tail (lines naming an error, else every non-blank line), at most
@@ -1246,7 +1206,7 @@ impl Record {
             current.insert("updatedAt".to_string(), json!(now_ms()));
             let bytes = serde_json::to_vec_pretty(&Value::Object(current))
                 .context("serialize status.json")?;
-            replace_file_durable(&path, &bytes)
+            write_atomic(&path, &bytes).context("Durable file operation failed")
         })
         .await
         .context("the status writer panicked")?
@@ -1254,9 +1214,10 @@ impl Record {
 }
 
 async fn write_durable(path: PathBuf, bytes: Vec<u8>) -> anyhow::Result<()> {
-    tokio::task::spawn_blocking(move || replace_file_durable(&path, &bytes))
+    tokio::task::spawn_blocking(move || write_atomic(&path, &bytes))
         .await
         .context("the file writer panicked")?
+        .context("Durable file operation failed")
 }
 
 /// Spawns `program leading_args session_args args` in its own group; with `rpc`, stdin is a
@@ -1271,20 +1232,17 @@ fn spawn(spec: &RunSpec, args: &[String], rpc: bool) -> anyhow::Result<Spawned> 
         .stdin(if rpc { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
         .kill_on_drop(false);
     for name in &spec.env_remove {
         command.env_remove(name);
     }
     command.envs(spec.env.iter().map(|(key, value)| (key, value)));
-    let mut child = command
-        .spawn()
+    let (mut child, group) = command
+        .spawn_grouped()
         .with_context(|| format!("spawn the helper {}", spec.program.display()))?;
-    let pid = child
-        .id()
-        .context("the helper exited before its pid was read")?;
+    let pid = group.raw().unsigned_abs();
     let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
-        signal_tree(Pid::from_raw(pid as i32), Signal::SIGKILL);
+        REACH.signal(group, Signal::SIGKILL);
         anyhow::bail!("the helper's pipes were not created");
     };
     let commands = child.stdin.take().map(|stdin| {
@@ -1295,6 +1253,7 @@ fn spawn(spec: &RunSpec, args: &[String], rpc: bool) -> anyhow::Result<Spawned> 
     });
     Ok(Spawned {
         child,
+        group,
         pid,
         commands,
         stdout,
@@ -1318,25 +1277,6 @@ fn start_writer(mut stdin: ChildStdin) -> mpsc::UnboundedSender<StdinCommand> {
         }
     });
     commands
-}
-
-/// SIGKILLs the live group when dropped: the supervisor was dropped mid-run. Once the last
-/// attempt is reaped the shared pgid is 0 and dropping it does nothing.
-struct GroupGuard(Arc<AtomicI32>);
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        let pgid = self.0.load(Ordering::SeqCst);
-        if pgid > 0 {
-            signal_tree(Pid::from_raw(pgid), Signal::SIGKILL);
-        }
-    }
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 #[cfg(test)]
@@ -1952,7 +1892,7 @@ mod tests {
 
     #[test]
     fn transcript_is_bounded() {
-        let shared = Shared::default();
+        let shared = Conversation::default();
         for n in 0..TRANSCRIPT_ENTRIES + 5 {
             shared.push(TranscriptEntry::Note(n.to_string()));
         }

@@ -17,9 +17,11 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
-use super::module::{
-    Caller, HelperNotice, Inner, SUPERVISOR_MESSAGE_TYPE, error_output, escape_xml, lock,
-};
+use super::names::SUPERVISOR_MESSAGE_TYPE;
+use super::notice::HelperNotice;
+use super::results::{error_output, escape_xml};
+use super::runs::Caller;
+use super::service::HelperService;
 use crate::bridge::{ToolCall, ToolError, ToolOutput};
 
 /// What a helper wants from its supervisor.
@@ -74,7 +76,7 @@ pub fn message_content(
     lines.join("\n")
 }
 
-impl Inner {
+impl HelperService {
     pub(super) async fn contact_supervisor(
         self: Arc<Self>,
         call: ToolCall,
@@ -93,11 +95,11 @@ impl Inner {
             .ok_or_else(|| ToolError::new("contact_supervisor needs message"))?
             .to_string();
         let kind = Kind::parse(&call.args).map_err(ToolError::new)?;
-        let info = match lock(&self.state).runs.get(&run_id) {
-            Some(entry) => entry.info.clone(),
+        let info = match self.ledger().run(&run_id) {
+            Some(entry) => entry.info().clone(),
             None => return Ok(refused("your run is not known to the workbench")),
         };
-        let timeout = self.settings.config.supervisor_timeout;
+        let timeout = self.settings().config.supervisor_timeout;
         if kind == Kind::Question && !info.background {
             return Ok(ToolOutput::text(
                 "Your supervisor is waiting for your result and cannot answer while you run. \
@@ -107,13 +109,11 @@ impl Inner {
         }
         let answer = if kind == Kind::Question {
             let (tx, rx) = oneshot::channel();
-            let mut state = lock(&self.state);
-            if state.questions.contains_key(&run_id) {
+            if !self.ledger().open_question(&run_id, tx) {
                 return Ok(refused(
                     "you already have a question open; wait for its answer first",
                 ));
             }
-            state.questions.insert(run_id.clone(), tx);
             Some(rx)
         } else {
             None
@@ -148,7 +148,7 @@ impl Inner {
             reply = tokio::time::timeout(timeout, rx) => reply.ok().and_then(Result::ok),
             () = call.cancel.cancelled() => None,
         };
-        lock(&self.state).questions.remove(&run_id);
+        self.ledger().take_question(&run_id);
         Ok(match reply {
             Some(reply) => ToolOutput::text(format!("Your supervisor answered:\n{reply}"))
                 .with_details(json!({"status": "answered", "reply": reply})),
@@ -163,17 +163,17 @@ impl Inner {
 
     /// `spawn_helper` `action: "reply"`: the parent answers run `id`'s open question.
     pub(super) fn reply(&self, caller: &Caller, id: &str, message: String) -> ToolOutput {
-        let mut state = lock(&self.state);
-        let Some(entry) = state.runs.get(id) else {
+        let mut ledger = self.ledger();
+        let Some(entry) = ledger.run(id) else {
             return error_output(&format!("no helper run with id {id:?}"), id);
         };
-        if entry.info.parent_agent != caller.agent {
+        if entry.info().parent_agent != caller.agent {
             return error_output(
                 &format!("only the agent that spawned run {id} can answer its question"),
                 id,
             );
         }
-        let Some(waiting) = state.questions.remove(id) else {
+        let Some(waiting) = ledger.take_question(id) else {
             return error_output(
                 &format!(
                     "run {id} has no open question (it may have timed out and gone on without \
@@ -182,7 +182,7 @@ impl Inner {
                 id,
             );
         };
-        drop(state);
+        drop(ledger);
         if waiting.send(message).is_err() {
             return error_output("the helper stopped waiting for the answer", id);
         }

@@ -17,11 +17,14 @@ use serde_json::{Value, json};
 use tokio::task::JoinSet;
 
 use super::args::{WorkflowScript, fill_template};
-use super::module::{
-    BudgetArgs, Caller, HelperNotice, HelperResult, Inner, Launch, NOTIFICATION_TYPE, Refusal,
-    SessionStart, escape_xml, lock, refusal_output, truncate_output,
-};
+use super::names::NOTIFICATION_TYPE;
+use super::notice::HelperNotice;
+use super::preflight::{Refusal, preflight};
+use super::results::{HelperResult, escape_xml, refusal_output, truncate_output, usage_json};
+use super::runs::Caller;
+use super::service::{BudgetArgs, HelperService, Launch, SessionStart, Started};
 use crate::bridge::{CancelHandle, CancelToken, Card, CardTint, ToolCall, ToolOutput};
+use crate::sys::now_ms;
 
 /// How often a step waiting for a concurrency slot looks again.
 const SLOT_RETRY: Duration = Duration::from_millis(200);
@@ -115,7 +118,7 @@ pub fn combined_text(script: &WorkflowScript, ends: &HashMap<String, StepEnd>) -
     text
 }
 
-impl Inner {
+impl HelperService {
     pub(super) async fn workflow(
         self: Arc<Self>,
         caller: Caller,
@@ -190,19 +193,19 @@ impl Inner {
     /// The up-front checks: every step resolves and passes the depth and prompt checks, and
     /// the whole script fits the spawn budgets.
     fn admit_workflow(&self, caller: &Caller, script: &WorkflowScript) -> Result<(), Refusal> {
-        let settings = &self.settings;
-        let state = lock(&self.state);
-        let mut admission = self.admission(&state, caller);
+        let settings = self.settings();
+        let mut admission = self.admission(&self.ledger(), caller);
         // Concurrency is waited for, not refused: only the budgets count here.
         admission.counters.running = 0;
         admission.counters.background = 0;
         for step in &script.steps {
             let mut args = step.args.clone();
             args.background = Some(false);
-            super::module::preflight(&settings.catalog, &settings.config, admission, &args)
-                .map_err(|refusal| {
+            preflight(&settings.catalog, &settings.config, admission, &args).map_err(
+                |refusal| {
                     Refusal::BadArguments(format!("workflowScript step {}: {refusal}", step.id))
-                })?;
+                },
+            )?;
         }
         let needed = script.steps.len();
         let session_left = admission
@@ -335,7 +338,7 @@ impl Inner {
                 let mut row = json!({"id": step.id, "status": end.status()});
                 if let StepEnd::Done(result) = end {
                     row["runId"] = json!(result.run_id);
-                    row["usage"] = super::module::usage_json(&result.usage);
+                    row["usage"] = usage_json(&result.usage);
                 }
                 row
             })
@@ -366,20 +369,16 @@ impl Inner {
         args.prompt = prompt;
         args.background = Some(false);
         let reserved = {
-            let mut state = lock(&self.state);
-            let admission = self.admission(&state, caller);
-            match super::module::preflight(
-                &self.settings.catalog,
-                &self.settings.config,
-                admission,
-                &args,
-            ) {
-                Ok((agent, _)) => Ok((agent, self.take_slot(&mut state, caller, false))),
+            let mut ledger = self.ledger();
+            let admission = self.admission(&ledger, caller);
+            let settings = self.settings();
+            match preflight(&settings.catalog, &settings.config, admission, &args) {
+                Ok((agent, _)) => Ok((agent, self.take_permit(&mut ledger, caller, false))),
                 Err(Refusal::TooManyRunning { .. }) => return StepStart::NoSlot,
                 Err(refusal) => Err(refusal.to_string()),
             }
         };
-        let (agent, slot) = match reserved {
+        let (agent, permit) = match reserved {
             Ok(reserved) => reserved,
             Err(reason) => return StepStart::Failed(reason),
         };
@@ -394,7 +393,7 @@ impl Inner {
             session: SessionStart::Fresh,
             acceptance: args.acceptance.clone(),
             limit: args.max_output.unwrap_or_default(),
-            slot,
+            permit,
         };
         match self.start(launch).await {
             Ok(started) => StepStart::Started(Box::new(started)),
@@ -404,15 +403,9 @@ impl Inner {
 }
 
 enum StepStart {
-    Started(Box<super::module::Started>),
+    Started(Box<Started>),
     NoSlot,
     Failed(String),
-}
-
-fn now_ms() -> u128 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_millis())
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@
 //! MCP and no such flag.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
@@ -107,7 +107,7 @@ impl Capability for McpCapability {
 
     fn footer_segments(&self) -> Vec<Segment> {
         let version = *self.version.borrow();
-        let mut cached = self.segment.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut cached = crate::sys::lock(&self.segment);
         if cached.0 != Some(version) {
             *cached = (Some(version), footer_segment(&self.module.status()));
         }

@@ -13,13 +13,10 @@ use std::future::Future;
 use std::path::Path;
 use std::pin::Pin;
 use std::process::Stdio;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context as _, anyhow};
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotification,
     CancelledNotificationParam, ClientCapabilities, ClientConfig, ClientRequest, Implementation,
@@ -35,8 +32,9 @@ use tokio::io::AsyncReadExt;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
+use super::call::{CallOutcome, McpContent, ProgressUpdate};
 use super::config::{ServerConfig, Transport};
-use super::manager::{CallOutcome, McpContent, ProgressUpdate};
+use crate::sys::{GroupGuard, ProcessGroup, Reach, SpawnGrouped as _, stop_group};
 
 /// Over this many characters the stderr tail is cut back to [`STDERR_KEEP`].
 pub const STDERR_LIMIT: usize = 10_000;
@@ -225,7 +223,9 @@ impl Connection {
 
     /// The process id of a stdio server (also its process group id).
     pub fn pid(&self) -> Option<u32> {
-        self.child.as_ref().map(|child| child.pid)
+        self.child
+            .as_ref()
+            .map(|child| child.group.raw().unsigned_abs())
     }
 
     /// `Some(reason)` once the server went away.
@@ -444,9 +444,10 @@ impl Drop for Connection {
 /// A stdio server's process group. Dropping it while armed SIGKILLs the group: the last resort
 /// when the workbench goes away without stopping its servers.
 pub struct ChildGroup {
-    pid: u32,
+    group: ProcessGroup,
+    guard: GroupGuard,
+    /// How the leader ended, once it has (from its watcher task).
     exited: watch::Receiver<Option<String>>,
-    armed: Arc<AtomicBool>,
 }
 
 impl ChildGroup {
@@ -456,60 +457,23 @@ impl ChildGroup {
     }
 
     /// SIGTERM to the group, SIGKILL after [`STOP_GRACE`] if any member is left; then disarmed.
+    /// The leader is reaped by its watcher task meanwhile; the rest of the group by whoever
+    /// adopted them.
     pub async fn terminate(&self) {
-        terminate_group(self.pid, self.exited.clone(), STOP_GRACE).await;
-        self.armed.store(false, Ordering::SeqCst);
+        if let Some(group) = self.guard.group() {
+            stop_group(group, STOP_GRACE).await;
+        }
+        self.guard.disarm();
     }
 
     fn kill_now(&self) {
-        if self.armed.swap(false, Ordering::SeqCst) {
-            let _ = killpg(group_pid(self.pid), Signal::SIGKILL);
-        }
+        self.guard.kill_now();
+        self.guard.disarm();
     }
 
     /// The same in a task, for failure paths that must not wait for the grace period.
     fn terminate_in_background(self) {
-        let (pid, exited, armed) = (self.pid, self.exited.clone(), self.armed.clone());
-        // Disarm this handle (it is dropped now); the task kills for it.
-        self.armed.store(false, Ordering::SeqCst);
-        tokio::spawn(async move {
-            terminate_group(pid, exited, STOP_GRACE).await;
-            armed.store(false, Ordering::SeqCst);
-        });
-    }
-}
-
-impl Drop for ChildGroup {
-    fn drop(&mut self) {
-        self.kill_now();
-    }
-}
-
-/// The process group `pid` leads.
-fn group_pid(pid: u32) -> Pid {
-    Pid::from_raw(i32::try_from(pid).unwrap_or(i32::MAX))
-}
-
-/// Whether any process of group `pid` is left (zombies count until reaped).
-fn group_alive(pid: u32) -> bool {
-    killpg(group_pid(pid), None).is_ok()
-}
-
-async fn terminate_group(pid: u32, mut exited: watch::Receiver<Option<String>>, grace: Duration) {
-    if !group_alive(pid) {
-        return;
-    }
-    let _ = killpg(group_pid(pid), Signal::SIGTERM);
-    let deadline = Instant::now() + grace;
-    // The leader is reaped by its watcher task; the rest of the group by whoever adopted them.
-    let _ = tokio::time::timeout_at(deadline, exited.wait_for(Option::is_some)).await;
-    while group_alive(pid) && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    if group_alive(pid) {
-        let _ = killpg(group_pid(pid), Signal::SIGKILL);
-        let _ =
-            tokio::time::timeout(Duration::from_secs(1), exited.wait_for(Option::is_some)).await;
+        tokio::spawn(async move { self.terminate().await });
     }
 }
 
@@ -535,16 +499,12 @@ fn spawn_stdio(
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
         // The watcher task owns the child; if the runtime drops it, the leader dies too.
         .kill_on_drop(true)
         .current_dir(cwd);
-    let mut child = cmd
-        .spawn()
+    let (mut child, group) = cmd
+        .spawn_grouped()
         .with_context(|| format!("cannot start `{command}`"))?;
-    let pid = child
-        .id()
-        .ok_or_else(|| anyhow!("`{command}` exited before it could be watched"))?;
     let (Some(stdout), Some(stdin), Some(mut err_pipe)) =
         (child.stdout.take(), child.stdin.take(), child.stderr.take())
     else {
@@ -575,9 +535,9 @@ fn spawn_stdio(
         closed.send_modify(|closed| *closed = Some(reason));
     });
     let group = ChildGroup {
-        pid,
+        group,
+        guard: GroupGuard::new(group, Reach::Group),
         exited,
-        armed: Arc::new(AtomicBool::new(true)),
     };
     Ok((group, stdout, stdin))
 }
@@ -646,7 +606,7 @@ fn exit_words(status: std::process::ExitStatus) -> String {
     use std::os::unix::process::ExitStatusExt;
     match (status.code(), status.signal()) {
         (Some(code), _) => format!("exited with status {code}"),
-        (None, Some(signal)) => match Signal::try_from(signal) {
+        (None, Some(signal)) => match nix::sys::signal::Signal::try_from(signal) {
             Ok(signal) => format!("was killed by {signal}"),
             Err(_) => format!("was killed by signal {signal}"),
         },
@@ -741,11 +701,11 @@ fn content_of(value: Value) -> McpContent {
 /// `call` learns its token), so unknown tokens are held briefly.
 #[derive(Clone, Default)]
 struct ProgressRoutes {
-    inner: Arc<Mutex<RoutesInner>>,
+    inner: Arc<Mutex<RouteTable>>,
 }
 
 #[derive(Default)]
-struct RoutesInner {
+struct RouteTable {
     routes: HashMap<ProgressToken, Route>,
     early: VecDeque<(ProgressToken, ProgressUpdate)>,
 }

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{anyhow, bail};
@@ -18,9 +18,11 @@ use futures_util::future::join_all;
 use tokio::sync::{broadcast, mpsc, watch};
 use tokio::task::JoinHandle;
 
+pub use super::call::{CallOutcome, McpContent, ProgressUpdate};
 use super::client::{CallFailure, Connection, ListedTool, StderrTail};
 use super::config::{McpConfig, ServerConfig};
 use super::naming::bridged_tool_name;
+use crate::sys::lock;
 
 /// A server's lifecycle state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,31 +74,6 @@ pub enum McpEvent {
     ToolsChanged { server: String },
 }
 
-/// One piece of a tool result.
-#[derive(Debug, Clone, PartialEq)]
-pub enum McpContent {
-    Text(String),
-    Image { data: String, mime: String },
-    Resource { uri: String, text: Option<String> },
-    Other(serde_json::Value),
-}
-
-/// A finished tool call.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CallOutcome {
-    pub content: Vec<McpContent>,
-    pub structured: Option<serde_json::Value>,
-    pub is_error: bool,
-}
-
-/// A progress notification for a running call.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ProgressUpdate {
-    pub progress: f64,
-    pub total: Option<f64>,
-    pub message: Option<String>,
-}
-
 /// Why a call produced no result.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum McpCallError {
@@ -125,7 +102,7 @@ pub enum McpCallError {
 /// number of agents use it. Cheap to clone; every clone is the same set. Needs a Tokio runtime.
 #[derive(Clone)]
 pub struct McpManager {
-    inner: Arc<Inner>,
+    inner: Arc<ServerSet>,
 }
 
 impl McpManager {
@@ -135,10 +112,10 @@ impl McpManager {
         let servers = config
             .servers
             .iter()
-            .map(|server| (server.name.clone(), Slot::new(server.clone())))
+            .map(|server| (server.name.clone(), ServerEntry::new(server.clone())))
             .collect();
         Self {
-            inner: Arc::new(Inner {
+            inner: Arc::new(ServerSet {
                 config: Mutex::new(config),
                 servers: Mutex::new(servers),
                 signals: Signals {
@@ -157,10 +134,10 @@ impl McpManager {
     /// Starts every enabled server that is not running or starting, each in its own task, and
     /// returns at once: a slow or broken server never holds up the others or the caller.
     pub fn start_all(&self) {
-        for slot in self.inner.slots() {
-            let idle = matches!(slot.status(), ServerStatus::Stopped | ServerStatus::Error);
-            if slot.config.enabled && idle {
-                start(&slot, &self.inner.signals);
+        for entry in self.inner.entries() {
+            let idle = matches!(entry.status(), ServerStatus::Stopped | ServerStatus::Error);
+            if entry.config.enabled && idle {
+                start(&entry, &self.inner.signals);
             }
         }
     }
@@ -172,9 +149,9 @@ impl McpManager {
             loop {
                 let starting = self
                     .inner
-                    .slots()
+                    .entries()
                     .iter()
-                    .any(|slot| slot.status() == ServerStatus::Starting);
+                    .any(|entry| entry.status() == ServerStatus::Starting);
                 if !starting {
                     return;
                 }
@@ -189,9 +166,9 @@ impl McpManager {
     /// Every configured server's state, sorted by name.
     pub fn snapshot(&self) -> Vec<ServerSnapshot> {
         self.inner
-            .slots()
+            .entries()
             .iter()
-            .map(|slot| slot.snapshot())
+            .map(|entry| entry.snapshot())
             .collect()
     }
 
@@ -213,12 +190,12 @@ impl McpManager {
         progress: Option<mpsc::UnboundedSender<ProgressUpdate>>,
         cancelled: Pin<Box<dyn Future<Output = ()> + Send>>,
     ) -> Result<CallOutcome, McpCallError> {
-        let slot = self
+        let entry = self
             .inner
-            .slot(server)
+            .entry(server)
             .ok_or_else(|| McpCallError::UnknownServer(server.to_owned()))?;
         let (connection, generation) = {
-            let state = lock(&slot.state);
+            let state = lock(&entry.state);
             match (&state.connection, state.status) {
                 (Some(connection), ServerStatus::Running) => (connection.clone(), state.generation),
                 (_, status) => {
@@ -229,7 +206,7 @@ impl McpManager {
                 }
             }
         };
-        let timeout = slot.config.timeout;
+        let timeout = entry.config.timeout;
         let result = connection
             .call(tool, arguments, timeout, progress, cancelled)
             .await;
@@ -242,7 +219,7 @@ impl McpManager {
             CallFailure::Cancelled => McpCallError::Cancelled,
             CallFailure::Closed(reason) => {
                 // Mark it here too (the supervisor will as well) so the caller sees Error now.
-                slot.mark_exited(generation, &reason, &self.inner.signals);
+                entry.mark_exited(generation, &reason, &self.inner.signals);
                 McpCallError::ServerExited {
                     server: server.to_owned(),
                     stderr_tail: connection.stderr().text(),
@@ -255,25 +232,25 @@ impl McpManager {
     /// Stops `server` if it runs, starts it again and waits until it is running (Ok) or has
     /// failed (the error).
     pub async fn restart(&self, server: &str) -> anyhow::Result<()> {
-        let slot = self
+        let entry = self
             .inner
-            .slot(server)
+            .entry(server)
             .ok_or_else(|| anyhow!("no MCP server named `{server}` is configured"))?;
-        if !slot.config.enabled {
+        if !entry.config.enabled {
             bail!(
                 "MCP server `{server}` is disabled in {}",
-                slot.config.source.display()
+                entry.config.source.display()
             );
         }
-        stop_slot(&slot, &self.inner.signals).await;
-        lock(&slot.state).restarts += 1;
-        start(&slot, &self.inner.signals);
+        stop_slot(&entry, &self.inner.signals).await;
+        lock(&entry.state).restarts += 1;
+        start(&entry, &self.inner.signals);
         let mut changed = self.inner.signals.changed.subscribe();
         loop {
-            match slot.status() {
+            match entry.status() {
                 ServerStatus::Running => return Ok(()),
                 ServerStatus::Error | ServerStatus::Stopped => {
-                    let error = lock(&slot.state).error.clone();
+                    let error = lock(&entry.state).error.clone();
                     bail!(
                         "MCP server `{server}` did not start: {}",
                         error.unwrap_or_else(|| "stopped".to_owned())
@@ -291,11 +268,11 @@ impl McpManager {
     /// Stops `server`: closes its stdin (ends the session), SIGTERM to its process group,
     /// SIGKILL after a grace period. Returns when nothing of it is left running.
     pub async fn stop(&self, server: &str) -> anyhow::Result<()> {
-        let slot = self
+        let entry = self
             .inner
-            .slot(server)
+            .entry(server)
             .ok_or_else(|| anyhow!("no MCP server named `{server}` is configured"))?;
-        stop_slot(&slot, &self.inner.signals).await;
+        stop_slot(&entry, &self.inner.signals).await;
         Ok(())
     }
 
@@ -307,11 +284,11 @@ impl McpManager {
             .iter()
             .map(|server| (server.name.clone(), server.clone()))
             .collect();
-        let outdated: Vec<Arc<Slot>> = {
+        let outdated: Vec<Arc<ServerEntry>> = {
             let mut servers = lock(&self.inner.servers);
             let names: Vec<String> = servers
                 .iter()
-                .filter(|(name, slot)| wanted.get(*name) != Some(&slot.config))
+                .filter(|(name, entry)| wanted.get(*name) != Some(&entry.config))
                 .map(|(name, _)| name.clone())
                 .collect();
             names
@@ -322,24 +299,24 @@ impl McpManager {
         join_all(
             outdated
                 .iter()
-                .map(|slot| stop_slot(slot, &self.inner.signals)),
+                .map(|entry| stop_slot(entry, &self.inner.signals)),
         )
         .await;
-        let added: Vec<Arc<Slot>> = {
+        let added: Vec<Arc<ServerEntry>> = {
             let mut servers = lock(&self.inner.servers);
             let mut added = Vec::new();
             for server in wanted.into_values() {
                 if !servers.contains_key(&server.name) {
-                    let slot = Slot::new(server);
-                    servers.insert(slot.config.name.clone(), slot.clone());
-                    added.push(slot);
+                    let entry = ServerEntry::new(server);
+                    servers.insert(entry.config.name.clone(), entry.clone());
+                    added.push(entry);
                 }
             }
             added
         };
         *lock(&self.inner.config) = config;
-        for slot in added.iter().filter(|slot| slot.config.enabled) {
-            start(slot, &self.inner.signals);
+        for entry in added.iter().filter(|entry| entry.config.enabled) {
+            start(entry, &self.inner.signals);
         }
         self.inner.signals.bump();
     }
@@ -352,11 +329,11 @@ impl McpManager {
     }
 
     pub async fn shutdown(&self) {
-        let slots = self.inner.slots();
+        let entries = self.inner.entries();
         join_all(
-            slots
+            entries
                 .iter()
-                .map(|slot| stop_slot(slot, &self.inner.signals)),
+                .map(|entry| stop_slot(entry, &self.inner.signals)),
         )
         .await;
     }
@@ -371,27 +348,27 @@ const RECONNECT_DELAYS: [Duration; 3] = [
     Duration::from_secs(4),
 ];
 
-struct Inner {
+struct ServerSet {
     config: Mutex<McpConfig>,
-    servers: Mutex<BTreeMap<String, Arc<Slot>>>,
+    servers: Mutex<BTreeMap<String, Arc<ServerEntry>>>,
     signals: Signals,
 }
 
-impl Inner {
-    fn slots(&self) -> Vec<Arc<Slot>> {
+impl ServerSet {
+    fn entries(&self) -> Vec<Arc<ServerEntry>> {
         lock(&self.servers).values().cloned().collect()
     }
 
-    fn slot(&self, name: &str) -> Option<Arc<Slot>> {
+    fn entry(&self, name: &str) -> Option<Arc<ServerEntry>> {
         lock(&self.servers).get(name).cloned()
     }
 }
 
-impl Inner {
+impl ServerSet {
     /// SIGKILLs every server's process group now, synchronously.
     fn kill_all_now(&self) {
-        for slot in lock(&self.servers).values() {
-            let mut state = lock(&slot.state);
+        for entry in lock(&self.servers).values() {
+            let mut state = lock(&entry.state);
             if let Some(task) = state.task.take() {
                 task.abort();
             }
@@ -402,7 +379,7 @@ impl Inner {
     }
 }
 
-impl Drop for Inner {
+impl Drop for ServerSet {
     /// The last resort when `shutdown` was never awaited: no server outlives the workbench.
     fn drop(&mut self) {
         self.kill_all_now();
@@ -429,12 +406,12 @@ impl Signals {
 }
 
 /// One configured server and its state.
-struct Slot {
+struct ServerEntry {
     config: ServerConfig,
-    state: Mutex<SlotState>,
+    state: Mutex<ServerState>,
 }
 
-struct SlotState {
+struct ServerState {
     status: ServerStatus,
     tools: Vec<McpToolInfo>,
     error: Option<String>,
@@ -447,11 +424,11 @@ struct SlotState {
     task: Option<JoinHandle<()>>,
 }
 
-impl Slot {
+impl ServerEntry {
     fn new(config: ServerConfig) -> Arc<Self> {
         Arc::new(Self {
             config,
-            state: Mutex::new(SlotState {
+            state: Mutex::new(ServerState {
                 status: ServerStatus::Stopped,
                 tools: Vec::new(),
                 error: None,
@@ -520,9 +497,9 @@ impl Slot {
     }
 }
 
-/// Starts `slot` in a new task (a new generation: anything older is superseded).
-fn start(slot: &Arc<Slot>, signals: &Signals) {
-    let mut state = lock(&slot.state);
+/// Starts `entry` in a new task (a new generation: anything older is superseded).
+fn start(entry: &Arc<ServerEntry>, signals: &Signals) {
+    let mut state = lock(&entry.state);
     state.generation += 1;
     state.status = ServerStatus::Starting;
     state.error = None;
@@ -532,16 +509,16 @@ fn start(slot: &Arc<Slot>, signals: &Signals) {
         task.abort();
     }
     let generation = state.generation;
-    let task = tokio::spawn(run_server(slot.clone(), generation, signals.clone()));
+    let task = tokio::spawn(run_server(entry.clone(), generation, signals.clone()));
     state.task = Some(task);
     drop(state);
     signals.bump();
 }
 
-/// Stops `slot`'s task and process; Stopped afterwards.
-async fn stop_slot(slot: &Arc<Slot>, signals: &Signals) {
+/// Stops `entry`'s task and process; Stopped afterwards.
+async fn stop_slot(entry: &Arc<ServerEntry>, signals: &Signals) {
     let (task, connection, was) = {
-        let mut state = lock(&slot.state);
+        let mut state = lock(&entry.state);
         state.generation += 1;
         let was = state.status;
         state.status = ServerStatus::Stopped;
@@ -559,7 +536,7 @@ async fn stop_slot(slot: &Arc<Slot>, signals: &Signals) {
     }
     if was != ServerStatus::Stopped {
         signals.emit(McpEvent::ServerStopped {
-            server: slot.config.name.clone(),
+            server: entry.config.name.clone(),
         });
     } else {
         signals.bump();
@@ -568,25 +545,25 @@ async fn stop_slot(slot: &Arc<Slot>, signals: &Signals) {
 
 /// Connects, then supervises: re-lists tools on `tools/list_changed`, and when the server goes
 /// away, reconnects with backoff ([`RECONNECT_DELAYS`]) before giving up in Error.
-async fn run_server(slot: Arc<Slot>, generation: u64, signals: Signals) {
-    let name = slot.config.name.clone();
-    let Some(mut connected) = connect(&slot, generation, &signals).await else {
+async fn run_server(entry: Arc<ServerEntry>, generation: u64, signals: Signals) {
+    let name = entry.config.name.clone();
+    let Some(mut connected) = connect(&entry, generation, &signals).await else {
         return;
     };
     loop {
         let connection = connected.connection.clone();
         let reason = supervise(
-            &slot,
+            &entry,
             generation,
             &signals,
             &connection,
             &mut connected.tools_changed,
         )
         .await;
-        slot.mark_exited(generation, &reason, &signals);
+        entry.mark_exited(generation, &reason, &signals);
         tracing::warn!(server = %name, %reason, "MCP server exited");
         {
-            let mut state = lock(&slot.state);
+            let mut state = lock(&entry.state);
             if state.generation != generation {
                 return;
             }
@@ -598,7 +575,7 @@ async fn run_server(slot: Arc<Slot>, generation: u64, signals: Signals) {
         for delay in RECONNECT_DELAYS {
             tokio::time::sleep(delay).await;
             {
-                let mut state = lock(&slot.state);
+                let mut state = lock(&entry.state);
                 if state.generation != generation {
                     return;
                 }
@@ -607,7 +584,7 @@ async fn run_server(slot: Arc<Slot>, generation: u64, signals: Signals) {
                 state.stderr = StderrTail::new();
             }
             signals.bump();
-            if let Some(next) = connect(&slot, generation, &signals).await {
+            if let Some(next) = connect(&entry, generation, &signals).await {
                 reconnected = Some(next);
                 break;
             }
@@ -620,21 +597,25 @@ async fn run_server(slot: Arc<Slot>, generation: u64, signals: Signals) {
 }
 
 /// A live connection and its tool-change ticks.
-struct Live {
+struct ActiveConnection {
     connection: Arc<Connection>,
     tools_changed: mpsc::UnboundedReceiver<()>,
 }
 
 /// One connection attempt; installs the connection and reports, or records the error.
-async fn connect(slot: &Arc<Slot>, generation: u64, signals: &Signals) -> Option<Live> {
-    let stderr = lock(&slot.state).stderr.clone();
-    match Connection::connect(&slot.config, stderr).await {
+async fn connect(
+    entry: &Arc<ServerEntry>,
+    generation: u64,
+    signals: &Signals,
+) -> Option<ActiveConnection> {
+    let stderr = lock(&entry.state).stderr.clone();
+    match Connection::connect(&entry.config, stderr).await {
         Ok(connected) => {
             let connection = Arc::new(connected.connection);
-            let tools = slot.tool_infos(connected.tools);
+            let tools = entry.tool_infos(connected.tools);
             let count = tools.len();
             let current = {
-                let mut state = lock(&slot.state);
+                let mut state = lock(&entry.state);
                 let current = state.generation == generation;
                 if current {
                     state.status = ServerStatus::Running;
@@ -649,10 +630,10 @@ async fn connect(slot: &Arc<Slot>, generation: u64, signals: &Signals) -> Option
                 return None;
             }
             signals.emit(McpEvent::ServerStarted {
-                server: slot.config.name.clone(),
+                server: entry.config.name.clone(),
                 tools: count,
             });
-            Some(Live {
+            Some(ActiveConnection {
                 connection,
                 tools_changed: connected.tools_changed,
             })
@@ -660,16 +641,16 @@ async fn connect(slot: &Arc<Slot>, generation: u64, signals: &Signals) -> Option
         Err(err) => {
             let error = format!("{err:#}");
             {
-                let mut state = lock(&slot.state);
+                let mut state = lock(&entry.state);
                 if state.generation != generation {
                     return None;
                 }
                 state.status = ServerStatus::Error;
                 state.error = Some(error.clone());
             }
-            tracing::warn!(server = %slot.config.name, %error, "MCP server failed to start");
+            tracing::warn!(server = %entry.config.name, %error, "MCP server failed to start");
             signals.emit(McpEvent::ServerError {
-                server: slot.config.name.clone(),
+                server: entry.config.name.clone(),
                 error,
             });
             None
@@ -679,7 +660,7 @@ async fn connect(slot: &Arc<Slot>, generation: u64, signals: &Signals) -> Option
 
 /// Follows a running server until it goes away; returns why.
 async fn supervise(
-    slot: &Arc<Slot>,
+    entry: &Arc<ServerEntry>,
     generation: u64,
     signals: &Signals,
     connection: &Arc<Connection>,
@@ -693,12 +674,12 @@ async fn supervise(
             Some(()) = tools_changed.recv() => {
                 // Several notifications in a burst need one listing.
                 while tools_changed.try_recv().is_ok() {}
-                let listed = tokio::time::timeout(slot.config.timeout, connection.list_tools()).await;
+                let listed = tokio::time::timeout(entry.config.timeout, connection.list_tools()).await;
                 match listed {
                     Ok(Ok(listed)) => {
-                        let tools = slot.tool_infos(listed);
+                        let tools = entry.tool_infos(listed);
                         {
-                            let mut state = lock(&slot.state);
+                            let mut state = lock(&entry.state);
                             if state.generation != generation {
                                 return "superseded".to_owned();
                             }
@@ -707,17 +688,12 @@ async fn supervise(
                             }
                             state.tools = tools;
                         }
-                        signals.emit(McpEvent::ToolsChanged { server: slot.config.name.clone() });
+                        signals.emit(McpEvent::ToolsChanged { server: entry.config.name.clone() });
                     }
-                    Ok(Err(err)) => tracing::warn!(server = %slot.config.name, "re-listing tools failed: {err:#}"),
-                    Err(_) => tracing::warn!(server = %slot.config.name, "re-listing tools timed out"),
+                    Ok(Err(err)) => tracing::warn!(server = %entry.config.name, "re-listing tools failed: {err:#}"),
+                    Err(_) => tracing::warn!(server = %entry.config.name, "re-listing tools timed out"),
                 }
             }
         }
     }
-}
-
-/// Locks `mutex`, also when a panicking holder poisoned it: the state is plain data.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }

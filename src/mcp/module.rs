@@ -15,7 +15,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
@@ -30,6 +30,7 @@ use crate::bridge::{
     AgentId, BridgeHost, CommandSpec, ContentBlock, Module, Registry, ToolCall, ToolError,
     ToolOutput, ToolSpec,
 };
+use crate::sys::lock;
 
 /// The module's name in the registry (and `/unipi:info`).
 pub const MODULE_NAME: &str = "mcp";
@@ -68,7 +69,7 @@ const MODEL_STDERR_CHARS: usize = 2_000;
 /// The MCP servers as a bridge module. Cheap to clone.
 #[derive(Clone)]
 pub struct McpModule {
-    inner: Arc<Inner>,
+    inner: Arc<McpBridge>,
 }
 
 /// One bridged tool that is (or would be) declared.
@@ -185,9 +186,9 @@ impl McpStatus {
     }
 }
 
-struct Inner {
+struct McpBridge {
     manager: McpManager,
-    state: Mutex<State>,
+    state: Mutex<Routing>,
     link: OnceLock<Link>,
     /// Bumped after every change the overlay or footer shows.
     changes: watch::Sender<u64>,
@@ -201,7 +202,7 @@ struct Link {
 }
 
 #[derive(Default)]
-struct State {
+struct Routing {
     plan: Plan,
     /// Clashes of servers that were stopped for them, kept until the server starts again.
     stopped_for_clash: BTreeMap<String, Vec<Clash>>,
@@ -211,9 +212,9 @@ struct State {
 impl McpModule {
     pub fn new(manager: McpManager) -> Self {
         McpModule {
-            inner: Arc::new(Inner {
+            inner: Arc::new(McpBridge {
                 manager,
-                state: Mutex::new(State::default()),
+                state: Mutex::new(Routing::default()),
                 link: OnceLock::new(),
                 changes: watch::channel(0).0,
                 sync_lock: tokio::sync::Mutex::new(()),
@@ -487,11 +488,8 @@ impl McpModule {
         self.inner.changes.send_modify(|version| *version += 1);
     }
 
-    fn state(&self) -> MutexGuard<'_, State> {
-        self.inner
-            .state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+    fn state(&self) -> MutexGuard<'_, Routing> {
+        lock(&self.inner.state)
     }
 }
 

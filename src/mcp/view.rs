@@ -6,7 +6,7 @@
 //! capability signals a change, keeping the selection on the same server.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use crossterm::event::KeyEvent;
 use ratatui::buffer::Buffer;
@@ -234,7 +234,7 @@ impl McpPort {
         let notice = Arc::clone(&self.notice);
         tokio::spawn(async move {
             let text = action(module.clone()).await;
-            *notice.lock().unwrap_or_else(PoisonError::into_inner) = Some(text);
+            *crate::sys::lock(&notice) = Some(text);
             module.changed();
         });
     }
@@ -277,10 +277,7 @@ impl McpActions for McpPort {
     }
 
     fn take_notice(&self) -> Option<String> {
-        self.notice
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
+        crate::sys::lock(&self.notice).take()
     }
 }
 

@@ -15,10 +15,12 @@ use std::sync::mpsc as std_mpsc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use nix::sys::signal::{Signal, killpg};
+use nix::sys::signal::Signal;
 use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::Pid;
 use portable_pty::{CommandBuilder, MasterPty, PtySize, native_pty_system};
+
+use crate::sys::{ProcessGroup, StopOutcome, stop_group};
 
 /// What to run in the PTY.
 #[derive(Clone, Debug)]
@@ -71,6 +73,9 @@ pub struct Pty {
     master: Box<dyn MasterPty + Send>,
     writer: std_mpsc::Sender<Vec<u8>>,
     pid: Pid,
+    /// The child's process group: portable-pty makes the child a session leader, so its pid
+    /// is its group id, and descendants such as shells Pi started are in it too.
+    group: ProcessGroup,
 }
 
 impl Pty {
@@ -106,9 +111,9 @@ impl Pty {
         let raw_pid = child
             .process_id()
             .context("the spawned child has no process id")?;
-        let pid = Pid::from_raw(
-            i32::try_from(raw_pid).context("the child's process id does not fit a pid_t")?,
-        );
+        let group = ProcessGroup::of_leader(raw_pid)
+            .with_context(|| format!("the child's process id {raw_pid} names no process group"))?;
+        let pid = group.pgid();
         // We reap with waitpid ourselves; the portable-pty handle is not needed beyond this point
         // (dropping a std Child neither kills nor waits).
         drop(child);
@@ -131,6 +136,7 @@ impl Pty {
             master: pair.master,
             writer,
             pid,
+            group,
         })
     }
 
@@ -160,34 +166,31 @@ impl Pty {
         self.pid.as_raw().unsigned_abs()
     }
 
-    /// Sends a signal to the child's whole process group (portable-pty makes the child a session
-    /// leader, so its pid is its group id): descendants such as shells Pi started die too.
+    /// Sends a signal to the child's whole process group: descendants such as shells Pi started
+    /// get it too.
     pub fn signal_group(&self, signal: Signal) {
-        if let Err(err) = killpg(self.pid, signal) {
+        if let Err(err) = self.group.signal(signal) {
             tracing::debug!("killpg({}, {signal}) failed: {err}", self.pid);
         }
     }
 
-    /// Asks the child to stop (SIGHUP then SIGTERM to the group), and kills the group after
-    /// `grace` if it is still there. Blocks for at most `grace` plus a short poll.
-    pub fn terminate(&self, grace: Duration) {
+    /// Asks the child to stop (SIGHUP, then the shared stop: SIGTERM, SIGKILL after `grace`)
+    /// and returns when the group is empty or the stop gave up on it. Async: the waits are
+    /// timer sleeps, so the runtime's workers stay free meanwhile. The reaper thread reaps the
+    /// child, which lets the group empty.
+    pub async fn terminate(&self, grace: Duration) {
         self.signal_group(Signal::SIGHUP);
-        self.signal_group(Signal::SIGTERM);
-        let deadline = std::time::Instant::now() + grace;
-        while std::time::Instant::now() < deadline {
-            if !group_alive(self.pid) {
-                return;
+        match stop_group(self.group, grace).await {
+            StopOutcome::Ended => {}
+            StopOutcome::Killed => {
+                tracing::warn!("Pi did not stop within {grace:?}; killed its process group");
             }
-            std::thread::sleep(Duration::from_millis(20));
+            StopOutcome::Survived => tracing::warn!(
+                "Pi's process group {} is still there after SIGKILL",
+                self.pid
+            ),
         }
-        tracing::warn!("Pi did not stop within {grace:?}; killing its process group");
-        self.signal_group(Signal::SIGKILL);
     }
-}
-
-fn group_alive(pgid: Pid) -> bool {
-    // Signal 0 checks for existence without delivering anything.
-    killpg(pgid, None).is_ok()
 }
 
 fn spawn_reader<F>(mut reader: Box<dyn Read + Send>, on_event: std::sync::Arc<F>) -> Result<()>
@@ -326,8 +329,43 @@ mod tests {
         assert_eq!(exit.shell_code(), 137);
     }
 
-    #[test]
-    fn terminate_kills_the_whole_group() {
+    /// Spawns `script` and returns once it printed `started` (its traps are installed then).
+    fn spawn_started(script: &str) -> (Pty, std_mpsc::Receiver<PtyEvent>) {
+        let (tx, rx) = std_mpsc::channel();
+        let pty = Pty::spawn(sh(script), move |ev| {
+            let _ = tx.send(ev);
+        })
+        .unwrap();
+        let mut seen = String::new();
+        while !seen.contains("started") {
+            if let PtyEvent::Output(b) = rx.recv_timeout(Duration::from_secs(10)).unwrap() {
+                seen.push_str(&String::from_utf8_lossy(&b));
+            }
+        }
+        (pty, rx)
+    }
+
+    /// On a current-thread runtime, as the tests run: a stop that blocked the thread while it
+    /// waited for the grace would starve every other task of the runtime.
+    #[tokio::test]
+    async fn terminate_leaves_the_runtime_free_while_it_waits() {
+        let (pty, _rx) = spawn_started("trap '' TERM HUP; echo started; exec sleep 30");
+        let ticks = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = ticks.clone();
+        let ticker = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        });
+        pty.terminate(Duration::from_millis(300)).await;
+        let ticked = ticks.load(std::sync::atomic::Ordering::SeqCst);
+        ticker.abort();
+        assert!(ticked > 0, "no other task ran while terminate waited");
+    }
+
+    #[tokio::test]
+    async fn terminate_kills_the_whole_group() {
         let (tx, rx) = std_mpsc::channel();
         let pty = Pty::spawn(
             sh("trap '' TERM HUP; sleep 30 & echo started $!; wait"),
@@ -348,7 +386,7 @@ mod tests {
                 }
             }
         };
-        pty.terminate(Duration::from_millis(300));
+        pty.terminate(Duration::from_millis(300)).await;
         let exit = loop {
             if let PtyEvent::Exited(e) = rx.recv_timeout(Duration::from_secs(10)).unwrap() {
                 break e;
@@ -357,11 +395,14 @@ mod tests {
         assert_eq!(exit, ChildExit::Signal(9));
         // The background sleep ignored SIGTERM/SIGHUP too; it must be dead (gone, or a zombie
         // waiting for a reaper that is not us).
-        std::thread::sleep(Duration::from_millis(100));
-        let stat = std::fs::read_to_string(format!("/proc/{sleep_pid}/stat")).unwrap_or_default();
-        assert!(
-            stat.is_empty() || stat.contains(") Z"),
-            "sleep {sleep_pid} still running: {stat}"
-        );
+        let sleep_pid: i32 = sleep_pid.parse().unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !crate::sys::tree::has_ended(sleep_pid) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "sleep {sleep_pid} still running"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 }

@@ -8,7 +8,6 @@
 //!
 //! Used by `unipi-tui demo` and by every end-to-end test.
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
@@ -172,34 +171,13 @@ fn is_loopback_url(url: &str) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
-/// Writes `value` as pretty JSON through a temporary file in the same directory, fsyncs it,
-/// renames it over `path` and fsyncs the directory, so a crash leaves the old file or the new
-/// one, never half of one.
+/// Writes `value` as pretty JSON, crash-safely ([`crate::sys::write_atomic`]): a crash leaves
+/// the old file or the new one, never half of one.
 pub(crate) fn write_json_atomic(path: &Path, value: &Value) -> anyhow::Result<()> {
-    let dir = path
-        .parent()
-        .with_context(|| format!("{} has no parent directory", path.display()))?;
-    let name = path
-        .file_name()
-        .with_context(|| format!("{} has no file name", path.display()))?;
-    let temp = dir.join(format!(
-        ".{}.tmp-{}",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
     let mut text = serde_json::to_string_pretty(value).context("cannot encode JSON")?;
     text.push('\n');
-    let written = (|| -> std::io::Result<()> {
-        let mut file = std::fs::File::create(&temp)?;
-        file.write_all(text.as_bytes())?;
-        file.sync_all()?;
-        std::fs::rename(&temp, path)?;
-        std::fs::File::open(dir)?.sync_all()
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temp);
-    }
-    written.with_context(|| format!("cannot write {}", path.display()))
+    crate::sys::write_atomic(path, text.as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))
 }
 
 #[cfg(test)]

@@ -11,8 +11,8 @@
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use anyhow::Context as _;
 use axum::Router;
@@ -29,6 +29,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use super::scenario::{Outcome, Pacing, Scenario, ToolCall, UsageSpec, message_text};
+use crate::sys::{lock, unix_seconds};
 
 /// Request bodies carry the whole conversation; a long demo session must not hit axum's 2 MiB
 /// default.
@@ -42,7 +43,7 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 pub struct ServerHandle {
     /// The bound loopback address (the real port when started on port 0).
     pub addr: SocketAddr,
-    shared: Arc<Shared>,
+    shared: Arc<ScenarioRun>,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<()>>,
 }
@@ -60,7 +61,7 @@ pub async fn start_on(scenario: Scenario, addr: SocketAddr) -> anyhow::Result<Se
     let addr = listener
         .local_addr()
         .context("scripted model server has no local address")?;
-    let shared = Arc::new(Shared {
+    let shared = Arc::new(ScenarioRun {
         fired: Mutex::new(vec![0; scenario.rule_count()]),
         scenario,
         requests: Mutex::new(Vec::new()),
@@ -133,7 +134,7 @@ impl Drop for ServerHandle {
 // --- routing and handlers ------------------------------------------------------------------
 
 #[derive(Debug)]
-struct Shared {
+struct ScenarioRun {
     scenario: Scenario,
     /// How often each rule fired, for `times`.
     fired: Mutex<Vec<u32>>,
@@ -142,7 +143,7 @@ struct Shared {
     completions: AtomicU64,
 }
 
-fn router(shared: Arc<Shared>) -> Router {
+fn router(shared: Arc<ScenarioRun>) -> Router {
     Router::new()
         .route("/v1/chat/completions", post(chat_completions))
         .route("/chat/completions", post(chat_completions))
@@ -154,7 +155,7 @@ fn router(shared: Arc<Shared>) -> Router {
         .with_state(shared)
 }
 
-async fn list_models(State(shared): State<Arc<Shared>>) -> Json<Value> {
+async fn list_models(State(shared): State<Arc<ScenarioRun>>) -> Json<Value> {
     let data: Vec<Value> = shared
         .scenario
         .models()
@@ -183,7 +184,7 @@ async fn wrong_method(method: Method, uri: Uri) -> Response {
     )
 }
 
-async fn chat_completions(State(shared): State<Arc<Shared>>, body: Bytes) -> Response {
+async fn chat_completions(State(shared): State<Arc<ScenarioRun>>, body: Bytes) -> Response {
     let request: Value = match serde_json::from_slice(&body) {
         Ok(request) => request,
         Err(err) => {
@@ -480,18 +481,6 @@ fn split_chars(text: &str, size: usize) -> Vec<String> {
 fn api_error(status: StatusCode, kind: &str, message: &str) -> Response {
     let body = json!({"error": {"message": message, "type": kind, "param": null, "code": null}});
     (status, Json(body)).into_response()
-}
-
-fn unix_seconds() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |since| since.as_secs())
-}
-
-/// The server's locks guard plain data that stays consistent even if a holder panicked, so a
-/// poisoned lock is used as is rather than taking the server down.
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 #[cfg(test)]

@@ -19,12 +19,12 @@ pub(crate) mod test_support;
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::sys::now_ms;
 pub use chunk::{CHUNK_BYTES, chunk_text};
 pub use paths::{default_db_dir, project_db_path};
 pub use recall::recall_all_projects;
@@ -397,7 +397,7 @@ impl SessionDb {
                 stmt.execute(params![
                     meta.session_id,
                     meta.project_dir,
-                    now_ms(),
+                    to_i64(now_ms()),
                     meta.session_file
                 ])
             })
@@ -437,7 +437,7 @@ impl SessionDb {
                 )?
                 .execute(params![session_id, count - MAX_EVENTS_PER_SESSION + 1])?;
             }
-            let at = now_ms();
+            let at = to_i64(now_ms());
             tx.prepare_cached(
                 "INSERT INTO events (session_id, kind, priority, data, data_hash, at_ms, entry_id)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -533,7 +533,9 @@ impl SessionDb {
                  ON CONFLICT (session_file) DO UPDATE SET
                      byte_offset = excluded.byte_offset, updated_at_ms = excluded.updated_at_ms",
             )
-            .and_then(|mut stmt| stmt.execute(params![session_file, to_i64(offset), now_ms()]))
+            .and_then(|mut stmt| {
+                stmt.execute(params![session_file, to_i64(offset), to_i64(now_ms())])
+            })
             .map_err(|e| self.sqlite(e))?;
         Ok(())
     }
@@ -817,12 +819,6 @@ fn data_hash(data: &str) -> String {
         .take(8)
         .map(|byte| format!("{byte:02x}"))
         .collect()
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 /// SQLite integers are signed; counts and token figures never get near the limit, but saturate.

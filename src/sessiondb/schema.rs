@@ -13,7 +13,7 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use rusqlite::{Connection, ErrorCode, Transaction, TransactionBehavior};
 
@@ -213,9 +213,7 @@ pub(crate) fn user_version(conn: &Connection) -> rusqlite::Result<i64> {
 /// Moves a corrupt database (and its `-wal`/`-shm` companions, which would otherwise be replayed
 /// into the fresh file) to `<name>.corrupt-<unix seconds>`; returns the new path.
 pub(crate) fn move_aside(path: &Path) -> std::io::Result<PathBuf> {
-    let seconds = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+    let seconds = crate::sys::unix_seconds();
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

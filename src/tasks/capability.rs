@@ -5,7 +5,7 @@
 //! agent still runs. Every task's process group is stopped and reaped on every exit path.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
@@ -17,8 +17,7 @@ use unipi_widgets::pending::{PendingTask, pending_text, tasks_segment};
 use super::dock::TaskDock;
 use super::{
     TASKS_CONFIG_FILE, TASKS_SETTINGS_TITLE, TaskService, TaskSettings, TasksModule,
-    apply_settings, format_task_list, load_tasks_config, now_ms_for_lists, save_tasks_config,
-    settings_fields,
+    apply_settings, format_task_list, load_tasks_config, save_tasks_config, settings_fields,
 };
 use crate::bridge::{
     AgentId, BusEvent, CommandCall, CommandReply, HostCall, Module, NotifyLevel, PiEvent,
@@ -163,7 +162,7 @@ impl Commands {
                     } else {
                         let tasks = this.service.registry().snapshot();
                         CommandReply::Notify {
-                            message: format_task_list(&tasks, now_ms_for_lists()),
+                            message: format_task_list(&tasks, crate::sys::now_ms()),
                             level: NotifyLevel::Info,
                         }
                     }
@@ -237,16 +236,13 @@ impl SettingsStore for TaskSettingsStore {
             if let Err(err) = &result {
                 tracing::warn!("saving background-task settings: {err}");
             }
-            *outcome.lock().unwrap_or_else(PoisonError::into_inner) = Some(result);
+            *crate::sys::lock(&outcome) = Some(result);
             changed.bump();
         });
     }
 
     fn take_outcome(&self) -> Option<Result<String, String>> {
-        self.outcome
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
+        crate::sys::lock(&self.outcome).take()
     }
 }
 
@@ -308,7 +304,7 @@ async fn pending_line(service: TaskService, bridge: BridgeLink, ui: Ui) {
 
 /// The line for the tasks that will wake the agent, longest-running first.
 fn waiting_line(service: &TaskService, frame: usize, width: usize) -> Option<String> {
-    let now = now_ms_for_lists();
+    let now = crate::sys::now_ms();
     let mut waiting: Vec<(u64, PendingTask)> = service
         .registry()
         .snapshot()

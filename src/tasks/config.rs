@@ -8,7 +8,6 @@
 //! file's keys, and [`save_tasks_config`] merges those into the file on disk crash-safe, keeping
 //! keys it does not know and refusing to replace a file it cannot parse.
 
-use std::io::Write as _;
 use std::path::Path;
 
 use anyhow::{Context as _, bail};
@@ -245,28 +244,12 @@ pub fn save_tasks_config(path: &Path, values: &Value) -> anyhow::Result<()> {
     write_atomically(path, text.as_bytes())
 }
 
-/// Temp file beside `path`, fsync, rename over `path`, fsync the directory.
+/// Creates the directory if needed, then replaces the file crash-safely.
 fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let mut temp = tempfile::Builder::new()
-        .prefix(".background-tasks.")
-        .suffix(".tmp")
-        .tempfile_in(dir)
-        .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
-    temp.write_all(bytes)
-        .and_then(|()| temp.as_file().sync_all())
-        .with_context(|| format!("writing {}", temp.path().display()))?;
-    temp.persist(path)
-        .map_err(|err| err.error)
-        .with_context(|| format!("replacing {}", path.display()))?;
-    std::fs::File::open(dir)
-        .and_then(|dir| dir.sync_all())
-        .with_context(|| format!("syncing {}", dir.display()))?;
-    Ok(())
+    if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    crate::sys::write_atomic(path, bytes).context("writing the background-task settings")
 }
 
 #[cfg(test)]

@@ -4,7 +4,9 @@
 //! whenever that task changes — and kept, so [`DockSource::rows`] reads memory only.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
+
+use crate::sys::lock;
 
 use tokio::sync::watch;
 use unipi_widgets::dock::{DockRow, TaskStatus as RowStatus};
@@ -20,7 +22,7 @@ const DETAIL_TAIL_LINES: usize = 200;
 /// The dock's rows. `tail` is the output tail of the task the detail shows (read only for that
 /// one: reading every log on every change would be wasted I/O).
 pub fn dock_rows(tasks: &[TaskInfo], marks: &Marks, tail: Option<&Tail>) -> Vec<DockRow> {
-    let now = crate::tasks::now_ms_for_lists();
+    let now = crate::sys::now_ms();
     tasks
         .iter()
         .map(|task| DockRow {
@@ -53,25 +55,14 @@ pub fn dock_rows(tasks: &[TaskInfo], marks: &Marks, tail: Option<&Tail>) -> Vec<
             error: task.error.clone(),
             pid: task.pid,
             is_shell: !task.is_agent,
-            started_at: clock(task.start_time),
-            ended_at: task.end_time.map(clock),
+            started_at: crate::sys::utc_clock(task.start_time),
+            ended_at: task.end_time.map(crate::sys::utc_clock),
             tail: tail
                 .filter(|tail| tail.id == task.id)
                 .map(|tail| tail.lines.clone())
                 .unwrap_or_default(),
         })
         .collect()
-}
-
-/// `HH:MM:SS` (UTC) of a millisecond timestamp.
-pub(crate) fn clock(ms: u64) -> String {
-    let secs = ms / 1000;
-    format!(
-        "{:02}:{:02}:{:02} UTC",
-        (secs / 3600) % 24,
-        (secs / 60) % 60,
-        secs % 60
-    )
 }
 
 /// A rerun of a finished shell task: same command and settings, started by the user (so it
@@ -129,7 +120,7 @@ impl TaskDock {
     }
 
     fn marks(&self) -> std::sync::MutexGuard<'_, Marks> {
-        self.marks.lock().unwrap_or_else(PoisonError::into_inner)
+        lock(&self.marks)
     }
 
     fn spawn_stop(&self, id: String) {
@@ -146,7 +137,7 @@ impl TaskDock {
 impl DockSource for TaskDock {
     fn rows(&self) -> DockRows {
         let snapshot = self.service.registry().snapshot();
-        let tail = self.tail.lock().unwrap_or_else(PoisonError::into_inner);
+        let tail = lock(&self.tail);
         DockRows::Tasks(dock_rows(&snapshot, &self.marks(), tail.as_ref()))
     }
 
@@ -229,7 +220,7 @@ async fn read_tails(
             _ => None,
         };
         let fresh = {
-            let mut kept = tail.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut kept = lock(&tail);
             let fresh = *kept != read;
             *kept = read;
             fresh

@@ -30,7 +30,7 @@ pub use logs::{
 pub use model::{
     DeliveryMode, KillKind, TaskInfo, TaskOrigin, TaskStatus, delivery_guidance,
     derive_task_name_from_command, format_duration, format_size, format_task_line,
-    format_task_list, normalize_task_name, now_ms_for_lists, resolve_task_name, sort_tasks,
+    format_task_list, normalize_task_name, resolve_task_name, sort_tasks,
 };
 pub use module::{BgCommand, TasksModule, parse_bg_command};
 pub use notify::{

@@ -4,11 +4,14 @@
 //! delivery guidance, the status list. Kept free of I/O so all of it is table-tested.
 
 use serde::{Deserialize, Serialize};
+pub use unipi_widgets::text::truncate_chars;
 
 /// Where a task is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskStatus {
+    /// Where every task starts.
+    #[default]
     Running,
     /// Exited with code 0.
     Done,
@@ -60,17 +63,20 @@ pub enum KillKind {
 }
 
 /// Who started a task; decides nothing by itself but is shown and kept for reruns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskOrigin {
     /// The model, through `bg_run`.
+    #[default]
     Agent,
     /// The user, through `/unipi:bg` or the dock.
     User,
 }
 
-/// One task's state. Serialized (camelCase) as `<id>.json` and as tool `details`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One task's state. Serialized (camelCase) as `<id>.json` and as tool `details`. The default
+/// is a running task that has ended nothing, written nothing and sent nothing yet: what a start
+/// fills in.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskInfo {
     pub id: String,
@@ -127,13 +133,6 @@ impl TaskInfo {
     pub fn wakes_agent(&self) -> bool {
         self.notify_on_completion && self.trigger_on_completion
     }
-}
-
-/// Now, in milliseconds since the epoch (for runtimes in lists).
-pub fn now_ms_for_lists() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// Orders tasks for lists: running first, then failed, stopped, done; newest first within each.
@@ -312,16 +311,6 @@ pub fn format_task_list(tasks: &[TaskInfo], now_ms: u64) -> String {
         .join("\n")
 }
 
-/// At most `max` characters, with `…` as the last one when cut.
-pub fn truncate_chars(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_string();
-    }
-    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
-}
-
 fn strip_outer_quotes(text: &str) -> &str {
     for quote in ['"', '\''] {
         if text.len() >= 2 && text.starts_with(quote) && text.ends_with(quote) {
@@ -345,21 +334,11 @@ mod tests {
             cwd: "/w".into(),
             output_path: format!("/tmp/{id}.log"),
             start_time,
-            end_time: None,
             pid: Some(42),
-            exit_code: None,
-            signal: None,
-            kill_kind: None,
-            error: None,
-            bytes_written: 0,
-            last_line: None,
-            timeout_seconds: None,
-            is_agent: false,
             notify_on_completion: true,
             trigger_on_completion: true,
-            notified: false,
-            origin: TaskOrigin::Agent,
             agent: "main".into(),
+            ..TaskInfo::default()
         }
     }
 

@@ -8,7 +8,6 @@ use serde_json::{Value, json};
 
 use super::config::TasksConfig;
 use super::logs::{bounded_read, format_log_text, normalize_max_bytes};
-use super::model::now_ms_for_lists;
 use super::model::{
     TaskInfo, TaskOrigin, delivery_guidance, format_task_list, resolve_task_name, truncate_chars,
 };
@@ -120,7 +119,7 @@ impl TasksModule {
             None => registry.snapshot(),
         };
         Ok(
-            ToolOutput::text(format_task_list(&tasks, now_ms_for_lists()))
+            ToolOutput::text(format_task_list(&tasks, crate::sys::now_ms()))
                 .with_details(json!({ "tasks": tasks })),
         )
     }
@@ -587,22 +586,11 @@ mod tests {
             status: TaskStatus::Running,
             cwd: "/w".into(),
             output_path: "/tmp/bg-0a0b0c.log".into(),
-            start_time: 0,
-            end_time: None,
             pid: Some(99),
-            exit_code: None,
-            signal: None,
-            kill_kind: None,
-            error: None,
-            bytes_written: 0,
-            last_line: None,
-            timeout_seconds: None,
-            is_agent: false,
             notify_on_completion: true,
             trigger_on_completion: true,
-            notified: false,
-            origin: TaskOrigin::Agent,
             agent: "main".into(),
+            ..TaskInfo::default()
         };
         let text = run_result_text(&task);
         let lines: Vec<&str> = text.lines().collect();

@@ -38,18 +38,13 @@ pub trait NotificationSink: Send + Sync + 'static {
 
 impl NotificationSink for BridgeHost {
     fn deliver(&self, notice: CompletionNotice) -> BoxFuture<'static, anyhow::Result<()>> {
-        let host = self.clone();
-        Box::pin(async move {
-            host.send_follow_up(
-                &notice.agent,
-                NOTIFICATION_TYPE,
-                notice.content,
-                notice.details,
-                notice.trigger_turn,
-            )
-            .await?;
-            Ok(())
-        })
+        self.follow_up(
+            notice.agent,
+            NOTIFICATION_TYPE.to_string(),
+            notice.content,
+            notice.details,
+            notice.trigger_turn,
+        )
     }
 }
 

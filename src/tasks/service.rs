@@ -21,12 +21,11 @@ use std::os::unix::process::ExitStatusExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
 use anyhow::Context as _;
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
+use nix::sys::signal::Signal;
 use tokio::process::{Child, Command};
 use tokio::sync::watch;
 use tokio::time::{Instant, MissedTickBehavior};
@@ -35,7 +34,10 @@ use super::logs;
 use super::model::{KillKind, TaskInfo, TaskOrigin, TaskStatus, format_size, sort_tasks};
 use super::notify::{self, NotificationSink, SharedSink};
 use crate::bridge::{AgentId, BridgeHost};
-use crate::helpers::sys::{group_alive, random_u64, replace_file_durable};
+use crate::sys::{
+    GroupGuard, GroupStop, ProcessGroup, Reach, SpawnGrouped as _, lock, now_ms, random_u64,
+    write_atomic,
+};
 
 /// Default output cap: 20 MiB.
 pub const DEFAULT_MAX_OUTPUT_BYTES: u64 = 20 * 1024 * 1024;
@@ -133,13 +135,13 @@ pub enum TaskError {
 /// The service. Cheap to clone; every clone is the same set of tasks.
 #[derive(Clone)]
 pub struct TaskService {
-    inner: Arc<Inner>,
+    inner: Arc<TaskLedger>,
 }
 
 /// A read-only view of the tasks for other modules and the UI.
 #[derive(Clone)]
 pub struct TaskRegistry {
-    inner: Arc<Inner>,
+    inner: Arc<TaskLedger>,
 }
 
 impl TaskService {
@@ -159,7 +161,7 @@ impl TaskService {
             .with_context(|| format!("create the task directory {}", run_dir.display()))?;
         let (changes, _) = watch::channel(0);
         Ok(Self {
-            inner: Arc::new(Inner {
+            inner: Arc::new(TaskLedger {
                 settings,
                 run_dir,
                 tasks: Mutex::new(HashMap::new()),
@@ -207,7 +209,7 @@ impl TaskService {
         }
         let id = self.inner.new_id();
         let output_path = self.inner.run_dir.join(format!("{id}.log"));
-        let (child, pid) = spawn_shell(&self.inner.settings, &command, &id, &output_path)
+        let (child, group) = spawn_shell(&self.inner.settings, &command, &id, &output_path)
             .map_err(|err| TaskError::Spawn(format!("{err:#}")))?;
         let info = TaskInfo {
             id: id.clone(),
@@ -218,21 +220,14 @@ impl TaskService {
             cwd: self.inner.settings.cwd.display().to_string(),
             output_path: output_path.display().to_string(),
             start_time: now_ms(),
-            end_time: None,
-            pid: Some(pid),
-            exit_code: None,
-            signal: None,
-            kill_kind: None,
-            error: None,
-            bytes_written: 0,
-            last_line: None,
+            pid: Some(group.raw().unsigned_abs()),
             timeout_seconds: request.timeout_seconds.filter(|secs| *secs > 0),
             is_agent: request.is_agent,
             notify_on_completion: request.notify_on_completion,
             trigger_on_completion: request.trigger_on_completion,
-            notified: false,
             origin: request.origin,
             agent: request.agent.to_string(),
+            ..TaskInfo::default()
         };
         let (stop_tx, stop_rx) = watch::channel(None);
         let (finished_tx, finished_rx) = watch::channel(false);
@@ -249,13 +244,13 @@ impl TaskService {
         let monitor = Monitor {
             inner: Arc::downgrade(&self.inner),
             id,
-            pgid: Pid::from_raw(pid as i32),
+            group,
             output_path,
             timeout: info.timeout_seconds.map(Duration::from_secs),
             settings: self.inner.settings.clone(),
         };
         // Armed before the monitor first runs: a future dropped unpolled still kills the group.
-        let guard = GroupGuard(Some(monitor.pgid));
+        let guard = GroupGuard::new(group, Reach::Group);
         tokio::spawn(monitor.run(child, guard, stop_rx, finished_tx));
         Ok(info)
     }
@@ -340,8 +335,11 @@ impl TaskService {
     pub fn kill_all_now(&self) {
         self.inner.shutting_down.store(true, Ordering::SeqCst);
         for entry in lock(&self.inner.tasks).values() {
-            if let (true, Some(pid)) = (entry.info.is_running(), entry.info.pid) {
-                let _ = killpg(Pid::from_raw(pid as i32), Signal::SIGKILL);
+            if let (true, Some(group)) = (
+                entry.info.is_running(),
+                entry.info.pid.and_then(ProcessGroup::of_leader),
+            ) {
+                group.kill_now();
             }
         }
     }
@@ -435,7 +433,7 @@ impl TaskRegistry {
 
 // --- internals ------------------------------------------------------------------------------
 
-struct Inner {
+struct TaskLedger {
     settings: TaskSettings,
     run_dir: PathBuf,
     tasks: Mutex<HashMap<String, Entry>>,
@@ -451,7 +449,7 @@ struct Entry {
     finished: watch::Receiver<bool>,
 }
 
-impl Inner {
+impl TaskLedger {
     fn changed(&self) {
         let version = self.version.fetch_add(1, Ordering::SeqCst) + 1;
         self.changes.send_replace(version);
@@ -492,9 +490,10 @@ impl Inner {
         let path = self.run_dir.join(format!("{}.json", info.id));
         let mut text = serde_json::to_string_pretty(info)?;
         text.push('\n');
-        tokio::task::spawn_blocking(move || replace_file_durable(&path, text.as_bytes()))
+        tokio::task::spawn_blocking(move || write_atomic(&path, text.as_bytes()))
             .await
             .context("the metadata writer panicked")?
+            .context("Durable file operation failed")
     }
 
     fn prune(&self) {
@@ -522,9 +521,9 @@ impl Inner {
 
 /// Owns one task's child until its group is gone, then finalizes it.
 struct Monitor {
-    inner: Weak<Inner>,
+    inner: Weak<TaskLedger>,
     id: String,
-    pgid: Pid,
+    group: ProcessGroup,
     output_path: PathBuf,
     timeout: Option<Duration>,
     settings: TaskSettings,
@@ -541,7 +540,7 @@ impl Monitor {
         let started = Instant::now();
         let mut exit: Option<std::io::Result<ExitStatus>> = None;
         let mut kill_kind: Option<KillKind> = None;
-        let mut kill_at: Option<Instant> = None;
+        let mut stopping = GroupStop::default();
         let mut stop_open = true;
         let mut last_size = 0;
         let mut tick = tokio::time::interval(self.settings.poll_interval);
@@ -552,14 +551,15 @@ impl Monitor {
                 changed = stop.changed(), if stop_open => match changed {
                     Ok(()) => {
                         if let Some(kind) = *stop.borrow_and_update() {
-                            self.begin_stop(kind, &mut kill_kind, &mut kill_at);
+                            self.begin_stop(kind, &mut kill_kind, &mut stopping);
                         }
                     }
                     Err(_) => stop_open = false,
                 },
+                _ = stopping.finished() => {}
                 _ = tick.tick() => {}
             }
-            if exit.is_some() && !group_alive(self.pgid) {
+            if exit.is_some() && !self.group.alive() {
                 break;
             }
             let Some(inner) = self.inner.upgrade() else {
@@ -568,7 +568,7 @@ impl Monitor {
             };
             let size = file_size(&self.output_path);
             if size > self.settings.max_output_bytes && kill_kind.is_none() {
-                self.begin_stop(KillKind::OutputCap, &mut kill_kind, &mut kill_at);
+                self.begin_stop(KillKind::OutputCap, &mut kill_kind, &mut stopping);
             }
             if let Some(limit) = self.timeout
                 && started.elapsed() >= limit
@@ -581,13 +581,7 @@ impl Monitor {
                         limit.as_secs()
                     ),
                 );
-                self.begin_stop(KillKind::Timeout, &mut kill_kind, &mut kill_at);
-            }
-            if let Some(at) = kill_at
-                && Instant::now() >= at
-            {
-                let _ = killpg(self.pgid, Signal::SIGKILL);
-                kill_at = None;
+                self.begin_stop(KillKind::Timeout, &mut kill_kind, &mut stopping);
             }
             if size != last_size {
                 last_size = size;
@@ -602,12 +596,9 @@ impl Monitor {
         self.finalize(exit, kill_kind, finished).await;
     }
 
-    fn begin_stop(
-        &self,
-        kind: KillKind,
-        current: &mut Option<KillKind>,
-        kill_at: &mut Option<Instant>,
-    ) {
+    /// Records why the task is stopped and starts the stop (SIGTERM, SIGKILL after the grace);
+    /// the first reason stands.
+    fn begin_stop(&self, kind: KillKind, current: &mut Option<KillKind>, stopping: &mut GroupStop) {
         if current.is_some() {
             return;
         }
@@ -615,10 +606,7 @@ impl Monitor {
         if let Some(inner) = self.inner.upgrade() {
             inner.update(&self.id, |info| info.kill_kind = Some(kind));
         }
-        if let Err(err) = killpg(self.pgid, Signal::SIGTERM) {
-            tracing::debug!("SIGTERM to background task {}: {err}", self.id);
-        }
-        *kill_at = Some(Instant::now() + self.settings.kill_grace);
+        stopping.start(self.group, self.settings.kill_grace, Reach::Group);
     }
 
     async fn finalize(
@@ -703,23 +691,6 @@ impl Monitor {
     }
 }
 
-/// SIGKILLs the group when dropped armed: the monitor was dropped with the group alive.
-struct GroupGuard(Option<Pid>);
-
-impl GroupGuard {
-    fn disarm(mut self) {
-        self.0 = None;
-    }
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        if let Some(pgid) = self.0 {
-            let _ = killpg(pgid, Signal::SIGKILL);
-        }
-    }
-}
-
 struct Outcome {
     status: TaskStatus,
     exit_code: Option<i32>,
@@ -790,7 +761,7 @@ fn spawn_shell(
     command: &str,
     id: &str,
     output_path: &Path,
-) -> anyhow::Result<(Child, u32)> {
+) -> anyhow::Result<(Child, ProcessGroup)> {
     let output = OpenOptions::new()
         .create(true)
         .append(true)
@@ -805,20 +776,14 @@ fn spawn_shell(
         .stdin(Stdio::null())
         .stdout(Stdio::from(output))
         .stderr(Stdio::from(errors))
-        .process_group(0)
         .env("UNIPI_BG_TASK_ID", id)
         // A task's own Pi must not speak for the workbench's Pi on the bridge.
         .env_remove(crate::bridge::env::SOCKET)
         .env_remove(crate::bridge::env::TOKEN)
         .env_remove(crate::bridge::env::AGENT)
         .kill_on_drop(false);
-    let child = cmd
-        .spawn()
-        .with_context(|| format!("spawn {} -c", settings.shell.display()))?;
-    let pid = child
-        .id()
-        .context("the task exited before its pid was read")?;
-    Ok((child, pid))
+    cmd.spawn_grouped()
+        .with_context(|| format!("spawn {} -c", settings.shell.display()))
 }
 
 fn shell_from(path: Option<String>, name: Option<String>, user: Option<String>) -> PathBuf {
@@ -856,16 +821,6 @@ fn sanitize_segment(text: &str) -> String {
     } else {
         trimmed.to_string()
     }
-}
-
-pub(crate) fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
+use crate::sys::lock;
 use anyhow::{Context, Result};
 use crossterm::event::{
     DisableBracketedPaste, DisableFocusChange, DisableMouseCapture, EnableBracketedPaste,
@@ -30,10 +31,7 @@ static PANIC_CLEANUP: std::sync::Mutex<Vec<Box<dyn Fn() + Send>>> =
 
 /// Runs `cleanup` if the workbench panics (after the terminal is restored).
 pub fn register_panic_cleanup(cleanup: Box<dyn Fn() + Send>) {
-    PANIC_CLEANUP
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .push(cleanup);
+    lock(&PANIC_CLEANUP).push(cleanup);
 }
 
 /// How the outer terminal reports modified keys to us.
@@ -160,18 +158,15 @@ fn install_panic_hook() {
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         let _ = restore();
+        // SIGTERM, not SIGKILL: Pi gets to save its session; the workbench is exiting anyway.
         let pgid = CHILD_PGID.load(Ordering::SeqCst);
-        if pgid > 0 {
-            let _ = nix::sys::signal::killpg(
-                nix::unistd::Pid::from_raw(pgid),
-                nix::sys::signal::Signal::SIGTERM,
-            );
-        }
-        for cleanup in PANIC_CLEANUP
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .iter()
+        if let Some(group) = u32::try_from(pgid)
+            .ok()
+            .and_then(crate::sys::ProcessGroup::of_leader)
         {
+            let _ = group.signal(nix::sys::signal::Signal::SIGTERM);
+        }
+        for cleanup in lock(&PANIC_CLEANUP).iter() {
             cleanup();
         }
         tracing::error!("panic: {info}");

@@ -36,6 +36,17 @@ pub fn truncate_end(text: &str, max: usize) -> String {
     out
 }
 
+/// `text` cut to at most `max` characters, ending in `…` when something was cut. For text a
+/// model reads, where characters count, not terminal columns.
+pub fn truncate_chars(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
+    out.push(ELLIPSIS);
+    out
+}
+
 /// `text` cut to at most `max` columns by replacing its middle with `…`. The tail keeps the larger
 /// share because the end of a path (the directory you are in) says the most.
 pub fn truncate_middle(text: &str, max: usize) -> String {
@@ -232,6 +243,14 @@ mod tests {
             assert_eq!(got, want, "truncate_end({text:?}, {max})");
             assert!(width(&got) <= max);
         }
+    }
+
+    #[test]
+    fn truncate_chars_counts_characters_not_columns() {
+        // Six columns but three characters: nothing is cut.
+        assert_eq!(truncate_chars("日本語", 3), "日本語");
+        assert_eq!(truncate_chars("日本語テキスト", 3), "日本…");
+        assert_eq!(truncate_chars("héllo wörld", 6), "héllo…");
     }
 
     #[test]

@@ -53,14 +53,14 @@ impl OscTerminator {
 
 #[derive(Debug, Default)]
 pub(super) struct EscapeScanner {
-    state: State,
+    state: Sequence,
     payload: Vec<u8>,
     overflowed: bool,
     csi_params: Vec<u8>,
 }
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-enum State {
+enum Sequence {
     /// Any vte state other than Escape and OscString: only ESC matters here.
     #[default]
     Other,
@@ -75,7 +75,7 @@ impl EscapeScanner {
     pub(super) fn next_event(&mut self, bytes: &[u8]) -> Option<(usize, ScanEvent)> {
         let mut index = 0;
         while index < bytes.len() {
-            if self.state == State::Other {
+            if self.state == Sequence::Other {
                 // Fast path: outside escapes nothing but ESC can change our state.
                 match bytes[index..].iter().position(|&b| b == ESC) {
                     Some(offset) => index += offset,
@@ -92,49 +92,49 @@ impl EscapeScanner {
 
     fn advance(&mut self, byte: u8) -> Option<ScanEvent> {
         match self.state {
-            State::Other => {
+            Sequence::Other => {
                 if byte == ESC {
-                    self.state = State::Escape;
+                    self.state = Sequence::Escape;
                 }
                 None
             }
-            State::Escape => {
+            Sequence::Escape => {
                 self.state = match byte {
                     b']' => {
                         self.payload.clear();
                         self.overflowed = false;
-                        State::Osc
+                        Sequence::Osc
                     }
                     b'[' => {
                         self.csi_params.clear();
-                        State::Csi
+                        Sequence::Csi
                     }
                     b'c' => {
-                        self.state = State::Other;
+                        self.state = Sequence::Other;
                         return Some(ScanEvent::FullReset);
                     }
-                    CAN | SUB => State::Other,
+                    CAN | SUB => Sequence::Other,
                     // vte executes other C0 controls and ignores DEL and high bytes without
                     // leaving the escape state.
-                    ESC | 0x00..=0x1f | 0x7f..=0xff => State::Escape,
-                    _ => State::Other,
+                    ESC | 0x00..=0x1f | 0x7f..=0xff => Sequence::Escape,
+                    _ => Sequence::Other,
                 };
                 None
             }
-            State::Csi => self.advance_csi(byte),
-            State::Osc => match byte {
+            Sequence::Csi => self.advance_csi(byte),
+            Sequence::Osc => match byte {
                 BEL => {
-                    self.state = State::Other;
+                    self.state = Sequence::Other;
                     self.finish_osc(OscTerminator::Bel)
                 }
                 ESC => {
-                    self.state = State::Escape;
+                    self.state = Sequence::Escape;
                     self.finish_osc(OscTerminator::St)
                 }
                 CAN | SUB => {
                     // Cancelled: vte would still dispatch the half string, but acting on a cut
                     // clipboard payload or notification is worse than dropping it.
-                    self.state = State::Other;
+                    self.state = Sequence::Other;
                     tracing::debug!("OSC string cancelled by CAN/SUB");
                     None
                 }
@@ -153,8 +153,8 @@ impl EscapeScanner {
 
     fn advance_csi(&mut self, byte: u8) -> Option<ScanEvent> {
         match byte {
-            ESC => self.state = State::Escape,
-            CAN | SUB => self.state = State::Other,
+            ESC => self.state = Sequence::Escape,
+            CAN | SUB => self.state = Sequence::Other,
             // Parameters, private markers and intermediates. Only `3` and `?3` matter: once the
             // sequence cannot be one of them, the rest is skipped like plain output (the fast
             // path jumps to the next ESC). That changes nothing we report, since inside a CSI,
@@ -162,11 +162,11 @@ impl EscapeScanner {
             0x20..=0x3f => {
                 self.csi_params.push(byte);
                 if !matches!(self.csi_params.as_slice(), b"3" | b"?" | b"?3") {
-                    self.state = State::Other;
+                    self.state = Sequence::Other;
                 }
             }
             0x40..=0x7e => {
-                self.state = State::Other;
+                self.state = Sequence::Other;
                 if byte == b'J' && matches!(self.csi_params.as_slice(), b"3" | b"?3") {
                     return Some(ScanEvent::EraseScrollback);
                 }

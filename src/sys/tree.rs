@@ -1,63 +1,16 @@
-//! Small process and file primitives shared by the helper runner and the background-task
-//! service: crash-safe file replacement, random ids, and the process-group liveness probe. They
-//! live here (not in `tasks`) because `tasks::service` is private to `tasks`, and both owners
-//! need exactly the same guarantees — a metadata file is the old or the new, never torn; a group
-//! counts as alive until its last member, zombie leader included, is reaped.
+//! Signalling a child's whole tree of processes, found through `/proc`: its process group and
+//! every descendant with the descendant's own group. Pi starts each `bash` tool call in a process
+//! group of its own, so a signal to Pi's group alone would leave those commands running.
 
-use std::fs::{File, OpenOptions};
-use std::io::Write as _;
-use std::os::unix::fs::OpenOptionsExt as _;
-use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
-
-use anyhow::Context as _;
 use nix::sys::signal::killpg;
 use nix::unistd::Pid;
-
-/// Temp file, fsync, rename, fsync of the directory: the file is the old or the new, never torn.
-pub(crate) fn replace_file_durable(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let dir = path.parent().context("a metadata path has a directory")?;
-    let base = path
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let temp = dir.join(format!(
-        ".{base}.{}.{:012x}.tmp",
-        std::process::id(),
-        random_u64() >> 16
-    ));
-    let write = || -> std::io::Result<()> {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&temp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&temp, path)?;
-        File::open(dir)?.sync_all()
-    };
-    write().map_err(|err| {
-        let _ = std::fs::remove_file(&temp);
-        anyhow::anyhow!(
-            "Durable file operation failed: replace {}: {err}",
-            path.display()
-        )
-    })
-}
-
-/// True while any process is in the group (a zombie leader counts until reaped).
-pub(crate) fn group_alive(pgid: Pid) -> bool {
-    !matches!(killpg(pgid, None), Err(nix::errno::Errno::ESRCH))
-}
 
 /// Signals a child's whole tree: its own process group and, found through `/proc`, every
 /// descendant's process group and the descendant itself. Pi starts its `bash` tool calls in
 /// process groups of their own, so signalling Pi's group alone would leave them running; the
 /// tree is walked before anything is signalled, while the parent links still exist.
 /// Best effort: processes that are already gone are skipped.
-pub(crate) fn signal_tree(root_pgid: Pid, signal: nix::sys::signal::Signal) {
+pub fn signal_tree(root_pgid: Pid, signal: nix::sys::signal::Signal) {
     let own_group = nix::unistd::getpgrp();
     let members = group_members(root_pgid);
     let descendants = descendants_of(&members);
@@ -125,18 +78,16 @@ fn proc_table() -> Vec<ProcEntry> {
         .collect()
 }
 
-/// A random-enough 64-bit value for names (not for secrets).
-pub(crate) fn random_u64() -> u64 {
-    use std::hash::{BuildHasher as _, Hasher as _};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-    hasher.write_u128(
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos()),
-    );
-    hasher.finish()
+/// Whether `pid` has stopped running: it is gone, or a zombie (where PID 1 does not reap, a
+/// killed orphan stays one). For tests that check a stop reached a process.
+#[cfg(test)]
+pub(crate) fn has_ended(pid: i32) -> bool {
+    let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z'))
+    });
+    zombie || nix::sys::signal::kill(Pid::from_raw(pid), None).is_err()
 }
 
 #[cfg(test)]
@@ -188,13 +139,7 @@ mod tests {
         child.wait().unwrap();
         let mut gone = false;
         for _ in 0..100 {
-            let zombie =
-                std::fs::read_to_string(format!("/proc/{grandchild}/stat")).is_ok_and(|stat| {
-                    stat.rsplit(')')
-                        .next()
-                        .is_some_and(|r| r.trim_start().starts_with('Z'))
-                });
-            if zombie || nix::sys::signal::kill(Pid::from_raw(grandchild), None).is_err() {
+            if has_ended(grandchild) {
                 gone = true;
                 break;
             }
@@ -204,16 +149,5 @@ mod tests {
             gone,
             "the grandchild {grandchild} in its own group survived"
         );
-    }
-
-    #[test]
-    fn durable_replace_writes_the_whole_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("a.json");
-        replace_file_durable(&path, b"one").unwrap();
-        replace_file_durable(&path, b"two").unwrap();
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), "two");
-        let leftovers = std::fs::read_dir(dir.path()).unwrap().count();
-        assert_eq!(leftovers, 1, "no temp file left behind");
     }
 }

@@ -1,0 +1,166 @@
+//! The helpers module's configuration: the caps and defaults of `subagents.json` (home, then
+//! workspace), how Pi is launched for a helper, the settings the app hands the module, and the
+//! nesting depth this process runs at.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::agents::AgentCatalog;
+use super::board::HelperBoard;
+use super::runner::DEFAULT_DEADLINE;
+use crate::config::{ConfigError, read_module_config};
+
+/// The nesting depth of the process reading it (unset: the root session, depth 0).
+pub const DEPTH_ENV: &str = "UNIPI_HELPER_DEPTH";
+/// The config file, relative to the home directory and to the workspace.
+pub const CONFIG_FILE: &str = ".unipi/config/subagents.json";
+/// Caps and defaults from `subagents.json`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HelpersConfig {
+    /// `maxSubagentDepth`: how deep helpers may nest (the root session is depth 0).
+    pub max_depth: u32,
+    /// `maxSubagentSpawnsPerSession`.
+    pub max_spawns_per_session: u32,
+    /// `maxConcurrent`: runs alive at once, foreground and background.
+    pub max_concurrent: usize,
+    /// `maxActiveAsyncRunsPerSession`: background runs alive at once.
+    pub max_active_async: usize,
+    /// `defaultDeadlineMinutes`.
+    pub deadline: Duration,
+    /// `maxSubagentSpawnsPerRun`: spawns one top-level run's whole tree (or one workflow
+    /// script) may make.
+    pub max_spawns_per_run: u32,
+    /// `supervisorTimeoutSeconds`: how long a helper's question waits for its parent.
+    pub supervisor_timeout: Duration,
+}
+
+impl Default for HelpersConfig {
+    fn default() -> Self {
+        Self {
+            max_depth: 2,
+            max_spawns_per_session: 20,
+            max_concurrent: 4,
+            max_active_async: 4,
+            deadline: DEFAULT_DEADLINE,
+            max_spawns_per_run: 64,
+            supervisor_timeout: Duration::from_secs(300),
+        }
+    }
+}
+
+impl HelpersConfig {
+    /// The defaults, then `<home>/.unipi/config/subagents.json`, then the workspace's file. A bad
+    /// file or value is reported and the value before it kept; unknown keys are ignored (the
+    /// file is shared with settings this module does not own).
+    pub fn load(home: Option<&Path>, workspace: &Path) -> (Self, Vec<ConfigError>) {
+        let (sources, mut errors) = read_module_config(home, workspace, CONFIG_FILE);
+        let mut config = Self::default();
+        for (path, text) in sources {
+            config.merge(&path, &text, &mut errors);
+        }
+        (config, errors)
+    }
+
+    /// Applies one file's keys.
+    pub fn merge(&mut self, path: &Path, text: &str, errors: &mut Vec<ConfigError>) {
+        let object = match crate::config::error::json_object(path, text) {
+            Ok(object) => object,
+            Err(err) => {
+                errors.push(err);
+                return;
+            }
+        };
+        let mut number = |key: &str, min: u64| -> Option<u64> {
+            let raw = object.get(key)?;
+            match raw.as_u64().filter(|n| *n >= min) {
+                Some(n) => Some(n),
+                None => {
+                    let offset = text.find(&format!("\"{key}\"")).unwrap_or(0);
+                    errors.push(ConfigError::at(
+                        path,
+                        text,
+                        offset,
+                        format!("{key} must be an integer ≥ {min}, found {raw}"),
+                    ));
+                    None
+                }
+            }
+        };
+        let to_u32 = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
+        let to_usize = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+        if let Some(n) = number("maxSubagentDepth", 0) {
+            self.max_depth = to_u32(n);
+        }
+        if let Some(n) = number("maxSubagentSpawnsPerSession", 0) {
+            self.max_spawns_per_session = to_u32(n);
+        }
+        if let Some(n) = number("maxConcurrent", 1) {
+            self.max_concurrent = to_usize(n);
+        }
+        if let Some(n) = number("maxActiveAsyncRunsPerSession", 1) {
+            self.max_active_async = to_usize(n);
+        }
+        if let Some(n) = number("defaultDeadlineMinutes", 1) {
+            self.deadline = Duration::from_secs(n.saturating_mul(60));
+        }
+        if let Some(n) = number("maxSubagentSpawnsPerRun", 1) {
+            self.max_spawns_per_run = to_u32(n);
+        }
+        if let Some(n) = number("supervisorTimeoutSeconds", 1) {
+            self.supervisor_timeout = Duration::from_secs(n);
+        }
+    }
+}
+
+/// How to start Pi for a helper (the app's own launch: program, extension flags, env).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PiLaunch {
+    pub program: PathBuf,
+    pub leading_args: Vec<String>,
+    pub env: Vec<(String, String)>,
+}
+
+/// Everything the module needs, given by the app.
+#[derive(Clone)]
+pub struct HelperSettings {
+    pub launch: PiLaunch,
+    /// The helpers' working directory (the workspace).
+    pub cwd: PathBuf,
+    /// Where run directories are created (`<runs_root>/<run id>/`).
+    pub runs_root: PathBuf,
+    pub catalog: AgentCatalog,
+    pub config: HelpersConfig,
+    /// This process's helper depth (see [`depth_from_env`]).
+    pub depth: u32,
+    /// Where runs are shown (the dock); the module keeps its rows current.
+    pub board: HelperBoard,
+}
+
+impl HelperSettings {
+    /// Settings at the depth [`DEPTH_ENV`] says.
+    pub fn new(
+        launch: PiLaunch,
+        cwd: PathBuf,
+        runs_root: PathBuf,
+        catalog: AgentCatalog,
+        config: HelpersConfig,
+    ) -> Self {
+        Self {
+            launch,
+            cwd,
+            runs_root,
+            catalog,
+            config,
+            depth: depth_from_env(),
+            board: HelperBoard::new(),
+        }
+    }
+}
+
+/// [`DEPTH_ENV`] as a number; unset or unreadable is the root, 0.
+pub fn depth_from_env() -> u32 {
+    std::env::var(DEPTH_ENV)
+        .ok()
+        .and_then(|value| value.trim().parse().ok())
+        .unwrap_or(0)
+}

@@ -1,0 +1,639 @@
+//! The service behind the helpers module's tools: it starts runs (after the preflight, with the
+//! caps' slots taken under the ledger's lock), follows them to the end, applies the acceptance
+//! gate, records the result, sends a background run's notification and reads results back,
+//! from memory or from an earlier session's run directory. The management actions
+//! (`actions.rs`), workflow scripts (`workflow.rs`) and the supervisor channel
+//! (`supervisor.rs`) are `impl HelperService` blocks beside it; they reach the bookkeeping only
+//! through [`RunLedger`]'s methods.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+use super::acceptance;
+use super::agents::AgentType;
+use super::args::{
+    Acceptance, ContextMode, MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES, OutputLimit, Request, SpawnArgs,
+    parse_request,
+};
+use super::board::{BoardRow, RowKind, RunControl};
+use super::config::{DEPTH_ENV, HelperSettings};
+use super::ledger::{RunEntry, RunLedger, SpawnPermit};
+use super::names::{
+    CHILD_AGENT_PREFIX, NOTIFICATION_TYPE, RESULT_TOOL, SPAWN_TOOL, SUPERVISOR_TOOL,
+};
+use super::notice::{HelperNotice, HelperNotificationSink};
+use super::preflight::{Admission, Refusal, preflight};
+use super::results::{
+    HelperResult, background_output, error_output, progress_update, refusal_output, truncate_output,
+};
+use super::runner::{
+    HelperRunner, OUTPUT_FILE, Progress, RunHandle, RunSpec, RunStatus, STATUS_FILE,
+};
+use super::runs::{Caller, ChildAgent, RunInfo};
+use crate::bridge::{
+    AgentId, BridgeHost, CancelToken, ToolCall, ToolError, ToolOutput, UpdateSender,
+};
+use crate::sys::{lock, now_ms};
+
+/// What a helper that is not a workflow step is told about its place, after its task.
+pub const BOUNDARY_INSTRUCTIONS: &str = "\n\n---\nBoundaries: you are a helper agent working \
+for another agent, not for the user directly. Do this task and nothing beyond it. You cannot \
+ask the user anything: when you are blocked and contact_supervisor is available, ask your \
+supervisor with it; otherwise say in your answer what blocked you. Finish with a concise final \
+answer (findings or changes, with file paths): it is all your supervisor will read.";
+
+/// The bridge, as helpers load it.
+pub(super) struct ChildBridge {
+    pub(super) host: BridgeHost,
+    pub(super) extension: PathBuf,
+}
+
+/// The settings, the bookkeeping and where notices go: what every tool call of the module
+/// shares.
+pub(super) struct HelperService {
+    settings: HelperSettings,
+    ledger: Arc<Mutex<RunLedger>>,
+    sink: Mutex<Option<Arc<dyn HelperNotificationSink>>>,
+    bridge: Mutex<Option<ChildBridge>>,
+    next_id: AtomicU64,
+}
+
+/// Where a run's conversation starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum SessionStart {
+    Fresh,
+    Fork(PathBuf),
+    Resume(PathBuf),
+}
+
+/// One run about to start, after its preflight.
+pub(super) struct Launch {
+    pub(super) agent: AgentType,
+    pub(super) prompt: String,
+    pub(super) description: String,
+    pub(super) background: bool,
+    pub(super) caller: Caller,
+    /// A workflow step: no boundary instructions.
+    pub(super) fanout: bool,
+    pub(super) session: SessionStart,
+    pub(super) acceptance: Option<Acceptance>,
+    pub(super) limit: OutputLimit,
+    pub(super) budget: BudgetArgs,
+    pub(super) permit: SpawnPermit,
+}
+
+/// The budgets a call asked for.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(super) struct BudgetArgs {
+    pub(super) max_turns: Option<u32>,
+    pub(super) max_tool_uses: Option<u32>,
+    pub(super) max_tokens: Option<u64>,
+    pub(super) max_cost: Option<f64>,
+}
+
+impl BudgetArgs {
+    pub(super) fn of(args: &SpawnArgs, agent: &AgentType) -> Self {
+        Self {
+            max_turns: args.max_turns.or(agent.max_turns),
+            max_tool_uses: args.max_tool_uses,
+            max_tokens: args.max_tokens,
+            max_cost: args.max_cost,
+        }
+    }
+}
+
+/// A started run: what the waiting side needs.
+pub(super) struct Started {
+    pub(super) info: RunInfo,
+    handle: RunHandle,
+    result_tx: watch::Sender<Option<HelperResult>>,
+    acceptance: Option<Acceptance>,
+    permit: SpawnPermit,
+    started: Instant,
+}
+
+impl HelperService {
+    pub(super) fn new(settings: HelperSettings) -> Self {
+        Self {
+            settings,
+            ledger: Arc::new(Mutex::new(RunLedger::default())),
+            sink: Mutex::new(None),
+            bridge: Mutex::new(None),
+            next_id: AtomicU64::new(1),
+        }
+    }
+
+    pub(super) fn settings(&self) -> &HelperSettings {
+        &self.settings
+    }
+
+    /// The bookkeeping, locked.
+    pub(super) fn ledger(&self) -> MutexGuard<'_, RunLedger> {
+        lock(&self.ledger)
+    }
+
+    /// Counts a spawn by `caller` in `locked` (this service's ledger, locked) and takes its
+    /// concurrency slot; the caller checked the caps under the same lock.
+    pub(super) fn take_permit(
+        &self,
+        locked: &mut RunLedger,
+        caller: &Caller,
+        background: bool,
+    ) -> SpawnPermit {
+        SpawnPermit::take(&self.ledger, locked, caller, background)
+    }
+
+    /// Where background completions and supervisor messages go from now on.
+    pub(super) fn set_sink(&self, sink: Arc<dyn HelperNotificationSink>) {
+        *lock(&self.sink) = Some(sink);
+    }
+
+    /// The bridge helpers load from now on.
+    pub(super) fn set_bridge(&self, bridge: ChildBridge) {
+        *lock(&self.bridge) = Some(bridge);
+    }
+
+    /// The caller of `agent`: a helper's own Pi when it is one of ours, else the root.
+    pub(super) fn caller(&self, agent: &AgentId) -> Caller {
+        self.ledger().caller(agent, self.settings.depth)
+    }
+
+    /// What the caps see for a call from `caller`, in the locked ledger.
+    pub(super) fn admission(&self, ledger: &RunLedger, caller: &Caller) -> Admission {
+        ledger.admission(caller, &self.settings.config)
+    }
+
+    pub(super) async fn spawn_helper(self: Arc<Self>, call: ToolCall) -> ToolOutput {
+        let request = match parse_request(&call.args) {
+            Ok(request) => request,
+            Err(reason) => return refusal_output(&Refusal::BadArguments(reason)),
+        };
+        let caller = self.caller(&call.agent);
+        match request {
+            Request::Action(action) => self.action(&caller, action, &call).await,
+            Request::Workflow(script) => self.workflow(caller, *script, &call).await,
+            Request::Single(args) => self.single(caller, *args, &call).await,
+        }
+    }
+
+    async fn single(
+        self: Arc<Self>,
+        caller: Caller,
+        args: SpawnArgs,
+        call: &ToolCall,
+    ) -> ToolOutput {
+        let (agent, background, permit) = match self.reserve(&caller, &args) {
+            Ok(reserved) => reserved,
+            Err(refusal) => return self.refused(&refusal),
+        };
+        let session = match args.context {
+            Some(ContextMode::Fork) => {
+                let file = self.ledger().session_file(&caller.agent);
+                match file {
+                    Some(file) => SessionStart::Fork(file),
+                    None => return self.refused(&Refusal::ForkWithoutSession),
+                }
+            }
+            _ => SessionStart::Fresh,
+        };
+        let launch = Launch {
+            budget: BudgetArgs::of(&args, &agent),
+            agent,
+            prompt: args.prompt.clone(),
+            description: args.description.clone(),
+            background,
+            caller,
+            fanout: false,
+            session,
+            acceptance: args.acceptance.clone(),
+            limit: args.max_output.unwrap_or_default(),
+            permit,
+        };
+        self.start_and_report(launch, call).await
+    }
+
+    /// Starts a launch and answers the call: at once for a background run, at the end for a
+    /// foreground one.
+    pub(super) async fn start_and_report(
+        self: Arc<Self>,
+        launch: Launch,
+        call: &ToolCall,
+    ) -> ToolOutput {
+        let started = match self.start(launch).await {
+            Ok(started) => started,
+            Err((reason, id)) => return error_output(&reason, &id),
+        };
+        if started.info.background {
+            let info = started.info.clone();
+            tokio::spawn(self.clone().finish_in_background(started));
+            return background_output(&info);
+        }
+        let result = self
+            .finish(started, &call.cancel, Some(&call.updates))
+            .await;
+        result.output()
+    }
+
+    /// Runs a background run to its end and delivers its notification.
+    pub(super) async fn finish_in_background(self: Arc<Self>, started: Started) {
+        let agent = started.info.parent_agent.clone();
+        let result = self
+            .clone()
+            .finish(started, &CancelToken::never(), None)
+            .await;
+        self.notify(HelperNotice {
+            agent,
+            run_id: result.run_id.clone(),
+            custom_type: NOTIFICATION_TYPE.to_string(),
+            content: result.notification_content(),
+            details: result.details(),
+            trigger_turn: true,
+        })
+        .await;
+    }
+
+    /// Preflight and reserve the caps under one lock, so two calls cannot both take the last slot.
+    fn reserve(
+        self: &Arc<Self>,
+        caller: &Caller,
+        args: &SpawnArgs,
+    ) -> Result<(AgentType, bool, SpawnPermit), Refusal> {
+        let mut ledger = self.ledger();
+        let admission = self.admission(&ledger, caller);
+        let (agent, background) = preflight(
+            &self.settings.catalog,
+            &self.settings.config,
+            admission,
+            args,
+        )?;
+        let permit = self.take_permit(&mut ledger, caller, background);
+        Ok((agent, background, permit))
+    }
+
+    /// Launches the process, registers the run and its board row. The error carries the reason
+    /// and the run id.
+    pub(super) async fn start(
+        self: &Arc<Self>,
+        launch: Launch,
+    ) -> Result<Started, (String, String)> {
+        let id = self.new_run_id();
+        let info = RunInfo {
+            id: id.clone(),
+            agent_type: launch.agent.name.clone(),
+            description: launch.description.clone(),
+            parent_agent: launch.caller.agent.clone(),
+            parent_run: launch.caller.run.clone(),
+            background: launch.background,
+            limit: launch.limit,
+            agent: launch.agent.clone(),
+            run_dir: self.settings.runs_root.join(&id),
+        };
+        let child_agent = AgentId::new(format!("{CHILD_AGENT_PREFIX}{id}"));
+        let spec = match self.run_spec(&launch, &info, &child_agent) {
+            Ok(spec) => spec,
+            Err(err) => return Err((format!("could not prepare the helper: {err:#}"), id)),
+        };
+        self.ledger().add_child(
+            child_agent.clone(),
+            ChildAgent {
+                run: id.clone(),
+                depth: launch.caller.depth + 1,
+                root: launch.caller.root.clone().unwrap_or_else(|| id.clone()),
+            },
+        );
+        let handle = match HelperRunner::start(spec).await {
+            Ok(handle) => handle,
+            Err(err) => {
+                self.forget_child(&child_agent);
+                return Err((format!("could not start the helper: {err:#}"), id));
+            }
+        };
+        let (result_tx, result_rx) = watch::channel(None);
+        let control: Arc<dyn RunControl> = handle.control();
+        let mut row = BoardRow::new(&id, RowKind::Helper, &info.agent_type, &info.description);
+        row.parent = info.parent_run.clone();
+        row.model = info.agent.model.clone();
+        row.status = RunStatus::Running;
+        self.settings.board.upsert(row);
+        self.settings.board.attach_control(&id, control.clone());
+        self.ledger().add_run(RunEntry::new(
+            info.clone(),
+            handle.progress(),
+            result_rx,
+            control,
+        ));
+        Ok(Started {
+            info,
+            handle,
+            result_tx,
+            acceptance: launch.acceptance,
+            permit: launch.permit,
+            started: Instant::now(),
+        })
+    }
+
+    /// Waits for a run to end (streaming progress to `updates`, stopping it when `cancel`
+    /// fires), applies the gate, records and returns the result.
+    pub(super) async fn finish(
+        self: Arc<Self>,
+        started: Started,
+        cancel: &CancelToken,
+        updates: Option<&UpdateSender>,
+    ) -> HelperResult {
+        let Started {
+            info,
+            mut handle,
+            result_tx,
+            acceptance,
+            permit,
+            started,
+        } = started;
+        let mut progress = handle.progress();
+        let mut progress_open = true;
+        let mut cancelled = false;
+        let outcome = loop {
+            tokio::select! {
+                outcome = handle.wait() => break outcome,
+                () = cancel.cancelled(), if !cancelled => {
+                    cancelled = true;
+                    handle.request_stop();
+                }
+                changed = progress.changed(), if progress_open => match changed {
+                    Ok(()) => {
+                        let now = progress.borrow_and_update().clone();
+                        self.settings.board.update(&info.id, |row| apply_progress(row, &now));
+                        if let Some(updates) = updates {
+                            updates.send(progress_update(&info, &now, started.elapsed()));
+                        }
+                    }
+                    Err(_) => progress_open = false,
+                },
+            }
+        };
+        let mut outcome = outcome;
+        if cancelled {
+            outcome.status = RunStatus::Stopped;
+            outcome.error = Some("cancelled: the call was aborted".to_string());
+        }
+        let mut result = HelperResult::from_outcome(&info, outcome, started.elapsed());
+        if result.status == RunStatus::Completed
+            && let Some(acceptance) = &acceptance
+        {
+            match acceptance::evaluate(acceptance, &self.settings.cwd, cancel).await {
+                Ok(()) => result.accepted = Some(true),
+                Err(rejection) => {
+                    result.accepted = Some(false);
+                    result.error = Some(rejection.to_string());
+                }
+            }
+        }
+        result.duration = started.elapsed();
+        drop(permit);
+        self.settings.board.update(&info.id, |row| {
+            row.status = result.status;
+            row.turns = result.turns;
+            row.tool_uses = result.tool_uses.len();
+            row.usage = result.usage;
+            row.duration = Some(result.duration);
+            row.error = result.error.clone().filter(|_| !result.ok());
+            if result.accepted == Some(false) {
+                row.status = RunStatus::Failed;
+            }
+        });
+        self.forget_child(&AgentId::new(format!("{CHILD_AGENT_PREFIX}{}", info.id)));
+        result_tx.send_replace(Some(result.clone()));
+        result
+    }
+
+    pub(super) fn has_bridge(&self) -> bool {
+        lock(&self.bridge).is_some()
+    }
+
+    /// The child's bridge token stops working; its open question (if any) is dropped.
+    fn forget_child(&self, agent: &AgentId) {
+        let bridge = lock(&self.bridge).as_ref().map(|b| b.host.clone());
+        if let Some(host) = bridge {
+            host.unregister_agent(agent);
+        }
+        // The child agent record stays: a late call from it still resolves to its depth.
+    }
+
+    fn run_spec(
+        &self,
+        launch: &Launch,
+        info: &RunInfo,
+        child_agent: &AgentId,
+    ) -> anyhow::Result<RunSpec> {
+        let settings = &self.settings;
+        let mut agent = launch.agent.clone();
+        let mut prompt = launch.prompt.clone();
+        if !launch.fanout {
+            prompt.push_str(BOUNDARY_INSTRUCTIONS);
+        }
+        let child_depth = launch.caller.depth + 1;
+        let mut leading_args = settings.launch.leading_args.clone();
+        let mut env = settings.launch.env.clone();
+        if let Some(bridge) = lock(&self.bridge).as_ref() {
+            env.extend(bridge.host.register_agent(child_agent.clone())?);
+            leading_args.extend(["-e".to_string(), bridge.extension.display().to_string()]);
+            // The workbench's tools the child is offered: the supervisor channel always,
+            // helpers of its own only while the depth limit allows.
+            if !agent.tools.is_empty() {
+                agent.tools.push(SUPERVISOR_TOOL.to_string());
+                // Bridged MCP tools, as Pi 1.x keeps its own MCP tools under `--tools`.
+                agent
+                    .tools
+                    .push(crate::mcp::module::HELPER_TOOLS_PATTERN.to_string());
+                if child_depth < settings.config.max_depth {
+                    agent.tools.push(SPAWN_TOOL.to_string());
+                    agent.tools.push(RESULT_TOOL.to_string());
+                }
+            }
+        }
+        let mut spec = RunSpec::new(
+            &settings.launch.program,
+            agent,
+            prompt,
+            &settings.cwd,
+            info.run_dir.clone(),
+        );
+        spec.leading_args = leading_args;
+        spec.env = env;
+        spec.env
+            .push((DEPTH_ENV.to_string(), child_depth.to_string()));
+        spec.deadline = settings.config.deadline;
+        apply_launch_extras(&mut spec, launch);
+        Ok(spec)
+    }
+
+    fn new_run_id(&self) -> String {
+        let n = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let ms = now_ms();
+        // The runs root may be shared by several workbenches: time and pid keep ids apart.
+        format!("h{ms:x}-{}-{n}", std::process::id())
+    }
+
+    pub(super) async fn notify(&self, notice: HelperNotice) {
+        let sink = lock(&self.sink).clone();
+        let Some(sink) = sink else {
+            tracing::info!(run = %notice.run_id, "helper notice with no sink: {}", notice.custom_type);
+            return;
+        };
+        let run = notice.run_id.clone();
+        if let Err(err) = sink.deliver(notice).await {
+            tracing::warn!(run = %run, "helper notice not delivered: {err:#}");
+        }
+    }
+
+    /// A refusal: shown on the board as a failed row too, so the user sees it.
+    pub(super) fn refused(&self, refusal: &Refusal) -> ToolOutput {
+        tracing::info!("spawn_helper refused: {refusal}");
+        refusal_output(refusal)
+    }
+
+    pub(super) async fn result(
+        &self,
+        args: &Value,
+        cancel: &CancelToken,
+    ) -> Result<ToolOutput, ToolError> {
+        let id = args
+            .get("id")
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|id| !id.is_empty())
+            .ok_or_else(|| ToolError::new("get_helper_result needs id (the run id)"))?;
+        let wait = match args.get("wait") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(wait)) => *wait,
+            Some(other) => {
+                return Err(ToolError::new(format!(
+                    "wait must be true or false, found {other}"
+                )));
+            }
+        };
+        let entry = self.ledger().run(id).map(|entry| {
+            let (progress, result) = entry.watches();
+            (entry.info().clone(), progress, result)
+        });
+        let Some((info, progress, mut result)) = entry else {
+            return self.result_from_disk(id);
+        };
+        if wait {
+            tokio::select! {
+                _ = result.wait_for(Option::is_some) => {}
+                () = cancel.cancelled() => {}
+            }
+        }
+        let finished = result.borrow().clone();
+        // The sender is gone without a result when a foreground call was dropped mid-run (the
+        // host's timeout): its child was killed with it.
+        let abandoned = result.has_changed().is_err();
+        match finished {
+            Some(result) => Ok(result.output()),
+            None if abandoned => Ok(error_output(
+                "the run ended without a result (its call was abandoned and the helper killed)",
+                id,
+            )),
+            None => {
+                let now = progress.borrow().clone();
+                Ok(ToolOutput::text(format!(
+                    "Helper run {id} is still running ({} turns, {} tool uses so far). Its \
+                     result arrives as a <helper-result-notification>; wait: true waits for it.",
+                    now.turns, now.tool_uses
+                ))
+                .with_details(json!({
+                    "status": "running",
+                    "runId": id,
+                    "type": info.agent_type,
+                    "description": info.description,
+                })))
+            }
+        }
+    }
+
+    /// A run of an earlier session, read back from its directory (status and output files).
+    pub(super) fn result_from_disk(&self, id: &str) -> Result<ToolOutput, ToolError> {
+        let unknown = || {
+            ToolError::new(format!(
+                "no helper run with id {id:?}; use the run id spawn_helper returned \
+                 (spawn_helper action list shows them)"
+            ))
+        };
+        let status = self.status_on_disk(id).ok_or_else(unknown)?;
+        let dir = self.settings.runs_root.join(id);
+        let output = std::fs::read_to_string(dir.join(OUTPUT_FILE)).unwrap_or_default();
+        let (text, truncated) = truncate_output(&output, MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES);
+        let run_status = status["status"].as_str().unwrap_or("unknown");
+        let body = if run_status == RunStatus::Completed.as_str() {
+            text
+        } else {
+            format!(
+                "Helper run {id} {run_status}: {}",
+                status["error"].as_str().unwrap_or("no result recorded")
+            )
+        };
+        Ok(ToolOutput::text(body).with_details(json!({
+            "status": if run_status == "completed" { "completed" } else { "error" },
+            "runStatus": run_status,
+            "runId": id,
+            "truncated": truncated,
+            "fromDisk": true,
+        })))
+    }
+
+    /// A run directory's `status.json`, for ids that are safe path components.
+    pub(super) fn status_on_disk(&self, id: &str) -> Option<Value> {
+        let safe = !id.is_empty()
+            && id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        if !safe {
+            return None;
+        }
+        let dir = self.settings.runs_root.join(id);
+        std::fs::read(dir.join(STATUS_FILE))
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+    }
+}
+
+/// The runner settings a launch decides beyond the type: where the conversation starts and the
+/// budgets (the runner states them in the system prompt and enforces them).
+fn apply_launch_extras(spec: &mut RunSpec, launch: &Launch) {
+    use super::budget::Budget;
+    use super::runner::SessionMode;
+    spec.budget = Budget {
+        max_turns: launch.budget.max_turns,
+        max_tool_uses: launch.budget.max_tool_uses,
+        max_tokens: launch.budget.max_tokens,
+        max_cost: launch.budget.max_cost,
+        ..Budget::default()
+    };
+    match &launch.session {
+        SessionStart::Fresh => {}
+        SessionStart::Fork(file) => spec.session = SessionMode::Fork(file.clone()),
+        SessionStart::Resume(file) => spec.session = SessionMode::Resume(file.clone()),
+    }
+}
+
+/// A board row brought up to date with a run's progress.
+fn apply_progress(row: &mut BoardRow, progress: &Progress) {
+    row.turns = progress.turns;
+    row.tool_uses = progress.tool_uses;
+    row.usage = progress.usage;
+    if let Some(model) = &progress.model {
+        row.model = Some(model.clone());
+    }
+    if let Some(activity) = progress
+        .last_activity_text
+        .as_ref()
+        .or(progress.last_tool.as_ref())
+    {
+        row.last_activity = activity.clone();
+    }
+}

@@ -1,0 +1,24 @@
+//! The system layer: child processes in process groups of their own and how they are stopped,
+//! crash-safe file writes, the clock, random names and the poison-tolerant mutex lock.
+//!
+//! Every module that starts a process, replaces a file or stamps a time goes through here rather
+//! than keeping its own copy, so each of these has one meaning: a group is alive until its last
+//! member is reaped (a member we may not signal still counts), a stop is SIGTERM → grace →
+//! SIGKILL → wait until the group is empty, and a replaced file is the old one or the new one,
+//! never half of either. Nothing here knows about Pi, the bridge or the UI.
+
+pub mod fs;
+pub mod process;
+pub mod random;
+pub mod sync;
+pub mod time;
+pub(crate) mod tree;
+
+pub use fs::{write_atomic, write_new_atomic};
+pub use process::{
+    CurrentGroup, GroupGuard, GroupStop, ProcessGroup, Reach, SpawnGrouped, StopOutcome,
+    group_alive, kill_group_now, stop_group, stop_reaching,
+};
+pub use random::random_u64;
+pub use sync::lock;
+pub use time::{now_ms, unix_seconds, utc_clock};
