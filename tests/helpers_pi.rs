@@ -351,8 +351,9 @@ async fn run_with_runner(
             pi.bin.display().to_string(),
         ];
         spec.program = PathBuf::from("/bin/sh");
-        // Long enough for a cold Node start of the retried real Pi (the legacy line needs ~1 s).
-        spec.idle_timeout = std::time::Duration::from_secs(4);
+        // Long enough for a cold Node start of the retried real Pi (the legacy line needs ~1 s
+        // alone, several seconds on a loaded 2-core machine).
+        spec.idle_timeout = std::time::Duration::from_secs(10);
     }
     let mut handle = HelperRunner::start(spec).await?;
     tokio::time::timeout(PRINT_TIMEOUT, handle.wait())
