@@ -37,7 +37,7 @@ use crate::pi::PiCommand;
 use crate::term::input::{InputDecoder, InputEvent};
 use crate::views::dock::{DockSource, DockView};
 use crate::views::help::{CommandHelp, HelpView};
-use crate::views::notice::NoticeView;
+use crate::views::notice::notice_view;
 use crate::views::{KeyOutcome, RefreshContext, ViewEffect, ViewStack};
 
 pub use event_loop::run;
@@ -204,14 +204,10 @@ impl App {
     pub fn new(emulator: Emulator, options: &AppOptions) -> Self {
         let mut views = ViewStack::default();
         if let Some((title, lines)) = &options.welcome {
-            views.push(Box::new(NoticeView::new(
-                title,
-                lines.clone(),
-                &options.keymap,
-            )));
+            views.push(Box::new(notice_view(title, lines.clone(), &options.keymap)));
         }
         if !options.config_errors.is_empty() {
-            views.push(Box::new(NoticeView::new(
+            views.push(Box::new(notice_view(
                 "Start-up problems (defaults used where a file was bad)",
                 options.config_errors.clone(),
                 &options.keymap,

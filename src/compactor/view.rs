@@ -4,57 +4,35 @@
 //! scroll. The app builds the model when the command runs, so the view is a snapshot of that
 //! moment and does no I/O.
 
-use std::cell::Cell;
-
-use crossterm::event::KeyEvent;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use unipi_widgets::compactor::{CompactionModel, render_compaction};
 use unipi_widgets::theme::Theme;
 
-use crate::config::keymap::Keymap;
-use crate::views::pager::Pager;
-use crate::views::{View, ViewAction};
+use crate::views::pager::{PagedModel, PagedView};
 
-pub struct CompactionView {
-    model: CompactionModel,
-    pager: Pager,
-    /// The area of the last render, to clamp scrolling to what is visible.
-    last_area: Cell<Rect>,
-}
+/// The `/unipi:compact-view` overlay.
+pub type CompactionView = PagedView<CompactionModel>;
 
-impl CompactionView {
-    pub fn new(model: CompactionModel, keymap: &Keymap) -> Self {
-        CompactionView {
-            model: CompactionModel { scroll: 0, ..model },
-            pager: Pager::new(keymap),
-            last_area: Cell::new(Rect::default()),
-        }
-    }
-
-    /// The first content row shown.
-    pub fn scroll(&self) -> usize {
-        self.model.scroll
-    }
-}
-
-impl View for CompactionView {
+impl PagedModel for CompactionModel {
     fn title(&self) -> &str {
         "the last compaction"
     }
 
-    fn render(&self, area: Rect, buf: &mut Buffer, theme: &Theme) {
-        self.last_area.set(area);
-        render_compaction(&self.model, &self.pager.close_hint(), theme, area, buf);
+    fn scroll(&self) -> usize {
+        self.scroll
     }
 
-    fn handle_key(&mut self, key: &KeyEvent) -> ViewAction {
-        let max = self.model.max_scroll(self.last_area.get());
-        self.pager.handle(key, &mut self.model.scroll, max)
+    fn scroll_mut(&mut self) -> &mut usize {
+        &mut self.scroll
     }
 
-    fn close_hint(&self) -> String {
-        self.pager.close_key()
+    fn max_scroll(&self, screen: Rect) -> usize {
+        CompactionModel::max_scroll(self, screen)
+    }
+
+    fn render(&self, hint: &str, theme: &Theme, screen: Rect, buf: &mut Buffer) {
+        render_compaction(self, hint, theme, screen, buf);
     }
 }
 
@@ -63,7 +41,11 @@ mod tests {
     use crossterm::event::{KeyCode, KeyModifiers};
     use unipi_widgets::compactor::ManifestRow;
 
+    use crossterm::event::KeyEvent;
+
     use super::*;
+    use crate::config::keymap::Keymap;
+    use crate::views::{View, ViewAction};
 
     fn key(code: KeyCode) -> KeyEvent {
         KeyEvent::new(code, KeyModifiers::NONE)
@@ -101,7 +83,7 @@ mod tests {
         let mut view = CompactionView::new(make_model_with(30), &Keymap::defaults());
         assert_eq!(view.scroll(), 0, "opens at the top");
         rendered(&view, 60, 12);
-        let max = view.model.max_scroll(Rect::new(0, 0, 60, 12));
+        let max = view.model().max_scroll(Rect::new(0, 0, 60, 12));
         assert!(max > 20, "max {max}");
         let steps = [
             (KeyCode::Down, ViewAction::Consumed, 1),

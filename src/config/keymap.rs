@@ -121,6 +121,75 @@ impl KeyTableSpec {
     }
 }
 
+/// Declares a view's key table in one place: the actions enum (with `ALL` and `name()`), its
+/// [`TableAction`] impl and its [`KeyTableSpec`] static, from one list of
+/// `Variant => "table.name", "what it does";` lines.
+///
+/// ```ignore
+/// key_table! {
+///     /// The `[mcp]` table.
+///     pub static MCP_KEYS, pub enum McpAction,
+///     table "mcp", title "The MCP servers overlay",
+///     defaults [("r", "mcp.restart"), ("esc", "mcp.close")],
+///     actions {
+///         Restart => "mcp.restart", "Restart the selected server";
+///         Close => "mcp.close", "Close the overlay";
+///     }
+/// }
+/// ```
+macro_rules! key_table {
+    (
+        $(#[$spec_meta:meta])* $spec_vis:vis static $spec:ident,
+        $(#[$enum_meta:meta])* $enum_vis:vis enum $ty:ident,
+        table $table:literal, title $title:literal,
+        defaults [$(($key:literal, $default:literal)),* $(,)?],
+        actions { $($(#[$variant_meta:meta])* $variant:ident => $name:literal, $what:literal;)* }
+    ) => {
+        $(#[$enum_meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        $enum_vis enum $ty {
+            $($(#[$variant_meta])* $variant,)*
+        }
+
+        impl $ty {
+            /// Every action, in the order the help overlay lists them.
+            pub const ALL: &'static [$ty] = &[$($ty::$variant),*];
+
+            /// The action's name in keymap files.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $($ty::$variant => $name,)*
+                }
+            }
+        }
+
+        impl $crate::config::keymap::TableAction for $ty {
+            const SPEC: &'static $crate::config::keymap::KeyTableSpec = &$spec;
+
+            fn from_name(name: &str) -> Option<Self> {
+                match name {
+                    $($name => Some($ty::$variant),)*
+                    _ => None,
+                }
+            }
+
+            fn name(self) -> &'static str {
+                $ty::name(self)
+            }
+        }
+
+        $(#[$spec_meta])*
+        $spec_vis static $spec: $crate::config::keymap::KeyTableSpec =
+            $crate::config::keymap::KeyTableSpec {
+                table: $table,
+                title: $title,
+                actions: &[$(($name, $what)),*],
+                defaults: &[$(($key, $default)),*],
+            };
+    };
+}
+pub(crate) use key_table;
+
 /// A view's actions as a Rust type: the view matches on it, the keymap resolves names to it.
 pub trait TableAction: Copy + Eq + std::fmt::Debug + 'static {
     /// The table these actions belong to.

@@ -16,23 +16,15 @@ use unipi_widgets::theme::Theme;
 
 use super::manager::ServerStatus;
 use super::module::{McpModule, McpStatus};
-use crate::config::keymap::{KeyTable, KeyTableSpec, Keymap, TableAction};
+use crate::config::keymap::{KeyTable, Keymap, key_table};
 use crate::views::{RefreshContext, View, ViewAction};
 
-/// The `[mcp]` key table.
-pub static MCP_KEYS: KeyTableSpec = KeyTableSpec {
-    table: "mcp",
-    title: "The MCP servers overlay (/unipi:mcp-status)",
-    actions: &[
-        ("mcp.up", "Select the server above"),
-        ("mcp.down", "Select the server below"),
-        ("mcp.top", "Select the first server"),
-        ("mcp.bottom", "Select the last server"),
-        ("mcp.restart", "Restart the selected server"),
-        ("mcp.stop", "Stop the selected server"),
-        ("mcp.close", "Close the overlay"),
-    ],
-    defaults: &[
+key_table! {
+    /// The `[mcp]` key table.
+    pub static MCP_KEYS,
+    pub enum McpAction,
+    table "mcp", title "The MCP servers overlay (/unipi:mcp-status)",
+    defaults [
         ("up", "mcp.up"),
         ("k", "mcp.up"),
         ("down", "mcp.down"),
@@ -47,45 +39,14 @@ pub static MCP_KEYS: KeyTableSpec = KeyTableSpec {
         ("esc", "mcp.close"),
         ("q", "mcp.close"),
     ],
-};
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum McpAction {
-    Up,
-    Down,
-    Top,
-    Bottom,
-    Restart,
-    Stop,
-    Close,
-}
-
-impl TableAction for McpAction {
-    const SPEC: &'static KeyTableSpec = &MCP_KEYS;
-
-    fn from_name(name: &str) -> Option<Self> {
-        Some(match name {
-            "mcp.up" => McpAction::Up,
-            "mcp.down" => McpAction::Down,
-            "mcp.top" => McpAction::Top,
-            "mcp.bottom" => McpAction::Bottom,
-            "mcp.restart" => McpAction::Restart,
-            "mcp.stop" => McpAction::Stop,
-            "mcp.close" => McpAction::Close,
-            _ => return None,
-        })
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            McpAction::Up => "mcp.up",
-            McpAction::Down => "mcp.down",
-            McpAction::Top => "mcp.top",
-            McpAction::Bottom => "mcp.bottom",
-            McpAction::Restart => "mcp.restart",
-            McpAction::Stop => "mcp.stop",
-            McpAction::Close => "mcp.close",
-        }
+    actions {
+        Up => "mcp.up", "Select the server above";
+        Down => "mcp.down", "Select the server below";
+        Top => "mcp.top", "Select the first server";
+        Bottom => "mcp.bottom", "Select the last server";
+        Restart => "mcp.restart", "Restart the selected server";
+        Stop => "mcp.stop", "Stop the selected server";
+        Close => "mcp.close", "Close the overlay";
     }
 }
 

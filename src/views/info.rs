@@ -4,57 +4,35 @@
 //! when the terminal is too small. The app builds the [`InfoModel`] when the command runs; the
 //! view only shows it, so what it says is a snapshot of that moment.
 
-use std::cell::Cell;
-
-use crossterm::event::KeyEvent;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use unipi_widgets::info::{InfoModel, max_scroll, render};
 use unipi_widgets::theme::Theme;
 
-use super::pager::Pager;
-use super::{View, ViewAction};
-use crate::config::keymap::Keymap;
+use super::pager::{PagedModel, PagedView};
 
-pub struct InfoView {
-    model: InfoModel,
-    pager: Pager,
-    /// The area of the last render, to clamp scrolling to what is visible.
-    last_area: Cell<Rect>,
-}
+/// The `/unipi:info` overlay.
+pub type InfoView = PagedView<InfoModel>;
 
-impl InfoView {
-    pub fn new(model: InfoModel, keymap: &Keymap) -> Self {
-        InfoView {
-            model: InfoModel { scroll: 0, ..model },
-            pager: Pager::new(keymap),
-            last_area: Cell::new(Rect::default()),
-        }
-    }
-
-    /// The first content row shown.
-    pub fn scroll(&self) -> usize {
-        self.model.scroll
-    }
-}
-
-impl View for InfoView {
+impl PagedModel for InfoModel {
     fn title(&self) -> &str {
         "/unipi:info"
     }
 
-    fn render(&self, area: Rect, buf: &mut Buffer, theme: &Theme) {
-        self.last_area.set(area);
-        render(&self.model, &self.pager.close_hint(), theme, area, buf);
+    fn scroll(&self) -> usize {
+        self.scroll
     }
 
-    fn handle_key(&mut self, key: &KeyEvent) -> ViewAction {
-        let max = max_scroll(&self.model, self.last_area.get());
-        self.pager.handle(key, &mut self.model.scroll, max)
+    fn scroll_mut(&mut self) -> &mut usize {
+        &mut self.scroll
     }
 
-    fn close_hint(&self) -> String {
-        self.pager.close_key()
+    fn max_scroll(&self, screen: Rect) -> usize {
+        max_scroll(self, screen)
+    }
+
+    fn render(&self, hint: &str, theme: &Theme, screen: Rect, buf: &mut Buffer) {
+        render(self, hint, theme, screen, buf);
     }
 }
 
@@ -63,7 +41,11 @@ mod tests {
     use crossterm::event::{KeyCode, KeyModifiers};
     use unipi_widgets::info::{InfoPaths, ModuleInfo, ModuleState};
 
+    use crossterm::event::KeyEvent;
+
     use super::*;
+    use crate::config::keymap::Keymap;
+    use crate::views::{View, ViewAction};
 
     fn key(code: KeyCode) -> KeyEvent {
         KeyEvent::new(code, KeyModifiers::NONE)
@@ -117,7 +99,7 @@ mod tests {
         let mut view = InfoView::new(make_model_with(10), &Keymap::defaults());
         assert_eq!(view.scroll(), 0);
         rendered(&view, 60, 12);
-        let max = max_scroll(&view.model, Rect::new(0, 0, 60, 12));
+        let max = max_scroll(view.model(), Rect::new(0, 0, 60, 12));
         assert!(max > 10, "max {max}");
 
         let steps = [

@@ -4,64 +4,51 @@
 //! that is not one of the pager's closes the box and goes on to Pi, so a user who starts typing
 //! their prompt loses nothing.
 
-use std::cell::Cell;
-
-use crossterm::event::KeyEvent;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use unipi_widgets::notice::{NoticeModel, max_scroll, render};
 use unipi_widgets::theme::Theme;
 
-use super::pager::Pager;
-use super::{View, ViewAction};
+use super::pager::{PagedModel, PagedView};
 use crate::config::keymap::Keymap;
 
-pub struct NoticeView {
-    model: NoticeModel,
-    pager: Pager,
-    last_area: Cell<Rect>,
+/// A box of messages; typing closes it and goes on to Pi.
+pub type NoticeView = PagedView<NoticeModel>;
+
+/// The box titled `title` listing `messages`.
+pub fn notice_view(title: &str, messages: Vec<String>, keymap: &Keymap) -> NoticeView {
+    let model = NoticeModel {
+        title: title.to_owned(),
+        messages,
+        hint: String::new(),
+        scroll: 0,
+    };
+    PagedView::new(model, keymap).passive()
 }
 
-impl NoticeView {
-    pub fn new(title: &str, messages: Vec<String>, keymap: &Keymap) -> Self {
-        let pager = Pager::new(keymap);
-        NoticeView {
-            model: NoticeModel {
-                title: title.to_owned(),
-                messages,
-                hint: format!("{} · typing goes to Pi", pager.close_hint()),
-                scroll: 0,
-            },
-            pager,
-            last_area: Cell::new(Rect::default()),
-        }
-    }
-
-    pub fn model(&self) -> &NoticeModel {
-        &self.model
-    }
-}
-
-impl View for NoticeView {
+impl PagedModel for NoticeModel {
     fn title(&self) -> &str {
-        &self.model.title
+        &self.title
     }
 
-    fn render(&self, area: Rect, buf: &mut Buffer, theme: &Theme) {
-        self.last_area.set(area);
-        render(&self.model, theme, area, buf);
+    fn scroll(&self) -> usize {
+        self.scroll
     }
 
-    fn handle_key(&mut self, key: &KeyEvent) -> ViewAction {
-        let max = max_scroll(&self.model, self.last_area.get());
-        match self.pager.handle(key, &mut self.model.scroll, max) {
-            ViewAction::Unhandled => ViewAction::CloseAndPass,
-            done => done,
-        }
+    fn scroll_mut(&mut self) -> &mut usize {
+        &mut self.scroll
     }
 
-    fn close_hint(&self) -> String {
-        self.pager.close_key()
+    fn max_scroll(&self, screen: Rect) -> usize {
+        max_scroll(self, screen)
+    }
+
+    fn render(&self, hint: &str, theme: &Theme, screen: Rect, buf: &mut Buffer) {
+        let model = NoticeModel {
+            hint: hint.to_owned(),
+            ..self.clone()
+        };
+        render(&model, theme, screen, buf);
     }
 }
 
@@ -69,7 +56,10 @@ impl View for NoticeView {
 mod tests {
     use crossterm::event::{KeyCode, KeyModifiers};
 
+    use crossterm::event::KeyEvent;
+
     use super::*;
+    use crate::views::{View, ViewAction};
 
     fn key(code: KeyCode) -> KeyEvent {
         KeyEvent::new(code, KeyModifiers::NONE)
@@ -80,7 +70,7 @@ mod tests {
         let messages = (0..8)
             .map(|i| format!("/cfg/m{i}.json:1:1: a long message about what is wrong ").repeat(3))
             .collect();
-        let mut view = NoticeView::new("Start-up problems", messages, &Keymap::defaults());
+        let mut view = notice_view("Start-up problems", messages, &Keymap::defaults());
         let mut buf = Buffer::empty(Rect::new(0, 0, 80, 20));
         view.render(buf.area, &mut buf, &Theme::plain());
         assert_eq!(

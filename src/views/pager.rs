@@ -2,63 +2,30 @@
 //! start-up problems, a capability's report): one `[pager]` table, so a user who rebinds
 //! scrolling or closing does it once for all of them. Defaults are in `keymaps/default.toml`.
 
+use std::cell::Cell;
+
 use crossterm::event::KeyEvent;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use unipi_widgets::theme::Theme;
 
-use crate::config::keymap::{KeyTable, KeyTableSpec, Keymap, TableAction};
+use super::{View, ViewAction};
+use crate::config::keymap::{KeyTable, Keymap, key_table};
 
-/// The `[pager]` table.
-pub static PAGER_KEYS: KeyTableSpec = KeyTableSpec {
-    table: "pager",
-    title: "Read-only overlays (help, info, reports)",
-    actions: &[
-        ("pager.close", "Close the overlay"),
-        ("pager.up", "Scroll up a line"),
-        ("pager.down", "Scroll down a line"),
-        ("pager.page_up", "Scroll up a page"),
-        ("pager.page_down", "Scroll down a page"),
-        ("pager.top", "To the top"),
-        ("pager.bottom", "To the end"),
-    ],
-    defaults: &[],
-};
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PagerAction {
-    Close,
-    Up,
-    Down,
-    PageUp,
-    PageDown,
-    Top,
-    Bottom,
-}
-
-impl TableAction for PagerAction {
-    const SPEC: &'static KeyTableSpec = &PAGER_KEYS;
-
-    fn from_name(name: &str) -> Option<Self> {
-        Some(match name {
-            "pager.close" => PagerAction::Close,
-            "pager.up" => PagerAction::Up,
-            "pager.down" => PagerAction::Down,
-            "pager.page_up" => PagerAction::PageUp,
-            "pager.page_down" => PagerAction::PageDown,
-            "pager.top" => PagerAction::Top,
-            "pager.bottom" => PagerAction::Bottom,
-            _ => return None,
-        })
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            PagerAction::Close => "pager.close",
-            PagerAction::Up => "pager.up",
-            PagerAction::Down => "pager.down",
-            PagerAction::PageUp => "pager.page_up",
-            PagerAction::PageDown => "pager.page_down",
-            PagerAction::Top => "pager.top",
-            PagerAction::Bottom => "pager.bottom",
-        }
+key_table! {
+    /// The `[pager]` table (its defaults are in `keymaps/default.toml`).
+    pub static PAGER_KEYS,
+    pub enum PagerAction,
+    table "pager", title "Read-only overlays (help, info, reports)",
+    defaults [],
+    actions {
+        Close => "pager.close", "Close the overlay";
+        Up => "pager.up", "Scroll up a line";
+        Down => "pager.down", "Scroll down a line";
+        PageUp => "pager.page_up", "Scroll up a page";
+        PageDown => "pager.page_down", "Scroll down a page";
+        Top => "pager.top", "To the top";
+        Bottom => "pager.bottom", "To the end";
     }
 }
 
@@ -142,6 +109,82 @@ impl Pager {
             ),
             (&[PagerAction::Close], "close"),
         ])
+    }
+}
+
+/// A read-only overlay's widget model: it draws itself (with the close hint on its border) and
+/// says how far it scrolls on a given screen.
+pub trait PagedModel: Send + 'static {
+    /// What the overlay is called (notices, one of a kind).
+    fn title(&self) -> &str;
+    fn scroll(&self) -> usize;
+    fn scroll_mut(&mut self) -> &mut usize;
+    fn max_scroll(&self, screen: Rect) -> usize;
+    fn render(&self, hint: &str, theme: &Theme, screen: Rect, buf: &mut Buffer);
+}
+
+/// A read-only overlay: a [`PagedModel`] scrolled with the `[pager]` keys. It opens at the top.
+/// A passive one (the start-up problems) lets typing through: a key that is not the pager's
+/// closes it and goes on to Pi.
+pub struct PagedView<M> {
+    model: M,
+    pager: Pager,
+    passive: bool,
+    /// The area of the last render, to clamp scrolling to what is visible.
+    last_area: Cell<Rect>,
+}
+
+impl<M: PagedModel> PagedView<M> {
+    pub fn new(mut model: M, keymap: &Keymap) -> Self {
+        *model.scroll_mut() = 0;
+        PagedView {
+            model,
+            pager: Pager::new(keymap),
+            passive: false,
+            last_area: Cell::new(Rect::default()),
+        }
+    }
+
+    /// The same overlay, but typing closes it and goes on to Pi.
+    pub fn passive(mut self) -> Self {
+        self.passive = true;
+        self
+    }
+
+    pub fn model(&self) -> &M {
+        &self.model
+    }
+
+    /// The first content row shown.
+    pub fn scroll(&self) -> usize {
+        self.model.scroll()
+    }
+}
+
+impl<M: PagedModel> View for PagedView<M> {
+    fn title(&self) -> &str {
+        self.model.title()
+    }
+
+    fn render(&self, area: Rect, buf: &mut Buffer, theme: &Theme) {
+        self.last_area.set(area);
+        let mut hint = self.pager.close_hint();
+        if self.passive {
+            hint.push_str(" · typing goes to Pi");
+        }
+        self.model.render(&hint, theme, area, buf);
+    }
+
+    fn handle_key(&mut self, key: &KeyEvent) -> ViewAction {
+        let max = self.model.max_scroll(self.last_area.get());
+        match self.pager.handle(key, self.model.scroll_mut(), max) {
+            ViewAction::Unhandled if self.passive => ViewAction::CloseAndPass,
+            done => done,
+        }
+    }
+
+    fn close_hint(&self) -> String {
+        self.pager.close_key()
     }
 }
 

@@ -4,124 +4,37 @@
 
 use std::fmt;
 
-use crate::config::keymap::{KeyTable, KeyTableSpec, TableAction};
+use crate::config::keymap::{KeyTable, key_table};
 
-/// The `[dock]` table.
-pub static DOCK_KEYS: KeyTableSpec = KeyTableSpec {
-    table: "dock",
-    title: "The dock",
-    actions: &[
-        ("dock.up", "Select the entry above / scroll up a line"),
-        ("dock.down", "Select the entry below / scroll down a line"),
-        ("dock.open", "Open the selected entry's detail"),
-        ("dock.back", "Detail → list; list → close the dock"),
-        ("dock.close", "Close the dock (focus returns to Pi)"),
-        (
-            "dock.stop",
-            "Stop the selected task (a helper: press twice)",
-        ),
-        ("dock.stop_all", "Stop every running task (press twice)"),
-        ("dock.rerun", "Rerun the selected shell task"),
-        ("dock.copy_path", "Copy the output path (a helper's run id)"),
-        ("dock.history", "Show or hide cleared finished entries"),
-        ("dock.clear_notices", "Clear finished notices"),
-        ("dock.page_up", "A page up"),
-        ("dock.page_down", "A page down"),
-        ("dock.top", "First entry / top of the output"),
-        ("dock.bottom", "Last entry / follow the output"),
-        (
-            "dock.steer",
-            "Type a message to the selected running helper",
-        ),
-        (
-            "dock.transcript",
-            "Open the selected helper's live transcript",
-        ),
-    ],
-    defaults: &[],
-};
-
-impl TableAction for DockAction {
-    const SPEC: &'static KeyTableSpec = &DOCK_KEYS;
-
-    fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|action| action.name() == name)
-    }
-
-    fn name(self) -> &'static str {
-        DockAction::name(self)
-    }
-}
-
-/// What a key does while the dock has focus. The names (`DockAction::name`) are what the `[dock]`
-/// table says.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum DockAction {
-    Up,
-    Down,
-    Open,
-    /// Detail → list, list → close.
-    Back,
-    Close,
-    Stop,
-    StopAll,
-    Rerun,
-    CopyPath,
-    History,
-    ClearNotices,
-    PageUp,
-    PageDown,
-    Top,
-    /// The last row in the list; follow the output in the detail.
-    Bottom,
-    /// Open the steer input for the selected helper.
-    Steer,
-    /// Open the selected agent's live transcript (the detail, like `Open`).
-    Transcript,
-}
-
-impl DockAction {
-    pub const ALL: [DockAction; 17] = [
-        DockAction::Up,
-        DockAction::Down,
-        DockAction::Open,
-        DockAction::Back,
-        DockAction::Close,
-        DockAction::Stop,
-        DockAction::StopAll,
-        DockAction::Rerun,
-        DockAction::CopyPath,
-        DockAction::History,
-        DockAction::ClearNotices,
-        DockAction::PageUp,
-        DockAction::PageDown,
-        DockAction::Top,
-        DockAction::Bottom,
-        DockAction::Steer,
-        DockAction::Transcript,
-    ];
-
-    /// The stable name used in the `[dock]` table.
-    pub fn name(self) -> &'static str {
-        match self {
-            DockAction::Up => "dock.up",
-            DockAction::Down => "dock.down",
-            DockAction::Open => "dock.open",
-            DockAction::Back => "dock.back",
-            DockAction::Close => "dock.close",
-            DockAction::Stop => "dock.stop",
-            DockAction::StopAll => "dock.stop_all",
-            DockAction::Rerun => "dock.rerun",
-            DockAction::CopyPath => "dock.copy_path",
-            DockAction::History => "dock.history",
-            DockAction::ClearNotices => "dock.clear_notices",
-            DockAction::PageUp => "dock.page_up",
-            DockAction::PageDown => "dock.page_down",
-            DockAction::Top => "dock.top",
-            DockAction::Bottom => "dock.bottom",
-            DockAction::Steer => "dock.steer",
-            DockAction::Transcript => "dock.transcript",
-        }
+key_table! {
+    /// The `[dock]` table (its defaults are in `keymaps/default.toml`).
+    pub static DOCK_KEYS,
+    /// What a key does while the dock has focus.
+    pub enum DockAction,
+    table "dock", title "The dock",
+    defaults [],
+    actions {
+        Up => "dock.up", "Select the entry above / scroll up a line";
+        Down => "dock.down", "Select the entry below / scroll down a line";
+        Open => "dock.open", "Open the selected entry's detail";
+        /// Detail → list, list → close.
+        Back => "dock.back", "Detail → list; list → close the dock";
+        Close => "dock.close", "Close the dock (focus returns to Pi)";
+        Stop => "dock.stop", "Stop the selected task (a helper: press twice)";
+        StopAll => "dock.stop_all", "Stop every running task (press twice)";
+        Rerun => "dock.rerun", "Rerun the selected shell task";
+        CopyPath => "dock.copy_path", "Copy the output path (a helper's run id)";
+        History => "dock.history", "Show or hide cleared finished entries";
+        ClearNotices => "dock.clear_notices", "Clear finished notices";
+        PageUp => "dock.page_up", "A page up";
+        PageDown => "dock.page_down", "A page down";
+        Top => "dock.top", "First entry / top of the output";
+        /// The last row in the list; follow the output in the detail.
+        Bottom => "dock.bottom", "Last entry / follow the output";
+        /// Open the steer input for the selected helper.
+        Steer => "dock.steer", "Type a message to the selected running helper";
+        /// Open the selected agent's live transcript (the detail, like `Open`).
+        Transcript => "dock.transcript", "Open the selected helper's live transcript";
     }
 }
 
@@ -220,7 +133,7 @@ mod tests {
     use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
     use super::*;
-    use crate::config::keymap::{Key, Keymap, KeymapResult, keymap_from_sources};
+    use crate::config::keymap::{Key, Keymap, KeymapResult, TableAction, keymap_from_sources};
 
     fn press(text: &str) -> KeyEvent {
         let key = Key::parse(text).unwrap();
@@ -272,7 +185,7 @@ mod tests {
             assert_eq!(keys(&keymap).action(&press(key)), None, "{key}");
         }
         // Every dock action has a default key and a name that round-trips.
-        for action in DockAction::ALL {
+        for &action in DockAction::ALL {
             assert_eq!(
                 <DockAction as TableAction>::from_name(action.name()),
                 Some(action)
