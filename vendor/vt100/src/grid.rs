@@ -765,16 +765,53 @@ impl Grid {
     }
 
     pub fn set_scroll_region(&mut self, top: u16, bottom: u16) {
+        // unipi-tui patch: as xterm and tmux, a region of less than two rows
+        // is ignored (the margins and the cursor stay), and a valid one homes
+        // the cursor to the top left of the screen, or of the region in
+        // origin mode (upstream always went to the region's top).
         let bottom = bottom.min(self.size().rows() - 1);
-        if top < bottom {
-            self.scroll_top = top;
-            self.scroll_bottom = bottom;
-        } else {
-            self.scroll_top = 0;
-            self.scroll_bottom = self.size().rows() - 1;
+        if top >= bottom {
+            return;
         }
-        self.pos.row = self.scroll_top;
-        self.pos.col = 0;
+        self.scroll_top = top;
+        self.scroll_bottom = bottom;
+        self.set_pos(Pos { row: 0, col: 0 });
+    }
+
+    // unipi-tui patch: DECOM and the margins, for callers outside the grid.
+    pub fn origin_mode(&self) -> bool {
+        self.origin_mode
+    }
+
+    pub fn scroll_region(&self) -> (u16, u16) {
+        (self.scroll_top, self.scroll_bottom)
+    }
+
+    // unipi-tui patch: DECALN fills the screen with E's in the default
+    // rendition, resets the margins and homes the cursor.
+    pub fn fill_alignment_pattern(&mut self) {
+        self.scroll_top = 0;
+        self.scroll_bottom = self.size.rows() - 1;
+        self.pos = Pos::default();
+        let attrs = crate::attrs::Attrs::default();
+        let cols = self.size.cols();
+        for row in self.drawing_rows_mut() {
+            row.clear(attrs);
+            for col in 0..cols {
+                if let Some(cell) = row.get_mut(col) {
+                    cell.set('E', attrs);
+                }
+            }
+        }
+    }
+
+    // unipi-tui patch: DECCOLM without the width change: clear the screen,
+    // reset the margins, home the cursor.
+    pub fn deccolm(&mut self) {
+        self.erase_all(crate::attrs::Attrs::default());
+        self.scroll_top = 0;
+        self.scroll_bottom = self.size.rows() - 1;
+        self.set_pos(Pos::default());
     }
 
     fn in_scroll_region(&self) -> bool {
@@ -823,11 +860,6 @@ impl Grid {
         self.scroll_down(lines + extra_lines);
     }
 
-    pub fn row_set(&mut self, i: u16) {
-        self.pos.row = i;
-        self.row_clamp();
-    }
-
     pub fn col_inc(&mut self, count: u16) {
         self.pos.col = self.pos.col.saturating_add(count);
     }
@@ -841,9 +873,20 @@ impl Grid {
         self.pos.col = self.pos.col.saturating_sub(count);
     }
 
-    pub fn col_tab(&mut self) {
-        self.pos.col -= self.pos.col % 8;
-        self.pos.col = self.pos.col.saturating_add(8);
+    // unipi-tui patch: with autowrap off, a character of `width` columns
+    // that does not fit before the right margin is written over the last
+    // columns instead.
+    pub fn col_fit(&mut self, width: u16) {
+        let cols = self.size.cols();
+        if self.pos.col + width > cols {
+            self.pos.col = cols - width;
+        }
+    }
+
+    // unipi-tui patch: leaves the pending-wrap position (one past the last
+    // column, where printing in the last column puts the cursor) for the
+    // last column itself.
+    pub fn col_clamp_to_margin(&mut self) {
         self.col_clamp();
     }
 
@@ -905,12 +948,6 @@ impl Grid {
             rows
         } else {
             0
-        }
-    }
-
-    fn row_clamp(&mut self) {
-        if self.pos.row > self.size.rows() - 1 {
-            self.pos.row = self.size.rows() - 1;
         }
     }
 

@@ -55,11 +55,13 @@ mod attrs;
 mod callbacks;
 pub mod capture;
 mod cell;
+mod charset;
 mod grid;
 mod parser;
 mod perform;
 mod row;
 mod screen;
+mod tabs;
 mod term;
 
 pub use attrs::Color;

@@ -22,14 +22,32 @@ impl<CB: crate::Callbacks> vte::Perform for crate::screen::WrappedScreen<CB> {
             11 => self.vt(),
             12 => self.ff(),
             13 => self.cr(),
-            // we don't implement shift in/out alternate character sets, but
-            // it shouldn't count as an "error"
-            14 | 15 => {}
+            // unipi-tui patch: shift out (G1) and shift in (G0).
+            14 => self.shift_out(),
+            15 => self.shift_in(),
             _ => self.callbacks.unhandled_control(&mut self.screen, b),
         }
     }
 
     fn esc_dispatch(&mut self, intermediates: &[u8], _ignore: bool, b: u8) {
+        // unipi-tui patch: character set designation and DECALN.
+        let designated_slot = match intermediates {
+            [b'('] => Some(0),
+            [b')'] => Some(1),
+            [b'*'] => Some(2),
+            [b'+'] => Some(3),
+            _ => None,
+        };
+        if let Some(slot) = designated_slot {
+            if let Some(charset) = crate::charset::Charset::from_final(b) {
+                self.scs(slot, charset);
+                return;
+            }
+        }
+        if intermediates == b"#" && b == b'8' {
+            self.decaln();
+            return;
+        }
         if let Some(i) = intermediates.first() {
             self.callbacks.unhandled_escape(
                 &mut self.screen,
@@ -43,7 +61,14 @@ impl<CB: crate::Callbacks> vte::Perform for crate::screen::WrappedScreen<CB> {
                 b'8' => self.decrc(),
                 b'=' => self.deckpam(),
                 b'>' => self.deckpnm(),
+                b'D' => self.ind(),
+                b'E' => self.nel(),
+                b'H' => self.hts(),
                 b'M' => self.ri(),
+                b'N' => self.single_shift(2),
+                b'O' => self.single_shift(3),
+                b'n' => self.locking_shift(2),
+                b'o' => self.locking_shift(3),
                 b'c' => self.ris(),
                 b'g' => self.callbacks.visual_bell(&mut self.screen),
                 _ => {
@@ -86,6 +111,20 @@ impl<CB: crate::Callbacks> vte::Perform for crate::screen::WrappedScreen<CB> {
                 'G' => self.cha(canonicalize_params_1(params, 1)),
                 'H' | 'f' => {
                     self.cup(canonicalize_params_2(params, 1, 1));
+                }
+                // unipi-tui patch: tab stops and ANSI modes.
+                'I' => self.cht(canonicalize_params_1(params, 1)),
+                'Z' => self.cbt(canonicalize_params_1(params, 1)),
+                'g' => self.tbc(canonicalize_params_1(params, 0)),
+                'h' | 'l' => {
+                    let mut handled = true;
+                    for param in params {
+                        let mode = param.first().copied().unwrap_or(0);
+                        handled &= self.set_ansi_mode(mode, c == 'h');
+                    }
+                    if !handled {
+                        unhandled(self);
+                    }
                 }
                 'J' => self.ed(canonicalize_params_1(params, 0), unhandled),
                 'K' => self.el(canonicalize_params_1(params, 0), unhandled),

@@ -7,6 +7,9 @@ const MODE_APPLICATION_CURSOR: u8 = 0b0000_0010;
 const MODE_HIDE_CURSOR: u8 = 0b0000_0100;
 const MODE_ALTERNATE_SCREEN: u8 = 0b0000_1000;
 const MODE_BRACKETED_PASTE: u8 = 0b0001_0000;
+// unipi-tui patch: DECAWM (on by default), IRM.
+const MODE_AUTOWRAP: u8 = 0b0010_0000;
+const MODE_INSERT: u8 = 0b0100_0000;
 
 /// The xterm mouse handling mode currently in use.
 #[derive(Copy, Clone, Debug, Eq, PartialEq, Default)]
@@ -92,6 +95,11 @@ pub struct Screen {
     cursor_style: CursorStyle,
 
     last_char: Option<char>,
+
+    // unipi-tui patch: character sets (saved by DECSC) and tab stops.
+    charsets: crate::charset::CharsetState,
+    saved_charsets: crate::charset::CharsetState,
+    tabs: crate::tabs::TabStops,
 }
 
 impl Screen {
@@ -116,12 +124,16 @@ impl Screen {
             attrs: crate::attrs::Attrs::default(),
             saved_attrs: crate::attrs::Attrs::default(),
 
-            modes: 0,
+            modes: MODE_AUTOWRAP,
             mouse_protocol_mode: MouseProtocolMode::default(),
             mouse_protocol_encoding: MouseProtocolEncoding::default(),
             cursor_style: CursorStyle::default(),
 
             last_char: None,
+
+            charsets: crate::charset::CharsetState::default(),
+            saved_charsets: crate::charset::CharsetState::default(),
+            tabs: crate::tabs::TabStops::new(size.cols()),
         }
     }
 
@@ -140,6 +152,7 @@ impl Screen {
         self.grid.set_size(crate::grid::Size { rows, cols }, |_| {});
         self.alternate_grid
             .set_size(crate::grid::Size { rows, cols }, |_| {});
+        self.tabs.resize(cols.get());
     }
 
     /// Returns the current size of the terminal.
@@ -708,6 +721,33 @@ impl Screen {
         self.mode(MODE_BRACKETED_PASTE)
     }
 
+    /// Returns whether printing at the right margin wraps to the next line
+    /// (DECAWM, on by default).
+    #[must_use]
+    pub fn autowrap(&self) -> bool {
+        self.mode(MODE_AUTOWRAP)
+    }
+
+    /// Returns whether printed characters shift the rest of the line right
+    /// (IRM).
+    #[must_use]
+    pub fn insert_mode(&self) -> bool {
+        self.mode(MODE_INSERT)
+    }
+
+    /// Returns whether cursor addressing is relative to the scroll region
+    /// (DECOM).
+    #[must_use]
+    pub fn origin_mode(&self) -> bool {
+        self.grid().origin_mode()
+    }
+
+    /// Returns the scroll region as (top, bottom) rows, inclusive, 0-based.
+    #[must_use]
+    pub fn scroll_region(&self) -> (u16, u16) {
+        self.grid().scroll_region()
+    }
+
     /// Returns the currently active [`MouseProtocolMode`].
     #[must_use]
     pub fn mouse_protocol_mode(&self) -> MouseProtocolMode {
@@ -802,11 +842,13 @@ impl Screen {
     fn save_cursor(&mut self) {
         self.grid_mut().save_cursor();
         self.saved_attrs = self.attrs;
+        self.saved_charsets = self.charsets;
     }
 
     fn restore_cursor(&mut self) {
         self.grid_mut().restore_cursor();
         self.attrs = self.saved_attrs;
+        self.charsets = self.saved_charsets;
     }
 
     fn set_mode(&mut self, mode: u8) {
@@ -1063,9 +1105,15 @@ impl<CB: crate::Callbacks> WrappedScreen<CB> {
                 callbacks.on_scroll(crate::capture::RowContents(row), true);
             },
         );
+        self.screen.tabs.resize(cols.get());
     }
 
     pub fn text(&mut self, c: char) {
+        // unipi-tui patch: the character is translated through the character
+        // set in use; REP repeats the character as received and translates it
+        // again, as xterm does.
+        let received = c;
+        let c = self.screen.charsets.translate(c);
         let screen = &mut self.screen;
         let pos = screen.grid().pos();
         let attrs = screen.attrs;
@@ -1080,11 +1128,24 @@ impl<CB: crate::Callbacks> WrappedScreen<CB> {
         let cell_was_wide;
 
         if width > 0 {
-            let wrap = screen.new_character_should_wrap(width);
-            let on_row = Self::on_row(screen, &mut self.callbacks);
-            screen.grid_mut().col_wrap(width, wrap, on_row);
-            // col_wrap always sets self.grid().pos() to a valid cell
+            let autowrap = screen.mode(MODE_AUTOWRAP);
+            if autowrap {
+                let wrap = screen.new_character_should_wrap(width);
+                let on_row = Self::on_row(screen, &mut self.callbacks);
+                screen.grid_mut().col_wrap(width, wrap, on_row);
+            } else {
+                // unipi-tui patch: DECAWM off, the character overwrites
+                // the last column(s) instead of wrapping.
+                screen.grid_mut().col_fit(width);
+            }
+            // col_wrap and col_fit always set self.grid().pos() to a valid
+            // cell
             base_pos = screen.grid().pos();
+            if screen.mode(MODE_INSERT) {
+                // unipi-tui patch: IRM shifts the rest of the line right;
+                // what passes the right margin is lost.
+                screen.grid_mut().insert_cells(width);
+            }
             cell_was_wide =
                 screen.grid().drawing_cell(base_pos).unwrap().is_wide();
 
@@ -1093,8 +1154,13 @@ impl<CB: crate::Callbacks> WrappedScreen<CB> {
                 .drawing_cell_mut(base_pos)
                 .unwrap()
                 .set(c, attrs);
-            screen.last_char = Some(c);
+            screen.last_char = Some(received);
             screen.grid_mut().col_inc(width);
+            if !autowrap {
+                // No pending wrap without autowrap: the cursor stays on the
+                // last column, as in xterm.
+                screen.grid_mut().col_clamp_to_margin();
+            }
         } else {
             // pos.row is valid, since it comes directly from
             // self.grid().pos() which we assume to always have a
@@ -1153,11 +1219,20 @@ impl<CB: crate::Callbacks> WrappedScreen<CB> {
     // control codes
 
     pub fn bs(&mut self) {
-        self.screen.grid_mut().col_dec(1);
+        self.cub(1);
     }
 
     pub fn tab(&mut self) {
-        self.screen.grid_mut().col_tab();
+        self.cht(1);
+    }
+
+    // SO and SI (unipi-tui patch)
+    pub(crate) fn shift_out(&mut self) {
+        self.screen.charsets.invoke_gl(1);
+    }
+
+    pub(crate) fn shift_in(&mut self) {
+        self.screen.charsets.invoke_gl(0);
     }
 
     pub fn lf(&mut self) {
@@ -1202,6 +1277,46 @@ impl<CB: crate::Callbacks> WrappedScreen<CB> {
     // ESC M
     pub fn ri(&mut self) {
         self.screen.grid_mut().row_dec_scroll(1);
+    }
+
+    // ESC D (unipi-tui patch): index, a line feed that never returns the
+    // carriage.
+    pub(crate) fn ind(&mut self) {
+        self.lf();
+    }
+
+    // ESC E (unipi-tui patch): next line.
+    pub(crate) fn nel(&mut self) {
+        self.cr();
+        self.lf();
+    }
+
+    // ESC H (unipi-tui patch): set a tab stop at the cursor column.
+    pub(crate) fn hts(&mut self) {
+        let col = self.screen.grid().pos().col;
+        self.screen.tabs.set(col);
+    }
+
+    // ESC N, ESC O, ESC n, ESC o (unipi-tui patch): single and locking
+    // shifts of G2 and G3.
+    pub(crate) fn single_shift(&mut self, slot: usize) {
+        self.screen.charsets.single_shift(slot);
+    }
+
+    pub(crate) fn locking_shift(&mut self, slot: usize) {
+        self.screen.charsets.invoke_gl(slot);
+    }
+
+    // ESC ( F, ESC ) F, ESC * F, ESC + F (unipi-tui patch): designate a
+    // character set into G0..G3. Sets we do not know leave the slot as it is.
+    pub(crate) fn scs(&mut self, slot: usize, charset: crate::charset::Charset) {
+        self.screen.charsets.designate(slot, charset);
+    }
+
+    // ESC # 8 (unipi-tui patch): DECALN, fill the screen with E's, reset
+    // the margins and home the cursor.
+    pub(crate) fn decaln(&mut self) {
+        self.screen.grid_mut().fill_alignment_pattern();
     }
 
     // ESC c
@@ -1254,7 +1369,55 @@ impl<CB: crate::Callbacks> WrappedScreen<CB> {
 
     // CSI D
     pub fn cub(&mut self, offset: u16) {
-        self.screen.grid_mut().col_dec(offset);
+        // unipi-tui patch: from the pending-wrap position (just after
+        // printing in the last column) the cursor counts as being on the last
+        // column, as in xterm, so BS there lands on the column before it.
+        let grid = self.screen.grid_mut();
+        grid.col_clamp_to_margin();
+        grid.col_dec(offset);
+    }
+
+    // CSI I (unipi-tui patch): cursor forward `count` tab stops.
+    pub(crate) fn cht(&mut self, count: u16) {
+        let mut col = self.screen.grid().pos().col;
+        for _ in 0..count {
+            col = self.screen.tabs.next(col);
+        }
+        self.screen.grid_mut().col_set(col);
+    }
+
+    // CSI Z (unipi-tui patch): cursor backward `count` tab stops.
+    pub(crate) fn cbt(&mut self, count: u16) {
+        let mut col = self.screen.grid().pos().col;
+        for _ in 0..count {
+            col = self.screen.tabs.previous(col);
+        }
+        self.screen.grid_mut().col_set(col);
+    }
+
+    // CSI g (unipi-tui patch): TBC, clear the tab stop at the cursor (0) or
+    // all of them (3).
+    pub(crate) fn tbc(&mut self, mode: u16) {
+        match mode {
+            0 => {
+                let col = self.screen.grid().pos().col;
+                self.screen.tabs.clear(col);
+            }
+            3 => self.screen.tabs.clear_all(),
+            _ => {}
+        }
+    }
+
+    // CSI h and CSI l (unipi-tui patch): the ANSI modes we implement (IRM).
+    // Returns false for a mode we do not, for the caller's unhandled
+    // callback.
+    pub(crate) fn set_ansi_mode(&mut self, mode: u16, on: bool) -> bool {
+        match mode {
+            4 if on => self.screen.set_mode(MODE_INSERT),
+            4 => self.screen.clear_mode(MODE_INSERT),
+            _ => return false,
+        }
+        true
     }
 
     // CSI E
@@ -1366,7 +1529,11 @@ impl<CB: crate::Callbacks> WrappedScreen<CB> {
 
     // CSI d
     pub fn vpa(&mut self, row: u16) {
-        self.screen.grid_mut().row_set(row - 1);
+        // unipi-tui patch: like CUP, relative to the scroll region in origin
+        // mode.
+        let grid = self.screen.grid_mut();
+        let col = grid.pos().col;
+        grid.set_pos(crate::grid::Pos { row: row - 1, col });
     }
 
     // CSI ? h
@@ -1379,7 +1546,12 @@ impl<CB: crate::Callbacks> WrappedScreen<CB> {
             let screen = &mut self.screen;
             match param {
                 [1] => screen.set_mode(MODE_APPLICATION_CURSOR),
+                // unipi-tui patch: DECCOLM. The pane cannot change its
+                // width, but the screen is cleared and the cursor homed as a
+                // VT100 (and tmux) does, which programs rely on.
+                [3] => screen.grid_mut().deccolm(),
                 [6] => screen.grid_mut().set_origin_mode(true),
+                [7] => screen.set_mode(MODE_AUTOWRAP),
                 [9] => screen.set_mouse_mode(MouseProtocolMode::Press),
                 [25] => screen.clear_mode(MODE_HIDE_CURSOR),
                 [47] => screen.enter_alternate_grid(),
@@ -1417,7 +1589,9 @@ impl<CB: crate::Callbacks> WrappedScreen<CB> {
             let screen = &mut self.screen;
             match param {
                 [1] => screen.clear_mode(MODE_APPLICATION_CURSOR),
+                [3] => screen.grid_mut().deccolm(),
                 [6] => screen.grid_mut().set_origin_mode(false),
+                [7] => screen.clear_mode(MODE_AUTOWRAP),
                 [9] => screen.clear_mouse_mode(MouseProtocolMode::Press),
                 [25] => screen.set_mode(MODE_HIDE_CURSOR),
                 [47] => {
