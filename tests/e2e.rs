@@ -494,6 +494,61 @@ fn a_sighup_to_the_workbench_stops_running_background_tasks() {
 }
 
 #[test]
+fn closing_the_terminal_ends_the_workbench_quietly_and_logs_its_exit() {
+    // The workbench's stderr goes to a file (as `2>file` would), to see what it prints there
+    // when the terminal it restores is gone.
+    let home = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let stderr = outside.path().join("stderr");
+    let scenario = scenario().display().to_string();
+    let command = support::demo::workbench_command(
+        PiLine::Current,
+        &["demo", "--scenario", scenario.as_str()],
+        &[],
+        home.path(),
+        &[],
+    );
+    let script = format!("exec \"$0\" \"$@\" 2>'{}'", stderr.display());
+    let program = command.program.display().to_string();
+    let mut args = vec!["-c", script.as_str(), program.as_str()];
+    args.extend(command.args.iter().map(String::as_str));
+    let session = Session::spawn(
+        Path::new("/bin/sh"),
+        &args,
+        &command.env(),
+        home.path(),
+        OuterOptions::default(),
+    )
+    .unwrap();
+    let mut wb = Workbench {
+        session,
+        _home: home,
+    };
+    wb.wait_ready();
+    let workbench = wb.session.pid().unwrap();
+    let pi = support::procs::children(workbench)
+        .into_iter()
+        .next()
+        .expect("the workbench has a child process (Pi)");
+
+    // `tmux kill-pane`, a closed window: the terminal's master side goes away.
+    wb.session.hang_up();
+    assert_eq!(wb.session.wait_exit(EXIT).unwrap(), 129, "128 + SIGHUP");
+    let printed = std::fs::read_to_string(&stderr).unwrap();
+    assert!(
+        printed.is_empty(),
+        "nothing to print on a terminal that is gone, but stderr has:\n{printed}"
+    );
+    let log = wb.log();
+    let last = log.lines().last().unwrap_or_default();
+    assert!(
+        last.contains("unipi-tui exiting"),
+        "the log ends with the exit line, but its last line is {last:?}"
+    );
+    assert!(!support::procs::alive(pi), "Pi outlived the workbench");
+}
+
+#[test]
 fn a_helper_agent_runs_as_a_second_pi_and_its_answer_returns_to_the_model() {
     let mut wb = start(PiLine::Current, &[], OuterOptions::default());
     wb.wait_ready();
