@@ -94,6 +94,15 @@ impl Workbench {
         self.session.wait_exit(EXIT).unwrap()
     }
 
+    /// Pi's process: the workbench's child.
+    fn pi_pid(&self) -> u32 {
+        let workbench = self.session.pid().unwrap();
+        support::procs::children(workbench)
+            .into_iter()
+            .next()
+            .expect("the workbench has a child process (Pi)")
+    }
+
     fn log(&self) -> String {
         std::fs::read_to_string(
             self._home
@@ -525,11 +534,7 @@ fn closing_the_terminal_ends_the_workbench_quietly_and_logs_its_exit() {
         _home: home,
     };
     wb.wait_ready();
-    let workbench = wb.session.pid().unwrap();
-    let pi = support::procs::children(workbench)
-        .into_iter()
-        .next()
-        .expect("the workbench has a child process (Pi)");
+    let pi = wb.pi_pid();
 
     // `tmux kill-pane`, a closed window: the terminal's master side goes away.
     wb.session.hang_up();
@@ -755,11 +760,7 @@ fn legacy_pi_smoke() {
 fn pi_killed_with_sigkill_ends_the_workbench_with_an_error_and_a_restored_terminal() {
     let mut wb = start(PiLine::Current, &[], OuterOptions::default());
     wb.wait_ready();
-    let workbench = wb.session.pid().unwrap();
-    let pi = support::procs::children(workbench)
-        .into_iter()
-        .next()
-        .expect("the workbench has a child process (Pi)");
+    let pi = wb.pi_pid();
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(i32::try_from(pi).unwrap()),
         nix::sys::signal::Signal::SIGKILL,
