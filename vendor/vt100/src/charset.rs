@@ -83,11 +83,25 @@ fn dec_special_graphics(c: char) -> char {
 
 /// G0..G3, which of them is invoked into GL (SI/SO, LS2/LS3), and a pending
 /// single shift (SS2/SS3). Saved and restored by DECSC/DECRC, as in xterm.
-#[derive(Copy, Clone, Debug, Default, Eq, PartialEq)]
+#[derive(Copy, Clone, Debug, Eq, PartialEq)]
 pub struct CharsetState {
     designated: [Charset; 4],
     gl: usize,
     single_shift: Option<usize>,
+    /// No translation at all (ASCII in GL, no single shift): the state of
+    /// nearly every printed character, checked with one load.
+    plain: bool,
+}
+
+impl Default for CharsetState {
+    fn default() -> Self {
+        Self {
+            designated: [Charset::Ascii; 4],
+            gl: 0,
+            single_shift: None,
+            plain: true,
+        }
+    }
 }
 
 impl CharsetState {
@@ -96,26 +110,39 @@ impl CharsetState {
         if let Some(designated) = self.designated.get_mut(slot) {
             *designated = charset;
         }
+        self.update_plain();
     }
 
     /// SI (G0), SO (G1), LS2 (G2), LS3 (G3).
     pub fn invoke_gl(&mut self, slot: usize) {
         self.gl = slot.min(3);
+        self.update_plain();
     }
 
     /// SS2 (G2) and SS3 (G3): the next printed character only.
     pub fn single_shift(&mut self, slot: usize) {
         self.single_shift = Some(slot.min(3));
+        self.update_plain();
     }
 
     /// The character to store for printed character `c`.
     #[inline]
     pub fn translate(&mut self, c: char) -> char {
-        let slot = self.single_shift.take().unwrap_or(self.gl);
-        match self.designated[slot] {
-            // The common case, kept to one comparison per character.
-            Charset::Ascii => c,
-            charset => charset.translate(c),
+        if self.plain {
+            c
+        } else {
+            self.translate_shifted(c)
         }
+    }
+
+    fn translate_shifted(&mut self, c: char) -> char {
+        let slot = self.single_shift.take().unwrap_or(self.gl);
+        self.update_plain();
+        self.designated[slot].translate(c)
+    }
+
+    fn update_plain(&mut self) {
+        self.plain = self.single_shift.is_none()
+            && self.designated[self.gl] == Charset::Ascii;
     }
 }
