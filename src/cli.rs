@@ -133,9 +133,18 @@ pub fn run() -> ExitCode {
 
 fn run_workbench(cli: Cli, split: SplitArgs) -> Result<i32> {
     let log_path = log_file_path();
+    // Dropped last: flushes the non-blocking writer, so the exit line below reaches the file.
     let _log_guard = init_logging(&log_path, &cli.log_level);
     tracing::info!(version = env!("CARGO_PKG_VERSION"), "unipi-tui starting");
+    let result = run_session(cli, split, log_path);
+    match &result {
+        Ok(code) => tracing::info!(code, "unipi-tui exiting"),
+        Err(err) => tracing::error!("unipi-tui exiting: {err:#}"),
+    }
+    result
+}
 
+fn run_session(cli: Cli, split: SplitArgs, log_path: PathBuf) -> Result<i32> {
     let mut announce = |line: &str| {
         eprintln!("{line}");
         tracing::info!("{line}");
@@ -291,7 +300,6 @@ fn run_workbench(cli: Cli, split: SplitArgs) -> Result<i32> {
             }
         }
     }
-    tracing::info!(code = outcome.code, "unipi-tui exiting");
     Ok(outcome.code)
 }
 

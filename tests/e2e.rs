@@ -91,6 +91,15 @@ impl Workbench {
         exit_pi(&mut self.session, ctrl_d, EXIT)
     }
 
+    /// Pi's process: the workbench's child.
+    fn pi_pid(&self) -> u32 {
+        let workbench = self.session.pid().unwrap();
+        support::procs::children(workbench)
+            .into_iter()
+            .next()
+            .expect("the workbench has a child process (Pi)")
+    }
+
     fn log(&self) -> String {
         self.sandbox.log()
     }
@@ -417,17 +426,13 @@ fn background_task_wakes_the_agent_shows_in_the_dock_and_dies_with_the_workbench
             s.contents().contains("Command: sleep 4; echo BG-OUTPUT-42")
         })
         .unwrap();
-    // Esc closes the task's detail, a second Esc the dock.
-    wb.session.send(b"\x1b");
-    wb.session
-        .wait_for("the task's detail closed", REPLY, |s| {
-            !s.contents().contains("Command: sleep 4")
-        })
-        .unwrap();
-    wb.session.send(b"\x1b");
+    // Two Escapes in one write (`tmux send-keys Escape Escape`): detail -> list -> closed; the
+    // pair must not be read as one Alt+Esc, which left the dock open for the next letters.
+    wb.session.send(b"\x1b\x1b");
     wb.session
         .wait_for("the dock closed", REPLY, |s| {
-            !s.contents().contains("bg tasks")
+            let text = s.contents();
+            !text.contains("bg tasks") && !text.contains("bg: e2e sleeper")
         })
         .unwrap();
     wb.session.type_text("typed into Pi");
@@ -474,6 +479,53 @@ fn a_sighup_to_the_workbench_stops_running_background_tasks() {
     wait_until("the task gone after the hangup", EXIT, || {
         processes_running("sleep 312").is_empty()
     });
+}
+
+#[test]
+fn closing_the_terminal_ends_the_workbench_quietly_and_logs_its_exit() {
+    // The workbench's stderr goes to a file (as `2>file` would), to see what it prints there
+    // when the terminal it restores is gone.
+    let sandbox = Sandbox::new();
+    let stderr = sandbox.dir("outside").join("stderr");
+    let scenario = scenario().display().to_string();
+    let command = support::demo::workbench_command(
+        PiLine::Current,
+        &["demo", "--scenario", scenario.as_str()],
+        &[],
+        &sandbox,
+        &[],
+    );
+    let script = format!("exec \"$0\" \"$@\" 2>'{}'", stderr.display());
+    let program = command.program.display().to_string();
+    let mut args = vec!["-c", script.as_str(), program.as_str()];
+    args.extend(command.args.iter().map(String::as_str));
+    let session = Session::spawn(
+        Path::new("/bin/sh"),
+        &args,
+        &command.env(),
+        &sandbox.project,
+        OuterOptions::default(),
+    )
+    .unwrap();
+    let mut wb = Workbench { session, sandbox };
+    wb.wait_ready();
+    let pi = wb.pi_pid();
+
+    // `tmux kill-pane`, a closed window: the terminal's master side goes away.
+    wb.session.hang_up();
+    assert_eq!(wb.session.wait_exit(EXIT).unwrap(), 129, "128 + SIGHUP");
+    let printed = std::fs::read_to_string(&stderr).unwrap();
+    assert!(
+        printed.is_empty(),
+        "nothing to print on a terminal that is gone, but stderr has:\n{printed}"
+    );
+    let log = wb.log();
+    let last = log.lines().last().unwrap_or_default();
+    assert!(
+        last.contains("unipi-tui exiting"),
+        "the log ends with the exit line, but its last line is {last:?}"
+    );
+    assert!(!support::procs::alive(pi), "Pi outlived the workbench");
 }
 
 #[test]
@@ -648,11 +700,7 @@ fn legacy_pi_smoke() {
 fn pi_killed_with_sigkill_ends_the_workbench_with_an_error_and_a_restored_terminal() {
     let mut wb = start(PiLine::Current, &[], OuterOptions::default());
     wb.wait_ready();
-    let workbench = wb.session.pid().unwrap();
-    let pi = support::procs::children(workbench)
-        .into_iter()
-        .next()
-        .expect("the workbench has a child process (Pi)");
+    let pi = wb.pi_pid();
     // Pi runs in the directory the workbench was started in, not in HOME.
     assert_eq!(
         support::procs::cwd(pi).as_deref(),

@@ -129,7 +129,12 @@ pub async fn run(mut options: AppOptions) -> Result<AppOutcome> {
         link.host.shutdown().await;
     }
     let mut outcome = result?;
-    restored.context("failed to restore the terminal")?;
+    match restored {
+        Ok(()) => {}
+        // Closed window, `tmux kill-pane`: there is no terminal to restore or to complain to.
+        Err(err @ tui::RestoreError::TerminalGone { .. }) => tracing::info!("{err}"),
+        Err(err) => return Err(err).context("failed to restore the terminal"),
+    }
     outcome.last_lines = last_lines(&app.emulator, 12);
     outcome.transcript = transcript(&app.emulator);
     Ok(outcome)
@@ -308,10 +313,24 @@ async fn drive(
             session.run(app.take_effects());
         }
         if app.needs_draw && now >= last_draw + FRAME && !app.emulator.synchronized_update_at(now) {
-            draw(app, &mut session.pty, &mut terminal, &mut cursor_style)?;
-            last_draw = Instant::now();
+            match draw(app, &mut session.pty, &mut terminal, &mut cursor_style) {
+                Ok(()) => last_draw = Instant::now(),
+                // The terminal vanished before its SIGHUP arrived: the same ending.
+                Err(err) if tui::error_means_terminal_gone(&err) => {
+                    tracing::info!("the terminal is gone: {err:#}");
+                    break Some(128 + libc_signal::SIGHUP);
+                }
+                Err(err) => return Err(err),
+            }
         }
     };
+    // ratatui shows the cursor when `terminal` drops and prints to stderr if it cannot: on a
+    // terminal that is gone, release it first so that write goes nowhere.
+    if let Err(err) = terminal.show_cursor()
+        && tui::terminal_gone(&err)
+    {
+        tui::release_gone_terminal();
+    }
 
     if let Some(code) = signal_code {
         tracing::info!("stopping Pi (workbench exit code {code})");

@@ -27,14 +27,24 @@
 //! The pane's scrollback is ours, not vt100's ([`History`] says why): vt100 runs with none and
 //! hands each row leaving the main screen to the callbacks, and `CSI 3 J` empties the history.
 //!
+//! vt100 is our patched copy (`vendor/vt100`, see `vendor/README.md`): it adds the VT100/xterm
+//! behaviours that change how each printed character is written (character sets, insert mode,
+//! autowrap off), tab stops, DECALN and the origin-mode fixes, checked screen by screen against
+//! vttest in `conformance_tests.rs`.
+//!
 //! Not done: DCS queries (XTGETTCAP, DECRQSS; vt100 ignores DCS and Pi sends none), kitty
-//! graphics (APC, no reply means "unsupported"), DECOM-relative CPR (vt100 hides origin mode).
+//! graphics (APC, no reply means "unsupported"), 132-column mode (DECCOLM clears the screen
+//! but the pane keeps its width), double-width lines (DECDWL), reverse screen (DECSCNM).
 
 mod osc;
 mod program_status;
 mod responder;
 mod scanner;
 
+#[cfg(test)]
+mod conformance_tests;
+#[cfg(test)]
+mod fidelity_tests;
 #[cfg(test)]
 mod tests;
 

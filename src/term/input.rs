@@ -16,7 +16,11 @@
 //!   Enter, and `\x08` for Ctrl+Backspace only on some terminals (Windows Terminal).
 //! - `\x1c..\x1f` are Ctrl+`\` `]` `^` `_` (crossterm says Ctrl+4..7; the punctuation is what the
 //!   keys are called in xterm's and Pi's tables).
-//! - `ESC ESC` is Alt+Esc, `ESC ESC [ A` is Alt+Up (rxvt style).
+//! - `ESC ESC` is two Esc presses (as crossterm decodes it), so each Esc in a burst acts: tmux's
+//!   `send-keys Escape Escape Escape`, or a fast typist, delivers them in one read, and each
+//!   must step back (close the dock from a task's detail, not leave it open for the next
+//!   letters). Legacy Alt+Esc is the same two bytes and is given up for that; kitty and
+//!   modifyOtherKeys still report it. `ESC ESC [ A` is Alt+Up (rxvt style).
 //! - Shifted characters are reported as the character produced, with SHIFT only when it is an
 //!   upper-case letter: legacy `A`, kitty `CSI 97:65;2u` and modifyOtherKeys `CSI 27;2;97~` are
 //!   all `Char('A')` + SHIFT; kitty `CSI 49:33;2u` is `Char('!')` like a legacy `!`. (crossterm
@@ -475,18 +479,19 @@ impl InputDecoder {
     }
 }
 
-/// `ESC ESC …`: Alt+Esc, or Alt + the key sequence that follows (rxvt sends Alt+Up as
-/// `ESC ESC [ A`).
+/// `ESC ESC …`: Esc, the second ESC then decoded on its own (another Esc, or Alt + what follows
+/// it); or Alt + the key sequence after the second ESC (rxvt sends Alt+Up as `ESC ESC [ A`).
 fn step_double_escape(input: &[u8], at_end: bool, out: &mut Vec<InputEvent>) -> Option<usize> {
-    let alt_esc = |out: &mut Vec<InputEvent>| {
-        out.push(key_event(with_alt(plain(KeyCode::Esc))));
-        Some(2)
+    let esc = |out: &mut Vec<InputEvent>| {
+        out.push(key_event(plain(KeyCode::Esc)));
+        Some(1)
     };
     let Some(&third) = input.get(2) else {
-        return if at_end { alt_esc(out) } else { None };
+        // Wait for a possible `[` or `O` of an rxvt Alt+key.
+        return if at_end { esc(out) } else { None };
     };
     if third != b'[' && third != b'O' {
-        return alt_esc(out);
+        return esc(out);
     }
     match key_sequence(&input[1..]) {
         KeySeq::Key(key, consumed) => {
@@ -1423,10 +1428,26 @@ mod tests {
             (b"\x1b\r", vec![key(KeyCode::Enter, ALT)]),
             (b"\x1b\x7f", vec![key(KeyCode::Backspace, ALT)]),
             (b"\x1b\x01", vec![chm('a', CTRL | ALT)]),
-            (b"\x1b\x1b", vec![key(KeyCode::Esc, ALT)]),
+            // Several Esc presses in one read are each an Esc.
+            (
+                b"\x1b\x1b",
+                vec![key(KeyCode::Esc, NONE), key(KeyCode::Esc, NONE)],
+            ),
+            (
+                b"\x1b\x1b\x1b",
+                vec![
+                    key(KeyCode::Esc, NONE),
+                    key(KeyCode::Esc, NONE),
+                    key(KeyCode::Esc, NONE),
+                ],
+            ),
             (b"\x1b\x1b[A", vec![key(KeyCode::Up, ALT)]),
             (b"\x1b\x1bOB", vec![key(KeyCode::Down, ALT)]),
-            (b"\x1b\x1bx", vec![key(KeyCode::Esc, ALT), ch('x')]),
+            (b"\x1b\x1bx", vec![key(KeyCode::Esc, NONE), chm('x', ALT)]),
+            (
+                b"\x1b\x1b\x1b[A",
+                vec![key(KeyCode::Esc, NONE), key(KeyCode::Up, ALT)],
+            ),
             // Would-be sequence introducers that never became sequences.
             (b"\x1b[", vec![chm('[', ALT)]),
             (b"\x1bO", vec![chm('O', ALT | SHIFT)]),

@@ -5,6 +5,11 @@
 //! and the normal path can all call it and only the first does the work. Every restore step runs
 //! even when an earlier one fails; the first error is reported (codex `tui.rs`). Raw mode is
 //! disabled first: it has the widest side effects (ratatui's `restore`).
+//!
+//! The terminal can also vanish under us (its window closed, `tmux kill-pane`, an SSH drop):
+//! then there is nothing to restore, every write to it fails, and the errors are only logged.
+//! [`release_gone_terminal`] points stdout and stderr at `/dev/null`, so nothing written later
+//! (ratatui showing its cursor on drop, an error message) fails or panics on the dead terminal.
 
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
@@ -100,15 +105,82 @@ pub fn set_child_process_group(pgid: u32) {
     CHILD_PGID.store(i32::try_from(pgid).unwrap_or(0), Ordering::SeqCst);
 }
 
-/// Puts the terminal back the way we found it. Idempotent; safe from the panic hook.
-pub fn restore() -> Result<()> {
+/// Why [`restore`] could not put the terminal back.
+#[derive(Debug, thiserror::Error)]
+pub enum RestoreError {
+    /// The terminal is gone ([`terminal_gone`]): nothing is left to restore.
+    #[error("the terminal is gone ({what}: {source})")]
+    TerminalGone {
+        what: &'static str,
+        #[source]
+        source: io::Error,
+    },
+    /// The terminal is there but refused a step.
+    #[error("{what}: {source}")]
+    Failed {
+        what: &'static str,
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// Whether an I/O error on the terminal means it no longer exists: its PTY was hung up (the
+/// window closed, `tmux kill-pane`, the SSH connection dropped). Reads and writes then fail with
+/// EIO, terminal ioctls with ENXIO, a closed pipe with EPIPE.
+pub fn terminal_gone(err: &io::Error) -> bool {
+    use nix::errno::Errno;
+    err.kind() == io::ErrorKind::BrokenPipe
+        || err
+            .raw_os_error()
+            .is_some_and(|code| [Errno::EIO, Errno::ENXIO].contains(&Errno::from_raw(code)))
+}
+
+/// Whether any cause in `err`'s chain is [`terminal_gone`].
+pub fn error_means_terminal_gone(err: &anyhow::Error) -> bool {
+    err.chain()
+        .any(|cause| cause.downcast_ref::<io::Error>().is_some_and(terminal_gone))
+}
+
+/// The terminal is gone: points stdout and stderr at `/dev/null`, so later writes to them
+/// succeed and vanish instead of failing (ratatui prints "Failed to show the cursor" when it
+/// cannot, and `eprintln!` panics when stderr fails).
+pub fn release_gone_terminal() {
+    let released = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/null")
+        .map_err(anyhow::Error::new)
+        .and_then(|null| {
+            nix::unistd::dup2_stdout(&null)?;
+            nix::unistd::dup2_stderr(&null)?;
+            Ok(())
+        });
+    match released {
+        Ok(()) => tracing::info!("the terminal is gone; stdout and stderr now go to /dev/null"),
+        Err(err) => {
+            tracing::warn!("the terminal is gone, and /dev/null could not replace it: {err:#}")
+        }
+    }
+}
+
+/// Puts the terminal back the way we found it. Idempotent; safe from the panic hook. When the
+/// terminal is gone ([`RestoreError::TerminalGone`]) it is released ([`release_gone_terminal`]).
+pub fn restore() -> Result<(), RestoreError> {
     if !ACTIVE.swap(false, Ordering::SeqCst) {
         return Ok(());
     }
-    let mut first_error: Option<anyhow::Error> = None;
-    let mut note = |result: io::Result<()>, what: &str| {
-        if let Err(err) = result {
-            first_error.get_or_insert_with(|| anyhow::Error::new(err).context(what.to_string()));
+    let mut first_error: Option<RestoreError> = None;
+    let mut note = |result: io::Result<()>, what: &'static str| {
+        let Err(source) = result else { return };
+        let gone = terminal_gone(&source);
+        match &first_error {
+            // One step found the terminal gone: the rest only confirm it.
+            Some(RestoreError::TerminalGone { .. }) => {}
+            _ if gone => {
+                release_gone_terminal();
+                first_error = Some(RestoreError::TerminalGone { what, source });
+            }
+            Some(RestoreError::Failed { .. }) => {}
+            None => first_error = Some(RestoreError::Failed { what, source }),
         }
     };
     note(terminal::disable_raw_mode(), "failed to leave raw mode");

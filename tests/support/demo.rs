@@ -5,7 +5,7 @@
 //! [`OfflineModel`] runs the scripted model in the test instead, for tests that read its request
 //! log.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use unipi_tui::pi::offline::{OfflineAgent, write_agent_dir};
 use unipi_tui::scripted::{Scenario, ServerHandle};
@@ -39,26 +39,68 @@ pub fn spawn_workbench(
     extra_env: &[(&str, &str)],
     outer: OuterOptions,
 ) -> Session {
+    let command = workbench_command(line, before, after, sandbox, extra_env);
+    let args: Vec<&str> = command.args.iter().map(String::as_str).collect();
+    Session::spawn(
+        &command.program,
+        &args,
+        &command.env(),
+        &sandbox.project,
+        outer,
+    )
+    .unwrap()
+}
+
+/// What [`spawn_workbench`] runs, for a test that wraps it (e.g. to keep its stderr).
+pub struct WorkbenchCommand {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+}
+
+impl WorkbenchCommand {
+    /// The environment in [`Session::spawn`]'s form.
+    pub fn env(&self) -> Vec<(&str, String)> {
+        self.env
+            .iter()
+            .map(|(key, value)| (key.as_str(), value.clone()))
+            .collect()
+    }
+}
+
+/// The command line and environment of [`spawn_workbench`].
+pub fn workbench_command(
+    line: PiLine,
+    before: &[&str],
+    after: &[&str],
+    sandbox: &Sandbox,
+    extra_env: &[(&str, &str)],
+) -> WorkbenchCommand {
     let pi = pi_install(line).unwrap_or_else(|err| panic!("{err:#}"));
     let mut path = std::env::var("PATH").unwrap_or_default();
     if let Some(node) = &pi.node_bin_dir {
         path = format!("{}:{path}", node.display());
     }
-    let pi_bin = pi.bin.display().to_string();
-    let mut args = before.to_vec();
-    args.extend(["--pi-bin", pi_bin.as_str(), "--log-level", "debug"]);
-    args.extend_from_slice(after);
-    let mut env = vec![("PATH", path)];
-    env.extend(sandbox.env());
-    env.extend(extra_env.iter().map(|(k, v)| (*k, v.to_string())));
-    Session::spawn(
-        Path::new(env!("CARGO_BIN_EXE_unipi-tui")),
-        &args,
-        &env,
-        &sandbox.project,
-        outer,
-    )
-    .unwrap()
+    let mut args: Vec<String> = before.iter().map(|arg| arg.to_string()).collect();
+    args.extend([
+        "--pi-bin".to_owned(),
+        pi.bin.display().to_string(),
+        "--log-level".to_owned(),
+        "debug".to_owned(),
+    ]);
+    args.extend(after.iter().map(|arg| arg.to_string()));
+    let mut env = vec![("PATH".to_owned(), path)];
+    env.extend(sandbox.env().into_iter().map(|(k, v)| (k.to_owned(), v)));
+    env.extend(
+        extra_env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string())),
+    );
+    WorkbenchCommand {
+        program: PathBuf::from(env!("CARGO_BIN_EXE_unipi-tui")),
+        args,
+        env,
+    }
 }
 
 /// The scripted model served from the test (its request log readable with `server.requests()`),

@@ -12,9 +12,11 @@ use std::os::fd::BorrowedFd;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail};
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use portable_pty::{Child, CommandBuilder, MasterPty, PtySize, native_pty_system};
 
 /// How the fake terminal behaves.
@@ -120,12 +122,19 @@ impl vt100::Callbacks for Answers {
     }
 }
 
+/// The typed-input side of the PTY master; `None` once the terminal hung up.
+type Writer = Arc<Mutex<Option<Box<dyn Write + Send>>>>;
+
 /// A program running in the fake terminal.
 pub struct Session {
-    master: Box<dyn MasterPty + Send>,
-    writer: Arc<Mutex<Box<dyn Write + Send>>>,
+    /// `None` once the terminal hung up ([`Session::hang_up`]).
+    master: Option<Box<dyn MasterPty + Send>>,
+    writer: Writer,
     child: Box<dyn Child + Send + Sync>,
     parser: Arc<Mutex<vt100::Parser<Answers>>>,
+    /// The thread reading the program's output; it holds its own copy of the master.
+    reader: Option<JoinHandle<()>>,
+    stop_reading: Arc<AtomicBool>,
     /// Set once the reader saw the end of the program's output.
     output_ended: Arc<AtomicBool>,
 }
@@ -163,16 +172,31 @@ impl Session {
             },
         )));
         let mut reader = pair.master.try_clone_reader().context("pty reader")?;
-        let writer: Arc<Mutex<Box<dyn Write + Send>>> =
-            Arc::new(Mutex::new(pair.master.take_writer().context("pty writer")?));
+        let master_fd = pair.master.as_raw_fd().context("pty master fd")?;
+        let writer: Writer = Arc::new(Mutex::new(Some(
+            pair.master.take_writer().context("pty writer")?,
+        )));
         let parser_for_reader = Arc::clone(&parser);
         // Replies to the program's queries go through the same writer as typed input.
         let reply_out = Arc::clone(&writer);
+        let stop_reading = Arc::new(AtomicBool::new(false));
+        let stop = Arc::clone(&stop_reading);
         let output_ended = Arc::new(AtomicBool::new(false));
         let ended = Arc::clone(&output_ended);
-        std::thread::spawn(move || {
+        let reader = std::thread::spawn(move || {
             let mut buf = [0u8; 65536];
-            loop {
+            while !stop.load(Ordering::SeqCst) {
+                // Wait for output a bounded time, so `hang_up` can stop this thread and close
+                // its copy of the master.
+                // SAFETY: the fd is the session's master, which `hang_up` and `Drop` close only
+                // after joining this thread.
+                let fd = unsafe { BorrowedFd::borrow_raw(master_fd) };
+                let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
+                match poll(&mut fds, PollTimeout::from(50u16)) {
+                    Ok(0) | Err(nix::errno::Errno::EINTR) => continue,
+                    Ok(_) => {}
+                    Err(_) => break,
+                }
                 match reader.read(&mut buf) {
                     Ok(0) | Err(_) => break,
                     Ok(n) => {
@@ -186,6 +210,7 @@ impl Session {
                         };
                         if !replies.is_empty()
                             && let Ok(mut out) = reply_out.lock()
+                            && let Some(out) = out.as_mut()
                         {
                             let _ = out.write_all(&replies);
                             let _ = out.flush();
@@ -196,10 +221,12 @@ impl Session {
             ended.store(true, Ordering::Release);
         });
         Ok(Session {
-            master: pair.master,
+            master: Some(pair.master),
             writer,
             child,
             parser,
+            reader: Some(reader),
+            stop_reading,
             output_ended,
         })
     }
@@ -207,8 +234,21 @@ impl Session {
     /// Sends bytes as if typed.
     pub fn send(&self, bytes: &[u8]) {
         let mut writer = self.writer.lock().expect("writer lock");
+        let writer = writer.as_mut().expect("the terminal hung up");
         writer.write_all(bytes).expect("write to pty");
         writer.flush().expect("flush pty");
+    }
+
+    /// The terminal goes away, as when its window closes or `tmux kill-pane` runs: every copy
+    /// of the PTY master is closed, so the kernel hangs up the program's terminal (SIGHUP to
+    /// it, and its reads and writes on the terminal fail from then on).
+    pub fn hang_up(&mut self) {
+        self.stop_reading.store(true, Ordering::SeqCst);
+        if let Some(reader) = self.reader.take() {
+            reader.join().expect("the output reader panicked");
+        }
+        self.writer.lock().expect("writer lock").take();
+        self.master.take();
     }
 
     /// Types text one character at a time, as a person would (with a small pause).
@@ -272,7 +312,11 @@ impl Session {
             .expect("parser lock")
             .screen_mut()
             .set_size(nz(rows), nz(cols));
-        self.master.resize(size(rows, cols)).context("resize pty")
+        self.master
+            .as_ref()
+            .context("the terminal hung up")?
+            .resize(size(rows, cols))
+            .context("resize pty")
     }
 
     pub fn pid(&self) -> Option<u32> {
@@ -287,7 +331,7 @@ impl Session {
                 // What was written last (the restore sequences, Pi's transcript) is parsed once
                 // the reader reached the end of the output: the PTY closes when the program and
                 // everything that inherited the terminal are gone.
-                while !self.output_ended.load(Ordering::Acquire) {
+                while !self.output_ended.load(Ordering::Acquire) && self.reader.is_some() {
                     if Instant::now() > deadline {
                         bail!(
                             "the program exited but its terminal stayed open for {timeout:?} \
@@ -317,7 +361,8 @@ impl Session {
         let answers = parser.callbacks();
         let cooked = self
             .master
-            .as_raw_fd()
+            .as_ref()
+            .and_then(|master| master.as_raw_fd())
             .and_then(|fd| {
                 // SAFETY-free: the fd belongs to `self.master`, alive for this borrow.
                 let fd = unsafe { BorrowedFd::borrow_raw(fd) };
@@ -345,6 +390,11 @@ impl Drop for Session {
     fn drop(&mut self) {
         if let Ok(None) = self.child.try_wait() {
             let _ = self.child.kill();
+        }
+        // The reader polls the master's fd: stop it before the master closes.
+        self.stop_reading.store(true, Ordering::SeqCst);
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
         }
     }
 }

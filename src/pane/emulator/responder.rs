@@ -158,9 +158,15 @@ impl Responder {
     }
 
     fn reply_cursor_position(&mut self, screen: &Screen, private: bool) {
-        // vt100 does not expose DECOM or the scroll region, so this is always the absolute
-        // position; Pi never enables origin mode.
-        let (row, col) = screen.cursor_position();
+        let (mut row, col) = screen.cursor_position();
+        // In origin mode the row counts from the top of the scroll region, as CUP addresses it.
+        if screen.origin_mode() {
+            row = row.saturating_sub(screen.scroll_region().0);
+        }
+        // Just after printing in the last column the cursor waits there to wrap (vt100 keeps
+        // it one past); a terminal reports the last column.
+        let (_, cols) = screen.size();
+        let col = col.min(cols.get() - 1);
         let marker = if private { "?" } else { "" };
         self.reply(format!("\x1b[{marker}{};{}R", row + 1, col + 1).as_bytes());
     }
@@ -190,6 +196,8 @@ impl Responder {
     fn private_mode_state(&self, screen: &Screen, mode: u16) -> u8 {
         let set = match mode {
             1 => screen.application_cursor(),
+            6 => screen.origin_mode(),
+            7 => screen.autowrap(),
             9 => screen.mouse_protocol_mode() == MouseProtocolMode::Press,
             25 => !screen.hide_cursor(),
             47 | 1049 => screen.alternate_screen(),
@@ -313,12 +321,19 @@ impl vt100::Callbacks for Responder {
                 self.reply(format!("\x1b[{};1;1;128;128;1;0x", first + 2).as_bytes());
             }
             (None, None, 't') => self.reply_window_report(screen, params),
-            // DECRQM, DEC private and ANSI. We keep no ANSI modes vt100 would honour.
+            // DECRQM, DEC private and ANSI. Of the ANSI modes only IRM (4) is implemented.
             (Some(b'?'), Some(b'$'), 'p') => {
                 let state = self.private_mode_state(screen, first);
                 self.reply(format!("\x1b[?{first};{state}$y").as_bytes());
             }
-            (Some(b'$'), None, 'p') => self.reply(format!("\x1b[{first};0$y").as_bytes()),
+            (Some(b'$'), None, 'p') => {
+                let state = match first {
+                    4 if screen.insert_mode() => 1,
+                    4 => 2,
+                    _ => 0,
+                };
+                self.reply(format!("\x1b[{first};{state}$y").as_bytes());
+            }
             (Some(b'?'), None, 'h') => self.set_private_modes(params, true),
             (Some(b'?'), None, 'l') => self.set_private_modes(params, false),
             (Some(marker @ (b'?' | b'>' | b'<' | b'=')), None, 'u') => {

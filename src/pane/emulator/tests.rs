@@ -155,6 +155,16 @@ fn answers_queries_like_a_terminal() {
             r"\x1b[1;1R\x1b[1;3R\x1b[2;1R",
         ),
         ("DECXCPR", b"\x1b[2;5H\x1b[?6n", r"\x1b[?2;5R"),
+        (
+            "CPR in origin mode counts from the scroll region",
+            b"\x1b[5;10r\x1b[?6h\x1b[2;3H\x1b[6n",
+            r"\x1b[2;3R",
+        ),
+        (
+            "CPR at the pending wrap is the last column",
+            b"\x1b[1;80HX\x1b[6n",
+            r"\x1b[1;80R",
+        ),
         ("text area in cells", b"\x1b[18t", r"\x1b[8;24;80t"),
         ("screen in cells", b"\x1b[19t", r"\x1b[9;24;80t"),
         ("text area in pixels", b"\x1b[14t", r"\x1b[4;384;640t"),
@@ -249,7 +259,13 @@ fn reports_mode_states_for_decrqm() {
         ("1003", b"\x1b[?1003h\x1b[?1003$p", r"\x1b[?1003;1$y"),
         ("1006", b"\x1b[?1006h\x1b[?1006$p", r"\x1b[?1006;1$y"),
         ("unknown private mode", b"\x1b[?12345$p", r"\x1b[?12345;0$y"),
-        ("ANSI mode", b"\x1b[4$p", r"\x1b[4;0$y"),
+        ("DECOM off", b"\x1b[?6$p", r"\x1b[?6;2$y"),
+        ("DECOM on", b"\x1b[?6h\x1b[?6$p", r"\x1b[?6;1$y"),
+        ("DECAWM on by default", b"\x1b[?7$p", r"\x1b[?7;1$y"),
+        ("DECAWM off", b"\x1b[?7l\x1b[?7$p", r"\x1b[?7;2$y"),
+        ("IRM off", b"\x1b[4$p", r"\x1b[4;2$y"),
+        ("IRM on", b"\x1b[4h\x1b[4$p", r"\x1b[4;1$y"),
+        ("unknown ANSI mode", b"\x1b[12$p", r"\x1b[12;0$y"),
     ];
     for (name, input, expected) in cases {
         assert_eq!(replies_to(input), *expected, "{name}");

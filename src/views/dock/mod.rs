@@ -1420,6 +1420,36 @@ mod tests {
     }
 
     #[test]
+    fn escapes_arriving_in_one_read_each_step_back() {
+        use crate::term::input::{InputDecoder, InputEvent};
+        // `tmux send-keys Escape Escape Escape` on a task's detail: the three ESC bytes arrive
+        // in one read. The first two must take the dock from the detail to the list and close
+        // it (so letters typed next go to Pi, not to dock actions); the third is Pi's.
+        let (mut view, _) = make_agent_dock();
+        view.handle_key(&ch('t'));
+        assert!(matches!(view.model().mode, DockMode::Detail { .. }));
+        let mut decoder = InputDecoder::new();
+        let mut events = decoder.feed(b"\x1b\x1b\x1b");
+        events.extend(decoder.flush_pending());
+        let mut keys = events.into_iter().map(|event| match event {
+            InputEvent::Event(crossterm::event::Event::Key(key)) => key,
+            other => panic!("not a key: {other:?}"),
+        });
+        let mut actions = Vec::new();
+        for key in keys.by_ref() {
+            let action = view.handle_key(&key);
+            let closed = action == ViewAction::Close;
+            actions.push(action);
+            if closed {
+                break;
+            }
+        }
+        assert_eq!(actions, [ViewAction::Consumed, ViewAction::Close]);
+        let left: Vec<_> = keys.map(|key| (key.code, key.modifiers)).collect();
+        assert_eq!(left, [(KeyCode::Esc, KeyModifiers::NONE)]);
+    }
+
+    #[test]
     fn steer_input_sends_on_enter_and_shows_the_outcome() {
         let (mut view, agents) = make_agent_dock();
         view.handle_key(&ch('j')); // h1
