@@ -3,6 +3,7 @@
 //! in this library so integration tests and benchmarks can reach the pieces.
 
 pub mod app;
+pub mod askuser;
 pub mod bridge;
 pub mod capability;
 pub mod cli;
