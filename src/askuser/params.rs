@@ -338,7 +338,7 @@ fn parse_timeout(value: Option<&Value>) -> Result<Option<Duration>, String> {
     match value {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Number(ms)) => match ms.as_f64() {
-            Some(ms) if ms == 0.0 => Ok(None),
+            Some(0.0) => Ok(None),
             Some(ms) if ms > 0.0 && ms.is_finite() => {
                 Ok(Some(Duration::from_millis(ms as u64).min(LONGEST_WAIT)))
             }
