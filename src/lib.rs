@@ -14,6 +14,7 @@ pub mod demo;
 pub mod headless;
 pub mod helpers;
 pub mod mcp;
+pub mod notify;
 pub mod pane;
 pub mod pi;
 pub mod scripted;

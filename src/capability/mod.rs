@@ -99,6 +99,7 @@ pub fn registrations() -> Vec<Registration> {
         crate::helpers::REGISTRATION,
         crate::compactor::REGISTRATION,
         crate::askuser::REGISTRATION,
+        crate::notify::REGISTRATION,
     ]
 }
 
