@@ -299,8 +299,9 @@ impl HelpersModule {
     }
 
     /// Keeps the agents' session files (from `session_start` on `bus`), which `context: fork`
-    /// copies. Runs until the bus closes.
+    /// copies, until the bus closes; background runs announce their end on `bus`.
     pub fn watch_sessions(&self, bus: &crate::bridge::EventBus) {
+        lock(&self.inner.state).bus = Some(bus.clone());
         let mut events = bus.subscribe();
         let inner = Arc::downgrade(&self.inner);
         tokio::spawn(async move {
@@ -912,6 +913,8 @@ pub(super) struct State {
     pub(super) run_spawns: HashMap<String, u32>,
     /// Session files by agent (for `context: fork`).
     pub(super) sessions: HashMap<AgentId, PathBuf>,
+    /// The event bus, once the bridge is up (background runs announce their end on it).
+    pub(super) bus: Option<crate::bridge::EventBus>,
     /// Open supervisor questions by run id.
     pub(super) questions: HashMap<String, oneshot::Sender<String>>,
 }
@@ -1144,10 +1147,23 @@ impl Inner {
     /// Runs a background run to its end and delivers its notification.
     pub(super) async fn finish_in_background(self: Arc<Self>, started: Started) {
         let agent = started.info.parent_agent.clone();
+        let (agent_type, description) = (
+            started.info.agent_type.clone(),
+            started.info.description.clone(),
+        );
         let result = self
             .clone()
             .finish(started, &CancelToken::never(), None)
             .await;
+        if let Some(bus) = lock(&self.state).bus.clone() {
+            bus.emit(
+                "helpers",
+                crate::bridge::names::HELPER_FINISHED,
+                serde_json::json!({"id": result.run_id, "type": agent_type,
+                    "description": description, "status": result.status.as_str(),
+                    "error": result.error}),
+            );
+        }
         self.notify(HelperNotice {
             agent,
             run_id: result.run_id.clone(),

@@ -2,14 +2,16 @@
 //! says so), its bridge module, the footer segment (`⚙ 2 bg`), its rows in the dock, the
 //! `/unipi:bg*` commands, the settings overlay, and the pending-wake line — a line in Pi's own
 //! widget area, above its editor, that says the turn is not over while a task that will wake the
-//! agent still runs. Every task's process group is stopped and reaped on every exit path.
+//! agent still runs. The tasks' counts and ends go on the event bus for other capabilities (the
+//! notifications). Every task's process group is stopped and reaped on every exit path.
 
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio::sync::{broadcast, watch};
 use unipi_widgets::footer::Segment;
 use unipi_widgets::pending::{PendingTask, pending_text, tasks_segment};
@@ -21,7 +23,8 @@ use super::{
     settings_fields,
 };
 use crate::bridge::{
-    AgentId, BusEvent, CommandCall, CommandReply, HostCall, Module, NotifyLevel, PiEvent,
+    AgentId, BusEvent, CommandCall, CommandReply, EventBus, HostCall, Module, NotifyLevel, PiEvent,
+    names,
 };
 use crate::capability::{
     BridgeLink, Capability, Changed, Registration, StartContext, Ui, WithCommands,
@@ -109,6 +112,7 @@ impl Capability for TasksCapability {
             bridge.clone(),
             self.ui.clone(),
         ));
+        tokio::spawn(publish_task_events(self.service.clone(), bridge.bus()));
     }
 
     fn changes(&self) -> Option<watch::Receiver<u64>> {
@@ -302,6 +306,45 @@ async fn pending_line(service: TaskService, bridge: BridgeLink, ui: Ui) {
             },
             changed = tasks.changed() => if changed.is_err() { break },
             _ = tokio::time::sleep(SPINNER_EVERY), if spin => frame = frame.wrapping_add(1),
+        }
+    }
+}
+
+/// Publishes the tasks' counts when they change (`unipi:bg:tasks:changed {running, waking}`)
+/// and each task's end (`unipi:bg:task:finished`), for whoever follows them on the bus (the
+/// notifications: a task's end, and whether the agent will be woken anyway).
+async fn publish_task_events(service: TaskService, bus: EventBus) {
+    let registry = service.registry();
+    let mut changes = registry.subscribe();
+    let mut ended: HashSet<String> = registry
+        .snapshot()
+        .into_iter()
+        .filter(|task| !task.is_running())
+        .map(|task| task.id)
+        .collect();
+    let mut counts = None;
+    loop {
+        let now = (registry.running_count(), registry.waking_count());
+        if counts != Some(now) {
+            counts = Some(now);
+            bus.emit(
+                "tasks",
+                names::BG_TASKS_CHANGED,
+                json!({"running": now.0, "waking": now.1}),
+            );
+        }
+        for task in registry.snapshot() {
+            if !task.is_running() && ended.insert(task.id.clone()) {
+                bus.emit(
+                    "tasks",
+                    names::BG_TASK_FINISHED,
+                    json!({"id": task.id, "name": task.name, "status": task.status.as_str(),
+                        "exitCode": task.exit_code, "wakesAgent": task.wakes_agent()}),
+                );
+            }
+        }
+        if changes.changed().await.is_err() {
+            return;
         }
     }
 }
