@@ -370,3 +370,87 @@ fn waiting_line(service: &TaskService, frame: usize, width: usize) -> Option<Str
     let waiting: Vec<PendingTask> = waiting.into_iter().map(|(_, task)| task).collect();
     pending_text(&waiting, frame, width)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::tasks::{RunRequest, TaskOrigin};
+
+    /// The next `unipi:bg:*` event on the bus.
+    async fn next(events: &mut broadcast::Receiver<BusEvent>) -> (String, Value) {
+        let wait = tokio::time::timeout(Duration::from_secs(20), async {
+            loop {
+                if let Ok(BusEvent::Module { name, data, .. }) = events.recv().await {
+                    return (name, data);
+                }
+            }
+        });
+        wait.await.expect("a tasks event within 20 s")
+    }
+
+    #[tokio::test]
+    async fn task_counts_and_ends_go_on_the_bus() {
+        let dir = tempfile::tempdir().unwrap();
+        let service = TaskService::new(TaskSettings {
+            root_dir: dir.path().join("runs"),
+            shell: PathBuf::from("/bin/sh"),
+            ..TaskSettings::from_env("bus test", dir.path().to_path_buf(), None)
+        })
+        .unwrap();
+        let bus = EventBus::new();
+        let mut events = bus.subscribe();
+        tokio::spawn(publish_task_events(service.clone(), bus));
+        assert_eq!(
+            next(&mut events).await,
+            (
+                names::BG_TASKS_CHANGED.to_owned(),
+                json!({"running": 0, "waking": 0})
+            )
+        );
+        // A task that wakes the agent, held running until the test lets it go.
+        let go = dir.path().join("go");
+        let command = format!(
+            "while [ ! -e '{}' ]; do sleep 0.05; done; exit 3",
+            go.display()
+        );
+        service
+            .start(RunRequest {
+                name: "gated".into(),
+                command,
+                description: None,
+                timeout_seconds: None,
+                notify_on_completion: true,
+                trigger_on_completion: true,
+                is_agent: false,
+                origin: TaskOrigin::Agent,
+                agent: AgentId::main(),
+            })
+            .await
+            .unwrap();
+        assert_eq!(
+            next(&mut events).await,
+            (
+                names::BG_TASKS_CHANGED.to_owned(),
+                json!({"running": 1, "waking": 1})
+            )
+        );
+        std::fs::write(&go, "").unwrap();
+        let (name, ended) = next(&mut events).await;
+        let (name, ended) = if name == names::BG_TASKS_CHANGED {
+            // The counts may change before the end is seen; the end follows.
+            assert_eq!(ended, json!({"running": 0, "waking": 0}));
+            next(&mut events).await
+        } else {
+            (name, ended)
+        };
+        assert_eq!(name, names::BG_TASK_FINISHED);
+        assert_eq!(ended["name"], "gated");
+        assert_eq!(ended["status"], "failed");
+        assert_eq!(ended["exitCode"], 3);
+        assert_eq!(ended["wakesAgent"], true);
+        service.shutdown().await;
+    }
+}
