@@ -279,24 +279,17 @@ fn route_pi(state: &mut State, event: &PiEvent) -> Option<Alert> {
                 Priority::Low,
             ))
         }
-        PiEvent::CompactionEnd(end) if end.aborted => None,
-        PiEvent::CompactionEnd(end) => Some(match &end.error {
-            Some(error) => Alert::new(
-                "agent_error",
-                "Agent Error",
-                format!("Compaction failed: {error}"),
-                Priority::Normal,
-            ),
-            None => Alert::new(
-                "compaction_done",
-                "Compaction Done",
-                match end.tokens_before {
-                    Some(tokens) => format!("Context compacted (was {tokens} tokens)"),
-                    None => "Context compacted".to_owned(),
-                },
-                Priority::Low,
-            ),
-        }),
+        // A compaction that failed or was refused is Pi's to show (a short session is refused).
+        PiEvent::CompactionEnd(end) if end.aborted || end.error.is_some() => None,
+        PiEvent::CompactionEnd(end) => Some(Alert::new(
+            "compaction_done",
+            "Compaction Done",
+            match end.tokens_before {
+                Some(tokens) => format!("Context compacted (was {tokens} tokens)"),
+                None => "Context compacted".to_owned(),
+            },
+            Priority::Low,
+        )),
         PiEvent::SessionShutdown(_) => Some(Alert::new(
             "session_shutdown",
             "Session End",

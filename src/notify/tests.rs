@@ -485,6 +485,10 @@ async fn events_become_alerts_with_their_messages_and_priorities() {
                 aborted: true,
                 ..Default::default()
             })),
+            pi(PiEvent::CompactionEnd(crate::bridge::CompactionEnd {
+                error: Some("Nothing to compact (session too small)".into()),
+                ..Default::default()
+            })),
             BusEvent::Pi {
                 agent: AgentId::new("helper:h1"),
                 event: Arc::new(settled(false)),
