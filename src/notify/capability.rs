@@ -34,13 +34,7 @@ fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
     }
     let in_tmux = std::env::var_os("TMUX").is_some_and(|v| !v.is_empty());
     let auto = terminal::detect(|key| std::env::var(key).ok());
-    let dispatcher = match Dispatcher::new(config, context.ui.clone(), in_tmux, auto) {
-        Ok(dispatcher) => dispatcher,
-        Err(err) => {
-            context.report(format!("Notifications could not start: {err:#}"));
-            return None;
-        }
-    };
+    let dispatcher = Dispatcher::new(config, context.ui.clone(), in_tmux, auto);
     Some(Arc::new(NotifyCapability {
         module: NotifyModule::new(dispatcher.clone()),
         dispatcher,

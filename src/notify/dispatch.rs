@@ -63,7 +63,9 @@ pub struct Dispatcher {
 struct Inner {
     config: Mutex<NotifyConfig>,
     ui: Ui,
-    client: reqwest::Client,
+    /// Built at the first HTTP notification: loading the system's certificates takes a while,
+    /// and most sessions never need it.
+    client: OnceLock<Result<reqwest::Client, String>>,
     in_tmux: bool,
     /// What `auto` means for the terminal the workbench started in.
     terminal_auto: TerminalMethod,
@@ -71,26 +73,30 @@ struct Inner {
 }
 
 impl Dispatcher {
-    pub fn new(
-        config: NotifyConfig,
-        ui: Ui,
-        in_tmux: bool,
-        terminal_auto: TerminalMethod,
-    ) -> anyhow::Result<Self> {
-        let client = reqwest::Client::builder()
-            .user_agent(concat!("unipi-tui/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|err| anyhow::anyhow!("cannot set up HTTP for notifications: {err}"))?;
-        Ok(Dispatcher {
+    pub fn new(config: NotifyConfig, ui: Ui, in_tmux: bool, terminal_auto: TerminalMethod) -> Self {
+        Dispatcher {
             inner: Arc::new(Inner {
                 config: Mutex::new(config),
                 ui,
-                client,
+                client: OnceLock::new(),
                 in_tmux,
                 terminal_auto,
                 bus: OnceLock::new(),
             }),
-        })
+        }
+    }
+
+    fn client(&self) -> Result<&reqwest::Client, String> {
+        self.inner
+            .client
+            .get_or_init(|| {
+                reqwest::Client::builder()
+                    .user_agent(concat!("unipi-tui/", env!("CARGO_PKG_VERSION")))
+                    .build()
+                    .map_err(|err| format!("cannot set up HTTP for notifications: {err}"))
+            })
+            .as_ref()
+            .map_err(Clone::clone)
     }
 
     pub fn attach(&self, bus: EventBus) {
@@ -202,22 +208,19 @@ impl Dispatcher {
                     }
                 }
                 Platform::Ntfy => {
-                    http::post(&self.inner.client, http::ntfy_request(&config.ntfy, notice))
-                        .await
-                        .map(|()| Sent::Delivered)
+                    http::post(self.client()?, http::ntfy_request(&config.ntfy, notice)).await?;
+                    Ok(Sent::Delivered)
                 }
-                Platform::Gotify => http::post(
-                    &self.inner.client,
-                    http::gotify_request(&config.gotify, notice),
-                )
-                .await
-                .map(|()| Sent::Delivered),
-                Platform::Telegram => http::post(
-                    &self.inner.client,
-                    http::telegram_request(&config.telegram, notice),
-                )
-                .await
-                .map(|()| Sent::Delivered),
+                Platform::Gotify => {
+                    let request = http::gotify_request(&config.gotify, notice);
+                    http::post(self.client()?, request).await?;
+                    Ok(Sent::Delivered)
+                }
+                Platform::Telegram => {
+                    let request = http::telegram_request(&config.telegram, notice);
+                    http::post(self.client()?, request).await?;
+                    Ok(Sent::Delivered)
+                }
             }
         };
         tokio::time::timeout(timeout, send)

@@ -107,7 +107,7 @@ fn http_config(server: &str) -> NotifyConfig {
 
 fn dispatcher(config: NotifyConfig, in_tmux: bool) -> (Dispatcher, UiReceiver, Ui) {
     let (ui, rx) = Ui::channel(Arc::new(Keymap::defaults()));
-    let dispatcher = Dispatcher::new(config, ui.clone(), in_tmux, TerminalMethod::Osc9).unwrap();
+    let dispatcher = Dispatcher::new(config, ui.clone(), in_tmux, TerminalMethod::Osc9);
     (dispatcher, rx, ui)
 }
 
