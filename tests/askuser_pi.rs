@@ -7,7 +7,8 @@
 //! the ntfy server (JSON, topic, title, priority high) and the terminal (OSC 777); keys answer
 //! (a note written on an option, then Enter); the model receives the answer as the tool's
 //! result. A `new_session` option leads through the launcher ("Compact and run") to the new
-//! task arriving as the user's next message once the turn has ended.
+//! task arriving as the user's next message once the turn has ended. One of Pi's own dialogs (an
+//! extension's `confirm`) is reported by Pi as `blocked`, and that alerts too.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
 
@@ -95,7 +96,13 @@ fn write_json(path: &Path, value: &Value) {
 /// by OSC 777, no desktop, a silence of one second, and no "done" alerts (they would race the
 /// question's own alert in the server's log).
 fn start() -> Workbench {
+    start_with(&[], |_| {})
+}
+
+/// [`start`] with more Pi arguments, after `setup` prepared the sandbox.
+fn start_with(pi_args: &[&str], setup: impl FnOnce(&Sandbox)) -> Workbench {
     let sandbox = Sandbox::new();
+    setup(&sandbox);
     let ntfy = NtfyServer::start();
     let model = OfflineModel::start(
         &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/scenarios/ask.toml"),
@@ -119,14 +126,9 @@ fn start() -> Workbench {
         cols: 120,
         kitty: true,
     };
-    let session = spawn_workbench(
-        PiLine::Current,
-        &[],
-        &model.pi_args(),
-        &sandbox,
-        &model.env(),
-        outer,
-    );
+    let mut args = model.pi_args();
+    args.extend_from_slice(pi_args);
+    let session = spawn_workbench(PiLine::Current, &[], &args, &sandbox, &model.env(), outer);
     session
         .wait_for("Pi's prompt with the scripted model", START, |s| {
             let text = s.contents();
@@ -269,6 +271,40 @@ fn a_new_session_answer_compacts_and_sends_the_new_task_after_the_turn() {
             .any(|m| m == "NEW-TASK: write the release notes"),
         "the prefill was sent as the user's message: {messages:#?}"
     );
+    let code = exit_pi(&mut wb.session, KITTY_CTRL_D, EXIT);
+    assert_eq!(code, 0, "screen:\n{}", wb.session.screen_text());
+}
+
+#[test]
+fn a_dialog_pi_reports_as_blocked_alerts_once_the_keyboard_is_quiet() {
+    let mut wb = start_with(&["-e", "./dialog-ext.ts"], |sandbox| {
+        let extension =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/notify/dialog-ext.ts");
+        sandbox.write(
+            &sandbox.project.join("dialog-ext.ts"),
+            &std::fs::read_to_string(extension).unwrap(),
+        );
+    });
+    support::workbench::slash(&wb.session, "/confirm-deploy", REPLY);
+    wb.wait_text("DIALOG-BODY: all checks passed");
+    // Pi says it is blocked (the footer shows it); nobody types; the alert goes out.
+    wait_until("the ntfy server got Pi's dialog", REPLY, || {
+        !wb.ntfy.received().is_empty()
+    });
+    let received = wb.ntfy.received();
+    assert_eq!(
+        received[0].2,
+        json!({
+            "topic": "pi-e2e",
+            "title": "Pi — Input Needed",
+            "message": "Pi is waiting for you: Deploy to production?",
+            "priority": 5,
+        })
+    );
+    // Answering Pi's dialog (Enter confirms) ends the blocked state.
+    wb.session.send(ENTER);
+    wb.wait_text("DIALOG-ANSWER-");
+    assert_eq!(wb.ntfy.received().len(), 1);
     let code = exit_pi(&mut wb.session, KITTY_CTRL_D, EXIT);
     assert_eq!(code, 0, "screen:\n{}", wb.session.screen_text());
 }
