@@ -201,11 +201,11 @@ impl Dispatcher {
                         method => method,
                     };
                     let bytes = terminal::bytes(method, self.inner.in_tmux, notice);
-                    if self.inner.ui.terminal(bytes) {
-                        Ok(Sent::Delivered)
-                    } else {
-                        Err("no terminal is attached".to_owned())
+                    if !self.inner.ui.screen().attached || !self.inner.ui.terminal(bytes) {
+                        // A run without the pane (print mode, a script) has no terminal to tell.
+                        return Ok(Sent::Suppressed("no terminal is attached"));
                     }
+                    Ok(Sent::Delivered)
                 }
                 Platform::Ntfy => {
                     http::post(self.client()?, http::ntfy_request(&config.ntfy, notice)).await?;
@@ -271,7 +271,8 @@ pub fn test_report(results: &[Delivery]) -> String {
     results
         .iter()
         .map(|result| match &result.outcome {
-            Ok(_) => format!("✓ {}: sent", result.platform.label()),
+            Ok(Sent::Delivered) => format!("✓ {}: sent", result.platform.label()),
+            Ok(Sent::Suppressed(why)) => format!("– {}: not sent ({why})", result.platform.label()),
             Err(error) => format!("✗ {}: {error}", result.platform.label()),
         })
         .collect::<Vec<_>>()

@@ -297,6 +297,28 @@ async fn the_terminal_channel_writes_its_bytes_inside_and_outside_tmux() {
         .await
         .unwrap();
     assert!(matches!(rx.try_recv(), Ok(UiRequest::Terminal(bytes)) if bytes == b"\x07"));
+    // Without a terminal (a headless run) there is nobody to tell: not an error.
+    let headless = Dispatcher::new(
+        NotifyConfig::default(),
+        Ui::headless(Arc::new(Keymap::defaults())),
+        false,
+        TerminalMethod::Bell,
+    );
+    let sent = headless
+        .send_one(
+            Platform::Terminal,
+            &Notice::new("Pi", "done", Priority::Low),
+            Focus::Respect,
+        )
+        .await;
+    assert_eq!(sent, Ok(Sent::Suppressed("no terminal is attached")));
+    assert_eq!(
+        test_report(&[Delivery {
+            platform: Platform::Terminal,
+            outcome: sent
+        }]),
+        "– Terminal: not sent (no terminal is attached)"
+    );
 }
 
 #[tokio::test]
