@@ -3,6 +3,8 @@
 #   .test-deps/pi-current  the pinned current Pi (npm)     .test-deps/pi-legacy  the pinned legacy Pi
 #   .test-deps/node        a Node new enough for the current Pi (the machine's, or one from PyPI)
 #   .test-deps/mcp         the MCP servers the MCP tests talk to (server-everything, server-filesystem)
+# and, from the system's packages (Debian: apt-get), what the desktop-notification test runs: a
+# session D-Bus (dbus-daemon), a notification daemon (dunst) and a virtual X server for it (Xvfb).
 # Versions come from versions.env, the one place they are pinned.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -39,6 +41,23 @@ fi
 for bin in mcp-server-everything mcp-server-filesystem; do
   [ -x "$mcp_dir/node_modules/.bin/$bin" ] || { echo "test-deps: $mcp_dir/node_modules/.bin/$bin is missing after the install" >&2; exit 1; }
 done
+
+# The desktop-notification test (tests/notify_native.rs): dbus-daemon, dunst + dunstctl, Xvfb.
+missing_packages=()
+command -v dbus-daemon >/dev/null 2>&1 || missing_packages+=(dbus-daemon)
+{ command -v dunst >/dev/null 2>&1 && command -v dunstctl >/dev/null 2>&1; } || missing_packages+=(dunst)
+command -v Xvfb >/dev/null 2>&1 || missing_packages+=(xvfb)
+if [ "${#missing_packages[@]}" -gt 0 ]; then
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "test-deps: install ${missing_packages[*]} (the desktop-notification test needs them); this script knows only apt-get" >&2
+    exit 1
+  fi
+  sudo=()
+  [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+  echo "test-deps: installing ${missing_packages[*]} with apt-get" >&2
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing_packages[@]}" >&2 \
+    || { "${sudo[@]}" apt-get update >&2 && "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing_packages[@]}" >&2; }
+fi
 
 # version_ge A B: true when dotted version A >= B
 version_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" = "$2" ]; }

@@ -3,6 +3,7 @@
 //! in this library so integration tests and benchmarks can reach the pieces.
 
 pub mod app;
+pub mod askuser;
 pub mod bridge;
 pub mod capability;
 pub mod cli;
@@ -13,6 +14,7 @@ pub mod demo;
 pub mod headless;
 pub mod helpers;
 pub mod mcp;
+pub mod notify;
 pub mod pane;
 pub mod pi;
 pub mod scripted;

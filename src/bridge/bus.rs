@@ -21,8 +21,20 @@ pub mod names {
     pub const MODULE_READY: &str = "unipi:module:ready";
     /// A module went away (disabled or failed): `{name, version, commands[], tools[]}`.
     pub const MODULE_GONE: &str = "unipi:module:gone";
-    /// A notification went out: `{eventType, platforms[], success, timestamp}`.
+    /// A notification went out: `{eventType, platforms[], success, timestamp, results[]}`.
     pub const NOTIFICATION_SENT: &str = "unipi:notify:sent";
+    /// `ask_user` waits for the user: `{id, agent, question, context, optionCount,
+    /// allowMultiple, allowFreeform}`.
+    pub const ASK_USER_PROMPT: &str = "unipi:ask-user:prompt";
+    /// An `ask_user` call was settled (answered, timed out, cancelled): `{id, agent, kind}`.
+    pub const ASK_USER_ANSWERED: &str = "unipi:ask-user:answered";
+    /// A background task ended: `{id, name, status, exitCode, wakesAgent}`.
+    pub const BG_TASK_FINISHED: &str = "unipi:bg:task:finished";
+    /// The background tasks' counts changed: `{running, waking}` (`waking`: running tasks whose
+    /// end will wake the agent).
+    pub const BG_TASKS_CHANGED: &str = "unipi:bg:tasks:changed";
+    /// A helper run in the background ended: `{id, type, description, status, error}`.
+    pub const HELPER_FINISHED: &str = "unipi:helper:finished";
 }
 
 /// One event on the bus.

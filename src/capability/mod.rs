@@ -98,6 +98,8 @@ pub fn registrations() -> Vec<Registration> {
         crate::tasks::REGISTRATION,
         crate::helpers::REGISTRATION,
         crate::compactor::REGISTRATION,
+        crate::askuser::REGISTRATION,
+        crate::notify::REGISTRATION,
     ]
 }
 

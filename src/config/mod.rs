@@ -65,3 +65,43 @@ pub fn keymap_file() -> Option<PathBuf> {
 pub fn theme_file() -> Option<PathBuf> {
     config_dir().map(|dir| dir.join("theme.toml"))
 }
+
+/// Merges the keys of `values` (a JSON object) into the JSON config file at `path` and writes it
+/// crash-safe ([`crate::sys::write_atomic`]); missing parent directories are created. Keys
+/// already in the file and not in `values` are kept. A file that is not a JSON object is an error
+/// and stays untouched — never silently replaced.
+pub fn merge_json_file(path: &std::path::Path, values: &serde_json::Value) -> anyhow::Result<()> {
+    use anyhow::{Context, bail};
+    use serde_json::{Map, Value};
+    let Some(updates) = values.as_object() else {
+        bail!("settings for {} must be a JSON object", path.display());
+    };
+    let mut merged = match std::fs::read_to_string(path) {
+        Ok(text) => match serde_json::from_str::<Value>(&text) {
+            Ok(Value::Object(object)) => object,
+            Ok(_) => bail!(
+                "{}: expected a JSON object; not overwriting it",
+                path.display()
+            ),
+            Err(err) => bail!(
+                "{}:{}:{}: invalid JSON ({err}); not overwriting it",
+                path.display(),
+                err.line().max(1),
+                err.column().max(1)
+            ),
+        },
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Map::new(),
+        Err(err) => return Err(err).with_context(|| format!("reading {}", path.display())),
+    };
+    for (key, value) in updates {
+        merged.insert(key.clone(), value.clone());
+    }
+    let mut text =
+        serde_json::to_string_pretty(&Value::Object(merged)).context("encoding the settings")?;
+    text.push('\n');
+    if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    crate::sys::write_atomic(path, text.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))
+}

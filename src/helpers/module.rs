@@ -80,8 +80,9 @@ impl HelpersModule {
     }
 
     /// Keeps the agents' session files (from `session_start` on `bus`), which `context: fork`
-    /// copies. Runs until the bus closes.
+    /// copies, until the bus closes; background runs announce their end on `bus`.
     pub fn watch_sessions(&self, bus: &crate::bridge::EventBus) {
+        self.service.set_bus(bus.clone());
         let mut events = bus.subscribe();
         let service = Arc::downgrade(&self.service);
         tokio::spawn(async move {

@@ -1069,3 +1069,37 @@ async fn context_fork_copies_the_callers_session_or_is_refused() {
         log(dir.path())
     );
 }
+
+#[tokio::test]
+async fn a_background_run_announces_its_end_on_the_bus() {
+    let dir = tempfile::tempdir().unwrap();
+    let module = HelpersModule::new(settings(dir.path(), &replay_script()));
+    let bus = crate::bridge::EventBus::new();
+    let mut events = bus.subscribe();
+    module.watch_sessions(&bus);
+    let started = module
+        .call_tool(call(
+            SPAWN_TOOL,
+            json!({"type": "explore", "prompt": "Summarize the notes",
+                   "description": "read notes", "run_in_background": true}),
+        ))
+        .await
+        .unwrap();
+    let id = started.details["runId"].as_str().unwrap().to_string();
+    let finished = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            if let Ok(crate::bridge::BusEvent::Module { name, data, .. }) = events.recv().await
+                && name == crate::bridge::names::HELPER_FINISHED
+            {
+                return data;
+            }
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        finished,
+        json!({"id": id, "type": "explore", "description": "read notes",
+               "status": "completed", "error": null})
+    );
+}

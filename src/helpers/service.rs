@@ -60,6 +60,8 @@ pub(super) struct HelperService {
     ledger: Arc<Mutex<RunLedger>>,
     sink: Mutex<Option<Arc<dyn HelperNotificationSink>>>,
     bridge: Mutex<Option<ChildBridge>>,
+    /// The event bus, once the bridge is up: background runs announce their end on it.
+    bus: Mutex<Option<crate::bridge::EventBus>>,
     next_id: AtomicU64,
 }
 
@@ -124,8 +126,14 @@ impl HelperService {
             ledger: Arc::new(Mutex::new(RunLedger::default())),
             sink: Mutex::new(None),
             bridge: Mutex::new(None),
+            bus: Mutex::new(None),
             next_id: AtomicU64::new(1),
         }
+    }
+
+    /// Where background runs announce their end (`unipi:helper:finished`).
+    pub(super) fn set_bus(&self, bus: crate::bridge::EventBus) {
+        *crate::sys::lock(&self.bus) = Some(bus);
     }
 
     pub(super) fn settings(&self) -> &HelperSettings {
@@ -242,10 +250,24 @@ impl HelperService {
     /// Runs a background run to its end and delivers its notification.
     pub(super) async fn finish_in_background(self: Arc<Self>, started: Started) {
         let agent = started.info.parent_agent.clone();
+        let (agent_type, description) = (
+            started.info.agent_type.clone(),
+            started.info.description.clone(),
+        );
         let result = self
             .clone()
             .finish(started, &CancelToken::never(), None)
             .await;
+        let bus = crate::sys::lock(&self.bus).clone();
+        if let Some(bus) = bus {
+            bus.emit(
+                "helpers",
+                crate::bridge::names::HELPER_FINISHED,
+                serde_json::json!({"id": result.run_id, "type": agent_type,
+                    "description": description, "status": result.status.as_str(),
+                    "error": result.error}),
+            );
+        }
         self.notify(HelperNotice {
             agent,
             run_id: result.run_id.clone(),

@@ -51,6 +51,7 @@ mod tests;
 use std::num::NonZeroU16;
 use std::time::{Duration, Instant};
 
+pub use osc::tmux_passthrough;
 pub use program_status::{ProgramState, ProgramStatus};
 use responder::{CellSize, Responder};
 use scanner::{EscapeScanner, ScanEvent};

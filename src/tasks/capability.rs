@@ -2,14 +2,16 @@
 //! says so), its bridge module, the footer segment (`⚙ 2 bg`), its rows in the dock, the
 //! `/unipi:bg*` commands, the settings overlay, and the pending-wake line — a line in Pi's own
 //! widget area, above its editor, that says the turn is not over while a task that will wake the
-//! agent still runs. Every task's process group is stopped and reaped on every exit path.
+//! agent still runs. The tasks' counts and ends go on the event bus for other capabilities (the
+//! notifications). Every task's process group is stopped and reaped on every exit path.
 
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio::sync::{broadcast, watch};
 use unipi_widgets::footer::Segment;
 use unipi_widgets::pending::{PendingTask, pending_text, tasks_segment};
@@ -20,7 +22,8 @@ use super::{
     apply_settings, format_task_list, load_tasks_config, save_tasks_config, settings_fields,
 };
 use crate::bridge::{
-    AgentId, BusEvent, CommandCall, CommandReply, HostCall, Module, NotifyLevel, PiEvent,
+    AgentId, BusEvent, CommandCall, CommandReply, EventBus, HostCall, Module, NotifyLevel, PiEvent,
+    names,
 };
 use crate::capability::{
     BridgeLink, Capability, Changed, Registration, StartContext, Ui, WithCommands,
@@ -108,6 +111,7 @@ impl Capability for TasksCapability {
             bridge.clone(),
             self.ui.clone(),
         ));
+        tokio::spawn(publish_task_events(self.service.clone(), bridge.bus()));
     }
 
     fn changes(&self) -> Option<watch::Receiver<u64>> {
@@ -302,6 +306,45 @@ async fn pending_line(service: TaskService, bridge: BridgeLink, ui: Ui) {
     }
 }
 
+/// Publishes the tasks' counts when they change (`unipi:bg:tasks:changed {running, waking}`)
+/// and each task's end (`unipi:bg:task:finished`), for whoever follows them on the bus (the
+/// notifications: a task's end, and whether the agent will be woken anyway).
+async fn publish_task_events(service: TaskService, bus: EventBus) {
+    let registry = service.registry();
+    let mut changes = registry.subscribe();
+    let mut ended: HashSet<String> = registry
+        .snapshot()
+        .into_iter()
+        .filter(|task| !task.is_running())
+        .map(|task| task.id)
+        .collect();
+    let mut counts = None;
+    loop {
+        let now = (registry.running_count(), registry.waking_count());
+        if counts != Some(now) {
+            counts = Some(now);
+            bus.emit(
+                "tasks",
+                names::BG_TASKS_CHANGED,
+                json!({"running": now.0, "waking": now.1}),
+            );
+        }
+        for task in registry.snapshot() {
+            if !task.is_running() && ended.insert(task.id.clone()) {
+                bus.emit(
+                    "tasks",
+                    names::BG_TASK_FINISHED,
+                    json!({"id": task.id, "name": task.name, "status": task.status.as_str(),
+                        "exitCode": task.exit_code, "wakesAgent": task.wakes_agent()}),
+                );
+            }
+        }
+        if changes.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
 /// The line for the tasks that will wake the agent, longest-running first.
 fn waiting_line(service: &TaskService, frame: usize, width: usize) -> Option<String> {
     let now = crate::sys::now_ms();
@@ -322,4 +365,88 @@ fn waiting_line(service: &TaskService, frame: usize, width: usize) -> Option<Str
     waiting.sort_by_key(|(runtime, _)| std::cmp::Reverse(*runtime));
     let waiting: Vec<PendingTask> = waiting.into_iter().map(|(_, task)| task).collect();
     pending_text(&waiting, frame, width)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::tasks::{RunRequest, TaskOrigin};
+
+    /// The next `unipi:bg:*` event on the bus.
+    async fn next(events: &mut broadcast::Receiver<BusEvent>) -> (String, Value) {
+        let wait = tokio::time::timeout(Duration::from_secs(20), async {
+            loop {
+                if let Ok(BusEvent::Module { name, data, .. }) = events.recv().await {
+                    return (name, data);
+                }
+            }
+        });
+        wait.await.expect("a tasks event within 20 s")
+    }
+
+    #[tokio::test]
+    async fn task_counts_and_ends_go_on_the_bus() {
+        let dir = tempfile::tempdir().unwrap();
+        let service = TaskService::new(TaskSettings {
+            root_dir: dir.path().join("runs"),
+            shell: PathBuf::from("/bin/sh"),
+            ..TaskSettings::from_env("bus test", dir.path().to_path_buf(), None)
+        })
+        .unwrap();
+        let bus = EventBus::new();
+        let mut events = bus.subscribe();
+        tokio::spawn(publish_task_events(service.clone(), bus));
+        assert_eq!(
+            next(&mut events).await,
+            (
+                names::BG_TASKS_CHANGED.to_owned(),
+                json!({"running": 0, "waking": 0})
+            )
+        );
+        // A task that wakes the agent, held running until the test lets it go.
+        let go = dir.path().join("go");
+        let command = format!(
+            "while [ ! -e '{}' ]; do sleep 0.05; done; exit 3",
+            go.display()
+        );
+        service
+            .start(RunRequest {
+                name: "gated".into(),
+                command,
+                description: None,
+                timeout_seconds: None,
+                notify_on_completion: true,
+                trigger_on_completion: true,
+                is_agent: false,
+                origin: TaskOrigin::Agent,
+                agent: AgentId::main(),
+            })
+            .await
+            .unwrap();
+        assert_eq!(
+            next(&mut events).await,
+            (
+                names::BG_TASKS_CHANGED.to_owned(),
+                json!({"running": 1, "waking": 1})
+            )
+        );
+        std::fs::write(&go, "").unwrap();
+        let (name, ended) = next(&mut events).await;
+        let (name, ended) = if name == names::BG_TASKS_CHANGED {
+            // The counts may change before the end is seen; the end follows.
+            assert_eq!(ended, json!({"running": 0, "waking": 0}));
+            next(&mut events).await
+        } else {
+            (name, ended)
+        };
+        assert_eq!(name, names::BG_TASK_FINISHED);
+        assert_eq!(ended["name"], "gated");
+        assert_eq!(ended["status"], "failed");
+        assert_eq!(ended["exitCode"], 3);
+        assert_eq!(ended["wakesAgent"], true);
+        service.shutdown().await;
+    }
 }

@@ -10,7 +10,7 @@
 
 use std::path::Path;
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 use serde_json::{Map, Value};
 use unipi_widgets::settings::{SettingField, SettingValue};
 
@@ -210,46 +210,10 @@ pub fn apply_settings(fields: &[SettingField]) -> Value {
     Value::Object(object)
 }
 
-/// Merge the keys of `values` (a JSON object) into the config file at `path` and write it
-/// crash-safe: temp file in the same directory, fsync, rename, fsync the directory; missing
-/// parent directories are created. Keys already in the file and not in `values` are kept. A file
-/// that is not a JSON object is an error and stays untouched — never silently replaced.
+/// Merge the keys of `values` (a JSON object) into the background-task config file at `path`,
+/// crash-safe, keeping the keys it does not name ([`crate::config::merge_json_file`]).
 pub fn save_tasks_config(path: &Path, values: &Value) -> anyhow::Result<()> {
-    let Some(updates) = values.as_object() else {
-        bail!("settings for {} must be a JSON object", path.display());
-    };
-    let mut merged = match std::fs::read_to_string(path) {
-        Ok(text) => match serde_json::from_str::<Value>(&text) {
-            Ok(Value::Object(object)) => object,
-            Ok(_) => bail!(
-                "{}: expected a JSON object; not overwriting it",
-                path.display()
-            ),
-            Err(err) => bail!(
-                "{}:{}:{}: invalid JSON ({err}); not overwriting it",
-                path.display(),
-                err.line().max(1),
-                err.column().max(1)
-            ),
-        },
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Map::new(),
-        Err(err) => return Err(err).with_context(|| format!("reading {}", path.display())),
-    };
-    for (key, value) in updates {
-        merged.insert(key.clone(), value.clone());
-    }
-    let mut text =
-        serde_json::to_string_pretty(&Value::Object(merged)).context("encoding the settings")?;
-    text.push('\n');
-    write_atomically(path, text.as_bytes())
-}
-
-/// Creates the directory if needed, then replaces the file crash-safely.
-fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    }
-    crate::sys::write_atomic(path, bytes).context("writing the background-task settings")
+    crate::config::merge_json_file(path, values).context("writing the background-task settings")
 }
 
 #[cfg(test)]

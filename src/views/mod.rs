@@ -16,7 +16,7 @@
 pub mod dock;
 pub mod help;
 pub mod info;
-
+pub mod line_edit;
 pub mod notice;
 pub mod pager;
 pub mod settings;
@@ -127,6 +127,12 @@ pub trait View: Send {
     fn close_hint(&self) -> String {
         "Esc".to_owned()
     }
+    /// Its work was finished elsewhere (a question answered by its timeout, or withdrawn when
+    /// Pi aborted the call): the stack drops it at the next refresh rather than leave a stale
+    /// box open, and does not open it at all when it is finished already.
+    fn finished(&self) -> bool {
+        false
+    }
 }
 
 /// Every key table the workbench's own views take (capabilities list theirs in their
@@ -157,6 +163,9 @@ pub enum KeyOutcome {
 impl ViewStack {
     /// Opens `view` on top. An open view with the same title is replaced (one of a kind).
     pub fn push(&mut self, view: Box<dyn View>) {
+        if view.finished() {
+            return;
+        }
         self.views.retain(|open| open.title() != view.title());
         self.views.push(view);
     }
@@ -208,11 +217,12 @@ impl ViewStack {
             .is_some_and(|top| top.handle_paste(text))
     }
 
-    /// Lets every open view pull fresh data.
+    /// Lets every open view pull fresh data, and drops those whose work is finished.
     pub fn refresh(&mut self, context: &RefreshContext<'_>) {
         for view in &mut self.views {
             view.refresh(context);
         }
+        self.views.retain(|view| !view.finished());
     }
 
     /// The shortest refresh period any open view asks for.
@@ -226,5 +236,46 @@ impl ViewStack {
             view.render(area, buf, theme);
         }
         self.views.last().and_then(|top| top.cursor(area))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use super::*;
+
+    /// A view whose work another party finishes.
+    struct Answerable {
+        done: Arc<AtomicBool>,
+    }
+
+    impl View for Answerable {
+        fn title(&self) -> &str {
+            "a question"
+        }
+        fn render(&self, _area: Rect, _buf: &mut Buffer, _theme: &Theme) {}
+        fn handle_key(&mut self, _key: &KeyEvent) -> ViewAction {
+            ViewAction::Consumed
+        }
+        fn finished(&self) -> bool {
+            self.done.load(Ordering::Relaxed)
+        }
+    }
+
+    #[test]
+    fn a_view_finished_elsewhere_closes_at_the_next_refresh_and_never_opens() {
+        let done = Arc::new(AtomicBool::new(false));
+        let mut stack = ViewStack::default();
+        stack.push(Box::new(Answerable { done: done.clone() }));
+        let pi = unipi_widgets::footer::FooterData::default();
+        stack.refresh(&RefreshContext { pi: &pi });
+        assert_eq!(stack.len(), 1);
+        done.store(true, Ordering::Relaxed);
+        stack.refresh(&RefreshContext { pi: &pi });
+        assert!(stack.is_empty());
+        stack.push(Box::new(Answerable { done }));
+        assert!(stack.is_empty(), "a finished view is not opened");
     }
 }

@@ -8,16 +8,21 @@
 //! means "differs from the file" rather than "was touched"; a save only counts once the store
 //! reports it done (pulled in [`View::refresh`], then [`SettingsView::save_finished`]). Closing with unsaved changes takes a second
 //! Esc, with any other key in between calling the discard off, so one stray Esc loses nothing.
+//!
+//! Text and secret fields are typed in place (Enter or Space starts, Enter keeps, Esc leaves it
+//! as it was; Backspace on the row clears the value): a secret starts empty, shows dots while it
+//! is typed, and an empty entry keeps the one it had. A choice steps through its names.
 
 use std::sync::Arc;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::buffer::Buffer;
-use ratatui::layout::Rect;
+use ratatui::layout::{Position, Rect};
 use serde_json::Value;
-use unipi_widgets::settings::{SettingField, SettingValue, SettingsModel, render};
+use unipi_widgets::settings::{SettingField, SettingValue, SettingsModel, cursor_position, render};
 use unipi_widgets::theme::Theme;
 
+use super::line_edit::{EditAction, LineEdit};
 use super::{RefreshContext, View, ViewAction};
 
 /// Shown after the first Esc with unsaved changes.
@@ -45,6 +50,8 @@ pub struct SettingsView {
     saving: Option<Vec<SettingField>>,
     /// The first Esc with unsaved changes happened; the next one closes.
     discard_armed: bool,
+    /// The text being typed into the selected field.
+    editing: Option<LineEdit>,
 }
 
 impl SettingsView {
@@ -68,6 +75,7 @@ impl SettingsView {
             to_values,
             saving: None,
             discard_armed: false,
+            editing: None,
         }
     }
 
@@ -122,6 +130,16 @@ impl SettingsView {
         let Some(field) = self.model.fields.get_mut(self.model.selected) else {
             return;
         };
+        let typed = match &field.value {
+            SettingValue::Text(text) if toggle => Some(LineEdit::new(text.clone())),
+            SettingValue::Secret(_) if toggle => Some(LineEdit::default()),
+            _ => None,
+        };
+        if typed.is_some() {
+            self.editing = typed;
+            self.show_editing();
+            return;
+        }
         match &mut field.value {
             SettingValue::Bool(flag) if toggle => *flag = !*flag,
             SettingValue::Bool(flag) if steps != 0 => *flag = steps > 0,
@@ -140,7 +158,18 @@ impl SettingsView {
                 };
                 *value = moved.clamp(*min, (*max).max(*min));
             }
-            // Text is edited in the config file for now.
+            SettingValue::Choice { value, options } if toggle || steps != 0 => {
+                let count = options.len().max(1);
+                let at = options.iter().position(|o| o == value).unwrap_or(0);
+                let next = if steps < 0 {
+                    (at + count - 1) % count
+                } else {
+                    (at + 1) % count
+                };
+                if let Some(option) = options.get(next) {
+                    *value = option.clone();
+                }
+            }
             _ => return,
         }
         self.model.notice = None;
@@ -149,6 +178,87 @@ impl SettingsView {
 
     fn update_dirty(&mut self) {
         self.model.dirty = self.model.fields != self.saved;
+    }
+
+    /// Backspace or Delete on a text or secret row: the value is cleared.
+    fn clear_text(&mut self) -> ViewAction {
+        let Some(field) = self.model.fields.get_mut(self.model.selected) else {
+            return ViewAction::Unhandled;
+        };
+        match &mut field.value {
+            SettingValue::Text(text) | SettingValue::Secret(text) => text.clear(),
+            _ => return ViewAction::Unhandled,
+        }
+        self.model.notice = None;
+        self.update_dirty();
+        ViewAction::Consumed
+    }
+
+    /// Keys while a text is typed: editing, Enter keeps it, Esc leaves the value as it was.
+    fn handle_edit_key(&mut self, key: &KeyEvent) -> ViewAction {
+        let Some(edit) = self.editing.as_mut() else {
+            return ViewAction::Unhandled;
+        };
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        let alt = key.modifiers.contains(KeyModifiers::ALT);
+        let action = match key.code {
+            KeyCode::Enter => return self.finish_editing(true),
+            KeyCode::Esc => return self.finish_editing(false),
+            KeyCode::Left => EditAction::Left,
+            KeyCode::Right => EditAction::Right,
+            KeyCode::Home => EditAction::Home,
+            KeyCode::End => EditAction::End,
+            KeyCode::Backspace => EditAction::Backspace,
+            KeyCode::Delete => EditAction::Delete,
+            KeyCode::Char('a') if ctrl => EditAction::Home,
+            KeyCode::Char('e') if ctrl => EditAction::End,
+            KeyCode::Char('u') if ctrl => EditAction::KillToStart,
+            KeyCode::Char('k') if ctrl => EditAction::KillToEnd,
+            KeyCode::Char('w') if ctrl => EditAction::DeleteWordBack,
+            KeyCode::Char(ch) if !ctrl && !alt => {
+                edit.insert_char(ch);
+                self.show_editing();
+                return ViewAction::Consumed;
+            }
+            _ => return ViewAction::Unhandled,
+        };
+        edit.apply(action);
+        self.show_editing();
+        ViewAction::Consumed
+    }
+
+    /// Ends typing; `keep` puts the text in the field (an empty secret keeps the old one).
+    fn finish_editing(&mut self, keep: bool) -> ViewAction {
+        let typed = self
+            .editing
+            .take()
+            .map(|edit| edit.text().trim().to_owned());
+        self.model.editing = None;
+        self.model.keys = hints();
+        if let (true, Some(typed), Some(field)) =
+            (keep, typed, self.model.fields.get_mut(self.model.selected))
+        {
+            match &mut field.value {
+                SettingValue::Secret(_) if typed.is_empty() => {}
+                SettingValue::Text(text) | SettingValue::Secret(text) => *text = typed,
+                _ => {}
+            }
+            self.model.notice = None;
+            self.update_dirty();
+        }
+        ViewAction::Consumed
+    }
+
+    /// The model shows the text being typed and the keys that apply to it.
+    fn show_editing(&mut self) {
+        self.model.editing = self
+            .editing
+            .as_ref()
+            .map(|edit| (edit.text().to_owned(), edit.cursor()));
+        self.model.keys = [("Enter", "keep"), ("Esc", "cancel"), ("Ctrl+U", "clear")]
+            .iter()
+            .map(|(key, what)| ((*key).to_owned(), (*what).to_owned()))
+            .collect();
     }
 }
 
@@ -162,6 +272,9 @@ impl View for SettingsView {
     }
 
     fn handle_key(&mut self, key: &KeyEvent) -> ViewAction {
+        if self.editing.is_some() {
+            return self.handle_edit_key(key);
+        }
         if key.code != KeyCode::Esc && self.discard_armed {
             // Anything but the second Esc calls the discard off.
             self.discard_armed = false;
@@ -186,6 +299,7 @@ impl View for SettingsView {
             KeyCode::Right | KeyCode::Char('l' | '+' | '=') => self.change(1, false),
             KeyCode::PageDown => self.change(-10, false),
             KeyCode::PageUp => self.change(10, false),
+            KeyCode::Backspace | KeyCode::Delete => return self.clear_text(),
             _ => return ViewAction::Unhandled,
         }
         ViewAction::Consumed
@@ -195,6 +309,20 @@ impl View for SettingsView {
         if let Some(outcome) = self.store.take_outcome() {
             self.save_finished(outcome);
         }
+    }
+
+    fn handle_paste(&mut self, text: &str) -> bool {
+        let Some(edit) = self.editing.as_mut() else {
+            return false;
+        };
+        // Settings are one line (URLs, tokens): line breaks in a paste are dropped.
+        edit.insert_str(&text.replace(['\r', '\n'], ""));
+        self.show_editing();
+        true
+    }
+
+    fn cursor(&self, area: Rect) -> Option<Position> {
+        cursor_position(&self.model, area)
     }
 }
 
@@ -278,7 +406,8 @@ mod tests {
                 let value = match &field.value {
                     SettingValue::Bool(flag) => json!(flag),
                     SettingValue::Number { value, .. } => json!(value),
-                    SettingValue::Text(text) => json!(text),
+                    SettingValue::Text(text) | SettingValue::Secret(text) => json!(text),
+                    SettingValue::Choice { value, .. } => json!(value),
                 };
                 (field.key.clone(), value)
             })
@@ -349,9 +478,81 @@ mod tests {
             assert_eq!(value(&view, "flag"), json!(flag), "{what}");
             assert_eq!(value(&view, "count"), json!(count), "{what}");
         }
-        // Text is not edited here.
+        // Space starts typing into a text; nothing changes until it is kept.
         view.handle_key(&ch(' '));
         assert_eq!(value(&view, "name"), json!("x"));
+        assert_eq!(view.model().editing, Some(("x".to_owned(), 1)));
+    }
+
+    #[test]
+    fn texts_and_secrets_are_typed_in_place_and_choices_step() {
+        let mut view = SettingsView::new(
+            "Demo settings",
+            vec![
+                field("url", SettingValue::Text("https://ntfy.sh".to_owned())),
+                field("token", SettingValue::Secret("old-secret".to_owned())),
+                field(
+                    "method",
+                    SettingValue::Choice {
+                        value: "auto".to_owned(),
+                        options: vec!["auto".to_owned(), "osc9".to_owned(), "bell".to_owned()],
+                    },
+                ),
+            ],
+            values_of,
+            Arc::new(Store::default()),
+        );
+        // Enter types into the URL: Ctrl+U clears it, typing and a paste (line break dropped).
+        view.handle_key(&key(KeyCode::Enter));
+        view.handle_key(&KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
+        for c in "http://127.0.0.1".chars() {
+            view.handle_key(&ch(c));
+        }
+        assert!(view.handle_paste(":8080\n"));
+        assert_eq!(
+            view.model().keys[0],
+            ("Enter".to_owned(), "keep".to_owned()),
+            "typing has its own keys"
+        );
+        assert!(view.cursor(Rect::new(0, 0, 80, 24)).is_some());
+        assert_eq!(
+            view.handle_key(&KeyEvent::new(KeyCode::F(5), KeyModifiers::NONE)),
+            ViewAction::Unhandled
+        );
+        view.handle_key(&key(KeyCode::Enter));
+        assert_eq!(value(&view, "url"), json!("http://127.0.0.1:8080"));
+        assert!(view.model().dirty);
+        assert_eq!(view.cursor(Rect::new(0, 0, 80, 24)), None);
+        // A secret starts empty; an empty entry keeps the old one, Esc changes nothing.
+        view.handle_key(&ch('j'));
+        view.handle_key(&key(KeyCode::Enter));
+        assert_eq!(view.model().editing, Some((String::new(), 0)));
+        view.handle_key(&key(KeyCode::Enter));
+        assert_eq!(value(&view, "token"), json!("old-secret"));
+        view.handle_key(&key(KeyCode::Enter));
+        view.handle_key(&ch('n'));
+        view.handle_key(&key(KeyCode::Esc));
+        assert_eq!(value(&view, "token"), json!("old-secret"));
+        view.handle_key(&key(KeyCode::Enter));
+        for c in "new".chars() {
+            view.handle_key(&ch(c));
+        }
+        view.handle_key(&key(KeyCode::Enter));
+        assert_eq!(value(&view, "token"), json!("new"));
+        // Backspace on the row clears it.
+        view.handle_key(&key(KeyCode::Backspace));
+        assert_eq!(value(&view, "token"), json!(""));
+        // A choice steps both ways and wraps.
+        view.handle_key(&ch('j'));
+        view.handle_key(&ch(' '));
+        assert_eq!(value(&view, "method"), json!("osc9"));
+        view.handle_key(&key(KeyCode::Left));
+        view.handle_key(&key(KeyCode::Left));
+        assert_eq!(value(&view, "method"), json!("bell"));
+        assert_eq!(
+            view.handle_key(&key(KeyCode::Backspace)),
+            ViewAction::Unhandled
+        );
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! snapshot-testable.
 
 pub mod agents;
+pub mod ask;
 pub mod compactor;
 pub mod dock;
 pub mod footer;

@@ -1,15 +1,17 @@
 //! The settings overlay: a centred, bordered box listing one module's settings (label and value,
 //! the selected one highlighted), the selected setting's help, one line of feedback (saved, or
 //! the "unsaved changes" warning) and the key hints. The model is generic — booleans, bounded
-//! numbers with a unit, text — so every module's settings page is the same widget; the module
-//! maps its config to [`SettingField`]s and back by `key`.
+//! numbers with a unit, text, secrets (never shown once entered), a choice among names — so
+//! every module's settings page is the same widget; the module maps its config to
+//! [`SettingField`]s and back by `key`. A text being typed shows in place of the selected value,
+//! [`cursor_position`] says where the terminal cursor goes.
 //!
 //! On a small terminal the bottom block (notice, keys, help) keeps its rows first and the fields
 //! become a window that follows the selection, with a position marker in the bottom border; the
 //! notice row is always reserved so the box does not jump when a notice appears.
 
 use ratatui::buffer::Buffer;
-use ratatui::layout::Rect;
+use ratatui::layout::{Position, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Widget};
@@ -32,6 +34,13 @@ pub enum SettingValue {
         step: u64,
     },
     Text(String),
+    /// A token or password: shown as set or not set, never its characters.
+    Secret(String),
+    /// One of `options`, stepped through.
+    Choice {
+        value: String,
+        options: Vec<String>,
+    },
 }
 
 impl SettingValue {
@@ -43,10 +52,17 @@ impl SettingValue {
             SettingValue::Number { value: 0, unit, .. } if unit == "s" => "none".to_owned(),
             SettingValue::Number { value, unit, .. } if unit.is_empty() => value.to_string(),
             SettingValue::Number { value, unit, .. } => format!("{value} {unit}"),
+            SettingValue::Text(text) if text.is_empty() => "(not set)".to_owned(),
             SettingValue::Text(text) => text.clone(),
+            SettingValue::Secret(secret) if secret.is_empty() => "(not set)".to_owned(),
+            SettingValue::Secret(_) => SECRET_SHOWN.to_owned(),
+            SettingValue::Choice { value, .. } => value.clone(),
         }
     }
 }
+
+/// What a set secret looks like.
+pub const SECRET_SHOWN: &str = "•••••••• (set)";
 
 /// One setting. `key` is the module's name for it (e.g. the config key), so the module can map
 /// the edited fields back without relying on their order or labels.
@@ -72,6 +88,8 @@ pub struct SettingsModel {
     pub notice: Option<String>,
     /// Key hints (key, what it does) for the bottom line.
     pub keys: Vec<(String, String)>,
+    /// The text being typed into the selected field, and the cursor in it (characters).
+    pub editing: Option<(String, usize)>,
 }
 
 /// Rows below the fields: a blank, two of help, the notice, the keys.
@@ -151,14 +169,8 @@ pub fn render(model: &SettingsModel, theme: &Theme, screen: Rect, buf: &mut Buff
     };
     // The frame's own marker counts every content row; ours counts fields only, drawn below.
     let text_area = crate::overlay::frame(&title, "", 0, 0, theme, area, buf);
-    let rows = usize::from(text_area.height);
     let max_width = usize::from(text_area.width);
-
-    let footer = footer_lines(model, rows, max_width, theme);
-    let field_rows = rows - footer.len();
-    let selected = model.selected.min(model.fields.len().saturating_sub(1));
-    let first = (selected + 1).saturating_sub(field_rows.max(1));
-    let label_width = model.label_width().min(max_width / 2);
+    let (footer, field_rows, first, selected, label_width) = rows_layout(model, text_area, theme);
     for (row, (index, field)) in model
         .fields
         .iter()
@@ -167,7 +179,15 @@ pub fn render(model: &SettingsModel, theme: &Theme, screen: Rect, buf: &mut Buff
         .take(field_rows)
         .enumerate()
     {
-        let line = field_line(field, index == selected, label_width, max_width, theme);
+        let editing = model.editing.as_ref().filter(|_| index == selected);
+        let line = field_line(
+            field,
+            index == selected,
+            editing,
+            label_width,
+            max_width,
+            theme,
+        );
         buf.set_line(
             text_area.x,
             text_area.y + row as u16,
@@ -190,9 +210,66 @@ pub fn render(model: &SettingsModel, theme: &Theme, screen: Rect, buf: &mut Buff
     }
 }
 
+/// The rows of the box: the footer lines, how many field rows fit, the first field shown, the
+/// selected field, and the label column's width.
+fn rows_layout(
+    model: &SettingsModel,
+    text_area: Rect,
+    theme: &Theme,
+) -> (Vec<Line<'static>>, usize, usize, usize, usize) {
+    let rows = usize::from(text_area.height);
+    let max_width = usize::from(text_area.width);
+    let footer = footer_lines(model, rows, max_width, theme);
+    let field_rows = rows - footer.len();
+    let selected = model.selected.min(model.fields.len().saturating_sub(1));
+    let first = (selected + 1).saturating_sub(field_rows.max(1));
+    let label_width = model.label_width().min(max_width / 2);
+    (footer, field_rows, first, selected, label_width)
+}
+
+/// Where the terminal cursor goes while a text is typed into the selected field.
+pub fn cursor_position(model: &SettingsModel, screen: Rect) -> Option<Position> {
+    let (text, cursor) = model.editing.as_ref()?;
+    let area = overlay_area(model, screen);
+    if area.width < 2 * (BORDER + PADDING) as u16 + 1 || area.height < 2 * BORDER as u16 + 1 {
+        return None;
+    }
+    let inset = (BORDER + PADDING) as u16;
+    let text_area = Rect {
+        x: area.x + inset,
+        y: area.y + BORDER as u16,
+        width: area.width.saturating_sub(2 * inset),
+        height: area.height.saturating_sub(2 * BORDER as u16),
+    };
+    let (_, field_rows, first, selected, label_width) =
+        rows_layout(model, text_area, &Theme::plain());
+    let row = selected
+        .checked_sub(first)
+        .filter(|row| *row < field_rows)?;
+    let room = usize::from(text_area.width)
+        .saturating_sub(width(SELECTED_MARKER) + label_width + COLUMN_GAP);
+    let (_, column) = edit_window(text, *cursor, room);
+    let x = width(SELECTED_MARKER) + label_width + COLUMN_GAP + column;
+    Some(Position {
+        x: text_area.x + u16::try_from(x).unwrap_or(u16::MAX),
+        y: text_area.y + row as u16,
+    })
+}
+
+/// The part of a typed text that fits `room` columns with the cursor in view, and the cursor's
+/// column in it.
+fn edit_window(text: &str, cursor: usize, room: usize) -> (String, usize) {
+    let chars: Vec<char> = text.chars().collect();
+    let room = room.max(1);
+    let start = (cursor + 1).saturating_sub(room);
+    let shown: String = chars.iter().skip(start).take(room).collect();
+    (shown, cursor - start)
+}
+
 fn field_line(
     field: &SettingField,
     selected: bool,
+    editing: Option<&(String, usize)>,
     label_width: usize,
     max_width: usize,
     theme: &Theme,
@@ -201,6 +278,20 @@ fn field_line(
     let label = truncate_end(&field.label, label_width);
     let pad = " ".repeat(label_width - width(&label) + COLUMN_GAP);
     let room = max_width.saturating_sub(width(marker) + label_width + COLUMN_GAP);
+    if let Some((text, cursor)) = editing {
+        // A secret being typed shows one dot per character.
+        let text = match field.value {
+            SettingValue::Secret(_) => "•".repeat(text.chars().count()),
+            _ => text.clone(),
+        };
+        let (shown, _) = edit_window(&text, *cursor, room);
+        return Line::from(vec![
+            Span::raw(marker),
+            Span::raw(label),
+            Span::raw(pad),
+            Span::styled(shown, theme.overlay_text.add_modifier(Modifier::UNDERLINED)),
+        ]);
+    }
     let value = match &field.value {
         // The arrows say the number can be changed, only where it can be.
         SettingValue::Number {
@@ -211,6 +302,7 @@ fn field_line(
             format!("{left}{}{right}", field.value.display())
         }
         SettingValue::Number { .. } => format!("  {}", field.value.display()),
+        SettingValue::Choice { .. } if selected => format!("◂ {} ▸", field.value.display()),
         _ => field.value.display(),
     };
     let line = Line::from(vec![
@@ -229,7 +321,7 @@ fn field_line(
 /// Width of a field's value column, arrows included.
 fn value_width(field: &SettingField) -> usize {
     let arrows = match field.value {
-        SettingValue::Number { .. } => 4,
+        SettingValue::Number { .. } | SettingValue::Choice { .. } => 4,
         _ => 0,
     };
     width(&field.value.display()) + arrows
@@ -371,6 +463,19 @@ mod tests {
             (number(0, "MiB"), "0 MiB"),
             (number(7, ""), "7"),
             (SettingValue::Text("x".to_owned()), "x"),
+            (SettingValue::Text(String::new()), "(not set)"),
+            (
+                SettingValue::Secret("tk_secret".to_owned()),
+                "•••••••• (set)",
+            ),
+            (SettingValue::Secret(String::new()), "(not set)"),
+            (
+                SettingValue::Choice {
+                    value: "osc9".to_owned(),
+                    options: vec!["auto".to_owned(), "osc9".to_owned()],
+                },
+                "osc9",
+            ),
         ];
         for (value, want) in cases {
             assert_eq!(value.display(), want, "{value:?}");
@@ -449,6 +554,7 @@ mod tests {
             .iter()
             .map(|(k, w)| ((*k).to_owned(), (*w).to_owned()))
             .collect(),
+            editing: None,
         }
     }
 
@@ -521,10 +627,82 @@ mod tests {
         ];
         for (value, want) in cases {
             let field = field("k", "K", value, "");
-            let line = field_line(&field, true, 1, 40, &Theme::plain());
+            let line = field_line(&field, true, None, 1, 40, &Theme::plain());
             let text: String = line.spans.iter().map(|s| s.content.as_ref()).collect();
             assert!(text.ends_with(want), "{text:?} should end with {want:?}");
         }
+    }
+
+    #[test]
+    fn text_secret_and_choice_fields_and_typing_into_one() {
+        let mut model = SettingsModel {
+            title: "Notifications".to_owned(),
+            fields: vec![
+                field(
+                    "ntfy.serverUrl",
+                    "ntfy server",
+                    SettingValue::Text("https://ntfy.sh".into()),
+                    "Where ntfy notifications go.",
+                ),
+                field(
+                    "ntfy.token",
+                    "ntfy token",
+                    SettingValue::Secret("tk_live_123".into()),
+                    "Sent as a bearer token.",
+                ),
+                field(
+                    "gotify.appToken",
+                    "Gotify app token",
+                    SettingValue::Secret(String::new()),
+                    "X-Gotify-Key.",
+                ),
+                field(
+                    "terminal.method",
+                    "Terminal method",
+                    SettingValue::Choice {
+                        value: "auto".into(),
+                        options: vec!["auto".into(), "osc9".into()],
+                    },
+                    "How the terminal is told.",
+                ),
+            ],
+            selected: 3,
+            ..make_model()
+        };
+        let text = snapshot(&model, 80, 16);
+        assert!(!text.contains("tk_live"), "a secret is never shown: {text}");
+        crate::assert_ui_snapshot!("settings_text_secret_choice", text);
+        // Typing a secret shows dots; the cursor sits after the typed text.
+        model.selected = 1;
+        model.editing = Some(("abc".into(), 3));
+        let text = snapshot(&model, 80, 16);
+        assert!(
+            text.contains("›") && text.contains("•••") && !text.contains("abc"),
+            "{text}"
+        );
+        let position = cursor_position(&model, Rect::new(0, 0, 80, 16)).unwrap();
+        let row: Vec<char> = text
+            .lines()
+            .nth(usize::from(position.y))
+            .unwrap()
+            .chars()
+            .collect();
+        // The test backend quotes each row: cell x is character x + 1.
+        assert_eq!(row[usize::from(position.x)], '•');
+        assert_eq!(row[usize::from(position.x) + 1], ' ');
+        // A long text keeps the cursor in view.
+        assert_eq!(edit_window("abcdefgh", 8, 4), ("fgh".to_owned(), 3));
+        assert_eq!(edit_window("abcdefgh", 2, 4), ("abcd".to_owned(), 2));
+        assert_eq!(
+            cursor_position(
+                &SettingsModel {
+                    editing: None,
+                    ..model
+                },
+                Rect::new(0, 0, 80, 16)
+            ),
+            None
+        );
     }
 
     #[test]

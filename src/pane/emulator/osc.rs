@@ -151,7 +151,7 @@ impl Responder {
 }
 
 /// tmux's DCS passthrough: `ESC P tmux; <sequence with every ESC doubled> ESC \`.
-pub(super) fn tmux_passthrough(sequence: &[u8]) -> Vec<u8> {
+pub fn tmux_passthrough(sequence: &[u8]) -> Vec<u8> {
     let mut wrapped = b"\x1bPtmux;".to_vec();
     for &byte in sequence {
         if byte == 0x1b {

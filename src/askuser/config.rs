@@ -1,0 +1,240 @@
+//! The ask-user settings file: `~/.unipi/config/ask-user.json`, overridden key by key by
+//! `<workspace>/.unipi/config/ask-user.json`, with the original's keys (it kept them under
+//! `unipi.askUser` in Pi's settings; the shape is the same):
+//!
+//! ```json
+//! { "enabled": true,
+//!   "allowedFormats": { "singleSelect": true, "multiSelect": true, "freeform": true },
+//!   "notifyOnAsk": true }
+//! ```
+//!
+//! A key of the wrong type is a [`ConfigError`] naming file, line and column, and its default
+//! stays in force. `/unipi:ask-user-settings` edits the same keys ([`settings_fields`],
+//! [`apply_settings`]) and saves them into the user's file, keeping keys it does not know.
+
+use std::path::Path;
+
+use serde_json::{Map, Value, json};
+use unipi_widgets::settings::{SettingField, SettingValue};
+
+use crate::config::error::{ConfigError, key_offset};
+
+/// The file's path below the home or workspace directory.
+pub const ASK_USER_CONFIG_FILE: &str = ".unipi/config/ask-user.json";
+
+/// What the file can set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AskUserConfig {
+    /// The `ask_user` tool answers at all (it stays declared, so the model is told why not).
+    pub enabled: bool,
+    pub single_select: bool,
+    pub multi_select: bool,
+    pub freeform: bool,
+    /// Publish `unipi:ask-user:prompt` so the notifications can reach the user.
+    pub notify_on_ask: bool,
+}
+
+impl Default for AskUserConfig {
+    fn default() -> Self {
+        AskUserConfig {
+            enabled: true,
+            single_select: true,
+            multi_select: true,
+            freeform: true,
+            notify_on_ask: true,
+        }
+    }
+}
+
+/// Loads the config: defaults, then the home file, then the workspace file.
+pub fn load_ask_user_config(
+    home: Option<&Path>,
+    workspace: &Path,
+) -> (AskUserConfig, Vec<ConfigError>) {
+    let (sources, mut errors) =
+        crate::config::read_module_config(home, workspace, ASK_USER_CONFIG_FILE);
+    let mut config = AskUserConfig::default();
+    for (path, text) in &sources {
+        errors.extend(apply_file(&mut config, path, text));
+    }
+    (config, errors)
+}
+
+/// Applies one file's keys to `config`; returns what was wrong in it.
+fn apply_file(config: &mut AskUserConfig, path: &Path, text: &str) -> Vec<ConfigError> {
+    let object = match crate::config::error::json_object(path, text) {
+        Ok(object) => object,
+        Err(err) => return vec![err],
+    };
+    let mut errors = Vec::new();
+    let at =
+        |key: &str, message: String| ConfigError::at(path, text, key_offset(text, key), message);
+    let mut flag = |key: &str, value: &Value, slot: &mut bool| match value.as_bool() {
+        Some(on) => *slot = on,
+        None => errors.push(at(key, format!("`{key}` must be true or false"))),
+    };
+    let mut formats_error = None;
+    for (key, value) in &object {
+        match key.as_str() {
+            "enabled" => flag(key, value, &mut config.enabled),
+            "notifyOnAsk" => flag(key, value, &mut config.notify_on_ask),
+            "allowedFormats" => match value.as_object() {
+                Some(formats) => {
+                    for (format, value) in formats {
+                        match format.as_str() {
+                            "singleSelect" => flag(format, value, &mut config.single_select),
+                            "multiSelect" => flag(format, value, &mut config.multi_select),
+                            "freeform" => flag(format, value, &mut config.freeform),
+                            _ => {}
+                        }
+                    }
+                }
+                None => {
+                    formats_error = Some(at(
+                        key,
+                        "`allowedFormats` must be an object of singleSelect, multiSelect and \
+                         freeform flags"
+                            .to_owned(),
+                    ));
+                }
+            },
+            _ => {}
+        }
+    }
+    errors.extend(formats_error);
+    errors
+}
+
+/// The overlay's title.
+pub const ASK_USER_SETTINGS_TITLE: &str = "Ask-user settings";
+
+/// The overlay's fields for `config`.
+pub fn settings_fields(config: &AskUserConfig) -> Vec<SettingField> {
+    let field = |key: &str, label: &str, on: bool, help: &str| SettingField {
+        key: key.to_owned(),
+        label: label.to_owned(),
+        value: SettingValue::Bool(on),
+        help: help.to_owned(),
+    };
+    vec![
+        field(
+            "enabled",
+            "Enable the ask_user tool",
+            config.enabled,
+            "Off: the model is told the tool is disabled and has to decide alone.",
+        ),
+        field(
+            "singleSelect",
+            "Allow single-select",
+            config.single_select,
+            "Questions where the user picks one option.",
+        ),
+        field(
+            "multiSelect",
+            "Allow multi-select",
+            config.multi_select,
+            "Questions where the user ticks several options.",
+        ),
+        field(
+            "freeform",
+            "Allow freeform text",
+            config.freeform,
+            "Questions the user may answer in their own words.",
+        ),
+        field(
+            "notifyOnAsk",
+            "Notify when asking",
+            config.notify_on_ask,
+            "Alert you (desktop, phone, terminal) when a question waits and you are away.",
+        ),
+    ]
+}
+
+/// The file's keys for the edited `fields`.
+pub fn apply_settings(fields: &[SettingField]) -> Value {
+    let flag = |key: &str| {
+        fields
+            .iter()
+            .find_map(|field| match (&field.key, &field.value) {
+                (name, SettingValue::Bool(on)) if name == key => Some(*on),
+                _ => None,
+            })
+    };
+    let mut object = Map::new();
+    for key in ["enabled", "notifyOnAsk"] {
+        if let Some(on) = flag(key) {
+            object.insert(key.to_owned(), Value::Bool(on));
+        }
+    }
+    let defaults = AskUserConfig::default();
+    object.insert(
+        "allowedFormats".to_owned(),
+        json!({
+            "singleSelect": flag("singleSelect").unwrap_or(defaults.single_select),
+            "multiSelect": flag("multiSelect").unwrap_or(defaults.multi_select),
+            "freeform": flag("freeform").unwrap_or(defaults.freeform),
+        }),
+    );
+    Value::Object(object)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_override_key_by_key_and_bad_types_keep_the_default() {
+        let dir = tempfile::tempdir().unwrap();
+        let (home, workspace) = (dir.path().join("home"), dir.path().join("work"));
+        let write = |base: &Path, text: &str| {
+            let path = base.join(ASK_USER_CONFIG_FILE);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        write(
+            &home,
+            r#"{"notifyOnAsk": false, "allowedFormats": {"multiSelect": false}}"#,
+        );
+        write(
+            &workspace,
+            "{\n  \"enabled\": \"yes\",\n  \"allowedFormats\": {\"freeform\": false}\n}",
+        );
+        let (config, errors) = load_ask_user_config(Some(&home), &workspace);
+        assert_eq!(
+            config,
+            AskUserConfig {
+                enabled: true,
+                single_select: true,
+                multi_select: false,
+                freeform: false,
+                notify_on_ask: false,
+            }
+        );
+        let errors: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(
+            errors[0].ends_with("ask-user.json:2:3: `enabled` must be true or false"),
+            "{errors:?}"
+        );
+    }
+
+    #[test]
+    fn settings_round_trip_through_the_fields() {
+        let config = AskUserConfig {
+            multi_select: false,
+            ..AskUserConfig::default()
+        };
+        let values = apply_settings(&settings_fields(&config));
+        assert_eq!(
+            values,
+            json!({"enabled": true, "notifyOnAsk": true,
+                   "allowedFormats": {"singleSelect": true, "multiSelect": false, "freeform": true}})
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ask-user.json");
+        std::fs::write(&path, values.to_string()).unwrap();
+        let mut loaded = AskUserConfig::default();
+        assert!(apply_file(&mut loaded, &path, &values.to_string()).is_empty());
+        assert_eq!(loaded, config);
+    }
+}

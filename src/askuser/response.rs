@@ -1,0 +1,421 @@
+//! What the user answered, and how the model reads it: the original's response kinds
+//! (`selection`, `freeform`, `combined`, `end_turn`, `new_session`, `timed_out`, `cancelled`) with
+//! its sentences (`User selected: a, b`, `User wrote: …`), and the structured `details`
+//! (`{question, options, response: {kind, selections?, text?, prefill?, comment?}}`, one entry
+//! per question when a call carried several). A display card goes with it for Pi's transcript.
+
+use serde_json::{Value, json};
+
+use super::params::{AskRequest, Question};
+use crate::bridge::{Card, CardTint, ToolOutput};
+
+/// How a `new_session` option goes ahead.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Launch {
+    /// Compact the session first, then send the prefill.
+    Compact,
+    /// Send the prefill as it is.
+    Direct,
+}
+
+impl Launch {
+    fn word(self) -> &'static str {
+        match self {
+            Launch::Compact => "compacted",
+            Launch::Direct => "running",
+        }
+    }
+}
+
+/// The answer to one question.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// Options picked; `notes` are (value, text) for options the user wrote on; `text` is the
+    /// user's own answer; `comment` says why when the workbench chose (a timeout).
+    Chosen {
+        selections: Vec<String>,
+        notes: Vec<(String, String)>,
+        text: Option<String>,
+        comment: Option<String>,
+    },
+    EndTurn,
+    NewSession {
+        prefill: String,
+        launch: Launch,
+    },
+    TimedOut {
+        comment: String,
+    },
+    Cancelled {
+        comment: String,
+    },
+}
+
+impl Answer {
+    /// The original's kind.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Answer::Chosen {
+                selections,
+                notes,
+                text,
+                ..
+            } => match (selections.is_empty(), text.is_some() || !notes.is_empty()) {
+                (true, true) => "freeform",
+                (false, true) => "combined",
+                _ => "selection",
+            },
+            Answer::EndTurn => "end_turn",
+            Answer::NewSession { .. } => "new_session",
+            Answer::TimedOut { .. } => "timed_out",
+            Answer::Cancelled { .. } => "cancelled",
+        }
+    }
+
+    /// Ends the call: no further question is asked after it.
+    pub fn ends_call(&self) -> bool {
+        !matches!(self, Answer::Chosen { .. })
+    }
+
+    /// The sentence the model reads.
+    pub fn text(&self) -> String {
+        match self {
+            Answer::Chosen {
+                selections,
+                notes,
+                text,
+                comment,
+            } => {
+                let mut written: Vec<String> = notes
+                    .iter()
+                    .map(|(value, note)| format!("{value}: {note}"))
+                    .collect();
+                written.extend(text.iter().cloned());
+                let written = written.join("\n");
+                let sentence = match (selections.is_empty(), written.is_empty()) {
+                    (true, false) => format!("User wrote: {written}"),
+                    (false, false) => {
+                        format!(
+                            "User selected: {} and wrote: {written}",
+                            selections.join(", ")
+                        )
+                    }
+                    _ => format!("User selected: {}", selections.join(", ")),
+                };
+                match comment {
+                    Some(comment) => format!("{comment}. {sentence}"),
+                    None => sentence,
+                }
+            }
+            Answer::EndTurn => "User chose to end the turn.".to_owned(),
+            Answer::NewSession { prefill, launch } => {
+                let then = match launch {
+                    Launch::Compact => "compacts the session and then sends",
+                    Launch::Direct => "sends",
+                };
+                format!(
+                    "User chose to proceed ({}): {prefill}\nThe workbench {then} this as the \
+                     user's next message once your turn ends; end your turn now without further \
+                     tool calls.",
+                    launch.word()
+                )
+            }
+            Answer::TimedOut { .. } => "User did not respond (timed out)".to_owned(),
+            Answer::Cancelled { comment } if comment == LAUNCH_CANCELLED => {
+                "User cancelled the session launch".to_owned()
+            }
+            Answer::Cancelled { .. } => "User cancelled the selection".to_owned(),
+        }
+    }
+
+    /// The structured response (`details.response`).
+    pub fn details(&self) -> Value {
+        let mut response = json!({"kind": self.kind()});
+        match self {
+            Answer::Chosen {
+                selections,
+                notes,
+                text,
+                comment,
+            } => {
+                if !selections.is_empty() {
+                    response["selections"] = json!(selections);
+                }
+                if let Some(text) = text {
+                    response["text"] = json!(text);
+                }
+                if !notes.is_empty() {
+                    response["notes"] = notes
+                        .iter()
+                        .map(|(value, note)| json!({"value": value, "note": note}))
+                        .collect();
+                }
+                if let Some(comment) = comment {
+                    response["comment"] = json!(comment);
+                }
+            }
+            Answer::NewSession { prefill, launch } => {
+                response["prefill"] = json!(prefill);
+                response["launchedWith"] = json!(match launch {
+                    Launch::Compact => "compact",
+                    Launch::Direct => "direct",
+                });
+            }
+            Answer::TimedOut { comment } | Answer::Cancelled { comment } => {
+                response["comment"] = json!(comment);
+            }
+            Answer::EndTurn => {}
+        }
+        response
+    }
+
+    /// The card line for Pi's transcript (the original's `renderResult`).
+    fn summary(&self) -> (String, CardTint) {
+        match self {
+            Answer::Chosen {
+                selections,
+                notes,
+                text,
+                ..
+            } => {
+                let mut parts = Vec::new();
+                if !selections.is_empty() {
+                    parts.push(selections.join(", "));
+                }
+                if !notes.is_empty() || text.is_some() {
+                    let written = notes
+                        .iter()
+                        .map(|(_, note)| note.as_str())
+                        .chain(text.as_deref())
+                        .collect::<Vec<_>>()
+                        .join("; ");
+                    parts.push(format!("wrote {written}"));
+                }
+                (format!("✓ {}", parts.join(" and ")), CardTint::Success)
+            }
+            Answer::EndTurn => ("✓ end turn".to_owned(), CardTint::Success),
+            Answer::NewSession { prefill, launch } => (
+                format!("✓ {} → {prefill}", launch.word()),
+                CardTint::Success,
+            ),
+            Answer::TimedOut { .. } => ("Timed out".to_owned(), CardTint::Warning),
+            Answer::Cancelled { .. } => ("Cancelled".to_owned(), CardTint::Warning),
+        }
+    }
+}
+
+/// The comment of a cancelled session launch.
+pub const LAUNCH_CANCELLED: &str = "Session launcher cancelled";
+
+/// A failed validation: the text, and `details.response = {kind: cancelled, comment}` (not an
+/// error result, as in the original).
+pub fn refusal(message: &str) -> ToolOutput {
+    ToolOutput::text(message).with_details(json!({
+        "response": {"kind": "cancelled", "comment": message}
+    }))
+}
+
+/// The tool's result for `request` answered with `answers` (one per question asked; a call
+/// ended early has fewer).
+pub fn output(request: &AskRequest, answers: &[Answer]) -> ToolOutput {
+    let single = request.questions.len() == 1;
+    let one = |question: &Question, answer: &Answer| {
+        json!({
+            "question": question.question,
+            "options": question.labels(),
+            "response": answer.details(),
+        })
+    };
+    let (text, details) = if single {
+        let answer = answers.first().cloned().unwrap_or(Answer::Cancelled {
+            comment: "No answer".to_owned(),
+        });
+        (answer.text(), one(&request.questions[0], &answer))
+    } else {
+        let mut lines = Vec::new();
+        let mut entries = Vec::new();
+        for (index, question) in request.questions.iter().enumerate() {
+            let line = match answers.get(index) {
+                Some(answer) => {
+                    entries.push(one(question, answer));
+                    answer.text()
+                }
+                None => "Not asked (an earlier answer ended the questions)".to_owned(),
+            };
+            lines.push(format!("Q{}: {}\n{line}", index + 1, question.question));
+        }
+        (lines.join("\n\n"), json!({ "questions": entries }))
+    };
+    let mut card = None;
+    for answer in answers {
+        let (line, tint) = answer.summary();
+        let built = card.get_or_insert_with(|| Card::new(line.clone(), tint));
+        if built.title != line {
+            built.lines.push(line);
+        }
+        if tint == CardTint::Warning {
+            built.tint = tint;
+        }
+    }
+    let output = ToolOutput::text(text).with_details(details);
+    match card {
+        Some(card) => output.with_card(&card),
+        None => output,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::askuser::params::{AskOption, OptionAction};
+
+    fn chosen(selections: &[&str], notes: &[(&str, &str)], text: Option<&str>) -> Answer {
+        Answer::Chosen {
+            selections: selections.iter().map(|s| (*s).to_owned()).collect(),
+            notes: notes
+                .iter()
+                .map(|(v, n)| ((*v).to_owned(), (*n).to_owned()))
+                .collect(),
+            text: text.map(str::to_owned),
+            comment: None,
+        }
+    }
+
+    #[test]
+    fn every_kind_reads_as_the_original_says() {
+        let cases = vec![
+            (chosen(&["a"], &[], None), "selection", "User selected: a"),
+            (
+                chosen(&["a", "b"], &[], None),
+                "selection",
+                "User selected: a, b",
+            ),
+            (
+                chosen(&[], &[], Some("mine")),
+                "freeform",
+                "User wrote: mine",
+            ),
+            (
+                chosen(&["a"], &[], Some("mine")),
+                "combined",
+                "User selected: a and wrote: mine",
+            ),
+            (
+                chosen(&["a", "b"], &[("b", "only on Fridays")], None),
+                "combined",
+                "User selected: a, b and wrote: b: only on Fridays",
+            ),
+            (Answer::EndTurn, "end_turn", "User chose to end the turn."),
+            (
+                Answer::TimedOut {
+                    comment: "Timed out after 500ms".into(),
+                },
+                "timed_out",
+                "User did not respond (timed out)",
+            ),
+            (
+                Answer::Cancelled {
+                    comment: "Esc".into(),
+                },
+                "cancelled",
+                "User cancelled the selection",
+            ),
+            (
+                Answer::Cancelled {
+                    comment: LAUNCH_CANCELLED.into(),
+                },
+                "cancelled",
+                "User cancelled the session launch",
+            ),
+        ];
+        for (answer, kind, text) in cases {
+            assert_eq!(answer.kind(), kind, "{answer:?}");
+            assert_eq!(answer.text(), text, "{answer:?}");
+        }
+        let launched = Answer::NewSession {
+            prefill: "write the docs".into(),
+            launch: Launch::Compact,
+        };
+        assert!(launched.text().starts_with(
+            "User chose to proceed (compacted): write the docs\nThe workbench compacts"
+        ));
+        assert_eq!(
+            launched.details(),
+            json!({"kind": "new_session", "prefill": "write the docs", "launchedWith": "compact"})
+        );
+        let direct = Answer::NewSession {
+            prefill: "x".into(),
+            launch: Launch::Direct,
+        };
+        assert!(
+            direct.text().contains("The workbench sends this"),
+            "{}",
+            direct.text()
+        );
+    }
+
+    fn question(text: &str) -> Question {
+        Question {
+            question: text.into(),
+            context: None,
+            options: vec![AskOption {
+                label: "A".into(),
+                description: None,
+                value: "a".into(),
+                action: OptionAction::Select,
+                prefill: None,
+                recommended: false,
+            }],
+            allow_multiple: false,
+            allow_freeform: true,
+        }
+    }
+
+    #[test]
+    fn one_question_keeps_the_original_details_and_several_list_each() {
+        let request = AskRequest {
+            questions: vec![question("Which?")],
+            timeout: None,
+        };
+        let output = output(&request, &[chosen(&["a"], &[], Some("and more"))]);
+        assert_eq!(
+            output.content,
+            vec![crate::bridge::ContentBlock::text(
+                "User selected: a and wrote: and more"
+            )]
+        );
+        assert_eq!(output.details["question"], "Which?");
+        assert_eq!(output.details["options"], json!(["A"]));
+        assert_eq!(
+            output.details["response"],
+            json!({"kind": "combined", "selections": ["a"], "text": "and more"})
+        );
+        assert_eq!(output.details["card"]["title"], "✓ a and wrote and more");
+
+        let request = AskRequest {
+            questions: vec![question("One?"), question("Two?"), question("Three?")],
+            timeout: None,
+        };
+        let answers = [chosen(&["a"], &[], None), Answer::EndTurn];
+        let output = super::output(&request, &answers);
+        let crate::bridge::ContentBlock::Text { text } = &output.content[0] else {
+            panic!("text");
+        };
+        assert_eq!(
+            text,
+            "Q1: One?\nUser selected: a\n\nQ2: Two?\nUser chose to end the turn.\n\n\
+             Q3: Three?\nNot asked (an earlier answer ended the questions)"
+        );
+        assert_eq!(output.details["questions"].as_array().unwrap().len(), 2);
+        assert_eq!(output.details["card"]["lines"], json!(["✓ end turn"]));
+    }
+
+    #[test]
+    fn a_refusal_is_a_cancelled_response_not_an_error() {
+        let output = refusal("Error: nope");
+        assert_eq!(
+            output.details,
+            json!({"response": {"kind": "cancelled", "comment": "Error: nope"}})
+        );
+    }
+}

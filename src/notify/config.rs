@@ -1,0 +1,846 @@
+//! The notification settings, in the original's files and keys so Unipi users keep theirs:
+//!
+//! - `~/.unipi/config/notify/config.json`: `defaultPlatforms`, `events` (`{key: {enabled,
+//!   platforms, priority?}}`), `native`, `gotify` (`serverUrl`, `appToken`, `priority`),
+//!   `telegram` (`botToken`, `chatId`), plus what the workbench adds beside them: `terminal`
+//!   (`enabled`, `method`), `telegram.apiUrl` (a self-hosted Bot API server),
+//!   `silenceAfterInputSeconds` and `sendTimeoutSeconds`. Keys it does not know (`recap`,
+//!   `native.windowsAppId`) are kept when the settings overlay saves.
+//! - `ntfy.json`, its own file: the project's (`<workspace>/.unipi/config/notify/ntfy.json`) if
+//!   it exists, else the global one (`~/.unipi/config/notify/ntfy.json`), each merged over the
+//!   defaults; without either, an `ntfy` section in `config.json` that was ever set up (the
+//!   original's legacy place) is read instead of being migrated on disk.
+//!
+//! A key of the wrong type is a [`ConfigError`] naming file, line and column; its default stays.
+//! Secrets (tokens) are kept here and in the platforms' requests only — [`mask`] is what every
+//! display shows of them.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::config::error::{ConfigError, json_object, key_offset_from, read_user_file};
+
+/// `config.json` below the home directory.
+pub const CONFIG_FILE: &str = ".unipi/config/notify/config.json";
+/// `ntfy.json` below the home or workspace directory.
+pub const NTFY_FILE: &str = ".unipi/config/notify/ntfy.json";
+
+pub const DEFAULT_NTFY_SERVER: &str = "https://ntfy.sh";
+pub const DEFAULT_TELEGRAM_API: &str = "https://api.telegram.org";
+
+/// A place a notification can go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Platform {
+    Native,
+    Terminal,
+    Ntfy,
+    Gotify,
+    Telegram,
+}
+
+impl Platform {
+    pub const ALL: [Platform; 5] = [
+        Platform::Native,
+        Platform::Terminal,
+        Platform::Ntfy,
+        Platform::Gotify,
+        Platform::Telegram,
+    ];
+
+    pub fn key(self) -> &'static str {
+        match self {
+            Platform::Native => "native",
+            Platform::Terminal => "terminal",
+            Platform::Ntfy => "ntfy",
+            Platform::Gotify => "gotify",
+            Platform::Telegram => "telegram",
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Platform::Native => "Native",
+            Platform::Terminal => "Terminal",
+            Platform::Ntfy => "ntfy",
+            Platform::Gotify => "Gotify",
+            Platform::Telegram => "Telegram",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Platform> {
+        Platform::ALL.into_iter().find(|p| p.key() == text)
+    }
+}
+
+/// How urgent a notification is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Priority {
+    Low,
+    Normal,
+    High,
+}
+
+impl Priority {
+    pub fn parse(text: &str) -> Option<Priority> {
+        match text {
+            "low" => Some(Priority::Low),
+            "normal" => Some(Priority::Normal),
+            "high" => Some(Priority::High),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Priority::Low => "low",
+            Priority::Normal => "normal",
+            Priority::High => "high",
+        }
+    }
+}
+
+/// Which terminal notification the terminal channel sends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TerminalMethod {
+    /// Chosen from the environment (kitty: OSC 99; iTerm2, WezTerm, Ghostty: OSC 9; foot,
+    /// urxvt: OSC 777; anything else: BEL).
+    Auto,
+    Osc9,
+    Osc777,
+    Osc99,
+    Bell,
+}
+
+impl TerminalMethod {
+    pub const ALL: [TerminalMethod; 5] = [
+        TerminalMethod::Auto,
+        TerminalMethod::Osc9,
+        TerminalMethod::Osc777,
+        TerminalMethod::Osc99,
+        TerminalMethod::Bell,
+    ];
+
+    pub fn key(self) -> &'static str {
+        match self {
+            TerminalMethod::Auto => "auto",
+            TerminalMethod::Osc9 => "osc9",
+            TerminalMethod::Osc777 => "osc777",
+            TerminalMethod::Osc99 => "osc99",
+            TerminalMethod::Bell => "bell",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<TerminalMethod> {
+        TerminalMethod::ALL.into_iter().find(|m| m.key() == text)
+    }
+}
+
+/// One event's routing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EventConfig {
+    pub enabled: bool,
+    /// Where it goes; empty: every enabled platform.
+    pub platforms: Vec<Platform>,
+    /// Overrides the event's own priority.
+    pub priority: Option<Priority>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NtfyConfig {
+    pub enabled: bool,
+    pub server_url: String,
+    pub topic: Option<String>,
+    pub token: Option<String>,
+    /// What `normal` maps to (1-5; low is 2, high is 5).
+    pub priority: u8,
+}
+
+impl Default for NtfyConfig {
+    fn default() -> Self {
+        NtfyConfig {
+            enabled: false,
+            server_url: DEFAULT_NTFY_SERVER.to_owned(),
+            topic: None,
+            token: None,
+            priority: 3,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GotifyConfig {
+    pub enabled: bool,
+    pub server_url: Option<String>,
+    pub app_token: Option<String>,
+    /// What `normal` maps to (1-10; low is 2, high is 8).
+    pub priority: u8,
+}
+
+impl Default for GotifyConfig {
+    fn default() -> Self {
+        GotifyConfig {
+            enabled: false,
+            server_url: None,
+            app_token: None,
+            priority: 5,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TelegramConfig {
+    pub enabled: bool,
+    pub bot_token: Option<String>,
+    pub chat_id: Option<String>,
+    pub api_url: String,
+}
+
+impl Default for TelegramConfig {
+    fn default() -> Self {
+        TelegramConfig {
+            enabled: false,
+            bot_token: None,
+            chat_id: None,
+            api_url: DEFAULT_TELEGRAM_API.to_owned(),
+        }
+    }
+}
+
+/// Where the ntfy settings came from (and where the overlay saves them).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NtfySource {
+    Project(PathBuf),
+    Global(PathBuf),
+    /// `config.json`'s legacy `ntfy` section, or nothing: saved to the global file.
+    Legacy,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NotifyConfig {
+    pub default_platforms: Vec<Platform>,
+    pub events: BTreeMap<String, EventConfig>,
+    pub native: bool,
+    pub terminal: bool,
+    pub terminal_method: TerminalMethod,
+    pub ntfy: NtfyConfig,
+    pub ntfy_source: NtfySource,
+    pub gotify: GotifyConfig,
+    pub telegram: TelegramConfig,
+    /// How long after the user's last keystroke alerts hold back.
+    pub silence_after_input: Duration,
+    /// How long one platform may take to deliver.
+    pub send_timeout: Duration,
+}
+
+/// Every event key with its default (enabled): the original's, and the workbench's own.
+pub const EVENT_DEFAULTS: &[(&str, bool)] = &[
+    ("agent_end", true),
+    ("ask_user_prompt", true),
+    ("agent_error", true),
+    ("bg_task_finished", true),
+    ("helper_finished", false),
+    ("mcp_server_error", true),
+    ("compaction_done", false),
+    ("session_shutdown", false),
+    ("workflow_end", true),
+    ("ralph_loop_end", true),
+    ("memory_consolidated", false),
+];
+
+impl Default for NotifyConfig {
+    fn default() -> Self {
+        NotifyConfig {
+            default_platforms: vec![Platform::Native],
+            events: EVENT_DEFAULTS
+                .iter()
+                .map(|(key, enabled)| {
+                    (
+                        (*key).to_owned(),
+                        EventConfig {
+                            enabled: *enabled,
+                            platforms: Vec::new(),
+                            priority: None,
+                        },
+                    )
+                })
+                .collect(),
+            native: true,
+            terminal: true,
+            terminal_method: TerminalMethod::Auto,
+            ntfy: NtfyConfig::default(),
+            ntfy_source: NtfySource::Legacy,
+            gotify: GotifyConfig::default(),
+            telegram: TelegramConfig::default(),
+            silence_after_input: Duration::from_secs(10),
+            send_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+impl NotifyConfig {
+    /// The event's routing (an unknown event: enabled, everywhere).
+    pub fn event(&self, key: &str) -> EventConfig {
+        self.events.get(key).cloned().unwrap_or(EventConfig {
+            enabled: true,
+            platforms: Vec::new(),
+            priority: None,
+        })
+    }
+
+    pub fn enabled(&self, platform: Platform) -> bool {
+        match platform {
+            Platform::Native => self.native,
+            Platform::Terminal => self.terminal,
+            Platform::Ntfy => self.ntfy.enabled,
+            Platform::Gotify => self.gotify.enabled,
+            Platform::Telegram => self.telegram.enabled,
+        }
+    }
+
+    /// What a platform still needs before it can send; `None` when it is set up.
+    pub fn missing(&self, platform: Platform) -> Option<&'static str> {
+        match platform {
+            Platform::Native | Platform::Terminal => None,
+            Platform::Ntfy if self.ntfy.topic.is_none() => {
+                Some("ntfy serverUrl and topic are required")
+            }
+            Platform::Gotify
+                if self.gotify.server_url.is_none() || self.gotify.app_token.is_none() =>
+            {
+                Some("Gotify serverUrl and appToken are required")
+            }
+            Platform::Telegram
+                if self.telegram.bot_token.is_none() || self.telegram.chat_id.is_none() =>
+            {
+                Some("Telegram botToken and chatId are required")
+            }
+            _ => None,
+        }
+    }
+
+    /// The platforms an event goes to: its own list, else every enabled one, else the default
+    /// list — then only those enabled.
+    pub fn platforms_for(&self, requested: &[Platform]) -> Vec<Platform> {
+        let all_enabled: Vec<Platform> = Platform::ALL
+            .into_iter()
+            .filter(|p| self.enabled(*p))
+            .collect();
+        let chosen = if !requested.is_empty() {
+            requested.to_vec()
+        } else if !all_enabled.is_empty() {
+            all_enabled
+        } else {
+            self.default_platforms.clone()
+        };
+        let mut out = Vec::new();
+        for platform in chosen {
+            if self.enabled(platform) && !out.contains(&platform) {
+                out.push(platform);
+            }
+        }
+        out
+    }
+}
+
+/// A secret as every display shows it: never its characters.
+pub fn mask(secret: Option<&str>) -> String {
+    match secret {
+        Some(secret) if !secret.is_empty() => "•••••••• (set)".to_owned(),
+        _ => "(not set)".to_owned(),
+    }
+}
+
+/// Loads both files: defaults, then `config.json`, then the ntfy file that applies.
+pub fn load_notify_config(
+    home: Option<&Path>,
+    workspace: &Path,
+) -> (NotifyConfig, Vec<ConfigError>) {
+    let mut config = NotifyConfig::default();
+    let mut errors = Vec::new();
+    let mut legacy_ntfy = None;
+    let main = home.map(|home| home.join(CONFIG_FILE));
+    match read_user_file(main.as_deref()) {
+        Ok(Some(text)) => {
+            let path = main.clone().unwrap_or_default();
+            let mut reader = Reader::new(&path, &text);
+            if let Some(object) = reader.object() {
+                legacy_ntfy = apply_main(&mut config, &mut reader, &object);
+            }
+            errors.extend(reader.finish());
+        }
+        Ok(None) => {}
+        Err(err) => errors.push(err),
+    }
+    let project = workspace.join(NTFY_FILE);
+    let global = home.map(|home| home.join(NTFY_FILE));
+    let mut found = false;
+    for (path, source) in [
+        (Some(project.clone()), NtfySource::Project(project)),
+        (
+            global.clone(),
+            NtfySource::Global(global.unwrap_or_default()),
+        ),
+    ] {
+        match read_user_file(path.as_deref()) {
+            Ok(Some(text)) => {
+                let path = path.unwrap_or_default();
+                let mut reader = Reader::new(&path, &text);
+                if let Some(object) = reader.object() {
+                    config.ntfy = NtfyConfig::default();
+                    reader.ntfy(&mut config.ntfy, &object, 0);
+                    config.ntfy_source = source;
+                }
+                errors.extend(reader.finish());
+                found = true;
+                break;
+            }
+            Ok(None) => {}
+            Err(err) => {
+                errors.push(err);
+                found = true;
+                break;
+            }
+        }
+    }
+    if !found && let Some(legacy) = legacy_ntfy {
+        config.ntfy = legacy;
+    }
+    (config, errors)
+}
+
+/// `config.json`'s keys; returns its legacy `ntfy` section when it was ever set up.
+fn apply_main(
+    config: &mut NotifyConfig,
+    reader: &mut Reader<'_>,
+    object: &Map<String, Value>,
+) -> Option<NtfyConfig> {
+    let mut legacy = None;
+    for (key, value) in object {
+        let at = reader.offset(0, key);
+        match key.as_str() {
+            "defaultPlatforms" => {
+                if let Some(list) = reader.platforms(value, at, key) {
+                    config.default_platforms = list;
+                }
+            }
+            "events" => {
+                let Some(events) = reader.section(value, at, key) else {
+                    continue;
+                };
+                for (name, event) in events {
+                    let at = reader.offset(at, name);
+                    let Some(fields) = reader.section(event, at, name) else {
+                        continue;
+                    };
+                    let mut routing = config.event(name);
+                    reader.flag(fields, at, "enabled", &mut routing.enabled);
+                    if let Some(list) = fields.get("platforms") {
+                        let list_at = reader.offset(at, "platforms");
+                        if let Some(list) = reader.platforms(list, list_at, "platforms") {
+                            routing.platforms = list;
+                        }
+                    }
+                    if let Some(priority) = fields.get("priority") {
+                        match priority.as_str().and_then(Priority::parse) {
+                            Some(priority) => routing.priority = Some(priority),
+                            None => reader.error(
+                                reader.offset(at, "priority"),
+                                "`priority` must be \"low\", \"normal\" or \"high\"",
+                            ),
+                        }
+                    }
+                    config.events.insert(name.clone(), routing);
+                }
+            }
+            "native" => {
+                if let Some(fields) = reader.section(value, at, key) {
+                    reader.flag(fields, at, "enabled", &mut config.native);
+                }
+            }
+            "terminal" => {
+                let Some(fields) = reader.section(value, at, key) else {
+                    continue;
+                };
+                reader.flag(fields, at, "enabled", &mut config.terminal);
+                if let Some(method) = fields.get("method") {
+                    match method.as_str().and_then(TerminalMethod::parse) {
+                        Some(method) => config.terminal_method = method,
+                        None => reader.error(
+                            reader.offset(at, "method"),
+                            "`method` must be auto, osc9, osc777, osc99 or bell",
+                        ),
+                    }
+                }
+            }
+            "gotify" => {
+                let Some(fields) = reader.section(value, at, key) else {
+                    continue;
+                };
+                let gotify = &mut config.gotify;
+                reader.flag(fields, at, "enabled", &mut gotify.enabled);
+                reader.text(fields, at, "serverUrl", &mut gotify.server_url);
+                reader.text(fields, at, "appToken", &mut gotify.app_token);
+                reader.number(fields, at, "priority", 1..=10, &mut gotify.priority);
+            }
+            "telegram" => {
+                let Some(fields) = reader.section(value, at, key) else {
+                    continue;
+                };
+                let telegram = &mut config.telegram;
+                reader.flag(fields, at, "enabled", &mut telegram.enabled);
+                reader.text(fields, at, "botToken", &mut telegram.bot_token);
+                // A chat id is a number in Telegram's own answers; either form is kept as text.
+                match fields.get("chatId") {
+                    Some(Value::Number(id)) => telegram.chat_id = Some(id.to_string()),
+                    _ => reader.text(fields, at, "chatId", &mut telegram.chat_id),
+                }
+                let mut api = None;
+                reader.text(fields, at, "apiUrl", &mut api);
+                if let Some(api) = api {
+                    telegram.api_url = api;
+                }
+            }
+            "ntfy" => {
+                let Some(fields) = reader.section(value, at, key) else {
+                    continue;
+                };
+                let mut ntfy = NtfyConfig::default();
+                reader.ntfy(&mut ntfy, fields, at);
+                let set_up =
+                    ntfy.enabled || ntfy.topic.is_some() || ntfy.server_url != DEFAULT_NTFY_SERVER;
+                legacy = set_up.then_some(ntfy);
+            }
+            "silenceAfterInputSeconds" => {
+                let mut seconds = config.silence_after_input.as_secs();
+                reader.number_value(value, at, key, 0..=3600, &mut seconds);
+                config.silence_after_input = Duration::from_secs(seconds);
+            }
+            "sendTimeoutSeconds" => {
+                let mut seconds = config.send_timeout.as_secs();
+                reader.number_value(value, at, key, 1..=300, &mut seconds);
+                config.send_timeout = Duration::from_secs(seconds);
+            }
+            _ => {}
+        }
+    }
+    legacy
+}
+
+/// Reads typed keys out of one file, collecting what is wrong with their place in it.
+struct Reader<'a> {
+    path: &'a Path,
+    text: &'a str,
+    errors: Vec<ConfigError>,
+}
+
+impl<'a> Reader<'a> {
+    fn new(path: &'a Path, text: &'a str) -> Self {
+        Reader {
+            path,
+            text,
+            errors: Vec::new(),
+        }
+    }
+
+    /// What was wrong, in file order (a JSON object's keys come sorted by name).
+    fn finish(mut self) -> Vec<ConfigError> {
+        self.errors.sort_by_key(|err| match err {
+            ConfigError::Invalid { line, column, .. } => (*line, *column),
+            ConfigError::Unreadable { .. } => (0, 0),
+        });
+        self.errors
+    }
+
+    fn object(&mut self) -> Option<Map<String, Value>> {
+        match json_object(self.path, self.text) {
+            Ok(object) => Some(object),
+            Err(err) => {
+                self.errors.push(err);
+                None
+            }
+        }
+    }
+
+    /// Where `key` is, searching from `from` (a section's own key).
+    fn offset(&self, from: usize, key: &str) -> usize {
+        key_offset_from(self.text, from, key).unwrap_or(from)
+    }
+
+    fn error(&mut self, at: usize, message: impl Into<String>) {
+        self.errors
+            .push(ConfigError::at(self.path, self.text, at, message));
+    }
+
+    fn section<'v>(
+        &mut self,
+        value: &'v Value,
+        at: usize,
+        key: &str,
+    ) -> Option<&'v Map<String, Value>> {
+        let object = value.as_object();
+        if object.is_none() {
+            self.error(at, format!("`{key}` must be an object"));
+        }
+        object
+    }
+
+    fn flag(&mut self, fields: &Map<String, Value>, at: usize, key: &str, slot: &mut bool) {
+        match fields.get(key) {
+            None => {}
+            Some(Value::Bool(on)) => *slot = *on,
+            Some(_) => {
+                let at = self.offset(at, key);
+                self.error(at, format!("`{key}` must be true or false"));
+            }
+        }
+    }
+
+    /// A string (an empty one is "not set").
+    fn text(
+        &mut self,
+        fields: &Map<String, Value>,
+        at: usize,
+        key: &str,
+        slot: &mut Option<String>,
+    ) {
+        match fields.get(key) {
+            None | Some(Value::Null) => {}
+            Some(Value::String(text)) => {
+                let text = text.trim();
+                *slot = (!text.is_empty()).then(|| text.to_owned());
+            }
+            Some(_) => {
+                let at = self.offset(at, key);
+                self.error(at, format!("`{key}` must be a string"));
+            }
+        }
+    }
+
+    fn number(
+        &mut self,
+        fields: &Map<String, Value>,
+        at: usize,
+        key: &str,
+        range: std::ops::RangeInclusive<u8>,
+        slot: &mut u8,
+    ) {
+        if let Some(value) = fields.get(key) {
+            let at = self.offset(at, key);
+            let mut wide = u64::from(*slot);
+            let range = u64::from(*range.start())..=u64::from(*range.end());
+            self.number_value(value, at, key, range, &mut wide);
+            *slot = u8::try_from(wide).unwrap_or(*slot);
+        }
+    }
+
+    fn number_value(
+        &mut self,
+        value: &Value,
+        at: usize,
+        key: &str,
+        range: std::ops::RangeInclusive<u64>,
+        slot: &mut u64,
+    ) {
+        match value.as_u64().filter(|n| range.contains(n)) {
+            Some(n) => *slot = n,
+            None => self.error(
+                at,
+                format!(
+                    "`{key}` must be a whole number from {} to {}",
+                    range.start(),
+                    range.end()
+                ),
+            ),
+        }
+    }
+
+    fn platforms(&mut self, value: &Value, at: usize, key: &str) -> Option<Vec<Platform>> {
+        let parsed = value.as_array().and_then(|items| {
+            items
+                .iter()
+                .map(|item| item.as_str().and_then(Platform::parse))
+                .collect::<Option<Vec<_>>>()
+        });
+        if parsed.is_none() {
+            self.error(
+                at,
+                format!("`{key}` must be a list of native, terminal, ntfy, gotify, telegram"),
+            );
+        }
+        parsed
+    }
+
+    fn ntfy(&mut self, ntfy: &mut NtfyConfig, fields: &Map<String, Value>, at: usize) {
+        self.flag(fields, at, "enabled", &mut ntfy.enabled);
+        let mut server = None;
+        self.text(fields, at, "serverUrl", &mut server);
+        if let Some(server) = server {
+            ntfy.server_url = server;
+        }
+        self.text(fields, at, "topic", &mut ntfy.topic);
+        self.text(fields, at, "token", &mut ntfy.token);
+        self.number(fields, at, "priority", 1..=5, &mut ntfy.priority);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn write(path: &Path, value: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, value).unwrap();
+    }
+
+    #[test]
+    fn unipi_files_load_with_their_keys_and_the_workbench_keys_beside_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let (home, work) = (dir.path().join("home"), dir.path().join("work"));
+        write(
+            &home.join(CONFIG_FILE),
+            &json!({
+                "defaultPlatforms": ["native"],
+                "events": {"agent_end": {"enabled": false, "platforms": ["ntfy"]},
+                           "ask_user_prompt": {"enabled": true, "priority": "normal"}},
+                "native": {"enabled": false, "windowsAppId": "x"},
+                "gotify": {"enabled": true, "serverUrl": "http://127.0.0.1:9/", "appToken": "A1", "priority": 7},
+                "telegram": {"enabled": true, "botToken": "123:abc", "chatId": 42, "apiUrl": "http://127.0.0.1:8"},
+                "terminal": {"method": "osc99"},
+                "recap": {"enabled": false},
+                "silenceAfterInputSeconds": 0,
+            })
+            .to_string(),
+        );
+        write(
+            &home.join(NTFY_FILE),
+            &json!({"enabled": true, "topic": "global-topic"}).to_string(),
+        );
+        let (config, errors) = load_notify_config(Some(&home), &work);
+        assert!(errors.is_empty(), "{errors:?}");
+        assert!(!config.native && config.terminal);
+        assert_eq!(config.terminal_method, TerminalMethod::Osc99);
+        let agent_end = config.event("agent_end");
+        assert!(!agent_end.enabled);
+        assert_eq!(agent_end.platforms, vec![Platform::Ntfy]);
+        assert_eq!(
+            config.event("ask_user_prompt").priority,
+            Some(Priority::Normal)
+        );
+        assert!(config.event("bg_task_finished").enabled, "a default kept");
+        assert_eq!(
+            config.gotify.server_url.as_deref(),
+            Some("http://127.0.0.1:9/")
+        );
+        assert_eq!(config.gotify.priority, 7);
+        assert_eq!(config.telegram.chat_id.as_deref(), Some("42"));
+        assert_eq!(config.telegram.api_url, "http://127.0.0.1:8");
+        assert_eq!(config.silence_after_input, Duration::ZERO);
+        assert_eq!(config.ntfy.topic.as_deref(), Some("global-topic"));
+        assert_eq!(config.ntfy.server_url, DEFAULT_NTFY_SERVER);
+        assert_eq!(config.ntfy_source, NtfySource::Global(home.join(NTFY_FILE)));
+
+        // The project's ntfy file replaces the global one.
+        write(
+            &work.join(NTFY_FILE),
+            &json!({"enabled": false}).to_string(),
+        );
+        let (config, _) = load_notify_config(Some(&home), &work);
+        assert_eq!(config.ntfy, NtfyConfig::default());
+        assert_eq!(
+            config.ntfy_source,
+            NtfySource::Project(work.join(NTFY_FILE))
+        );
+    }
+
+    #[test]
+    fn the_legacy_ntfy_section_is_read_when_no_ntfy_file_exists() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        write(
+            &home.join(CONFIG_FILE),
+            &json!({"ntfy": {"enabled": true, "serverUrl": "http://127.0.0.1:5", "topic": "old"}})
+                .to_string(),
+        );
+        let (config, errors) = load_notify_config(Some(&home), dir.path());
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(config.ntfy.topic.as_deref(), Some("old"));
+        assert_eq!(config.ntfy_source, NtfySource::Legacy);
+        // An untouched legacy section means nothing.
+        write(
+            &home.join(CONFIG_FILE),
+            &json!({"ntfy": {"enabled": false}}).to_string(),
+        );
+        assert_eq!(
+            load_notify_config(Some(&home), dir.path()).0.ntfy,
+            NtfyConfig::default()
+        );
+    }
+
+    #[test]
+    fn bad_keys_are_named_where_they_are_and_keep_their_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        write(
+            &home.join(CONFIG_FILE),
+            "{\n  \"native\": {\"enabled\": \"yes\"},\n  \"gotify\": {\"priority\": 11},\n  \
+             \"defaultPlatforms\": [\"pager\"],\n  \"events\": {\"agent_end\": {\"priority\": \"urgent\"}}\n}",
+        );
+        let (config, errors) = load_notify_config(Some(&home), dir.path());
+        let errors: Vec<String> = errors
+            .iter()
+            .map(|e| {
+                e.to_string()
+                    .rsplit("config.json:")
+                    .next()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect();
+        assert_eq!(
+            errors,
+            vec![
+                "2:14: `enabled` must be true or false",
+                "3:14: `priority` must be a whole number from 1 to 10",
+                "4:3: `defaultPlatforms` must be a list of native, terminal, ntfy, gotify, telegram",
+                "5:28: `priority` must be \"low\", \"normal\" or \"high\"",
+            ]
+        );
+        assert!(config.native);
+        assert_eq!(config.gotify.priority, 5);
+        assert_eq!(config.default_platforms, vec![Platform::Native]);
+    }
+
+    #[test]
+    fn platforms_resolve_event_list_then_all_enabled_then_defaults() {
+        let mut config = NotifyConfig::default();
+        assert_eq!(
+            config.platforms_for(&[]),
+            vec![Platform::Native, Platform::Terminal]
+        );
+        config.ntfy.enabled = true;
+        assert_eq!(
+            config.platforms_for(&[Platform::Ntfy, Platform::Gotify]),
+            vec![Platform::Ntfy],
+            "a disabled platform is left out even when asked for"
+        );
+        config.native = false;
+        config.terminal = false;
+        config.ntfy.enabled = false;
+        config.default_platforms = vec![Platform::Native];
+        assert!(
+            config.platforms_for(&[]).is_empty(),
+            "the defaults are filtered too"
+        );
+        assert_eq!(mask(Some("123:secret")), "•••••••• (set)");
+        assert_eq!(mask(None), "(not set)");
+        assert_eq!(
+            config.missing(Platform::Ntfy),
+            Some("ntfy serverUrl and topic are required")
+        );
+    }
+}

@@ -1,0 +1,280 @@
+//! Sending one notification to its platforms: all at once, each under the settings' timeout, so
+//! a slow or failing platform never holds up another — and never anything else: [`Dispatcher::
+//! dispatch`] returns at once and the sending runs in its own task. Each platform's outcome is
+//! collected (a desktop notification held back because the terminal has focus counts as
+//! delivered, as the original's "suppressed"), logged without secrets, and announced on the bus
+//! as `unipi:notify:sent {eventType, platforms, success, timestamp, results}`.
+
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use futures_util::future::join_all;
+use serde_json::{Value, json};
+
+use super::config::{NotifyConfig, Platform, TerminalMethod};
+use super::platforms::{Notice, http, native, terminal};
+use crate::bridge::{EventBus, names};
+use crate::capability::Ui;
+
+/// How a platform took a notification.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Sent {
+    Delivered,
+    /// Deliberately not sent (the desktop notification while the terminal has focus).
+    Suppressed(&'static str),
+}
+
+/// One platform's outcome.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Delivery {
+    pub platform: Platform,
+    pub outcome: Result<Sent, String>,
+}
+
+impl Delivery {
+    pub fn ok(&self) -> bool {
+        self.outcome.is_ok()
+    }
+
+    fn to_json(&self) -> Value {
+        match &self.outcome {
+            Ok(Sent::Delivered) => json!({"platform": self.platform.key(), "success": true}),
+            Ok(Sent::Suppressed(why)) => {
+                json!({"platform": self.platform.key(), "success": true, "suppressed": why})
+            }
+            Err(error) => {
+                json!({"platform": self.platform.key(), "success": false, "error": error})
+            }
+        }
+    }
+}
+
+/// Whether the focus rule applies: alerts respect it; a test the user asked for does not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Focus {
+    Respect,
+    Ignore,
+}
+
+#[derive(Clone)]
+pub struct Dispatcher {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: Mutex<NotifyConfig>,
+    ui: Ui,
+    /// Built at the first HTTP notification: loading the system's certificates takes a while,
+    /// and most sessions never need it.
+    client: OnceLock<Result<reqwest::Client, String>>,
+    in_tmux: bool,
+    /// What `auto` means for the terminal the workbench started in.
+    terminal_auto: TerminalMethod,
+    bus: OnceLock<EventBus>,
+}
+
+impl Dispatcher {
+    pub fn new(config: NotifyConfig, ui: Ui, in_tmux: bool, terminal_auto: TerminalMethod) -> Self {
+        Dispatcher {
+            inner: Arc::new(Inner {
+                config: Mutex::new(config),
+                ui,
+                client: OnceLock::new(),
+                in_tmux,
+                terminal_auto,
+                bus: OnceLock::new(),
+            }),
+        }
+    }
+
+    fn client(&self) -> Result<&reqwest::Client, String> {
+        self.inner
+            .client
+            .get_or_init(|| {
+                reqwest::Client::builder()
+                    .user_agent(concat!("unipi-tui/", env!("CARGO_PKG_VERSION")))
+                    .build()
+                    .map_err(|err| format!("cannot set up HTTP for notifications: {err}"))
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    pub fn attach(&self, bus: EventBus) {
+        // A second attach (never done by the app) keeps the first bus.
+        let _ = self.inner.bus.set(bus);
+    }
+
+    pub fn config(&self) -> NotifyConfig {
+        self.inner
+            .config
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    pub fn set_config(&self, config: NotifyConfig) {
+        *self
+            .inner
+            .config
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = config;
+    }
+
+    pub fn ui(&self) -> &Ui {
+        &self.inner.ui
+    }
+
+    /// Sends `notice` for `event_type` to `platforms` in the background and announces the
+    /// outcome on the bus. Returns at once.
+    pub fn dispatch(&self, event_type: &str, notice: Notice, platforms: Vec<Platform>) {
+        let this = self.clone();
+        let event_type = event_type.to_owned();
+        tokio::spawn(async move {
+            let results = this.send_all(&notice, &platforms, Focus::Respect).await;
+            for result in &results {
+                match &result.outcome {
+                    Ok(sent) => {
+                        tracing::info!("notify: {event_type} → {}: {sent:?}", result.platform.key())
+                    }
+                    Err(error) => tracing::warn!(
+                        "notify: {event_type} → {} failed: {error}",
+                        result.platform.key()
+                    ),
+                }
+            }
+            if let Some(bus) = this.inner.bus.get() {
+                bus.emit(
+                    "notify",
+                    names::NOTIFICATION_SENT,
+                    json!({
+                        "eventType": event_type,
+                        "platforms": platforms.iter().map(|p| p.key()).collect::<Vec<_>>(),
+                        "success": !results.is_empty() && results.iter().all(Delivery::ok),
+                        "timestamp": crate::sys::now_ms(),
+                        "results": results.iter().map(Delivery::to_json).collect::<Vec<_>>(),
+                    }),
+                );
+            }
+        });
+    }
+
+    /// Sends to every platform at once and collects each outcome.
+    pub async fn send_all(
+        &self,
+        notice: &Notice,
+        platforms: &[Platform],
+        focus: Focus,
+    ) -> Vec<Delivery> {
+        join_all(platforms.iter().map(|platform| async move {
+            Delivery {
+                platform: *platform,
+                outcome: self.send_one(*platform, notice, focus).await,
+            }
+        }))
+        .await
+    }
+
+    /// Sends to one platform under the timeout.
+    pub async fn send_one(
+        &self,
+        platform: Platform,
+        notice: &Notice,
+        focus: Focus,
+    ) -> Result<Sent, String> {
+        let config = self.config();
+        if let Some(missing) = config.missing(platform) {
+            return Err(missing.to_owned());
+        }
+        let timeout = config.send_timeout;
+        let send = async {
+            match platform {
+                Platform::Native => {
+                    let screen = self.inner.ui.screen();
+                    if focus == Focus::Respect && screen.attached && screen.focused {
+                        return Ok(Sent::Suppressed("the terminal has focus"));
+                    }
+                    native::send(notice).await.map(|()| Sent::Delivered)
+                }
+                Platform::Terminal => {
+                    let method = match config.terminal_method {
+                        TerminalMethod::Auto => self.inner.terminal_auto,
+                        method => method,
+                    };
+                    let bytes = terminal::bytes(method, self.inner.in_tmux, notice);
+                    if !self.inner.ui.screen().attached || !self.inner.ui.terminal(bytes) {
+                        // A run without the pane (print mode, a script) has no terminal to tell.
+                        return Ok(Sent::Suppressed("no terminal is attached"));
+                    }
+                    Ok(Sent::Delivered)
+                }
+                Platform::Ntfy => {
+                    http::post(self.client()?, http::ntfy_request(&config.ntfy, notice)).await?;
+                    Ok(Sent::Delivered)
+                }
+                Platform::Gotify => {
+                    let request = http::gotify_request(&config.gotify, notice);
+                    http::post(self.client()?, request).await?;
+                    Ok(Sent::Delivered)
+                }
+                Platform::Telegram => {
+                    let request = http::telegram_request(&config.telegram, notice);
+                    http::post(self.client()?, request).await?;
+                    Ok(Sent::Delivered)
+                }
+            }
+        };
+        tokio::time::timeout(timeout, send)
+            .await
+            .unwrap_or_else(|_| {
+                Err(format!(
+                    "{}: no answer within {}s",
+                    platform.label(),
+                    timeout.as_secs_f64()
+                ))
+            })
+    }
+
+    /// `/unipi:notify-test`: each enabled platform in turn, set up or not (so the user sees
+    /// what is missing), ignoring focus; nothing is announced on the bus.
+    pub async fn test(&self) -> Vec<Delivery> {
+        let config = self.config();
+        let notice = Notice::new(
+            "Pi — Test Notification",
+            format!("Test notification sent at {}", clock_utc()),
+            super::config::Priority::Normal,
+        );
+        let mut results = Vec::new();
+        for platform in Platform::ALL.into_iter().filter(|p| config.enabled(*p)) {
+            let outcome = self.send_one(platform, &notice, Focus::Ignore).await;
+            results.push(Delivery { platform, outcome });
+        }
+        results
+    }
+}
+
+/// `HH:MM:SS UTC` now.
+fn clock_utc() -> String {
+    let seconds = crate::sys::now_ms() / 1000 % 86_400;
+    format!(
+        "{:02}:{:02}:{:02} UTC",
+        seconds / 3600,
+        seconds / 60 % 60,
+        seconds % 60
+    )
+}
+
+/// The test's report: `✓ Native: sent` / `✗ Gotify: <why>`, one line each.
+pub fn test_report(results: &[Delivery]) -> String {
+    if results.is_empty() {
+        return "No platforms enabled. Use /unipi:notify-settings first.".to_owned();
+    }
+    results
+        .iter()
+        .map(|result| match &result.outcome {
+            Ok(Sent::Delivered) => format!("✓ {}: sent", result.platform.label()),
+            Ok(Sent::Suppressed(why)) => format!("– {}: not sent ({why})", result.platform.label()),
+            Err(error) => format!("✗ {}: {error}", result.platform.label()),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}

@@ -1,0 +1,412 @@
+//! Which events become notifications, and when. The router follows the event bus (Pi's events and
+//! the capabilities' `unipi:*` events) and the screen's state, turns what matters into an
+//! [`Alert`] ([`Router::route`], pure), and sends it by the rules:
+//!
+//! - The event's settings: enabled, its platforms (else every enabled one, else the defaults),
+//!   its priority (asking = high, failures = normal, everything else = low).
+//! - Needs-input (an `ask_user` question, or Pi's own `blocked` program status, which covers Pi's
+//!   and other extensions' dialogs) waits out the silence after input and goes only if the
+//!   question still waits and the keyboard has been quiet that long: at the keyboard you are not
+//!   buzzed, away you are.
+//! - Everything else goes at once, unless the user typed within the silence (they are there).
+//! - "Agent done" is not sent while a background task will wake the agent anyway (the tasks
+//!   publish how many will), nor after a run the user aborted; a run that ended in an error says
+//!   so instead ("errors", never for an aborted run).
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
+
+use serde_json::Value;
+use tokio::sync::broadcast;
+
+use super::config::Priority;
+use super::dispatch::Dispatcher;
+use super::platforms::Notice;
+use crate::bridge::{AgentId, BusEvent, EventBus, PiEvent, names};
+use crate::pane::emulator::{ProgramState, ProgramStatus};
+
+/// What an alert waits for before it is sent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Waits {
+    /// Nothing: sent now (unless the user is at the keyboard).
+    No,
+    /// An `ask_user` call, until answered.
+    Question(u64),
+    /// Pi's `blocked` status, until it changes.
+    Blocked,
+}
+
+/// A notification in the making.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Alert {
+    /// The config key of its event (`agent_end`, `ask_user_prompt`, …).
+    pub event: &'static str,
+    pub notice: Notice,
+    pub waits: Waits,
+}
+
+impl Alert {
+    fn new(
+        event: &'static str,
+        label: &str,
+        message: impl Into<String>,
+        priority: Priority,
+    ) -> Self {
+        Alert {
+            event,
+            notice: Notice::new(format!("Pi — {label}"), message, priority),
+            waits: Waits::No,
+        }
+    }
+}
+
+/// What the router remembers between events.
+#[derive(Debug, Default)]
+struct State {
+    /// `ask_user` calls not yet settled.
+    questions: HashSet<u64>,
+    /// Running background tasks whose end wakes the agent.
+    waking: u64,
+    /// The main agent's current run ended a model request in an error.
+    run_error: Option<String>,
+    session_name: Option<String>,
+}
+
+/// What [`Router::fire`] did with an alert.
+#[derive(Debug)]
+pub enum Fired {
+    /// Its event is off, or no platform is on.
+    Off,
+    /// The user is at the keyboard.
+    HeldBack,
+    /// Handed to the dispatcher.
+    Sent,
+    /// Waiting for the user to be away; the task says whether it was sent in the end.
+    Waiting(tokio::task::JoinHandle<bool>),
+}
+
+#[derive(Clone)]
+pub struct Router {
+    dispatcher: Dispatcher,
+    state: Arc<Mutex<State>>,
+}
+
+impl Router {
+    pub fn new(dispatcher: Dispatcher) -> Self {
+        Router {
+            dispatcher,
+            state: Arc::new(Mutex::new(State::default())),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Follows the bus and the screen until the bus closes.
+    pub async fn run(self, bus: EventBus) {
+        let mut events = bus.subscribe();
+        let mut screen = self.dispatcher.ui().watch_screen();
+        let mut blocked = is_blocked(screen.borrow().pi_status.as_ref());
+        let mut screen_open = true;
+        loop {
+            tokio::select! {
+                event = events.recv() => match event {
+                    Ok(event) => {
+                        if let Some(alert) = self.route(&event) {
+                            self.fire(alert);
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Lagged(skipped)) => {
+                        tracing::debug!("notify: skipped {skipped} events");
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return,
+                },
+                changed = screen.changed(), if screen_open => {
+                    if changed.is_err() {
+                        screen_open = false;
+                        continue;
+                    }
+                    let status = screen.borrow_and_update().pi_status.clone();
+                    let now = is_blocked(status.as_ref());
+                    if now && !blocked {
+                        self.fire(blocked_alert(status.as_ref()));
+                    }
+                    blocked = now;
+                }
+            }
+        }
+    }
+
+    /// The alert an event makes, if any (and what the router learns from it).
+    pub fn route(&self, event: &BusEvent) -> Option<Alert> {
+        let mut state = self.lock();
+        match event {
+            BusEvent::Pi { agent, event } if *agent == AgentId::main() => {
+                route_pi(&mut state, event)
+            }
+            BusEvent::Module { name, data, .. } => route_module(&mut state, name, data),
+            _ => None,
+        }
+    }
+
+    /// Sends `alert` by the rules: its event's settings, then now, or once the user is away.
+    pub fn fire(&self, alert: Alert) -> Fired {
+        let config = self.dispatcher.config();
+        let event = config.event(alert.event);
+        if !event.enabled {
+            tracing::debug!("notify: {} is off", alert.event);
+            return Fired::Off;
+        }
+        let mut notice = alert.notice;
+        if let Some(priority) = event.priority {
+            notice.priority = priority;
+        }
+        let platforms = config.platforms_for(&event.platforms);
+        if platforms.is_empty() {
+            tracing::debug!("notify: no platform for {}", alert.event);
+            return Fired::Off;
+        }
+        let silence = config.silence_after_input;
+        if alert.waits == Waits::No {
+            let typed = self.dispatcher.ui().screen().last_input;
+            if typed.is_some_and(|at| at.elapsed() < silence) {
+                tracing::debug!(
+                    "notify: {} held back: the user is at the keyboard",
+                    alert.event
+                );
+                return Fired::HeldBack;
+            }
+            self.dispatcher.dispatch(alert.event, notice, platforms);
+            return Fired::Sent;
+        }
+        let this = self.clone();
+        let asked = Instant::now();
+        Fired::Waiting(tokio::spawn(async move {
+            // Wait until the keyboard has been quiet for the silence since the question came.
+            loop {
+                let typed = this.dispatcher.ui().screen().last_input;
+                let quiet_from = typed.map_or(asked, |at| at.max(asked));
+                let due = quiet_from + silence;
+                if Instant::now() >= due {
+                    break;
+                }
+                tokio::time::sleep_until(due.into()).await;
+            }
+            if this.still_waiting(&alert.waits) {
+                this.dispatcher.dispatch(alert.event, notice, platforms);
+                true
+            } else {
+                tracing::debug!("notify: {} answered in time", alert.event);
+                false
+            }
+        }))
+    }
+
+    fn still_waiting(&self, waits: &Waits) -> bool {
+        match waits {
+            Waits::No => true,
+            Waits::Question(id) => self.lock().questions.contains(id),
+            Waits::Blocked => is_blocked(self.dispatcher.ui().screen().pi_status.as_ref()),
+        }
+    }
+}
+
+fn is_blocked(status: Option<&ProgramStatus>) -> bool {
+    status.is_some_and(|status| status.state == ProgramState::Blocked)
+}
+
+/// Pi's own `blocked`: a dialog (Pi's or an extension's) waits for the user.
+fn blocked_alert(status: Option<&ProgramStatus>) -> Alert {
+    let message = match status.and_then(|s| s.message.as_deref()) {
+        Some(what) if !what.trim().is_empty() => format!("Pi is waiting for you: {}", what.trim()),
+        _ => "Pi is waiting for your input".to_owned(),
+    };
+    Alert {
+        waits: Waits::Blocked,
+        ..Alert::new("ask_user_prompt", "Input Needed", message, Priority::High)
+    }
+}
+
+fn route_pi(state: &mut State, event: &PiEvent) -> Option<Alert> {
+    match event {
+        PiEvent::SessionStart(start) => {
+            state.session_name = start.session_name.clone();
+            None
+        }
+        PiEvent::SessionName { name } => {
+            state.session_name = name.clone();
+            None
+        }
+        PiEvent::AgentStart => {
+            state.run_error = None;
+            None
+        }
+        PiEvent::MessageEnd(end) if end.stop_reason.as_deref() == Some("error") => {
+            state.run_error = Some(
+                end.error_message
+                    .clone()
+                    .unwrap_or_else(|| "the model request failed".to_owned()),
+            );
+            None
+        }
+        PiEvent::AgentSettled { aborted: true, .. } => {
+            state.run_error = None;
+            None
+        }
+        PiEvent::AgentSettled { .. } => {
+            if let Some(error) = state.run_error.take() {
+                return Some(Alert::new(
+                    "agent_error",
+                    "Agent Error",
+                    error,
+                    Priority::Normal,
+                ));
+            }
+            if state.waking > 0 {
+                // A background task will wake the agent: the turn is not really over.
+                return None;
+            }
+            let message = match &state.session_name {
+                Some(name) => format!("{name} - Agent is complete"),
+                None => "Agent is complete".to_owned(),
+            };
+            Some(Alert::new(
+                "agent_end",
+                "Agent Complete",
+                message,
+                Priority::Low,
+            ))
+        }
+        // A compaction that failed or was refused is Pi's to show (a short session is refused).
+        PiEvent::CompactionEnd(end) if end.aborted || end.error.is_some() => None,
+        PiEvent::CompactionEnd(end) => Some(Alert::new(
+            "compaction_done",
+            "Compaction Done",
+            match end.tokens_before {
+                Some(tokens) => format!("Context compacted (was {tokens} tokens)"),
+                None => "Context compacted".to_owned(),
+            },
+            Priority::Low,
+        )),
+        PiEvent::SessionShutdown(_) => Some(Alert::new(
+            "session_shutdown",
+            "Session End",
+            "Session ending",
+            Priority::Low,
+        )),
+        _ => None,
+    }
+}
+
+fn route_module(state: &mut State, name: &str, data: &Value) -> Option<Alert> {
+    let text = |key: &str| data.get(key).and_then(Value::as_str).map(str::to_owned);
+    match name {
+        names::ASK_USER_PROMPT => {
+            let id = data.get("id").and_then(Value::as_u64)?;
+            state.questions.insert(id);
+            let question = text("question").unwrap_or_else(|| "A question".to_owned());
+            let who = match text("agent") {
+                Some(agent) if agent != AgentId::main().to_string() => format!("{agent} asks"),
+                _ => "Agent asks".to_owned(),
+            };
+            let message = match text("context") {
+                Some(context) => format!("{who}: {question} — {context}"),
+                None => format!("{who}: {question}"),
+            };
+            Some(Alert {
+                waits: Waits::Question(id),
+                ..Alert::new("ask_user_prompt", "Question Asked", message, Priority::High)
+            })
+        }
+        names::ASK_USER_ANSWERED => {
+            if let Some(id) = data.get("id").and_then(Value::as_u64) {
+                state.questions.remove(&id);
+            }
+            None
+        }
+        names::BG_TASKS_CHANGED => {
+            state.waking = data.get("waking").and_then(Value::as_u64).unwrap_or(0);
+            None
+        }
+        // A task that wakes the agent is reported by the agent's turn that follows.
+        names::BG_TASK_FINISHED if data.get("wakesAgent") == Some(&Value::Bool(true)) => None,
+        names::BG_TASK_FINISHED => {
+            let name = text("name").unwrap_or_else(|| "a task".to_owned());
+            let status = text("status").unwrap_or_else(|| "finished".to_owned());
+            let exit = match data.get("exitCode").and_then(Value::as_i64) {
+                Some(code) => format!(" (exit {code})"),
+                None => String::new(),
+            };
+            let priority = if status == "failed" {
+                Priority::Normal
+            } else {
+                Priority::Low
+            };
+            Some(Alert::new(
+                "bg_task_finished",
+                "Background Task Done",
+                format!("{name}: {status}{exit}"),
+                priority,
+            ))
+        }
+        names::HELPER_FINISHED => {
+            let kind = text("type").unwrap_or_else(|| "helper".to_owned());
+            let description = text("description").unwrap_or_default();
+            let status = text("status").unwrap_or_else(|| "finished".to_owned());
+            Some(Alert::new(
+                "helper_finished",
+                "Helper Done",
+                format!("{kind} helper “{description}” {status}"),
+                Priority::Low,
+            ))
+        }
+        crate::mcp::module::events::SERVER_ERROR => Some(Alert::new(
+            "mcp_server_error",
+            "MCP Error",
+            format!(
+                "Server \"{}\" error: {}",
+                text("name").unwrap_or_else(|| "?".to_owned()),
+                text("error").unwrap_or_else(|| "unknown error".to_owned())
+            ),
+            Priority::Normal,
+        )),
+        // The original's events from modules the workbench does not have; an extension bridging
+        // them onto the bus gets the original's messages.
+        "unipi:workflow:end" => {
+            let command = text("command").unwrap_or_else(|| "unknown".to_owned());
+            let outcome = if data.get("success") == Some(&Value::Bool(false)) {
+                "failed"
+            } else {
+                "completed"
+            };
+            Some(Alert::new(
+                "workflow_end",
+                "Workflow Done",
+                format!("Workflow {command} {outcome}"),
+                Priority::Low,
+            ))
+        }
+        "unipi:ralph:loop:end" => Some(Alert::new(
+            "ralph_loop_end",
+            "Ralph Complete",
+            format!(
+                "Ralph loop \"{}\" {}",
+                text("name").unwrap_or_default(),
+                text("status").unwrap_or_else(|| "completed".to_owned())
+            ),
+            Priority::Low,
+        )),
+        "unipi:memory:consolidated" => Some(Alert::new(
+            "memory_consolidated",
+            "Memory Saved",
+            format!(
+                "Memory consolidated ({} items)",
+                data.get("count").and_then(Value::as_u64).unwrap_or(0)
+            ),
+            Priority::Low,
+        )),
+        _ => None,
+    }
+}

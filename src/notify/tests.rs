@@ -1,0 +1,691 @@
+//! The notifications against stand-ins for their real ends: HTTP servers on loopback playing
+//! ntfy, Gotify and Telegram (recording every request exactly, answering with an error or not
+//! at all when told), the screen's handle for the terminal channel, and a real event bus for the
+//! router and the `unipi:notify:sent` announcement.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use axum::http::{HeaderMap, Method, StatusCode, Uri};
+use serde_json::{Value, json};
+use tokio::sync::broadcast;
+
+use super::config::{NotifyConfig, Platform, Priority, TerminalMethod};
+use super::dispatch::{Delivery, Dispatcher, Focus, Sent, test_report};
+use super::platforms::Notice;
+use super::routing::{Alert, Fired, Router, Waits};
+use crate::bridge::{AgentId, BusEvent, EventBus, PiEvent, names};
+use crate::capability::{Ui, UiReceiver, UiRequest};
+use crate::config::keymap::Keymap;
+use crate::pane::emulator::{ProgramState, ProgramStatus};
+
+/// One request as the stand-in server saw it.
+#[derive(Clone, Debug)]
+struct Seen {
+    method: Method,
+    path: String,
+    headers: HeaderMap,
+    body: Value,
+}
+
+/// How the stand-in answers a path.
+#[derive(Clone)]
+enum Answer {
+    Status(u16, &'static str),
+    /// Never answers (a server that hangs).
+    Hang,
+}
+
+/// An HTTP server on loopback that records requests and answers by path (200 `{}` otherwise).
+struct Loopback {
+    url: String,
+    seen: Arc<Mutex<Vec<Seen>>>,
+}
+
+impl Loopback {
+    async fn start(answers: HashMap<&'static str, Answer>) -> Loopback {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let answers = Arc::new(answers);
+        let handler = {
+            let seen = Arc::clone(&seen);
+            move |method: Method, uri: Uri, headers: HeaderMap, body: Bytes| {
+                let seen = Arc::clone(&seen);
+                let answers = Arc::clone(&answers);
+                async move {
+                    let path = uri.path().to_owned();
+                    seen.lock().unwrap().push(Seen {
+                        method,
+                        path: path.clone(),
+                        headers,
+                        body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+                    });
+                    match answers.get(path.as_str()).cloned() {
+                        Some(Answer::Hang) => std::future::pending().await,
+                        Some(Answer::Status(code, body)) => {
+                            (StatusCode::from_u16(code).unwrap(), body.to_owned())
+                        }
+                        None => (StatusCode::OK, "{}".to_owned()),
+                    }
+                }
+            }
+        };
+        let app = axum::Router::new().fallback(handler);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        Loopback { url, seen }
+    }
+
+    fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+/// Every HTTP platform pointed at `server`, with tokens; terminal and native off.
+fn http_config(server: &str) -> NotifyConfig {
+    let mut config = NotifyConfig {
+        native: false,
+        terminal: false,
+        send_timeout: Duration::from_secs(1),
+        ..NotifyConfig::default()
+    };
+    config.ntfy.enabled = true;
+    config.ntfy.server_url = format!("{server}/");
+    config.ntfy.topic = Some("pi-alerts".into());
+    config.ntfy.token = Some("tk_ntfy".into());
+    config.gotify.enabled = true;
+    config.gotify.server_url = Some(format!("{server}/gotify/"));
+    config.gotify.app_token = Some("gotify-app".into());
+    config.telegram.enabled = true;
+    config.telegram.bot_token = Some("123:SECRET".into());
+    config.telegram.chat_id = Some("4242".into());
+    config.telegram.api_url = format!("{server}/tg");
+    config
+}
+
+fn dispatcher(config: NotifyConfig, in_tmux: bool) -> (Dispatcher, UiReceiver, Ui) {
+    let (ui, rx) = Ui::channel(Arc::new(Keymap::defaults()));
+    let dispatcher = Dispatcher::new(config, ui.clone(), in_tmux, TerminalMethod::Osc9);
+    (dispatcher, rx, ui)
+}
+
+fn notice(priority: Priority) -> Notice {
+    Notice::new(
+        "Pi — Question Asked",
+        "Agent asks: ship v1.2 (all tests pass)?",
+        priority,
+    )
+}
+
+fn outcome(results: &[Delivery], platform: Platform) -> Result<Sent, String> {
+    results
+        .iter()
+        .find(|d| d.platform == platform)
+        .map(|d| d.outcome.clone())
+        .unwrap_or_else(|| Err(format!("{platform:?} not tried")))
+}
+
+#[tokio::test]
+async fn each_service_gets_its_exact_request() {
+    let server = Loopback::start(HashMap::new()).await;
+    let (dispatcher, _rx, _ui) = dispatcher(http_config(&server.url), false);
+    let platforms = [Platform::Ntfy, Platform::Gotify, Platform::Telegram];
+    let results = dispatcher
+        .send_all(&notice(Priority::High), &platforms, Focus::Respect)
+        .await;
+    for platform in platforms {
+        assert_eq!(
+            outcome(&results, platform),
+            Ok(Sent::Delivered),
+            "{platform:?}"
+        );
+    }
+    let mut seen = server.seen();
+    seen.sort_by(|a, b| a.path.cmp(&b.path));
+    let summary: Vec<(String, String)> = seen
+        .iter()
+        .map(|s| (s.method.to_string(), s.path.clone()))
+        .collect();
+    assert_eq!(
+        summary,
+        vec![
+            ("POST".into(), "/".into()),
+            ("POST".into(), "/gotify/message".into()),
+            ("POST".into(), "/tg/bot123:SECRET/sendMessage".into()),
+        ]
+    );
+    let header = |s: &Seen, name: &str| s.headers.get(name).map(|v| v.to_str().unwrap().to_owned());
+    let (ntfy, gotify, telegram) = (&seen[0], &seen[1], &seen[2]);
+    for request in [ntfy, gotify, telegram] {
+        assert_eq!(
+            header(request, "content-type").as_deref(),
+            Some("application/json")
+        );
+    }
+    assert_eq!(
+        header(ntfy, "authorization").as_deref(),
+        Some("Bearer tk_ntfy")
+    );
+    assert_eq!(
+        ntfy.body,
+        json!({"topic": "pi-alerts", "title": "Pi — Question Asked",
+               "message": "Agent asks: ship v1.2 (all tests pass)?", "priority": 5})
+    );
+    assert_eq!(
+        header(gotify, "x-gotify-key").as_deref(),
+        Some("gotify-app")
+    );
+    assert_eq!(header(gotify, "authorization"), None);
+    assert_eq!(
+        gotify.body,
+        json!({"title": "Pi — Question Asked",
+               "message": "Agent asks: ship v1.2 (all tests pass)?", "priority": 8})
+    );
+    assert_eq!(
+        telegram.body,
+        json!({"chat_id": 4242,
+               "text": "*Pi — Question Asked*\nAgent asks: ship v1\\.2 \\(all tests pass\\)?",
+               "parse_mode": "MarkdownV2"})
+    );
+}
+
+#[tokio::test]
+async fn priorities_map_per_service() {
+    let server = Loopback::start(HashMap::new()).await;
+    let (dispatcher, _rx, _ui) = dispatcher(http_config(&server.url), false);
+    for priority in [Priority::Low, Priority::Normal, Priority::High] {
+        dispatcher
+            .send_all(
+                &notice(priority),
+                &[Platform::Ntfy, Platform::Gotify],
+                Focus::Respect,
+            )
+            .await;
+    }
+    let seen = server.seen();
+    let priorities = |path: &str| -> Vec<Value> {
+        seen.iter()
+            .filter(|s| s.path == path)
+            .map(|s| s.body["priority"].clone())
+            .collect()
+    };
+    assert_eq!(priorities("/"), vec![json!(2), json!(3), json!(5)]);
+    assert_eq!(
+        priorities("/gotify/message"),
+        vec![json!(2), json!(5), json!(8)]
+    );
+}
+
+#[tokio::test]
+async fn a_failing_or_silent_service_fails_alone_and_no_secret_shows() {
+    let server = Loopback::start(HashMap::from([
+        ("/", Answer::Status(500, "boom")),
+        ("/gotify/message", Answer::Hang),
+    ]))
+    .await;
+    let mut config = http_config(&server.url);
+    // Nothing listens here: a refused connection, whose error must not show the bot token.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    config.telegram.api_url = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    let (dispatcher, _rx, _ui) = dispatcher(config, false);
+    let platforms = [Platform::Ntfy, Platform::Gotify, Platform::Telegram];
+    let results = dispatcher
+        .send_all(&notice(Priority::High), &platforms, Focus::Respect)
+        .await;
+    assert_eq!(
+        outcome(&results, Platform::Ntfy),
+        Err("ntfy API error 500: boom".into())
+    );
+    assert_eq!(
+        outcome(&results, Platform::Gotify),
+        Err("Gotify: no answer within 1s".into())
+    );
+    let telegram = outcome(&results, Platform::Telegram).unwrap_err();
+    assert!(telegram.starts_with("Telegram: "), "{telegram}");
+    assert!(!telegram.contains("SECRET"), "the token leaked: {telegram}");
+    // A platform without its settings says what is missing, without a request.
+    let mut config = http_config(&server.url);
+    config.gotify.app_token = None;
+    let (dispatcher, _rx, _ui) = self::dispatcher(config, false);
+    assert_eq!(
+        dispatcher
+            .send_one(Platform::Gotify, &notice(Priority::Low), Focus::Respect)
+            .await,
+        Err("Gotify serverUrl and appToken are required".into())
+    );
+}
+
+#[tokio::test]
+async fn the_terminal_channel_writes_its_bytes_inside_and_outside_tmux() {
+    let mut config = NotifyConfig {
+        native: false,
+        ..NotifyConfig::default()
+    };
+    for (in_tmux, want) in [
+        (false, b"\x1b]9;Pi: done\x1b\\".to_vec()),
+        (
+            true,
+            b"\x1bPtmux;\x1b\x1b]9;Pi: done\x1b\x1b\\\x1b\\\x07".to_vec(),
+        ),
+    ] {
+        let (dispatcher, mut rx, _ui) = dispatcher(config.clone(), in_tmux);
+        let sent = dispatcher
+            .send_one(
+                Platform::Terminal,
+                &Notice::new("Pi", "done", Priority::Low),
+                Focus::Respect,
+            )
+            .await;
+        assert_eq!(sent, Ok(Sent::Delivered));
+        match rx.try_recv() {
+            Ok(UiRequest::Terminal(bytes)) => assert_eq!(bytes, want, "tmux={in_tmux}"),
+            other => panic!("expected terminal bytes, got {other:?}"),
+        }
+    }
+    // The method in the settings wins over what was detected.
+    config.terminal_method = TerminalMethod::Bell;
+    let (dispatcher, mut rx, _ui) = dispatcher(config, false);
+    dispatcher
+        .send_one(
+            Platform::Terminal,
+            &Notice::new("Pi", "done", Priority::Low),
+            Focus::Respect,
+        )
+        .await
+        .unwrap();
+    assert!(matches!(rx.try_recv(), Ok(UiRequest::Terminal(bytes)) if bytes == b"\x07"));
+    // Without a terminal (a headless run) there is nobody to tell: not an error.
+    let headless = Dispatcher::new(
+        NotifyConfig::default(),
+        Ui::headless(Arc::new(Keymap::defaults())),
+        false,
+        TerminalMethod::Bell,
+    );
+    let sent = headless
+        .send_one(
+            Platform::Terminal,
+            &Notice::new("Pi", "done", Priority::Low),
+            Focus::Respect,
+        )
+        .await;
+    assert_eq!(sent, Ok(Sent::Suppressed("no terminal is attached")));
+    assert_eq!(
+        test_report(&[Delivery {
+            platform: Platform::Terminal,
+            outcome: sent
+        }]),
+        "– Terminal: not sent (no terminal is attached)"
+    );
+}
+
+#[tokio::test]
+async fn the_desktop_is_left_alone_while_the_terminal_has_focus() {
+    let (dispatcher, _rx, ui) = dispatcher(NotifyConfig::default(), false);
+    assert!(ui.screen().focused && ui.screen().attached);
+    assert_eq!(
+        dispatcher
+            .send_one(Platform::Native, &notice(Priority::High), Focus::Respect)
+            .await,
+        Ok(Sent::Suppressed("the terminal has focus"))
+    );
+}
+
+#[tokio::test]
+async fn dispatching_returns_at_once_and_announces_the_outcome() {
+    let server = Loopback::start(HashMap::from([("/", Answer::Status(403, "denied"))])).await;
+    let (dispatcher, _rx, _ui) = dispatcher(http_config(&server.url), false);
+    let bus = EventBus::new();
+    let mut events = bus.subscribe();
+    dispatcher.attach(bus);
+    dispatcher.dispatch(
+        "agent_end",
+        notice(Priority::Low),
+        vec![Platform::Ntfy, Platform::Gotify],
+    );
+    let sent = next_module_event(&mut events, names::NOTIFICATION_SENT).await;
+    assert_eq!(sent["eventType"], "agent_end");
+    assert_eq!(sent["platforms"], json!(["ntfy", "gotify"]));
+    assert_eq!(sent["success"], false);
+    assert!(sent["timestamp"].as_u64().unwrap() > 0);
+    assert_eq!(
+        sent["results"],
+        json!([{"platform": "ntfy", "success": false, "error": "ntfy API error 403: denied"},
+               {"platform": "gotify", "success": true}])
+    );
+}
+
+#[tokio::test]
+async fn the_test_command_tries_each_enabled_platform_in_turn() {
+    let server = Loopback::start(HashMap::from([(
+        "/gotify/message",
+        Answer::Status(401, "bad key"),
+    )]))
+    .await;
+    let mut config = http_config(&server.url);
+    config.telegram.enabled = false;
+    config.terminal = true;
+    let (dispatcher, _rx, _ui) = dispatcher(config, false);
+    let report = test_report(&dispatcher.test().await);
+    assert_eq!(
+        report,
+        "✓ Terminal: sent\n✓ ntfy: sent\n✗ Gotify: Gotify API error 401: bad key"
+    );
+    let titles: Vec<Value> = server
+        .seen()
+        .iter()
+        .map(|s| s.body["title"].clone())
+        .collect();
+    assert_eq!(
+        titles,
+        vec![
+            json!("Pi — Test Notification"),
+            json!("Pi — Test Notification")
+        ]
+    );
+    let off = NotifyConfig {
+        native: false,
+        terminal: false,
+        ..NotifyConfig::default()
+    };
+    let (dispatcher, _rx, _ui) = self::dispatcher(off, false);
+    assert_eq!(
+        test_report(&dispatcher.test().await),
+        "No platforms enabled. Use /unipi:notify-settings first."
+    );
+}
+
+async fn next_module_event(events: &mut broadcast::Receiver<BusEvent>, name: &str) -> Value {
+    let deadline = Duration::from_secs(10);
+    tokio::time::timeout(deadline, async {
+        loop {
+            if let BusEvent::Module {
+                name: got, data, ..
+            } = events.recv().await.unwrap()
+                && got == name
+            {
+                return data;
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no {name} within {deadline:?}"))
+}
+
+fn pi(event: PiEvent) -> BusEvent {
+    BusEvent::Pi {
+        agent: AgentId::main(),
+        event: Arc::new(event),
+    }
+}
+
+fn module(name: &str, data: Value) -> BusEvent {
+    BusEvent::Module {
+        module: "test".into(),
+        name: name.into(),
+        data,
+    }
+}
+
+fn messages(router: &Router, events: Vec<BusEvent>) -> Vec<(String, String, Priority)> {
+    events
+        .iter()
+        .filter_map(|event| router.route(event))
+        .map(|alert| {
+            (
+                alert.event.to_owned(),
+                alert.notice.message,
+                alert.notice.priority,
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn events_become_alerts_with_their_messages_and_priorities() {
+    let (dispatcher, _rx, _ui) = dispatcher(NotifyConfig::default(), false);
+    let router = Router::new(dispatcher);
+    let settled = |aborted| PiEvent::AgentSettled {
+        aborted,
+        synthetic: false,
+    };
+    let error_end = PiEvent::MessageEnd(crate::bridge::MessageEnd {
+        stop_reason: Some("error".into()),
+        error_message: Some("429 rate limited".into()),
+        ..Default::default()
+    });
+    let got = messages(
+        &router,
+        vec![
+            pi(PiEvent::SessionName {
+                name: Some("release".into()),
+            }),
+            pi(PiEvent::AgentStart),
+            pi(settled(false)),
+            // A background task that will wake the agent: its "done" is not the end.
+            module(names::BG_TASKS_CHANGED, json!({"running": 1, "waking": 1})),
+            pi(settled(false)),
+            module(names::BG_TASKS_CHANGED, json!({"running": 0, "waking": 0})),
+            // An error, then a run the user aborted: no alert for the latter.
+            pi(PiEvent::AgentStart),
+            pi(error_end.clone()),
+            pi(settled(false)),
+            pi(PiEvent::AgentStart),
+            pi(error_end),
+            pi(settled(true)),
+            module(
+                names::ASK_USER_PROMPT,
+                json!({"id": 7, "agent": "main", "question": "Deploy?", "context": "tests pass"}),
+            ),
+            module(
+                names::ASK_USER_PROMPT,
+                json!({"id": 8, "agent": "helper:h1", "question": "Which file?"}),
+            ),
+            module(
+                names::BG_TASK_FINISHED,
+                json!({"name": "build", "status": "failed", "exitCode": 2, "wakesAgent": false}),
+            ),
+            module(
+                names::BG_TASK_FINISHED,
+                json!({"name": "watch", "status": "done", "exitCode": 0, "wakesAgent": true}),
+            ),
+            module(
+                names::HELPER_FINISHED,
+                json!({"type": "explore", "description": "map the repo", "status": "completed"}),
+            ),
+            module(
+                "unipi:mcp:server:error",
+                json!({"name": "files", "error": "exited with status 1"}),
+            ),
+            pi(PiEvent::CompactionEnd(crate::bridge::CompactionEnd {
+                tokens_before: Some(9000),
+                ..Default::default()
+            })),
+            pi(PiEvent::CompactionEnd(crate::bridge::CompactionEnd {
+                aborted: true,
+                ..Default::default()
+            })),
+            pi(PiEvent::CompactionEnd(crate::bridge::CompactionEnd {
+                error: Some("Nothing to compact (session too small)".into()),
+                ..Default::default()
+            })),
+            BusEvent::Pi {
+                agent: AgentId::new("helper:h1"),
+                event: Arc::new(settled(false)),
+            },
+        ],
+    );
+    let want: Vec<(&str, &str, Priority)> = vec![
+        ("agent_end", "release - Agent is complete", Priority::Low),
+        ("agent_error", "429 rate limited", Priority::Normal),
+        (
+            "ask_user_prompt",
+            "Agent asks: Deploy? — tests pass",
+            Priority::High,
+        ),
+        (
+            "ask_user_prompt",
+            "helper:h1 asks: Which file?",
+            Priority::High,
+        ),
+        (
+            "bg_task_finished",
+            "build: failed (exit 2)",
+            Priority::Normal,
+        ),
+        (
+            "helper_finished",
+            "explore helper “map the repo” completed",
+            Priority::Low,
+        ),
+        (
+            "mcp_server_error",
+            "Server \"files\" error: exited with status 1",
+            Priority::Normal,
+        ),
+        (
+            "compaction_done",
+            "Context compacted (was 9000 tokens)",
+            Priority::Low,
+        ),
+    ];
+    let want: Vec<(String, String, Priority)> = want
+        .into_iter()
+        .map(|(e, m, p)| (e.to_owned(), m.to_owned(), p))
+        .collect();
+    assert_eq!(got, want);
+}
+
+/// A router sending only to the terminal, with `silence`; its bus and the screen's handle.
+fn terminal_router(silence: Duration) -> (Router, UiReceiver, Ui) {
+    let config = NotifyConfig {
+        native: false,
+        silence_after_input: silence,
+        ..NotifyConfig::default()
+    };
+    let (dispatcher, rx, ui) = dispatcher(config, false);
+    (Router::new(dispatcher), rx, ui)
+}
+
+fn terminal_bytes(rx: &mut UiReceiver) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    while let Ok(request) = rx.try_recv() {
+        if let UiRequest::Terminal(bytes) = request {
+            out.push(bytes);
+        }
+    }
+    out
+}
+
+async fn waited(fired: Fired) -> bool {
+    match fired {
+        Fired::Waiting(task) => task.await.unwrap(),
+        other => panic!("expected a waiting alert, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_question_alerts_only_if_still_unanswered_after_the_silence() {
+    let silence = Duration::from_millis(300);
+    let (router, mut rx, ui) = terminal_router(silence);
+    // Answered within the silence: nothing is sent.
+    let asked = router
+        .route(&module(
+            names::ASK_USER_PROMPT,
+            json!({"id": 1, "question": "A?"}),
+        ))
+        .unwrap();
+    assert_eq!(asked.waits, Waits::Question(1));
+    let fired = router.fire(asked);
+    router.route(&module(
+        names::ASK_USER_ANSWERED,
+        json!({"id": 1, "kind": "selection"}),
+    ));
+    assert!(!waited(fired).await);
+    assert!(terminal_bytes(&mut rx).is_empty());
+    // Unanswered, the user typing meanwhile: it waits for the keyboard to go quiet, then goes.
+    let started = Instant::now();
+    let asked = router
+        .route(&module(
+            names::ASK_USER_PROMPT,
+            json!({"id": 2, "question": "B?"}),
+        ))
+        .unwrap();
+    let fired = router.fire(asked);
+    // The user types half a silence after the question: the quiet is counted from then.
+    ui.update_screen(|state| state.last_input = Some(Instant::now() + silence / 2));
+    assert!(waited(fired).await);
+    assert!(
+        started.elapsed() >= silence + silence / 2,
+        "it waited for the quiet"
+    );
+    let bytes = wait_for_terminal(&mut rx).await;
+    assert_eq!(
+        bytes,
+        b"\x1b]9;Pi \xe2\x80\x94 Question Asked: Agent asks: B?\x1b\\".to_vec()
+    );
+}
+
+#[tokio::test]
+async fn pi_blocked_alerts_while_it_stays_blocked() {
+    let (router, mut rx, ui) = terminal_router(Duration::from_millis(100));
+    let blocked = ProgramStatus {
+        state: ProgramState::Blocked,
+        app: Some("pi".into()),
+        kind: Some("question".into()),
+        message: Some("Allow rm -rf build?".into()),
+    };
+    ui.update_screen(|state| state.pi_status = Some(blocked.clone()));
+    let alert = Alert {
+        event: "ask_user_prompt",
+        notice: Notice::new(
+            "Pi — Input Needed",
+            "Pi is waiting for you: Allow rm -rf build?",
+            Priority::High,
+        ),
+        waits: Waits::Blocked,
+    };
+    assert!(waited(router.fire(alert.clone())).await);
+    assert!(wait_for_terminal(&mut rx).await.starts_with(b"\x1b]9;Pi"));
+    // No longer blocked by the time the silence is over: nothing.
+    let fired = router.fire(alert);
+    ui.update_screen(|state| state.pi_status = None);
+    assert!(!waited(fired).await);
+}
+
+#[tokio::test]
+async fn informational_alerts_go_at_once_unless_the_user_just_typed_or_the_event_is_off() {
+    let (router, mut rx, ui) = terminal_router(Duration::from_secs(60));
+    let done = Alert {
+        event: "agent_end",
+        notice: Notice::new("Pi — Agent Complete", "Agent is complete", Priority::Low),
+        waits: Waits::No,
+    };
+    assert!(matches!(router.fire(done.clone()), Fired::Sent));
+    assert!(!wait_for_terminal(&mut rx).await.is_empty());
+    ui.update_screen(|state| state.last_input = Some(Instant::now()));
+    assert!(matches!(router.fire(done.clone()), Fired::HeldBack));
+    let off = Alert {
+        event: "helper_finished",
+        ..done
+    };
+    assert!(matches!(router.fire(off), Fired::Off), "off by default");
+}
+
+/// The next terminal notification the dispatcher wrote (it sends from its own task).
+async fn wait_for_terminal(rx: &mut UiReceiver) -> Vec<u8> {
+    let deadline = Duration::from_secs(10);
+    tokio::time::timeout(deadline, async {
+        loop {
+            match rx.recv().await {
+                Some(UiRequest::Terminal(bytes)) => return bytes,
+                Some(_) => {}
+                None => panic!("the screen's handle closed"),
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no terminal notification within {deadline:?}"))
+}
