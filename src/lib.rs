@@ -20,6 +20,7 @@ pub mod sessiondb;
 pub mod tasks;
 pub mod term;
 pub mod views;
+pub mod web;
 
 pub use cli::run;
 

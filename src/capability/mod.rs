@@ -98,6 +98,7 @@ pub fn registrations() -> Vec<Registration> {
         crate::tasks::REGISTRATION,
         crate::helpers::REGISTRATION,
         crate::compactor::REGISTRATION,
+        crate::web::REGISTRATION,
     ]
 }
 
