@@ -35,7 +35,8 @@ impl AddressPolicy {
     pub fn new(allow_private: bool) -> Self {
         AddressPolicy {
             allow_private,
-            ..AddressPolicy::default()
+            #[cfg(test)]
+            public_for_tests: Vec::new(),
         }
     }
 

@@ -3,7 +3,9 @@
 //! windows-1252 page, JSON, text, a PDF) and the awkward answers the fetcher must survive:
 //! redirect chains and loops, meta refreshes, gzip bodies, slow headers and slow bodies,
 //! error statuses, an oversized body, and a route that holds requests to show how many run at
-//! once. It counts the requests per path, so a test can see what reached it.
+//! once. It counts the requests per path, so a test can see what reached it. Each test binary
+//! (and the web bench) uses only part of it, hence the `dead_code` allowance.
+#![allow(dead_code, clippy::expect_used, clippy::unwrap_used)] // test code: a failed step should panic
 
 use std::collections::HashMap;
 use std::io::Write as _;
