@@ -51,3 +51,64 @@ impl Capability for WebCapability {
         vec![Arc::clone(&self.module) as _]
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::capability::Ui;
+    use crate::config::keymap::Keymap;
+    use crate::pi::{PiCommand, PiSource};
+    use crate::web::config::WEB_CONFIG_FILE;
+
+    /// Starts the capability with `workspace_config` in the workspace; its notices and tools.
+    fn started(workspace_config: &str) -> (Vec<String>, Option<Vec<String>>) {
+        let home = tempfile::tempdir().unwrap();
+        let workspace = tempfile::tempdir().unwrap();
+        let file = workspace.path().join(WEB_CONFIG_FILE);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, workspace_config).unwrap();
+        let mut pi = PiCommand {
+            program: Path::new("pi").to_path_buf(),
+            args: Vec::new(),
+            env: Vec::new(),
+            source: PiSource::Explicit,
+            version: None,
+        };
+        let ui = Ui::headless(Arc::new(Keymap::defaults()));
+        let mut context = StartContext::new(Some(home.path()), workspace.path(), &mut pi, None, ui);
+        let capability = start(&mut context);
+        let tools = capability.map(|capability| {
+            capability
+                .modules()
+                .iter()
+                .flat_map(|module| module.tools())
+                .map(|tool| tool.name)
+                .collect()
+        });
+        (context.take_notices(), tools)
+    }
+
+    #[test]
+    fn it_starts_from_web_json_reports_its_errors_and_can_be_switched_off() {
+        let (notices, tools) = started("{}");
+        assert_eq!(notices, Vec::<String>::new());
+        assert_eq!(tools.unwrap(), ["web_fetch", "web_fetch_batch", "web_read"]);
+
+        let (notices, tools) = started("{\n  \"timeoutSeconds\": -1\n}");
+        assert_eq!(notices.len(), 1, "{notices:?}");
+        assert!(
+            notices[0].ends_with("web.json:2:3: `timeoutSeconds` must be an integer from 1 to 300"),
+            "{notices:?}"
+        );
+        assert!(
+            tools.is_some(),
+            "a bad key keeps the default, the tools stay"
+        );
+
+        let (notices, tools) = started(r#"{"enabled": false}"#);
+        assert!(notices.is_empty());
+        assert_eq!(tools, None);
+    }
+}

@@ -181,6 +181,13 @@ impl Module for WebModule {
             ),
         });
         let batch_timeout = MAX_TIMEOUT * 4;
+        let urls_schema = json!({
+            "type": "array",
+            "items": {"type": "string"},
+            "minItems": 1,
+            "maxItems": MAX_BATCH_URLS,
+            "description": "The http:// or https:// URLs",
+        });
         vec![
             common(
                 ToolSpec::new(
@@ -205,17 +212,7 @@ impl Module for WebModule {
                      in the order of the URLs; a failed URL is reported in its place and does \
                      not fail the others.",
                 )
-                .param(
-                    "urls",
-                    json!({
-                        "type": "array",
-                        "items": {"type": "string"},
-                        "minItems": 1,
-                        "maxItems": MAX_BATCH_URLS,
-                        "description": "The http:// or https:// URLs",
-                    }),
-                    true,
-                )
+                .param("urls", urls_schema.clone(), true)
                 .param("concurrency", concurrency.clone(), false),
                 &batch_chars,
             )
@@ -224,19 +221,11 @@ impl Module for WebModule {
                 ToolSpec::new(
                     Self::READ,
                     "Web Read",
-                    "Same as web_fetch for one URL and as web_fetch_batch for a list of URLs.",
+                    "Same as web_fetch for one URL (`url`) and as web_fetch_batch for a list \
+                     (`urls`).",
                 )
-                .param(
-                    "url",
-                    json!({
-                        "anyOf": [
-                            {"type": "string"},
-                            {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": MAX_BATCH_URLS},
-                        ],
-                        "description": "One URL, or a list of URLs",
-                    }),
-                    true,
-                )
+                .string_param("url", "One http:// or https:// URL", false)
+                .param("urls", urls_schema.clone(), false)
                 .param("concurrency", concurrency, false),
                 &single_chars,
             )
@@ -269,10 +258,15 @@ impl Module for WebModule {
                     let urls = parse_urls(call.args.get("urls"), "urls").map_err(ToolError::new)?;
                     module.fetch_many(&call, &urls).await
                 }
-                Self::READ => match call.args.get("url") {
-                    Some(Value::Array(_)) => {
-                        let urls =
-                            parse_urls(call.args.get("url"), "url").map_err(ToolError::new)?;
+                // `urls` (or a list given as `url`, as the original accepted) is a batch.
+                Self::READ => match (call.args.get("urls"), call.args.get("url")) {
+                    (Some(list), _) | (None, Some(list @ Value::Array(_))) => {
+                        let key = if call.args.get("urls").is_some() {
+                            "urls"
+                        } else {
+                            "url"
+                        };
+                        let urls = parse_urls(Some(list), key).map_err(ToolError::new)?;
                         module.fetch_many(&call, &urls).await
                     }
                     _ => {
@@ -460,6 +454,8 @@ fn batch_output(results: &[Result<Fetched, FetchError>], max_chars: usize) -> To
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::web::fetch::FetcherSettings;
+    use crate::web::guard::AddressPolicy;
 
     #[test]
     fn options_take_the_configs_defaults_and_check_what_is_given() {
@@ -502,6 +498,45 @@ mod tests {
             let err = parse_options(&args, &config).unwrap_err();
             assert!(err.starts_with(want), "{args}: {err}");
         }
+    }
+
+    #[test]
+    fn three_tools_and_one_command_are_declared() {
+        let fetcher = Fetcher::new(FetcherSettings {
+            policy: AddressPolicy::new(false),
+            user_agent: None,
+            cache: None,
+        })
+        .unwrap();
+        let module = WebModule::new(fetcher, WebConfig::default());
+        let tools = module.tools();
+        let declared: Vec<(&str, Value)> = tools
+            .iter()
+            .map(|tool| (tool.name.as_str(), tool.parameters["required"].clone()))
+            .collect();
+        assert_eq!(
+            declared,
+            [
+                ("web_fetch", json!(["url"])),
+                ("web_fetch_batch", json!(["urls"])),
+                ("web_read", Value::Null),
+            ]
+        );
+        for tool in &tools {
+            assert_eq!(tool.parameters["type"], "object", "{}", tool.name);
+            assert!(
+                !tool.parameters.to_string().contains("anyOf"),
+                "{}",
+                tool.name
+            );
+            assert!(
+                tool.timeout.is_some_and(|timeout| timeout > MAX_TIMEOUT),
+                "{}",
+                tool.name
+            );
+        }
+        let commands: Vec<String> = module.commands().into_iter().map(|c| c.name).collect();
+        assert_eq!(commands, ["unipi:web-cache-clear"]);
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! A local HTTP server on loopback that serves the web fixtures (`tests/fixtures/web/`: a news
-//! article, a docs page, a forum thread, a page whose content is only in `<main>`, a
-//! windows-1252 page, JSON, text, a PDF) and the awkward answers the fetcher must survive:
+//! article, a docs page, a forum thread, a page whose content is only in `<main>`, a list of
+//! links readability finds no article in, a windows-1252 page, JSON, text, a PDF) and the
+//! awkward answers the fetcher must survive:
 //! redirect chains and loops, meta refreshes, gzip bodies, slow headers and slow bodies,
 //! error statuses, an oversized body, and a route that holds requests to show how many run at
 //! once. It counts the requests per path, so a test can see what reached it. Each test binary
