@@ -23,6 +23,7 @@ pub mod sys;
 pub mod tasks;
 pub mod term;
 pub mod views;
+pub mod web;
 
 pub use cli::run;
 

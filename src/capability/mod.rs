@@ -100,6 +100,7 @@ pub fn registrations() -> Vec<Registration> {
         crate::compactor::REGISTRATION,
         crate::askuser::REGISTRATION,
         crate::notify::REGISTRATION,
+        crate::web::REGISTRATION,
     ]
 }
 

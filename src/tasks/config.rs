@@ -10,7 +10,6 @@
 
 use std::path::Path;
 
-use anyhow::Context as _;
 use serde_json::{Map, Value};
 use unipi_widgets::settings::{SettingField, SettingValue};
 
@@ -213,7 +212,7 @@ pub fn apply_settings(fields: &[SettingField]) -> Value {
 /// Merge the keys of `values` (a JSON object) into the background-task config file at `path`,
 /// crash-safe, keeping the keys it does not name ([`crate::config::merge_json_file`]).
 pub fn save_tasks_config(path: &Path, values: &Value) -> anyhow::Result<()> {
-    crate::config::merge_json_file(path, values).context("writing the background-task settings")
+    crate::config::merge_json_file(path, values)
 }
 
 #[cfg(test)]

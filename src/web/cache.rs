@@ -1,0 +1,247 @@
+//! The response cache on disk: one JSON file per fetched page, named by the SHA-256 of the URL
+//! and the options that change the content (format, images), served while younger than the TTL
+//! (an hour by default). Only successful fetches are kept; the full content is stored and
+//! truncated when shown, so `maxChars` is not part of the key. Files are written crash-safe
+//! (temp, fsync, rename, directory fsync), so a half-written entry never exists; an entry that
+//! is expired or cannot be read is removed when it is looked up. `/unipi:web-cache-clear`
+//! removes them all.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::page::{FetchOptions, Page};
+use crate::sys::now_ms;
+
+/// A version in every key: a change to the stored shape changes every name.
+const KEY_VERSION: u32 = 1;
+
+#[derive(Debug, Clone)]
+pub struct Cache {
+    dir: PathBuf,
+    ttl: Duration,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Entry {
+    url: String,
+    stored_at_ms: u64,
+    ttl_ms: u64,
+    page: Page,
+}
+
+/// What a clear removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Cleared {
+    pub entries: usize,
+    pub bytes: u64,
+}
+
+impl Cache {
+    pub fn new(dir: PathBuf, ttl: Duration) -> Self {
+        Cache { dir, ttl }
+    }
+
+    /// The default directory: `unipi-tui/web` in the user's cache directory.
+    pub fn default_dir(home: Option<&Path>) -> Option<PathBuf> {
+        dirs::cache_dir()
+            .or_else(|| home.map(|home| home.join(".cache")))
+            .map(|dir| dir.join("unipi-tui").join("web"))
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn path(&self, url: &str, options: &FetchOptions) -> PathBuf {
+        let key = serde_json::json!({
+            "v": KEY_VERSION,
+            "url": url,
+            "format": options.format,
+            "images": options.include_images,
+        });
+        let digest = Sha256::digest(key.to_string().as_bytes());
+        let name: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
+        self.dir.join(format!("{name}.json"))
+    }
+
+    /// The cached page for `url` with `options`, if one is fresh.
+    pub async fn get(&self, url: &str, options: &FetchOptions) -> Option<Page> {
+        let path = self.path(url, options);
+        let text = tokio::fs::read(&path).await.ok()?;
+        let entry = match serde_json::from_slice::<Entry>(&text) {
+            Ok(entry)
+                if entry.url == url
+                    && now_ms() < entry.stored_at_ms.saturating_add(entry.ttl_ms) =>
+            {
+                entry
+            }
+            Ok(_) | Err(_) => {
+                // Expired, or not ours to read: it will not be served, so it goes.
+                let _ = tokio::fs::remove_file(&path).await;
+                return None;
+            }
+        };
+        Some(entry.page)
+    }
+
+    /// Keeps `page`; a failure only costs the next fetch a request, so it is logged, not raised.
+    pub async fn put(&self, url: &str, options: &FetchOptions, page: &Page) {
+        let path = self.path(url, options);
+        let entry = Entry {
+            url: url.to_owned(),
+            stored_at_ms: now_ms(),
+            ttl_ms: u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX),
+            page: page.clone(),
+        };
+        let dir = self.dir.clone();
+        let written = tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
+            let bytes = serde_json::to_vec(&entry).context("encoding the cache entry")?;
+            std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+            crate::sys::write_atomic(&path, &bytes)
+                .with_context(|| format!("writing {}", path.display()))
+        })
+        .await;
+        match written {
+            Ok(Ok(())) => {}
+            Ok(Err(err)) => tracing::warn!("web cache: {err:#}"),
+            Err(err) => tracing::warn!("web cache: the writer failed: {err}"),
+        }
+    }
+
+    /// Removes every entry (and leftovers of interrupted writes).
+    pub async fn clear(&self) -> anyhow::Result<Cleared> {
+        let dir = self.dir.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut cleared = Cleared::default();
+            let entries = match std::fs::read_dir(&dir) {
+                Ok(entries) => entries,
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(cleared),
+                Err(err) => return Err(err).with_context(|| format!("reading {}", dir.display())),
+            };
+            for entry in entries {
+                let entry = entry.with_context(|| format!("reading {}", dir.display()))?;
+                let path = entry.path();
+                let ours = path
+                    .extension()
+                    .is_some_and(|ext| ext == "json" || ext == "tmp");
+                if !ours || !entry.file_type().is_ok_and(|kind| kind.is_file()) {
+                    continue;
+                }
+                let size = entry.metadata().map(|meta| meta.len()).unwrap_or(0);
+                std::fs::remove_file(&path)
+                    .with_context(|| format!("removing {}", path.display()))?;
+                if path.extension().is_some_and(|ext| ext == "json") {
+                    cleared.entries += 1;
+                }
+                cleared.bytes += size;
+            }
+            Ok(cleared)
+        })
+        .await
+        .context("the cache cleaner failed")?
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::web::page::{ContentKind, Format};
+
+    fn page(content: &str) -> Page {
+        Page {
+            url: "http://a.example/".into(),
+            final_url: "http://a.example/".into(),
+            title: Some("A".into()),
+            author: None,
+            published: None,
+            site: None,
+            language: None,
+            mime_type: "text/html".into(),
+            kind: ContentKind::Markdown,
+            extraction: Some("readability".into()),
+            content: content.into(),
+        }
+    }
+
+    fn options(format: Format) -> FetchOptions {
+        FetchOptions {
+            format,
+            include_images: true,
+            timeout: Duration::from_secs(1),
+        }
+    }
+
+    #[tokio::test]
+    async fn entries_are_keyed_by_url_and_options_and_expire() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::new(dir.path().join("web"), Duration::from_secs(60));
+        let url = "http://a.example/";
+        assert_eq!(cache.get(url, &options(Format::Markdown)).await, None);
+        cache
+            .put(url, &options(Format::Markdown), &page("md"))
+            .await;
+        cache.put(url, &options(Format::Text), &page("text")).await;
+        assert_eq!(
+            cache
+                .get(url, &options(Format::Markdown))
+                .await
+                .unwrap()
+                .content,
+            "md"
+        );
+        assert_eq!(
+            cache
+                .get(url, &options(Format::Text))
+                .await
+                .unwrap()
+                .content,
+            "text"
+        );
+        assert_eq!(
+            cache.get("http://b.example/", &options(Format::Text)).await,
+            None
+        );
+        let no_images = FetchOptions {
+            include_images: false,
+            ..options(Format::Text)
+        };
+        assert_eq!(cache.get(url, &no_images).await, None);
+
+        let stale = Cache::new(dir.path().join("web"), Duration::ZERO);
+        stale.put(url, &options(Format::Html), &page("old")).await;
+        assert_eq!(stale.get(url, &options(Format::Html)).await, None);
+        assert!(
+            !stale.path(url, &options(Format::Html)).exists(),
+            "an expired entry is removed"
+        );
+
+        let cleared = cache.clear().await.unwrap();
+        assert_eq!(cleared.entries, 2);
+        assert!(cleared.bytes > 0);
+        assert_eq!(cache.get(url, &options(Format::Markdown)).await, None);
+        assert_eq!(cache.clear().await.unwrap(), Cleared::default());
+        // A directory that was never created clears to nothing.
+        let never = Cache::new(dir.path().join("never"), Duration::from_secs(1));
+        assert_eq!(never.clear().await.unwrap(), Cleared::default());
+    }
+
+    #[tokio::test]
+    async fn an_unreadable_entry_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::new(dir.path().to_path_buf(), Duration::from_secs(60));
+        let path = cache.path("http://a.example/", &options(Format::Markdown));
+        std::fs::write(&path, "{ not json").unwrap();
+        assert_eq!(
+            cache
+                .get("http://a.example/", &options(Format::Markdown))
+                .await,
+            None
+        );
+        assert!(!path.exists());
+    }
+}

@@ -1,0 +1,114 @@
+//! Web smart-fetch as a workbench capability: started from `web.json` (off when it says so),
+//! it offers the web tools and `/unipi:web-cache-clear` through its bridge module. It has no
+//! screen of its own: the tool results carry their cards, and the command answers in words.
+
+use std::sync::Arc;
+
+use super::cache::Cache;
+use super::config::load_web_config;
+use super::fetch::{Fetcher, FetcherSettings};
+use super::module::WebModule;
+use crate::bridge::Module;
+use crate::capability::{Capability, Registration, StartContext};
+
+pub const REGISTRATION: Registration = Registration {
+    name: "web",
+    start,
+    key_tables: &[],
+};
+
+fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
+    let (config, errors) = load_web_config(context.home, context.workspace);
+    for error in &errors {
+        context.report(error);
+    }
+    if !config.enabled {
+        tracing::info!("web: disabled in web.json");
+        return None;
+    }
+    let settings = FetcherSettings::from_config(&config, Cache::default_dir(context.home));
+    match Fetcher::new(settings) {
+        Ok(fetcher) => Some(Arc::new(WebCapability {
+            module: Arc::new(WebModule::new(fetcher, config)),
+        })),
+        Err(err) => {
+            context.report(format!("Web fetch could not start: {err:#}"));
+            None
+        }
+    }
+}
+
+struct WebCapability {
+    module: Arc<WebModule>,
+}
+
+impl Capability for WebCapability {
+    fn name(&self) -> &'static str {
+        "web"
+    }
+
+    fn modules(&self) -> Vec<Arc<dyn Module>> {
+        vec![Arc::clone(&self.module) as _]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::capability::Ui;
+    use crate::config::keymap::Keymap;
+    use crate::pi::{PiCommand, PiSource};
+    use crate::web::config::WEB_CONFIG_FILE;
+
+    /// Starts the capability with `workspace_config` in the workspace; its notices and tools.
+    fn started(workspace_config: &str) -> (Vec<String>, Option<Vec<String>>) {
+        let home = tempfile::tempdir().unwrap();
+        let workspace = tempfile::tempdir().unwrap();
+        let file = workspace.path().join(WEB_CONFIG_FILE);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, workspace_config).unwrap();
+        let mut pi = PiCommand {
+            program: Path::new("pi").to_path_buf(),
+            args: Vec::new(),
+            env: Vec::new(),
+            source: PiSource::Explicit,
+            version: None,
+        };
+        let ui = Ui::headless(Arc::new(Keymap::defaults()));
+        let mut context = StartContext::new(Some(home.path()), workspace.path(), &mut pi, None, ui);
+        let capability = start(&mut context);
+        let tools = capability.map(|capability| {
+            capability
+                .modules()
+                .iter()
+                .flat_map(|module| module.tools())
+                .map(|tool| tool.name)
+                .collect()
+        });
+        (context.take_notices(), tools)
+    }
+
+    #[test]
+    fn it_starts_from_web_json_reports_its_errors_and_can_be_switched_off() {
+        let (notices, tools) = started("{}");
+        assert_eq!(notices, Vec::<String>::new());
+        assert_eq!(tools.unwrap(), ["web_fetch", "web_fetch_batch", "web_read"]);
+
+        let (notices, tools) = started("{\n  \"timeoutSeconds\": -1\n}");
+        assert_eq!(notices.len(), 1, "{notices:?}");
+        assert!(
+            notices[0].ends_with("web.json:2:3: `timeoutSeconds` must be an integer from 1 to 300"),
+            "{notices:?}"
+        );
+        assert!(
+            tools.is_some(),
+            "a bad key keeps the default, the tools stay"
+        );
+
+        let (notices, tools) = started(r#"{"enabled": false}"#);
+        assert!(notices.is_empty());
+        assert_eq!(tools, None);
+    }
+}

@@ -1,0 +1,195 @@
+//! The web settings file: `~/.unipi/config/web.json`, overridden key by key by
+//! `<workspace>/.unipi/config/web.json`. A bad file or key is a [`ConfigError`] with path, line
+//! and column, and the default stays in force for it.
+//!
+//! ```json
+//! { "enabled": true, "allowPrivateNetwork": false, "maxChars": 50000, "timeoutSeconds": 15,
+//!   "batchConcurrency": 8, "cacheTtlSeconds": 3600, "userAgent": "…" }
+//! ```
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::config::error::{ConfigError, key_offset};
+
+/// The file's path below the home or workspace directory.
+pub const WEB_CONFIG_FILE: &str = ".unipi/config/web.json";
+
+/// The original's defaults.
+pub const DEFAULT_MAX_CHARS: usize = 50_000;
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(15);
+pub const DEFAULT_BATCH_CONCURRENCY: usize = 8;
+pub const DEFAULT_CACHE_TTL: Duration = Duration::from_secs(60 * 60);
+/// The largest batch worker pool the file or a call may ask for.
+pub const MAX_BATCH_CONCURRENCY: usize = 32;
+/// The longest timeout a call may ask for.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// What the file can set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WebConfig {
+    /// Off: no web tools at all.
+    pub enabled: bool,
+    /// Let fetches reach private, loopback and link-local addresses.
+    pub allow_private_network: bool,
+    pub max_chars: usize,
+    pub timeout: Duration,
+    pub batch_concurrency: usize,
+    /// How long a fetched page is served from the cache; zero turns the cache off.
+    pub cache_ttl: Duration,
+    /// Replaces the browser-like User-Agent.
+    pub user_agent: Option<String>,
+}
+
+impl Default for WebConfig {
+    fn default() -> Self {
+        WebConfig {
+            enabled: true,
+            allow_private_network: false,
+            max_chars: DEFAULT_MAX_CHARS,
+            timeout: DEFAULT_TIMEOUT,
+            batch_concurrency: DEFAULT_BATCH_CONCURRENCY,
+            cache_ttl: DEFAULT_CACHE_TTL,
+            user_agent: None,
+        }
+    }
+}
+
+/// Loads the config: defaults, then `<home>/WEB_CONFIG_FILE`, then `<workspace>/…`.
+pub fn load_web_config(home: Option<&Path>, workspace: &Path) -> (WebConfig, Vec<ConfigError>) {
+    let (sources, mut errors) = crate::config::read_module_config(home, workspace, WEB_CONFIG_FILE);
+    let sources: Vec<(&Path, &str)> = sources
+        .iter()
+        .map(|(path, text)| (path.as_path(), text.as_str()))
+        .collect();
+    let (config, more) = web_config_from_sources(&sources);
+    errors.extend(more);
+    (config, errors)
+}
+
+/// The config from (path, text) pairs, lowest precedence first.
+pub fn web_config_from_sources(sources: &[(&Path, &str)]) -> (WebConfig, Vec<ConfigError>) {
+    let mut config = WebConfig::default();
+    let mut errors = Vec::new();
+    for (path, text) in sources {
+        let object = match crate::config::error::json_object(path, text) {
+            Ok(object) => object,
+            Err(err) => {
+                errors.push(err);
+                continue;
+            }
+        };
+        for (key, value) in &object {
+            let at = |message: String| ConfigError::at(path, text, key_offset(text, key), message);
+            let positive = |max: u64| value.as_u64().filter(|n| (1..=max).contains(n));
+            match key.as_str() {
+                "enabled" | "allowPrivateNetwork" => match value.as_bool() {
+                    Some(flag) if key == "enabled" => config.enabled = flag,
+                    Some(flag) => config.allow_private_network = flag,
+                    None => errors.push(at(format!("`{key}` must be true or false"))),
+                },
+                "maxChars" => match positive(u64::from(u32::MAX)) {
+                    Some(n) => config.max_chars = usize::try_from(n).unwrap_or(usize::MAX),
+                    None => errors.push(at("`maxChars` must be a positive integer".into())),
+                },
+                "timeoutSeconds" => match positive(MAX_TIMEOUT.as_secs()) {
+                    Some(n) => config.timeout = Duration::from_secs(n),
+                    None => errors.push(at(format!(
+                        "`timeoutSeconds` must be an integer from 1 to {}",
+                        MAX_TIMEOUT.as_secs()
+                    ))),
+                },
+                "batchConcurrency" => match positive(MAX_BATCH_CONCURRENCY as u64) {
+                    Some(n) => config.batch_concurrency = usize::try_from(n).unwrap_or(1),
+                    None => errors.push(at(format!(
+                        "`batchConcurrency` must be an integer from 1 to {MAX_BATCH_CONCURRENCY}"
+                    ))),
+                },
+                "cacheTtlSeconds" => match value.as_u64() {
+                    Some(n) => config.cache_ttl = Duration::from_secs(n),
+                    None => errors.push(at(
+                        "`cacheTtlSeconds` must be a whole number of seconds (0 turns the cache off)"
+                            .into(),
+                    )),
+                },
+                "userAgent" => match value.as_str().map(str::trim) {
+                    Some(agent) if !agent.is_empty() => config.user_agent = Some(agent.to_owned()),
+                    _ => errors.push(at("`userAgent` must be a non-empty string".into())),
+                },
+                _ => errors.push(at(format!(
+                    "unknown key `{key}` (expected enabled, allowPrivateNetwork, maxChars, \
+                     timeoutSeconds, batchConcurrency, cacheTtlSeconds, userAgent)"
+                ))),
+            }
+        }
+    }
+    errors.sort_by_key(|err| match err {
+        ConfigError::Invalid { line, column, .. } => (*line, *column),
+        ConfigError::Unreadable { .. } => (0, 0),
+    });
+    (config, errors)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workspace_overrides_home_key_by_key() {
+        let home = r#"{"maxChars": 1000, "timeoutSeconds": 5}"#;
+        let work = r#"{"allowPrivateNetwork": true, "maxChars": 2000}"#;
+        let (config, errors) = web_config_from_sources(&[
+            (Path::new("/h/web.json"), home),
+            (Path::new("/w/web.json"), work),
+        ]);
+        assert_eq!(errors, vec![]);
+        assert!(config.allow_private_network);
+        assert_eq!(config.max_chars, 2000);
+        assert_eq!(config.timeout, Duration::from_secs(5));
+        assert_eq!(config.batch_concurrency, DEFAULT_BATCH_CONCURRENCY);
+    }
+
+    #[test]
+    fn bad_values_name_path_line_and_column_and_keep_the_default() {
+        let text =
+            "{\n  \"allowPrivateNetwork\": \"yes\",\n  \"batchConcurrency\": 0,\n  \"proxy\": 1\n}";
+        let (config, errors) = web_config_from_sources(&[(Path::new("/w/web.json"), text)]);
+        assert_eq!(config, WebConfig::default());
+        let shown: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            shown,
+            [
+                "/w/web.json:2:3: `allowPrivateNetwork` must be true or false",
+                "/w/web.json:3:3: `batchConcurrency` must be an integer from 1 to 32",
+                "/w/web.json:4:3: unknown key `proxy` (expected enabled, allowPrivateNetwork, \
+                 maxChars, timeoutSeconds, batchConcurrency, cacheTtlSeconds, userAgent)",
+            ]
+        );
+        let (_, errors) =
+            web_config_from_sources(&[(Path::new("/b.json"), "{\n  \"maxChars\": ,")]);
+        assert!(
+            errors[0].to_string().starts_with("/b.json:2:"),
+            "{errors:?}"
+        );
+    }
+
+    #[test]
+    fn files_on_disk_home_then_workspace() {
+        let home = tempfile::tempdir().unwrap();
+        let work = tempfile::tempdir().unwrap();
+        let (config, errors) = load_web_config(Some(home.path()), work.path());
+        assert_eq!((config, errors), (WebConfig::default(), vec![]));
+        for (root, text) in [
+            (home.path(), r#"{"cacheTtlSeconds": 0}"#),
+            (work.path(), r#"{"allowPrivateNetwork": true}"#),
+        ] {
+            let file = root.join(WEB_CONFIG_FILE);
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(&file, text).unwrap();
+        }
+        let (config, errors) = load_web_config(Some(home.path()), work.path());
+        assert!(errors.is_empty(), "{errors:?}");
+        assert!(config.allow_private_network);
+        assert_eq!(config.cache_ttl, Duration::ZERO);
+    }
+}

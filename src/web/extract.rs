@@ -1,0 +1,436 @@
+//! An HTML page to its main content: a meta refresh is reported (the fetch follows it like a
+//! redirect); otherwise `dom_smoothie` (a port of Mozilla's readability.js) picks the article,
+//! and when it finds nothing — or gives up on the page — a fallback chain takes the first of
+//! `article`, `main`, `[role=main]`, `.content`, `#content` that has text, else the body without
+//! its navigation, header, footer and asides. Metadata comes from readability (JSON-LD, Open
+//! Graph, meta tags) with the original's DOM fallbacks (`<title>`, `og:title`, `meta[name=author]`,
+//! `og:site_name`, `html[lang]`) and a few for the publication date.
+//!
+//! Pure and CPU-bound: the fetch runs it on a blocking thread.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use dom_query::{Document, NodeRef};
+use dom_smoothie::{Config, Readability, TextMode};
+use reqwest::Url;
+
+use super::page::Format;
+
+/// What an HTML document is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HtmlOutcome {
+    /// A `<meta http-equiv="refresh">` sends the reader to this absolute URL.
+    Refresh(Url),
+    Content(Extracted),
+}
+
+/// The main content of a page and its metadata.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Extracted {
+    pub content: String,
+    /// `readability`, or `fallback: <selector>`.
+    pub method: String,
+    pub title: Option<String>,
+    pub author: Option<String>,
+    pub published: Option<String>,
+    pub site: Option<String>,
+    pub language: Option<String>,
+}
+
+/// The containers tried, in order, when readability finds nothing.
+pub const FALLBACK_CHAIN: [&str; 5] = ["article", "main", "[role=main]", ".content", "#content"];
+
+/// Elements that are never content.
+const NEVER_CONTENT: &str = "script, style, noscript, template, iframe, object, embed";
+/// Page furniture dropped when the whole body is the content.
+const FURNITURE: &str = "nav, header, footer, aside, form, [role=navigation], [role=banner], \
+                         [role=contentinfo], [aria-hidden=true]";
+/// What "no images" removes.
+const IMAGES: &str = "img, picture, svg, video, audio, source, canvas";
+
+/// The content of `html`, fetched from `url`, in `format`.
+pub fn extract_html(html: &str, url: &Url, format: Format, include_images: bool) -> HtmlOutcome {
+    let document = Document::from(html);
+    if let Some(target) = meta_refresh(&document, url) {
+        return HtmlOutcome::Refresh(target);
+    }
+    let fallback_meta = dom_metadata(&document);
+    let base = base_url(&document, url);
+    prepare(&document, &base, include_images);
+    let declared = declared_main(&document, format);
+    let readable = catch_unwind(AssertUnwindSafe(|| readable(document, url, format)))
+        .unwrap_or_else(|_| {
+            tracing::warn!("web: readability panicked on {url}; using the fallback chain");
+            None
+        });
+    let mut extracted = match (readable, declared) {
+        // Readability took more than the page's own main content: it found no article and
+        // kept the page around it (menus, footers). The page's container is the better cut.
+        (Some(found), Some((selector, content))) if spills_past(&found.content, &content) => {
+            Extracted {
+                content,
+                method: format!("fallback: {selector}"),
+                ..found
+            }
+        }
+        (Some(extracted), _) => extracted,
+        (None, _) => {
+            // Readability changed the document it worked on: start again from the source.
+            let document = Document::from(html);
+            prepare(&document, &base, include_images);
+            fallback(&document, format)
+        }
+    };
+    extracted.title = extracted.title.or(fallback_meta.title);
+    extracted.author = extracted.author.or(fallback_meta.author);
+    extracted.published = extracted.published.or(fallback_meta.published);
+    extracted.site = extracted.site.or(fallback_meta.site);
+    extracted.language = extracted.language.or(fallback_meta.language);
+    extracted.content = tidy(&extracted.content, format);
+    HtmlOutcome::Content(extracted)
+}
+
+/// Readability's article, or `None` when it found none or only whitespace.
+fn readable(document: Document, url: &Url, format: Format) -> Option<Extracted> {
+    let config = Config {
+        text_mode: match format {
+            Format::Markdown | Format::Html => TextMode::Markdown,
+            Format::Text => TextMode::Formatted,
+        },
+        ..Config::default()
+    };
+    let mut readability = Readability::with_document(document, Some(url.as_str()), Some(config))
+        .map_err(|err| tracing::debug!("web: readability refused {url}: {err}"))
+        .ok()?;
+    let article = readability
+        .parse()
+        .map_err(|err| tracing::debug!("web: readability found nothing in {url}: {err}"))
+        .ok()?;
+    if article.text_content.trim().is_empty() {
+        return None;
+    }
+    let content = match format {
+        Format::Html => article.content.to_string(),
+        Format::Markdown | Format::Text => article.text_content.to_string(),
+    };
+    Some(Extracted {
+        content,
+        method: "readability".to_owned(),
+        title: non_empty(&article.title),
+        author: article.byline.as_deref().and_then(non_empty),
+        published: article.published_time.as_deref().and_then(non_empty),
+        site: article.site_name.as_deref().and_then(non_empty),
+        language: article.lang.as_deref().and_then(non_empty),
+    })
+}
+
+/// The page's one declared main container (a single `article`, `main` or `[role=main]` with
+/// text), rendered in `format`, with the selector that found it.
+fn declared_main(document: &Document, format: Format) -> Option<(&'static str, String)> {
+    FALLBACK_CHAIN[..3].iter().find_map(|&selector| {
+        let found = document.select(selector);
+        match found.nodes() {
+            [node] if !node.text().trim().is_empty() => Some((selector, render(node, format))),
+            _ => None,
+        }
+    })
+}
+
+/// Whether readability's content is clearly larger than the declared main container's.
+fn spills_past(readable: &str, declared: &str) -> bool {
+    let (readable, declared) = (readable.chars().count(), declared.chars().count());
+    readable > declared + declared / 10 + 20
+}
+
+/// The first container of [`FALLBACK_CHAIN`] with text, else the body without its furniture,
+/// else all the document's text.
+fn fallback(document: &Document, format: Format) -> Extracted {
+    document.select(NEVER_CONTENT).remove();
+    let has_text = |node: &NodeRef| !node.text().trim().is_empty();
+    for selector in FALLBACK_CHAIN {
+        let found = document.select(selector);
+        if let Some(node) = found.nodes().iter().find(|node| has_text(node)) {
+            return Extracted {
+                content: render(node, format),
+                method: format!("fallback: {selector}"),
+                ..Extracted::default()
+            };
+        }
+    }
+    document.select(FURNITURE).remove();
+    let bodies = document.select("body");
+    if let Some(body) = bodies.nodes().iter().find(|node| has_text(node)) {
+        return Extracted {
+            content: render(body, format),
+            method: "fallback: body".to_owned(),
+            ..Extracted::default()
+        };
+    }
+    Extracted {
+        content: document.root().text().to_string(),
+        method: "fallback: document text".to_owned(),
+        ..Extracted::default()
+    }
+}
+
+fn render(node: &NodeRef, format: Format) -> String {
+    match format {
+        Format::Markdown => node.md(None).to_string(),
+        Format::Text => node.formatted_text().to_string(),
+        Format::Html => node.html().to_string(),
+    }
+}
+
+/// Blank runs collapsed to one empty line, trailing spaces and the ends trimmed (markdown and
+/// text; HTML is left as it is).
+fn tidy(content: &str, format: Format) -> String {
+    if format == Format::Html {
+        return content.trim().to_owned();
+    }
+    let mut out = String::with_capacity(content.len());
+    let mut blank_run = 0;
+    for line in content.lines() {
+        let line = line.trim_end();
+        if line.is_empty() {
+            blank_run += 1;
+            if blank_run > 1 {
+                continue;
+            }
+        } else {
+            blank_run = 0;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out.trim().to_owned()
+}
+
+/// The metadata the DOM gives without readability.
+fn dom_metadata(document: &Document) -> Extracted {
+    let meta = |selector: &str| {
+        document
+            .select(selector)
+            .iter()
+            .find_map(|node| node.attr("content").as_deref().and_then(non_empty))
+    };
+    let title = document
+        .select("title")
+        .iter()
+        .find_map(|node| non_empty(&node.text()))
+        .or_else(|| meta(r#"meta[property="og:title"]"#));
+    let published = meta(r#"meta[property="article:published_time"]"#)
+        .or_else(|| meta(r#"meta[name="date"]"#))
+        .or_else(|| meta(r#"meta[itemprop="datePublished"]"#))
+        .or_else(|| {
+            document
+                .select("time[datetime]")
+                .iter()
+                .find_map(|node| node.attr("datetime").as_deref().and_then(non_empty))
+        });
+    Extracted {
+        title,
+        author: meta(r#"meta[name="author"]"#),
+        published,
+        site: meta(r#"meta[property="og:site_name"]"#),
+        language: document
+            .select("html[lang]")
+            .iter()
+            .find_map(|node| node.attr("lang").as_deref().and_then(non_empty)),
+        ..Extracted::default()
+    }
+}
+
+/// The URL relative links resolve against: the page's `<base href>`, else its own URL.
+fn base_url(document: &Document, url: &Url) -> Url {
+    document
+        .select("base[href]")
+        .iter()
+        .find_map(|node| node.attr("href"))
+        .and_then(|href| url.join(href.trim()).ok())
+        .unwrap_or_else(|| url.clone())
+}
+
+/// Links and image sources made absolute (the content is read away from its page), and the
+/// images removed when they are not wanted.
+fn prepare(document: &Document, base: &Url, include_images: bool) {
+    if !include_images {
+        document.select(IMAGES).remove();
+    }
+    for (selector, attribute) in [("a[href]", "href"), ("img[src]", "src")] {
+        for node in document.select(selector).nodes() {
+            let Some(value) = node.attr(attribute) else {
+                continue;
+            };
+            let value = value.trim();
+            if value.starts_with('#') || value.is_empty() {
+                continue;
+            }
+            if let Ok(absolute) = base.join(value) {
+                node.set_attr(attribute, absolute.as_str());
+            }
+        }
+    }
+}
+
+/// The target of a `<meta http-equiv="refresh" content="N; url=…">`, resolved against the
+/// document's base URL. A refresh without a URL, or back to the page itself, only reloads it
+/// and is not a redirect.
+fn meta_refresh(document: &Document, url: &Url) -> Option<Url> {
+    let base = base_url(document, url);
+    document
+        .select("meta[http-equiv]")
+        .iter()
+        .filter(|node| {
+            node.attr("http-equiv")
+                .is_some_and(|value| value.trim().eq_ignore_ascii_case("refresh"))
+        })
+        .filter_map(|node| node.attr("content"))
+        .filter_map(|content| refresh_target(&content).and_then(|t| base.join(t).ok()))
+        .find(|target| target.as_str() != url.as_str())
+}
+
+/// The URL part of a refresh's `content` (`5; url='/next'`, `0;URL=next.html`, `3, /next`).
+fn refresh_target(content: &str) -> Option<&str> {
+    let rest = content
+        .trim_start()
+        .trim_start_matches(|c: char| c.is_ascii_digit() || c == '.')
+        .trim_start();
+    let rest = rest.strip_prefix([';', ',']).unwrap_or(rest).trim_start();
+    let rest = match rest.get(..3) {
+        Some(word) if word.eq_ignore_ascii_case("url") => {
+            match rest[3..].trim_start().strip_prefix('=') {
+                Some(after) => after.trim_start(),
+                None => rest,
+            }
+        }
+        _ => rest,
+    };
+    let target = match rest.chars().next() {
+        Some(quote @ ('"' | '\'')) => rest[1..].split(quote).next().unwrap_or_default(),
+        _ => rest.trim_end(),
+    };
+    (!target.is_empty()).then_some(target)
+}
+
+fn non_empty(text: &str) -> Option<String> {
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    (!text.is_empty()).then_some(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn url(text: &str) -> Url {
+        Url::parse(text).unwrap()
+    }
+
+    #[test]
+    fn refresh_targets_in_the_forms_pages_write_them() {
+        let cases = [
+            ("0; url=/next", Some("/next")),
+            ("0;URL='next.html'", Some("next.html")),
+            (
+                "5 ; Url = \"http://a.example/x y\"",
+                Some("http://a.example/x y"),
+            ),
+            ("3, /comma", Some("/comma")),
+            ("0.5; url=/half", Some("/half")),
+            ("1;/bare", Some("/bare")),
+            ("30", None),
+            ("", None),
+            ("0; url=", None),
+        ];
+        for (content, want) in cases {
+            assert_eq!(refresh_target(content), want, "{content:?}");
+        }
+    }
+
+    #[test]
+    fn a_meta_refresh_is_resolved_against_the_page_and_a_reload_is_not_one() {
+        let page = url("http://site.example/a/b.html");
+        let outcome = |html: &str| extract_html(html, &page, Format::Markdown, true);
+        assert_eq!(
+            outcome(r#"<meta http-equiv="Refresh" content="0; url=../c/d.html">"#),
+            HtmlOutcome::Refresh(url("http://site.example/c/d.html"))
+        );
+        assert_eq!(
+            outcome(
+                r#"<base href="http://other.example/x/"><meta http-equiv="refresh" content="0;url=y">"#
+            ),
+            HtmlOutcome::Refresh(url("http://other.example/x/y"))
+        );
+        for reload in [
+            r#"<meta http-equiv="refresh" content="300"><p>Live scores</p>"#,
+            r#"<meta http-equiv="refresh" content="0; url=b.html"><p>Same page</p>"#,
+        ] {
+            assert!(
+                matches!(outcome(reload), HtmlOutcome::Content(_)),
+                "{reload}"
+            );
+        }
+    }
+
+    #[test]
+    fn without_an_article_the_fallback_chain_takes_the_first_container_with_text() {
+        let cases = [
+            (
+                "<body><nav>Home About</nav><div class=content><p>Short note.</p></div>\
+                 <main><p>Main text.</p></main></body>",
+                "fallback: main",
+                "Main text.",
+            ),
+            (
+                "<body><div id=content><p>Only here.</p></div></body>",
+                "fallback: #content",
+                "Only here.",
+            ),
+            (
+                "<body><nav><a href=/>Home</a></nav><p>Body text.</p><footer>© Site</footer></body>",
+                "fallback: body",
+                "Body text.",
+            ),
+        ];
+        for (html, method, want) in cases {
+            let document = Document::from(html);
+            let extracted = fallback(&document, Format::Markdown);
+            assert_eq!(extracted.method, method, "{html}");
+            assert_eq!(tidy(&extracted.content, Format::Markdown), want, "{html}");
+        }
+    }
+
+    #[test]
+    fn dom_metadata_uses_the_originals_fallbacks() {
+        let html = r#"<html lang="de"><head>
+            <meta property="og:title" content="OG title">
+            <meta name="author" content="Ada  Lovelace">
+            <meta property="og:site_name" content="The Site">
+            <meta property="article:published_time" content="2024-05-01T10:00:00Z">
+            </head><body><p>x</p></body></html>"#;
+        let meta = dom_metadata(&Document::from(html));
+        assert_eq!(meta.title.as_deref(), Some("OG title"));
+        assert_eq!(meta.author.as_deref(), Some("Ada Lovelace"));
+        assert_eq!(meta.site.as_deref(), Some("The Site"));
+        assert_eq!(meta.published.as_deref(), Some("2024-05-01T10:00:00Z"));
+        assert_eq!(meta.language.as_deref(), Some("de"));
+        let titled = dom_metadata(&Document::from("<title> Doc title </title>"));
+        assert_eq!(titled.title.as_deref(), Some("Doc title"));
+    }
+
+    #[test]
+    fn images_are_kept_or_removed() {
+        let page = url("http://site.example/post");
+        let html = "<body><article><h1>Post</h1><p>Text before.</p>\
+                    <img src=\"/pic.png\" alt=\"A picture\"><p>Text after.</p></article></body>";
+        let content = |include| match extract_html(html, &page, Format::Markdown, include) {
+            HtmlOutcome::Content(extracted) => extracted.content,
+            other => panic!("{other:?}"),
+        };
+        assert!(
+            content(true).contains("![A picture](http://site.example/pic.png)"),
+            "{}",
+            content(true)
+        );
+        assert!(!content(false).contains("pic.png"), "{}", content(false));
+    }
+}

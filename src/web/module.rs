@@ -1,0 +1,566 @@
+//! The bridge face of the web capability: the tools `web_fetch`, `web_fetch_batch` and
+//! `web_read` (the original Unipi's name: one URL like `web_fetch`, a list like the batch) and
+//! the `/unipi:web-cache-clear` command. Argument handling is pure ([`parse_options`],
+//! [`parse_urls`]); the work is the [`Fetcher`]'s. A failed fetch is an error result whose text
+//! names the code, phase and whether retrying helps, with the typed error in `details.error`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use serde_json::{Value, json};
+
+use super::batch;
+use super::config::{MAX_BATCH_CONCURRENCY, MAX_TIMEOUT, WebConfig};
+use super::error::FetchError;
+use super::fetch::{Fetched, Fetcher};
+use super::format::{self, MIN_MAX_CHARS};
+use super::page::{FetchOptions, Format};
+use crate::bridge::{
+    Card, CardTint, CommandCall, CommandReply, CommandSpec, Module, NotifyLevel, ToolCall,
+    ToolError, ToolOutput, ToolSpec,
+};
+
+/// The largest `maxChars` a call may ask for.
+pub const MAX_MAX_CHARS: usize = 1_000_000;
+/// The most URLs one batch may hold.
+pub const MAX_BATCH_URLS: usize = 50;
+
+/// Declares the tools and the command, and runs them with the fetcher.
+#[derive(Clone)]
+pub struct WebModule {
+    fetcher: Fetcher,
+    config: Arc<WebConfig>,
+}
+
+/// One call's options and its output budget.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallOptions {
+    pub fetch: FetchOptions,
+    pub max_chars: usize,
+}
+
+impl WebModule {
+    pub const FETCH: &'static str = "web_fetch";
+    pub const BATCH: &'static str = "web_fetch_batch";
+    /// The original's name, kept so prompts written for it still work.
+    pub const READ: &'static str = "web_read";
+    pub const CACHE_CLEAR: &'static str = "unipi:web-cache-clear";
+
+    pub fn new(fetcher: Fetcher, config: WebConfig) -> Self {
+        WebModule {
+            fetcher,
+            config: Arc::new(config),
+        }
+    }
+
+    pub fn fetcher(&self) -> &Fetcher {
+        &self.fetcher
+    }
+
+    /// One URL.
+    pub async fn fetch_one(&self, call: &ToolCall, url: &str) -> Result<ToolOutput, ToolError> {
+        let options = parse_options(&call.args, &self.config).map_err(ToolError::new)?;
+        call.updates
+            .send(ToolOutput::text(format!("Fetching {url}…")));
+        let fetched = self
+            .fetcher
+            .fetch(url, &options.fetch)
+            .await
+            .map_err(FetchError::into_tool_error)?;
+        Ok(single_output(&fetched, options.max_chars))
+    }
+
+    /// Many URLs, `concurrency` at a time.
+    pub async fn fetch_many(
+        &self,
+        call: &ToolCall,
+        urls: &[String],
+    ) -> Result<ToolOutput, ToolError> {
+        let options = parse_options(&call.args, &self.config).map_err(ToolError::new)?;
+        let concurrency = match call.args.get("concurrency") {
+            None | Some(Value::Null) => self.config.batch_concurrency,
+            Some(value) => value
+                .as_u64()
+                .and_then(|n| usize::try_from(n).ok())
+                .filter(|n| (1..=MAX_BATCH_CONCURRENCY).contains(n))
+                .ok_or_else(|| {
+                    ToolError::new(format!(
+                        "`concurrency` must be an integer from 1 to {MAX_BATCH_CONCURRENCY}"
+                    ))
+                })?,
+        };
+        let updates = call.updates.clone();
+        let results = batch::fetch_all(
+            &self.fetcher,
+            urls,
+            &options.fetch,
+            concurrency,
+            |done, total| {
+                updates.send(ToolOutput::text(format!("Fetched {done}/{total}")));
+            },
+        )
+        .await;
+        Ok(batch_output(&results, options.max_chars))
+    }
+
+    /// `/unipi:web-cache-clear`.
+    pub async fn clear_cache(&self) -> CommandReply {
+        let Some(cache) = self.fetcher.cache() else {
+            return CommandReply::Notify {
+                message: "The web cache is off (cacheTtlSeconds is 0).".to_owned(),
+                level: NotifyLevel::Info,
+            };
+        };
+        match cache.clear().await {
+            Ok(cleared) => CommandReply::Notify {
+                message: format!(
+                    "Web cache cleared: {} entries removed ({:.1} KB freed)",
+                    cleared.entries,
+                    cleared.bytes as f64 / 1024.0
+                ),
+                level: NotifyLevel::Info,
+            },
+            Err(err) => CommandReply::Failed {
+                message: format!("Clearing the web cache failed: {err:#}"),
+            },
+        }
+    }
+}
+
+impl Module for WebModule {
+    fn name(&self) -> &'static str {
+        "web"
+    }
+
+    fn tools(&self) -> Vec<ToolSpec> {
+        let defaults = &self.config;
+        let common = |spec: ToolSpec, max_chars_text: &str| {
+            spec.param(
+                "format",
+                json!({
+                    "type": "string",
+                    "enum": ["markdown", "text", "html"],
+                    "description": "How an HTML page's main content is given (default markdown); \
+                                    JSON is pretty-printed and plain text given as it is",
+                }),
+                false,
+            )
+            .integer_param("maxChars", max_chars_text, false)
+            .boolean_param(
+                "includeImages",
+                "Keep images as ![alt](url) (default true)",
+                false,
+            )
+            .param(
+                "timeoutSeconds",
+                json!({
+                    "type": "number",
+                    "description": format!(
+                        "Give up after this many seconds, redirects included (default {})",
+                        defaults.timeout.as_secs()
+                    ),
+                }),
+                false,
+            )
+            .timeout(MAX_TIMEOUT + Duration::from_secs(60))
+        };
+        let single_chars = format!(
+            "Cut the content to this many characters on a clean boundary (default {})",
+            defaults.max_chars
+        );
+        let batch_chars = format!(
+            "Characters for all pages together, shared fairly (default {})",
+            defaults.max_chars
+        );
+        let concurrency = json!({
+            "type": "integer",
+            "description": format!(
+                "Pages fetched at the same time (default {}, at most {MAX_BATCH_CONCURRENCY})",
+                defaults.batch_concurrency
+            ),
+        });
+        let batch_timeout = MAX_TIMEOUT * 4;
+        let urls_schema = json!({
+            "type": "array",
+            "items": {"type": "string"},
+            "minItems": 1,
+            "maxItems": MAX_BATCH_URLS,
+            "description": "The http:// or https:// URLs",
+        });
+        vec![
+            common(
+                ToolSpec::new(
+                    Self::FETCH,
+                    "Web Fetch",
+                    "Read a web page as clean markdown: the main content without navigation, \
+                     ads or footers, with title, author, date and site. Follows redirects and \
+                     meta refreshes; JSON comes pretty-printed, text as is, binary files as a \
+                     placeholder. A failure names its code and whether retrying helps.",
+                )
+                .string_param("url", "The http:// or https:// URL", true),
+                &single_chars,
+            )
+            .prompt_snippet("web_fetch: read a web page (or JSON/text URL) as clean markdown")
+            .guideline("Use web_fetch to read a specific URL; use web_fetch_batch for several URLs at once rather than many web_fetch calls.")
+            .guideline("When web_fetch fails with retryable: no, do not retry the same URL."),
+            common(
+                ToolSpec::new(
+                    Self::BATCH,
+                    "Web Fetch Batch",
+                    "Read several web pages at once (a bounded number in parallel). Results come \
+                     in the order of the URLs; a failed URL is reported in its place and does \
+                     not fail the others.",
+                )
+                .param("urls", urls_schema.clone(), true)
+                .param("concurrency", concurrency.clone(), false),
+                &batch_chars,
+            )
+            .timeout(batch_timeout),
+            common(
+                ToolSpec::new(
+                    Self::READ,
+                    "Web Read",
+                    "Same as web_fetch for one URL (`url`) and as web_fetch_batch for a list \
+                     (`urls`).",
+                )
+                .string_param("url", "One http:// or https:// URL", false)
+                .param("urls", urls_schema.clone(), false)
+                .param("concurrency", concurrency, false),
+                &single_chars,
+            )
+            .timeout(batch_timeout),
+        ]
+    }
+
+    fn commands(&self) -> Vec<CommandSpec> {
+        vec![CommandSpec::new(
+            Self::CACHE_CLEAR,
+            "Remove every cached web page",
+        )]
+    }
+
+    fn call_tool(&self, call: ToolCall) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        let module = self.clone();
+        Box::pin(async move {
+            if !call.args.is_object() {
+                return Err(ToolError::new(format!(
+                    "{} arguments must be an object",
+                    call.tool
+                )));
+            }
+            match call.tool.as_str() {
+                Self::FETCH => {
+                    let url = required_string(&call.args, "url")?;
+                    module.fetch_one(&call, &url).await
+                }
+                Self::BATCH => {
+                    let urls = parse_urls(call.args.get("urls"), "urls").map_err(ToolError::new)?;
+                    module.fetch_many(&call, &urls).await
+                }
+                // `urls` (or a list given as `url`, as the original accepted) is a batch.
+                Self::READ => match (call.args.get("urls"), call.args.get("url")) {
+                    (Some(list), _) | (None, Some(list @ Value::Array(_))) => {
+                        let key = if call.args.get("urls").is_some() {
+                            "urls"
+                        } else {
+                            "url"
+                        };
+                        let urls = parse_urls(Some(list), key).map_err(ToolError::new)?;
+                        module.fetch_many(&call, &urls).await
+                    }
+                    _ => {
+                        let url = required_string(&call.args, "url")?;
+                        module.fetch_one(&call, &url).await
+                    }
+                },
+                other => Err(ToolError::new(format!(
+                    "module `web` declares no tool `{other}`"
+                ))),
+            }
+        })
+    }
+
+    fn command(&self, call: CommandCall) -> BoxFuture<'static, CommandReply> {
+        let module = self.clone();
+        Box::pin(async move {
+            match call.name.as_str() {
+                Self::CACHE_CLEAR => module.clear_cache().await,
+                other => CommandReply::Failed {
+                    message: format!("the web module has no command /{other}"),
+                },
+            }
+        })
+    }
+}
+
+fn required_string(args: &Value, key: &str) -> Result<String, ToolError> {
+    match args.get(key) {
+        Some(Value::String(text)) if !text.trim().is_empty() => Ok(text.trim().to_owned()),
+        _ => Err(ToolError::new(format!(
+            "`{key}` is required: an http:// or https:// URL"
+        ))),
+    }
+}
+
+/// A non-empty list of at most [`MAX_BATCH_URLS`] strings under `key`.
+pub fn parse_urls(value: Option<&Value>, key: &str) -> Result<Vec<String>, String> {
+    let Some(Value::Array(items)) = value else {
+        return Err(format!("`{key}` must be a list of URLs"));
+    };
+    if items.is_empty() {
+        return Err(format!("`{key}` is empty: give at least one URL"));
+    }
+    if items.len() > MAX_BATCH_URLS {
+        return Err(format!(
+            "`{key}` has {} URLs; at most {MAX_BATCH_URLS} per call",
+            items.len()
+        ));
+    }
+    items
+        .iter()
+        .enumerate()
+        .map(|(index, item)| match item.as_str() {
+            Some(url) if !url.trim().is_empty() => Ok(url.trim().to_owned()),
+            _ => Err(format!("`{key}[{index}]` must be a URL string")),
+        })
+        .collect()
+}
+
+/// The options shared by every tool, with the config's defaults.
+pub fn parse_options(args: &Value, config: &WebConfig) -> Result<CallOptions, String> {
+    let format = match args.get("format") {
+        None | Some(Value::Null) => Format::default(),
+        Some(value) => value
+            .as_str()
+            .and_then(Format::parse)
+            .ok_or_else(|| format!("`format` must be markdown, text or html, not {value}"))?,
+    };
+    let max_chars = match args.get("maxChars") {
+        None | Some(Value::Null) => config.max_chars,
+        Some(value) => value
+            .as_f64()
+            .filter(|n| n.is_finite() && *n >= 1.0)
+            .map(|n| n as usize)
+            .ok_or_else(|| format!("`maxChars` must be a positive number, not {value}"))?,
+    }
+    .clamp(MIN_MAX_CHARS, MAX_MAX_CHARS);
+    let include_images = match args.get("includeImages") {
+        None | Some(Value::Null) => true,
+        Some(value) => value
+            .as_bool()
+            .ok_or_else(|| format!("`includeImages` must be true or false, not {value}"))?,
+    };
+    let timeout = match args.get("timeoutSeconds") {
+        None | Some(Value::Null) => config.timeout,
+        Some(value) => value
+            .as_f64()
+            .filter(|n| n.is_finite() && *n > 0.0)
+            .map(|n| Duration::from_secs_f64(n).min(MAX_TIMEOUT))
+            .ok_or_else(|| format!("`timeoutSeconds` must be a positive number, not {value}"))?,
+    };
+    Ok(CallOptions {
+        fetch: FetchOptions {
+            format,
+            include_images,
+            timeout,
+        },
+        max_chars,
+    })
+}
+
+fn single_output(fetched: &Fetched, max_chars: usize) -> ToolOutput {
+    let page = &fetched.page;
+    let (text, body) = format::page_text(fetched, max_chars);
+    let mut card = Card::new(
+        format!("🌐 {}", page.title.as_deref().unwrap_or("Untitled")),
+        CardTint::Info,
+    )
+    .line(page.final_url.clone())
+    .line(format!(
+        "{} words · {}{}",
+        page.word_count(),
+        page.mime_type,
+        if fetched.cached { " · cached" } else { "" }
+    ));
+    if body.was_cut() {
+        card = card.footer(format!(
+            "showing {} of {} characters",
+            body.shown, body.total
+        ));
+    }
+    ToolOutput::text(text)
+        .with_details(json!({
+            "url": page.url,
+            "finalUrl": page.final_url,
+            "title": page.title,
+            "wordCount": page.word_count(),
+            "mimeType": page.mime_type,
+            "kind": page.kind,
+            "extraction": page.extraction,
+            "cached": fetched.cached,
+            "truncated": body.was_cut(),
+            "shownChars": body.shown,
+            "totalChars": body.total,
+        }))
+        .with_card(&card)
+}
+
+fn batch_output(results: &[Result<Fetched, FetchError>], max_chars: usize) -> ToolOutput {
+    let succeeded = results.iter().filter(|result| result.is_ok()).count();
+    let failed = results.len() - succeeded;
+    let items: Vec<Value> = results
+        .iter()
+        .map(|result| match result {
+            Ok(fetched) => json!({
+                "url": fetched.page.url,
+                "ok": true,
+                "finalUrl": fetched.page.final_url,
+                "title": fetched.page.title,
+                "wordCount": fetched.page.word_count(),
+                "cached": fetched.cached,
+            }),
+            Err(error) => json!({"url": error.url, "ok": false, "error": error.to_json()}),
+        })
+        .collect();
+    let mut card = Card::new(
+        format!("🌐 {} pages", results.len()),
+        if failed == 0 {
+            CardTint::Info
+        } else {
+            CardTint::Warning
+        },
+    )
+    .footer(format!("{succeeded} succeeded · {failed} failed"));
+    for result in results.iter().take(8) {
+        card = card.line(match result {
+            Ok(fetched) => format!(
+                "✓ {}",
+                fetched.page.title.as_deref().unwrap_or(&fetched.page.url)
+            ),
+            Err(error) => format!("✗ {} ({})", error.url, error.code.as_str()),
+        });
+    }
+    ToolOutput::text(format::batch_text(results, max_chars))
+        .with_details(json!({
+            "total": results.len(),
+            "succeeded": succeeded,
+            "failed": failed,
+            "items": items,
+        }))
+        .with_card(&card)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::web::fetch::FetcherSettings;
+    use crate::web::guard::AddressPolicy;
+
+    #[test]
+    fn options_take_the_configs_defaults_and_check_what_is_given() {
+        let config = WebConfig::default();
+        let defaults = parse_options(&json!({"url": "x"}), &config).unwrap();
+        assert_eq!(defaults.fetch.format, Format::Markdown);
+        assert_eq!(defaults.max_chars, config.max_chars);
+        assert!(defaults.fetch.include_images);
+        assert_eq!(defaults.fetch.timeout, config.timeout);
+        let given = parse_options(
+            &json!({"format": "TEXT", "maxChars": 10, "includeImages": false, "timeoutSeconds": 2.5}),
+            &config,
+        )
+        .unwrap();
+        assert_eq!(given.fetch.format, Format::Text);
+        assert_eq!(
+            given.max_chars, MIN_MAX_CHARS,
+            "clamped to the smallest useful budget"
+        );
+        assert!(!given.fetch.include_images);
+        assert_eq!(given.fetch.timeout, Duration::from_millis(2500));
+        for (args, want) in [
+            (
+                json!({"format": "pdf"}),
+                "`format` must be markdown, text or html",
+            ),
+            (
+                json!({"maxChars": "lots"}),
+                "`maxChars` must be a positive number",
+            ),
+            (
+                json!({"includeImages": "yes"}),
+                "`includeImages` must be true or false",
+            ),
+            (
+                json!({"timeoutSeconds": 0}),
+                "`timeoutSeconds` must be a positive number",
+            ),
+        ] {
+            let err = parse_options(&args, &config).unwrap_err();
+            assert!(err.starts_with(want), "{args}: {err}");
+        }
+    }
+
+    #[test]
+    fn three_tools_and_one_command_are_declared() {
+        let fetcher = Fetcher::new(FetcherSettings {
+            policy: AddressPolicy::new(false),
+            user_agent: None,
+            cache: None,
+        })
+        .unwrap();
+        let module = WebModule::new(fetcher, WebConfig::default());
+        let tools = module.tools();
+        let declared: Vec<(&str, Value)> = tools
+            .iter()
+            .map(|tool| (tool.name.as_str(), tool.parameters["required"].clone()))
+            .collect();
+        assert_eq!(
+            declared,
+            [
+                ("web_fetch", json!(["url"])),
+                ("web_fetch_batch", json!(["urls"])),
+                ("web_read", Value::Null),
+            ]
+        );
+        for tool in &tools {
+            assert_eq!(tool.parameters["type"], "object", "{}", tool.name);
+            assert!(
+                !tool.parameters.to_string().contains("anyOf"),
+                "{}",
+                tool.name
+            );
+            assert!(
+                tool.timeout.is_some_and(|timeout| timeout > MAX_TIMEOUT),
+                "{}",
+                tool.name
+            );
+        }
+        let commands: Vec<String> = module.commands().into_iter().map(|c| c.name).collect();
+        assert_eq!(commands, ["unipi:web-cache-clear"]);
+    }
+
+    #[test]
+    fn url_lists_are_checked_item_by_item() {
+        assert_eq!(
+            parse_urls(Some(&json!([" http://a/ ", "http://b/"])), "urls").unwrap(),
+            ["http://a/", "http://b/"]
+        );
+        let cases = [
+            (json!("http://a/"), "`urls` must be a list of URLs"),
+            (json!([]), "`urls` is empty"),
+            (json!(["http://a/", 3]), "`urls[1]` must be a URL string"),
+        ];
+        for (value, want) in cases {
+            let err = parse_urls(Some(&value), "urls").unwrap_err();
+            assert!(err.starts_with(want), "{value}: {err}");
+        }
+        let many: Vec<String> = (0..=MAX_BATCH_URLS)
+            .map(|i| format!("http://a/{i}"))
+            .collect();
+        assert!(
+            parse_urls(Some(&json!(many)), "urls")
+                .unwrap_err()
+                .contains("at most 50")
+        );
+    }
+}
