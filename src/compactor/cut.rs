@@ -6,7 +6,7 @@
 //! summarized. Pure index arithmetic over the branch; sizes come from [`entry_chars`].
 
 use super::entries::{Block, EntryKind, Role, SessionEntry};
-use super::pipeline::Refusal;
+use super::refusal::Refusal;
 
 /// What an image counts as, in characters (Pi estimates about 1,200 tokens per image).
 pub const IMAGE_CHARS: usize = 4_800;

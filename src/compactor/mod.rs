@@ -12,6 +12,7 @@ pub mod ingest;
 pub mod module;
 pub mod normalize;
 pub mod pipeline;
+pub mod refusal;
 pub mod reindex;
 pub mod sections;
 pub mod view;

@@ -34,7 +34,8 @@ use super::auto::{self, AutoConfig, AutoState, Usage};
 use super::entries::{self, EntryKind, SessionEntry};
 use super::ingest::{DbWorker, ingest_session_file, iso_to_ms};
 use super::normalize::AUTO_CONTINUE_TYPE;
-use super::pipeline::{self, CompactRequest, Compaction, PipelineSettings, Refusal};
+use super::pipeline::{self, CompactRequest, Compaction, PipelineSettings};
+use super::refusal::Refusal;
 use super::reindex::{self, Progress};
 use crate::bridge::{
     AgentId, BridgeHost, BusEvent, CommandSpec, Completion, DeliverAs, EventBus, HookCall,

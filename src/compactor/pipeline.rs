@@ -19,6 +19,7 @@ use super::format::{
     SummaryParts, format_summary, merge_previous, parse_summary, strip_recall_note,
 };
 use super::normalize::{filter_noise, normalize};
+use super::refusal::Refusal;
 use super::sections::build_sections;
 
 /// Ends every summary: the model is told where the summarized details are.
@@ -115,26 +116,6 @@ pub struct CompactionStats {
     pub kept_user_turns: usize,
     pub chars_per_token: f64,
     pub duration: Duration,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum Refusal {
-    #[error("compactor: Nothing to compact (no live messages).")]
-    NoLiveMessages,
-    #[error("compactor: Too few messages to compact.")]
-    TooFewMessages,
-    #[error("compactor: Cannot compact — no user message found.")]
-    NoUserMessage,
-    #[error("compactor: No valid cut — the turns to keep already cover the whole session.")]
-    NoValidCut,
-}
-
-impl Refusal {
-    /// An overflow must shrink the context, so Pi's own compaction gets its turn; a manual or
-    /// threshold compaction is cancelled with the warning instead.
-    pub fn lets_pi_retry(&self, overflow: bool) -> bool {
-        overflow
-    }
 }
 
 pub fn compact(request: &CompactRequest) -> Result<Compaction, Refusal> {
