@@ -13,7 +13,7 @@ pub const IMAGE_CHARS: usize = 4_800;
 
 /// The live part of a branch.
 #[derive(Debug, Clone)]
-pub struct Live<'a> {
+pub struct LiveBranch<'a> {
     /// Conversation entries (messages other than system ones, custom messages), in order.
     pub entries: Vec<&'a SessionEntry>,
     /// The last compaction's summary, when there is one.
@@ -46,7 +46,7 @@ pub enum KeepTurns {
     Smart(usize),
 }
 
-pub fn live_entries(branch: &[SessionEntry]) -> Live<'_> {
+pub fn live_entries(branch: &[SessionEntry]) -> LiveBranch<'_> {
     let compaction = branch
         .iter()
         .enumerate()
@@ -72,7 +72,7 @@ pub fn live_entries(branch: &[SessionEntry]) -> Live<'_> {
         .iter()
         .filter(|entry| is_conversation(entry))
         .collect();
-    Live {
+    LiveBranch {
         suffix_chars: suffix_chars(&entries),
         entries,
         previous_summary,
@@ -82,7 +82,7 @@ pub fn live_entries(branch: &[SessionEntry]) -> Live<'_> {
 
 /// The largest number of recent user turns, up to `max_turns`, whose tail fits `tail_budget_chars`
 /// while leaving something to summarize; at least one.
-pub fn smart_keep_turns(live: &Live, max_turns: usize, tail_budget_chars: usize) -> usize {
+pub fn smart_keep_turns(live: &LiveBranch, max_turns: usize, tail_budget_chars: usize) -> usize {
     let users = user_positions(&live.entries);
     (1..=max_turns.max(1))
         .rev()
@@ -96,7 +96,7 @@ pub fn smart_keep_turns(live: &Live, max_turns: usize, tail_budget_chars: usize)
 
 /// Chooses the cut. `tail_budget_chars` is `None` for an explicit `keep:N`.
 pub fn choose_cut(
-    live_part: &Live,
+    live_part: &LiveBranch,
     keep: KeepTurns,
     tail_budget_chars: Option<usize>,
 ) -> Result<Cut, Refusal> {

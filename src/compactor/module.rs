@@ -30,7 +30,7 @@ use serde_json::{Value, json};
 use unipi_widgets::compactor::{CompactionModel, CompactorTally, ManifestRow};
 use unipi_widgets::footer::format_tokens;
 
-use super::auto::{self, AutoConfig, AutoState, Usage};
+use super::auto::{self, AutoConfig, AutoState, UsageSample};
 use super::entries::{self, EntryKind, SessionEntry};
 use super::ingest::{DbWorker, ingest_session_file, iso_to_ms};
 use super::normalize::AUTO_CONTINUE_TYPE;
@@ -1283,7 +1283,7 @@ impl Inner {
         if !config.enabled {
             return;
         }
-        let sample = Usage {
+        let sample = UsageSample {
             tokens: usage.and_then(|u| u.tokens).map(|t| t as f64),
             percent: usage.and_then(|u| u.percent),
         };
