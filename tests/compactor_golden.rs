@@ -21,8 +21,9 @@ use unipi_tui::compactor::entries::{
     read_session_file,
 };
 use unipi_tui::compactor::pipeline::{
-    CompactRequest, Compaction, PipelineSettings, RECALL_NOTE, Refusal, compact,
+    CompactRequest, Compaction, PipelineSettings, RECALL_NOTE, compact,
 };
+use unipi_tui::compactor::refusal::Refusal;
 
 const RECORDED: &str = "pi-1.6.0-greet";
 const HAND_BUILT: [&str; 6] = [

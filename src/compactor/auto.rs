@@ -66,7 +66,7 @@ impl AutoConfig {
 
 /// One context-usage sample (Pi's `ctx.getContextUsage()`); either field may be unknown.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
-pub struct Usage {
+pub struct UsageSample {
     pub tokens: Option<f64>,
     pub percent: Option<f64>,
 }
@@ -81,9 +81,9 @@ pub struct AutoState {
     pub repeat_baseline_tokens: Option<f64>,
 }
 
-/// Why the decision came out as it did; [`Reason::code`] gives the seed's snake-case name.
+/// Why the decision came out as it did; [`DecisionReason::code`] gives the seed's snake-case name.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub enum Reason {
+pub enum DecisionReason {
     Disabled,
     InFlight,
     UnknownUsage,
@@ -96,19 +96,19 @@ pub enum Reason {
     RepeatGrowthReached,
 }
 
-impl Reason {
+impl DecisionReason {
     pub fn code(&self) -> &'static str {
         match self {
-            Reason::Disabled => "disabled",
-            Reason::InFlight => "in_flight",
-            Reason::UnknownUsage => "unknown_usage",
-            Reason::PostCompactionBaseline => "post_compaction_baseline",
-            Reason::BelowThreshold => "below_threshold",
-            Reason::CooldownActive { .. } => "cooldown_active",
-            Reason::ThresholdReached => "threshold_reached",
-            Reason::ThresholdCrossed => "threshold_crossed",
-            Reason::RepeatGrowthNeeded { .. } => "repeat_growth_needed",
-            Reason::RepeatGrowthReached => "repeat_growth_reached",
+            DecisionReason::Disabled => "disabled",
+            DecisionReason::InFlight => "in_flight",
+            DecisionReason::UnknownUsage => "unknown_usage",
+            DecisionReason::PostCompactionBaseline => "post_compaction_baseline",
+            DecisionReason::BelowThreshold => "below_threshold",
+            DecisionReason::CooldownActive { .. } => "cooldown_active",
+            DecisionReason::ThresholdReached => "threshold_reached",
+            DecisionReason::ThresholdCrossed => "threshold_crossed",
+            DecisionReason::RepeatGrowthNeeded { .. } => "repeat_growth_needed",
+            DecisionReason::RepeatGrowthReached => "repeat_growth_reached",
         }
     }
 }
@@ -116,23 +116,28 @@ impl Reason {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Decision {
     pub trigger: bool,
-    pub reason: Reason,
+    pub reason: DecisionReason,
     pub state: AutoState,
 }
 
 /// Decides on one usage sample; see the module doc for the order and the state changes.
 /// `config` is clamped here too, so a caller cannot forget it.
-pub fn decide(config: &AutoConfig, usage: &Usage, state: &AutoState, now_ms: u64) -> Decision {
+pub fn decide(
+    config: &AutoConfig,
+    usage: &UsageSample,
+    state: &AutoState,
+    now_ms: u64,
+) -> Decision {
     let config = config.clone().clamped();
     let threshold = config.threshold_percent;
     if !config.enabled {
-        return hold(Reason::Disabled, state.clone());
+        return hold(DecisionReason::Disabled, state.clone());
     }
     if state.in_flight {
-        return hold(Reason::InFlight, state.clone());
+        return hold(DecisionReason::InFlight, state.clone());
     }
     let (Some(tokens), Some(percent)) = (known(usage.tokens), known(usage.percent)) else {
-        return hold(Reason::UnknownUsage, state.clone());
+        return hold(DecisionReason::UnknownUsage, state.clone());
     };
     let mut next = AutoState {
         previous_percent: Some(percent),
@@ -142,32 +147,32 @@ pub fn decide(config: &AutoConfig, usage: &Usage, state: &AutoState, now_ms: u64
         next.awaiting_post_compaction_sample = false;
         return if percent < threshold {
             next.repeat_baseline_tokens = None;
-            hold(Reason::BelowThreshold, next)
+            hold(DecisionReason::BelowThreshold, next)
         } else {
             next.repeat_baseline_tokens = Some(tokens);
-            hold(Reason::PostCompactionBaseline, next)
+            hold(DecisionReason::PostCompactionBaseline, next)
         };
     }
     if percent < threshold {
         next.repeat_baseline_tokens = None;
-        return hold(Reason::BelowThreshold, next);
+        return hold(DecisionReason::BelowThreshold, next);
     }
     if let Some(last) = state.last_trigger_at_ms {
         let elapsed = now_ms.saturating_sub(last);
         if elapsed < config.cooldown_ms {
             let remaining_ms = config.cooldown_ms - elapsed;
-            return hold(Reason::CooldownActive { remaining_ms }, next);
+            return hold(DecisionReason::CooldownActive { remaining_ms }, next);
         }
     }
     match state.previous_percent {
-        None => return fire(Reason::ThresholdReached, next, tokens, now_ms),
+        None => return fire(DecisionReason::ThresholdReached, next, tokens, now_ms),
         Some(previous) if previous < threshold => {
-            return fire(Reason::ThresholdCrossed, next, tokens, now_ms);
+            return fire(DecisionReason::ThresholdCrossed, next, tokens, now_ms);
         }
         Some(_) => {}
     }
     if state.last_trigger_at_ms.is_none() {
-        return fire(Reason::ThresholdReached, next, tokens, now_ms);
+        return fire(DecisionReason::ThresholdReached, next, tokens, now_ms);
     }
     // Still above the threshold after an earlier trigger: only real growth since the baseline
     // justifies another compaction, or a summary that cannot shrink would loop.
@@ -176,7 +181,7 @@ pub fn decide(config: &AutoConfig, usage: &Usage, state: &AutoState, now_ms: u64
         next.repeat_baseline_tokens = Some(tokens);
         let tokens_until_repeat = config.repeat_min_growth_tokens;
         return hold(
-            Reason::RepeatGrowthNeeded {
+            DecisionReason::RepeatGrowthNeeded {
                 tokens_until_repeat,
             },
             next,
@@ -184,11 +189,11 @@ pub fn decide(config: &AutoConfig, usage: &Usage, state: &AutoState, now_ms: u64
     };
     let growth = tokens - baseline;
     if growth >= min_growth {
-        fire(Reason::RepeatGrowthReached, next, tokens, now_ms)
+        fire(DecisionReason::RepeatGrowthReached, next, tokens, now_ms)
     } else {
         let tokens_until_repeat = (min_growth - growth).ceil() as u64;
         hold(
-            Reason::RepeatGrowthNeeded {
+            DecisionReason::RepeatGrowthNeeded {
                 tokens_until_repeat,
             },
             next,
@@ -218,7 +223,7 @@ fn known(value: Option<f64>) -> Option<f64> {
     value.filter(|v| v.is_finite() && *v >= 0.0)
 }
 
-fn hold(reason: Reason, state: AutoState) -> Decision {
+fn hold(reason: DecisionReason, state: AutoState) -> Decision {
     Decision {
         trigger: false,
         reason,
@@ -226,7 +231,7 @@ fn hold(reason: Reason, state: AutoState) -> Decision {
     }
 }
 
-fn fire(reason: Reason, mut state: AutoState, tokens: f64, now_ms: u64) -> Decision {
+fn fire(reason: DecisionReason, mut state: AutoState, tokens: f64, now_ms: u64) -> Decision {
     state.in_flight = true;
     state.last_trigger_at_ms = Some(now_ms);
     state.repeat_baseline_tokens = Some(tokens);
@@ -248,8 +253,8 @@ mod tests {
         }
     }
 
-    fn usage(tokens: f64, percent: f64) -> Usage {
-        Usage {
+    fn usage(tokens: f64, percent: f64) -> UsageSample {
+        UsageSample {
             tokens: Some(tokens),
             percent: Some(percent),
         }
@@ -267,11 +272,11 @@ mod tests {
     struct Case {
         name: &'static str,
         config: AutoConfig,
-        usage: Usage,
+        usage: UsageSample,
         state: AutoState,
         now_ms: u64,
         trigger: bool,
-        reason: Reason,
+        reason: DecisionReason,
         next: AutoState,
     }
 
@@ -297,7 +302,7 @@ mod tests {
                 state: fresh.clone(),
                 now_ms: 10,
                 trigger: false,
-                reason: Reason::Disabled,
+                reason: DecisionReason::Disabled,
                 next: fresh.clone(),
             },
             Case {
@@ -307,20 +312,20 @@ mod tests {
                 state: in_flight.clone(),
                 now_ms: 500_000,
                 trigger: false,
-                reason: Reason::InFlight,
+                reason: DecisionReason::InFlight,
                 next: in_flight.clone(),
             },
             Case {
                 name: "unknown tokens keep the baseline",
                 config: enabled(),
-                usage: Usage {
+                usage: UsageSample {
                     tokens: None,
                     percent: Some(95.0),
                 },
                 state: state_after_trigger(1_000, 85.0, 170_000.0),
                 now_ms: 500_000,
                 trigger: false,
-                reason: Reason::UnknownUsage,
+                reason: DecisionReason::UnknownUsage,
                 next: state_after_trigger(1_000, 85.0, 170_000.0),
             },
             Case {
@@ -330,7 +335,7 @@ mod tests {
                 state: fresh.clone(),
                 now_ms: 0,
                 trigger: false,
-                reason: Reason::UnknownUsage,
+                reason: DecisionReason::UnknownUsage,
                 next: fresh.clone(),
             },
             Case {
@@ -340,7 +345,7 @@ mod tests {
                 state: fresh.clone(),
                 now_ms: 0,
                 trigger: false,
-                reason: Reason::UnknownUsage,
+                reason: DecisionReason::UnknownUsage,
                 next: fresh.clone(),
             },
             Case {
@@ -350,7 +355,7 @@ mod tests {
                 state: awaiting.clone(),
                 now_ms: 2_000,
                 trigger: false,
-                reason: Reason::PostCompactionBaseline,
+                reason: DecisionReason::PostCompactionBaseline,
                 next: state_after_trigger(1_000, 82.0, 165_000.0),
             },
             Case {
@@ -360,7 +365,7 @@ mod tests {
                 state: awaiting.clone(),
                 now_ms: 2_000,
                 trigger: false,
-                reason: Reason::BelowThreshold,
+                reason: DecisionReason::BelowThreshold,
                 next: AutoState {
                     repeat_baseline_tokens: None,
                     ..state_after_trigger(1_000, 20.0, 0.0)
@@ -373,7 +378,7 @@ mod tests {
                 state: state_after_trigger(1_000, 85.0, 170_000.0),
                 now_ms: 500_000,
                 trigger: false,
-                reason: Reason::BelowThreshold,
+                reason: DecisionReason::BelowThreshold,
                 next: AutoState {
                     repeat_baseline_tokens: None,
                     ..state_after_trigger(1_000, 50.0, 0.0)
@@ -386,7 +391,7 @@ mod tests {
                 state: state_after_trigger(1_000, 50.0, 100_000.0),
                 now_ms: 21_000,
                 trigger: false,
-                reason: Reason::CooldownActive {
+                reason: DecisionReason::CooldownActive {
                     remaining_ms: 40_000,
                 },
                 next: state_after_trigger(1_000, 95.0, 100_000.0),
@@ -398,7 +403,7 @@ mod tests {
                 state: state_after_trigger(50_000, 50.0, 100_000.0),
                 now_ms: 10_000,
                 trigger: false,
-                reason: Reason::CooldownActive {
+                reason: DecisionReason::CooldownActive {
                     remaining_ms: 60_000,
                 },
                 next: state_after_trigger(50_000, 95.0, 100_000.0),
@@ -410,7 +415,7 @@ mod tests {
                 state: fresh.clone(),
                 now_ms: 7,
                 trigger: true,
-                reason: Reason::ThresholdReached,
+                reason: DecisionReason::ThresholdReached,
                 next: AutoState {
                     in_flight: true,
                     ..state_after_trigger(7, 80.0, 160_000.0)
@@ -426,7 +431,7 @@ mod tests {
                 },
                 now_ms: 9,
                 trigger: true,
-                reason: Reason::ThresholdCrossed,
+                reason: DecisionReason::ThresholdCrossed,
                 next: AutoState {
                     in_flight: true,
                     ..state_after_trigger(9, 85.0, 170_000.0)
@@ -439,7 +444,7 @@ mod tests {
                 state: state_after_trigger(1_000, 70.0, 100_000.0),
                 now_ms: 61_000,
                 trigger: true,
-                reason: Reason::ThresholdCrossed,
+                reason: DecisionReason::ThresholdCrossed,
                 next: AutoState {
                     in_flight: true,
                     ..state_after_trigger(61_000, 85.0, 170_000.0)
@@ -455,7 +460,7 @@ mod tests {
                 },
                 now_ms: 11,
                 trigger: true,
-                reason: Reason::ThresholdReached,
+                reason: DecisionReason::ThresholdReached,
                 next: AutoState {
                     in_flight: true,
                     ..state_after_trigger(11, 90.0, 180_000.0)
@@ -468,7 +473,7 @@ mod tests {
                 state: state_after_trigger(1_000, 85.0, 170_000.0),
                 now_ms: 100_000,
                 trigger: false,
-                reason: Reason::RepeatGrowthNeeded {
+                reason: DecisionReason::RepeatGrowthNeeded {
                     tokens_until_repeat: 1_500,
                 },
                 next: state_after_trigger(1_000, 86.0, 170_000.0),
@@ -483,7 +488,7 @@ mod tests {
                 },
                 now_ms: 100_000,
                 trigger: false,
-                reason: Reason::RepeatGrowthNeeded {
+                reason: DecisionReason::RepeatGrowthNeeded {
                     tokens_until_repeat: 4_000,
                 },
                 next: state_after_trigger(1_000, 86.0, 172_500.0),
@@ -495,7 +500,7 @@ mod tests {
                 state: state_after_trigger(1_000, 85.0, 170_000.0),
                 now_ms: 100_000,
                 trigger: true,
-                reason: Reason::RepeatGrowthReached,
+                reason: DecisionReason::RepeatGrowthReached,
                 next: AutoState {
                     in_flight: true,
                     ..state_after_trigger(100_000, 87.0, 174_000.0)
@@ -511,7 +516,7 @@ mod tests {
                 state: fresh.clone(),
                 now_ms: 0,
                 trigger: false,
-                reason: Reason::BelowThreshold,
+                reason: DecisionReason::BelowThreshold,
                 next: AutoState {
                     previous_percent: Some(98.0),
                     ..AutoState::default()
@@ -600,7 +605,7 @@ mod tests {
         );
         assert!(fired.trigger);
         let blocked = decide(&config, &usage(170_000.0, 85.0), &fired.state, 2_000);
-        assert_eq!(blocked.reason, Reason::InFlight);
+        assert_eq!(blocked.reason, DecisionReason::InFlight);
 
         let failed = mark_error(&fired.state);
         assert!(!failed.in_flight);
@@ -610,7 +615,7 @@ mod tests {
         let cooling = decide(&config, &usage(170_000.0, 85.0), &failed, 2_000);
         assert_eq!(
             cooling.reason,
-            Reason::CooldownActive {
+            DecisionReason::CooldownActive {
                 remaining_ms: 59_000
             }
         );
@@ -619,7 +624,7 @@ mod tests {
         let later = decide(&config, &usage(170_000.0, 85.0), &cooling.state, 61_000);
         assert_eq!(
             later.reason,
-            Reason::RepeatGrowthNeeded {
+            DecisionReason::RepeatGrowthNeeded {
                 tokens_until_repeat: 4_000
             }
         );
@@ -638,8 +643,8 @@ mod tests {
         assert!(done.awaiting_post_compaction_sample);
         assert_eq!(done.last_trigger_at_ms, Some(5));
         // An unknown sample does not consume the post-compaction slot.
-        let unknown = decide(&enabled(), &Usage::default(), &done, 10);
-        assert_eq!(unknown.reason, Reason::UnknownUsage);
+        let unknown = decide(&enabled(), &UsageSample::default(), &done, 10);
+        assert_eq!(unknown.reason, DecisionReason::UnknownUsage);
         assert!(unknown.state.awaiting_post_compaction_sample);
     }
 }

@@ -180,7 +180,7 @@ fn header(block: &NormBlock, refs: &[String]) -> String {
 
 // --- rendering --------------------------------------------------------------------------------
 
-struct Section {
+struct BriefSection {
     header: String,
     lines: Vec<String>,
     /// For assistant sections: the message the section began with.
@@ -191,12 +191,12 @@ struct Section {
 }
 
 fn render(kept: &[(&NormBlock, &str)], refs: &[String]) -> String {
-    let mut sections: Vec<Section> = Vec::new();
+    let mut sections: Vec<BriefSection> = Vec::new();
     for (block, body) in kept {
         match block.kind {
             BlockKind::ToolCall => match sections.last_mut() {
                 Some(section) if section.assistant => section.lines.push((*body).to_string()),
-                _ => sections.push(Section::assistant(block.source, body)),
+                _ => sections.push(BriefSection::assistant(block.source, body)),
             },
             BlockKind::Assistant => match sections.last_mut() {
                 Some(section)
@@ -206,11 +206,11 @@ fn render(kept: &[(&NormBlock, &str)], refs: &[String]) -> String {
                 {
                     section.lines.push((*body).to_string());
                 }
-                _ => sections.push(Section::assistant(block.source, body)),
+                _ => sections.push(BriefSection::assistant(block.source, body)),
             },
             BlockKind::ToolResult => {
                 let tool = block.tool.clone().unwrap_or_else(|| "tool".into());
-                if let Some(Section {
+                if let Some(BriefSection {
                     error: Some((last_tool, sources)),
                     lines,
                     ..
@@ -221,7 +221,7 @@ fn render(kept: &[(&NormBlock, &str)], refs: &[String]) -> String {
                     sources.push(block.source);
                     continue;
                 }
-                sections.push(Section {
+                sections.push(BriefSection {
                     header: String::new(),
                     lines: vec![(*body).to_string()],
                     source: block.source,
@@ -229,7 +229,7 @@ fn render(kept: &[(&NormBlock, &str)], refs: &[String]) -> String {
                     error: Some((tool, vec![block.source])),
                 });
             }
-            _ => sections.push(Section {
+            _ => sections.push(BriefSection {
                 header: header(block, refs),
                 lines: vec![(*body).to_string()],
                 source: block.source,
@@ -260,7 +260,7 @@ fn render(kept: &[(&NormBlock, &str)], refs: &[String]) -> String {
     out
 }
 
-impl Section {
+impl BriefSection {
     fn assistant(source: usize, line: &str) -> Self {
         Self {
             header: "[assistant]".into(),

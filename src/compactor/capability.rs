@@ -10,9 +10,8 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 use unipi_widgets::footer::Segment;
 
-use super::module::{
-    COMPACT_COMMAND, CompactorModule, STATS_COMMAND, VIEW_COMMAND, parse_command_args,
-};
+use super::command::{COMPACT_COMMAND, STATS_COMMAND, VIEW_COMMAND, parse_command_args};
+use super::module::CompactorModule;
 use super::view::CompactionView;
 use crate::bridge::{CommandCall, CommandReply, Module, NotifyLevel};
 use crate::capability::{BridgeLink, Capability, Registration, StartContext, Ui, WithCommands};

@@ -31,20 +31,20 @@ pub const MAX_DOC_CHARS: usize = 64 * 1024;
 const MAX_EVENT_CHARS: usize = 300;
 
 /// A closure run on the database thread.
-type Job = Box<dyn FnOnce(&SessionDb) + Send>;
+type DbJob = Box<dyn FnOnce(&SessionDb) + Send>;
 
 /// The thread that owns the session database. Cheap to clone; the thread ends when the last
 /// clone is dropped.
 #[derive(Clone, Debug)]
 pub struct DbWorker {
-    jobs: std::sync::mpsc::Sender<Job>,
+    jobs: std::sync::mpsc::Sender<DbJob>,
     path: Option<PathBuf>,
-    health: Arc<Health>,
+    health: Arc<FileHealth>,
 }
 
 /// What the database thread learned about the file while serving jobs.
 #[derive(Debug, Default)]
-struct Health {
+struct FileHealth {
     /// Bumped each time a damaged file was replaced by a fresh (empty) one.
     replaced: AtomicU64,
     /// Why the file cannot be written, once a write failed for that reason.
@@ -56,9 +56,9 @@ impl DbWorker {
     /// when a corrupt file was moved aside.
     pub fn open(path: &Path) -> anyhow::Result<(DbWorker, Option<Recovered>)> {
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-        let (jobs, queue) = std::sync::mpsc::channel::<Job>();
+        let (jobs, queue) = std::sync::mpsc::channel::<DbJob>();
         let db_path = path.to_path_buf();
-        let health = Arc::new(Health::default());
+        let health = Arc::new(FileHealth::default());
         let served = Arc::clone(&health);
         std::thread::Builder::new()
             .name("unipi-sessiondb".into())
@@ -88,8 +88,8 @@ impl DbWorker {
 
     /// A worker around an already open database (tests use an in-memory one).
     pub fn from_db(db: SessionDb) -> anyhow::Result<DbWorker> {
-        let (jobs, queue) = std::sync::mpsc::channel::<Job>();
-        let health = Arc::new(Health::default());
+        let (jobs, queue) = std::sync::mpsc::channel::<DbJob>();
+        let health = Arc::new(FileHealth::default());
         let served = Arc::clone(&health);
         std::thread::Builder::new()
             .name("unipi-sessiondb".into())
@@ -146,9 +146,9 @@ impl DbWorker {
 /// place for the jobs that follow — the damaged file is kept for inspection.
 fn serve(
     db: SessionDb,
-    queue: &std::sync::mpsc::Receiver<Job>,
+    queue: &std::sync::mpsc::Receiver<DbJob>,
     path: Option<&Path>,
-    health: &Health,
+    health: &FileHealth,
 ) {
     let mut db = Some(db);
     while let Ok(job) = queue.recv() {

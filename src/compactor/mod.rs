@@ -1,20 +1,169 @@
 //! Deterministic compaction: Pi's `session_before_compact` answered with a zero-LLM structured
 //! summary (the pipeline), the auto-compaction decision, and the module that ties them to the
 //! bridge, the session database and the workbench.
+//!
+//! The pipeline, pure: `entries` → `cut` (with `refusal`) → `normalize` → `brief`, `sections` →
+//! `format`, run end to end by `pipeline`. Around it: `config`, `command` (the marker), `hook`,
+//! `recall`, `text`, `resume`, `auto`, `ingest` and `reindex` (the database side), all pure or
+//! self-contained; `module` holds the state and the bridge `Module`; `capability` and `view` the
+//! workbench side.
 
 pub mod auto;
 pub mod brief;
 mod capability;
+pub mod command;
+pub mod config;
 pub mod cut;
 pub mod entries;
 pub mod format;
+pub mod hook;
 pub mod ingest;
 pub mod module;
 pub mod normalize;
 pub mod pipeline;
+pub mod recall;
 pub mod refusal;
 pub mod reindex;
+pub mod resume;
 pub mod sections;
+#[cfg(test)]
+mod test_fixtures;
+pub mod text;
 pub mod view;
 
 pub use capability::REGISTRATION;
+
+/// The folder's layering: its files import each other in one direction only, and no file holds
+/// fields another file changes (`pub(super)` fields). Read from the sources, so a new file is
+/// covered the day it is added.
+#[cfg(test)]
+mod layering {
+    use std::collections::{BTreeMap, BTreeSet};
+    use std::path::Path;
+
+    /// Each file's code before its tests, by file stem.
+    fn sources() -> BTreeMap<String, String> {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/compactor");
+        let mut sources = BTreeMap::new();
+        for entry in std::fs::read_dir(&dir).unwrap_or_else(|err| panic!("{dir:?}: {err}")) {
+            let path = entry.unwrap_or_else(|err| panic!("{dir:?}: {err}")).path();
+            if path.extension().is_none_or(|ext| ext != "rs") {
+                continue;
+            }
+            let text =
+                std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("{path:?}: {err}"));
+            let code = text
+                .split("#[cfg(test)]\nmod tests {")
+                .next()
+                .and_then(|code| code.split("\nmod layering {").next())
+                .unwrap_or_default();
+            let stem = path
+                .file_stem()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned();
+            sources.insert(stem, code.to_owned());
+        }
+        sources
+    }
+
+    /// The siblings a file's code names (`super::x`, `crate::compactor::x`), comments aside.
+    fn siblings_named(code: &str, files: &BTreeMap<String, String>) -> BTreeSet<String> {
+        let mut named = BTreeSet::new();
+        for line in code
+            .lines()
+            .filter(|line| !line.trim_start().starts_with("//"))
+        {
+            for prefix in ["super::", "crate::compactor::"] {
+                for (at, _) in line.match_indices(prefix) {
+                    let rest = &line[at + prefix.len()..];
+                    assert!(
+                        !rest.starts_with('{'),
+                        "`{prefix}{{..}}` groups are not read here; name one sibling per `use`: {line}"
+                    );
+                    let name: String = rest
+                        .chars()
+                        .take_while(|c| c.is_alphanumeric() || *c == '_')
+                        .collect();
+                    if files.contains_key(&name) {
+                        named.insert(name);
+                    }
+                }
+            }
+        }
+        named
+    }
+
+    /// A circle of files importing each other (its first file again at the end), if any.
+    fn find_cycle(imports: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+        fn visit(
+            file: &str,
+            imports: &BTreeMap<String, BTreeSet<String>>,
+            stack: &mut Vec<String>,
+            finished: &mut BTreeSet<String>,
+        ) -> Option<Vec<String>> {
+            if let Some(at) = stack.iter().position(|on| on == file) {
+                let mut cycle = stack[at..].to_vec();
+                cycle.push(file.to_owned());
+                return Some(cycle);
+            }
+            if finished.contains(file) {
+                return None;
+            }
+            stack.push(file.to_owned());
+            for next in imports.get(file).into_iter().flatten() {
+                if let Some(cycle) = visit(next, imports, stack, finished) {
+                    return Some(cycle);
+                }
+            }
+            stack.pop();
+            finished.insert(file.to_owned());
+            None
+        }
+        let mut finished = BTreeSet::new();
+        imports
+            .keys()
+            .find_map(|file| visit(file, imports, &mut Vec::new(), &mut finished))
+    }
+
+    #[test]
+    fn files_import_each_other_in_one_direction_only() {
+        let files = sources();
+        assert!(
+            files.contains_key("pipeline") && files.contains_key("cut"),
+            "{files:?}"
+        );
+        let imports: BTreeMap<String, BTreeSet<String>> = files
+            .iter()
+            .map(|(file, code)| (file.clone(), siblings_named(code, &files)))
+            .collect();
+        assert!(
+            imports["pipeline"].contains("cut"),
+            "the scan reads imports: {imports:?}"
+        );
+        assert_eq!(
+            find_cycle(&imports),
+            None,
+            "files importing each other in a circle"
+        );
+    }
+
+    #[test]
+    fn no_file_holds_fields_another_file_changes() {
+        for (file, code) in sources() {
+            for line in code.lines() {
+                let line = line.trim_start();
+                let field = line
+                    .strip_prefix("pub(super) ")
+                    .or_else(|| line.strip_prefix("pub(crate) "))
+                    .or_else(|| line.strip_prefix("pub(in crate::compactor) "))
+                    .is_some_and(|rest| {
+                        rest.split_once(':').is_some_and(|(name, _)| {
+                            name.chars().all(|c| c.is_alphanumeric() || c == '_')
+                        })
+                    });
+                assert!(!field, "{file}.rs: a field other files can change: {line}");
+            }
+        }
+    }
+}

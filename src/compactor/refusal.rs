@@ -1,7 +1,7 @@
-//! Why the compactor declines to compact. The cut finds most of these and the pipeline returns
-//! them; they live in a file of their own so the two need not import each other.
+//! Why the pipeline compacts nothing. Its own file because the cut finds these and the pipeline,
+//! the hook and the tests all name them: a leaf both sides import, so `cut` and `pipeline` do not
+//! import each other.
 
-/// A reason not to compact, worded for the user.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum Refusal {
     #[error("compactor: Nothing to compact (no live messages).")]

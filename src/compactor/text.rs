@@ -1,0 +1,170 @@
+//! What the user sees of a recorded compaction: the toast after it, the `/unipi:compact-stats`
+//! text, the overlay's model, and the UTC times they show. Pure functions of database rows.
+
+use unipi_widgets::compactor::{CompactionModel, ManifestRow};
+use unipi_widgets::footer::format_tokens;
+
+use super::pipeline::ManifestEntry;
+use crate::sessiondb::{CompactionRecord, CompactionTotals};
+
+/// The toast after a compaction: `🗜 Compacted 52.3k → 6.1k tokens · 9 blocks kept, 31
+/// dropped · 12 ms`.
+pub fn toast_text(record: &CompactionRecord) -> String {
+    format!(
+        "🗜 Compacted {} → {} tokens · {} blocks kept, {} dropped · {} ms",
+        format_tokens(record.tokens_before),
+        format_tokens(record.tokens_after),
+        record.blocks_kept,
+        record.blocks_dropped,
+        record.duration_ms
+    )
+}
+
+/// `2026-11-30 10:12 UTC` for milliseconds since the epoch.
+pub fn format_utc(ms: i64) -> String {
+    let secs = ms.div_euclid(1000);
+    let days = secs.div_euclid(86_400);
+    let of_day = secs.rem_euclid(86_400);
+    // Howard Hinnant's civil-from-days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02} UTC",
+        of_day / 3600,
+        (of_day / 60) % 60
+    )
+}
+
+/// `/unipi:compact-stats`: this session's and this project's totals and the last compaction.
+pub fn stats_text(
+    session: &CompactionTotals,
+    project: &CompactionTotals,
+    last: Option<&CompactionRecord>,
+) -> String {
+    let line = |label: &str, totals: &CompactionTotals| {
+        let noun = if totals.count == 1 {
+            "compaction"
+        } else {
+            "compactions"
+        };
+        format!(
+            "{label}: {} {noun} · {} tokens saved",
+            totals.count,
+            format_tokens(totals.tokens_saved)
+        )
+    };
+    let mut text = format!(
+        "🗜 Compactor\n{}\n{}",
+        line("This session", session),
+        line("This project", project)
+    );
+    if let Some(last) = last {
+        text.push_str(&format!(
+            "\nLast: {} ({}) · {} → {} tokens · {} messages summarized · {} ms",
+            format_utc(last.at_ms),
+            last.reason,
+            format_tokens(last.tokens_before),
+            format_tokens(last.tokens_after),
+            last.messages_summarized,
+            last.duration_ms
+        ));
+    }
+    text
+}
+
+/// The overlay's model for a recorded compaction.
+pub fn view_model(record: &CompactionRecord) -> CompactionModel {
+    // The stored manifest is the pipeline's, serialized by `record_for`.
+    let manifest: Vec<ManifestEntry> =
+        serde_json::from_str(&record.manifest_json).unwrap_or_default();
+    CompactionModel {
+        when: format!("{} · {}", format_utc(record.at_ms), record.reason),
+        tokens_before: record.tokens_before,
+        tokens_after: record.tokens_after,
+        messages_summarized: record.messages_summarized,
+        blocks_kept: record.blocks_kept,
+        blocks_dropped: record.blocks_dropped,
+        duration_ms: record.duration_ms,
+        first_kept_entry_id: record.first_kept_entry_id.clone(),
+        summary: record.summary.clone(),
+        manifest: manifest
+            .into_iter()
+            .map(|row| ManifestRow {
+                id: row.id,
+                role: row.role,
+                chars: row.chars,
+                tool: row.tool,
+            })
+            .collect(),
+        scroll: 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compactor::hook::record_for;
+    use crate::compactor::pipeline::{self, Compaction};
+    use serde_json::Value;
+
+    #[test]
+    fn utc_times_format() {
+        let cases = [
+            (0, "1970-01-01 00:00 UTC"),
+            (1_796_032_801_000, "2026-11-30 10:00 UTC"),
+            (951_868_800_000 - 60_000, "2000-02-29 23:59 UTC"),
+        ];
+        for (ms, want) in cases {
+            assert_eq!(format_utc(ms), want);
+        }
+    }
+
+    #[test]
+    fn stats_and_toast_texts() {
+        let totals = |count, saved| CompactionTotals {
+            count,
+            tokens_saved: saved,
+            last_at_ms: None,
+        };
+        let record = record_for(
+            &Compaction {
+                summary: "S".into(),
+                details: Value::Null,
+                first_kept_entry_id: "u2".into(),
+                tokens_before: 52_300,
+                manifest: pipeline::Manifest::default(),
+                stats: pipeline::CompactionStats {
+                    tokens_before: 52_300,
+                    tokens_after: 6_100,
+                    messages_summarized: 14,
+                    messages_kept: 3,
+                    blocks_kept: 9,
+                    blocks_dropped: 31,
+                    kept_user_turns: 1,
+                    chars_per_token: 4.0,
+                    duration: std::time::Duration::from_millis(12),
+                },
+            },
+            "s",
+            "manual",
+            0,
+        );
+        assert_eq!(
+            toast_text(&record),
+            "🗜 Compacted 52.3k → 6.1k tokens · 9 blocks kept, 31 dropped · 12 ms"
+        );
+        assert_eq!(
+            stats_text(&totals(1, 46_200), &totals(3, 120_000), Some(&record)),
+            "🗜 Compactor\nThis session: 1 compaction · 46.2k tokens saved\n\
+             This project: 3 compactions · 120k tokens saved\n\
+             Last: 1970-01-01 00:00 UTC (manual) · 52.3k → 6.1k tokens · 14 messages summarized · 12 ms"
+        );
+    }
+}
