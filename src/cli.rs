@@ -95,14 +95,17 @@ pub fn split_args(args: impl IntoIterator<Item = OsString>) -> SplitArgs {
 
 /// Entry point of the binary.
 pub fn run() -> ExitCode {
-    // The delegate child (`bg_delegate`): hidden, never mixed with Pi's arguments.
+    // The delegate child (`bg_delegate`) and the watchdog: hidden, never mixed with Pi's
+    // arguments.
     let raw: Vec<String> = std::env::args_os()
         .skip(1)
         .take(3)
         .map(|arg| arg.to_string_lossy().into_owned())
         .collect();
-    if raw.first().map(String::as_str) == Some(crate::delegate::CHILD_SUBCOMMAND) {
-        return crate::delegate::child::main(&raw[1..]);
+    match raw.first().map(String::as_str) {
+        Some(crate::delegate::CHILD_SUBCOMMAND) => return crate::delegate::child::main(&raw[1..]),
+        Some(crate::sys::watchdog::SUBCOMMAND) => return crate::sys::sweep::main(&raw[1..]),
+        _ => {}
     }
     let split = split_args(std::env::args_os().skip(1));
     let mut ours = vec![OsString::from("unipi-tui")];
@@ -135,6 +138,10 @@ fn run_workbench(cli: Cli, split: SplitArgs) -> Result<i32> {
     let log_path = log_file_path();
     let _log_guard = init_logging(&log_path, &cli.log_level);
     tracing::info!(version = env!("CARGO_PKG_VERSION"), "unipi-tui starting");
+    // Before the first child: every process started from here on dies with us, however we end.
+    if let Err(err) = crate::sys::watchdog::start(&log_path) {
+        tracing::warn!("{err:#}; children may outlive a crash of the workbench");
+    }
 
     let mut announce = |line: &str| {
         eprintln!("{line}");
