@@ -168,6 +168,7 @@ fn run_workbench(cli: Cli, split: SplitArgs) -> Result<i32> {
         .chain(theme_errors.iter())
         .chain(footer_errors.iter())
         .map(|e| e.to_string())
+        .chain(runtime_root_notice())
         .collect();
     for error in &config_errors {
         tracing::warn!("config: {error}");
@@ -313,9 +314,28 @@ fn command_help(modules: &[std::sync::Arc<dyn crate::bridge::Module>]) -> Vec<(S
         .collect()
 }
 
-/// Where the bridge extension is written (next to the pinned Pi).
+/// Where the bridge extension is written (next to the pinned Pi); never a shared temporary
+/// directory, where another user could put their own extension in its place.
 fn bridge_cache_dir() -> PathBuf {
-    pi::cache_dir().unwrap_or_else(|| std::env::temp_dir().join("unipi-tui"))
+    pi::cache_dir()
+        .or_else(|| {
+            crate::sys::private_dir::runtime_root()
+                .ok()
+                .map(|root| root.path.clone())
+        })
+        .unwrap_or_else(|| std::env::temp_dir().join("unipi-tui"))
+}
+
+/// What the user must hear about the private runtime directory: the usual one was refused and
+/// a fresh one is used, or none could be made.
+fn runtime_root_notice() -> Option<String> {
+    match crate::sys::private_dir::runtime_root() {
+        Ok(root) => {
+            tracing::info!("runtime directory: {}", root.path.display());
+            root.notice.clone()
+        }
+        Err(err) => Some(format!("No private runtime directory could be made: {err}")),
+    }
 }
 
 fn describe_exit(exit: crate::pane::pty::ChildExit) -> String {

@@ -15,6 +15,7 @@ use support::pi::{PiLine, test_deps_dir};
 use support::procs::{cmdline, processes_running, processes_with_env, wait_until, watchdog_of};
 use support::sandbox::Sandbox;
 use support::term::{OuterOptions, Session};
+use support::workbench::{KITTY_CTRL_D, exit_pi};
 
 const START: Duration = Duration::from_secs(90);
 const REPLY: Duration = Duration::from_secs(60);
@@ -36,16 +37,8 @@ fn mcp_bin(name: &str) -> PathBuf {
     bin
 }
 
-/// The workbench in `demo` mode with the `everything` MCP server configured.
-fn start_with_mcp(sandbox: &Sandbox) -> Session {
-    let config = json!({"mcpServers": {"everything": {
-        "command": mcp_bin("mcp-server-everything").display().to_string(),
-        "args": [],
-    }}});
-    sandbox.write(
-        &sandbox.home.join(".unipi/config/mcp.json"),
-        &serde_json::to_string_pretty(&config).unwrap(),
-    );
+/// The workbench in `demo` mode, once Pi's prompt shows.
+fn start(sandbox: &Sandbox) -> Session {
     let session = spawn_demo(
         PiLine::Current,
         &scenario(),
@@ -64,6 +57,37 @@ fn start_with_mcp(sandbox: &Sandbox) -> Session {
     session
 }
 
+/// Types `prompt`, submits it and waits for `expect` on the screen.
+fn ask(session: &Session, sandbox: &Sandbox, prompt: &str, expect: &str) {
+    session.type_text(prompt);
+    session.send(b"\r");
+    session.wait_for_text(expect, REPLY).unwrap_or_else(|err| {
+        panic!(
+            "{err:#}\n{}\n{}",
+            session.screen_text(),
+            sandbox.log_tail(40)
+        )
+    });
+}
+
+/// The `status.json` of a helper run directory.
+fn run_status(run: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(run.join("status.json")).unwrap()).unwrap()
+}
+
+/// The workbench in `demo` mode with the `everything` MCP server configured.
+fn start_with_mcp(sandbox: &Sandbox) -> Session {
+    let config = json!({"mcpServers": {"everything": {
+        "command": mcp_bin("mcp-server-everything").display().to_string(),
+        "args": [],
+    }}});
+    sandbox.write(
+        &sandbox.home.join(".unipi/config/mcp.json"),
+        &serde_json::to_string_pretty(&config).unwrap(),
+    );
+    start(sandbox)
+}
+
 /// Every live process that carries this sandbox's HOME: whatever the workbench started, and
 /// what those started in turn (the watchdog carries no environment, so it is not among them).
 fn sandbox_processes(sandbox: &Sandbox) -> Vec<u32> {
@@ -79,7 +103,7 @@ fn describe(pids: &[u32]) -> String {
 }
 
 #[test]
-fn after_kill_9_of_the_workbench_nothing_it_started_runs_within_2_seconds() {
+fn after_kill_9_nothing_it_started_runs_within_2_seconds_and_the_next_start_cleans_up() {
     let sandbox = Sandbox::new();
     let mut session = start_with_mcp(&sandbox);
     let home = format!("HOME={}", sandbox.home.display());
@@ -146,4 +170,108 @@ fn after_kill_9_of_the_workbench_nothing_it_started_runs_within_2_seconds() {
         "{}",
         sandbox.log_tail(10)
     );
+
+    // What the dead workbench left: its bridge directory, a task record and a helper run that
+    // say `running`.
+    let runtime = sandbox.runtime_root();
+    let bridge_dirs = |pid: u32| -> Vec<PathBuf> {
+        std::fs::read_dir(&runtime)
+            .unwrap()
+            .flatten()
+            .map(|entry| entry.path())
+            .filter(|path| {
+                path.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with(&format!("bridge-{pid}-"))
+            })
+            .collect()
+    };
+    assert_eq!(
+        bridge_dirs(workbench).len(),
+        1,
+        "the dead workbench's bridge directory"
+    );
+    let task_records = || -> Vec<serde_json::Value> {
+        std::fs::read_dir(runtime.join("tasks"))
+            .unwrap()
+            .flatten()
+            .flat_map(|dir| std::fs::read_dir(dir.path()).unwrap().flatten())
+            .map(|entry| entry.path())
+            .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
+            .map(|path| serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap())
+            .collect()
+    };
+    let records = task_records();
+    assert_eq!(records.len(), 1, "{records:?}");
+    assert_eq!(records[0]["status"], "running");
+    let runs = sandbox.helper_runs();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(run_status(&runs[0])["status"], "running");
+
+    // The next start settles all of it, and the model reads the helper run's fate.
+    let mut next = start(&sandbox);
+    assert!(
+        bridge_dirs(workbench).is_empty(),
+        "the stale bridge directory is removed"
+    );
+    let record = &task_records()[0];
+    assert_eq!(record["status"], "stopped", "{record}");
+    let error = record["error"].as_str().unwrap();
+    assert!(
+        error.contains(&format!("(pid {workbench}) ended without stopping it")),
+        "{error}"
+    );
+    let status = run_status(&runs[0]);
+    assert_eq!(status["status"], "failed", "{status}");
+    let id = runs[0].file_name().unwrap().to_string_lossy().into_owned();
+    ask(
+        &next,
+        &sandbox,
+        &format!("read helper run {id}"),
+        "GET-ORPHAN-OK",
+    );
+    assert_eq!(exit_pi(&mut next, KITTY_CTRL_D, REPLY), 0);
+}
+
+#[test]
+fn a_helper_run_ends_with_a_final_state_on_ctrl_d_and_the_next_session_reads_and_resumes_it() {
+    let sandbox = Sandbox::new();
+    let mut first = start(&sandbox);
+    ask(
+        &first,
+        &sandbox,
+        "start a sleeping helper",
+        "BGHELPER-STARTED",
+    );
+    wait_until("the helper's tool call runs", REPLY, || {
+        !processes_running("sleep 314").is_empty()
+    });
+    assert_eq!(exit_pi(&mut first, KITTY_CTRL_D, REPLY), 0);
+    let runs = sandbox.helper_runs();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let status = run_status(&runs[0]);
+    assert_eq!(status["status"], "stopped", "{status}");
+    assert_eq!(
+        status["error"],
+        unipi_tui::helpers::runner::STOPPED_AT_EXIT,
+        "{status}"
+    );
+
+    // The next session: `get` reads the run's final state, `resume` continues its session.
+    let mut second = start(&sandbox);
+    let id = runs[0].file_name().unwrap().to_string_lossy().into_owned();
+    ask(
+        &second,
+        &sandbox,
+        &format!("read helper run {id}"),
+        "GET-STOPPED-AT-EXIT-OK",
+    );
+    ask(
+        &second,
+        &sandbox,
+        &format!("resume helper run {id}"),
+        "RESUME-ACROSS-SESSIONS-OK",
+    );
+    assert_eq!(exit_pi(&mut second, KITTY_CTRL_D, REPLY), 0);
 }

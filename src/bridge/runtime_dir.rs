@@ -1,10 +1,11 @@
 //! The bridge's private runtime directory and its secrets. The socket lives in a directory that
-//! is created fresh (never reused) with mode 0700, so only the user can reach it, and removed when
-//! the host goes away. Tokens come from `/dev/urandom` (32 bytes, hex) and are compared in
-//! constant time.
+//! is created fresh (never reused) with mode 0700 inside the user's private runtime root
+//! ([`crate::sys::private_dir`]), so only the user can reach it, and removed when the host goes
+//! away. It names its owner (pid and start time), so the next start removes the directories of
+//! workbenches that died without removing theirs. Tokens come from `/dev/urandom` (32 bytes,
+//! hex) and are compared in constant time.
 
 use std::io::Read as _;
-use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -24,16 +25,20 @@ pub(crate) struct RuntimeDir {
 }
 
 impl RuntimeDir {
-    /// Creates `<base>/unipi-tui-<pid>-<nonce>/` with mode 0700. `base` defaults to
-    /// `$XDG_RUNTIME_DIR` (when it is an absolute, existing directory), else the temp directory.
+    /// Creates `<base>/bridge-<pid>-<nonce>/` (fresh, mode 0700, with its owner file) after
+    /// removing the ones in `base` whose workbench died. `base` defaults to the user's private
+    /// runtime root.
     pub(crate) fn create(base: Option<&Path>) -> anyhow::Result<Self> {
         let base = match base {
             Some(base) => base.to_path_buf(),
-            None => default_base(),
+            None => crate::sys::private_dir::runtime_root()
+                .map_err(anyhow::Error::msg)?
+                .path
+                .clone(),
         };
-        let name = format!("unipi-tui-{}-{}", std::process::id(), random_hex(8)?);
-        let path = base.join(name);
-        let socket_len = path.join(SOCKET_NAME).as_os_str().len();
+        // `bridge-<pid>-<12 hex digits>/bridge.sock`, checked before anything is created.
+        let longest = base.join(format!("{PREFIX}-{}-{:012x}", u32::MAX, 0));
+        let socket_len = longest.join(SOCKET_NAME).as_os_str().len();
         if socket_len > MAX_SOCKET_PATH {
             bail!(
                 "the bridge socket path under {} would be {socket_len} bytes, over the {MAX_SOCKET_PATH} \
@@ -41,24 +46,17 @@ impl RuntimeDir {
                 base.display()
             );
         }
-        // `create` (not `create_all`) fails if the directory exists: it is always fresh.
-        std::fs::DirBuilder::new()
-            .mode(0o700)
-            .create(&path)
-            .with_context(|| {
-                format!(
-                    "cannot create the bridge runtime directory {}",
-                    path.display()
-                )
-            })?;
-        let dir = Self {
+        remove_stale(&base);
+        let path = crate::sys::private_dir::create_owned(&base, PREFIX).with_context(|| {
+            format!(
+                "cannot create the bridge runtime directory in {}",
+                base.display()
+            )
+        })?;
+        Ok(Self {
             path,
             removed: AtomicBool::new(false),
-        };
-        // The umask can only take bits away, but be explicit about the mode that matters.
-        std::fs::set_permissions(&dir.path, std::fs::Permissions::from_mode(0o700))
-            .with_context(|| format!("cannot set mode 0700 on {}", dir.path.display()))?;
-        Ok(dir)
+        })
     }
 
     pub(crate) fn path(&self) -> &Path {
@@ -84,11 +82,21 @@ impl Drop for RuntimeDir {
     }
 }
 
-fn default_base() -> PathBuf {
-    std::env::var_os("XDG_RUNTIME_DIR")
-        .map(PathBuf::from)
-        .filter(|dir| dir.is_absolute() && dir.is_dir())
-        .unwrap_or_else(std::env::temp_dir)
+/// The runtime directories' name prefix.
+const PREFIX: &str = "bridge";
+
+/// Removes the runtime directories (and their sockets) of workbenches that died.
+fn remove_stale(base: &Path) {
+    for (dir, owner) in crate::sys::private_dir::stale_dirs(base, PREFIX) {
+        match std::fs::remove_dir_all(&dir) {
+            Ok(()) => tracing::info!(
+                "removed {}, left by a workbench (pid {}) that died",
+                dir.display(),
+                owner.pid
+            ),
+            Err(err) => tracing::warn!("cannot remove the stale {}: {err}", dir.display()),
+        }
+    }
 }
 
 /// `bytes` random bytes from `/dev/urandom`, as lowercase hex.
@@ -131,7 +139,7 @@ mod tests {
             .map(|n| n.to_string_lossy().into_owned());
         let name = name.unwrap_or_default();
         assert!(
-            name.starts_with(&format!("unipi-tui-{}-", std::process::id())),
+            name.starts_with(&format!("bridge-{}-", std::process::id())),
             "{name}"
         );
         std::fs::write(dir.path().join("inside"), "x")?;

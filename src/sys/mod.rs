@@ -10,6 +10,7 @@
 //! never half of either. Nothing here knows about Pi, the bridge or the UI.
 
 pub mod fs;
+pub mod private_dir;
 pub mod process;
 pub mod procfs;
 pub mod random;

@@ -89,6 +89,15 @@ impl ProcessId {
             .is_some_and(|now| now.start == self.start && !now.zombie)
     }
 
+    /// Whether this very process still exists, running or as a zombie not yet reaped (its
+    /// group id is still its own then).
+    pub fn exists(&self) -> bool {
+        i32::try_from(self.pid)
+            .ok()
+            .and_then(stat)
+            .is_some_and(|now| now.start == self.start)
+    }
+
     /// `<pid>:<start>`, the form owner files and the watchdog's pipe carry.
     pub fn to_text(self) -> String {
         format!("{}:{}", self.pid, self.start)

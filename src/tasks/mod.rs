@@ -16,6 +16,7 @@ mod logs;
 mod model;
 mod module;
 mod notify;
+mod orphans;
 mod service;
 
 pub use capability::REGISTRATION;

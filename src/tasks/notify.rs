@@ -190,6 +190,7 @@ mod tests {
             start_time: 1_000,
             end_time: Some(26_000),
             pid: Some(7),
+            leader_start: None,
             exit_code,
             signal: None,
             kill_kind: None,

@@ -16,7 +16,7 @@
 use std::collections::HashMap;
 use std::fs::OpenOptions;
 use std::io::Write as _;
-use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
@@ -34,9 +34,10 @@ use super::logs;
 use super::model::{KillKind, TaskInfo, TaskOrigin, TaskStatus, format_size, sort_tasks};
 use super::notify::{self, NotificationSink, SharedSink};
 use crate::bridge::{AgentId, BridgeHost};
+use crate::sys::private_dir::{create_owned, ensure_private};
 use crate::sys::{
-    GroupGuard, GroupStop, ProcessGroup, Reach, SpawnGrouped as _, lock, now_ms, random_u64,
-    write_atomic,
+    GroupGuard, GroupStop, ProcessGroup, ProcessId, Reach, SpawnGrouped as _, lock, now_ms,
+    random_u64, write_atomic,
 };
 
 /// Default output cap: 20 MiB.
@@ -51,8 +52,9 @@ pub const MAX_RECENT_TASKS: usize = 100;
 /// How tasks are run and where their files go.
 #[derive(Debug, Clone)]
 pub struct TaskSettings {
-    /// The directory the per-session run directory is created in
-    /// (`$UNIPI_BG_TMP_DIR`, else `$TMPDIR/unipi-bg-tasks`).
+    /// The directory the per-session run directory is created in: `$UNIPI_BG_TMP_DIR`, else
+    /// `tasks` in the user's private runtime directory ([`crate::sys::private_dir`]). It must be
+    /// a directory of ours that nobody else can enter (it is made so, or refused).
     pub root_dir: PathBuf,
     /// Names the run directory (`<session>-<pid>-<nonce>`).
     pub session: String,
@@ -74,7 +76,7 @@ impl TaskSettings {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
         let root_dir = var("UNIPI_BG_TMP_DIR")
             .map(PathBuf::from)
-            .unwrap_or_else(|| std::env::temp_dir().join("unipi-bg-tasks"));
+            .unwrap_or_else(default_root_dir);
         let env_cap = var("UNIPI_BG_MAX_OUTPUT_BYTES").and_then(|v| v.trim().parse::<u64>().ok());
         Self {
             root_dir,
@@ -145,20 +147,21 @@ pub struct TaskRegistry {
 }
 
 impl TaskService {
-    /// Creates the run directory (`<root>/<session>-<pid>-<nonce>`, mode 0700).
+    /// Makes sure the root is a private directory of ours (refusing one that is not), settles
+    /// what a dead workbench left in it ([`super::orphans`]), and creates this session's run
+    /// directory (`<root>/<session>-<pid>-<nonce>`: fresh, mode 0700, with its owner file).
     pub fn new(settings: TaskSettings) -> anyhow::Result<Self> {
-        let dir_name = format!(
-            "{}-{}-{:08x}",
-            sanitize_segment(&settings.session),
-            std::process::id(),
-            random_u64() as u32
-        );
-        let run_dir = settings.root_dir.join(dir_name);
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&run_dir)
-            .with_context(|| format!("create the task directory {}", run_dir.display()))?;
+        ensure_private(&settings.root_dir).with_context(|| {
+            format!(
+                "the background-task directory {} cannot be used",
+                settings.root_dir.display()
+            )
+        })?;
+        super::orphans::finalize_orphans(&settings.root_dir);
+        let run_dir = create_owned(&settings.root_dir, &sanitize_segment(&settings.session))
+            .with_context(|| {
+                format!("create a task directory in {}", settings.root_dir.display())
+            })?;
         let (changes, _) = watch::channel(0);
         Ok(Self {
             inner: Arc::new(TaskLedger {
@@ -221,6 +224,7 @@ impl TaskService {
             output_path: output_path.display().to_string(),
             start_time: now_ms(),
             pid: Some(group.raw().unsigned_abs()),
+            leader_start: ProcessId::of(group.raw().unsigned_abs()).map(|leader| leader.start),
             timeout_seconds: request.timeout_seconds.filter(|secs| *secs > 0),
             is_agent: request.is_agent,
             notify_on_completion: request.notify_on_completion,
@@ -784,6 +788,20 @@ fn spawn_shell(
         .kill_on_drop(false);
     cmd.spawn_grouped()
         .with_context(|| format!("spawn {} -c", settings.shell.display()))
+}
+
+/// `tasks` in the user's private runtime directory. Without one (no private directory could be
+/// made) the usual place is named anyway, and [`TaskService::new`] says why it cannot be used.
+fn default_root_dir() -> PathBuf {
+    match crate::sys::private_dir::runtime_root() {
+        Ok(root) => root.path.join("tasks"),
+        Err(err) => {
+            tracing::warn!("{err}");
+            std::env::temp_dir()
+                .join(format!("unipi-{}", nix::unistd::geteuid()))
+                .join("tasks")
+        }
+    }
 }
 
 fn shell_from(path: Option<String>, name: Option<String>, user: Option<String>) -> PathBuf {
