@@ -275,3 +275,86 @@ fn a_helper_run_ends_with_a_final_state_on_ctrl_d_and_the_next_session_reads_and
     );
     assert_eq!(exit_pi(&mut second, KITTY_CTRL_D, REPLY), 0);
 }
+
+/// Runs `command args…` as the user `nobody` (group `nogroup`) through `setpriv`; fails loudly
+/// when `setpriv` is missing or the command fails.
+fn as_nobody(command: &str, args: &[&str]) {
+    let status = std::process::Command::new("setpriv")
+        .args([
+            "--reuid=nobody",
+            "--regid=nogroup",
+            "--clear-groups",
+            command,
+        ])
+        .args(args)
+        .status()
+        .unwrap_or_else(|err| {
+            panic!("`setpriv` (util-linux) is needed to act as a second user: {err}")
+        });
+    assert!(status.success(), "setpriv … {command} {args:?}: {status}");
+}
+
+#[test]
+fn a_runtime_directory_another_user_made_first_is_refused_and_tasks_still_work() {
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+    let sandbox = Sandbox::new();
+    // TMPDIR as shared as /tmp: anyone may create entries in it.
+    let set_mode = |path: &Path, mode: u32| {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    };
+    set_mode(sandbox.root(), 0o711);
+    set_mode(&sandbox.tmp, 0o1777);
+    // Another local user creates the workbench's usual private directory before it starts,
+    // and the shared task directory of earlier versions.
+    let usual = sandbox.runtime_root();
+    let old_shared = sandbox.tmp.join("unipi-bg-tasks");
+    for dir in [&usual, &old_shared] {
+        as_nobody("mkdir", &["-m", "0777", &dir.display().to_string()]);
+        assert_eq!(std::fs::metadata(dir).unwrap().uid(), 65534);
+    }
+
+    let mut session = start(&sandbox);
+    // Said at start, in words that name the directory and why.
+    let log = sandbox.log();
+    assert!(
+        log.contains(&format!(
+            "{} belongs to another user (uid 65534",
+            usual.display()
+        )),
+        "{}",
+        sandbox.log_tail(30)
+    );
+    // Tasks work, in a fresh private directory; the notification carries the real output.
+    ask(&session, &sandbox, "start a background task", "BG-STARTED");
+    session
+        .wait_for_text("BG-WOKEN", REPLY)
+        .unwrap_or_else(|err| panic!("{err:#}\n{}", session.screen_text()));
+    for dir in [&usual, &old_shared] {
+        assert_eq!(
+            std::fs::read_dir(dir).unwrap().count(),
+            0,
+            "something of the workbench's went into the other user's {}",
+            dir.display()
+        );
+    }
+    let fresh: Vec<PathBuf> = std::fs::read_dir(&sandbox.tmp)
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| {
+            path.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with(&format!(
+                    "{}-",
+                    usual.file_name().unwrap().to_string_lossy()
+                ))
+        })
+        .collect();
+    assert_eq!(fresh.len(), 1, "{fresh:?}");
+    let meta = std::fs::metadata(&fresh[0]).unwrap();
+    assert_eq!(meta.mode() & 0o777, 0o700);
+    assert_eq!(meta.uid(), nix::unistd::geteuid().as_raw());
+    assert!(fresh[0].join("tasks").is_dir(), "the task went there");
+    assert_eq!(exit_pi(&mut session, KITTY_CTRL_D, REPLY), 0);
+}
