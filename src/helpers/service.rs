@@ -670,7 +670,8 @@ fn unfinished_on_disk(id: &str, status: &Value) -> ToolOutput {
     let (text, owner) = match orphans::follower(status) {
         orphans::Follower::Alive(owner) => (
             format!(
-                "Helper run {id} belongs to another unipi-tui session (pid {}) that is still                  running it; its result is recorded there when it ends — ask again later.",
+                "Helper run {id} belongs to another unipi-tui session (pid {}) that is still \
+                 running it; its result is recorded there when it ends — ask again later.",
                 owner.pid
             ),
             Some(owner.pid),
@@ -681,7 +682,8 @@ fn unfinished_on_disk(id: &str, status: &Value) -> ToolOutput {
         ),
         orphans::Follower::Unknown => (
             format!(
-                "Helper run {id} was left unfinished by an earlier unipi-tui that did not record                  its end (it was killed, or is an older version); no result was recorded."
+                "Helper run {id} was left unfinished by an earlier unipi-tui that did not record \
+                 its end (it was killed, or is an older version); no result was recorded."
             ),
             None,
         ),
