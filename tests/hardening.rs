@@ -171,26 +171,26 @@ fn after_kill_9_nothing_it_started_runs_within_2_seconds_and_the_next_start_clea
         sandbox.log_tail(10)
     );
 
-    // What the dead workbench left: its bridge directory, a task record and a helper run that
-    // say `running`.
+    // What the dead workbench left: its bridge and demo directories, a task record and a
+    // helper run that say `running`.
     let runtime = sandbox.runtime_root();
-    let bridge_dirs = |pid: u32| -> Vec<PathBuf> {
-        std::fs::read_dir(&runtime)
+    let owned_dirs = |pid: u32| -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(&runtime)
             .unwrap()
             .flatten()
-            .map(|entry| entry.path())
-            .filter(|path| {
-                path.file_name()
-                    .unwrap()
-                    .to_string_lossy()
-                    .starts_with(&format!("bridge-{pid}-"))
+            .map(|entry| entry.file_name().to_string_lossy().into_owned())
+            .filter(|name| {
+                name.starts_with(&format!("bridge-{pid}-"))
+                    || name.starts_with(&format!("demo-{pid}-"))
             })
-            .collect()
+            .collect();
+        names.sort();
+        names
     };
-    assert_eq!(
-        bridge_dirs(workbench).len(),
-        1,
-        "the dead workbench's bridge directory"
+    let left = owned_dirs(workbench);
+    assert!(
+        left.len() == 2 && left[0].starts_with("bridge-") && left[1].starts_with("demo-"),
+        "the dead workbench's bridge and demo directories: {left:?}"
     );
     let task_records = || -> Vec<serde_json::Value> {
         std::fs::read_dir(runtime.join("tasks"))
@@ -211,9 +211,10 @@ fn after_kill_9_nothing_it_started_runs_within_2_seconds_and_the_next_start_clea
 
     // The next start settles all of it, and the model reads the helper run's fate.
     let mut next = start(&sandbox);
-    assert!(
-        bridge_dirs(workbench).is_empty(),
-        "the stale bridge directory is removed"
+    assert_eq!(
+        owned_dirs(workbench),
+        Vec::<String>::new(),
+        "the stale bridge and demo directories are removed"
     );
     let record = &task_records()[0];
     assert_eq!(record["status"], "stopped", "{record}");

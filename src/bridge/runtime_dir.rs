@@ -6,8 +6,9 @@
 //! hex) and are compared in constant time.
 
 use std::io::Read as _;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::path::Path;
+
+use crate::sys::private_dir::OwnedDir;
 
 use anyhow::{Context as _, bail};
 
@@ -19,10 +20,7 @@ const MAX_SOCKET_PATH: usize = 103;
 
 /// A created runtime directory; removed (with its contents) on [`RuntimeDir::remove`] or drop.
 #[derive(Debug)]
-pub(crate) struct RuntimeDir {
-    path: PathBuf,
-    removed: AtomicBool,
-}
+pub(crate) struct RuntimeDir(OwnedDir);
 
 impl RuntimeDir {
     /// Creates `<base>/bridge-<pid>-<nonce>/` (fresh, mode 0700, with its owner file) after
@@ -46,58 +44,27 @@ impl RuntimeDir {
                 base.display()
             );
         }
-        remove_stale(&base);
-        let path = crate::sys::private_dir::create_owned(&base, PREFIX).with_context(|| {
+        let dir = OwnedDir::create(&base, PREFIX).with_context(|| {
             format!(
                 "cannot create the bridge runtime directory in {}",
                 base.display()
             )
         })?;
-        Ok(Self {
-            path,
-            removed: AtomicBool::new(false),
-        })
+        Ok(Self(dir))
     }
 
     pub(crate) fn path(&self) -> &Path {
-        &self.path
+        self.0.path()
     }
 
     /// Removes the directory and everything in it; later calls do nothing.
     pub(crate) fn remove(&self) {
-        if self.removed.swap(true, Ordering::SeqCst) {
-            return;
-        }
-        match std::fs::remove_dir_all(&self.path) {
-            Ok(()) => tracing::debug!("removed {}", self.path.display()),
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
-            Err(err) => tracing::warn!("cannot remove {}: {err}", self.path.display()),
-        }
-    }
-}
-
-impl Drop for RuntimeDir {
-    fn drop(&mut self) {
-        self.remove();
+        self.0.remove();
     }
 }
 
 /// The runtime directories' name prefix.
 const PREFIX: &str = "bridge";
-
-/// Removes the runtime directories (and their sockets) of workbenches that died.
-fn remove_stale(base: &Path) {
-    for (dir, owner) in crate::sys::private_dir::stale_dirs(base, PREFIX) {
-        match std::fs::remove_dir_all(&dir) {
-            Ok(()) => tracing::info!(
-                "removed {}, left by a workbench (pid {}) that died",
-                dir.display(),
-                owner.pid
-            ),
-            Err(err) => tracing::warn!("cannot remove the stale {}: {err}", dir.display()),
-        }
-    }
-}
 
 /// `bytes` random bytes from `/dev/urandom`, as lowercase hex.
 pub(crate) fn random_hex(bytes: usize) -> anyhow::Result<String> {

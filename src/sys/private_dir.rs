@@ -227,6 +227,62 @@ pub fn stale_dirs(parent: &Path, prefix: &str) -> Vec<(PathBuf, ProcessId)> {
         .collect()
 }
 
+/// A directory this workbench owns ([`create_owned`]), removed with everything in it on
+/// [`OwnedDir::remove`] or drop. Creating one first removes the directories with the same prefix
+/// that a workbench which died left behind ([`remove_stale`]).
+#[derive(Debug)]
+pub struct OwnedDir {
+    path: PathBuf,
+    removed: std::sync::atomic::AtomicBool,
+}
+
+impl OwnedDir {
+    /// Removes the stale `<parent>/<prefix>-*` directories, then creates this workbench's own.
+    pub fn create(parent: &Path, prefix: &str) -> io::Result<Self> {
+        remove_stale(parent, prefix);
+        Ok(Self {
+            path: create_owned(parent, prefix)?,
+            removed: std::sync::atomic::AtomicBool::new(false),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Removes the directory and everything in it; later calls do nothing.
+    pub fn remove(&self) {
+        if self.removed.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
+        match std::fs::remove_dir_all(&self.path) {
+            Ok(()) => tracing::debug!("removed {}", self.path.display()),
+            Err(err) if err.kind() == io::ErrorKind::NotFound => {}
+            Err(err) => tracing::warn!("cannot remove {}: {err}", self.path.display()),
+        }
+    }
+}
+
+impl Drop for OwnedDir {
+    fn drop(&mut self) {
+        self.remove();
+    }
+}
+
+/// Removes the `<parent>/<prefix>-*` directories whose owner died ([`stale_dirs`]).
+pub fn remove_stale(parent: &Path, prefix: &str) {
+    for (dir, owner) in stale_dirs(parent, prefix) {
+        match std::fs::remove_dir_all(&dir) {
+            Ok(()) => tracing::info!(
+                "removed {}, left by a workbench (pid {}) that died",
+                dir.display(),
+                owner.pid
+            ),
+            Err(err) => tracing::warn!("cannot remove the stale {}: {err}", dir.display()),
+        }
+    }
+}
+
 /// Creates `path` for appending, exclusively and without following a link in its place: a
 /// file (or link) someone put there first is an error, never written through.
 pub fn create_new_file(path: &Path) -> io::Result<File> {
