@@ -3,4 +3,15 @@
 //! documents those steps write under `.unipi/docs/`; the kanban board that shows them as cards,
 //! live; and the optional autonomous loop (ralph). See `docs/workflow.md`.
 
+pub mod board;
+mod capability;
+pub mod commands;
 pub mod docs;
+pub mod levels;
+pub mod module;
+pub mod ralph;
+pub mod refs;
+pub mod run;
+pub mod skills;
+
+pub use capability::{REGISTRATION, events};
