@@ -76,20 +76,12 @@ impl BoardModel {
 
 /// `pct` of `done` out of `total`, rounded.
 fn percent(done: usize, total: usize) -> usize {
-    if total == 0 {
-        0
-    } else {
-        (done * 100 + total / 2) / total
-    }
+    (done * 100 + total / 2).checked_div(total).unwrap_or(0)
 }
 
 /// A text progress bar `cells` wide.
 fn bar(done: usize, total: usize, cells: usize) -> String {
-    let filled = if total == 0 {
-        0
-    } else {
-        (done * cells + total / 2) / total
-    };
+    let filled = (done * cells + total / 2).checked_div(total).unwrap_or(0);
     format!(
         "{}{}",
         "█".repeat(filled),

@@ -115,3 +115,6 @@ impl BoardPort for WorkbenchBoard {
         lock(&self.notice).take()
     }
 }
+
+#[cfg(test)]
+mod view_tests;
