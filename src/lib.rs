@@ -24,6 +24,7 @@ pub mod tasks;
 pub mod term;
 pub mod views;
 pub mod web;
+pub mod workflow;
 
 pub use cli::run;
 

@@ -37,11 +37,13 @@ pub enum Action {
     ScrollLive,
     Dock,
     ClearTaskNotices,
+    /// Open the kanban board (answered by the capability that owns it).
+    Board,
 }
 
 impl Action {
     /// Every action, in the order the help overlay lists them.
-    pub const ALL: [Action; 8] = [
+    pub const ALL: [Action; 9] = [
         Action::Help,
         Action::ScrollPageUp,
         Action::ScrollPageDown,
@@ -50,6 +52,7 @@ impl Action {
         Action::ScrollLive,
         Action::Dock,
         Action::ClearTaskNotices,
+        Action::Board,
     ];
 
     /// The stable name used in keymap files.
@@ -63,6 +66,7 @@ impl Action {
             Action::ScrollLive => "scroll.live",
             Action::Dock => "dock",
             Action::ClearTaskNotices => "tasks.clear_notices",
+            Action::Board => "board",
         }
     }
 
@@ -77,6 +81,7 @@ impl Action {
             Action::ScrollLive => "Back to live output",
             Action::Dock => "Open the background-task dock",
             Action::ClearTaskNotices => "Clear finished background-task notices",
+            Action::Board => "Open the kanban board of the workflow documents",
         }
     }
 
@@ -1046,6 +1051,7 @@ mod tests {
             ("Shift+End", "scroll.live"),
             ("Shift+Down", "dock"),
             ("Ctrl+Alt+C", "tasks.clear_notices"),
+            ("Alt+K", "board"),
         ];
         let want: Vec<(String, &str)> = want.iter().map(|(k, a)| ((*k).to_owned(), *a)).collect();
         assert_eq!(bindings, want);
