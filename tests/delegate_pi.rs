@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::pi::{PRINT_TIMEOUT, PiInstall, PiLine, pi_install};
-use support::procs::alive;
+use support::procs::{alive, cwd};
 use tokio::sync::mpsc;
 use unipi_tui::bridge::{AgentId, CancelToken, ModelInfo, Module as _, ToolCall, UpdateSender};
 use unipi_tui::delegate::artifacts::{
@@ -460,7 +460,11 @@ async fn stopping_a_delegate_leaves_no_process_and_records_cancelled() -> anyhow
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let pi_pid = pi_pid_of(&dir);
+    let pi_pid = pi_pid_of(&dir).expect("the runner recorded Pi's pid");
+    // The delegate and its Pi run in the project (the workspace), not where the test runs.
+    assert_ne!(std::env::current_dir()?, sandbox.cwd);
+    assert_eq!(cwd(child_pid).as_deref(), Some(sandbox.cwd.as_path()));
+    assert_eq!(cwd(pi_pid).as_deref(), Some(sandbox.cwd.as_path()));
     assert!(board.stop(&task_id));
     let notice = next_notice(&mut notices).await;
     assert!(
@@ -474,7 +478,6 @@ async fn stopping_a_delegate_leaves_no_process_and_records_cancelled() -> anyhow
         notice.content
     );
     assert!(!alive(child_pid), "the child process is gone");
-    let pi_pid = pi_pid.expect("the runner recorded Pi's pid");
     assert!(!alive(pi_pid), "Pi is gone");
     // The child itself recorded the cancellation (it handled SIGTERM, it was not killed).
     let terminal: Value = serde_json::from_slice(&std::fs::read(dir.file(TERMINAL_FILE))?)?;

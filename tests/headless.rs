@@ -315,3 +315,91 @@ async fn print_mode_in_a_terminal_prints_and_leaves_the_terminal_alone() {
         "the alternate screen was used: {raw:?}"
     );
 }
+
+/// `--list-models` and `--export` run Pi alone and print what Pi prints; `--mode rpc` is Pi's
+/// RPC protocol on stdin/stdout (a prompt's response and events, in Pi's order), with the
+/// workbench's bridge behind it.
+#[tokio::test]
+async fn list_models_export_and_rpc_mode_are_pis() {
+    let s = setup().await;
+
+    let pi = s.run_pi(&["--list-models"]).await;
+    let ours = s.run_unipi(&["--list-models"]).await;
+    assert_eq!(pi.code, Some(0), "{}", pi.stderr);
+    assert!(pi.stdout.contains("scripted"), "{}", pi.stdout);
+    assert_eq!((ours.code, &ours.stdout), (pi.code, &pi.stdout));
+
+    // A session to export, saved by a print run.
+    assert!(s.run_pi(&["-p", "hello"]).await.success);
+    let session = walk(&s.sandbox.dir("agent").join("sessions"))
+        .into_iter()
+        .find(|path| path.extension().is_some_and(|ext| ext == "jsonl"))
+        .expect("the print run saved a session");
+    let session = session.display().to_string();
+    let pi_html = s.project.join("pi.html").display().to_string();
+    let our_html = s.project.join("ours.html").display().to_string();
+    let pi = s.run_pi(&["--export", &session, &pi_html]).await;
+    let ours = s.run_unipi(&["--export", &session, &our_html]).await;
+    assert_eq!(pi.code, Some(0), "{}", pi.stderr);
+    assert_eq!(
+        (ours.code, ours.stdout.replace(&our_html, "OUT")),
+        (pi.code, pi.stdout.replace(&pi_html, "OUT")),
+        "stderr:\n{}",
+        ours.stderr
+    );
+    let exported = std::fs::read_to_string(&our_html).unwrap();
+    assert!(exported.contains("<html"), "not HTML: {exported:.200}");
+
+    // RPC: one prompt, read until Pi settles, then stdin closes and the run ends.
+    let rpc = |mut command: tokio::process::Command| async move {
+        use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+        command.stdin(Stdio::piped());
+        let mut child = command.spawn().unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin
+            .write_all(b"{\"id\":\"p1\",\"type\":\"prompt\",\"message\":\"hello\"}\n")
+            .await
+            .unwrap();
+        let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut types = Vec::new();
+        let mut text = String::new();
+        tokio::time::timeout(RUN, async {
+            while let Some(line) = lines.next_line().await.unwrap() {
+                let value: serde_json::Value = serde_json::from_str(&line)
+                    .unwrap_or_else(|err| panic!("not JSON ({err}): {line:?}"));
+                let kind = value["type"].as_str().unwrap_or_default().to_owned();
+                text.push_str(&line);
+                let end = kind == "agent_end";
+                types.push(kind);
+                if end {
+                    break;
+                }
+            }
+        })
+        .await
+        .expect("no agent_end on stdout");
+        drop(stdin);
+        let status = tokio::time::timeout(RUN, child.wait())
+            .await
+            .expect("the RPC run did not end when stdin closed")
+            .unwrap();
+        (types, text, status.code())
+    };
+    let mut pi = s.pi.command();
+    pi.current_dir(&s.project)
+        .env("HOME", &s.home)
+        .env("TMPDIR", &s.sandbox.tmp)
+        .envs(s.agent.env.iter().map(|(k, v)| (k, v)))
+        .args(&s.agent.pi_args)
+        .args(["--mode", "rpc", "--no-session"]);
+    let (pi_types, _, pi_code) = rpc(pi).await;
+    let (our_types, our_text, our_code) = rpc(s.unipi(&["--mode", "rpc", "--no-session"])).await;
+    assert_eq!(pi_types.first().map(String::as_str), Some("response"));
+    assert!(our_text.contains("HEADLESS-REPLY"), "{our_text}");
+    assert_eq!((our_types, our_code), (pi_types, pi_code));
+    assert!(
+        s.log().contains("bridge: main connected"),
+        "the RPC run had no bridge:\n{}",
+        s.log()
+    );
+}

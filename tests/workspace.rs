@@ -5,7 +5,7 @@
 //! so a child in the wrong one shows.
 //!
 //! Proven: Pi's working directory (`/proc/<pid>/cwd`) is the project; the project's `AGENTS.md`
-//! reaches the model; `-e ./ext.ts` (relative to the project) loads; Pi's bash, a helper's bash
+//! reaches the model; `-e ./ext.ts` (relative to the project) loads; Pi's bash, the user's `!command`, a helper's bash
 //! and an MCP server with a relative `cwd` (workbench-owned, and Pi-owned) run where Pi 1.x runs
 //! them; the session is saved as the project's, so plain `pi -c` in the project continues it;
 //! and the resume command printed at exit, `unipi-tui --session <id>`, names a session Pi finds.
@@ -196,6 +196,14 @@ fn pi_its_tools_a_helper_and_an_mcp_server_run_in_the_project_and_the_session_is
     );
     // Pi's bash runs in the project.
     assert_eq!(wb.reported_dir("BASH-PWD"), project);
+
+    // So does the user's own shell escape, `!command`, typed into Pi's editor.
+    wb.session.type_text("!echo BANG-PWD=$(pwd)");
+    wb.session.send(b"\r");
+    let expected = format!("BANG-PWD={}", project.display());
+    wb.session
+        .wait_for_text(&expected, REPLY)
+        .unwrap_or_else(|err| panic!("{err:#}\n{}", wb.session.screen_text()));
 
     // `-e ./ext.ts` is the project's extension: its tool is offered, and runs in the project.
     wb.ask("call the project extension", "EXT-ROUNDTRIP-OK");
