@@ -1,12 +1,19 @@
-//! The workflow end to end: the real `unipi-tui` binary in a PTY with the real Pi 1.6.0 and the
-//! scripted model served from the test (its request log read here).
+//! The workflow end to end: the real `unipi-tui` binary in a PTY with the real Pi (1.6.0, and
+//! 0.73.1 where said) and the scripted model served from the test (its request log read here).
 //!
-//! Proven: `/unipi:plan` sends the plan skill as the user's message and restricts the tools —
-//! the model's request lists exactly the write-unipi tools, no `bash`; the board (opened with
-//! Alt+K while the model is still thinking) shows the plan's tasks once the model has written
-//! the plan file with Pi's `write` tool, without being reopened (the watcher); when Pi settles
-//! the step ends — the tools are restored (the next request lists `bash` again) and the end is
-//! logged with its success.
+//! Proven:
+//! - `/unipi:plan` sends the plan skill as the user's message and restricts the tools — the
+//!   model's request lists exactly the write-unipi tools, no `bash`; the board (opened with Alt+K
+//!   while the model is still thinking) shows the plan's tasks once the model has written the
+//!   plan file with Pi's `write` tool, without being reopened (the watcher); when Pi settles the
+//!   step ends — the tools are restored (the next request lists `bash` again) and the end is
+//!   logged with its success.
+//! - A call the step's tool level forbids gets a reason naming the step and the level, in the
+//!   tool result the model reads and in Pi's pane: a tool the level hides (Pi itself would answer
+//!   "Tool bash not found"), and a `write`/`edit` outside `.unipi/` (plain, through `..`) under
+//!   write-unipi, which is refused with the file untouched; a write inside goes through. The
+//!   same for `edit` under read-only `/unipi:research`; after the steps a write anywhere works.
+//!   Both Pi lines.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
 
@@ -20,6 +27,7 @@ use support::demo::{OfflineModel, spawn_workbench};
 use support::pi::PiLine;
 use support::sandbox::Sandbox;
 use support::term::OuterOptions;
+use support::term::Session;
 use support::workbench::{KITTY_CTRL_D, exit_pi, settled, slash};
 
 const START: Duration = Duration::from_secs(90);
@@ -47,32 +55,71 @@ fn last_user_text(request: &Value) -> String {
         .unwrap_or_default()
 }
 
+/// The workbench with `line`'s Pi and the scripted model of `scenario`, at Pi's idle prompt;
+/// `prepare` runs in the sandbox first (files the test needs in the project).
+struct Bench {
+    session: Session,
+    model: OfflineModel,
+    sandbox: Sandbox,
+}
+
+impl Bench {
+    fn start(line: PiLine, scenario: &str, prepare: impl FnOnce(&Sandbox)) -> Bench {
+        let sandbox = Sandbox::new();
+        prepare(&sandbox);
+        let model = OfflineModel::start(
+            &Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/scenarios")
+                .join(scenario),
+            &sandbox.home.join(".pi/agent"),
+        );
+        let outer = OuterOptions {
+            rows: 40,
+            cols: 120,
+            kitty: true,
+        };
+        let session = spawn_workbench(line, &[], &model.pi_args(), &sandbox, &model.env(), outer);
+        session
+            .wait_for("Pi's prompt with the scripted model", START, |s| {
+                let text = s.contents();
+                text.contains("scripted-workflow") && text.contains("○ idle")
+            })
+            .unwrap_or_else(|err| panic!("{err:#}\n{}", sandbox.log_tail(40)));
+        Bench {
+            session,
+            model,
+            sandbox,
+        }
+    }
+
+    /// Waits for `what` on the screen, failing with the log's tail.
+    fn wait_screen(&self, what: &str, check: impl Fn(&vt100::Screen) -> bool) {
+        self.session
+            .wait_for(what, REPLY, check)
+            .unwrap_or_else(|err| panic!("{err:#}\n{}", self.sandbox.log_tail(60)));
+    }
+
+    /// Waits until Pi settled (the workbench's footer says so).
+    fn wait_settled(&self) {
+        self.wait_screen("Pi settled", settled);
+    }
+
+    /// Types a prompt and sends it once Pi's editor shows it.
+    fn prompt(&self, text: &str) {
+        self.session.type_text(text);
+        self.wait_screen("the prompt typed", |s| s.contents().contains(text));
+        self.session.send(b"\r");
+    }
+}
+
 #[test]
 fn plan_restricts_the_tools_and_the_board_shows_the_written_plan_live() {
-    let sandbox = Sandbox::new();
-    let model = OfflineModel::start(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/scenarios/workflow.toml"),
-        &sandbox.home.join(".pi/agent"),
-    );
-    let outer = OuterOptions {
-        rows: 40,
-        cols: 120,
-        kitty: true,
-    };
-    let mut session = spawn_workbench(
-        PiLine::Current,
-        &[],
-        &model.pi_args(),
-        &sandbox,
-        &model.env(),
-        outer,
-    );
-    session
-        .wait_for("Pi's prompt with the scripted model", START, |s| {
-            let text = s.contents();
-            text.contains("scripted-workflow") && text.contains("○ idle")
-        })
-        .unwrap_or_else(|err| panic!("{err:#}\n{}", sandbox.log_tail(40)));
+    let bench = Bench::start(PiLine::Current, "workflow.toml", |_| {});
+    let Bench {
+        mut session,
+        model,
+        sandbox,
+    } = bench;
 
     slash(&session, "/unipi:plan build the search", REPLY);
     // The step's message reached the model: the plan skill, with the restricted tools.
@@ -172,4 +219,123 @@ fn plan_restricts_the_tools_and_the_board_shows_the_written_plan_live() {
         tools(after)
     );
     assert_eq!(exit_pi(&mut session, KITTY_CTRL_D, REPLY), 0);
+}
+
+/// The tool result Pi sent the model for call `id`.
+fn tool_result(bench: &Bench, id: &str) -> String {
+    bench
+        .model
+        .server
+        .requests()
+        .iter()
+        .flat_map(|request| request["messages"].as_array().cloned().unwrap_or_default())
+        .find(|message| message["role"] == "tool" && message["tool_call_id"] == id)
+        .map(|message| unipi_tui::scripted::message_text(&message))
+        .unwrap_or_else(|| panic!("no tool result for {id}\n{}", bench.sandbox.log_tail(40)))
+}
+
+fn blocked_calls_get_a_reason_naming_the_step_and_the_level(line: PiLine) {
+    let mut bench = Bench::start(line, "workflow-policy.toml", |sandbox| {
+        sandbox.write(&sandbox.project.join("README.md"), "original\n");
+    });
+    slash(&bench.session, "/unipi:plan try the fences", REPLY);
+    bench.wait_screen("the plan step's answer", |s| {
+        s.contents().contains("PLAN-STEP-DONE")
+    });
+    // Pi's pane shows the reasons too (the last ones; the first scrolled away).
+    let screen = bench.session.screen_text();
+    assert!(
+        screen.contains("`edit` of README.md is refused during /unipi:plan"),
+        "{screen}"
+    );
+    let level =
+        "(tool level write-unipi: read and search anything; write and edit only under .unipi/)";
+    let bash = tool_result(&bench, "call_bash");
+    assert!(
+        bash.starts_with(&format!(
+            "`bash` is not available during /unipi:plan {level}. Available tools: read, write, \
+             edit, grep, find, ls"
+        )),
+        "{bash}"
+    );
+    for (id, tool, path) in [
+        ("call_out", "write", "ESCAPED.md"),
+        ("call_dots", "write", ".unipi/../ESCAPED-DOTS.md"),
+        ("call_edit", "edit", "README.md"),
+    ] {
+        let result = tool_result(&bench, id);
+        assert!(
+            result.starts_with(&format!(
+                "`{tool}` of {path} is refused during /unipi:plan {level}."
+            )),
+            "{id}: {result}"
+        );
+    }
+    let inside = tool_result(&bench, "call_in");
+    assert!(
+        inside.to_lowercase().contains("successfully wrote"),
+        "{inside}"
+    );
+    let project = bench.sandbox.project.clone();
+    assert!(
+        project
+            .join(".unipi/docs/plans/2026-05-03-policy-plan.md")
+            .is_file()
+    );
+    for escaped in ["ESCAPED.md", "ESCAPED-DOTS.md", "BASH-RAN"] {
+        assert!(!project.join(escaped).exists(), "{escaped} was written");
+    }
+    let readme = std::fs::read_to_string(project.join("README.md")).unwrap();
+    assert_eq!(readme, "original\n");
+    bench.wait_settled();
+    support::procs::wait_until("the plan step's end in the log", REPLY, || {
+        bench.sandbox.log().contains("workflow: /unipi:plan ended")
+    });
+
+    // A read-only step: `edit` is hidden, and the reason says so, to the model and in the pane.
+    slash(&bench.session, "/unipi:research look around", REPLY);
+    bench.wait_screen("the reason in Pi's pane", |s| {
+        s.contents()
+            .contains("not available during /unipi:research")
+    });
+    bench.wait_screen("the research step's answer", |s| {
+        s.contents().contains("RESEARCH-STEP-DONE")
+    });
+    let edit = tool_result(&bench, "call_research_edit");
+    assert!(
+        edit.starts_with(
+            "`edit` is not available during /unipi:research (tool level read-only: read and \
+             search only; nothing may change). Available tools: read, grep, find, ls"
+        ),
+        "{edit}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(project.join("README.md")).unwrap(),
+        "original\n"
+    );
+    bench.wait_settled();
+    support::procs::wait_until("the research step's end in the log", REPLY, || {
+        bench
+            .sandbox
+            .log()
+            .contains("workflow: /unipi:research ended")
+    });
+
+    // The steps are over: the policy is lifted, a write anywhere goes through.
+    bench.prompt("write freely now");
+    bench.wait_screen("the free write's answer", |s| {
+        s.contents().contains("FREE-WRITE-DONE")
+    });
+    assert!(project.join("FREE.md").is_file());
+    assert_eq!(exit_pi(&mut bench.session, KITTY_CTRL_D, REPLY), 0);
+}
+
+#[test]
+fn blocked_calls_get_a_reason_naming_the_step_and_the_level_current() {
+    blocked_calls_get_a_reason_naming_the_step_and_the_level(PiLine::Current);
+}
+
+#[test]
+fn blocked_calls_get_a_reason_naming_the_step_and_the_level_legacy() {
+    blocked_calls_get_a_reason_naming_the_step_and_the_level(PiLine::Legacy);
 }

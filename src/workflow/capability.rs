@@ -12,13 +12,14 @@ use tokio::sync::{broadcast, watch};
 use super::board::{BoardStore, BoardView, KANBAN_KEYS, WorkbenchBoard};
 use super::commands::{self, WorkflowCommand};
 use super::docs::DOCS_DIR;
+use super::levels::WRITE_ROOT;
 use super::module::{KANBOARD, RALPH_START, RALPH_STATUS, RALPH_STOP, WorkflowModule};
 use super::ralph::{self, LoopStatus, Next};
 use super::run::{Active, Tracker};
 use super::skills;
 use crate::bridge::{
     AgentId, BridgeError, BusEvent, CommandCall, CommandReply, DeliverAs, HostCall, Module,
-    NotifyLevel, PiEvent,
+    NotifyLevel, PathRule, PiEvent,
 };
 use crate::capability::{
     BridgeLink, Capability, Changed, Registration, StartContext, Ui, WithCommands,
@@ -234,9 +235,15 @@ impl Shared {
         let allowed = command.level.allowed(&restore);
         let tools = allowed.clone().unwrap_or_else(|| restore.clone());
         let full_name = format!("unipi:{}", command.name);
+        let paths = command.level.writes_under_unipi_only().then(|| PathRule {
+            tools: vec!["write".to_owned(), "edit".to_owned()],
+            root: self.workspace.join(WRITE_ROOT),
+            reason: command.level.path_reason(&full_name),
+        });
         let policy = HostCall::SetToolPolicy {
             reason: command.level.block_reason(&full_name, &tools),
             allowed: allowed.clone(),
+            paths,
         };
         for call in [
             HostCall::SetActiveTools {
@@ -417,6 +424,7 @@ impl Shared {
             HostCall::SetToolPolicy {
                 allowed: None,
                 reason: String::new(),
+                paths: None,
             },
         ];
         for call in calls {
