@@ -278,6 +278,29 @@ fn a_file_that_keeps_changing_while_the_card_moves_is_refused_and_kept() {
 }
 
 #[test]
+fn a_file_deleted_while_the_card_moves_is_not_recreated() {
+    let (dir, file, plan) = plan_on_disk();
+    let refused = move_item_with(&file, &plan.items[0], ItemStatus::Done, |file| {
+        std::fs::remove_file(file).unwrap_or_else(|err| panic!("{err}"));
+    });
+    match refused {
+        Err(MoveError::Io { path, source }) => {
+            assert_eq!(path, file);
+            assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
+        }
+        other => panic!("expected the missing file to be named, got {other:?}"),
+    }
+    assert!(!file.exists(), "the deleted plan came back");
+    // Nothing is left behind either (no temp file next to where the plan was).
+    let left: Vec<_> = std::fs::read_dir(dir.path().join("docs/plans"))
+        .unwrap_or_else(|err| panic!("{err}"))
+        .filter_map(Result::ok)
+        .map(|entry| entry.file_name())
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
 fn section_cards_do_not_move() {
     let doc = parse(DocType::Debug, Path::new("debug/d.md"), b"## Symptom\n");
     let refused = move_item(Path::new("/nonexistent"), &doc.items[0], ItemStatus::Done);
