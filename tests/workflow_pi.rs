@@ -14,6 +14,11 @@
 //!   write-unipi, which is refused with the file untouched; a write inside goes through. The
 //!   same for `edit` under read-only `/unipi:research`; after the steps a write anywhere works.
 //!   Both Pi lines.
+//! - The loop (`/unipi:ralph-start`) on a two-task plan: one iteration per turn, the model marking
+//!   a task done each time, the next iteration sent once Pi settles, the end when every task is
+//!   done (state `completed`), no further turn; `/unipi:ralph-stop` during an iteration stops it
+//!   (state `stopped`, no next iteration); `--max-iterations 1` ends it after one; started while
+//!   Pi is busy, the busy turn's end does not count as its first iteration. Both Pi lines.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
 
@@ -109,6 +114,60 @@ impl Bench {
         self.session.type_text(text);
         self.wait_screen("the prompt typed", |s| s.contents().contains(text));
         self.session.send(b"\r");
+    }
+
+    /// How many requests asked the model about a user message beginning with `prefix` (the
+    /// request's last message; the requests after a tool result are not counted).
+    fn asked(&self, prefix: &str) -> usize {
+        self.model
+            .server
+            .requests()
+            .iter()
+            .filter(|request| {
+                request["messages"]
+                    .as_array()
+                    .and_then(|messages| messages.last())
+                    .is_some_and(|last| {
+                        last["role"] == "user"
+                            && unipi_tui::scripted::message_text(last).starts_with(prefix)
+                    })
+            })
+            .count()
+    }
+
+    /// Waits until loop `name`'s state file says `status`; returns the state.
+    fn wait_loop(&self, name: &str, status: &str) -> Value {
+        let path = self
+            .sandbox
+            .project
+            .join(format!(".unipi/ralph/{name}.state.json"));
+        let read = || {
+            std::fs::read_to_string(&path)
+                .ok()
+                .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+        };
+        self.wait_until(&format!("loop {name} {status}"), || {
+            read().is_some_and(|state| state["status"] == status)
+        });
+        read().unwrap()
+    }
+
+    /// Waits until `check` holds, failing with the screen and the log's tail.
+    fn wait_until(&self, what: &str, check: impl Fn() -> bool) {
+        let deadline = Instant::now() + REPLY;
+        while !check() {
+            assert!(
+                Instant::now() < deadline,
+                "timed out after {REPLY:?}: {what}\n{}\n{}",
+                self.session.screen_text(),
+                self.sandbox.log_tail(60)
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn project_file(&self, relative: &str) -> String {
+        std::fs::read_to_string(self.sandbox.project.join(relative)).unwrap_or_default()
     }
 }
 
@@ -338,4 +397,132 @@ fn blocked_calls_get_a_reason_naming_the_step_and_the_level_current() {
 #[test]
 fn blocked_calls_get_a_reason_naming_the_step_and_the_level_legacy() {
     blocked_calls_get_a_reason_naming_the_step_and_the_level(PiLine::Legacy);
+}
+
+/// A plan `name` with two unstarted tasks.
+fn two_task_plan(sandbox: &Sandbox, name: &str, one: &str, two: &str) {
+    sandbox.write(
+        &sandbox.project.join(format!(".unipi/docs/plans/{name}.md")),
+        &format!("# Plan\n\n- unstarted: Task 1 — {one}\n- unstarted: Task 2 — {two}\n"),
+    );
+}
+
+fn the_loop_runs_a_plan_stops_and_ends_at_its_limit(line: PiLine) {
+    let mut bench = Bench::start(line, "workflow-ralph.toml", |sandbox| {
+        two_task_plan(sandbox, "ralph-plan", "RALPH-ONE", "RALPH-TWO");
+        two_task_plan(sandbox, "stop-plan", "STOP-ONE", "STOP-TWO");
+        two_task_plan(sandbox, "max-plan", "MAX-ONE", "MAX-TWO");
+        two_task_plan(sandbox, "busy-plan", "BUSY-ONE", "BUSY-TWO");
+    });
+
+    // One task per iteration; once both are done the loop ends by itself.
+    slash(
+        &bench.session,
+        "/unipi:ralph-start plan:ralph-plan.md --max-iterations 5",
+        REPLY,
+    );
+    let state = bench.wait_loop("ralph-plan", "completed");
+    assert_eq!(state["iteration"], 2, "{state}");
+    assert_eq!(state["reason"], "every task is done (2/2)", "{state}");
+    assert_eq!(
+        bench.project_file(".unipi/docs/plans/ralph-plan.md"),
+        "# Ralph plan\n\n- completed: Task 1 — RALPH-ONE\n- completed: Task 2 — RALPH-TWO\n"
+    );
+    bench.wait_settled();
+    // No further turn: the user's next prompt is the next thing the model is asked.
+    bench.prompt("after the loop ended");
+    bench.wait_screen("the reply after the loop", |s| {
+        s.contents().contains("LOOP-ENDED-REPLY")
+    });
+    assert_eq!(bench.asked("RALPH LOOP ralph-plan — iteration 1/5"), 1);
+    assert_eq!(bench.asked("RALPH LOOP ralph-plan — iteration 2/5"), 1);
+    assert_eq!(bench.asked("RALPH LOOP ralph-plan — iteration 3/5"), 0);
+    bench.wait_settled();
+
+    // Stopped while the model works on the first iteration (it thinks for 4 s). (An argument
+    // after the file name: Enter right after it would pick the file's completion.)
+    slash(
+        &bench.session,
+        "/unipi:ralph-start plan:stop-plan.md --max-iterations 9",
+        REPLY,
+    );
+    bench.wait_until("the stop-plan's first iteration asked", || {
+        bench.asked("RALPH LOOP stop-plan — iteration 1/9") == 1
+    });
+    slash(&bench.session, "/unipi:ralph-stop", REPLY);
+    let state = bench.wait_loop("stop-plan", "stopped");
+    assert_eq!(state["iteration"], 1, "{state}");
+    assert_eq!(state["reason"], "stopped by the user", "{state}");
+    // The iteration in progress finishes; no next one is sent.
+    bench.wait_until("the first task done", || {
+        bench
+            .project_file(".unipi/docs/plans/stop-plan.md")
+            .contains("- completed: Task 1 — STOP-ONE")
+    });
+    bench.wait_settled();
+    bench.prompt("after the loop stopped");
+    bench.wait_screen("the reply after the stop", |s| {
+        s.contents().contains("LOOP-STOPPED-REPLY")
+    });
+    assert_eq!(bench.asked("RALPH LOOP stop-plan — iteration 2/"), 0);
+    assert_eq!(bench.wait_loop("stop-plan", "stopped")["iteration"], 1);
+    bench.wait_settled();
+
+    // The limit ends a loop whose plan still has open tasks.
+    slash(
+        &bench.session,
+        "/unipi:ralph-start plan:max-plan.md --max-iterations 1",
+        REPLY,
+    );
+    let state = bench.wait_loop("max-plan", "completed");
+    assert_eq!(state["reason"], "stopped after 1 iterations", "{state}");
+    bench.wait_settled();
+    bench.prompt("after the limit");
+    bench.wait_screen("the reply after the limit", |s| {
+        s.contents().contains("LIMIT-REPLY")
+    });
+    assert_eq!(bench.asked("RALPH LOOP max-plan — iteration 2/"), 0);
+    assert!(
+        bench
+            .project_file(".unipi/docs/plans/max-plan.md")
+            .contains("- unstarted: Task 2 — MAX-TWO")
+    );
+    bench.wait_settled();
+
+    // Started while Pi is busy (the model thinks for 3 s): the loop's message waits in Pi's
+    // queue (Pi 1.6 says `followUp`), iteration 1 runs after the busy turn, iteration 2 after
+    // iteration 1, and the loop ends at 2 with no third iteration. (Both Pi lines run the queue
+    // within the busy run, so no settle comes between; a settle already on its way when the
+    // loop starts is `ralph::tests::a_loop_started_while_pi_is_busy_…`'s case.)
+    bench.prompt("a long busy turn");
+    bench.wait_until("the busy turn asked", || {
+        bench.asked("a long busy turn") == 1
+    });
+    slash(
+        &bench.session,
+        "/unipi:ralph-start plan:busy-plan.md --max-iterations 5",
+        REPLY,
+    );
+    let state = bench.wait_loop("busy-plan", "completed");
+    assert_eq!(state["iteration"], 2, "{state}");
+    assert_eq!(state["reason"], "every task is done (2/2)", "{state}");
+    bench.wait_settled();
+    bench.prompt("after the busy loop");
+    bench.wait_screen("the reply after the busy loop", |s| {
+        s.contents().contains("BUSY-LOOP-REPLY")
+    });
+    assert_eq!(bench.asked("RALPH LOOP busy-plan — iteration 1/5"), 1);
+    assert_eq!(bench.asked("RALPH LOOP busy-plan — iteration 2/5"), 1);
+    assert_eq!(bench.asked("RALPH LOOP busy-plan — iteration 3/"), 0);
+    assert_eq!(exit_pi(&mut bench.session, KITTY_CTRL_D, REPLY), 0);
+}
+
+#[test]
+fn the_loop_runs_a_plan_stops_and_ends_at_its_limit_current() {
+    the_loop_runs_a_plan_stops_and_ends_at_its_limit(PiLine::Current);
+}
+
+#[test]
+fn the_loop_runs_a_plan_stops_and_ends_at_its_limit_legacy() {
+    the_loop_runs_a_plan_stops_and_ends_at_its_limit(PiLine::Legacy);
 }
