@@ -154,16 +154,13 @@ impl Bench {
 
     /// Waits until `check` holds, failing with the screen and the log's tail.
     fn wait_until(&self, what: &str, check: impl Fn() -> bool) {
-        let deadline = Instant::now() + REPLY;
-        while !check() {
-            assert!(
-                Instant::now() < deadline,
-                "timed out after {REPLY:?}: {what}\n{}\n{}",
+        support::procs::wait_until_or(what, REPLY, check, || {
+            format!(
+                "{}\n{}",
                 self.session.screen_text(),
                 self.sandbox.log_tail(60)
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+            )
+        });
     }
 
     fn project_file(&self, relative: &str) -> String {
