@@ -18,7 +18,11 @@
  * Without UNIPI_TUI_SOCKET and UNIPI_TUI_TOKEN (Pi run outside the workbench) it does nothing.
  * It removes them from the environment Pi's own child processes inherit.
  */
+import * as fs from "node:fs";
 import * as net from "node:net";
+import * as os from "node:os";
+import * as nodePath from "node:path";
+import { fileURLToPath } from "node:url";
 
 const PROTOCOL_VERSION = 1;
 const MAX_LINE_BYTES = 8388608;
@@ -115,7 +119,7 @@ class Bridge {
 	/** Custom message types kept out of the model's context. */
 	private readonly hiddenTypes = new Set<string>();
 	/** The host's tool policy: calls of other tools are blocked with the reason. */
-	private toolPolicy?: { allowed: Set<string>; reason: string };
+	private toolPolicy?: ToolPolicy;
 
 	private readonly pi: any;
 	private readonly socketPath: string;
@@ -198,6 +202,12 @@ class Bridge {
 		});
 		on("message_end", (event) => {
 			const message = event.message;
+			// The result of a call of a tool hidden by the policy, should Pi have copied it
+			// (tool_execution_end below rewrites it in place where Pi shares it).
+			if (message?.role === "toolResult") {
+				const reason = this.hiddenToolReason(message.toolName, message.isError, message.content);
+				return reason === undefined ? undefined : { message: { ...message, content: [{ type: "text", text: reason }] } };
+			}
 			if (message?.role !== "assistant") return;
 			this.lastStopReason = message.stopReason;
 			this.emit("message_end", {
@@ -226,13 +236,19 @@ class Bridge {
 		on("tool_execution_start", (event) =>
 			this.emit("tool_execution_start", { tool: event.toolName, call_id: event.toolCallId }),
 		);
-		on("tool_execution_end", (event) =>
+		on("tool_execution_end", (event) => {
+			// Pi answers a call of a tool missing from the active set "Tool X not found" without
+			// asking the tool_call hook. While a policy hides tools, say why instead: the result
+			// object is the one Pi's pane draws and the model's tool message is made of.
+			const content = event.result?.content;
+			const reason = this.hiddenToolReason(event.toolName, event.isError, content);
+			if (reason !== undefined && Array.isArray(content)) content.splice(0, content.length, { type: "text", text: reason });
 			this.emit("tool_execution_end", {
 				tool: event.toolName,
 				call_id: event.toolCallId,
 				is_error: Boolean(event.isError),
-			}),
-		);
+			});
+		});
 		on("model_select", (event) =>
 			this.emit("model_select", {
 				model: modelInfo(event.model),
@@ -289,12 +305,20 @@ class Bridge {
 			setTimeout(() => this.checkQueue(ctx), 0);
 			return undefined;
 		});
-		// The host's tool policy (set_tool_policy): a call of a tool outside it is blocked.
-		on("tool_call", (event) => {
+		// The host's tool policy (set_tool_policy): a call of a tool outside it is blocked, and so
+		// is a write of a path-ruled tool outside its root.
+		on("tool_call", (event, ctx) => {
 			const policy = this.toolPolicy;
 			const tool = String(event.toolName ?? "");
-			if (!policy || policy.allowed.has(tool)) return undefined;
-			return { block: true, reason: policy.reason.split("{tool}").join(tool) };
+			if (!policy) return undefined;
+			if (!policy.allowed.has(tool)) return { block: true, reason: fill(policy.reason, tool, "") };
+			const paths = policy.paths;
+			if (!paths || !paths.tools.has(tool)) return undefined;
+			const asked = event.input?.path;
+			const cwd = typeof ctx?.cwd === "string" ? ctx.cwd : process.cwd();
+			const target = typeof asked === "string" ? resolveToolPath(asked, cwd) : undefined;
+			if (target !== undefined && isWithin(paths.root, target)) return undefined;
+			return { block: true, reason: fill(paths.reason, tool, typeof asked === "string" ? asked : "(no path)") };
 		});
 		on("ui_prompt_start", (event) => this.emit("ui_prompt_start", { kind: event.kind ?? null, title: event.title ?? null }));
 		on("ui_prompt_end", () => this.emit("ui_prompt_end"));
@@ -418,6 +442,15 @@ class Bridge {
 		return this.connected && this.write(message);
 	}
 
+
+	/** The policy's reason when `content` is Pi's "not found" answer to a call of a tool the
+	 * policy does not allow (Pi hid it from the model: it is not in the active set). */
+	private hiddenToolReason(toolName: unknown, isError: unknown, content: unknown): string | undefined {
+		const policy = this.toolPolicy;
+		const tool = String(toolName ?? "");
+		if (!policy || policy.allowed.has(tool) || !isError) return undefined;
+		return textOf(content) === `Tool ${tool} not found` ? fill(policy.reason, tool, "") : undefined;
+	}
 	private emit(name: string, data: Msg = {}) {
 		this.send({ type: "event", name, data });
 	}
@@ -710,9 +743,7 @@ class Bridge {
 			case "set_widget":
 				return this.setWidget(String(p.key ?? ""), p.lines);
 			case "set_tool_policy":
-				this.toolPolicy = Array.isArray(p.allowed)
-					? { allowed: new Set(p.allowed.map((name: unknown) => String(name))), reason: String(p.reason ?? "Tool {tool} is not allowed now") }
-					: undefined;
+				this.toolPolicy = Array.isArray(p.allowed) ? toolPolicy(p) : undefined;
 				return true;
 			case "set_editor_text": {
 				const ui = needCtx(ctx).ui;
@@ -906,6 +937,66 @@ function cardText(card: Msg, theme: any): string {
 	for (const line of Array.isArray(card.lines) ? card.lines : []) rows.push("  " + String(line));
 	if (typeof card.footer === "string" && card.footer) rows.push(theme.fg("dim", card.footer));
 	return rows.join("\n");
+}
+
+interface ToolPolicy {
+	allowed: Set<string>;
+	reason: string;
+	/** Tools whose `path` argument must lie under `root` (symlinks followed). */
+	paths?: { tools: Set<string>; root: string; reason: string };
+}
+
+function toolPolicy(p: Msg): ToolPolicy {
+	const names = (list: unknown) => new Set(Array.isArray(list) ? list.map((name: unknown) => String(name)) : []);
+	const rule = p.paths;
+	return {
+		allowed: names(p.allowed),
+		reason: String(p.reason ?? "Tool {tool} is not allowed now"),
+		paths:
+			rule && typeof rule.root === "string"
+				? { tools: names(rule.tools), root: realish(nodePath.resolve(rule.root)) ?? rule.root, reason: String(rule.reason ?? "{tool} of {path} is not allowed now") }
+				: undefined,
+	};
+}
+
+/** A policy reason with the tool's name and the path it asked for filled in. */
+function fill(reason: string, tool: string, path: string): string {
+	return reason.split("{tool}").join(tool).split("{path}").join(path);
+}
+
+/** Where a tool's `path` argument lands, resolved as Pi's tools resolve it (Unicode spaces, an
+ * `@` prefix, `~`, `file://` URLs, relative to Pi's cwd), symlinks followed; `undefined` when
+ * that cannot be known (a dangling link on the way). */
+function resolveToolPath(asked: string, cwd: string): string | undefined {
+	let path = asked.replace(/[\u00A0\u2000-\u200A\u202F\u205F\u3000]/g, " ");
+	if (path.startsWith("@")) path = path.slice(1);
+	if (path === "~") path = os.homedir();
+	else if (path.startsWith("~/")) path = nodePath.join(os.homedir(), path.slice(2));
+	else if (/^file:\/\//.test(path)) path = attempt(() => fileURLToPath(path)) ?? path;
+	return realish(nodePath.resolve(cwd, path));
+}
+
+/** `path` with the symlinks of its longest existing part followed (the rest is yet to be
+ * created); `undefined` when an entry on the way exists but cannot be resolved (a dangling
+ * link, which a write would follow anywhere). */
+function realish(path: string): string | undefined {
+	const missing: string[] = [];
+	let head = path;
+	for (;;) {
+		const real = attempt(() => fs.realpathSync(head));
+		if (real !== undefined) return nodePath.join(real, ...missing);
+		if (attempt(() => fs.lstatSync(head)) !== undefined) return undefined;
+		const parent = nodePath.dirname(head);
+		if (parent === head) return path;
+		missing.unshift(nodePath.basename(head));
+		head = parent;
+	}
+}
+
+/** Whether `path` is `root` or inside it (both absolute and resolved). */
+function isWithin(root: string, path: string): boolean {
+	const relative = nodePath.relative(root, path);
+	return relative === "" || (relative !== ".." && !relative.startsWith(`..${nodePath.sep}`) && !nodePath.isAbsolute(relative));
 }
 
 function textOf(content: unknown): string {

@@ -70,15 +70,29 @@ pub enum HostCall {
         lines: Option<Vec<String>>,
     },
     /// A tool policy the extension enforces in Pi's `tool_call` hook: a call of a tool not in
-    /// `allowed` is blocked with `reason` (`{tool}` in it replaced by the tool's name). `None`
-    /// lifts the policy. Complements `SetActiveTools`, which hides tools from the model but does
-    /// not stop calls that reach Pi another way (nested calls, tools activated meanwhile).
+    /// `allowed` is blocked with `reason` (`{tool}` in it replaced by the tool's name), and a call
+    /// of one of `paths.tools` whose `path` is not under `paths.root` with `paths.reason`.
+    /// `allowed: None` lifts the policy. Complements `SetActiveTools`, which hides tools from the
+    /// model but does not stop calls that reach Pi another way (nested calls, tools activated
+    /// meanwhile); a call of a hidden tool, which Pi answers "not found" without asking the
+    /// hook, gets `reason` as its result too.
     SetToolPolicy {
         allowed: Option<Vec<String>>,
         reason: String,
+        paths: Option<PathRule>,
     },
     /// `ctx.ui.setEditorText`: replaces the text in Pi's editor (the user submits it).
     SetEditorText { text: String },
+}
+
+/// Where the tools of a [`HostCall::SetToolPolicy`] may write: a call of one of `tools` whose
+/// `path` argument (resolved the way Pi resolves it, symlinks followed) is not under `root` is
+/// blocked with `reason` (`{tool}` and `{path}` in it replaced by the tool and the path asked for).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PathRule {
+    pub tools: Vec<String>,
+    pub root: PathBuf,
+    pub reason: String,
 }
 
 /// When a message sent into a busy Pi is delivered (Pi's `deliverAs`).
@@ -136,9 +150,11 @@ impl HostCall {
             Self::Notify { message, level } => json!({"message": message, "level": level}),
             Self::SetFooter { hidden } => json!({"hidden": hidden}),
             Self::SetWidget { key, lines } => json!({"key": key, "lines": lines}),
-            Self::SetToolPolicy { allowed, reason } => {
-                json!({"allowed": allowed, "reason": reason})
-            }
+            Self::SetToolPolicy {
+                allowed,
+                reason,
+                paths,
+            } => json!({"allowed": allowed, "reason": reason, "paths": paths}),
             Self::SetEditorText { text } => json!({"text": text}),
             Self::ListModels | Self::GetContextUsage | Self::GetActiveTools => json!({}),
         }

@@ -40,7 +40,7 @@ pub use events::{
     PiEvent, SessionShutdown, SessionStart, ToolExecution, TurnEnd, Usage, UserInput,
 };
 pub use extension::{EXTENSION_SOURCE, extension_file, extension_file_name};
-pub use host::{BridgeError, BridgeHost, DeliverAs, HostCall};
+pub use host::{BridgeError, BridgeHost, DeliverAs, HostCall, PathRule};
 pub use host_state::{AgentInfo, HostOptions};
 pub use info::InfoModule;
 pub use module::{

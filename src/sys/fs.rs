@@ -22,6 +22,28 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     with_temp(path, bytes, mode, |temp| std::fs::rename(temp, path))
 }
 
+/// [`write_atomic`] for a caller that read `path` and changed it: `unchanged` runs once the new
+/// bytes are durable in the temp file, right before the rename, and the rename happens only if it
+/// says the file is still as the caller read it. Returns whether `path` was replaced (`false`:
+/// left as it is, temp removed). A change landing between that check and the rename is still
+/// overwritten: the window is one `rename` call, not the write and fsync before it.
+pub fn replace_if_unchanged(
+    path: &Path,
+    bytes: &[u8],
+    unchanged: impl FnOnce() -> io::Result<bool>,
+) -> io::Result<bool> {
+    let mode = std::fs::metadata(path).map_or(NEW_FILE_MODE, |meta| meta.permissions().mode());
+    let mut replaced = false;
+    with_temp(path, bytes, mode, |temp| {
+        if unchanged()? {
+            std::fs::rename(temp, path)?;
+            replaced = true;
+        }
+        Ok(())
+    })?;
+    Ok(replaced)
+}
+
 /// Creates `path` with `bytes` only if nothing is there yet (`ErrorKind::AlreadyExists`
 /// otherwise), durably: temp file, fsync, hard link to the final name — the link fails if the
 /// name exists, which is the exclusive part — and fsync of the directory. A reader sees no file
@@ -127,6 +149,18 @@ mod tests {
         assert_eq!(err.kind(), std::io::ErrorKind::AlreadyExists);
         assert_eq!(std::fs::read(&path).unwrap(), b"one");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_checked_replace_leaves_a_changed_file_and_no_temp() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("plan.md");
+        std::fs::write(&path, "one").unwrap();
+        assert!(!replace_if_unchanged(&path, b"mine", || Ok(false)).unwrap());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "one");
+        assert!(replace_if_unchanged(&path, b"mine", || Ok(true)).unwrap());
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "mine");
+        assert_eq!(names(dir.path()), vec!["plan.md"]);
     }
 
     #[test]

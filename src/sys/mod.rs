@@ -20,7 +20,7 @@ pub mod time;
 pub(crate) mod tree;
 pub mod watchdog;
 
-pub use fs::{write_atomic, write_new_atomic};
+pub use fs::{replace_if_unchanged, write_atomic, write_new_atomic};
 pub use process::{
     CurrentGroup, GroupGuard, GroupStop, ProcessGroup, Reach, SpawnGrouped, StopOutcome,
     group_alive, kill_group_now, stop_group, stop_reaching,

@@ -1,6 +1,7 @@
 //! The workflow as a workbench capability: the commands (each step restricts the tools through
 //! the bridge, sends its skill, and ends with restored tools when Pi settles), the board
-//! (`/unipi:kanboard` and the global key), the documents watcher, and the loop.
+//! (`/unipi:kanboard` and the global key), the documents watcher, and the loop (its commands and
+//! turns are `ralph_run.rs`'s).
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -12,13 +13,14 @@ use tokio::sync::{broadcast, watch};
 use super::board::{BoardStore, BoardView, KANBAN_KEYS, WorkbenchBoard};
 use super::commands::{self, WorkflowCommand};
 use super::docs::DOCS_DIR;
+use super::levels::WRITE_ROOT;
 use super::module::{KANBOARD, RALPH_START, RALPH_STATUS, RALPH_STOP, WorkflowModule};
-use super::ralph::{self, LoopStatus, Next};
-use super::run::{Active, Tracker};
+use super::ralph;
+use super::run::{Active, Delivery, Tracker};
 use super::skills;
 use crate::bridge::{
     AgentId, BridgeError, BusEvent, CommandCall, CommandReply, DeliverAs, HostCall, Module,
-    NotifyLevel, PiEvent,
+    NotifyLevel, PathRule,
 };
 use crate::capability::{
     BridgeLink, Capability, Changed, Registration, StartContext, Ui, WithCommands,
@@ -63,16 +65,16 @@ struct Workflow {
     shared: Arc<Shared>,
 }
 
-struct Shared {
+pub(super) struct Shared {
     home: Option<PathBuf>,
-    workspace: PathBuf,
-    ui: Ui,
+    pub(super) workspace: PathBuf,
+    pub(super) ui: Ui,
     store: Arc<BoardStore>,
     changed: Changed,
-    bridge: Arc<OnceLock<BridgeLink>>,
+    pub(super) bridge: Arc<OnceLock<BridgeLink>>,
     tracker: Mutex<Tracker>,
-    /// The running loop (one at a time) and the agent it runs in.
-    ralph: Mutex<Option<(ralph::Loop, AgentId)>>,
+    /// The running loop (one at a time).
+    pub(super) ralph: Mutex<Option<ralph::Running>>,
 }
 
 impl Capability for Workflow {
@@ -174,7 +176,7 @@ impl Shared {
         }
     }
 
-    fn link(&self) -> Result<&BridgeLink, CommandReply> {
+    pub(super) fn link(&self) -> Result<&BridgeLink, CommandReply> {
         self.bridge.get().ok_or_else(|| CommandReply::Failed {
             message: "the workbench's bridge is not running".to_owned(),
         })
@@ -234,9 +236,15 @@ impl Shared {
         let allowed = command.level.allowed(&restore);
         let tools = allowed.clone().unwrap_or_else(|| restore.clone());
         let full_name = format!("unipi:{}", command.name);
+        let paths = command.level.writes_under_unipi_only().then(|| PathRule {
+            tools: vec!["write".to_owned(), "edit".to_owned()],
+            root: self.workspace.join(WRITE_ROOT),
+            reason: command.level.path_reason(&full_name),
+        });
         let policy = HostCall::SetToolPolicy {
             reason: command.level.block_reason(&full_name, &tools),
             allowed: allowed.clone(),
+            paths,
         };
         for call in [
             HostCall::SetActiveTools {
@@ -254,8 +262,7 @@ impl Shared {
             level: command.level,
             restore,
             started_ms: now_ms(),
-            marker,
-            running: false,
+            delivery: Delivery::new(marker),
             errored: false,
         });
         link.bus().emit(
@@ -282,129 +289,6 @@ impl Shared {
         }
     }
 
-    async fn ralph_start(self: Arc<Self>, call: CommandCall) -> CommandReply {
-        let link = match self.link() {
-            Ok(link) => link.clone(),
-            Err(reply) => return reply,
-        };
-        let (file, max) = match ralph::parse_args(&call.args) {
-            Ok(parsed) => parsed,
-            Err(message) => return CommandReply::Failed { message },
-        };
-        let workspace = self.workspace.clone();
-        let name = file.trim_end_matches(".md").to_owned();
-        let plan_path = PathBuf::from(DOCS_DIR).join("plans").join(&file);
-        let started =
-            tokio::task::spawn_blocking(move || -> Result<(ralph::Loop, String), String> {
-                let plan = ralph::read_plan(&workspace, &plan_path)?;
-                let now = now_ms();
-                let mut state = match ralph::load(&workspace, &name) {
-                    Some(old) if old.status != LoopStatus::Completed => old,
-                    _ => ralph::Loop {
-                        name: name.clone(),
-                        plan: plan_path.clone(),
-                        iteration: 1,
-                        max_iterations: max,
-                        status: LoopStatus::Active,
-                        started_at_ms: now,
-                        updated_at_ms: now,
-                        reason: None,
-                    },
-                };
-                state.status = LoopStatus::Active;
-                state.updated_at_ms = now;
-                ralph::save(&workspace, &state).map_err(|err| format!("{err:#}"))?;
-                let prompt = ralph::prompt(&state, &plan);
-                Ok((state, prompt))
-            })
-            .await;
-        let (state, prompt) = match started {
-            Ok(Ok(started)) => started,
-            Ok(Err(message)) => return CommandReply::Failed { message },
-            Err(_) => {
-                return CommandReply::Failed {
-                    message: "starting the loop failed".to_owned(),
-                };
-            }
-        };
-        link.bus().emit(
-            "workflow",
-            events::RALPH_LOOP_START,
-            json!({"name": state.name, "iteration": state.iteration, "maxIterations": state.max_iterations}),
-        );
-        let reply = format!(
-            "Ralph loop {} started at iteration {}/{} — /unipi:ralph-stop ends it",
-            state.name, state.iteration, state.max_iterations
-        );
-        *lock(&self.ralph) = Some((state, call.agent.clone()));
-        let send = HostCall::SendUserMessage {
-            content: prompt,
-            deliver_as: Some(DeliverAs::FollowUp),
-        };
-        if let Err(err) = link.host.call(&call.agent, send).await {
-            lock(&self.ralph).take();
-            return CommandReply::Failed {
-                message: format!("the loop could not start: {err}"),
-            };
-        }
-        CommandReply::Notify {
-            message: reply,
-            level: NotifyLevel::Info,
-        }
-    }
-
-    fn ralph_stop(&self) -> CommandReply {
-        let Some((mut state, _)) = lock(&self.ralph).take() else {
-            return CommandReply::Notify {
-                message: "No ralph loop is running".to_owned(),
-                level: NotifyLevel::Warning,
-            };
-        };
-        state.status = LoopStatus::Completed;
-        state.reason = Some("stopped by the user".to_owned());
-        self.end_loop(&state);
-        CommandReply::Notify {
-            message: format!(
-                "Stopped ralph loop {} (iteration {})",
-                state.name, state.iteration
-            ),
-            level: NotifyLevel::Info,
-        }
-    }
-
-    fn ralph_status(&self) -> CommandReply {
-        let message = match &*lock(&self.ralph) {
-            Some((state, _)) => format!(
-                "Ralph loop {}: iteration {}/{} on {}",
-                state.name,
-                state.iteration,
-                state.max_iterations,
-                state.plan.display()
-            ),
-            None => "No ralph loop is running".to_owned(),
-        };
-        CommandReply::Notify {
-            message,
-            level: NotifyLevel::Info,
-        }
-    }
-
-    /// Persists a finished loop and says so on the bus.
-    fn end_loop(&self, state: &ralph::Loop) {
-        if let Err(err) = ralph::save(&self.workspace, state) {
-            tracing::warn!("ralph: {err:#}");
-        }
-        if let Some(link) = self.bridge.get() {
-            link.bus().emit(
-                "workflow",
-                events::RALPH_LOOP_END,
-                json!({"name": state.name, "iteration": state.iteration,
-                       "maxIterations": state.max_iterations, "status": state.status,
-                       "reason": state.reason}),
-            );
-        }
-    }
-
     /// A step ended: restore the tools and lift the policy, then say so on the bus.
     async fn end_step(&self, agent: &AgentId, ended: super::run::Ended) {
         let Some(link) = self.bridge.get() else {
@@ -417,6 +301,7 @@ impl Shared {
             HostCall::SetToolPolicy {
                 allowed: None,
                 reason: String::new(),
+                paths: None,
             },
         ];
         for call in calls {
@@ -438,74 +323,6 @@ impl Shared {
             ended.command,
             ended.success
         );
-    }
-
-    /// After a settled turn: the loop's next iteration, its end, or its pause.
-    async fn ralph_turn(&self, agent: &AgentId, aborted: bool) {
-        let Some((mut state, owner)) = lock(&self.ralph).clone() else {
-            return;
-        };
-        if owner != *agent {
-            return;
-        }
-        let Some(link) = self.bridge.get() else {
-            return;
-        };
-        let workspace = self.workspace.clone();
-        let plan_path = state.plan.clone();
-        let plan =
-            tokio::task::spawn_blocking(move || ralph::read_plan(&workspace, &plan_path)).await;
-        let next = match plan {
-            Ok(Ok(plan)) => ralph::after_turn(&mut state, &plan, aborted, now_ms()),
-            Ok(Err(message)) => {
-                state.status = LoopStatus::Paused;
-                self.ui
-                    .notice(format!("Ralph loop {} paused: {message}", state.name));
-                Next::Pause
-            }
-            Err(_) => Next::Pause,
-        };
-        link.bus().emit(
-            "workflow",
-            events::RALPH_ITERATION_DONE,
-            json!({"name": state.name, "iteration": state.iteration, "status": state.status}),
-        );
-        match next {
-            Next::Continue(prompt) => {
-                if let Err(err) = ralph::save(&self.workspace, &state) {
-                    tracing::warn!("ralph: {err:#}");
-                }
-                *lock(&self.ralph) = Some((state, owner));
-                let send = HostCall::SendUserMessage {
-                    content: prompt,
-                    deliver_as: Some(DeliverAs::FollowUp),
-                };
-                if let Err(err) = link.host.call(agent, send).await {
-                    tracing::warn!("ralph: the next iteration could not be sent: {err}");
-                }
-            }
-            Next::Complete(reason) => {
-                lock(&self.ralph).take();
-                self.end_loop(&state);
-                self.ui
-                    .notice(format!("Ralph loop {} finished: {reason}", state.name));
-            }
-            Next::Pause => {
-                lock(&self.ralph).take();
-                if let Err(err) = ralph::save(&self.workspace, &state) {
-                    tracing::warn!("ralph: {err:#}");
-                }
-                self.ui.notice(format!(
-                    "Ralph loop {} paused — /unipi:ralph-start plan:{} resumes it",
-                    state.name,
-                    state
-                        .plan
-                        .file_name()
-                        .map(|n| n.to_string_lossy().into_owned())
-                        .unwrap_or_default()
-                ));
-            }
-        }
     }
 }
 
@@ -529,8 +346,11 @@ async fn follow(shared: Arc<Shared>, mut bus: broadcast::Receiver<BusEvent>) {
                 if let Some(ended) = ended {
                     shared.end_step(&agent, ended).await;
                 }
-                if let PiEvent::AgentSettled { aborted, .. } = *event {
-                    shared.ralph_turn(&agent, aborted).await;
+                let turn = lock(&shared.ralph)
+                    .as_mut()
+                    .and_then(|run| run.on_event(&agent, &event));
+                if let Some(aborted) = turn {
+                    shared.ralph_turn(aborted).await;
                 }
             }
             BusEvent::AgentDisconnected { .. } => {

@@ -2,7 +2,9 @@
 //! original's (`read-only`, `brainstorm`, `write-unipi`, `review`, `full`), with two changes:
 //! `full` keeps every tool that was active (the original's list left out grep, find, ls and
 //! every extension tool), and every restricted level keeps the tools that only ask or read —
-//! the user's `ask_user`, the web readers — since a step that may read may also ask.
+//! the user's `ask_user`, the web readers — since a step that may read may also ask. Where a
+//! level says "write only under `.unipi/`" it is enforced, not only asked for: the bridge's tool
+//! policy refuses a `write`/`edit` outside it (the original only told the model).
 
 /// How much a workflow step may do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -13,6 +15,10 @@ pub enum ToolLevel {
     Review,
     Full,
 }
+
+/// The folder (in the workspace) that `write` and `edit` are kept inside by the levels that
+/// promise it.
+pub const WRITE_ROOT: &str = ".unipi";
 
 /// Tools every restricted level keeps: they ask the user or read, and change nothing.
 const ASK_AND_READ: &[&str] = &["ask_user", "web_fetch", "web_fetch_batch", "web_read"];
@@ -54,13 +60,52 @@ impl ToolLevel {
         Some(allowed)
     }
 
-    /// What the model reads when it calls a tool this level does not allow.
+    /// The level in words, for the model and the user: what it allows and where it may write.
+    pub fn summary(self) -> &'static str {
+        match self {
+            ToolLevel::ReadOnly => "read and search only; nothing may change",
+            ToolLevel::Brainstorm => {
+                "read, search and bash to look around; write only under .unipi/"
+            }
+            ToolLevel::WriteUnipi => "read and search anything; write and edit only under .unipi/",
+            ToolLevel::Review => {
+                "read, search and bash to run tests; write and edit only under .unipi/"
+            }
+            ToolLevel::Full => "every tool",
+        }
+    }
+
+    /// Whether `write` and `edit` may only touch files under [`WRITE_ROOT`] (enforced by the
+    /// bridge's tool policy). Bash, where a level allows it, is not path-checked.
+    pub fn writes_under_unipi_only(self) -> bool {
+        matches!(
+            self,
+            ToolLevel::Brainstorm | ToolLevel::WriteUnipi | ToolLevel::Review
+        )
+    }
+
+    /// What the model reads when it calls a tool this level does not allow (`{tool}` is filled
+    /// in by the bridge).
     pub fn block_reason(self, command: &str, allowed: &[String]) -> String {
         format!(
-            "Tool {{tool}} is not allowed while /{command} runs (tool level {}). Allowed: {}. \
-             Finish this step, or ask the user to run a command that allows it.",
+            "`{{tool}}` is not available during /{command} (tool level {}: {}). Available \
+             tools: {}. Finish this step with them, or ask the user to run a command that allows \
+             `{{tool}}`.",
             self.name(),
+            self.summary(),
             allowed.join(", ")
+        )
+    }
+
+    /// What the model reads when it writes outside [`WRITE_ROOT`] (`{tool}` and `{path}` are
+    /// filled in by the bridge).
+    pub fn path_reason(self, command: &str) -> String {
+        format!(
+            "`{{tool}}` of {{path}} is refused during /{command} (tool level {}: {}). Write under \
+             {WRITE_ROOT}/ instead, or ask the user to run a command that allows changing that \
+             file.",
+            self.name(),
+            self.summary()
         )
     }
 
@@ -68,15 +113,17 @@ impl ToolLevel {
     pub fn rules(self) -> Option<&'static str> {
         match self {
             ToolLevel::Brainstorm => Some(
-                "Write only the design document under `.unipi/docs/specs/`; use bash only to look \
-                 around, never to change files.",
+                "Write only the design document under `.unipi/docs/specs/` (writes outside \
+                 `.unipi/` are refused); use bash only to look around, never to change files.",
             ),
-            ToolLevel::WriteUnipi => {
-                Some("Write and edit files only under `.unipi/docs/`; change no code.")
-            }
+            ToolLevel::WriteUnipi => Some(
+                "Write and edit files only under `.unipi/docs/` (writes outside `.unipi/` are \
+                 refused); change no code.",
+            ),
             ToolLevel::ReadOnly => Some("Change nothing: read, search and answer."),
             ToolLevel::Review => Some(
-                "Run tests and read freely; write only the plan's status words and review notes.",
+                "Run tests and read freely; write only the plan's status words and review notes \
+                 (writes outside `.unipi/` are refused).",
             ),
             ToolLevel::Full => None,
         }
@@ -106,6 +153,25 @@ mod tests {
         );
         assert_eq!(ToolLevel::Full.allowed(&before), None);
         let reason = ToolLevel::ReadOnly.block_reason("unipi:debug", &["read".to_owned()]);
-        assert!(reason.starts_with("Tool {tool} is not allowed while /unipi:debug runs"));
+        assert!(
+            reason.starts_with(
+                "`{tool}` is not available during /unipi:debug (tool level read-only: read and \
+                 search only; nothing may change). Available tools: read."
+            ),
+            "{reason}"
+        );
+        let reason = ToolLevel::WriteUnipi.path_reason("unipi:plan");
+        assert!(
+            reason.starts_with(
+                "`{tool}` of {path} is refused during /unipi:plan (tool level write-unipi: read \
+                 and search anything; write and edit only under .unipi/)."
+            ),
+            "{reason}"
+        );
+        assert!(ToolLevel::WriteUnipi.writes_under_unipi_only());
+        assert!(
+            !ToolLevel::ReadOnly.writes_under_unipi_only()
+                && !ToolLevel::Full.writes_under_unipi_only()
+        );
     }
 }

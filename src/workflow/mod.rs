@@ -10,6 +10,7 @@ pub mod docs;
 pub mod levels;
 pub mod module;
 pub mod ralph;
+mod ralph_run;
 pub mod refs;
 pub mod run;
 pub mod skills;

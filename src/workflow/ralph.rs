@@ -2,7 +2,8 @@
 //! plan:<file>` hands the model the plan's next open tasks, and every time Pi settles after a
 //! turn the plan is read again — every task completed or skipped ends the loop, otherwise the
 //! next iteration is sent, up to a limit. Esc (an aborted turn) pauses it; `/unipi:ralph-stop`
-//! ends it; `/unipi:ralph-start` on the same plan resumes a paused one. Its state is a JSON file
+//! ends it; `/unipi:ralph-start` on the same plan resumes a paused one. Only the settle after Pi
+//! took the iteration's message counts ([`Running`]). Its state is a JSON file
 //! per loop under `.unipi/ralph/`, written crash-safe, so a restarted workbench can resume.
 
 use std::path::{Path, PathBuf};
@@ -10,6 +11,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::docs::{self, Doc, DocType, ItemStatus, Marker};
+use super::run::Delivery;
+use crate::bridge::{AgentId, PiEvent};
 
 /// Iterations a loop may run unless `--max-iterations` says otherwise.
 pub const DEFAULT_MAX_ITERATIONS: u32 = 50;
@@ -23,6 +26,15 @@ pub enum LoopStatus {
     Active,
     Paused,
     Completed,
+    /// Ended by `/unipi:ralph-stop`.
+    Stopped,
+}
+
+impl LoopStatus {
+    /// Whether `/unipi:ralph-start` picks the loop up where it was (rather than anew).
+    pub fn resumable(self) -> bool {
+        matches!(self, LoopStatus::Active | LoopStatus::Paused)
+    }
 }
 
 /// One loop, as persisted.
@@ -39,6 +51,54 @@ pub struct Loop {
     pub updated_at_ms: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+}
+
+/// A loop as it runs in the workbench: its state, the Pi it runs in, and which of Pi's settles
+/// ends its current iteration — the one after Pi took the iteration's message, so a loop started
+/// (or continued) while Pi was busy counts from the first turn it started itself.
+#[derive(Clone, Debug)]
+pub struct Running {
+    pub state: Loop,
+    pub agent: AgentId,
+    /// Tells this run of the loop from a later one (stopped and started again while a settled
+    /// turn was being looked at).
+    pub id: u64,
+    delivery: Delivery,
+}
+
+impl Running {
+    /// The loop at `state`, whose message is about to be sent to `agent`.
+    pub fn new(state: Loop, agent: AgentId, id: u64) -> Self {
+        let delivery = Delivery::new(heading(&state));
+        Running {
+            state,
+            agent,
+            id,
+            delivery,
+        }
+    }
+
+    /// Follows one of `agent`'s events; `Some(aborted)` when the loop's iteration settled. Esc
+    /// before Pi took the iteration (its message waiting behind the user's turn) pauses the loop
+    /// too: the user interrupted.
+    pub fn on_event(&mut self, agent: &AgentId, event: &PiEvent) -> Option<bool> {
+        if *agent != self.agent {
+            return None;
+        }
+        match (self.delivery.on_event(event), event) {
+            (Some(aborted), _) => Some(aborted),
+            (None, PiEvent::AgentSettled { aborted: true, .. }) if !self.delivery.taken() => {
+                Some(true)
+            }
+            _ => None,
+        }
+    }
+
+    /// The next iteration, as `state` says, is about to be sent.
+    pub fn next(&mut self, state: Loop) {
+        self.delivery = Delivery::new(heading(&state));
+        self.state = state;
+    }
 }
 
 /// What happens after a turn of the loop settled.
@@ -113,16 +173,22 @@ pub fn prompt(state: &Loop, plan: &Doc) -> String {
         })
         .collect();
     format!(
-        "RALPH LOOP {} — iteration {}/{}\n\nContinue the plan {}. Take the first open task \
+        "{}\n\nContinue the plan {}. Take the first open task \
          below, do it completely, and set its status word in the plan (`in-progress` while you \
          work, then `completed`, or `failed`/`blocked` with a note). Do one task per iteration; \
          the loop sends the next iteration when you stop. /unipi:ralph-stop ends the loop.\n\n\
          Open tasks:\n{}",
-        state.name,
-        state.iteration,
-        state.max_iterations,
+        heading(state),
         state.plan.display(),
         open.join("\n")
+    )
+}
+
+/// How the message of the loop's current iteration begins (recognised in Pi's input event).
+fn heading(state: &Loop) -> String {
+    format!(
+        "RALPH LOOP {} — iteration {}/{}",
+        state.name, state.iteration, state.max_iterations
     )
 }
 
@@ -233,6 +299,66 @@ mod tests {
         assert!(
             matches!(after_turn(&mut state, &done, false, 9), Next::Complete(r) if r.contains("2/2"))
         );
+    }
+
+    fn input(text: &str, queued: bool) -> PiEvent {
+        PiEvent::UserInput(crate::bridge::UserInput {
+            text: text.to_owned(),
+            source: Some("extension".to_owned()),
+            streaming_behavior: queued.then(|| "followUp".to_owned()),
+            truncated: false,
+        })
+    }
+
+    fn settled(aborted: bool) -> PiEvent {
+        PiEvent::AgentSettled {
+            aborted,
+            synthetic: false,
+        }
+    }
+
+    #[test]
+    fn a_loop_started_while_pi_is_busy_counts_from_its_own_first_turn() {
+        let main = AgentId::main();
+        let mut run = Running::new(state(), main.clone(), 1);
+        // The run that was going when the loop started settles before Pi took the loop's
+        // message: that is not the loop's first iteration.
+        assert_eq!(run.on_event(&main, &settled(false)), None);
+        assert_eq!(run.on_event(&main, &input("something else", false)), None);
+        assert_eq!(run.on_event(&main, &settled(false)), None);
+        // Another Pi's events are not the loop's.
+        let helper = AgentId::new("helper-1");
+        assert_eq!(run.on_event(&helper, &input(&prompt_of(1), false)), None);
+        assert_eq!(run.on_event(&helper, &settled(false)), None);
+        // Pi takes the first iteration's message; the settle after it ends the iteration.
+        assert_eq!(run.on_event(&main, &input(&prompt_of(1), false)), None);
+        assert_eq!(run.on_event(&main, &settled(false)), Some(false));
+
+        // The second iteration is queued behind a turn (Pi 1.x says `followUp`): a settle
+        // before Pi's queue empties is that turn's, not the iteration's.
+        let mut second = state();
+        second.iteration = 2;
+        run.next(second);
+        assert_eq!(run.on_event(&main, &settled(false)), None);
+        assert_eq!(run.on_event(&main, &input(&prompt_of(1), false)), None);
+        assert_eq!(run.on_event(&main, &input(&prompt_of(2), true)), None);
+        assert_eq!(run.on_event(&main, &settled(false)), None);
+        assert_eq!(
+            run.on_event(&main, &PiEvent::QueueUpdate { pending: false }),
+            None
+        );
+        assert_eq!(run.on_event(&main, &settled(true)), Some(true));
+
+        // Esc before the loop's message ran still pauses the loop.
+        let mut fresh = Running::new(state(), main.clone(), 2);
+        assert_eq!(fresh.on_event(&main, &settled(true)), Some(true));
+    }
+
+    /// The beginning of iteration `n`'s message, as [`prompt`] writes it.
+    fn prompt_of(n: u32) -> String {
+        let mut state = state();
+        state.iteration = n;
+        prompt(&state, &plan("- unstarted: Task 1 — A\n"))
     }
 
     #[test]

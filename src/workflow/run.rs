@@ -3,12 +3,70 @@
 //! afterwards (idle, not continuing by itself) — successfully unless it was aborted or the model's
 //! last answer was an error. Then the tools active before the step are restored.
 //!
-//! Pure bookkeeping over Pi's events: the capability makes the host calls (`run_loop.rs`), so
-//! this is table-testable without a Pi.
+//! Pure bookkeeping over Pi's events: the capability makes the host calls, so this is
+//! table-testable without a Pi. [`Delivery`] — has Pi taken a message we sent, and which settle
+//! ends what it started — is shared with the loop (`ralph.rs`).
 
 use crate::bridge::PiEvent;
 
 use super::levels::ToolLevel;
+
+/// Where a message the workbench sent into Pi is: sent, queued behind a running turn, or taken
+/// (its turn runs). Only the settle after it is taken ends what it started — a message sent
+/// while Pi was busy must not take the end of the run that was going on for its own. Pi's input
+/// event (recognised by how the message begins) says it was taken, or, when it came while Pi
+/// was streaming (Pi 1.x names the `followUp` then), that it waits in Pi's queue until the
+/// queue empties (`queue_update`). Pi 0.73 names no streaming behaviour, so a queued message
+/// counts as taken at once there; that Pi (like 1.x) runs its queue in the same run, so no
+/// settle comes between.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Delivery {
+    marker: String,
+    stage: Stage,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    Sent,
+    Queued,
+    Taken,
+}
+
+impl Delivery {
+    /// A message beginning with `marker` is on its way.
+    pub fn new(marker: String) -> Self {
+        Delivery {
+            marker,
+            stage: Stage::Sent,
+        }
+    }
+
+    /// Pi took the message: its turn is running.
+    pub fn taken(&self) -> bool {
+        self.stage == Stage::Taken
+    }
+
+    /// Follows one of Pi's events; `Some(aborted)` when the turn that took the message settled.
+    pub fn on_event(&mut self, event: &PiEvent) -> Option<bool> {
+        match event {
+            PiEvent::UserInput(input)
+                if self.stage == Stage::Sent && input.text.starts_with(&self.marker) =>
+            {
+                self.stage = match input.streaming_behavior {
+                    Some(_) => Stage::Queued,
+                    None => Stage::Taken,
+                };
+                None
+            }
+            PiEvent::QueueUpdate { pending: false } if self.stage == Stage::Queued => {
+                self.stage = Stage::Taken;
+                None
+            }
+            PiEvent::AgentSettled { aborted, .. } if self.taken() => Some(*aborted),
+            _ => None,
+        }
+    }
+}
 
 /// The step in force.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -19,10 +77,8 @@ pub struct Active {
     /// The tools active before the first step of a chain (what the end restores).
     pub restore: Vec<String>,
     pub started_ms: u64,
-    /// How the step's message begins (recognised in Pi's input event).
-    pub marker: String,
-    /// Pi took the message: the next settle ends the step.
-    pub running: bool,
+    /// The step's message (how it begins): the settle after Pi took it ends the step.
+    pub delivery: Delivery,
     /// The model's last answer ended in an error.
     pub errored: bool,
 }
@@ -64,17 +120,14 @@ impl Tracker {
     /// Follows one of Pi's events; returns the step that ended with it.
     pub fn on_event(&mut self, event: &PiEvent, now_ms: u64) -> Option<Ended> {
         let step = self.active.as_mut()?;
-        match event {
-            PiEvent::UserInput(input) if input.text.starts_with(&step.marker) => {
-                step.running = true;
-                step.errored = false;
-                None
-            }
-            PiEvent::MessageEnd(end) if step.running => {
-                step.errored = end.stop_reason.as_deref() == Some("error");
-                None
-            }
-            PiEvent::AgentSettled { aborted, .. } if step.running => {
+        if let PiEvent::MessageEnd(end) = event
+            && step.delivery.taken()
+        {
+            step.errored = end.stop_reason.as_deref() == Some("error");
+        }
+        match step.delivery.on_event(event) {
+            None => None,
+            Some(aborted) => {
                 let step = self.active.take()?;
                 Some(Ended {
                     success: !aborted && !step.errored,
@@ -84,7 +137,6 @@ impl Tracker {
                     restore: step.restore,
                 })
             }
-            _ => None,
         }
     }
 
@@ -105,8 +157,7 @@ mod tests {
             level: ToolLevel::WriteUnipi,
             restore: restore.iter().map(|s| (*s).to_owned()).collect(),
             started_ms: 1_000,
-            marker: format!("Execute the {command} workflow."),
-            running: false,
+            delivery: Delivery::new(format!("Execute the {command} workflow.")),
             errored: false,
         }
     }
@@ -118,6 +169,29 @@ mod tests {
             streaming_behavior: None,
             truncated: false,
         })
+    }
+
+    #[test]
+    fn a_step_queued_behind_a_turn_ends_with_the_settle_after_the_queue_emptied() {
+        let mut tracker = Tracker::default();
+        tracker.begin(step("plan", &["read", "bash"]));
+        let queued = PiEvent::UserInput(UserInput {
+            text: "Execute the plan workflow.".to_owned(),
+            source: Some("extension".to_owned()),
+            streaming_behavior: Some("followUp".to_owned()),
+            truncated: false,
+        });
+        assert_eq!(tracker.on_event(&queued, 1_100), None);
+        // The turn the message waited behind settles (it ended before taking it).
+        assert_eq!(tracker.on_event(&settled(false), 1_200), None);
+        assert_eq!(
+            tracker.on_event(&PiEvent::QueueUpdate { pending: false }, 1_300),
+            None
+        );
+        assert_eq!(
+            tracker.on_event(&settled(false), 1_900).map(|e| e.success),
+            Some(true)
+        );
     }
 
     fn settled(aborted: bool) -> PiEvent {

@@ -91,12 +91,23 @@ pub fn processes_running(needle: &str) -> Vec<u32> {
 }
 
 /// Polls `check` until it holds; fails naming `what` after `timeout`.
-pub fn wait_until(what: &str, timeout: Duration, mut check: impl FnMut() -> bool) {
+pub fn wait_until(what: &str, timeout: Duration, check: impl FnMut() -> bool) {
+    wait_until_or(what, timeout, check, String::new);
+}
+
+/// [`wait_until`], the failure also telling what `context` says then (a screen, a log's tail).
+pub fn wait_until_or(
+    what: &str,
+    timeout: Duration,
+    mut check: impl FnMut() -> bool,
+    context: impl Fn() -> String,
+) {
     let deadline = Instant::now() + timeout;
     while !check() {
         assert!(
             Instant::now() < deadline,
-            "timed out after {timeout:?}: {what}"
+            "timed out after {timeout:?}: {what}\n{}",
+            context()
         );
         std::thread::sleep(Duration::from_millis(50));
     }

@@ -1,11 +1,17 @@
 //! Moving a card: the item's marker line is rewritten in its file (the checkbox ticked or
 //! cleared, the task's status keyword replaced) and the file is written crash-safe. The line the
 //! board read must still be there, unchanged: an edit made on disk since then (by the model, an
-//! editor, another workbench) is a [`MoveError::Conflict`], never overwritten.
+//! editor, another workbench) is a [`MoveError::Conflict`], never overwritten. The file is read
+//! again right before the new one takes its name; if it changed while the move was being
+//! written, the move starts over from the new text (a few times, then [`MoveError::Busy`]), so
+//! another writer's change is lost only if it lands within the final `rename` call.
 
 use std::path::{Path, PathBuf};
 
 use super::{Item, ItemStatus, Marker, TaskStatus};
+
+/// How often a move starts again when the file changed while it was being written.
+const ATTEMPTS: usize = 3;
 
 /// Why a card did not move.
 #[derive(Debug, thiserror::Error)]
@@ -20,6 +26,10 @@ pub enum MoveError {
         line: usize,
         found: String,
     },
+    #[error(
+        "{path} kept changing on disk while the card moved ({attempts} tries); not overwritten"
+    )]
+    Busy { path: PathBuf, attempts: usize },
     #[error("cannot update {path}: {source}")]
     Io {
         path: PathBuf,
@@ -72,6 +82,17 @@ pub fn rewrite_line(item: &Item, to: ItemStatus) -> Result<String, MoveError> {
 /// is still what the board read, and writes the file crash-safe. Moving to the column it is in
 /// changes nothing.
 pub fn move_item(file: &Path, item: &Item, to: ItemStatus) -> Result<(), MoveError> {
+    move_item_with(file, item, to, |_| {})
+}
+
+/// [`move_item`], with `meanwhile` run between reading the file and replacing it (where another
+/// writer's change would land; tests put one there).
+pub(super) fn move_item_with(
+    file: &Path,
+    item: &Item,
+    to: ItemStatus,
+    mut meanwhile: impl FnMut(&Path),
+) -> Result<(), MoveError> {
     if item.status == to {
         return Ok(());
     }
@@ -80,7 +101,31 @@ pub fn move_item(file: &Path, item: &Item, to: ItemStatus) -> Result<(), MoveErr
         path: file.to_path_buf(),
         source,
     };
-    let bytes = std::fs::read(file).map_err(io)?;
+    for _ in 0..ATTEMPTS {
+        let bytes = std::fs::read(file).map_err(io)?;
+        let out = with_line_replaced(file, &bytes, item, &new_line)?;
+        meanwhile(file);
+        // The file as read is what the new text was made from: replace it only if it still is
+        // (the same bytes — then nothing of anyone else's is lost, whatever the timestamps say).
+        let unchanged = || std::fs::read(file).map(|now| now == bytes);
+        if crate::sys::replace_if_unchanged(file, &out, unchanged).map_err(io)? {
+            return Ok(());
+        }
+    }
+    Err(MoveError::Busy {
+        path: file.to_path_buf(),
+        attempts: ATTEMPTS,
+    })
+}
+
+/// `bytes` with the marker line of `item` replaced by `new_line` (its line ending kept), or a
+/// conflict when that line is no longer what the board read.
+fn with_line_replaced(
+    file: &Path,
+    bytes: &[u8],
+    item: &Item,
+    new_line: &str,
+) -> Result<Vec<u8>, MoveError> {
     let mut out = Vec::with_capacity(bytes.len() + 8);
     let mut seen = false;
     for (index, raw) in bytes.split_inclusive(|b| *b == b'\n').enumerate() {
@@ -112,5 +157,5 @@ pub fn move_item(file: &Path, item: &Item, to: ItemStatus) -> Result<(), MoveErr
             found: "(the file is shorter now)".to_owned(),
         });
     }
-    crate::sys::write_atomic(file, &out).map_err(io)
+    Ok(out)
 }

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::edit::{MoveError, move_item};
+use super::edit::{MoveError, move_item, move_item_with};
 use super::scan::DocCache;
 use super::*;
 
@@ -205,6 +205,99 @@ fn a_conflicting_edit_on_disk_is_refused_and_kept() {
         move_item(&file, &spec.items[1], ItemStatus::Todo),
         Err(MoveError::Conflict { .. })
     ));
+}
+
+/// A plan with two tasks and the board's view of it.
+fn plan_on_disk() -> (tempfile::TempDir, PathBuf, Doc) {
+    let (dir, docs_dir) = scratch();
+    let file = docs_dir.join("plans/p.md");
+    std::fs::write(
+        &file,
+        "# P\n- unstarted: Task 1 — One\n- unstarted: Task 2 — Two\n",
+    )
+    .unwrap_or_else(|err| panic!("{err}"));
+    let docs = DocCache::default().scan(&docs_dir);
+    let plan = doc(&docs, "plans/p.md").clone();
+    (dir, file, plan)
+}
+
+fn append(file: &Path, line: &str) {
+    let mut text = std::fs::read_to_string(file).unwrap_or_else(|err| panic!("{err}"));
+    text.push_str(line);
+    std::fs::write(file, text).unwrap_or_else(|err| panic!("{err}"));
+}
+
+#[test]
+fn a_change_made_while_the_card_moves_is_kept() {
+    let (_dir, file, plan) = plan_on_disk();
+    // Another writer (the model, an editor) changes another line after the board read the
+    // file and before it is replaced: the move starts again from the new text.
+    let mut writes = 0;
+    move_item_with(&file, &plan.items[0], ItemStatus::Done, |file| {
+        if writes == 0 {
+            append(file, "- unstarted: Task 3 — Three, added meanwhile\n");
+        }
+        writes += 1;
+    })
+    .unwrap_or_else(|err| panic!("{err}"));
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap_or_default(),
+        "# P\n- completed: Task 1 — One\n- unstarted: Task 2 — Two\n\
+         - unstarted: Task 3 — Three, added meanwhile\n"
+    );
+}
+
+#[test]
+fn a_file_that_keeps_changing_while_the_card_moves_is_refused_and_kept() {
+    let (_dir, file, plan) = plan_on_disk();
+    let mut writes = 0;
+    let refused = move_item_with(&file, &plan.items[0], ItemStatus::Done, |file| {
+        writes += 1;
+        append(file, &format!("- note {writes}\n"));
+    });
+    match refused {
+        Err(MoveError::Busy { attempts, .. }) => assert_eq!(attempts, writes),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    let text = std::fs::read_to_string(&file).unwrap_or_default();
+    assert!(
+        text.starts_with("# P\n- unstarted: Task 1 — One\n"),
+        "{text}"
+    );
+    assert!(text.ends_with(&format!("- note {writes}\n")), "{text}");
+    // A change of the card's own line in that window is a conflict, as before the move began.
+    let refused = move_item_with(&file, &plan.items[1], ItemStatus::Done, |file| {
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        std::fs::write(file, text.replace("unstarted: Task 2", "blocked: Task 2"))
+            .unwrap_or_else(|err| panic!("{err}"));
+    });
+    assert!(
+        matches!(refused, Err(MoveError::Conflict { line: 3, .. })),
+        "{refused:?}"
+    );
+}
+
+#[test]
+fn a_file_deleted_while_the_card_moves_is_not_recreated() {
+    let (dir, file, plan) = plan_on_disk();
+    let refused = move_item_with(&file, &plan.items[0], ItemStatus::Done, |file| {
+        std::fs::remove_file(file).unwrap_or_else(|err| panic!("{err}"));
+    });
+    match refused {
+        Err(MoveError::Io { path, source }) => {
+            assert_eq!(path, file);
+            assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
+        }
+        other => panic!("expected the missing file to be named, got {other:?}"),
+    }
+    assert!(!file.exists(), "the deleted plan came back");
+    // Nothing is left behind either (no temp file next to where the plan was).
+    let left: Vec<_> = std::fs::read_dir(dir.path().join("docs/plans"))
+        .unwrap_or_else(|err| panic!("{err}"))
+        .filter_map(Result::ok)
+        .map(|entry| entry.file_name())
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
 }
 
 #[test]
