@@ -193,8 +193,13 @@ fn compact_answers_without_the_model_and_recall_finds_what_was_compacted() {
 
     // The overlay shows the last one; Esc closes it.
     wb.slash("/unipi:compact-view");
-    wb.session.wait_for_text("Last compaction", REPLY).unwrap();
-    assert!(wb.session.screen_text().contains("history kept from entry"));
+    // The overlay may be drawn over more than one frame: wait for its body, not only its title.
+    wb.session
+        .wait_for("the overlay with its body", REPLY, |s| {
+            let text = s.contents();
+            text.contains("Last compaction") && text.contains("history kept from entry")
+        })
+        .unwrap_or_else(|err| panic!("{err:#}\n{}", wb.session.screen_text()));
     // The manifest is below the summary: scroll to the end.
     wb.session.send(b"G");
     wb.session.wait_for_text("Summarized away", REPLY).unwrap();
