@@ -550,6 +550,14 @@ mod tests {
             "contextThresholds": {"error": 90}
         }"#;
         let bad_text = "{\"preset\": \"full\",\n  \"enabled\": false,,\n}";
+        let home_config = config_with(|c| {
+            c.settings.preset = Preset::Minimal;
+            c.settings.groups.insert(
+                "core".to_owned(),
+                toggles(None, &[("cwd", false), ("cost", true)]),
+            );
+            c.settings.context.warning = 50;
+        });
         // (name, home file, workspace file, resulting config, number of errors)
         type Case<'a> = (
             &'a str,
@@ -560,20 +568,7 @@ mod tests {
         );
         let cases: [Case; 6] = [
             ("neither", None, None, FooterConfig::default(), 0),
-            (
-                "home only",
-                Some(home_text),
-                None,
-                config_with(|c| {
-                    c.settings.preset = Preset::Minimal;
-                    c.settings.groups.insert(
-                        "core".to_owned(),
-                        toggles(None, &[("cwd", false), ("cost", true)]),
-                    );
-                    c.settings.context.warning = 50;
-                }),
-                0,
-            ),
+            ("home only", Some(home_text), None, home_config.clone(), 0),
             (
                 "workspace only",
                 None,
@@ -617,14 +612,7 @@ mod tests {
                 "bad workspace file",
                 Some(home_text),
                 Some(bad_text),
-                config_with(|c| {
-                    c.settings.preset = Preset::Minimal;
-                    c.settings.groups.insert(
-                        "core".to_owned(),
-                        toggles(None, &[("cwd", false), ("cost", true)]),
-                    );
-                    c.settings.context.warning = 50;
-                }),
+                home_config,
                 1,
             ),
             (

@@ -1052,31 +1052,37 @@ mod tests {
     fn load_reads_every_source_and_workbench_settings() -> anyhow::Result<()> {
         let home = tempfile::tempdir()?;
         let ws = tempfile::tempdir()?;
-        let write = |path: PathBuf, text: &str| -> anyhow::Result<()> {
+        for (root, file, text) in [
+            (
+                home.path(),
+                ".pi/agent/mcp.json",
+                r#"{"mcpServers": {"a": {"command": "pi-user"}}}"#,
+            ),
+            (
+                home.path(),
+                ".unipi/config/mcp.json",
+                r#"{"mcpServers": {"b": {"command": "unipi-user"}}}"#,
+            ),
+            (
+                ws.path(),
+                ".pi/mcp.json",
+                r#"{"mcpServers": {"a": {"command": "pi-project"}}}"#,
+            ),
+            (
+                ws.path(),
+                ".unipi/config/mcp.json",
+                r#"{"mcpServers": {"c": {"command": "unipi-project"}}}"#,
+            ),
+            (
+                ws.path(),
+                ".unipi/config/workbench.json",
+                r#"{"mcp": {"owner": "pi"}}"#,
+            ),
+        ] {
+            let path = root.join(file);
             std::fs::create_dir_all(path.parent().unwrap_or(Path::new("/")))?;
             std::fs::write(path, text)?;
-            Ok(())
-        };
-        write(
-            home.path().join(".pi/agent/mcp.json"),
-            r#"{"mcpServers": {"a": {"command": "pi-user"}}}"#,
-        )?;
-        write(
-            home.path().join(".unipi/config/mcp.json"),
-            r#"{"mcpServers": {"b": {"command": "unipi-user"}}}"#,
-        )?;
-        write(
-            ws.path().join(".pi/mcp.json"),
-            r#"{"mcpServers": {"a": {"command": "pi-project"}}}"#,
-        )?;
-        write(
-            ws.path().join(".unipi/config/mcp.json"),
-            r#"{"mcpServers": {"c": {"command": "unipi-project"}}}"#,
-        )?;
-        write(
-            ws.path().join(".unipi/config/workbench.json"),
-            r#"{"mcp": {"owner": "pi"}}"#,
-        )?;
+        }
         let config = load(Some(home.path()), ws.path());
         assert_eq!(config.errors, []);
         let targets: Vec<String> = config.servers.iter().map(ServerConfig::target).collect();
