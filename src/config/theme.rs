@@ -13,7 +13,7 @@ use ratatui::style::{Color, Modifier, Style};
 use toml::de::{DeTable, DeValue};
 use unipi_widgets::Theme as WidgetTheme;
 
-use super::error::{self, ConfigError};
+use super::error::{self, ConfigError, Origin};
 use crate::pane::{Rgb, TerminalColors};
 
 /// The embedded built-in themes, by name. The first is the default.
@@ -200,34 +200,6 @@ const MODIFIER_NAMES: [(&str, Modifier); 9] = [
 
 const COLOUR_FORMS: &str = "a colour: \"#rrggbb\", a palette name, an ANSI name such as \
                             \"bright-black\", or \"reset\"";
-
-/// Where an entry came from, for its error message.
-#[derive(Clone, Debug)]
-struct Origin {
-    path: PathBuf,
-    line: usize,
-    column: usize,
-}
-
-impl Origin {
-    fn new(path: &Path, text: &str, offset: usize) -> Self {
-        let (line, column) = error::line_column(text, offset);
-        Origin {
-            path: path.to_owned(),
-            line,
-            column,
-        }
-    }
-
-    fn error(&self, message: impl Into<String>) -> ConfigError {
-        ConfigError::Invalid {
-            path: self.path.clone(),
-            line: self.line,
-            column: self.column,
-            message: message.into(),
-        }
-    }
-}
 
 #[derive(Clone, Debug)]
 struct Located<T> {
