@@ -1052,37 +1052,25 @@ mod tests {
     fn load_reads_every_source_and_workbench_settings() -> anyhow::Result<()> {
         let home = tempfile::tempdir()?;
         let ws = tempfile::tempdir()?;
-        for (root, file, text) in [
-            (
-                home.path(),
-                ".pi/agent/mcp.json",
-                r#"{"mcpServers": {"a": {"command": "pi-user"}}}"#,
-            ),
-            (
-                home.path(),
-                ".unipi/config/mcp.json",
-                r#"{"mcpServers": {"b": {"command": "unipi-user"}}}"#,
-            ),
-            (
-                ws.path(),
-                ".pi/mcp.json",
-                r#"{"mcpServers": {"a": {"command": "pi-project"}}}"#,
-            ),
-            (
-                ws.path(),
-                ".unipi/config/mcp.json",
-                r#"{"mcpServers": {"c": {"command": "unipi-project"}}}"#,
-            ),
-            (
-                ws.path(),
-                ".unipi/config/workbench.json",
-                r#"{"mcp": {"owner": "pi"}}"#,
-            ),
-        ] {
-            let path = root.join(file);
+        let write = |path: PathBuf, text: &str| -> anyhow::Result<()> {
             std::fs::create_dir_all(path.parent().unwrap_or(Path::new("/")))?;
             std::fs::write(path, text)?;
+            Ok(())
+        };
+        // (root, file, server name, its command)
+        for (root, file, name, command) in [
+            (home.path(), ".pi/agent/mcp.json", "a", "pi-user"),
+            (home.path(), ".unipi/config/mcp.json", "b", "unipi-user"),
+            (ws.path(), ".pi/mcp.json", "a", "pi-project"),
+            (ws.path(), ".unipi/config/mcp.json", "c", "unipi-project"),
+        ] {
+            let servers = serde_json::json!({"mcpServers": {name: {"command": command}}});
+            write(root.join(file), &servers.to_string())?;
         }
+        write(
+            ws.path().join(".unipi/config/workbench.json"),
+            r#"{"mcp": {"owner": "pi"}}"#,
+        )?;
         let config = load(Some(home.path()), ws.path());
         assert_eq!(config.errors, []);
         let targets: Vec<String> = config.servers.iter().map(ServerConfig::target).collect();
