@@ -145,26 +145,16 @@ pub const ROLES: [&str; 16] = [
 ];
 
 /// The `[terminal]` keys, in `TerminalColors` order: foreground, background, ANSI 0..=15.
-pub const TERMINAL_KEYS: [&str; 18] = [
-    "foreground",
-    "background",
-    "black",
-    "red",
-    "green",
-    "yellow",
-    "blue",
-    "magenta",
-    "cyan",
-    "white",
-    "bright-black",
-    "bright-red",
-    "bright-green",
-    "bright-yellow",
-    "bright-blue",
-    "bright-magenta",
-    "bright-cyan",
-    "bright-white",
-];
+pub const TERMINAL_KEYS: [&str; 18] = {
+    let mut keys = ["foreground"; 18];
+    keys[1] = "background";
+    let mut index = 0;
+    while index < ANSI_NAMES.len() {
+        keys[index + 2] = ANSI_NAMES[index].0;
+        index += 1;
+    }
+    keys
+};
 
 /// ANSI colour names, in index order (the outer terminal's palette decides what they look like).
 const ANSI_NAMES: [(&str, Color); 16] = [

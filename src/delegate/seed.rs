@@ -409,25 +409,19 @@ fn project_block(
                 "arguments": canonical_json(&arguments),
             }));
         }
-        "thinking" => {
-            let bytes = block
-                .get("thinking")
-                .and_then(Value::as_str)
-                .map_or(0, str::len);
-            omitted.add(ordinal, "assistant_thinking", bytes);
-        }
-        "image" => {
-            let bytes = block
-                .get("data")
-                .and_then(Value::as_str)
-                .map_or(0, str::len);
-            omitted.add(ordinal, "image", bytes);
-        }
+        // Left out, counted by the size of the field that holds them.
+        "thinking" => omitted.add(ordinal, "assistant_thinking", str_len(block, "thinking")),
+        "image" => omitted.add(ordinal, "image", str_len(block, "data")),
         other => {
             let bytes = canonical_json(block).len();
             omitted.add(ordinal, &format!("block:{other}"), bytes);
         }
     }
+}
+
+/// The length of `block`'s string field `field`; 0 when there is none.
+fn str_len(block: &Value, field: &str) -> usize {
+    block.get(field).and_then(Value::as_str).map_or(0, str::len)
 }
 
 /// Content as blocks: a plain string is one text block.

@@ -211,13 +211,11 @@ impl McpActions for McpPort {
         let name = name.to_owned();
         self.spawn(move |module| {
             Box::pin(async move {
-                match module.restart(&name).await {
-                    Ok(()) => format!(
-                        "Restarted `{name}`: once it runs, its tools are active again in every \
-                         connected Pi."
-                    ),
-                    Err(err) => format!("Could not restart `{name}`: {err:#}"),
-                }
+                let done = format!(
+                    "Restarted `{name}`: once it runs, its tools are active again in every \
+                     connected Pi."
+                );
+                outcome(module.restart(&name).await, "restart", &name, done)
             })
         });
     }
@@ -226,19 +224,25 @@ impl McpActions for McpPort {
         let name = name.to_owned();
         self.spawn(move |module| {
             Box::pin(async move {
-                match module.stop(&name).await {
-                    Ok(()) => format!(
-                        "Stopped `{name}`: its tools were withdrawn from every Pi's active tools \
-                         (Pi keeps them registered, inactive, until it restarts)."
-                    ),
-                    Err(err) => format!("Could not stop `{name}`: {err:#}"),
-                }
+                let done = format!(
+                    "Stopped `{name}`: its tools were withdrawn from every Pi's active tools \
+                     (Pi keeps them registered, inactive, until it restarts)."
+                );
+                outcome(module.stop(&name).await, "stop", &name, done)
             })
         });
     }
 
     fn take_notice(&self) -> Option<String> {
         crate::sys::lock(&self.notice).take()
+    }
+}
+
+/// The notice after a server action: `done`, or why `verb`ing `name` failed.
+fn outcome(result: anyhow::Result<()>, verb: &str, name: &str, done: String) -> String {
+    match result {
+        Ok(()) => done,
+        Err(err) => format!("Could not {verb} `{name}`: {err:#}"),
     }
 }
 
