@@ -217,7 +217,7 @@ mod tests {
 
     use std::sync::Arc;
 
-    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    use crossterm::event::{KeyCode, KeyEvent};
     use unipi_widgets::agents::{HelperSpend, MAIN_ID, helper_spend};
     use unipi_widgets::footer::FooterData;
 
@@ -226,6 +226,7 @@ mod tests {
     use crate::helpers::board::RunControl;
     use crate::helpers::events::Usage;
     use crate::views::dock::DockView;
+    use crate::views::test_keys::key as press;
     use crate::views::{RefreshContext, View};
 
     /// A RunControl that records what the dock asked of it and answers steers with `answer`.
@@ -281,10 +282,6 @@ mod tests {
         };
         row.started_at = UNIX_EPOCH + Duration::from_secs(3_600);
         row
-    }
-
-    fn press(code: KeyCode) -> KeyEvent {
-        KeyEvent::new(code, KeyModifiers::NONE)
     }
 
     /// A dock over a board with h1 running (controls attached) and h2, its child, done; opened

@@ -311,12 +311,13 @@ fn tilde(path: &Path, home: Option<&Path>) -> String {
 mod tests {
     use std::path::PathBuf;
 
-    use crossterm::event::{KeyCode, KeyModifiers};
+    use crossterm::event::KeyCode;
 
     use super::*;
     use crate::bridge::AgentId;
     use crate::mcp::manager::{McpToolInfo, ServerSnapshot};
     use crate::mcp::module::{Clash, ClashWith, ServerView};
+    use crate::views::test_keys::key;
 
     /// A port listing fixed rows and recording the actions asked of it.
     #[derive(Default)]
@@ -345,10 +346,6 @@ mod tests {
         fn take(&self) -> Vec<String> {
             std::mem::take(&mut *self.actions.lock().unwrap())
         }
-    }
-
-    fn key(code: KeyCode) -> KeyEvent {
-        KeyEvent::new(code, KeyModifiers::NONE)
     }
 
     fn make_rows(names: &[&str]) -> Vec<McpServerRow> {
