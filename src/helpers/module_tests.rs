@@ -37,6 +37,11 @@ fn replay_script() -> String {
     format!("cat '{}'", fixture("pi-1.6.0-explore.jsonl").display())
 }
 
+/// `shell`, then the replay.
+fn then_replay(shell: &str) -> String {
+    format!("{shell}; {}", replay_script())
+}
+
 fn call(tool: &str, args: Value) -> ToolCall {
     ToolCall {
         agent: AgentId::main(),
@@ -76,6 +81,42 @@ async fn spawn(module: &HelpersModule, args: Value) -> ToolOutput {
 /// Calls the spawn tool as `agent`.
 async fn spawn_as(module: &HelpersModule, agent: &AgentId, args: Value) -> ToolOutput {
     ask(module, call_as(agent, SPAWN_TOOL, args)).await
+}
+
+/// Starts a background helper that never ends by itself (the `forever` stand-in); its run id.
+async fn start_forever(module: &HelpersModule) -> String {
+    let args = json!({"type": "explore", "prompt": "loop", "async": true});
+    run_id(&spawn(module, args).await)
+}
+
+/// What a spawned tool call answered, failing after `secs` seconds.
+async fn finished(
+    call: tokio::task::JoinHandle<Result<ToolOutput, ToolError>>,
+    secs: u64,
+) -> ToolOutput {
+    tokio::time::timeout(Duration::from_secs(secs), call)
+        .await
+        .expect("timed out waiting for the tool call")
+        .expect("the tool call panicked")
+        .expect("the tool call failed")
+}
+
+/// A module whose helpers never end by themselves and whose questions wait `timeout` for their
+/// supervisor.
+fn supervised(dir: &Path, timeout: Duration) -> HelpersModule {
+    let mut settings = rpc_settings(dir, "forever");
+    settings.config.supervisor_timeout = timeout;
+    HelpersModule::new(settings)
+}
+
+#[track_caller]
+fn assert_notice_status(notice: &HelperNotice, status: &str) {
+    let tag = format!("<status>{status}</status>");
+    assert!(
+        notice.content.contains(&tag),
+        "{tag} not in:\n{}",
+        notice.content
+    );
 }
 
 /// The run id a spawn answered with.
@@ -379,11 +420,10 @@ async fn depth_guard_refuses_at_the_limit() {
 async fn foreground_run_returns_the_answer_and_streams_progress() {
     let dir = tempfile::tempdir().unwrap();
     let depth_file = dir.path().join("depth");
-    let script = format!(
-        "echo \"$UNIPI_HELPER_DEPTH\" > '{}'; {}",
-        depth_file.display(),
-        replay_script()
-    );
+    let script = then_replay(&format!(
+        "echo \"$UNIPI_HELPER_DEPTH\" > '{}'",
+        depth_file.display()
+    ));
     let mut settings = settings(dir.path(), &script);
     settings.depth = 1;
     let module = HelpersModule::new(settings);
@@ -421,11 +461,10 @@ async fn background_run_notifies_once_and_get_result_waits() {
     let dir = tempfile::tempdir().unwrap();
     // Holds the answer back until the test lets it go, so `wait` really waits.
     let gate = dir.path().join("go");
-    let script = format!(
-        "while [ ! -e '{}' ]; do sleep 0.05; done; {}",
-        gate.display(),
-        replay_script()
-    );
+    let script = then_replay(&format!(
+        "while [ ! -e '{}' ]; do sleep 0.05; done",
+        gate.display()
+    ));
     let module = HelpersModule::new(settings(dir.path(), &script));
     let mut notices = notices_of(&module);
     let started = spawn(
@@ -452,11 +491,7 @@ async fn background_run_notifies_once_and_get_result_waits() {
         }
     });
     std::fs::write(&gate, "").unwrap();
-    let waited = tokio::time::timeout(Duration::from_secs(20), waiter)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    let waited = finished(waiter, 20).await;
     assert_eq!(text(&waited), "The notes say: helpers are read-only.");
     assert_eq!(waited.details["runId"], id.as_str());
 
@@ -488,11 +523,7 @@ async fn cancel_stops_the_child() {
     let running = tokio::spawn(module.call_tool(tool_call));
     tokio::time::sleep(Duration::from_millis(300)).await;
     handle.cancel();
-    let output = tokio::time::timeout(Duration::from_secs(10), running)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    let output = finished(running, 10).await;
     assert_detail(&output, "status", "error");
     assert_eq!(output.details["runStatus"], "stopped");
     assert_says(&output, "cancelled");
@@ -745,12 +776,7 @@ async fn stop_ends_a_background_run_as_stopped() {
     let dir = tempfile::tempdir().unwrap();
     let module = HelpersModule::new(rpc_settings(dir.path(), "forever"));
     let mut notices = notices_of(&module);
-    let started = spawn(
-        &module,
-        json!({"type": "explore", "prompt": "loop", "async": true}),
-    )
-    .await;
-    let id = run_id(&started);
+    let id = start_forever(&module).await;
     let board = module.board();
     wait_until("turns on the board", || {
         board.row(&id).is_some_and(|row| row.turns >= 1)
@@ -770,11 +796,7 @@ async fn stop_ends_a_background_run_as_stopped() {
     let stop = spawn(&module, json!({"action": "stop", "id": id})).await;
     assert_detail(&stop, "stopped", true);
     let notice = next_notice(&mut notices, 15).await;
-    assert!(
-        notice.content.contains("<status>stopped</status>"),
-        "{}",
-        notice.content
-    );
+    assert_notice_status(&notice, "stopped");
     assert_eq!(board.row(&id).unwrap().status, RunStatus::Stopped);
     let pid: i32 = serde_json::from_str::<Value>(
         &std::fs::read_to_string(dir.path().join("runs").join(&id).join("process.json")).unwrap(),
@@ -791,16 +813,9 @@ async fn stop_ends_a_background_run_as_stopped() {
 #[tokio::test]
 async fn a_helper_asks_its_supervisor_and_only_the_parent_answers() {
     let dir = tempfile::tempdir().unwrap();
-    let mut settings = rpc_settings(dir.path(), "forever");
-    settings.config.supervisor_timeout = Duration::from_secs(20);
-    let module = HelpersModule::new(settings);
+    let module = supervised(dir.path(), Duration::from_secs(20));
     let mut notices = notices_of(&module);
-    let started = spawn(
-        &module,
-        json!({"type": "explore", "prompt": "loop", "async": true}),
-    )
-    .await;
-    let id = run_id(&started);
+    let id = start_forever(&module).await;
     let child = child_of(&id);
     let asking = tokio::spawn(module.call_tool(call_as(
         &child,
@@ -884,15 +899,8 @@ async fn a_helper_asks_its_supervisor_and_only_the_parent_answers() {
 #[tokio::test]
 async fn an_unanswered_question_times_out_and_a_foreground_one_is_answered_at_once() {
     let dir = tempfile::tempdir().unwrap();
-    let mut settings = rpc_settings(dir.path(), "forever");
-    settings.config.supervisor_timeout = Duration::from_millis(300);
-    let module = HelpersModule::new(settings);
-    let started = spawn(
-        &module,
-        json!({"type": "explore", "prompt": "loop", "async": true}),
-    )
-    .await;
-    let id = run_id(&started);
+    let module = supervised(dir.path(), Duration::from_millis(300));
+    let id = start_forever(&module).await;
     let unanswered = supervise(&module, &child_of(&id), json!({"message": "?"})).await;
     assert_detail(&unanswered, "reason", "timeout");
     assert!(text(&unanswered).contains("No answer from your supervisor"));
@@ -920,11 +928,7 @@ async fn an_unanswered_question_times_out_and_a_foreground_one_is_answered_at_on
     let at_once = supervise(&module, &child_of(&fg_id), json!({"message": "?"})).await;
     assert_detail(&at_once, "reason", "foreground");
     spawn(&module, json!({"action": "stop", "id": fg_id})).await;
-    let ended = tokio::time::timeout(Duration::from_secs(15), foreground)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    let ended = finished(foreground, 15).await;
     assert_detail(&ended, "runStatus", "stopped");
 }
 
@@ -942,11 +946,7 @@ async fn context_fork_copies_the_callers_session_or_is_refused() {
     let started = spawn(&module, args).await;
     assert_detail(&started, "status", "running");
     let notice = next_notice(&mut notices, 15).await;
-    assert!(
-        notice.content.contains("<status>completed</status>"),
-        "{}",
-        notice.content
-    );
+    assert_notice_status(&notice, "completed");
     assert!(
         log(dir.path()).contains(&format!("\"--fork\", \"{}\"", parent.display())),
         "{}",
