@@ -119,6 +119,14 @@ fn assert_notice_status(notice: &HelperNotice, status: &str) {
     );
 }
 
+/// `output` is an error result saying `why`, and nothing is left running.
+#[track_caller]
+fn assert_ended_in_error(module: &HelpersModule, output: &ToolOutput, why: &str) {
+    assert_detail(output, "status", "error");
+    assert_says(output, why);
+    assert_eq!(module.service.ledger().counters().running, 0);
+}
+
 /// The run id a spawn answered with.
 fn run_id(output: &ToolOutput) -> String {
     output.details["runId"].as_str().unwrap().to_string()
@@ -524,10 +532,8 @@ async fn cancel_stops_the_child() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     handle.cancel();
     let output = finished(running, 10).await;
-    assert_detail(&output, "status", "error");
     assert_eq!(output.details["runStatus"], "stopped");
-    assert_says(&output, "cancelled");
-    assert_eq!(module.service.ledger().counters().running, 0);
+    assert_ended_in_error(&module, &output, "cancelled");
 }
 
 #[tokio::test]
@@ -549,9 +555,7 @@ async fn an_abandoned_foreground_run_reads_as_ended() {
         .next()
         .unwrap();
     let output = ask(&module, call(RESULT_TOOL, json!({"id": id, "wait": true}))).await;
-    assert_detail(&output, "status", "error");
-    assert_says(&output, "abandoned");
-    assert_eq!(module.service.ledger().counters().running, 0);
+    assert_ended_in_error(&module, &output, "abandoned");
 }
 
 #[tokio::test]
