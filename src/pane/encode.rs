@@ -861,7 +861,7 @@ mod tests {
     /// expectation for that mode ([`NO`]: nothing is sent); all mismatches reported at once.
     fn check_matrix<I, M: Copy, const N: usize>(
         rows: &[(&str, I, [&str; N])],
-        modes: &[(&str, M); N],
+        modes: &[(impl std::fmt::Display, M); N],
         encode: impl Fn(&I, M) -> Option<Vec<u8>>,
     ) {
         let mut mismatches = Vec::new();
@@ -1134,12 +1134,13 @@ mod tests {
                                                                         [NO, "\x1b[<0;500;300M", "\x1b[<0;500;300M", "\x1b[<0;500;300M", "\x1b[<0;500;300M"]),
         ];
         let modes = [
-            ("None", M::None),
-            ("Press", M::Press),
-            ("PressRelease", M::PressRelease),
-            ("ButtonMotion", M::ButtonMotion),
-            ("AnyMotion", M::AnyMotion),
-        ];
+            M::None,
+            M::Press,
+            M::PressRelease,
+            M::ButtonMotion,
+            M::AnyMotion,
+        ]
+        .map(|mode| (format!("{mode:?}"), mode));
         check_matrix(&rows, &modes, |event, mode| {
             encode_mouse(event, mode, MouseProtocolEncoding::Sgr)
         });
