@@ -854,7 +854,7 @@ mod tests {
 
     /// Checks every row under every mode and reports all mismatches at once.
     fn check_table(rows: &[(&str, KeyEvent, [&str; 9])]) {
-        check_matrix(rows, &MODES, |key, modes| encode_key(key, modes));
+        check_matrix(rows, &MODES, encode_key);
     }
 
     /// `encode(input, mode)` for every row's input under every named mode, against the row's
