@@ -42,6 +42,36 @@ impl ConfigError {
     }
 }
 
+/// A position in a config file, kept with an entry so an error found after parsing (a bad value,
+/// a missing colour) still names where it was written.
+#[derive(Clone, Debug)]
+pub struct Origin {
+    path: PathBuf,
+    line: usize,
+    column: usize,
+}
+
+impl Origin {
+    /// Byte `offset` of `text`, the contents of `path`.
+    pub fn new(path: &Path, text: &str, offset: usize) -> Self {
+        let (line, column) = line_column(text, offset);
+        Origin {
+            path: path.to_owned(),
+            line,
+            column,
+        }
+    }
+
+    pub fn error(&self, message: impl Into<String>) -> ConfigError {
+        ConfigError::Invalid {
+            path: self.path.clone(),
+            line: self.line,
+            column: self.column,
+            message: message.into(),
+        }
+    }
+}
+
 /// A JSON syntax error in `path`, at the line and column serde_json reports.
 pub fn json_syntax_error(path: &Path, err: &serde_json::Error) -> ConfigError {
     ConfigError::Invalid {

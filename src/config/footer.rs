@@ -24,12 +24,12 @@
 //! that is not JSON at all is reported and skipped whole. The defaults always stand underneath.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{Map, Value};
 use unipi_widgets::footer::{ContextThresholds, FooterSettings, GroupToggles, Preset};
 
-use super::error::{self, ConfigError};
+use super::error::{ConfigError, Origin};
 
 /// The footer file, relative to the home directory or the workspace.
 pub const FOOTER_FILE: &str = ".unipi/config/footer.json";
@@ -141,25 +141,6 @@ impl Layer {
     }
 }
 
-/// A position in a config file, for an error found after parsing.
-#[derive(Clone, Debug)]
-struct Origin {
-    path: PathBuf,
-    line: usize,
-    column: usize,
-}
-
-impl Origin {
-    fn error(&self, message: String) -> ConfigError {
-        ConfigError::Invalid {
-            path: self.path.clone(),
-            line: self.line,
-            column: self.column,
-            message,
-        }
-    }
-}
-
 /// One file's text with the positions of its keys and values, for error messages.
 struct Source<'a> {
     path: &'a Path,
@@ -181,12 +162,7 @@ impl Source<'_> {
     fn origin(&self, keys: &[&str], pick: impl Fn(&Position) -> usize) -> Origin {
         let keys: Vec<String> = keys.iter().map(|key| (*key).to_owned()).collect();
         let offset = self.positions.get(&keys).map_or(0, pick);
-        let (line, column) = error::line_column(self.text, offset);
-        Origin {
-            path: self.path.to_owned(),
-            line,
-            column,
-        }
+        Origin::new(self.path, self.text, offset)
     }
 }
 
@@ -550,6 +526,14 @@ mod tests {
             "contextThresholds": {"error": 90}
         }"#;
         let bad_text = "{\"preset\": \"full\",\n  \"enabled\": false,,\n}";
+        let home_config = config_with(|c| {
+            c.settings.preset = Preset::Minimal;
+            c.settings.groups.insert(
+                "core".to_owned(),
+                toggles(None, &[("cwd", false), ("cost", true)]),
+            );
+            c.settings.context.warning = 50;
+        });
         // (name, home file, workspace file, resulting config, number of errors)
         type Case<'a> = (
             &'a str,
@@ -560,20 +544,7 @@ mod tests {
         );
         let cases: [Case; 6] = [
             ("neither", None, None, FooterConfig::default(), 0),
-            (
-                "home only",
-                Some(home_text),
-                None,
-                config_with(|c| {
-                    c.settings.preset = Preset::Minimal;
-                    c.settings.groups.insert(
-                        "core".to_owned(),
-                        toggles(None, &[("cwd", false), ("cost", true)]),
-                    );
-                    c.settings.context.warning = 50;
-                }),
-                0,
-            ),
+            ("home only", Some(home_text), None, home_config.clone(), 0),
             (
                 "workspace only",
                 None,
@@ -617,14 +588,7 @@ mod tests {
                 "bad workspace file",
                 Some(home_text),
                 Some(bad_text),
-                config_with(|c| {
-                    c.settings.preset = Preset::Minimal;
-                    c.settings.groups.insert(
-                        "core".to_owned(),
-                        toggles(None, &[("cwd", false), ("cost", true)]),
-                    );
-                    c.settings.context.warning = 50;
-                }),
+                home_config,
                 1,
             ),
             (

@@ -13,7 +13,7 @@ use ratatui::style::{Color, Modifier, Style};
 use toml::de::{DeTable, DeValue};
 use unipi_widgets::Theme as WidgetTheme;
 
-use super::error::{self, ConfigError};
+use super::error::{self, ConfigError, Origin};
 use crate::pane::{Rgb, TerminalColors};
 
 /// The embedded built-in themes, by name. The first is the default.
@@ -145,26 +145,16 @@ pub const ROLES: [&str; 16] = [
 ];
 
 /// The `[terminal]` keys, in `TerminalColors` order: foreground, background, ANSI 0..=15.
-pub const TERMINAL_KEYS: [&str; 18] = [
-    "foreground",
-    "background",
-    "black",
-    "red",
-    "green",
-    "yellow",
-    "blue",
-    "magenta",
-    "cyan",
-    "white",
-    "bright-black",
-    "bright-red",
-    "bright-green",
-    "bright-yellow",
-    "bright-blue",
-    "bright-magenta",
-    "bright-cyan",
-    "bright-white",
-];
+pub const TERMINAL_KEYS: [&str; 18] = {
+    let mut keys = ["foreground"; 18];
+    keys[1] = "background";
+    let mut index = 0;
+    while index < ANSI_NAMES.len() {
+        keys[index + 2] = ANSI_NAMES[index].0;
+        index += 1;
+    }
+    keys
+};
 
 /// ANSI colour names, in index order (the outer terminal's palette decides what they look like).
 const ANSI_NAMES: [(&str, Color); 16] = [
@@ -200,34 +190,6 @@ const MODIFIER_NAMES: [(&str, Modifier); 9] = [
 
 const COLOUR_FORMS: &str = "a colour: \"#rrggbb\", a palette name, an ANSI name such as \
                             \"bright-black\", or \"reset\"";
-
-/// Where an entry came from, for its error message.
-#[derive(Clone, Debug)]
-struct Origin {
-    path: PathBuf,
-    line: usize,
-    column: usize,
-}
-
-impl Origin {
-    fn new(path: &Path, text: &str, offset: usize) -> Self {
-        let (line, column) = error::line_column(text, offset);
-        Origin {
-            path: path.to_owned(),
-            line,
-            column,
-        }
-    }
-
-    fn error(&self, message: impl Into<String>) -> ConfigError {
-        ConfigError::Invalid {
-            path: self.path.clone(),
-            line: self.line,
-            column: self.column,
-            message: message.into(),
-        }
-    }
-}
 
 #[derive(Clone, Debug)]
 struct Located<T> {

@@ -8,7 +8,7 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use super::artifacts::INLINE_ANSWER_BYTES;
-use crate::config::{ConfigError, read_module_config};
+use crate::config::{ConfigError, load_module_config};
 use crate::tasks::TASKS_CONFIG_FILE;
 
 /// The default seed budget in bytes. It also bounds the child's task, which reaches Pi as one
@@ -45,12 +45,7 @@ impl DelegateConfig {
     /// The defaults, then `<home>/.unipi/config/background-tasks.json`, then the workspace's.
     /// A bad value is reported and the value before it kept.
     pub fn load(home: Option<&Path>, workspace: &Path) -> (Self, Vec<ConfigError>) {
-        let (sources, mut errors) = read_module_config(home, workspace, TASKS_CONFIG_FILE);
-        let mut config = Self::default();
-        for (path, text) in sources {
-            config.merge(&path, &text, &mut errors);
-        }
-        (config, errors)
+        load_module_config(home, workspace, TASKS_CONFIG_FILE, Self::merge)
     }
 
     /// Applies one file's keys. Invalid JSON is the background-task reader's to report; here it

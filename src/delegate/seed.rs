@@ -409,25 +409,19 @@ fn project_block(
                 "arguments": canonical_json(&arguments),
             }));
         }
-        "thinking" => {
-            let bytes = block
-                .get("thinking")
-                .and_then(Value::as_str)
-                .map_or(0, str::len);
-            omitted.add(ordinal, "assistant_thinking", bytes);
-        }
-        "image" => {
-            let bytes = block
-                .get("data")
-                .and_then(Value::as_str)
-                .map_or(0, str::len);
-            omitted.add(ordinal, "image", bytes);
-        }
+        // Left out, counted by the size of the field that holds them.
+        "thinking" => omitted.add(ordinal, "assistant_thinking", str_len(block, "thinking")),
+        "image" => omitted.add(ordinal, "image", str_len(block, "data")),
         other => {
             let bytes = canonical_json(block).len();
             omitted.add(ordinal, &format!("block:{other}"), bytes);
         }
     }
+}
+
+/// The length of `block`'s string field `field`; 0 when there is none.
+fn str_len(block: &Value, field: &str) -> usize {
+    block.get(field).and_then(Value::as_str).map_or(0, str::len)
 }
 
 /// Content as blocks: a plain string is one text block.
@@ -536,23 +530,32 @@ mod tests {
         seed_in(dir.path(), text, call, budget)
     }
 
+    /// Task `d1` in `/w` asking "why?" about `session_file`.
+    fn input<'a>(
+        route: &'a Route,
+        session_file: &'a Path,
+        call: Option<&'a str>,
+        budget: usize,
+    ) -> SeedInput<'a> {
+        SeedInput {
+            task_id: "d1",
+            nonce: "n1",
+            cwd: Path::new("/w"),
+            route,
+            directive: "why?",
+            session_file,
+            active_call_id: call,
+            budget_bytes: budget,
+            limits: Limits::default(),
+        }
+    }
+
     /// The seed of `text` saved as `<dir>/s.jsonl`.
     fn seed_in(dir: &Path, text: &str, call: Option<&str>, budget: usize) -> (Seed, Value) {
         let file = dir.join("s.jsonl");
         std::fs::write(&file, text).unwrap();
         let route = route();
-        let seed = build_seed(&SeedInput {
-            task_id: "d1",
-            nonce: "n1",
-            cwd: Path::new("/w"),
-            route: &route,
-            directive: "why?",
-            session_file: &file,
-            active_call_id: call,
-            budget_bytes: budget,
-            limits: Limits::default(),
-        })
-        .unwrap();
+        let seed = build_seed(&input(&route, &file, call, budget)).unwrap();
         let value = serde_json::from_slice(&seed.bytes).unwrap();
         (seed, value)
     }
@@ -718,15 +721,8 @@ mod tests {
     fn a_missing_session_file_is_a_projection_failure() {
         let route = route();
         let err = build_seed(&SeedInput {
-            task_id: "d1",
-            nonce: "n1",
-            cwd: Path::new("/w"),
-            route: &route,
             directive: "q",
-            session_file: Path::new("/nonexistent/s.jsonl"),
-            active_call_id: None,
-            budget_bytes: 100,
-            limits: Limits::default(),
+            ..input(&route, Path::new("/nonexistent/s.jsonl"), None, 100)
         })
         .unwrap_err();
         assert_eq!(err.code, DelegateErrorCode::SeedProjectionFailed);

@@ -301,33 +301,12 @@ fn positional_prompt(prompt: &str) -> String {
     }
 }
 
-fn explore() -> AgentType {
+/// A builtin type: Pi's tools as listed, appended to Pi's own prompt, in the foreground.
+fn builtin(name: &str, description: &str, tools: &[&str], system_prompt: &str) -> AgentType {
     AgentType {
-        name: "explore".to_string(),
-        description: "Read-only investigation: reads, searches and runs commands, never edits"
-            .to_string(),
-        tools: ["read", "bash", "grep", "find", "ls"]
-            .map(str::to_string)
-            .to_vec(),
-        disallowed_tools: vec!["edit".to_string(), "write".to_string()],
-        model: None,
-        thinking: None,
-        max_turns: None,
-        prompt_mode: PromptMode::Append,
-        run_in_background: false,
-        enabled: true,
-        system_prompt: "You are an explore agent. Read files, search code, and report findings. \
-                        Do NOT modify any files."
-            .to_string(),
-        source: AgentSource::Builtin,
-    }
-}
-
-fn work() -> AgentType {
-    AgentType {
-        name: "work".to_string(),
-        description: "Implements changes with every built-in tool".to_string(),
-        tools: BUILTIN_TOOLS.map(str::to_string).to_vec(),
+        name: name.to_string(),
+        description: description.to_string(),
+        tools: tools.iter().map(|tool| tool.to_string()).collect(),
         disallowed_tools: Vec::new(),
         model: None,
         thinking: None,
@@ -335,11 +314,32 @@ fn work() -> AgentType {
         prompt_mode: PromptMode::Append,
         run_in_background: false,
         enabled: true,
-        system_prompt: "You are a worker agent. Implement changes, write code, and complete \
-                        tasks. Use the provided tools to make the requested modifications."
-            .to_string(),
+        system_prompt: system_prompt.to_string(),
         source: AgentSource::Builtin,
     }
+}
+
+fn explore() -> AgentType {
+    AgentType {
+        disallowed_tools: vec!["edit".to_string(), "write".to_string()],
+        ..builtin(
+            "explore",
+            "Read-only investigation: reads, searches and runs commands, never edits",
+            &["read", "bash", "grep", "find", "ls"],
+            "You are an explore agent. Read files, search code, and report findings. \
+             Do NOT modify any files.",
+        )
+    }
+}
+
+fn work() -> AgentType {
+    builtin(
+        "work",
+        "Implements changes with every built-in tool",
+        &BUILTIN_TOOLS,
+        "You are a worker agent. Implement changes, write code, and complete \
+         tasks. Use the provided tools to make the requested modifications.",
+    )
 }
 
 /// The `*.md` files in `dir`, sorted; a missing directory is the normal case.
@@ -811,8 +811,8 @@ mod tests {
         assert_eq!(catalog, AgentCatalog::builtin());
     }
 
-    #[test]
-    fn pi_args_table() {
+    /// The builtin `explore`, a custom type that sets every flag, and `explore` without a prompt.
+    fn argument_agents() -> (AgentType, AgentType, AgentType) {
         let explore = AgentCatalog::builtin().resolve("explore").unwrap();
         let custom = AgentType {
             model: Some("unipi-scripted/m".into()),
@@ -827,103 +827,17 @@ mod tests {
             system_prompt: String::new(),
             ..explore.clone()
         };
-        let cases: [(&AgentType, &str, Vec<&str>); 5] = [
-            (
-                &explore,
-                "find the bug",
-                vec![
-                    "--mode",
-                    "json",
-                    "--tools",
-                    "read,bash,grep,find,ls",
-                    "--append-system-prompt",
-                    &explore.system_prompt,
-                    "-p",
-                    "find the bug",
-                ],
-            ),
-            (
-                &custom,
-                "go",
-                vec![
-                    "--mode",
-                    "json",
-                    "--model",
-                    "unipi-scripted/m",
-                    "--thinking",
-                    "low",
-                    "--no-tools",
-                    "--system-prompt",
-                    "Only review.",
-                    "-p",
-                    "go",
-                ],
-            ),
-            (
-                &silent,
-                "x",
-                vec![
-                    "--mode",
-                    "json",
-                    "--tools",
-                    "read,bash,grep,find,ls",
-                    "-p",
-                    "x",
-                ],
-            ),
-            // Pi would read these as a flag or a file argument.
-            (
-                &silent,
-                "--help me",
-                vec![
-                    "--mode",
-                    "json",
-                    "--tools",
-                    "read,bash,grep,find,ls",
-                    "-p",
-                    " --help me",
-                ],
-            ),
-            (
-                &silent,
-                "@notes.md",
-                vec![
-                    "--mode",
-                    "json",
-                    "--tools",
-                    "read,bash,grep,find,ls",
-                    "-p",
-                    " @notes.md",
-                ],
-            ),
-        ];
-        for (agent, prompt, want) in cases {
-            assert_eq!(agent.pi_args(prompt), want, "{prompt}");
-        }
+        (explore, custom, silent)
     }
 
     #[test]
-    fn pi_rpc_args_table() {
-        let explore = AgentCatalog::builtin().resolve("explore").unwrap();
-        let custom = AgentType {
-            model: Some("unipi-scripted/m".into()),
-            thinking: Some("low".into()),
-            prompt_mode: PromptMode::Replace,
-            system_prompt: "Only review.".into(),
-            tools: vec!["read".into()],
-            disallowed_tools: vec!["read".into()],
-            ..explore.clone()
-        };
-        let silent = AgentType {
-            system_prompt: String::new(),
-            ..explore.clone()
-        };
+    fn pi_args_table() {
+        let (explore, custom, silent) = argument_agents();
+        // (type, the flags both modes put after `--mode <mode>`)
         let cases: [(&AgentType, Vec<&str>); 3] = [
             (
                 &explore,
                 vec![
-                    "--mode",
-                    "rpc",
                     "--tools",
                     "read,bash,grep,find,ls",
                     "--append-system-prompt",
@@ -933,8 +847,6 @@ mod tests {
             (
                 &custom,
                 vec![
-                    "--mode",
-                    "rpc",
                     "--model",
                     "unipi-scripted/m",
                     "--thinking",
@@ -944,26 +856,28 @@ mod tests {
                     "Only review.",
                 ],
             ),
-            (
-                &silent,
-                vec!["--mode", "rpc", "--tools", "read,bash,grep,find,ls"],
-            ),
+            (&silent, vec!["--tools", "read,bash,grep,find,ls"]),
         ];
-        for (agent, want) in cases {
-            assert_eq!(agent.pi_rpc_args(), want, "{}", agent.system_prompt);
-            // The print-mode arguments are the same flags around a different mode and message.
-            let print = agent.pi_args("task");
-            assert_eq!(print[2..print.len() - 2], want[2..], "{}", agent.name);
+        // (prompt, the message print mode passes); Pi would read the last two as a flag or a
+        // file argument.
+        let prompts = [
+            ("find the bug", "find the bug"),
+            ("--help me", " --help me"),
+            ("@notes.md", " @notes.md"),
+        ];
+        for (agent, flags) in cases {
+            let rpc = [&["--mode", "rpc"][..], &flags].concat();
+            assert_eq!(agent.pi_rpc_args(), rpc, "{}", agent.system_prompt);
+            for (prompt, message) in prompts {
+                let print = [&["--mode", "json"][..], &flags, &["-p", message]].concat();
+                assert_eq!(agent.pi_args(prompt), print, "{prompt}: {}", agent.name);
+            }
         }
     }
 
     #[test]
     fn appended_prompt_table() {
-        let explore = AgentCatalog::builtin().resolve("explore").unwrap();
-        let silent = AgentType {
-            system_prompt: String::new(),
-            ..explore.clone()
-        };
+        let (explore, _, silent) = argument_agents();
         let cases = [
             (
                 &explore,

@@ -25,6 +25,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::agents::THINKING_LEVELS;
+use crate::config::references::replace_references;
 
 /// Default truncation of a result the model reads.
 pub const MAX_OUTPUT_BYTES: usize = 200 * 1024;
@@ -417,23 +418,11 @@ pub fn template_marks(prompt: &str) -> Vec<String> {
 
 /// `prompt` with each `{{id}}` replaced by `answer(id)`.
 pub fn fill_template(prompt: &str, answer: impl Fn(&str) -> Option<String>) -> String {
-    let mut out = String::with_capacity(prompt.len());
-    let mut rest = prompt;
-    while let Some(start) = rest.find("{{") {
-        out.push_str(&rest[..start]);
-        let after = &rest[start + 2..];
-        let Some(end) = after.find("}}") else {
-            out.push_str(&rest[start..]);
-            return out;
-        };
-        match answer(after[..end].trim()) {
-            Some(value) => out.push_str(&value),
-            None => out.push_str(&rest[start..start + 2 + end + 2]),
-        }
-        rest = &after[end + 2..];
-    }
-    out.push_str(rest);
-    out
+    let filled = replace_references(prompt, "{{", "}}", |id| {
+        Ok::<_, std::convert::Infallible>(answer(id.trim()))
+    });
+    let Ok(filled) = filled;
+    filled
 }
 
 fn parse_gate(gate: &Value) -> Result<Acceptance, String> {

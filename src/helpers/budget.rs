@@ -293,14 +293,26 @@ mod tests {
         }
     }
 
-    /// Feeds `steps` in order and returns the action each produced, as a short string.
+    /// How every steering message is worded around what was reached.
+    const REACHED: &str = "Budget reached: ";
+    const STOP: &str = ". Stop now: do not call any more tools, and give your final answer with \
+                        what you have found so far.";
+
+    /// Feeds `steps` in order and returns the action each produced, as a short string: a
+    /// steering message shows what was reached when it is worded as [`REACHED`]…[`STOP`], and
+    /// whole otherwise.
     fn run(budget: Budget, steps: &[Totals]) -> Vec<String> {
         let mut watch = BudgetWatch::new(budget);
         steps
             .iter()
             .map(|step| match watch.observe(step) {
                 None => "-".to_string(),
-                Some(BudgetAction::Steer(message)) => format!("steer: {message}"),
+                Some(BudgetAction::Steer(message)) => {
+                    let reached = message
+                        .strip_prefix(REACHED)
+                        .and_then(|rest| rest.strip_suffix(STOP));
+                    format!("steer: {}", reached.unwrap_or(&message))
+                }
                 Some(BudgetAction::Abort(reason)) => format!("abort: {reason}"),
             })
             .collect()
@@ -308,9 +320,7 @@ mod tests {
 
     #[test]
     fn watch_table() {
-        let steer_turns = "steer: Budget reached: you have used 5 of your 5 turns. Stop now: do \
-                           not call any more tools, and give your final answer with what you \
-                           have found so far.";
+        let steer_turns = "steer: you have used 5 of your 5 turns";
         let cases: Vec<(&str, Budget, Vec<Totals>, Vec<&str>)> = vec![
             (
                 "no budget never acts",
@@ -347,9 +357,7 @@ mod tests {
                     totals(6, 0, 0, 0.0),
                 ],
                 vec![
-                    "steer: Budget reached: you have used 4 of your 2 turns. Stop now: do not \
-                     call any more tools, and give your final answer with what you have found \
-                     so far.",
+                    "steer: you have used 4 of your 2 turns",
                     "-",
                     "abort: turn budget exceeded: 6 turns (limit 2)",
                 ],
@@ -362,9 +370,7 @@ mod tests {
                 },
                 vec![totals(1, 0, 0, 0.0), totals(1, 0, 0, 0.0)],
                 vec![
-                    "steer: Budget reached: you have used 1 of your 1 turn. Stop now: do not \
-                     call any more tools, and give your final answer with what you have found \
-                     so far.",
+                    "steer: you have used 1 of your 1 turn",
                     "abort: turn budget exceeded: 1 turn (limit 1)",
                 ],
             ),
@@ -382,9 +388,7 @@ mod tests {
                 ],
                 vec![
                     "-",
-                    "steer: Budget reached: you have made 3 of your 3 tool calls. Stop now: do \
-                     not call any more tools, and give your final answer with what you have \
-                     found so far.",
+                    "steer: you have made 3 of your 3 tool calls",
                     "abort: tool-use budget exceeded: 4 tool uses (limit 3)",
                 ],
             ),
@@ -402,9 +406,7 @@ mod tests {
                 ],
                 vec![
                     "-",
-                    "steer: Budget reached: you have used 1200 of your 1000 tokens. Stop now: \
-                     do not call any more tools, and give your final answer with what you \
-                     have found so far.",
+                    "steer: you have used 1200 of your 1000 tokens",
                     "abort: token budget exceeded: 1500 tokens (limit 1000)",
                 ],
             ),
@@ -422,9 +424,7 @@ mod tests {
                 ],
                 vec![
                     "-",
-                    "steer: Budget reached: you have spent $0.50 of your $0.50. Stop now: do \
-                     not call any more tools, and give your final answer with what you have \
-                     found so far.",
+                    "steer: you have spent $0.50 of your $0.50",
                     "abort: cost budget exceeded: $0.61 (limit $0.50)",
                 ],
             ),
@@ -438,9 +438,7 @@ mod tests {
                 },
                 vec![totals(1, 0, 0, 5.0), totals(2, 0, 0, 6.0)],
                 vec![
-                    "steer: Budget reached: you have used 1 of your 1 turn. Stop now: do not \
-                     call any more tools, and give your final answer with what you have found \
-                     so far.",
+                    "steer: you have used 1 of your 1 turn",
                     "abort: turn budget exceeded: 2 turns (limit 1)",
                 ],
             ),

@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::agents::AgentCatalog;
 use super::board::HelperBoard;
 use super::runner::DEFAULT_DEADLINE;
-use crate::config::{ConfigError, read_module_config};
+use crate::config::{ConfigError, load_module_config};
 
 /// The nesting depth of the process reading it (unset: the root session, depth 0).
 pub const DEPTH_ENV: &str = "UNIPI_HELPER_DEPTH";
@@ -53,12 +53,7 @@ impl HelpersConfig {
     /// file or value is reported and the value before it kept; unknown keys are ignored (the
     /// file is shared with settings this module does not own).
     pub fn load(home: Option<&Path>, workspace: &Path) -> (Self, Vec<ConfigError>) {
-        let (sources, mut errors) = read_module_config(home, workspace, CONFIG_FILE);
-        let mut config = Self::default();
-        for (path, text) in sources {
-            config.merge(&path, &text, &mut errors);
-        }
-        (config, errors)
+        load_module_config(home, workspace, CONFIG_FILE, Self::merge)
     }
 
     /// Applies one file's keys.

@@ -217,7 +217,7 @@ mod tests {
 
     use std::sync::Arc;
 
-    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    use crossterm::event::{KeyCode, KeyEvent};
     use unipi_widgets::agents::{HelperSpend, MAIN_ID, helper_spend};
     use unipi_widgets::footer::FooterData;
 
@@ -226,6 +226,7 @@ mod tests {
     use crate::helpers::board::RunControl;
     use crate::helpers::events::Usage;
     use crate::views::dock::DockView;
+    use crate::views::test_keys::key as press;
     use crate::views::{RefreshContext, View};
 
     /// A RunControl that records what the dock asked of it and answers steers with `answer`.
@@ -283,10 +284,6 @@ mod tests {
         row
     }
 
-    fn press(code: KeyCode) -> KeyEvent {
-        KeyEvent::new(code, KeyModifiers::NONE)
-    }
-
     /// A dock over a board with h1 running (controls attached) and h2, its child, done; opened
     /// on h1.
     fn make_board_dock(recorder: Arc<Recorder>) -> (HelperBoard, DockView) {
@@ -316,18 +313,20 @@ mod tests {
         }
     }
 
-    fn chars(text: &str) -> Vec<KeyEvent> {
-        text.chars().map(|c| press(KeyCode::Char(c))).collect()
+    /// `m`, `text` typed into the steer input, Enter.
+    fn steer_keys(text: &str) -> Vec<KeyEvent> {
+        let typed = text.chars().map(|c| press(KeyCode::Char(c)));
+        std::iter::once(press(KeyCode::Char('m')))
+            .chain(typed)
+            .chain([press(KeyCode::Enter)])
+            .collect()
     }
 
     #[test]
     fn enter_in_the_steer_input_reaches_the_run_control() {
         let recorder = Recorder::new(Ok(()));
         let (board, mut dock) = make_board_dock(Arc::clone(&recorder));
-        let mut keys = vec![press(KeyCode::Char('m'))];
-        keys.extend(chars("look at the tests"));
-        keys.push(press(KeyCode::Enter));
-        drive(&board, &mut dock, &keys);
+        drive(&board, &mut dock, &steer_keys("look at the tests"));
         assert_eq!(recorder.calls(), ["steer look at the tests"]);
         assert_eq!(dock.model().steer, None);
         assert_eq!(dock.model().notice.as_deref(), Some("Sent to explore h1."));
@@ -337,10 +336,7 @@ mod tests {
     fn a_refused_steer_shows_the_boards_error_inline() {
         let recorder = Recorder::new(Err("the child has no steering channel".to_owned()));
         let (board, mut dock) = make_board_dock(Arc::clone(&recorder));
-        let mut keys = vec![press(KeyCode::Char('m'))];
-        keys.extend(chars("hurry"));
-        keys.push(press(KeyCode::Enter));
-        drive(&board, &mut dock, &keys);
+        drive(&board, &mut dock, &steer_keys("hurry"));
         assert_eq!(recorder.calls(), ["steer hurry"]);
         let steer = dock.model().steer.clone().unwrap_or_default();
         assert_eq!(

@@ -37,6 +37,11 @@ fn replay_script() -> String {
     format!("cat '{}'", fixture("pi-1.6.0-explore.jsonl").display())
 }
 
+/// `shell`, then the replay.
+fn then_replay(shell: &str) -> String {
+    format!("{shell}; {}", replay_script())
+}
+
 fn call(tool: &str, args: Value) -> ToolCall {
     ToolCall {
         agent: AgentId::main(),
@@ -66,6 +71,116 @@ fn text(output: &ToolOutput) -> String {
             crate::bridge::ContentBlock::Image { .. } => String::new(),
         })
         .collect()
+}
+
+/// Calls the spawn tool as the main agent.
+async fn spawn(module: &HelpersModule, args: Value) -> ToolOutput {
+    ask(module, call(SPAWN_TOOL, args)).await
+}
+
+/// Calls the spawn tool as `agent`.
+async fn spawn_as(module: &HelpersModule, agent: &AgentId, args: Value) -> ToolOutput {
+    ask(module, call_as(agent, SPAWN_TOOL, args)).await
+}
+
+/// Starts a background helper that never ends by itself (the `forever` stand-in); its run id.
+async fn start_forever(module: &HelpersModule) -> String {
+    let args = json!({"type": "explore", "prompt": "loop", "async": true});
+    run_id(&spawn(module, args).await)
+}
+
+/// What a spawned tool call answered, failing after `secs` seconds.
+async fn finished(
+    call: tokio::task::JoinHandle<Result<ToolOutput, ToolError>>,
+    secs: u64,
+) -> ToolOutput {
+    tokio::time::timeout(Duration::from_secs(secs), call)
+        .await
+        .expect("timed out waiting for the tool call")
+        .expect("the tool call panicked")
+        .expect("the tool call failed")
+}
+
+/// A module whose helpers never end by themselves and whose questions wait `timeout` for their
+/// supervisor.
+fn supervised(dir: &Path, timeout: Duration) -> HelpersModule {
+    let mut settings = rpc_settings(dir, "forever");
+    settings.config.supervisor_timeout = timeout;
+    HelpersModule::new(settings)
+}
+
+#[track_caller]
+fn assert_notice_status(notice: &HelperNotice, status: &str) {
+    let tag = format!("<status>{status}</status>");
+    assert!(
+        notice.content.contains(&tag),
+        "{tag} not in:\n{}",
+        notice.content
+    );
+}
+
+/// `output` is an error result saying `why`, and nothing is left running.
+#[track_caller]
+fn assert_ended_in_error(module: &HelpersModule, output: &ToolOutput, why: &str) {
+    assert_detail(output, "status", "error");
+    assert_says(output, why);
+    assert_eq!(module.service.ledger().counters().running, 0);
+}
+
+/// The run id a spawn answered with.
+fn run_id(output: &ToolOutput) -> String {
+    output.details["runId"].as_str().unwrap().to_string()
+}
+
+/// Calls the supervisor tool as `agent`.
+async fn supervise(module: &HelpersModule, agent: &AgentId, args: Value) -> ToolOutput {
+    ask(module, call_as(agent, SUPERVISOR_TOOL, args)).await
+}
+
+/// Asserts one of `output`'s details, showing its text and details otherwise.
+#[track_caller]
+fn assert_detail(output: &ToolOutput, key: &str, want: impl Into<Value>) {
+    let want = want.into();
+    assert_eq!(
+        output.details[key],
+        want,
+        "{key}: {}\n{}",
+        text(output),
+        output.details
+    );
+}
+
+#[track_caller]
+fn assert_says(output: &ToolOutput, needle: &str) {
+    let body = text(output);
+    assert!(body.contains(needle), "{needle:?} not in:\n{body}");
+}
+
+#[track_caller]
+fn assert_starts(output: &ToolOutput, prefix: &str) {
+    let body = text(output);
+    assert!(
+        body.starts_with(prefix),
+        "{prefix:?} does not start:\n{body}"
+    );
+}
+
+/// The notices `module` delivers from now on.
+fn notices_of(module: &HelpersModule) -> mpsc::UnboundedReceiver<HelperNotice> {
+    let (sink, notices) = mpsc::unbounded_channel();
+    module.attach_sink(Arc::new(HelperChannelSink(sink)));
+    notices
+}
+
+/// The next notice, failing after `secs` seconds.
+async fn next_notice(
+    notices: &mut mpsc::UnboundedReceiver<HelperNotice>,
+    secs: u64,
+) -> HelperNotice {
+    tokio::time::timeout(Duration::from_secs(secs), notices.recv())
+        .await
+        .expect("timed out waiting for a notice")
+        .expect("the notice channel closed")
 }
 
 #[test]
@@ -290,7 +405,7 @@ async fn refusals_are_error_results_and_start_nothing() {
         (json!({"prompt": "x"}), "type is required"),
     ];
     for (value, want) in cases {
-        let output = ask(&module, call(SPAWN_TOOL, value.clone())).await;
+        let output = spawn(&module, value.clone()).await;
         assert_eq!(output.details["status"], "error", "{value}");
         assert!(text(&output).contains(want), "{value}: {}", text(&output));
         assert!(output.details["reason"].as_str().unwrap().contains(want));
@@ -304,28 +419,19 @@ async fn depth_guard_refuses_at_the_limit() {
     let mut settings = settings(dir.path(), "exit 1");
     settings.depth = 2;
     let module = HelpersModule::new(settings);
-    let output = ask(
-        &module,
-        call(SPAWN_TOOL, json!({"type": "explore", "prompt": "x"})),
-    )
-    .await;
+    let output = spawn(&module, json!({"type": "explore", "prompt": "x"})).await;
     assert_eq!(output.details["status"], "error");
-    assert!(
-        text(&output).contains("depth limit reached"),
-        "{}",
-        text(&output)
-    );
+    assert_says(&output, "depth limit reached");
 }
 
 #[tokio::test]
 async fn foreground_run_returns_the_answer_and_streams_progress() {
     let dir = tempfile::tempdir().unwrap();
     let depth_file = dir.path().join("depth");
-    let script = format!(
-        "echo \"$UNIPI_HELPER_DEPTH\" > '{}'; {}",
-        depth_file.display(),
-        replay_script()
-    );
+    let script = then_replay(&format!(
+        "echo \"$UNIPI_HELPER_DEPTH\" > '{}'",
+        depth_file.display()
+    ));
     let mut settings = settings(dir.path(), &script);
     settings.depth = 1;
     let module = HelpersModule::new(settings);
@@ -363,25 +469,20 @@ async fn background_run_notifies_once_and_get_result_waits() {
     let dir = tempfile::tempdir().unwrap();
     // Holds the answer back until the test lets it go, so `wait` really waits.
     let gate = dir.path().join("go");
-    let script = format!(
-        "while [ ! -e '{}' ]; do sleep 0.05; done; {}",
-        gate.display(),
-        replay_script()
-    );
+    let script = then_replay(&format!(
+        "while [ ! -e '{}' ]; do sleep 0.05; done",
+        gate.display()
+    ));
     let module = HelpersModule::new(settings(dir.path(), &script));
-    let (sink, mut notices) = mpsc::unbounded_channel();
-    module.attach_sink(Arc::new(HelperChannelSink(sink)));
-    let started = ask(
+    let mut notices = notices_of(&module);
+    let started = spawn(
         &module,
-        call(
-            SPAWN_TOOL,
-            json!({"type": "explore", "prompt": "Summarize the notes",
+        json!({"type": "explore", "prompt": "Summarize the notes",
                        "description": "read notes", "run_in_background": true}),
-        ),
     )
     .await;
-    assert_eq!(started.details["status"], "running", "{}", started.details);
-    let id = started.details["runId"].as_str().unwrap().to_string();
+    assert_detail(&started, "status", "running");
+    let id = run_id(&started);
     assert_eq!(module.service.ledger().counters().background, 1);
 
     let pending = ask(&module, call(RESULT_TOOL, json!({"id": id}))).await;
@@ -398,18 +499,11 @@ async fn background_run_notifies_once_and_get_result_waits() {
         }
     });
     std::fs::write(&gate, "").unwrap();
-    let waited = tokio::time::timeout(Duration::from_secs(20), waiter)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
+    let waited = finished(waiter, 20).await;
     assert_eq!(text(&waited), "The notes say: helpers are read-only.");
     assert_eq!(waited.details["runId"], id.as_str());
 
-    let notice = tokio::time::timeout(Duration::from_secs(5), notices.recv())
-        .await
-        .unwrap()
-        .unwrap();
+    let notice = next_notice(&mut notices, 5).await;
     assert_eq!(notice.run_id, id);
     assert_eq!(notice.agent, AgentId::main());
     assert!(notice.content.starts_with("<helper-result-notification>"));
@@ -437,15 +531,9 @@ async fn cancel_stops_the_child() {
     let running = tokio::spawn(module.call_tool(tool_call));
     tokio::time::sleep(Duration::from_millis(300)).await;
     handle.cancel();
-    let output = tokio::time::timeout(Duration::from_secs(10), running)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
-    assert_eq!(output.details["status"], "error", "{}", output.details);
+    let output = finished(running, 10).await;
     assert_eq!(output.details["runStatus"], "stopped");
-    assert!(text(&output).contains("cancelled"), "{}", text(&output));
-    assert_eq!(module.service.ledger().counters().running, 0);
+    assert_ended_in_error(&module, &output, "cancelled");
 }
 
 #[tokio::test]
@@ -467,9 +555,7 @@ async fn an_abandoned_foreground_run_reads_as_ended() {
         .next()
         .unwrap();
     let output = ask(&module, call(RESULT_TOOL, json!({"id": id, "wait": true}))).await;
-    assert_eq!(output.details["status"], "error", "{}", output.details);
-    assert!(text(&output).contains("abandoned"), "{}", text(&output));
-    assert_eq!(module.service.ledger().counters().running, 0);
+    assert_ended_in_error(&module, &output, "abandoned");
 }
 
 #[tokio::test]
@@ -534,26 +620,15 @@ async fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
 async fn a_single_helper_is_told_its_boundaries_and_a_workflow_step_is_not() {
     let dir = tempfile::tempdir().unwrap();
     let module = HelpersModule::new(rpc_settings(dir.path(), "answer"));
-    let output = ask(
-        &module,
-        call(
-            SPAWN_TOOL,
-            json!({"type": "explore", "prompt": "SINGLE-TASK"}),
-        ),
-    )
-    .await;
-    assert_eq!(output.details["status"], "completed", "{}", output.details);
-    assert!(
-        text(&output).starts_with("Done: SINGLE-TASK"),
-        "{}",
-        text(&output)
-    );
+    let output = spawn(&module, json!({"type": "explore", "prompt": "SINGLE-TASK"})).await;
+    assert_detail(&output, "status", "completed");
+    assert_starts(&output, "Done: SINGLE-TASK");
     let script = json!({"workflowScript": {"steps": [
             {"id": "a", "type": "explore", "prompt": "STEP-A"},
             {"id": "b", "type": "explore", "prompt": "STEP-B"},
             {"id": "sum", "type": "explore", "after": ["a", "b"], "prompt": "JOIN [{{a}}] [{{b}}]"}
         ], "maxParallel": 2}});
-    let output = ask(&module, call(SPAWN_TOOL, script)).await;
+    let output = spawn(&module, script).await;
     let body = text(&output);
     assert_eq!(output.details["status"], "completed", "{body}");
     assert!(body.contains("3 of 3 steps completed"), "{body}");
@@ -596,21 +671,13 @@ async fn a_workflow_that_does_not_fit_the_budget_is_refused_before_anything_star
         {"id": "b", "type": "explore", "prompt": "y"},
         {"id": "c", "type": "nope", "prompt": "z"}
     ]}});
-    let output = ask(&module, call(SPAWN_TOOL, script.clone())).await;
-    assert!(
-        text(&output).contains("step c: unknown helper type"),
-        "{}",
-        text(&output)
-    );
+    let output = spawn(&module, script.clone()).await;
+    assert_says(&output, "step c: unknown helper type");
     let mut fits_not = script;
     fits_not["workflowScript"]["steps"][2]["type"] = json!("explore");
-    let output = ask(&module, call(SPAWN_TOOL, fits_not)).await;
+    let output = spawn(&module, fits_not).await;
     assert_eq!(output.details["status"], "error");
-    assert!(
-        text(&output).contains("needs 3 spawns but only 2 are left"),
-        "{}",
-        text(&output)
-    );
+    assert_says(&output, "needs 3 spawns but only 2 are left");
     assert!(
         !dir.path().join("runs").exists(),
         "a refused workflow created a run"
@@ -622,15 +689,12 @@ async fn a_workflow_that_does_not_fit_the_budget_is_refused_before_anything_star
 async fn the_gate_decides_and_max_output_truncates() {
     let dir = tempfile::tempdir().unwrap();
     let module = HelpersModule::new(rpc_settings(dir.path(), "answer"));
-    let rejected = ask(
+    let rejected = spawn(
         &module,
-        call(
-            SPAWN_TOOL,
-            json!({"type": "work", "prompt": "fix", "gate": "echo nope; exit 4"}),
-        ),
+        json!({"type": "work", "prompt": "fix", "gate": "echo nope; exit 4"}),
     )
     .await;
-    assert_eq!(rejected.details["status"], "error", "{}", rejected.details);
+    assert_detail(&rejected, "status", "error");
     assert_eq!(rejected.details["accepted"], false);
     let body = text(&rejected);
     assert!(
@@ -638,105 +702,65 @@ async fn the_gate_decides_and_max_output_truncates() {
         "{body}"
     );
     assert!(body.contains("nope"), "the gate's output is shown: {body}");
-    let accepted = ask(
+    let accepted = spawn(
         &module,
-        call(
-            SPAWN_TOOL,
-            json!({"type": "work", "prompt": "fix", "acceptance": {"commands": ["true"]},
+        json!({"type": "work", "prompt": "fix", "acceptance": {"commands": ["true"]},
                        "maxOutput": 5}),
-        ),
     )
     .await;
-    assert_eq!(
-        accepted.details["status"], "completed",
-        "{}",
-        accepted.details
-    );
+    assert_detail(&accepted, "status", "completed");
     assert_eq!(accepted.details["accepted"], true);
     assert_eq!(accepted.details["truncated"], true);
-    assert!(
-        text(&accepted).starts_with("Done:\n\n[output truncated to"),
-        "{}",
-        text(&accepted)
-    );
+    assert_starts(&accepted, "Done:\n\n[output truncated to");
 }
 
 #[tokio::test]
 async fn management_actions() {
     let dir = tempfile::tempdir().unwrap();
     let module = HelpersModule::new(rpc_settings(dir.path(), "answer"));
-    let done = ask(
-        &module,
-        call(SPAWN_TOOL, json!({"type": "explore", "prompt": "first"})),
-    )
-    .await;
-    let id = done.details["runId"].as_str().unwrap().to_string();
-    let list = ask(&module, call(SPAWN_TOOL, json!({"action": "list"}))).await;
+    let done = spawn(&module, json!({"type": "explore", "prompt": "first"})).await;
+    let id = run_id(&done);
+    let list = spawn(&module, json!({"action": "list"})).await;
     assert!(
         text(&list).contains(&id) && text(&list).contains("completed"),
         "{}",
         text(&list)
     );
-    let children = ask(
-        &module,
-        call(SPAWN_TOOL, json!({"action": "children.list", "id": id})),
-    )
-    .await;
+    let children = spawn(&module, json!({"action": "children.list", "id": id})).await;
     assert_eq!(text(&children), "No child runs.");
-    let get = ask(
-        &module,
-        call(SPAWN_TOOL, json!({"action": "get", "id": id})),
-    )
-    .await;
-    assert!(text(&get).starts_with("Done: first"), "{}", text(&get));
-    let status = ask(&module, call(SPAWN_TOOL, json!({"action": "status"}))).await;
+    let get = spawn(&module, json!({"action": "get", "id": id})).await;
+    assert_starts(&get, "Done: first");
+    let status = spawn(&module, json!({"action": "status"})).await;
     assert_eq!(status.details["spawns"], 1);
     assert_eq!(status.details["spawnCap"], 20);
     // A helper cannot raise the budget; the root session can.
-    let from_child = ask(
+    let from_child = spawn_as(
         &module,
-        call_as(
-            &child_of(&id),
-            SPAWN_TOOL,
-            json!({"action": "grant-spawn-budget"}),
-        ),
+        &child_of(&id),
+        json!({"action": "grant-spawn-budget"}),
     )
     .await;
     assert_eq!(from_child.details["status"], "error");
     assert!(text(&from_child).contains("only from the interactive root session"));
-    let grant = ask(
+    let grant = spawn(
         &module,
-        call(
-            SPAWN_TOOL,
-            json!({"action": "grant-spawn-budget", "amount": 5}),
-        ),
+        json!({"action": "grant-spawn-budget", "amount": 5}),
     )
     .await;
-    assert_eq!(grant.details["spawnCap"], 25, "{}", grant.details);
-    let guide = ask(&module, call(SPAWN_TOOL, json!({"action": "guide"}))).await;
+    assert_detail(&grant, "spawnCap", 25);
+    let guide = spawn(&module, json!({"action": "guide"})).await;
     assert!(text(&guide).contains("workflowScript") && text(&guide).contains("reply"));
-    let doctor = ask(&module, call(SPAWN_TOOL, json!({"action": "doctor"}))).await;
-    assert_eq!(doctor.details["status"], "completed", "{}", text(&doctor));
-    assert!(text(&doctor).contains("✓ Pi program"), "{}", text(&doctor));
+    let doctor = spawn(&module, json!({"action": "doctor"})).await;
+    assert_detail(&doctor, "status", "completed");
+    assert_says(&doctor, "✓ Pi program");
     // Resume continues the run's stored session.
-    let resumed = ask(
+    let resumed = spawn(
         &module,
-        call(
-            SPAWN_TOOL,
-            json!({"action": "resume", "id": id, "message": "and then?"}),
-        ),
+        json!({"action": "resume", "id": id, "message": "and then?"}),
     )
     .await;
-    assert_eq!(
-        resumed.details["status"], "completed",
-        "{}",
-        resumed.details
-    );
-    assert!(
-        text(&resumed).starts_with("Done: and then?"),
-        "{}",
-        text(&resumed)
-    );
+    assert_detail(&resumed, "status", "completed");
+    assert_starts(&resumed, "Done: and then?");
     let session = dir
         .path()
         .join("runs")
@@ -747,33 +771,16 @@ async fn management_actions() {
         "{}",
         log(dir.path())
     );
-    let unknown = ask(
-        &module,
-        call(SPAWN_TOOL, json!({"action": "stop", "id": "h0-0-0"})),
-    )
-    .await;
-    assert!(
-        text(&unknown).contains("no helper run with id"),
-        "{}",
-        text(&unknown)
-    );
+    let unknown = spawn(&module, json!({"action": "stop", "id": "h0-0-0"})).await;
+    assert_says(&unknown, "no helper run with id");
 }
 
 #[tokio::test]
 async fn stop_ends_a_background_run_as_stopped() {
     let dir = tempfile::tempdir().unwrap();
     let module = HelpersModule::new(rpc_settings(dir.path(), "forever"));
-    let (sink, mut notices) = mpsc::unbounded_channel();
-    module.attach_sink(Arc::new(HelperChannelSink(sink)));
-    let started = ask(
-        &module,
-        call(
-            SPAWN_TOOL,
-            json!({"type": "explore", "prompt": "loop", "async": true}),
-        ),
-    )
-    .await;
-    let id = started.details["runId"].as_str().unwrap().to_string();
+    let mut notices = notices_of(&module);
+    let id = start_forever(&module).await;
     let board = module.board();
     wait_until("turns on the board", || {
         board.row(&id).is_some_and(|row| row.turns >= 1)
@@ -789,26 +796,11 @@ async fn stop_ends_a_background_run_as_stopped() {
         ),
     )
     .await;
-    assert!(
-        text(&stranger).contains("not spawned by you"),
-        "{}",
-        text(&stranger)
-    );
-    let stop = ask(
-        &module,
-        call(SPAWN_TOOL, json!({"action": "stop", "id": id})),
-    )
-    .await;
-    assert_eq!(stop.details["stopped"], true, "{}", stop.details);
-    let notice = tokio::time::timeout(Duration::from_secs(15), notices.recv())
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(
-        notice.content.contains("<status>stopped</status>"),
-        "{}",
-        notice.content
-    );
+    assert_says(&stranger, "not spawned by you");
+    let stop = spawn(&module, json!({"action": "stop", "id": id})).await;
+    assert_detail(&stop, "stopped", true);
+    let notice = next_notice(&mut notices, 15).await;
+    assert_notice_status(&notice, "stopped");
     assert_eq!(board.row(&id).unwrap().status, RunStatus::Stopped);
     let pid: i32 = serde_json::from_str::<Value>(
         &std::fs::read_to_string(dir.path().join("runs").join(&id).join("process.json")).unwrap(),
@@ -825,30 +817,16 @@ async fn stop_ends_a_background_run_as_stopped() {
 #[tokio::test]
 async fn a_helper_asks_its_supervisor_and_only_the_parent_answers() {
     let dir = tempfile::tempdir().unwrap();
-    let mut settings = rpc_settings(dir.path(), "forever");
-    settings.config.supervisor_timeout = Duration::from_secs(20);
-    let module = HelpersModule::new(settings);
-    let (sink, mut notices) = mpsc::unbounded_channel();
-    module.attach_sink(Arc::new(HelperChannelSink(sink)));
-    let started = ask(
-        &module,
-        call(
-            SPAWN_TOOL,
-            json!({"type": "explore", "prompt": "loop", "async": true}),
-        ),
-    )
-    .await;
-    let id = started.details["runId"].as_str().unwrap().to_string();
+    let module = supervised(dir.path(), Duration::from_secs(20));
+    let mut notices = notices_of(&module);
+    let id = start_forever(&module).await;
     let child = child_of(&id);
     let asking = tokio::spawn(module.call_tool(call_as(
         &child,
         SUPERVISOR_TOOL,
         json!({"message": "A or B?"}),
     )));
-    let notice = tokio::time::timeout(Duration::from_secs(5), notices.recv())
-        .await
-        .unwrap()
-        .unwrap();
+    let notice = next_notice(&mut notices, 5).await;
     assert_eq!(notice.custom_type, SUPERVISOR_MESSAGE_TYPE);
     assert_eq!(notice.agent, AgentId::main());
     assert!(notice.trigger_turn);
@@ -859,49 +837,33 @@ async fn a_helper_asks_its_supervisor_and_only_the_parent_answers() {
     );
     assert!(notice.content.contains(&format!("id \"{id}\"")));
     // Not the parent: refused, and the question stays open.
-    let stranger = ask(
+    let stranger = spawn_as(
         &module,
-        call_as(
-            &AgentId::new("someone"),
-            SPAWN_TOOL,
-            json!({"action": "reply", "id": id, "message": "C"}),
-        ),
+        &AgentId::new("someone"),
+        json!({"action": "reply", "id": id, "message": "C"}),
     )
     .await;
-    assert!(
-        text(&stranger).contains("only the agent that spawned"),
-        "{}",
-        text(&stranger)
-    );
-    let reply = ask(
+    assert_says(&stranger, "only the agent that spawned");
+    let reply = spawn(
         &module,
-        call(
-            SPAWN_TOOL,
-            json!({"action": "reply", "id": id, "message": "use B"}),
-        ),
+        json!({"action": "reply", "id": id, "message": "use B"}),
     )
     .await;
-    assert_eq!(reply.details["status"], "completed", "{}", text(&reply));
+    assert_detail(&reply, "status", "completed");
     let answered = asking.await.unwrap().unwrap();
     assert_eq!(text(&answered), "Your supervisor answered:\nuse B");
     // No open question any more.
-    let late = ask(
+    let late = spawn(
         &module,
-        call(
-            SPAWN_TOOL,
-            json!({"action": "reply", "id": id, "message": "again"}),
-        ),
+        json!({"action": "reply", "id": id, "message": "again"}),
     )
     .await;
-    assert!(text(&late).contains("no open question"), "{}", text(&late));
+    assert_says(&late, "no open question");
     // A status note does not wait and does not start a turn.
-    let note = ask(
+    let note = supervise(
         &module,
-        call_as(
-            &child,
-            SUPERVISOR_TOOL,
-            json!({"message": "half done", "kind": "status"}),
-        ),
+        &child,
+        json!({"message": "half done", "kind": "status"}),
     )
     .await;
     assert_eq!(note.details["status"], "sent");
@@ -909,22 +871,15 @@ async fn a_helper_asks_its_supervisor_and_only_the_parent_answers() {
     assert!(!notice.trigger_turn);
     // The root session has no supervisor.
     let root = ask(&module, call(SUPERVISOR_TOOL, json!({"message": "hello?"}))).await;
-    assert!(
-        text(&root).contains("not a helper agent"),
-        "{}",
-        text(&root)
-    );
+    assert_says(&root, "not a helper agent");
     // A helper's own spawns are checked at its depth.
-    let nested = ask(
+    let nested = spawn_as(
         &module,
-        call_as(
-            &child,
-            SPAWN_TOOL,
-            json!({"type": "explore", "prompt": "x", "async": true}),
-        ),
+        &child,
+        json!({"type": "explore", "prompt": "x", "async": true}),
     )
     .await;
-    assert_eq!(nested.details["status"], "running", "{}", text(&nested));
+    assert_detail(&nested, "status", "running");
     let grand = module
         .service
         .ledger()
@@ -932,66 +887,28 @@ async fn a_helper_asks_its_supervisor_and_only_the_parent_answers() {
         .find(|entry| entry.info().parent_run.as_deref() == Some(id.as_str()))
         .map(|entry| entry.info().id.clone())
         .expect("the nested run is recorded under its parent");
-    let too_deep = ask(
+    let too_deep = spawn_as(
         &module,
-        call_as(
-            &child_of(&grand),
-            SPAWN_TOOL,
-            json!({"type": "explore", "prompt": "x"}),
-        ),
+        &child_of(&grand),
+        json!({"type": "explore", "prompt": "x"}),
     )
     .await;
-    assert!(
-        text(&too_deep).contains("depth 2 and maxSubagentDepth is 2"),
-        "{}",
-        text(&too_deep)
-    );
+    assert_says(&too_deep, "depth 2 and maxSubagentDepth is 2");
     // The nested run's parent may stop it; the root may stop anything.
-    let stopped = ask(
-        &module,
-        call_as(&child, SPAWN_TOOL, json!({"action": "stop", "id": grand})),
-    )
-    .await;
-    assert_eq!(stopped.details["stopped"], true, "{}", text(&stopped));
-    ask(
-        &module,
-        call(SPAWN_TOOL, json!({"action": "stop", "id": id})),
-    )
-    .await;
+    let stopped = spawn_as(&module, &child, json!({"action": "stop", "id": grand})).await;
+    assert_detail(&stopped, "stopped", true);
+    spawn(&module, json!({"action": "stop", "id": id})).await;
 }
 
 #[tokio::test]
 async fn an_unanswered_question_times_out_and_a_foreground_one_is_answered_at_once() {
     let dir = tempfile::tempdir().unwrap();
-    let mut settings = rpc_settings(dir.path(), "forever");
-    settings.config.supervisor_timeout = Duration::from_millis(300);
-    let module = HelpersModule::new(settings);
-    let started = ask(
-        &module,
-        call(
-            SPAWN_TOOL,
-            json!({"type": "explore", "prompt": "loop", "async": true}),
-        ),
-    )
-    .await;
-    let id = started.details["runId"].as_str().unwrap().to_string();
-    let unanswered = ask(
-        &module,
-        call_as(&child_of(&id), SUPERVISOR_TOOL, json!({"message": "?"})),
-    )
-    .await;
-    assert_eq!(
-        unanswered.details["reason"],
-        "timeout",
-        "{}",
-        text(&unanswered)
-    );
+    let module = supervised(dir.path(), Duration::from_millis(300));
+    let id = start_forever(&module).await;
+    let unanswered = supervise(&module, &child_of(&id), json!({"message": "?"})).await;
+    assert_detail(&unanswered, "reason", "timeout");
     assert!(text(&unanswered).contains("No answer from your supervisor"));
-    ask(
-        &module,
-        call(SPAWN_TOOL, json!({"action": "stop", "id": id})),
-    )
-    .await;
+    spawn(&module, json!({"action": "stop", "id": id})).await;
 
     let foreground = tokio::spawn(module.call_tool(call(
         SPAWN_TOOL,
@@ -1012,57 +929,28 @@ async fn an_unanswered_question_times_out_and_a_foreground_one_is_answered_at_on
         .await;
         found.unwrap()
     };
-    let at_once = ask(
-        &module,
-        call_as(&child_of(&fg_id), SUPERVISOR_TOOL, json!({"message": "?"})),
-    )
-    .await;
-    assert_eq!(
-        at_once.details["reason"],
-        "foreground",
-        "{}",
-        text(&at_once)
-    );
-    ask(
-        &module,
-        call(SPAWN_TOOL, json!({"action": "stop", "id": fg_id})),
-    )
-    .await;
-    let ended = tokio::time::timeout(Duration::from_secs(15), foreground)
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
-    assert_eq!(ended.details["runStatus"], "stopped", "{}", ended.details);
+    let at_once = supervise(&module, &child_of(&fg_id), json!({"message": "?"})).await;
+    assert_detail(&at_once, "reason", "foreground");
+    spawn(&module, json!({"action": "stop", "id": fg_id})).await;
+    let ended = finished(foreground, 15).await;
+    assert_detail(&ended, "runStatus", "stopped");
 }
 
 #[tokio::test]
 async fn context_fork_copies_the_callers_session_or_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let module = HelpersModule::new(rpc_settings(dir.path(), "answer"));
-    let (sink, mut notices) = mpsc::unbounded_channel();
-    module.attach_sink(Arc::new(HelperChannelSink(sink)));
+    let mut notices = notices_of(&module);
     let args = json!({"type": "explore", "prompt": "x", "context": "fork", "async": true});
-    let refused = ask(&module, call(SPAWN_TOOL, args.clone())).await;
-    assert!(
-        text(&refused).contains("needs this session's file"),
-        "{}",
-        text(&refused)
-    );
+    let refused = spawn(&module, args.clone()).await;
+    assert_says(&refused, "needs this session's file");
     let parent = dir.path().join("parent.jsonl");
     std::fs::write(&parent, "{\"type\":\"session\"}\n").unwrap();
     module.set_session_file(AgentId::main(), parent.clone());
-    let started = ask(&module, call(SPAWN_TOOL, args)).await;
-    assert_eq!(started.details["status"], "running", "{}", started.details);
-    let notice = tokio::time::timeout(Duration::from_secs(15), notices.recv())
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(
-        notice.content.contains("<status>completed</status>"),
-        "{}",
-        notice.content
-    );
+    let started = spawn(&module, args).await;
+    assert_detail(&started, "status", "running");
+    let notice = next_notice(&mut notices, 15).await;
+    assert_notice_status(&notice, "completed");
     assert!(
         log(dir.path()).contains(&format!("\"--fork\", \"{}\"", parent.display())),
         "{}",
@@ -1085,7 +973,7 @@ async fn a_background_run_announces_its_end_on_the_bus() {
         ))
         .await
         .unwrap();
-    let id = started.details["runId"].as_str().unwrap().to_string();
+    let id = run_id(&started);
     let finished = tokio::time::timeout(Duration::from_secs(20), async {
         loop {
             if let Ok(crate::bridge::BusEvent::Module { name, data, .. }) = events.recv().await
@@ -1142,18 +1030,11 @@ async fn get_and_resume_of_an_earlier_sessions_unfinished_run_say_plainly_why_no
         let status = json!({"status": "running", "agent": "explore",
             OWNER_FIELD: owner.map(ProcessId::to_text)});
         std::fs::write(run.join(STATUS_FILE), status.to_string()).unwrap();
-        let got = ask(
-            &module,
-            call(SPAWN_TOOL, json!({"action": "get", "id": id})),
-        )
-        .await;
+        let got = spawn(&module, json!({"action": "get", "id": id})).await;
         assert!(text(&got).contains(get), "{id}: {}", text(&got));
-        let resumed = ask(
+        let resumed = spawn(
             &module,
-            call(
-                SPAWN_TOOL,
-                json!({"action": "resume", "id": id, "message": "go on"}),
-            ),
+            json!({"action": "resume", "id": id, "message": "go on"}),
         )
         .await;
         assert!(text(&resumed).contains(resume), "{id}: {}", text(&resumed));

@@ -15,6 +15,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::config::error::{json_syntax_error, key_offset_from};
+use crate::config::references::replace_references;
 use crate::config::{ConfigError, read_module_config};
 
 /// How the workbench talks to one server.
@@ -649,17 +650,7 @@ impl EntryFields<'_, '_> {
 
 /// Expands `${VAR}` and `${VAR:-default}`; Err(name) of the first unset variable with no default.
 pub fn expand_vars(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(start) = rest.find("${") {
-        out.push_str(&rest[..start]);
-        let after = &rest[start + 2..];
-        let Some(end) = after.find('}') else {
-            // No closing brace: not a reference, keep it as written.
-            out.push_str(&rest[start..]);
-            return Ok(out);
-        };
-        let reference = &after[..end];
+    replace_references(text, "${", "}", |reference| {
         let (name, default) = match reference.split_once(":-") {
             Some((name, default)) => (name, Some(default)),
             None => (reference, None),
@@ -668,14 +659,11 @@ pub fn expand_vars(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<S
             env(name).filter(|value| !value.is_empty() || default.is_none()),
             default,
         ) {
-            (Some(value), _) => out.push_str(&value),
-            (None, Some(default)) => out.push_str(default),
-            (None, None) => return Err(name.to_owned()),
+            (Some(value), _) => Ok(Some(value)),
+            (None, Some(default)) => Ok(Some(default.to_owned())),
+            (None, None) => Err(name.to_owned()),
         }
-        rest = &after[end + 1..];
-    }
-    out.push_str(rest);
-    Ok(out)
+    })
 }
 
 #[cfg(test)]
@@ -1057,22 +1045,16 @@ mod tests {
             std::fs::write(path, text)?;
             Ok(())
         };
-        write(
-            home.path().join(".pi/agent/mcp.json"),
-            r#"{"mcpServers": {"a": {"command": "pi-user"}}}"#,
-        )?;
-        write(
-            home.path().join(".unipi/config/mcp.json"),
-            r#"{"mcpServers": {"b": {"command": "unipi-user"}}}"#,
-        )?;
-        write(
-            ws.path().join(".pi/mcp.json"),
-            r#"{"mcpServers": {"a": {"command": "pi-project"}}}"#,
-        )?;
-        write(
-            ws.path().join(".unipi/config/mcp.json"),
-            r#"{"mcpServers": {"c": {"command": "unipi-project"}}}"#,
-        )?;
+        // (root, file, server name, its command)
+        for (root, file, name, command) in [
+            (home.path(), ".pi/agent/mcp.json", "a", "pi-user"),
+            (home.path(), ".unipi/config/mcp.json", "b", "unipi-user"),
+            (ws.path(), ".pi/mcp.json", "a", "pi-project"),
+            (ws.path(), ".unipi/config/mcp.json", "c", "unipi-project"),
+        ] {
+            let servers = serde_json::json!({"mcpServers": {name: {"command": command}}});
+            write(root.join(file), &servers.to_string())?;
+        }
         write(
             ws.path().join(".unipi/config/workbench.json"),
             r#"{"mcp": {"owner": "pi"}}"#,

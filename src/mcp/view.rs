@@ -211,13 +211,11 @@ impl McpActions for McpPort {
         let name = name.to_owned();
         self.spawn(move |module| {
             Box::pin(async move {
-                match module.restart(&name).await {
-                    Ok(()) => format!(
-                        "Restarted `{name}`: once it runs, its tools are active again in every \
-                         connected Pi."
-                    ),
-                    Err(err) => format!("Could not restart `{name}`: {err:#}"),
-                }
+                let done = format!(
+                    "Restarted `{name}`: once it runs, its tools are active again in every \
+                     connected Pi."
+                );
+                outcome(module.restart(&name).await, "restart", &name, done)
             })
         });
     }
@@ -226,19 +224,25 @@ impl McpActions for McpPort {
         let name = name.to_owned();
         self.spawn(move |module| {
             Box::pin(async move {
-                match module.stop(&name).await {
-                    Ok(()) => format!(
-                        "Stopped `{name}`: its tools were withdrawn from every Pi's active tools \
-                         (Pi keeps them registered, inactive, until it restarts)."
-                    ),
-                    Err(err) => format!("Could not stop `{name}`: {err:#}"),
-                }
+                let done = format!(
+                    "Stopped `{name}`: its tools were withdrawn from every Pi's active tools \
+                     (Pi keeps them registered, inactive, until it restarts)."
+                );
+                outcome(module.stop(&name).await, "stop", &name, done)
             })
         });
     }
 
     fn take_notice(&self) -> Option<String> {
         crate::sys::lock(&self.notice).take()
+    }
+}
+
+/// The notice after a server action: `done`, or why `verb`ing `name` failed.
+fn outcome(result: anyhow::Result<()>, verb: &str, name: &str, done: String) -> String {
+    match result {
+        Ok(()) => done,
+        Err(err) => format!("Could not {verb} `{name}`: {err:#}"),
     }
 }
 
@@ -307,12 +311,13 @@ fn tilde(path: &Path, home: Option<&Path>) -> String {
 mod tests {
     use std::path::PathBuf;
 
-    use crossterm::event::{KeyCode, KeyModifiers};
+    use crossterm::event::KeyCode;
 
     use super::*;
     use crate::bridge::AgentId;
     use crate::mcp::manager::{McpToolInfo, ServerSnapshot};
     use crate::mcp::module::{Clash, ClashWith, ServerView};
+    use crate::views::test_keys::key;
 
     /// A port listing fixed rows and recording the actions asked of it.
     #[derive(Default)]
@@ -341,10 +346,6 @@ mod tests {
         fn take(&self) -> Vec<String> {
             std::mem::take(&mut *self.actions.lock().unwrap())
         }
-    }
-
-    fn key(code: KeyCode) -> KeyEvent {
-        KeyEvent::new(code, KeyModifiers::NONE)
     }
 
     fn make_rows(names: &[&str]) -> Vec<McpServerRow> {

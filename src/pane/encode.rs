@@ -854,10 +854,20 @@ mod tests {
 
     /// Checks every row under every mode and reports all mismatches at once.
     fn check_table(rows: &[(&str, KeyEvent, [&str; 9])]) {
+        check_matrix(rows, &MODES, encode_key);
+    }
+
+    /// `encode(input, mode)` for every row's input under every named mode, against the row's
+    /// expectation for that mode ([`NO`]: nothing is sent); all mismatches reported at once.
+    fn check_matrix<I, M: Copy, const N: usize>(
+        rows: &[(&str, I, [&str; N])],
+        modes: &[(impl std::fmt::Display, M); N],
+        encode: impl Fn(&I, M) -> Option<Vec<u8>>,
+    ) {
         let mut mismatches = Vec::new();
-        for (name, key, expected) in rows {
-            for ((mode_name, modes), want) in MODES.iter().zip(expected) {
-                let got = encode_key(key, *modes);
+        for (name, input, expected) in rows {
+            for ((mode_name, mode), want) in modes.iter().zip(expected) {
+                let got = encode(input, *mode);
                 let want = (*want != NO).then_some(want.as_bytes());
                 if got.as_deref() != want {
                     mismatches.push(format!(
@@ -1129,22 +1139,11 @@ mod tests {
             M::PressRelease,
             M::ButtonMotion,
             M::AnyMotion,
-        ];
-        let mut mismatches = Vec::new();
-        for (name, ev, expected) in rows {
-            for (mode, want) in modes.iter().zip(expected) {
-                let got = encode_mouse(&ev, *mode, MouseProtocolEncoding::Sgr);
-                let want = (want != NO).then_some(want.as_bytes());
-                if got.as_deref() != want {
-                    mismatches.push(format!(
-                        "{name} under {mode:?}: got {}, want {}",
-                        show(got.as_deref()),
-                        show(want)
-                    ));
-                }
-            }
-        }
-        assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+        ]
+        .map(|mode| (format!("{mode:?}"), mode));
+        check_matrix(&rows, &modes, |event, mode| {
+            encode_mouse(event, mode, MouseProtocolEncoding::Sgr)
+        });
     }
 
     #[test]

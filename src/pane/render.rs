@@ -127,12 +127,20 @@ mod tests {
         (buf, cursor)
     }
 
+    /// `bytes` fed to a fresh `rows`x`cols` screen without history, rendered at its size.
+    fn rendered(rows: u16, cols: u16, bytes: &[u8]) -> (Buffer, Option<Position>) {
+        let mut p = parser(rows, cols);
+        p.process(bytes);
+        render(p.screen(), &History::new(0), 0, cols, rows)
+    }
+
     #[test]
     fn copies_text_colours_attributes_and_cursor() {
-        let mut p = parser(3, 10);
-        p.process(b"\x1b[1;3;4;38;2;1;2;3;48;5;17mAb\x1b[m\x1b[7mR\x1b[m\r\nx");
-        let history = History::new(0);
-        let (buf, cursor) = render(p.screen(), &history, 0, 10, 3);
+        let (buf, cursor) = rendered(
+            3,
+            10,
+            b"\x1b[1;3;4;38;2;1;2;3;48;5;17mAb\x1b[m\x1b[7mR\x1b[m\r\nx",
+        );
         let a = &buf[(0, 0)];
         assert_eq!(a.symbol(), "A");
         assert_eq!(a.fg, Color::Rgb(1, 2, 3));
@@ -148,10 +156,7 @@ mod tests {
 
     #[test]
     fn inverse_keeps_colours_and_reverses() {
-        let mut p = parser(1, 4);
-        p.process(b"\x1b[31;42;7mX");
-        let history = History::new(0);
-        let (buf, _) = render(p.screen(), &history, 0, 4, 1);
+        let (buf, _) = rendered(1, 4, b"\x1b[31;42;7mX");
         assert_eq!(buf[(0, 0)].fg, Color::Indexed(1));
         assert_eq!(buf[(0, 0)].bg, Color::Indexed(2));
         assert!(buf[(0, 0)].modifier.contains(Modifier::REVERSED));
@@ -159,10 +164,7 @@ mod tests {
 
     #[test]
     fn wide_characters_occupy_two_cells() {
-        let mut p = parser(1, 6);
-        p.process("日本x".as_bytes());
-        let history = History::new(0);
-        let (buf, _) = render(p.screen(), &history, 0, 6, 1);
+        let (buf, _) = rendered(1, 6, "日本x".as_bytes());
         assert_eq!(buf[(0, 0)].symbol(), "日");
         assert_eq!(buf[(2, 0)].symbol(), "本");
         assert_eq!(buf[(4, 0)].symbol(), "x");
@@ -172,9 +174,7 @@ mod tests {
 
     #[test]
     fn hidden_cursor_is_not_placed() {
-        let mut p = parser(2, 4);
-        p.process(b"\x1b[?25l");
-        let (_, cursor) = render(p.screen(), &History::new(0), 0, 4, 2);
+        let (_, cursor) = rendered(2, 4, b"\x1b[?25l");
         assert_eq!(cursor, None);
     }
 

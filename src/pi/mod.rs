@@ -77,6 +77,19 @@ pub struct PiCommand {
     pub version: Option<String>,
 }
 
+impl PiCommand {
+    /// `program` run as it is (no Node chosen for it, no environment added).
+    fn run_directly(program: PathBuf, source: PiSource) -> Self {
+        PiCommand {
+            version: version_of(&program, &[], cache_dir().as_deref()),
+            program,
+            args: vec![],
+            env: vec![],
+            source,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PiSource {
     /// `--pi-bin` or `UNIPI_PI_BIN`.
@@ -101,22 +114,10 @@ pub fn locate(
                 path.display()
             )
         })?;
-        return Ok(PiCommand {
-            version: version_of(&program, &[], cache_dir().as_deref()),
-            program,
-            args: vec![],
-            env: vec![],
-            source: PiSource::Explicit,
-        });
+        return Ok(PiCommand::run_directly(program, PiSource::Explicit));
     }
     if let Some(program) = find_on_path("pi") {
-        return Ok(PiCommand {
-            version: version_of(&program, &[], cache_dir().as_deref()),
-            program,
-            args: vec![],
-            env: vec![],
-            source: PiSource::Path,
-        });
+        return Ok(PiCommand::run_directly(program, PiSource::Path));
     }
     let cache = cache_dir().context("cannot find a cache directory ($XDG_CACHE_HOME or $HOME)")?;
     install::install_into_cache(&cache, policy, announce)

@@ -38,18 +38,13 @@ impl PagedModel for InfoModel {
 
 #[cfg(test)]
 mod tests {
-    use crossterm::event::{KeyCode, KeyModifiers};
+    use crossterm::event::KeyCode;
     use unipi_widgets::info::{InfoPaths, ModuleInfo, ModuleState};
-
-    use crossterm::event::KeyEvent;
 
     use super::*;
     use crate::config::keymap::Keymap;
+    use crate::views::test_keys::key;
     use crate::views::{View, ViewAction};
-
-    fn key(code: KeyCode) -> KeyEvent {
-        KeyEvent::new(code, KeyModifiers::NONE)
-    }
 
     /// An info model with `count` modules: more rows than a small screen holds.
     fn make_model_with(count: usize) -> InfoModel {

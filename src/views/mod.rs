@@ -20,6 +20,8 @@ pub mod line_edit;
 pub mod notice;
 pub mod pager;
 pub mod settings;
+#[cfg(test)]
+pub(crate) mod test_keys;
 
 use std::time::Duration;
 

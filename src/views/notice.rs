@@ -54,16 +54,11 @@ impl PagedModel for NoticeModel {
 
 #[cfg(test)]
 mod tests {
-    use crossterm::event::{KeyCode, KeyModifiers};
-
-    use crossterm::event::KeyEvent;
+    use crossterm::event::KeyCode;
 
     use super::*;
+    use crate::views::test_keys::key;
     use crate::views::{View, ViewAction};
-
-    fn key(code: KeyCode) -> KeyEvent {
-        KeyEvent::new(code, KeyModifiers::NONE)
-    }
 
     #[test]
     fn scrolls_closes_and_lets_typing_through() {

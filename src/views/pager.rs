@@ -197,16 +197,10 @@ impl<M: PagedModel> View for PagedView<M> {
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
-
     use crossterm::event::{KeyCode, KeyModifiers};
 
     use super::*;
-    use crate::config::keymap::keymap_from_sources;
-
-    fn key(code: KeyCode) -> KeyEvent {
-        KeyEvent::new(code, KeyModifiers::NONE)
-    }
+    use crate::views::test_keys::{key, user_keymap};
 
     #[test]
     fn default_pager_keys() {
@@ -237,11 +231,7 @@ mod tests {
 
     #[test]
     fn a_user_table_rebinds_every_overlay_at_once() {
-        let (keymap, errors) = keymap_from_sources(Some((
-            Path::new("/cfg/keymap.toml"),
-            "[pager]\n\"x\" = \"pager.close\"\n\"esc\" = \"none\"\n",
-        )));
-        assert!(errors.is_empty(), "{errors:?}");
+        let keymap = user_keymap("[pager]\n\"x\" = \"pager.close\"\n\"esc\" = \"none\"\n");
         let pager = Pager::new(&keymap);
         assert_eq!(pager.step(&key(KeyCode::Char('x')), 5), PagerStep::Close);
         assert_eq!(pager.step(&key(KeyCode::Esc), 5), PagerStep::Unbound);

@@ -348,6 +348,7 @@ mod tests {
     use unipi_widgets::footer::FooterData;
 
     use super::*;
+    use crate::views::test_keys::{ch, key};
     use crate::views::{KeyOutcome, ViewStack};
 
     /// A store that records what it was asked to save and answers with `outcome` once.
@@ -379,14 +380,6 @@ mod tests {
         view.refresh(&RefreshContext {
             pi: &FooterData::default(),
         });
-    }
-
-    fn key(code: KeyCode) -> KeyEvent {
-        KeyEvent::new(code, KeyModifiers::NONE)
-    }
-
-    fn ch(c: char) -> KeyEvent {
-        key(KeyCode::Char(c))
     }
 
     fn field(key: &str, value: SettingValue) -> SettingField {

@@ -65,13 +65,25 @@ pub trait DockHints {
     fn hints_for(&self, pane: DockPane) -> Vec<(String, String)>;
 }
 
+/// The hints the list panes share, and the ones the scrolled panes share.
+const SELECT: (&[DockAction], &str) = (&[DockAction::Up, DockAction::Down], "select");
+const SCROLL: (&[DockAction], &str) = (
+    &[
+        DockAction::Up,
+        DockAction::Down,
+        DockAction::PageUp,
+        DockAction::PageDown,
+    ],
+    "scroll",
+);
+
 impl DockHints for DockKeys {
     /// The hint line for `pane`: (keys, what they do), in the order shown. A hint whose actions
     /// are all unbound is left out.
     fn hints_for(&self, pane: DockPane) -> Vec<(String, String)> {
         let table: &[(&[DockAction], &str)] = match pane {
             DockPane::List => &[
-                (&[DockAction::Up, DockAction::Down], "select"),
+                SELECT,
                 (&[DockAction::Open], "details"),
                 (&[DockAction::Stop], "stop"),
                 (&[DockAction::StopAll], "stop all"),
@@ -82,15 +94,7 @@ impl DockHints for DockKeys {
                 (&[DockAction::Back], "close"),
             ],
             DockPane::Detail => &[
-                (
-                    &[
-                        DockAction::Up,
-                        DockAction::Down,
-                        DockAction::PageUp,
-                        DockAction::PageDown,
-                    ],
-                    "scroll",
-                ),
+                SCROLL,
                 (&[DockAction::Bottom], "follow"),
                 (&[DockAction::Stop], "stop"),
                 (&[DockAction::Rerun], "rerun"),
@@ -98,7 +102,7 @@ impl DockHints for DockKeys {
                 (&[DockAction::Back], "back"),
             ],
             DockPane::Agents => &[
-                (&[DockAction::Up, DockAction::Down], "select"),
+                SELECT,
                 (&[DockAction::Transcript, DockAction::Open], "transcript"),
                 (&[DockAction::Steer], "steer"),
                 (&[DockAction::Stop], "stop"),
@@ -107,15 +111,7 @@ impl DockHints for DockKeys {
                 (&[DockAction::Back], "close"),
             ],
             DockPane::Transcript => &[
-                (
-                    &[
-                        DockAction::Up,
-                        DockAction::Down,
-                        DockAction::PageUp,
-                        DockAction::PageDown,
-                    ],
-                    "scroll",
-                ),
+                SCROLL,
                 (&[DockAction::Bottom], "follow"),
                 (&[DockAction::Steer], "steer"),
                 (&[DockAction::Stop], "stop"),

@@ -794,8 +794,6 @@ fn byte_index(text: &str, index: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
-
     use crossterm::event::{KeyCode, KeyModifiers};
 
     use unipi_widgets::agents::AgentStatus;
@@ -806,7 +804,7 @@ mod tests {
     use unipi_widgets::footer::FooterData;
 
     use super::*;
-    use crate::config::keymap::keymap_from_sources;
+    use crate::views::test_keys::{ch, key, user_keymap};
     use crate::views::{KeyOutcome, ViewStack};
 
     /// A dock source that lists fixed rows and records the requests it gets; a steer or stop
@@ -869,14 +867,6 @@ mod tests {
         let mut buf = Buffer::empty(Rect::new(0, 0, 100, 40));
         view.render(buf.area, &mut buf, &Theme::plain());
         view
-    }
-
-    fn key(code: KeyCode) -> KeyEvent {
-        KeyEvent::new(code, KeyModifiers::NONE)
-    }
-
-    fn ch(c: char) -> KeyEvent {
-        key(KeyCode::Char(c))
     }
 
     fn make_row(id: &str, status: TaskStatus) -> DockRow {
@@ -1267,11 +1257,9 @@ mod tests {
 
     #[test]
     fn a_user_keymap_moves_stop_to_x() {
-        let (keymap, errors) = keymap_from_sources(Some((
-            Path::new("/cfg/keymap.toml"),
+        let keymap = user_keymap(
             "[dock]\n\"x\" = \"dock.stop\"\n\"s\" = \"none\"\n\"X\" = \"dock.stop_all\"\n",
-        )));
-        assert!(errors.is_empty(), "{errors:?}");
+        );
         let tasks = Recorder::new(DockRows::Tasks(vec![
             make_row("b1", TaskStatus::Running),
             make_row("b2", TaskStatus::Running),
