@@ -5,6 +5,7 @@
 pub mod error;
 pub mod footer;
 pub mod keymap;
+pub mod module_file;
 pub mod theme;
 
 use std::path::{Path, PathBuf};

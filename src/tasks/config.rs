@@ -14,7 +14,9 @@ use serde_json::{Map, Value};
 use unipi_widgets::settings::{SettingField, SettingValue};
 
 use crate::config::error::ConfigError;
-use crate::config::error::key_offset;
+use crate::config::module_file::{
+    Report, apply_json_objects, load_module_config, sort_by_position,
+};
 use crate::tasks::DEFAULT_MAX_OUTPUT_BYTES;
 
 /// The file's path below the home or workspace directory.
@@ -47,64 +49,55 @@ impl Default for TasksConfig {
 
 /// Loads the config: defaults, then `<home>/TASKS_CONFIG_FILE`, then `<workspace>/…`.
 pub fn load_tasks_config(home: Option<&Path>, workspace: &Path) -> (TasksConfig, Vec<ConfigError>) {
-    let (sources, mut errors) =
-        crate::config::read_module_config(home, workspace, TASKS_CONFIG_FILE);
-    let sources: Vec<(&Path, &str)> = sources
-        .iter()
-        .map(|(p, t)| (p.as_path(), t.as_str()))
-        .collect();
-    let (config, more) = tasks_config_from_sources(&sources);
-    errors.extend(more);
-    (config, errors)
+    load_module_config(
+        home,
+        workspace,
+        TASKS_CONFIG_FILE,
+        tasks_config_from_sources,
+    )
 }
 
 /// The config from (path, text) pairs, lowest precedence first.
 pub fn tasks_config_from_sources(sources: &[(&Path, &str)]) -> (TasksConfig, Vec<ConfigError>) {
-    let mut config = TasksConfig::default();
-    let mut errors = Vec::new();
-    for (path, text) in sources {
-        let object = match crate::config::error::json_object(path, text) {
-            Ok(object) => object,
-            Err(err) => {
-                errors.push(err);
-                continue;
-            }
-        };
-        for (key, value) in &object {
-            let at = |message: String| ConfigError::at(path, text, key_offset(text, key), message);
-            let positive = || value.as_u64().filter(|n| *n > 0);
-            match key.as_str() {
-                "enabled" | "notifyOnCompletion" | "triggerOnCompletion" => match value.as_bool() {
-                    Some(flag) => match key.as_str() {
-                        "enabled" => config.enabled = flag,
-                        "notifyOnCompletion" => config.notify_on_completion = flag,
-                        _ => config.trigger_on_completion = flag,
-                    },
-                    None => errors.push(at(format!("`{key}` must be true or false"))),
+    let (config, mut errors) = apply_json_objects(sources, apply_keys);
+    sort_by_position(&mut errors);
+    (config, errors)
+}
+
+/// One file's keys over `config`.
+fn apply_keys(config: &mut TasksConfig, object: &Map<String, Value>, report: &mut Report<'_>) {
+    for (key, value) in object {
+        let positive = || value.as_u64().filter(|n| *n > 0);
+        match key.as_str() {
+            "enabled" | "notifyOnCompletion" | "triggerOnCompletion" => match value.as_bool() {
+                Some(flag) => match key.as_str() {
+                    "enabled" => config.enabled = flag,
+                    "notifyOnCompletion" => config.notify_on_completion = flag,
+                    _ => config.trigger_on_completion = flag,
                 },
-                "maxOutputBytes" => match positive() {
-                    Some(n) => config.max_output_bytes = Some(n),
-                    None => errors.push(at("`maxOutputBytes` must be a positive integer".into())),
-                },
-                "defaultTimeoutSeconds" => match (value, positive()) {
-                    (Value::Null, _) => config.default_timeout_seconds = None,
-                    (_, Some(n)) => config.default_timeout_seconds = Some(n),
-                    _ => errors.push(at(
-                        "`defaultTimeoutSeconds` must be a positive integer or null".into(),
-                    )),
-                },
-                _ => errors.push(at(format!(
+                None => report(key, format!("`{key}` must be true or false")),
+            },
+            "maxOutputBytes" => match positive() {
+                Some(n) => config.max_output_bytes = Some(n),
+                None => report(key, "`maxOutputBytes` must be a positive integer".into()),
+            },
+            "defaultTimeoutSeconds" => match (value, positive()) {
+                (Value::Null, _) => config.default_timeout_seconds = None,
+                (_, Some(n)) => config.default_timeout_seconds = Some(n),
+                _ => report(
+                    key,
+                    "`defaultTimeoutSeconds` must be a positive integer or null".into(),
+                ),
+            },
+            _ => report(
+                key,
+                format!(
                     "unknown key `{key}` (expected enabled, maxOutputBytes, \
                      defaultTimeoutSeconds, notifyOnCompletion, triggerOnCompletion)"
-                ))),
-            }
+                ),
+            ),
         }
     }
-    errors.sort_by_key(|err| match err {
-        ConfigError::Invalid { line, column, .. } => (*line, *column),
-        ConfigError::Unreadable { .. } => (0, 0),
-    });
-    (config, errors)
 }
 
 /// The module name the settings overlay saves under (`ViewRequest::SaveSettings::module`).

@@ -1,0 +1,146 @@
+//! The one way a module's JSON config file (`.unipi/config/<name>.json`) becomes its config:
+//! the home file, then the workspace file (which wins key by key), each read as a JSON object and
+//! applied over the defaults; a file that cannot be read or is not an object, and a key the module
+//! rejects, is a [`ConfigError`] naming the file, line and column, and the earlier value stays.
+//! Each module says only what its keys mean.
+
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use super::ConfigError;
+use super::error::{json_object, key_offset};
+
+/// Reports a rejected key of the file being applied: the key and what is wrong with it.
+pub type Report<'a> = dyn FnMut(&str, String) + 'a;
+
+/// Reads `relative` below the home directory and the workspace ([`super::read_module_config`])
+/// and turns the files into a config with `from_sources`; the read errors come first.
+pub fn load_module_config<C>(
+    home: Option<&Path>,
+    workspace: &Path,
+    relative: &str,
+    from_sources: impl FnOnce(&[(&Path, &str)]) -> (C, Vec<ConfigError>),
+) -> (C, Vec<ConfigError>) {
+    let (sources, mut errors) = super::read_module_config(home, workspace, relative);
+    let sources: Vec<(&Path, &str)> = sources
+        .iter()
+        .map(|(path, text)| (path.as_path(), text.as_str()))
+        .collect();
+    let (config, more) = from_sources(&sources);
+    errors.extend(more);
+    (config, errors)
+}
+
+/// The config from (path, text) pairs, lowest precedence first: the defaults, then each file's
+/// object given to `apply` with a [`Report`] that places a rejected key in that file.
+pub fn apply_json_objects<C: Default>(
+    sources: &[(impl AsRef<Path>, impl AsRef<str>)],
+    mut apply: impl FnMut(&mut C, &Map<String, Value>, &mut Report<'_>),
+) -> (C, Vec<ConfigError>) {
+    let mut config = C::default();
+    let mut errors = Vec::new();
+    for (path, text) in sources {
+        let (path, text) = (path.as_ref(), text.as_ref());
+        match json_object(path, text) {
+            Ok(object) => apply(&mut config, &object, &mut |key, message| {
+                errors.push(ConfigError::at(path, text, key_offset(text, key), message));
+            }),
+            Err(err) => errors.push(err),
+        }
+    }
+    (config, errors)
+}
+
+/// Orders errors as they stand in their files (line, then column), whatever order the JSON map
+/// iterated its keys in; an unreadable file's error comes first.
+pub fn sort_by_position(errors: &mut [ConfigError]) {
+    errors.sort_by_key(|err| match err {
+        ConfigError::Invalid { line, column, .. } => (*line, *column),
+        ConfigError::Unreadable { .. } => (0, 0),
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A config of one flag, `on`, to apply files to.
+    fn apply_on(config: &mut bool, object: &Map<String, Value>, report: &mut Report<'_>) {
+        for (key, value) in object {
+            match (key.as_str(), value.as_bool()) {
+                ("on", Some(on)) => *config = on,
+                _ => report(key, format!("`{key}` is not `on` as true or false")),
+            }
+        }
+    }
+
+    #[test]
+    fn later_files_win_and_errors_name_file_line_and_column() {
+        let sources = [
+            ("/h.json", "{\"on\": true}"),
+            ("/w.json", "{\n  \"on\": false,\n  \"off\": 1\n}"),
+            ("/x.json", "[1]"),
+        ];
+        let (on, errors) = apply_json_objects(&sources, apply_on);
+        assert!(!on);
+        let shown: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            shown,
+            [
+                "/w.json:3:3: `off` is not `on` as true or false",
+                "/x.json:1:1: expected a JSON object",
+            ]
+        );
+    }
+
+    #[test]
+    fn the_workspace_file_overrides_the_home_file_and_read_errors_come_first() {
+        let home = tempfile::tempdir().unwrap();
+        let workspace = tempfile::tempdir().unwrap();
+        let relative = ".unipi/config/test.json";
+        for (dir, text) in [(home.path(), "{\"on\": true}"), (workspace.path(), "{}")] {
+            let file = dir.join(relative);
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(&file, text).unwrap();
+        }
+        let load = |home| {
+            load_module_config(home, workspace.path(), relative, |sources| {
+                apply_json_objects(sources, apply_on)
+            })
+        };
+        assert_eq!(load(Some(home.path())), (true, vec![]));
+        assert_eq!(load(None), (false, vec![]));
+
+        // A directory where the file should be cannot be read.
+        let unreadable = home.path().join(".unipi/config/dir.json");
+        std::fs::create_dir_all(&unreadable).unwrap();
+        let (on, errors) = load_module_config(
+            Some(home.path()),
+            workspace.path(),
+            ".unipi/config/dir.json",
+            |sources| apply_json_objects(sources, apply_on),
+        );
+        assert!(!on);
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert_eq!(errors[0].path(), unreadable);
+    }
+
+    #[test]
+    fn errors_sort_by_line_then_column_unreadable_first() {
+        let text = "{\n  \"b\": 1, \"a\": 2\n}";
+        let mut errors = vec![
+            ConfigError::at(Path::new("/f.json"), text, key_offset(text, "a"), "a"),
+            ConfigError::at(Path::new("/f.json"), text, key_offset(text, "b"), "b"),
+            ConfigError::Unreadable {
+                path: "/g.json".into(),
+                message: "gone".into(),
+            },
+        ];
+        sort_by_position(&mut errors);
+        let paths_and_places: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        assert_eq!(paths_and_places[1], "/f.json:2:3: b");
+        assert_eq!(paths_and_places[2], "/f.json:2:11: a");
+        assert!(matches!(errors[0], ConfigError::Unreadable { .. }));
+    }
+}
