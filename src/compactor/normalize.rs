@@ -340,7 +340,7 @@ fn first_line(raw: &str) -> String {
 }
 
 impl NormBlock {
-    fn new(kind: BlockKind, text: String, source: usize) -> Self {
+    pub(super) fn new(kind: BlockKind, text: String, source: usize) -> Self {
         Self {
             kind,
             text,
@@ -349,6 +349,28 @@ impl NormBlock {
             is_error: false,
             head: String::new(),
             source,
+        }
+    }
+}
+
+#[cfg(test)]
+impl NormBlock {
+    /// A call of tool `name` with `arguments`, from entry `source`.
+    pub(super) fn tool_call(name: &str, arguments: Value, source: usize) -> Self {
+        NormBlock {
+            tool: Some(name.into()),
+            arguments: Some(arguments),
+            ..NormBlock::new(BlockKind::ToolCall, name.into(), source)
+        }
+    }
+
+    /// A failed result of `tool` whose first line is `head`, from entry `source`.
+    pub(super) fn tool_error(tool: &str, head: &str, source: usize) -> Self {
+        NormBlock {
+            tool: Some(tool.into()),
+            is_error: true,
+            head: head.into(),
+            ..NormBlock::new(BlockKind::ToolResult, head.into(), source)
         }
     }
 }

@@ -463,32 +463,15 @@ mod tests {
     use super::*;
 
     fn block(kind: BlockKind, text: &str) -> NormBlock {
-        NormBlock {
-            kind,
-            text: text.into(),
-            tool: None,
-            arguments: None,
-            is_error: false,
-            head: String::new(),
-            source: 0,
-        }
+        NormBlock::new(kind, text.into(), 0)
     }
 
     fn call(name: &str, arguments: Value) -> NormBlock {
-        NormBlock {
-            tool: Some(name.into()),
-            arguments: Some(arguments),
-            ..block(BlockKind::ToolCall, name)
-        }
+        NormBlock::tool_call(name, arguments, 0)
     }
 
     fn error(tool: &str, head: &str) -> NormBlock {
-        NormBlock {
-            tool: Some(tool.into()),
-            is_error: true,
-            head: head.into(),
-            ..block(BlockKind::ToolResult, head)
-        }
+        NormBlock::tool_error(tool, head, 0)
     }
 
     #[test]
