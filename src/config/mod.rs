@@ -73,27 +73,11 @@ pub fn theme_file() -> Option<PathBuf> {
 /// and stays untouched — never silently replaced.
 pub fn merge_json_file(path: &std::path::Path, values: &serde_json::Value) -> anyhow::Result<()> {
     use anyhow::{Context, bail};
-    use serde_json::{Map, Value};
+    use serde_json::Value;
     let Some(updates) = values.as_object() else {
         bail!("settings for {} must be a JSON object", path.display());
     };
-    let mut merged = match std::fs::read_to_string(path) {
-        Ok(text) => match serde_json::from_str::<Value>(&text) {
-            Ok(Value::Object(object)) => object,
-            Ok(_) => bail!(
-                "{}: expected a JSON object; not overwriting it",
-                path.display()
-            ),
-            Err(err) => bail!(
-                "{}:{}:{}: invalid JSON ({err}); not overwriting it",
-                path.display(),
-                err.line().max(1),
-                err.column().max(1)
-            ),
-        },
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Map::new(),
-        Err(err) => return Err(err).with_context(|| format!("reading {}", path.display())),
-    };
+    let mut merged = module_file::read_json_object(path)?;
     for (key, value) in updates {
         merged.insert(key.clone(), value.clone());
     }

@@ -2,7 +2,8 @@
 //! the home file, then the workspace file (which wins key by key), each read as a JSON object and
 //! applied over the defaults; a file that cannot be read or is not an object, and a key the module
 //! rejects, is a [`ConfigError`] naming the file, line and column, and the earlier value stays.
-//! Each module says only what its keys mean.
+//! Each module says only what its keys mean. A settings save reads the file back as an object to
+//! merge into ([`read_json_object`]).
 
 use std::path::Path;
 
@@ -50,6 +51,28 @@ pub fn apply_json_objects<C: Default>(
         }
     }
     (config, errors)
+}
+
+/// The JSON object in `path` (empty when the file does not exist), for a save to merge into; a
+/// file that is not a JSON object is an error and is not to be overwritten.
+pub fn read_json_object(path: &Path) -> anyhow::Result<Map<String, Value>> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => match serde_json::from_str::<Value>(&text) {
+            Ok(Value::Object(object)) => Ok(object),
+            Ok(_) => anyhow::bail!(
+                "{}: expected a JSON object; not overwriting it",
+                path.display()
+            ),
+            Err(err) => anyhow::bail!(
+                "{}:{}:{}: invalid JSON ({err}); not overwriting it",
+                path.display(),
+                err.line().max(1),
+                err.column().max(1)
+            ),
+        },
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(Map::new()),
+        Err(err) => Err(anyhow::Error::new(err).context(format!("reading {}", path.display()))),
+    }
 }
 
 /// Orders errors as they stand in their files (line, then column), whatever order the JSON map
