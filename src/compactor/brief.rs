@@ -11,7 +11,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::normalize::{BlockKind, NormBlock, clip_chars, clip_sentence};
+use super::normalize::{BlockKind, NormBlock, clip_chars, clip_sentence, literal_regex};
 use super::sections::path_argument;
 
 /// Word limits (non-stopwords) for one user or assistant text.
@@ -333,23 +333,16 @@ fn finish_tool_lines(lines: Vec<String>) -> Vec<String> {
 // --- text shaping -----------------------------------------------------------------------------
 
 static SELF_TALK_RE: LazyLock<Regex> = LazyLock::new(|| {
-    #[allow(clippy::expect_used)] // a literal pattern, covered by the tests
-    Regex::new(r"(?i)^(?:hmm+|wait|actually|oh|okay|ok|well|so)(?-u:\b)[,.!:;]*\s*")
-        .expect("valid self-talk pattern")
+    literal_regex(r"(?i)^(?:hmm+|wait|actually|oh|okay|ok|well|so)(?-u:\b)[,.!:;]*\s*")
 });
 
 static BASH_TAIL_RE: LazyLock<Regex> = LazyLock::new(|| {
-    #[allow(clippy::expect_used)] // a literal pattern, covered by the tests
-    Regex::new(
+    literal_regex(
         r"\s*\|\s*(?:head|tail|sort|wc|column|tr|cut|awk|uniq|python3|node|bun)(?-u:\b)[^|]*$",
     )
-    .expect("valid pipe pattern")
 });
 
-static CD_PREFIX_RE: LazyLock<Regex> = LazyLock::new(|| {
-    #[allow(clippy::expect_used)] // a literal pattern, covered by the tests
-    Regex::new(r"^cd\s+\S+\s*&&\s*").expect("valid cd pattern")
-});
+static CD_PREFIX_RE: LazyLock<Regex> = LazyLock::new(|| literal_regex(r"^cd\s+\S+\s*&&\s*"));
 
 const STOPWORDS: [&str; 90] = [
     "a", "about", "above", "after", "again", "all", "am", "an", "and", "any", "are", "as", "at",

@@ -271,13 +271,17 @@ const NOISE_TEXTS: [&str; 3] = [
     "IMPORTANT: TodoWrite was not called yet.",
 ];
 
+/// The compactor's fixed patterns, compiled once each (in a `LazyLock`). Each is a literal the
+/// tests exercise, so a bad one fails them rather than a user's session.
+pub fn literal_regex(pattern: &str) -> Regex {
+    Regex::new(pattern).unwrap_or_else(|err| panic!("invalid literal pattern {pattern:?}: {err}"))
+}
+
 static WRAPPER_RE: LazyLock<Regex> = LazyLock::new(|| {
     // Four alternatives because the regex crate has no back-references.
-    #[allow(clippy::expect_used)] // a literal pattern, covered by the tests
-    Regex::new(
+    literal_regex(
         r"(?s)<system-reminder\b[^>]*>.*?</system-reminder>|<ide_opened_file\b[^>]*>.*?</ide_opened_file>|<command-message\b[^>]*>.*?</command-message>|<context-window-usage\b[^>]*>.*?</context-window-usage>",
     )
-    .expect("valid wrapper pattern")
 });
 
 fn is_noise_tool(name: &str) -> bool {
