@@ -410,12 +410,7 @@ mod tests {
         module.queue().answer(
             id,
             0,
-            Answer::Chosen {
-                selections: vec!["Blue".into()],
-                notes: vec![],
-                text: None,
-                comment: None,
-            },
+            Answer::chosen(&["Blue"], &[], None),
         );
         let output = call.await.unwrap();
         assert_eq!(text(&output), "User selected: Blue");

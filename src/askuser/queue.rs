@@ -277,12 +277,7 @@ mod tests {
     }
 
     fn chosen(value: &str) -> Answer {
-        Answer::Chosen {
-            selections: vec![value.to_owned()],
-            notes: vec![],
-            text: None,
-            comment: None,
-        }
+        Answer::chosen(&[value], &[], None)
     }
 
     #[test]
