@@ -407,11 +407,9 @@ mod tests {
         assert_eq!(prompt["optionCount"], 2);
         assert_eq!(prompt["allowFreeform"], true);
         let id = prompt["id"].as_u64().unwrap();
-        module.queue().answer(
-            id,
-            0,
-            Answer::chosen(&["Blue"], &[], None),
-        );
+        module
+            .queue()
+            .answer(id, 0, Answer::chosen(&["Blue"], &[], None));
         let output = call.await.unwrap();
         assert_eq!(text(&output), "User selected: Blue");
         let answered = next_event(&mut events, names::ASK_USER_ANSWERED).await;

@@ -186,22 +186,10 @@ mod tests {
             .put(url, &options(Format::Markdown), &page("md"))
             .await;
         cache.put(url, &options(Format::Text), &page("text")).await;
-        assert_eq!(
-            cache
-                .get(url, &options(Format::Markdown))
-                .await
-                .unwrap()
-                .content,
-            "md"
-        );
-        assert_eq!(
-            cache
-                .get(url, &options(Format::Text))
-                .await
-                .unwrap()
-                .content,
-            "text"
-        );
+        for (format, content) in [(Format::Markdown, "md"), (Format::Text, "text")] {
+            let cached = cache.get(url, &options(format)).await.unwrap();
+            assert_eq!(cached.content, content, "{format:?}");
+        }
         assert_eq!(
             cache.get("http://b.example/", &options(Format::Text)).await,
             None

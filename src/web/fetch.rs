@@ -418,18 +418,19 @@ async fn read_body(
     mut response: Response,
     timeout: Duration,
 ) -> Result<Vec<u8>, FetchError> {
+    // Every failure here is while loading the body, of this URL.
+    let failed = |code: ErrorCode, retryable: bool, message: String| {
+        FetchError::new(code, Phase::Loading, retryable, asked, message).at(url.as_str())
+    };
     let too_large = || {
-        FetchError::new(
+        failed(
             ErrorCode::UnexpectedResponse,
-            Phase::Loading,
             false,
-            asked,
             format!(
                 "{url} is larger than {} MiB; it was not read",
                 MAX_BODY_BYTES / (1024 * 1024)
             ),
         )
-        .at(url.as_str())
     };
     let expected = response.content_length().unwrap_or(0);
     if expected > MAX_BODY_BYTES as u64 {
@@ -449,24 +450,18 @@ async fn read_body(
                 return Err(timed_out(asked, url, Phase::Loading, timeout));
             }
             Err(err) if err.is_decode() => {
-                return Err(FetchError::new(
+                return Err(failed(
                     ErrorCode::UnexpectedResponse,
-                    Phase::Loading,
                     false,
-                    asked,
                     format!("the body of {url} could not be decoded: {}", chain(&err)),
-                )
-                .at(url.as_str()));
+                ));
             }
             Err(err) => {
-                return Err(FetchError::new(
+                return Err(failed(
                     ErrorCode::NetworkError,
-                    Phase::Loading,
                     true,
-                    asked,
                     format!("reading {url} broke off: {}", chain(&err)),
-                )
-                .at(url.as_str()));
+                ));
             }
         }
     }
