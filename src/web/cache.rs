@@ -150,17 +150,16 @@ impl Cache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::web::page::{ContentKind, Format};
+    use crate::web::page::{ContentKind, Format, PageMeta};
 
     fn page(content: &str) -> Page {
         Page {
             url: "http://a.example/".into(),
             final_url: "http://a.example/".into(),
-            title: Some("A".into()),
-            author: None,
-            published: None,
-            site: None,
-            language: None,
+            meta: PageMeta {
+                title: Some("A".into()),
+                ..PageMeta::default()
+            },
             mime_type: "text/html".into(),
             kind: ContentKind::Markdown,
             extraction: Some("readability".into()),

@@ -20,7 +20,7 @@ use super::content::{self, BodyKind};
 use super::error::{ErrorCode, FetchError, Phase};
 use super::extract::{self, HtmlOutcome};
 use super::guard::{self, AddressPolicy, GuardedResolver};
-use super::page::{ContentKind, FetchOptions, Format, Page};
+use super::page::{ContentKind, FetchOptions, Format, Page, PageMeta};
 
 /// Redirects followed, HTTP and meta refresh together (the original's limit).
 pub const MAX_REDIRECTS: usize = 5;
@@ -244,11 +244,7 @@ impl Fetcher {
         let page = |kind, mime: String, content| Page {
             url: asked.to_owned(),
             final_url: url.to_string(),
-            title: None,
-            author: None,
-            published: None,
-            site: None,
-            language: None,
+            meta: PageMeta::default(),
             mime_type: mime,
             kind,
             extraction: None,
@@ -312,11 +308,7 @@ impl Fetcher {
                             Format::Html => ContentKind::Html,
                         };
                         let mut page = page(kind, mime, extracted.content);
-                        page.title = extracted.title;
-                        page.author = extracted.author;
-                        page.published = extracted.published;
-                        page.site = extracted.site;
-                        page.language = extracted.language;
+                        page.meta = extracted.meta;
                         page.extraction = Some(extracted.method);
                         Ok(Processed::Page(page))
                     }
