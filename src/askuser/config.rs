@@ -17,6 +17,7 @@ use std::path::Path;
 use serde_json::{Map, Value, json};
 use unipi_widgets::settings::{SettingField, SettingValue};
 
+use crate::capability::settings::flag;
 use crate::config::error::ConfigError;
 use crate::config::module_file::{Report, apply_json_objects, load_module_config};
 
@@ -98,38 +99,32 @@ pub const ASK_USER_SETTINGS_TITLE: &str = "Ask-user settings";
 
 /// The overlay's fields for `config`.
 pub fn settings_fields(config: &AskUserConfig) -> Vec<SettingField> {
-    let field = |key: &str, label: &str, on: bool, help: &str| SettingField {
-        key: key.to_owned(),
-        label: label.to_owned(),
-        value: SettingValue::Bool(on),
-        help: help.to_owned(),
-    };
     vec![
-        field(
+        flag(
             "enabled",
             "Enable the ask_user tool",
             config.enabled,
             "Off: the model is told the tool is disabled and has to decide alone.",
         ),
-        field(
+        flag(
             "singleSelect",
             "Allow single-select",
             config.single_select,
             "Questions where the user picks one option.",
         ),
-        field(
+        flag(
             "multiSelect",
             "Allow multi-select",
             config.multi_select,
             "Questions where the user ticks several options.",
         ),
-        field(
+        flag(
             "freeform",
             "Allow freeform text",
             config.freeform,
             "Questions the user may answer in their own words.",
         ),
-        field(
+        flag(
             "notifyOnAsk",
             "Notify when asking",
             config.notify_on_ask,

@@ -3,13 +3,14 @@
 //! `/unipi:*-settings` command ([`SettingsHome::open_settings`]). Ask-user, notifications and
 //! background tasks differ only in their config, its fields and what a save does, so the rest —
 //! reading the file off the UI loop, the word to a headless run, the store that saves off the UI
-//! loop and hands the overlay its outcome — lives here once.
+//! loop and hands the overlay its outcome — lives here once, with the constructors of the
+//! overlay's fields.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
-use unipi_widgets::settings::SettingField;
+use unipi_widgets::settings::{SettingField, SettingValue};
 
 use super::{Changed, StartContext, Ui};
 use crate::bridge::CommandReply;
@@ -41,6 +42,33 @@ pub struct SettingsPage<C> {
     pub fields: fn(&C) -> Vec<SettingField>,
     /// The edited fields back into the file's keys.
     pub to_values: ToValues,
+}
+
+/// The overlay's field for the file's `key`, shown as `label` with `help` under it.
+pub fn field(key: &str, label: &str, value: SettingValue, help: &str) -> SettingField {
+    SettingField {
+        key: key.to_owned(),
+        label: label.to_owned(),
+        value,
+        help: help.to_owned(),
+    }
+}
+
+/// An on/off field.
+pub fn flag(key: &str, label: &str, on: bool, help: &str) -> SettingField {
+    field(key, label, SettingValue::Bool(on), help)
+}
+
+/// A text field; not set shows empty.
+pub fn text(key: &str, label: &str, value: Option<&str>, help: &str) -> SettingField {
+    let value = value.unwrap_or_default().to_owned();
+    field(key, label, SettingValue::Text(value), help)
+}
+
+/// A secret field (a token): typed, never shown.
+pub fn secret(key: &str, label: &str, value: Option<&str>, help: &str) -> SettingField {
+    let value = value.unwrap_or_default().to_owned();
+    field(key, label, SettingValue::Secret(value), help)
 }
 
 /// Writes the overlay's values under the home directory (blocking I/O, run off the UI loop),

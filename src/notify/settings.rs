@@ -17,40 +17,11 @@ use super::config::{
     CONFIG_FILE, DEFAULT_NTFY_SERVER, EVENT_DEFAULTS, NTFY_FILE, NotifyConfig, NtfySource,
     TerminalMethod,
 };
+use crate::capability::settings::{field, flag, secret, text};
 
 pub const SETTINGS_TITLE: &str = "Notification settings";
 
-fn flag(key: &str, label: &str, on: bool, help: &str) -> SettingField {
-    field(key, label, SettingValue::Bool(on), help)
-}
-
-fn field(key: &str, label: &str, value: SettingValue, help: &str) -> SettingField {
-    SettingField {
-        key: key.to_owned(),
-        label: label.to_owned(),
-        value,
-        help: help.to_owned(),
-    }
-}
-
-fn text(key: &str, label: &str, value: Option<&str>, help: &str) -> SettingField {
-    field(
-        key,
-        label,
-        SettingValue::Text(value.unwrap_or_default().to_owned()),
-        help,
-    )
-}
-
-fn secret(key: &str, label: &str, value: Option<&str>, help: &str) -> SettingField {
-    field(
-        key,
-        label,
-        SettingValue::Secret(value.unwrap_or_default().to_owned()),
-        help,
-    )
-}
-
+/// A number stepped by one within `min..=max`.
 fn number(
     key: &str,
     label: &str,

@@ -13,6 +13,7 @@ use std::path::Path;
 use serde_json::{Map, Value};
 use unipi_widgets::settings::{SettingField, SettingValue};
 
+use crate::capability::settings::{field, flag};
 use crate::config::error::ConfigError;
 use crate::config::module_file::{
     Report, apply_json_objects, load_module_config, sort_by_position,
@@ -115,12 +116,6 @@ const TIMEOUT_STEP_SECONDS: u64 = 30;
 /// The overlay's fields for `config`, keyed by the file's keys. The output cap is shown in MiB,
 /// rounded up; with none set it shows the built-in default.
 pub fn settings_fields(config: &TasksConfig) -> Vec<SettingField> {
-    let flag = |key: &str, label: &str, value: bool, help: &str| SettingField {
-        key: key.to_owned(),
-        label: label.to_owned(),
-        value: SettingValue::Bool(value),
-        help: help.to_owned(),
-    };
     let output_mib = config
         .max_output_bytes
         .unwrap_or(DEFAULT_MAX_OUTPUT_BYTES)
@@ -146,10 +141,10 @@ pub fn settings_fields(config: &TasksConfig) -> Vec<SettingField> {
             config.trigger_on_completion,
             "Default for bg_run: a task's end starts a turn of the agent.",
         ),
-        SettingField {
-            key: "defaultTimeoutSeconds".to_owned(),
-            label: "Default timeout".to_owned(),
-            value: SettingValue::Number {
+        field(
+            "defaultTimeoutSeconds",
+            "Default timeout",
+            SettingValue::Number {
                 value: config
                     .default_timeout_seconds
                     .unwrap_or(0)
@@ -159,23 +154,21 @@ pub fn settings_fields(config: &TasksConfig) -> Vec<SettingField> {
                 max: MAX_TIMEOUT_SECONDS,
                 step: TIMEOUT_STEP_SECONDS,
             },
-            help: "Stops a task started without its own timeout after this long; 0 = none."
-                .to_owned(),
-        },
-        SettingField {
-            key: "maxOutputBytes".to_owned(),
-            label: "Max output".to_owned(),
-            value: SettingValue::Number {
+            "Stops a task started without its own timeout after this long; 0 = none.",
+        ),
+        field(
+            "maxOutputBytes",
+            "Max output",
+            SettingValue::Number {
                 value: output_mib,
                 unit: "MiB".to_owned(),
                 min: 1,
                 max: MAX_OUTPUT_MIB,
                 step: 1,
             },
-            help: "A task writing more output than this is stopped. \
-                   UNIPI_BG_MAX_OUTPUT_BYTES overrides it."
-                .to_owned(),
-        },
+            "A task writing more output than this is stopped. \
+             UNIPI_BG_MAX_OUTPUT_BYTES overrides it.",
+        ),
     ]
 }
 
