@@ -164,16 +164,13 @@ pub fn apply_settings(fields: &[SettingField]) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::module_file::write_module_file;
 
     #[test]
     fn files_override_key_by_key_and_bad_types_keep_the_default() {
         let dir = tempfile::tempdir().unwrap();
         let (home, workspace) = (dir.path().join("home"), dir.path().join("work"));
-        let write = |base: &Path, text: &str| {
-            let path = base.join(ASK_USER_CONFIG_FILE);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, text).unwrap();
-        };
+        let write = |base: &Path, text: &str| write_module_file(base, ASK_USER_CONFIG_FILE, text);
         write(
             &home,
             r#"{"notifyOnAsk": false, "allowedFormats": {"multiSelect": false}}"#,

@@ -75,6 +75,14 @@ pub fn read_json_object(path: &Path) -> anyhow::Result<Map<String, Value>> {
     }
 }
 
+/// Writes `text` as the module config file `relative` below `dir`, creating its folders (tests).
+#[cfg(test)]
+pub fn write_module_file(dir: &Path, relative: &str, text: &str) {
+    let file = dir.join(relative);
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, text).unwrap();
+}
+
 /// Orders errors as they stand in their files (line, then column), whatever order the JSON map
 /// iterated its keys in; an unreadable file's error comes first.
 pub fn sort_by_position(errors: &mut [ConfigError]) {
@@ -122,11 +130,8 @@ mod tests {
         let home = tempfile::tempdir().unwrap();
         let workspace = tempfile::tempdir().unwrap();
         let relative = ".unipi/config/test.json";
-        for (dir, text) in [(home.path(), "{\"on\": true}"), (workspace.path(), "{}")] {
-            let file = dir.join(relative);
-            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-            std::fs::write(&file, text).unwrap();
-        }
+        write_module_file(home.path(), relative, "{\"on\": true}");
+        write_module_file(workspace.path(), relative, "{}");
         let load = |home| {
             load_module_config(home, workspace.path(), relative, |sources| {
                 apply_json_objects(sources, apply_on)

@@ -204,6 +204,7 @@ pub fn save_tasks_config(path: &Path, values: &Value) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::module_file::write_module_file;
 
     #[test]
     fn workspace_overrides_home_key_by_key() {
@@ -247,9 +248,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (config, errors) = load_tasks_config(Some(dir.path()), dir.path());
         assert_eq!((config, errors), (TasksConfig::default(), vec![]));
-        let file = dir.path().join(TASKS_CONFIG_FILE);
-        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-        std::fs::write(&file, r#"{"enabled": false}"#).unwrap();
+        write_module_file(dir.path(), TASKS_CONFIG_FILE, r#"{"enabled": false}"#);
         let (config, errors) = load_tasks_config(None, dir.path());
         assert!(!config.enabled);
         assert!(errors.is_empty());

@@ -131,6 +131,7 @@ fn apply_keys(config: &mut WebConfig, object: &Map<String, Value>, report: &mut 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::module_file::write_module_file;
 
     #[test]
     fn workspace_overrides_home_key_by_key() {
@@ -177,14 +178,12 @@ mod tests {
         let work = tempfile::tempdir().unwrap();
         let (config, errors) = load_web_config(Some(home.path()), work.path());
         assert_eq!((config, errors), (WebConfig::default(), vec![]));
-        for (root, text) in [
-            (home.path(), r#"{"cacheTtlSeconds": 0}"#),
-            (work.path(), r#"{"allowPrivateNetwork": true}"#),
-        ] {
-            let file = root.join(WEB_CONFIG_FILE);
-            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-            std::fs::write(&file, text).unwrap();
-        }
+        write_module_file(home.path(), WEB_CONFIG_FILE, r#"{"cacheTtlSeconds": 0}"#);
+        write_module_file(
+            work.path(),
+            WEB_CONFIG_FILE,
+            r#"{"allowPrivateNetwork": true}"#,
+        );
         let (config, errors) = load_web_config(Some(home.path()), work.path());
         assert!(errors.is_empty(), "{errors:?}");
         assert!(config.allow_private_network);
