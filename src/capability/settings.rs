@@ -168,3 +168,108 @@ impl SettingsStore for SaveStore {
         crate::sys::lock(&self.outcome).take()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use anyhow::Context;
+    use serde_json::json;
+
+    use super::*;
+    use crate::capability::UiRequest;
+    use crate::config::keymap::Keymap;
+
+    /// A one-flag config for a page.
+    fn load(_home: Option<&Path>, _workspace: &Path) -> (bool, Vec<ConfigError>) {
+        (true, Vec::new())
+    }
+
+    const PAGE: SettingsPage<bool> = SettingsPage {
+        title: "Test settings",
+        file: ".unipi/config/test.json",
+        what: "test settings",
+        load,
+        fields: |on| vec![flag("on", "On", *on, "")],
+        to_values: |_| json!({}),
+    };
+
+    fn home(ui: Ui, home: Option<&Path>) -> SettingsHome {
+        SettingsHome {
+            ui,
+            home: home.map(Path::to_path_buf),
+            workspace: PathBuf::from("/nonexistent-workspace"),
+            changed: Changed::default(),
+        }
+    }
+
+    fn keep(_: &bool) -> Save {
+        Arc::new(|_, _| Ok("kept".to_owned()))
+    }
+
+    #[tokio::test]
+    async fn the_overlay_opens_on_a_screen_and_headless_runs_are_told_the_file() {
+        let keymap = Arc::new(Keymap::defaults());
+        let headless = home(Ui::headless(Arc::clone(&keymap)), None);
+        match headless.open_settings(&PAGE, keep).await {
+            CommandReply::Failed { message } => assert_eq!(
+                message,
+                "the settings overlay needs the workbench's screen; edit ~/.unipi/config/test.json"
+            ),
+            other => panic!("{other:?}"),
+        }
+        let (ui, mut requests) = Ui::channel(keymap);
+        let screen = home(ui, None);
+        assert!(matches!(
+            screen.open_settings(&PAGE, keep).await,
+            CommandReply::Done
+        ));
+        assert!(matches!(requests.try_recv(), Ok(UiRequest::Open(_))));
+    }
+
+    /// Saves `values` through a store and waits for its outcome.
+    async fn saved(home: Option<&Path>, save: Save, values: Value) -> Result<String, String> {
+        let store = SaveStore {
+            home: home.map(Path::to_path_buf),
+            what: "test settings",
+            save,
+            outcome: Arc::new(Mutex::new(None)),
+            changed: Changed::default(),
+        };
+        let mut changed = store.changed.subscribe();
+        store.save(values);
+        tokio::time::timeout(Duration::from_secs(20), changed.changed())
+            .await
+            .expect("the save finishes")
+            .expect("the signal stays");
+        let outcome = store.take_outcome().expect("an outcome");
+        assert_eq!(store.take_outcome(), None, "taken once");
+        outcome
+    }
+
+    #[tokio::test]
+    async fn a_save_runs_under_the_home_directory_and_reports_its_outcome() {
+        let dir = tempfile::tempdir().unwrap();
+        let write: Save = Arc::new(|home, values| {
+            let path = home.join("test.json");
+            std::fs::write(&path, values.to_string())
+                .with_context(|| format!("writing {}", path.display()))?;
+            Ok("Saved.".to_owned())
+        });
+        let outcome = saved(Some(dir.path()), Arc::clone(&write), json!({"on": false})).await;
+        assert_eq!(outcome, Ok("Saved.".to_owned()));
+        let written = std::fs::read_to_string(dir.path().join("test.json")).unwrap();
+        assert_eq!(written, r#"{"on":false}"#);
+
+        let gone = dir.path().join("gone");
+        let outcome = saved(Some(&gone), write, json!({})).await;
+        let message = outcome.unwrap_err();
+        assert!(
+            message.starts_with(&format!("writing {}", gone.join("test.json").display())),
+            "the error with its context: {message}"
+        );
+
+        let outcome = saved(None, keep(&true), json!({})).await;
+        assert_eq!(outcome, Err("no home directory".to_owned()));
+    }
+}
