@@ -172,9 +172,9 @@ impl Module for TasksModule {
             .string_param("name", "A 2-6 word name for the task", false)
             .string_param("command", "The shell command to run", true)
             .string_param("description", "What the task is for (optional)", false)
-            .param(
+            .number_param(
                 "timeoutSeconds",
-                json!({"type": "number", "description": "Stop the task after this many seconds"}),
+                "Stop the task after this many seconds",
                 false,
             )
             .boolean_param(
@@ -212,9 +212,9 @@ impl Module for TasksModule {
                  most 50.0KB.",
             )
             .param("taskId", task_id.clone(), true)
-            .param(
+            .number_param(
                 "maxBytes",
-                json!({"type": "number", "description": "At most this many bytes (default and maximum 50.0KB)"}),
+                "At most this many bytes (default and maximum 50.0KB)",
                 false,
             )
             .boolean_param("tail", "Read the end (true, default) or the start (false)", false),

@@ -152,15 +152,12 @@ impl Module for WebModule {
                 "Keep images as ![alt](url) (default true)",
                 false,
             )
-            .param(
+            .number_param(
                 "timeoutSeconds",
-                json!({
-                    "type": "number",
-                    "description": format!(
-                        "Give up after this many seconds, redirects included (default {})",
-                        defaults.timeout.as_secs()
-                    ),
-                }),
+                &format!(
+                    "Give up after this many seconds, redirects included (default {})",
+                    defaults.timeout.as_secs()
+                ),
                 false,
             )
             .timeout(MAX_TIMEOUT + Duration::from_secs(60))
