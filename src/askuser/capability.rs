@@ -2,25 +2,23 @@
 //! tool), the question modal opened by the queue when a question arrives, and
 //! `/unipi:ask-user-settings` (the settings overlay, saving into the user's file).
 
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
-use serde_json::Value;
 use tokio::sync::watch;
 
 use super::config::{
-    ASK_USER_CONFIG_FILE, ASK_USER_SETTINGS_TITLE, apply_settings, load_ask_user_config,
-    settings_fields,
+    ASK_USER_CONFIG_FILE, ASK_USER_SETTINGS_TITLE, AskUserConfig, apply_settings,
+    load_ask_user_config, settings_fields,
 };
 use super::module::{AskUserModule, SETTINGS_COMMAND};
 use super::queue::{AskQueue, Opener};
 use super::view::{ASK_INPUT_KEYS, ASK_KEYS, AskView};
 use crate::bridge::{CommandCall, CommandReply, Module};
+use crate::capability::settings::{Save, SettingsHome, SettingsPage, load_reporting};
 use crate::capability::{
-    BridgeLink, Capability, Changed, Registration, StartContext, Ui, WithCommands,
+    BridgeLink, Capability, Changed, Registration, StartContext, WithCommands,
 };
-use crate::views::settings::{SettingsStore, SettingsView};
 
 pub const REGISTRATION: Registration = Registration {
     name: "ask-user",
@@ -28,11 +26,17 @@ pub const REGISTRATION: Registration = Registration {
     key_tables: &[&ASK_KEYS, &ASK_INPUT_KEYS],
 };
 
+const SETTINGS_PAGE: SettingsPage<AskUserConfig> = SettingsPage {
+    title: ASK_USER_SETTINGS_TITLE,
+    file: ASK_USER_CONFIG_FILE,
+    what: "ask-user settings",
+    load: load_ask_user_config,
+    fields: settings_fields,
+    to_values: apply_settings,
+};
+
 fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
-    let (config, errors) = load_ask_user_config(context.home, context.workspace);
-    for error in &errors {
-        context.report(error);
-    }
+    let config = load_reporting(context, load_ask_user_config);
     let changed = Changed::default();
     let ui = context.ui.clone();
     let opener: Opener = {
@@ -40,26 +44,19 @@ fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
         Arc::new(move |queue: AskQueue| ui.open(AskView::new(queue, ui.keymap())))
     };
     let queue = AskQueue::new(changed.clone(), opener);
-    let has_screen = {
-        let ui = ui.clone();
-        Arc::new(move || ui.has_screen())
-    };
+    let has_screen = Arc::new(move || ui.has_screen());
     // Started even when disabled: the tool then tells the model so, as the original did.
     Some(Arc::new(AskUserCapability {
         module: AskUserModule::new(config, queue, has_screen),
-        ui,
-        home: context.home.map(PathBuf::from),
-        workspace: context.workspace.to_path_buf(),
-        changed,
+        settings: SettingsHome::new(context, changed),
     }))
 }
 
+/// The capability and its commands' state: the module and where its settings live.
+#[derive(Clone)]
 struct AskUserCapability {
     module: AskUserModule,
-    ui: Ui,
-    home: Option<PathBuf>,
-    workspace: PathBuf,
-    changed: Changed,
+    settings: SettingsHome,
 }
 
 impl Capability for AskUserCapability {
@@ -68,13 +65,7 @@ impl Capability for AskUserCapability {
     }
 
     fn modules(&self) -> Vec<Arc<dyn Module>> {
-        let commands = Commands {
-            module: self.module.clone(),
-            ui: self.ui.clone(),
-            home: self.home.clone(),
-            workspace: self.workspace.clone(),
-            changed: self.changed.clone(),
-        };
+        let commands = self.clone();
         let handler = Arc::new(move |call: CommandCall| commands.run(call));
         vec![WithCommands::wrap(Arc::new(self.module.clone()), handler)]
     }
@@ -84,20 +75,11 @@ impl Capability for AskUserCapability {
     }
 
     fn changes(&self) -> Option<watch::Receiver<u64>> {
-        Some(self.changed.subscribe())
+        Some(self.settings.changed.subscribe())
     }
 }
 
-#[derive(Clone)]
-struct Commands {
-    module: AskUserModule,
-    ui: Ui,
-    home: Option<PathBuf>,
-    workspace: PathBuf,
-    changed: Changed,
-}
-
-impl Commands {
+impl AskUserCapability {
     fn run(&self, call: CommandCall) -> BoxFuture<'static, CommandReply> {
         let this = self.clone();
         Box::pin(async move {
@@ -106,85 +88,15 @@ impl Commands {
                     message: format!("unipi-tui has no command /{}", call.name),
                 };
             }
-            if !this.ui.has_screen() {
-                return CommandReply::Failed {
-                    message: format!(
-                        "the settings overlay needs the workbench's screen; edit ~/{ASK_USER_CONFIG_FILE}"
-                    ),
-                };
-            }
-            let (home, workspace) = (this.home.clone(), this.workspace.clone());
-            let loaded = tokio::task::spawn_blocking(move || {
-                load_ask_user_config(home.as_deref(), &workspace)
-            })
-            .await;
-            let Ok((config, _errors)) = loaded else {
-                return CommandReply::Failed {
-                    message: "reading the ask-user settings failed".to_owned(),
-                };
-            };
-            let store = Arc::new(AskSettingsStore {
-                home: this.home.clone(),
-                workspace: this.workspace.clone(),
-                module: this.module.clone(),
-                outcome: Arc::new(Mutex::new(None)),
-                changed: this.changed.clone(),
+            let module = this.module.clone();
+            let workspace = this.settings.workspace.clone();
+            // A save takes effect at once.
+            let save: Save = Arc::new(move |home, values| {
+                crate::config::merge_json_file(&home.join(ASK_USER_CONFIG_FILE), &values)?;
+                module.set_config(load_ask_user_config(Some(home), &workspace).0);
+                Ok("Saved. Takes effect with the next question.".to_owned())
             });
-            this.ui.open(SettingsView::new(
-                ASK_USER_SETTINGS_TITLE,
-                settings_fields(&config),
-                apply_settings,
-                store,
-            ));
-            CommandReply::Done
+            this.settings.open_settings(&SETTINGS_PAGE, |_| save).await
         })
-    }
-}
-
-/// Saves into the user's `ask-user.json` off the UI loop; a save takes effect at once.
-struct AskSettingsStore {
-    home: Option<PathBuf>,
-    workspace: PathBuf,
-    module: AskUserModule,
-    outcome: Arc<Mutex<Option<Result<String, String>>>>,
-    changed: Changed,
-}
-
-impl SettingsStore for AskSettingsStore {
-    fn save(&self, values: Value) {
-        let (home, workspace) = (self.home.clone(), self.workspace.clone());
-        let module = self.module.clone();
-        let outcome = Arc::clone(&self.outcome);
-        let changed = self.changed.clone();
-        tokio::spawn(async move {
-            let result = match home {
-                None => Err("no home directory".to_owned()),
-                Some(home) => tokio::task::spawn_blocking(move || {
-                    let path = home.join(ASK_USER_CONFIG_FILE);
-                    crate::config::merge_json_file(&path, &values)
-                        .map_err(|err| format!("{err:#}"))?;
-                    Ok(load_ask_user_config(Some(&home), &workspace).0)
-                })
-                .await
-                .map_err(|err| format!("the save did not finish: {err}"))
-                .and_then(|saved| saved)
-                .map(|config| {
-                    module.set_config(config);
-                    "Saved. Takes effect with the next question.".to_owned()
-                }),
-            };
-            if let Err(err) = &result {
-                tracing::warn!("saving ask-user settings: {err}");
-            }
-            *outcome.lock().unwrap_or_else(PoisonError::into_inner) = Some(result);
-            changed.bump();
-        });
-    }
-
-    fn take_outcome(&self) -> Option<Result<String, String>> {
-        self.outcome
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
     }
 }

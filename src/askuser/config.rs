@@ -17,7 +17,9 @@ use std::path::Path;
 use serde_json::{Map, Value, json};
 use unipi_widgets::settings::{SettingField, SettingValue};
 
-use crate::config::error::{ConfigError, key_offset};
+use crate::capability::settings::flag;
+use crate::config::error::ConfigError;
+use crate::config::module_file::{Report, apply_json_objects, load_module_config};
 
 /// The file's path below the home or workspace directory.
 pub const ASK_USER_CONFIG_FILE: &str = ".unipi/config/ask-user.json";
@@ -51,30 +53,19 @@ pub fn load_ask_user_config(
     home: Option<&Path>,
     workspace: &Path,
 ) -> (AskUserConfig, Vec<ConfigError>) {
-    let (sources, mut errors) =
-        crate::config::read_module_config(home, workspace, ASK_USER_CONFIG_FILE);
-    let mut config = AskUserConfig::default();
-    for (path, text) in &sources {
-        errors.extend(apply_file(&mut config, path, text));
-    }
-    (config, errors)
+    load_module_config(home, workspace, ASK_USER_CONFIG_FILE, |sources| {
+        apply_json_objects(sources, apply_file)
+    })
 }
 
-/// Applies one file's keys to `config`; returns what was wrong in it.
-fn apply_file(config: &mut AskUserConfig, path: &Path, text: &str) -> Vec<ConfigError> {
-    let object = match crate::config::error::json_object(path, text) {
-        Ok(object) => object,
-        Err(err) => return vec![err],
-    };
-    let mut errors = Vec::new();
-    let at =
-        |key: &str, message: String| ConfigError::at(path, text, key_offset(text, key), message);
+/// Applies one file's keys to `config`, reporting what was wrong in it.
+fn apply_file(config: &mut AskUserConfig, object: &Map<String, Value>, report: &mut Report<'_>) {
     let mut flag = |key: &str, value: &Value, slot: &mut bool| match value.as_bool() {
         Some(on) => *slot = on,
-        None => errors.push(at(key, format!("`{key}` must be true or false"))),
+        None => report(key, format!("`{key}` must be true or false")),
     };
     let mut formats_error = None;
-    for (key, value) in &object {
+    for (key, value) in object {
         match key.as_str() {
             "enabled" => flag(key, value, &mut config.enabled),
             "notifyOnAsk" => flag(key, value, &mut config.notify_on_ask),
@@ -89,20 +80,18 @@ fn apply_file(config: &mut AskUserConfig, path: &Path, text: &str) -> Vec<Config
                         }
                     }
                 }
-                None => {
-                    formats_error = Some(at(
-                        key,
-                        "`allowedFormats` must be an object of singleSelect, multiSelect and \
-                         freeform flags"
-                            .to_owned(),
-                    ));
-                }
+                None => formats_error = Some(key),
             },
             _ => {}
         }
     }
-    errors.extend(formats_error);
-    errors
+    if let Some(key) = formats_error {
+        report(
+            key,
+            "`allowedFormats` must be an object of singleSelect, multiSelect and freeform flags"
+                .to_owned(),
+        );
+    }
 }
 
 /// The overlay's title.
@@ -110,38 +99,32 @@ pub const ASK_USER_SETTINGS_TITLE: &str = "Ask-user settings";
 
 /// The overlay's fields for `config`.
 pub fn settings_fields(config: &AskUserConfig) -> Vec<SettingField> {
-    let field = |key: &str, label: &str, on: bool, help: &str| SettingField {
-        key: key.to_owned(),
-        label: label.to_owned(),
-        value: SettingValue::Bool(on),
-        help: help.to_owned(),
-    };
     vec![
-        field(
+        flag(
             "enabled",
             "Enable the ask_user tool",
             config.enabled,
             "Off: the model is told the tool is disabled and has to decide alone.",
         ),
-        field(
+        flag(
             "singleSelect",
             "Allow single-select",
             config.single_select,
             "Questions where the user picks one option.",
         ),
-        field(
+        flag(
             "multiSelect",
             "Allow multi-select",
             config.multi_select,
             "Questions where the user ticks several options.",
         ),
-        field(
+        flag(
             "freeform",
             "Allow freeform text",
             config.freeform,
             "Questions the user may answer in their own words.",
         ),
-        field(
+        flag(
             "notifyOnAsk",
             "Notify when asking",
             config.notify_on_ask,
@@ -181,16 +164,13 @@ pub fn apply_settings(fields: &[SettingField]) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::module_file::write_module_file;
 
     #[test]
     fn files_override_key_by_key_and_bad_types_keep_the_default() {
         let dir = tempfile::tempdir().unwrap();
         let (home, workspace) = (dir.path().join("home"), dir.path().join("work"));
-        let write = |base: &Path, text: &str| {
-            let path = base.join(ASK_USER_CONFIG_FILE);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, text).unwrap();
-        };
+        let write = |base: &Path, text: &str| write_module_file(base, ASK_USER_CONFIG_FILE, text);
         write(
             &home,
             r#"{"notifyOnAsk": false, "allowedFormats": {"multiSelect": false}}"#,
@@ -233,8 +213,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("ask-user.json");
         std::fs::write(&path, values.to_string()).unwrap();
-        let mut loaded = AskUserConfig::default();
-        assert!(apply_file(&mut loaded, &path, &values.to_string()).is_empty());
+        let (loaded, errors) = apply_json_objects(&[(&path, values.to_string())], apply_file);
+        assert!(errors.is_empty(), "{errors:?}");
         assert_eq!(loaded, config);
     }
 }

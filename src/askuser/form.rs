@@ -449,15 +449,7 @@ mod tests {
     }
 
     fn chosen(selections: &[&str], notes: &[(&str, &str)], text: Option<&str>) -> Step {
-        Step::Done(Answer::Chosen {
-            selections: selections.iter().map(|s| (*s).to_owned()).collect(),
-            notes: notes
-                .iter()
-                .map(|(v, n)| ((*v).to_owned(), (*n).to_owned()))
-                .collect(),
-            text: text.map(str::to_owned),
-            comment: None,
-        })
+        Step::Done(Answer::chosen(selections, notes, text))
     }
 
     fn typed(text: &str) -> Vec<Input> {

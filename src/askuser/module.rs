@@ -407,16 +407,9 @@ mod tests {
         assert_eq!(prompt["optionCount"], 2);
         assert_eq!(prompt["allowFreeform"], true);
         let id = prompt["id"].as_u64().unwrap();
-        module.queue().answer(
-            id,
-            0,
-            Answer::Chosen {
-                selections: vec!["Blue".into()],
-                notes: vec![],
-                text: None,
-                comment: None,
-            },
-        );
+        module
+            .queue()
+            .answer(id, 0, Answer::chosen(&["Blue"], &[], None));
         let output = call.await.unwrap();
         assert_eq!(text(&output), "User selected: Blue");
         let answered = next_event(&mut events, names::ASK_USER_ANSWERED).await;
@@ -494,30 +487,25 @@ mod tests {
             enabled: false,
             ..AskUserConfig::default()
         };
-        let module_off = module(off, true);
-        let output = module_off
-            .ask(
-                AgentId::main(),
-                serde_json::json!({"question": "q"}),
-                CancelToken::never(),
-            )
-            .await;
-        assert_eq!(
-            text(&output),
-            "Error: ask_user tool is disabled in settings."
-        );
-        let headless = module(AskUserConfig::default(), false);
-        let output = headless
-            .ask(
-                AgentId::main(),
-                serde_json::json!({"question": "q"}),
-                CancelToken::never(),
-            )
-            .await;
-        assert_eq!(
-            text(&output),
-            "Error: UI not available (running in non-interactive mode)"
-        );
-        assert!(headless.queue().is_empty());
+        let cases = [
+            (off, true, "Error: ask_user tool is disabled in settings."),
+            (
+                AskUserConfig::default(),
+                false,
+                "Error: UI not available (running in non-interactive mode)",
+            ),
+        ];
+        for (config, has_screen, refusal) in cases {
+            let refusing = module(config, has_screen);
+            let output = refusing
+                .ask(
+                    AgentId::main(),
+                    serde_json::json!({"question": "q"}),
+                    CancelToken::never(),
+                )
+                .await;
+            assert_eq!(text(&output), refusal);
+            assert!(refusing.queue().is_empty(), "{refusal}");
+        }
     }
 }

@@ -264,6 +264,11 @@ mod tests {
         parse(&args, &AskUserConfig::default(), true).unwrap()
     }
 
+    /// A call asking "one", then "two".
+    fn two_questions() -> AskRequest {
+        request(json!({"questions": [{"question": "one"}, {"question": "two"}]}))
+    }
+
     /// A queue whose modal "opens" by counting (or fails to, when `screen` is false).
     fn queue(screen: bool) -> (AskQueue, Arc<AtomicUsize>) {
         let opened = Arc::new(AtomicUsize::new(0));
@@ -277,22 +282,13 @@ mod tests {
     }
 
     fn chosen(value: &str) -> Answer {
-        Answer::Chosen {
-            selections: vec![value.to_owned()],
-            notes: vec![],
-            text: None,
-            comment: None,
-        }
+        Answer::chosen(&[value], &[], None)
     }
 
     #[test]
     fn calls_are_answered_in_order_once_each() {
         let (queue, opened) = queue(true);
-        let mut first = queue.push(
-            AgentId::main(),
-            request(json!({"questions": [
-            {"question": "one"}, {"question": "two"}]})),
-        );
+        let mut first = queue.push(AgentId::main(), two_questions());
         let mut second = queue.push(
             AgentId::new("helper:h1"),
             request(json!({"question": "three"})),
@@ -323,11 +319,7 @@ mod tests {
     #[test]
     fn an_answer_that_ends_the_call_skips_the_rest() {
         let (queue, _) = queue(true);
-        let mut call = queue.push(
-            AgentId::main(),
-            request(json!({"questions": [
-            {"question": "one"}, {"question": "two"}]})),
-        );
+        let mut call = queue.push(AgentId::main(), two_questions());
         queue.answer(call.id, 0, Answer::EndTurn);
         assert_eq!(call.answers.try_recv().unwrap(), vec![Answer::EndTurn]);
     }

@@ -265,11 +265,10 @@ pub fn output(request: &AskRequest, answers: &[Answer]) -> ToolOutput {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::askuser::params::{AskOption, OptionAction};
-
-    fn chosen(selections: &[&str], notes: &[(&str, &str)], text: Option<&str>) -> Answer {
+impl Answer {
+    /// The options `selections` picked, with `notes` as (value, note) and the user's own `text`,
+    /// as the user gave them (no comment): the answer tests expect.
+    pub fn chosen(selections: &[&str], notes: &[(&str, &str)], text: Option<&str>) -> Answer {
         Answer::Chosen {
             selections: selections.iter().map(|s| (*s).to_owned()).collect(),
             notes: notes
@@ -280,28 +279,38 @@ mod tests {
             comment: None,
         }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::askuser::params::{AskOption, OptionAction};
 
     #[test]
     fn every_kind_reads_as_the_original_says() {
         let cases = vec![
-            (chosen(&["a"], &[], None), "selection", "User selected: a"),
             (
-                chosen(&["a", "b"], &[], None),
+                Answer::chosen(&["a"], &[], None),
+                "selection",
+                "User selected: a",
+            ),
+            (
+                Answer::chosen(&["a", "b"], &[], None),
                 "selection",
                 "User selected: a, b",
             ),
             (
-                chosen(&[], &[], Some("mine")),
+                Answer::chosen(&[], &[], Some("mine")),
                 "freeform",
                 "User wrote: mine",
             ),
             (
-                chosen(&["a"], &[], Some("mine")),
+                Answer::chosen(&["a"], &[], Some("mine")),
                 "combined",
                 "User selected: a and wrote: mine",
             ),
             (
-                chosen(&["a", "b"], &[("b", "only on Fridays")], None),
+                Answer::chosen(&["a", "b"], &[("b", "only on Fridays")], None),
                 "combined",
                 "User selected: a, b and wrote: b: only on Fridays",
             ),
@@ -377,7 +386,7 @@ mod tests {
             questions: vec![question("Which?")],
             timeout: None,
         };
-        let output = output(&request, &[chosen(&["a"], &[], Some("and more"))]);
+        let output = output(&request, &[Answer::chosen(&["a"], &[], Some("and more"))]);
         assert_eq!(
             output.content,
             vec![crate::bridge::ContentBlock::text(
@@ -396,7 +405,7 @@ mod tests {
             questions: vec![question("One?"), question("Two?"), question("Three?")],
             timeout: None,
         };
-        let answers = [chosen(&["a"], &[], None), Answer::EndTurn];
+        let answers = [Answer::chosen(&["a"], &[], None), Answer::EndTurn];
         let output = super::output(&request, &answers);
         let crate::bridge::ContentBlock::Text { text } = &output.content[0] else {
             panic!("text");

@@ -617,18 +617,6 @@ mod tests {
         pending.answers.try_recv().expect("the call is settled")
     }
 
-    fn selection(values: &[&str], notes: &[(&str, &str)], text: Option<&str>) -> Answer {
-        Answer::Chosen {
-            selections: values.iter().map(|v| (*v).to_owned()).collect(),
-            notes: notes
-                .iter()
-                .map(|(v, n)| ((*v).to_owned(), (*n).to_owned()))
-                .collect(),
-            text: text.map(str::to_owned),
-            comment: None,
-        }
-    }
-
     #[test]
     fn keys_answer_one_question_after_another_then_the_modal_closes() {
         let screen = screen(Keymap::defaults());
@@ -653,8 +641,8 @@ mod tests {
         assert_eq!(
             answers(&mut call),
             vec![
-                selection(&["Blue"], &[], None),
-                selection(&["S", "L"], &[("L", "with pockets")], None)
+                Answer::chosen(&["Blue"], &[], None),
+                Answer::chosen(&["S", "L"], &[("L", "with pockets")], None)
             ]
         );
         assert_eq!(screen.open(), 0, "nothing waits: the modal closed");
@@ -706,7 +694,7 @@ mod tests {
         screen.press(key(KeyCode::Enter));
         assert_eq!(
             answers(&mut call),
-            vec![selection(&[], &[], Some("Just because it\nworks"))]
+            vec![Answer::chosen(&[], &[], Some("Just because it\nworks"))]
         );
     }
 
@@ -724,7 +712,10 @@ mod tests {
         );
         assert_eq!(screen.open(), 1, "the next question opened a new modal");
         screen.press(key(KeyCode::Char('1')));
-        assert_eq!(answers(&mut second), vec![selection(&["A"], &[], None)]);
+        assert_eq!(
+            answers(&mut second),
+            vec![Answer::chosen(&["A"], &[], None)]
+        );
     }
 
     #[test]

@@ -87,6 +87,14 @@ impl ToolSpec {
         )
     }
 
+    pub fn number_param(self, name: &str, description: &str, required: bool) -> Self {
+        self.param(
+            name,
+            json!({"type": "number", "description": description}),
+            required,
+        )
+    }
+
     pub fn boolean_param(self, name: &str, description: &str, required: bool) -> Self {
         self.param(
             name,

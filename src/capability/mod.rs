@@ -23,6 +23,7 @@
 //!
 //! `docs/architecture.md` walks through adding one.
 
+pub mod settings;
 pub mod ui;
 
 use std::path::Path;

@@ -11,7 +11,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::normalize::{BlockKind, NormBlock, clip_chars, clip_sentence};
+use super::normalize::{BlockKind, NormBlock, clip_chars, clip_sentence, literal_regex};
 use super::sections::path_argument;
 
 /// Word limits (non-stopwords) for one user or assistant text.
@@ -333,23 +333,16 @@ fn finish_tool_lines(lines: Vec<String>) -> Vec<String> {
 // --- text shaping -----------------------------------------------------------------------------
 
 static SELF_TALK_RE: LazyLock<Regex> = LazyLock::new(|| {
-    #[allow(clippy::expect_used)] // a literal pattern, covered by the tests
-    Regex::new(r"(?i)^(?:hmm+|wait|actually|oh|okay|ok|well|so)(?-u:\b)[,.!:;]*\s*")
-        .expect("valid self-talk pattern")
+    literal_regex(r"(?i)^(?:hmm+|wait|actually|oh|okay|ok|well|so)(?-u:\b)[,.!:;]*\s*")
 });
 
 static BASH_TAIL_RE: LazyLock<Regex> = LazyLock::new(|| {
-    #[allow(clippy::expect_used)] // a literal pattern, covered by the tests
-    Regex::new(
+    literal_regex(
         r"\s*\|\s*(?:head|tail|sort|wc|column|tr|cut|awk|uniq|python3|node|bun)(?-u:\b)[^|]*$",
     )
-    .expect("valid pipe pattern")
 });
 
-static CD_PREFIX_RE: LazyLock<Regex> = LazyLock::new(|| {
-    #[allow(clippy::expect_used)] // a literal pattern, covered by the tests
-    Regex::new(r"^cd\s+\S+\s*&&\s*").expect("valid cd pattern")
-});
+static CD_PREFIX_RE: LazyLock<Regex> = LazyLock::new(|| literal_regex(r"^cd\s+\S+\s*&&\s*"));
 
 const STOPWORDS: [&str; 90] = [
     "a", "about", "above", "after", "again", "all", "am", "an", "and", "any", "are", "as", "at",
@@ -450,32 +443,7 @@ mod tests {
     use super::*;
 
     fn block(kind: BlockKind, text: &str, source: usize) -> NormBlock {
-        NormBlock {
-            kind,
-            text: text.into(),
-            tool: None,
-            arguments: None,
-            is_error: false,
-            head: String::new(),
-            source,
-        }
-    }
-
-    fn call(name: &str, arguments: serde_json::Value, source: usize) -> NormBlock {
-        NormBlock {
-            tool: Some(name.into()),
-            arguments: Some(arguments),
-            ..block(BlockKind::ToolCall, name, source)
-        }
-    }
-
-    fn error(tool: &str, head: &str, source: usize) -> NormBlock {
-        NormBlock {
-            tool: Some(tool.into()),
-            is_error: true,
-            head: head.into(),
-            ..block(BlockKind::ToolResult, head, source)
-        }
+        NormBlock::new(kind, text.into(), source)
     }
 
     #[test]
@@ -495,19 +463,19 @@ mod tests {
         let blocks = [
             block(BlockKind::User, "Please fix the build", 0),
             block(BlockKind::Assistant, "Okay, so I will look.", 1),
-            call("read", json!({"path": "src/a.rs"}), 1),
-            call("read", json!({"path": "src/a.rs"}), 1),
-            call(
+            NormBlock::tool_call("read", json!({"path": "src/a.rs"}), 1),
+            NormBlock::tool_call("read", json!({"path": "src/a.rs"}), 1),
+            NormBlock::tool_call(
                 "bash",
                 json!({"command": "cd /x && cargo test 2>&1 | tail -20 | head -5"}),
                 1,
             ),
-            error("bash", "error: build failed", 2),
-            error("bash", "error: build failed", 4),
+            NormBlock::tool_error("bash", "error: build failed", 2),
+            NormBlock::tool_error("bash", "error: build failed", 4),
             block(BlockKind::ToolResult, "fine", 5),
-            call("grep", json!({"pattern": "fn main"}), 6),
-            call("web_fetch", json!({"query": "rust docs"}), 6),
-            call("noargs", json!({}), 6),
+            NormBlock::tool_call("grep", json!({"pattern": "fn main"}), 6),
+            NormBlock::tool_call("web_fetch", json!({"query": "rust docs"}), 6),
+            NormBlock::tool_call("noargs", json!({}), 6),
         ];
         let brief = compile_ranked(&blocks, &[], 10_000);
         assert_eq!(
@@ -524,7 +492,7 @@ mod tests {
     #[test]
     fn tool_lines_are_capped_per_section() {
         let blocks: Vec<NormBlock> = (0..12)
-            .map(|i| call("read", json!({"path": format!("f{i}")}), 0))
+            .map(|i| NormBlock::tool_call("read", json!({"path": format!("f{i}")}), 0))
             .collect();
         let text = compile_ranked(&blocks, &[], 10_000).text;
         assert!(

@@ -4,13 +4,13 @@
 //! key and the earlier value (or the default) kept. Unipi's other compactor keys (strategies,
 //! presets, sandbox) are accepted and ignored, so a Unipi config file works unchanged.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::auto::AutoConfig;
 use crate::config::ConfigError;
-use crate::config::error::key_offset;
+use crate::config::module_file::{Report, apply_json_objects, load_module_config};
 
 /// The config file, under the home directory and the workspace.
 pub const CONFIG_FILE: &str = ".unipi/config/compactor.json";
@@ -55,49 +55,41 @@ impl Default for CompactorConfig {
 
 /// Reads `compactor.json` from the home directory, then the workspace (which wins key by key).
 pub fn load_config(home: Option<&Path>, workspace: &Path) -> (CompactorConfig, Vec<ConfigError>) {
-    let (sources, mut errors) = crate::config::read_module_config(home, workspace, CONFIG_FILE);
-    let (config, more) = config_from_sources(&sources);
-    errors.extend(more);
-    (config, errors)
+    load_module_config(home, workspace, CONFIG_FILE, |sources| {
+        config_from_sources(sources)
+    })
 }
 
 /// The config from (path, text) pairs, lowest precedence first. A bad value is reported with
 /// its file and key and the earlier value (or the default) kept.
-pub fn config_from_sources(sources: &[(PathBuf, String)]) -> (CompactorConfig, Vec<ConfigError>) {
-    let mut config = CompactorConfig::default();
-    let mut errors = Vec::new();
-    for (path, text) in sources {
-        let object = match crate::config::error::json_object(path, text) {
-            Ok(object) => object,
-            Err(err) => {
-                errors.push(err);
-                continue;
-            }
-        };
-        let mut report = |key: &str, message: String| {
-            errors.push(ConfigError::at(path, text, key_offset(text, key), message));
-        };
-        if let Some(value) = object.get("overrideDefaultCompaction") {
-            match value.as_bool() {
-                Some(flag) => config.override_default_compaction = flag,
-                None => report(
-                    "overrideDefaultCompaction",
-                    "`overrideDefaultCompaction` must be true or false".into(),
-                ),
-            }
-        }
-        if let Some(value) = object.get("autoCompaction") {
-            apply_auto(&mut config.auto, value, &mut report);
-        }
-        if let Some(value) = object.get("recall") {
-            apply_recall(&mut config.recall, value, &mut report);
-        }
-    }
+pub fn config_from_sources(
+    sources: &[(impl AsRef<Path>, impl AsRef<str>)],
+) -> (CompactorConfig, Vec<ConfigError>) {
+    let (mut config, errors) = apply_json_objects(sources, apply_file);
     config.auto = config.auto.clamped();
     (config, errors)
 }
 
-fn apply_auto(auto: &mut AutoConfig, value: &Value, report: &mut impl FnMut(&str, String)) {
+/// One file's keys over `config`.
+fn apply_file(config: &mut CompactorConfig, object: &Map<String, Value>, report: &mut Report<'_>) {
+    if let Some(value) = object.get("overrideDefaultCompaction") {
+        match value.as_bool() {
+            Some(flag) => config.override_default_compaction = flag,
+            None => report(
+                "overrideDefaultCompaction",
+                "`overrideDefaultCompaction` must be true or false".into(),
+            ),
+        }
+    }
+    if let Some(value) = object.get("autoCompaction") {
+        apply_auto(&mut config.auto, value, report);
+    }
+    if let Some(value) = object.get("recall") {
+        apply_recall(&mut config.recall, value, report);
+    }
+}
+
+fn apply_auto(auto: &mut AutoConfig, value: &Value, report: &mut Report<'_>) {
     let Some(object) = value.as_object() else {
         report(
             "autoCompaction",
@@ -139,7 +131,7 @@ fn apply_auto(auto: &mut AutoConfig, value: &Value, report: &mut impl FnMut(&str
     }
 }
 
-fn apply_recall(recall: &mut RecallLimits, value: &Value, report: &mut impl FnMut(&str, String)) {
+fn apply_recall(recall: &mut RecallLimits, value: &Value, report: &mut Report<'_>) {
     let Some(object) = value.as_object() else {
         report("recall", "`recall` must be an object".into());
         return;
@@ -171,6 +163,8 @@ fn apply_recall(recall: &mut RecallLimits, value: &Value, report: &mut impl FnMu
 
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
+
     use super::*;
 
     fn sources(texts: &[&str]) -> Vec<(PathBuf, String)> {
@@ -188,7 +182,7 @@ mod tests {
 
     #[test]
     fn config_defaults_overrides_and_errors() {
-        let (config, errors) = config_from_sources(&[]);
+        let (config, errors) = config_from_sources(&sources(&[]));
         assert_eq!(config, CompactorConfig::default());
         assert!(config.override_default_compaction && !config.auto.enabled);
         assert!(errors.is_empty());

@@ -20,6 +20,7 @@ use regex::Regex;
 use serde_json::Value;
 
 use super::entries::{Block, EntryKind, Role, SessionEntry, parse_entry};
+use super::normalize::literal_regex;
 use crate::sessiondb::{DocKind, EventKind, IndexDoc, NewEvent, Recovered, SessionDb, SessionMeta};
 
 /// The `details.compactor` value of summaries this workbench made: they are indexed when they
@@ -414,18 +415,16 @@ fn tool_call_label(name: &str, arguments: &Value) -> String {
 
 /// Git commands that change history (worth remembering), not the ones that only look.
 static GIT_CHANGE: LazyLock<Regex> = LazyLock::new(|| {
-    #[allow(clippy::expect_used)] // a literal pattern, covered by the tests
-    Regex::new(r"\bgit\s+(commit|merge|rebase|reset|checkout|switch|push|cherry-pick|revert|tag)\b")
-        .expect("valid git pattern")
+    literal_regex(
+        r"\bgit\s+(commit|merge|rebase|reset|checkout|switch|push|cherry-pick|revert|tag)\b",
+    )
 });
 
 /// Lines of a user message that read like a decision or a standing instruction.
 static DECISION: LazyLock<Regex> = LazyLock::new(|| {
-    #[allow(clippy::expect_used)] // a literal pattern, covered by the tests
-    Regex::new(
+    literal_regex(
         r"(?i)\b(let's|let us|we will|we'll|decided?|instead of|don't|do not|never|always|prefer|must|should not|shouldn't|make sure|use \w+ (for|instead))\b",
     )
-    .expect("valid decision pattern")
 });
 
 fn decision_lines(text: &str) -> Vec<String> {

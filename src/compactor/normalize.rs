@@ -271,13 +271,17 @@ const NOISE_TEXTS: [&str; 3] = [
     "IMPORTANT: TodoWrite was not called yet.",
 ];
 
+/// The compactor's fixed patterns, compiled once each (in a `LazyLock`). Each is a literal the
+/// tests exercise, so a bad one fails them rather than a user's session.
+pub fn literal_regex(pattern: &str) -> Regex {
+    Regex::new(pattern).unwrap_or_else(|err| panic!("invalid literal pattern {pattern:?}: {err}"))
+}
+
 static WRAPPER_RE: LazyLock<Regex> = LazyLock::new(|| {
     // Four alternatives because the regex crate has no back-references.
-    #[allow(clippy::expect_used)] // a literal pattern, covered by the tests
-    Regex::new(
+    literal_regex(
         r"(?s)<system-reminder\b[^>]*>.*?</system-reminder>|<ide_opened_file\b[^>]*>.*?</ide_opened_file>|<command-message\b[^>]*>.*?</command-message>|<context-window-usage\b[^>]*>.*?</context-window-usage>",
     )
-    .expect("valid wrapper pattern")
 });
 
 fn is_noise_tool(name: &str) -> bool {
@@ -340,7 +344,7 @@ fn first_line(raw: &str) -> String {
 }
 
 impl NormBlock {
-    fn new(kind: BlockKind, text: String, source: usize) -> Self {
+    pub(super) fn new(kind: BlockKind, text: String, source: usize) -> Self {
         Self {
             kind,
             text,
@@ -349,6 +353,28 @@ impl NormBlock {
             is_error: false,
             head: String::new(),
             source,
+        }
+    }
+}
+
+#[cfg(test)]
+impl NormBlock {
+    /// A call of tool `name` with `arguments`, from entry `source`.
+    pub(super) fn tool_call(name: &str, arguments: Value, source: usize) -> Self {
+        NormBlock {
+            tool: Some(name.into()),
+            arguments: Some(arguments),
+            ..NormBlock::new(BlockKind::ToolCall, name.into(), source)
+        }
+    }
+
+    /// A failed result of `tool` whose first line is `head`, from entry `source`.
+    pub(super) fn tool_error(tool: &str, head: &str, source: usize) -> Self {
+        NormBlock {
+            tool: Some(tool.into()),
+            is_error: true,
+            head: head.into(),
+            ..NormBlock::new(BlockKind::ToolResult, head.into(), source)
         }
     }
 }

@@ -10,7 +10,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::Value;
 
-use super::normalize::{BlockKind, NormBlock, clip_sentence};
+use super::normalize::{BlockKind, NormBlock, clip_sentence, literal_regex};
 
 pub const MAX_GOALS: usize = 6;
 pub const MAX_PREFERENCES: usize = 10;
@@ -85,29 +85,29 @@ impl FileActivity {
 // --- goals and preferences -------------------------------------------------------------------
 
 static GOAL_PREFIX_RE: LazyLock<Regex> = LazyLock::new(|| {
-    compile(
+    literal_regex(
         r"(?i)^(?:goal|objective|task|plan|target|aim|intent|purpose|mission|action item|to-do|todo|fixme|note|idea|hack|bug|feature|story|epic)\s*:?\s+",
     )
 });
 static TASK_VERB_RE: LazyLock<Regex> = LazyLock::new(|| {
-    compile(
+    literal_regex(
         r"(?i)(?-u:\b)(?:add|create|build|implement|fix|write|update|refactor|remove|delete|rename|move|make|change|replace|migrate|port|test|debug|investigate|review|check|verify|document|configure|set ?up|install|deploy|release|optimi[sz]e|improve|clean ?up|split|merge|extract|convert|support|handle|enable|disable|integrate|wire|generate|design|plan|research|find|explore|analy[sz]e|run|benchmark|profile|upgrade|bump|revert|rewrite|restructure|simplify|introduce|rework|resolve|finish|complete|ship|draft|summari[sz]e|compare)(?-u:\b)",
     )
 });
 static SCOPE_CHANGE_RE: LazyLock<Regex> = LazyLock::new(|| {
-    compile(
+    literal_regex(
         r"(?i)(?-u:\b)(?:scope|focus|switch|move on|now|instead|rather than|change of plan|shift|pivot|let's)(?-u:\b)",
     )
 });
 static PREFERENCE_PREFIX_RE: LazyLock<Regex> = LazyLock::new(|| {
-    compile(r"(?i)^(?:preference|note|remember|important|reminder|rule|style|format)\s*:?\s+")
+    literal_regex(r"(?i)^(?:preference|note|remember|important|reminder|rule|style|format)\s*:?\s+")
 });
 static PREFERENCE_RE: LazyLock<Regex> = LazyLock::new(|| {
-    compile(
+    literal_regex(
         r"(?i)(?-u:\b)(?:prefer|want|would like|should|must|need to|important|critical|avoid|don't|do not|never|always|only|make sure|ensure|remember|keep in mind|note that)(?-u:\b)",
     )
 });
-static SENTENCE_END_RE: LazyLock<Regex> = LazyLock::new(|| compile(r"[.!?]\s+"));
+static SENTENCE_END_RE: LazyLock<Regex> = LazyLock::new(|| literal_regex(r"[.!?]\s+"));
 
 const MIN_LINE_CHARS: usize = 10;
 const GOAL_CHARS: usize = 200;
@@ -168,12 +168,12 @@ fn preferences(blocks: &[NormBlock], goals: &[String]) -> Vec<String> {
 // --- outstanding context ----------------------------------------------------------------------
 
 static BLOCKER_RE: LazyLock<Regex> = LazyLock::new(|| {
-    compile(
+    literal_regex(
         r"(?i)(?-u:\b)(?:fail\w*|broken|cannot|can't|won't work|doesn't work|does not work|still (?:broken|failing|wrong)|blocked|blocker|not (?:fixed|resolved|working)|crash\w*)",
     )
 });
-static LIST_ITEM_RE: LazyLock<Regex> = LazyLock::new(|| compile(r"^(?:[-*+•]\s|\d+[.)]\s)"));
-static STARTS_PROPER_RE: LazyLock<Regex> = LazyLock::new(|| compile(r#"^["'*_]*[A-Z`]"#));
+static LIST_ITEM_RE: LazyLock<Regex> = LazyLock::new(|| literal_regex(r"^(?:[-*+•]\s|\d+[.)]\s)"));
+static STARTS_PROPER_RE: LazyLock<Regex> = LazyLock::new(|| literal_regex(r#"^["'*_]*[A-Z`]"#));
 
 const OUTSTANDING_CHARS: usize = 150;
 
@@ -221,19 +221,20 @@ fn outstanding(blocks: &[NormBlock]) -> Vec<String> {
 
 // --- files ------------------------------------------------------------------------------------
 
-static PATH_RE: LazyLock<Regex> = LazyLock::new(|| compile(r"(?:[\w.-]+/)+[\w-]+(?:\.[\w-]+)?"));
+static PATH_RE: LazyLock<Regex> =
+    LazyLock::new(|| literal_regex(r"(?:[\w.-]+/)+[\w-]+(?:\.[\w-]+)?"));
 static EDIT_RE: LazyLock<Regex> = LazyLock::new(|| {
-    compile(
+    literal_regex(
         r"(?i)(?-u:\b)(?:edit(?:ed|ing|s)?|modif(?:y|ied|ies|ying)|updat(?:e|ed|es|ing)|chang(?:e|ed|es|ing)|fix(?:ed|es|ing)?|patch(?:ed|es|ing)?|refactor(?:ed|ing|s)?)(?-u:\b)",
     )
 });
 static CREATE_RE: LazyLock<Regex> = LazyLock::new(|| {
-    compile(
+    literal_regex(
         r"(?i)(?-u:\b)(?:creat(?:e|ed|es|ing)|add(?:ed|s|ing)?|new file|wr(?:ite|ote|itten|ites|iting))(?-u:\b)",
     )
 });
 static READ_RE: LazyLock<Regex> = LazyLock::new(|| {
-    compile(
+    literal_regex(
         r"(?i)(?-u:\b)(?:read(?:s|ing)?|open(?:ed|s|ing)?|look(?:ed)? at|inspect(?:ed|s|ing)?|view(?:ed|s|ing)?|check(?:ed|s|ing)?)(?-u:\b)",
     )
 });
@@ -327,23 +328,24 @@ fn classify_path(text: &str, start: usize, end: usize) -> Option<usize> {
 
 // --- commits ----------------------------------------------------------------------------------
 
-static HASH_RE: LazyLock<Regex> = LazyLock::new(|| compile(r"(?-u:\b)[0-9a-f]{7,40}(?-u:\b)"));
+static HASH_RE: LazyLock<Regex> =
+    LazyLock::new(|| literal_regex(r"(?-u:\b)[0-9a-f]{7,40}(?-u:\b)"));
 static COMMIT_MESSAGE_RE: LazyLock<Regex> = LazyLock::new(|| {
-    compile(
+    literal_regex(
         r#"(?i)(?:git (?:commit|push|merge|rebase)|committed|commit)[^"'\n]{0,60}?["']([^"'\n]{3,120})["']"#,
     )
 });
 /// Git's own report of a new commit: `[main 1a2b3c4] message`.
 static GIT_REPORT_RE: LazyLock<Regex> = LazyLock::new(|| {
-    compile(
+    literal_regex(
         r"\[[\w./-]+(?: \(root-commit\))? ([0-9a-f]{7,40})\] ([^\[\]]{1,120}?)(?: \d+ files? changed|$)",
     )
 });
 /// A `git log --oneline` line at the start of a (sanitized, one-line) tool output.
 static ONELINE_RE: LazyLock<Regex> =
-    LazyLock::new(|| compile(r"^([0-9a-f]{7,40}) ([^\n]{3,120}?)(?: [0-9a-f]{7,40} |$)"));
+    LazyLock::new(|| literal_regex(r"^([0-9a-f]{7,40}) ([^\n]{3,120}?)(?: [0-9a-f]{7,40} |$)"));
 static GIT_WORD_RE: LazyLock<Regex> =
-    LazyLock::new(|| compile(r"(?i)(?-u:\b)(?:commit\w*|git)(?-u:\b)"));
+    LazyLock::new(|| literal_regex(r"(?i)(?-u:\b)(?:commit\w*|git)(?-u:\b)"));
 
 const COMMIT_MESSAGE_MIN_CHARS: usize = 6;
 
@@ -451,11 +453,6 @@ fn dedup_key(line: &str, chars: usize) -> String {
     line.chars().take(chars).collect::<String>().to_lowercase()
 }
 
-fn compile(pattern: &str) -> Regex {
-    #[allow(clippy::expect_used)] // literal patterns, each exercised by the tests below
-    Regex::new(pattern).expect("valid section pattern")
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -463,32 +460,15 @@ mod tests {
     use super::*;
 
     fn block(kind: BlockKind, text: &str) -> NormBlock {
-        NormBlock {
-            kind,
-            text: text.into(),
-            tool: None,
-            arguments: None,
-            is_error: false,
-            head: String::new(),
-            source: 0,
-        }
+        NormBlock::new(kind, text.into(), 0)
     }
 
     fn call(name: &str, arguments: Value) -> NormBlock {
-        NormBlock {
-            tool: Some(name.into()),
-            arguments: Some(arguments),
-            ..block(BlockKind::ToolCall, name)
-        }
+        NormBlock::tool_call(name, arguments, 0)
     }
 
     fn error(tool: &str, head: &str) -> NormBlock {
-        NormBlock {
-            tool: Some(tool.into()),
-            is_error: true,
-            head: head.into(),
-            ..block(BlockKind::ToolResult, head)
-        }
+        NormBlock::tool_error(tool, head, 0)
     }
 
     #[test]

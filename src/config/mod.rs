@@ -5,6 +5,7 @@
 pub mod error;
 pub mod footer;
 pub mod keymap;
+pub mod module_file;
 pub mod references;
 pub mod theme;
 
@@ -38,22 +39,6 @@ pub fn read_module_config(
     (sources, errors)
 }
 
-/// A module's config: the defaults, then each of its files ([`read_module_config`]) applied in
-/// order by `merge`, which reports a bad value and keeps the one before it.
-pub fn load_module_config<C: Default>(
-    home: Option<&Path>,
-    workspace: &Path,
-    relative: &str,
-    merge: impl Fn(&mut C, &Path, &str, &mut Vec<ConfigError>),
-) -> (C, Vec<ConfigError>) {
-    let (sources, mut errors) = read_module_config(home, workspace, relative);
-    let mut config = C::default();
-    for (path, text) in sources {
-        merge(&mut config, &path, &text, &mut errors);
-    }
-    (config, errors)
-}
-
 /// The same file, also through symlinks or `..`.
 fn same_file(a: &Path, b: &Path) -> bool {
     a == b
@@ -83,32 +68,6 @@ pub fn theme_file() -> Option<PathBuf> {
     config_dir().map(|dir| dir.join("theme.toml"))
 }
 
-/// The JSON object in the config file `path`, to update it (empty when the file does not exist);
-/// a file that is not a JSON object is an error, so that it is never overwritten.
-pub fn read_json_object(
-    path: &std::path::Path,
-) -> anyhow::Result<serde_json::Map<String, serde_json::Value>> {
-    use anyhow::{Context, bail};
-    use serde_json::Value;
-    match std::fs::read_to_string(path) {
-        Ok(text) => match serde_json::from_str::<Value>(&text) {
-            Ok(Value::Object(object)) => Ok(object),
-            Ok(_) => bail!(
-                "{}: expected a JSON object; not overwriting it",
-                path.display()
-            ),
-            Err(err) => bail!(
-                "{}:{}:{}: invalid JSON ({err}); not overwriting it",
-                path.display(),
-                err.line().max(1),
-                err.column().max(1)
-            ),
-        },
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(serde_json::Map::new()),
-        Err(err) => Err(err).with_context(|| format!("reading {}", path.display())),
-    }
-}
-
 /// Merges the keys of `values` (a JSON object) into the JSON config file at `path` and writes it
 /// crash-safe ([`crate::sys::write_atomic`]); missing parent directories are created. Keys
 /// already in the file and not in `values` are kept. A file that is not a JSON object is an error
@@ -119,7 +78,7 @@ pub fn merge_json_file(path: &std::path::Path, values: &serde_json::Value) -> an
     let Some(updates) = values.as_object() else {
         bail!("settings for {} must be a JSON object", path.display());
     };
-    let mut merged = read_json_object(path)?;
+    let mut merged = module_file::read_json_object(path)?;
     for (key, value) in updates {
         merged.insert(key.clone(), value.clone());
     }

@@ -8,7 +8,8 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use super::artifacts::INLINE_ANSWER_BYTES;
-use crate::config::{ConfigError, load_module_config};
+use crate::config::ConfigError;
+use crate::config::module_file::{load_module_config, merge_each};
 use crate::tasks::TASKS_CONFIG_FILE;
 
 /// The default seed budget in bytes. It also bounds the child's task, which reaches Pi as one
@@ -45,7 +46,7 @@ impl DelegateConfig {
     /// The defaults, then `<home>/.unipi/config/background-tasks.json`, then the workspace's.
     /// A bad value is reported and the value before it kept.
     pub fn load(home: Option<&Path>, workspace: &Path) -> (Self, Vec<ConfigError>) {
-        load_module_config(home, workspace, TASKS_CONFIG_FILE, Self::merge)
+        load_module_config(home, workspace, TASKS_CONFIG_FILE, merge_each(Self::merge))
     }
 
     /// Applies one file's keys. Invalid JSON is the background-task reader's to report; here it

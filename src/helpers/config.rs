@@ -8,7 +8,8 @@ use std::time::Duration;
 use super::agents::AgentCatalog;
 use super::board::HelperBoard;
 use super::runner::DEFAULT_DEADLINE;
-use crate::config::{ConfigError, load_module_config};
+use crate::config::ConfigError;
+use crate::config::module_file::{load_module_config, merge_each};
 
 /// The nesting depth of the process reading it (unset: the root session, depth 0).
 pub const DEPTH_ENV: &str = "UNIPI_HELPER_DEPTH";
@@ -53,7 +54,7 @@ impl HelpersConfig {
     /// file or value is reported and the value before it kept; unknown keys are ignored (the
     /// file is shared with settings this module does not own).
     pub fn load(home: Option<&Path>, workspace: &Path) -> (Self, Vec<ConfigError>) {
-        load_module_config(home, workspace, CONFIG_FILE, Self::merge)
+        load_module_config(home, workspace, CONFIG_FILE, merge_each(Self::merge))
     }
 
     /// Applies one file's keys.

@@ -2,24 +2,22 @@
 //! `notify_user` tool), the router that follows the event bus and the screen once the bridge is
 //! up, `/unipi:notify-settings` (the settings overlay) and `/unipi:notify-test`.
 
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
-use serde_json::Value;
 use tokio::sync::watch;
 
-use super::config::{CONFIG_FILE, NtfySource, load_notify_config};
+use super::config::{CONFIG_FILE, NotifyConfig, load_notify_config};
 use super::dispatch::{Dispatcher, test_report};
 use super::module::{NotifyModule, SETTINGS_COMMAND, TEST_COMMAND};
 use super::platforms::terminal;
 use super::routing::Router;
 use super::settings::{SETTINGS_TITLE, apply_settings, save, settings_fields};
 use crate::bridge::{CommandCall, CommandReply, Module, NotifyLevel};
+use crate::capability::settings::{Save, SettingsHome, SettingsPage, load_reporting};
 use crate::capability::{
-    BridgeLink, Capability, Changed, Registration, StartContext, Ui, WithCommands,
+    BridgeLink, Capability, Changed, Registration, StartContext, WithCommands,
 };
-use crate::views::settings::{SettingsStore, SettingsView};
 
 pub const REGISTRATION: Registration = Registration {
     name: "notify",
@@ -27,31 +25,33 @@ pub const REGISTRATION: Registration = Registration {
     key_tables: &[],
 };
 
+const SETTINGS_PAGE: SettingsPage<NotifyConfig> = SettingsPage {
+    title: SETTINGS_TITLE,
+    file: CONFIG_FILE,
+    what: "notification settings",
+    load: load_notify_config,
+    fields: settings_fields,
+    to_values: apply_settings,
+};
+
 fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
-    let (config, errors) = load_notify_config(context.home, context.workspace);
-    for error in &errors {
-        context.report(error);
-    }
+    let config = load_reporting(context, load_notify_config);
     let in_tmux = std::env::var_os("TMUX").is_some_and(|v| !v.is_empty());
     let auto = terminal::detect(|key| std::env::var(key).ok());
     let dispatcher = Dispatcher::new(config, context.ui.clone(), in_tmux, auto);
     Some(Arc::new(NotifyCapability {
         module: NotifyModule::new(dispatcher.clone()),
         dispatcher,
-        ui: context.ui.clone(),
-        home: context.home.map(PathBuf::from),
-        workspace: context.workspace.to_path_buf(),
-        changed: Changed::default(),
+        settings: SettingsHome::new(context, Changed::default()),
     }))
 }
 
+/// The capability and its commands' state.
+#[derive(Clone)]
 struct NotifyCapability {
     module: NotifyModule,
     dispatcher: Dispatcher,
-    ui: Ui,
-    home: Option<PathBuf>,
-    workspace: PathBuf,
-    changed: Changed,
+    settings: SettingsHome,
 }
 
 impl Capability for NotifyCapability {
@@ -60,13 +60,7 @@ impl Capability for NotifyCapability {
     }
 
     fn modules(&self) -> Vec<Arc<dyn Module>> {
-        let commands = Commands {
-            dispatcher: self.dispatcher.clone(),
-            ui: self.ui.clone(),
-            home: self.home.clone(),
-            workspace: self.workspace.clone(),
-            changed: self.changed.clone(),
-        };
+        let commands = self.clone();
         let handler = Arc::new(move |call: CommandCall| commands.run(call));
         vec![WithCommands::wrap(Arc::new(self.module.clone()), handler)]
     }
@@ -77,20 +71,11 @@ impl Capability for NotifyCapability {
     }
 
     fn changes(&self) -> Option<watch::Receiver<u64>> {
-        Some(self.changed.subscribe())
+        Some(self.settings.changed.subscribe())
     }
 }
 
-#[derive(Clone)]
-struct Commands {
-    dispatcher: Dispatcher,
-    ui: Ui,
-    home: Option<PathBuf>,
-    workspace: PathBuf,
-    changed: Changed,
-}
-
-impl Commands {
+impl NotifyCapability {
     fn run(&self, call: CommandCall) -> BoxFuture<'static, CommandReply> {
         let this = self.clone();
         Box::pin(async move {
@@ -107,7 +92,10 @@ impl Commands {
                         },
                     }
                 }
-                SETTINGS_COMMAND => this.open_settings().await,
+                SETTINGS_COMMAND => {
+                    let save = this.save();
+                    this.settings.open_settings(&SETTINGS_PAGE, save).await
+                }
                 other => CommandReply::Failed {
                     message: format!("unipi-tui has no command /{other}"),
                 },
@@ -115,88 +103,18 @@ impl Commands {
         })
     }
 
-    async fn open_settings(&self) -> CommandReply {
-        if !self.ui.has_screen() {
-            return CommandReply::Failed {
-                message: format!(
-                    "the settings overlay needs the workbench's screen; edit ~/{CONFIG_FILE}"
-                ),
-            };
-        }
-        let (home, workspace) = (self.home.clone(), self.workspace.clone());
-        let loaded =
-            tokio::task::spawn_blocking(move || load_notify_config(home.as_deref(), &workspace))
-                .await;
-        let Ok((config, _errors)) = loaded else {
-            return CommandReply::Failed {
-                message: "reading the notification settings failed".to_owned(),
-            };
-        };
-        let store = Arc::new(NotifySettingsStore {
-            home: self.home.clone(),
-            workspace: self.workspace.clone(),
-            source: config.ntfy_source.clone(),
-            dispatcher: self.dispatcher.clone(),
-            outcome: Arc::new(Mutex::new(None)),
-            changed: self.changed.clone(),
-        });
-        self.ui.open(SettingsView::new(
-            SETTINGS_TITLE,
-            settings_fields(&config),
-            apply_settings,
-            store,
-        ));
-        CommandReply::Done
-    }
-}
-
-/// Saves into the notify files off the UI loop; the new settings apply at once.
-struct NotifySettingsStore {
-    home: Option<PathBuf>,
-    workspace: PathBuf,
-    source: NtfySource,
-    dispatcher: Dispatcher,
-    outcome: Arc<Mutex<Option<Result<String, String>>>>,
-    changed: Changed,
-}
-
-impl SettingsStore for NotifySettingsStore {
-    fn save(&self, values: Value) {
-        let (home, workspace, source) = (
-            self.home.clone(),
-            self.workspace.clone(),
-            self.source.clone(),
-        );
+    /// Saves into the notify files (the ntfy settings where `config` read them from); the new
+    /// settings apply at once.
+    fn save(&self) -> impl FnOnce(&NotifyConfig) -> Save {
         let dispatcher = self.dispatcher.clone();
-        let outcome = Arc::clone(&self.outcome);
-        let changed = self.changed.clone();
-        tokio::spawn(async move {
-            let result = match home {
-                None => Err("no home directory".to_owned()),
-                Some(home) => tokio::task::spawn_blocking(move || {
-                    save(&home, &source, &values).map_err(|err| format!("{err:#}"))?;
-                    Ok(load_notify_config(Some(&home), &workspace).0)
-                })
-                .await
-                .map_err(|err| format!("the save did not finish: {err}"))
-                .and_then(|saved| saved)
-                .map(|config| {
-                    dispatcher.set_config(config);
-                    "Saved. In force now.".to_owned()
-                }),
-            };
-            if let Err(err) = &result {
-                tracing::warn!("saving notification settings: {err}");
-            }
-            *outcome.lock().unwrap_or_else(PoisonError::into_inner) = Some(result);
-            changed.bump();
-        });
-    }
-
-    fn take_outcome(&self) -> Option<Result<String, String>> {
-        self.outcome
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
+        let workspace = self.settings.workspace.clone();
+        move |config| {
+            let source = config.ntfy_source.clone();
+            Arc::new(move |home, values| {
+                save(home, &source, &values)?;
+                dispatcher.set_config(load_notify_config(Some(home), &workspace).0);
+                Ok("Saved. In force now.".to_owned())
+            })
+        }
     }
 }

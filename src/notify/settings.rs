@@ -17,40 +17,11 @@ use super::config::{
     CONFIG_FILE, DEFAULT_NTFY_SERVER, EVENT_DEFAULTS, NTFY_FILE, NotifyConfig, NtfySource,
     TerminalMethod,
 };
+use crate::capability::settings::{field, flag, secret, text};
 
 pub const SETTINGS_TITLE: &str = "Notification settings";
 
-fn flag(key: &str, label: &str, on: bool, help: &str) -> SettingField {
-    field(key, label, SettingValue::Bool(on), help)
-}
-
-fn field(key: &str, label: &str, value: SettingValue, help: &str) -> SettingField {
-    SettingField {
-        key: key.to_owned(),
-        label: label.to_owned(),
-        value,
-        help: help.to_owned(),
-    }
-}
-
-fn text(key: &str, label: &str, value: Option<&str>, help: &str) -> SettingField {
-    field(
-        key,
-        label,
-        SettingValue::Text(value.unwrap_or_default().to_owned()),
-        help,
-    )
-}
-
-fn secret(key: &str, label: &str, value: Option<&str>, help: &str) -> SettingField {
-    field(
-        key,
-        label,
-        SettingValue::Secret(value.unwrap_or_default().to_owned()),
-        help,
-    )
-}
-
+/// A number stepped by one within `min..=max`.
 fn number(
     key: &str,
     label: &str,
@@ -266,7 +237,7 @@ pub fn save(home: &Path, source: &NtfySource, values: &Value) -> anyhow::Result<
         bail!("the notification settings must be an object");
     };
     let config_path = home.join(CONFIG_FILE);
-    let existing = read_object(&config_path)?;
+    let existing = crate::config::module_file::read_json_object(&config_path)?;
     // Each section starts from what the file holds, so keys not shown here are kept.
     let mut sections: BTreeMap<String, Map<String, Value>> = BTreeMap::new();
     let mut top = Map::new();
@@ -331,28 +302,6 @@ fn section<'a>(
             Some(Value::Object(object)) => object.clone(),
             _ => Map::new(),
         })
-}
-
-/// The JSON object in `path` (empty when the file does not exist); a file that is not a JSON
-/// object is an error and is not overwritten.
-fn read_object(path: &Path) -> anyhow::Result<Map<String, Value>> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => match serde_json::from_str::<Value>(&text) {
-            Ok(Value::Object(object)) => Ok(object),
-            Ok(_) => bail!(
-                "{}: expected a JSON object; not overwriting it",
-                path.display()
-            ),
-            Err(err) => bail!(
-                "{}:{}:{}: invalid JSON ({err}); not overwriting it",
-                path.display(),
-                err.line().max(1),
-                err.column().max(1)
-            ),
-        },
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(Map::new()),
-        Err(err) => Err(anyhow::Error::new(err).context(format!("reading {}", path.display()))),
-    }
 }
 
 #[cfg(test)]

@@ -6,35 +6,43 @@
 //! notifications). Every task's process group is stopped and reaped on every exit path.
 
 use std::collections::HashSet;
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::sync::{broadcast, watch};
 use unipi_widgets::footer::Segment;
 use unipi_widgets::pending::{PendingTask, pending_text, tasks_segment};
 
 use super::dock::TaskDock;
 use super::{
-    TASKS_CONFIG_FILE, TASKS_SETTINGS_TITLE, TaskService, TaskSettings, TasksModule,
+    TASKS_CONFIG_FILE, TASKS_SETTINGS_TITLE, TaskService, TaskSettings, TasksConfig, TasksModule,
     apply_settings, format_task_list, load_tasks_config, save_tasks_config, settings_fields,
 };
 use crate::bridge::{
     AgentId, BusEvent, CommandCall, CommandReply, EventBus, HostCall, Module, NotifyLevel, PiEvent,
     names,
 };
+use crate::capability::settings::{Save, SettingsHome, SettingsPage, load_reporting};
 use crate::capability::{
     BridgeLink, Capability, Changed, Registration, StartContext, Ui, WithCommands,
 };
 use crate::views::dock::DockSource;
-use crate::views::settings::{SettingsStore, SettingsView};
 
 pub const REGISTRATION: Registration = Registration {
     name: "tasks",
     start,
     key_tables: &[],
+};
+
+const SETTINGS_PAGE: SettingsPage<TasksConfig> = SettingsPage {
+    title: TASKS_SETTINGS_TITLE,
+    file: TASKS_CONFIG_FILE,
+    what: "background-task settings",
+    load: load_tasks_config,
+    fields: settings_fields,
+    to_values: apply_settings,
 };
 
 /// The key of the pending-wake line in Pi's widget area.
@@ -43,10 +51,7 @@ const PENDING_WIDGET: &str = "unipi-bg-pending";
 const SPINNER_EVERY: Duration = Duration::from_millis(250);
 
 fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
-    let (config, errors) = load_tasks_config(context.home, context.workspace);
-    for error in &errors {
-        context.report(error);
-    }
+    let config = load_reporting(context, load_tasks_config);
     if !config.enabled {
         tracing::info!("tasks: disabled in background-tasks.json");
         return None;
@@ -69,10 +74,7 @@ fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
         module: Arc::new(TasksModule::new(service.clone(), config)),
         dock: TaskDock::new(service.clone(), changed.clone()),
         service,
-        ui: context.ui.clone(),
-        home: context.home.map(PathBuf::from),
-        workspace: context.workspace.to_path_buf(),
-        changed,
+        settings: SettingsHome::new(context, changed),
     }))
 }
 
@@ -80,10 +82,7 @@ struct TasksCapability {
     service: TaskService,
     module: Arc<TasksModule>,
     dock: Arc<TaskDock>,
-    ui: Ui,
-    home: Option<PathBuf>,
-    workspace: PathBuf,
-    changed: Changed,
+    settings: SettingsHome,
 }
 
 impl Capability for TasksCapability {
@@ -95,10 +94,7 @@ impl Capability for TasksCapability {
         let commands = Commands {
             module: Arc::clone(&self.module),
             service: self.service.clone(),
-            ui: self.ui.clone(),
-            home: self.home.clone(),
-            workspace: self.workspace.clone(),
-            changed: self.changed.clone(),
+            settings: self.settings.clone(),
         };
         let handler = Arc::new(move |call: CommandCall| commands.run(call));
         vec![WithCommands::wrap(self.module.clone() as _, handler)]
@@ -109,13 +105,13 @@ impl Capability for TasksCapability {
         tokio::spawn(pending_line(
             self.service.clone(),
             bridge.clone(),
-            self.ui.clone(),
+            self.settings.ui.clone(),
         ));
         tokio::spawn(publish_task_events(self.service.clone(), bridge.bus()));
     }
 
     fn changes(&self) -> Option<watch::Receiver<u64>> {
-        Some(self.changed.subscribe())
+        Some(self.settings.changed.subscribe())
     }
 
     fn footer_segments(&self) -> Vec<Segment> {
@@ -145,10 +141,7 @@ impl Capability for TasksCapability {
 struct Commands {
     module: Arc<TasksModule>,
     service: TaskService,
-    ui: Ui,
-    home: Option<PathBuf>,
-    workspace: PathBuf,
-    changed: Changed,
+    settings: SettingsHome,
 }
 
 impl Commands {
@@ -161,7 +154,7 @@ impl Commands {
                 }
                 TasksModule::COMMAND_TASKS => {
                     let detail = Some(call.args.trim().to_owned()).filter(|id| !id.is_empty());
-                    if this.ui.open_dock(detail) {
+                    if this.settings.ui.open_dock(detail) {
                         CommandReply::Done
                     } else {
                         let tasks = this.service.registry().snapshot();
@@ -171,82 +164,19 @@ impl Commands {
                         }
                     }
                 }
-                TasksModule::COMMAND_SETTINGS => this.open_settings().await,
+                TasksModule::COMMAND_SETTINGS => {
+                    // The user's `background-tasks.json`, written crash-safe.
+                    let save: Save = Arc::new(|home, values| {
+                        save_tasks_config(&home.join(TASKS_CONFIG_FILE), &values)?;
+                        Ok("Saved. Takes effect on next start.".to_owned())
+                    });
+                    this.settings.open_settings(&SETTINGS_PAGE, |_| save).await
+                }
                 other => CommandReply::Failed {
                     message: format!("unipi-tui has no command /{other}"),
                 },
             }
         })
-    }
-
-    /// Opens the settings overlay with the config as it is on disk now.
-    async fn open_settings(&self) -> CommandReply {
-        if !self.ui.has_screen() {
-            return CommandReply::Failed {
-                message: format!(
-                    "the settings overlay needs the workbench's screen; edit ~/{TASKS_CONFIG_FILE}"
-                ),
-            };
-        }
-        let (home, workspace) = (self.home.clone(), self.workspace.clone());
-        let loaded =
-            tokio::task::spawn_blocking(move || load_tasks_config(home.as_deref(), &workspace))
-                .await;
-        let Ok((config, _errors)) = loaded else {
-            return CommandReply::Failed {
-                message: "reading the background-task settings failed".to_owned(),
-            };
-        };
-        let store = Arc::new(TaskSettingsStore {
-            home: self.home.clone(),
-            outcome: Arc::new(Mutex::new(None)),
-            changed: self.changed.clone(),
-        });
-        self.ui.open(SettingsView::new(
-            TASKS_SETTINGS_TITLE,
-            settings_fields(&config),
-            apply_settings,
-            store,
-        ));
-        CommandReply::Done
-    }
-}
-
-/// Where the settings overlay saves: the user's `background-tasks.json`, written crash-safe
-/// off the UI loop.
-struct TaskSettingsStore {
-    home: Option<PathBuf>,
-    outcome: Arc<Mutex<Option<Result<String, String>>>>,
-    changed: Changed,
-}
-
-impl SettingsStore for TaskSettingsStore {
-    fn save(&self, values: Value) {
-        let home = self.home.clone();
-        let outcome = Arc::clone(&self.outcome);
-        let changed = self.changed.clone();
-        tokio::spawn(async move {
-            let result = match home {
-                None => Err("no home directory".to_owned()),
-                Some(home) => {
-                    let path = home.join(TASKS_CONFIG_FILE);
-                    tokio::task::spawn_blocking(move || save_tasks_config(&path, &values))
-                        .await
-                        .map_err(|err| format!("the save did not finish: {err}"))
-                        .and_then(|saved| saved.map_err(|err| format!("{err:#}")))
-                        .map(|()| "Saved. Takes effect on next start.".to_owned())
-                }
-            };
-            if let Err(err) = &result {
-                tracing::warn!("saving background-task settings: {err}");
-            }
-            *crate::sys::lock(&outcome) = Some(result);
-            changed.bump();
-        });
-    }
-
-    fn take_outcome(&self) -> Option<Result<String, String>> {
-        crate::sys::lock(&self.outcome).take()
     }
 }
 
@@ -371,6 +301,8 @@ fn waiting_line(service: &TaskService, frame: usize, width: usize) -> Option<Str
 mod tests {
     use std::path::PathBuf;
     use std::time::Duration;
+
+    use serde_json::Value;
 
     use super::*;
     use crate::tasks::{RunRequest, TaskOrigin};

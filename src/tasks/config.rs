@@ -13,8 +13,11 @@ use std::path::Path;
 use serde_json::{Map, Value};
 use unipi_widgets::settings::{SettingField, SettingValue};
 
+use crate::capability::settings::{field, flag};
 use crate::config::error::ConfigError;
-use crate::config::error::key_offset;
+use crate::config::module_file::{
+    Report, apply_json_objects, load_module_config, sort_by_position,
+};
 use crate::tasks::DEFAULT_MAX_OUTPUT_BYTES;
 
 /// The file's path below the home or workspace directory.
@@ -47,64 +50,55 @@ impl Default for TasksConfig {
 
 /// Loads the config: defaults, then `<home>/TASKS_CONFIG_FILE`, then `<workspace>/…`.
 pub fn load_tasks_config(home: Option<&Path>, workspace: &Path) -> (TasksConfig, Vec<ConfigError>) {
-    let (sources, mut errors) =
-        crate::config::read_module_config(home, workspace, TASKS_CONFIG_FILE);
-    let sources: Vec<(&Path, &str)> = sources
-        .iter()
-        .map(|(p, t)| (p.as_path(), t.as_str()))
-        .collect();
-    let (config, more) = tasks_config_from_sources(&sources);
-    errors.extend(more);
-    (config, errors)
+    load_module_config(
+        home,
+        workspace,
+        TASKS_CONFIG_FILE,
+        tasks_config_from_sources,
+    )
 }
 
 /// The config from (path, text) pairs, lowest precedence first.
 pub fn tasks_config_from_sources(sources: &[(&Path, &str)]) -> (TasksConfig, Vec<ConfigError>) {
-    let mut config = TasksConfig::default();
-    let mut errors = Vec::new();
-    for (path, text) in sources {
-        let object = match crate::config::error::json_object(path, text) {
-            Ok(object) => object,
-            Err(err) => {
-                errors.push(err);
-                continue;
-            }
-        };
-        for (key, value) in &object {
-            let at = |message: String| ConfigError::at(path, text, key_offset(text, key), message);
-            let positive = || value.as_u64().filter(|n| *n > 0);
-            match key.as_str() {
-                "enabled" | "notifyOnCompletion" | "triggerOnCompletion" => match value.as_bool() {
-                    Some(flag) => match key.as_str() {
-                        "enabled" => config.enabled = flag,
-                        "notifyOnCompletion" => config.notify_on_completion = flag,
-                        _ => config.trigger_on_completion = flag,
-                    },
-                    None => errors.push(at(format!("`{key}` must be true or false"))),
+    let (config, mut errors) = apply_json_objects(sources, apply_keys);
+    sort_by_position(&mut errors);
+    (config, errors)
+}
+
+/// One file's keys over `config`.
+fn apply_keys(config: &mut TasksConfig, object: &Map<String, Value>, report: &mut Report<'_>) {
+    for (key, value) in object {
+        let positive = || value.as_u64().filter(|n| *n > 0);
+        match key.as_str() {
+            "enabled" | "notifyOnCompletion" | "triggerOnCompletion" => match value.as_bool() {
+                Some(flag) => match key.as_str() {
+                    "enabled" => config.enabled = flag,
+                    "notifyOnCompletion" => config.notify_on_completion = flag,
+                    _ => config.trigger_on_completion = flag,
                 },
-                "maxOutputBytes" => match positive() {
-                    Some(n) => config.max_output_bytes = Some(n),
-                    None => errors.push(at("`maxOutputBytes` must be a positive integer".into())),
-                },
-                "defaultTimeoutSeconds" => match (value, positive()) {
-                    (Value::Null, _) => config.default_timeout_seconds = None,
-                    (_, Some(n)) => config.default_timeout_seconds = Some(n),
-                    _ => errors.push(at(
-                        "`defaultTimeoutSeconds` must be a positive integer or null".into(),
-                    )),
-                },
-                _ => errors.push(at(format!(
+                None => report(key, format!("`{key}` must be true or false")),
+            },
+            "maxOutputBytes" => match positive() {
+                Some(n) => config.max_output_bytes = Some(n),
+                None => report(key, "`maxOutputBytes` must be a positive integer".into()),
+            },
+            "defaultTimeoutSeconds" => match (value, positive()) {
+                (Value::Null, _) => config.default_timeout_seconds = None,
+                (_, Some(n)) => config.default_timeout_seconds = Some(n),
+                _ => report(
+                    key,
+                    "`defaultTimeoutSeconds` must be a positive integer or null".into(),
+                ),
+            },
+            _ => report(
+                key,
+                format!(
                     "unknown key `{key}` (expected enabled, maxOutputBytes, \
                      defaultTimeoutSeconds, notifyOnCompletion, triggerOnCompletion)"
-                ))),
-            }
+                ),
+            ),
         }
     }
-    errors.sort_by_key(|err| match err {
-        ConfigError::Invalid { line, column, .. } => (*line, *column),
-        ConfigError::Unreadable { .. } => (0, 0),
-    });
-    (config, errors)
 }
 
 /// The module name the settings overlay saves under (`ViewRequest::SaveSettings::module`).
@@ -122,12 +116,6 @@ const TIMEOUT_STEP_SECONDS: u64 = 30;
 /// The overlay's fields for `config`, keyed by the file's keys. The output cap is shown in MiB,
 /// rounded up; with none set it shows the built-in default.
 pub fn settings_fields(config: &TasksConfig) -> Vec<SettingField> {
-    let flag = |key: &str, label: &str, value: bool, help: &str| SettingField {
-        key: key.to_owned(),
-        label: label.to_owned(),
-        value: SettingValue::Bool(value),
-        help: help.to_owned(),
-    };
     let output_mib = config
         .max_output_bytes
         .unwrap_or(DEFAULT_MAX_OUTPUT_BYTES)
@@ -153,10 +141,10 @@ pub fn settings_fields(config: &TasksConfig) -> Vec<SettingField> {
             config.trigger_on_completion,
             "Default for bg_run: a task's end starts a turn of the agent.",
         ),
-        SettingField {
-            key: "defaultTimeoutSeconds".to_owned(),
-            label: "Default timeout".to_owned(),
-            value: SettingValue::Number {
+        field(
+            "defaultTimeoutSeconds",
+            "Default timeout",
+            SettingValue::Number {
                 value: config
                     .default_timeout_seconds
                     .unwrap_or(0)
@@ -166,23 +154,21 @@ pub fn settings_fields(config: &TasksConfig) -> Vec<SettingField> {
                 max: MAX_TIMEOUT_SECONDS,
                 step: TIMEOUT_STEP_SECONDS,
             },
-            help: "Stops a task started without its own timeout after this long; 0 = none."
-                .to_owned(),
-        },
-        SettingField {
-            key: "maxOutputBytes".to_owned(),
-            label: "Max output".to_owned(),
-            value: SettingValue::Number {
+            "Stops a task started without its own timeout after this long; 0 = none.",
+        ),
+        field(
+            "maxOutputBytes",
+            "Max output",
+            SettingValue::Number {
                 value: output_mib,
                 unit: "MiB".to_owned(),
                 min: 1,
                 max: MAX_OUTPUT_MIB,
                 step: 1,
             },
-            help: "A task writing more output than this is stopped. \
-                   UNIPI_BG_MAX_OUTPUT_BYTES overrides it."
-                .to_owned(),
-        },
+            "A task writing more output than this is stopped. \
+             UNIPI_BG_MAX_OUTPUT_BYTES overrides it.",
+        ),
     ]
 }
 
@@ -218,6 +204,7 @@ pub fn save_tasks_config(path: &Path, values: &Value) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::module_file::write_module_file;
 
     #[test]
     fn workspace_overrides_home_key_by_key() {
@@ -261,9 +248,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (config, errors) = load_tasks_config(Some(dir.path()), dir.path());
         assert_eq!((config, errors), (TasksConfig::default(), vec![]));
-        let file = dir.path().join(TASKS_CONFIG_FILE);
-        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-        std::fs::write(&file, r#"{"enabled": false}"#).unwrap();
+        write_module_file(dir.path(), TASKS_CONFIG_FILE, r#"{"enabled": false}"#);
         let (config, errors) = load_tasks_config(None, dir.path());
         assert!(!config.enabled);
         assert!(errors.is_empty());

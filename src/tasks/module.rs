@@ -82,22 +82,7 @@ impl TasksModule {
     }
 
     async fn bg_run(&self, agent: AgentId, args: Value) -> Result<ToolOutput, ToolError> {
-        let run = parse_run_args(&args, &self.config).map_err(ToolError::new)?;
-        let request = RunRequest {
-            name: resolve_task_name(
-                run.name.as_deref(),
-                run.description.as_deref(),
-                &run.command,
-            ),
-            command: run.command,
-            description: run.description,
-            timeout_seconds: run.timeout_seconds,
-            notify_on_completion: run.notify_on_completion,
-            trigger_on_completion: run.trigger_on_completion,
-            is_agent: run.is_agent,
-            origin: TaskOrigin::Agent,
-            agent,
-        };
+        let request = parse_run_args(&args, &self.config, agent).map_err(ToolError::new)?;
         let task = self
             .service
             .start(request)
@@ -187,9 +172,9 @@ impl Module for TasksModule {
             .string_param("name", "A 2-6 word name for the task", false)
             .string_param("command", "The shell command to run", true)
             .string_param("description", "What the task is for (optional)", false)
-            .param(
+            .number_param(
                 "timeoutSeconds",
-                json!({"type": "number", "description": "Stop the task after this many seconds"}),
+                "Stop the task after this many seconds",
                 false,
             )
             .boolean_param(
@@ -227,9 +212,9 @@ impl Module for TasksModule {
                  most 50.0KB.",
             )
             .param("taskId", task_id.clone(), true)
-            .param(
+            .number_param(
                 "maxBytes",
-                json!({"type": "number", "description": "At most this many bytes (default and maximum 50.0KB)"}),
+                "At most this many bytes (default and maximum 50.0KB)",
                 false,
             )
             .boolean_param("tail", "Read the end (true, default) or the start (false)", false),
@@ -303,19 +288,12 @@ impl Module for TasksModule {
     }
 }
 
-/// `bg_run`'s arguments after normalization.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct RunArgs {
-    pub name: Option<String>,
-    pub command: String,
-    pub description: Option<String>,
-    pub timeout_seconds: Option<u64>,
-    pub notify_on_completion: bool,
-    pub trigger_on_completion: bool,
-    pub is_agent: bool,
-}
-
-pub(crate) fn parse_run_args(args: &Value, config: &TasksConfig) -> Result<RunArgs, String> {
+/// `bg_run`'s arguments, normalized, as the task `agent` starts.
+pub(crate) fn parse_run_args(
+    args: &Value,
+    config: &TasksConfig,
+    agent: AgentId,
+) -> Result<RunRequest, String> {
     let Some(object) = args.as_object() else {
         return Err("bg_run arguments must be an object".to_string());
     };
@@ -345,14 +323,17 @@ pub(crate) fn parse_run_args(args: &Value, config: &TasksConfig) -> Result<RunAr
         .filter(|secs| secs.is_finite() && *secs >= 1.0)
         .map(|secs| secs.floor() as u64)
         .or(config.default_timeout_seconds);
-    Ok(RunArgs {
-        name: text("name"),
+    let description = text("description");
+    Ok(RunRequest {
+        name: resolve_task_name(text("name").as_deref(), description.as_deref(), &command),
         command,
-        description: text("description"),
+        description,
         timeout_seconds,
         notify_on_completion: flag("notifyOnCompletion", config.notify_on_completion)?,
         trigger_on_completion: flag("triggerOnCompletion", config.trigger_on_completion)?,
         is_agent: flag("isAgent", false)?,
+        origin: TaskOrigin::Agent,
+        agent,
     })
 }
 
@@ -501,10 +482,11 @@ mod tests {
         let ok = parse_run_args(
             &json!({"command": "  make  ", "name": " Build ", "timeoutSeconds": 2.9, "description": "  "}),
             &config,
+            AgentId::main(),
         )
         .unwrap();
         assert_eq!(ok.command, "make");
-        assert_eq!(ok.name.as_deref(), Some("Build"));
+        assert_eq!(ok.name, "Build");
         assert_eq!(ok.description, None);
         assert_eq!(ok.timeout_seconds, Some(2));
         assert!(ok.notify_on_completion && ok.trigger_on_completion && !ok.is_agent);
@@ -520,13 +502,19 @@ mod tests {
             ),
         ];
         for (args, want) in errors {
-            assert_eq!(parse_run_args(&args, &config).unwrap_err(), want, "{args}");
+            assert_eq!(
+                parse_run_args(&args, &config, AgentId::main()).unwrap_err(),
+                want,
+                "{args}"
+            );
         }
         let no_timeout = [json!(0), json!(-1), json!("10"), json!(0.5)];
         for value in no_timeout {
             let args = json!({"command": "x", "timeoutSeconds": value});
             assert_eq!(
-                parse_run_args(&args, &config).unwrap().timeout_seconds,
+                parse_run_args(&args, &config, AgentId::main())
+                    .unwrap()
+                    .timeout_seconds,
                 None
             );
         }
@@ -535,7 +523,7 @@ mod tests {
             default_timeout_seconds: Some(60),
             ..TasksConfig::default()
         };
-        let args = parse_run_args(&json!({"command": "x"}), &quiet).unwrap();
+        let args = parse_run_args(&json!({"command": "x"}), &quiet, AgentId::main()).unwrap();
         assert!(!args.trigger_on_completion);
         assert_eq!(args.timeout_seconds, Some(60));
     }

@@ -150,17 +150,16 @@ impl Cache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::web::page::{ContentKind, Format};
+    use crate::web::page::{ContentKind, Format, PageMeta};
 
     fn page(content: &str) -> Page {
         Page {
             url: "http://a.example/".into(),
             final_url: "http://a.example/".into(),
-            title: Some("A".into()),
-            author: None,
-            published: None,
-            site: None,
-            language: None,
+            meta: PageMeta {
+                title: Some("A".into()),
+                ..PageMeta::default()
+            },
             mime_type: "text/html".into(),
             kind: ContentKind::Markdown,
             extraction: Some("readability".into()),
@@ -186,22 +185,10 @@ mod tests {
             .put(url, &options(Format::Markdown), &page("md"))
             .await;
         cache.put(url, &options(Format::Text), &page("text")).await;
-        assert_eq!(
-            cache
-                .get(url, &options(Format::Markdown))
-                .await
-                .unwrap()
-                .content,
-            "md"
-        );
-        assert_eq!(
-            cache
-                .get(url, &options(Format::Text))
-                .await
-                .unwrap()
-                .content,
-            "text"
-        );
+        for (format, content) in [(Format::Markdown, "md"), (Format::Text, "text")] {
+            let cached = cache.get(url, &options(format)).await.unwrap();
+            assert_eq!(cached.content, content, "{format:?}");
+        }
         assert_eq!(
             cache.get("http://b.example/", &options(Format::Text)).await,
             None

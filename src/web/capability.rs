@@ -59,6 +59,7 @@ mod tests {
     use super::*;
     use crate::capability::Ui;
     use crate::config::keymap::Keymap;
+    use crate::config::module_file::write_module_file;
     use crate::pi::{PiCommand, PiSource};
     use crate::web::config::WEB_CONFIG_FILE;
 
@@ -66,9 +67,7 @@ mod tests {
     fn started(workspace_config: &str) -> (Vec<String>, Option<Vec<String>>) {
         let home = tempfile::tempdir().unwrap();
         let workspace = tempfile::tempdir().unwrap();
-        let file = workspace.path().join(WEB_CONFIG_FILE);
-        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-        std::fs::write(&file, workspace_config).unwrap();
+        write_module_file(workspace.path(), WEB_CONFIG_FILE, workspace_config);
         let mut pi = PiCommand {
             program: Path::new("pi").to_path_buf(),
             args: Vec::new(),

@@ -10,7 +10,12 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::config::error::{ConfigError, key_offset};
+use serde_json::{Map, Value};
+
+use crate::config::error::ConfigError;
+use crate::config::module_file::{
+    Report, apply_json_objects, load_module_config, sort_by_position,
+};
 
 /// The file's path below the home or workspace directory.
 pub const WEB_CONFIG_FILE: &str = ".unipi/config/web.json";
@@ -57,82 +62,76 @@ impl Default for WebConfig {
 
 /// Loads the config: defaults, then `<home>/WEB_CONFIG_FILE`, then `<workspace>/…`.
 pub fn load_web_config(home: Option<&Path>, workspace: &Path) -> (WebConfig, Vec<ConfigError>) {
-    let (sources, mut errors) = crate::config::read_module_config(home, workspace, WEB_CONFIG_FILE);
-    let sources: Vec<(&Path, &str)> = sources
-        .iter()
-        .map(|(path, text)| (path.as_path(), text.as_str()))
-        .collect();
-    let (config, more) = web_config_from_sources(&sources);
-    errors.extend(more);
-    (config, errors)
+    load_module_config(home, workspace, WEB_CONFIG_FILE, web_config_from_sources)
 }
 
 /// The config from (path, text) pairs, lowest precedence first.
 pub fn web_config_from_sources(sources: &[(&Path, &str)]) -> (WebConfig, Vec<ConfigError>) {
-    let mut config = WebConfig::default();
-    let mut errors = Vec::new();
-    for (path, text) in sources {
-        let object = match crate::config::error::json_object(path, text) {
-            Ok(object) => object,
-            Err(err) => {
-                errors.push(err);
-                continue;
-            }
-        };
-        for (key, value) in &object {
-            let at = |message: String| ConfigError::at(path, text, key_offset(text, key), message);
-            let positive = |max: u64| value.as_u64().filter(|n| (1..=max).contains(n));
-            match key.as_str() {
-                "enabled" | "allowPrivateNetwork" => match value.as_bool() {
-                    Some(flag) if key == "enabled" => config.enabled = flag,
-                    Some(flag) => config.allow_private_network = flag,
-                    None => errors.push(at(format!("`{key}` must be true or false"))),
-                },
-                "maxChars" => match positive(u64::from(u32::MAX)) {
-                    Some(n) => config.max_chars = usize::try_from(n).unwrap_or(usize::MAX),
-                    None => errors.push(at("`maxChars` must be a positive integer".into())),
-                },
-                "timeoutSeconds" => match positive(MAX_TIMEOUT.as_secs()) {
-                    Some(n) => config.timeout = Duration::from_secs(n),
-                    None => errors.push(at(format!(
+    let (config, mut errors) = apply_json_objects(sources, apply_keys);
+    sort_by_position(&mut errors);
+    (config, errors)
+}
+
+/// One file's keys over `config`.
+fn apply_keys(config: &mut WebConfig, object: &Map<String, Value>, report: &mut Report<'_>) {
+    for (key, value) in object {
+        let positive = |max: u64| value.as_u64().filter(|n| (1..=max).contains(n));
+        match key.as_str() {
+            "enabled" | "allowPrivateNetwork" => match value.as_bool() {
+                Some(flag) if key == "enabled" => config.enabled = flag,
+                Some(flag) => config.allow_private_network = flag,
+                None => report(key, format!("`{key}` must be true or false")),
+            },
+            "maxChars" => match positive(u64::from(u32::MAX)) {
+                Some(n) => config.max_chars = usize::try_from(n).unwrap_or(usize::MAX),
+                None => report(key, "`maxChars` must be a positive integer".into()),
+            },
+            "timeoutSeconds" => match positive(MAX_TIMEOUT.as_secs()) {
+                Some(n) => config.timeout = Duration::from_secs(n),
+                None => report(
+                    key,
+                    format!(
                         "`timeoutSeconds` must be an integer from 1 to {}",
                         MAX_TIMEOUT.as_secs()
-                    ))),
-                },
-                "batchConcurrency" => match positive(MAX_BATCH_CONCURRENCY as u64) {
-                    Some(n) => config.batch_concurrency = usize::try_from(n).unwrap_or(1),
-                    None => errors.push(at(format!(
+                    ),
+                ),
+            },
+            "batchConcurrency" => match positive(MAX_BATCH_CONCURRENCY as u64) {
+                Some(n) => config.batch_concurrency = usize::try_from(n).unwrap_or(1),
+                None => report(
+                    key,
+                    format!(
                         "`batchConcurrency` must be an integer from 1 to {MAX_BATCH_CONCURRENCY}"
-                    ))),
-                },
-                "cacheTtlSeconds" => match value.as_u64() {
-                    Some(n) => config.cache_ttl = Duration::from_secs(n),
-                    None => errors.push(at(
-                        "`cacheTtlSeconds` must be a whole number of seconds (0 turns the cache off)"
-                            .into(),
-                    )),
-                },
-                "userAgent" => match value.as_str().map(str::trim) {
-                    Some(agent) if !agent.is_empty() => config.user_agent = Some(agent.to_owned()),
-                    _ => errors.push(at("`userAgent` must be a non-empty string".into())),
-                },
-                _ => errors.push(at(format!(
+                    ),
+                ),
+            },
+            "cacheTtlSeconds" => match value.as_u64() {
+                Some(n) => config.cache_ttl = Duration::from_secs(n),
+                None => report(
+                    key,
+                    "`cacheTtlSeconds` must be a whole number of seconds (0 turns the cache off)"
+                        .into(),
+                ),
+            },
+            "userAgent" => match value.as_str().map(str::trim) {
+                Some(agent) if !agent.is_empty() => config.user_agent = Some(agent.to_owned()),
+                _ => report(key, "`userAgent` must be a non-empty string".into()),
+            },
+            _ => report(
+                key,
+                format!(
                     "unknown key `{key}` (expected enabled, allowPrivateNetwork, maxChars, \
                      timeoutSeconds, batchConcurrency, cacheTtlSeconds, userAgent)"
-                ))),
-            }
+                ),
+            ),
         }
     }
-    errors.sort_by_key(|err| match err {
-        ConfigError::Invalid { line, column, .. } => (*line, *column),
-        ConfigError::Unreadable { .. } => (0, 0),
-    });
-    (config, errors)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::module_file::write_module_file;
 
     #[test]
     fn workspace_overrides_home_key_by_key() {
@@ -179,14 +178,12 @@ mod tests {
         let work = tempfile::tempdir().unwrap();
         let (config, errors) = load_web_config(Some(home.path()), work.path());
         assert_eq!((config, errors), (WebConfig::default(), vec![]));
-        for (root, text) in [
-            (home.path(), r#"{"cacheTtlSeconds": 0}"#),
-            (work.path(), r#"{"allowPrivateNetwork": true}"#),
-        ] {
-            let file = root.join(WEB_CONFIG_FILE);
-            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-            std::fs::write(&file, text).unwrap();
-        }
+        write_module_file(home.path(), WEB_CONFIG_FILE, r#"{"cacheTtlSeconds": 0}"#);
+        write_module_file(
+            work.path(),
+            WEB_CONFIG_FILE,
+            r#"{"allowPrivateNetwork": true}"#,
+        );
         let (config, errors) = load_web_config(Some(home.path()), work.path());
         assert!(errors.is_empty(), "{errors:?}");
         assert!(config.allow_private_network);

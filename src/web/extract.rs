@@ -14,7 +14,7 @@ use dom_query::{Document, NodeRef};
 use dom_smoothie::{Config, Readability, TextMode};
 use reqwest::Url;
 
-use super::page::Format;
+use super::page::{Format, PageMeta};
 
 /// What an HTML document is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,11 +30,7 @@ pub struct Extracted {
     pub content: String,
     /// `readability`, or `fallback: <selector>`.
     pub method: String,
-    pub title: Option<String>,
-    pub author: Option<String>,
-    pub published: Option<String>,
-    pub site: Option<String>,
-    pub language: Option<String>,
+    pub meta: PageMeta,
 }
 
 /// The containers tried, in order, when readability finds nothing.
@@ -81,11 +77,7 @@ pub fn extract_html(html: &str, url: &Url, format: Format, include_images: bool)
             fallback(&document, format)
         }
     };
-    extracted.title = extracted.title.or(fallback_meta.title);
-    extracted.author = extracted.author.or(fallback_meta.author);
-    extracted.published = extracted.published.or(fallback_meta.published);
-    extracted.site = extracted.site.or(fallback_meta.site);
-    extracted.language = extracted.language.or(fallback_meta.language);
+    extracted.meta = extracted.meta.or(fallback_meta);
     extracted.content = tidy(&extracted.content, format);
     HtmlOutcome::Content(extracted)
 }
@@ -116,11 +108,13 @@ fn readable(document: Document, url: &Url, format: Format) -> Option<Extracted> 
     Some(Extracted {
         content,
         method: "readability".to_owned(),
-        title: non_empty(&article.title),
-        author: article.byline.as_deref().and_then(non_empty),
-        published: article.published_time.as_deref().and_then(non_empty),
-        site: article.site_name.as_deref().and_then(non_empty),
-        language: article.lang.as_deref().and_then(non_empty),
+        meta: PageMeta {
+            title: non_empty(&article.title),
+            author: article.byline.as_deref().and_then(non_empty),
+            published: article.published_time.as_deref().and_then(non_empty),
+            site: article.site_name.as_deref().and_then(non_empty),
+            language: article.lang.as_deref().and_then(non_empty),
+        },
     })
 }
 
@@ -206,7 +200,7 @@ fn tidy(content: &str, format: Format) -> String {
 }
 
 /// The metadata the DOM gives without readability.
-fn dom_metadata(document: &Document) -> Extracted {
+fn dom_metadata(document: &Document) -> PageMeta {
     let meta = |selector: &str| {
         document
             .select(selector)
@@ -227,7 +221,7 @@ fn dom_metadata(document: &Document) -> Extracted {
                 .iter()
                 .find_map(|node| node.attr("datetime").as_deref().and_then(non_empty))
         });
-    Extracted {
+    PageMeta {
         title,
         author: meta(r#"meta[name="author"]"#),
         published,
@@ -236,7 +230,6 @@ fn dom_metadata(document: &Document) -> Extracted {
             .select("html[lang]")
             .iter()
             .find_map(|node| node.attr("lang").as_deref().and_then(non_empty)),
-        ..Extracted::default()
     }
 }
 

@@ -20,7 +20,7 @@ use super::content::{self, BodyKind};
 use super::error::{ErrorCode, FetchError, Phase};
 use super::extract::{self, HtmlOutcome};
 use super::guard::{self, AddressPolicy, GuardedResolver};
-use super::page::{ContentKind, FetchOptions, Format, Page};
+use super::page::{ContentKind, FetchOptions, Format, Page, PageMeta};
 
 /// Redirects followed, HTTP and meta refresh together (the original's limit).
 pub const MAX_REDIRECTS: usize = 5;
@@ -244,11 +244,7 @@ impl Fetcher {
         let page = |kind, mime: String, content| Page {
             url: asked.to_owned(),
             final_url: url.to_string(),
-            title: None,
-            author: None,
-            published: None,
-            site: None,
-            language: None,
+            meta: PageMeta::default(),
             mime_type: mime,
             kind,
             extraction: None,
@@ -312,11 +308,7 @@ impl Fetcher {
                             Format::Html => ContentKind::Html,
                         };
                         let mut page = page(kind, mime, extracted.content);
-                        page.title = extracted.title;
-                        page.author = extracted.author;
-                        page.published = extracted.published;
-                        page.site = extracted.site;
-                        page.language = extracted.language;
+                        page.meta = extracted.meta;
                         page.extraction = Some(extracted.method);
                         Ok(Processed::Page(page))
                     }
@@ -418,18 +410,19 @@ async fn read_body(
     mut response: Response,
     timeout: Duration,
 ) -> Result<Vec<u8>, FetchError> {
+    // Every failure here is while loading the body, of this URL.
+    let failed = |code: ErrorCode, retryable: bool, message: String| {
+        FetchError::new(code, Phase::Loading, retryable, asked, message).at(url.as_str())
+    };
     let too_large = || {
-        FetchError::new(
+        failed(
             ErrorCode::UnexpectedResponse,
-            Phase::Loading,
             false,
-            asked,
             format!(
                 "{url} is larger than {} MiB; it was not read",
                 MAX_BODY_BYTES / (1024 * 1024)
             ),
         )
-        .at(url.as_str())
     };
     let expected = response.content_length().unwrap_or(0);
     if expected > MAX_BODY_BYTES as u64 {
@@ -449,24 +442,18 @@ async fn read_body(
                 return Err(timed_out(asked, url, Phase::Loading, timeout));
             }
             Err(err) if err.is_decode() => {
-                return Err(FetchError::new(
+                return Err(failed(
                     ErrorCode::UnexpectedResponse,
-                    Phase::Loading,
                     false,
-                    asked,
                     format!("the body of {url} could not be decoded: {}", chain(&err)),
-                )
-                .at(url.as_str()));
+                ));
             }
             Err(err) => {
-                return Err(FetchError::new(
+                return Err(failed(
                     ErrorCode::NetworkError,
-                    Phase::Loading,
                     true,
-                    asked,
                     format!("reading {url} broke off: {}", chain(&err)),
-                )
-                .at(url.as_str()));
+                ));
             }
         }
     }

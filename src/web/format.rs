@@ -85,17 +85,17 @@ pub fn page_text(fetched: &Fetched, max_chars: usize) -> (String, Truncated) {
 
 /// The title line and the metadata lines; `level` is the heading's depth.
 fn header(page: &Page, level: usize) -> String {
-    let title = page.title.as_deref().unwrap_or("Untitled");
+    let title = page.meta.title.as_deref().unwrap_or("Untitled");
     let mut text = format!("{} {title}\n\n", "#".repeat(level));
     text.push_str(&format!("URL: {}\n", page.url));
     if page.final_url != page.url {
         text.push_str(&format!("Final URL: {}\n", page.final_url));
     }
     let fields = [
-        ("Author", &page.author),
-        ("Published", &page.published),
-        ("Site", &page.site),
-        ("Language", &page.language),
+        ("Author", &page.meta.author),
+        ("Published", &page.meta.published),
+        ("Site", &page.meta.site),
+        ("Language", &page.meta.language),
     ];
     for (label, value) in fields {
         if let Some(value) = value {
@@ -164,7 +164,7 @@ pub fn fair_shares(lengths: &[usize], budget: usize) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::web::page::ContentKind;
+    use crate::web::page::{ContentKind, PageMeta};
 
     #[test]
     fn short_content_is_untouched() {
@@ -242,11 +242,13 @@ mod tests {
             page: Page {
                 url: "http://a.example/x".into(),
                 final_url: "http://a.example/y".into(),
-                title: Some("A page".into()),
-                author: Some("Ada".into()),
-                published: None,
-                site: Some("A".into()),
-                language: Some("en".into()),
+                meta: PageMeta {
+                    title: Some("A page".into()),
+                    author: Some("Ada".into()),
+                    published: None,
+                    site: Some("A".into()),
+                    language: Some("en".into()),
+                },
                 mime_type: "text/html".into(),
                 kind: ContentKind::Markdown,
                 extraction: Some("readability".into()),

@@ -152,15 +152,12 @@ impl Module for WebModule {
                 "Keep images as ![alt](url) (default true)",
                 false,
             )
-            .param(
+            .number_param(
                 "timeoutSeconds",
-                json!({
-                    "type": "number",
-                    "description": format!(
-                        "Give up after this many seconds, redirects included (default {})",
-                        defaults.timeout.as_secs()
-                    ),
-                }),
+                &format!(
+                    "Give up after this many seconds, redirects included (default {})",
+                    defaults.timeout.as_secs()
+                ),
                 false,
             )
             .timeout(MAX_TIMEOUT + Duration::from_secs(60))
@@ -373,7 +370,7 @@ fn single_output(fetched: &Fetched, max_chars: usize) -> ToolOutput {
     let page = &fetched.page;
     let (text, body) = format::page_text(fetched, max_chars);
     let mut card = Card::new(
-        format!("🌐 {}", page.title.as_deref().unwrap_or("Untitled")),
+        format!("🌐 {}", page.meta.title.as_deref().unwrap_or("Untitled")),
         CardTint::Info,
     )
     .line(page.final_url.clone())
@@ -393,7 +390,7 @@ fn single_output(fetched: &Fetched, max_chars: usize) -> ToolOutput {
         .with_details(json!({
             "url": page.url,
             "finalUrl": page.final_url,
-            "title": page.title,
+            "title": page.meta.title,
             "wordCount": page.word_count(),
             "mimeType": page.mime_type,
             "kind": page.kind,
@@ -416,7 +413,7 @@ fn batch_output(results: &[Result<Fetched, FetchError>], max_chars: usize) -> To
                 "url": fetched.page.url,
                 "ok": true,
                 "finalUrl": fetched.page.final_url,
-                "title": fetched.page.title,
+                "title": fetched.page.meta.title,
                 "wordCount": fetched.page.word_count(),
                 "cached": fetched.cached,
             }),
@@ -436,7 +433,12 @@ fn batch_output(results: &[Result<Fetched, FetchError>], max_chars: usize) -> To
         card = card.line(match result {
             Ok(fetched) => format!(
                 "✓ {}",
-                fetched.page.title.as_deref().unwrap_or(&fetched.page.url)
+                fetched
+                    .page
+                    .meta
+                    .title
+                    .as_deref()
+                    .unwrap_or(&fetched.page.url)
             ),
             Err(error) => format!("✗ {} ({})", error.url, error.code.as_str()),
         });

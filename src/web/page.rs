@@ -58,6 +58,29 @@ pub enum ContentKind {
     Binary,
 }
 
+/// What a page says about itself, each part when it was found.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct PageMeta {
+    pub title: Option<String>,
+    pub author: Option<String>,
+    pub published: Option<String>,
+    pub site: Option<String>,
+    pub language: Option<String>,
+}
+
+impl PageMeta {
+    /// Each part of `self`, or `fallback`'s where `self` has none.
+    pub fn or(self, fallback: PageMeta) -> PageMeta {
+        PageMeta {
+            title: self.title.or(fallback.title),
+            author: self.author.or(fallback.author),
+            published: self.published.or(fallback.published),
+            site: self.site.or(fallback.site),
+            language: self.language.or(fallback.language),
+        }
+    }
+}
+
 /// One fetched page.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -66,11 +89,8 @@ pub struct Page {
     pub url: String,
     /// Where the content came from, after redirects and meta refreshes.
     pub final_url: String,
-    pub title: Option<String>,
-    pub author: Option<String>,
-    pub published: Option<String>,
-    pub site: Option<String>,
-    pub language: Option<String>,
+    #[serde(flatten)]
+    pub meta: PageMeta,
     /// The MIME type the server gave (or the one sniffed from the body when it gave none).
     pub mime_type: String,
     pub kind: ContentKind,

@@ -170,26 +170,22 @@ mod tests {
                     .map(|(_, v)| (*v).to_owned())
             }
         };
-        assert_eq!(
-            detect(env(&[("TERM", "xterm-kitty")])),
-            TerminalMethod::Osc99
-        );
-        assert_eq!(
-            detect(env(&[("KITTY_WINDOW_ID", "1"), ("TERM", "tmux-256color")])),
-            TerminalMethod::Osc99
-        );
-        assert_eq!(
-            detect(env(&[("TERM_PROGRAM", "WezTerm")])),
-            TerminalMethod::Osc9
-        );
-        assert_eq!(
-            detect(env(&[("TERM_PROGRAM", "tmux"), ("LC_TERMINAL", "iTerm2")])),
-            TerminalMethod::Osc9
-        );
-        assert_eq!(detect(env(&[("TERM", "foot")])), TerminalMethod::Osc777);
-        assert_eq!(
-            detect(env(&[("TERM", "xterm-256color")])),
-            TerminalMethod::Bell
-        );
+        let cases: [(&'static [(&str, &str)], TerminalMethod); 6] = [
+            (&[("TERM", "xterm-kitty")], TerminalMethod::Osc99),
+            (
+                &[("KITTY_WINDOW_ID", "1"), ("TERM", "tmux-256color")],
+                TerminalMethod::Osc99,
+            ),
+            (&[("TERM_PROGRAM", "WezTerm")], TerminalMethod::Osc9),
+            (
+                &[("TERM_PROGRAM", "tmux"), ("LC_TERMINAL", "iTerm2")],
+                TerminalMethod::Osc9,
+            ),
+            (&[("TERM", "foot")], TerminalMethod::Osc777),
+            (&[("TERM", "xterm-256color")], TerminalMethod::Bell),
+        ];
+        for (vars, method) in cases {
+            assert_eq!(detect(env(vars)), method, "{vars:?}");
+        }
     }
 }
