@@ -1,8 +1,9 @@
 //! Background-task capture benchmark: a task writes as fast as it can (`head -c 1G /dev/zero`,
 //! then `yes | head -c 1G`) and the service captures it into its output file. Printed: the
 //! throughput (the target is ≥ 200 MB/s) and this process's peak resident memory
-//! before and after (VmHWM), which must not grow with the output: the child writes straight to
-//! the file, nothing passes through the workbench. Figures are printed, never asserted.
+//! before and after (VmHWM), which must not grow with the output: the output passes through the
+//! workbench's copier (a pipe, the cap checked on every chunk) in one fixed buffer. Figures are
+//! printed, never asserted.
 //! `cargo bench --bench tasks`; under `cargo test --all-targets` (no `--bench`) it captures
 //! 16 MiB as a smoke pass.
 

@@ -95,14 +95,17 @@ pub fn split_args(args: impl IntoIterator<Item = OsString>) -> SplitArgs {
 
 /// Entry point of the binary.
 pub fn run() -> ExitCode {
-    // The delegate child (`bg_delegate`): hidden, never mixed with Pi's arguments.
+    // The delegate child (`bg_delegate`) and the watchdog: hidden, never mixed with Pi's
+    // arguments.
     let raw: Vec<String> = std::env::args_os()
         .skip(1)
         .take(3)
         .map(|arg| arg.to_string_lossy().into_owned())
         .collect();
-    if raw.first().map(String::as_str) == Some(crate::delegate::CHILD_SUBCOMMAND) {
-        return crate::delegate::child::main(&raw[1..]);
+    match raw.first().map(String::as_str) {
+        Some(crate::delegate::CHILD_SUBCOMMAND) => return crate::delegate::child::main(&raw[1..]),
+        Some(crate::sys::watchdog::SUBCOMMAND) => return crate::sys::sweep::main(&raw[1..]),
+        _ => {}
     }
     let split = split_args(std::env::args_os().skip(1));
     let mut ours = vec![OsString::from("unipi-tui")];
@@ -136,6 +139,10 @@ fn run_workbench(cli: Cli, split: SplitArgs) -> Result<i32> {
     // Dropped last: flushes the non-blocking writer, so the exit line below reaches the file.
     let _log_guard = init_logging(&log_path, &cli.log_level);
     tracing::info!(version = env!("CARGO_PKG_VERSION"), "unipi-tui starting");
+    // Before the first child: every process started from here on dies with us, however we end.
+    if let Err(err) = crate::sys::watchdog::start(&log_path) {
+        tracing::warn!("{err:#}; children may outlive a crash of the workbench");
+    }
     let result = run_session(cli, split, log_path);
     match &result {
         Ok(code) => tracing::info!(code, "unipi-tui exiting"),
@@ -170,6 +177,7 @@ fn run_session(cli: Cli, split: SplitArgs, log_path: PathBuf) -> Result<i32> {
         .chain(theme_errors.iter())
         .chain(footer_errors.iter())
         .map(|e| e.to_string())
+        .chain(runtime_root_notice())
         .collect();
     for error in &config_errors {
         tracing::warn!("config: {error}");
@@ -314,9 +322,28 @@ fn command_help(modules: &[std::sync::Arc<dyn crate::bridge::Module>]) -> Vec<(S
         .collect()
 }
 
-/// Where the bridge extension is written (next to the pinned Pi).
+/// Where the bridge extension is written (next to the pinned Pi); never a shared temporary
+/// directory, where another user could put their own extension in its place.
 fn bridge_cache_dir() -> PathBuf {
-    pi::cache_dir().unwrap_or_else(|| std::env::temp_dir().join("unipi-tui"))
+    pi::cache_dir()
+        .or_else(|| {
+            crate::sys::private_dir::runtime_root()
+                .ok()
+                .map(|root| root.path.clone())
+        })
+        .unwrap_or_else(|| std::env::temp_dir().join("unipi-tui"))
+}
+
+/// What the user must hear about the private runtime directory: the usual one was refused and
+/// a fresh one is used, or none could be made.
+fn runtime_root_notice() -> Option<String> {
+    match crate::sys::private_dir::runtime_root() {
+        Ok(root) => {
+            tracing::info!("runtime directory: {}", root.path.display());
+            root.notice.clone()
+        }
+        Err(err) => Some(format!("No private runtime directory could be made: {err}")),
+    }
 }
 
 fn describe_exit(exit: crate::pane::pty::ChildExit) -> String {

@@ -3,7 +3,9 @@
 //! Starts the scripted OpenAI-compatible server on loopback, writes a throwaway Pi agent
 //! directory (`PI_CODING_AGENT_DIR`) whose `models.json` points at it, and adds the environment
 //! and model selection to Pi's start. The user's `~/.pi` is never read or written. The returned
-//! guard keeps the server and the directory alive for the session.
+//! guard keeps the server and the directory alive for the session. The directory is one the
+//! workbench owns in its private runtime directory (`demo-<pid>-<nonce>`), so the next demo
+//! removes it should this one be killed before it could.
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -13,6 +15,7 @@ use anyhow::{Context, Result};
 use crate::app::AppOptions;
 use crate::pi::offline::write_agent_dir;
 use crate::scripted::{self, Scenario, ServerHandle};
+use crate::sys::private_dir::OwnedDir;
 
 /// Extra Pi settings for the demo's agent directory, as a JSON object merged over the sealed
 /// `settings.json` (end-to-end tests lower `compaction.keepRecentTokens` with it).
@@ -21,7 +24,7 @@ pub const PI_SETTINGS_ENV: &str = "UNIPI_DEMO_PI_SETTINGS";
 /// Keeps the demo's server and agent directory for as long as it lives.
 pub struct DemoSession {
     _server: ServerHandle,
-    _agent_dir: tempfile::TempDir,
+    _agent_dir: OwnedDir,
     /// The demo's own Pi arguments (offline, the scripted model) — helpers need them too.
     pub pi_args: Vec<OsString>,
     /// The demo's environment for Pi (its agent directory …) — helpers need it too.
@@ -45,9 +48,8 @@ pub async fn prepare(options: &mut AppOptions, scenario: Option<&Path>) -> Resul
     let server = scripted::start(scenario)
         .await
         .context("failed to start the scripted model server")?;
-    let agent_dir = tempfile::Builder::new()
-        .prefix("unipi-demo-")
-        .tempdir()
+    let runtime = crate::sys::private_dir::runtime_root().map_err(anyhow::Error::msg)?;
+    let agent_dir = OwnedDir::create(&runtime.path, "demo")
         .context("failed to create the demo's Pi agent directory")?;
     let agent = write_agent_dir(agent_dir.path(), &server.base_url(), &server.models())?;
     if let Some(extra) = std::env::var_os(PI_SETTINGS_ENV) {

@@ -1215,3 +1215,183 @@ fn node_binary() -> PathBuf {
         PathBuf::from("node")
     }
 }
+
+// --- floods and oversized input ---------------------------------------------------------------
+
+/// This process's open file descriptors.
+fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd").map_or(0, |dir| dir.count())
+}
+
+/// This process's resident memory, in KiB.
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Whether the host closed `stream` (read to its end without waiting: a refusal line, then EOF).
+fn closed_by_host(stream: &UnixStream) -> bool {
+    let mut buf = [0u8; 512];
+    loop {
+        match stream.try_read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(_) => return false,
+        }
+    }
+}
+
+#[tokio::test]
+async fn connections_awaiting_hello_are_bounded_and_a_good_client_still_gets_in()
+-> anyhow::Result<()> {
+    let options = HostOptions {
+        // Nobody is dropped for being slow during the test: only the bound closes connections.
+        hello_timeout: Duration::from_secs(120),
+        ..HostOptions::default()
+    };
+    let limit = options.max_unauthenticated;
+    let mut h = harness_with(options).await?;
+    let (fds_before, rss_before) = (open_fds(), rss_kib());
+    let mut silent = Vec::new();
+    for _ in 0..1000 {
+        silent.push(UnixStream::connect(h.socket()).await?);
+    }
+    // All but `limit` are closed by the host at once; the rest wait for their hello.
+    let deadline = Instant::now() + WAIT;
+    let mut closed = vec![false; silent.len()];
+    loop {
+        tokio::task::yield_now().await;
+        for (stream, done) in silent.iter().zip(closed.iter_mut()) {
+            *done = *done || closed_by_host(stream);
+        }
+        let open = closed.iter().filter(|done| !**done).count();
+        if open <= limit {
+            assert_eq!(open, limit, "the host closed connections within its limit");
+            break;
+        }
+        if Instant::now() > deadline {
+            bail!("{open} connections are held open awaiting hello (limit {limit})");
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // The test holds its 1,000 ends; the host holds only the ones it keeps.
+    let host_fds = open_fds().saturating_sub(fds_before + silent.len());
+    eprintln!(
+        "1000 silent connections: the host holds {host_fds} fds; RSS {rss_before} → {} KiB",
+        rss_kib()
+    );
+    assert!(host_fds <= limit + 4, "the host holds {host_fds} fds");
+    // Once the silent ones go, a good client gets in.
+    drop(silent);
+    let deadline = Instant::now() + WAIT;
+    let (mut client, _) = loop {
+        match h.connect().await {
+            Ok(connected) => break connected,
+            Err(err) if Instant::now() < deadline => {
+                tracing::debug!("not yet: {err:#}");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            Err(err) => return Err(err),
+        }
+    };
+    client.echo_works(1).await
+}
+
+/// Log lines, captured for one test (the runtime of a `#[tokio::test]` runs on its thread).
+#[derive(Clone, Default)]
+struct CapturedLog(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for CapturedLog {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl CapturedLog {
+    fn install(&self) -> tracing::subscriber::DefaultGuard {
+        let log = self.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_max_level(tracing::Level::INFO)
+            .with_writer(move || log.clone())
+            .finish();
+        tracing::subscriber::set_default(subscriber)
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+#[tokio::test]
+async fn a_flood_of_refused_connections_is_logged_in_a_few_lines() -> anyhow::Result<()> {
+    let log = CapturedLog::default();
+    let _guard = log.install();
+    let mut h = harness().await?;
+    let started = Instant::now();
+    for _ in 0..2000 {
+        let mut client = FakeClient::connect(&h.socket()).await?;
+        client.send(hello(&"0".repeat(64))).await?;
+        assert_eq!(client.recv().await?["code"], "bad_token");
+    }
+    let text = log.text();
+    let refusals = text.matches("bridge refused a connection").count();
+    eprintln!(
+        "2000 refusals in {:?}: {refusals} log lines, {} bytes of log",
+        started.elapsed(),
+        text.len()
+    );
+    assert!(
+        refusals <= 10,
+        "{refusals} refusals logged:\n{}",
+        &text[..text.len().min(2000)]
+    );
+    assert!(text.len() < 10_000, "{} bytes of log", text.len());
+    let mut faults = 0;
+    while let Ok(event) = h.events.try_recv() {
+        faults += usize::from(matches!(event, BridgeEvent::Fault { .. }));
+    }
+    assert!(faults <= 10, "{faults} faults reached the app");
+    // The host goes on.
+    let (mut client, _) = h.connect().await?;
+    client.echo_works(1).await
+}
+
+#[tokio::test]
+async fn a_clients_oversized_text_is_cut_in_the_log() -> anyhow::Result<()> {
+    let log = CapturedLog::default();
+    let _guard = log.install();
+    let mut h = harness().await?;
+    // Before hello: a hello whose protocol is 60 KB of text (the refusal quotes it).
+    let mut stranger = FakeClient::connect(&h.socket()).await?;
+    let mut junk = hello(&h.token);
+    junk["protocol"] = json!("P".repeat(60_000));
+    stranger.send(junk).await?;
+    let refusal = stranger.recv().await?;
+    assert_eq!(refusal["type"], "error", "{refusal}");
+    assert!(refusal.to_string().len() < 2_000, "the answer is cut too");
+    // After hello: the extension reports an error of a megabyte.
+    let (mut client, _) = h.connect().await?;
+    client
+        .send(json!({"type": "error", "code": "boom", "message": "M".repeat(1 << 20)}))
+        .await?;
+    h.fault("the bridge extension reported").await?;
+    client.echo_works(1).await?;
+    let text = log.text();
+    let longest = text.lines().map(str::len).max().unwrap_or(0);
+    assert!(
+        text.contains("more bytes not shown"),
+        "{}",
+        &text[..text.len().min(2000)]
+    );
+    assert!(longest < 2_000, "a log line of {longest} bytes");
+    Ok(())
+}

@@ -364,7 +364,7 @@ fn snapshot_cards(screen: &str) {
     let mut settings = insta::Settings::clone_current();
     settings.set_snapshot_path(concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots"));
     settings.add_filter(r"bg-[0-9a-f]{6}", "bg-XXXXXX");
-    settings.add_filter(r"\S*/unipi-bg-tasks/[^/]+/", "[TMP]/unipi-bg-tasks/[RUN]/");
+    settings.add_filter(r"\S*/unipi-\d+/tasks/[^/]+/", "[RUNTIME]/tasks/[RUN]/");
     settings.add_filter(r"· \d+s ·", "· Ns ·");
     settings.bind(|| insta::assert_snapshot!("background_task_cards", text.join("\n")));
 }

@@ -16,7 +16,7 @@ use serde_json::Value;
 use tokio::io::{AsyncWriteExt as _, BufReader, BufWriter};
 use tokio::net::UnixStream;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::sync::{Notify, mpsc, oneshot, watch};
+use tokio::sync::{Notify, OwnedSemaphorePermit, mpsc, oneshot, watch};
 
 use super::AgentId;
 use super::bus::BusEvent;
@@ -24,6 +24,7 @@ use super::events::{
     BridgeEvent, Capabilities, CommandReply, DisconnectReason, NotifyLevel, PiEvent,
 };
 use super::host_state::{AgentInfo, ConnectionHandle, HostState};
+use super::log_limit::clip;
 use super::module::{CancelHandle, CommandCall, Completion};
 use super::protocol::{
     ClientMessage, CommandMsg, CompleteMsg, ErrorCode, Hello, HostMessage, LineRead,
@@ -39,12 +40,14 @@ const OUTBOUND_QUEUE: usize = 1024;
 /// How long the writer may take to flush the last lines of a closing connection.
 const WRITER_GRACE: Duration = Duration::from_secs(1);
 
-/// Serves one accepted connection to its end.
+/// Serves one accepted connection to its end. `pending` is its place among the connections
+/// awaiting `hello`, given back once the handshake is over either way.
 pub(crate) async fn serve(
     state: Arc<HostState>,
     stream: UnixStream,
     conn_id: u64,
     stop: watch::Receiver<bool>,
+    pending: OwnedSemaphorePermit,
 ) {
     let peer_pid = stream.peer_cred().ok().and_then(|cred| cred.pid());
     let (read_half, write_half) = stream.into_split();
@@ -62,22 +65,21 @@ pub(crate) async fn serve(
         inflight: Arc::new(Mutex::new(HashMap::new())),
         announced: false,
     };
-    match connection.handshake().await {
+    let handshake = connection.handshake().await;
+    drop(pending);
+    match handshake {
         Handshake::Accepted { agent, kill } => {
             let reason = connection.run(&agent, &kill).await;
             connection.finish(&agent, reason).await;
         }
-        Handshake::Refused { error, agent } => {
-            tracing::warn!(
-                conn = conn_id,
-                pid = ?peer_pid,
-                "bridge refused a connection: {} ({})",
-                error.message,
-                error.code.as_str()
-            );
-            connection.state.fault(
+        Handshake::Refused { mut error, agent } => {
+            // What the stranger sent may be in the message: cut it, for the log and the answer.
+            error.message = clip(&error.message);
+            connection.state.refused(
+                conn_id,
+                peer_pid,
                 agent,
-                format!("bridge refused a connection: {}", error.message),
+                &format!("{} ({})", error.message, error.code.as_str()),
             );
             connection.send(HostMessage::error(&error)).await;
         }
@@ -332,7 +334,8 @@ impl Connection {
     }
 
     /// Answers a bad line of an authenticated client and goes on.
-    async fn complain(&self, agent: &AgentId, error: WireError) {
+    async fn complain(&self, agent: &AgentId, mut error: WireError) {
+        error.message = clip(&error.message);
         tracing::warn!(
             conn = self.conn_id,
             "bridge: bad line from agent `{agent}`: {} ({})",
@@ -359,8 +362,9 @@ impl Connection {
             ClientMessage::Event(event) => {
                 let pi_event = PiEvent::from_wire(&event.name, &event.data).unwrap_or_else(|err| {
                     tracing::warn!(
-                        "bridge: event `{}` has an unexpected payload: {err}",
-                        event.name
+                        "bridge: event `{}` has an unexpected payload: {}",
+                        clip(&event.name),
+                        clip(&err.to_string())
                     );
                     PiEvent::Other {
                         name: event.name,
@@ -459,14 +463,14 @@ impl Connection {
                 return Some(reason);
             }
             ClientMessage::Error(error) => {
+                let message = clip(&error.message);
                 tracing::warn!(
-                    "bridge: agent `{agent}` reported {}: {}",
-                    error.code,
-                    error.message
+                    "bridge: agent `{agent}` reported {}: {message}",
+                    clip(&error.code)
                 );
                 self.state.fault(
                     Some(agent.clone()),
-                    format!("the bridge extension reported: {}", error.message),
+                    format!("the bridge extension reported: {message}"),
                 );
             }
         }
@@ -634,7 +638,11 @@ fn decode_capabilities(value: &Value) -> Capabilities {
         return Capabilities::default();
     }
     serde_json::from_value(value.clone()).unwrap_or_else(|err| {
-        tracing::warn!("bridge: cannot read the hello's capabilities ({err}): {value}");
+        tracing::warn!(
+            "bridge: cannot read the hello's capabilities ({}): {}",
+            clip(&err.to_string()),
+            clip(&value.to_string())
+        );
         Capabilities::default()
     })
 }

@@ -16,7 +16,7 @@ use futures_util::future::BoxFuture;
 use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::net::UnixListener;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{Semaphore, mpsc, oneshot, watch};
 use tokio::task::{JoinHandle, JoinSet};
 
 use super::events::{BridgeEvent, NotifyLevel};
@@ -394,6 +394,21 @@ impl BridgeHost {
     }
 }
 
+/// Closes a connection at once because too many others await their `hello`: one error line if
+/// the socket takes it without waiting, then the close (no task, no buffer, no wait).
+fn refuse_busy(state: &HostState, stream: tokio::net::UnixStream, conn_id: u64) {
+    let pid = stream.peer_cred().ok().and_then(|cred| cred.pid());
+    let error = super::protocol::WireError::new(
+        super::protocol::ErrorCode::NotAuthenticated,
+        format!(
+            "too many connections are waiting to authenticate (at most {}); try again",
+            state.options.max_unauthenticated
+        ),
+    );
+    let _ = stream.try_write(HostMessage::error(&error).to_line().as_bytes());
+    state.refused(conn_id, pid, None, &error.message);
+}
+
 /// How long [`BridgeHost::shutdown`] waits for connections to close.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
 
@@ -404,13 +419,25 @@ async fn accept_loop(
 ) {
     let mut connections = JoinSet::new();
     let mut next_conn_id: u64 = 1;
+    let pending = Arc::new(Semaphore::new(state.options.max_unauthenticated));
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
                     let conn_id = next_conn_id;
                     next_conn_id += 1;
-                    connections.spawn(connection::serve(state.clone(), stream, conn_id, stop.clone()));
+                    match pending.clone().try_acquire_owned() {
+                        Ok(permit) => {
+                            connections.spawn(connection::serve(
+                                state.clone(),
+                                stream,
+                                conn_id,
+                                stop.clone(),
+                                permit,
+                            ));
+                        }
+                        Err(_) => refuse_busy(&state, stream, conn_id),
+                    }
                 }
                 Err(err) => {
                     tracing::warn!("bridge accept failed: {err}");

@@ -14,6 +14,7 @@ use tokio::sync::{Notify, mpsc, oneshot};
 
 use super::AgentId;
 use super::events::{BridgeEvent, Capabilities};
+use super::log_limit::{Admit, RefusalLog, clip};
 use super::protocol::ErrorMsg;
 use super::registry::Registry;
 use crate::sys::lock;
@@ -33,8 +34,11 @@ pub struct HostOptions {
     pub hook_timeout: Duration,
     /// Ask each Pi to replace its footer with an empty one (the workbench draws its own).
     pub hide_footer: bool,
-    /// Where the runtime directory goes (default `$XDG_RUNTIME_DIR`, else the temp directory).
+    /// Where the runtime directory goes (default: the user's private runtime directory).
     pub runtime_base: Option<PathBuf>,
+    /// The most connections held open before their `hello`; more are closed at once, so a
+    /// flood of silent connections costs neither file descriptors nor memory.
+    pub max_unauthenticated: usize,
     /// Card tint → `#rrggbb` from the workbench theme (see `WelcomeOptions::card_colors`).
     pub card_colors: std::collections::BTreeMap<String, String>,
 }
@@ -49,6 +53,7 @@ impl Default for HostOptions {
             hook_timeout: Duration::from_secs(60),
             hide_footer: true,
             runtime_base: None,
+            max_unauthenticated: 64,
             card_colors: std::collections::BTreeMap::new(),
         }
     }
@@ -72,6 +77,8 @@ pub(crate) struct HostState {
     pub(crate) events: mpsc::Sender<BridgeEvent>,
     pub(crate) options: HostOptions,
     pub(crate) agents: Mutex<HashMap<AgentId, AgentEntry>>,
+    /// Which refused connections go into the log.
+    pub(crate) refusals: RefusalLog,
     next_call_id: AtomicU64,
 }
 
@@ -130,6 +137,7 @@ impl HostState {
             events,
             options,
             agents: Mutex::new(HashMap::new()),
+            refusals: RefusalLog::default(),
             next_call_id: AtomicU64::new(1),
         }
     }
@@ -152,5 +160,19 @@ impl HostState {
     /// A fault for the app's log; never waits (a flood of bad clients must not stall the host).
     pub(crate) fn fault(&self, agent: Option<AgentId>, message: String) {
         let _ = self.events.try_send(BridgeEvent::Fault { agent, message });
+    }
+
+    /// Logs (and reports as a fault) a refused connection, `why` cut to a log line's size — at
+    /// most a few per window, saying how many were left out before ([`RefusalLog`]).
+    pub(crate) fn refused(&self, conn: u64, pid: Option<i32>, agent: Option<AgentId>, why: &str) {
+        let Admit::Log { left_out } = self.refusals.admit(std::time::Instant::now()) else {
+            return;
+        };
+        if left_out > 0 {
+            tracing::warn!("bridge: {left_out} more refused connections were not logged");
+        }
+        let why = clip(why);
+        tracing::warn!(conn, pid = ?pid, "bridge refused a connection: {why}");
+        self.fault(agent, format!("bridge refused a connection: {why}"));
     }
 }

@@ -22,6 +22,7 @@ mod extension;
 mod host;
 mod host_state;
 mod info;
+pub mod log_limit;
 mod module;
 pub mod protocol;
 mod registry;

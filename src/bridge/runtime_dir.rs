@@ -1,12 +1,14 @@
 //! The bridge's private runtime directory and its secrets. The socket lives in a directory that
-//! is created fresh (never reused) with mode 0700, so only the user can reach it, and removed when
-//! the host goes away. Tokens come from `/dev/urandom` (32 bytes, hex) and are compared in
-//! constant time.
+//! is created fresh (never reused) with mode 0700 inside the user's private runtime root
+//! ([`crate::sys::private_dir`]), so only the user can reach it, and removed when the host goes
+//! away. It names its owner (pid and start time), so the next start removes the directories of
+//! workbenches that died without removing theirs. Tokens come from `/dev/urandom` (32 bytes,
+//! hex) and are compared in constant time.
 
 use std::io::Read as _;
-use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::path::Path;
+
+use crate::sys::private_dir::OwnedDir;
 
 use anyhow::{Context as _, bail};
 
@@ -18,22 +20,23 @@ const MAX_SOCKET_PATH: usize = 103;
 
 /// A created runtime directory; removed (with its contents) on [`RuntimeDir::remove`] or drop.
 #[derive(Debug)]
-pub(crate) struct RuntimeDir {
-    path: PathBuf,
-    removed: AtomicBool,
-}
+pub(crate) struct RuntimeDir(OwnedDir);
 
 impl RuntimeDir {
-    /// Creates `<base>/unipi-tui-<pid>-<nonce>/` with mode 0700. `base` defaults to
-    /// `$XDG_RUNTIME_DIR` (when it is an absolute, existing directory), else the temp directory.
+    /// Creates `<base>/bridge-<pid>-<nonce>/` (fresh, mode 0700, with its owner file) after
+    /// removing the ones in `base` whose workbench died. `base` defaults to the user's private
+    /// runtime root.
     pub(crate) fn create(base: Option<&Path>) -> anyhow::Result<Self> {
         let base = match base {
             Some(base) => base.to_path_buf(),
-            None => default_base(),
+            None => crate::sys::private_dir::runtime_root()
+                .map_err(anyhow::Error::msg)?
+                .path
+                .clone(),
         };
-        let name = format!("unipi-tui-{}-{}", std::process::id(), random_hex(8)?);
-        let path = base.join(name);
-        let socket_len = path.join(SOCKET_NAME).as_os_str().len();
+        // `bridge-<pid>-<12 hex digits>/bridge.sock`, checked before anything is created.
+        let longest = base.join(format!("{PREFIX}-{}-{:012x}", u32::MAX, 0));
+        let socket_len = longest.join(SOCKET_NAME).as_os_str().len();
         if socket_len > MAX_SOCKET_PATH {
             bail!(
                 "the bridge socket path under {} would be {socket_len} bytes, over the {MAX_SOCKET_PATH} \
@@ -41,55 +44,27 @@ impl RuntimeDir {
                 base.display()
             );
         }
-        // `create` (not `create_all`) fails if the directory exists: it is always fresh.
-        std::fs::DirBuilder::new()
-            .mode(0o700)
-            .create(&path)
-            .with_context(|| {
-                format!(
-                    "cannot create the bridge runtime directory {}",
-                    path.display()
-                )
-            })?;
-        let dir = Self {
-            path,
-            removed: AtomicBool::new(false),
-        };
-        // The umask can only take bits away, but be explicit about the mode that matters.
-        std::fs::set_permissions(&dir.path, std::fs::Permissions::from_mode(0o700))
-            .with_context(|| format!("cannot set mode 0700 on {}", dir.path.display()))?;
-        Ok(dir)
+        let dir = OwnedDir::create(&base, PREFIX).with_context(|| {
+            format!(
+                "cannot create the bridge runtime directory in {}",
+                base.display()
+            )
+        })?;
+        Ok(Self(dir))
     }
 
     pub(crate) fn path(&self) -> &Path {
-        &self.path
+        self.0.path()
     }
 
     /// Removes the directory and everything in it; later calls do nothing.
     pub(crate) fn remove(&self) {
-        if self.removed.swap(true, Ordering::SeqCst) {
-            return;
-        }
-        match std::fs::remove_dir_all(&self.path) {
-            Ok(()) => tracing::debug!("removed {}", self.path.display()),
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
-            Err(err) => tracing::warn!("cannot remove {}: {err}", self.path.display()),
-        }
+        self.0.remove();
     }
 }
 
-impl Drop for RuntimeDir {
-    fn drop(&mut self) {
-        self.remove();
-    }
-}
-
-fn default_base() -> PathBuf {
-    std::env::var_os("XDG_RUNTIME_DIR")
-        .map(PathBuf::from)
-        .filter(|dir| dir.is_absolute() && dir.is_dir())
-        .unwrap_or_else(std::env::temp_dir)
-}
+/// The runtime directories' name prefix.
+const PREFIX: &str = "bridge";
 
 /// `bytes` random bytes from `/dev/urandom`, as lowercase hex.
 pub(crate) fn random_hex(bytes: usize) -> anyhow::Result<String> {
@@ -131,7 +106,7 @@ mod tests {
             .map(|n| n.to_string_lossy().into_owned());
         let name = name.unwrap_or_default();
         assert!(
-            name.starts_with(&format!("unipi-tui-{}-", std::process::id())),
+            name.starts_with(&format!("bridge-{}-", std::process::id())),
             "{name}"
         );
         std::fs::write(dir.path().join("inside"), "x")?;

@@ -18,6 +18,8 @@ use nix::sys::signal::{SigSet, SigmaskHow, Signal, killpg, pthread_sigmask};
 use nix::unistd::{Pid, getpgrp, tcgetpgrp, tcsetpgrp};
 use tokio::signal::unix::{SignalKind, signal};
 
+use crate::sys::SpawnGrouped as _;
+
 /// Runs `program args` with `env` added, forwarding SIGINT, SIGTERM and SIGHUP to its process
 /// group, and returns its exit code the way a shell reports it (128 + N for a signal).
 pub async fn run(program: &Path, args: &[OsString], env: &[(OsString, OsString)]) -> Result<i32> {
@@ -27,20 +29,15 @@ pub async fn run(program: &Path, args: &[OsString], env: &[(OsString, OsString)]
     let mut terminate = make(SignalKind::terminate())?;
     let mut hangup = make(SignalKind::hangup())?;
 
-    let mut child = tokio::process::Command::new(program)
+    let (mut child, group) = tokio::process::Command::new(program)
         .args(args)
         .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::inherit())
         .stdout(Stdio::inherit())
         .stderr(Stdio::inherit())
-        .process_group(0)
-        .spawn()
+        .spawn_grouped()
         .with_context(|| format!("failed to start Pi ({})", program.display()))?;
-    let pgid = child
-        .id()
-        .and_then(|pid| i32::try_from(pid).ok())
-        .map(Pid::from_raw)
-        .context("Pi exited before its process id could be read")?;
+    let pgid = group.pgid();
     tracing::info!(
         pid = pgid.as_raw(),
         "Pi started without a pane: {program:?} {args:?}"

@@ -359,30 +359,37 @@ impl HelperService {
         background: Option<bool>,
         call: &ToolCall,
     ) -> ToolOutput {
-        if let Err(reason) = self.may_manage(&caller, id) {
-            return error_output(&reason, id);
-        }
-        let (info, finished) = match self.ledger().run(id) {
-            Some(entry) => (entry.info().clone(), entry.has_ended()),
-            None => return error_output("no such run", id),
+        let known = self
+            .ledger()
+            .run(id)
+            .map(|entry| (entry.info().clone(), entry.has_ended()));
+        let (agent, description, default_background) = match known {
+            Some((info, finished)) => {
+                if let Err(reason) = self.may_manage(&caller, id) {
+                    return error_output(&reason, id);
+                }
+                if !finished {
+                    return error_output(
+                        &format!(
+                            "run {id} is still running; resume continues a run that has ended"
+                        ),
+                        id,
+                    );
+                }
+                (info.agent, info.description, info.background)
+            }
+            None => match self.earlier_run(&caller, id) {
+                Ok(earlier) => earlier,
+                Err(reason) => return error_output(&reason, id),
+            },
         };
-        if !finished {
-            return error_output(
-                &format!("run {id} is still running; resume continues a run that has ended"),
-                id,
-            );
-        }
-        let Some(session) = self
-            .status_on_disk(id)
-            .and_then(|status| status["sessionFile"].as_str().map(std::path::PathBuf::from))
-            .filter(|file| file.is_file())
-        else {
+        let Some(session) = self.stored_session(id) else {
             return error_output(&format!("run {id} left no stored session to continue"), id);
         };
         let args = SpawnArgs {
-            agent_type: info.agent_type.clone(),
+            agent_type: agent.name.clone(),
             prompt: message.clone(),
-            description: format!("resume {}", info.description),
+            description: format!("resume {description}"),
             background,
             context: Some(ContextMode::Fresh),
             ..SpawnArgs::default()
@@ -390,7 +397,7 @@ impl HelperService {
         let reserved = {
             let mut ledger = self.ledger();
             let admission = self.admission(&ledger, &caller);
-            let background = background.unwrap_or(info.background);
+            let background = background.unwrap_or(default_background);
             check_caps(&self.settings().config, admission, 1, background).map(|()| {
                 (
                     background,
@@ -404,7 +411,7 @@ impl HelperService {
         };
         let launch = Launch {
             budget: BudgetArgs::default(),
-            agent: info.agent.clone(),
+            agent,
             prompt: args.prompt,
             description: args.description,
             background,
@@ -416,5 +423,70 @@ impl HelperService {
             permit,
         };
         self.start_and_report(launch, call).await
+    }
+
+    /// A run of an earlier session, to resume: its type (still defined), a description and
+    /// whether it ran in the background. Only the root session may resume one; the error says
+    /// plainly why a run cannot be resumed.
+    fn earlier_run(
+        &self,
+        caller: &Caller,
+        id: &str,
+    ) -> Result<(super::agents::AgentType, String, bool), String> {
+        let Some(status) = self.status_on_disk(id) else {
+            return Err(format!(
+                "no helper run with id {id:?} in this session or an earlier one (spawn_helper \
+                 action list shows this session's runs)"
+            ));
+        };
+        if !caller.is_root() {
+            return Err(format!(
+                "run {id} is from an earlier session; only the root session may resume it"
+            ));
+        }
+        if let super::orphans::Follower::Alive(owner) = super::orphans::follower(&status)
+            && super::orphans::unfinished(&status)
+        {
+            return Err(format!(
+                "run {id} is still running in another unipi-tui session (pid {}); resume \
+                 continues a run that has ended",
+                owner.pid
+            ));
+        }
+        let name = status["agent"].as_str().unwrap_or_default();
+        let agent = self
+            .settings()
+            .catalog
+            .iter()
+            .find(|agent| agent.name == name && agent.enabled)
+            .cloned()
+            .ok_or_else(|| {
+                format!("run {id} used the agent type {name:?}, which is not available any more")
+            })?;
+        Ok((agent, format!("run {id} of an earlier session"), false))
+    }
+
+    /// The session a run stored: the one its status names, else the newest in its session
+    /// directory (a run whose workbench died never wrote its status's `sessionFile`).
+    fn stored_session(&self, id: &str) -> Option<std::path::PathBuf> {
+        let named = self
+            .status_on_disk(id)
+            .and_then(|status| status["sessionFile"].as_str().map(std::path::PathBuf::from))
+            .filter(|file| file.is_file());
+        named.or_else(|| {
+            let dir = self
+                .settings()
+                .runs_root
+                .join(id)
+                .join(super::runner::SESSION_DIR);
+            std::fs::read_dir(dir)
+                .ok()?
+                .flatten()
+                .map(|entry| entry.path())
+                .filter(|path| path.extension().is_some_and(|ext| ext == "jsonl"))
+                .filter_map(|path| Some((path.metadata().ok()?.modified().ok()?, path)))
+                .max()
+                .map(|(_, path)| path)
+        })
     }
 }

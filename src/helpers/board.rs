@@ -126,6 +126,10 @@ pub trait RunControl: Send + Sync + 'static {
     fn steer(&self, message: String) -> Result<(), String>;
     /// Asks the run to stop (SIGTERM to its group, SIGKILL after the grace). Returns at once.
     fn stop(&self);
+    /// [`RunControl::stop`] because the workbench is exiting (the run's result says so).
+    fn stop_at_exit(&self) {
+        self.stop();
+    }
     /// The transcript so far.
     fn transcript(&self) -> Vec<TranscriptEntry>;
 }

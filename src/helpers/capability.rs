@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use futures_util::future::BoxFuture;
 use tokio::sync::watch;
 use unipi_widgets::agents::helpers_segment;
 use unipi_widgets::footer::Segment;
@@ -41,10 +42,17 @@ fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
         leading_args.extend(demo.pi_args.iter().map(text));
         env.extend(demo.env.iter().map(|(k, v)| (text(k), text(v))));
     }
+    // Kept across sessions (`get` and `resume` of an earlier run read them); never in a shared
+    // temporary directory: without a state or cache directory, in the private runtime one.
     let runs_root = dirs::state_dir()
         .or_else(dirs::cache_dir)
-        .unwrap_or_else(std::env::temp_dir)
-        .join("unipi-tui")
+        .map(|dir| dir.join("unipi-tui"))
+        .or_else(|| {
+            crate::sys::private_dir::runtime_root()
+                .ok()
+                .map(|root| root.path.clone())
+        })
+        .unwrap_or_else(|| std::env::temp_dir().join("unipi-tui"))
         .join("helper-runs");
     let launch = PiLaunch {
         program: context.pi.program.clone(),
@@ -58,6 +66,7 @@ fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
         catalog,
         config,
     ));
+    helpers.finalize_orphaned_runs();
     let delegate = start_delegate(context, &helpers);
     let changed = Changed::default();
     changed.follow(helpers.board().subscribe());
@@ -137,5 +146,14 @@ impl Capability for HelpersCapability {
 
     fn dock(&self) -> Option<Arc<dyn DockSource>> {
         Some(self.dock.clone())
+    }
+
+    fn shutdown(&self) -> BoxFuture<'static, ()> {
+        let helpers = self.helpers.clone();
+        Box::pin(async move { helpers.shutdown().await })
+    }
+
+    fn kill_now(&self) {
+        self.helpers.kill_now();
     }
 }

@@ -29,6 +29,7 @@ mod ledger;
 pub mod module;
 mod names;
 mod notice;
+mod orphans;
 mod preflight;
 mod results;
 pub mod run_status;

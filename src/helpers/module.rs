@@ -110,6 +110,23 @@ impl HelpersModule {
         self.service.ledger().set_session_file(agent, Some(file));
     }
 
+    /// Writes the final state of runs an earlier workbench left `running` when it died (see
+    /// `orphans`); returns their ids.
+    pub fn finalize_orphaned_runs(&self) -> Vec<String> {
+        super::orphans::finalize_orphans(&self.service.settings().runs_root)
+    }
+
+    /// Stops every live run and waits until each wrote its final state (bounded): for every
+    /// exit path of the workbench.
+    pub async fn shutdown(&self) {
+        self.service.shutdown().await;
+    }
+
+    /// The panic path: stops every live run and writes its final state now.
+    pub fn kill_now(&self) {
+        self.service.kill_now();
+    }
+
     /// The board the module keeps current.
     pub fn board(&self) -> HelperBoard {
         self.service.settings().board.clone()

@@ -1103,3 +1103,59 @@ async fn a_background_run_announces_its_end_on_the_bus() {
                "status": "completed", "error": null})
     );
 }
+
+#[tokio::test]
+async fn get_and_resume_of_an_earlier_sessions_unfinished_run_say_plainly_why_not() {
+    use crate::helpers::runner::{OWNER_FIELD, STATUS_FILE};
+    use crate::sys::ProcessId;
+    let dir = tempfile::tempdir().unwrap();
+    let module = HelpersModule::new(settings(dir.path(), "true"));
+    let me = ProcessId::current().unwrap();
+    let gone = ProcessId {
+        start: me.start + 1,
+        ..me
+    };
+    // (run id, its owner, what `get` says, what `resume` says)
+    let cases = [
+        (
+            "h1-1-1",
+            Some(me),
+            "belongs to another unipi-tui session",
+            "still running in another unipi-tui session",
+        ),
+        (
+            "h1-1-2",
+            Some(gone),
+            "ended without stopping it",
+            "left no stored session to continue",
+        ),
+        (
+            "h1-1-3",
+            None,
+            "did not record its end",
+            "left no stored session to continue",
+        ),
+    ];
+    for (id, owner, get, resume) in cases {
+        let run = dir.path().join("runs").join(id);
+        std::fs::create_dir_all(&run).unwrap();
+        let status = json!({"status": "running", "agent": "explore",
+            OWNER_FIELD: owner.map(ProcessId::to_text)});
+        std::fs::write(run.join(STATUS_FILE), status.to_string()).unwrap();
+        let got = ask(
+            &module,
+            call(SPAWN_TOOL, json!({"action": "get", "id": id})),
+        )
+        .await;
+        assert!(text(&got).contains(get), "{id}: {}", text(&got));
+        let resumed = ask(
+            &module,
+            call(
+                SPAWN_TOOL,
+                json!({"action": "resume", "id": id, "message": "go on"}),
+            ),
+        )
+        .await;
+        assert!(text(&resumed).contains(resume), "{id}: {}", text(&resumed));
+    }
+}

@@ -51,8 +51,8 @@ use super::budget::{Budget, BudgetAction, BudgetWatch, Totals, budget_prompt};
 use super::events::{EventParser, PROMPT_ID, PiEvent, RunSummary, SettleStep, SettleWatch, Usage};
 pub use super::run_status::RunStatus;
 use crate::sys::{
-    CurrentGroup, GroupGuard, GroupStop, ProcessGroup, Reach, SpawnGrouped as _, lock, now_ms,
-    write_atomic,
+    CurrentGroup, GroupGuard, GroupStop, ProcessGroup, ProcessId, Reach, SpawnGrouped as _, lock,
+    now_ms, write_atomic,
 };
 
 /// How far the runner's signals go: Pi runs each `bash` tool call in a process group of its
@@ -91,6 +91,10 @@ pub const OUTPUT_FILE: &str = "output.txt";
 pub const PROMPT_FILE: &str = "prompt.md";
 /// The default session directory inside a run directory.
 pub const SESSION_DIR: &str = "session";
+/// The `status.json` field naming the workbench that follows the run (`<pid>:<start time>`).
+pub const OWNER_FIELD: &str = "owner";
+/// The error of a run stopped because the workbench exited.
+pub const STOPPED_AT_EXIT: &str = "stopped: the workbench exited before the run ended";
 
 /// Where the child keeps its session.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -280,6 +284,9 @@ impl HelperRunner {
                 "status": RunStatus::Queued.as_str(),
                 "agent": spec.agent.name,
                 "createdAt": now_ms(),
+                // The workbench that follows the run: a later session tells a run whose owner
+                // died (and left it `running`) from one another live session still follows.
+                OWNER_FIELD: ProcessId::current().map(ProcessId::to_text),
             }))
             .await?;
         let args = spec.budgeted_agent().pi_rpc_args();
@@ -416,6 +423,10 @@ impl RunControl for Control {
         request(&self.stop, StopKind::User);
     }
 
+    fn stop_at_exit(&self) {
+        request(&self.stop, StopKind::Exit);
+    }
+
     fn transcript(&self) -> Vec<TranscriptEntry> {
         self.shared.transcript()
     }
@@ -427,6 +438,8 @@ enum StopKind {
     User,
     Dropped,
     Deadline,
+    /// The workbench is exiting.
+    Exit,
 }
 
 fn request(stop: &watch::Sender<Option<StopKind>>, kind: StopKind) {
@@ -1065,6 +1078,7 @@ fn outcome_of(attempt: Attempt, retry: Option<RetryKind>, idle_timeout: Duration
     let ended = settled || (exit.code == Some(0) && (!rpc || summary.finished));
     let (status, error) = match stop {
         Some(StopKind::User) => (RunStatus::Stopped, Some("stopped".to_string())),
+        Some(StopKind::Exit) => (RunStatus::Stopped, Some(STOPPED_AT_EXIT.to_string())),
         Some(StopKind::Dropped) => (
             RunStatus::Stopped,
             Some("stopped: the run's owner went away".to_string()),
@@ -1195,22 +1209,26 @@ impl Record {
     async fn merge(&mut self, fields: &Value) -> anyhow::Result<()> {
         let path = self.path.clone();
         let fields = fields.clone();
-        tokio::task::spawn_blocking(move || {
-            let mut current: Map<String, Value> = std::fs::read(&path)
-                .ok()
-                .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-                .unwrap_or_default();
-            if let Value::Object(fields) = fields {
-                current.extend(fields);
-            }
-            current.insert("updatedAt".to_string(), json!(now_ms()));
-            let bytes = serde_json::to_vec_pretty(&Value::Object(current))
-                .context("serialize status.json")?;
-            write_atomic(&path, &bytes).context("Durable file operation failed")
-        })
-        .await
-        .context("the status writer panicked")?
+        tokio::task::spawn_blocking(move || merge_status_file(&path, &fields))
+            .await
+            .context("the status writer panicked")?
     }
+}
+
+/// Merges `fields` onto the `status.json` at `path` (what is there stays unless overwritten),
+/// stamps `updatedAt` and writes it crash-safely.
+pub fn merge_status_file(path: &Path, fields: &Value) -> anyhow::Result<()> {
+    let mut current: Map<String, Value> = std::fs::read(path)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default();
+    if let Value::Object(fields) = fields {
+        current.extend(fields.clone());
+    }
+    current.insert("updatedAt".to_string(), json!(now_ms()));
+    let bytes =
+        serde_json::to_vec_pretty(&Value::Object(current)).context("serialize status.json")?;
+    write_atomic(path, &bytes).context("Durable file operation failed")
 }
 
 async fn write_durable(path: PathBuf, bytes: Vec<u8>) -> anyhow::Result<()> {

@@ -27,12 +27,14 @@ use super::names::{
     CHILD_AGENT_PREFIX, NOTIFICATION_TYPE, RESULT_TOOL, SPAWN_TOOL, SUPERVISOR_TOOL,
 };
 use super::notice::{HelperNotice, HelperNotificationSink};
+use super::orphans;
 use super::preflight::{Admission, Refusal, preflight};
 use super::results::{
     HelperResult, background_output, error_output, progress_update, refusal_output, truncate_output,
 };
 use super::runner::{
     HelperRunner, OUTPUT_FILE, Progress, RunHandle, RunSpec, RunStatus, STATUS_FILE,
+    STOPPED_AT_EXIT, merge_status_file,
 };
 use super::runs::{Caller, ChildAgent, RunInfo};
 use crate::bridge::{
@@ -587,6 +589,9 @@ impl HelperService {
             ))
         };
         let status = self.status_on_disk(id).ok_or_else(unknown)?;
+        if orphans::unfinished(&status) {
+            return Ok(unfinished_on_disk(id, &status));
+        }
         let dir = self.settings.runs_root.join(id);
         let output = std::fs::read_to_string(dir.join(OUTPUT_FILE)).unwrap_or_default();
         let (text, truncated) = truncate_output(&output, MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES);
@@ -608,6 +613,45 @@ impl HelperService {
         })))
     }
 
+    /// Stops every run that has not ended (its result says the workbench exited) and waits
+    /// until each has written its final state, at most the stop's grace and slack; a run
+    /// still not ended by then gets its final state written here. Runs on every exit path.
+    pub(super) async fn shutdown(&self) {
+        let live: Vec<(RunInfo, watch::Receiver<Option<HelperResult>>)> = self
+            .ledger()
+            .runs()
+            .filter(|entry| !entry.has_ended())
+            .map(|entry| {
+                entry.control().stop_at_exit();
+                (entry.info().clone(), entry.watches().1)
+            })
+            .collect();
+        let limit = super::runner::KILL_GRACE + super::runner::STOP_SLACK + EXIT_WRITE_SLACK;
+        let waits = live.iter().map(|(info, result)| {
+            let mut result = result.clone();
+            async move {
+                let ended = tokio::time::timeout(limit, result.wait_for(Option::is_some)).await;
+                if !matches!(ended, Ok(Ok(_))) {
+                    write_exit_state(info, STOPPED_AT_EXIT);
+                }
+            }
+        });
+        futures_util::future::join_all(waits).await;
+    }
+
+    /// The panic path: asks every live run to stop and writes its final state now (the
+    /// runtime may not get to it; the watchdog kills the processes).
+    pub(super) fn kill_now(&self) {
+        let ledger = self.ledger();
+        for entry in ledger.runs().filter(|entry| !entry.has_ended()) {
+            entry.control().stop_at_exit();
+            write_exit_state(
+                entry.info(),
+                "stopped: the workbench ended abruptly (it panicked) before the run ended",
+            );
+        }
+    }
+
     /// A run directory's `status.json`, for ids that are safe path components.
     pub(super) fn status_on_disk(&self, id: &str) -> Option<Value> {
         let safe = !id.is_empty()
@@ -622,6 +666,57 @@ impl HelperService {
             .ok()
             .and_then(|bytes| serde_json::from_slice(&bytes).ok())
     }
+}
+
+/// How long a stopped run may take, beyond its grace, to write its final state.
+const EXIT_WRITE_SLACK: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Writes `error` as the final (stopped) state of a run that did not write one itself.
+fn write_exit_state(info: &RunInfo, error: &str) {
+    let path = info.run_dir.join(STATUS_FILE);
+    let fields = json!({
+        "status": RunStatus::Stopped.as_str(),
+        "error": error,
+        "endedAt": now_ms(),
+    });
+    if let Err(err) = merge_status_file(&path, &fields) {
+        tracing::warn!(
+            "cannot write the final state of helper run {}: {err:#}",
+            info.id
+        );
+    }
+}
+
+/// What `get` says of a run an earlier (or another) session left unfinished on disk.
+fn unfinished_on_disk(id: &str, status: &Value) -> ToolOutput {
+    let (text, owner) = match orphans::follower(status) {
+        orphans::Follower::Alive(owner) => (
+            format!(
+                "Helper run {id} belongs to another unipi-tui session (pid {}) that is still \
+                 running it; its result is recorded there when it ends — ask again later.",
+                owner.pid
+            ),
+            Some(owner.pid),
+        ),
+        orphans::Follower::Gone(owner) => (
+            format!("Helper run {id} failed: {}.", orphans::orphan_error(owner)),
+            Some(owner.pid),
+        ),
+        orphans::Follower::Unknown => (
+            format!(
+                "Helper run {id} was left unfinished by an earlier unipi-tui that did not record \
+                 its end (it was killed, or is an older version); no result was recorded."
+            ),
+            None,
+        ),
+    };
+    ToolOutput::text(text).with_details(json!({
+        "status": "error",
+        "runStatus": status["status"],
+        "runId": id,
+        "owner": owner,
+        "fromDisk": true,
+    }))
 }
 
 /// The runner settings a launch decides beyond the type: where the conversation starts and the

@@ -102,6 +102,9 @@ impl Pty {
         for (key, value) in &spec.env {
             cmd.env(key, value);
         }
+        if let Some((name, token)) = crate::sys::watchdog::token_env() {
+            cmd.env(name, token);
+        }
         let child = pair
             .slave
             .spawn_command(cmd)
@@ -114,6 +117,7 @@ impl Pty {
         let group = ProcessGroup::of_leader(raw_pid)
             .with_context(|| format!("the child's process id {raw_pid} names no process group"))?;
         let pid = group.pgid();
+        crate::sys::watchdog::watch(group);
         // We reap with waitpid ourselves; the portable-pty handle is not needed beyond this point
         // (dropping a std Child neither kills nor waits).
         drop(child);
@@ -258,6 +262,10 @@ where
                     }
                 }
             };
+            // Reaped: the id may be reused from now on.
+            if let Some(group) = ProcessGroup::of_leader(pid.as_raw().unsigned_abs()) {
+                crate::sys::watchdog::unwatch(group);
+            }
             on_event(PtyEvent::Exited(exit));
         })
         .context("failed to start the PTY reaper thread")?;

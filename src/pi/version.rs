@@ -108,18 +108,17 @@ fn asked_version(
 /// Runs `program --version` (stdin closed, in its own process group so a wrapper's children
 /// go with it on a timeout) and reads the first version-looking word it prints.
 fn ask(program: &Path, env: &[(OsString, OsString)]) -> Option<String> {
-    use std::os::unix::process::CommandExt;
-    let child = Command::new(program)
+    use crate::sys::SpawnGrouped as _;
+    let (child, group) = Command::new(program)
         .arg("--version")
         .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
-        .process_group(0)
-        .spawn()
+        .spawn_grouped()
         .inspect_err(|err| tracing::warn!("cannot run {} --version: {err}", program.display()))
         .ok()?;
-    let pgid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).ok()?);
+    let pgid = group.pgid();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let _ = tx.send(child.wait_with_output());

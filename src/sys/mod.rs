@@ -1,5 +1,7 @@
 //! The system layer: child processes in process groups of their own and how they are stopped,
-//! crash-safe file writes, the clock, random names and the poison-tolerant mutex lock.
+//! the watchdog that kills them when the workbench dies without stopping them, what `/proc` says
+//! about a process (named by pid and start time), crash-safe file writes, the clock, random names
+//! and the poison-tolerant mutex lock.
 //!
 //! Every module that starts a process, replaces a file or stamps a time goes through here rather
 //! than keeping its own copy, so each of these has one meaning: a group is alive until its last
@@ -8,17 +10,22 @@
 //! never half of either. Nothing here knows about Pi, the bridge or the UI.
 
 pub mod fs;
+pub mod private_dir;
 pub mod process;
+pub mod procfs;
 pub mod random;
+pub mod sweep;
 pub mod sync;
 pub mod time;
 pub(crate) mod tree;
+pub mod watchdog;
 
 pub use fs::{write_atomic, write_new_atomic};
 pub use process::{
     CurrentGroup, GroupGuard, GroupStop, ProcessGroup, Reach, SpawnGrouped, StopOutcome,
     group_alive, kill_group_now, stop_group, stop_reaching,
 };
+pub use procfs::ProcessId;
 pub use random::random_u64;
 pub use sync::lock;
 pub use time::{now_ms, unix_seconds, utc_clock};

@@ -244,9 +244,13 @@ impl CurrentGroup {
         self.pgid.store(group.raw(), Ordering::SeqCst);
     }
 
-    /// Holds nothing from now on: the leader is reaped, so the id must not be signalled again.
+    /// Holds nothing from now on: the leader is reaped, so the id must not be signalled again
+    /// (the watchdog forgets it too).
     pub fn clear(&self) {
-        self.pgid.store(0, Ordering::SeqCst);
+        let held = self.pgid.swap(0, Ordering::SeqCst);
+        if held != 0 {
+            super::watchdog::unwatch(ProcessGroup(Pid::from_raw(held)));
+        }
     }
 
     /// SIGKILL to the held group (as far as the reach goes), if there is one.
@@ -307,7 +311,9 @@ impl Drop for GroupGuard {
     }
 }
 
-/// Spawning a command as the leader of a new process group, with the group it made.
+/// Spawning a command as the leader of a new process group, with the group it made. The child
+/// carries the watchdog's token in its environment and its group is registered with the
+/// watchdog ([`super::watchdog`]), so it dies with the workbench whatever kills the workbench.
 pub trait SpawnGrouped {
     type Child;
 
@@ -319,6 +325,9 @@ impl SpawnGrouped for tokio::process::Command {
     type Child = tokio::process::Child;
 
     fn spawn_grouped(&mut self) -> std::io::Result<(Self::Child, ProcessGroup)> {
+        if let Some((name, token)) = super::watchdog::token_env() {
+            self.env(name, token);
+        }
         let child = self.process_group(0).spawn()?;
         // Only `None` once the child has been waited for, which nothing has done yet.
         let group = child.id().and_then(ProcessGroup::of_leader);
@@ -331,15 +340,22 @@ impl SpawnGrouped for std::process::Command {
 
     fn spawn_grouped(&mut self) -> std::io::Result<(Self::Child, ProcessGroup)> {
         use std::os::unix::process::CommandExt as _;
+        if let Some((name, token)) = super::watchdog::token_env() {
+            self.env(name, token);
+        }
         let child = self.process_group(0).spawn()?;
         let group = ProcessGroup::of_leader(child.id());
         grouped(child, group)
     }
 }
 
+/// The spawned child with its group, which the watchdog now knows.
 fn grouped<C>(child: C, group: Option<ProcessGroup>) -> std::io::Result<(C, ProcessGroup)> {
     match group {
-        Some(group) => Ok((child, group)),
+        Some(group) => {
+            super::watchdog::watch(group);
+            Ok((child, group))
+        }
         None => Err(std::io::Error::other(
             "the child's pid cannot name a process group",
         )),

@@ -5,6 +5,8 @@
 use nix::sys::signal::killpg;
 use nix::unistd::Pid;
 
+use super::procfs::{self, ProcStat};
+
 /// Signals a child's whole tree: its own process group and, found through `/proc`, every
 /// descendant's process group and the descendant itself. Pi starts its `bash` tool calls in
 /// process groups of their own, so signalling Pi's group alone would leave them running; the
@@ -29,7 +31,7 @@ pub fn signal_tree(root_pgid: Pid, signal: nix::sys::signal::Signal) {
 
 /// The pids whose process group is `pgid`.
 fn group_members(pgid: Pid) -> Vec<i32> {
-    proc_table()
+    procfs::table()
         .into_iter()
         .filter(|entry| entry.pgid == pgid.as_raw())
         .map(|entry| entry.pid)
@@ -38,7 +40,11 @@ fn group_members(pgid: Pid) -> Vec<i32> {
 
 /// Every descendant of `roots` (not the roots themselves), from one `/proc` snapshot.
 fn descendants_of(roots: &[i32]) -> Vec<i32> {
-    let table = proc_table();
+    descendants_in(&procfs::table(), roots)
+}
+
+/// Every descendant of `roots` in `table` (not the roots themselves).
+pub(crate) fn descendants_in(table: &[ProcStat], roots: &[i32]) -> Vec<i32> {
     let mut found = Vec::new();
     let mut frontier: Vec<i32> = roots.to_vec();
     while let Some(parent) = frontier.pop() {
@@ -52,42 +58,11 @@ fn descendants_of(roots: &[i32]) -> Vec<i32> {
     found
 }
 
-struct ProcEntry {
-    pid: i32,
-    ppid: i32,
-    pgid: i32,
-}
-
-/// pid, ppid and pgid of every process, from `/proc/<pid>/stat` (fields 4 and 5 after the
-/// parenthesised command name, which may itself contain spaces and parentheses).
-fn proc_table() -> Vec<ProcEntry> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.flatten()
-        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
-        .filter_map(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            let rest = stat.get(stat.rfind(')')? + 1..)?;
-            let mut fields = rest.split_whitespace();
-            let _state = fields.next()?;
-            let ppid = fields.next()?.parse().ok()?;
-            let pgid = fields.next()?.parse().ok()?;
-            Some(ProcEntry { pid, ppid, pgid })
-        })
-        .collect()
-}
-
 /// Whether `pid` has stopped running: it is gone, or a zombie (where PID 1 does not reap, a
 /// killed orphan stays one). For tests that check a stop reached a process.
 #[cfg(test)]
 pub(crate) fn has_ended(pid: i32) -> bool {
-    let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        stat.rsplit(')')
-            .next()
-            .is_some_and(|rest| rest.trim_start().starts_with('Z'))
-    });
-    zombie || nix::sys::signal::kill(Pid::from_raw(pid), None).is_err()
+    procfs::stat(pid).is_none_or(|stat| stat.zombie)
 }
 
 #[cfg(test)]

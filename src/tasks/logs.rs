@@ -1,6 +1,6 @@
 //! Bounded reads of a task's output file: the model and the dock read the head or the tail of a
 //! file that may be gigabytes long, so a read seeks and takes at most `max_bytes`, never the
-//! whole file. The `bg_logs` text (content plus a notice naming what was left out and where the
+//! whole file, and never through a symbolic link. The `bg_logs` text (content plus a notice naming what was left out and where the
 //! full output is) is built here too.
 
 use std::io::{Read as _, Seek as _, SeekFrom};
@@ -25,7 +25,9 @@ pub struct LogRead {
 
 /// Reads at most `max_bytes` from the start (`tail == false`) or the end of `path`.
 pub fn bounded_read(path: &Path, max_bytes: u64, tail: bool) -> anyhow::Result<LogRead> {
-    let mut file = std::fs::File::open(path).with_context(|| format!("open {}", path.display()))?;
+    // Not through a link someone put in the file's place.
+    let mut file = crate::sys::private_dir::open_no_follow(path)
+        .with_context(|| format!("open {}", path.display()))?;
     let total_bytes = file
         .metadata()
         .with_context(|| format!("stat {}", path.display()))?
@@ -87,11 +89,15 @@ pub fn last_line(path: &Path) -> Option<String> {
 
 /// Up to `count` last non-empty lines of the output (from its last 4 KiB).
 pub fn last_lines(path: &Path, count: usize) -> Vec<String> {
-    let Ok(read) = bounded_read(path, 4096, true) else {
-        return Vec::new();
-    };
-    let mut lines: Vec<String> = read
-        .content
+    match bounded_read(path, 4096, true) {
+        Ok(read) => last_lines_of(&read.content, count),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// Up to `count` last non-empty lines of `text`, each cut to 200 characters.
+pub fn last_lines_of(text: &str, count: usize) -> Vec<String> {
+    let mut lines: Vec<String> = text
         .lines()
         .rev()
         .map(str::trim_end)

@@ -10,12 +10,14 @@
 //! `notify` so it is table-tested without processes.
 
 mod capability;
+mod capture;
 mod config;
 pub mod dock;
 mod logs;
 mod model;
 mod module;
 mod notify;
+mod orphans;
 mod service;
 
 pub use capability::REGISTRATION;
@@ -24,7 +26,7 @@ pub use config::{
     load_tasks_config, save_tasks_config, settings_fields, tasks_config_from_sources,
 };
 pub use logs::{
-    LogRead, MAX_LOG_BYTES, bounded_read, format_log_text, last_line, last_lines,
+    LogRead, MAX_LOG_BYTES, bounded_read, format_log_text, last_line, last_lines, last_lines_of,
     normalize_max_bytes,
 };
 pub use model::{

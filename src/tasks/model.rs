@@ -93,6 +93,10 @@ pub struct TaskInfo {
     pub end_time: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub pid: Option<u32>,
+    /// The start time of the process `pid` (clock ticks after boot): with the pid it names the
+    /// group's leader so that a later start never signals a reused pid.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub leader_start: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub exit_code: Option<i32>,
     #[serde(skip_serializing_if = "Option::is_none", default)]

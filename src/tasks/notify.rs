@@ -9,7 +9,6 @@ use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::logs;
 use super::model::{TaskInfo, TaskStatus, format_duration, truncate_chars};
 use crate::bridge::{AgentId, BridgeHost, Card, CardTint};
 
@@ -61,14 +60,14 @@ impl NotificationSink for ChannelSink {
 
 pub(crate) type SharedSink = Arc<dyn NotificationSink>;
 
-/// The notification for a finished task (its status is terminal).
-pub fn build_notice(task: &TaskInfo) -> CompletionNotice {
-    let last = logs::last_lines(std::path::Path::new(&task.output_path), 3);
+/// The notification for a finished task (its status is terminal), quoting `last_lines`: the
+/// output as the workbench captured it, never a re-read of the file.
+pub fn build_notice(task: &TaskInfo, last_lines: &[String]) -> CompletionNotice {
     CompletionNotice {
         agent: AgentId::new(task.agent.clone()),
         task_id: task.id.clone(),
-        content: notification_content(task, &last),
-        details: notification_details(task, &last),
+        content: notification_content(task, last_lines),
+        details: notification_details(task, last_lines),
         trigger_turn: task.trigger_on_completion,
     }
 }
@@ -190,6 +189,7 @@ mod tests {
             start_time: 1_000,
             end_time: Some(26_000),
             pid: Some(7),
+            leader_start: None,
             exit_code,
             signal: None,
             kill_kind: None,
@@ -286,7 +286,7 @@ mod tests {
         );
         assert_eq!(details["card"]["tint"], "success");
         assert_eq!(details["card"]["lines"], json!(["a", "b"]));
-        let notice = build_notice(&task);
+        let notice = build_notice(&task, &[]);
         assert!(!notice.trigger_turn);
         assert_eq!(notice.agent, AgentId::main());
     }

@@ -1,12 +1,12 @@
 //! The task service: starts shell commands as background tasks and watches them to the end.
 //!
 //! Each task is `<shell> -c <command>` in its own process group, stdin null, stdout and stderr
-//! both pointing at one `O_APPEND` output file. The workbench never copies the output: the child
-//! writes straight to the file, so capture costs no memory and runs at disk speed whatever the
-//! volume; the output cap is enforced by watching the file's size (the overshoot between two
-//! ticks is cut off with the notice once the group is dead). A task is running until its shell
-//! has exited *and* its process group is empty, so `server &` inside a task keeps the task
-//! alive and is stopped with it — the same "all holders closed" rule as a pipe, without a pipe.
+//! one pipe that a copier thread moves into the task's output file ([`super::capture`]): the
+//! output cap is checked for every chunk before it is written, so the file never grows past it,
+//! and the last lines the notification quotes are the ones the workbench captured. The file is
+//! created exclusively, never through a link, in this session's private run directory. A task is
+//! running until its shell has exited *and* its process group is empty, so `server &` inside a
+//! task keeps the task alive and is stopped with it.
 //!
 //! One monitor future per task owns the child; the map under the lock holds only the snapshot
 //! and a stop channel, so readers ([`TaskRegistry`]) never wait on a process. A guard in the
@@ -14,9 +14,6 @@
 //! shutdown, panic), and [`TaskService::shutdown`] stops and reaps every group: no orphan.
 
 use std::collections::HashMap;
-use std::fs::OpenOptions;
-use std::io::Write as _;
-use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
@@ -30,13 +27,14 @@ use tokio::process::{Child, Command};
 use tokio::sync::watch;
 use tokio::time::{Instant, MissedTickBehavior};
 
-use super::logs;
+use super::capture::{Capture, CopyState};
 use super::model::{KillKind, TaskInfo, TaskOrigin, TaskStatus, format_size, sort_tasks};
 use super::notify::{self, NotificationSink, SharedSink};
 use crate::bridge::{AgentId, BridgeHost};
+use crate::sys::private_dir::{create_new_file, create_owned, ensure_private};
 use crate::sys::{
-    GroupGuard, GroupStop, ProcessGroup, Reach, SpawnGrouped as _, lock, now_ms, random_u64,
-    write_atomic,
+    GroupGuard, GroupStop, ProcessGroup, ProcessId, Reach, SpawnGrouped as _, lock, now_ms,
+    random_u64, write_atomic,
 };
 
 /// Default output cap: 20 MiB.
@@ -51,8 +49,9 @@ pub const MAX_RECENT_TASKS: usize = 100;
 /// How tasks are run and where their files go.
 #[derive(Debug, Clone)]
 pub struct TaskSettings {
-    /// The directory the per-session run directory is created in
-    /// (`$UNIPI_BG_TMP_DIR`, else `$TMPDIR/unipi-bg-tasks`).
+    /// The directory the per-session run directory is created in: `$UNIPI_BG_TMP_DIR`, else
+    /// `tasks` in the user's private runtime directory ([`crate::sys::private_dir`]). It must be
+    /// a directory of ours that nobody else can enter (it is made so, or refused).
     pub root_dir: PathBuf,
     /// Names the run directory (`<session>-<pid>-<nonce>`).
     pub session: String,
@@ -74,7 +73,7 @@ impl TaskSettings {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
         let root_dir = var("UNIPI_BG_TMP_DIR")
             .map(PathBuf::from)
-            .unwrap_or_else(|| std::env::temp_dir().join("unipi-bg-tasks"));
+            .unwrap_or_else(default_root_dir);
         let env_cap = var("UNIPI_BG_MAX_OUTPUT_BYTES").and_then(|v| v.trim().parse::<u64>().ok());
         Self {
             root_dir,
@@ -145,20 +144,21 @@ pub struct TaskRegistry {
 }
 
 impl TaskService {
-    /// Creates the run directory (`<root>/<session>-<pid>-<nonce>`, mode 0700).
+    /// Makes sure the root is a private directory of ours (refusing one that is not), settles
+    /// what a dead workbench left in it ([`super::orphans`]), and creates this session's run
+    /// directory (`<root>/<session>-<pid>-<nonce>`: fresh, mode 0700, with its owner file).
     pub fn new(settings: TaskSettings) -> anyhow::Result<Self> {
-        let dir_name = format!(
-            "{}-{}-{:08x}",
-            sanitize_segment(&settings.session),
-            std::process::id(),
-            random_u64() as u32
-        );
-        let run_dir = settings.root_dir.join(dir_name);
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&run_dir)
-            .with_context(|| format!("create the task directory {}", run_dir.display()))?;
+        ensure_private(&settings.root_dir).with_context(|| {
+            format!(
+                "the background-task directory {} cannot be used",
+                settings.root_dir.display()
+            )
+        })?;
+        super::orphans::finalize_orphans(&settings.root_dir);
+        let run_dir = create_owned(&settings.root_dir, &sanitize_segment(&settings.session))
+            .with_context(|| {
+                format!("create a task directory in {}", settings.root_dir.display())
+            })?;
         let (changes, _) = watch::channel(0);
         Ok(Self {
             inner: Arc::new(TaskLedger {
@@ -209,8 +209,9 @@ impl TaskService {
         }
         let id = self.inner.new_id();
         let output_path = self.inner.run_dir.join(format!("{id}.log"));
-        let (child, group) = spawn_shell(&self.inner.settings, &command, &id, &output_path)
-            .map_err(|err| TaskError::Spawn(format!("{err:#}")))?;
+        let (child, group, capture) =
+            spawn_shell(&self.inner.settings, &command, &id, &output_path)
+                .map_err(|err| TaskError::Spawn(format!("{err:#}")))?;
         let info = TaskInfo {
             id: id.clone(),
             name: request.name,
@@ -221,6 +222,7 @@ impl TaskService {
             output_path: output_path.display().to_string(),
             start_time: now_ms(),
             pid: Some(group.raw().unsigned_abs()),
+            leader_start: ProcessId::of(group.raw().unsigned_abs()).map(|leader| leader.start),
             timeout_seconds: request.timeout_seconds.filter(|secs| *secs > 0),
             is_agent: request.is_agent,
             notify_on_completion: request.notify_on_completion,
@@ -245,7 +247,7 @@ impl TaskService {
             inner: Arc::downgrade(&self.inner),
             id,
             group,
-            output_path,
+            capture,
             timeout: info.timeout_seconds.map(Duration::from_secs),
             settings: self.inner.settings.clone(),
         };
@@ -524,10 +526,13 @@ struct Monitor {
     inner: Weak<TaskLedger>,
     id: String,
     group: ProcessGroup,
-    output_path: PathBuf,
+    capture: Arc<Capture>,
     timeout: Option<Duration>,
     settings: TaskSettings,
 }
+
+/// How long a monitor waits for the copier to hand over the last output once the task ended.
+const COPIER_FINISH: Duration = Duration::from_secs(1);
 
 impl Monitor {
     async fn run(
@@ -543,6 +548,10 @@ impl Monitor {
         let mut stopping = GroupStop::default();
         let mut stop_open = true;
         let mut last_size = 0;
+        let mut copier = self.capture.state();
+        // It may have ended before this monitor first ran: look once anyway.
+        copier.mark_changed();
+        let mut copier_open = true;
         let mut tick = tokio::time::interval(self.settings.poll_interval);
         tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
         loop {
@@ -556,6 +565,11 @@ impl Monitor {
                     }
                     Err(_) => stop_open = false,
                 },
+                changed = copier.changed(), if copier_open => {
+                    if changed.is_err() || *copier.borrow_and_update() == CopyState::Ended {
+                        copier_open = false;
+                    }
+                }
                 _ = stopping.finished() => {}
                 _ = tick.tick() => {}
             }
@@ -566,26 +580,24 @@ impl Monitor {
                 // The service is gone: nobody can stop this task any more. The guard kills it.
                 return;
             };
-            let size = file_size(&self.output_path);
-            if size > self.settings.max_output_bytes && kill_kind.is_none() {
+            // Past the cap the copier has stopped writing; the task is stopped at once.
+            if self.capture.cap_reached() && kill_kind.is_none() {
                 self.begin_stop(KillKind::OutputCap, &mut kill_kind, &mut stopping);
             }
             if let Some(limit) = self.timeout
                 && started.elapsed() >= limit
                 && kill_kind.is_none()
             {
-                append_notice(
-                    &self.output_path,
-                    &format!(
-                        "\n[background task timeout: Timed out after {}s]\n",
-                        limit.as_secs()
-                    ),
-                );
+                self.capture.append_notice(&format!(
+                    "\n[background task timeout: Timed out after {}s]\n",
+                    limit.as_secs()
+                ));
                 self.begin_stop(KillKind::Timeout, &mut kill_kind, &mut stopping);
             }
+            let size = self.capture.written();
             if size != last_size {
                 last_size = size;
-                let line = logs::last_line(&self.output_path);
+                let line = self.capture.last_lines(1).pop();
                 inner.update(&self.id, |info| {
                     info.bytes_written = size;
                     info.last_line = line;
@@ -593,6 +605,13 @@ impl Monitor {
             }
         }
         guard.disarm();
+        // The group is empty: what it wrote is in the pipe. A process that left the group may
+        // still hold the pipe open; the copier takes what is there and stops.
+        self.capture.finish(COPIER_FINISH).await;
+        // The last output (read after the task ended) may have been what went past the cap.
+        if kill_kind.is_none() && self.capture.cap_reached() {
+            kill_kind = Some(KillKind::OutputCap);
+        }
         self.finalize(exit, kill_kind, finished).await;
     }
 
@@ -620,23 +639,16 @@ impl Monitor {
         };
         let cap = self.settings.max_output_bytes;
         if kill_kind == Some(KillKind::OutputCap) {
-            // The group is dead: nothing writes any more, so the cut is exact.
-            if let Ok(file) = OpenOptions::new().write(true).open(&self.output_path)
-                && file_size(&self.output_path) > cap
-            {
-                let _ = file.set_len(cap);
-            }
-            append_notice(
-                &self.output_path,
-                &format!(
-                    "\n\n[background task error: Output exceeded cap of {}; terminating task]\n",
-                    format_size(cap)
-                ),
-            );
+            // The copier wrote exactly up to the cap and nothing after it.
+            self.capture.append_notice(&format!(
+                "\n\n[background task error: Output exceeded cap of {}; terminating task]\n",
+                format_size(cap)
+            ));
         }
         let outcome = classify(exit.as_ref(), kill_kind, self.timeout, cap);
-        let size = file_size(&self.output_path);
-        let line = logs::last_line(&self.output_path);
+        let size = self.capture.written();
+        let last_lines = self.capture.last_lines(NOTICE_LINES);
+        let line = last_lines.last().cloned();
         let mut info = {
             let tasks = lock(&inner.tasks);
             match tasks.get(&self.id) {
@@ -669,7 +681,7 @@ impl Monitor {
         if info.notify_on_completion && !quiet {
             let sink = lock(&inner.sink).clone();
             match sink {
-                Some(sink) => match sink.deliver(notify::build_notice(&info)).await {
+                Some(sink) => match sink.deliver(notify::build_notice(&info, &last_lines)).await {
                     Ok(()) => {
                         info.notified = true;
                         inner.update(&self.id, |current| current.notified = true);
@@ -756,19 +768,20 @@ fn classify(
     }
 }
 
+/// The output lines a completion notification quotes.
+const NOTICE_LINES: usize = 3;
+
+/// Starts the task's shell with its output going into a [`Capture`] of a new `output_path`.
 fn spawn_shell(
     settings: &TaskSettings,
     command: &str,
     id: &str,
     output_path: &Path,
-) -> anyhow::Result<(Child, ProcessGroup)> {
-    let output = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(output_path)
+) -> anyhow::Result<(Child, ProcessGroup, Arc<Capture>)> {
+    let file = create_new_file(output_path)
         .with_context(|| format!("create {}", output_path.display()))?;
-    let errors = output.try_clone().context("duplicate the output file")?;
+    let (capture, output) = Capture::start(file, settings.max_output_bytes)?;
+    let errors = output.try_clone().context("duplicate the output pipe")?;
     let mut cmd = Command::new(&settings.shell);
     cmd.arg("-c")
         .arg(command)
@@ -782,28 +795,32 @@ fn spawn_shell(
         .env_remove(crate::bridge::env::TOKEN)
         .env_remove(crate::bridge::env::AGENT)
         .kill_on_drop(false);
-    cmd.spawn_grouped()
-        .with_context(|| format!("spawn {} -c", settings.shell.display()))
+    let (child, group) = cmd
+        .spawn_grouped()
+        .with_context(|| format!("spawn {} -c", settings.shell.display()))?;
+    // `cmd` goes with the parent's copies of the pipe's write end: only the task holds it now.
+    drop(cmd);
+    Ok((child, group, capture))
+}
+
+/// `tasks` in the user's private runtime directory. Without one (no private directory could be
+/// made) the usual place is named anyway, and [`TaskService::new`] says why it cannot be used.
+fn default_root_dir() -> PathBuf {
+    match crate::sys::private_dir::runtime_root() {
+        Ok(root) => root.path.join("tasks"),
+        Err(err) => {
+            tracing::warn!("{err}");
+            std::env::temp_dir()
+                .join(format!("unipi-{}", nix::unistd::geteuid()))
+                .join("tasks")
+        }
+    }
 }
 
 fn shell_from(path: Option<String>, name: Option<String>, user: Option<String>) -> PathBuf {
     path.or(name)
         .or(user)
         .map_or_else(|| PathBuf::from("/bin/sh"), PathBuf::from)
-}
-
-fn file_size(path: &Path) -> u64 {
-    std::fs::metadata(path).map_or(0, |meta| meta.len())
-}
-
-fn append_notice(path: &Path, notice: &str) {
-    let written = OpenOptions::new()
-        .append(true)
-        .open(path)
-        .and_then(|mut file| file.write_all(notice.as_bytes()));
-    if let Err(err) = written {
-        tracing::warn!("cannot append a notice to {}: {err}", path.display());
-    }
 }
 
 fn sanitize_segment(text: &str) -> String {

@@ -4,8 +4,27 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-/// Direct children of `pid`.
+/// Direct children of `pid`, apart from a workbench's watchdog (which outlives the workbench
+/// by design, for as long as it takes to kill what the workbench left): see [`watchdog_of`].
 pub fn children(pid: u32) -> Vec<u32> {
+    all_children(pid)
+        .into_iter()
+        .filter(|child| !is_watchdog(*child))
+        .collect()
+}
+
+/// The watchdog the workbench `pid` started (`unipi-tui __watchdog …`), if it runs.
+pub fn watchdog_of(pid: u32) -> Option<u32> {
+    all_children(pid)
+        .into_iter()
+        .find(|child| is_watchdog(*child))
+}
+
+fn is_watchdog(pid: u32) -> bool {
+    cmdline(pid).contains(unipi_tui::sys::watchdog::SUBCOMMAND)
+}
+
+fn all_children(pid: u32) -> Vec<u32> {
     std::fs::read_dir(format!("/proc/{pid}/task"))
         .into_iter()
         .flatten()

@@ -52,7 +52,9 @@ impl Sandbox {
         dir
     }
 
-    /// HOME, the XDG directories inside it and TMPDIR, for the workbench's environment.
+    /// HOME, the XDG directories inside it and TMPDIR, for the workbench's environment. No
+    /// `XDG_RUNTIME_DIR` (empty counts as unset), so the workbench's private runtime directory
+    /// is [`Sandbox::runtime_root`], inside the sandbox, whatever the machine has.
     pub fn env(&self) -> Vec<(&'static str, String)> {
         let home = self.home.display().to_string();
         vec![
@@ -60,8 +62,27 @@ impl Sandbox {
             ("XDG_CONFIG_HOME", format!("{home}/.config")),
             ("XDG_STATE_HOME", format!("{home}/.local/state")),
             ("XDG_CACHE_HOME", format!("{home}/.cache")),
+            ("XDG_RUNTIME_DIR", String::new()),
             ("TMPDIR", self.tmp.display().to_string()),
         ]
+    }
+
+    /// The workbench's private runtime directory: `$TMPDIR/unipi-<uid>`.
+    pub fn runtime_root(&self) -> PathBuf {
+        self.tmp.join(format!("unipi-{}", nix::unistd::geteuid()))
+    }
+
+    /// The helper runs' directories (under the XDG state directory), one per run.
+    pub fn helper_runs(&self) -> Vec<PathBuf> {
+        let root = self.home.join(".local/state/unipi-tui/helper-runs");
+        let mut runs: Vec<PathBuf> = std::fs::read_dir(root)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|entry| entry.path())
+            .collect();
+        runs.sort();
+        runs
     }
 
     /// The workbench's log file (under the sandbox's XDG state directory).
