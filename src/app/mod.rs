@@ -190,6 +190,8 @@ pub struct App {
     /// The outer terminal's input ended (an SSH connection dropped).
     input_closed: bool,
     needs_draw: bool,
+    /// A detachable session's new terminal, for the loop to set up and repaint.
+    reattached: Option<crate::capability::NewTerminal>,
     /// What `update` returns to the loop.
     effects: Vec<Effect>,
     /// Debug builds only: panic on the key `!` (`UNIPI_TUI_TEST_PANIC_ON_KEY=1`), so tests can
@@ -236,6 +238,7 @@ impl App {
             pty_closed: false,
             input_closed: false,
             needs_draw: true,
+            reattached: None,
             effects: Vec::new(),
             #[cfg(debug_assertions)]
             panic_on_key: std::env::var_os("UNIPI_TUI_TEST_PANIC_ON_KEY").is_some(),
@@ -332,8 +335,28 @@ impl App {
             UiRequest::OpenDock { detail } => self.open_dock(detail.as_deref()),
             UiRequest::Notice(text) => self.footer.set_notice(&text),
             UiRequest::Terminal(bytes) => self.effects.push(Effect::ToTerminal(bytes)),
+            UiRequest::TerminalAttached(terminal) => {
+                self.ui.update_screen(|state| {
+                    state.attached = terminal.is_some();
+                    // A new terminal sends focus reports only when its focus changes.
+                    state.focused = true;
+                });
+                self.focused = true;
+                self.reattached = terminal;
+            }
         }
         self.request_draw();
+    }
+
+    /// The terminal a detachable session just attached, once (the loop sets it up).
+    fn take_reattached(&mut self) -> Option<crate::capability::NewTerminal> {
+        self.reattached.take()
+    }
+
+    /// Whether frames reach anyone: not while a detachable session has no terminal attached
+    /// (an attach repaints everything anyway).
+    fn has_terminal(&self) -> bool {
+        self.ui.screen().attached
     }
 
     /// Something changed in a capability (or in Pi's state): open views pull fresh data.
@@ -539,6 +562,12 @@ impl App {
                 }
             }
             Action::Dock => self.open_dock(None),
+            Action::Detach => {
+                // Outside a detachable session the key is Pi's.
+                if !crate::detach::request_detach() {
+                    self.send_key_to_pi(key);
+                }
+            }
             Action::ClearTaskNotices => {
                 for source in self.dock_sources() {
                     if let Err(err) =

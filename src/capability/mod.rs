@@ -37,7 +37,7 @@ use crate::config::keymap::KeyTableSpec;
 use crate::pi::PiCommand;
 use crate::views::dock::DockSource;
 
-pub use ui::{ScreenState, Ui, UiReceiver, UiRequest};
+pub use ui::{NewTerminal, ScreenState, Ui, UiReceiver, UiRequest};
 
 /// A workbench capability, as the app and the bridge see it.
 pub trait Capability: Send + Sync + 'static {
@@ -101,6 +101,7 @@ pub fn registrations() -> Vec<Registration> {
         crate::askuser::REGISTRATION,
         crate::notify::REGISTRATION,
         crate::web::REGISTRATION,
+        crate::detach::REGISTRATION,
     ]
 }
 

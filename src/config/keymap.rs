@@ -37,11 +37,12 @@ pub enum Action {
     ScrollLive,
     Dock,
     ClearTaskNotices,
+    Detach,
 }
 
 impl Action {
     /// Every action, in the order the help overlay lists them.
-    pub const ALL: [Action; 8] = [
+    pub const ALL: [Action; 9] = [
         Action::Help,
         Action::ScrollPageUp,
         Action::ScrollPageDown,
@@ -50,6 +51,7 @@ impl Action {
         Action::ScrollLive,
         Action::Dock,
         Action::ClearTaskNotices,
+        Action::Detach,
     ];
 
     /// The stable name used in keymap files.
@@ -63,6 +65,7 @@ impl Action {
             Action::ScrollLive => "scroll.live",
             Action::Dock => "dock",
             Action::ClearTaskNotices => "tasks.clear_notices",
+            Action::Detach => "session.detach",
         }
     }
 
@@ -77,6 +80,9 @@ impl Action {
             Action::ScrollLive => "Back to live output",
             Action::Dock => "Open the background-task dock",
             Action::ClearTaskNotices => "Clear finished background-task notices",
+            Action::Detach => {
+                "Detach from this session; it runs on (`unipi-tui --detachable NAME` sessions only)"
+            }
         }
     }
 
@@ -1208,6 +1214,7 @@ mod tests {
             ("shift+end", Action::ScrollLive),
             ("shift+down", Action::Dock),
             ("ctrl+alt+c", Action::ClearTaskNotices),
+            ("ctrl+alt+d", Action::Detach),
         ];
         for (key, action) in cases {
             assert_eq!(
