@@ -319,3 +319,34 @@ fn focus_typing_and_pis_program_status_reach_the_capabilities_screen_state() {
         ))
     );
 }
+
+#[test]
+fn a_sessions_terminal_attaching_and_leaving_reaches_the_screen_state_and_the_loop() {
+    let (mut app, _) = make_app(Vec::new());
+    let screen = app.ui.clone();
+    app.update(AppEvent::Ui(UiRequest::TerminalAttached(None)));
+    assert!(!screen.screen().attached);
+    assert!(!app.has_terminal(), "no frames for nobody");
+    assert_eq!(app.take_reattached(), None);
+    let new = crate::capability::NewTerminal {
+        marker: b"\x1b]7796;unipi-tui-attached;2\x07".to_vec(),
+        keyboard: crate::term::tui::KeyboardProtocol::ModifyOtherKeys,
+    };
+    send(&mut app, b"\x1b[O");
+    app.update(AppEvent::Ui(UiRequest::TerminalAttached(Some(new.clone()))));
+    assert!(screen.screen().attached && screen.screen().focused);
+    assert!(app.has_terminal() && app.needs_draw);
+    assert_eq!(
+        app.take_reattached(),
+        Some(new),
+        "the loop sets it up, once"
+    );
+    assert_eq!(app.take_reattached(), None);
+}
+
+#[test]
+fn the_detach_key_outside_a_session_is_pis() {
+    let (mut app, _) = make_app(Vec::new());
+    // Ctrl+Alt+D as xterm sends it.
+    assert_eq!(to_pi(&send(&mut app, b"\x1b\x04")), b"\x1b\x04");
+}

@@ -80,9 +80,7 @@ impl Action {
             Action::ScrollLive => "Back to live output",
             Action::Dock => "Open the background-task dock",
             Action::ClearTaskNotices => "Clear finished background-task notices",
-            Action::Detach => {
-                "Detach from this session; it runs on (`unipi-tui --detachable NAME` sessions only)"
-            }
+            Action::Detach => "Detach from a detachable session (it runs on)",
         }
     }
 
@@ -1052,6 +1050,7 @@ mod tests {
             ("Shift+End", "scroll.live"),
             ("Shift+Down", "dock"),
             ("Ctrl+Alt+C", "tasks.clear_notices"),
+            ("Ctrl+Alt+D", "session.detach"),
         ];
         let want: Vec<(String, &str)> = want.iter().map(|(k, a)| ((*k).to_owned(), *a)).collect();
         assert_eq!(bindings, want);
