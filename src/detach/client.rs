@@ -346,7 +346,7 @@ fn spawn_input_reader(tx: mpsc::Sender<Local>) -> Result<()> {
 /// Output for the terminal, written on a thread of its own: a terminal that blocks (or is gone)
 /// never keeps the loop from its signals.
 struct OutputWriter {
-    tx: std::sync::mpsc::SyncSender<Chunk>,
+    tx: mpsc::Sender<Chunk>,
 }
 
 enum Chunk {
@@ -357,13 +357,13 @@ enum Chunk {
 
 impl OutputWriter {
     fn spawn(local: mpsc::Sender<Local>) -> Result<OutputWriter> {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Chunk>(16);
+        let (tx, mut rx) = mpsc::channel::<Chunk>(16);
         std::thread::Builder::new()
             .name("attach-output".into())
             .spawn(move || {
                 let mut out = std::io::stdout();
                 let mut gone = false;
-                while let Ok(chunk) = rx.recv() {
+                while let Some(chunk) = rx.blocking_recv() {
                     match chunk {
                         Chunk::Bytes(bytes) if !gone => {
                             if let Err(err) = terminal::write_output(&mut out, &bytes) {
@@ -387,20 +387,18 @@ impl OutputWriter {
         Ok(OutputWriter { tx })
     }
 
-    /// Queues output; waits (off the runtime's thread) while the terminal is behind.
+    /// Queues output; waits while the terminal is behind.
     async fn write(&self, bytes: Vec<u8>) {
-        let tx = self.tx.clone();
-        let _ = tokio::task::spawn_blocking(move || tx.send(Chunk::Bytes(bytes))).await;
+        let _ = self.tx.send(Chunk::Bytes(bytes)).await;
     }
 
     /// Waits (bounded) until everything queued is on the terminal.
     async fn drain(&self) {
         let (done, written) = tokio::sync::oneshot::channel();
-        let tx = self.tx.clone();
-        let queued = tokio::task::spawn_blocking(move || tx.send(Chunk::Drained(done)));
         let _ = tokio::time::timeout(Duration::from_secs(2), async {
-            let _ = queued.await;
-            let _ = written.await;
+            if self.tx.send(Chunk::Drained(done)).await.is_ok() {
+                let _ = written.await;
+            }
         })
         .await;
     }

@@ -58,9 +58,17 @@ impl ModeTracker {
     }
 
     /// Follows `bytes`, the next output written to the terminal.
-    pub fn feed(&mut self, bytes: &[u8]) {
-        for &byte in bytes {
-            self.step(byte);
+    pub fn feed(&mut self, mut bytes: &[u8]) {
+        while !bytes.is_empty() {
+            if self.parser == Parser::Ground {
+                // Plain text is most of the output: skip to the next escape at once.
+                match bytes.iter().position(|&b| b == 0x1b) {
+                    Some(at) => bytes = &bytes[at..],
+                    None => return,
+                }
+            }
+            self.step(bytes[0]);
+            bytes = &bytes[1..];
         }
     }
 
