@@ -14,8 +14,9 @@ use std::time::Duration;
 
 use support::demo::spawn_workbench;
 use support::detach::{
-    KITTY_CTRL_D, KITTY_DETACH, attach, bin, footer_on_last_row, ls, ls_line, row, scenario,
-    session_log_tail, session_pid, sessions_dir, unipi, wait_all_gone, wait_for_ls,
+    KITTY_CTRL_D, KITTY_DETACH, OTHER_TERMINAL, assert_workbench_modes, attach, bin,
+    footer_on_last_row, ls, ls_line, reply_at_size, row, scenario, session_log_tail, session_pid,
+    sessions_dir, unipi, wait_all_gone, wait_for_ls,
 };
 use support::pi::PiLine;
 use support::procs::{alive, processes_running, wait_until};
@@ -60,36 +61,11 @@ fn wait_for_prompt(session: &Session, sandbox: &Sandbox) {
         });
 }
 
-/// The modes a workbench sets up on a terminal, for `kitty` or a modifyOtherKeys terminal.
-fn workbench_modes(modes: &OuterModes, kitty: bool) {
-    assert!(
-        modes.alternate_screen
-            && modes.mouse_reporting
-            && modes.bracketed_paste
-            && modes.focus_reporting
-            && !modes.cooked,
-        "{modes:?}"
-    );
-    if kitty {
-        assert_eq!(
-            (modes.kitty_stack_depth, modes.modify_other_keys),
-            (1, 0),
-            "{modes:?}"
-        );
-    } else {
-        assert_eq!(
-            (modes.kitty_stack_depth, modes.modify_other_keys),
-            (0, 2),
-            "{modes:?}"
-        );
-    }
-}
-
 #[test]
 fn detach_key_then_attach_elsewhere_shows_the_turn_that_finished_meanwhile_at_the_new_size() {
     let sandbox = Sandbox::new();
     let mut first = start(&sandbox, "work", OuterOptions::default());
-    workbench_modes(&first.modes(), true);
+    assert_workbench_modes(&first.modes(), true);
     // A turn in flight: a background task and a slow bash call.
     first.type_text("detach test");
     first.send(b"\r");
@@ -128,21 +104,11 @@ fn detach_key_then_attach_elsewhere_shows_the_turn_that_finished_meanwhile_at_th
 
     // Another terminal: no kitty protocol, another size. It sees the reply, drawn at its size,
     // and gets the workbench's modes for its kind of keyboard.
-    let second = attach(
-        &sandbox,
-        "work",
-        OuterOptions {
-            rows: 40,
-            cols: 120,
-            kitty: false,
-        },
-    );
+    let second = attach(&sandbox, "work", OTHER_TERMINAL);
     second
-        .wait_for("the reply, at 120x40", REPLY, |s| {
-            s.contents().contains("DETACH-REPLY") && footer_on_last_row(s)
-        })
+        .wait_for("the reply, at 120x40", REPLY, reply_at_size)
         .unwrap();
-    workbench_modes(&second.modes(), false);
+    assert_workbench_modes(&second.modes(), false);
     wait_for_ls(&sandbox, "work", &["idle", "yes"], REPLY);
     // SIGWINCH reaches the workbench through the session: the pane follows the new size.
     second.resize(35, 110).unwrap();
@@ -166,11 +132,9 @@ fn detach_key_then_attach_elsewhere_shows_the_turn_that_finished_meanwhile_at_th
     );
     assert_eq!(second.modes(), OuterModes::restored());
     third
-        .wait_for("the reply on the third terminal", REPLY, |s| {
-            s.contents().contains("DETACH-REPLY") && footer_on_last_row(s)
-        })
+        .wait_for("the reply on the third terminal", REPLY, reply_at_size)
         .unwrap();
-    workbench_modes(&third.modes(), true);
+    assert_workbench_modes(&third.modes(), true);
 
     // Quitting Pi ends the session: the client leaves with Pi's exit code, the terminal
     // restored and Pi's transcript on it; nothing of the session is left.
@@ -408,6 +372,66 @@ fn another_user_can_neither_reach_nor_use_a_session_socket() {
     );
     assert!(ls(&sandbox).contains("mine "), "the session goes on");
     let killed = unipi(&sandbox, &["kill", "mine"]);
+    assert!(killed.status.success(), "{killed:?}");
+    session.wait().unwrap();
+}
+
+#[test]
+fn the_client_gives_the_terminal_back_on_sigterm_sighup_panic_and_a_lost_terminal() {
+    let sandbox = Sandbox::new();
+    let mut session = bare_session(&sandbox, "modes", "stty raw -echo; exec cat");
+    // The program's output sets the modes a workbench sets (`cat` echoes what is typed).
+    let set_modes = b"\x1b[?1049h\x1b[?1000h\x1b[?1006h\x1b[?2004h\x1b[?1004h\x1b[?25l\x1b[>1uSET";
+    let with_modes = |extra_env: &[(&str, String)]| {
+        let mut env = sandbox.env();
+        env.extend(extra_env.iter().cloned());
+        let client = Session::spawn(
+            &bin(),
+            &["attach", "modes"],
+            &env,
+            &sandbox.project,
+            OuterOptions::default(),
+        )
+        .unwrap();
+        wait_for_ls(&sandbox, "modes", &["yes"], REPLY);
+        client.send(set_modes);
+        wait_until("the modes are set", REPLY, || {
+            let modes = client.modes();
+            modes.alternate_screen && modes.kitty_stack_depth == 1 && modes.focus_reporting
+        });
+        client
+    };
+    let signal = |client: &Session, signal| {
+        let pid = i32::try_from(client.pid().unwrap()).unwrap();
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), signal).unwrap();
+    };
+    for (sig, code) in [
+        (nix::sys::signal::Signal::SIGTERM, 143),
+        (nix::sys::signal::Signal::SIGHUP, 129),
+    ] {
+        let mut client = with_modes(&[]);
+        signal(&client, sig);
+        assert_eq!(client.wait_exit(REPLY).unwrap(), code, "{sig}");
+        assert_eq!(client.modes(), OuterModes::restored(), "{sig}");
+        wait_for_ls(&sandbox, "modes", &["no"], REPLY);
+    }
+    let mut client = with_modes(&[("UNIPI_TUI_TEST_PANIC_ON_KEY", "1".to_owned())]);
+    client.send(b"!");
+    assert_eq!(client.wait_exit(REPLY).unwrap(), 101, "a panic");
+    assert_eq!(client.modes(), OuterModes::restored());
+    let told = String::from_utf8_lossy(&client.raw_output()).into_owned();
+    let restored_at = told.find("\x1b[?1049l").expect("the alternate screen left");
+    assert!(
+        told[restored_at..].contains("test panic requested"),
+        "the panic is told after the restore: {told:?}"
+    );
+    // The terminal itself goes (its window closed): the client leaves, the session stays.
+    let mut client = with_modes(&[]);
+    let pid = client.pid().unwrap();
+    client.hang_up();
+    wait_until("the client leaves with its terminal", REPLY, || !alive(pid));
+    wait_for_ls(&sandbox, "modes", &["no"], REPLY);
+    let killed = unipi(&sandbox, &["kill", "modes"]);
     assert!(killed.status.success(), "{killed:?}");
     session.wait().unwrap();
 }

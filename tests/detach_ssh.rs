@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use support::demo::workbench_command;
 use support::detach::{
-    bin, describe, footer_on_last_row, scenario, session_log_tail, session_pid, sessions_dir,
-    wait_all_gone, wait_for_ls,
+    OTHER_TERMINAL, assert_workbench_modes, bin, describe, reply_at_size, scenario,
+    session_log_tail, session_pid, sessions_dir, wait_all_gone, wait_for_ls,
 };
 use support::pi::{PiLine, pi_install};
 use support::procs::{alive, children, processes_running, wait_until};
@@ -266,25 +266,12 @@ fn a_session_survives_its_ssh_client_killed_mid_turn_and_a_new_connection_sees_t
 
     // A new connection, another size: the reply that came while nobody watched, drawn at 120x40.
     let attach = remote_command(&sandbox, &["attach", "far"]);
-    let mut second = sshd.connect(
-        &attach,
-        &sandbox.project,
-        OuterOptions {
-            rows: 40,
-            cols: 120,
-            kitty: false,
-        },
-    );
+    let mut second = sshd.connect(&attach, &sandbox.project, OTHER_TERMINAL);
     second
-        .wait_for("the reply at 120x40", REPLY, |s| {
-            s.contents().contains("DETACH-REPLY") && footer_on_last_row(s)
-        })
+        .wait_for("the reply at 120x40", REPLY, reply_at_size)
         .unwrap_or_else(|err| panic!("{err:#}\nsession log:\n{}", session_log_tail(&sandbox, 30)));
-    let modes = second.modes();
-    assert!(
-        modes.alternate_screen && modes.modify_other_keys == 2 && modes.kitty_stack_depth == 0,
-        "the workbench set itself up for this terminal: {modes:?}"
-    );
+    // The workbench set itself up for this terminal (no kitty protocol here).
+    assert_workbench_modes(&second.modes(), false);
 
     // Quitting Pi ends it all; ssh leaves with Pi's exit code.
     second.wait_for("Pi settled", REPLY, settled).unwrap();

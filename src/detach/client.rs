@@ -99,6 +99,10 @@ async fn relay(entry: &Entry) -> Result<Outcome> {
     let mut signals = Signals::new()?;
     let mut window_change =
         signal(SignalKind::window_change()).context("failed to install a signal handler")?;
+    // Debug builds only: panic on `!` (`UNIPI_TUI_TEST_PANIC_ON_KEY=1`, as the workbench does),
+    // so tests can prove the panic path gives the terminal back.
+    #[cfg(debug_assertions)]
+    let panic_on_key = std::env::var_os("UNIPI_TUI_TEST_PANIC_ON_KEY").is_some();
 
     let outcome = loop {
         tokio::select! {
@@ -111,6 +115,10 @@ async fn relay(entry: &Entry) -> Result<Outcome> {
             }
             Some(local) = local.recv() => match local {
                 Local::Input(bytes) => {
+                    #[cfg(debug_assertions)]
+                    if panic_on_key && bytes.contains(&b'!') {
+                        panic!("test panic requested with UNIPI_TUI_TEST_PANIC_ON_KEY");
+                    }
                     if to_session.send(Frame::Input(bytes)).await.is_err() {
                         break lost(entry, "it stopped reading");
                     }

@@ -176,17 +176,20 @@ pub async fn serve(options: ServerOptions, terminate: impl Future<Output = ()>) 
     Ok(code)
 }
 
+/// A terminal attaching.
+struct AttachRequest {
+    id: u64,
+    peer: String,
+    rows: u16,
+    cols: u16,
+    keyboard: Keyboard,
+    term: Option<String>,
+    out: Outbox,
+}
+
 /// What the connections tell the loop.
 enum Event {
-    Attach {
-        id: u64,
-        peer: String,
-        rows: u16,
-        cols: u16,
-        keyboard: Keyboard,
-        term: Option<String>,
-        out: Outbox,
-    },
+    Attach(AttachRequest),
     Kill {
         out: Outbox,
     },
@@ -297,16 +300,8 @@ impl Session {
     /// started, or the program could not start).
     fn event(&mut self, event: Event) -> Option<i32> {
         match event {
-            Event::Attach {
-                id,
-                peer,
-                rows,
-                cols,
-                keyboard,
-                term,
-                out,
-            } => {
-                if let Err(err) = self.attach(id, peer, rows, cols, keyboard, term, out) {
+            Event::Attach(request) => {
+                if let Err(err) = self.attach(request) {
                     tracing::error!("session {}: {err:#}", self.name);
                     self.ending = Some(format!("unipi-tui: {err:#}"));
                     return Some(1);
@@ -335,7 +330,7 @@ impl Session {
                     });
                 }
             }
-            Event::FromClient { id, frame } => self.from_client(id, frame),
+            Event::FromClient { id, frame } => self.client_sent(id, frame),
             Event::ClientGone { id } => {
                 if self.client.as_ref().is_some_and(|client| client.id == id) {
                     tracing::info!("session {}: the client went away; detached", self.name);
@@ -344,7 +339,7 @@ impl Session {
             }
             Event::FromWorkbench { id, control } => {
                 if self.workbench.as_ref().is_some_and(|(link, _)| *link == id) {
-                    self.from_workbench(control);
+                    self.workbench_sent(control);
                 }
             }
             Event::WorkbenchGone { id } => {
@@ -357,17 +352,16 @@ impl Session {
         None
     }
 
-    #[allow(clippy::too_many_arguments)] // one attach request, taken apart by the caller
-    fn attach(
-        &mut self,
-        id: u64,
-        peer: String,
-        rows: u16,
-        cols: u16,
-        keyboard: Keyboard,
-        term: Option<String>,
-        out: Outbox,
-    ) -> Result<()> {
+    fn attach(&mut self, request: AttachRequest) -> Result<()> {
+        let AttachRequest {
+            id,
+            peer,
+            rows,
+            cols,
+            keyboard,
+            term,
+            out,
+        } = request;
         if self.stopping {
             out.say(Control::Refused {
                 message: format!("session {} is ending", self.name),
@@ -439,8 +433,8 @@ impl Session {
         Ok(())
     }
 
-    fn from_client(&mut self, id: u64, frame: Frame) {
-        if !self.client.as_ref().is_some_and(|client| client.id == id) {
+    fn client_sent(&mut self, id: u64, frame: Frame) {
+        if self.client.as_ref().is_none_or(|client| client.id != id) {
             return;
         }
         let Some(pty) = &self.pty else { return };
@@ -455,7 +449,7 @@ impl Session {
         }
     }
 
-    fn from_workbench(&mut self, control: Control) {
+    fn workbench_sent(&mut self, control: Control) {
         match control {
             Control::Detach => {
                 if self.client.is_some() {
@@ -688,7 +682,7 @@ async fn handshake(
             cols,
             keyboard,
             term,
-        } => Event::Attach {
+        } => Event::Attach(AttachRequest {
             id,
             peer: peer.clone(),
             rows,
@@ -696,7 +690,7 @@ async fn handshake(
             keyboard,
             term,
             out: Outbox::new(write, peer.clone()),
-        },
+        }),
         Role::Workbench => Event::Workbench {
             id,
             pid,
@@ -704,7 +698,7 @@ async fn handshake(
         },
     };
     let workbench = matches!(event, Event::Workbench { .. });
-    let reads = matches!(event, Event::Attach { .. } | Event::Workbench { .. });
+    let reads = matches!(event, Event::Attach(_) | Event::Workbench { .. });
     if events.send(event).await.is_err() || !reads {
         return;
     }

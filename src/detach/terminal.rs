@@ -26,7 +26,9 @@ static MODES: Mutex<ModeTracker> = Mutex::new(ModeTracker::new());
 /// Raw mode on, and how the terminal reports modified keys (asked now, before anything reads
 /// the terminal: the workbench sets its modes up for this terminal when it attaches).
 pub fn enter() -> Result<Keyboard> {
-    install_panic_hook();
+    // The workbench's panic hook, with this restore among what it undoes.
+    tui::install_panic_hook();
+    tui::register_panic_cleanup(Box::new(restore));
     crossterm::terminal::enable_raw_mode().context("failed to put the terminal into raw mode")?;
     ACTIVE.store(true, Ordering::SeqCst);
     let enhance = std::env::var_os("UNIPI_TUI_DISABLE_KEYBOARD_ENHANCEMENT")
@@ -79,17 +81,4 @@ pub fn restore() {
             Err(err) => tracing::warn!("failed to {what}: {err}"),
         }
     }
-}
-
-fn install_panic_hook() {
-    static INSTALLED: AtomicBool = AtomicBool::new(false);
-    if INSTALLED.swap(true, Ordering::SeqCst) {
-        return;
-    }
-    let previous = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        restore();
-        tracing::error!("panic: {info}");
-        previous(info);
-    }));
 }

@@ -240,7 +240,9 @@ pub fn is_active() -> bool {
     ACTIVE.load(Ordering::SeqCst)
 }
 
-fn install_panic_hook() {
+/// The panic hook: the terminal restored, the child's group and whatever was registered
+/// ([`register_panic_cleanup`]) stopped, then the default hook. Installed once.
+pub(crate) fn install_panic_hook() {
     static INSTALLED: AtomicBool = AtomicBool::new(false);
     if INSTALLED.swap(true, Ordering::SeqCst) {
         return;

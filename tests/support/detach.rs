@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use super::procs::{cmdline, processes_with_env, wait_until};
 use super::sandbox::Sandbox;
-use super::term::{OuterOptions, Session};
+use super::term::{OuterModes, OuterOptions, Session};
 
 /// The scenario with a turn that is in flight when the terminal goes.
 pub fn scenario() -> PathBuf {
@@ -152,4 +152,31 @@ pub fn footer_on_last_row(screen: &vt100::Screen) -> bool {
     let (rows, _) = screen.size();
     let last = row(screen, rows.get() - 1);
     last.contains("scripted-detach") && last.contains("F1 help")
+}
+
+/// Another terminal than the first: another size, and no kitty keyboard protocol.
+pub const OTHER_TERMINAL: OuterOptions = OuterOptions {
+    rows: 40,
+    cols: 120,
+    kitty: false,
+};
+
+/// The detach scenario's reply is on the screen, drawn at the screen's size.
+pub fn reply_at_size(screen: &vt100::Screen) -> bool {
+    screen.contents().contains("DETACH-REPLY") && footer_on_last_row(screen)
+}
+
+/// The modes a workbench sets up on a terminal: the kitty protocol's flags pushed once for a
+/// `kitty` terminal, modifyOtherKeys 2 for another.
+pub fn assert_workbench_modes(modes: &OuterModes, kitty: bool) {
+    assert!(
+        modes.alternate_screen
+            && modes.mouse_reporting
+            && modes.bracketed_paste
+            && modes.focus_reporting
+            && !modes.cooked,
+        "{modes:?}"
+    );
+    let keyboard = (modes.kitty_stack_depth, modes.modify_other_keys);
+    assert_eq!(keyboard, if kitty { (1, 0) } else { (0, 2) }, "{modes:?}");
 }
