@@ -18,6 +18,7 @@ use support::detach::{
     footer_on_last_row, ls, ls_line, reply_at_size, row, scenario, session_log_tail, session_pid,
     sessions_dir, unipi, wait_all_gone, wait_for_ls,
 };
+use support::ntfy::NtfyServer;
 use support::pi::PiLine;
 use support::procs::{alive, processes_running, wait_until};
 use support::sandbox::Sandbox;
@@ -434,4 +435,56 @@ fn the_client_gives_the_terminal_back_on_sigterm_sighup_panic_and_a_lost_termina
     let killed = unipi(&sandbox, &["kill", "modes"]);
     assert!(killed.status.success(), "{killed:?}");
     session.wait().unwrap();
+}
+
+#[test]
+fn while_nobody_is_attached_the_agents_question_reaches_ntfy_at_once() {
+    let sandbox = Sandbox::new();
+    let ntfy = NtfyServer::start();
+    // Only ntfy, and a silence after typing of an hour: were the user taken to be at the
+    // keyboard (they typed the prompt a moment ago), the question would wait that hour.
+    let write = |path: &Path, value: serde_json::Value| {
+        sandbox.write(path, &serde_json::to_string_pretty(&value).unwrap());
+    };
+    write(
+        &sandbox.home.join(".unipi/config/notify/ntfy.json"),
+        serde_json::json!({"enabled": true, "serverUrl": ntfy.url, "topic": "away"}),
+    );
+    write(
+        &sandbox.home.join(".unipi/config/notify/config.json"),
+        serde_json::json!({
+            "native": {"enabled": false},
+            "terminal": {"enabled": false},
+            "silenceAfterInputSeconds": 3600,
+            "events": {"agent_end": {"enabled": false, "platforms": []}},
+        }),
+    );
+    let mut first = start(&sandbox, "away", OuterOptions::default());
+    first.type_text("ask me while away");
+    first.send(b"\r");
+    wait_until("the turn runs", REPLY, || {
+        !processes_running("sleep 2.47").is_empty()
+    });
+    first.send(KITTY_DETACH);
+    assert_eq!(first.wait_exit(REPLY).unwrap(), 0);
+
+    wait_until("the question reached ntfy", REPLY, || {
+        !ntfy.received().is_empty()
+    });
+    let (_, _, body) = &ntfy.received()[0];
+    assert_eq!(body["message"], "Agent asks: Deploy to production now?");
+    assert_eq!(body["priority"], 5);
+    wait_for_ls(&sandbox, "away", &["waiting for input", "no"], REPLY);
+
+    // Back at a terminal: the question waits there, and the answer goes to the agent.
+    let mut back = attach(&sandbox, "away", OuterOptions::default());
+    back.wait_for_text("Deploy to production now?", REPLY)
+        .unwrap();
+    back.send(b"\r");
+    back.wait_for_text("AWAY-ANSWER: deploying", REPLY).unwrap();
+    assert_eq!(ntfy.received().len(), 1, "one alert for one question");
+    back.wait_for("Pi settled", REPLY, settled).unwrap();
+    back.send(KITTY_CTRL_D);
+    assert_eq!(back.wait_exit(REPLY).unwrap(), 0);
+    wait_all_gone(&sandbox, GONE);
 }
