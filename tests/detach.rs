@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use support::demo::spawn_workbench;
+use support::demo::{spawn_workbench, workbench_command};
 use support::detach::{
     KITTY_CTRL_D, KITTY_DETACH, OTHER_TERMINAL, assert_workbench_modes, attach, bin,
     footer_on_last_row, ls, ls_line, reply_at_size, row, scenario, session_log_tail, session_pid,
@@ -487,4 +487,64 @@ fn while_nobody_is_attached_the_agents_question_reaches_ntfy_at_once() {
     back.send(KITTY_CTRL_D);
     assert_eq!(back.wait_exit(REPLY).unwrap(), 0);
     wait_all_gone(&sandbox, GONE);
+}
+
+#[test]
+fn with_detach_enabled_in_the_config_every_run_is_a_session_named_after_its_folder() {
+    let sandbox = Sandbox::new();
+    sandbox.write(
+        &sandbox.home.join(".unipi/config/workbench.json"),
+        r#"{"detach": {"enabled": true}}"#,
+    );
+    let scenario = scenario().display().to_string();
+    let plain = || {
+        let session = spawn_workbench(
+            PiLine::Current,
+            &["demo", "--scenario", &scenario],
+            &[],
+            &sandbox,
+            &[],
+            OuterOptions::default(),
+        );
+        wait_for_prompt(&session, &sandbox);
+        session
+    };
+    // The sandbox's project folder is called `project`; a second run there gets `project-2`.
+    let mut first = plain();
+    wait_for_ls(&sandbox, "project", &["yes"], REPLY);
+    first.send(KITTY_DETACH);
+    assert_eq!(first.wait_exit(REPLY).unwrap(), 0);
+    let mut second = plain();
+    wait_for_ls(&sandbox, "project-2", &["yes"], REPLY);
+    wait_for_ls(&sandbox, "project", &["no"], REPLY);
+    second.wait_for("Pi settled", REPLY, settled).unwrap();
+    second.send(KITTY_CTRL_D);
+    assert_eq!(second.wait_exit(REPLY).unwrap(), 0);
+    assert!(ls_line(&sandbox, "project-2").is_none(), "{}", ls(&sandbox));
+    let killed = unipi(&sandbox, &["kill", "project"]);
+    assert!(killed.status.success(), "{killed:?}");
+    wait_all_gone(&sandbox, GONE);
+    // Print mode stays plain, config or not: Pi's own output, no session.
+    let print = workbench_command(
+        PiLine::Current,
+        &["demo", "--scenario", &scenario],
+        &["-p", "hello"],
+        &sandbox,
+        &[],
+    );
+    let printed = Command::new(&print.program)
+        .args(&print.args)
+        .envs(print.env.iter().map(|(k, v)| (k, v)))
+        .current_dir(&sandbox.project)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&printed.stdout).contains("SCRIPTED-REPLY"),
+        "{printed:?}"
+    );
+    assert_eq!(
+        ls(&sandbox),
+        "No sessions. Start one with `unipi-tui --detachable NAME`.\n"
+    );
 }
