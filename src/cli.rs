@@ -404,7 +404,7 @@ fn print_help() {
          ~/.unipi/config/workbench.json) runs Pi in a session that outlives the terminal; Ctrl+Alt+D\n  \
          detaches. `unipi-tui ls` lists sessions, `unipi-tui attach NAME` re-attaches, `unipi-tui\n  \
          kill NAME` ends one.\n\n\
-         Files:\n  log file   {}\n  session log {}\n  keymap     {}\n  theme      {}\n\n\
+         Files:\n  log file     {}\n  session log  {}\n  keymap       {}\n  theme        {}\n\n\
          Environment: UNIPI_PI_BIN, UNIPI_LOG, NO_COLOR, UNIPI_TUI_DISABLE_KEYBOARD_ENHANCEMENT=1,\n  UNIPI_TUI_NO_INSTALL=1 (never install Pi; without it a missing Pi is installed after asking)\n\
          Pinned Pi: {} {} (Node >= {}), legacy {} {}",
         log_file_path().display(),
