@@ -73,6 +73,9 @@ fn detach_key_then_attach_elsewhere_shows_the_turn_that_finished_meanwhile_at_th
     wait_until("the bash call runs", REPLY, || {
         !processes_running("sleep 3.31").is_empty()
     });
+    // The key detaches from under an overlay too (the help, here).
+    first.send(b"\x1bOP");
+    first.wait_for_text("unipi-tui keys", REPLY).unwrap();
     first.send(KITTY_DETACH);
     assert_eq!(
         first.wait_exit(REPLY).unwrap(),
@@ -106,8 +109,13 @@ fn detach_key_then_attach_elsewhere_shows_the_turn_that_finished_meanwhile_at_th
     // Another terminal: no kitty protocol, another size. It sees the reply, drawn at its size,
     // and gets the workbench's modes for its kind of keyboard.
     let second = attach(&sandbox, "work", OTHER_TERMINAL);
+    // The help is still open, as it was left; Esc closes it.
+    second.wait_for_text("unipi-tui keys", REPLY).unwrap();
+    second.send(b"\x1b");
     second
-        .wait_for("the reply, at 120x40", REPLY, reply_at_size)
+        .wait_for("the reply, at 120x40", REPLY, |s| {
+            reply_at_size(s) && !s.contents().contains("unipi-tui keys")
+        })
         .unwrap();
     assert_workbench_modes(&second.modes(), false);
     wait_for_ls(&sandbox, "work", &["idle", "yes"], REPLY);

@@ -499,9 +499,13 @@ impl App {
                 return;
             }
             KeyOutcome::Unhandled { view, close } => {
-                // The help opens over any view; anything else a view does not use is named.
-                if self.is_help_key(&key) {
+                // The help opens over any view, and a session detaches from under any view;
+                // anything else a view does not use is named.
+                if self.is_key_for(Action::Help, &key) {
                     self.run_action(Action::Help, &key);
+                    return;
+                }
+                if self.is_key_for(Action::Detach, &key) && crate::detach::request_detach() {
                     return;
                 }
                 let key = crate::config::keymap::Key::from_event(&key).display();
@@ -522,11 +526,11 @@ impl App {
         }
     }
 
-    /// Whether `key` alone is bound to the help overlay.
-    fn is_help_key(&self, key: &KeyEvent) -> bool {
+    /// Whether `key` alone is bound to `action`.
+    fn is_key_for(&self, action: Action, key: &KeyEvent) -> bool {
         let pressed = crate::config::keymap::Key::from_event(key);
         self.keymap
-            .sequences_for(Action::Help)
+            .sequences_for(action)
             .iter()
             .any(|keys| keys.as_slice() == [pressed])
     }
