@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use support::demo::{spawn_workbench, workbench_command};
 use support::detach::{
-    KITTY_CTRL_D, KITTY_DETACH, OTHER_TERMINAL, assert_workbench_modes, attach, bin,
+    EndSessions, KITTY_CTRL_D, KITTY_DETACH, OTHER_TERMINAL, assert_workbench_modes, attach, bin,
     footer_on_last_row, ls, ls_line, reply_at_size, row, scenario, session_log_tail, session_pid,
     sessions_dir, unipi, wait_all_gone, wait_for_ls,
 };
@@ -65,6 +65,7 @@ fn wait_for_prompt(session: &Session, sandbox: &Sandbox) {
 #[test]
 fn detach_key_then_attach_elsewhere_shows_the_turn_that_finished_meanwhile_at_the_new_size() {
     let sandbox = Sandbox::new();
+    let _end = EndSessions(&sandbox);
     let mut first = start(&sandbox, "work", OuterOptions::default());
     assert_workbench_modes(&first.modes(), true);
     // A turn in flight: a background task and a slow bash call.
@@ -171,6 +172,7 @@ fn detach_key_then_attach_elsewhere_shows_the_turn_that_finished_meanwhile_at_th
 #[test]
 fn a_killed_session_process_leaves_nothing_and_never_blocks_its_name() {
     let sandbox = Sandbox::new();
+    let _end = EndSessions(&sandbox);
     let mut first = start(&sandbox, "st", OuterOptions::default());
     let pid = session_pid(&sandbox, "st");
     // A name no session has: the error lists the ones there are.
@@ -278,6 +280,7 @@ fn bare_session(sandbox: &Sandbox, name: &str, script: &str) -> Child {
 #[test]
 fn the_relay_passes_every_byte_both_ways_unchanged() {
     let sandbox = Sandbox::new();
+    let _end = EndSessions(&sandbox);
     let received = sandbox.tmp.join("received");
     let mut sent: Vec<u8> = (0..=255u8).collect();
     sent.extend_from_slice(b"\x1b[200~a pasted\nblock\x1b[201~");
@@ -342,6 +345,7 @@ fn as_nobody_connect(socket: &Path) -> String {
 #[test]
 fn another_user_can_neither_reach_nor_use_a_session_socket() {
     let sandbox = Sandbox::new();
+    let _end = EndSessions(&sandbox);
     // Let the second user walk down to TMPDIR, as on a real machine (/tmp is open to all).
     for dir in [sandbox.root(), sandbox.tmp.as_path()] {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o711)).unwrap();
@@ -388,6 +392,7 @@ fn another_user_can_neither_reach_nor_use_a_session_socket() {
 #[test]
 fn the_client_gives_the_terminal_back_on_sigterm_sighup_panic_and_a_lost_terminal() {
     let sandbox = Sandbox::new();
+    let _end = EndSessions(&sandbox);
     let mut session = bare_session(&sandbox, "modes", "stty raw -echo; exec cat");
     // The program's output sets the modes a workbench sets (`cat` echoes what is typed).
     let set_modes = b"\x1b[?1049h\x1b[?1000h\x1b[?1006h\x1b[?2004h\x1b[?1004h\x1b[?25l\x1b[>1uSET";
@@ -448,6 +453,7 @@ fn the_client_gives_the_terminal_back_on_sigterm_sighup_panic_and_a_lost_termina
 #[test]
 fn while_nobody_is_attached_the_agents_question_reaches_ntfy_at_once() {
     let sandbox = Sandbox::new();
+    let _end = EndSessions(&sandbox);
     let ntfy = NtfyServer::start();
     // Only ntfy, and a silence after typing of an hour: were the user taken to be at the
     // keyboard (they typed the prompt a moment ago), the question would wait that hour.
@@ -500,6 +506,7 @@ fn while_nobody_is_attached_the_agents_question_reaches_ntfy_at_once() {
 #[test]
 fn with_detach_enabled_in_the_config_every_run_is_a_session_named_after_its_folder() {
     let sandbox = Sandbox::new();
+    let _end = EndSessions(&sandbox);
     sandbox.write(
         &sandbox.home.join(".unipi/config/workbench.json"),
         r#"{"detach": {"enabled": true}}"#,

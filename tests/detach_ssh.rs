@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use support::demo::workbench_command;
 use support::detach::{
-    OTHER_TERMINAL, assert_workbench_modes, bin, describe, reply_at_size, scenario,
+    EndSessions, OTHER_TERMINAL, assert_workbench_modes, bin, describe, reply_at_size, scenario,
     session_log_tail, session_pid, sessions_dir, wait_all_gone, wait_for_ls,
 };
 use support::pi::{PiLine, pi_install};
@@ -183,6 +183,7 @@ fn descendants(pid: u32) -> Vec<u32> {
 #[test]
 fn a_session_survives_its_ssh_client_killed_mid_turn_and_a_new_connection_sees_the_reply() {
     let sandbox = Sandbox::new();
+    let _end = EndSessions(&sandbox);
     let sshd = Sshd::start();
     let scenario = scenario().display().to_string();
     let pi = pi_install(PiLine::Current)

@@ -180,3 +180,21 @@ pub fn assert_workbench_modes(modes: &OuterModes, kitty: bool) {
     let keyboard = (modes.kitty_stack_depth, modes.modify_other_keys);
     assert_eq!(keyboard, if kitty { (1, 0) } else { (0, 2) }, "{modes:?}");
 }
+
+/// Ends every process of the sandbox when dropped: a detachable session outlives its terminal by
+/// design, so a test that fails half way must not leave one running. Declare it right after the
+/// sandbox, so it drops first.
+pub struct EndSessions<'a>(pub &'a Sandbox);
+
+impl Drop for EndSessions<'_> {
+    fn drop(&mut self) {
+        for pid in sandbox_processes(self.0) {
+            if let Ok(pid) = i32::try_from(pid) {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+        }
+    }
+}
