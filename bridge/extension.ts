@@ -114,6 +114,8 @@ class Bridge {
 	private declaredTools = new Set<string>();
 	/** Custom message types kept out of the model's context. */
 	private readonly hiddenTypes = new Set<string>();
+	/** The host's tool policy: calls of other tools are blocked with the reason. */
+	private toolPolicy?: { allowed: Set<string>; reason: string };
 
 	private readonly pi: any;
 	private readonly socketPath: string;
@@ -286,6 +288,13 @@ class Bridge {
 			// The message is queued after the input handlers run.
 			setTimeout(() => this.checkQueue(ctx), 0);
 			return undefined;
+		});
+		// The host's tool policy (set_tool_policy): a call of a tool outside it is blocked.
+		on("tool_call", (event) => {
+			const policy = this.toolPolicy;
+			const tool = String(event.toolName ?? "");
+			if (!policy || policy.allowed.has(tool)) return undefined;
+			return { block: true, reason: policy.reason.split("{tool}").join(tool) };
 		});
 		on("ui_prompt_start", (event) => this.emit("ui_prompt_start", { kind: event.kind ?? null, title: event.title ?? null }));
 		on("ui_prompt_end", () => this.emit("ui_prompt_end"));
@@ -700,6 +709,17 @@ class Bridge {
 				return this.setFooter(Boolean(p.hidden));
 			case "set_widget":
 				return this.setWidget(String(p.key ?? ""), p.lines);
+			case "set_tool_policy":
+				this.toolPolicy = Array.isArray(p.allowed)
+					? { allowed: new Set(p.allowed.map((name: unknown) => String(name))), reason: String(p.reason ?? "Tool {tool} is not allowed now") }
+					: undefined;
+				return true;
+			case "set_editor_text": {
+				const ui = needCtx(ctx).ui;
+				if (typeof ui?.setEditorText !== "function") throw new BridgeFailure("unsupported", "this Pi cannot set its editor text");
+				ui.setEditorText(String(p.text ?? ""));
+				return Boolean(ctx.hasUI);
+			}
 			default:
 				throw new BridgeFailure("unsupported", `the bridge extension has no method ${JSON.stringify(method)}`);
 		}

@@ -25,6 +25,7 @@ pub mod tasks;
 pub mod term;
 pub mod views;
 pub mod web;
+pub mod workflow;
 
 pub use cli::run;
 

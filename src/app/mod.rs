@@ -584,6 +584,11 @@ impl App {
                 self.footer
                     .set_notice("Finished background-task notices cleared");
             }
+            Action::Board => {
+                if !self.capabilities.iter().any(|c| c.action(action)) {
+                    self.footer.set_notice("No capability offers the board");
+                }
+            }
         }
         self.request_draw();
     }

@@ -69,6 +69,16 @@ pub enum HostCall {
         key: String,
         lines: Option<Vec<String>>,
     },
+    /// A tool policy the extension enforces in Pi's `tool_call` hook: a call of a tool not in
+    /// `allowed` is blocked with `reason` (`{tool}` in it replaced by the tool's name). `None`
+    /// lifts the policy. Complements `SetActiveTools`, which hides tools from the model but does
+    /// not stop calls that reach Pi another way (nested calls, tools activated meanwhile).
+    SetToolPolicy {
+        allowed: Option<Vec<String>>,
+        reason: String,
+    },
+    /// `ctx.ui.setEditorText`: replaces the text in Pi's editor (the user submits it).
+    SetEditorText { text: String },
 }
 
 /// When a message sent into a busy Pi is delivered (Pi's `deliverAs`).
@@ -96,6 +106,8 @@ impl HostCall {
             Self::Notify { .. } => "notify",
             Self::SetFooter { .. } => "set_footer",
             Self::SetWidget { .. } => "set_widget",
+            Self::SetToolPolicy { .. } => "set_tool_policy",
+            Self::SetEditorText { .. } => "set_editor_text",
         }
     }
 
@@ -124,6 +136,10 @@ impl HostCall {
             Self::Notify { message, level } => json!({"message": message, "level": level}),
             Self::SetFooter { hidden } => json!({"hidden": hidden}),
             Self::SetWidget { key, lines } => json!({"key": key, "lines": lines}),
+            Self::SetToolPolicy { allowed, reason } => {
+                json!({"allowed": allowed, "reason": reason})
+            }
+            Self::SetEditorText { text } => json!({"text": text}),
             Self::ListModels | Self::GetContextUsage | Self::GetActiveTools => json!({}),
         }
     }

@@ -70,6 +70,12 @@ pub trait Capability: Send + Sync + 'static {
         None
     }
 
+    /// A workbench key action the app does not answer itself (`board`): `true` when this
+    /// capability took it (it opens its view through the [`Ui`] handle).
+    fn action(&self, _action: crate::config::keymap::Action) -> bool {
+        false
+    }
+
     /// Stops everything it started (processes, tasks, files in use); awaited on every exit path
     /// of the workbench, in reverse registration order.
     fn shutdown(&self) -> BoxFuture<'static, ()> {
@@ -102,6 +108,7 @@ pub fn registrations() -> Vec<Registration> {
         crate::notify::REGISTRATION,
         crate::web::REGISTRATION,
         crate::detach::REGISTRATION,
+        crate::workflow::REGISTRATION,
     ]
 }
 

@@ -37,12 +37,14 @@ pub enum Action {
     ScrollLive,
     Dock,
     ClearTaskNotices,
+    /// Open the kanban board (answered by the capability that owns it).
+    Board,
     Detach,
 }
 
 impl Action {
     /// Every action, in the order the help overlay lists them.
-    pub const ALL: [Action; 9] = [
+    pub const ALL: [Action; 10] = [
         Action::Help,
         Action::ScrollPageUp,
         Action::ScrollPageDown,
@@ -51,6 +53,7 @@ impl Action {
         Action::ScrollLive,
         Action::Dock,
         Action::ClearTaskNotices,
+        Action::Board,
         Action::Detach,
     ];
 
@@ -65,6 +68,7 @@ impl Action {
             Action::ScrollLive => "scroll.live",
             Action::Dock => "dock",
             Action::ClearTaskNotices => "tasks.clear_notices",
+            Action::Board => "board",
             Action::Detach => "session.detach",
         }
     }
@@ -80,6 +84,7 @@ impl Action {
             Action::ScrollLive => "Back to live output",
             Action::Dock => "Open the background-task dock",
             Action::ClearTaskNotices => "Clear finished background-task notices",
+            Action::Board => "Open the kanban board of the workflow documents",
             Action::Detach => "Detach from a detachable session (it runs on)",
         }
     }
@@ -1050,6 +1055,7 @@ mod tests {
             ("Shift+End", "scroll.live"),
             ("Shift+Down", "dock"),
             ("Ctrl+Alt+C", "tasks.clear_notices"),
+            ("Alt+K", "board"),
             ("Ctrl+Alt+D", "session.detach"),
         ];
         let want: Vec<(String, &str)> = want.iter().map(|(k, a)| ((*k).to_owned(), *a)).collect();

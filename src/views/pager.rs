@@ -145,6 +145,13 @@ impl<M: PagedModel> PagedView<M> {
         }
     }
 
+    /// The same overlay, opened scrolled to `row` (a document viewer opens at its line; clamped
+    /// to the last page when drawn).
+    pub fn scrolled_to(mut self, row: usize) -> Self {
+        *self.model.scroll_mut() = row;
+        self
+    }
+
     /// The same overlay, but typing closes it and goes on to Pi.
     pub fn passive(mut self) -> Self {
         self.passive = true;

@@ -9,6 +9,7 @@ pub mod dock;
 pub mod footer;
 pub mod help;
 pub mod info;
+pub mod kanban;
 pub mod mcp;
 pub mod notice;
 pub mod overlay;

@@ -1,0 +1,218 @@
+//! Golden tests of the documents parser over `tests/fixtures/workflow/docs` (every document type,
+//! both plan styles, malformed files), the cache, and card moves through real files.
+
+use std::path::{Path, PathBuf};
+
+use super::edit::{MoveError, move_item};
+use super::scan::DocCache;
+use super::*;
+
+fn fixture_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/workflow/docs")
+}
+
+/// Every document as text: path, type, title, metadata, items (line, marker line, column,
+/// marker, phase, text) and warnings.
+fn golden(docs: &[Doc]) -> String {
+    let mut out = String::new();
+    for doc in docs {
+        let (done, total) = doc.progress();
+        out.push_str(&format!(
+            "== {} [{}] {:?} {done}/{total}\n",
+            doc.path.display(),
+            doc.kind.name(),
+            doc.title
+        ));
+        for (key, value) in &doc.metadata {
+            out.push_str(&format!("   {key} = {value:?}\n"));
+        }
+        for item in &doc.items {
+            let marker = match item.marker {
+                Marker::Checkbox { checked } => format!("box:{}", if checked { "x" } else { " " }),
+                Marker::Keyword(status) => format!("kw:{}", status.keyword()),
+                Marker::Header => "header".to_owned(),
+            };
+            let phase = item
+                .phase
+                .as_deref()
+                .map(|p| format!(" <{p}>"))
+                .unwrap_or_default();
+            out.push_str(&format!(
+                "   L{}/{} {:<11} {:<14}{phase} {}\n",
+                item.line,
+                item.marker_line,
+                item.status.name(),
+                marker,
+                item.text
+            ));
+        }
+        for warning in &doc.warnings {
+            out.push_str(&format!("   ! {warning}\n"));
+        }
+    }
+    out
+}
+
+#[test]
+fn the_fixture_tree_parses_to_the_golden_cards() {
+    let docs = DocCache::default().scan(&fixture_dir());
+    crate::assert_ui_snapshot!("workflow_docs_golden", golden(&docs));
+}
+
+#[test]
+fn doc_types_come_from_where_the_file_lives() {
+    let cases = [
+        ("specs/a.md", Some(DocType::Spec)),
+        ("plans/a.md", Some(DocType::Plan)),
+        ("plans/old/a.md", Some(DocType::Plan)),
+        ("MILESTONES.md", Some(DocType::Milestone)),
+        ("milestones.md", Some(DocType::Milestone)),
+        ("quick-work/a.md", Some(DocType::QuickWork)),
+        ("debug/a.md", Some(DocType::Debug)),
+        ("fix/a.md", Some(DocType::Fix)),
+        ("chore/a.md", Some(DocType::Chore)),
+        ("reviews/a.md", Some(DocType::Review)),
+        ("generated/a.md", None),
+        ("plans/a.txt", None),
+        ("a.md", None),
+    ];
+    for (path, want) in cases {
+        assert_eq!(DocType::of(Path::new(path)), want, "{path}");
+    }
+}
+
+#[test]
+fn arbitrary_bytes_never_panic() {
+    let inputs: [&[u8]; 6] = [
+        b"",
+        b"---",
+        b"---\n---",
+        b"\xff\xfe\x00- [x]",
+        b"### Task 1 \xe2\x80\x94\n- **Status:**",
+        b"- unstarted:\n- : Task\n```\n- [ ] x",
+    ];
+    for bytes in inputs {
+        for kind in DocType::ALL {
+            let doc = parse(kind, Path::new("plans/x.md"), bytes);
+            assert!(doc.items.iter().all(|item| item.line >= 1));
+        }
+    }
+}
+
+/// A scratch docs tree with one plan (both styles) and one spec.
+fn scratch() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap_or_else(|err| panic!("{err}"));
+    let docs = dir.path().join("docs");
+    std::fs::create_dir_all(docs.join("plans")).unwrap_or_default();
+    std::fs::create_dir_all(docs.join("specs")).unwrap_or_default();
+    std::fs::write(
+        docs.join("plans/p.md"),
+        "# P\r\n- unstarted: Task 1 — One\r\n### Task 2 — Two\r\n- **Status:** blocked\r\n",
+    )
+    .unwrap_or_default();
+    std::fs::write(docs.join("specs/s.md"), "- [ ] Alpha\n- [x] Beta\n").unwrap_or_default();
+    (dir, docs)
+}
+
+fn doc<'a>(docs: &'a [Doc], path: &str) -> &'a Doc {
+    docs.iter()
+        .find(|doc| doc.path == Path::new(path))
+        .unwrap_or_else(|| panic!("{path} not scanned"))
+}
+
+#[test]
+fn only_changed_files_are_parsed_again() {
+    let (_dir, docs_dir) = scratch();
+    let mut cache = DocCache::default();
+    assert_eq!(cache.scan(&docs_dir).len(), 2);
+    assert_eq!(cache.parsed(), 2);
+    cache.scan(&docs_dir);
+    assert_eq!(cache.parsed(), 2, "nothing changed, nothing parsed");
+    crate::sys::write_atomic(&docs_dir.join("specs/s.md"), b"- [x] Alpha\n")
+        .unwrap_or_else(|err| panic!("{err}"));
+    let docs = cache.scan(&docs_dir);
+    assert_eq!(cache.parsed(), 3, "only the spec again");
+    assert_eq!(doc(&docs, "specs/s.md").progress(), (1, 1));
+    std::fs::remove_file(docs_dir.join("specs/s.md")).unwrap_or_default();
+    assert_eq!(
+        cache.scan(&docs_dir).len(),
+        1,
+        "a removed file leaves the board"
+    );
+}
+
+#[test]
+fn moves_round_trip_through_the_file_in_both_plan_styles_and_checkboxes() {
+    let (_dir, docs_dir) = scratch();
+    let mut cache = DocCache::default();
+    let docs = cache.scan(&docs_dir);
+    let plan = doc(&docs, "plans/p.md");
+    let file = docs_dir.join("plans/p.md");
+    move_item(&file, &plan.items[0], ItemStatus::InProgress).unwrap_or_else(|e| panic!("{e}"));
+    move_item(&file, &plan.items[1], ItemStatus::Done).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap_or_default(),
+        "# P\r\n- in-progress: Task 1 — One\r\n### Task 2 — Two\r\n- **Status:** completed\r\n",
+        "keywords replaced, CRLF kept"
+    );
+    let docs = cache.scan(&docs_dir);
+    let plan = doc(&docs, "plans/p.md");
+    let columns: Vec<ItemStatus> = plan.items.iter().map(|item| item.status).collect();
+    assert_eq!(columns, [ItemStatus::InProgress, ItemStatus::Done]);
+    move_item(&file, &plan.items[1], ItemStatus::Reviewed).unwrap_or_else(|e| panic!("{e}"));
+    let docs = cache.scan(&docs_dir);
+    assert_eq!(
+        doc(&docs, "plans/p.md").items[1].status,
+        ItemStatus::Reviewed
+    );
+
+    let spec = doc(&docs, "specs/s.md");
+    let file = docs_dir.join("specs/s.md");
+    move_item(&file, &spec.items[0], ItemStatus::Done).unwrap_or_else(|e| panic!("{e}"));
+    move_item(&file, &spec.items[1], ItemStatus::Todo).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap_or_default(),
+        "- [x] Alpha\n- [ ] Beta\n"
+    );
+    let refused = move_item(&file, &spec.items[0], ItemStatus::InProgress);
+    assert!(
+        matches!(refused, Err(MoveError::NotMovable(_))),
+        "{refused:?}"
+    );
+}
+
+#[test]
+fn a_conflicting_edit_on_disk_is_refused_and_kept() {
+    let (_dir, docs_dir) = scratch();
+    let docs = DocCache::default().scan(&docs_dir);
+    let spec = doc(&docs, "specs/s.md");
+    let file = docs_dir.join("specs/s.md");
+    // Someone else edits the line after the board read it.
+    let theirs = "- [ ] Alpha, renamed by the model\n- [x] Beta\n";
+    std::fs::write(&file, theirs).unwrap_or_default();
+    let refused = move_item(&file, &spec.items[0], ItemStatus::Done);
+    match refused {
+        Err(MoveError::Conflict { line, found, .. }) => {
+            assert_eq!(line, 1);
+            assert_eq!(found, "- [ ] Alpha, renamed by the model");
+        }
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+    assert_eq!(std::fs::read_to_string(&file).unwrap_or_default(), theirs);
+    // A file cut short is a conflict too.
+    std::fs::write(&file, "").unwrap_or_default();
+    assert!(matches!(
+        move_item(&file, &spec.items[1], ItemStatus::Todo),
+        Err(MoveError::Conflict { .. })
+    ));
+}
+
+#[test]
+fn section_cards_do_not_move() {
+    let doc = parse(DocType::Debug, Path::new("debug/d.md"), b"## Symptom\n");
+    let refused = move_item(Path::new("/nonexistent"), &doc.items[0], ItemStatus::Done);
+    assert!(
+        matches!(refused, Err(MoveError::NotMovable(_))),
+        "{refused:?}"
+    );
+}

@@ -1,0 +1,17 @@
+//! Structured workflow: the `/unipi:*` development steps (brainstorm → plan → work → review and
+//! the rest), each handing the model a skill and restricting its tools while it runs; the
+//! documents those steps write under `.unipi/docs/`; the kanban board that shows them as cards,
+//! live; and the optional autonomous loop (ralph). See `docs/workflow.md`.
+
+pub mod board;
+mod capability;
+pub mod commands;
+pub mod docs;
+pub mod levels;
+pub mod module;
+pub mod ralph;
+pub mod refs;
+pub mod run;
+pub mod skills;
+
+pub use capability::{REGISTRATION, events};

@@ -1,0 +1,251 @@
+//! The autonomous loop (the original's "ralph"), off unless started: `/unipi:ralph-start
+//! plan:<file>` hands the model the plan's next open tasks, and every time Pi settles after a
+//! turn the plan is read again — every task completed or skipped ends the loop, otherwise the
+//! next iteration is sent, up to a limit. Esc (an aborted turn) pauses it; `/unipi:ralph-stop`
+//! ends it; `/unipi:ralph-start` on the same plan resumes a paused one. Its state is a JSON file
+//! per loop under `.unipi/ralph/`, written crash-safe, so a restarted workbench can resume.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::docs::{self, Doc, DocType, ItemStatus, Marker};
+
+/// Iterations a loop may run unless `--max-iterations` says otherwise.
+pub const DEFAULT_MAX_ITERATIONS: u32 = 50;
+
+/// Where loop states live, relative to the workspace.
+pub const RALPH_DIR: &str = ".unipi/ralph";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LoopStatus {
+    Active,
+    Paused,
+    Completed,
+}
+
+/// One loop, as persisted.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Loop {
+    pub name: String,
+    /// The plan, relative to the workspace.
+    pub plan: PathBuf,
+    pub iteration: u32,
+    pub max_iterations: u32,
+    pub status: LoopStatus,
+    pub started_at_ms: u64,
+    pub updated_at_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// What happens after a turn of the loop settled.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Next {
+    /// Send this message as the next iteration.
+    Continue(String),
+    /// The loop is over, for this reason.
+    Complete(String),
+    /// The user interrupted: wait for `/unipi:ralph-start` to resume.
+    Pause,
+}
+
+/// The state file of loop `name`.
+pub fn state_file(workspace: &Path, name: &str) -> PathBuf {
+    workspace.join(RALPH_DIR).join(format!("{name}.state.json"))
+}
+
+/// Parses `/unipi:ralph-start`'s arguments: `plan:<file> [--max-iterations N]`.
+pub fn parse_args(args: &str) -> Result<(String, u32), String> {
+    let mut plan = None;
+    let mut max = DEFAULT_MAX_ITERATIONS;
+    let mut words = args.split_whitespace();
+    while let Some(word) = words.next() {
+        if word == "--max-iterations" {
+            let value = words.next().unwrap_or_default();
+            max = value.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
+                format!("--max-iterations needs a positive number, not {value:?}")
+            })?;
+        } else if let Some(file) = word.strip_prefix("plan:") {
+            plan = Some(file.to_owned());
+        } else {
+            return Err(format!(
+                "unexpected {word:?}: use /unipi:ralph-start plan:<file> [--max-iterations N]"
+            ));
+        }
+    }
+    let plan = plan.ok_or("name the plan: /unipi:ralph-start plan:<file>")?;
+    if plan.is_empty() || plan.contains("..") || plan.contains('/') {
+        return Err(format!("{plan:?} is not a plan file name"));
+    }
+    Ok((plan, max))
+}
+
+/// Reads the plan at `relative` (to the workspace).
+pub fn read_plan(workspace: &Path, relative: &Path) -> Result<Doc, String> {
+    let bytes = std::fs::read(workspace.join(relative))
+        .map_err(|err| format!("cannot read {}: {err}", relative.display()))?;
+    let inside = relative.strip_prefix(docs::DOCS_DIR).unwrap_or(relative);
+    Ok(docs::parse(DocType::Plan, inside, &bytes))
+}
+
+/// The tasks still to do: not completed, skipped or reviewed.
+fn open_tasks(plan: &Doc) -> Vec<&docs::Item> {
+    plan.items
+        .iter()
+        .filter(|item| matches!(item.marker, Marker::Keyword(_) | Marker::Header))
+        .filter(|item| !item.status.is_finished())
+        .collect()
+}
+
+/// The message of the loop's current iteration.
+pub fn prompt(state: &Loop, plan: &Doc) -> String {
+    let open: Vec<String> = open_tasks(plan)
+        .iter()
+        .map(|item| {
+            let status = match item.marker {
+                Marker::Keyword(status) => status.keyword(),
+                _ => "unstarted",
+            };
+            format!("- {status}: {} (line {})", item.text, item.line)
+        })
+        .collect();
+    format!(
+        "RALPH LOOP {} — iteration {}/{}\n\nContinue the plan {}. Take the first open task \
+         below, do it completely, and set its status word in the plan (`in-progress` while you \
+         work, then `completed`, or `failed`/`blocked` with a note). Do one task per iteration; \
+         the loop sends the next iteration when you stop. /unipi:ralph-stop ends the loop.\n\n\
+         Open tasks:\n{}",
+        state.name,
+        state.iteration,
+        state.max_iterations,
+        state.plan.display(),
+        open.join("\n")
+    )
+}
+
+/// What follows a settled turn, given the plan as it is now; advances `state`.
+pub fn after_turn(state: &mut Loop, plan: &Doc, aborted: bool, now_ms: u64) -> Next {
+    state.updated_at_ms = now_ms;
+    if aborted {
+        state.status = LoopStatus::Paused;
+        return Next::Pause;
+    }
+    let finished = plan
+        .items
+        .iter()
+        .filter(|item| item.status.is_finished())
+        .count();
+    if !plan.items.is_empty() && open_tasks(plan).is_empty() {
+        state.status = LoopStatus::Completed;
+        let reason = format!("every task is done ({finished}/{})", plan.items.len());
+        state.reason = Some(reason.clone());
+        return Next::Complete(reason);
+    }
+    if state.iteration >= state.max_iterations {
+        state.status = LoopStatus::Completed;
+        let reason = format!("stopped after {} iterations", state.iteration);
+        state.reason = Some(reason.clone());
+        return Next::Complete(reason);
+    }
+    state.iteration += 1;
+    Next::Continue(prompt(state, plan))
+}
+
+/// Reads loop `name`'s state, if there is one.
+pub fn load(workspace: &Path, name: &str) -> Option<Loop> {
+    let text = std::fs::read_to_string(state_file(workspace, name)).ok()?;
+    serde_json::from_str(&text)
+        .map_err(|err| tracing::warn!("ralph state {name}: {err}"))
+        .ok()
+}
+
+/// Writes the state crash-safe.
+pub fn save(workspace: &Path, state: &Loop) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    let path = state_file(workspace, &state.name);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let json = serde_json::to_vec_pretty(state)?;
+    crate::sys::write_atomic(&path, &json)
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Whether any item counts as in the Done column (for summaries).
+pub fn progress(plan: &Doc) -> (usize, usize) {
+    let done = plan
+        .items
+        .iter()
+        .filter(|item| item.status == ItemStatus::Done || item.status == ItemStatus::Reviewed)
+        .count();
+    (done, plan.items.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(text: &str) -> Doc {
+        docs::parse(DocType::Plan, Path::new("plans/p.md"), text.as_bytes())
+    }
+
+    fn state() -> Loop {
+        Loop {
+            name: "p".into(),
+            plan: PathBuf::from(".unipi/docs/plans/p.md"),
+            iteration: 1,
+            max_iterations: 3,
+            status: LoopStatus::Active,
+            started_at_ms: 0,
+            updated_at_ms: 0,
+            reason: None,
+        }
+    }
+
+    #[test]
+    fn the_loop_continues_until_every_task_is_done_or_the_limit() {
+        let mut state = state();
+        let half = plan("- completed: Task 1 — A\n- unstarted: Task 2 — B\n");
+        match after_turn(&mut state, &half, false, 5) {
+            Next::Continue(message) => {
+                assert!(message.contains("iteration 2/3"), "{message}");
+                assert!(
+                    message.contains("- unstarted: Task 2 — B (line 2)"),
+                    "{message}"
+                );
+                assert!(!message.contains("Task 1"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(after_turn(&mut state, &half, true, 6), Next::Pause);
+        assert_eq!(state.status, LoopStatus::Paused);
+        state.status = LoopStatus::Active;
+        let _ = after_turn(&mut state, &half, false, 7);
+        assert_eq!(state.iteration, 3);
+        assert!(
+            matches!(after_turn(&mut state, &half, false, 8), Next::Complete(r) if r.contains("3 iterations"))
+        );
+        let mut state = self::state();
+        let done = plan("- completed: Task 1 — A\n- skipped: Task 2 — B\n");
+        assert!(
+            matches!(after_turn(&mut state, &done, false, 9), Next::Complete(r) if r.contains("2/2"))
+        );
+    }
+
+    #[test]
+    fn arguments_and_state_round_trip() {
+        assert_eq!(
+            parse_args("plan:p.md --max-iterations 7"),
+            Ok(("p.md".to_owned(), 7))
+        );
+        assert!(parse_args("").is_err());
+        assert!(parse_args("plan:../x.md").is_err());
+        assert!(parse_args("plan:p.md --max-iterations 0").is_err());
+        let dir = tempfile::tempdir().unwrap_or_else(|err| panic!("{err}"));
+        save(dir.path(), &state()).unwrap_or_else(|err| panic!("{err:#}"));
+        assert_eq!(load(dir.path(), "p"), Some(state()));
+    }
+}

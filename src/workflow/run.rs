@@ -1,0 +1,181 @@
+//! Which workflow step is running, and when it ends. A command restricts the tools and sends
+//! its message; the step *runs* once Pi takes that message as input, and *ends* when Pi settles
+//! afterwards (idle, not continuing by itself) — successfully unless it was aborted or the model's
+//! last answer was an error. Then the tools active before the step are restored.
+//!
+//! Pure bookkeeping over Pi's events: the capability makes the host calls (`run_loop.rs`), so
+//! this is table-testable without a Pi.
+
+use crate::bridge::PiEvent;
+
+use super::levels::ToolLevel;
+
+/// The step in force.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Active {
+    /// `unipi:plan`.
+    pub command: String,
+    pub level: ToolLevel,
+    /// The tools active before the first step of a chain (what the end restores).
+    pub restore: Vec<String>,
+    pub started_ms: u64,
+    /// How the step's message begins (recognised in Pi's input event).
+    pub marker: String,
+    /// Pi took the message: the next settle ends the step.
+    pub running: bool,
+    /// The model's last answer ended in an error.
+    pub errored: bool,
+}
+
+/// A step that ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Ended {
+    pub command: String,
+    pub level: ToolLevel,
+    pub restore: Vec<String>,
+    pub success: bool,
+    pub duration_ms: u64,
+}
+
+#[derive(Default, Debug)]
+pub struct Tracker {
+    active: Option<Active>,
+}
+
+impl Tracker {
+    /// A step starts. A step started while another is in force replaces it, and the tools to
+    /// restore stay the ones from before the first.
+    pub fn begin(&mut self, mut step: Active) {
+        if let Some(previous) = self.active.take() {
+            step.restore = previous.restore;
+        }
+        self.active = Some(step);
+    }
+
+    pub fn active(&self) -> Option<&Active> {
+        self.active.as_ref()
+    }
+
+    /// The tools active before the step in force, if one is.
+    pub fn restore_list(&self) -> Option<Vec<String>> {
+        self.active.as_ref().map(|step| step.restore.clone())
+    }
+
+    /// Follows one of Pi's events; returns the step that ended with it.
+    pub fn on_event(&mut self, event: &PiEvent, now_ms: u64) -> Option<Ended> {
+        let step = self.active.as_mut()?;
+        match event {
+            PiEvent::UserInput(input) if input.text.starts_with(&step.marker) => {
+                step.running = true;
+                step.errored = false;
+                None
+            }
+            PiEvent::MessageEnd(end) if step.running => {
+                step.errored = end.stop_reason.as_deref() == Some("error");
+                None
+            }
+            PiEvent::AgentSettled { aborted, .. } if step.running => {
+                let step = self.active.take()?;
+                Some(Ended {
+                    success: !aborted && !step.errored,
+                    duration_ms: now_ms.saturating_sub(step.started_ms),
+                    command: step.command,
+                    level: step.level,
+                    restore: step.restore,
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// Pi went away or replaced its session: the step is over, nothing to restore into.
+    pub fn abandon(&mut self) -> Option<Active> {
+        self.active.take()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bridge::{MessageEnd, UserInput};
+
+    fn step(command: &str, restore: &[&str]) -> Active {
+        Active {
+            command: command.to_owned(),
+            level: ToolLevel::WriteUnipi,
+            restore: restore.iter().map(|s| (*s).to_owned()).collect(),
+            started_ms: 1_000,
+            marker: format!("Execute the {command} workflow."),
+            running: false,
+            errored: false,
+        }
+    }
+
+    fn input(text: &str) -> PiEvent {
+        PiEvent::UserInput(UserInput {
+            text: text.to_owned(),
+            source: Some("extension".to_owned()),
+            streaming_behavior: None,
+            truncated: false,
+        })
+    }
+
+    fn settled(aborted: bool) -> PiEvent {
+        PiEvent::AgentSettled {
+            aborted,
+            synthetic: false,
+        }
+    }
+
+    #[test]
+    fn a_settle_before_the_message_is_taken_does_not_end_the_step() {
+        let mut tracker = Tracker::default();
+        tracker.begin(step("plan", &["read", "bash"]));
+        // The run that was going when the command came settles first.
+        assert_eq!(tracker.on_event(&settled(false), 2_000), None);
+        assert_eq!(tracker.on_event(&input("something else"), 2_000), None);
+        assert_eq!(
+            tracker.on_event(&input("Execute the plan workflow.\n…"), 2_100),
+            None
+        );
+        let ended = tracker.on_event(&settled(false), 5_000);
+        assert_eq!(
+            ended.map(|e| (e.command, e.success, e.duration_ms, e.restore)),
+            Some((
+                "plan".to_owned(),
+                true,
+                4_000,
+                vec!["read".to_owned(), "bash".to_owned()]
+            ))
+        );
+        assert!(tracker.active().is_none());
+    }
+
+    #[test]
+    fn aborted_and_errored_steps_end_unsuccessfully_and_chains_restore_the_first_tools() {
+        let mut tracker = Tracker::default();
+        tracker.begin(step("plan", &["read", "bash", "edit", "write"]));
+        tracker.begin(step("work", &["read", "write"]));
+        tracker.on_event(&input("Execute the work workflow."), 1_500);
+        let ended = tracker.on_event(&settled(true), 2_000);
+        assert_eq!(
+            ended.map(|e| (e.success, e.restore.len())),
+            Some((false, 4))
+        );
+
+        tracker.begin(step("debug", &["read"]));
+        tracker.on_event(&input("Execute the debug workflow."), 1_500);
+        let error = MessageEnd {
+            provider: None,
+            model: None,
+            usage: Default::default(),
+            stop_reason: Some("error".to_owned()),
+            error_message: Some("overloaded".to_owned()),
+        };
+        tracker.on_event(&PiEvent::MessageEnd(error), 1_600);
+        assert_eq!(
+            tracker.on_event(&settled(false), 2_000).map(|e| e.success),
+            Some(false)
+        );
+    }
+}
