@@ -505,7 +505,7 @@ impl App {
                     self.run_action(Action::Help, &key);
                     return;
                 }
-                if self.is_key_for(Action::Detach, &key) && crate::detach::request_detach() {
+                if self.is_key_for(Action::Detach, &key) && self.offer_action(Action::Detach) {
                     return;
                 }
                 let key = crate::config::keymap::Key::from_event(&key).display();
@@ -524,6 +524,11 @@ impl App {
                 }
             }
         }
+    }
+
+    /// Offers `action` to the capabilities: `true` when one took it.
+    fn offer_action(&self, action: Action) -> bool {
+        self.capabilities.iter().any(|c| c.action(action))
     }
 
     /// Whether `key` alone is bound to `action`.
@@ -568,7 +573,7 @@ impl App {
             Action::Dock => self.open_dock(None),
             Action::Detach => {
                 // Outside a detachable session the key is Pi's.
-                if !crate::detach::request_detach() {
+                if !self.offer_action(action) {
                     self.send_key_to_pi(key);
                 }
             }
@@ -585,7 +590,7 @@ impl App {
                     .set_notice("Finished background-task notices cleared");
             }
             Action::Board => {
-                if !self.capabilities.iter().any(|c| c.action(action)) {
+                if !self.offer_action(action) {
                     self.footer.set_notice("No capability offers the board");
                 }
             }

@@ -350,3 +350,41 @@ fn the_detach_key_outside_a_session_is_pis() {
     // Ctrl+Alt+D as xterm sends it.
     assert_eq!(to_pi(&send(&mut app, b"\x1b\x04")), b"\x1b\x04");
 }
+
+/// Stands in for `detach::inside` in a session: it takes the detach key and counts it.
+#[derive(Default)]
+struct InSession {
+    detaches: std::sync::atomic::AtomicUsize,
+}
+
+impl Capability for InSession {
+    fn name(&self) -> &'static str {
+        "detach"
+    }
+
+    fn action(&self, action: Action) -> bool {
+        let take = action == Action::Detach;
+        if take {
+            self.detaches
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        take
+    }
+}
+
+#[test]
+fn in_a_session_the_detach_key_is_the_sessions_even_under_a_view() {
+    let (mut app, _) = make_app(Vec::new());
+    let session = Arc::new(InSession::default());
+    app.capabilities.push(session.clone());
+    let detaches = || session.detaches.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(to_pi(&send(&mut app, b"\x1b\x04")).is_empty());
+    assert_eq!(detaches(), 1);
+    // With the help open (a view that has no use for the key) it still detaches, and the help
+    // stays for the next terminal.
+    send(&mut app, b"\x1bOP");
+    assert!(to_pi(&send(&mut app, b"\x1b\x04")).is_empty());
+    assert_eq!(detaches(), 2);
+    assert_eq!(app.views.titles(), ["the key help"]);
+    assert!(!screen(&mut app).contains("does nothing in the key help"));
+}

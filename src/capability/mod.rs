@@ -70,8 +70,8 @@ pub trait Capability: Send + Sync + 'static {
         None
     }
 
-    /// A workbench key action the app does not answer itself (`board`): `true` when this
-    /// capability took it (it opens its view through the [`Ui`] handle).
+    /// A workbench key action the app does not answer itself (`board`, `session.detach`): `true`
+    /// when this capability took it (a view it opens goes through the [`Ui`] handle).
     fn action(&self, _action: crate::config::keymap::Action) -> bool {
         false
     }

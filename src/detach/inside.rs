@@ -7,8 +7,9 @@
 //!   ([`Ui::terminal_attached`]), which re-emits every terminal mode and repaints on an attach,
 //!   and publishes `attached` in the screen's state — which the notifications read to treat
 //!   "nobody attached" like "the user is away";
-//! - **the detach key**: the keymap's `session.detach` asks the session to let its client go
-//!   ([`request_detach`]); outside a session the key goes to Pi;
+//! - **the detach key**: the keymap's `session.detach` reaches this capability through
+//!   [`Capability::action`] and asks the session to let its client go; outside a session this
+//!   capability does not start, so the key goes to Pi;
 //! - **Pi's state for `ls`**: idle, working or waiting for input, followed from the bridge's
 //!   events and Pi's own `blocked` status, sent when it changes.
 //!
@@ -16,7 +17,7 @@
 //! the variables, so the session's pid is checked against our parent's.
 
 use std::collections::HashSet;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use tokio::net::unix::OwnedWriteHalf;
 use tokio::sync::{broadcast, mpsc, watch};
@@ -29,6 +30,7 @@ use crate::bridge::{AgentId, BusEvent, EventBus, PiEvent, names};
 use crate::capability::{
     BridgeLink, Capability, NewTerminal, Registration, ScreenState, StartContext, Ui,
 };
+use crate::config::keymap::Action;
 use crate::pane::emulator::ProgramState;
 use crate::term::tui::KeyboardProtocol;
 
@@ -37,16 +39,6 @@ pub const REGISTRATION: Registration = Registration {
     start,
     key_tables: &[],
 };
-
-/// The link to the session, once the workbench runs in one.
-static LINK: OnceLock<mpsc::UnboundedSender<Control>> = OnceLock::new();
-
-/// The detach key: asks the session to let the attached terminal go. `false` outside a session
-/// (the caller gives the key to Pi).
-pub fn request_detach() -> bool {
-    LINK.get()
-        .is_some_and(|link| link.send(Control::Detach).is_ok())
-}
 
 fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
     let socket = std::env::var_os(SESSION_ENV)?;
@@ -75,8 +67,6 @@ fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
     };
     let (tx, rx) = mpsc::unbounded_channel();
     tokio::spawn(link(stream, rx, context.ui.clone()));
-    // Set once: one workbench process, one session.
-    let _ = LINK.set(tx.clone());
     tracing::info!("running in session {name}");
     Some(Arc::new(InSession {
         link: tx,
@@ -100,6 +90,12 @@ impl Capability for InSession {
             self.ui.watch_screen(),
             self.link.clone(),
         ));
+    }
+
+    /// The detach key: asks the session to let the attached terminal go. Outside a session
+    /// there is no such capability, so the app gives the key to Pi.
+    fn action(&self, action: Action) -> bool {
+        action == Action::Detach && self.link.send(Control::Detach).is_ok()
     }
 }
 

@@ -29,4 +29,4 @@ pub mod registry;
 pub mod server;
 pub mod terminal;
 
-pub use inside::{REGISTRATION, request_detach};
+pub use inside::REGISTRATION;
