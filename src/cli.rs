@@ -554,6 +554,10 @@ mod tests {
         assert_eq!(s.pi, os(&["--model", "x"]));
         let cli = Cli::try_parse_from(["unipi-tui", "--detachable=d1"]).unwrap();
         assert_eq!(cli.detachable.as_deref(), Some("d1"));
+        // Pi's own `--session` keeps its meaning: Pi's argument, not the session's name.
+        let s = split(&["--detachable", "d1", "--session", "a.jsonl"]);
+        assert_eq!(s.ours, os(&["--detachable", "d1"]));
+        assert_eq!(s.pi, os(&["--session", "a.jsonl"]));
     }
 
     #[test]

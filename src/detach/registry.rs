@@ -406,6 +406,25 @@ mod tests {
     }
 
     #[test]
+    fn a_pid_reused_by_another_process_does_not_keep_a_dead_sessions_name() {
+        let tmp = tempfile::tempdir().unwrap();
+        let registry = Registry::at(tmp.path().join("sessions")).unwrap();
+        // The dead session's pid now belongs to a live process (this one) that started at
+        // another time: the start time tells them apart.
+        let me = ProcessId::current().unwrap();
+        let reused = ProcessId {
+            pid: me.pid,
+            start: me.start + 1,
+        };
+        let left = registry.dir().join("reused");
+        std::fs::create_dir(&left).unwrap();
+        std::fs::write(left.join(OWNER_FILE), reused.to_text()).unwrap();
+        assert!(registry.list().is_empty());
+        assert!(!left.exists(), "the dead session's directory is removed");
+        drop(registry.publish(&info("reused")).unwrap());
+    }
+
+    #[test]
     fn a_missing_name_lists_the_sessions_there_are() {
         let tmp = tempfile::tempdir().unwrap();
         let registry = Registry::at(tmp.path().join("sessions")).unwrap();
