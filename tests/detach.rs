@@ -106,6 +106,9 @@ fn detach_key_then_attach_elsewhere_shows_the_turn_that_finished_meanwhile_at_th
         !processes_running("sleep 731").is_empty(),
         "the task runs on"
     );
+    wait_until("the helper's tool call runs on", REPLY, || {
+        !processes_running("sleep 733").is_empty()
+    });
 
     // Another terminal: no kitty protocol, another size. It sees the reply, drawn at its size,
     // and gets the workbench's modes for its kind of keyboard.
@@ -159,6 +162,7 @@ fn detach_key_then_attach_elsewhere_shows_the_turn_that_finished_meanwhile_at_th
     );
     wait_all_gone(&sandbox, GONE);
     assert!(processes_running("sleep 731").is_empty());
+    assert!(processes_running("sleep 733").is_empty());
     assert_eq!(
         std::fs::read_dir(sessions_dir(&sandbox)).unwrap().count(),
         0
@@ -390,7 +394,7 @@ fn another_user_can_neither_reach_nor_use_a_session_socket() {
 }
 
 #[test]
-fn the_client_gives_the_terminal_back_on_sigterm_sighup_panic_and_a_lost_terminal() {
+fn the_client_gives_the_terminal_back_on_every_signal_a_panic_and_a_lost_terminal() {
     let sandbox = Sandbox::new();
     let _end = EndSessions(&sandbox);
     let mut session = bare_session(&sandbox, "modes", "stty raw -echo; exec cat");
@@ -422,6 +426,8 @@ fn the_client_gives_the_terminal_back_on_sigterm_sighup_panic_and_a_lost_termina
     for (sig, code) in [
         (nix::sys::signal::Signal::SIGTERM, 143),
         (nix::sys::signal::Signal::SIGHUP, 129),
+        (nix::sys::signal::Signal::SIGINT, 130),
+        (nix::sys::signal::Signal::SIGQUIT, 131),
     ] {
         let mut client = with_modes(&[]);
         signal(&client, sig);

@@ -1,8 +1,8 @@
 //! A dropped SSH connection, for real: an sshd of the test's own on a free loopback port (its
 //! own host key and authorized key in a temporary directory, StrictModes and PAM off), the
 //! system's `ssh -tt` driven through a PTY, and a detachable session started over it. The SSH
-//! client is killed with SIGKILL in the middle of a turn; everything lives on, the turn
-//! finishes, and a new connection at another size attaches and sees the reply.
+//! client is killed with SIGKILL in the middle of a turn; everything lives on (Pi, a background
+//! task, a helper and an MCP server), the turn finishes, and a new connection at another size attaches and sees the reply.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
 
@@ -17,7 +17,7 @@ use support::detach::{
     EndSessions, OTHER_TERMINAL, assert_workbench_modes, bin, describe, reply_at_size, scenario,
     session_log_tail, session_pid, sessions_dir, wait_all_gone, wait_for_ls,
 };
-use support::pi::{PiLine, pi_install};
+use support::pi::{PiLine, mcp_bin, pi_install};
 use support::procs::{alive, children, processes_running, wait_until};
 use support::sandbox::Sandbox;
 use support::term::{OuterOptions, Session};
@@ -185,6 +185,14 @@ fn a_session_survives_its_ssh_client_killed_mid_turn_and_a_new_connection_sees_t
     let sandbox = Sandbox::new();
     let _end = EndSessions(&sandbox);
     let sshd = Sshd::start();
+    let mcp = serde_json::json!({"mcpServers": {"everything": {
+        "command": mcp_bin("mcp-server-everything").display().to_string(),
+        "args": [],
+    }}});
+    sandbox.write(
+        &sandbox.home.join(".unipi/config/mcp.json"),
+        &serde_json::to_string_pretty(&mcp).unwrap(),
+    );
     let scenario = scenario().display().to_string();
     let pi = pi_install(PiLine::Current)
         .unwrap()
@@ -223,13 +231,18 @@ fn a_session_survives_its_ssh_client_killed_mid_turn_and_a_new_connection_sees_t
     wait_until("the bash call runs", REPLY, || {
         !processes_running("sleep 3.31").is_empty()
     });
-    wait_until("the background task runs", REPLY, || {
-        !processes_running("sleep 731").is_empty()
-    });
     let session = session_pid(&sandbox, "far");
     let workbench = children(session);
     assert_eq!(workbench.len(), 1, "{}", describe(&workbench));
     let workbench = workbench[0];
+    // The background task, the helper's tool call (its Pi above it) and the MCP server.
+    for needle in ["sleep 731", "sleep 733", "mcp-server-everything"] {
+        wait_until(
+            &format!("`{needle}` runs under the workbench"),
+            REPLY,
+            || describe(&descendants(workbench)).contains(needle),
+        );
+    }
     let mut running: Vec<u32> = vec![session, workbench];
     running.extend(descendants(workbench));
     let pi_and_more = describe(&running);
@@ -262,6 +275,7 @@ fn a_session_survives_its_ssh_client_killed_mid_turn_and_a_new_connection_sees_t
         describe(&gone)
     );
     assert!(!processes_running("sleep 731").is_empty());
+    assert!(!processes_running("sleep 733").is_empty());
     wait_for_ls(&sandbox, "far", &["idle", "no"], REPLY);
     assert!(alive(session) && alive(workbench));
 
@@ -282,6 +296,7 @@ fn a_session_survives_its_ssh_client_killed_mid_turn_and_a_new_connection_sees_t
     let left: Vec<u32> = running.iter().copied().filter(|pid| alive(*pid)).collect();
     assert!(left.is_empty(), "{}", describe(&left));
     assert!(processes_running("sleep 731").is_empty());
+    assert!(processes_running("sleep 733").is_empty());
     assert_eq!(
         std::fs::read_dir(sessions_dir(&sandbox)).unwrap().count(),
         0
