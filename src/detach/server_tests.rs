@@ -16,7 +16,7 @@ const WITHIN: Duration = Duration::from_secs(10);
 
 /// A session serving `script` (run by `sh -c`) on a socket in a temporary directory.
 struct TestSession {
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
     socket: PathBuf,
     served: JoinHandle<Result<i32>>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
@@ -24,6 +24,11 @@ struct TestSession {
 
 impl TestSession {
     fn start(script: &str) -> TestSession {
+        Self::start_within(script, WITHIN)
+    }
+
+    /// Like [`TestSession::start`], ending when nobody attached within `first_attach_within`.
+    fn start_within(script: &str, first_attach_within: Duration) -> TestSession {
         let dir = tempfile::tempdir().unwrap();
         let socket = dir.path().join("socket");
         let listener = tokio::net::UnixListener::bind(&socket).unwrap();
@@ -47,14 +52,14 @@ impl TestSession {
                 rows: first.rows,
                 cols: first.cols,
             }),
-            first_attach_within: WITHIN,
+            first_attach_within,
         };
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let served = tokio::spawn(serve(options, async move {
             let _ = stopped.await;
         }));
         TestSession {
-            _dir: dir,
+            dir,
             socket,
             served,
             stop: Some(stop),
@@ -67,6 +72,29 @@ impl TestSession {
             Some(Frame::Control(Control::Status(status))) => status,
             other => panic!("expected a status, got {other:?}"),
         }
+    }
+
+    /// Waits until the status says nobody is attached.
+    async fn wait_detached(&self) {
+        let deadline = tokio::time::Instant::now() + WITHIN;
+        while self.status().await.attached {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "detached when the client left"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Waits for the session to end on its own (never asked to stop); returns the exit code.
+    async fn ended(mut self) -> i32 {
+        // Held, not dropped: a dropped sender would stop the session like SIGTERM.
+        let _stop = self.stop.take();
+        tokio::time::timeout(WITHIN, self.served)
+            .await
+            .expect("the session ends")
+            .unwrap()
+            .unwrap()
     }
 
     /// SIGTERM's way: returns the exit code.
@@ -178,14 +206,7 @@ async fn an_attach_takes_over_and_the_first_client_is_told_and_let_go() {
     assert!(session.status().await.attached);
 
     drop(second);
-    let deadline = tokio::time::Instant::now() + WITHIN;
-    while session.status().await.attached {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "detached when the client left"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    session.wait_detached().await;
     // The program runs on while nobody is attached; a new client finds it.
     let mut third = TestClient::attach(&session.socket, 24, 80).await;
     third.send(Frame::Input(b"still-here".to_vec())).await;
@@ -300,4 +321,31 @@ async fn kill_before_anyone_attached_ends_at_once_and_says_so() {
         other => panic!("{other:?}"),
     }
     assert_eq!(session.terminate().await, 0);
+}
+
+#[tokio::test]
+async fn a_program_that_exits_while_nobody_is_attached_ends_the_session_with_its_code() {
+    // The program waits on a FIFO the test writes once the client has gone.
+    let session = TestSession::start("stty raw -echo; echo READY; read line < fifo; exit 7");
+    nix::unistd::mkfifo(
+        &session.dir.path().join("fifo"),
+        nix::sys::stat::Mode::from_bits_truncate(0o600),
+    )
+    .unwrap();
+    let mut client = TestClient::attach(&session.socket, 24, 80).await;
+    client.output_until(b"READY").await;
+    drop(client);
+    session.wait_detached().await;
+    std::fs::write(session.dir.path().join("fifo"), b"go\n").unwrap();
+    assert_eq!(session.ended().await, 7);
+}
+
+#[tokio::test]
+async fn a_session_nobody_attaches_to_ends_without_starting_its_program() {
+    let dir = tempfile::tempdir().unwrap();
+    let started = dir.path().join("started");
+    let script = format!("touch '{}'; exec cat", started.display());
+    let session = TestSession::start_within(&script, Duration::from_millis(200));
+    assert_eq!(session.ended().await, 1, "the launcher never attached");
+    assert!(!started.exists(), "the program never ran");
 }
