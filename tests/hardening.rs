@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use support::demo::spawn_demo;
-use support::pi::{PiLine, mcp_bin, test_deps_dir};
+use support::pi::{PiLine, mcp_bin};
 use support::procs::{cmdline, processes_running, processes_with_env, wait_until, watchdog_of};
 use support::sandbox::Sandbox;
 use support::term::{OuterOptions, Session};

@@ -16,14 +16,14 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::demo::{OfflineModel, spawn_workbench};
-use support::pi::{PiLine, mcp_bin, test_deps_dir};
+use support::pi::{PiLine, mcp_bin};
 use support::procs::{cmdline, processes_with_env, wait_until};
 use support::sandbox::Sandbox;
 use support::term::{OuterOptions, Session};
