@@ -28,21 +28,9 @@ use portable_pty::{Child, CommandBuilder, MasterPty, PtySize, native_pty_system}
 use support::{Stats, ms};
 
 fn main() -> ExitCode {
-    // cargo passes `--bench` under `cargo bench`; `cargo test --all-targets` runs us without it.
-    let full = std::env::args().any(|arg| arg == "--bench");
-    if !full {
-        eprintln!(
-            "detach bench: smoke run (checks the harness; figures mean nothing here): run \
-             `cargo bench --bench detach` for the real ones"
-        );
-    }
-    match run(if full { Plan::FULL } else { Plan::SMOKE }) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            eprintln!("detach bench: {err:#}");
-            ExitCode::FAILURE
-        }
-    }
+    support::bench_main("detach", |full| {
+        run(if full { Plan::FULL } else { Plan::SMOKE })
+    })
 }
 
 #[derive(Clone, Copy)]
