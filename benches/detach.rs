@@ -176,19 +176,16 @@ struct Env {
 
 impl Env {
     fn new(dir: &Path) -> Result<Env> {
-        let mut vars = Vec::new();
-        for (key, sub) in [
-            ("HOME", "home"),
-            ("XDG_CONFIG_HOME", "home/.config"),
-            ("XDG_STATE_HOME", "home/.local/state"),
-            ("XDG_CACHE_HOME", "home/.cache"),
-            ("TMPDIR", "tmp"),
-        ] {
-            let path = dir.join(sub);
-            std::fs::create_dir_all(&path)
-                .with_context(|| format!("failed to create {}", path.display()))?;
-            vars.push((key, path));
-        }
+        let vars = support::env_dirs(
+            dir,
+            &[
+                ("HOME", "home"),
+                ("XDG_CONFIG_HOME", "home/.config"),
+                ("XDG_STATE_HOME", "home/.local/state"),
+                ("XDG_CACHE_HOME", "home/.cache"),
+                ("TMPDIR", "tmp"),
+            ],
+        )?;
         Ok(Env {
             vars,
             dir: dir.to_path_buf(),

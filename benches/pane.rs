@@ -211,17 +211,14 @@ struct Bench {
 
 impl Bench {
     fn new(bin: PathBuf, dir: &Path) -> Result<Bench> {
-        let mut env = Vec::new();
-        for (key, sub) in [
-            ("XDG_CONFIG_HOME", "config"),
-            ("XDG_STATE_HOME", "state"),
-            ("XDG_CACHE_HOME", "cache"),
-        ] {
-            let path = dir.join(sub);
-            std::fs::create_dir_all(&path)
-                .with_context(|| format!("failed to create {}", path.display()))?;
-            env.push((key, path));
-        }
+        let env = support::env_dirs(
+            dir,
+            &[
+                ("XDG_CONFIG_HOME", "config"),
+                ("XDG_STATE_HOME", "state"),
+                ("XDG_CACHE_HOME", "cache"),
+            ],
+        )?;
         Ok(Bench {
             bin,
             dir: dir.to_path_buf(),

@@ -3,6 +3,7 @@
 //! its own and uses only part of it, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -31,6 +32,19 @@ pub fn bench_main(name: &str, run: impl FnOnce(bool) -> Result<()>) -> ExitCode 
             ExitCode::FAILURE
         }
     }
+}
+
+/// `(variable, dir/sub)` for each `(variable, sub)`, every directory made: the environment that
+/// keeps a bench's processes away from the user's own config, state and cache.
+pub fn env_dirs(dir: &Path, subs: &[(&'static str, &str)]) -> Result<Vec<(&'static str, PathBuf)>> {
+    subs.iter()
+        .map(|(key, sub)| {
+            let path = dir.join(sub);
+            std::fs::create_dir_all(&path)
+                .with_context(|| format!("failed to create {}", path.display()))?;
+            Ok((*key, path))
+        })
+        .collect()
 }
 
 /// Percentiles, maximum and mean of a set of samples.
