@@ -14,6 +14,8 @@
 //! Everything written goes to one temp dir, and the workbench's config, state and cache
 //! directories point into it, so nothing of the user's is read or written.
 
+mod support;
+
 use std::ffi::OsString;
 use std::io::{BufWriter, Read, Write};
 use std::num::NonZeroU16;
@@ -46,21 +48,9 @@ const READY_MARKER: &[u8] = b"BENCH_READY_7Q";
 const IDLE_WINDOW: Duration = Duration::from_secs(5);
 
 fn main() -> ExitCode {
-    // cargo passes `--bench` under `cargo bench`; `cargo test --all-targets` runs us without it.
-    let full = std::env::args().any(|arg| arg == "--bench");
-    if !full {
-        eprintln!(
-            "pane bench: smoke run (checks the harness; figures mean nothing here): run \
-             `cargo bench --bench pane` for the real ones"
-        );
-    }
-    match run(if full { Plan::FULL } else { Plan::SMOKE }) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            eprintln!("pane bench: {err:#}");
-            ExitCode::FAILURE
-        }
-    }
+    support::bench_main("pane", |full| {
+        run(if full { Plan::FULL } else { Plan::SMOKE })
+    })
 }
 
 /// How much to measure.
@@ -221,17 +211,14 @@ struct Bench {
 
 impl Bench {
     fn new(bin: PathBuf, dir: &Path) -> Result<Bench> {
-        let mut env = Vec::new();
-        for (key, sub) in [
-            ("XDG_CONFIG_HOME", "config"),
-            ("XDG_STATE_HOME", "state"),
-            ("XDG_CACHE_HOME", "cache"),
-        ] {
-            let path = dir.join(sub);
-            std::fs::create_dir_all(&path)
-                .with_context(|| format!("failed to create {}", path.display()))?;
-            env.push((key, path));
-        }
+        let env = support::env_dirs(
+            dir,
+            &[
+                ("XDG_CONFIG_HOME", "config"),
+                ("XDG_STATE_HOME", "state"),
+                ("XDG_CACHE_HOME", "cache"),
+            ],
+        )?;
         Ok(Bench {
             bin,
             dir: dir.to_path_buf(),

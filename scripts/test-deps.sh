@@ -4,7 +4,9 @@
 #   .test-deps/node        a Node new enough for the current Pi (the machine's, or one from PyPI)
 #   .test-deps/mcp         the MCP servers the MCP tests talk to (server-everything, server-filesystem)
 # and, from the system's packages (Debian: apt-get), what the desktop-notification test runs: a
-# session D-Bus (dbus-daemon), a notification daemon (dunst) and a virtual X server for it (Xvfb).
+# session D-Bus (dbus-daemon), a notification daemon (dunst) and a virtual X server for it (Xvfb),
+# and what the detach test runs over a real SSH connection: sshd (openssh-server, run by the test
+# itself on a loopback port, never as a service) and the ssh client.
 # Versions come from versions.env, the one place they are pinned.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -47,9 +49,12 @@ missing_packages=()
 command -v dbus-daemon >/dev/null 2>&1 || missing_packages+=(dbus-daemon)
 { command -v dunst >/dev/null 2>&1 && command -v dunstctl >/dev/null 2>&1; } || missing_packages+=(dunst)
 command -v Xvfb >/dev/null 2>&1 || missing_packages+=(xvfb)
+# The detach test (tests/detach_ssh.rs): sshd, ssh and ssh-keygen.
+[ -x /usr/sbin/sshd ] || missing_packages+=(openssh-server)
+{ command -v ssh >/dev/null 2>&1 && command -v ssh-keygen >/dev/null 2>&1; } || missing_packages+=(openssh-client)
 if [ "${#missing_packages[@]}" -gt 0 ]; then
   if ! command -v apt-get >/dev/null 2>&1; then
-    echo "test-deps: install ${missing_packages[*]} (the desktop-notification test needs them); this script knows only apt-get" >&2
+    echo "test-deps: install ${missing_packages[*]} (the desktop-notification and detach tests need them); this script knows only apt-get" >&2
     exit 1
   fi
   sudo=()

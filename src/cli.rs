@@ -1,4 +1,5 @@
-//! The command line: `unipi-tui [OPTIONS] [PI_ARGS]...` and `unipi-tui demo`.
+//! The command line: `unipi-tui [OPTIONS] [PI_ARGS]...`, `unipi-tui demo`, and the detachable
+//! sessions' `--detachable NAME`, `ls`, `attach NAME` and `kill NAME` (`crate::detach`).
 //!
 //! unipi-tui is a drop-in for `pi`, so it owns only a few, prefixed or documented options and
 //! hands every other argument to Pi unchanged and in order (`unipi-tui --model x -c "hi"` runs
@@ -24,7 +25,7 @@ use crate::pi;
     name = "unipi-tui",
     version,
     about = "A terminal workbench for the Pi coding agent: runs Pi in a pane with native widgets around it.",
-    override_usage = "unipi-tui [OPTIONS] [PI_ARGS]...\n       unipi-tui demo [--scenario FILE] [OPTIONS] [PI_ARGS]...",
+    override_usage = "unipi-tui [OPTIONS] [PI_ARGS]...\n       unipi-tui demo [--scenario FILE] [OPTIONS] [PI_ARGS]...\n       unipi-tui --detachable NAME [demo] [OPTIONS] [PI_ARGS]...\n       unipi-tui ls | attach NAME | kill NAME",
     disable_help_flag = true,
     disable_version_flag = true
 )]
@@ -41,6 +42,11 @@ pub struct Cli {
     #[arg(long, value_name = "FILE")]
     pub scenario: Option<PathBuf>,
 
+    /// Run in a detachable session named NAME: it survives a lost terminal (a dropped SSH
+    /// connection) and the detach key (Ctrl+Alt+D); `unipi-tui attach NAME` re-attaches.
+    #[arg(long, value_name = "NAME")]
+    pub detachable: Option<String>,
+
     /// Print help.
     #[arg(long, short = 'h', action = clap::ArgAction::Help)]
     pub help: Option<bool>,
@@ -51,7 +57,7 @@ pub struct Cli {
 }
 
 /// Our options that take a value, by flag name.
-const VALUE_FLAGS: &[&str] = &["--pi-bin", "--log-level", "--scenario"];
+const VALUE_FLAGS: &[&str] = &["--pi-bin", "--log-level", "--scenario", "--detachable"];
 /// Our options without a value.
 const BARE_FLAGS: &[&str] = &["--help", "-h", "--version"];
 
@@ -67,6 +73,14 @@ pub struct SplitArgs {
 pub fn split_args(args: impl IntoIterator<Item = OsString>) -> SplitArgs {
     let mut split = SplitArgs::default();
     let mut args = args.into_iter().peekable();
+    // `--detachable NAME demo …`: the session's name may come before the subcommand.
+    while let Some(first) = args.next_if(|a| a.to_string_lossy().starts_with("--detachable")) {
+        let inline = first.to_string_lossy().contains('=');
+        split.ours.push(first);
+        if !inline && let Some(value) = args.next() {
+            split.ours.push(value);
+        }
+    }
     if args.peek().is_some_and(|a| a == "demo") {
         split.demo = true;
         args.next();
@@ -105,6 +119,11 @@ pub fn run() -> ExitCode {
     match raw.first().map(String::as_str) {
         Some(crate::delegate::CHILD_SUBCOMMAND) => return crate::delegate::child::main(&raw[1..]),
         Some(crate::sys::watchdog::SUBCOMMAND) => return crate::sys::sweep::main(&raw[1..]),
+        Some(crate::detach::daemon::SUBCOMMAND) => return crate::detach::daemon::main(),
+        Some(word) if crate::detach::commands::WORDS.contains(&word) => {
+            let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+            return crate::detach::commands::main(&args);
+        }
         _ => {}
     }
     let split = split_args(std::env::args_os().skip(1));
@@ -124,6 +143,24 @@ pub fn run() -> ExitCode {
     if cli.version {
         print_version(cli.pi_bin.as_deref());
         return ExitCode::SUCCESS;
+    }
+    match crate::detach::launch::plan(cli.detachable.as_deref(), &split) {
+        Ok(None) => {}
+        Ok(Some(plan)) => {
+            let _log_guard = init_logging(&log_file_path(), &cli.log_level);
+            return match crate::detach::launch::run(&plan, &cli.log_level) {
+                Ok(code) => ExitCode::from(u8::try_from(code.clamp(0, 255)).unwrap_or(1)),
+                Err(err) => {
+                    tracing::warn!("session {}: {err:#}", plan.name);
+                    eprintln!("unipi-tui: {err:#}");
+                    ExitCode::from(1)
+                }
+            };
+        }
+        Err(err) => {
+            eprintln!("unipi-tui: {err:#}");
+            return ExitCode::from(2);
+        }
     }
     match run_workbench(cli, split) {
         Ok(code) => ExitCode::from(u8::try_from(code.clamp(0, 255)).unwrap_or(1)),
@@ -363,10 +400,15 @@ fn print_help() {
     let paths = format!(
         "Every other argument goes to Pi unchanged (run `unipi-tui -- --help` for Pi's own help);\n\
          after a bare `--` everything goes to Pi. The exit code is Pi's.\n\n\
-         Files:\n  log file   {}\n  keymap     {}\n  theme      {}\n\n\
+         Sessions: `unipi-tui --detachable NAME` (or {{\"detach\": {{\"enabled\": true}}}} in\n  \
+         ~/.unipi/config/workbench.json) runs Pi in a session that outlives the terminal; Ctrl+Alt+D\n  \
+         detaches. `unipi-tui ls` lists sessions, `unipi-tui attach NAME` re-attaches, `unipi-tui\n  \
+         kill NAME` ends one.\n\n\
+         Files:\n  log file     {}\n  session log  {}\n  keymap       {}\n  theme        {}\n\n\
          Environment: UNIPI_PI_BIN, UNIPI_LOG, NO_COLOR, UNIPI_TUI_DISABLE_KEYBOARD_ENHANCEMENT=1,\n  UNIPI_TUI_NO_INSTALL=1 (never install Pi; without it a missing Pi is installed after asking)\n\
          Pinned Pi: {} {} (Node >= {}), legacy {} {}",
         log_file_path().display(),
+        crate::detach::daemon::log_path().display(),
         config_path("keymap.toml"),
         config_path("theme.toml"),
         pi::versions().current_package,
@@ -418,7 +460,10 @@ pub fn log_file_path() -> PathBuf {
 }
 
 /// Logs go to a file only: the terminal belongs to the TUI. The file is rotated once at 8 MB.
-fn init_logging(path: &Path, level: &str) -> Option<tracing_appender::non_blocking::WorkerGuard> {
+pub(crate) fn init_logging(
+    path: &Path,
+    level: &str,
+) -> Option<tracing_appender::non_blocking::WorkerGuard> {
     let dir = path.parent()?;
     std::fs::create_dir_all(dir).ok()?;
     if std::fs::metadata(path).is_ok_and(|m| m.len() > 8 * 1024 * 1024) {
@@ -495,6 +540,24 @@ mod tests {
         let s = split(&["-c", "demo"]);
         assert!(!s.demo);
         assert_eq!(s.pi, os(&["-c", "demo"]));
+    }
+
+    #[test]
+    fn a_detachable_name_may_come_before_demo() {
+        let s = split(&["--detachable", "d1", "demo", "--scenario", "s.toml", "-c"]);
+        assert!(s.demo);
+        assert_eq!(s.ours, os(&["--detachable", "d1", "--scenario", "s.toml"]));
+        assert_eq!(s.pi, os(&["-c"]));
+        let s = split(&["--detachable=d1", "--model", "x"]);
+        assert!(!s.demo);
+        assert_eq!(s.ours, os(&["--detachable=d1"]));
+        assert_eq!(s.pi, os(&["--model", "x"]));
+        let cli = Cli::try_parse_from(["unipi-tui", "--detachable=d1"]).unwrap();
+        assert_eq!(cli.detachable.as_deref(), Some("d1"));
+        // Pi's own `--session` keeps its meaning: Pi's argument, not the session's name.
+        let s = split(&["--detachable", "d1", "--session", "a.jsonl"]);
+        assert_eq!(s.ours, os(&["--detachable", "d1"]));
+        assert_eq!(s.pi, os(&["--session", "a.jsonl"]));
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use support::demo::spawn_demo;
-use support::pi::{PiLine, test_deps_dir};
+use support::pi::{PiLine, mcp_bin};
 use support::procs::{cmdline, processes_running, processes_with_env, wait_until, watchdog_of};
 use support::sandbox::Sandbox;
 use support::term::{OuterOptions, Session};
@@ -24,17 +24,6 @@ const AFTER_DEATH: Duration = Duration::from_secs(2);
 
 fn scenario() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/scenarios/e2e.toml")
-}
-
-/// An MCP server's binary from `.test-deps`, or a failure naming the script that installs it.
-fn mcp_bin(name: &str) -> PathBuf {
-    let bin = test_deps_dir().join("mcp/node_modules/.bin").join(name);
-    assert!(
-        bin.exists(),
-        "{} is missing; run `scripts/test-deps.sh` from the repository root",
-        bin.display()
-    );
-    bin
 }
 
 /// The workbench in `demo` mode, once Pi's prompt shows.

@@ -16,14 +16,14 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::demo::{OfflineModel, spawn_workbench};
-use support::pi::{PiLine, test_deps_dir};
+use support::pi::{PiLine, mcp_bin};
 use support::procs::{cmdline, processes_with_env, wait_until};
 use support::sandbox::Sandbox;
 use support::term::{OuterOptions, Session};
@@ -40,17 +40,6 @@ struct McpWorkbench {
     sandbox: Sandbox,
     /// The value of `MCP_E2E_TAG` in every configured server's environment.
     tag: String,
-}
-
-/// The servers' binaries, or a failure naming the script that installs them.
-fn mcp_bin(name: &str) -> PathBuf {
-    let bin = test_deps_dir().join("mcp/node_modules/.bin").join(name);
-    assert!(
-        bin.exists(),
-        "{} is missing; run `scripts/test-deps.sh` from the repository root",
-        bin.display()
-    );
-    bin
 }
 
 /// Starts the workbench (not `demo`: the scripted server runs here) against the MCP config:

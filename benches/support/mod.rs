@@ -1,8 +1,10 @@
-//! What the benchmarks share: percentile statistics, and a Pi-like client on the bridge socket
+//! What the benchmarks share: the full-or-smoke `main`, percentile statistics, and a Pi-like client on the bridge socket
 //! (hello, then tool calls answered by `tool_result`). Each bench binary compiles this module on
 //! its own and uses only part of it, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail};
@@ -11,6 +13,39 @@ use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 use tokio::net::UnixStream;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use unipi_tui::bridge::{AgentId, BridgeHost};
+
+/// A bench's `main`: `run(true)` under `cargo bench` (cargo passes `--bench`), `run(false)` — a
+/// smoke pass that only checks the harness — under `cargo test --all-targets`. An error is
+/// printed under the bench's `name` and fails the run.
+pub fn bench_main(name: &str, run: impl FnOnce(bool) -> Result<()>) -> ExitCode {
+    let full = std::env::args().any(|arg| arg == "--bench");
+    if !full {
+        eprintln!(
+            "{name} bench: smoke run (checks the harness; figures mean nothing here): run \
+             `cargo bench --bench {name}` for the real ones"
+        );
+    }
+    match run(full) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("{name} bench: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `(variable, dir/sub)` for each `(variable, sub)`, every directory made: the environment that
+/// keeps a bench's processes away from the user's own config, state and cache.
+pub fn env_dirs(dir: &Path, subs: &[(&'static str, &str)]) -> Result<Vec<(&'static str, PathBuf)>> {
+    subs.iter()
+        .map(|(key, sub)| {
+            let path = dir.join(sub);
+            std::fs::create_dir_all(&path)
+                .with_context(|| format!("failed to create {}", path.display()))?;
+            Ok((*key, path))
+        })
+        .collect()
+}
 
 /// Percentiles, maximum and mean of a set of samples.
 pub struct Stats {

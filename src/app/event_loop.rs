@@ -219,7 +219,8 @@ async fn drive(
 
     let signal_code = loop {
         let now = Instant::now();
-        let draw_at = app.needs_draw.then(|| {
+        // No frames while a detachable session has no terminal: nobody would see them.
+        let draw_at = (app.needs_draw && app.has_terminal()).then(|| {
             match app.emulator.synchronized_update_deadline() {
                 // Inside Pi's synchronized update: the end of the block arrives as output (which
                 // recomputes this); if it never does, draw once the emulator gives up on it.
@@ -251,6 +252,9 @@ async fn drive(
             }
             Some(request) = next_ui_request(&mut ui_rx) => {
                 session.run(app.update(AppEvent::Ui(request)));
+                if let Some(new) = app.take_reattached() {
+                    reattach(&mut terminal, &new, &mut cursor_style);
+                }
             }
             event = pty_rx.recv() => {
                 let Some(event) = event else { break None };
@@ -312,7 +316,11 @@ async fn drive(
             }
             session.run(app.take_effects());
         }
-        if app.needs_draw && now >= last_draw + FRAME && !app.emulator.synchronized_update_at(now) {
+        if app.needs_draw
+            && now >= last_draw + FRAME
+            && !app.emulator.synchronized_update_at(now)
+            && app.has_terminal()
+        {
             match draw(app, &mut session.pty, &mut terminal, &mut cursor_style) {
                 Ok(()) => last_draw = Instant::now(),
                 // The terminal vanished before its SIGHUP arrived: the same ending.
@@ -352,6 +360,34 @@ async fn drive(
         transcript: vec![],
         session: app.session.clone(),
     })
+}
+
+/// A detachable session's terminal attached: after the marker (the session forwards from there
+/// on), every terminal mode is set up for it and the next frame repaints everything.
+fn reattach(
+    terminal: &mut Terminal<CrosstermBackend<std::io::Stdout>>,
+    new: &crate::capability::NewTerminal,
+    cursor_style: &mut Option<vt100::CursorStyle>,
+) {
+    let out = terminal.backend_mut();
+    let set_up = out
+        .write_all(&new.marker)
+        .map_err(anyhow::Error::new)
+        .and_then(|()| tui::reenter(out, new.keyboard));
+    if let Err(err) = set_up {
+        tracing::warn!("setting up the attached terminal: {err:#}");
+    }
+    // Both buffers blank: the next frame is drawn whole, on the screen just cleared.
+    terminal.swap_buffers();
+    terminal.swap_buffers();
+    if let Err(err) = terminal.hide_cursor() {
+        tracing::debug!("hiding the cursor: {err}");
+    }
+    *cursor_style = None;
+    tracing::info!(
+        "a terminal attached: modes set up ({:?}), repainting",
+        new.keyboard
+    );
 }
 
 /// The next bridge event; pending forever when there is no bridge (or it closed).

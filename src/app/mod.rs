@@ -190,6 +190,8 @@ pub struct App {
     /// The outer terminal's input ended (an SSH connection dropped).
     input_closed: bool,
     needs_draw: bool,
+    /// A detachable session's new terminal, for the loop to set up and repaint.
+    reattached: Option<crate::capability::NewTerminal>,
     /// What `update` returns to the loop.
     effects: Vec<Effect>,
     /// Debug builds only: panic on the key `!` (`UNIPI_TUI_TEST_PANIC_ON_KEY=1`), so tests can
@@ -236,6 +238,7 @@ impl App {
             pty_closed: false,
             input_closed: false,
             needs_draw: true,
+            reattached: None,
             effects: Vec::new(),
             #[cfg(debug_assertions)]
             panic_on_key: std::env::var_os("UNIPI_TUI_TEST_PANIC_ON_KEY").is_some(),
@@ -332,8 +335,28 @@ impl App {
             UiRequest::OpenDock { detail } => self.open_dock(detail.as_deref()),
             UiRequest::Notice(text) => self.footer.set_notice(&text),
             UiRequest::Terminal(bytes) => self.effects.push(Effect::ToTerminal(bytes)),
+            UiRequest::TerminalAttached(terminal) => {
+                self.ui.update_screen(|state| {
+                    state.attached = terminal.is_some();
+                    // A new terminal sends focus reports only when its focus changes.
+                    state.focused = true;
+                });
+                self.focused = true;
+                self.reattached = terminal;
+            }
         }
         self.request_draw();
+    }
+
+    /// The terminal a detachable session just attached, once (the loop sets it up).
+    fn take_reattached(&mut self) -> Option<crate::capability::NewTerminal> {
+        self.reattached.take()
+    }
+
+    /// Whether frames reach anyone: not while a detachable session has no terminal attached
+    /// (an attach repaints everything anyway).
+    fn has_terminal(&self) -> bool {
+        self.ui.screen().attached
     }
 
     /// Something changed in a capability (or in Pi's state): open views pull fresh data.
@@ -476,9 +499,13 @@ impl App {
                 return;
             }
             KeyOutcome::Unhandled { view, close } => {
-                // The help opens over any view; anything else a view does not use is named.
-                if self.is_help_key(&key) {
+                // The help opens over any view, and a session detaches from under any view;
+                // anything else a view does not use is named.
+                if self.is_key_for(Action::Help, &key) {
                     self.run_action(Action::Help, &key);
+                    return;
+                }
+                if self.is_key_for(Action::Detach, &key) && self.offer_action(Action::Detach) {
                     return;
                 }
                 let key = crate::config::keymap::Key::from_event(&key).display();
@@ -499,11 +526,16 @@ impl App {
         }
     }
 
-    /// Whether `key` alone is bound to the help overlay.
-    fn is_help_key(&self, key: &KeyEvent) -> bool {
+    /// Offers `action` to the capabilities: `true` when one took it.
+    fn offer_action(&self, action: Action) -> bool {
+        self.capabilities.iter().any(|c| c.action(action))
+    }
+
+    /// Whether `key` alone is bound to `action`.
+    fn is_key_for(&self, action: Action, key: &KeyEvent) -> bool {
         let pressed = crate::config::keymap::Key::from_event(key);
         self.keymap
-            .sequences_for(Action::Help)
+            .sequences_for(action)
             .iter()
             .any(|keys| keys.as_slice() == [pressed])
     }
@@ -539,6 +571,12 @@ impl App {
                 }
             }
             Action::Dock => self.open_dock(None),
+            Action::Detach => {
+                // Outside a detachable session the key is Pi's.
+                if !self.offer_action(action) {
+                    self.send_key_to_pi(key);
+                }
+            }
             Action::ClearTaskNotices => {
                 for source in self.dock_sources() {
                     if let Err(err) =
@@ -552,7 +590,7 @@ impl App {
                     .set_notice("Finished background-task notices cleared");
             }
             Action::Board => {
-                if !self.capabilities.iter().any(|c| c.action(action)) {
+                if !self.offer_action(action) {
                     self.footer.set_notice("No capability offers the board");
                 }
             }

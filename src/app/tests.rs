@@ -319,3 +319,72 @@ fn focus_typing_and_pis_program_status_reach_the_capabilities_screen_state() {
         ))
     );
 }
+
+#[test]
+fn a_sessions_terminal_attaching_and_leaving_reaches_the_screen_state_and_the_loop() {
+    let (mut app, _) = make_app(Vec::new());
+    let screen = app.ui.clone();
+    app.update(AppEvent::Ui(UiRequest::TerminalAttached(None)));
+    assert!(!screen.screen().attached);
+    assert!(!app.has_terminal(), "no frames for nobody");
+    assert_eq!(app.take_reattached(), None);
+    let new = crate::capability::NewTerminal {
+        marker: b"\x1b]7796;unipi-tui-attached;2\x07".to_vec(),
+        keyboard: crate::term::tui::KeyboardProtocol::ModifyOtherKeys,
+    };
+    send(&mut app, b"\x1b[O");
+    app.update(AppEvent::Ui(UiRequest::TerminalAttached(Some(new.clone()))));
+    assert!(screen.screen().attached && screen.screen().focused);
+    assert!(app.has_terminal() && app.needs_draw);
+    assert_eq!(
+        app.take_reattached(),
+        Some(new),
+        "the loop sets it up, once"
+    );
+    assert_eq!(app.take_reattached(), None);
+}
+
+#[test]
+fn the_detach_key_outside_a_session_is_pis() {
+    let (mut app, _) = make_app(Vec::new());
+    // Ctrl+Alt+D as xterm sends it.
+    assert_eq!(to_pi(&send(&mut app, b"\x1b\x04")), b"\x1b\x04");
+}
+
+/// Stands in for `detach::inside` in a session: it takes the detach key and counts it.
+#[derive(Default)]
+struct InSession {
+    detaches: std::sync::atomic::AtomicUsize,
+}
+
+impl Capability for InSession {
+    fn name(&self) -> &'static str {
+        "detach"
+    }
+
+    fn action(&self, action: Action) -> bool {
+        let take = action == Action::Detach;
+        if take {
+            self.detaches
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        take
+    }
+}
+
+#[test]
+fn in_a_session_the_detach_key_is_the_sessions_even_under_a_view() {
+    let (mut app, _) = make_app(Vec::new());
+    let session = Arc::new(InSession::default());
+    app.capabilities.push(session.clone());
+    let detaches = || session.detaches.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(to_pi(&send(&mut app, b"\x1b\x04")).is_empty());
+    assert_eq!(detaches(), 1);
+    // With the help open (a view that has no use for the key) it still detaches, and the help
+    // stays for the next terminal.
+    send(&mut app, b"\x1bOP");
+    assert!(to_pi(&send(&mut app, b"\x1b\x04")).is_empty());
+    assert_eq!(detaches(), 2);
+    assert_eq!(app.views.titles(), ["the key help"]);
+    assert!(!screen(&mut app).contains("does nothing in the key help"));
+}

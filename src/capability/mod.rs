@@ -38,7 +38,7 @@ use crate::config::keymap::KeyTableSpec;
 use crate::pi::PiCommand;
 use crate::views::dock::DockSource;
 
-pub use ui::{ScreenState, Ui, UiReceiver, UiRequest};
+pub use ui::{NewTerminal, ScreenState, Ui, UiReceiver, UiRequest};
 
 /// A workbench capability, as the app and the bridge see it.
 pub trait Capability: Send + Sync + 'static {
@@ -71,8 +71,8 @@ pub trait Capability: Send + Sync + 'static {
         None
     }
 
-    /// A workbench key action the app does not answer itself (`board`): `true` when this
-    /// capability took it (it opens its view through the [`Ui`] handle).
+    /// A workbench key action the app does not answer itself (`board`, `session.detach`): `true`
+    /// when this capability took it (a view it opens goes through the [`Ui`] handle).
     fn action(&self, _action: crate::config::keymap::Action) -> bool {
         false
     }
@@ -108,6 +108,7 @@ pub fn registrations() -> Vec<Registration> {
         crate::askuser::REGISTRATION,
         crate::notify::REGISTRATION,
         crate::web::REGISTRATION,
+        crate::detach::REGISTRATION,
         crate::workflow::REGISTRATION,
     ]
 }

@@ -52,6 +52,19 @@ pub enum UiRequest {
     Notice(String),
     /// Bytes for the outer terminal outside a frame (OSC 52, OSC 9 notifications, BEL).
     Terminal(Vec<u8>),
+    /// A detachable session's terminal changed: `Some`, a terminal attached (perhaps another
+    /// one than before: every terminal mode is set up again for it and everything repainted);
+    /// `None`, no terminal is attached.
+    TerminalAttached(Option<NewTerminal>),
+}
+
+/// A terminal that attached to a detachable session.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewTerminal {
+    /// Written first, so the session forwards from here on (`detach::protocol::attach_marker`).
+    pub marker: Vec<u8>,
+    /// How this terminal reports modified keys (the client asked it).
+    pub keyboard: crate::term::tui::KeyboardProtocol,
 }
 
 impl std::fmt::Debug for UiRequest {
@@ -61,6 +74,7 @@ impl std::fmt::Debug for UiRequest {
             UiRequest::OpenDock { detail } => write!(f, "OpenDock({detail:?})"),
             UiRequest::Notice(text) => write!(f, "Notice({text:?})"),
             UiRequest::Terminal(bytes) => write!(f, "Terminal({} bytes)", bytes.len()),
+            UiRequest::TerminalAttached(terminal) => write!(f, "TerminalAttached({terminal:?})"),
         }
     }
 }
@@ -132,6 +146,11 @@ impl Ui {
     /// Bytes for the outer terminal (not part of a frame).
     pub fn terminal(&self, bytes: Vec<u8>) -> bool {
         self.send(UiRequest::Terminal(bytes))
+    }
+
+    /// A detachable session's terminal attached (`Some`) or left (`None`).
+    pub fn terminal_attached(&self, terminal: Option<NewTerminal>) -> bool {
+        self.send(UiRequest::TerminalAttached(terminal))
     }
 
     /// The resolved keymap, for views that take their key table from it.

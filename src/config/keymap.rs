@@ -39,11 +39,12 @@ pub enum Action {
     ClearTaskNotices,
     /// Open the kanban board (answered by the capability that owns it).
     Board,
+    Detach,
 }
 
 impl Action {
     /// Every action, in the order the help overlay lists them.
-    pub const ALL: [Action; 9] = [
+    pub const ALL: [Action; 10] = [
         Action::Help,
         Action::ScrollPageUp,
         Action::ScrollPageDown,
@@ -53,6 +54,7 @@ impl Action {
         Action::Dock,
         Action::ClearTaskNotices,
         Action::Board,
+        Action::Detach,
     ];
 
     /// The stable name used in keymap files.
@@ -67,6 +69,7 @@ impl Action {
             Action::Dock => "dock",
             Action::ClearTaskNotices => "tasks.clear_notices",
             Action::Board => "board",
+            Action::Detach => "session.detach",
         }
     }
 
@@ -82,6 +85,7 @@ impl Action {
             Action::Dock => "Open the background-task dock",
             Action::ClearTaskNotices => "Clear finished background-task notices",
             Action::Board => "Open the kanban board of the workflow documents",
+            Action::Detach => "Detach from a detachable session (it runs on)",
         }
     }
 
@@ -1052,6 +1056,7 @@ mod tests {
             ("Shift+Down", "dock"),
             ("Ctrl+Alt+C", "tasks.clear_notices"),
             ("Alt+K", "board"),
+            ("Ctrl+Alt+D", "session.detach"),
         ];
         let want: Vec<(String, &str)> = want.iter().map(|(k, a)| ((*k).to_owned(), *a)).collect();
         assert_eq!(bindings, want);
@@ -1214,6 +1219,7 @@ mod tests {
             ("shift+end", Action::ScrollLive),
             ("shift+down", Action::Dock),
             ("ctrl+alt+c", Action::ClearTaskNotices),
+            ("ctrl+alt+d", Action::Detach),
         ];
         for (key, action) in cases {
             assert_eq!(

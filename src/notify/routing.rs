@@ -9,6 +9,8 @@
 //!   question still waits and the keyboard has been quiet that long: at the keyboard you are not
 //!   buzzed, away you are.
 //! - Everything else goes at once, unless the user typed within the silence (they are there).
+//! - Nobody attached (a detachable session whose terminal left) is "away": nothing is held
+//!   back and nothing waits out the silence — the question reaches the phone at once.
 //! - "Agent done" is not sent while a background task will wake the agent anyway (the tasks
 //!   publish how many will), nor after a run the user aborted; a run that ended in an error says
 //!   so instead ("errors", never for an aborted run).
@@ -170,8 +172,7 @@ impl Router {
         }
         let silence = config.silence_after_input;
         if alert.waits == Waits::No {
-            let typed = self.dispatcher.ui().screen().last_input;
-            if typed.is_some_and(|at| at.elapsed() < silence) {
+            if at_keyboard(&self.dispatcher.ui().screen(), silence) {
                 tracing::debug!(
                     "notify: {} held back: the user is at the keyboard",
                     alert.event
@@ -184,9 +185,14 @@ impl Router {
         let this = self.clone();
         let asked = Instant::now();
         Fired::Waiting(tokio::spawn(async move {
-            // Wait until the keyboard has been quiet for the silence since the question came.
+            // Wait until the keyboard has been quiet for the silence since the question came, or
+            // nobody is attached any more.
             loop {
-                let typed = this.dispatcher.ui().screen().last_input;
+                let screen = this.dispatcher.ui().screen();
+                if !screen.attached {
+                    break;
+                }
+                let typed = screen.last_input;
                 let quiet_from = typed.map_or(asked, |at| at.max(asked));
                 let due = quiet_from + silence;
                 if Instant::now() >= due {
@@ -211,6 +217,11 @@ impl Router {
             Waits::Blocked => is_blocked(self.dispatcher.ui().screen().pi_status.as_ref()),
         }
     }
+}
+
+/// The user is at the keyboard: a terminal is attached and they typed within `silence`.
+fn at_keyboard(screen: &crate::capability::ScreenState, silence: std::time::Duration) -> bool {
+    screen.attached && screen.last_input.is_some_and(|at| at.elapsed() < silence)
 }
 
 fn is_blocked(status: Option<&ProgramStatus>) -> bool {

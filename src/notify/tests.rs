@@ -689,3 +689,57 @@ async fn wait_for_terminal(rx: &mut UiReceiver) -> Vec<u8> {
     .await
     .unwrap_or_else(|_| panic!("no terminal notification within {deadline:?}"))
 }
+
+/// A detachable session with no terminal attached: the user is away, whatever the keyboard
+/// said last. The question reaches ntfy at once, not after the silence, and an informational
+/// alert is not held back by typing done before the terminal left.
+#[tokio::test]
+async fn with_no_terminal_attached_a_question_reaches_the_phone_at_once() {
+    let server = Loopback::start(HashMap::new()).await;
+    let mut config = http_config(&server.url);
+    config.gotify.enabled = false;
+    config.telegram.enabled = false;
+    config.silence_after_input = Duration::from_secs(3600);
+    let (dispatcher, _rx, ui) = dispatcher(config, false);
+    let router = Router::new(dispatcher);
+    ui.update_screen(|state| {
+        state.last_input = Some(Instant::now());
+        state.attached = false;
+    });
+    let asked = router
+        .route(&module(
+            names::ASK_USER_PROMPT,
+            json!({"id": 9, "question": "Deploy now?"}),
+        ))
+        .unwrap();
+    assert!(
+        tokio::time::timeout(Duration::from_secs(10), waited(router.fire(asked)))
+            .await
+            .expect("sent at once, not after the hour of silence")
+    );
+    let loopback = &server;
+    let seen = move |count: usize| async move {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while loopback.seen().len() < count {
+            assert!(Instant::now() < deadline, "{:?}", loopback.seen());
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    seen(1).await;
+    let done = Alert {
+        event: "agent_end",
+        notice: Notice::new("Pi — Agent Complete", "Agent is complete", Priority::Low),
+        waits: Waits::No,
+    };
+    assert!(matches!(router.fire(done.clone()), Fired::Sent));
+    seen(2).await;
+    let bodies: Vec<String> = server
+        .seen()
+        .iter()
+        .map(|seen| seen.body["message"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(bodies, ["Agent asks: Deploy now?", "Agent is complete"]);
+    // Attached again and typing: held back as before.
+    ui.update_screen(|state| state.attached = true);
+    assert!(matches!(router.fire(done), Fired::HeldBack));
+}

@@ -183,17 +183,31 @@ impl Pty {
     /// timer sleeps, so the runtime's workers stay free meanwhile. The reaper thread reaps the
     /// child, which lets the group empty.
     pub async fn terminate(&self, grace: Duration) {
-        self.signal_group(Signal::SIGHUP);
-        match stop_group(self.group, grace).await {
-            StopOutcome::Ended => {}
-            StopOutcome::Killed => {
-                tracing::warn!("Pi did not stop within {grace:?}; killed its process group");
-            }
-            StopOutcome::Survived => tracing::warn!(
-                "Pi's process group {} is still there after SIGKILL",
-                self.pid
-            ),
+        terminate_group(self.group, grace).await;
+    }
+
+    /// The child's process group (to stop it from a task that does not own the PTY).
+    pub fn group(&self) -> ProcessGroup {
+        self.group
+    }
+}
+
+/// [`Pty::terminate`] for a PTY child's `group`: SIGHUP, then SIGTERM, SIGKILL after `grace`.
+pub async fn terminate_group(group: ProcessGroup, grace: Duration) {
+    if let Err(err) = group.signal(Signal::SIGHUP) {
+        tracing::debug!("killpg({}, SIGHUP) failed: {err}", group.raw());
+    }
+    match stop_group(group, grace).await {
+        StopOutcome::Ended => {}
+        StopOutcome::Killed => {
+            tracing::warn!(
+                "the PTY's child did not stop within {grace:?}; killed its process group"
+            );
         }
+        StopOutcome::Survived => tracing::warn!(
+            "the PTY's process group {} is still there after SIGKILL",
+            group.raw()
+        ),
     }
 }
 

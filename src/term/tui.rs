@@ -72,9 +72,27 @@ pub fn enter(options: TerminalOptions) -> Result<KeyboardProtocol> {
     } else {
         KeyboardProtocol::ModifyOtherKeys
     };
-    KEYBOARD.store(protocol as i32, Ordering::SeqCst);
+    set_up(&mut io::stdout(), protocol)?;
+    Ok(protocol)
+}
 
-    let mut out = io::stdout();
+/// A detachable session's terminal attached — another one than before, or the same one back
+/// (its client restored it when it left): every mode [`enter`] set is set up again on it, for
+/// its keyboard `protocol`, and the screen is cleared for a full repaint. Raw mode is the
+/// session's PTY's and never changed.
+pub fn reenter(out: &mut impl Write, protocol: KeyboardProtocol) -> Result<()> {
+    set_up(out, protocol)?;
+    execute!(
+        out,
+        crossterm::terminal::Clear(crossterm::terminal::ClearType::All)
+    )
+    .context("failed to clear the screen")
+}
+
+/// The alternate screen, mouse, paste and focus reporting, a hidden cursor, and the keyboard
+/// `protocol` (remembered for [`restore`]).
+fn set_up(out: &mut impl Write, protocol: KeyboardProtocol) -> Result<()> {
+    KEYBOARD.store(protocol as i32, Ordering::SeqCst);
     execute!(
         out,
         EnterAlternateScreen,
@@ -97,7 +115,7 @@ pub fn enter(options: TerminalOptions) -> Result<KeyboardProtocol> {
         }
         KeyboardProtocol::Legacy => {}
     }
-    Ok(protocol)
+    Ok(())
 }
 
 /// Records the child's process group so an abnormal exit (panic) can stop it.
@@ -222,7 +240,9 @@ pub fn is_active() -> bool {
     ACTIVE.load(Ordering::SeqCst)
 }
 
-fn install_panic_hook() {
+/// The panic hook: the terminal restored, the child's group and whatever was registered
+/// ([`register_panic_cleanup`]) stopped, then the default hook. Installed once.
+pub(crate) fn install_panic_hook() {
     static INSTALLED: AtomicBool = AtomicBool::new(false);
     if INSTALLED.swap(true, Ordering::SeqCst) {
         return;

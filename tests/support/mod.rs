@@ -3,6 +3,8 @@
 #![allow(dead_code, clippy::expect_used, clippy::unwrap_used)]
 
 pub mod demo;
+pub mod detach;
+pub mod ntfy;
 pub mod pi;
 pub mod procs;
 pub mod sandbox;

@@ -48,6 +48,17 @@ pub fn test_deps_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(".test-deps")
 }
 
+/// An MCP server's binary from `.test-deps`, or a failure naming the script that installs it.
+pub fn mcp_bin(name: &str) -> PathBuf {
+    let bin = test_deps_dir().join("mcp/node_modules/.bin").join(name);
+    assert!(
+        bin.exists(),
+        "{} is missing; run `scripts/test-deps.sh` from the repository root",
+        bin.display()
+    );
+    bin
+}
+
 /// Finds the pinned Pi of `line`, or fails naming `scripts/test-deps.sh`.
 pub fn pi_install(line: PiLine) -> anyhow::Result<PiInstall> {
     let deps = test_deps_dir();
