@@ -383,8 +383,7 @@ fn route_module(state: &mut State, name: &str, data: &Value) -> Option<Alert> {
             ),
             Priority::Normal,
         )),
-        // The original's events from modules the workbench does not have; an extension bridging
-        // them onto the bus gets the original's messages.
+        // The workflow capability's step and loop ends, with the original's messages.
         "unipi:workflow:end" => {
             let command = text("command").unwrap_or_else(|| "unknown".to_owned());
             let outcome = if data.get("success") == Some(&Value::Bool(false)) {

@@ -559,6 +559,41 @@ async fn events_become_alerts_with_their_messages_and_priorities() {
 }
 
 /// A router sending only to the terminal, with `silence`; its bus and the screen's handle.
+/// The workflow capability's end events (its own names and fields) become Unipi's alerts.
+#[tokio::test]
+async fn a_workflow_step_and_a_ralph_loop_ending_alert_with_the_originals_words() {
+    use crate::workflow::events;
+    let (dispatcher, _rx, _ui) = dispatcher(NotifyConfig::default(), false);
+    let router = Router::new(dispatcher);
+    let got = messages(
+        &router,
+        vec![
+            module(
+                events::WORKFLOW_END,
+                json!({"command": "plan", "level": "write-unipi", "success": true, "durationMs": 5}),
+            ),
+            module(
+                events::WORKFLOW_END,
+                json!({"command": "work", "level": "full", "success": false, "durationMs": 9}),
+            ),
+            module(
+                events::RALPH_LOOP_END,
+                json!({"name": "release", "iteration": 2, "maxIterations": 5,
+                       "status": "stopped", "reason": "ralph-stop"}),
+            ),
+        ],
+    );
+    let low = |event: &str, message: &str| (event.to_owned(), message.to_owned(), Priority::Low);
+    assert_eq!(
+        got,
+        vec![
+            low("workflow_end", "Workflow plan completed"),
+            low("workflow_end", "Workflow work failed"),
+            low("ralph_loop_end", "Ralph loop \"release\" stopped"),
+        ]
+    );
+}
+
 fn terminal_router(silence: Duration) -> (Router, UiReceiver, Ui) {
     let config = NotifyConfig {
         native: false,
