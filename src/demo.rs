@@ -11,7 +11,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use crate::app::AppOptions;
-use crate::pi::offline::write_agent_dir;
+use crate::pi::offline::write_priced_agent_dir;
 use crate::scripted::{self, Scenario, ServerHandle};
 
 /// Extra Pi settings for the demo's agent directory, as a JSON object merged over the sealed
@@ -49,7 +49,11 @@ pub async fn prepare(options: &mut AppOptions, scenario: Option<&Path>) -> Resul
         .prefix("unipi-demo-")
         .tempdir()
         .context("failed to create the demo's Pi agent directory")?;
-    let agent = write_agent_dir(agent_dir.path(), &server.base_url(), &server.models())?;
+    let agent = write_priced_agent_dir(
+        agent_dir.path(),
+        &server.base_url(),
+        &server.served_models(),
+    )?;
     if let Some(extra) = std::env::var_os(PI_SETTINGS_ENV) {
         merge_pi_settings(&agent.dir.join("settings.json"), &extra.to_string_lossy())?;
     }
