@@ -551,6 +551,16 @@ impl App {
                 self.footer
                     .set_notice("Finished background-task notices cleared");
             }
+            Action::ModelPicker => {
+                let taken = self
+                    .capabilities
+                    .iter()
+                    .any(|capability| capability.on_key_action(action));
+                if !taken {
+                    self.footer
+                        .set_notice("Model fusion is off: no picker to open");
+                }
+            }
         }
         self.request_draw();
     }

@@ -33,7 +33,7 @@ use tokio::sync::watch;
 use unipi_widgets::footer::Segment;
 
 use crate::bridge::{BridgeHost, CommandCall, CommandReply, EventBus, Module, Registry};
-use crate::config::keymap::KeyTableSpec;
+use crate::config::keymap::{Action, KeyTableSpec};
 use crate::pi::PiCommand;
 use crate::views::dock::DockSource;
 
@@ -68,6 +68,12 @@ pub trait Capability: Send + Sync + 'static {
     /// Its rows in the dock and the port the dock's requests on them go to.
     fn dock(&self) -> Option<Arc<dyn DockSource>> {
         None
+    }
+
+    /// A workbench key bound to `action` was pressed with no view open; `true` when this
+    /// capability acted on it (the app tries each in turn, and says so when none did).
+    fn on_key_action(&self, _action: Action) -> bool {
+        false
     }
 
     /// Stops everything it started (processes, tasks, files in use); awaited on every exit path

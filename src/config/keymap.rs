@@ -37,11 +37,15 @@ pub enum Action {
     ScrollLive,
     Dock,
     ClearTaskNotices,
+    /// A capability's action: the app asks each capability ([`Capability::on_key_action`]).
+    ///
+    /// [`Capability::on_key_action`]: crate::capability::Capability::on_key_action
+    ModelPicker,
 }
 
 impl Action {
     /// Every action, in the order the help overlay lists them.
-    pub const ALL: [Action; 8] = [
+    pub const ALL: [Action; 9] = [
         Action::Help,
         Action::ScrollPageUp,
         Action::ScrollPageDown,
@@ -50,6 +54,7 @@ impl Action {
         Action::ScrollLive,
         Action::Dock,
         Action::ClearTaskNotices,
+        Action::ModelPicker,
     ];
 
     /// The stable name used in keymap files.
@@ -63,6 +68,7 @@ impl Action {
             Action::ScrollLive => "scroll.live",
             Action::Dock => "dock",
             Action::ClearTaskNotices => "tasks.clear_notices",
+            Action::ModelPicker => "fusion.picker",
         }
     }
 
@@ -77,6 +83,7 @@ impl Action {
             Action::ScrollLive => "Back to live output",
             Action::Dock => "Open the background-task dock",
             Action::ClearTaskNotices => "Clear finished background-task notices",
+            Action::ModelPicker => "Pick the primary and sidekick models",
         }
     }
 
