@@ -1053,6 +1053,7 @@ mod tests {
             ("Shift+End", "scroll.live"),
             ("Shift+Down", "dock"),
             ("Ctrl+Alt+C", "tasks.clear_notices"),
+            ("Alt+M", "fusion.picker"),
         ];
         let want: Vec<(String, &str)> = want.iter().map(|(k, a)| ((*k).to_owned(), *a)).collect();
         assert_eq!(bindings, want);
