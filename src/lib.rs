@@ -11,6 +11,7 @@ pub mod compactor;
 pub mod config;
 pub mod delegate;
 pub mod demo;
+pub mod fusion;
 pub mod headless;
 pub mod helpers;
 pub mod mcp;

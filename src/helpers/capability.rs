@@ -29,27 +29,16 @@ fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
     for error in config_errors.iter().chain(agent_errors.iter()) {
         context.report(error);
     }
-    let text = |v: &std::ffi::OsString| v.to_string_lossy().into_owned();
-    let mut leading_args: Vec<String> = context.pi.args.iter().map(text).collect();
-    let mut env: Vec<(String, String)> = context
-        .pi
-        .env
-        .iter()
-        .map(|(k, v)| (text(k), text(v)))
-        .collect();
-    if let Some(demo) = context.demo {
-        leading_args.extend(demo.pi_args.iter().map(text));
-        env.extend(demo.env.iter().map(|(k, v)| (text(k), text(v))));
-    }
+    let child = context.child_pi();
     let runs_root = dirs::state_dir()
         .or_else(dirs::cache_dir)
         .unwrap_or_else(std::env::temp_dir)
         .join("unipi-tui")
         .join("helper-runs");
     let launch = PiLaunch {
-        program: context.pi.program.clone(),
-        leading_args,
-        env,
+        program: child.program,
+        leading_args: child.leading_args,
+        env: child.env,
     };
     let helpers = HelpersModule::new(HelperSettings::new(
         launch,
