@@ -97,11 +97,13 @@ pub struct Registration {
 }
 
 /// Every capability, in start order. Order matters only where one reads what another put on the
-/// context: MCP adds `--no-mcp` to Pi's arguments before helpers copy them for their children.
+/// context: MCP adds `--no-mcp` to Pi's arguments before helpers and fusion copy them for their
+/// children.
 pub fn registrations() -> Vec<Registration> {
     vec![
         crate::mcp::REGISTRATION,
         crate::tasks::REGISTRATION,
+        crate::fusion::REGISTRATION,
         crate::helpers::REGISTRATION,
         crate::compactor::REGISTRATION,
         crate::askuser::REGISTRATION,

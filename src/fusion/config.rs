@@ -6,10 +6,12 @@
 //!   "presets": { "daily": { "primary": "anthropic/claude-opus-4-1",
 //!                           "sidekick": "anthropic/claude-haiku-4-5",
 //!                           "fallback": "openai/gpt-5", "cooldownSeconds": 300 } },
-//!   "warmPool": { "size": 2, "idleSeconds": 600 } }
+//!   "warmPool": { "size": 2, "idleSeconds": 600 },
+//!   "nameSessions": true }
 //! ```
 //!
-//! `fallback` and `cooldownSeconds` are optional (no fallback; 300 s). A bad preset or key is a
+//! `fallback` and `cooldownSeconds` are optional (no fallback; 300 s); `nameSessions` (default
+//! true) lets the sidekick name a session that has no name after its first turn. A bad preset or key is a
 //! [`ConfigError`] naming file, line and column; the rest of the file still applies. Edits (the
 //! picker's confirm, the preset editor) are written back with the crash-safe JSON merge into the
 //! workspace file when it exists, else the home file, keeping keys this module does not know.
@@ -110,14 +112,28 @@ impl Default for PoolSettings {
 }
 
 /// What the files say, merged.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct FusionConfig {
     /// The preset applied at start-up (it names one in `presets`).
     pub active: Option<String>,
     pub presets: BTreeMap<String, Preset>,
     pub pool: PoolSettings,
+    /// The sidekick names sessions that have none.
+    pub name_sessions: bool,
     /// The file edits are written to.
     pub target: PathBuf,
+}
+
+impl Default for FusionConfig {
+    fn default() -> Self {
+        FusionConfig {
+            active: None,
+            presets: BTreeMap::new(),
+            pool: PoolSettings::default(),
+            name_sessions: true,
+            target: PathBuf::new(),
+        }
+    }
 }
 
 impl FusionConfig {
@@ -215,6 +231,10 @@ fn apply_file(config: &mut FusionConfig, path: &Path, text: &str) -> Vec<ConfigE
                     key,
                     "`presets` must be an object of named presets".into(),
                 )),
+            },
+            "nameSessions" => match value.as_bool() {
+                Some(on) => config.name_sessions = on,
+                None => errors.push(at(key, "`nameSessions` must be true or false".into())),
             },
             "warmPool" => match parse_pool(value, config.pool) {
                 Ok(pool) => config.pool = pool,

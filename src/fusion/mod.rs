@@ -9,12 +9,23 @@
 //! - `runtime.rs`: the sidekick's own long-lived Pi in RPC mode (side questions, names).
 //! - `savings.rs`, `fuzzy.rs`, `fallback.rs`: the pure parts (arithmetic, the picker's filter,
 //!   which errors are rate limits).
-//! - `picker.rs`, `presets_view.rs`, `btw.rs`, `status_view.rs`: the views; `module.rs` the
+//! - `picker.rs`, `presets_view.rs`, `btw.rs`: the views (the status is a read-only pager); `module.rs` the
 //!   commands; `capability.rs` the registration.
 //!
 //! `docs/fusion.md` describes it for users.
 
+pub mod btw;
+mod capability;
 pub mod config;
+pub mod engine;
+pub mod fallback;
 pub mod fuzzy;
+pub mod ledger;
+pub mod module;
+pub mod picker;
+pub mod presets_view;
 pub mod runtime;
 pub mod savings;
+pub mod side;
+
+pub use capability::REGISTRATION;
