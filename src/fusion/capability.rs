@@ -17,7 +17,7 @@ use unipi_widgets::notice::NoticeModel;
 
 use super::btw::{BTW_KEYS, BtwView, SideExchange};
 use super::config::{ModelRef, Preset, load_fusion_config};
-use super::engine::{BridgeMainPi, Engine, shown_path};
+use super::engine::{BridgeMainPi, Engine, minutes, shown_path};
 use super::ledger::Ledger;
 use super::module::{BTW_COMMAND, FusionModule, MODEL_COMMAND, PRESET_COMMAND, STATUS_COMMAND};
 use super::picker::{PICKER_KEYS, PickerPort, PickerView};
@@ -313,12 +313,12 @@ fn status_lines(
             let left = until.saturating_duration_since(std::time::Instant::now());
             format!(
                 "Fallback active: {model} stands in for the primary for {} more min",
-                left.as_secs().div_ceil(60)
+                minutes(left)
             )
         }
         (None, Some(fallback)) => format!(
             "Fallback: {fallback} when the primary is rate-limited (for {} min)",
-            state.cooldown.as_secs().div_ceil(60)
+            minutes(state.cooldown)
         ),
         (None, None) => "Fallback: none (a preset's \"fallback\" names one)".to_owned(),
     });
@@ -330,16 +330,16 @@ fn status_lines(
                 None => "not running".to_owned(),
             },
             config.pool.size,
-            config.pool.idle.as_secs().div_ceil(60)
+            minutes(config.pool.idle)
         ));
     }
     lines.push(format!(
         "This session: {}",
-        totals_text(&state.session_totals)
+        totals_text(&state.session_totals())
     ));
     lines.push(format!(
         "All time in this project: {}",
-        totals_text(&state.all_totals)
+        totals_text(&state.all_totals())
     ));
     match breakdown {
         Some(Ok((session, all))) => {

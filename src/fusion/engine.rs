@@ -83,13 +83,27 @@ pub struct PairState {
     pub session_named: bool,
     /// The session's first request, for its name.
     pub first_request: Option<String>,
-    pub session_totals: SidekickTotals,
-    pub all_totals: SidekickTotals,
+    /// The totals the database held when the session started (read in order after every call
+    /// recorded before), and the calls recorded since: together, every call once.
+    pub session_stored: SidekickTotals,
+    pub session_since: SidekickTotals,
+    pub all_stored: SidekickTotals,
+    pub all_since: SidekickTotals,
 }
 
 impl PairState {
     pub fn is_on(&self) -> bool {
         self.primary.is_some() && self.sidekick.is_some()
+    }
+
+    /// What the sidekick served this session.
+    pub fn session_totals(&self) -> SidekickTotals {
+        self.session_stored.plus(self.session_since)
+    }
+
+    /// What it served in this project, ever.
+    pub fn all_totals(&self) -> SidekickTotals {
+        self.all_stored.plus(self.all_since)
     }
 }
 
@@ -301,8 +315,8 @@ impl Engine {
                 sidekick_cost: cost.sidekick,
                 primary_cost: cost.primary,
             };
-            state.session_totals.add(&call);
-            state.all_totals.add(&call);
+            state.session_since.add(&call);
+            state.all_since.add(&call);
             (call, cost)
         };
         tracing::info!(
@@ -399,7 +413,8 @@ impl Engine {
             "sidekick": state.sidekick.as_ref().map(ModelInfo::qualified),
             "fallback": fallback,
             "pool": on.then(|| json!({"size": pool.size, "idleSeconds": pool.idle.as_secs()})),
-            "savings": {"session": totals(&state.session_totals), "allTime": totals(&state.all_totals)},
+            "savings": {"session": totals(&state.session_totals()),
+                        "allTime": totals(&state.all_totals())},
         })
     }
 
@@ -417,12 +432,12 @@ impl Engine {
         let (primary, sidekick) = (state.primary.as_ref()?, state.sidekick.as_ref()?);
         let fallback = lock(&self.fallback).active().map(|active| {
             let left = active.until.saturating_duration_since(Instant::now());
-            (active.model.id.clone(), left.as_secs().div_ceil(60))
+            (active.model.id.clone(), minutes(left))
         });
         Some(fusion_segment(&FusionSegment {
             primary: primary.id.clone(),
             sidekick: sidekick.id.clone(),
-            saved_session: state.session_totals.saved(),
+            saved_session: state.session_totals().saved(),
             fallback,
         }))
     }
@@ -496,7 +511,9 @@ impl Engine {
                     state.session_file = start.session_file.as_ref().map(PathBuf::from);
                     state.session_named = start.session_name.is_some();
                     state.first_request = None;
-                    state.session_totals = SidekickTotals::default();
+                    state.session_stored = SidekickTotals::default();
+                    state.session_since = SidekickTotals::default();
+                    state.all_since = SidekickTotals::default();
                 }
                 let engine = self.clone();
                 let session = start.session_id.clone();
@@ -504,8 +521,8 @@ impl Engine {
                     match engine.ledger.totals(session).await {
                         Ok((session_totals, all_totals)) => {
                             let mut state = lock(&engine.state);
-                            state.session_totals = session_totals;
-                            state.all_totals = all_totals;
+                            state.session_stored = session_totals;
+                            state.all_stored = all_totals;
                         }
                         Err(err) => tracing::debug!("fusion: totals not read: {err:#}"),
                     }
@@ -600,7 +617,7 @@ impl Engine {
             match engine.set_main_model(&to).await {
                 Ok(()) => engine.ui.notice(format!(
                     "{primary} is rate-limited: using {to} for {} min",
-                    cooldown.as_secs().div_ceil(60)
+                    minutes(cooldown)
                 )),
                 Err(err) => engine.ui.notice(format!("Fallback to {to} failed: {err}")),
             };
@@ -621,6 +638,13 @@ impl Engine {
     pub async fn shutdown(&self) {
         self.runtime.stop().await;
     }
+}
+
+/// Whole minutes, a started one counted.
+pub fn minutes(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis())
+        .unwrap_or(u64::MAX)
+        .div_ceil(60_000)
 }
 
 /// `model` as a preset names it.
@@ -659,3 +683,7 @@ pub fn shown_path(path: &Path) -> String {
         None => path.display().to_string(),
     }
 }
+
+#[cfg(test)]
+#[path = "engine_tests.rs"]
+mod tests;

@@ -1,13 +1,17 @@
 //! Fusion's side of the session database: each served call is appended to `sidekick_calls` in
-//! the project's database (`~/.unipi/db/<project>.sqlite`, the compactor's file) on a blocking
-//! thread, and the totals are read back from it — the session's and the project's all-time —
-//! so the footer's figures survive a restart. The connection is opened at the first use; a
-//! database that cannot be opened is logged and the savings are kept in memory only.
+//! the project's database (`~/.unipi/db/<project>.sqlite`, the compactor's file), and the totals
+//! are read back from it — the session's and the project's all-time — so the footer's figures
+//! survive a restart. All database work runs on one thread of its own, in the order it was
+//! asked for: a read asked after a write sees it, which is what lets the engine add the calls
+//! recorded since a read to that read's totals without counting any twice. The connection is
+//! opened at the first use; a database that cannot be opened is logged and the savings are kept
+//! in memory only.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, mpsc};
 
 use anyhow::Context as _;
+use tokio::sync::oneshot;
 
 use crate::sessiondb::{SessionDb, SidekickCall, SidekickTotals};
 use crate::sys::lock;
@@ -15,11 +19,15 @@ use crate::sys::lock;
 /// Totals per source, for the session and for all time.
 pub type Breakdown = (Vec<(String, SidekickTotals)>, Vec<(String, SidekickTotals)>);
 
-/// The database, opened lazily.
+/// One piece of database work, run on the ledger's thread.
+type Job = Box<dyn FnOnce(&mut Option<SessionDb>) + Send>;
+
+/// The database, opened lazily on its own thread.
 #[derive(Clone)]
 pub struct Ledger {
     path: Option<PathBuf>,
-    db: Arc<Mutex<Option<SessionDb>>>,
+    /// The worker's queue, started at the first use.
+    jobs: Arc<Mutex<Option<mpsc::Sender<Job>>>>,
 }
 
 impl Ledger {
@@ -30,7 +38,7 @@ impl Ledger {
         });
         Ledger {
             path,
-            db: Arc::new(Mutex::new(None)),
+            jobs: Arc::new(Mutex::new(None)),
         }
     }
 
@@ -67,6 +75,7 @@ impl Ledger {
         .await
     }
 
+    /// Runs `work` on the ledger's thread after everything asked before it.
     async fn with_db<T: Send + 'static>(
         &self,
         work: impl FnOnce(&SessionDb) -> anyhow::Result<T> + Send + 'static,
@@ -74,27 +83,59 @@ impl Ledger {
         let Some(path) = self.path.clone() else {
             anyhow::bail!("no home directory: the savings are not stored");
         };
-        let slot = self.db.clone();
-        tokio::task::spawn_blocking(move || {
-            let mut slot = lock(&slot);
-            if slot.is_none() {
-                let opened = SessionDb::open(&path)
-                    .with_context(|| format!("open the session database {}", path.display()))?;
-                if let Some(recovered) = &opened.recovered {
-                    tracing::warn!(
-                        "fusion: the session database was damaged and moved to {}",
-                        recovered.moved_to.display()
-                    );
+        let (reply, answer) = oneshot::channel();
+        let job: Job = Box::new(move |slot: &mut Option<SessionDb>| {
+            let _ = reply.send(run_job(slot, &path, work));
+        });
+        self.queue()?
+            .send(job)
+            .map_err(|_| anyhow::anyhow!("the ledger's thread has ended"))?;
+        answer
+            .await
+            .context("the ledger's thread dropped the work (it panicked)")?
+    }
+
+    fn queue(&self) -> anyhow::Result<mpsc::Sender<Job>> {
+        let mut jobs = lock(&self.jobs);
+        if let Some(sender) = jobs.as_ref() {
+            return Ok(sender.clone());
+        }
+        let (sender, receiver) = mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name("fusion-ledger".to_owned())
+            .spawn(move || {
+                let mut db = None;
+                // Ends when every sender is gone (the ledger was dropped).
+                while let Ok(job) = receiver.recv() {
+                    job(&mut db);
                 }
-                *slot = Some(opened.db);
-            }
-            match slot.as_ref() {
-                Some(db) => work(db),
-                None => anyhow::bail!("the session database is not open"),
-            }
-        })
-        .await
-        .context("the database thread panicked")?
+            })
+            .context("start the ledger's thread")?;
+        *jobs = Some(sender.clone());
+        Ok(sender)
+    }
+}
+
+/// Opens the database if it is not open, then does `work` with it.
+fn run_job<T>(
+    slot: &mut Option<SessionDb>,
+    path: &Path,
+    work: impl FnOnce(&SessionDb) -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
+    if slot.is_none() {
+        let opened = SessionDb::open(path)
+            .with_context(|| format!("open the session database {}", path.display()))?;
+        if let Some(recovered) = &opened.recovered {
+            tracing::warn!(
+                "fusion: the session database was damaged and moved to {}",
+                recovered.moved_to.display()
+            );
+        }
+        *slot = Some(opened.db);
+    }
+    match slot.as_ref() {
+        Some(db) => work(db),
+        None => anyhow::bail!("the session database is not open"),
     }
 }
 

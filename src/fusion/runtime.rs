@@ -57,11 +57,20 @@ struct Process {
     stdin: ChildStdin,
     events: mpsc::UnboundedReceiver<PiEvent>,
     stderr: Arc<Mutex<String>>,
+    /// Its output ended (it exited, or is exiting and not reaped yet).
+    ended: bool,
 }
 
 impl Process {
     fn exited(&mut self) -> bool {
-        !matches!(self.child.try_wait(), Ok(None))
+        self.ended || !matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// The next event; `None` once the output ended (remembered).
+    async fn next_event(&mut self) -> Option<PiEvent> {
+        let event = self.events.recv().await;
+        self.ended |= event.is_none();
+        event
     }
 
     /// Writes one command (a JSON object's text) and a line feed.
@@ -260,6 +269,7 @@ impl SidekickRuntime {
             stdin,
             events,
             stderr: tail,
+            ended: false,
         })
     }
 }
@@ -271,7 +281,7 @@ async fn converse(process: &mut Process, prompt: &str) -> Result<Answer, String>
         .await?;
     let reset_by = Instant::now() + RESET_WAIT;
     loop {
-        let event = tokio::time::timeout_at(reset_by, process.events.recv())
+        let event = tokio::time::timeout_at(reset_by, process.next_event())
             .await
             .map_err(|_| "the sidekick did not start a fresh session".to_owned())?;
         match event {
@@ -298,7 +308,7 @@ async fn converse(process: &mut Process, prompt: &str) -> Result<Answer, String>
     let mut probe_at: Option<Instant> = None;
     loop {
         tokio::select! {
-            event = process.events.recv() => {
+            event = process.next_event() => {
                 let Some(event) = event else {
                     return Err(format!("the sidekick exited{}", process.stderr_tail()));
                 };

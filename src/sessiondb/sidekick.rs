@@ -41,6 +41,16 @@ impl SidekickTotals {
         self.primary_cost - self.sidekick_cost
     }
 
+    /// These totals and `other`'s together.
+    pub fn plus(self, other: SidekickTotals) -> SidekickTotals {
+        SidekickTotals {
+            calls: self.calls + other.calls,
+            tokens: self.tokens + other.tokens,
+            sidekick_cost: self.sidekick_cost + other.sidekick_cost,
+            primary_cost: self.primary_cost + other.primary_cost,
+        }
+    }
+
     /// These totals with one more call in them.
     pub fn add(&mut self, call: &SidekickCall) {
         self.calls += 1;
@@ -114,14 +124,12 @@ impl SessionDb {
 
     /// Totals over every source, for one session or (`None`) the whole project.
     pub fn sidekick_totals(&self, session_id: Option<&str>) -> Result<SidekickTotals, DbError> {
-        let mut all = SidekickTotals::default();
-        for (_, totals) in self.sidekick_totals_by_source(session_id)? {
-            all.calls += totals.calls;
-            all.tokens += totals.tokens;
-            all.sidekick_cost += totals.sidekick_cost;
-            all.primary_cost += totals.primary_cost;
-        }
-        Ok(all)
+        Ok(self
+            .sidekick_totals_by_source(session_id)?
+            .into_iter()
+            .fold(SidekickTotals::default(), |all, (_, totals)| {
+                all.plus(totals)
+            }))
     }
 }
 
