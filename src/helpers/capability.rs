@@ -1,7 +1,9 @@
 //! Helper agents and read-only delegates as one workbench capability: both launch `pi --mode json
 //! -p` children like the main Pi (same program and arguments — `--no-mcp` included — and in the
 //! demo the same offline model settings), share one board, and show on it: the footer's helper
-//! spend and the dock's agent rows.
+//! spend and the dock's agent rows. While model fusion is on (its status on the bus), helpers
+//! default to its sidekick and a warm pool of sidekick Pis serves them; the pool stops on every
+//! exit path.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -111,6 +113,7 @@ impl Capability for HelpersCapability {
         self.helpers
             .attach_host(bridge.host.clone(), PathBuf::from(&bridge.extension));
         self.helpers.watch_sessions(&bridge.bus());
+        self.helpers.follow_fusion(&bridge.bus());
         if let Some(delegate) = &self.delegate {
             delegate.connect(bridge.host.clone(), &bridge.bus());
         }
@@ -126,5 +129,14 @@ impl Capability for HelpersCapability {
 
     fn dock(&self) -> Option<Arc<dyn DockSource>> {
         Some(self.dock.clone())
+    }
+
+    fn shutdown(&self) -> futures_util::future::BoxFuture<'static, ()> {
+        let helpers = self.helpers.clone();
+        Box::pin(async move { helpers.shutdown().await })
+    }
+
+    fn kill_now(&self) {
+        self.helpers.kill_now();
     }
 }

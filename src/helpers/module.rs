@@ -105,6 +105,32 @@ impl HelpersModule {
         });
     }
 
+    /// Follows model fusion's status on `bus`: its sidekick becomes the model of helpers that
+    /// name none, and a warm pool of sidekick Pis serves them while fusion is on.
+    pub fn follow_fusion(&self, bus: &crate::bridge::EventBus) {
+        super::sidekick::follow(&self.service, bus);
+    }
+
+    /// The sidekick model helpers default to (fusion's, while it is on).
+    pub fn sidekick_model(&self) -> Option<String> {
+        self.service.pool().model()
+    }
+
+    /// The process groups of the warm processes waiting now.
+    pub fn warm_groups(&self) -> Vec<crate::sys::ProcessGroup> {
+        self.service.pool().idle_groups()
+    }
+
+    /// Stops the warm processes (every exit path of the workbench).
+    pub async fn shutdown(&self) {
+        self.service.shutdown_pool().await;
+    }
+
+    /// SIGKILL to the warm processes now (the panic path).
+    pub fn kill_now(&self) {
+        self.service.pool().kill_now();
+    }
+
     /// Records `file` as `agent`'s session file (what [`HelpersModule::watch_sessions`] does).
     pub fn set_session_file(&self, agent: AgentId, file: PathBuf) {
         self.service.ledger().set_session_file(agent, Some(file));
