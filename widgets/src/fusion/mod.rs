@@ -27,9 +27,10 @@ pub struct FusionSegment {
     pub fallback: Option<(String, u64)>,
 }
 
-/// Above the helpers' spend: the pair is what the user chose to pay for.
+/// Above the helpers' spend: the pair is what the user chose to pay for, and its names and
+/// savings outrank the token counts and the directory.
 const PRESENCE_PRIORITY: u8 = priority::MODULE_HIGH - 2;
-const DETAIL_PRIORITY: u8 = priority::MODULE_LOW + 6;
+const DETAIL_PRIORITY: u8 = priority::COST - 1;
 
 /// The segment: `⚭ big+small · saved $1.48`, narrowing to `⚭ big+small` and `⚭ $1.48`.
 pub fn fusion_segment(model: &FusionSegment) -> Segment {
