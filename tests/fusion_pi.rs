@@ -354,3 +354,99 @@ fn a_picked_pair_sends_side_work_to_the_sidekick_and_the_footer_shows_the_saving
         || processes_with_env(&[agent_dir.as_str()]).is_empty(),
     );
 }
+
+/// The sidekick runtime on its own, on both Pi lines: each question in a fresh in-memory
+/// session (the second request does not carry the first question), Pi's usage and model
+/// reported, and the process group gone after the stop.
+async fn the_sidekick_runtime_answers_each_question_afresh(line: PiLine) {
+    use unipi_tui::capability::ChildPi;
+    use unipi_tui::fusion::config::ModelRef;
+    use unipi_tui::fusion::runtime::SidekickRuntime;
+    use unipi_tui::pi::offline::write_priced_agent_dir;
+    use unipi_tui::scripted::{Scenario, start};
+
+    let pi = support::pi::pi_install(line).unwrap();
+    let scenario = Scenario::from_toml_str(
+        r#"
+model = ["scripted-small"]
+[[rule]]
+when = "first question"
+reply = "FIRST-ANSWER"
+usage = { prompt_tokens = 500, completion_tokens = 5 }
+[[rule]]
+when = "second question"
+reply = "SECOND-ANSWER"
+"#,
+        "runtime scenario",
+    )
+    .unwrap();
+    let server = start(scenario).await.unwrap();
+    let sandbox = Sandbox::new();
+    let agent = write_priced_agent_dir(
+        &sandbox.dir("agent"),
+        &server.base_url(),
+        &server.served_models(),
+    )
+    .unwrap();
+    let mut env = agent.env.clone();
+    env.extend(
+        sandbox
+            .env()
+            .into_iter()
+            .map(|(key, value)| (key.to_owned(), value)),
+    );
+    if let Some(node) = &pi.node_bin_dir {
+        env.push((
+            "PATH".into(),
+            format!(
+                "{}:{}",
+                node.display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        ));
+    }
+    let runtime = SidekickRuntime::new(
+        ChildPi {
+            program: pi.bin.clone(),
+            leading_args: vec!["--offline".into()],
+            env,
+        },
+        sandbox.project.clone(),
+    );
+    runtime
+        .restart(ModelRef::parse("unipi-scripted/scripted-small").unwrap())
+        .await
+        .unwrap();
+    let first = runtime.ask("the first question", REPLY).await.unwrap();
+    assert_eq!(first.text, "FIRST-ANSWER", "Pi {}", pi.version);
+    assert_eq!(
+        first.model.as_deref(),
+        Some("unipi-scripted/scripted-small")
+    );
+    assert_eq!((first.usage.input, first.usage.output), (500, 5));
+    let second = runtime.ask("the second question", REPLY).await.unwrap();
+    assert_eq!(second.text, "SECOND-ANSWER");
+    let requests = server.requests();
+    let last = requests.last().unwrap();
+    assert!(
+        !all_text(last).contains("first question"),
+        "the second question starts afresh: {}",
+        all_text(last)
+    );
+    let group = runtime.group().unwrap();
+    runtime.stop().await;
+    assert!(
+        !group.alive(),
+        "the sidekick's group is gone after the stop"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pi_current_sidekick_runtime_answers_each_question_afresh() {
+    the_sidekick_runtime_answers_each_question_afresh(PiLine::Current).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pi_legacy_sidekick_runtime_answers_each_question_afresh() {
+    the_sidekick_runtime_answers_each_question_afresh(PiLine::Legacy).await;
+}
