@@ -42,9 +42,22 @@ struct Workbench {
 }
 
 fn start() -> Workbench {
-    let sandbox = Sandbox::new();
+    start_with("fusion.toml", Sandbox::new(), |s| {
+        let text = s.contents();
+        text.contains("scripted-big") && text.contains("○ idle")
+    })
+}
+
+/// The workbench on `scenario` (in `tests/fixtures/scenarios/`) in `sandbox`, once `ready`.
+fn start_with(
+    scenario: &str,
+    sandbox: Sandbox,
+    ready: impl Fn(&vt100::Screen) -> bool,
+) -> Workbench {
     let model = OfflineModel::start(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/scenarios/fusion.toml"),
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/scenarios")
+            .join(scenario),
         &sandbox.home.join(".pi/agent"),
     );
     let outer = OuterOptions {
@@ -61,10 +74,7 @@ fn start() -> Workbench {
         outer,
     );
     session
-        .wait_for("Pi's prompt with the primary-to-be", START, |s| {
-            let text = s.contents();
-            text.contains("scripted-big") && text.contains("○ idle")
-        })
+        .wait_for("the workbench ready", START, ready)
         .unwrap_or_else(|err| panic!("{err:#}\n{}", sandbox.log_tail(40)));
     Workbench {
         session,
@@ -75,9 +85,15 @@ fn start() -> Workbench {
 
 impl Workbench {
     fn fail(&self, err: anyhow::Error) -> ! {
+        let requests: Vec<String> = self
+            .requests()
+            .iter()
+            .map(|request| format!("{}: {:?}", model_of(request), last_text(request)))
+            .collect();
         panic!(
-            "{err:#}\nscreen:\n{}\nlog:\n{}",
+            "{err:#}\nscreen:\n{}\nrequests (model: last message):\n{}\nlog:\n{}",
             self.session.screen_text(),
+            requests.join("\n"),
             self.sandbox.log_tail(60)
         )
     }
@@ -239,16 +255,34 @@ fn a_picked_pair_sends_side_work_to_the_sidekick_and_the_footer_shows_the_saving
         "{saved}"
     );
 
-    // Alt+M opens the picker with the pair in its slots; Esc changes nothing.
+    // Alt+M opens the picker with the pair in its slots; another primary chosen and then Esc
+    // changes nothing: the file, the footer, and (below) the model of the main agent's request.
     wb.session.send(KITTY_ALT_M);
     wb.wait("the picker again, with the pair", |s| {
         let text = s.contents();
         text.contains("Model fusion: primary + sidekick") && text.contains("✓ Confirm this pair")
     });
+    wb.session.type_text("small");
+    wb.wait("the small model first", |s| {
+        s.contents().contains("▶ unipi-scripted/scripted-small")
+    });
+    wb.session.send(ENTER);
+    wb.wait("the small model in the primary slot", |s| {
+        s.contents()
+            .contains("Primary   unipi-scripted/scripted-small")
+    });
     wb.session.send(ESC);
     wb.wait("the picker closed", |s| {
         !s.contents().contains("Model fusion: primary")
     });
+    wb.wait("the pair unchanged in the footer", |s| {
+        footer_row(s).contains("⚭ scripted-big+scripted-small")
+    });
+    assert_eq!(
+        std::fs::read_to_string(wb.sandbox.home.join(".unipi/config/fusion.json")).unwrap(),
+        saved,
+        "cancel changes nothing"
+    );
 
     // The main agent's next request goes to the primary; after it the sidekick names the session.
     wb.prompt("hello");
@@ -353,6 +387,71 @@ fn a_picked_pair_sends_side_work_to_the_sidekick_and_the_footer_shows_the_saving
         EXIT,
         || processes_with_env(&[agent_dir.as_str()]).is_empty(),
     );
+}
+
+/// The active preset of the workspace's presets file (which overrides the home file's) is
+/// applied at start-up; when the primary answers HTTP 429 the pair moves the main agent to the
+/// preset's fallback, the footer says so, and after the cooldown the primary is back.
+#[test]
+fn the_workspace_preset_applies_at_start_and_a_rate_limited_primary_falls_back_for_the_cooldown() {
+    let sandbox = Sandbox::new();
+    sandbox.write(
+        &sandbox.home.join(".unipi/config/fusion.json"),
+        r#"{"active": "home", "presets": {"home": {"primary": "unipi-scripted/scripted-small",
+            "sidekick": "unipi-scripted/scripted-small"}}}"#,
+    );
+    sandbox.write(
+        &sandbox.project.join(".unipi/config/fusion.json"),
+        r#"{"active": "work", "nameSessions": false, "warmPool": {"size": 0},
+            "presets": {"work": {"primary": "unipi-scripted/scripted-mid",
+            "sidekick": "unipi-scripted/scripted-small",
+            "fallback": "unipi-scripted/scripted-big", "cooldownSeconds": 15}}}"#,
+    );
+    // Pi starts on scripted-big; the pair in the footer is the workspace's, not the home's.
+    let mut wb = start_with("fusion-fallback.toml", sandbox, |s| {
+        settled(s) && footer_row(s).contains("⚭ scripted-mid+scripted-small")
+    });
+
+    wb.prompt("rate limit me");
+    let limited = wb.wait_request("rate limit me");
+    assert_eq!(model_of(&limited), "scripted-mid", "the preset's primary");
+    // The segment says so at once; Pi's own model (in the footer too) once the switch is done.
+    wb.wait("the error, the fallback in the footer and Pi on it", |s| {
+        let footer = footer_row(s);
+        footer.contains("✗ error")
+            && footer.contains("⚭ fallback scripted-big (1m)+scripted-small")
+            && footer.contains("│ scripted-big │")
+    });
+
+    wb.prompt("while limited");
+    wb.wait_text("ANSWERED-BY-FALLBACK");
+    let during = wb.wait_request("while limited");
+    assert_eq!(model_of(&during), "scripted-big", "the fallback");
+
+    wb.wait("the primary back after the cooldown", |s| {
+        footer_row(s).contains("⚭ scripted-mid+scripted-small")
+    });
+    wb.wait("Pi settled", settled);
+    wb.prompt("after the cooldown");
+    wb.wait_text("ANSWERED-BY-PRIMARY");
+    let after = wb.wait_request("after the cooldown");
+    assert_eq!(model_of(&after), "scripted-mid", "the primary again");
+    assert!(
+        wb.requests_ending_with("Reply with a short title")
+            .is_empty(),
+        "\"nameSessions\": false keeps the sidekick from naming the session"
+    );
+
+    wb.session.send(KITTY_CTRL_D);
+    let code = match wb.session.wait_exit(EXIT) {
+        Ok(code) => code,
+        Err(err) => panic!("{err:#}\nlog:\n{}", wb.sandbox.log_tail(40)),
+    };
+    assert_eq!(code, 0, "screen:\n{}", wb.session.screen_text());
+    let agent_dir = format!("PI_CODING_AGENT_DIR={}", wb.model.agent.dir.display());
+    wait_until("no Pi of this workbench left", EXIT, || {
+        processes_with_env(&[agent_dir.as_str()]).is_empty()
+    });
 }
 
 /// The sidekick runtime on its own, on both Pi lines: each question in a fresh in-memory
