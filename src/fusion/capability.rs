@@ -405,17 +405,16 @@ impl EnginePresets {
         }
     }
 
-    /// Saves `config` in the background; the outcome is the next notice.
-    fn save(&self, config: super::config::FusionConfig, done: String) {
-        let (engine, notice) = (self.engine.clone(), self.notice.clone());
-        tokio::spawn(async move {
-            let text = match engine.save_config(config).await {
-                Ok(()) => done,
-                Err(err) => err,
-            };
-            *lock(&notice) = Some(text);
-            engine.changed().bump();
-        });
+    /// Edits the config now (a refused edit changes nothing) and writes it in the background;
+    /// the write's outcome is the next notice.
+    fn edit(
+        &self,
+        edit: impl FnOnce(&mut super::config::FusionConfig) -> Result<(), String>,
+        done: String,
+    ) -> Result<(), String> {
+        let write = self.engine.edit_config(edit)?;
+        self.spawn(async move { write.finish().await.map(|()| done) });
+        Ok(())
     }
 
     /// Runs `work` in the background; its message is the next notice.
@@ -482,58 +481,69 @@ impl PresetsPort for EnginePresets {
         let (Some(primary), Some(sidekick)) = (&state.primary, &state.sidekick) else {
             return Err("No pair is in force to save: /unipi:model picks one".to_owned());
         };
-        let mut config = self.engine.config();
-        if config.presets.contains_key(name) {
-            return Err(format!(
-                "A preset named {name} exists: rename or delete it first"
-            ));
-        }
         let mut preset = Preset::new(
             super::engine::model_ref(primary),
             super::engine::model_ref(sidekick),
         );
         preset.fallback.clone_from(&state.fallback);
         preset.cooldown = state.cooldown;
-        config.presets.insert(name.to_owned(), preset);
-        self.save(config, format!("Saved the pair in force as {name}"));
-        Ok(())
+        self.edit(
+            |config| {
+                if config.presets.contains_key(name) {
+                    return Err(format!(
+                        "A preset named {name} exists: rename or delete it first"
+                    ));
+                }
+                config.presets.insert(name.to_owned(), preset);
+                Ok(())
+            },
+            format!("Saved the pair in force as {name}"),
+        )
     }
 
     fn rename(&self, from: &str, to: &str) -> Result<(), String> {
         check_name(to)?;
-        let mut config = self.engine.config();
         if from == to {
             return Ok(());
         }
-        if config.presets.contains_key(to) {
-            return Err(format!("A preset named {to} exists"));
-        }
-        let preset = config
-            .presets
-            .remove(from)
-            .ok_or_else(|| format!("No preset named {from}"))?;
-        config.presets.insert(to.to_owned(), preset);
-        if config.active.as_deref() == Some(from) {
-            config.active = Some(to.to_owned());
-            self.engine.renamed_preset(from, to);
-        }
-        self.save(config, format!("Renamed {from} to {to}"));
+        self.edit(
+            |config| {
+                if config.presets.contains_key(to) {
+                    return Err(format!("A preset named {to} exists"));
+                }
+                let preset = config
+                    .presets
+                    .remove(from)
+                    .ok_or_else(|| format!("No preset named {from}"))?;
+                config.presets.insert(to.to_owned(), preset);
+                if config.active.as_deref() == Some(from) {
+                    config.active = Some(to.to_owned());
+                }
+                Ok(())
+            },
+            format!("Renamed {from} to {to}"),
+        )?;
+        // Outside the config's lock: the engine takes its state's lock before the config's.
+        self.engine.renamed_preset(from, to);
         Ok(())
     }
 
     fn delete(&self, name: &str) -> Result<(), String> {
-        let mut config = self.engine.config();
-        if config.active.as_deref() == Some(name) {
-            return Err(format!(
-                "{name} is the active preset: apply another or turn fusion off first"
-            ));
-        }
-        config
-            .presets
-            .remove(name)
-            .ok_or_else(|| format!("No preset named {name}"))?;
-        self.save(config, format!("Deleted {name}"));
-        Ok(())
+        self.edit(
+            |config| {
+                if config.active.as_deref() == Some(name) {
+                    return Err(format!(
+                        "{name} is the active preset: apply another or turn fusion off first"
+                    ));
+                }
+                config
+                    .presets
+                    .remove(name)
+                    .ok_or_else(|| format!("No preset named {name}"))?;
+                Ok(())
+            },
+            format!("Deleted {name}"),
+        )
     }
 
     fn off(&self) {
@@ -543,5 +553,101 @@ impl PresetsPort for EnginePresets {
 
     fn take_notice(&self) -> Option<String> {
         lock(&self.notice).take()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // test code: a failed step should panic
+mod tests {
+    use super::*;
+    use crate::capability::{ChildPi, Ui};
+    use crate::config::keymap::Keymap;
+    use crate::fusion::config::{FUSION_CONFIG_FILE, FusionConfig};
+
+    /// The preset editor's port over a real engine and presets file (no Pi: nothing is applied).
+    fn presets_port(dir: &std::path::Path, json: &str) -> (EnginePresets, std::path::PathBuf) {
+        let (home, workspace) = (dir.join("home"), dir.join("work"));
+        let file = home.join(FUSION_CONFIG_FILE);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::create_dir_all(&workspace).unwrap();
+        std::fs::write(&file, json).unwrap();
+        let (config, errors) = load_fusion_config(Some(&home), &workspace);
+        assert!(errors.is_empty(), "{errors:?}");
+        let runtime = SidekickRuntime::new(
+            ChildPi {
+                program: "/bin/false".into(),
+                leading_args: Vec::new(),
+                env: Vec::new(),
+            },
+            workspace.clone(),
+        );
+        let engine = Arc::new(Engine::new(
+            Ui::headless(Arc::new(Keymap::defaults())),
+            config,
+            runtime,
+            Ledger::for_project(Some(&home), &workspace),
+        ));
+        (EnginePresets::new(engine), file)
+    }
+
+    /// Waits (bounded, on the engine's change signal) until the port's writes are done — its
+    /// last notice is `last` — and returns the presets file as it is then.
+    async fn written(port: &EnginePresets, dir: &std::path::Path, last: &str) -> FusionConfig {
+        let mut changes = port.engine.changed().subscribe();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while port.take_notice().as_deref() != Some(last) {
+            tokio::time::timeout_at(deadline, changes.changed())
+                .await
+                .expect("the edits end within 10 s")
+                .unwrap();
+        }
+        load_fusion_config(Some(&dir.join("home")), &dir.join("work")).0
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn edits_in_quick_succession_all_reach_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let (port, file) = presets_port(
+            dir.path(),
+            r#"{"presets": {"a": {"primary": "p/1", "sidekick": "p/2"},
+                "c": {"primary": "p/3", "sidekick": "p/4"},
+                "d": {"primary": "p/5", "sidekick": "p/6"}}}"#,
+        );
+        // Each edit is seen by the next at once, whether or not its write has finished.
+        port.rename("a", "b").unwrap();
+        assert_eq!(
+            port.rename("d", "b").unwrap_err(),
+            "A preset named b exists"
+        );
+        port.delete("c").unwrap();
+        let rows: Vec<String> = port.rows().0.into_iter().map(|row| row.name).collect();
+        assert_eq!(rows, ["b", "d"]);
+        let saved = written(&port, dir.path(), "Deleted c").await;
+        assert_eq!(
+            saved.presets.keys().collect::<Vec<_>>(),
+            ["b", "d"],
+            "{}",
+            std::fs::read_to_string(&file).unwrap()
+        );
+        assert_eq!(saved.presets["b"].primary.to_string(), "p/1");
+    }
+
+    #[tokio::test]
+    async fn the_active_preset_cannot_be_deleted_and_a_rename_follows_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (port, _file) = presets_port(
+            dir.path(),
+            r#"{"active": "a", "presets": {"a": {"primary": "p/1", "sidekick": "p/2"}}}"#,
+        );
+        let refused = port.delete("a").unwrap_err();
+        assert!(refused.starts_with("a is the active preset"), "{refused}");
+        assert_eq!(port.rename("a", " ").unwrap_err(), "A preset needs a name");
+        port.rename("a", "z").unwrap();
+        let saved = written(&port, dir.path(), "Renamed a to z").await;
+        assert_eq!(saved.active.as_deref(), Some("z"));
+        assert_eq!(
+            port.save_current("x").unwrap_err(),
+            "No pair is in force to save: /unipi:model picks one"
+        );
     }
 }

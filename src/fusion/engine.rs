@@ -20,7 +20,7 @@
 //! so the engine runs without a Pi in unit tests.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -120,6 +120,36 @@ pub struct Engine {
     changed: Changed,
     /// The active preset was applied (or tried) at the main Pi's first connection.
     started: AtomicBool,
+    /// Edits of the config so far, and the last one written to the file.
+    config_edits: AtomicU64,
+    config_written: Arc<Mutex<u64>>,
+}
+
+/// An edit of the presets file, made in memory, to be written (crash-safe).
+#[must_use = "the edit is not on disk until finished"]
+pub struct ConfigWrite {
+    config: FusionConfig,
+    generation: u64,
+    written: Arc<Mutex<u64>>,
+}
+
+impl ConfigWrite {
+    /// Writes the file, unless a later edit was written already (writes may finish in any
+    /// order; the file ends as the last edit left it).
+    pub async fn finish(self) -> Result<(), String> {
+        tokio::task::spawn_blocking(move || {
+            let mut written = lock(&self.written);
+            if *written > self.generation {
+                return Ok(());
+            }
+            self.config.save()?;
+            *written = self.generation;
+            Ok(())
+        })
+        .await
+        .map_err(|err| format!("the config writer panicked: {err}"))?
+        .map_err(|err: anyhow::Error| format!("could not save the presets: {err:#}"))
+    }
 }
 
 impl Engine {
@@ -135,6 +165,8 @@ impl Engine {
             bus: Mutex::new(None),
             changed: Changed::default(),
             started: AtomicBool::new(false),
+            config_edits: AtomicU64::new(0),
+            config_written: Arc::new(Mutex::new(0)),
         }
     }
 
@@ -206,10 +238,13 @@ impl Engine {
             state.cooldown = preset.cooldown;
         }
         if persist {
-            let mut config = self.config();
-            config.presets.insert(name.to_owned(), preset.clone());
-            config.active = Some(name.to_owned());
-            self.save_config(config).await?;
+            self.edit_config(|config| {
+                config.presets.insert(name.to_owned(), preset.clone());
+                config.active = Some(name.to_owned());
+                Ok(())
+            })?
+            .finish()
+            .await?;
         }
         self.publish();
         match started {
@@ -235,9 +270,12 @@ impl Engine {
             state.sidekick = None;
             state.fallback = None;
         }
-        let mut config = self.config();
-        config.active = None;
-        self.save_config(config).await?;
+        self.edit_config(|config| {
+            config.active = None;
+            Ok(())
+        })?
+        .finish()
+        .await?;
         self.publish();
         Ok("Model fusion is off: helpers use their own model, no sidekick runs".to_owned())
     }
@@ -250,16 +288,25 @@ impl Engine {
         }
     }
 
-    /// Writes `config` (crash-safe) and keeps it.
-    pub async fn save_config(&self, config: FusionConfig) -> Result<(), String> {
-        let saved = config.clone();
-        tokio::task::spawn_blocking(move || saved.save())
-            .await
-            .map_err(|err| format!("the config writer panicked: {err}"))?
-            .map_err(|err| format!("could not save the presets: {err:#}"))?;
-        *lock(&self.config) = config;
+    /// Changes the config at once, under its lock — so the next edit starts from this one, even
+    /// before this one is on disk — and returns the file write to finish. `edit` refusing
+    /// changes nothing.
+    pub fn edit_config(
+        &self,
+        edit: impl FnOnce(&mut FusionConfig) -> Result<(), String>,
+    ) -> Result<ConfigWrite, String> {
+        let mut config = lock(&self.config);
+        let mut next = config.clone();
+        edit(&mut next)?;
+        *config = next.clone();
+        let generation = self.config_edits.fetch_add(1, Ordering::SeqCst) + 1;
+        drop(config);
         self.changed.bump();
-        Ok(())
+        Ok(ConfigWrite {
+            config: next,
+            generation,
+            written: self.config_written.clone(),
+        })
     }
 
     async fn set_main_model(&self, model: &ModelRef) -> Result<(), String> {
