@@ -319,6 +319,27 @@ mod tests {
             assert!(!group.alive());
         }
         assert!(pool.wants_nothing());
+        // Fusion off: the pool empties and starts nothing more.
+        let tiny = template("p/tiny");
+        pool.want(tiny.clone());
+        assert_eq!(pool.to_spawn().map(|(_, n)| n), Some(2));
+        assert!(pool.spawned(Some(slot(dir.path(), "e", &tiny))).is_none());
+        let off = pool.configure(None, settings(2, 60_000));
+        assert_eq!(
+            off.iter()
+                .map(|slot| slot.run_id.as_str())
+                .collect::<Vec<_>>(),
+            ["e"]
+        );
+        pool.want(tiny.clone());
+        assert!(
+            pool.to_spawn().is_none(),
+            "nothing is started while fusion is off"
+        );
+        assert!(pool.idle_groups().is_empty());
+        for slot in off {
+            slot.process.discard().await;
+        }
     }
 
     #[tokio::test]
