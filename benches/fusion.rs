@@ -14,23 +14,16 @@
 //! another N); under `cargo test --all-targets` (no `--bench`) it does one run of each as a
 //! smoke pass, or says why it cannot. Figures: `docs/benchmarks.md`.
 
-use std::path::{Path, PathBuf};
+mod support;
+
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail};
+use support::pi::{ScriptedPi, report};
 use unipi_tui::fusion::config::DEFAULT_POOL_SIZE;
-use unipi_tui::helpers::agents::AgentCatalog;
-use unipi_tui::helpers::runner::{HelperRunner, RunHandle, RunSpec};
+use unipi_tui::helpers::runner::{HelperRunner, RunHandle};
 use unipi_tui::helpers::warm::Prewarmed;
-use unipi_tui::pi::offline::write_agent_dir;
-use unipi_tui::scripted::{Scenario, start};
-
-const SCENARIO: &str = r#"
-model = "bench"
-[fallback]
-reply = "ok"
-"#;
 
 /// How long a warm process's CPU time must stay still for it to count as loaded.
 const QUIET: Duration = Duration::from_millis(500);
@@ -132,39 +125,7 @@ async fn until_idle(pgid: i32) -> Result<Duration> {
 }
 
 async fn run(n: usize) -> Result<()> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".test-deps");
-    let pi = root.join("pi-current/node_modules/.bin/pi");
-    let node_bin = root.join("node/bin");
-    if !pi.exists() {
-        bail!(
-            "{} is missing: run scripts/test-deps.sh first",
-            pi.display()
-        );
-    }
-    let server = start(Scenario::from_toml_str(SCENARIO, "bench")?).await?;
-    let dir = tempfile::tempdir()?;
-    let offline = write_agent_dir(
-        &dir.path().join("agent"),
-        &server.base_url(),
-        &server.models(),
-    )?;
-    let path = format!(
-        "{}:{}",
-        node_bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let mut env = offline.env.clone();
-    env.push(("PATH".to_string(), path));
-    env.push(("HOME".to_string(), dir.path().display().to_string()));
-    let spec = |run: &str| -> Result<RunSpec> {
-        let mut agent = AgentCatalog::builtin().resolve("explore")?;
-        agent.model = offline.pi_args.get(2).cloned();
-        let mut spec = RunSpec::new(&pi, agent, "hi", dir.path(), dir.path().join(run));
-        spec.leading_args = vec!["--offline".to_string()];
-        spec.env = env.clone();
-        Ok(spec)
-    };
-
+    let bench = ScriptedPi::start().await?;
     let (mut cold_first, mut cold_end, mut warm_first, mut warm_end, mut rss, mut load) = (
         Vec::new(),
         Vec::new(),
@@ -175,12 +136,12 @@ async fn run(n: usize) -> Result<()> {
     );
     for i in 0..n {
         let began = Instant::now();
-        let handle = HelperRunner::start(spec(&format!("cold-{i}"))?).await?;
+        let handle = HelperRunner::start(bench.spec(&format!("cold-{i}"))?).await?;
         let (first, end) = follow(began, handle).await?;
         cold_first.push(first);
         cold_end.push(end);
 
-        let warm_spec = spec(&format!("warm-{i}"))?;
+        let warm_spec = bench.spec(&format!("warm-{i}"))?;
         let warm = Prewarmed::spawn(&warm_spec)?;
         let group = warm.group().context("the warm process has a group")?;
         load.push(until_idle(group.raw()).await?);
@@ -194,15 +155,6 @@ async fn run(n: usize) -> Result<()> {
         warm_first.push(first);
         warm_end.push(end);
     }
-    let report = |name: &str, samples: &mut Vec<Duration>| {
-        samples.sort();
-        println!(
-            "{name:<36} median {:>7.1} ms   min {:>7.1} ms   (n = {})",
-            samples[samples.len() / 2].as_secs_f64() * 1e3,
-            samples[0].as_secs_f64() * 1e3,
-            samples.len()
-        );
-    };
     report("cold helper: first event", &mut cold_first);
     report("warm helper: first event", &mut warm_first);
     report("cold helper: answer", &mut cold_end);
@@ -223,7 +175,6 @@ async fn run(n: usize) -> Result<()> {
         "warm pool (resident, median)",
         mib(median) * DEFAULT_POOL_SIZE as f64
     );
-    let _ = std::fs::remove_dir_all(Path::new(dir.path()));
-    server.shutdown().await;
+    bench.shutdown().await;
     Ok(())
 }

@@ -3,6 +3,8 @@
 //! its own and uses only part of it, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
+pub mod pi;
+
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail};
