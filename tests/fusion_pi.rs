@@ -119,6 +119,29 @@ impl Workbench {
         self.session.send(ENTER);
     }
 
+    /// Closes the `/btw` answer box.
+    fn close_side_answer(&self) {
+        self.session.send(ESC);
+        self.wait("the answer box closed", |s| {
+            !s.contents().contains("Side question ·")
+        });
+    }
+
+    /// Ctrl+D: the workbench exits with 0 and no Pi it started (main, sidekick, warm pool) is
+    /// left.
+    fn exit_leaving_no_pi(mut self) {
+        self.session.send(KITTY_CTRL_D);
+        let code = match self.session.wait_exit(EXIT) {
+            Ok(code) => code,
+            Err(err) => panic!("{err:#}\nlog:\n{}", self.sandbox.log_tail(40)),
+        };
+        assert_eq!(code, 0, "screen:\n{}", self.session.screen_text());
+        let agent_dir = format!("PI_CODING_AGENT_DIR={}", self.model.agent.dir.display());
+        wait_until("no Pi of this workbench left", EXIT, || {
+            processes_with_env(&[agent_dir.as_str()]).is_empty()
+        });
+    }
+
     fn requests(&self) -> Vec<Value> {
         self.model.server.requests()
     }
@@ -208,7 +231,7 @@ fn system_prompt(request: &Value) -> String {
 
 #[test]
 fn a_picked_pair_sends_side_work_to_the_sidekick_and_the_footer_shows_the_savings() {
-    let mut wb = start();
+    let wb = start();
 
     // Before fusion: a helper runs cold, on Pi's default model.
     wb.prompt("ask a helper for the code word");
@@ -323,10 +346,7 @@ fn a_picked_pair_sends_side_work_to_the_sidekick_and_the_footer_shows_the_saving
         "the side question carries the conversation so far: {}",
         all_text(&side)
     );
-    wb.session.send(ESC);
-    wb.wait("the answer box closed", |s| {
-        !s.contents().contains("Side question ·")
-    });
+    wb.close_side_answer();
     wb.prompt("hello again");
     wb.wait_text("MAIN-SECOND-HELLO");
     let again = wb.wait_request("hello again");
@@ -345,10 +365,7 @@ fn a_picked_pair_sends_side_work_to_the_sidekick_and_the_footer_shows_the_saving
     });
     wb.session.send(b"i");
     wb.wait_text("Added to the conversation");
-    wb.session.send(ESC);
-    wb.wait("the answer box closed", |s| {
-        !s.contents().contains("Side question ·")
-    });
+    wb.close_side_answer();
     wb.prompt("hello for the third time");
     wb.wait_text("MAIN-THIRD-HELLO");
     let third = wb.wait_request("hello for the third time");
@@ -375,18 +392,7 @@ fn a_picked_pair_sends_side_work_to_the_sidekick_and_the_footer_shows_the_saving
     });
 
     wb.wait("Pi settled before Ctrl+D", settled);
-    wb.session.send(KITTY_CTRL_D);
-    let code = match wb.session.wait_exit(EXIT) {
-        Ok(code) => code,
-        Err(err) => panic!("{err:#}\nlog:\n{}", wb.sandbox.log_tail(40)),
-    };
-    assert_eq!(code, 0, "screen:\n{}", wb.session.screen_text());
-    let agent_dir = format!("PI_CODING_AGENT_DIR={}", wb.model.agent.dir.display());
-    wait_until(
-        "no Pi of this workbench left (main, sidekick, warm pool)",
-        EXIT,
-        || processes_with_env(&[agent_dir.as_str()]).is_empty(),
-    );
+    wb.exit_leaving_no_pi();
 }
 
 /// The active preset of the workspace's presets file (which overrides the home file's) is
@@ -408,7 +414,7 @@ fn the_workspace_preset_applies_at_start_and_a_rate_limited_primary_falls_back_f
             "fallback": "unipi-scripted/scripted-big", "cooldownSeconds": 15}}}"#,
     );
     // Pi starts on scripted-big; the pair in the footer is the workspace's, not the home's.
-    let mut wb = start_with("fusion-fallback.toml", sandbox, |s| {
+    let wb = start_with("fusion-fallback.toml", sandbox, |s| {
         settled(s) && footer_row(s).contains("⚭ scripted-mid+scripted-small")
     });
 
@@ -442,16 +448,7 @@ fn the_workspace_preset_applies_at_start_and_a_rate_limited_primary_falls_back_f
         "\"nameSessions\": false keeps the sidekick from naming the session"
     );
 
-    wb.session.send(KITTY_CTRL_D);
-    let code = match wb.session.wait_exit(EXIT) {
-        Ok(code) => code,
-        Err(err) => panic!("{err:#}\nlog:\n{}", wb.sandbox.log_tail(40)),
-    };
-    assert_eq!(code, 0, "screen:\n{}", wb.session.screen_text());
-    let agent_dir = format!("PI_CODING_AGENT_DIR={}", wb.model.agent.dir.display());
-    wait_until("no Pi of this workbench left", EXIT, || {
-        processes_with_env(&[agent_dir.as_str()]).is_empty()
-    });
+    wb.exit_leaving_no_pi();
 }
 
 /// The sidekick runtime on its own, on both Pi lines: each question in a fresh in-memory

@@ -560,34 +560,21 @@ impl PresetsPort for EnginePresets {
 #[allow(clippy::unwrap_used)] // test code: a failed step should panic
 mod tests {
     use super::*;
-    use crate::capability::{ChildPi, Ui};
-    use crate::config::keymap::Keymap;
+    use crate::capability::ChildPi;
     use crate::fusion::config::{FUSION_CONFIG_FILE, FusionConfig};
 
     /// The preset editor's port over a real engine and presets file (no Pi: nothing is applied).
     fn presets_port(dir: &std::path::Path, json: &str) -> (EnginePresets, std::path::PathBuf) {
-        let (home, workspace) = (dir.join("home"), dir.join("work"));
-        let file = home.join(FUSION_CONFIG_FILE);
-        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-        std::fs::create_dir_all(&workspace).unwrap();
-        std::fs::write(&file, json).unwrap();
-        let (config, errors) = load_fusion_config(Some(&home), &workspace);
-        assert!(errors.is_empty(), "{errors:?}");
-        let runtime = SidekickRuntime::new(
-            ChildPi {
-                program: "/bin/false".into(),
-                leading_args: Vec::new(),
-                env: Vec::new(),
-            },
-            workspace.clone(),
-        );
-        let engine = Arc::new(Engine::new(
-            Ui::headless(Arc::new(Keymap::defaults())),
-            config,
-            runtime,
-            Ledger::for_project(Some(&home), &workspace),
-        ));
-        (EnginePresets::new(engine), file)
+        let sidekick = ChildPi {
+            program: "/bin/false".into(),
+            leading_args: Vec::new(),
+            env: Vec::new(),
+        };
+        let engine = crate::fusion::engine::tests::engine_in(dir, json, sidekick);
+        (
+            EnginePresets::new(engine),
+            dir.join("home").join(FUSION_CONFIG_FILE),
+        )
     }
 
     /// Waits (bounded, on the engine's change signal) until the port's writes are done — its

@@ -733,4 +733,4 @@ pub fn shown_path(path: &Path) -> String {
 
 #[cfg(test)]
 #[path = "engine_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used)] // test code: a failed step should panic
 
+use std::path::Path;
 use std::sync::Mutex;
 
 use serde_json::json;
@@ -72,32 +73,37 @@ struct Rig {
     bus: EventBus,
 }
 
-fn rig(preset_json: &str) -> Rig {
-    let dir = tempfile::tempdir().unwrap();
-    let home = dir.path().join("home");
-    let workspace = dir.path().join("work");
+/// An engine (headless) over `<dir>/home` holding the presets file `preset_json` and the
+/// workspace `<dir>/work`, whose sidekick is `sidekick`; nothing connected.
+pub(crate) fn engine_in(dir: &Path, preset_json: &str, sidekick: ChildPi) -> Arc<Engine> {
+    let home = dir.join("home");
+    let workspace = dir.join("work");
     std::fs::create_dir_all(&workspace).unwrap();
     let file = home.join(crate::fusion::config::FUSION_CONFIG_FILE);
     std::fs::create_dir_all(file.parent().unwrap()).unwrap();
     std::fs::write(&file, preset_json).unwrap();
     let (config, errors) = load_fusion_config(Some(&home), &workspace);
     assert!(errors.is_empty(), "{errors:?}");
-    let script = dir.path().join("sidekick.sh");
-    std::fs::write(&script, FAKE_SIDEKICK).unwrap();
-    let runtime = SidekickRuntime::new(
-        ChildPi {
-            program: "/bin/sh".into(),
-            leading_args: vec![script.display().to_string()],
-            env: Vec::new(),
-        },
-        workspace.clone(),
-    );
-    let engine = Arc::new(Engine::new(
+    let runtime = SidekickRuntime::new(sidekick, workspace.clone());
+    Arc::new(Engine::new(
         Ui::headless(Arc::new(Keymap::defaults())),
         config,
         runtime,
         Ledger::for_project(Some(&home), &workspace),
-    ));
+    ))
+}
+
+fn rig(preset_json: &str) -> Rig {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("sidekick.sh");
+    std::fs::write(&script, FAKE_SIDEKICK).unwrap();
+    let sidekick = ChildPi {
+        program: "/bin/sh".into(),
+        leading_args: vec![script.display().to_string()],
+        env: Vec::new(),
+    };
+    let engine = engine_in(dir.path(), preset_json, sidekick);
+    let home = dir.path().join("home");
     let main = Arc::new(FakeMain::default());
     let bus = EventBus::new();
     engine.connect(main.clone(), bus.clone());
@@ -108,6 +114,20 @@ fn rig(preset_json: &str) -> Rig {
         main,
         bus,
     }
+}
+
+/// A rig with big + small applied (not saved).
+async fn rig_with_a_pair() -> Rig {
+    let rig = rig("{}");
+    rig.engine
+        .apply(
+            "default",
+            Preset::new(model("unipi-scripted/big"), model("unipi-scripted/small")),
+            false,
+        )
+        .await
+        .unwrap();
+    rig
 }
 
 fn model(text: &str) -> ModelRef {
@@ -218,15 +238,7 @@ async fn applying_sets_the_primary_starts_the_sidekick_saves_and_publishes_the_s
 
 #[tokio::test]
 async fn calls_the_sidekick_served_are_priced_summed_and_stored_and_others_are_not() {
-    let rig = rig("{}");
-    rig.engine
-        .apply(
-            "default",
-            Preset::new(model("unipi-scripted/big"), model("unipi-scripted/small")),
-            false,
-        )
-        .await
-        .unwrap();
+    let rig = rig_with_a_pair().await;
     rig.engine
         .on_bus(main_event(PiEvent::SessionStart(Box::new(SessionStart {
             session_id: Some("s1".into()),
@@ -311,15 +323,7 @@ async fn a_rate_limit_moves_the_primary_to_its_fallback_and_back_after_the_coold
 
 #[tokio::test]
 async fn the_sidekick_names_a_session_without_a_name_after_its_first_turn() {
-    let rig = rig("{}");
-    rig.engine
-        .apply(
-            "default",
-            Preset::new(model("unipi-scripted/big"), model("unipi-scripted/small")),
-            false,
-        )
-        .await
-        .unwrap();
+    let rig = rig_with_a_pair().await;
     rig.engine
         .on_bus(main_event(PiEvent::SessionStart(Box::default())));
     rig.engine.on_bus(main_event(PiEvent::UserInput(UserInput {
