@@ -58,13 +58,7 @@ fn geometry(model: &BtwModel, screen: Rect) -> Option<(Rect, usize, usize, Vec<S
     if height < fixed + 3 {
         return None;
     }
-    let box_width = (text_width + 4) as u16;
-    let area = Rect {
-        x: screen.x + (screen.width - box_width) / 2,
-        y: screen.y + (screen.height - height as u16) / 2,
-        width: box_width,
-        height: height as u16,
-    };
+    let area = super::centred_box(screen, text_width, height);
     Some((area, text_width, height - 2 - fixed, body))
 }
 
@@ -113,20 +107,8 @@ pub fn render(model: &BtwModel, theme: &Theme, screen: Rect, buf: &mut Buffer) {
             text.width,
         );
     }
-    if let Some(notice) = &model.notice {
-        buf.set_line(
-            text.x,
-            bottom - 2,
-            &Line::styled(truncate_end(notice, max), theme.accent),
-            text.width,
-        );
-    }
-    buf.set_line(
-        text.x,
-        bottom - 1,
-        &Line::styled(truncate_end(&model.keys, max), theme.overlay_key),
-        text.width,
-    );
+    let notice = model.notice.as_deref().map(|notice| (notice, theme.accent));
+    super::notice_and_keys(buf, text, max, notice, &model.keys, theme);
 }
 
 #[cfg(test)]

@@ -7,7 +7,45 @@ pub mod btw;
 pub mod picker;
 pub mod presets;
 
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::Line;
+
 use crate::footer::{Align, Form, Role, Segment, format_cost, priority};
+use crate::text::truncate_end;
+use crate::theme::Theme;
+
+/// A box for `text_width` columns of text (plus border and padding) and `height` rows, in the
+/// middle of `screen` (which the caller checked it fits).
+fn centred_box(screen: Rect, text_width: usize, height: usize) -> Rect {
+    let (width, height) = ((text_width + 4) as u16, height as u16);
+    Rect {
+        x: screen.x + (screen.width - width) / 2,
+        y: screen.y + (screen.height - height) / 2,
+        width,
+        height,
+    }
+}
+
+/// The last two rows of a box's text area `text`: the notice, if any, in `style`, then the keys;
+/// each cut to `max` columns.
+fn notice_and_keys(
+    buf: &mut Buffer,
+    text: Rect,
+    max: usize,
+    notice: Option<(&str, Style)>,
+    keys: &str,
+    theme: &Theme,
+) {
+    let bottom = text.y + text.height;
+    if let Some((notice, style)) = notice {
+        let line = Line::styled(truncate_end(notice, max), style);
+        buf.set_line(text.x, bottom - 2, &line, text.width);
+    }
+    let line = Line::styled(truncate_end(keys, max), theme.overlay_key);
+    buf.set_line(text.x, bottom - 1, &line, text.width);
+}
 
 /// The footer segment's id and config group (`{"groups": {"fusion": {"show": false}}}` hides it).
 pub const SEGMENT_ID: &str = "fusion";

@@ -92,13 +92,7 @@ fn layout(model: &PickerModel, screen: Rect) -> Option<Layout> {
         return None;
     }
     let visible = height - fixed - 2;
-    let box_width = (text_width + 4) as u16;
-    let area = Rect {
-        x: screen.x + (screen.width - box_width) / 2,
-        y: screen.y + (screen.height - height as u16) / 2,
-        width: box_width,
-        height: height as u16,
-    };
+    let area = super::centred_box(screen, text_width, height);
     let first = model
         .selected
         .saturating_sub(visible.saturating_sub(1))
@@ -235,21 +229,11 @@ pub fn render(model: &PickerModel, theme: &Theme, screen: Rect, buf: &mut Buffer
             layout.text.width,
         );
     }
-    let bottom = layout.text.y + layout.text.height;
-    if let Some(notice) = &model.notice {
-        buf.set_line(
-            layout.text.x,
-            bottom - 2,
-            &Line::styled(truncate_end(notice, max), theme.warning),
-            layout.text.width,
-        );
-    }
-    buf.set_line(
-        layout.text.x,
-        bottom - 1,
-        &Line::styled(truncate_end(&model.keys, max), theme.overlay_key),
-        layout.text.width,
-    );
+    let notice = model
+        .notice
+        .as_deref()
+        .map(|notice| (notice, theme.warning));
+    super::notice_and_keys(buf, layout.text, max, notice, &model.keys, theme);
 }
 
 /// Where the terminal cursor goes: in the filter, at its cursor.

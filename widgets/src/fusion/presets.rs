@@ -58,16 +58,7 @@ fn area(model: &PresetsModel, screen: Rect) -> Option<(Rect, usize)> {
     if text_width < 20 || height < 8 {
         return None;
     }
-    let box_width = (text_width + 4) as u16;
-    Some((
-        Rect {
-            x: screen.x + (screen.width - box_width) / 2,
-            y: screen.y + (screen.height - height as u16) / 2,
-            width: box_width,
-            height: height as u16,
-        },
-        text_width,
-    ))
+    Some((super::centred_box(screen, text_width, height), text_width))
 }
 
 /// Draws the editor centred on `screen`.
@@ -135,20 +126,11 @@ pub fn render(model: &PresetsModel, theme: &Theme, screen: Rect, buf: &mut Buffe
         ]);
         buf.set_line(text.x, bottom - 3, &line, text.width);
     }
-    if let Some(notice) = &model.notice {
-        buf.set_line(
-            text.x,
-            bottom - 2,
-            &Line::styled(truncate_end(notice, max), theme.warning),
-            text.width,
-        );
-    }
-    buf.set_line(
-        text.x,
-        bottom - 1,
-        &Line::styled(truncate_end(&model.keys, max), theme.overlay_key),
-        text.width,
-    );
+    let notice = model
+        .notice
+        .as_deref()
+        .map(|notice| (notice, theme.warning));
+    super::notice_and_keys(buf, text, max, notice, &model.keys, theme);
 }
 
 /// The cursor in the name field, while one is typed.
