@@ -279,13 +279,18 @@ impl Workbench {
     fn check_info_overlay(&self, pi_version: &str) {
         self.slash("/unipi:info");
         self.session
-            .wait_for("the info overlay with Pi's version", REPLY, |s| {
+            .wait_for("the info overlay listing the modules", REPLY, |s| {
                 let text = s.contents();
-                text.contains("unipi-tui info")
-                    && text
-                        .lines()
-                        .any(|l| l.contains("Pi ") && l.contains(pi_version))
-                    && text.contains("unipi_info")
+                text.contains("unipi-tui info") && text.contains("unipi_info")
+            })
+            .unwrap();
+        // The versions come after every module's block: End scrolls to them.
+        self.session.send(b"\x1b[F");
+        self.session
+            .wait_for("the info overlay with Pi's version", REPLY, |s| {
+                s.contents()
+                    .lines()
+                    .any(|l| l.contains("Pi ") && l.contains(pi_version))
             })
             .unwrap();
         self.session.send(b"\x1b");
