@@ -7,22 +7,15 @@
 //! `scripts/test-deps.sh && cargo bench --bench helpers` (N = 7); under `cargo test
 //! --all-targets` (no `--bench`) it does one run of each as a smoke pass, or says why it cannot.
 
-use std::path::PathBuf;
+mod support;
+
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Context as _, Result};
+use support::pi::{ScriptedPi, report};
 use tokio::io::AsyncReadExt as _;
-use unipi_tui::helpers::agents::AgentCatalog;
-use unipi_tui::helpers::runner::{HelperRunner, RunSpec};
-use unipi_tui::pi::offline::write_agent_dir;
-use unipi_tui::scripted::{Scenario, start};
-
-const SCENARIO: &str = r#"
-model = "bench"
-[fallback]
-reply = "ok"
-"#;
+use unipi_tui::helpers::runner::HelperRunner;
 
 fn main() -> ExitCode {
     let full = std::env::args().any(|arg| arg == "--bench");
@@ -39,37 +32,15 @@ fn main() -> ExitCode {
 }
 
 async fn run(n: usize) -> Result<()> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".test-deps");
-    let pi = root.join("pi-current/node_modules/.bin/pi");
-    let node_bin = root.join("node/bin");
-    if !pi.exists() {
-        bail!(
-            "{} is missing: run scripts/test-deps.sh first",
-            pi.display()
-        );
-    }
-    let server = start(Scenario::from_toml_str(SCENARIO, "bench")?).await?;
-    let dir = tempfile::tempdir()?;
-    let offline = write_agent_dir(
-        &dir.path().join("agent"),
-        &server.base_url(),
-        &server.models(),
-    )?;
-    let path = format!(
-        "{}:{}",
-        node_bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let mut env = offline.env.clone();
-    env.push(("PATH".to_string(), path));
-    env.push(("HOME".to_string(), dir.path().display().to_string()));
+    let bench = ScriptedPi::start().await?;
+    let (pi, dir, offline, env) = (&bench.pi, &bench.dir, &bench.offline, &bench.env);
 
     let mut by_hand = Vec::new();
     let mut runner = Vec::new();
     for i in 0..n {
         // By hand: pi --mode json -p, spawn → first stdout byte.
         let began = Instant::now();
-        let mut child = tokio::process::Command::new(&pi)
+        let mut child = tokio::process::Command::new(pi)
             .args(["--offline", "--no-session", "--mode", "json"])
             .args(&offline.pi_args)
             .args(["-p", "hi"])
@@ -86,17 +57,7 @@ async fn run(n: usize) -> Result<()> {
         let _ = child.wait().await;
 
         // Through the runner: start → first progress from the event stream.
-        let mut agent = AgentCatalog::builtin().resolve("explore")?;
-        agent.model = offline.pi_args.get(2).cloned();
-        let mut spec = RunSpec::new(
-            &pi,
-            agent,
-            "hi",
-            dir.path(),
-            dir.path().join(format!("run-{i}")),
-        );
-        spec.leading_args = vec!["--offline".to_string()];
-        spec.env = env.clone();
+        let spec = bench.spec(&format!("run-{i}"))?;
         let began = Instant::now();
         let mut handle = HelperRunner::start(spec).await?;
         let mut progress = handle.progress();
@@ -106,17 +67,8 @@ async fn run(n: usize) -> Result<()> {
         runner.push(began.elapsed());
         let _ = handle.wait().await;
     }
-    let report = |name: &str, samples: &mut Vec<Duration>| {
-        samples.sort();
-        println!(
-            "{name:<34} median {:>7.1} ms   min {:>7.1} ms   (n = {})",
-            samples[samples.len() / 2].as_secs_f64() * 1e3,
-            samples[0].as_secs_f64() * 1e3,
-            samples.len()
-        );
-    };
     report("pi --mode json -p (first byte)", &mut by_hand);
     report("HelperRunner (first event)", &mut runner);
-    server.shutdown().await;
+    bench.shutdown().await;
     Ok(())
 }

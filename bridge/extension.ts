@@ -719,9 +719,20 @@ class Bridge {
 			}
 			case "list_models": {
 				const registry = needCtx(ctx).modelRegistry;
-				const models = (await (registry?.getAvailable?.() ?? registry?.getAll?.())) ?? [];
-				return models.map(modelInfo);
+				const listed = p.all ? registry?.getAll?.() : (registry?.getAvailable?.() ?? registry?.getAll?.());
+				const models = (await listed) ?? [];
+				return models.map((model: any) => {
+					const info = modelInfo(model);
+					if (info && typeof registry?.hasConfiguredAuth === "function") {
+						info.has_auth = Boolean(attempt(() => registry.hasConfiguredAuth(model)));
+					}
+					return info;
+				});
 			}
+			case "set_session_name":
+				if (typeof pi.setSessionName !== "function") throw new BridgeFailure("unsupported", "this Pi cannot name sessions");
+				pi.setSessionName(String(p.name ?? ""));
+				return true;
 			case "compact":
 				needCtx(ctx).compact({ customInstructions: p.instructions ?? undefined });
 				return true;
@@ -898,6 +909,8 @@ function modelInfo(model: any): Msg | null {
 		context_window: model.contextWindow ?? null,
 		max_tokens: model.maxTokens ?? null,
 		reasoning: Boolean(model.reasoning),
+		vision: Array.isArray(model.input) && model.input.includes("image"),
+		has_auth: null,
 		cost: cost
 			? { input: cost.input ?? 0, output: cost.output ?? 0, cache_read: cost.cacheRead ?? 0, cache_write: cost.cacheWrite ?? 0 }
 			: null,

@@ -13,7 +13,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use crate::app::AppOptions;
-use crate::pi::offline::write_agent_dir;
+use crate::pi::offline::write_priced_agent_dir;
 use crate::scripted::{self, Scenario, ServerHandle};
 use crate::sys::private_dir::OwnedDir;
 
@@ -51,7 +51,11 @@ pub async fn prepare(options: &mut AppOptions, scenario: Option<&Path>) -> Resul
     let runtime = crate::sys::private_dir::runtime_root().map_err(anyhow::Error::msg)?;
     let agent_dir = OwnedDir::create(&runtime.path, "demo")
         .context("failed to create the demo's Pi agent directory")?;
-    let agent = write_agent_dir(agent_dir.path(), &server.base_url(), &server.models())?;
+    let agent = write_priced_agent_dir(
+        agent_dir.path(),
+        &server.base_url(),
+        &server.served_models(),
+    )?;
     if let Some(extra) = std::env::var_os(PI_SETTINGS_ENV) {
         merge_pi_settings(&agent.dir.join("settings.json"), &extra.to_string_lossy())?;
     }

@@ -12,6 +12,7 @@ pub mod config;
 pub mod delegate;
 pub mod demo;
 pub mod detach;
+pub mod fusion;
 pub mod headless;
 pub mod helpers;
 pub mod mcp;

@@ -221,8 +221,19 @@ fn collect(host: BridgeHost, mut rx: mpsc::Receiver<BridgeEvent>) -> JoinHandle<
                     let agent: AgentId = agent.clone();
                     events.push(event);
                     let Some(host) = host.take() else { continue };
-                    for call in [HostCall::ListModels, HostCall::GetContextUsage] {
-                        let method = call.method().to_string();
+                    let calls_made = [
+                        HostCall::ListModels,
+                        HostCall::ListAllModels,
+                        HostCall::GetContextUsage,
+                        HostCall::SetSessionName {
+                            name: "named by the host".into(),
+                        },
+                    ];
+                    for call in calls_made {
+                        let method = match &call {
+                            HostCall::ListAllModels => "list_models all".to_string(),
+                            other => other.method().to_string(),
+                        };
                         let answer = host.call(&agent, call).await.map_err(|err| err.to_string());
                         calls.push((method, answer));
                     }
@@ -332,6 +343,15 @@ async fn a_declared_tool_round_trips(line: PiLine) -> anyhow::Result<()> {
     assert!(ids.contains(&"scripted-test"), "{models:?}");
     assert_eq!(models[0].provider, "unipi-scripted");
     assert_eq!(models[0].context_window, Some(128_000));
+    // Every model Pi knows, each saying whether Pi has a key for it and whether it sees images.
+    let all: Vec<ModelInfo> = serde_json::from_value(answer(&calls, "list_models all")?)?;
+    let scripted = all
+        .iter()
+        .find(|model| model.id == "scripted-test")
+        .context("the scripted model is among all models")?;
+    assert_eq!(scripted.has_auth, Some(true), "{scripted:?}");
+    assert!(!scripted.vision, "{scripted:?}");
+    assert_eq!(answer(&calls, "set_session_name")?, Value::Bool(true));
     let usage = answer(&calls, "get_context_usage")?;
     assert_eq!(usage["context_window"], 128_000, "{usage}");
 

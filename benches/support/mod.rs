@@ -3,6 +3,8 @@
 //! its own and uses only part of it, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
+pub mod pi;
+
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;

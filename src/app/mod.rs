@@ -594,6 +594,12 @@ impl App {
                     self.footer.set_notice("No capability offers the board");
                 }
             }
+            Action::ModelPicker => {
+                if !self.offer_action(action) {
+                    self.footer
+                        .set_notice("Model fusion is off: no picker to open");
+                }
+            }
         }
         self.request_draw();
     }

@@ -22,11 +22,14 @@ use crate::views::info::InfoView;
 const WIDTH: u16 = 100;
 const HEIGHT: u16 = 30;
 
-/// The fake capability's dock source.
+/// The fake capability's dock source (and the record of the workbench keys it took).
 #[derive(Default)]
 struct FakeDock {
     rows: Mutex<Vec<DockRow>>,
     requests: Mutex<Vec<DockRequest>>,
+    /// Whether the capability acts on workbench keys, and the ones it got.
+    takes_key_actions: std::sync::atomic::AtomicBool,
+    key_actions: Mutex<Vec<Action>>,
 }
 
 impl DockSource for FakeDock {
@@ -64,6 +67,17 @@ impl Capability for FakeCapability {
 
     fn dock(&self) -> Option<Arc<dyn DockSource>> {
         Some(self.dock.clone())
+    }
+
+    fn action(&self, action: Action) -> bool {
+        let takes = self
+            .dock
+            .takes_key_actions
+            .load(std::sync::atomic::Ordering::SeqCst);
+        if takes {
+            self.dock.key_actions.lock().unwrap().push(action);
+        }
+        takes
     }
 }
 
@@ -191,6 +205,18 @@ fn keys_go_to_the_top_view_then_the_keymap_then_pi() {
     assert!(to_pi(&send(&mut app, b"\x03")).is_empty());
     assert!(app.views.is_empty());
     assert_eq!(to_pi(&send(&mut app, b"\x03")), b"\x03");
+}
+
+#[test]
+fn a_capabilitys_workbench_key_goes_to_the_capability_and_says_so_when_none_takes_it() {
+    let (mut app, dock) = make_app(Vec::new());
+    // Alt+M (the model picker) with no capability acting on it: a notice, nothing for Pi.
+    assert!(to_pi(&send(&mut app, b"\x1b[109;3u")).is_empty());
+    assert!(screen(&mut app).contains("Model fusion is off"));
+    dock.takes_key_actions
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    assert!(to_pi(&send(&mut app, b"\x1b[109;3u")).is_empty());
+    assert_eq!(*dock.key_actions.lock().unwrap(), [Action::ModelPicker]);
 }
 
 #[test]

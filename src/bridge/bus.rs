@@ -35,6 +35,17 @@ pub mod names {
     pub const BG_TASKS_CHANGED: &str = "unipi:bg:tasks:changed";
     /// A helper run in the background ended: `{id, type, description, status, error}`.
     pub const HELPER_FINISHED: &str = "unipi:helper:finished";
+    /// Model fusion's pair, fallback, warm pool and savings, whenever they change (and when
+    /// asked): `{active, preset, primary, sidekick, fallback: {model, untilMs} | null,
+    /// pool: {size, idleSeconds} | null, savings: {session, allTime}}` (each of `session` and
+    /// `allTime`: `{calls, tokens, sidekickCost, primaryCost, saved}`). The one way other modules
+    /// (helpers, delegates, the footer) learn the pair.
+    pub const FUSION_STATUS: &str = "unipi:fusion:status";
+    /// Asks model fusion to publish its status again: a module that subscribed after it did.
+    pub const FUSION_STATUS_QUERY: &str = "unipi:fusion:status:query";
+    /// A model call made by a Pi the workbench owns (a helper, a delegate): `{source, id,
+    /// model: "provider/id", usage: {input, output, cacheRead, cacheWrite, cost}}`.
+    pub const MODEL_USAGE: &str = "unipi:model:usage";
 }
 
 /// One event on the bus.

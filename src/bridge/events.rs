@@ -393,8 +393,20 @@ pub struct ModelInfo {
     pub context_window: Option<u64>,
     pub max_tokens: Option<u64>,
     pub reasoning: bool,
+    /// It takes images (Pi's `input` lists `image`).
+    pub vision: bool,
+    /// Pi has credentials for its provider (`None` where the answer does not say: events, or a
+    /// Pi without `hasConfiguredAuth`).
+    pub has_auth: Option<bool>,
     /// Prices per million tokens.
     pub cost: Option<ModelCost>,
+}
+
+impl ModelInfo {
+    /// `provider/id`, the form `--model` and the presets use.
+    pub fn qualified(&self) -> String {
+        format!("{}/{}", self.provider, self.id)
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize, Serialize)]

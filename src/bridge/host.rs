@@ -47,8 +47,13 @@ pub enum HostCall {
     /// `pi.setModel`; answers `true`, or `false` when Pi has no credentials for it.
     SetModel { provider: String, id: String },
     /// The models Pi can use: `[{provider, id, name, context_window, max_tokens, reasoning,
-    /// cost}]` (decodes as `Vec<ModelInfo>`).
+    /// vision, has_auth, cost}]` (decodes as `Vec<ModelInfo>`).
     ListModels,
+    /// Every model Pi knows, with or without credentials (`has_auth` tells them apart): what a
+    /// model picker lists, so a model without a key can be shown and refused in words.
+    ListAllModels,
+    /// `pi.setSessionName`: the name the session selector shows.
+    SetSessionName { name: String },
     /// Starts a compaction (the outcome arrives as `CompactionEnd`).
     Compact { instructions: Option<String> },
     /// `ctx.getContextUsage()`: `{tokens, context_window, percent}` or null.
@@ -111,7 +116,8 @@ impl HostCall {
             Self::SendMessage { .. } => "send_message",
             Self::SendUserMessage { .. } => "send_user_message",
             Self::SetModel { .. } => "set_model",
-            Self::ListModels => "list_models",
+            Self::ListModels | Self::ListAllModels => "list_models",
+            Self::SetSessionName { .. } => "set_session_name",
             Self::Compact { .. } => "compact",
             Self::GetContextUsage => "get_context_usage",
             Self::SetActiveTools { .. } => "set_active_tools",
@@ -156,6 +162,8 @@ impl HostCall {
                 paths,
             } => json!({"allowed": allowed, "reason": reason, "paths": paths}),
             Self::SetEditorText { text } => json!({"text": text}),
+            Self::ListAllModels => json!({"all": true}),
+            Self::SetSessionName { name } => json!({"name": name}),
             Self::ListModels | Self::GetContextUsage | Self::GetActiveTools => json!({}),
         }
     }

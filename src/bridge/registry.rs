@@ -63,7 +63,7 @@ pub enum RegistryError {
     #[error("no module named `{0}` is registered")]
     UnknownModule(String),
     #[error(
-        "module `{module}` declares command `{command}`: commands are named `unipi:<name>` with a-z, 0-9 and -"
+        "module `{module}` declares command `{command}`: commands are named `unipi:<name>` (or a bare `<name>`) with a-z, 0-9 and -"
     )]
     BadCommandName {
         module: &'static str,
@@ -395,13 +395,14 @@ fn is_tool_name(name: &str) -> bool {
             .all(|byte| byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-')
 }
 
+/// `unipi:<name>`, or a bare `<name>` for the few short commands a module offers in Pi's own
+/// namespace (`/btw`); either way a-z, 0-9 and -.
 fn is_command_name(name: &str) -> bool {
-    name.strip_prefix("unipi:").is_some_and(|rest| {
-        !rest.is_empty()
-            && rest
-                .bytes()
-                .all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-')
-    })
+    let rest = name.strip_prefix("unipi:").unwrap_or(name);
+    !rest.is_empty()
+        && rest
+            .bytes()
+            .all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-')
 }
 
 fn millis(duration: Duration) -> u64 {
@@ -559,10 +560,17 @@ mod tests {
                 },
             ),
             (
-                fixed("b", &[], &["info"]),
+                fixed("b", &[], &["unipi:"]),
                 RegistryError::BadCommandName {
                     module: "b",
-                    command: "info".into(),
+                    command: "unipi:".into(),
+                },
+            ),
+            (
+                fixed("b", &[], &["b tw"]),
+                RegistryError::BadCommandName {
+                    module: "b",
+                    command: "b tw".into(),
                 },
             ),
             (

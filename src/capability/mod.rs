@@ -98,11 +98,13 @@ pub struct Registration {
 }
 
 /// Every capability, in start order. Order matters only where one reads what another put on the
-/// context: MCP adds `--no-mcp` to Pi's arguments before helpers copy them for their children.
+/// context: MCP adds `--no-mcp` to Pi's arguments before helpers and fusion copy them for their
+/// children.
 pub fn registrations() -> Vec<Registration> {
     vec![
         crate::mcp::REGISTRATION,
         crate::tasks::REGISTRATION,
+        crate::fusion::REGISTRATION,
         crate::helpers::REGISTRATION,
         crate::compactor::REGISTRATION,
         crate::askuser::REGISTRATION,
@@ -166,6 +168,37 @@ impl<'a> StartContext<'a> {
     pub fn take_notices(&mut self) -> Vec<String> {
         std::mem::take(&mut self.notices)
     }
+
+    /// How a child Pi (a helper, a sidekick) is launched like the main one: the same program,
+    /// launcher arguments (with what capabilities added, `--no-mcp`) and environment, and in the
+    /// demo the same offline model settings. The user's own Pi arguments are not included.
+    pub fn child_pi(&self) -> ChildPi {
+        let text = |value: &std::ffi::OsString| value.to_string_lossy().into_owned();
+        let mut leading_args: Vec<String> = self.pi.args.iter().map(text).collect();
+        let mut env: Vec<(String, String)> = self
+            .pi
+            .env
+            .iter()
+            .map(|(k, v)| (text(k), text(v)))
+            .collect();
+        if let Some(demo) = self.demo {
+            leading_args.extend(demo.pi_args.iter().map(text));
+            env.extend(demo.env.iter().map(|(k, v)| (text(k), text(v))));
+        }
+        ChildPi {
+            program: self.pi.program.clone(),
+            leading_args,
+            env,
+        }
+    }
+}
+
+/// How to start a child Pi like the main one ([`StartContext::child_pi`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChildPi {
+    pub program: std::path::PathBuf,
+    pub leading_args: Vec<String>,
+    pub env: Vec<(String, String)>,
 }
 
 /// The running bridge, as capabilities see it once it is up.

@@ -40,11 +40,15 @@ pub enum Action {
     /// Open the kanban board (answered by the capability that owns it).
     Board,
     Detach,
+    /// Pick the primary and sidekick models (answered by model fusion, [`Capability::action`]).
+    ///
+    /// [`Capability::action`]: crate::capability::Capability::action
+    ModelPicker,
 }
 
 impl Action {
     /// Every action, in the order the help overlay lists them.
-    pub const ALL: [Action; 10] = [
+    pub const ALL: [Action; 11] = [
         Action::Help,
         Action::ScrollPageUp,
         Action::ScrollPageDown,
@@ -55,6 +59,7 @@ impl Action {
         Action::ClearTaskNotices,
         Action::Board,
         Action::Detach,
+        Action::ModelPicker,
     ];
 
     /// The stable name used in keymap files.
@@ -70,6 +75,7 @@ impl Action {
             Action::ClearTaskNotices => "tasks.clear_notices",
             Action::Board => "board",
             Action::Detach => "session.detach",
+            Action::ModelPicker => "fusion.picker",
         }
     }
 
@@ -86,6 +92,7 @@ impl Action {
             Action::ClearTaskNotices => "Clear finished background-task notices",
             Action::Board => "Open the kanban board of the workflow documents",
             Action::Detach => "Detach from a detachable session (it runs on)",
+            Action::ModelPicker => "Pick the primary and sidekick models",
         }
     }
 
@@ -1057,6 +1064,7 @@ mod tests {
             ("Ctrl+Alt+C", "tasks.clear_notices"),
             ("Alt+K", "board"),
             ("Ctrl+Alt+D", "session.detach"),
+            ("Alt+M", "fusion.picker"),
         ];
         let want: Vec<(String, &str)> = want.iter().map(|(k, a)| ((*k).to_owned(), *a)).collect();
         assert_eq!(bindings, want);

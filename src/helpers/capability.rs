@@ -1,7 +1,9 @@
 //! Helper agents and read-only delegates as one workbench capability: both launch `pi --mode json
 //! -p` children like the main Pi (same program and arguments — `--no-mcp` included — and in the
 //! demo the same offline model settings), share one board, and show on it: the footer's helper
-//! spend and the dock's agent rows.
+//! spend and the dock's agent rows. While model fusion is on (its status on the bus), helpers
+//! default to its sidekick and a warm pool of sidekick Pis serves them; the pool stops on every
+//! exit path.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -30,18 +32,7 @@ fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
     for error in config_errors.iter().chain(agent_errors.iter()) {
         context.report(error);
     }
-    let text = |v: &std::ffi::OsString| v.to_string_lossy().into_owned();
-    let mut leading_args: Vec<String> = context.pi.args.iter().map(text).collect();
-    let mut env: Vec<(String, String)> = context
-        .pi
-        .env
-        .iter()
-        .map(|(k, v)| (text(k), text(v)))
-        .collect();
-    if let Some(demo) = context.demo {
-        leading_args.extend(demo.pi_args.iter().map(text));
-        env.extend(demo.env.iter().map(|(k, v)| (text(k), text(v))));
-    }
+    let child = context.child_pi();
     // Kept across sessions (`get` and `resume` of an earlier run read them); never in a shared
     // temporary directory: without a state or cache directory, in the private runtime one.
     let runs_root = dirs::state_dir()
@@ -55,9 +46,9 @@ fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
         .unwrap_or_else(|| std::env::temp_dir().join("unipi-tui"))
         .join("helper-runs");
     let launch = PiLaunch {
-        program: context.pi.program.clone(),
-        leading_args,
-        env,
+        program: child.program,
+        leading_args: child.leading_args,
+        env: child.env,
     };
     let helpers = HelpersModule::new(HelperSettings::new(
         launch,
@@ -131,6 +122,7 @@ impl Capability for HelpersCapability {
         self.helpers
             .attach_host(bridge.host.clone(), PathBuf::from(&bridge.extension));
         self.helpers.watch_sessions(&bridge.bus());
+        self.helpers.follow_fusion(&bridge.bus());
         if let Some(delegate) = &self.delegate {
             delegate.connect(bridge.host.clone(), &bridge.bus());
         }

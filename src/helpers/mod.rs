@@ -30,13 +30,16 @@ pub mod module;
 mod names;
 mod notice;
 mod orphans;
+mod pool;
 mod preflight;
 mod results;
 pub mod run_status;
 pub mod runner;
 mod runs;
 mod service;
+mod sidekick;
 pub mod supervisor;
+pub mod warm;
 pub mod workflow;
 
 pub use capability::REGISTRATION;

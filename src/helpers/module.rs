@@ -105,6 +105,22 @@ impl HelpersModule {
         });
     }
 
+    /// Follows model fusion's status on `bus`: its sidekick becomes the model of helpers that
+    /// name none, and a warm pool of sidekick Pis serves them while fusion is on.
+    pub fn follow_fusion(&self, bus: &crate::bridge::EventBus) {
+        super::sidekick::follow(&self.service, bus);
+    }
+
+    /// The sidekick model helpers default to (fusion's, while it is on).
+    pub fn sidekick_model(&self) -> Option<String> {
+        self.service.pool().model()
+    }
+
+    /// The process groups of the warm processes waiting now.
+    pub fn warm_groups(&self) -> Vec<crate::sys::ProcessGroup> {
+        self.service.pool().idle_groups()
+    }
+
     /// Records `file` as `agent`'s session file (what [`HelpersModule::watch_sessions`] does).
     pub fn set_session_file(&self, agent: AgentId, file: PathBuf) {
         self.service.ledger().set_session_file(agent, Some(file));
@@ -116,15 +132,18 @@ impl HelpersModule {
         super::orphans::finalize_orphans(&self.service.settings().runs_root)
     }
 
-    /// Stops every live run and waits until each wrote its final state (bounded): for every
-    /// exit path of the workbench.
+    /// Stops every live run and waits until each wrote its final state (bounded), then stops
+    /// the warm processes: for every exit path of the workbench.
     pub async fn shutdown(&self) {
         self.service.shutdown().await;
+        self.service.shutdown_pool().await;
     }
 
-    /// The panic path: stops every live run and writes its final state now.
+    /// The panic path: stops every live run and writes its final state now, and SIGKILLs the
+    /// warm processes.
     pub fn kill_now(&self) {
         self.service.kill_now();
+        self.service.pool().kill_now();
     }
 
     /// The board the module keeps current.

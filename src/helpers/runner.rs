@@ -32,7 +32,6 @@
 use std::collections::VecDeque;
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -40,7 +39,7 @@ use anyhow::Context as _;
 use nix::sys::signal::Signal;
 use serde_json::{Map, Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 use unipi_widgets::text::truncate_chars;
@@ -50,9 +49,9 @@ use super::board::{RunControl, TranscriptEntry};
 use super::budget::{Budget, BudgetAction, BudgetWatch, Totals, budget_prompt};
 use super::events::{EventParser, PROMPT_ID, PiEvent, RunSummary, SettleStep, SettleWatch, Usage};
 pub use super::run_status::RunStatus;
+use super::warm::{LaunchKey, Prewarmed, Started};
 use crate::sys::{
-    CurrentGroup, GroupGuard, GroupStop, ProcessGroup, ProcessId, Reach, SpawnGrouped as _, lock,
-    now_ms, write_atomic,
+    CurrentGroup, GroupGuard, GroupStop, ProcessGroup, ProcessId, Reach, lock, now_ms, write_atomic,
 };
 
 /// How far the runner's signals go: Pi runs each `bash` tool call in a process group of its
@@ -125,7 +124,7 @@ impl SessionMode {
     }
 
     /// Where a new session file of this mode appears (`None` for a resume: it is the file).
-    fn new_session_dir(&self, run_dir: &Path) -> Option<PathBuf> {
+    pub(super) fn new_session_dir(&self, run_dir: &Path) -> Option<PathBuf> {
         match self {
             Self::Dir(dir) => Some(dir.clone()),
             Self::Resume(_) => None,
@@ -188,7 +187,7 @@ impl RunSpec {
     }
 
     /// The agent with the budget sentences added to its system prompt.
-    fn budgeted_agent(&self) -> AgentType {
+    pub(super) fn budgeted_agent(&self) -> AgentType {
         match budget_prompt(&self.budget) {
             Some(extra) => self.agent.with_prompt_appended(&extra),
             None => self.agent.clone(),
@@ -272,6 +271,23 @@ impl HelperRunner {
     /// called inside the tokio runtime). Errors only when the run directory cannot be written
     /// or the child cannot be spawned.
     pub async fn start(spec: RunSpec) -> anyhow::Result<RunHandle> {
+        Self::launch(spec, None).await
+    }
+
+    /// [`HelperRunner::start`] with a process started ahead of the task (see [`Prewarmed`]):
+    /// the task goes to it as the first RPC command, as to a fresh child. It must have been
+    /// started with `spec`'s launch; one that was not, or that died meanwhile, is discarded
+    /// and the run starts cold.
+    pub async fn start_warm(spec: RunSpec, mut warm: Prewarmed) -> anyhow::Result<RunHandle> {
+        if warm.key() != &LaunchKey::rpc(&spec) || !warm.alive() {
+            tracing::info!("helper: the warm process does not fit this run; starting cold");
+            warm.discard().await;
+            return Self::start(spec).await;
+        }
+        Self::launch(spec, Some(warm)).await
+    }
+
+    async fn launch(spec: RunSpec, warm: Option<Prewarmed>) -> anyhow::Result<RunHandle> {
         std::fs::create_dir_all(&spec.run_dir)
             .with_context(|| format!("create the run directory {}", spec.run_dir.display()))?;
         if let Some(dir) = spec.session.new_session_dir(&spec.run_dir) {
@@ -289,8 +305,11 @@ impl HelperRunner {
                 OWNER_FIELD: ProcessId::current().map(ProcessId::to_text),
             }))
             .await?;
-        let args = spec.budgeted_agent().pi_rpc_args();
-        let child = spawn(&spec, &args, true)?;
+        let started = match warm.and_then(Prewarmed::into_started) {
+            Some(started) => started,
+            None => LaunchKey::rpc(&spec).spawn(true)?,
+        };
+        let child = with_task(started, &spec);
         let group = Arc::new(CurrentGroup::new(Some(child.group), REACH));
         // Armed before the supervisor first runs: a future dropped unpolled still kills it.
         let guard = GroupGuard::over(group.clone());
@@ -1241,42 +1260,35 @@ async fn write_durable(path: PathBuf, bytes: Vec<u8>) -> anyhow::Result<()> {
 /// Spawns `program leading_args session_args args` in its own group; with `rpc`, stdin is a
 /// pipe whose writer task gets the task as the first command.
 fn spawn(spec: &RunSpec, args: &[String], rpc: bool) -> anyhow::Result<Spawned> {
-    let mut command = Command::new(&spec.program);
-    command
-        .args(&spec.leading_args)
-        .args(spec.session.pi_args(&spec.run_dir))
-        .args(args)
-        .current_dir(&spec.cwd)
-        .stdin(if rpc { Stdio::piped() } else { Stdio::null() })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(false);
-    for name in &spec.env_remove {
-        command.env_remove(name);
-    }
-    command.envs(spec.env.iter().map(|(key, value)| (key, value)));
-    let (mut child, group) = command
-        .spawn_grouped()
-        .with_context(|| format!("spawn the helper {}", spec.program.display()))?;
-    let pid = group.raw().unsigned_abs();
-    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
-        REACH.signal(group, Signal::SIGKILL);
-        anyhow::bail!("the helper's pipes were not created");
-    };
-    let commands = child.stdin.take().map(|stdin| {
+    let started = LaunchKey::with_args(spec, args).spawn(rpc)?;
+    Ok(with_task(started, spec))
+}
+
+/// A spawned child with its stdin (if it has one) taken over by a writer task that has the task
+/// queued as the first RPC command.
+fn with_task(started: Started, spec: &RunSpec) -> Spawned {
+    let Started {
+        child,
+        group,
+        pid,
+        stdin,
+        stdout,
+        stderr,
+    } = started;
+    let commands = stdin.map(|stdin| {
         let commands = start_writer(stdin);
         let prompt = json!({ "id": PROMPT_ID, "type": "prompt", "message": spec.prompt });
         let _ = commands.send(StdinCommand::Line(prompt.to_string()));
         commands
     });
-    Ok(Spawned {
+    Spawned {
         child,
         group,
         pid,
         commands,
         stdout,
         stderr,
-    })
+    }
 }
 
 /// The task that owns the child's stdin and writes the commands it is sent, in order. It ends
@@ -1853,6 +1865,48 @@ mod tests {
         assert!(started.elapsed() < Duration::from_secs(8), "{outcome:#?}");
         assert_eq!(outcome.status, RunStatus::Completed, "{outcome:#?}");
         assert_eq!(outcome.exit.signal.as_deref(), Some("SIGKILL"));
+    }
+
+    #[tokio::test]
+    async fn a_warm_process_runs_the_task_exactly_as_a_fresh_child_and_a_misfit_starts_cold() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = fake_rpc(dir.path(), "answer", false);
+        let cold = HelperRunner::start(spec.clone())
+            .await
+            .unwrap()
+            .wait()
+            .await;
+        let cold_log = child_log(dir.path());
+        std::fs::remove_file(dir.path().join("stdin.log")).unwrap();
+        std::fs::remove_dir_all(&spec.run_dir).unwrap();
+
+        // Started ahead of the task; it waits on stdin meanwhile.
+        let warm = Prewarmed::spawn(&spec).unwrap();
+        let warm_group = warm.group().unwrap();
+        let mut handle = HelperRunner::start_warm(spec.clone(), warm).await.unwrap();
+        assert_eq!(
+            handle.pid(),
+            Some(warm_group.raw().unsigned_abs()),
+            "the warm process ran it"
+        );
+        let served = handle.wait().await;
+        assert_eq!(served.status, cold.status, "{served:#?}");
+        assert_eq!(served.summary.final_text, cold.summary.final_text);
+        assert_eq!(served.summary.usage, cold.summary.usage);
+        assert_eq!(child_log(dir.path()), cold_log, "same argv, same stdin");
+        assert_eq!(status_json(&spec)["status"], "completed");
+
+        // Started for another launch: discarded, and the run starts cold.
+        let mut other = spec.clone();
+        other.env.push(("EXTRA".into(), "1".into()));
+        let misfit = Prewarmed::spawn(&other).unwrap();
+        let misfit_group = misfit.group().unwrap();
+        let mut handle = HelperRunner::start_warm(spec.clone(), misfit)
+            .await
+            .unwrap();
+        assert_ne!(handle.pid(), Some(misfit_group.raw().unsigned_abs()));
+        assert!(group_gone(misfit_group.raw().unsigned_abs()));
+        assert_eq!(handle.wait().await.status, RunStatus::Completed);
     }
 
     #[tokio::test]

@@ -28,6 +28,7 @@ use super::names::{
 };
 use super::notice::{HelperNotice, HelperNotificationSink};
 use super::orphans;
+use super::pool::{Template, WarmPool};
 use super::preflight::{Admission, Refusal, preflight};
 use super::results::{
     HelperResult, background_output, error_output, progress_update, refusal_output, truncate_output,
@@ -65,6 +66,8 @@ pub(super) struct HelperService {
     /// The event bus, once the bridge is up: background runs announce their end on it.
     bus: Mutex<Option<crate::bridge::EventBus>>,
     next_id: AtomicU64,
+    /// Model fusion's sidekick (the default model) and the warm processes kept for it.
+    pool: WarmPool,
 }
 
 /// Where a run's conversation starts.
@@ -101,6 +104,17 @@ pub(super) struct BudgetArgs {
 }
 
 impl BudgetArgs {
+    /// The runner's budget for these limits.
+    pub(super) fn budget(&self) -> super::budget::Budget {
+        super::budget::Budget {
+            max_turns: self.max_turns,
+            max_tool_uses: self.max_tool_uses,
+            max_tokens: self.max_tokens,
+            max_cost: self.max_cost,
+            ..super::budget::Budget::default()
+        }
+    }
+
     pub(super) fn of(args: &SpawnArgs, agent: &AgentType) -> Self {
         Self {
             max_turns: args.max_turns.or(agent.max_turns),
@@ -130,7 +144,12 @@ impl HelperService {
             bridge: Mutex::new(None),
             bus: Mutex::new(None),
             next_id: AtomicU64::new(1),
+            pool: WarmPool::default(),
         }
+    }
+
+    pub(super) fn pool(&self) -> &WarmPool {
+        &self.pool
     }
 
     /// Where background runs announce their end (`unipi:helper:finished`).
@@ -303,9 +322,18 @@ impl HelperService {
     /// and the run id.
     pub(super) async fn start(
         self: &Arc<Self>,
-        launch: Launch,
+        mut launch: Launch,
     ) -> Result<Started, (String, String)> {
-        let id = self.new_run_id();
+        // Model fusion's sidekick is the model of a helper that names none.
+        let sidekick = self.pool.model();
+        if launch.agent.model.is_none() {
+            launch.agent.model.clone_from(&sidekick);
+        }
+        let warm = self.warm_slot(&launch, sidekick.as_deref()).await;
+        let id = match &warm {
+            Some(slot) => slot.run_id.clone(),
+            None => self.new_run_id(),
+        };
         let info = RunInfo {
             id: id.clone(),
             agent_type: launch.agent.name.clone(),
@@ -318,7 +346,8 @@ impl HelperService {
             run_dir: self.settings.runs_root.join(&id),
         };
         let child_agent = AgentId::new(format!("{CHILD_AGENT_PREFIX}{id}"));
-        let spec = match self.run_spec(&launch, &info, &child_agent) {
+        let bridge_env = warm.as_ref().map(|slot| slot.bridge_env.clone());
+        let spec = match self.run_spec(&launch, &info, &child_agent, bridge_env) {
             Ok(spec) => spec,
             Err(err) => return Err((format!("could not prepare the helper: {err:#}"), id)),
         };
@@ -330,7 +359,17 @@ impl HelperService {
                 root: launch.caller.root.clone().unwrap_or_else(|| id.clone()),
             },
         );
-        let handle = match HelperRunner::start(spec).await {
+        let started = match warm {
+            Some(slot) => {
+                tracing::info!("helper {id}: served by a warm sidekick process");
+                HelperRunner::start_warm(spec, slot.process).await
+            }
+            None => HelperRunner::start(spec).await,
+        };
+        if sidekick.is_some() {
+            self.refill();
+        }
+        let handle = match started {
             Ok(handle) => handle,
             Err(err) => {
                 self.forget_child(&child_agent);
@@ -400,6 +439,12 @@ impl HelperService {
             }
         };
         let mut outcome = outcome;
+        let model = progress
+            .borrow()
+            .model
+            .clone()
+            .or_else(|| info.agent.model.clone());
+        self.report_usage(&info.id, model.as_deref(), &outcome.summary.usage);
         if cancelled {
             outcome.status = RunStatus::Stopped;
             outcome.error = Some("cancelled: the call was aborted".to_string());
@@ -438,8 +483,21 @@ impl HelperService {
         lock(&self.bridge).is_some()
     }
 
+    /// Issues the bridge token of a child about to start.
+    pub(super) fn register_child(&self, agent: &AgentId) -> anyhow::Result<Vec<(String, String)>> {
+        match lock(&self.bridge).as_ref() {
+            Some(bridge) => bridge.host.register_agent(agent.clone()),
+            None => anyhow::bail!("the bridge is not up"),
+        }
+    }
+
+    /// The event bus, once the bridge is up.
+    pub(super) fn bus(&self) -> Option<crate::bridge::EventBus> {
+        lock(&self.bus).clone()
+    }
+
     /// The child's bridge token stops working; its open question (if any) is dropped.
-    fn forget_child(&self, agent: &AgentId) {
+    pub(super) fn forget_child(&self, agent: &AgentId) {
         let bridge = lock(&self.bridge).as_ref().map(|b| b.host.clone());
         if let Some(host) = bridge {
             host.unregister_agent(agent);
@@ -447,23 +505,54 @@ impl HelperService {
         // The child agent record stays: a late call from it still resolves to its depth.
     }
 
+    /// The run's spec. The child's bridge token is issued here, unless `bridge_env` brings the
+    /// one a warm process was started with.
     fn run_spec(
         &self,
         launch: &Launch,
         info: &RunInfo,
         child_agent: &AgentId,
+        bridge_env: Option<Vec<(String, String)>>,
     ) -> anyhow::Result<RunSpec> {
-        let settings = &self.settings;
-        let mut agent = launch.agent.clone();
         let mut prompt = launch.prompt.clone();
         if !launch.fanout {
             prompt.push_str(BOUNDARY_INSTRUCTIONS);
         }
-        let child_depth = launch.caller.depth + 1;
+        let template = Template {
+            agent: launch.agent.clone(),
+            child_depth: launch.caller.depth + 1,
+            budget: launch.budget,
+        };
+        let mut spec = self.spec_for(
+            &template,
+            info.run_dir.clone(),
+            child_agent,
+            bridge_env,
+            prompt,
+        )?;
+        apply_launch_extras(&mut spec, launch);
+        Ok(spec)
+    }
+
+    /// The spec of a run of `template` in `run_dir` (its session is a fresh one there).
+    pub(super) fn spec_for(
+        &self,
+        template: &Template,
+        run_dir: PathBuf,
+        child_agent: &AgentId,
+        bridge_env: Option<Vec<(String, String)>>,
+        prompt: String,
+    ) -> anyhow::Result<RunSpec> {
+        let settings = &self.settings;
+        let mut agent = template.agent.clone();
+        let child_depth = template.child_depth;
         let mut leading_args = settings.launch.leading_args.clone();
         let mut env = settings.launch.env.clone();
         if let Some(bridge) = lock(&self.bridge).as_ref() {
-            env.extend(bridge.host.register_agent(child_agent.clone())?);
+            match bridge_env {
+                Some(issued) => env.extend(issued),
+                None => env.extend(bridge.host.register_agent(child_agent.clone())?),
+            }
             leading_args.extend(["-e".to_string(), bridge.extension.display().to_string()]);
             // The workbench's tools the child is offered: the supervisor channel always,
             // helpers of its own only while the depth limit allows.
@@ -484,18 +573,18 @@ impl HelperService {
             agent,
             prompt,
             &settings.cwd,
-            info.run_dir.clone(),
+            run_dir,
         );
         spec.leading_args = leading_args;
         spec.env = env;
         spec.env
             .push((DEPTH_ENV.to_string(), child_depth.to_string()));
         spec.deadline = settings.config.deadline;
-        apply_launch_extras(&mut spec, launch);
+        spec.budget = template.budget.budget();
         Ok(spec)
     }
 
-    fn new_run_id(&self) -> String {
+    pub(super) fn new_run_id(&self) -> String {
         let n = self.next_id.fetch_add(1, Ordering::Relaxed);
         let ms = now_ms();
         // The runs root may be shared by several workbenches: time and pid keep ids apart.
@@ -719,18 +808,9 @@ fn unfinished_on_disk(id: &str, status: &Value) -> ToolOutput {
     }))
 }
 
-/// The runner settings a launch decides beyond the type: where the conversation starts and the
-/// budgets (the runner states them in the system prompt and enforces them).
+/// Where a launch's conversation starts (the budgets are the template's).
 fn apply_launch_extras(spec: &mut RunSpec, launch: &Launch) {
-    use super::budget::Budget;
     use super::runner::SessionMode;
-    spec.budget = Budget {
-        max_turns: launch.budget.max_turns,
-        max_tool_uses: launch.budget.max_tool_uses,
-        max_tokens: launch.budget.max_tokens,
-        max_cost: launch.budget.max_cost,
-        ..Budget::default()
-    };
     match &launch.session {
         SessionStart::Fresh => {}
         SessionStart::Fork(file) => spec.session = SessionMode::Fork(file.clone()),

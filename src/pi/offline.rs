@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, bail};
 use serde_json::{Value, json};
 
+use crate::scripted::{Price, ServedModel};
+
 /// The provider id under which the scripted models appear in Pi (`unipi-scripted/<model>`).
 pub const PROVIDER_ID: &str = "unipi-scripted";
 
@@ -28,13 +30,31 @@ pub struct OfflineAgent {
 }
 
 /// Writes `models.json` and `settings.json` into `dir` (created if missing; existing files are
-/// replaced atomically) for a scripted server at `base_url` serving `model_ids`. The first id
-/// is the one Pi starts with.
+/// replaced atomically) for a scripted server at `base_url` serving `model_ids`, each at the
+/// nominal price. The first id is the one Pi starts with.
 pub fn write_agent_dir(
     dir: &Path,
     base_url: &str,
     model_ids: &[String],
 ) -> anyhow::Result<OfflineAgent> {
+    let models: Vec<ServedModel> = model_ids
+        .iter()
+        .map(|id| ServedModel {
+            id: id.clone(),
+            price: None,
+        })
+        .collect();
+    write_priced_agent_dir(dir, base_url, &models)
+}
+
+/// [`write_agent_dir`] with the price each served model has in its scenario (a model without
+/// one gets the nominal price), so Pi's cost figures tell a dear model from a cheap one.
+pub fn write_priced_agent_dir(
+    dir: &Path,
+    base_url: &str,
+    models: &[ServedModel],
+) -> anyhow::Result<OfflineAgent> {
+    let model_ids: Vec<String> = models.iter().map(|model| model.id.clone()).collect();
     let Some(first_model) = model_ids.first() else {
         bail!(
             "the scripted server serves no model ids; cannot write an offline Pi agent directory"
@@ -49,8 +69,8 @@ pub fn write_agent_dir(
             dir.display()
         )
     })?;
-    write_json_atomic(&dir.join("models.json"), &models_json(base_url, model_ids))?;
-    write_json_atomic(&dir.join("settings.json"), &settings_json(model_ids))?;
+    write_json_atomic(&dir.join("models.json"), &models_json(base_url, models))?;
+    write_json_atomic(&dir.join("settings.json"), &settings_json(&model_ids))?;
 
     let dir_text = dir.display().to_string();
     let env = [
@@ -92,10 +112,21 @@ const LOOPBACK_HOSTS: &str = "127.0.0.1,localhost,::1";
 /// variable of that name, which does not exist).
 const API_KEY: &str = "unipi-scripted-no-key";
 
-fn models_json(base_url: &str, model_ids: &[String]) -> Value {
-    let models: Vec<Value> = model_ids
+/// The price of a scripted model without one of its own (per million tokens), so the footer's
+/// cost figures show something; nothing is charged by a scripted model.
+const NOMINAL_PRICE: Price = Price {
+    input: 3.0,
+    output: 15.0,
+    cache_read: 0.3,
+    cache_write: 3.75,
+};
+
+fn models_json(base_url: &str, served: &[ServedModel]) -> Value {
+    let models: Vec<Value> = served
         .iter()
-        .map(|id| {
+        .map(|model| {
+            let id = &model.id;
+            let price = model.price.unwrap_or(NOMINAL_PRICE);
             json!({
                 "id": id,
                 "name": format!("{id} (scripted)"),
@@ -103,9 +134,8 @@ fn models_json(base_url: &str, model_ids: &[String]) -> Value {
                 "input": ["text"],
                 "contextWindow": 128_000,
                 "maxTokens": 16_384,
-                // A nominal price (per million tokens), so the footer's cost figures show
-                // something; nothing is charged by a scripted model.
-                "cost": {"input": 3, "output": 15, "cacheRead": 0.3, "cacheWrite": 3.75},
+                "cost": {"input": price.input, "output": price.output,
+                         "cacheRead": price.cache_read, "cacheWrite": price.cache_write},
             })
         })
         .collect();
@@ -203,7 +233,7 @@ mod tests {
         assert_eq!(provider["compat"]["supportsDeveloperRole"], false);
         assert_eq!(provider["compat"]["supportsReasoningEffort"], false);
         assert_eq!(provider["models"][1]["id"], "second");
-        assert_eq!(provider["models"][0]["cost"]["output"], 15);
+        assert_eq!(provider["models"][0]["cost"]["output"], 15.0);
 
         let settings = read_json(&dir.join("settings.json"))?;
         assert_eq!(settings["defaultProvider"], "unipi-scripted");
@@ -233,6 +263,38 @@ mod tests {
             .collect::<Result<_, _>>()?;
         names.sort();
         assert_eq!(names, ["models.json", "settings.json"]);
+        Ok(())
+    }
+
+    #[test]
+    fn each_served_model_gets_its_own_price() -> anyhow::Result<()> {
+        let temp = tempfile::tempdir()?;
+        let models = [
+            ServedModel {
+                id: "dear".into(),
+                price: Some(Price {
+                    input: 15.0,
+                    output: 75.0,
+                    cache_read: 1.5,
+                    cache_write: 18.75,
+                }),
+            },
+            ServedModel {
+                id: "plain".into(),
+                price: None,
+            },
+        ];
+        write_priced_agent_dir(temp.path(), "http://127.0.0.1:1/v1", &models)?;
+        let written = read_json(&temp.path().join("models.json"))?;
+        let listed = &written["providers"]["unipi-scripted"]["models"];
+        assert_eq!(
+            listed[0]["cost"],
+            json!({"input": 15.0, "output": 75.0, "cacheRead": 1.5, "cacheWrite": 18.75})
+        );
+        assert_eq!(
+            listed[1]["cost"],
+            json!({"input": 3.0, "output": 15.0, "cacheRead": 0.3, "cacheWrite": 3.75})
+        );
         Ok(())
     }
 

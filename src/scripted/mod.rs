@@ -9,10 +9,10 @@ mod scenario;
 mod server;
 
 pub use scenario::{
-    DEFAULT_CHUNK_CHARS, Outcome, Pacing, Reply, Role, Scenario, ScenarioError, Selection,
+    DEFAULT_CHUNK_CHARS, Outcome, Pacing, Price, Reply, Role, Scenario, ScenarioError, Selection,
     ToolCall, UsageSpec, message_text,
 };
-pub use server::{ServerHandle, start, start_on};
+pub use server::{ServedModel, ServerHandle, start, start_on};
 
 /// The built-in demo scenario, embedded so `unipi-tui demo` needs no files on disk.
 pub const BUILTIN_DEMO_TOML: &str = include_str!("demo.toml");

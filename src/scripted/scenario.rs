@@ -11,10 +11,15 @@
 //! chunk_chars = 8                  # optional defaults for every reply: characters per streamed
 //! chunk_delay_ms = 0               # delta, and the pause before each delta
 //!
+//! [price.scripted-demo]            # optional, per served model: the price Pi is told (dollars
+//! input = 3                        # per million tokens; cache_read and cache_write too), so a
+//! output = 15                      # scenario can offer a dear model and a cheap one
+//!
 //! [[rule]]
 //! when = "(?i)hello"               # regex over the text of the LAST message; absent = any text
 //! role = "user"                    # optional: only when the last message has this role
 //!                                  # (system, developer, user, assistant, tool)
+//! model = "scripted-demo"          # optional: only when the request names this served model
 //! reply = "Hi! ..."                # streamed text, and/or
 //! tool_calls = [{ name = "bash", arguments = { command = "ls" } }]
 //!                                  # tool calls after the text; `arguments` is a table (sent as
@@ -38,6 +43,7 @@
 //! Errors name the file and the line of the offending key, so a typo in a scenario is found
 //! without reading the server.
 
+use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::Path;
 
@@ -54,15 +60,30 @@ pub const DEFAULT_CHUNK_CHARS: usize = 8;
 #[derive(Debug, Clone)]
 pub struct Scenario {
     models: Vec<String>,
+    prices: BTreeMap<String, Price>,
     rules: Vec<Rule>,
     fallback: Reply,
 }
 
-/// One `[[rule]]`: a condition on the last message and the reply it produces.
+/// The price of a served model as Pi is told it (`models.json`), in dollars per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    pub input: f64,
+    pub output: f64,
+    #[serde(default)]
+    pub cache_read: f64,
+    #[serde(default)]
+    pub cache_write: f64,
+}
+
+/// One `[[rule]]`: a condition on the last message (and the model asked) and the reply it
+/// produces.
 #[derive(Debug, Clone)]
 pub struct Rule {
     when: Option<Regex>,
     role: Option<Role>,
+    model: Option<String>,
     times: Option<u32>,
     reply: Reply,
 }
@@ -194,13 +215,36 @@ impl Scenario {
                 "`chunk_chars` must be at least 1".to_string(),
             ));
         }
+        let mut prices = BTreeMap::new();
+        for (id, price) in raw.price {
+            let (span, price) = (price.span(), price.into_inner());
+            if !models.contains(&id) {
+                return Err(invalid(
+                    Some(span),
+                    format!("[price.{id}]: `{id}` is not a served model (`model` lists them)"),
+                ));
+            }
+            let parts = [
+                price.input,
+                price.output,
+                price.cache_read,
+                price.cache_write,
+            ];
+            if parts.iter().any(|part| !part.is_finite() || *part < 0.0) {
+                return Err(invalid(
+                    Some(span),
+                    format!("[price.{id}]: prices are dollars per million tokens, 0 or more"),
+                ));
+            }
+            prices.insert(id, price);
+        }
         let rules = raw
             .rules
             .into_iter()
             .enumerate()
             .map(|(index, raw_rule)| {
                 let span = raw_rule.span();
-                build_rule(raw_rule.into_inner(), defaults).map_err(|(at, message)| {
+                build_rule(raw_rule.into_inner(), defaults, &models).map_err(|(at, message)| {
                     invalid(at.or(Some(span)), format!("rule {}: {message}", index + 1))
                 })
             })
@@ -211,11 +255,12 @@ impl Scenario {
                 let raw_fallback = raw_fallback.into_inner();
                 if raw_fallback.when.is_some()
                     || raw_fallback.role.is_some()
+                    || raw_fallback.model.is_some()
                     || raw_fallback.times.is_some()
                 {
                     return Err(invalid(
                         Some(span),
-                        "[fallback] takes no `when`, `role` or `times`; it answers whatever no rule matched"
+                        "[fallback] takes no `when`, `role`, `model` or `times`; it answers whatever no rule matched"
                             .to_string(),
                     ));
                 }
@@ -235,6 +280,7 @@ impl Scenario {
         };
         Ok(Self {
             models,
+            prices,
             rules,
             fallback,
         })
@@ -245,19 +291,37 @@ impl Scenario {
         &self.models
     }
 
+    /// The price a scenario gives served model `id`, if it gives one.
+    pub fn price(&self, id: &str) -> Option<Price> {
+        self.prices.get(id).copied()
+    }
+
     /// Number of rules, so callers can size their firing counters.
     pub fn rule_count(&self) -> usize {
         self.rules.len()
     }
 
-    /// Chooses the reply for a last message with `role` and `text`. `fired[i]` is how often rule
-    /// `i` already fired (missing entries count as zero); exhausted rules are skipped.
+    /// Chooses the reply for a last message with `role` and `text`, whatever model was asked
+    /// (rules that name a model never match). See [`Scenario::select_for`].
     pub fn select(&self, role: &str, text: &str, fired: &[u32]) -> Selection<'_> {
+        self.select_for(None, role, text, fired)
+    }
+
+    /// Chooses the reply for a request to `model` whose last message has `role` and `text`.
+    /// `fired[i]` is how often rule `i` already fired (missing entries count as zero); exhausted
+    /// rules are skipped.
+    pub fn select_for(
+        &self,
+        model: Option<&str>,
+        role: &str,
+        text: &str,
+        fired: &[u32],
+    ) -> Selection<'_> {
         let chosen = self.rules.iter().enumerate().find(|(index, rule)| {
             let exhausted = rule
                 .times
                 .is_some_and(|times| fired.get(*index).copied().unwrap_or(0) >= times);
-            !exhausted && rule.matches(role, text)
+            !exhausted && rule.matches(model, role, text)
         });
         match chosen {
             Some((index, rule)) => Selection {
@@ -314,9 +378,13 @@ impl Scenario {
 }
 
 impl Rule {
-    fn matches(&self, role: &str, text: &str) -> bool {
+    fn matches(&self, model: Option<&str>, role: &str, text: &str) -> bool {
         let role_ok = self.role.is_none_or(|wanted| wanted.as_str() == role);
-        role_ok && self.when.as_ref().is_none_or(|regex| regex.is_match(text))
+        let model_ok = self
+            .model
+            .as_deref()
+            .is_none_or(|wanted| model == Some(wanted));
+        role_ok && model_ok && self.when.as_ref().is_none_or(|regex| regex.is_match(text))
     }
 }
 
@@ -355,6 +423,8 @@ struct RawScenario {
     model: Spanned<OneOrMany>,
     chunk_chars: Option<usize>,
     chunk_delay_ms: Option<u64>,
+    #[serde(default)]
+    price: BTreeMap<String, Spanned<Price>>,
     #[serde(default, rename = "rule")]
     rules: Vec<Spanned<RawRule>>,
     fallback: Option<Spanned<RawRule>>,
@@ -373,6 +443,7 @@ enum OneOrMany {
 struct RawRule {
     when: Option<Spanned<String>>,
     role: Option<Role>,
+    model: Option<Spanned<String>>,
     times: Option<u32>,
     reply: Option<String>,
     tool_calls: Option<Spanned<Vec<RawToolCall>>>,
@@ -404,7 +475,7 @@ struct RawError {
 /// A validation failure: where (if more precise than the whole rule) and what.
 type Problem = (Option<Range<usize>>, String);
 
-fn build_rule(raw: RawRule, defaults: Pacing) -> Result<Rule, Problem> {
+fn build_rule(raw: RawRule, defaults: Pacing, models: &[String]) -> Result<Rule, Problem> {
     let when = match &raw.when {
         Some(pattern) => Some(Regex::new(pattern.get_ref()).map_err(|err| {
             (
@@ -415,6 +486,20 @@ fn build_rule(raw: RawRule, defaults: Pacing) -> Result<Rule, Problem> {
         None => None,
     };
     let (role, times) = (raw.role, raw.times);
+    let model = match &raw.model {
+        Some(model) if !models.contains(model.get_ref()) => {
+            return Err((
+                Some(model.span()),
+                format!(
+                    "`model = {:?}` is not a served model (serves: {})",
+                    model.get_ref(),
+                    models.join(", ")
+                ),
+            ));
+        }
+        Some(model) => Some(model.get_ref().clone()),
+        None => None,
+    };
     if times == Some(0) {
         return Err((
             None,
@@ -424,6 +509,7 @@ fn build_rule(raw: RawRule, defaults: Pacing) -> Result<Rule, Problem> {
     Ok(Rule {
         when,
         role,
+        model,
         times,
         reply: build_reply(raw, defaults)?,
     })
@@ -752,6 +838,51 @@ error = { status = 503, message = "nothing matched" }
     }
 
     #[test]
+    fn rules_may_name_the_model_asked_and_models_may_have_prices() -> anyhow::Result<()> {
+        let scenario = parse(
+            r#"
+model = ["dear", "cheap"]
+[price.dear]
+input = 15
+output = 75
+[price.cheap]
+input = 0.25
+output = 1.25
+cache_read = 0.03
+
+[[rule]]
+model = "cheap"
+when = "code word"
+reply = "on the cheap one"
+
+[[rule]]
+when = "code word"
+reply = "on any model"
+"#,
+        )?;
+        // (model asked, expected rule)
+        let cases: &[(Option<&str>, Option<usize>)] = &[
+            (Some("cheap"), Some(0)),
+            (Some("dear"), Some(1)),
+            (None, Some(1)),
+        ];
+        for (model, expected) in cases {
+            let chosen = scenario
+                .select_for(*model, "user", "the code word?", &[])
+                .rule;
+            assert_eq!(chosen, *expected, "{model:?}");
+        }
+        let cheap = scenario.price("cheap").unwrap();
+        assert_eq!(
+            (cheap.input, cheap.output, cheap.cache_read),
+            (0.25, 1.25, 0.03)
+        );
+        assert_eq!(scenario.price("dear").map(|p| p.cache_write), Some(0.0));
+        assert_eq!(parse("model = \"m\"\n")?.price("m"), None);
+        Ok(())
+    }
+
+    #[test]
     fn missing_fallback_answers_with_a_hint() -> anyhow::Result<()> {
         let scenario = parse("model = \"m\"\n")?;
         let outcome = &scenario.select("user", "x", &[]).reply.outcome;
@@ -808,6 +939,26 @@ error = { status = 503, message = "nothing matched" }
             ),
             (
                 "model = \"m\"\n[fallback]\nwhen = \"x\"\nreply = \"y\"\n",
+                2,
+                "[fallback] takes no",
+            ),
+            (
+                "model = \"m\"\n[[rule]]\nmodel = \"other\"\nreply = \"x\"\n",
+                3,
+                "not a served model",
+            ),
+            (
+                "model = \"m\"\n[price.other]\ninput = 1\noutput = 1\n",
+                2,
+                "not a served model",
+            ),
+            (
+                "model = \"m\"\n[price.m]\ninput = -1\noutput = 1\n",
+                2,
+                "0 or more",
+            ),
+            (
+                "model = \"m\"\n[fallback]\nmodel = \"m\"\nreply = \"y\"\n",
                 2,
                 "[fallback] takes no",
             ),

@@ -28,7 +28,14 @@ use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use super::scenario::{Outcome, Pacing, Scenario, ToolCall, UsageSpec, message_text};
+use super::scenario::{Outcome, Pacing, Price, Scenario, ToolCall, UsageSpec, message_text};
+
+/// A served model id and the price its scenario gives it (`None`: the nominal default).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServedModel {
+    pub id: String,
+    pub price: Option<Price>,
+}
 use crate::sys::{lock, unix_seconds};
 
 /// Request bodies carry the whole conversation; a long demo session must not hit axum's 2 MiB
@@ -99,6 +106,19 @@ impl ServerHandle {
     /// The model ids served.
     pub fn models(&self) -> Vec<String> {
         self.shared.scenario.models().to_vec()
+    }
+
+    /// The models served with the price the scenario gives each (for Pi's `models.json`).
+    pub fn served_models(&self) -> Vec<ServedModel> {
+        let scenario = &self.shared.scenario;
+        scenario
+            .models()
+            .iter()
+            .map(|id| ServedModel {
+                id: id.clone(),
+                price: scenario.price(id),
+            })
+            .collect()
     }
 
     /// The JSON bodies of every chat-completions request received so far (including ones that
@@ -202,9 +222,12 @@ async fn chat_completions(State(shared): State<Arc<ScenarioRun>>, body: Bytes) -
     };
     let (rule, reply) = {
         let mut fired = lock(&shared.fired);
-        let selection = shared
-            .scenario
-            .select(parsed.last_role, &parsed.last_text, &fired);
+        let selection = shared.scenario.select_for(
+            Some(&parsed.model),
+            parsed.last_role,
+            &parsed.last_text,
+            &fired,
+        );
         if let Some(count) = selection.rule.and_then(|rule| fired.get_mut(rule)) {
             *count += 1;
         }

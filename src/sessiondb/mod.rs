@@ -14,6 +14,7 @@ mod chunk;
 mod paths;
 pub mod recall;
 pub mod schema;
+mod sidekick;
 #[cfg(test)]
 pub(crate) mod test_support;
 
@@ -29,6 +30,7 @@ pub use chunk::{CHUNK_BYTES, chunk_text};
 pub use paths::{default_db_dir, project_db_path};
 pub use recall::recall_all_projects;
 use schema::OpenFailure;
+pub use sidekick::{SidekickCall, SidekickTotals};
 
 /// Events kept per session; past it the lowest-priority, oldest one is evicted.
 pub const MAX_EVENTS_PER_SESSION: i64 = 1_000;

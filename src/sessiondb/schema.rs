@@ -4,7 +4,8 @@
 //! append-only: step N turns a version N−1 database into version N and is never edited once
 //! shipped, because users' files were made by it. Version 1 was the first layout (sessions,
 //! events, compaction counters); version 2 adds the content index, ingest offsets and the
-//! compaction manifest, and indexes the summaries version 1 already held.
+//! compaction manifest, and indexes the summaries version 1 already held; version 3 adds the
+//! calls model fusion's sidekick served and what they saved (`sidekick_calls`).
 //!
 //! The content index is an external-content FTS5 table over `content_chunks` (the text is stored
 //! once), kept in step by triggers. Its second column holds one token per chunk naming the
@@ -18,7 +19,7 @@ use std::time::Duration;
 use rusqlite::{Connection, ErrorCode, Transaction, TransactionBehavior};
 
 /// The schema version this build reads and writes.
-pub const CURRENT_VERSION: i64 = 2;
+pub const CURRENT_VERSION: i64 = 3;
 
 /// How long a writer waits for another process's lock before failing with "database is busy".
 pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -38,6 +39,10 @@ pub const MIGRATIONS: &[Migration] = &[
     Migration {
         version: 2,
         sql: V2_SQL,
+    },
+    Migration {
+        version: 3,
+        sql: V3_SQL,
     },
 ];
 
@@ -122,6 +127,26 @@ INSERT INTO content_chunks (doc_id, seq, text, session)
     SELECT d.id, 0, c.summary, 's' || lower(hex(c.session_id)) FROM compactions c
     JOIN content_docs d ON d.session_id = c.session_id AND d.kind = 'summary'
         AND d.entry_id = 'compaction:' || c.id;
+";
+
+/// One row per model call the sidekick served: its tokens, what it cost on the sidekick and what
+/// the same tokens would have cost on the primary (dollars, at the prices Pi listed then).
+const V3_SQL: &str = "
+CREATE TABLE sidekick_calls (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL,
+    at_ms INTEGER NOT NULL,
+    source TEXT NOT NULL,
+    sidekick_model TEXT NOT NULL,
+    primary_model TEXT NOT NULL,
+    input_tokens INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    cache_read_tokens INTEGER NOT NULL,
+    cache_write_tokens INTEGER NOT NULL,
+    sidekick_cost REAL NOT NULL,
+    primary_cost REAL NOT NULL
+);
+CREATE INDEX sidekick_calls_by_session ON sidekick_calls(session_id, source);
 ";
 
 /// Why opening failed: a corrupt file is recoverable (moved aside), anything else is not.

@@ -134,7 +134,7 @@ fn version_one_file_is_migrated_with_its_data() {
     let opened = SessionDb::open(&path).unwrap();
     assert!(opened.recovered.is_none());
     let db = opened.db;
-    assert_eq!(db.schema_version().unwrap(), 2);
+    assert_eq!(db.schema_version().unwrap(), schema::CURRENT_VERSION);
 
     let events = db.events("old-session", 10).unwrap();
     assert_eq!(events.len(), 1);
@@ -158,6 +158,8 @@ fn version_one_file_is_migrated_with_its_data() {
     assert_eq!(found.hits[0].project_dir, "/src/old");
     db.set_ingest_offset("/s.jsonl", 77).unwrap();
     assert_eq!(db.ingest_offset("/s.jsonl").unwrap(), 77);
+    // Version 3's sidekick ledger is there too.
+    assert_eq!(db.sidekick_totals(None).unwrap().calls, 0);
     db.upsert_session(&SessionMeta {
         session_id: "old-session".to_string(),
         session_file: Some("/s.jsonl".to_string()),

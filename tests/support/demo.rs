@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use unipi_tui::pi::offline::{OfflineAgent, write_agent_dir};
+use unipi_tui::pi::offline::{OfflineAgent, write_priced_agent_dir};
 use unipi_tui::scripted::{Scenario, ServerHandle};
 
 use super::pi::{PiLine, pi_install};
@@ -123,7 +123,8 @@ impl OfflineModel {
         let server = runtime
             .block_on(unipi_tui::scripted::start(scenario))
             .unwrap();
-        let agent = write_agent_dir(agent_dir, &server.base_url(), &server.models()).unwrap();
+        let agent =
+            write_priced_agent_dir(agent_dir, &server.base_url(), &server.served_models()).unwrap();
         OfflineModel {
             server,
             agent,

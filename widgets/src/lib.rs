@@ -7,6 +7,7 @@ pub mod ask;
 pub mod compactor;
 pub mod dock;
 pub mod footer;
+pub mod fusion;
 pub mod help;
 pub mod info;
 pub mod kanban;

@@ -1,0 +1,640 @@
+//! Model fusion as a workbench capability: started from the presets file (always: the picker
+//! and the commands work before any preset exists), its bridge module with the commands, the
+//! footer segment, Alt+M for the picker, the views' ports over the engine, the bus follower
+//! (the main Pi's events, the helpers' usage, status queries), and stopping the sidekick on every
+//! exit path.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::watch;
+use unipi_widgets::footer::{Segment, format_cost, format_tokens};
+use unipi_widgets::fusion::presets::PresetRow;
+use unipi_widgets::fusion::saved_text;
+use unipi_widgets::notice::NoticeModel;
+
+use super::btw::{BTW_KEYS, BtwView, SideExchange};
+use super::config::{ModelRef, Preset, load_fusion_config};
+use super::engine::{BridgeMainPi, Engine, minutes, shown_path};
+use super::ledger::Ledger;
+use super::module::{BTW_COMMAND, FusionModule, MODEL_COMMAND, PRESET_COMMAND, STATUS_COMMAND};
+use super::picker::{PICKER_KEYS, PickerPort, PickerView};
+use super::presets_view::{NAME_KEYS, PRESETS_KEYS, PresetsPort, PresetsView};
+use super::runtime::SidekickRuntime;
+use crate::bridge::{CommandCall, CommandReply, Module, NotifyLevel};
+use crate::capability::{BridgeLink, Capability, Registration, StartContext, WithCommands};
+use crate::config::keymap::Action;
+use crate::sessiondb::SidekickTotals;
+use crate::sys::lock;
+use crate::views::pager::PagedView;
+
+pub const REGISTRATION: Registration = Registration {
+    name: "fusion",
+    start,
+    key_tables: &[&PICKER_KEYS, &PRESETS_KEYS, &NAME_KEYS, &BTW_KEYS],
+};
+
+/// The preset a pair picked without one is saved as.
+const DEFAULT_PRESET: &str = "default";
+/// How long a headless `/btw` waits before answering Pi (the bridge gives commands 10 s).
+const HEADLESS_BTW_WAIT: Duration = Duration::from_secs(8);
+
+fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
+    let (config, errors) = load_fusion_config(context.home, context.workspace);
+    for error in &errors {
+        context.report(error);
+    }
+    let runtime = SidekickRuntime::new(context.child_pi(), context.workspace.to_path_buf());
+    let ledger = Ledger::for_project(context.home, context.workspace);
+    let engine = Arc::new(Engine::new(context.ui.clone(), config, runtime, ledger));
+    Some(Arc::new(FusionCapability {
+        module: FusionModule::new(engine.clone()),
+        engine,
+    }))
+}
+
+struct FusionCapability {
+    engine: Arc<Engine>,
+    module: FusionModule,
+}
+
+impl Capability for FusionCapability {
+    fn name(&self) -> &'static str {
+        "fusion"
+    }
+
+    fn modules(&self) -> Vec<Arc<dyn Module>> {
+        let engine = self.engine.clone();
+        let handler = Arc::new(move |call: CommandCall| run_command(engine.clone(), call));
+        vec![WithCommands::wrap(Arc::new(self.module.clone()), handler)]
+    }
+
+    fn attach(&self, bridge: &BridgeLink) {
+        let bus = bridge.bus();
+        self.engine
+            .connect(Arc::new(BridgeMainPi(bridge.host.clone())), bus.clone());
+        let engine = self.engine.clone();
+        let mut events = bus.subscribe();
+        tokio::spawn(async move {
+            loop {
+                match events.recv().await {
+                    Ok(event) => engine.on_bus(event),
+                    Err(RecvError::Lagged(missed)) => {
+                        tracing::debug!("fusion: {missed} bus events missed");
+                    }
+                    Err(RecvError::Closed) => break,
+                }
+            }
+        });
+        // Modules that follow the status learn that fusion is here (and off, until a pair).
+        self.engine.publish();
+    }
+
+    fn changes(&self) -> Option<watch::Receiver<u64>> {
+        Some(self.engine.changed().subscribe())
+    }
+
+    fn footer_segments(&self) -> Vec<Segment> {
+        self.engine.segment().into_iter().collect()
+    }
+
+    fn action(&self, action: Action) -> bool {
+        if action != Action::ModelPicker {
+            return false;
+        }
+        let engine = self.engine.clone();
+        tokio::spawn(async move {
+            if let Err(err) = open_picker(&engine).await {
+                engine.ui().notice(err);
+            }
+        });
+        true
+    }
+
+    fn shutdown(&self) -> BoxFuture<'static, ()> {
+        let engine = self.engine.clone();
+        Box::pin(async move { engine.shutdown().await })
+    }
+
+    fn kill_now(&self) {
+        self.engine.runtime().kill_now();
+    }
+}
+
+/// The fusion commands.
+fn run_command(engine: Arc<Engine>, call: CommandCall) -> BoxFuture<'static, CommandReply> {
+    Box::pin(async move {
+        let args = call.args.trim().to_owned();
+        let ui = engine.ui().clone();
+        let reply = match call.name.as_str() {
+            MODEL_COMMAND if args.is_empty() && ui.has_screen() => {
+                open_picker(&engine).await.map(|()| None)
+            }
+            MODEL_COMMAND if args.is_empty() => Ok(Some(status_lines(&engine, None).join("\n"))),
+            MODEL_COMMAND => apply_pair_from_args(&engine, &args).await.map(Some),
+            PRESET_COMMAND if args.is_empty() && ui.has_screen() => {
+                let port = Arc::new(EnginePresets::new(engine.clone()));
+                ui.open(PresetsView::new(port, ui.keymap()));
+                Ok(None)
+            }
+            PRESET_COMMAND if args.is_empty() => Ok(Some(preset_list(&engine))),
+            PRESET_COMMAND => apply_preset(&engine, &args).await.map(Some),
+            STATUS_COMMAND => {
+                let breakdown = engine.breakdown().await;
+                let lines = status_lines(&engine, Some(breakdown));
+                if ui.has_screen() {
+                    let model = NoticeModel {
+                        title: "Model fusion".to_owned(),
+                        messages: lines,
+                        hint: String::new(),
+                        scroll: 0,
+                    };
+                    ui.open(PagedView::new(model, ui.keymap()));
+                    Ok(None)
+                } else {
+                    Ok(Some(lines.join("\n")))
+                }
+            }
+            BTW_COMMAND => side_question(&engine, &args).await,
+            other => Err(format!("unipi-tui has no command /{other}")),
+        };
+        match reply {
+            Ok(None) => CommandReply::Done,
+            Ok(Some(message)) => CommandReply::Notify {
+                message,
+                level: NotifyLevel::Info,
+            },
+            Err(message) => CommandReply::Failed { message },
+        }
+    })
+}
+
+/// Lists Pi's models and opens the picker over them, with the pair in force in its slots.
+async fn open_picker(engine: &Arc<Engine>) -> Result<(), String> {
+    let models = engine.models().await?;
+    let state = engine.state();
+    let current = state.primary.clone().zip(state.sidekick.clone());
+    let port = Arc::new(EnginePicker(engine.clone()));
+    let ui = engine.ui();
+    ui.open(PickerView::new(models, current, port, ui.keymap()));
+    Ok(())
+}
+
+/// `/unipi:model <primary> <sidekick>`.
+async fn apply_pair_from_args(engine: &Arc<Engine>, args: &str) -> Result<String, String> {
+    let parts: Vec<&str> = args.split_whitespace().collect();
+    let [primary, sidekick] = parts.as_slice() else {
+        return Err("Usage: /unipi:model <provider/primary> <provider/sidekick>".to_owned());
+    };
+    let parse = |text: &str| {
+        ModelRef::parse(text).ok_or_else(|| format!("`{text}` is not a model as provider/id"))
+    };
+    apply_picked(engine, parse(primary)?, parse(sidekick)?).await
+}
+
+/// A pair picked by hand becomes the active preset (keeping that preset's fallback).
+async fn apply_picked(
+    engine: &Arc<Engine>,
+    primary: ModelRef,
+    sidekick: ModelRef,
+) -> Result<String, String> {
+    let config = engine.config();
+    let name = config
+        .active
+        .clone()
+        .unwrap_or_else(|| DEFAULT_PRESET.to_owned());
+    let mut preset = Preset::new(primary, sidekick);
+    if let Some(previous) = config.presets.get(&name) {
+        preset.fallback.clone_from(&previous.fallback);
+        preset.cooldown = previous.cooldown;
+    }
+    engine.apply(&name, preset, true).await
+}
+
+/// `/unipi:fusion-preset <name>`.
+async fn apply_preset(engine: &Arc<Engine>, name: &str) -> Result<String, String> {
+    let preset = engine
+        .config()
+        .presets
+        .get(name)
+        .cloned()
+        .ok_or_else(|| format!("No fusion preset named `{name}`: {}", preset_list(engine)))?;
+    engine.apply(name, preset, true).await
+}
+
+fn preset_list(engine: &Engine) -> String {
+    let config = engine.config();
+    if config.presets.is_empty() {
+        return format!(
+            "No fusion presets yet ({}): /unipi:model picks a pair",
+            shown_path(&config.target)
+        );
+    }
+    let names: Vec<String> = config
+        .presets
+        .iter()
+        .map(|(name, preset)| format!("{name} ({} + {})", preset.primary, preset.sidekick))
+        .collect();
+    format!("Fusion presets: {}", names.join(", "))
+}
+
+/// `/btw <question>`: the answer box over the pane, or (headless) the answer in words.
+async fn side_question(engine: &Arc<Engine>, question: &str) -> Result<Option<String>, String> {
+    if question.is_empty() {
+        return Err(
+            "Usage: /btw <question> — the sidekick answers outside the conversation".to_owned(),
+        );
+    }
+    let Some(sidekick) = engine.runtime().model() else {
+        return Err(
+            "Model fusion is off: pick a primary and a sidekick with /unipi:model first".to_owned(),
+        );
+    };
+    let ui = engine.ui().clone();
+    let exchange = SideExchange::start(engine.clone(), question.to_owned());
+    if ui.has_screen() {
+        ui.open(BtwView::new(
+            exchange.clone(),
+            question,
+            &sidekick.to_string(),
+            ui.keymap(),
+        ));
+        return Ok(None);
+    }
+    let deadline = tokio::time::Instant::now() + HEADLESS_BTW_WAIT;
+    let mut changes = engine.changed().subscribe();
+    loop {
+        use super::btw::BtwPort as _;
+        use unipi_widgets::fusion::btw::BtwAnswer;
+        match exchange.answer().0 {
+            BtwAnswer::Answered { text, .. } => return Ok(Some(text)),
+            BtwAnswer::Failed(error) => return Err(error),
+            BtwAnswer::Asking => {}
+        }
+        if tokio::time::timeout_at(deadline, changes.changed())
+            .await
+            .is_err()
+        {
+            return Ok(Some(
+                "The sidekick is still answering; the answer is not kept".to_owned(),
+            ));
+        }
+    }
+}
+
+/// The status overlay's lines (and the headless answer).
+fn status_lines(
+    engine: &Engine,
+    breakdown: Option<Result<super::ledger::Breakdown, String>>,
+) -> Vec<String> {
+    let state = engine.state();
+    let config = engine.config();
+    let mut lines = Vec::new();
+    match (&state.primary, &state.sidekick) {
+        (Some(primary), Some(sidekick)) => {
+            let preset = state.preset.as_deref().unwrap_or("none");
+            lines.push(format!(
+                "Pair: {} (primary) + {} (sidekick), preset {preset}",
+                primary.qualified(),
+                sidekick.qualified()
+            ));
+            lines.push(super::savings::ratio_line(
+                primary.cost.as_ref(),
+                sidekick.cost.as_ref(),
+            ));
+        }
+        _ => lines
+            .push("Model fusion is off: /unipi:model picks a primary and a sidekick".to_owned()),
+    }
+    lines.push(match (engine.active_fallback(), &state.fallback) {
+        (Some((model, until)), _) => {
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            format!(
+                "Fallback active: {model} stands in for the primary for {} more min",
+                minutes(left)
+            )
+        }
+        (None, Some(fallback)) => format!(
+            "Fallback: {fallback} when the primary is rate-limited (for {} min)",
+            minutes(state.cooldown)
+        ),
+        (None, None) => "Fallback: none (a preset's \"fallback\" names one)".to_owned(),
+    });
+    if state.is_on() {
+        lines.push(format!(
+            "Sidekick runtime: {}; warm pool for helpers: up to {} idle Pis, stopped after {} min idle",
+            match engine.runtime().group() {
+                Some(group) => format!("running (process group {})", group.raw()),
+                None => "not running".to_owned(),
+            },
+            config.pool.size,
+            minutes(config.pool.idle)
+        ));
+    }
+    lines.push(format!(
+        "This session: {}",
+        totals_text(&state.session_totals())
+    ));
+    lines.push(format!(
+        "All time in this project: {}",
+        totals_text(&state.all_totals())
+    ));
+    match breakdown {
+        Some(Ok((session, all))) => {
+            for (label, rows) in [
+                ("This session by source", session),
+                ("All time by source", all),
+            ] {
+                if rows.is_empty() {
+                    continue;
+                }
+                let parts: Vec<String> = rows
+                    .iter()
+                    .map(|(source, totals)| format!("{source}: {}", totals_text(totals)))
+                    .collect();
+                lines.push(format!("{label}: {}", parts.join(" · ")));
+            }
+        }
+        Some(Err(err)) => lines.push(format!("The stored totals could not be read: {err}")),
+        None => {}
+    }
+    lines.push(format!("Presets: {}", shown_path(&config.target)));
+    lines
+}
+
+fn totals_text(totals: &SidekickTotals) -> String {
+    let calls = if totals.calls == 1 { "call" } else { "calls" };
+    format!(
+        "{} {calls}, {} tokens, {} on the sidekick against {} on the primary, {}",
+        totals.calls,
+        format_tokens(totals.tokens),
+        format_cost(totals.sidekick_cost),
+        format_cost(totals.primary_cost),
+        saved_text(totals.saved())
+    )
+}
+
+/// The picker's port: applying runs in the background and ends in a footer notice.
+struct EnginePicker(Arc<Engine>);
+
+impl PickerPort for EnginePicker {
+    fn apply(&self, primary: ModelRef, sidekick: ModelRef) {
+        let engine = self.0.clone();
+        tokio::spawn(async move {
+            let notice = match apply_picked(&engine, primary, sidekick).await {
+                Ok(message) | Err(message) => message,
+            };
+            engine.ui().notice(notice);
+        });
+    }
+}
+
+/// The preset editor's port.
+struct EnginePresets {
+    engine: Arc<Engine>,
+    notice: Arc<Mutex<Option<String>>>,
+}
+
+impl EnginePresets {
+    fn new(engine: Arc<Engine>) -> Self {
+        EnginePresets {
+            engine,
+            notice: Arc::new(Mutex::new(None)),
+        }
+    }
+
+    /// Edits the config now (a refused edit changes nothing) and writes it in the background;
+    /// the write's outcome is the next notice.
+    fn edit(
+        &self,
+        edit: impl FnOnce(&mut super::config::FusionConfig) -> Result<(), String>,
+        done: String,
+    ) -> Result<(), String> {
+        let write = self.engine.edit_config(edit)?;
+        self.spawn(async move { write.finish().await.map(|()| done) });
+        Ok(())
+    }
+
+    /// Runs `work` in the background; its message is the next notice.
+    fn spawn(
+        &self,
+        work: impl std::future::Future<Output = Result<String, String>> + Send + 'static,
+    ) {
+        let (engine, notice) = (self.engine.clone(), self.notice.clone());
+        tokio::spawn(async move {
+            let text = match work.await {
+                Ok(message) | Err(message) => message,
+            };
+            *lock(&notice) = Some(text);
+            engine.changed().bump();
+        });
+    }
+}
+
+fn check_name(name: &str) -> Result<(), String> {
+    if name.trim().is_empty() {
+        return Err("A preset needs a name".to_owned());
+    }
+    if name.chars().any(char::is_control) {
+        return Err("A preset's name cannot hold control characters".to_owned());
+    }
+    Ok(())
+}
+
+impl PresetsPort for EnginePresets {
+    fn rows(&self) -> (Vec<PresetRow>, String) {
+        let config = self.engine.config();
+        let state = self.engine.state();
+        let rows = config
+            .presets
+            .iter()
+            .map(|(name, preset)| PresetRow {
+                name: name.clone(),
+                primary: preset.primary.to_string(),
+                sidekick: preset.sidekick.to_string(),
+                fallback: preset.fallback.as_ref().map(ToString::to_string),
+                active: config.active.as_deref() == Some(name) && state.is_on(),
+            })
+            .collect();
+        let current = match (&state.primary, &state.sidekick) {
+            (Some(primary), Some(sidekick)) => format!(
+                "Now: {} + {} (preset {})",
+                primary.qualified(),
+                sidekick.qualified(),
+                state.preset.as_deref().unwrap_or("none")
+            ),
+            _ => "Model fusion is off".to_owned(),
+        };
+        (rows, current)
+    }
+
+    fn apply(&self, name: &str) {
+        let (engine, name) = (self.engine.clone(), name.to_owned());
+        self.spawn(async move { apply_preset(&engine, &name).await });
+    }
+
+    fn save_current(&self, name: &str) -> Result<(), String> {
+        check_name(name)?;
+        let state = self.engine.state();
+        let (Some(primary), Some(sidekick)) = (&state.primary, &state.sidekick) else {
+            return Err("No pair is in force to save: /unipi:model picks one".to_owned());
+        };
+        let mut preset = Preset::new(
+            super::engine::model_ref(primary),
+            super::engine::model_ref(sidekick),
+        );
+        preset.fallback.clone_from(&state.fallback);
+        preset.cooldown = state.cooldown;
+        self.edit(
+            |config| {
+                if config.presets.contains_key(name) {
+                    return Err(format!(
+                        "A preset named {name} exists: rename or delete it first"
+                    ));
+                }
+                config.presets.insert(name.to_owned(), preset);
+                Ok(())
+            },
+            format!("Saved the pair in force as {name}"),
+        )
+    }
+
+    fn rename(&self, from: &str, to: &str) -> Result<(), String> {
+        check_name(to)?;
+        if from == to {
+            return Ok(());
+        }
+        self.edit(
+            |config| {
+                if config.presets.contains_key(to) {
+                    return Err(format!("A preset named {to} exists"));
+                }
+                let preset = config
+                    .presets
+                    .remove(from)
+                    .ok_or_else(|| format!("No preset named {from}"))?;
+                config.presets.insert(to.to_owned(), preset);
+                if config.active.as_deref() == Some(from) {
+                    config.active = Some(to.to_owned());
+                }
+                Ok(())
+            },
+            format!("Renamed {from} to {to}"),
+        )?;
+        // Outside the config's lock: the engine takes its state's lock before the config's.
+        self.engine.renamed_preset(from, to);
+        Ok(())
+    }
+
+    fn delete(&self, name: &str) -> Result<(), String> {
+        self.edit(
+            |config| {
+                if config.active.as_deref() == Some(name) {
+                    return Err(format!(
+                        "{name} is the active preset: apply another or turn fusion off first"
+                    ));
+                }
+                config
+                    .presets
+                    .remove(name)
+                    .ok_or_else(|| format!("No preset named {name}"))?;
+                Ok(())
+            },
+            format!("Deleted {name}"),
+        )
+    }
+
+    fn off(&self) {
+        let engine = self.engine.clone();
+        self.spawn(async move { engine.turn_off().await });
+    }
+
+    fn take_notice(&self) -> Option<String> {
+        lock(&self.notice).take()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // test code: a failed step should panic
+mod tests {
+    use super::*;
+    use crate::capability::ChildPi;
+    use crate::fusion::config::{FUSION_CONFIG_FILE, FusionConfig};
+
+    /// The preset editor's port over a real engine and presets file (no Pi: nothing is applied).
+    fn presets_port(dir: &std::path::Path, json: &str) -> (EnginePresets, std::path::PathBuf) {
+        let sidekick = ChildPi {
+            program: "/bin/false".into(),
+            leading_args: Vec::new(),
+            env: Vec::new(),
+        };
+        let engine = crate::fusion::engine::tests::engine_in(dir, json, sidekick);
+        (
+            EnginePresets::new(engine),
+            dir.join("home").join(FUSION_CONFIG_FILE),
+        )
+    }
+
+    /// Waits (bounded, on the engine's change signal) until the port's writes are done — its
+    /// last notice is `last` — and returns the presets file as it is then.
+    async fn written(port: &EnginePresets, dir: &std::path::Path, last: &str) -> FusionConfig {
+        let mut changes = port.engine.changed().subscribe();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while port.take_notice().as_deref() != Some(last) {
+            tokio::time::timeout_at(deadline, changes.changed())
+                .await
+                .expect("the edits end within 10 s")
+                .unwrap();
+        }
+        load_fusion_config(Some(&dir.join("home")), &dir.join("work")).0
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn edits_in_quick_succession_all_reach_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let (port, file) = presets_port(
+            dir.path(),
+            r#"{"presets": {"a": {"primary": "p/1", "sidekick": "p/2"},
+                "c": {"primary": "p/3", "sidekick": "p/4"},
+                "d": {"primary": "p/5", "sidekick": "p/6"}}}"#,
+        );
+        // Each edit is seen by the next at once, whether or not its write has finished.
+        port.rename("a", "b").unwrap();
+        assert_eq!(
+            port.rename("d", "b").unwrap_err(),
+            "A preset named b exists"
+        );
+        port.delete("c").unwrap();
+        let rows: Vec<String> = port.rows().0.into_iter().map(|row| row.name).collect();
+        assert_eq!(rows, ["b", "d"]);
+        let saved = written(&port, dir.path(), "Deleted c").await;
+        assert_eq!(
+            saved.presets.keys().collect::<Vec<_>>(),
+            ["b", "d"],
+            "{}",
+            std::fs::read_to_string(&file).unwrap()
+        );
+        assert_eq!(saved.presets["b"].primary.to_string(), "p/1");
+    }
+
+    #[tokio::test]
+    async fn the_active_preset_cannot_be_deleted_and_a_rename_follows_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let (port, _file) = presets_port(
+            dir.path(),
+            r#"{"active": "a", "presets": {"a": {"primary": "p/1", "sidekick": "p/2"}}}"#,
+        );
+        let refused = port.delete("a").unwrap_err();
+        assert!(refused.starts_with("a is the active preset"), "{refused}");
+        assert_eq!(port.rename("a", " ").unwrap_err(), "A preset needs a name");
+        port.rename("a", "z").unwrap();
+        let saved = written(&port, dir.path(), "Renamed a to z").await;
+        assert_eq!(saved.active.as_deref(), Some("z"));
+        assert_eq!(
+            port.save_current("x").unwrap_err(),
+            "No pair is in force to save: /unipi:model picks one"
+        );
+    }
+}
