@@ -272,11 +272,13 @@ fn a_picked_pair_sends_side_work_to_the_sidekick_and_the_footer_shows_the_saving
     wb.wait("the pair in the footer", |s| {
         footer_row(s).contains("⚭ scripted-big+scripted-small")
     });
-    let saved = std::fs::read_to_string(wb.sandbox.home.join(".unipi/config/fusion.json")).unwrap();
-    assert!(
-        saved.contains("\"sidekick\": \"unipi-scripted/scripted-small\""),
-        "{saved}"
-    );
+    // The presets file is written after the pair is in force (in order, off the loop).
+    let presets = wb.sandbox.home.join(".unipi/config/fusion.json");
+    let mut saved = String::new();
+    wait_until("the pair saved in fusion.json", REPLY, || {
+        saved = std::fs::read_to_string(&presets).unwrap_or_default();
+        saved.contains("\"sidekick\": \"unipi-scripted/scripted-small\"")
+    });
 
     // Alt+M opens the picker with the pair in its slots; another primary chosen and then Esc
     // changes nothing: the file, the footer, and (below) the model of the main agent's request.
