@@ -1339,6 +1339,16 @@ mod tests {
         spec
     }
 
+    /// Starts the run of `spec`.
+    async fn start(spec: &RunSpec) -> RunHandle {
+        HelperRunner::start(spec.clone()).await.unwrap()
+    }
+
+    /// Starts the run of `spec` and waits for its outcome.
+    async fn run(spec: &RunSpec) -> RunOutcome {
+        start(spec).await.wait().await
+    }
+
     fn status_json(spec: &RunSpec) -> Value {
         let bytes = std::fs::read(spec.run_dir.join(STATUS_FILE)).unwrap();
         serde_json::from_slice(&bytes).unwrap()
@@ -1368,7 +1378,7 @@ mod tests {
             fixture("pi-1.6.0-explore.jsonl").display()
         );
         let spec = fake(dir.path(), &script);
-        let mut handle = HelperRunner::start(spec.clone()).await.unwrap();
+        let mut handle = start(&spec).await;
         let mut progress = handle.progress();
         let outcome = handle.wait().await;
         assert_eq!(outcome.status, RunStatus::Completed, "{outcome:#?}");
@@ -1418,7 +1428,7 @@ mod tests {
         );
         let mut spec = fake(dir.path(), &script);
         spec.idle_timeout = Duration::from_millis(400);
-        let mut handle = HelperRunner::start(spec.clone()).await.unwrap();
+        let mut handle = start(&spec).await;
         let first_pid = handle.pid().unwrap();
         let outcome = handle.wait().await;
         assert_eq!(outcome.status, RunStatus::Completed, "{outcome:#?}");
@@ -1443,11 +1453,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut spec = fake(dir.path(), "sleep 30");
         spec.idle_timeout = Duration::from_millis(300);
-        let outcome = HelperRunner::start(spec.clone())
-            .await
-            .unwrap()
-            .wait()
-            .await;
+        let outcome = run(&spec).await;
         assert_eq!(outcome.status, RunStatus::Failed, "{outcome:#?}");
         assert_eq!(outcome.retry, Some(RetryKind::FileDelivery));
         assert!(
@@ -1466,7 +1472,7 @@ mod tests {
             dir.path(),
             "trap '' TERM; echo '{\"type\":\"agent_start\"}'; sleep 30 & sleep 30; wait",
         );
-        let mut handle = HelperRunner::start(spec.clone()).await.unwrap();
+        let mut handle = start(&spec).await;
         let pid = handle.pid().unwrap();
         let mut progress = handle.progress();
         progress.changed().await.unwrap();
@@ -1491,11 +1497,7 @@ mod tests {
             "echo '{\"type\":\"agent_start\"}'; echo 'Warning: deprecated' >&2; \
              echo 'Error: No API key found for scripted' >&2; exit 3",
         );
-        let outcome = HelperRunner::start(spec.clone())
-            .await
-            .unwrap()
-            .wait()
-            .await;
+        let outcome = run(&spec).await;
         assert_eq!(outcome.status, RunStatus::Failed, "{outcome:#?}");
         assert_eq!(outcome.exit.code, Some(3));
         assert_eq!(
@@ -1515,11 +1517,7 @@ mod tests {
             "echo '{\"type\":\"agent_start\"}'; exec sleep 30",
         );
         spec.deadline = Duration::from_millis(500);
-        let outcome = HelperRunner::start(spec.clone())
-            .await
-            .unwrap()
-            .wait()
-            .await;
+        let outcome = run(&spec).await;
         assert_eq!(outcome.status, RunStatus::TimedOut, "{outcome:#?}");
         assert_eq!(outcome.exit.signal.as_deref(), Some("SIGTERM"));
         assert_eq!(status_json(&spec)["status"], "timedOut");
@@ -1534,7 +1532,7 @@ mod tests {
         );
         let spec = fake(dir.path(), &script);
         let started = Instant::now();
-        let outcome = HelperRunner::start(spec).await.unwrap().wait().await;
+        let outcome = run(&spec).await;
         assert!(started.elapsed() < Duration::from_secs(4), "{outcome:#?}");
         assert_eq!(outcome.status, RunStatus::Completed, "{outcome:#?}");
         assert_eq!(outcome.summary.final_text, "Hello from the scripted model!");
@@ -1544,7 +1542,7 @@ mod tests {
     async fn dropping_the_handle_kills_the_group() {
         let dir = tempfile::tempdir().unwrap();
         let spec = fake(dir.path(), "sleep 30 & sleep 30; wait");
-        let handle = HelperRunner::start(spec).await.unwrap();
+        let handle = start(&spec).await;
         let pid = handle.pid().unwrap();
         drop(handle);
         let limit = Instant::now() + Duration::from_secs(3);
@@ -1611,7 +1609,7 @@ mod tests {
         for legacy in [false, true] {
             let dir = tempfile::tempdir().unwrap();
             let spec = fake_rpc(dir.path(), "answer", legacy);
-            let mut handle = HelperRunner::start(spec.clone()).await.unwrap();
+            let mut handle = start(&spec).await;
             let progress = handle.progress();
             let outcome = handle.wait().await;
             let context = format!("legacy {legacy}: {outcome:#?}");
@@ -1687,11 +1685,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let spec = fake_rpc(dir.path(), "reject", false);
         let started = Instant::now();
-        let outcome = HelperRunner::start(spec.clone())
-            .await
-            .unwrap()
-            .wait()
-            .await;
+        let outcome = run(&spec).await;
         assert_eq!(outcome.status, RunStatus::Failed, "{outcome:#?}");
         assert_eq!(
             outcome.error.as_deref(),
@@ -1709,7 +1703,7 @@ mod tests {
         for legacy in [false, true] {
             let dir = tempfile::tempdir().unwrap();
             let spec = fake_rpc(dir.path(), "echo-steer", legacy);
-            let mut handle = HelperRunner::start(spec.clone()).await.unwrap();
+            let mut handle = start(&spec).await;
             let control = handle.control();
             wait_for_turns(&handle, 2).await;
             control.steer("Focus on the README".into()).unwrap();
@@ -1741,7 +1735,7 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             let mut spec = fake_rpc(dir.path(), "forever", legacy);
             spec.budget = Budget::turns(3);
-            let mut handle = HelperRunner::start(spec.clone()).await.unwrap();
+            let mut handle = start(&spec).await;
             let pid = handle.pid().unwrap();
             let outcome = handle.wait().await;
             let context = format!("legacy {legacy}: {outcome:#?}");
@@ -1815,7 +1809,7 @@ mod tests {
             grace_turns: 1,
             ..Budget::turns(2)
         };
-        let mut handle = HelperRunner::start(spec.clone()).await.unwrap();
+        let mut handle = start(&spec).await;
         wait_for_turns(&handle, 1).await;
         let err = handle.steer("hurry".into()).unwrap_err();
         assert!(err.contains("print mode"), "{err}");
@@ -1840,7 +1834,7 @@ mod tests {
     async fn stop_ends_an_rpc_run() {
         let dir = tempfile::tempdir().unwrap();
         let spec = fake_rpc(dir.path(), "forever", false);
-        let mut handle = HelperRunner::start(spec.clone()).await.unwrap();
+        let mut handle = start(&spec).await;
         let pid = handle.pid().unwrap();
         wait_for_turns(&handle, 1).await;
         handle.control().stop();
@@ -1861,7 +1855,7 @@ mod tests {
         let mut spec = fake_rpc(dir.path(), "linger", false);
         spec.end_grace = Duration::from_millis(500);
         let started = Instant::now();
-        let outcome = HelperRunner::start(spec).await.unwrap().wait().await;
+        let outcome = run(&spec).await;
         assert!(started.elapsed() < Duration::from_secs(8), "{outcome:#?}");
         assert_eq!(outcome.status, RunStatus::Completed, "{outcome:#?}");
         assert_eq!(outcome.exit.signal.as_deref(), Some("SIGKILL"));
@@ -1871,11 +1865,7 @@ mod tests {
     async fn a_warm_process_runs_the_task_exactly_as_a_fresh_child_and_a_misfit_starts_cold() {
         let dir = tempfile::tempdir().unwrap();
         let spec = fake_rpc(dir.path(), "answer", false);
-        let cold = HelperRunner::start(spec.clone())
-            .await
-            .unwrap()
-            .wait()
-            .await;
+        let cold = run(&spec).await;
         let cold_log = child_log(dir.path());
         std::fs::remove_file(dir.path().join("stdin.log")).unwrap();
         std::fs::remove_dir_all(&spec.run_dir).unwrap();
@@ -1917,11 +1907,7 @@ mod tests {
 
         let mut spec = fake_rpc(dir.path(), "answer", false);
         spec.session = SessionMode::Resume(parent.clone());
-        let outcome = HelperRunner::start(spec.clone())
-            .await
-            .unwrap()
-            .wait()
-            .await;
+        let outcome = run(&spec).await;
         assert_eq!(outcome.status, RunStatus::Completed, "{outcome:#?}");
         assert_eq!(outcome.session_file.as_deref(), Some(parent.as_path()));
         let (argv, _) = child_log(dir.path());
