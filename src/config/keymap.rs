@@ -1014,24 +1014,13 @@ fn conflict_message(keys: &[Key], other: &[Key]) -> String {
 // A panic is how a test reports failure; the workspace denies unwrap for non-test code.
 mod tests {
     use super::*;
-
-    /// A press event for one key in keymap notation (the tests' key language, like helix's
-    /// `<C-x>` notation).
-    fn press(text: &str) -> KeyEvent {
-        let key = Key::parse(text).unwrap();
-        KeyEvent::new(key.code, key.modifiers)
-    }
+    use crate::views::test_keys::{assert_each_reports_one_error, press, with_user};
 
     fn release(text: &str) -> KeyEvent {
         KeyEvent {
             kind: KeyEventKind::Release,
             ..press(text)
         }
-    }
-
-    fn with_user(toml: &str) -> (Keymap, Vec<String>) {
-        let (keymap, errors) = keymap_from_sources(Some((Path::new("/cfg/keymap.toml"), toml)));
-        (keymap, errors.iter().map(ToString::to_string).collect())
     }
 
     /// Feed a sequence of presses and return the last result.
@@ -1403,20 +1392,13 @@ mod tests {
                 "/cfg/keymap.toml:1:12: `bindings` must be a table: expected a [bindings] table or a view's table: [",
             ),
         ];
-        for (toml, want) in cases {
-            let (keymap, errors) = with_user(toml);
-            assert_eq!(errors.len(), 1, "{toml:?}: {errors:?}");
-            assert!(
-                errors[0].starts_with(want),
-                "{toml:?}:\n got  {}\n want {want}",
-                errors[0]
-            );
-            // The defaults still work.
+        // The defaults still work.
+        assert_each_reports_one_error(&cases, |mut keymap| {
             assert_eq!(
-                keymap.clone().feed(&press("shift+pageup")),
+                keymap.feed(&press("shift+pageup")),
                 KeymapResult::Matched(Action::ScrollPageUp)
             );
-        }
+        });
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use crate::config::keymap::{Keymap, keymap_from_sources};
+use crate::config::keymap::{Key, Keymap, keymap_from_sources};
 
 /// `code` pressed without modifiers.
 pub fn key(code: KeyCode) -> KeyEvent {
@@ -17,10 +17,39 @@ pub fn ch(c: char) -> KeyEvent {
     key(KeyCode::Char(c))
 }
 
+/// A press event for one key in keymap notation (the tests' key language, like helix's
+/// `<C-x>` notation).
+pub fn press(text: &str) -> KeyEvent {
+    let key = Key::parse(text).unwrap();
+    KeyEvent::new(key.code, key.modifiers)
+}
+
+/// The keymap with a user `/cfg/keymap.toml` of `toml`, and its load errors as text.
+pub fn with_user(toml: &str) -> (Keymap, Vec<String>) {
+    let (keymap, errors) = keymap_from_sources(Some((Path::new("/cfg/keymap.toml"), toml)));
+    (keymap, errors.iter().map(ToString::to_string).collect())
+}
+
 /// The keymap with a user `keymap.toml` of `toml`, which must load without errors.
 #[track_caller]
 pub fn user_keymap(toml: &str) -> Keymap {
-    let (keymap, errors) = keymap_from_sources(Some((Path::new("/cfg/keymap.toml"), toml)));
+    let (keymap, errors) = with_user(toml);
     assert!(errors.is_empty(), "{errors:?}");
     keymap
+}
+
+/// Each `(toml, want)` loads with exactly one error, starting with `want`, and the keymap it
+/// leaves still passes `still_works` (a bad entry is skipped, the defaults stay).
+#[track_caller]
+pub fn assert_each_reports_one_error(cases: &[(&str, &str)], still_works: impl Fn(Keymap)) {
+    for (toml, want) in cases {
+        let (keymap, errors) = with_user(toml);
+        assert_eq!(errors.len(), 1, "{toml:?}: {errors:?}");
+        assert!(
+            errors[0].starts_with(want),
+            "{toml:?}:\n got  {}\n want {want}",
+            errors[0]
+        );
+        still_works(keymap);
+    }
 }

@@ -124,22 +124,11 @@ impl DockHints for DockKeys {
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
-
     use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
     use super::*;
-    use crate::config::keymap::{Key, Keymap, KeymapResult, TableAction, keymap_from_sources};
-
-    fn press(text: &str) -> KeyEvent {
-        let key = Key::parse(text).unwrap();
-        KeyEvent::new(key.code, key.modifiers)
-    }
-
-    fn with_user(toml: &str) -> (Keymap, Vec<String>) {
-        let (keymap, errors) = keymap_from_sources(Some((Path::new("/cfg/keymap.toml"), toml)));
-        (keymap, errors.iter().map(ToString::to_string).collect())
-    }
+    use crate::config::keymap::{Keymap, KeymapResult, TableAction};
+    use crate::views::test_keys::{assert_each_reports_one_error, press, with_user};
 
     fn keys(keymap: &Keymap) -> DockKeys {
         DockKeys::from_keymap(keymap)
@@ -300,17 +289,10 @@ mod tests {
                 "/cfg/keymap.toml:3:1: Shift+X is bound twice; keeping the first",
             ),
         ];
-        for (toml, want) in cases {
-            let (keymap, errors) = with_user(toml);
-            assert_eq!(errors.len(), 1, "{toml:?}: {errors:?}");
-            assert!(
-                errors[0].starts_with(want),
-                "{toml:?}:\n got  {}\n want {want}",
-                errors[0]
-            );
-            // The default dock keys still work.
+        // The default dock keys still work.
+        assert_each_reports_one_error(&cases, |keymap| {
             assert_eq!(keys(&keymap).action(&press("s")), Some(DockAction::Stop));
-        }
+        });
         // `[dock]` action names are not `[bindings]` actions either.
         let (_, errors) = with_user("[bindings]\n\"f2\" = \"dock.stop\"\n");
         assert!(
