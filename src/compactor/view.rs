@@ -19,10 +19,6 @@ impl PagedModel for CompactionModel {
         "the last compaction"
     }
 
-    fn scroll(&self) -> usize {
-        self.scroll
-    }
-
     fn scroll_mut(&mut self) -> &mut usize {
         &mut self.scroll
     }
@@ -81,7 +77,7 @@ mod tests {
     #[test]
     fn keys_close_and_scroll_within_the_content() {
         let mut view = CompactionView::new(make_model_with(30), &Keymap::defaults());
-        assert_eq!(view.scroll(), 0, "opens at the top");
+        assert_eq!(view.model().scroll, 0, "opens at the top");
         rendered(&view, 60, 12);
         let max = view.model().max_scroll(Rect::new(0, 0, 60, 12));
         assert!(max > 20, "max {max}");
@@ -96,7 +92,7 @@ mod tests {
         ];
         for (code, action, scroll) in steps {
             assert_eq!(view.handle_key(&key(code)), action, "{code:?}");
-            assert_eq!(view.scroll(), scroll, "after {code:?}");
+            assert_eq!(view.model().scroll, scroll, "after {code:?}");
         }
         assert!(rendered(&view, 60, 12).contains("Last compaction"));
         view.handle_key(&key(KeyCode::End));

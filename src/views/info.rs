@@ -19,10 +19,6 @@ impl PagedModel for InfoModel {
         "/unipi:info"
     }
 
-    fn scroll(&self) -> usize {
-        self.scroll
-    }
-
     fn scroll_mut(&mut self) -> &mut usize {
         &mut self.scroll
     }
@@ -92,7 +88,7 @@ mod tests {
     fn scrolling_is_clamped_to_the_rendered_area() {
         // Opens at the top whatever the model said.
         let mut view = InfoView::new(make_model_with(10), &Keymap::defaults());
-        assert_eq!(view.scroll(), 0);
+        assert_eq!(view.model().scroll, 0);
         rendered(&view, 60, 12);
         let max = max_scroll(view.model(), Rect::new(0, 0, 60, 12));
         assert!(max > 10, "max {max}");
@@ -113,7 +109,7 @@ mod tests {
         ];
         for (code, want) in steps {
             view.handle_key(&key(code));
-            assert_eq!(view.scroll(), want, "after {code:?}");
+            assert_eq!(view.model().scroll, want, "after {code:?}");
         }
     }
 

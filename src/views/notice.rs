@@ -31,10 +31,6 @@ impl PagedModel for NoticeModel {
         &self.title
     }
 
-    fn scroll(&self) -> usize {
-        self.scroll
-    }
-
     fn scroll_mut(&mut self) -> &mut usize {
         &mut self.scroll
     }

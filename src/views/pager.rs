@@ -117,7 +117,7 @@ impl Pager {
 pub trait PagedModel: Send + 'static {
     /// What the overlay is called (notices, one of a kind).
     fn title(&self) -> &str;
-    fn scroll(&self) -> usize;
+    /// The first content row shown; only the view moves it.
     fn scroll_mut(&mut self) -> &mut usize;
     fn max_scroll(&self, screen: Rect) -> usize;
     fn render(&self, hint: &str, theme: &Theme, screen: Rect, buf: &mut Buffer);
@@ -160,11 +160,6 @@ impl<M: PagedModel> PagedView<M> {
 
     pub fn model(&self) -> &M {
         &self.model
-    }
-
-    /// The first content row shown.
-    pub fn scroll(&self) -> usize {
-        self.model.scroll()
     }
 }
 

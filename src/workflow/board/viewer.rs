@@ -59,10 +59,6 @@ impl PagedModel for DocViewer {
         &self.title
     }
 
-    fn scroll(&self) -> usize {
-        self.scroll
-    }
-
     fn scroll_mut(&mut self) -> &mut usize {
         &mut self.scroll
     }
