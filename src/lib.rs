@@ -24,6 +24,7 @@ pub mod sessiondb;
 pub mod sys;
 pub mod tasks;
 pub mod term;
+pub mod text;
 pub mod views;
 pub mod web;
 pub mod workflow;

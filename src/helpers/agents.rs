@@ -19,6 +19,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::config::error::ConfigError;
+use crate::text::unquote;
 
 /// Pi's built-in tools, in the order Pi lists them.
 pub const BUILTIN_TOOLS: [&str; 7] = ["read", "bash", "edit", "write", "grep", "find", "ls"];
@@ -562,18 +563,6 @@ fn split_list(text: &str) -> Vec<String> {
         .map(|item| unquote(item.trim()).to_string())
         .filter(|item| !item.is_empty())
         .collect()
-}
-
-fn unquote(text: &str) -> &str {
-    for quote in ['"', '\''] {
-        if let Some(inner) = text
-            .strip_prefix(quote)
-            .and_then(|rest| rest.strip_suffix(quote))
-        {
-            return inner;
-        }
-    }
-    text
 }
 
 fn non_empty(text: &str) -> Option<String> {

@@ -4,6 +4,8 @@
 //! delivery guidance, the status list. Kept free of I/O so all of it is table-tested.
 
 use serde::{Deserialize, Serialize};
+
+use crate::text::unquote;
 pub use unipi_widgets::text::truncate_chars;
 
 /// Where a task is in its life.
@@ -202,7 +204,7 @@ pub fn delivery_guidance(notify: bool, trigger: bool) -> [&'static str; 3] {
 /// `None` when nothing is left.
 pub fn normalize_task_name(name: &str) -> Option<String> {
     let trimmed = name.trim();
-    let unquoted = strip_outer_quotes(trimmed);
+    let unquoted = unquote(trimmed);
     let compact = unquoted.split_whitespace().collect::<Vec<_>>().join(" ");
     (!compact.is_empty()).then(|| truncate_chars(&compact, 80))
 }
@@ -313,15 +315,6 @@ pub fn format_task_list(tasks: &[TaskInfo], now_ms: u64) -> String {
         .map(|task| format_task_line(task, now_ms))
         .collect::<Vec<_>>()
         .join("\n")
-}
-
-fn strip_outer_quotes(text: &str) -> &str {
-    for quote in ['"', '\''] {
-        if text.len() >= 2 && text.starts_with(quote) && text.ends_with(quote) {
-            return &text[1..text.len() - 1];
-        }
-    }
-    text
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::Warning;
+use crate::text::unquote;
 
 /// Front matter keys: a word, then word characters or dashes.
 static KEY: LazyLock<Regex> = LazyLock::new(|| {
@@ -74,16 +75,6 @@ pub fn read(lines: &[&str]) -> FrontMatter {
         body_start: close + 1,
         warning: None,
     }
-}
-
-/// `value` without one pair of surrounding quotes.
-fn unquote(value: &str) -> &str {
-    for quote in ['"', '\''] {
-        if value.len() >= 2 && value.starts_with(quote) && value.ends_with(quote) {
-            return &value[1..value.len() - 1];
-        }
-    }
-    value
 }
 
 #[cfg(test)]
