@@ -280,6 +280,27 @@ mod tests {
         next: AutoState,
     }
 
+    /// A case that does not trigger and leaves the state as it was.
+    fn unchanged(
+        name: &'static str,
+        config: AutoConfig,
+        usage: UsageSample,
+        state: AutoState,
+        now_ms: u64,
+        reason: DecisionReason,
+    ) -> Case {
+        Case {
+            name,
+            config,
+            usage,
+            next: state.clone(),
+            state,
+            now_ms,
+            trigger: false,
+            reason,
+        }
+    }
+
     #[test]
     fn every_branch_of_decide() {
         let fresh = AutoState::default();
@@ -295,59 +316,49 @@ mod tests {
             ..state_after_trigger(1_000, 85.0, 170_000.0)
         };
         let cases = vec![
-            Case {
-                name: "disabled: nothing changes",
-                config: AutoConfig::default(),
-                usage: usage(190_000.0, 95.0),
-                state: fresh.clone(),
-                now_ms: 10,
-                trigger: false,
-                reason: DecisionReason::Disabled,
-                next: fresh.clone(),
-            },
-            Case {
-                name: "in flight: nothing changes",
-                config: enabled(),
-                usage: usage(190_000.0, 95.0),
-                state: in_flight.clone(),
-                now_ms: 500_000,
-                trigger: false,
-                reason: DecisionReason::InFlight,
-                next: in_flight.clone(),
-            },
-            Case {
-                name: "unknown tokens keep the baseline",
-                config: enabled(),
-                usage: UsageSample {
+            unchanged(
+                "disabled: nothing changes",
+                AutoConfig::default(),
+                usage(190_000.0, 95.0),
+                fresh.clone(),
+                10,
+                DecisionReason::Disabled,
+            ),
+            unchanged(
+                "in flight: nothing changes",
+                enabled(),
+                usage(190_000.0, 95.0),
+                in_flight.clone(),
+                500_000,
+                DecisionReason::InFlight,
+            ),
+            unchanged(
+                "unknown tokens keep the baseline",
+                enabled(),
+                UsageSample {
                     tokens: None,
                     percent: Some(95.0),
                 },
-                state: state_after_trigger(1_000, 85.0, 170_000.0),
-                now_ms: 500_000,
-                trigger: false,
-                reason: DecisionReason::UnknownUsage,
-                next: state_after_trigger(1_000, 85.0, 170_000.0),
-            },
-            Case {
-                name: "negative percent is unknown",
-                config: enabled(),
-                usage: usage(1.0, -3.0),
-                state: fresh.clone(),
-                now_ms: 0,
-                trigger: false,
-                reason: DecisionReason::UnknownUsage,
-                next: fresh.clone(),
-            },
-            Case {
-                name: "NaN tokens are unknown",
-                config: enabled(),
-                usage: usage(f64::NAN, 90.0),
-                state: fresh.clone(),
-                now_ms: 0,
-                trigger: false,
-                reason: DecisionReason::UnknownUsage,
-                next: fresh.clone(),
-            },
+                state_after_trigger(1_000, 85.0, 170_000.0),
+                500_000,
+                DecisionReason::UnknownUsage,
+            ),
+            unchanged(
+                "negative percent is unknown",
+                enabled(),
+                usage(1.0, -3.0),
+                fresh.clone(),
+                0,
+                DecisionReason::UnknownUsage,
+            ),
+            unchanged(
+                "NaN tokens are unknown",
+                enabled(),
+                usage(f64::NAN, 90.0),
+                fresh.clone(),
+                0,
+                DecisionReason::UnknownUsage,
+            ),
             Case {
                 name: "post-compaction sample above the threshold becomes the baseline",
                 config: enabled(),
