@@ -30,6 +30,7 @@ use serde_json::{Map, Value};
 use unipi_widgets::footer::{ContextThresholds, FooterSettings, GroupToggles, Preset};
 
 use super::error::{ConfigError, Origin};
+use super::module_file::{load_module_config, sort_by_position};
 
 /// The footer file, relative to the home directory or the workspace.
 pub const FOOTER_FILE: &str = ".unipi/config/footer.json";
@@ -59,14 +60,7 @@ pub fn load_footer_config(
     home: Option<&Path>,
     workspace: &Path,
 ) -> (FooterConfig, Vec<ConfigError>) {
-    let (sources, mut errors) = super::read_module_config(home, workspace, FOOTER_FILE);
-    let sources: Vec<(&Path, &str)> = sources
-        .iter()
-        .map(|(path, text)| (path.as_path(), text.as_str()))
-        .collect();
-    let (config, more) = footer_config_from_sources(&sources);
-    errors.extend(more);
-    (config, errors)
+    load_module_config(home, workspace, FOOTER_FILE, footer_config_from_sources)
 }
 
 /// The footer config from file contents given as (path, text), lowest precedence first.
@@ -77,11 +71,7 @@ pub fn footer_config_from_sources(sources: &[(&Path, &str)]) -> (FooterConfig, V
     for (path, text) in sources {
         let mut found = Vec::new();
         let layer = parse_layer(path, text, &mut found);
-        // In the order they appear in the file, whatever order the JSON map iterates in.
-        found.sort_by_key(|err| match err {
-            ConfigError::Invalid { line, column, .. } => (*line, *column),
-            ConfigError::Unreadable { .. } => (0, 0),
-        });
+        sort_by_position(&mut found);
         errors.extend(found);
         if layer.thresholds_at.is_some() {
             thresholds_origin = layer.thresholds_at.clone();

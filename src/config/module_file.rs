@@ -68,6 +68,36 @@ pub fn apply_json_objects<C: Default>(
     (config, errors)
 }
 
+/// The integer at `key` of `object` (absent: `None`); one below `min` or not an integer is
+/// reported as "`key` must be an integer ≥ `min`, found …" and read as absent.
+pub fn integer_at_least(
+    object: &Map<String, Value>,
+    key: &str,
+    min: u64,
+    report: &mut Report<'_>,
+) -> Option<u64> {
+    let raw = object.get(key)?;
+    let found = raw.as_u64().filter(|n| *n >= min);
+    if found.is_none() {
+        report(
+            key,
+            format!("{key} must be an integer ≥ {min}, found {raw}"),
+        );
+    }
+    found
+}
+
+/// The flag at `key` of `object` (absent: `None`); anything but true or false is reported as
+/// "`key` must be true or false, found …" and read as absent.
+pub fn flag(object: &Map<String, Value>, key: &str, report: &mut Report<'_>) -> Option<bool> {
+    let raw = object.get(key)?;
+    let found = raw.as_bool();
+    if found.is_none() {
+        report(key, format!("{key} must be true or false, found {raw}"));
+    }
+    found
+}
+
 /// The JSON object in `path` (empty when the file does not exist), for a save to merge into; a
 /// file that is not a JSON object is an error and is not to be overwritten.
 pub fn read_json_object(path: &Path) -> anyhow::Result<Map<String, Value>> {

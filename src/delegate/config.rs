@@ -5,11 +5,12 @@
 
 use std::path::Path;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::artifacts::INLINE_ANSWER_BYTES;
 use crate::config::ConfigError;
-use crate::config::module_file::{load_module_config, merge_each};
+use crate::config::error::key_offset;
+use crate::config::module_file::{flag, integer_at_least, load_module_config, merge_each};
 use crate::tasks::TASKS_CONFIG_FILE;
 
 /// The default seed budget in bytes. It also bounds the child's task, which reaches Pi as one
@@ -61,79 +62,30 @@ impl DelegateConfig {
         let Some(delegate) = root.get("delegate") else {
             return;
         };
+        let mut report = |key: &str, message: String| {
+            errors.push(ConfigError::at(path, text, key_offset(text, key), message));
+        };
         let Some(delegate) = delegate.as_object() else {
-            let offset = text.find("\"delegate\"").unwrap_or(0);
-            errors.push(ConfigError::at(
-                path,
-                text,
-                offset,
-                "delegate must be an object",
-            ));
+            report("delegate", "delegate must be an object".to_owned());
             return;
         };
-        let mut reader = Reader {
-            object: delegate,
-            path,
-            text,
-            errors,
-        };
-        if let Some(enabled) = reader.flag("enabled") {
+        // A message names the key within its object: `delegate.maxTurns must be …`.
+        let report = &mut |key: &str, message: String| report(key, format!("delegate.{message}"));
+        if let Some(enabled) = flag(delegate, "enabled", report) {
             self.enabled = self.enabled && enabled;
         }
-        if let Some(n) = reader.number("inlineAnswerBytes", 1) {
+        let mut number = |key: &str, min: u64| integer_at_least(delegate, key, min, report);
+        if let Some(n) = number("inlineAnswerBytes", 1) {
             self.inline_answer_bytes = usize::try_from(n).unwrap_or(usize::MAX);
         }
-        if let Some(n) = reader.number("seedBudgetBytes", 1024) {
+        if let Some(n) = number("seedBudgetBytes", 1024) {
             self.seed_budget_bytes = usize::try_from(n).unwrap_or(usize::MAX);
         }
-        if let Some(n) = reader.number("maxTurns", 1) {
+        if let Some(n) = number("maxTurns", 1) {
             self.max_turns = u32::try_from(n).unwrap_or(u32::MAX);
         }
-        if let Some(n) = reader.number("timeoutSeconds", 1) {
+        if let Some(n) = number("timeoutSeconds", 1) {
             self.timeout_seconds = n;
-        }
-    }
-}
-
-struct Reader<'a> {
-    object: &'a Map<String, Value>,
-    path: &'a Path,
-    text: &'a str,
-    errors: &'a mut Vec<ConfigError>,
-}
-
-impl Reader<'_> {
-    fn error(&mut self, key: &str, message: String) {
-        let offset = self.text.find(&format!("\"{key}\"")).unwrap_or(0);
-        self.errors
-            .push(ConfigError::at(self.path, self.text, offset, message));
-    }
-
-    fn number(&mut self, key: &str, min: u64) -> Option<u64> {
-        let raw = self.object.get(key)?;
-        match raw.as_u64().filter(|n| *n >= min) {
-            Some(n) => Some(n),
-            None => {
-                self.error(
-                    key,
-                    format!("delegate.{key} must be an integer ≥ {min}, found {raw}"),
-                );
-                None
-            }
-        }
-    }
-
-    fn flag(&mut self, key: &str) -> Option<bool> {
-        let raw = self.object.get(key)?;
-        match raw {
-            Value::Bool(flag) => Some(*flag),
-            other => {
-                self.error(
-                    key,
-                    format!("delegate.{key} must be true or false, found {other}"),
-                );
-                None
-            }
         }
     }
 }

@@ -9,7 +9,11 @@ use super::agents::AgentCatalog;
 use super::board::HelperBoard;
 use super::runner::DEFAULT_DEADLINE;
 use crate::config::ConfigError;
-use crate::config::module_file::{load_module_config, merge_each};
+use serde_json::{Map, Value};
+
+use crate::config::module_file::{
+    Report, apply_json_objects, integer_at_least, load_module_config,
+};
 
 /// The nesting depth of the process reading it (unset: the root session, depth 0).
 pub const DEPTH_ENV: &str = "UNIPI_HELPER_DEPTH";
@@ -54,34 +58,17 @@ impl HelpersConfig {
     /// file or value is reported and the value before it kept; unknown keys are ignored (the
     /// file is shared with settings this module does not own).
     pub fn load(home: Option<&Path>, workspace: &Path) -> (Self, Vec<ConfigError>) {
-        load_module_config(home, workspace, CONFIG_FILE, merge_each(Self::merge))
+        load_module_config(home, workspace, CONFIG_FILE, Self::from_sources)
+    }
+
+    /// The defaults, then each (path, text) file's keys, lowest precedence first.
+    pub fn from_sources(sources: &[(&Path, &str)]) -> (Self, Vec<ConfigError>) {
+        apply_json_objects(sources, Self::apply)
     }
 
     /// Applies one file's keys.
-    pub fn merge(&mut self, path: &Path, text: &str, errors: &mut Vec<ConfigError>) {
-        let object = match crate::config::error::json_object(path, text) {
-            Ok(object) => object,
-            Err(err) => {
-                errors.push(err);
-                return;
-            }
-        };
-        let mut number = |key: &str, min: u64| -> Option<u64> {
-            let raw = object.get(key)?;
-            match raw.as_u64().filter(|n| *n >= min) {
-                Some(n) => Some(n),
-                None => {
-                    let offset = text.find(&format!("\"{key}\"")).unwrap_or(0);
-                    errors.push(ConfigError::at(
-                        path,
-                        text,
-                        offset,
-                        format!("{key} must be an integer ≥ {min}, found {raw}"),
-                    ));
-                    None
-                }
-            }
-        };
+    fn apply(&mut self, object: &Map<String, Value>, report: &mut Report<'_>) {
+        let mut number = |key: &str, min: u64| integer_at_least(object, key, min, report);
         let to_u32 = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
         let to_usize = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
         if let Some(n) = number("maxSubagentDepth", 0) {

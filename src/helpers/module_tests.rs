@@ -209,9 +209,7 @@ fn config_merges_files_and_reports_bad_values() {
         ("{not json", HelpersConfig::default(), 1),
     ];
     for (text, want, error_count) in cases {
-        let mut config = HelpersConfig::default();
-        let mut errors = Vec::new();
-        config.merge(path, text, &mut errors);
+        let (config, errors) = HelpersConfig::from_sources(&[(path, text)]);
         assert_eq!(config, want, "{text}");
         assert_eq!(errors.len(), error_count, "{text}: {errors:?}");
         assert!(errors.iter().all(|err| err.path() == path));
