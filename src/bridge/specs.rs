@@ -71,36 +71,29 @@ impl ToolSpec {
         self
     }
 
-    pub fn string_param(self, name: &str, description: &str, required: bool) -> Self {
+    /// Adds a parameter of JSON type `kind` that has only a description.
+    fn typed_param(self, kind: &str, name: &str, description: &str, required: bool) -> Self {
         self.param(
             name,
-            json!({"type": "string", "description": description}),
+            json!({"type": kind, "description": description}),
             required,
         )
+    }
+
+    pub fn string_param(self, name: &str, description: &str, required: bool) -> Self {
+        self.typed_param("string", name, description, required)
     }
 
     pub fn integer_param(self, name: &str, description: &str, required: bool) -> Self {
-        self.param(
-            name,
-            json!({"type": "integer", "description": description}),
-            required,
-        )
+        self.typed_param("integer", name, description, required)
     }
 
     pub fn number_param(self, name: &str, description: &str, required: bool) -> Self {
-        self.param(
-            name,
-            json!({"type": "number", "description": description}),
-            required,
-        )
+        self.typed_param("number", name, description, required)
     }
 
     pub fn boolean_param(self, name: &str, description: &str, required: bool) -> Self {
-        self.param(
-            name,
-            json!({"type": "boolean", "description": description}),
-            required,
-        )
+        self.typed_param("boolean", name, description, required)
     }
 
     /// Replaces the whole parameter schema.

@@ -305,11 +305,7 @@ impl Module for DelegateModule {
                  (provider/model) is pinned and never substituted. Returns a task id at once; a \
                  <delegate-result-notification> arrives when the child ends.",
             )
-            .param(
-                "name",
-                json!({"type": "string", "description": "A short label for the delegate"}),
-                true,
-            )
+            .string_param("name", "A short label for the delegate", true)
             .param(
                 "prompt",
                 json!({"type": "string",

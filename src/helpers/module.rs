@@ -223,11 +223,7 @@ impl Module for HelpersModule {
             )
             .integer_param("max_tool_uses", "Tool-call budget", false)
             .integer_param("max_tokens", "Token budget (input + output)", false)
-            .param(
-                "max_cost",
-                json!({"type": "number", "description": "Cost budget in USD"}),
-                false,
-            )
+            .number_param("max_cost", "Cost budget in USD", false)
             .string_param(
                 "gate",
                 "One verify command (e.g. cargo test) that must exit 0 for the answer to be accepted",
