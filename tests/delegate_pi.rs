@@ -18,7 +18,9 @@ use serde_json::{Value, json};
 use support::pi::{PRINT_TIMEOUT, PiInstall, PiLine, pi_install};
 use support::procs::{alive, cwd};
 use tokio::sync::mpsc;
-use unipi_tui::bridge::{AgentId, CancelToken, ModelInfo, Module as _, ToolCall, UpdateSender};
+use unipi_tui::bridge::{
+    AgentId, AgentNotice, CancelToken, ModelInfo, Module as _, ToolCall, UpdateSender,
+};
 use unipi_tui::delegate::artifacts::{
     self, Limits, MANIFEST_SCHEMA, Manifest, ManifestState, OUTCOME_FILE, Outcome, PiCommand,
     RESULT_FILE, Route, RouteOrigin, SEED_FILE, TERMINAL_FILE, TaskDir,
@@ -27,7 +29,7 @@ use unipi_tui::delegate::child::CHILD_SUBCOMMAND;
 use unipi_tui::delegate::module::{DELEGATE_TOOL, RESULT_TOOL};
 use unipi_tui::delegate::seed::{SeedInput, build_seed, sha256_hex};
 use unipi_tui::delegate::{
-    ChannelHost, DelegateConfig, DelegateModule, DelegateNotice, DelegateSettings, ParentSession,
+    ChannelHost, DelegateConfig, DelegateModule, DelegateSettings, ParentSession,
 };
 use unipi_tui::helpers::board::{HelperBoard, RowKind};
 use unipi_tui::helpers::runner::RunStatus;
@@ -277,7 +279,7 @@ fn module_for(
 ) -> (
     DelegateModule,
     HelperBoard,
-    mpsc::UnboundedReceiver<DelegateNotice>,
+    mpsc::UnboundedReceiver<AgentNotice>,
 ) {
     let settings = DelegateSettings {
         workspace: sandbox.cwd.clone(),
@@ -336,7 +338,7 @@ fn text_of(output: &unipi_tui::bridge::ToolOutput) -> String {
         .collect()
 }
 
-async fn next_notice(rx: &mut mpsc::UnboundedReceiver<DelegateNotice>) -> DelegateNotice {
+async fn next_notice(rx: &mut mpsc::UnboundedReceiver<AgentNotice>) -> AgentNotice {
     tokio::time::timeout(PRINT_TIMEOUT, rx.recv())
         .await
         .expect("the delegate ended in time")
@@ -380,7 +382,7 @@ async fn bg_delegate_runs_to_a_verified_notification_and_bg_result() -> anyhow::
 
     let notice = next_notice(&mut notices).await;
     let context = format!("{}\n{:#}", notice.content, notice.details);
-    assert_eq!(notice.task_id, task_id);
+    assert_eq!(notice.id, task_id);
     assert!(notice.trigger_turn);
     assert!(
         notice.content.starts_with("<delegate-result-notification>"),

@@ -11,17 +11,19 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result, bail};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
-use unipi_tui::bridge::{AgentId, CancelToken, Module, ToolCall, UpdateSender};
+use unipi_tui::bridge::{
+    AgentId, AgentNotice, CancelToken, ChannelSink, Module, ToolCall, UpdateSender,
+};
 use unipi_tui::tasks::{
-    ChannelSink, CompletionNotice, KillKind, RunRequest, TaskError, TaskInfo, TaskOrigin,
-    TaskService, TaskSettings, TaskStatus, TasksConfig, TasksModule,
+    KillKind, RunRequest, TaskError, TaskInfo, TaskOrigin, TaskService, TaskSettings, TaskStatus,
+    TasksConfig, TasksModule,
 };
 
 struct Harness {
     _dir: tempfile::TempDir,
     work: PathBuf,
     service: TaskService,
-    notices: mpsc::UnboundedReceiver<CompletionNotice>,
+    notices: mpsc::UnboundedReceiver<AgentNotice>,
 }
 
 fn settings_in(dir: &Path) -> TaskSettings {
@@ -440,7 +442,7 @@ async fn notification_is_sent_once_with_the_wake_flag_of_the_delivery_table() ->
         match want {
             Some(wake) => {
                 let notice = notice.ok().flatten().context("a notification")?;
-                assert_eq!(notice.task_id, task.id);
+                assert_eq!(notice.id, task.id);
                 assert_eq!(notice.trigger_turn, wake);
                 assert_eq!(notice.details["lastLines"], json!(["line1", "line2"]));
                 assert!(
@@ -760,7 +762,7 @@ async fn a_task_stopped_from_the_dock_does_not_wake_the_agent() -> Result<()> {
     let notice = tokio::time::timeout(Duration::from_secs(10), h.notices.recv())
         .await?
         .context("no notification for the stopped task")?;
-    assert_eq!(notice.task_id, by_user.id);
+    assert_eq!(notice.id, by_user.id);
     assert!(
         !notice.trigger_turn,
         "a stop from the dock must not wake the agent"
@@ -780,7 +782,7 @@ async fn a_task_stopped_from_the_dock_does_not_wake_the_agent() -> Result<()> {
     let notice = tokio::time::timeout(Duration::from_secs(10), h.notices.recv())
         .await?
         .context("no notification for the task the agent stopped")?;
-    assert_eq!(notice.task_id, by_agent.id);
+    assert_eq!(notice.id, by_agent.id);
     assert!(notice.trigger_turn);
     Ok(())
 }

@@ -12,7 +12,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Context as _;
-use futures_util::future::BoxFuture;
 use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::net::UnixListener;
@@ -313,24 +312,6 @@ impl BridgeHost {
             trigger_turn,
         };
         self.call(agent, call).await.map(|_| ())
-    }
-
-    /// [`BridgeHost::send_follow_up`] as an owned, boxed future: what the modules' notification
-    /// sinks hand back.
-    pub fn follow_up(
-        &self,
-        agent: AgentId,
-        custom_type: String,
-        content: String,
-        details: Value,
-        trigger_turn: bool,
-    ) -> BoxFuture<'static, anyhow::Result<()>> {
-        let host = self.clone();
-        Box::pin(async move {
-            host.send_follow_up(&agent, &custom_type, content, details, trigger_turn)
-                .await?;
-            Ok(())
-        })
     }
 
     /// Calls into `agent`'s Pi and waits (at most [`HostCall::default_timeout`]) for the answer.

@@ -24,6 +24,7 @@ mod host_state;
 mod info;
 pub mod log_limit;
 mod module;
+mod notice;
 pub mod protocol;
 mod registry;
 mod runtime_dir;
@@ -47,6 +48,7 @@ pub use module::{
     CancelHandle, CancelToken, Card, CardTint, CommandCall, CommandSpec, Completion, ContentBlock,
     HookCall, MessageTypeSpec, Module, ToolCall, ToolError, ToolOutput, ToolSpec, UpdateSender,
 };
+pub use notice::{AgentNotice, ChannelSink, NoticeSink, send_to};
 pub use registry::{ModuleInfo, ModuleStatus, Registry, RegistryError};
 
 /// Which Pi process a message belongs to: `main` for the Pi in the pane, a helper's own id for

@@ -24,6 +24,5 @@ pub use child::CHILD_SUBCOMMAND;
 pub use config::DelegateConfig;
 pub use errors::{DelegateError, DelegateErrorCode};
 pub use module::{
-    ChannelHost, DelegateHost, DelegateModule, DelegateNotice, DelegateSettings, NOTIFICATION_TYPE,
-    ParentSession,
+    ChannelHost, DelegateHost, DelegateModule, DelegateSettings, NOTIFICATION_TYPE, ParentSession,
 };

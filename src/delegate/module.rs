@@ -38,8 +38,8 @@ pub use super::report::{LAUNCH_SCHEMA, RESULT_VIEW_SCHEMA};
 use super::report::{Launch, notification, receipt, running_view, terminal_view};
 use super::seed::{SeedInput, build_seed, sha256_hex};
 use crate::bridge::{
-    AgentId, BridgeHost, BusEvent, CancelToken, EventBus, HostCall, MessageTypeSpec, ModelInfo,
-    Module, PiEvent, ToolCall, ToolError, ToolOutput, ToolSpec,
+    AgentId, AgentNotice, BridgeHost, BusEvent, CancelToken, EventBus, HostCall, MessageTypeSpec,
+    ModelInfo, Module, NoticeSink, PiEvent, ToolCall, ToolError, ToolOutput, ToolSpec, send_to,
 };
 use crate::helpers::board::{BoardRow, HelperBoard, RowKind, RunControl, TranscriptEntry};
 use crate::helpers::runner::RunStatus;
@@ -61,23 +61,10 @@ const PROMPT_FRAME_BYTES: usize = 1024;
 /// runner's own grace and slack, plus time to write.
 pub const STOP_GRACE: Duration = Duration::from_secs(8);
 
-/// What the module needs from the app.
-pub trait DelegateHost: Send + Sync + 'static {
+/// What the module needs from the app: the models an agent can use, and where completions go.
+pub trait DelegateHost: NoticeSink {
     /// The models `agent`'s Pi can use right now (route pinning).
     fn models(&self, agent: &AgentId) -> BoxFuture<'static, anyhow::Result<Vec<ModelInfo>>>;
-    /// Delivers a completion.
-    fn deliver(&self, notice: DelegateNotice) -> BoxFuture<'static, anyhow::Result<()>>;
-}
-
-/// One delegate's completion, ready to send.
-#[derive(Debug, Clone, PartialEq)]
-pub struct DelegateNotice {
-    pub agent: AgentId,
-    pub task_id: String,
-    pub content: String,
-    pub details: Value,
-    /// Start a follow-up turn (`triggerOnCompletion`).
-    pub trigger_turn: bool,
 }
 
 impl DelegateHost for BridgeHost {
@@ -89,16 +76,6 @@ impl DelegateHost for BridgeHost {
             Ok(serde_json::from_value(value)?)
         })
     }
-
-    fn deliver(&self, notice: DelegateNotice) -> BoxFuture<'static, anyhow::Result<()>> {
-        self.follow_up(
-            notice.agent,
-            NOTIFICATION_TYPE.to_string(),
-            notice.content,
-            notice.details,
-            notice.trigger_turn,
-        )
-    }
 }
 
 /// A host with a fixed model list whose notices go into a channel (tests, or an app routing
@@ -106,7 +83,7 @@ impl DelegateHost for BridgeHost {
 #[derive(Debug, Clone)]
 pub struct ChannelHost {
     pub models: Vec<ModelInfo>,
-    pub notices: mpsc::UnboundedSender<DelegateNotice>,
+    pub notices: mpsc::UnboundedSender<AgentNotice>,
 }
 
 impl DelegateHost for ChannelHost {
@@ -114,10 +91,11 @@ impl DelegateHost for ChannelHost {
         let models = self.models.clone();
         Box::pin(async move { Ok(models) })
     }
+}
 
-    fn deliver(&self, notice: DelegateNotice) -> BoxFuture<'static, anyhow::Result<()>> {
-        let sent = self.notices.send(notice);
-        Box::pin(async move { sent.map_err(|_| anyhow::anyhow!("notification channel closed")) })
+impl NoticeSink for ChannelHost {
+    fn deliver(&self, notice: AgentNotice) -> BoxFuture<'static, anyhow::Result<()>> {
+        send_to(&self.notices, notice)
     }
 }
 
@@ -914,9 +892,10 @@ impl DelegateService {
         };
         let cap = launch.manifest.limits.inline_answer_bytes;
         let (content, details) = notification(&launch, &outcome, verified.as_ref(), cap);
-        let notice = DelegateNotice {
+        let notice = AgentNotice {
             agent: launch.agent.clone(),
-            task_id: task_id.clone(),
+            id: task_id.clone(),
+            custom_type: NOTIFICATION_TYPE.to_owned(),
             content,
             details,
             trigger_turn: launch.trigger,
@@ -1335,7 +1314,7 @@ mod tests {
     fn module_in(
         workspace: &Path,
         models: Vec<ModelInfo>,
-    ) -> (DelegateModule, mpsc::UnboundedReceiver<DelegateNotice>) {
+    ) -> (DelegateModule, mpsc::UnboundedReceiver<AgentNotice>) {
         let settings = DelegateSettings {
             workspace: workspace.to_path_buf(),
             pi: PiCommand::default(),

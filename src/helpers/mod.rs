@@ -28,7 +28,6 @@ pub mod events;
 mod ledger;
 pub mod module;
 mod names;
-mod notice;
 mod orphans;
 mod pool;
 mod preflight;

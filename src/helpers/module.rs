@@ -13,7 +13,7 @@
 //! Calls are answered for the agent that made them: the main Pi, or a helper that loaded the
 //! bridge with its own token (agent id `helper:<run id>`). The caller decides the depth the depth
 //! guard checks, the run tree the per-run spawn cap counts, whose question a reply may answer,
-//! and where a background run's notification goes (to the [`HelperNotificationSink`] — the
+//! and where a background run's notification goes (to the [`NoticeSink`] — the
 //! [`BridgeHost`] in the app, a channel in tests — exactly once).
 //!
 //! This file is the tool surface: the declarations Pi sees and the dispatch of a call. The rest
@@ -34,7 +34,8 @@ use super::agents::THINKING_LEVELS;
 use super::board::HelperBoard;
 use super::service::{ChildBridge, HelperService};
 use crate::bridge::{
-    AgentId, BridgeHost, MessageTypeSpec, Module, ToolCall, ToolError, ToolOutput, ToolSpec,
+    AgentId, BridgeHost, MessageTypeSpec, Module, NoticeSink, ToolCall, ToolError, ToolOutput,
+    ToolSpec,
 };
 
 pub use super::args::{
@@ -48,7 +49,6 @@ pub use super::names::{
     CHILD_AGENT_PREFIX, NOTIFICATION_TYPE, RESULT_TOOL, SPAWN_TOOL, SUPERVISOR_MESSAGE_TYPE,
     SUPERVISOR_TOOL,
 };
-pub use super::notice::{HelperChannelSink, HelperNotice, HelperNotificationSink};
 pub use super::preflight::{Admission, Counters, Refusal, preflight};
 pub use super::results::{HelperResult, spend, truncate_output};
 pub use super::service::BOUNDARY_INSTRUCTIONS;
@@ -68,7 +68,7 @@ impl HelpersModule {
 
     /// Where background completions and supervisor messages go; without a sink they are only
     /// recorded.
-    pub fn attach_sink(&self, sink: Arc<dyn HelperNotificationSink>) {
+    pub fn attach_sink(&self, sink: Arc<dyn NoticeSink>) {
         self.service.set_sink(sink);
     }
 

@@ -6,7 +6,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::*;
-use crate::bridge::{AgentId, CancelHandle, CancelToken, UpdateSender};
+use crate::bridge::{AgentId, AgentNotice, CancelHandle, CancelToken, ChannelSink, UpdateSender};
 use crate::helpers::agents::{AgentCatalog, AgentError};
 use crate::helpers::runner::RunStatus;
 
@@ -110,7 +110,7 @@ fn supervised(dir: &Path, timeout: Duration) -> HelpersModule {
 }
 
 #[track_caller]
-fn assert_notice_status(notice: &HelperNotice, status: &str) {
+fn assert_notice_status(notice: &AgentNotice, status: &str) {
     let tag = format!("<status>{status}</status>");
     assert!(
         notice.content.contains(&tag),
@@ -166,17 +166,14 @@ fn assert_starts(output: &ToolOutput, prefix: &str) {
 }
 
 /// The notices `module` delivers from now on.
-fn notices_of(module: &HelpersModule) -> mpsc::UnboundedReceiver<HelperNotice> {
+fn notices_of(module: &HelpersModule) -> mpsc::UnboundedReceiver<AgentNotice> {
     let (sink, notices) = mpsc::unbounded_channel();
-    module.attach_sink(Arc::new(HelperChannelSink(sink)));
+    module.attach_sink(Arc::new(ChannelSink(sink)));
     notices
 }
 
 /// The next notice, failing after `secs` seconds.
-async fn next_notice(
-    notices: &mut mpsc::UnboundedReceiver<HelperNotice>,
-    secs: u64,
-) -> HelperNotice {
+async fn next_notice(notices: &mut mpsc::UnboundedReceiver<AgentNotice>, secs: u64) -> AgentNotice {
     tokio::time::timeout(Duration::from_secs(secs), notices.recv())
         .await
         .expect("timed out waiting for a notice")
@@ -502,7 +499,7 @@ async fn background_run_notifies_once_and_get_result_waits() {
     assert_eq!(waited.details["runId"], id.as_str());
 
     let notice = next_notice(&mut notices, 5).await;
-    assert_eq!(notice.run_id, id);
+    assert_eq!(notice.id, id);
     assert_eq!(notice.agent, AgentId::main());
     assert!(notice.content.starts_with("<helper-result-notification>"));
     assert!(

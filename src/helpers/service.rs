@@ -26,7 +26,6 @@ use super::ledger::{RunEntry, RunLedger, SpawnPermit};
 use super::names::{
     CHILD_AGENT_PREFIX, NOTIFICATION_TYPE, RESULT_TOOL, SPAWN_TOOL, SUPERVISOR_TOOL,
 };
-use super::notice::{HelperNotice, HelperNotificationSink};
 use super::orphans;
 use super::pool::{Template, WarmPool};
 use super::preflight::{Admission, Refusal, preflight};
@@ -41,6 +40,7 @@ use super::runs::{Caller, ChildAgent, RunInfo};
 use crate::bridge::{
     AgentId, BridgeHost, CancelToken, ToolCall, ToolError, ToolOutput, UpdateSender,
 };
+use crate::bridge::{AgentNotice, NoticeSink};
 use crate::sys::{lock, now_ms};
 
 /// What a helper that is not a workflow step is told about its place, after its task.
@@ -61,7 +61,7 @@ pub(super) struct ChildBridge {
 pub(super) struct HelperService {
     settings: HelperSettings,
     ledger: Arc<Mutex<RunLedger>>,
-    sink: Mutex<Option<Arc<dyn HelperNotificationSink>>>,
+    sink: Mutex<Option<Arc<dyn NoticeSink>>>,
     bridge: Mutex<Option<ChildBridge>>,
     /// The event bus, once the bridge is up: background runs announce their end on it.
     bus: Mutex<Option<crate::bridge::EventBus>>,
@@ -178,7 +178,7 @@ impl HelperService {
     }
 
     /// Where background completions and supervisor messages go from now on.
-    pub(super) fn set_sink(&self, sink: Arc<dyn HelperNotificationSink>) {
+    pub(super) fn set_sink(&self, sink: Arc<dyn NoticeSink>) {
         *lock(&self.sink) = Some(sink);
     }
 
@@ -289,9 +289,9 @@ impl HelperService {
                     "error": result.error}),
             );
         }
-        self.notify(HelperNotice {
+        self.notify(AgentNotice {
             agent,
-            run_id: result.run_id.clone(),
+            id: result.run_id.clone(),
             custom_type: NOTIFICATION_TYPE.to_string(),
             content: result.notification_content(),
             details: result.details(),
@@ -591,13 +591,13 @@ impl HelperService {
         format!("h{ms:x}-{}-{n}", std::process::id())
     }
 
-    pub(super) async fn notify(&self, notice: HelperNotice) {
+    pub(super) async fn notify(&self, notice: AgentNotice) {
         let sink = lock(&self.sink).clone();
         let Some(sink) = sink else {
-            tracing::info!(run = %notice.run_id, "helper notice with no sink: {}", notice.custom_type);
+            tracing::info!(run = %notice.id, "helper notice with no sink: {}", notice.custom_type);
             return;
         };
-        let run = notice.run_id.clone();
+        let run = notice.id.clone();
         if let Err(err) = sink.deliver(notice).await {
             tracing::warn!(run = %run, "helper notice not delivered: {err:#}");
         }

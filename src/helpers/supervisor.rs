@@ -18,10 +18,10 @@ use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
 use super::names::SUPERVISOR_MESSAGE_TYPE;
-use super::notice::HelperNotice;
 use super::results::{error_output, escape_xml};
 use super::runs::Caller;
 use super::service::HelperService;
+use crate::bridge::AgentNotice;
 use crate::bridge::{ToolCall, ToolError, ToolOutput};
 
 /// What a helper wants from its supervisor.
@@ -118,9 +118,9 @@ impl HelperService {
         } else {
             None
         };
-        self.notify(HelperNotice {
+        self.notify(AgentNotice {
             agent: info.parent_agent.clone(),
-            run_id: run_id.clone(),
+            id: run_id.clone(),
             custom_type: SUPERVISOR_MESSAGE_TYPE.to_string(),
             content: message_content(
                 &run_id,

@@ -18,11 +18,11 @@ use tokio::task::JoinSet;
 
 use super::args::{WorkflowScript, fill_template};
 use super::names::NOTIFICATION_TYPE;
-use super::notice::HelperNotice;
 use super::preflight::{Refusal, preflight};
 use super::results::{HelperResult, escape_xml, refusal_output, truncate_output, usage_json};
 use super::runs::Caller;
 use super::service::{BudgetArgs, HelperService, Launch, SessionStart, Started};
+use crate::bridge::AgentNotice;
 use crate::bridge::{CancelHandle, CancelToken, Card, CardTint, ToolCall, ToolOutput};
 use crate::sys::now_ms;
 
@@ -152,9 +152,9 @@ impl HelperService {
                     escape_xml(&text)
                 );
                 inner
-                    .notify(HelperNotice {
+                    .notify(AgentNotice {
                         agent: parent,
-                        run_id,
+                        id: run_id,
                         custom_type: NOTIFICATION_TYPE.to_string(),
                         content,
                         details,

@@ -36,8 +36,8 @@ pub use model::{
 };
 pub use module::{BgCommand, TasksModule, parse_bg_command};
 pub use notify::{
-    ChannelSink, CompletionNotice, NOTIFICATION_GUIDANCE, NOTIFICATION_TYPE, NotificationSink,
-    build_notice, notification_content, notification_details,
+    NOTIFICATION_GUIDANCE, NOTIFICATION_TYPE, build_notice, notification_content,
+    notification_details,
 };
 pub use service::{
     DEFAULT_MAX_OUTPUT_BYTES, KILL_GRACE, MAX_RECENT_TASKS, RunRequest, STOP_WAIT, TaskError,

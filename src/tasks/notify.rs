@@ -1,16 +1,13 @@
-//! The completion notification: the `<background-task-notification>` block the model reads, the
-//! details the card renders, and the [`NotificationSink`] it is handed to. The sink is a trait so
-//! the service does not depend on a live bridge: the app attaches the [`BridgeHost`] once it has
-//! started, tests attach a channel.
+//! The completion notification: the `<background-task-notification>` block the model reads and
+//! the details the card renders, as an [`AgentNotice`] for the [`NoticeSink`] the app attaches
+//! (the bridge host; tests attach a channel).
 
 use std::sync::Arc;
 
-use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
 
 use super::model::{TaskInfo, TaskStatus, format_duration, truncate_chars};
-use crate::bridge::{AgentId, BridgeHost, Card, CardTint};
+use crate::bridge::{AgentId, AgentNotice, Card, CardTint, NoticeSink};
 
 /// The custom message type of the notification (declared by the module so Pi renders a card).
 pub const NOTIFICATION_TYPE: &str = "background-task-notification";
@@ -19,53 +16,15 @@ pub const NOTIFICATION_TYPE: &str = "background-task-notification";
 pub const NOTIFICATION_GUIDANCE: &str = "Terminal state and output metadata are durable. Do not \
      call bg_status to reconfirm; use bg_logs only if output is needed.";
 
-/// One completion notification, ready to send.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CompletionNotice {
-    pub agent: AgentId,
-    pub task_id: String,
-    pub content: String,
-    pub details: Value,
-    /// Start an agent turn (`triggerOnCompletion`).
-    pub trigger_turn: bool,
-}
-
-/// Where completion notifications go.
-pub trait NotificationSink: Send + Sync + 'static {
-    fn deliver(&self, notice: CompletionNotice) -> BoxFuture<'static, anyhow::Result<()>>;
-}
-
-impl NotificationSink for BridgeHost {
-    fn deliver(&self, notice: CompletionNotice) -> BoxFuture<'static, anyhow::Result<()>> {
-        self.follow_up(
-            notice.agent,
-            NOTIFICATION_TYPE.to_string(),
-            notice.content,
-            notice.details,
-            notice.trigger_turn,
-        )
-    }
-}
-
-/// A sink that forwards into a channel (tests, or an app that wants to route notices itself).
-#[derive(Debug, Clone)]
-pub struct ChannelSink(pub mpsc::UnboundedSender<CompletionNotice>);
-
-impl NotificationSink for ChannelSink {
-    fn deliver(&self, notice: CompletionNotice) -> BoxFuture<'static, anyhow::Result<()>> {
-        let sent = self.0.send(notice);
-        Box::pin(async move { sent.map_err(|_| anyhow::anyhow!("notification channel closed")) })
-    }
-}
-
-pub(crate) type SharedSink = Arc<dyn NotificationSink>;
+pub(crate) type SharedSink = Arc<dyn NoticeSink>;
 
 /// The notification for a finished task (its status is terminal), quoting `last_lines`: the
 /// output as the workbench captured it, never a re-read of the file.
-pub fn build_notice(task: &TaskInfo, last_lines: &[String]) -> CompletionNotice {
-    CompletionNotice {
+pub fn build_notice(task: &TaskInfo, last_lines: &[String]) -> AgentNotice {
+    AgentNotice {
         agent: AgentId::new(task.agent.clone()),
-        task_id: task.id.clone(),
+        id: task.id.clone(),
+        custom_type: NOTIFICATION_TYPE.to_owned(),
         content: notification_content(task, last_lines),
         details: notification_details(task, last_lines),
         trigger_turn: task.trigger_on_completion,

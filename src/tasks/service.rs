@@ -29,7 +29,8 @@ use tokio::time::{Instant, MissedTickBehavior};
 
 use super::capture::{Capture, CopyState};
 use super::model::{KillKind, TaskInfo, TaskOrigin, TaskStatus, format_size, sort_tasks};
-use super::notify::{self, NotificationSink, SharedSink};
+use super::notify::{self, SharedSink};
+use crate::bridge::NoticeSink;
 use crate::bridge::{AgentId, BridgeHost};
 use crate::sys::private_dir::{create_new_file, create_owned, ensure_private};
 use crate::sys::{
@@ -194,7 +195,7 @@ impl TaskService {
     }
 
     /// Completion notifications go to `sink` from now on.
-    pub fn attach_sink(&self, sink: Arc<dyn NotificationSink>) {
+    pub fn attach_sink(&self, sink: Arc<dyn NoticeSink>) {
         *lock(&self.inner.sink) = Some(sink);
     }
 
