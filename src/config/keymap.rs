@@ -274,6 +274,15 @@ impl<A: TableAction> KeyTable<A> {
             })
             .collect()
     }
+
+    /// [`KeyTable::hints`] as one line of text: `↑/↓ select · Esc close`.
+    pub fn hint_line(&self, table: &[(&[A], &str)]) -> String {
+        self.hints(table)
+            .into_iter()
+            .map(|(keys, what)| format!("{keys} {what}"))
+            .collect::<Vec<_>>()
+            .join(" · ")
+    }
 }
 
 /// One view's keys as the help overlay lists them.

@@ -155,17 +155,12 @@ pub struct BtwView {
 impl BtwView {
     pub fn new(port: Arc<dyn BtwPort>, question: &str, sidekick: &str, keymap: &Keymap) -> Self {
         let keys = KeyTable::<BtwAction>::from_keymap(keymap);
-        let hint = keys
-            .hints(&[
-                (&[BtwAction::Inject], "add to the conversation"),
-                (&[BtwAction::Copy], "copy"),
-                (&[BtwAction::Up, BtwAction::Down], "scroll"),
-                (&[BtwAction::Close], "close"),
-            ])
-            .into_iter()
-            .map(|(keys, what)| format!("{keys} {what}"))
-            .collect::<Vec<_>>()
-            .join(" · ");
+        let hint = keys.hint_line(&[
+            (&[BtwAction::Inject], "add to the conversation"),
+            (&[BtwAction::Copy], "copy"),
+            (&[BtwAction::Up, BtwAction::Down], "scroll"),
+            (&[BtwAction::Close], "close"),
+        ]);
         let mut view = BtwView {
             model: BtwModel {
                 question: question.to_owned(),

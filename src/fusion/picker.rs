@@ -98,18 +98,13 @@ impl PickerView {
             })
             .collect();
         let keys = KeyTable::<PickerAction>::from_keymap(keymap);
-        let hint = keys
-            .hints(&[
-                (&[PickerAction::Up, PickerAction::Down], "select"),
-                (&[PickerAction::Choose], "choose"),
-                (&[PickerAction::NextSlot], "slot"),
-                (&[PickerAction::Confirm], "confirm"),
-                (&[PickerAction::Cancel], "cancel"),
-            ])
-            .into_iter()
-            .map(|(keys, what)| format!("{keys} {what}"))
-            .collect::<Vec<_>>()
-            .join(" · ");
+        let hint = keys.hint_line(&[
+            (&[PickerAction::Up, PickerAction::Down], "select"),
+            (&[PickerAction::Choose], "choose"),
+            (&[PickerAction::NextSlot], "slot"),
+            (&[PickerAction::Confirm], "confirm"),
+            (&[PickerAction::Cancel], "cancel"),
+        ]);
         let (primary, sidekick) = match current {
             Some((primary, sidekick)) => (Some(primary), Some(sidekick)),
             None => (None, None),

@@ -111,20 +111,15 @@ pub struct PresetsView {
 impl PresetsView {
     pub fn new(port: Arc<dyn PresetsPort>, keymap: &Keymap) -> Self {
         let keys = KeyTable::<PresetsAction>::from_keymap(keymap);
-        let hint = keys
-            .hints(&[
-                (&[PresetsAction::Up, PresetsAction::Down], "select"),
-                (&[PresetsAction::Apply], "apply"),
-                (&[PresetsAction::Save], "save current"),
-                (&[PresetsAction::Rename], "rename"),
-                (&[PresetsAction::Delete], "delete"),
-                (&[PresetsAction::Off], "off"),
-                (&[PresetsAction::Close], "close"),
-            ])
-            .into_iter()
-            .map(|(keys, what)| format!("{keys} {what}"))
-            .collect::<Vec<_>>()
-            .join(" · ");
+        let hint = keys.hint_line(&[
+            (&[PresetsAction::Up, PresetsAction::Down], "select"),
+            (&[PresetsAction::Apply], "apply"),
+            (&[PresetsAction::Save], "save current"),
+            (&[PresetsAction::Rename], "rename"),
+            (&[PresetsAction::Delete], "delete"),
+            (&[PresetsAction::Off], "off"),
+            (&[PresetsAction::Close], "close"),
+        ]);
         let mut view = PresetsView {
             model: PresetsModel {
                 keys: hint,

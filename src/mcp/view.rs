@@ -70,17 +70,12 @@ pub struct McpView {
 impl McpView {
     pub fn new(port: Arc<dyn McpActions>, keymap: &Keymap) -> Self {
         let keys = KeyTable::<McpAction>::from_keymap(keymap);
-        let hint = keys
-            .hints(&[
-                (&[McpAction::Up, McpAction::Down], "select"),
-                (&[McpAction::Restart], "restart"),
-                (&[McpAction::Stop], "stop"),
-                (&[McpAction::Close], "close"),
-            ])
-            .into_iter()
-            .map(|(keys, what)| format!("{keys} {what}"))
-            .collect::<Vec<_>>()
-            .join(" · ");
+        let hint = keys.hint_line(&[
+            (&[McpAction::Up, McpAction::Down], "select"),
+            (&[McpAction::Restart], "restart"),
+            (&[McpAction::Stop], "stop"),
+            (&[McpAction::Close], "close"),
+        ]);
         let (servers, config_errors) = port.rows();
         McpView {
             model: McpStatusModel {

@@ -107,21 +107,16 @@ pub struct BoardView {
 impl BoardView {
     pub fn new(port: Arc<dyn BoardPort>, keymap: &Keymap) -> Self {
         let keys = KeyTable::<KanbanAction>::from_keymap(keymap);
-        let hint = keys
-            .hints(&[
-                (&[KanbanAction::Left, KanbanAction::Down], "select"),
-                (&[KanbanAction::MoveLeft, KanbanAction::MoveRight], "move"),
-                (&[KanbanAction::Open], "open"),
-                (&[KanbanAction::ToEditor], "to Pi"),
-                (&[KanbanAction::FilterType], "type"),
-                (&[KanbanAction::FilterStatus], "status"),
-                (&[KanbanAction::FilterText], "find"),
-                (&[KanbanAction::Close], "close"),
-            ])
-            .into_iter()
-            .map(|(keys, what)| format!("{keys} {what}"))
-            .collect::<Vec<_>>()
-            .join(" · ");
+        let hint = keys.hint_line(&[
+            (&[KanbanAction::Left, KanbanAction::Down], "select"),
+            (&[KanbanAction::MoveLeft, KanbanAction::MoveRight], "move"),
+            (&[KanbanAction::Open], "open"),
+            (&[KanbanAction::ToEditor], "to Pi"),
+            (&[KanbanAction::FilterType], "type"),
+            (&[KanbanAction::FilterStatus], "status"),
+            (&[KanbanAction::FilterText], "find"),
+            (&[KanbanAction::Close], "close"),
+        ]);
         let docs = port.docs();
         let mut view = BoardView {
             port,
