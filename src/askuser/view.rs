@@ -511,9 +511,7 @@ impl View for AskView {
     }
 
     fn close_hint(&self) -> String {
-        self.keys
-            .hint_key(AskAction::Cancel)
-            .unwrap_or_else(|| "Ctrl+C".to_owned())
+        self.keys.close_key(AskAction::Cancel)
     }
 
     fn finished(&self) -> bool {

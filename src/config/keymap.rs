@@ -275,6 +275,12 @@ impl<A: TableAction> KeyTable<A> {
             .collect()
     }
 
+    /// The key of `close` as a hint shows it; Ctrl+C (which closes every overlay) when `close`
+    /// is unbound.
+    pub fn close_key(&self, close: A) -> String {
+        self.hint_key(close).unwrap_or_else(|| "Ctrl+C".to_owned())
+    }
+
     /// [`KeyTable::hints`] as one line of text: `↑/↓ select · Esc close`.
     pub fn hint_line(&self, table: &[(&[A], &str)]) -> String {
         self.hints(table)

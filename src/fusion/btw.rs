@@ -234,8 +234,6 @@ impl View for BtwView {
     }
 
     fn close_hint(&self) -> String {
-        self.keys
-            .hint_key(BtwAction::Close)
-            .unwrap_or_else(|| "Ctrl+C".to_owned())
+        self.keys.close_key(BtwAction::Close)
     }
 }

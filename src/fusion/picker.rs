@@ -327,9 +327,7 @@ impl View for PickerView {
     }
 
     fn close_hint(&self) -> String {
-        self.keys
-            .hint_key(PickerAction::Cancel)
-            .unwrap_or_else(|| "Ctrl+C".to_owned())
+        self.keys.close_key(PickerAction::Cancel)
     }
 }
 

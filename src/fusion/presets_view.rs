@@ -313,9 +313,7 @@ impl View for PresetsView {
     }
 
     fn close_hint(&self) -> String {
-        self.keys
-            .hint_key(PresetsAction::Close)
-            .unwrap_or_else(|| "Ctrl+C".to_owned())
+        self.keys.close_key(PresetsAction::Close)
     }
 }
 

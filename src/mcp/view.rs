@@ -159,9 +159,7 @@ impl View for McpView {
     }
 
     fn close_hint(&self) -> String {
-        self.keys
-            .hint_key(McpAction::Close)
-            .unwrap_or_else(|| "Ctrl+C".to_owned())
+        self.keys.close_key(McpAction::Close)
     }
 }
 

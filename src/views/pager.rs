@@ -90,9 +90,7 @@ impl Pager {
 
     /// The key that closes the overlay, as a hint shows it.
     pub fn close_key(&self) -> String {
-        self.keys
-            .hint_key(PagerAction::Close)
-            .unwrap_or_else(|| "Ctrl+C".to_owned())
+        self.keys.close_key(PagerAction::Close)
     }
 
     /// The hint line of a scrolled overlay: scrolling keys, then the close key.

@@ -763,8 +763,7 @@ impl View for DockView {
     fn close_hint(&self) -> String {
         self.keys
             .hint_key(DockAction::Close)
-            .or_else(|| self.keys.hint_key(DockAction::Back))
-            .unwrap_or_else(|| "Ctrl+C".to_owned())
+            .unwrap_or_else(|| self.keys.close_key(DockAction::Back))
     }
 }
 

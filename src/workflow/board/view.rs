@@ -459,8 +459,6 @@ impl View for BoardView {
     }
 
     fn close_hint(&self) -> String {
-        self.keys
-            .hint_key(KanbanAction::Close)
-            .unwrap_or_else(|| "Ctrl+C".to_owned())
+        self.keys.close_key(KanbanAction::Close)
     }
 }
