@@ -1,5 +1,7 @@
 //! Small text helpers more than one capability's parser needs (front matter, agent files, task
-//! commands), kept once here so the parsers agree.
+//! names, tools' string arguments), kept once here so the parsers agree.
+
+use serde_json::Value;
 
 /// `text` without one pair of matching outer quotes (`"…"` or `'…'`); anything else as it is.
 pub fn unquote(text: &str) -> &str {
@@ -12,6 +14,15 @@ pub fn unquote(text: &str) -> &str {
         }
     }
     text
+}
+
+/// A JSON argument's text, trimmed (as `object.get(key)`); `None` when it is absent, not a
+/// string, or blank.
+pub fn non_blank_str(value: Option<&Value>) -> Option<&str> {
+    value
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|text| !text.is_empty())
 }
 
 #[cfg(test)]
@@ -33,6 +44,21 @@ mod tests {
         ];
         for (text, want) in cases {
             assert_eq!(unquote(text), want, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn non_blank_str_table() {
+        let object = serde_json::json!({"a": "  x y ", "blank": "  ", "n": 3, "null": null});
+        let cases = [
+            ("a", Some("x y")),
+            ("blank", None),
+            ("n", None),
+            ("null", None),
+            ("missing", None),
+        ];
+        for (key, want) in cases {
+            assert_eq!(non_blank_str(object.get(key)), want, "{key}");
         }
     }
 }

@@ -12,6 +12,7 @@ use super::ingest::DbWorker;
 use super::text::format_utc;
 use crate::bridge::{ToolError, ToolOutput, ToolSpec};
 use crate::sessiondb::{DocKind, RecallQuery, RecallResult, RecallScope};
+use crate::text::non_blank_str;
 
 pub const RECALL_TOOL: &str = "session_recall";
 
@@ -33,11 +34,7 @@ pub struct RecallArgs {
 }
 
 pub fn parse_recall_args(args: &Value, limits: &RecallLimits) -> Result<RecallArgs, String> {
-    let query = args
-        .get("query")
-        .and_then(Value::as_str)
-        .map(str::trim)
-        .filter(|q| !q.is_empty())
+    let query = non_blank_str(args.get("query"))
         .ok_or("`query` is required: the words to look for")?
         .to_owned();
     let scope = match args.get("scope").and_then(Value::as_str) {

@@ -47,6 +47,7 @@ use crate::sys::{
     GroupGuard, GroupStop, ProcessGroup, Reach, SpawnGrouped as _, lock, now_ms, random_u64,
     write_new_atomic,
 };
+use crate::text::non_blank_str;
 
 /// The tool names.
 pub const DELEGATE_TOOL: &str = "bg_delegate";
@@ -421,11 +422,7 @@ pub fn parse_delegate_args(args: &Value) -> Result<DelegateArgs, DelegateError> 
         None | Some(Value::Null) => None,
         Some(route) => {
             let part = |key: &str| {
-                route
-                    .get(key)
-                    .and_then(Value::as_str)
-                    .map(str::trim)
-                    .filter(|part| !part.is_empty())
+                non_blank_str(route.get(key))
                     .map(str::to_string)
                     .ok_or_else(|| {
                         DelegateError::invalid(format!(
@@ -923,11 +920,7 @@ impl DelegateService {
                 "bg_result contains unsupported key(s): {key}"
             )));
         }
-        let task_id = object
-            .get("taskId")
-            .and_then(Value::as_str)
-            .map(str::trim)
-            .filter(|id| !id.is_empty())
+        let task_id = non_blank_str(object.get("taskId"))
             .ok_or_else(|| DelegateError::invalid("bg_result requires taskId"))?;
         let delivery = match object.get("delivery") {
             None | Some(Value::Null) => None,

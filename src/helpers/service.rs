@@ -42,6 +42,7 @@ use crate::bridge::{
 };
 use crate::bridge::{AgentNotice, NoticeSink};
 use crate::sys::{lock, now_ms};
+use crate::text::non_blank_str;
 
 /// What a helper that is not a workflow step is told about its place, after its task.
 pub const BOUNDARY_INSTRUCTIONS: &str = "\n\n---\nBoundaries: you are a helper agent working \
@@ -614,11 +615,7 @@ impl HelperService {
         args: &Value,
         cancel: &CancelToken,
     ) -> Result<ToolOutput, ToolError> {
-        let id = args
-            .get("id")
-            .and_then(Value::as_str)
-            .map(str::trim)
-            .filter(|id| !id.is_empty())
+        let id = non_blank_str(args.get("id"))
             .ok_or_else(|| ToolError::new("get_helper_result needs id (the run id)"))?;
         let wait = match args.get("wait") {
             None | Some(Value::Null) => false,

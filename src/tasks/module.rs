@@ -17,6 +17,7 @@ use crate::bridge::{
     AgentId, Card, CardTint, CommandReply, CommandSpec, Completion, MessageTypeSpec, Module,
     NotifyLevel, ToolCall, ToolError, ToolOutput, ToolSpec,
 };
+use crate::text::non_blank_str;
 
 /// Declares the tools, commands and message type, and runs the tools against the service.
 #[derive(Clone)]
@@ -304,14 +305,7 @@ pub(crate) fn parse_run_args(
     if command.is_empty() {
         return Err("Background command is empty".to_string());
     }
-    let text = |key: &str| {
-        object
-            .get(key)
-            .and_then(Value::as_str)
-            .map(str::trim)
-            .filter(|text| !text.is_empty())
-            .map(str::to_string)
-    };
+    let text = |key: &str| non_blank_str(object.get(key)).map(str::to_string);
     let flag = |key: &str, default: bool| match object.get(key) {
         None | Some(Value::Null) => Ok(default),
         Some(Value::Bool(value)) => Ok(*value),
