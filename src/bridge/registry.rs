@@ -344,47 +344,66 @@ fn check_new_entry(entries: &[Entry], entry: &Entry) -> Result<(), RegistryError
     if entries.iter().any(|other| other.module.name() == module) {
         return Err(RegistryError::DuplicateModule(module));
     }
-    let mut own_tools = HashSet::new();
-    for spec in &entry.tools {
-        if !is_tool_name(&spec.name) {
-            return Err(RegistryError::BadToolName {
-                module,
-                tool: spec.name.clone(),
-            });
-        }
-        let owner = entries
-            .iter()
-            .find(|other| other.tools.iter().any(|tool| tool.name == spec.name))
-            .map(|other| other.module.name());
-        if let Some(owner) = owner.or((!own_tools.insert(&spec.name)).then_some(module)) {
+    let tools = |entry: &Entry| entry.tools.iter().map(|spec| spec.name.clone()).collect();
+    match first_clash(entries, entry, tools, is_tool_name) {
+        Some(Clash::Bad(tool)) => return Err(RegistryError::BadToolName { module, tool }),
+        Some(Clash::Taken(tool, owner)) => {
             return Err(RegistryError::DuplicateTool {
                 module,
-                tool: spec.name.clone(),
+                tool,
                 owner,
             });
         }
+        None => {}
     }
-    let mut own_commands = HashSet::new();
-    for spec in &entry.commands {
-        if !is_command_name(&spec.name) {
-            return Err(RegistryError::BadCommandName {
-                module,
-                command: spec.name.clone(),
-            });
+    let commands = |entry: &Entry| {
+        entry
+            .commands
+            .iter()
+            .map(|spec| spec.name.clone())
+            .collect()
+    };
+    match first_clash(entries, entry, commands, is_command_name) {
+        Some(Clash::Bad(command)) => Err(RegistryError::BadCommandName { module, command }),
+        Some(Clash::Taken(command, owner)) => Err(RegistryError::DuplicateCommand {
+            module,
+            command,
+            owner,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// What is wrong with one of the names a new module declares.
+enum Clash {
+    /// Not a valid name.
+    Bad(String),
+    /// Already declared, by the module named second (the new module itself, when it repeats it).
+    Taken(String, &'static str),
+}
+
+/// The first of the new `entry`'s `names` (its tools, or its commands) that is not `valid`, or
+/// that one of the registered `entries` or `entry` itself already declares.
+fn first_clash(
+    entries: &[Entry],
+    entry: &Entry,
+    names: impl Fn(&Entry) -> Vec<String>,
+    valid: fn(&str) -> bool,
+) -> Option<Clash> {
+    let mut own = HashSet::new();
+    for name in names(entry) {
+        if !valid(&name) {
+            return Some(Clash::Bad(name));
         }
         let owner = entries
             .iter()
-            .find(|other| other.commands.iter().any(|cmd| cmd.name == spec.name))
+            .find(|other| names(other).contains(&name))
             .map(|other| other.module.name());
-        if let Some(owner) = owner.or((!own_commands.insert(&spec.name)).then_some(module)) {
-            return Err(RegistryError::DuplicateCommand {
-                module,
-                command: spec.name.clone(),
-                owner,
-            });
+        if let Some(owner) = owner.or((!own.insert(name.clone())).then(|| entry.module.name())) {
+            return Some(Clash::Taken(name, owner));
         }
     }
-    Ok(())
+    None
 }
 
 /// The tool names every provider accepts.
