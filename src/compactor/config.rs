@@ -215,18 +215,12 @@ mod tests {
                 && messages[0].contains("overrideDefaultCompaction"),
             "{messages:?}"
         );
-        assert!(
-            messages
-                .iter()
-                .any(|m| m.contains("autoCompaction.thresholdPercent")),
-            "{messages:?}"
-        );
-        assert!(
-            messages
-                .iter()
-                .any(|m| m.contains("autoCompaction.enabled")),
-            "{messages:?}"
-        );
+        for key in ["autoCompaction.thresholdPercent", "autoCompaction.enabled"] {
+            assert!(
+                messages.iter().any(|m| m.contains(key)),
+                "{key}: {messages:?}"
+            );
+        }
         assert!(
             messages[3].starts_with("/cfg1/compactor.json:1:"),
             "{messages:?}"

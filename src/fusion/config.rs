@@ -441,30 +441,14 @@ mod tests {
         let texts: Vec<String> = errors.iter().map(ToString::to_string).collect();
         let shown = texts.join("\n");
         assert_eq!(errors.len(), 4, "{shown}");
-        assert!(
-            texts
-                .iter()
-                .any(|t| t.contains(":4:3: preset `bad`: `primary` must be `provider/id`")),
-            "{shown}"
-        );
-        assert!(
-            texts
-                .iter()
-                .any(|t| t.contains("preset `cool`: `cooldownSeconds`")),
-            "{shown}"
-        );
-        assert!(
-            texts
-                .iter()
-                .any(|t| t.contains(":6:2: `warmPool`: `size` must be")),
-            "{shown}"
-        );
-        assert!(
-            texts
-                .iter()
-                .any(|t| t.contains(":1:2: `active` names preset `gone`")),
-            "{shown}"
-        );
+        for want in [
+            ":4:3: preset `bad`: `primary` must be `provider/id`",
+            "preset `cool`: `cooldownSeconds`",
+            ":6:2: `warmPool`: `size` must be",
+            ":1:2: `active` names preset `gone`",
+        ] {
+            assert!(texts.iter().any(|t| t.contains(want)), "{want}: {shown}");
+        }
         assert_eq!(config.presets.keys().collect::<Vec<_>>(), ["ok"]);
         assert_eq!(config.active, None);
         assert_eq!(config.pool, PoolSettings::default());
