@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 
 use super::canonical::{canonical_json, sha256_hex};
 use super::errors::{DelegateError, DelegateErrorCode};
+use crate::helpers::events::Usage;
 use crate::sys::{now_ms, write_atomic, write_new_atomic};
 
 /// Schemas of the files.
@@ -191,18 +192,6 @@ pub struct ErrorRecord {
     pub message: String,
 }
 
-/// The child's usage as observed from Pi's events.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct UsageRecord {
-    pub input: u64,
-    pub output: u64,
-    pub cache_read: u64,
-    pub cache_write: u64,
-    pub total_tokens: u64,
-    pub cost: f64,
-}
-
 /// The answer inside `result.json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Answer {
@@ -233,7 +222,7 @@ pub struct ChildResult {
     pub route: RoutePin,
     pub turns: u32,
     pub tool_calls: usize,
-    pub usage: UsageRecord,
+    pub usage: Usage,
     pub answer: Answer,
 }
 
@@ -268,7 +257,7 @@ pub struct Outcome {
     pub answer_sha256: Option<String>,
     pub turns: u32,
     pub tool_calls: usize,
-    pub usage: Option<UsageRecord>,
+    pub usage: Option<Usage>,
     pub decided_at: u64,
 }
 
@@ -555,7 +544,7 @@ mod tests {
             },
             turns: 1,
             tool_calls: 0,
-            usage: UsageRecord::default(),
+            usage: Usage::default(),
             answer: Answer::new("forty-two".into()),
         }
     }

@@ -23,7 +23,7 @@ use tokio::signal::unix::{SignalKind, signal};
 
 use super::artifacts::{
     Answer, CHILD_RUN_DIR, ChildResult, ChildTerminal, Manifest, RESULT_FILE, RESULT_SCHEMA,
-    RoutePin, SEED_FILE, TERMINAL_FILE, TERMINAL_SCHEMA, TaskDir, UsageRecord, canonical_line,
+    RoutePin, SEED_FILE, TERMINAL_FILE, TERMINAL_SCHEMA, TaskDir, canonical_line,
 };
 use super::canonical::sha256_hex;
 use super::errors::DelegateErrorCode;
@@ -139,7 +139,7 @@ pub async fn run(task_dir: &Path) -> anyhow::Result<bool> {
                         "turns": now.turns,
                         "toolUses": now.tool_uses,
                         "lastTool": now.last_tool,
-                        "usage": usage_record(&now.usage),
+                        "usage": now.usage,
                     }));
                 }
                 Err(_) => progress_open = false,
@@ -203,7 +203,7 @@ pub async fn run(task_dir: &Path) -> anyhow::Result<bool> {
         },
         turns,
         tool_calls: tools,
-        usage: usage_record(&summary.usage),
+        usage: summary.usage,
         answer: Answer::new(answer),
     };
     // The commit point: the last thing this process does.
@@ -293,17 +293,6 @@ fn terminal(
     };
     write_new_atomic(&task.file(TERMINAL_FILE), &canonical_line(&record))
         .context("write child-terminal.json")
-}
-
-fn usage_record(usage: &crate::helpers::events::Usage) -> UsageRecord {
-    UsageRecord {
-        input: usage.input,
-        output: usage.output,
-        cache_read: usage.cache_read,
-        cache_write: usage.cache_write,
-        total_tokens: usage.total,
-        cost: usage.cost,
-    }
 }
 
 /// One line on stdout; a closed stdout (the parent went away) is not the child's problem.

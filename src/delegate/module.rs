@@ -29,7 +29,7 @@ use tokio::sync::{mpsc, watch};
 use super::artifacts::{
     self, CHILD_LOG_FILE, ChildResult, ChildTerminal, Delivery, ErrorRecord, Limits, Manifest,
     ManifestState, OUTCOME_FILE, OUTCOME_SCHEMA, Outcome, PiCommand, RESULT_FILE, Route,
-    RouteOrigin, SEED_FILE, TERMINAL_FILE, TaskDir, UsageRecord,
+    RouteOrigin, SEED_FILE, TERMINAL_FILE, TaskDir,
 };
 use super::child::{CHILD_SUBCOMMAND, PROGRESS_LINE, STARTED_LINE};
 use super::config::DelegateConfig;
@@ -42,6 +42,7 @@ use crate::bridge::{
     ModelInfo, Module, NoticeSink, PiEvent, ToolCall, ToolError, ToolOutput, ToolSpec, send_to,
 };
 use crate::helpers::board::{BoardRow, HelperBoard, RowKind, RunControl, TranscriptEntry};
+use crate::helpers::events::Usage;
 use crate::helpers::runner::RunStatus;
 use crate::sys::{
     GroupGuard, GroupStop, ProcessGroup, Reach, SpawnGrouped as _, lock, now_ms, random_u64,
@@ -819,20 +820,13 @@ impl DelegateService {
                 let Some(board) = lock(&self.board).clone() else {
                     return;
                 };
-                let usage: UsageRecord =
+                let usage: Usage =
                     serde_json::from_value(value["usage"].clone()).unwrap_or_default();
                 board.update(task_id, |row| {
                     row.turns = u32::try_from(value["turns"].as_u64().unwrap_or(0)).unwrap_or(0);
                     row.tool_uses =
                         usize::try_from(value["toolUses"].as_u64().unwrap_or(0)).unwrap_or(0);
-                    row.usage = crate::helpers::events::Usage {
-                        input: usage.input,
-                        output: usage.output,
-                        cache_read: usage.cache_read,
-                        cache_write: usage.cache_write,
-                        total: usage.total_tokens,
-                        cost: usage.cost,
-                    };
+                    row.usage = usage;
                     if let Some(tool) = value["lastTool"].as_str() {
                         row.last_activity = tool.to_string();
                     }

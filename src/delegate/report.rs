@@ -336,7 +336,8 @@ fn escape_xml(text: &str) -> String {
 #[allow(clippy::unwrap_used)] // test code: a failed step should panic
 mod tests {
     use super::*;
-    use crate::delegate::artifacts::{OUTCOME_SCHEMA, UsageRecord};
+    use crate::delegate::artifacts::OUTCOME_SCHEMA;
+    use crate::helpers::events::Usage;
 
     #[test]
     fn notification_inlines_a_fitting_answer_verbatim_and_references_a_large_one() {
@@ -361,7 +362,7 @@ mod tests {
             },
             turns: 1,
             tool_calls: 0,
-            usage: UsageRecord::default(),
+            usage: Usage::default(),
             answer: artifacts::Answer::new(text.to_string()),
         };
         let outcome = Outcome {

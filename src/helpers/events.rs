@@ -11,6 +11,7 @@
 //! the session header) plus `response` records answering the commands written to stdin; they are
 //! typed as [`PiEvent::Response`] so the runner can read them from the same stream.
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use unipi_widgets::text::truncate_chars;
 
@@ -101,13 +102,16 @@ pub struct Response {
     pub data: Value,
 }
 
-/// Token counts and cost of one or more model calls.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+/// Token counts and cost of one or more model calls; as JSON (the delegate's records) in
+/// camelCase with `totalTokens`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Usage {
     pub input: u64,
     pub output: u64,
     pub cache_read: u64,
     pub cache_write: u64,
+    #[serde(rename = "totalTokens")]
     pub total: u64,
     /// In the provider's currency units as Pi reports them (USD for the built-in models).
     pub cost: f64,
@@ -696,6 +700,25 @@ mod tests {
             .join("tests/fixtures/pi-json")
             .join(name);
         std::fs::read(&path).unwrap_or_else(|err| panic!("{}: {err}", path.display()))
+    }
+
+    #[test]
+    fn usage_as_json_is_camel_case_with_total_tokens() {
+        let usage = Usage {
+            input: 1,
+            output: 2,
+            cache_read: 3,
+            cache_write: 4,
+            total: 10,
+            cost: 0.5,
+        };
+        let value = serde_json::to_value(usage).unwrap();
+        assert_eq!(
+            value,
+            serde_json::json!({"input": 1, "output": 2, "cacheRead": 3, "cacheWrite": 4,
+                               "totalTokens": 10, "cost": 0.5})
+        );
+        assert_eq!(serde_json::from_value::<Usage>(value).unwrap(), usage);
     }
 
     #[test]

@@ -1045,7 +1045,6 @@ impl Supervisor {
         if let Err(err) = write_durable(output, text).await {
             tracing::warn!("{err:#}");
         }
-        let usage = &outcome.summary.usage;
         let mut fields = json!({
             "status": outcome.status.as_str(),
             "endedAt": now_ms(),
@@ -1054,14 +1053,7 @@ impl Supervisor {
             "error": outcome.error,
             "turns": outcome.summary.turns,
             "toolUses": outcome.summary.tool_uses.len(),
-            "usage": {
-                "input": usage.input,
-                "output": usage.output,
-                "cacheRead": usage.cache_read,
-                "cacheWrite": usage.cache_write,
-                "totalTokens": usage.total,
-                "cost": usage.cost,
-            },
+            "usage": outcome.summary.usage,
             "sessionFile": outcome.session_file.as_ref().map(|path| path.display().to_string()),
             "budgetExceeded": outcome.budget_exceeded,
         });
