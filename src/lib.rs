@@ -24,6 +24,8 @@ pub mod sessiondb;
 pub mod sys;
 pub mod tasks;
 pub mod term;
+#[cfg(test)]
+pub(crate) mod test_table;
 pub mod text;
 pub mod views;
 pub mod web;

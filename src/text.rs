@@ -28,6 +28,7 @@ pub fn non_blank_str(value: Option<&Value>) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_table::check_table;
 
     #[test]
     fn unquote_table() {
@@ -42,9 +43,7 @@ mod tests {
             ("plain", "plain"),
             ("\"'x'\"", "'x'"),
         ];
-        for (text, want) in cases {
-            assert_eq!(unquote(text), want, "{text:?}");
-        }
+        check_table(cases, |text| unquote(*text));
     }
 
     #[test]
@@ -57,8 +56,6 @@ mod tests {
             ("null", None),
             ("missing", None),
         ];
-        for (key, want) in cases {
-            assert_eq!(non_blank_str(object.get(key)), want, "{key}");
-        }
+        check_table(cases, |key| non_blank_str(object.get(*key)));
     }
 }

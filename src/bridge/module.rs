@@ -323,6 +323,7 @@ impl CancelToken {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_table::check_table;
     use std::time::Duration;
 
     #[test]
@@ -384,9 +385,7 @@ mod tests {
             (json!({"task": 1}), json!({"task": 1, "card": wire})),
             (json!([1]), json!({"value": [1], "card": wire})),
         ];
-        for (details, want) in cases {
-            assert_eq!(card.attach(details.clone()), want, "{details}");
-        }
+        check_table(cases, |details| card.attach(details.clone()));
         let output = ToolOutput::text("hi").with_card(&Card::new("t", CardTint::Error));
         assert_eq!(
             output.details,

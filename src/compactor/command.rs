@@ -118,6 +118,7 @@ pub fn command_specs() -> Vec<CommandSpec> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_table::check_table;
 
     #[test]
     fn markers_round_trip_and_foreign_instructions_are_not_ours() {
@@ -171,9 +172,7 @@ mod tests {
             ("fix the bug", ok(None, Some("fix the bug"))),
             ("  keep:50 ", ok(Some(50), None)),
         ];
-        for (args, want) in cases {
-            assert_eq!(parse_command_args(args), want, "{args:?}");
-        }
+        check_table(cases, |args| parse_command_args(*args));
         for bad in ["keep:0", "keep:51", "keep:two go"] {
             let err = parse_command_args(bad).err().unwrap_or_default();
             assert!(err.contains("keep:N"), "{bad}: {err}");

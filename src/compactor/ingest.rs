@@ -480,6 +480,7 @@ pub fn iso_to_ms(text: &str) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_table::check_table;
     use serde_json::json;
 
     /// A small Pi session: header, a user turn with a decision, a read, an edit, a failing bash,
@@ -574,9 +575,7 @@ mod tests {
             ("2026-13-30T10:00:01Z", None),
             ("", None),
         ];
-        for (text, want) in cases {
-            assert_eq!(iso_to_ms(text), want, "{text}");
-        }
+        check_table(cases, |text| iso_to_ms(*text));
     }
 
     #[test]

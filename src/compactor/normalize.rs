@@ -385,6 +385,7 @@ mod tests {
 
     use super::*;
     use crate::compactor::entries::parse_entry;
+    use crate::test_table::check_table;
 
     fn entries(lines: &[serde_json::Value]) -> Vec<SessionEntry> {
         lines.iter().filter_map(parse_entry).collect()
@@ -535,9 +536,7 @@ mod tests {
             ("", ""),
             ("one\n\ntwo", "one two"),
         ];
-        for (input, expected) in cases {
-            assert_eq!(sanitize(input), expected, "{input:?}");
-        }
+        check_table(cases, |input| sanitize(*input));
         assert_eq!(clip_chars("héllo", 2), "hé");
         assert_eq!(clip_chars("hi", 5), "hi");
         assert_eq!(clip_sentence("short", 10), "short");

@@ -1029,6 +1029,7 @@ fn conflict_message(keys: &[Key], other: &[Key]) -> String {
 // A panic is how a test reports failure; the workspace denies unwrap for non-test code.
 mod tests {
     use super::*;
+    use crate::test_table::check_table;
     use crate::views::test_keys::{assert_each_reports_one_error, press, with_user};
 
     fn release(text: &str) -> KeyEvent {
@@ -1352,9 +1353,7 @@ mod tests {
                 KeymapResult::NotFound(vec![press("shift+down")]),
             ),
         ];
-        for (key, want) in cases {
-            assert_eq!(keymap.feed(&press(key)), want, "{key}");
-        }
+        check_table(cases, |key| keymap.feed(&press(*key)));
         assert_eq!(keymap.keys_for(Action::Dock), ["F1"]);
         // The user's key comes first, so hints show it.
         assert_eq!(keymap.keys_for(Action::Help), ["F2", "Alt+?"]);

@@ -563,6 +563,7 @@ fn quoted_list<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
 // A panic is how a test reports failure; the workspace denies unwrap for non-test code.
 mod tests {
     use super::*;
+    use crate::test_table::check_table;
 
     fn with_user(toml: &str, no_color: bool) -> (Theme, Vec<String>) {
         let (theme, errors) =
@@ -681,9 +682,7 @@ mod tests {
             ("Red", None),
             ("", None),
         ];
-        for (text, want) in cases {
-            assert_eq!(plain_colour(text), want, "{text:?}");
-        }
+        check_table(cases, |text| plain_colour(*text));
     }
 
     #[test]

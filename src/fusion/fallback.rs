@@ -115,6 +115,7 @@ impl FallbackState {
 #[allow(clippy::unwrap_used)] // test code: a failed step should panic
 mod tests {
     use super::*;
+    use crate::test_table::check_table;
 
     #[test]
     fn rate_limit_table() {
@@ -132,9 +133,7 @@ mod tests {
             ("overloaded_error", false),
             ("", false),
         ];
-        for (message, want) in cases {
-            assert_eq!(is_rate_limit(message), want, "{message:?}");
-        }
+        check_table(cases, |message| is_rate_limit(*message));
     }
 
     #[test]

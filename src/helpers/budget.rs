@@ -283,6 +283,7 @@ fn join_limits(limits: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_table::check_table;
 
     fn totals(turns: u32, tool_uses: u32, tokens: u64, cost: f64) -> Totals {
         Totals {
@@ -501,9 +502,7 @@ mod tests {
                 )),
             ),
         ];
-        for (budget, want) in cases {
-            assert_eq!(budget_prompt(&budget), want, "{budget:?}");
-        }
+        check_table(cases, |budget| budget_prompt(budget));
         assert!(Budget::default().is_unlimited());
         assert!(!Budget::turns(3).is_unlimited());
         assert_eq!(Budget::default().grace_turns, 2);

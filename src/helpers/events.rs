@@ -679,6 +679,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::test_table::check_table;
 
     fn parse_all(bytes: &[u8]) -> Vec<PiEvent> {
         let mut parser = EventParser::new();
@@ -828,9 +829,7 @@ mod tests {
                 })),
             ),
         ];
-        for (text, want) in cases {
-            assert_eq!(parse_line(7, text), want, "{text}");
-        }
+        check_table(cases, |text| parse_line(7, *text));
     }
 
     #[test]
@@ -899,9 +898,7 @@ mod tests {
             (json!({"cost": 1.0}), None),
             (json!("lots"), None),
         ];
-        for (value, want) in cases {
-            assert_eq!(usage_from(&value), want, "{value}");
-        }
+        check_table(cases, |value| usage_from(value));
     }
 
     #[test]
@@ -925,9 +922,7 @@ mod tests {
             (Value::Null, String::new()),
             (json!({"command": long}), format!("{}…", "x".repeat(79))),
         ];
-        for (args, want) in cases {
-            assert_eq!(summarize_args(&args), want, "{args}");
-        }
+        check_table(cases, |args| summarize_args(args));
     }
 
     #[test]

@@ -1308,6 +1308,7 @@ mod tests {
     use super::*;
     use crate::helpers::agents::AgentCatalog;
     use crate::helpers::budget::Budget;
+    use crate::test_table::check_table;
 
     fn fixture(name: &str) -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -1926,9 +1927,7 @@ mod tests {
                 vec!["--fork", "/s/a.jsonl", "--session-dir", "/runs/h1/session"],
             ),
         ];
-        for (mode, want) in cases {
-            assert_eq!(mode.pi_args(run_dir), want, "{mode:?}");
-        }
+        check_table(cases, |mode| mode.pi_args(run_dir));
         let spec = RunSpec::new(
             "pi",
             AgentCatalog::builtin().resolve("work").unwrap(),
@@ -1966,9 +1965,7 @@ mod tests {
             ("a\n\nb", "a b"),
             (&"x".repeat(80), &format!("{}…", "x".repeat(59))),
         ];
-        for (text, want) in cases {
-            assert_eq!(first_words(text), want, "{text}");
-        }
+        check_table(cases, |text| first_words(*text));
     }
 
     #[test]
@@ -1987,9 +1984,7 @@ mod tests {
             ),
             (&long, Some("x".repeat(500))),
         ];
-        for (stderr, want) in cases {
-            assert_eq!(error_lines(stderr), want, "{stderr:?}");
-        }
+        check_table(cases, |stderr| error_lines(*stderr));
     }
 
     #[test]

@@ -240,6 +240,7 @@ impl HelperService {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_table::check_table;
 
     #[test]
     fn status_table() {
@@ -261,8 +262,6 @@ mod tests {
             ),
             (json!(null), (None, None)),
         ];
-        for (data, want) in cases {
-            assert_eq!(read_status(&data), want, "{data}");
-        }
+        check_table(cases, |data| read_status(data));
     }
 }

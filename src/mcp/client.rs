@@ -806,6 +806,7 @@ impl ClientHandler for ClientEvents {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_table::check_table;
 
     #[test]
     fn stderr_tail_is_trimmed_to_its_last_characters() {
@@ -873,8 +874,6 @@ mod tests {
                 McpContent::Other(serde_json::json!({"type": "audio", "data": "x"})),
             ),
         ];
-        for (value, expected) in cases {
-            assert_eq!(content_of(value.clone()), expected, "{value}");
-        }
+        check_table(cases, |value| content_of(value.clone()));
     }
 }

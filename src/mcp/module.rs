@@ -860,6 +860,7 @@ mod tests {
 
     use super::*;
     use crate::mcp::manager::McpToolInfo;
+    use crate::test_table::check_table;
 
     fn make_server(name: &str, status: ServerStatus, tools: &[&str]) -> ServerSnapshot {
         ServerSnapshot {
@@ -925,9 +926,7 @@ mod tests {
                 json!({"type": "object", "properties": {}}),
             ),
         ];
-        for (input, want) in cases {
-            assert_eq!(object_schema(&input), want, "{input}");
-        }
+        check_table(cases, |input| object_schema(input));
     }
 
     #[test]

@@ -213,6 +213,7 @@ pub(crate) fn write_json_atomic(path: &Path, value: &Value) -> anyhow::Result<()
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_table::check_table;
 
     fn read_json(path: &Path) -> anyhow::Result<Value> {
         let text = std::fs::read_to_string(path).with_context(|| path.display().to_string())?;
@@ -344,8 +345,6 @@ mod tests {
             ("https://127.0.0.1/v1", false),
             ("127.0.0.1:1", false),
         ];
-        for (url, expected) in cases {
-            assert_eq!(is_loopback_url(url), expected, "{url}");
-        }
+        check_table(cases, |url| is_loopback_url(*url));
     }
 }

@@ -628,6 +628,7 @@ fn line_of(text: &str, offset: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_table::check_table;
 
     #[test]
     fn tool_call_arguments_take_capture_groups() {
@@ -1022,8 +1023,6 @@ reply = "on any model"
                 "out",
             ),
         ];
-        for (message, expected) in cases {
-            assert_eq!(message_text(&message), expected, "{message}");
-        }
+        check_table(cases, |message| message_text(message));
     }
 }

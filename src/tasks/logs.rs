@@ -112,6 +112,7 @@ pub fn last_lines_of(text: &str, count: usize) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_table::check_table;
 
     fn file_with(text: &str) -> (tempfile::TempDir, std::path::PathBuf) {
         let dir = tempfile::tempdir().unwrap();
@@ -147,9 +148,7 @@ mod tests {
             (Some(10.7), 10),
             (Some(1e12), MAX_LOG_BYTES),
         ];
-        for (value, want) in cases {
-            assert_eq!(normalize_max_bytes(value), want, "{value:?}");
-        }
+        check_table(cases, |value| normalize_max_bytes(*value));
     }
 
     #[test]

@@ -39,6 +39,7 @@ mod tests {
 
     use super::*;
     use crate::config::keymap::Keymap;
+    use crate::test_table::check_table;
     use crate::views::test_keys::key;
     use crate::views::{View, ViewAction};
 
@@ -79,9 +80,7 @@ mod tests {
             (KeyCode::F(1), ViewAction::Unhandled),
             (KeyCode::Down, ViewAction::Consumed),
         ];
-        for (code, want) in cases {
-            assert_eq!(view.handle_key(&key(code)), want, "{code:?}");
-        }
+        check_table(cases, |code| view.handle_key(&key(*code)));
     }
 
     #[test]

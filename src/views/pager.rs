@@ -193,6 +193,7 @@ mod tests {
     use crossterm::event::{KeyCode, KeyModifiers};
 
     use super::*;
+    use crate::test_table::check_table;
     use crate::views::test_keys::{key, user_keymap};
 
     #[test]
@@ -214,9 +215,7 @@ mod tests {
             (KeyCode::Char('x'), PagerStep::Unbound),
             (KeyCode::F(1), PagerStep::Unbound),
         ];
-        for (code, want) in cases {
-            assert_eq!(pager.step(&key(code), 10), want, "{code:?}");
-        }
+        check_table(cases, |code| pager.step(&key(*code), 10));
         let shifted_g = KeyEvent::new(KeyCode::Char('G'), KeyModifiers::NONE);
         assert_eq!(pager.step(&shifted_g, 10), PagerStep::Scroll(isize::MAX));
         assert_eq!(pager.close_key(), "Esc");

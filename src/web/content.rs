@@ -123,6 +123,7 @@ fn human_bytes(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_table::check_table;
 
     #[test]
     fn content_types_are_split_and_classified() {
@@ -147,9 +148,7 @@ mod tests {
             ("font/woff2", Some(BodyKind::Binary)),
             ("", None),
         ];
-        for (mime, want) in cases {
-            assert_eq!(classify(mime), want, "{mime}");
-        }
+        check_table(cases, |mime| classify(*mime));
     }
 
     #[test]

@@ -313,6 +313,7 @@ fn non_empty(text: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_table::check_table;
 
     fn url(text: &str) -> Url {
         Url::parse(text).unwrap()
@@ -334,9 +335,7 @@ mod tests {
             ("", None),
             ("0; url=", None),
         ];
-        for (content, want) in cases {
-            assert_eq!(refresh_target(content), want, "{content:?}");
-        }
+        check_table(cases, |content| refresh_target(*content));
     }
 
     #[test]

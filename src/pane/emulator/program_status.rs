@@ -117,6 +117,7 @@ fn decode_message(value: &str) -> Result<String, ProgramStatusError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_table::check_table;
 
     fn report(
         state: ProgramState,
@@ -184,8 +185,6 @@ mod tests {
             ("state=idle:msg=//79", Err(BadMessage)), // valid base64, not UTF-8
             ("state", Err(BadPair("state".into()))),
         ];
-        for (body, expected) in cases {
-            assert_eq!(parse(body), expected, "{body:?}");
-        }
+        check_table(cases, |body| parse(*body));
     }
 }
