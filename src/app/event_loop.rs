@@ -247,10 +247,10 @@ async fn drive(
                 }
                 session.run(app.update(event));
             }
-            Some(event) = next_bridge_event(&mut bridge_rx) => {
+            Some(event) = next_or_pending(&mut bridge_rx, async |rx| rx.recv().await) => {
                 session.run(app.update(AppEvent::Bridge(event)));
             }
-            Some(request) = next_ui_request(&mut ui_rx) => {
+            Some(request) = next_or_pending(&mut ui_rx, async |rx| rx.recv().await) => {
                 session.run(app.update(AppEvent::Ui(request)));
                 if let Some(new) = app.take_reattached() {
                     reattach(&mut terminal, &new, &mut cursor_style);
@@ -390,29 +390,15 @@ fn reattach(
     );
 }
 
-/// The next bridge event; pending forever when there is no bridge (or it closed).
-async fn next_bridge_event(
-    rx: &mut Option<mpsc::Receiver<crate::bridge::BridgeEvent>>,
-) -> Option<crate::bridge::BridgeEvent> {
+/// The next message `recv` takes from `rx` (the bridge's events, the capabilities' requests for
+/// the screen); pending forever when there is no channel, or once it closed (then dropped).
+async fn next_or_pending<R, T>(
+    rx: &mut Option<R>,
+    recv: impl AsyncFnOnce(&mut R) -> Option<T>,
+) -> Option<T> {
     match rx {
-        Some(receiver) => match receiver.recv().await {
-            Some(event) => Some(event),
-            None => {
-                *rx = None;
-                std::future::pending().await
-            }
-        },
-        None => std::future::pending().await,
-    }
-}
-
-/// The next request for the screen; pending forever when there is none (or it closed).
-async fn next_ui_request(
-    rx: &mut Option<crate::capability::UiReceiver>,
-) -> Option<crate::capability::UiRequest> {
-    match rx {
-        Some(receiver) => match receiver.recv().await {
-            Some(request) => Some(request),
+        Some(receiver) => match recv(receiver).await {
+            Some(message) => Some(message),
             None => {
                 *rx = None;
                 std::future::pending().await
