@@ -1,7 +1,8 @@
-//! The check every table test of a function makes: each input gives its expected output. Kept
-//! once so every such table fails the same way, naming the case that broke.
+//! The checks every table test of a function makes: each input gives its expected output, or
+//! each bad input an error that says what is wrong. Kept once so every such table fails the same
+//! way, naming the case that broke.
 
-use std::fmt::Debug;
+use std::fmt::{Debug, Display};
 
 /// Asserts `f(input) == want` for each `(input, want)` of `cases`, in order; a failure names the
 /// input.
@@ -12,5 +13,18 @@ pub fn check_table<I: Debug, W: Debug, O: PartialEq<W> + Debug>(
 ) {
     for (input, want) in cases {
         assert_eq!(f(&input), want, "{input:?}");
+    }
+}
+
+/// Asserts that `f(input)` fails, with an error containing `want`, for each `(input, want)` of
+/// `cases`, in order; a failure names the input and shows the error.
+#[track_caller]
+pub fn check_errors<I: Debug, T: Debug, E: Display>(
+    cases: impl IntoIterator<Item = (I, &'static str)>,
+    mut f: impl FnMut(&I) -> Result<T, E>,
+) {
+    for (input, want) in cases {
+        let err = f(&input).unwrap_err().to_string();
+        assert!(err.contains(want), "{input:?}: {err}");
     }
 }

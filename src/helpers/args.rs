@@ -545,6 +545,7 @@ fn default_description(prompt: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_table::check_errors;
     use serde_json::json;
 
     fn single(args: Value) -> SpawnArgs {
@@ -700,10 +701,7 @@ mod tests {
                 "thinking must be",
             ),
         ];
-        for (args, needle) in errors {
-            let err = parse_request(&args).unwrap_err();
-            assert!(err.contains(needle), "{args}: {err}");
-        }
+        check_errors(errors, |args| parse_request(args));
     }
 
     #[test]
@@ -782,10 +780,7 @@ mod tests {
                 "step 1: type is required",
             ),
         ];
-        for (args, needle) in errors {
-            let err = parse_request(&args).unwrap_err();
-            assert!(err.contains(needle), "{args}: {err}");
-        }
+        check_errors(errors, |args| parse_request(args));
         let too_many: Vec<Value> = (0..=MAX_WORKFLOW_STEPS)
             .map(|i| json!({"id": format!("s{i}"), "type": "explore", "prompt": "x"}))
             .collect();

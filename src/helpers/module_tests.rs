@@ -9,6 +9,7 @@ use super::*;
 use crate::bridge::{AgentId, AgentNotice, CancelHandle, CancelToken, ChannelSink, UpdateSender};
 use crate::helpers::agents::{AgentCatalog, AgentError};
 use crate::helpers::runner::RunStatus;
+use crate::test_table::check_errors;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -267,10 +268,7 @@ fn spawn_args_table() {
             "async must be true or false",
         ),
     ];
-    for (value, want) in bad {
-        let err = parse_spawn_args(&value).unwrap_err();
-        assert!(err.contains(want), "{value}: {err}");
-    }
+    check_errors(bad, |value| parse_spawn_args(value));
 }
 
 #[test]
