@@ -43,7 +43,7 @@ mod tests {
             ("plain", "plain"),
             ("\"'x'\"", "'x'"),
         ];
-        check_table(cases, |text| unquote(*text));
+        check_table(cases, |text| unquote(text));
     }
 
     #[test]

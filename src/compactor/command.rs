@@ -172,7 +172,7 @@ mod tests {
             ("fix the bug", ok(None, Some("fix the bug"))),
             ("  keep:50 ", ok(Some(50), None)),
         ];
-        check_table(cases, |args| parse_command_args(*args));
+        check_table(cases, |args| parse_command_args(args));
         for bad in ["keep:0", "keep:51", "keep:two go"] {
             let err = parse_command_args(bad).err().unwrap_or_default();
             assert!(err.contains("keep:N"), "{bad}: {err}");

@@ -575,7 +575,7 @@ mod tests {
             ("2026-13-30T10:00:01Z", None),
             ("", None),
         ];
-        check_table(cases, |text| iso_to_ms(*text));
+        check_table(cases, |text| iso_to_ms(text));
     }
 
     #[test]

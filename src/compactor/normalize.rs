@@ -536,7 +536,7 @@ mod tests {
             ("", ""),
             ("one\n\ntwo", "one two"),
         ];
-        check_table(cases, |input| sanitize(*input));
+        check_table(cases, |input| sanitize(input));
         assert_eq!(clip_chars("héllo", 2), "hé");
         assert_eq!(clip_chars("hi", 5), "hi");
         assert_eq!(clip_sentence("short", 10), "short");

@@ -1140,7 +1140,7 @@ mod tests {
             ("f25", "unknown key \"f25\""),
             ("pagee", "expected a letter, digit or symbol"),
         ];
-        check_errors(cases, |text| Key::parse(*text));
+        check_errors(cases, |text| Key::parse(text));
         assert!(
             parse_sequence("   ")
                 .unwrap_err()
@@ -1350,7 +1350,7 @@ mod tests {
                 KeymapResult::NotFound(vec![press("shift+down")]),
             ),
         ];
-        check_table(cases, |key| keymap.feed(&press(*key)));
+        check_table(cases, |key| keymap.feed(&press(key)));
         assert_eq!(keymap.keys_for(Action::Dock), ["F1"]);
         // The user's key comes first, so hints show it.
         assert_eq!(keymap.keys_for(Action::Help), ["F2", "Alt+?"]);

@@ -682,7 +682,7 @@ mod tests {
             ("Red", None),
             ("", None),
         ];
-        check_table(cases, |text| plain_colour(*text));
+        check_table(cases, |text| plain_colour(text));
     }
 
     #[test]

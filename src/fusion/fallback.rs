@@ -133,7 +133,7 @@ mod tests {
             ("overloaded_error", false),
             ("", false),
         ];
-        check_table(cases, |message| is_rate_limit(*message));
+        check_table(cases, |message| is_rate_limit(message));
     }
 
     #[test]

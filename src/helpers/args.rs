@@ -701,7 +701,7 @@ mod tests {
                 "thinking must be",
             ),
         ];
-        check_errors(errors, |args| parse_request(args));
+        check_errors(errors, parse_request);
     }
 
     #[test]
@@ -780,7 +780,7 @@ mod tests {
                 "step 1: type is required",
             ),
         ];
-        check_errors(errors, |args| parse_request(args));
+        check_errors(errors, parse_request);
         let too_many: Vec<Value> = (0..=MAX_WORKFLOW_STEPS)
             .map(|i| json!({"id": format!("s{i}"), "type": "explore", "prompt": "x"}))
             .collect();

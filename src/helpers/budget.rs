@@ -502,7 +502,7 @@ mod tests {
                 )),
             ),
         ];
-        check_table(cases, |budget| budget_prompt(budget));
+        check_table(cases, budget_prompt);
         assert!(Budget::default().is_unlimited());
         assert!(!Budget::turns(3).is_unlimited());
         assert_eq!(Budget::default().grace_turns, 2);

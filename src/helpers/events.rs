@@ -829,7 +829,7 @@ mod tests {
                 })),
             ),
         ];
-        check_table(cases, |text| parse_line(7, *text));
+        check_table(cases, |text| parse_line(7, text));
     }
 
     #[test]
@@ -898,7 +898,7 @@ mod tests {
             (json!({"cost": 1.0}), None),
             (json!("lots"), None),
         ];
-        check_table(cases, |value| usage_from(value));
+        check_table(cases, usage_from);
     }
 
     #[test]
@@ -922,7 +922,7 @@ mod tests {
             (Value::Null, String::new()),
             (json!({"command": long}), format!("{}…", "x".repeat(79))),
         ];
-        check_table(cases, |args| summarize_args(args));
+        check_table(cases, summarize_args);
     }
 
     #[test]

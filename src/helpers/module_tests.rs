@@ -268,7 +268,7 @@ fn spawn_args_table() {
             "async must be true or false",
         ),
     ];
-    check_errors(bad, |value| parse_spawn_args(value));
+    check_errors(bad, parse_spawn_args);
 }
 
 #[test]

@@ -1965,7 +1965,7 @@ mod tests {
             ("a\n\nb", "a b"),
             (&"x".repeat(80), &format!("{}…", "x".repeat(59))),
         ];
-        check_table(cases, |text| first_words(*text));
+        check_table(cases, |text| first_words(text));
     }
 
     #[test]
@@ -1984,7 +1984,7 @@ mod tests {
             ),
             (&long, Some("x".repeat(500))),
         ];
-        check_table(cases, |stderr| error_lines(*stderr));
+        check_table(cases, |stderr| error_lines(stderr));
     }
 
     #[test]

@@ -262,6 +262,6 @@ mod tests {
             ),
             (json!(null), (None, None)),
         ];
-        check_table(cases, |data| read_status(data));
+        check_table(cases, read_status);
     }
 }

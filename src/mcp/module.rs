@@ -926,7 +926,7 @@ mod tests {
                 json!({"type": "object", "properties": {}}),
             ),
         ];
-        check_table(cases, |input| object_schema(input));
+        check_table(cases, object_schema);
     }
 
     #[test]

@@ -345,6 +345,6 @@ mod tests {
             ("https://127.0.0.1/v1", false),
             ("127.0.0.1:1", false),
         ];
-        check_table(cases, |url| is_loopback_url(*url));
+        check_table(cases, |url| is_loopback_url(url));
     }
 }

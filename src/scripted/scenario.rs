@@ -1023,6 +1023,6 @@ reply = "on any model"
                 "out",
             ),
         ];
-        check_table(cases, |message| message_text(message));
+        check_table(cases, message_text);
     }
 }

@@ -148,7 +148,7 @@ mod tests {
             ("font/woff2", Some(BodyKind::Binary)),
             ("", None),
         ];
-        check_table(cases, |mime| classify(*mime));
+        check_table(cases, |mime| classify(mime));
     }
 
     #[test]

@@ -335,7 +335,7 @@ mod tests {
             ("", None),
             ("0; url=", None),
         ];
-        check_table(cases, |content| refresh_target(*content));
+        check_table(cases, |content| refresh_target(content));
     }
 
     #[test]

@@ -185,6 +185,6 @@ mod tests {
             ("state=idle:msg=//79", Err(BadMessage)), // valid base64, not UTF-8
             ("state", Err(BadPair("state".into()))),
         ];
-        check_table(cases, |body| parse(*body));
+        check_table(cases, |body| parse(body));
     }
 }
