@@ -119,15 +119,24 @@ fn rig(preset_json: &str) -> Rig {
 /// A rig with big + small applied (not saved).
 async fn rig_with_a_pair() -> Rig {
     let rig = rig("{}");
-    rig.engine
-        .apply(
-            "default",
-            Preset::new(model("unipi-scripted/big"), model("unipi-scripted/small")),
-            false,
-        )
-        .await
-        .unwrap();
+    rig.apply_default("unipi-scripted/big", "unipi-scripted/small", false)
+        .await;
     rig
+}
+
+impl Rig {
+    /// Applies `primary` + `sidekick` as the preset `default` (recorded as the active preset when
+    /// `persist`); what the engine says it did.
+    async fn apply_default(&self, primary: &str, sidekick: &str, persist: bool) -> String {
+        self.engine
+            .apply(
+                "default",
+                Preset::new(model(primary), model(sidekick)),
+                persist,
+            )
+            .await
+            .unwrap()
+    }
 }
 
 fn model(text: &str) -> ModelRef {
@@ -192,14 +201,8 @@ async fn applying_sets_the_primary_starts_the_sidekick_saves_and_publishes_the_s
     let rig = rig("{}");
     let mut events = rig.bus.subscribe();
     let message = rig
-        .engine
-        .apply(
-            "default",
-            Preset::new(model("unipi-scripted/big"), model("unipi-scripted/small")),
-            true,
-        )
-        .await
-        .unwrap();
+        .apply_default("unipi-scripted/big", "unipi-scripted/small", true)
+        .await;
     assert!(
         message.contains("unipi-scripted/big is the primary"),
         "{message}"
@@ -224,14 +227,8 @@ async fn applying_sets_the_primary_starts_the_sidekick_saves_and_publishes_the_s
     assert_eq!(status["pool"]["size"], 2);
     // The previous sidekick stops when another pair is applied.
     let first = rig.engine.runtime().group().unwrap();
-    rig.engine
-        .apply(
-            "default",
-            Preset::new(model("unipi-scripted/small"), model("unipi-scripted/big")),
-            false,
-        )
-        .await
-        .unwrap();
+    rig.apply_default("unipi-scripted/small", "unipi-scripted/big", false)
+        .await;
     assert!(!first.alive(), "the previous sidekick runtime stopped");
     rig.engine.shutdown().await;
 }
