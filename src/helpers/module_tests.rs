@@ -79,6 +79,15 @@ async fn spawn(module: &HelpersModule, args: Value) -> ToolOutput {
     ask(module, call(SPAWN_TOOL, args)).await
 }
 
+/// Calls the spawn tool's `action` on the run `id` with `message` (resume, reply).
+async fn act(module: &HelpersModule, action: &str, id: &str, message: &str) -> ToolOutput {
+    spawn(
+        module,
+        json!({"action": action, "id": id, "message": message}),
+    )
+    .await
+}
+
 /// Calls the spawn tool as `agent`.
 async fn spawn_as(module: &HelpersModule, agent: &AgentId, args: Value) -> ToolOutput {
     ask(module, call_as(agent, SPAWN_TOOL, args)).await
@@ -747,11 +756,7 @@ async fn management_actions() {
     assert_detail(&doctor, "status", "completed");
     assert_says(&doctor, "✓ Pi program");
     // Resume continues the run's stored session.
-    let resumed = spawn(
-        &module,
-        json!({"action": "resume", "id": id, "message": "and then?"}),
-    )
-    .await;
+    let resumed = act(&module, "resume", &id, "and then?").await;
     assert_detail(&resumed, "status", "completed");
     assert_starts(&resumed, "Done: and then?");
     let session = dir
@@ -837,20 +842,12 @@ async fn a_helper_asks_its_supervisor_and_only_the_parent_answers() {
     )
     .await;
     assert_says(&stranger, "only the agent that spawned");
-    let reply = spawn(
-        &module,
-        json!({"action": "reply", "id": id, "message": "use B"}),
-    )
-    .await;
+    let reply = act(&module, "reply", &id, "use B").await;
     assert_detail(&reply, "status", "completed");
     let answered = asking.await.unwrap().unwrap();
     assert_eq!(text(&answered), "Your supervisor answered:\nuse B");
     // No open question any more.
-    let late = spawn(
-        &module,
-        json!({"action": "reply", "id": id, "message": "again"}),
-    )
-    .await;
+    let late = act(&module, "reply", &id, "again").await;
     assert_says(&late, "no open question");
     // A status note does not wait and does not start a turn.
     let note = supervise(
@@ -1025,11 +1022,7 @@ async fn get_and_resume_of_an_earlier_sessions_unfinished_run_say_plainly_why_no
         std::fs::write(run.join(STATUS_FILE), status.to_string()).unwrap();
         let got = spawn(&module, json!({"action": "get", "id": id})).await;
         assert!(text(&got).contains(get), "{id}: {}", text(&got));
-        let resumed = spawn(
-            &module,
-            json!({"action": "resume", "id": id, "message": "go on"}),
-        )
-        .await;
+        let resumed = act(&module, "resume", id, "go on").await;
         assert!(text(&resumed).contains(resume), "{id}: {}", text(&resumed));
     }
 }
