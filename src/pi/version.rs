@@ -19,6 +19,9 @@ use serde::{Deserialize, Serialize};
 
 /// How long `pi --version` may take before the version is left unknown.
 const ASK_TIMEOUT: Duration = Duration::from_secs(20);
+/// How much of `program --version`'s output is read: a version is one line; a program that
+/// prints more (one that ignores its arguments and streams) is stopped, not read to its end.
+const ASK_OUTPUT_LIMIT: u64 = 64 * 1024;
 /// The cache file of versions asked from programs, in the cache directory.
 const CACHE_FILE: &str = "pi-versions.json";
 
@@ -121,10 +124,20 @@ fn ask(program: &Path, env: &[(OsString, OsString)]) -> Option<String> {
     let pgid = group.pgid();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
+        use std::io::Read as _;
+        let mut child = child;
+        let mut stdout = Vec::new();
+        let read = match child.stdout.take() {
+            Some(out) => out.take(ASK_OUTPUT_LIMIT).read_to_end(&mut stdout),
+            None => Ok(0),
+        };
+        if read.is_ok_and(|n| n as u64 >= ASK_OUTPUT_LIMIT) {
+            let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+        }
+        let _ = tx.send(child.wait().map(|_| stdout));
     });
-    let output = match rx.recv_timeout(ASK_TIMEOUT) {
-        Ok(output) => output.ok()?,
+    let stdout = match rx.recv_timeout(ASK_TIMEOUT) {
+        Ok(stdout) => stdout.ok()?,
         Err(_) => {
             tracing::warn!(
                 "{} --version did not answer within {ASK_TIMEOUT:?}",
@@ -134,7 +147,7 @@ fn ask(program: &Path, env: &[(OsString, OsString)]) -> Option<String> {
             return None;
         }
     };
-    parse_version(&String::from_utf8_lossy(&output.stdout))
+    parse_version(&String::from_utf8_lossy(&stdout))
 }
 
 /// The first word shaped like `1.6.0` or `v0.73.1` in `text`.
@@ -215,6 +228,18 @@ mod tests {
             Some("1.10.0")
         );
         assert_eq!(runs(&count), 2);
+    }
+
+    /// A program that ignores `--version` and streams: its version word is read from the
+    /// first bytes and the program is stopped, not read to its end (or until the timeout).
+    #[test]
+    fn a_program_that_streams_is_read_only_at_its_start_and_stopped() {
+        use std::os::unix::fs::PermissionsExt;
+        let temp = tempfile::tempdir().unwrap();
+        let script = temp.path().join("pi");
+        std::fs::write(&script, "#!/bin/sh\necho 9.8.7\nexec yes streaming\n").unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(ask(&script, &[]).as_deref(), Some("9.8.7"));
     }
 
     #[test]
