@@ -226,10 +226,13 @@ impl Bench {
         })
     }
 
-    /// Writes an executable `sh` script for the workbench's `--pi-bin`.
+    /// Writes an executable `sh` script for the workbench's `--pi-bin`. Like Pi, it answers
+    /// `--version` (the workbench asks a program with no Pi package beside it); otherwise the
+    /// workbench would wait for the body to end, or read its stream, before starting.
     fn script(&self, name: &str, body: &str) -> Result<PathBuf> {
         let path = self.dir.join(name);
-        std::fs::write(&path, format!("#!/bin/sh\n{body}\n"))
+        let answer = "if [ \"$1\" = --version ]; then echo 0.73.1; exit 0; fi";
+        std::fs::write(&path, format!("#!/bin/sh\n{answer}\n{body}\n"))
             .with_context(|| format!("failed to write {}", path.display()))?;
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
             .with_context(|| format!("failed to make {} executable", path.display()))?;

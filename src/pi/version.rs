@@ -57,7 +57,8 @@ pub fn package_version_near(program: &Path) -> Option<String> {
 struct Asked {
     size: u64,
     mtime_ns: i128,
-    version: String,
+    /// `None`: the program answers `--version` without a version (or does not end).
+    version: Option<String>,
 }
 
 /// What identifies a program's file for the cache.
@@ -83,10 +84,19 @@ fn asked_version(
         && entry.size == size
         && entry.mtime_ns == mtime_ns
     {
-        return Some(entry.version.clone());
+        return entry.version.clone();
     }
-    let version = ask(program, env)?;
-    tracing::info!("{} --version says {version}", program.display());
+    let version = match ask(program, env) {
+        Asking::Answered(version) => version,
+        Asking::NoAnswer => return None,
+    };
+    match &version {
+        Some(version) => tracing::info!("{} --version says {version}", program.display()),
+        None => tracing::warn!(
+            "{} --version printed no version; its version is unknown",
+            program.display()
+        ),
+    }
     if let Some(path) = cache_path {
         cache.insert(
             key,
@@ -105,49 +115,76 @@ fn asked_version(
             tracing::warn!("cannot cache Pi's version: {err:#}");
         }
     }
-    Some(version)
+    version
 }
 
 /// Runs `program --version` (stdin closed, in its own process group so a wrapper's children
-/// go with it on a timeout) and reads the first version-looking word it prints.
-fn ask(program: &Path, env: &[(OsString, OsString)]) -> Option<String> {
+/// go with it) and reads its output a line at a time until the first version-looking word.
+///
+/// The answer counts from the line that holds it: a program that prints its version and then
+/// lingers (a shim that keeps running, a wrapper that ignores its arguments and waits) is
+/// stopped then, not waited for. `Answered(None)` when the program ended, or printed the limit,
+/// without a version.
+fn ask(program: &Path, env: &[(OsString, OsString)]) -> Asking {
     use crate::sys::SpawnGrouped as _;
-    let (child, group) = Command::new(program)
+    let spawned = Command::new(program)
         .arg("--version")
         .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
-        .spawn_grouped()
-        .inspect_err(|err| tracing::warn!("cannot run {} --version: {err}", program.display()))
-        .ok()?;
-    let pgid = group.pgid();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        use std::io::Read as _;
-        let mut child = child;
-        let mut stdout = Vec::new();
-        let read = match child.stdout.take() {
-            Some(out) => out.take(ASK_OUTPUT_LIMIT).read_to_end(&mut stdout),
-            None => Ok(0),
-        };
-        if read.is_ok_and(|n| n as u64 >= ASK_OUTPUT_LIMIT) {
-            let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
-        }
-        let _ = tx.send(child.wait().map(|_| stdout));
-    });
-    let stdout = match rx.recv_timeout(ASK_TIMEOUT) {
-        Ok(stdout) => stdout.ok()?,
-        Err(_) => {
-            tracing::warn!(
-                "{} --version did not answer within {ASK_TIMEOUT:?}",
-                program.display()
-            );
-            let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
-            return None;
+        .spawn_grouped();
+    let (mut child, group) = match spawned {
+        Ok(spawned) => spawned,
+        Err(err) => {
+            tracing::warn!("cannot run {} --version: {err}", program.display());
+            return Asking::NoAnswer;
         }
     };
-    parse_version(&String::from_utf8_lossy(&stdout))
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take();
+    std::thread::spawn(move || {
+        use std::io::{BufRead as _, BufReader, Read as _};
+        let mut found = None;
+        if let Some(out) = stdout {
+            let mut lines = BufReader::new(out.take(ASK_OUTPUT_LIMIT));
+            let mut line = Vec::new();
+            while lines.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
+                found = parse_version(&String::from_utf8_lossy(&line));
+                if found.is_some() {
+                    break;
+                }
+                line.clear();
+            }
+        }
+        let _ = tx.send(found);
+    });
+    let asking = match rx.recv_timeout(ASK_TIMEOUT) {
+        Ok(found) => Asking::Answered(found),
+        Err(_) => {
+            tracing::warn!(
+                "{} --version printed no version within {ASK_TIMEOUT:?}; its version is unknown",
+                program.display()
+            );
+            Asking::NoAnswer
+        }
+    };
+    // The answer is in (or the output ended, hit the limit, or the time ran out): whatever still
+    // runs of the program goes. Only this thread reaps the child, so until then its id still
+    // names its group.
+    let _ = group.signal(nix::sys::signal::Signal::SIGKILL);
+    let _ = child.wait();
+    asking
+}
+
+/// What asking a program for its version came to.
+#[derive(Debug, PartialEq, Eq)]
+enum Asking {
+    /// The program answered, or showed it will not (it ended or printed the limit without a
+    /// version): kept in the cache either way.
+    Answered(Option<String>),
+    /// It could not be run, or printed no version in time: asked again at the next start.
+    NoAnswer,
 }
 
 /// The first word shaped like `1.6.0` or `v0.73.1` in `text`.
@@ -230,23 +267,63 @@ mod tests {
         assert_eq!(runs(&count), 2);
     }
 
+    fn script(dir: &Path, body: &str) -> std::path::PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let script = dir.join("pi");
+        std::fs::write(&script, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        script
+    }
+
     /// A program that ignores `--version` and streams: its version word is read from the
     /// first bytes and the program is stopped, not read to its end (or until the timeout).
     #[test]
     fn a_program_that_streams_is_read_only_at_its_start_and_stopped() {
-        use std::os::unix::fs::PermissionsExt;
         let temp = tempfile::tempdir().unwrap();
-        let script = temp.path().join("pi");
-        std::fs::write(&script, "#!/bin/sh\necho 9.8.7\nexec yes streaming\n").unwrap();
-        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-        assert_eq!(ask(&script, &[]).as_deref(), Some("9.8.7"));
+        let script = script(temp.path(), "echo 9.8.7\nexec yes streaming");
+        assert_eq!(ask(&script, &[]), Asking::Answered(Some("9.8.7".into())));
     }
 
+    /// A program that prints its version and then lingers (here until the test lets it go,
+    /// which it never does) is answered from that line and stopped: neither waited for to the
+    /// timeout (the old probe returned no version then) nor left running.
     #[test]
-    fn a_program_that_prints_no_version_has_none() {
+    fn a_program_that_lingers_after_its_version_is_answered_and_stopped() {
+        let temp = tempfile::tempdir().unwrap();
+        let (pid_file, go) = (temp.path().join("pid"), temp.path().join("go"));
+        let body = format!(
+            "echo $$ > '{pid}'\necho 2.0.1\nwhile [ ! -e '{go}' ]; do sleep 0.05; done",
+            pid = pid_file.display(),
+            go = go.display()
+        );
+        let script = script(temp.path(), &body);
+        assert_eq!(ask(&script, &[]), Asking::Answered(Some("2.0.1".into())));
+        // The pid was written before the version line, so it is there now.
+        let pid: u32 = std::fs::read_to_string(&pid_file)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let group = crate::sys::ProcessGroup::of_leader(pid).unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while group.alive() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the lingering program ({pid}) was left running"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// A program without a version is asked once: its answer is kept like a version.
+    #[test]
+    fn a_program_that_prints_no_version_has_none_and_is_asked_once() {
         let temp = tempfile::tempdir().unwrap();
         let count = temp.path().join("count");
         let script = wrapper(temp.path(), "unknown", &count);
-        assert_eq!(version_of(&script, &[], Some(temp.path())), None);
+        let cache = temp.path().join("cache");
+        assert_eq!(version_of(&script, &[], Some(&cache)), None);
+        assert_eq!(version_of(&script, &[], Some(&cache)), None);
+        assert_eq!(runs(&count), 1, "the kept answer was not used");
     }
 }
