@@ -15,6 +15,8 @@ pub mod detach;
 pub mod fusion;
 pub mod headless;
 pub mod helpers;
+#[cfg(test)]
+mod layering;
 pub mod mcp;
 pub mod notify;
 pub mod pane;

@@ -29,9 +29,8 @@ use unipi_tui::helpers::events::{EventParser, PiEvent, RunSummary};
 use unipi_tui::helpers::module::{
     HelperSettings, HelpersConfig, HelpersModule, PiLaunch, SPAWN_TOOL,
 };
-use unipi_tui::helpers::runner::{
-    HelperRunner, RetryKind, RunHandle, RunOutcome, RunSpec, RunStatus, SessionMode,
-};
+use unipi_tui::helpers::runner::{HelperRunner, RetryKind, RunHandle, RunOutcome, RunStatus};
+use unipi_tui::helpers::spec::{RunSpec, SessionMode};
 use unipi_tui::pi::offline::{OfflineAgent, PROVIDER_ID, write_agent_dir};
 use unipi_tui::scripted::{Scenario, ServerHandle, start};
 

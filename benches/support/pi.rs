@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use tempfile::TempDir;
 use unipi_tui::helpers::agents::AgentCatalog;
-use unipi_tui::helpers::runner::RunSpec;
+use unipi_tui::helpers::spec::RunSpec;
 use unipi_tui::pi::offline::{OfflineAgent, write_agent_dir};
 use unipi_tui::scripted::{Scenario, ServerHandle, start};
 

@@ -33,12 +33,12 @@ pub mod view;
 
 pub use capability::REGISTRATION;
 
-/// The folder's layering: its files import each other in one direction only, and no file holds
-/// fields another file changes (`pub(super)` fields). Read from the sources, so a new file is
-/// covered the day it is added.
+/// No file of the folder holds fields another file changes (`pub(super)` fields). Read from the
+/// sources, so a new file is covered the day it is added. (That its files import each other in
+/// one direction only is checked for every folder, in `crate::layering`.)
 #[cfg(test)]
 mod layering {
-    use std::collections::{BTreeMap, BTreeSet};
+    use std::collections::BTreeMap;
     use std::path::Path;
 
     /// Each file's code before its tests, by file stem.
@@ -65,87 +65,6 @@ mod layering {
             sources.insert(stem, code.to_owned());
         }
         sources
-    }
-
-    /// The siblings a file's code names (`super::x`, `crate::compactor::x`), comments aside.
-    fn siblings_named(code: &str, files: &BTreeMap<String, String>) -> BTreeSet<String> {
-        let mut named = BTreeSet::new();
-        for line in code
-            .lines()
-            .filter(|line| !line.trim_start().starts_with("//"))
-        {
-            for prefix in ["super::", "crate::compactor::"] {
-                for (at, _) in line.match_indices(prefix) {
-                    let rest = &line[at + prefix.len()..];
-                    assert!(
-                        !rest.starts_with('{'),
-                        "`{prefix}{{..}}` groups are not read here; name one sibling per `use`: {line}"
-                    );
-                    let name: String = rest
-                        .chars()
-                        .take_while(|c| c.is_alphanumeric() || *c == '_')
-                        .collect();
-                    if files.contains_key(&name) {
-                        named.insert(name);
-                    }
-                }
-            }
-        }
-        named
-    }
-
-    /// A circle of files importing each other (its first file again at the end), if any.
-    fn find_cycle(imports: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
-        fn visit(
-            file: &str,
-            imports: &BTreeMap<String, BTreeSet<String>>,
-            stack: &mut Vec<String>,
-            finished: &mut BTreeSet<String>,
-        ) -> Option<Vec<String>> {
-            if let Some(at) = stack.iter().position(|on| on == file) {
-                let mut cycle = stack[at..].to_vec();
-                cycle.push(file.to_owned());
-                return Some(cycle);
-            }
-            if finished.contains(file) {
-                return None;
-            }
-            stack.push(file.to_owned());
-            for next in imports.get(file).into_iter().flatten() {
-                if let Some(cycle) = visit(next, imports, stack, finished) {
-                    return Some(cycle);
-                }
-            }
-            stack.pop();
-            finished.insert(file.to_owned());
-            None
-        }
-        let mut finished = BTreeSet::new();
-        imports
-            .keys()
-            .find_map(|file| visit(file, imports, &mut Vec::new(), &mut finished))
-    }
-
-    #[test]
-    fn files_import_each_other_in_one_direction_only() {
-        let files = sources();
-        assert!(
-            files.contains_key("pipeline") && files.contains_key("cut"),
-            "{files:?}"
-        );
-        let imports: BTreeMap<String, BTreeSet<String>> = files
-            .iter()
-            .map(|(file, code)| (file.clone(), siblings_named(code, &files)))
-            .collect();
-        assert!(
-            imports["pipeline"].contains("cut"),
-            "the scan reads imports: {imports:?}"
-        );
-        assert_eq!(
-            find_cycle(&imports),
-            None,
-            "files importing each other in a circle"
-        );
     }
 
     #[test]

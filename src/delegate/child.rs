@@ -28,7 +28,8 @@ use super::artifacts::{
 use super::canonical::sha256_hex;
 use super::errors::DelegateErrorCode;
 use crate::helpers::agents::{AgentCatalog, AgentType};
-use crate::helpers::runner::{HelperRunner, RunSpec, RunStatus};
+use crate::helpers::runner::{HelperRunner, RunStatus};
+use crate::helpers::spec::RunSpec;
 use crate::sys::write_new_atomic;
 
 /// The hidden subcommand.

@@ -11,10 +11,11 @@
 use serde_json::{Value, json};
 
 use super::args::{Action, ContextMode, OutputLimit, SpawnArgs};
+use super::budget::BudgetArgs;
 use super::preflight::check_caps;
 use super::results::{error_output, refusal_output, spend, usage_json};
 use super::runs::Caller;
-use super::service::{BudgetArgs, HelperService, Launch, SessionStart};
+use super::service::{HelperService, Launch, SessionStart};
 use crate::bridge::{ToolCall, ToolOutput};
 
 /// What `action: "guide"` answers.
@@ -478,7 +479,7 @@ impl HelperService {
                 .settings()
                 .runs_root
                 .join(id)
-                .join(super::runner::SESSION_DIR);
+                .join(super::spec::SESSION_DIR);
             std::fs::read_dir(dir)
                 .ok()?
                 .flatten()

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::agents::AgentCatalog;
 use super::board::HelperBoard;
-use super::runner::DEFAULT_DEADLINE;
+use super::spec::DEFAULT_DEADLINE;
 use crate::config::ConfigError;
 use serde_json::{Map, Value};
 

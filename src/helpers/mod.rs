@@ -37,6 +37,7 @@ pub mod runner;
 mod runs;
 mod service;
 mod sidekick;
+pub mod spec;
 pub mod supervisor;
 pub mod warm;
 pub mod workflow;

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 use super::agents::AgentType;
-use super::service::BudgetArgs;
+use super::budget::BudgetArgs;
 use super::warm::Prewarmed;
 use crate::bridge::AgentId;
 use crate::sys::lock;
@@ -227,7 +227,7 @@ impl WarmPool {
 mod tests {
     use super::*;
     use crate::helpers::agents::AgentCatalog;
-    use crate::helpers::runner::RunSpec;
+    use crate::helpers::spec::RunSpec;
 
     fn template(model: &str) -> Template {
         let mut agent = AgentCatalog::builtin().resolve("explore").unwrap();

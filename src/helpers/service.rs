@@ -21,6 +21,7 @@ use super::args::{
     parse_request,
 };
 use super::board::{BoardRow, RowKind, RunControl};
+use super::budget::BudgetArgs;
 use super::config::{DEPTH_ENV, HelperSettings};
 use super::ledger::{RunEntry, RunLedger, SpawnPermit};
 use super::names::{
@@ -33,10 +34,11 @@ use super::results::{
     HelperResult, background_output, error_output, progress_update, refusal_output, truncate_output,
 };
 use super::runner::{
-    HelperRunner, OUTPUT_FILE, Progress, RunHandle, RunSpec, RunStatus, STATUS_FILE,
-    STOPPED_AT_EXIT, merge_status_file,
+    HelperRunner, OUTPUT_FILE, Progress, RunHandle, RunStatus, STATUS_FILE, STOPPED_AT_EXIT,
+    merge_status_file,
 };
 use super::runs::{Caller, ChildAgent, RunInfo};
+use super::spec::RunSpec;
 use crate::bridge::{
     AgentId, BridgeHost, CancelToken, ToolCall, ToolError, ToolOutput, UpdateSender,
 };
@@ -93,37 +95,6 @@ pub(super) struct Launch {
     pub(super) limit: OutputLimit,
     pub(super) budget: BudgetArgs,
     pub(super) permit: SpawnPermit,
-}
-
-/// The budgets a call asked for.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub(super) struct BudgetArgs {
-    pub(super) max_turns: Option<u32>,
-    pub(super) max_tool_uses: Option<u32>,
-    pub(super) max_tokens: Option<u64>,
-    pub(super) max_cost: Option<f64>,
-}
-
-impl BudgetArgs {
-    /// The runner's budget for these limits.
-    pub(super) fn budget(&self) -> super::budget::Budget {
-        super::budget::Budget {
-            max_turns: self.max_turns,
-            max_tool_uses: self.max_tool_uses,
-            max_tokens: self.max_tokens,
-            max_cost: self.max_cost,
-            ..super::budget::Budget::default()
-        }
-    }
-
-    pub(super) fn of(args: &SpawnArgs, agent: &AgentType) -> Self {
-        Self {
-            max_turns: args.max_turns.or(agent.max_turns),
-            max_tool_uses: args.max_tool_uses,
-            max_tokens: args.max_tokens,
-            max_cost: args.max_cost,
-        }
-    }
 }
 
 /// A started run: what the waiting side needs.
@@ -712,7 +683,7 @@ impl HelperService {
                 (entry.info().clone(), entry.watches().1)
             })
             .collect();
-        let limit = super::runner::KILL_GRACE + super::runner::STOP_SLACK + EXIT_WRITE_SLACK;
+        let limit = super::spec::KILL_GRACE + super::runner::STOP_SLACK + EXIT_WRITE_SLACK;
         let waits = live.iter().map(|(info, result)| {
             let mut result = result.clone();
             async move {
@@ -807,7 +778,7 @@ fn unfinished_on_disk(id: &str, status: &Value) -> ToolOutput {
 
 /// Where a launch's conversation starts (the budgets are the template's).
 fn apply_launch_extras(spec: &mut RunSpec, launch: &Launch) {
-    use super::runner::SessionMode;
+    use super::spec::SessionMode;
     match &launch.session {
         SessionStart::Fresh => {}
         SessionStart::Fork(file) => spec.session = SessionMode::Fork(file.clone()),

@@ -12,9 +12,10 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 
+use super::budget::BudgetArgs;
 use super::names::CHILD_AGENT_PREFIX;
 use super::pool::{PoolSettings, Template, WarmSlot};
-use super::service::{BudgetArgs, HelperService, Launch, SessionStart};
+use super::service::{HelperService, Launch, SessionStart};
 use super::warm::Prewarmed;
 use crate::bridge::{AgentId, BusEvent, EventBus, names};
 
@@ -203,7 +204,7 @@ impl HelperService {
         slot.process.discard().await;
         let run_dir = self.settings().runs_root.join(&slot.run_id);
         // Only what the spawn made: the directory and its empty session directory.
-        let _ = std::fs::remove_dir(run_dir.join(super::runner::SESSION_DIR));
+        let _ = std::fs::remove_dir(run_dir.join(super::spec::SESSION_DIR));
         let _ = std::fs::remove_dir(&run_dir);
     }
 

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 
-use super::runner::RunSpec;
+use super::spec::RunSpec;
 use crate::sys::{GroupGuard, ProcessGroup, Reach, SpawnGrouped as _, stop_group};
 
 /// How long a discarded warm process has between SIGTERM and SIGKILL.

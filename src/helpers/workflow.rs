@@ -17,11 +17,12 @@ use serde_json::{Value, json};
 use tokio::task::JoinSet;
 
 use super::args::{WorkflowScript, fill_template};
+use super::budget::BudgetArgs;
 use super::names::NOTIFICATION_TYPE;
 use super::preflight::{Refusal, preflight};
 use super::results::{HelperResult, escape_xml, refusal_output, truncate_output, usage_json};
 use super::runs::Caller;
-use super::service::{BudgetArgs, HelperService, Launch, SessionStart, Started};
+use super::service::{HelperService, Launch, SessionStart, Started};
 use crate::bridge::AgentNotice;
 use crate::bridge::{CancelHandle, CancelToken, Card, CardTint, ToolCall, ToolOutput};
 use crate::sys::now_ms;

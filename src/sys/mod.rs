@@ -10,6 +10,7 @@
 //! never half of either. Nothing here knows about Pi, the bridge or the UI.
 
 pub mod fs;
+pub mod group;
 pub mod private_dir;
 pub mod process;
 pub mod procfs;
@@ -21,9 +22,10 @@ pub(crate) mod tree;
 pub mod watchdog;
 
 pub use fs::{replace_if_unchanged, write_atomic, write_new_atomic};
+pub use group::{ProcessGroup, group_alive, kill_group_now};
 pub use process::{
-    CurrentGroup, GroupGuard, GroupStop, ProcessGroup, Reach, SpawnGrouped, StopOutcome,
-    group_alive, kill_group_now, stop_group, stop_reaching,
+    CurrentGroup, GroupGuard, GroupStop, Reach, SpawnGrouped, StopOutcome, stop_group,
+    stop_reaching,
 };
 pub use procfs::ProcessId;
 pub use random::random_u64;

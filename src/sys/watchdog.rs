@@ -31,7 +31,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use anyhow::Context as _;
 use nix::fcntl::{FcntlArg, OFlag, fcntl};
 
-use super::process::ProcessGroup;
+use super::group::ProcessGroup;
 use super::procfs::ProcessId;
 use super::random::random_u64;
 
