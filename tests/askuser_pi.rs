@@ -18,15 +18,14 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::demo::{OfflineModel, spawn_workbench};
+use support::demo::{OfflineModel, outer_40_rows, wait_for_idle_prompt};
 use support::ntfy::NtfyServer;
 use support::pi::PiLine;
 use support::procs::wait_until;
 use support::sandbox::Sandbox;
-use support::term::{OuterOptions, Session};
+use support::term::Session;
 use support::workbench::{KITTY_CTRL_D, exit_pi};
 
-const START: Duration = Duration::from_secs(90);
 const REPLY: Duration = Duration::from_secs(60);
 const EXIT: Duration = Duration::from_secs(30);
 const ENTER: &[u8] = b"\r";
@@ -55,10 +54,7 @@ fn start_with(pi_args: &[&str], setup: impl FnOnce(&Sandbox)) -> Workbench {
     let sandbox = Sandbox::new();
     setup(&sandbox);
     let ntfy = NtfyServer::start();
-    let model = OfflineModel::start(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/scenarios/ask.toml"),
-        &sandbox.home.join(".pi/agent"),
-    );
+    let model = OfflineModel::scenario("ask.toml", &sandbox);
     write_json(
         &sandbox.home.join(".unipi/config/notify/ntfy.json"),
         &json!({"enabled": true, "serverUrl": ntfy.url, "topic": "pi-e2e", "priority": 3}),
@@ -72,20 +68,8 @@ fn start_with(pi_args: &[&str], setup: impl FnOnce(&Sandbox)) -> Workbench {
             "events": {"agent_end": {"enabled": false, "platforms": []}},
         }),
     );
-    let outer = OuterOptions {
-        rows: 40,
-        cols: 120,
-        kitty: true,
-    };
-    let mut args = model.pi_args();
-    args.extend_from_slice(pi_args);
-    let session = spawn_workbench(PiLine::Current, &[], &args, &sandbox, &model.env(), outer);
-    session
-        .wait_for("Pi's prompt with the scripted model", START, |s| {
-            let text = s.contents();
-            text.contains("scripted-ask") && text.contains("○ idle")
-        })
-        .unwrap_or_else(|err| panic!("{err:#}\n{}", sandbox.log_tail(40)));
+    let session = model.spawn(PiLine::Current, &sandbox, pi_args, &[], outer_40_rows(120));
+    wait_for_idle_prompt(&session, &sandbox, "scripted-ask");
     Workbench {
         session,
         model,

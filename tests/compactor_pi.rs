@@ -23,24 +23,19 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use support::demo::{OfflineModel, spawn_workbench};
+use support::demo::{OfflineModel, START, outer_40_rows};
 use support::pi::PiLine;
 use support::sandbox::Sandbox;
-use support::term::{OuterOptions, Session};
+use support::term::Session;
 use support::workbench::{KITTY_CTRL_D, exit_pi, footer_row, slash};
 use unipi_tui::sessiondb::{SessionDb, default_db_dir, project_db_path};
 
-const START: Duration = Duration::from_secs(90);
 const REPLY: Duration = Duration::from_secs(60);
 
 struct Workbench {
     session: Session,
     model: OfflineModel,
     sandbox: Sandbox,
-}
-
-fn scenario() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/scenarios/compactor.toml")
 }
 
 /// Starts the workbench in a fresh sandbox, after `setup` prepared it.
@@ -63,16 +58,9 @@ fn start_in(sandbox: Sandbox, pi_args: &[&str]) -> Workbench {
 /// Starts the workbench in `sandbox` against a scripted model served from the test (Pi's agent
 /// directory in the sandbox's HOME), merging `settings` into Pi's `settings.json`.
 fn start_with_settings(sandbox: Sandbox, pi_args: &[&str], settings: &str) -> Workbench {
-    let model = OfflineModel::start(&scenario(), &sandbox.home.join(".pi/agent"));
+    let model = OfflineModel::scenario("compactor.toml", &sandbox);
     unipi_tui::demo::merge_pi_settings(&model.agent.dir.join("settings.json"), settings).unwrap();
-    let outer = OuterOptions {
-        rows: 40,
-        cols: 120,
-        kitty: true,
-    };
-    let mut args = model.pi_args();
-    args.extend_from_slice(pi_args);
-    let session = spawn_workbench(PiLine::Current, &[], &args, &sandbox, &model.env(), outer);
+    let session = model.spawn(PiLine::Current, &sandbox, pi_args, &[], outer_40_rows(120));
     Workbench {
         session,
         model,

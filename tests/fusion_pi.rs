@@ -19,15 +19,14 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde_json::Value;
-use support::demo::{OfflineModel, spawn_workbench};
+use support::demo::{OfflineModel, START, outer_40_rows};
 use support::pi::PiLine;
 use support::procs::{processes_with_env, wait_until};
 use support::sandbox::Sandbox;
-use support::term::{OuterOptions, Session};
+use support::term::Session;
 use support::workbench::{KITTY_CTRL_D, footer_row, settled, slash};
 use unipi_tui::scripted::message_text;
 
-const START: Duration = Duration::from_secs(90);
 const REPLY: Duration = Duration::from_secs(60);
 const EXIT: Duration = Duration::from_secs(30);
 const ENTER: &[u8] = b"\r";
@@ -54,25 +53,8 @@ fn start_with(
     sandbox: Sandbox,
     ready: impl Fn(&vt100::Screen) -> bool,
 ) -> Workbench {
-    let model = OfflineModel::start(
-        &Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/scenarios")
-            .join(scenario),
-        &sandbox.home.join(".pi/agent"),
-    );
-    let outer = OuterOptions {
-        rows: 40,
-        cols: 140,
-        kitty: true,
-    };
-    let session = spawn_workbench(
-        PiLine::Current,
-        &[],
-        &model.pi_args(),
-        &sandbox,
-        &model.env(),
-        outer,
-    );
+    let model = OfflineModel::scenario(scenario, &sandbox);
+    let session = model.spawn(PiLine::Current, &sandbox, &[], &[], outer_40_rows(140));
     session
         .wait_for("the workbench ready", START, ready)
         .unwrap_or_else(|err| panic!("{err:#}\n{}", sandbox.log_tail(40)));

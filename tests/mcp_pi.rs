@@ -22,14 +22,13 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::demo::{OfflineModel, spawn_workbench};
+use support::demo::{OfflineModel, START, outer_40_rows};
 use support::pi::{PiLine, mcp_bin};
 use support::procs::{cmdline, processes_with_env, wait_until};
 use support::sandbox::Sandbox;
-use support::term::{OuterOptions, Session};
+use support::term::Session;
 use support::workbench::{KITTY_CTRL_D, exit_pi, footer_row, slash};
 
-const START: Duration = Duration::from_secs(90);
 const REPLY: Duration = Duration::from_secs(60);
 const EXIT: Duration = Duration::from_secs(30);
 const ENTER: &[u8] = b"\r";
@@ -50,10 +49,7 @@ fn start_workbench() -> McpWorkbench {
     let home = &sandbox.home;
     let project = &sandbox.project;
     // Pi's agent directory is `~/.pi/agent`, so Pi would read the same `mcp.json`.
-    let model = OfflineModel::start(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/scenarios/mcp.toml"),
-        &home.join(".pi/agent"),
-    );
+    let model = OfflineModel::scenario("mcp.toml", &sandbox);
     let tag = format!("{}-{}", std::process::id(), home.display());
     let everything = mcp_bin("mcp-server-everything").display().to_string();
     let filesystem = mcp_bin("mcp-server-filesystem").display().to_string();
@@ -71,19 +67,7 @@ fn start_workbench() -> McpWorkbench {
         }}),
     );
 
-    let outer = OuterOptions {
-        rows: 40,
-        cols: 120,
-        kitty: true,
-    };
-    let session = spawn_workbench(
-        PiLine::Current,
-        &[],
-        &model.pi_args(),
-        &sandbox,
-        &model.env(),
-        outer,
-    );
+    let session = model.spawn(PiLine::Current, &sandbox, &[], &[], outer_40_rows(120));
     McpWorkbench {
         session,
         model,

@@ -20,14 +20,13 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::demo::{OfflineModel, spawn_workbench};
+use support::demo::{OfflineModel, START, wait_for_idle_prompt};
 use support::pi::PiLine;
 use support::procs::wait_until;
 use support::sandbox::Sandbox;
 use support::term::OuterOptions;
 use support::workbench::{KITTY_CTRL_D, exit_pi, slash};
 
-const START: Duration = Duration::from_secs(90);
 const REPLY: Duration = Duration::from_secs(60);
 const EXIT: Duration = Duration::from_secs(30);
 
@@ -185,32 +184,22 @@ fn write_json(path: &Path, value: &Value) {
 fn desktop_notifications_reach_a_real_daemon_and_wait_for_the_terminal_to_lose_focus() {
     let desktop = Desktop::start();
     let sandbox = Sandbox::new();
-    let model = OfflineModel::start(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/scenarios/ask.toml"),
-        &sandbox.home.join(".pi/agent"),
-    );
+    let model = OfflineModel::scenario("ask.toml", &sandbox);
     write_json(
         &sandbox.home.join(".unipi/config/notify/config.json"),
         &json!({"native": {"enabled": true}, "terminal": {"enabled": false},
                 "silenceAfterInputSeconds": 0,
                 "events": {"agent_end": {"enabled": false, "platforms": []}}}),
     );
-    let mut env = model.env();
-    env.push(("DBUS_SESSION_BUS_ADDRESS", desktop.bus.as_str()));
-    let mut session = spawn_workbench(
+    let bus = [("DBUS_SESSION_BUS_ADDRESS", desktop.bus.as_str())];
+    let mut session = model.spawn(
         PiLine::Current,
-        &[],
-        &model.pi_args(),
         &sandbox,
-        &env,
+        &[],
+        &bus,
         OuterOptions::default(),
     );
-    session
-        .wait_for("Pi's prompt with the scripted model", START, |s| {
-            let text = s.contents();
-            text.contains("scripted-ask") && text.contains("○ idle")
-        })
-        .unwrap_or_else(|err| panic!("{err:#}\n{}", sandbox.log_tail(40)));
+    wait_for_idle_prompt(&session, &sandbox, "scripted-ask");
 
     // The test command goes to the desktop whatever the focus.
     slash(&session, "/unipi:notify-test", REPLY);

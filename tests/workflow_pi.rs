@@ -24,18 +24,15 @@
 
 mod support;
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::demo::{OfflineModel, spawn_workbench};
+use support::demo::{OfflineModel, outer_40_rows, wait_for_idle_prompt};
 use support::pi::PiLine;
 use support::sandbox::Sandbox;
-use support::term::OuterOptions;
 use support::term::Session;
 use support::workbench::{KITTY_CTRL_D, exit_pi, settled, slash};
 
-const START: Duration = Duration::from_secs(90);
 const REPLY: Duration = Duration::from_secs(60);
 /// Kitty-protocol Alt+K (the workbench's board key).
 const KITTY_ALT_K: &[u8] = b"\x1b[107;3u";
@@ -72,24 +69,9 @@ impl Bench {
     fn start(line: PiLine, scenario: &str, prepare: impl FnOnce(&Sandbox)) -> Bench {
         let sandbox = Sandbox::new();
         prepare(&sandbox);
-        let model = OfflineModel::start(
-            &Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("tests/fixtures/scenarios")
-                .join(scenario),
-            &sandbox.home.join(".pi/agent"),
-        );
-        let outer = OuterOptions {
-            rows: 40,
-            cols: 120,
-            kitty: true,
-        };
-        let session = spawn_workbench(line, &[], &model.pi_args(), &sandbox, &model.env(), outer);
-        session
-            .wait_for("Pi's prompt with the scripted model", START, |s| {
-                let text = s.contents();
-                text.contains("scripted-workflow") && text.contains("○ idle")
-            })
-            .unwrap_or_else(|err| panic!("{err:#}\n{}", sandbox.log_tail(40)));
+        let model = OfflineModel::scenario(scenario, &sandbox);
+        let session = model.spawn(line, &sandbox, &[], &[], outer_40_rows(120));
+        wait_for_idle_prompt(&session, &sandbox, "scripted-workflow");
         Bench {
             session,
             model,

@@ -18,15 +18,14 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::demo::{OfflineModel, spawn_workbench};
+use support::demo::{OfflineModel, outer_40_rows, wait_for_idle_prompt};
 use support::pi::{PiLine, pi_install};
 use support::procs::{children, cwd, has_env, processes_with_env, wait_until};
 use support::sandbox::Sandbox;
-use support::term::{OuterOptions, Session};
+use support::term::Session;
 use support::workbench::{KITTY_CTRL_D, exit_pi};
 use unipi_tui::scripted::message_text;
 
-const START: Duration = Duration::from_secs(90);
 const REPLY: Duration = Duration::from_secs(60);
 
 /// What the project's `AGENTS.md` tells the model.
@@ -72,24 +71,9 @@ fn start(pi_args: &[&str], setup: impl FnOnce(&Sandbox, &str)) -> Workbench {
     std::fs::create_dir_all(project.join("tools")).unwrap();
     let tag = format!("{}-{}", std::process::id(), sandbox.home.display());
     setup(&sandbox, &tag);
-    let model = OfflineModel::start(
-        &fixture("scenarios/workspace.toml"),
-        &sandbox.home.join(".pi/agent"),
-    );
-    let mut args = model.pi_args();
-    args.extend_from_slice(pi_args);
-    let outer = OuterOptions {
-        rows: 40,
-        cols: 160,
-        kitty: true,
-    };
-    let session = spawn_workbench(PiLine::Current, &[], &args, &sandbox, &model.env(), outer);
-    session
-        .wait_for("Pi's prompt with the scripted model", START, |s| {
-            let text = s.contents();
-            text.contains("scripted-workspace") && text.contains("○ idle")
-        })
-        .unwrap_or_else(|err| panic!("{err:#}\n{}", sandbox.log_tail(40)));
+    let model = OfflineModel::scenario("workspace.toml", &sandbox);
+    let session = model.spawn(PiLine::Current, &sandbox, pi_args, &[], outer_40_rows(160));
+    wait_for_idle_prompt(&session, &sandbox, "scripted-workspace");
     Workbench {
         session,
         model,

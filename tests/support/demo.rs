@@ -6,6 +6,7 @@
 //! log.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use unipi_tui::pi::offline::{OfflineAgent, write_priced_agent_dir};
 use unipi_tui::scripted::{Scenario, ServerHandle};
@@ -13,6 +14,10 @@ use unipi_tui::scripted::{Scenario, ServerHandle};
 use super::pi::{PiLine, pi_install};
 use super::sandbox::Sandbox;
 use super::term::{OuterOptions, Session};
+
+/// How long the workbench with a real Pi may take to be ready (Node's start on a busy 2-core
+/// machine is most of it).
+pub const START: Duration = Duration::from_secs(90);
 
 /// Spawns `unipi-tui demo --scenario <scenario>` with `line`'s Pi in the sandbox, passing
 /// `pi_args` on to Pi and `extra_env` into the workbench's environment.
@@ -112,6 +117,32 @@ pub struct OfflineModel {
 }
 
 impl OfflineModel {
+    /// Serves `tests/fixtures/scenarios/<name>`, with Pi's agent directory in the sandbox's HOME
+    /// (`~/.pi/agent`), where a user's would be.
+    pub fn scenario(name: &str, sandbox: &Sandbox) -> OfflineModel {
+        let scenario = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/scenarios")
+            .join(name);
+        OfflineModel::start(&scenario, &sandbox.home.join(".pi/agent"))
+    }
+
+    /// The workbench with `line`'s Pi on this model in `sandbox`: Pi gets the model's arguments
+    /// and then `pi_args`; the workbench the model's environment and then `extra_env`.
+    pub fn spawn(
+        &self,
+        line: PiLine,
+        sandbox: &Sandbox,
+        pi_args: &[&str],
+        extra_env: &[(&str, &str)],
+        outer: OuterOptions,
+    ) -> Session {
+        let mut args = self.pi_args();
+        args.extend_from_slice(pi_args);
+        let mut env = self.env();
+        env.extend_from_slice(extra_env);
+        spawn_workbench(line, &[], &args, sandbox, &env, outer)
+    }
+
     /// Serves `scenario` and writes the agent directory `agent_dir` for it.
     pub fn start(scenario: &Path, agent_dir: &Path) -> OfflineModel {
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -145,4 +176,25 @@ impl OfflineModel {
     pub fn pi_args(&self) -> Vec<&str> {
         self.agent.pi_args.iter().map(String::as_str).collect()
     }
+}
+
+/// A kitty-keyboard outer terminal of 40 rows and `cols` columns, the size most end-to-end
+/// tests draw the workbench in.
+pub fn outer_40_rows(cols: u16) -> OuterOptions {
+    OuterOptions {
+        rows: 40,
+        cols,
+        kitty: true,
+    }
+}
+
+/// Waits until Pi shows its idle prompt with the scripted model `model` (`scripted-ask`, …),
+/// failing with the workbench log's tail.
+pub fn wait_for_idle_prompt(session: &Session, sandbox: &Sandbox, model: &str) {
+    session
+        .wait_for("Pi's prompt with the scripted model", START, |s| {
+            let text = s.contents();
+            text.contains(model) && text.contains("○ idle")
+        })
+        .unwrap_or_else(|err| panic!("{err:#}\n{}", sandbox.log_tail(40)));
 }
