@@ -72,6 +72,26 @@ pub enum BusEvent {
     },
 }
 
+impl BusEvent {
+    /// A module event under a Unipi name.
+    pub fn module(module: &str, name: &str, data: Value) -> Self {
+        Self::Module {
+            module: module.to_string(),
+            name: name.to_string(),
+            data,
+        }
+    }
+
+    /// A Pi event of the main agent.
+    #[cfg(test)]
+    pub fn main_pi(event: PiEvent) -> Self {
+        Self::Pi {
+            agent: AgentId::main(),
+            event: Arc::new(event),
+        }
+    }
+}
+
 /// The bus. Cheap to clone; all clones publish to the same subscribers.
 #[derive(Debug, Clone)]
 pub struct EventBus {
@@ -98,11 +118,7 @@ impl EventBus {
 
     /// Publishes a module event.
     pub fn emit(&self, module: &str, name: &str, data: Value) -> usize {
-        self.publish(BusEvent::Module {
-            module: module.to_string(),
-            name: name.to_string(),
-            data,
-        })
+        self.publish(BusEvent::module(module, name, data))
     }
 
     /// A receiver of every event published from now on.

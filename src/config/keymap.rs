@@ -612,7 +612,10 @@ pub fn keymap_from_sources(user: Option<(&Path, &str)>) -> (Keymap, Vec<ConfigEr
 /// A spec's default keys as entries (they are checked by a test, so an error here is a bug
 /// caught before release; it is still reported rather than dropped).
 fn spec_defaults(spec: &'static KeyTableSpec) -> Vec<Entry<'static, &'static str>> {
-    let path = Path::new("<built-in key table>");
+    let source = Source {
+        path: Path::new("<built-in key table>"),
+        text: "",
+    };
     spec.defaults
         .iter()
         .filter_map(|(key, action)| {
@@ -620,8 +623,7 @@ fn spec_defaults(spec: &'static KeyTableSpec) -> Vec<Entry<'static, &'static str
             Some(Entry {
                 keys,
                 action: Some(spec.action(action)?),
-                path,
-                text: "",
+                source,
                 offset: 0,
             })
         })
@@ -675,14 +677,13 @@ enum Node {
 struct Entry<'a, A> {
     keys: Vec<Key>,
     action: Option<A>,
-    path: &'a Path,
-    text: &'a str,
+    source: Source<'a>,
     offset: usize,
 }
 
 impl<A> Entry<'_, A> {
     fn error(&self, message: String) -> ConfigError {
-        ConfigError::at(self.path, self.text, self.offset, message)
+        self.source.error_at(self.offset, message)
     }
 }
 
@@ -831,28 +832,20 @@ fn parse_entries<'a>(path: &'a Path, text: &'a str, errors: &mut Vec<ConfigError
         }
     };
     let specs = crate::capability::key_tables();
+    let source = Source { path, text };
     for (section, value) in document.get_ref() {
         let name: &str = section.get_ref();
         let spec = specs.iter().find(|spec| spec.table == name);
         if name != "bindings" && spec.is_none() {
-            errors.push(ConfigError::at(
-                path,
-                text,
-                section.span().start,
-                format!("unknown table `{name}`: {}", expected_tables(&specs)),
-            ));
+            let message = format!("unknown table `{name}`: {}", expected_tables(&specs));
+            errors.push(source.error_at(section.span().start, message));
             continue;
         }
         let DeValue::Table(table) = value.get_ref() else {
-            errors.push(ConfigError::at(
-                path,
-                text,
-                value.span().start,
-                format!("`{name}` must be a table: {}", expected_tables(&specs)),
-            ));
+            let message = format!("`{name}` must be a table: {}", expected_tables(&specs));
+            errors.push(source.error_at(value.span().start, message));
             continue;
         };
-        let source = Source { path, text };
         match spec {
             Some(spec) => {
                 let mut parsed = parse_table(
@@ -888,10 +881,16 @@ struct Source<'a> {
     text: &'a str,
 }
 
+impl Source<'_> {
+    fn error_at(self, offset: usize, message: String) -> ConfigError {
+        ConfigError::at(self.path, self.text, offset, message)
+    }
+}
+
 /// Read the `"keys" = "action"` lines of one table; `from_name` resolves the action names this
 /// table knows, `names` lists them for the error.
 fn parse_table<'a, A>(
-    Source { path, text }: Source<'a>,
+    source: Source<'a>,
     table: &DeTable<'_>,
     from_name: impl Fn(&str) -> Option<A>,
     names: impl Fn() -> String,
@@ -903,7 +902,7 @@ fn parse_table<'a, A>(
         let parsed_keys = match parse_sequence(keys.get_ref()) {
             Ok(parsed) => parsed,
             Err(message) => {
-                errors.push(ConfigError::at(path, text, offset, message));
+                errors.push(source.error_at(offset, message));
                 continue;
             }
         };
@@ -912,33 +911,24 @@ fn parse_table<'a, A>(
             DeValue::String(name) => match from_name(name) {
                 Some(action) => Some(action),
                 None => {
-                    errors.push(ConfigError::at(
-                        path,
-                        text,
-                        action.span().start,
-                        format!("unknown action {:?}; expected {}", name, names()),
-                    ));
+                    let message = format!("unknown action {:?}; expected {}", name, names());
+                    errors.push(source.error_at(action.span().start, message));
                     continue;
                 }
             },
             other => {
-                errors.push(ConfigError::at(
-                    path,
-                    text,
-                    action.span().start,
-                    format!(
-                        "expected an action name in quotes, found a {}",
-                        other.type_str()
-                    ),
-                ));
+                let message = format!(
+                    "expected an action name in quotes, found a {}",
+                    other.type_str()
+                );
+                errors.push(source.error_at(action.span().start, message));
                 continue;
             }
         };
         entries.push(Entry {
             keys: parsed_keys,
             action,
-            path,
-            text,
+            source,
             offset,
         });
     }

@@ -128,6 +128,21 @@ pub fn write_module_file(dir: &Path, relative: &str, text: &str) {
     std::fs::write(&file, text).unwrap();
 }
 
+/// A home and a workspace (two temporary directories), each with the module config file
+/// `relative` holding its text (tests).
+#[cfg(test)]
+pub fn home_and_workspace(
+    relative: &str,
+    home_text: &str,
+    workspace_text: &str,
+) -> (tempfile::TempDir, tempfile::TempDir) {
+    let home = tempfile::tempdir().unwrap();
+    let workspace = tempfile::tempdir().unwrap();
+    write_module_file(home.path(), relative, home_text);
+    write_module_file(workspace.path(), relative, workspace_text);
+    (home, workspace)
+}
+
 /// Orders errors as they stand in their files (line, then column), whatever order the JSON map
 /// iterated its keys in; an unreadable file's error comes first.
 pub fn sort_by_position(errors: &mut [ConfigError]) {
@@ -172,11 +187,8 @@ mod tests {
 
     #[test]
     fn the_workspace_file_overrides_the_home_file_and_read_errors_come_first() {
-        let home = tempfile::tempdir().unwrap();
-        let workspace = tempfile::tempdir().unwrap();
         let relative = ".unipi/config/test.json";
-        write_module_file(home.path(), relative, "{\"on\": true}");
-        write_module_file(workspace.path(), relative, "{}");
+        let (home, workspace) = home_and_workspace(relative, "{\"on\": true}", "{}");
         let load = |home| {
             load_module_config(home, workspace.path(), relative, |sources| {
                 apply_json_objects(sources, apply_on)

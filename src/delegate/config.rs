@@ -94,22 +94,13 @@ impl DelegateConfig {
 #[allow(clippy::unwrap_used)] // test code: a failed step should panic
 mod tests {
     use super::*;
+    use crate::config::module_file::home_and_workspace;
 
     #[test]
     fn workspace_keys_override_global_ones_and_bad_values_are_reported() {
-        let home = tempfile::tempdir().unwrap();
-        let workspace = tempfile::tempdir().unwrap();
-        let write = |root: &Path, text: &str| {
-            let path = root.join(TASKS_CONFIG_FILE);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, text).unwrap();
-        };
-        write(
-            home.path(),
+        let (home, workspace) = home_and_workspace(
+            TASKS_CONFIG_FILE,
             r#"{"maxOutputBytes": 10, "delegate": {"inlineAnswerBytes": 100, "maxTurns": 3}}"#,
-        );
-        write(
-            workspace.path(),
             "{\n \"delegate\": {\"maxTurns\": 5, \"timeoutSeconds\": 0}\n}",
         );
         let (config, errors) = DelegateConfig::load(Some(home.path()), workspace.path());

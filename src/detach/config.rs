@@ -86,6 +86,7 @@ fn apply(config: &mut DetachConfig, path: &Path, text: &str, errors: &mut Vec<Co
 #[allow(clippy::unwrap_used)] // test code: a failed step should panic
 mod tests {
     use super::*;
+    use crate::config::module_file::home_and_workspace;
 
     fn parse(text: &str) -> (DetachConfig, Vec<String>) {
         let mut config = DetachConfig::default();
@@ -144,19 +145,11 @@ mod tests {
 
     #[test]
     fn the_workspace_file_wins() {
-        let home = tempfile::tempdir().unwrap();
-        let workspace = tempfile::tempdir().unwrap();
-        for (root, text) in [
-            (
-                home.path(),
-                r#"{"detach": {"enabled": true, "name": "home"}}"#,
-            ),
-            (workspace.path(), r#"{"detach": {"name": "here"}}"#),
-        ] {
-            let file = root.join(CONFIG_FILE);
-            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-            std::fs::write(file, text).unwrap();
-        }
+        let (home, workspace) = home_and_workspace(
+            CONFIG_FILE,
+            r#"{"detach": {"enabled": true, "name": "home"}}"#,
+            r#"{"detach": {"name": "here"}}"#,
+        );
         let (config, errors) = load(Some(home.path()), workspace.path());
         assert!(errors.is_empty(), "{errors:?}");
         assert_eq!(

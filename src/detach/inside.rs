@@ -264,19 +264,8 @@ impl PiTracker {
 mod tests {
     use super::*;
 
-    fn main_pi(event: PiEvent) -> BusEvent {
-        BusEvent::Pi {
-            agent: AgentId::main(),
-            event: Arc::new(event),
-        }
-    }
-
     fn module(name: &str, id: u64) -> BusEvent {
-        BusEvent::Module {
-            module: "ask".into(),
-            name: name.into(),
-            data: serde_json::json!({ "id": id }),
-        }
+        BusEvent::module("ask", name, serde_json::json!({ "id": id }))
     }
 
     #[test]
@@ -288,13 +277,13 @@ mod tests {
             pi_version: "1.6.0".into(),
         });
         assert_eq!(pi.state(), PiState::Idle);
-        pi.on_event(&main_pi(PiEvent::AgentStart));
+        pi.on_event(&BusEvent::main_pi(PiEvent::AgentStart));
         assert_eq!(pi.state(), PiState::Working);
         pi.on_event(&module(names::ASK_USER_PROMPT, 7));
         assert_eq!(pi.state(), PiState::Waiting);
         pi.on_event(&module(names::ASK_USER_ANSWERED, 7));
         assert_eq!(pi.state(), PiState::Working);
-        pi.on_event(&main_pi(PiEvent::AgentSettled {
+        pi.on_event(&BusEvent::main_pi(PiEvent::AgentSettled {
             aborted: false,
             synthetic: false,
         }));

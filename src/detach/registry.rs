@@ -299,7 +299,7 @@ mod tests {
     use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 
     use super::*;
-    use crate::sys::private_dir::OWNER_FILE;
+    use crate::sys::private_dir::leave_owned_dir;
 
     fn info(name: &str) -> Info {
         Info {
@@ -386,12 +386,8 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let registry = Registry::at(tmp.path().join("sessions")).unwrap();
         // What `kill -9` of a session process leaves: its directory, socket file and all.
-        let mut child = std::process::Command::new("true").spawn().unwrap();
-        let dead = ProcessId::of(child.id()).unwrap();
-        child.wait().unwrap();
         let left = registry.dir().join("crashed");
-        std::fs::create_dir(&left).unwrap();
-        std::fs::write(left.join(OWNER_FILE), dead.to_text()).unwrap();
+        leave_owned_dir(&left, ProcessId::ended());
         drop(std::os::unix::net::UnixListener::bind(left.join(SOCKET_FILE)).unwrap());
         let err = registry.find("crashed").unwrap_err();
         assert_eq!(
@@ -417,8 +413,7 @@ mod tests {
             start: me.start + 1,
         };
         let left = registry.dir().join("reused");
-        std::fs::create_dir(&left).unwrap();
-        std::fs::write(left.join(OWNER_FILE), reused.to_text()).unwrap();
+        leave_owned_dir(&left, reused);
         assert!(registry.list().is_empty());
         assert!(!left.exists(), "the dead session's directory is removed");
         drop(registry.publish(&info("reused")).unwrap());

@@ -170,6 +170,14 @@ impl TestClient {
         }
         seen
     }
+
+    /// The next frame, which must be the session's exit: its code and message.
+    async fn exit(&mut self) -> (i32, Option<String>) {
+        match self.next().await {
+            Some(Frame::Control(Control::Exit { code, message })) => (code, message),
+            other => panic!("expected the exit code, got {other:?}"),
+        }
+    }
 }
 
 /// `cat` echoing raw bytes back; `stty` first so the line discipline passes every byte.
@@ -213,16 +221,14 @@ async fn an_attach_takes_over_and_the_first_client_is_told_and_let_go() {
     third.output_until(b"still-here").await;
     let code = session.terminate().await;
     assert_eq!(code, 128 + 1, "cat ended by SIGHUP");
-    match third.next().await {
-        Some(Frame::Control(Control::Exit { code, message })) => {
-            assert_eq!(code, 129);
-            assert_eq!(
-                message.as_deref(),
-                Some("the session process was asked to stop")
-            );
-        }
-        other => panic!("the attached client gets the exit code, got {other:?}"),
-    }
+    // The attached client gets the exit code.
+    assert_eq!(
+        third.exit().await,
+        (
+            129,
+            Some("the session process was asked to stop".to_string())
+        )
+    );
 }
 
 #[tokio::test]
@@ -310,16 +316,13 @@ async fn a_peer_that_sends_garbage_is_dropped_and_the_session_goes_on() {
 async fn kill_before_anyone_attached_ends_at_once_and_says_so() {
     let session = TestSession::start(ECHO);
     let mut killer = TestClient::connect(&session.socket, Role::Kill).await;
-    match killer.next().await {
-        Some(Frame::Control(Control::Exit { code, message })) => {
-            assert_eq!(code, 0);
-            assert_eq!(
-                message.as_deref(),
-                Some("session test was ended by `unipi-tui kill`")
-            );
-        }
-        other => panic!("{other:?}"),
-    }
+    assert_eq!(
+        killer.exit().await,
+        (
+            0,
+            Some("session test was ended by `unipi-tui kill`".to_string())
+        )
+    );
     assert_eq!(session.terminate().await, 0);
 }
 

@@ -143,13 +143,6 @@ fn model(text: &str) -> ModelRef {
     ModelRef::parse(text).unwrap()
 }
 
-fn main_event(event: PiEvent) -> BusEvent {
-    BusEvent::Pi {
-        agent: AgentId::main(),
-        event: Arc::new(event),
-    }
-}
-
 /// Waits (polling, bounded) until `check` holds.
 async fn until(what: &str, mut check: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -237,10 +230,12 @@ async fn applying_sets_the_primary_starts_the_sidekick_saves_and_publishes_the_s
 async fn calls_the_sidekick_served_are_priced_summed_and_stored_and_others_are_not() {
     let rig = rig_with_a_pair().await;
     rig.engine
-        .on_bus(main_event(PiEvent::SessionStart(Box::new(SessionStart {
-            session_id: Some("s1".into()),
-            ..SessionStart::default()
-        }))));
+        .on_bus(BusEvent::main_pi(PiEvent::SessionStart(Box::new(
+            SessionStart {
+                session_id: Some("s1".into()),
+                ..SessionStart::default()
+            },
+        ))));
     let usage = |model: &str| BusEvent::Module {
         module: "helpers".into(),
         name: names::MODEL_USAGE.into(),
@@ -266,10 +261,12 @@ async fn calls_the_sidekick_served_are_priced_summed_and_stored_and_others_are_n
     assert!(cost.unwrap().saved() > 0.0);
     // The database has both: a new session start reads them back (in order after the writes).
     rig.engine
-        .on_bus(main_event(PiEvent::SessionStart(Box::new(SessionStart {
-            session_id: Some("s1".into()),
-            ..SessionStart::default()
-        }))));
+        .on_bus(BusEvent::main_pi(PiEvent::SessionStart(Box::new(
+            SessionStart {
+                session_id: Some("s1".into()),
+                ..SessionStart::default()
+            },
+        ))));
     until("both calls read back", || {
         rig.engine.state().session_totals().calls == 2
     })
@@ -294,7 +291,7 @@ async fn a_rate_limit_moves_the_primary_to_its_fallback_and_back_after_the_coold
     })
     .await;
     let error = |message: &str| {
-        main_event(PiEvent::MessageEnd(MessageEnd {
+        BusEvent::main_pi(PiEvent::MessageEnd(MessageEnd {
             stop_reason: Some("error".into()),
             error_message: Some(message.into()),
             ..MessageEnd::default()
@@ -322,12 +319,13 @@ async fn a_rate_limit_moves_the_primary_to_its_fallback_and_back_after_the_coold
 async fn the_sidekick_names_a_session_without_a_name_after_its_first_turn() {
     let rig = rig_with_a_pair().await;
     rig.engine
-        .on_bus(main_event(PiEvent::SessionStart(Box::default())));
-    rig.engine.on_bus(main_event(PiEvent::UserInput(UserInput {
-        text: "the retry test fails now and then".into(),
-        ..UserInput::default()
-    })));
-    rig.engine.on_bus(main_event(PiEvent::AgentSettled {
+        .on_bus(BusEvent::main_pi(PiEvent::SessionStart(Box::default())));
+    rig.engine
+        .on_bus(BusEvent::main_pi(PiEvent::UserInput(UserInput {
+            text: "the retry test fails now and then".into(),
+            ..UserInput::default()
+        })));
+    rig.engine.on_bus(BusEvent::main_pi(PiEvent::AgentSettled {
         aborted: false,
         synthetic: false,
     }));
@@ -345,7 +343,7 @@ async fn the_sidekick_names_a_session_without_a_name_after_its_first_turn() {
     until("the session named", || named().is_some()).await;
     assert_eq!(named().as_deref(), Some("Fix the flaky test"));
     // Once only.
-    rig.engine.on_bus(main_event(PiEvent::AgentSettled {
+    rig.engine.on_bus(BusEvent::main_pi(PiEvent::AgentSettled {
         aborted: false,
         synthetic: false,
     }));

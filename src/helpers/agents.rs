@@ -345,24 +345,17 @@ fn work() -> AgentType {
 
 /// The `*.md` files in `dir`, sorted; a missing directory is the normal case.
 fn agent_files(dir: &Path, errors: &mut Vec<ConfigError>) -> Vec<PathBuf> {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Vec::new(),
+    match crate::sys::files_with_extension(dir, "md") {
+        Ok(files) => files,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Vec::new(),
         Err(err) => {
             errors.push(ConfigError::Unreadable {
                 path: dir.to_owned(),
                 message: err.to_string(),
             });
-            return Vec::new();
+            Vec::new()
         }
-    };
-    let mut files: Vec<_> = entries
-        .filter_map(Result::ok)
-        .map(|entry| entry.path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "md") && path.is_file())
-        .collect();
-    files.sort();
-    files
+    }
 }
 
 /// One `key: value` of the front matter, with list items gathered from `- item` lines.

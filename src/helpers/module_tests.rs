@@ -7,6 +7,7 @@ use tokio::sync::mpsc;
 
 use super::*;
 use crate::bridge::{AgentId, AgentNotice, CancelHandle, CancelToken, ChannelSink, UpdateSender};
+use crate::config::module_file::home_and_workspace;
 use crate::helpers::agents::{AgentCatalog, AgentError};
 use crate::helpers::runner::RunStatus;
 use crate::test_table::check_errors;
@@ -225,19 +226,11 @@ fn config_merges_files_and_reports_bad_values() {
 
 #[test]
 fn config_load_lets_the_workspace_win() {
-    let home = tempfile::tempdir().unwrap();
-    let workspace = tempfile::tempdir().unwrap();
-    for (root, text) in [
-        (
-            home.path(),
-            r#"{"maxConcurrent": 7, "maxSubagentDepth": 3}"#,
-        ),
-        (workspace.path(), r#"{"maxConcurrent": 2}"#),
-    ] {
-        let file = root.join(CONFIG_FILE);
-        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-        std::fs::write(file, text).unwrap();
-    }
+    let (home, workspace) = home_and_workspace(
+        CONFIG_FILE,
+        r#"{"maxConcurrent": 7, "maxSubagentDepth": 3}"#,
+        r#"{"maxConcurrent": 2}"#,
+    );
     let (config, errors) = HelpersConfig::load(Some(home.path()), workspace.path());
     assert!(errors.is_empty(), "{errors:?}");
     assert_eq!((config.max_concurrent, config.max_depth), (2, 3));

@@ -261,6 +261,10 @@ mod tests {
         slot_running(dir, id, template, "exec cat >/dev/null")
     }
 
+    fn run_ids(slots: &[WarmSlot]) -> Vec<&str> {
+        slots.iter().map(|slot| slot.run_id.as_str()).collect()
+    }
+
     fn settings(size: usize, idle_ms: u64) -> Option<PoolSettings> {
         Some(PoolSettings {
             size,
@@ -307,12 +311,7 @@ mod tests {
         assert!(pool.spawned(Some(stale)).is_some());
         // Another sidekick: every idle process goes.
         let gone = pool.configure(Some("p/tiny".into()), settings(2, 60_000));
-        assert_eq!(
-            gone.iter()
-                .map(|slot| slot.run_id.as_str())
-                .collect::<Vec<_>>(),
-            ["b"]
-        );
+        assert_eq!(run_ids(&gone), ["b"]);
         for slot in gone {
             let group = slot.process.group().unwrap();
             slot.process.discard().await;
@@ -325,12 +324,7 @@ mod tests {
         assert_eq!(pool.to_spawn().map(|(_, n)| n), Some(2));
         assert!(pool.spawned(Some(slot(dir.path(), "e", &tiny))).is_none());
         let off = pool.configure(None, settings(2, 60_000));
-        assert_eq!(
-            off.iter()
-                .map(|slot| slot.run_id.as_str())
-                .collect::<Vec<_>>(),
-            ["e"]
-        );
+        assert_eq!(run_ids(&off), ["e"]);
         pool.want(tiny.clone());
         assert!(
             pool.to_spawn().is_none(),
@@ -361,13 +355,7 @@ mod tests {
         }
         // A smaller size stops the oldest.
         let trimmed = pool.configure(Some("p/small".into()), settings(2, 50));
-        assert_eq!(
-            trimmed
-                .iter()
-                .map(|slot| slot.run_id.as_str())
-                .collect::<Vec<_>>(),
-            ["a"]
-        );
+        assert_eq!(run_ids(&trimmed), ["a"]);
         // "b" exited by itself: once it is a zombie, a take hands it back as dead.
         let deadline = Instant::now() + Duration::from_secs(10);
         let zombie = || {
@@ -384,12 +372,7 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         let (served, dead) = pool.take(&small);
-        assert_eq!(
-            dead.iter()
-                .map(|slot| slot.run_id.as_str())
-                .collect::<Vec<_>>(),
-            ["b"]
-        );
+        assert_eq!(run_ids(&dead), ["b"]);
         assert_eq!(served.as_ref().map(|slot| slot.run_id.as_str()), Some("c"));
         // An idle process expires once past the limit, not before.
         let _ = pool.to_spawn();
@@ -397,13 +380,7 @@ mod tests {
         let expiry = pool.next_expiry().unwrap();
         assert!(pool.expired(expiry - Duration::from_millis(1)).is_empty());
         let expired = pool.expired(expiry);
-        assert_eq!(
-            expired
-                .iter()
-                .map(|slot| slot.run_id.as_str())
-                .collect::<Vec<_>>(),
-            ["d"]
-        );
+        assert_eq!(run_ids(&expired), ["d"]);
         assert!(pool.idle_groups().is_empty());
         for slot in trimmed.into_iter().chain(dead).chain(expired).chain(served) {
             slot.process.discard().await;

@@ -119,6 +119,17 @@ fn notice(priority: Priority) -> Notice {
     )
 }
 
+/// Sends a short "Pi: done" through the terminal channel alone.
+async fn send_done_to_terminal(dispatcher: &Dispatcher) -> Result<Sent, String> {
+    dispatcher
+        .send_one(
+            Platform::Terminal,
+            &Notice::new("Pi", "done", Priority::Low),
+            Focus::Respect,
+        )
+        .await
+}
+
 fn outcome(results: &[Delivery], platform: Platform) -> Result<Sent, String> {
     results
         .iter()
@@ -272,13 +283,7 @@ async fn the_terminal_channel_writes_its_bytes_inside_and_outside_tmux() {
         ),
     ] {
         let (dispatcher, mut rx, _ui) = dispatcher(config.clone(), in_tmux);
-        let sent = dispatcher
-            .send_one(
-                Platform::Terminal,
-                &Notice::new("Pi", "done", Priority::Low),
-                Focus::Respect,
-            )
-            .await;
+        let sent = send_done_to_terminal(&dispatcher).await;
         assert_eq!(sent, Ok(Sent::Delivered));
         match rx.try_recv() {
             Ok(UiRequest::Terminal(bytes)) => assert_eq!(bytes, want, "tmux={in_tmux}"),
@@ -288,14 +293,7 @@ async fn the_terminal_channel_writes_its_bytes_inside_and_outside_tmux() {
     // The method in the settings wins over what was detected.
     config.terminal_method = TerminalMethod::Bell;
     let (dispatcher, mut rx, _ui) = dispatcher(config, false);
-    dispatcher
-        .send_one(
-            Platform::Terminal,
-            &Notice::new("Pi", "done", Priority::Low),
-            Focus::Respect,
-        )
-        .await
-        .unwrap();
+    send_done_to_terminal(&dispatcher).await.unwrap();
     assert!(matches!(rx.try_recv(), Ok(UiRequest::Terminal(bytes)) if bytes == b"\x07"));
     // Without a terminal (a headless run) there is nobody to tell: not an error.
     let headless = Dispatcher::new(
@@ -304,13 +302,7 @@ async fn the_terminal_channel_writes_its_bytes_inside_and_outside_tmux() {
         false,
         TerminalMethod::Bell,
     );
-    let sent = headless
-        .send_one(
-            Platform::Terminal,
-            &Notice::new("Pi", "done", Priority::Low),
-            Focus::Respect,
-        )
-        .await;
+    let sent = send_done_to_terminal(&headless).await;
     assert_eq!(sent, Ok(Sent::Suppressed("no terminal is attached")));
     assert_eq!(
         test_report(&[Delivery {
@@ -414,19 +406,8 @@ async fn next_module_event(events: &mut broadcast::Receiver<BusEvent>, name: &st
     .unwrap_or_else(|_| panic!("no {name} within {deadline:?}"))
 }
 
-fn pi(event: PiEvent) -> BusEvent {
-    BusEvent::Pi {
-        agent: AgentId::main(),
-        event: Arc::new(event),
-    }
-}
-
 fn module(name: &str, data: Value) -> BusEvent {
-    BusEvent::Module {
-        module: "test".into(),
-        name: name.into(),
-        data,
-    }
+    BusEvent::module("test", name, data)
 }
 
 fn messages(router: &Router, events: Vec<BusEvent>) -> Vec<(String, String, Priority)> {
@@ -459,22 +440,22 @@ async fn events_become_alerts_with_their_messages_and_priorities() {
     let got = messages(
         &router,
         vec![
-            pi(PiEvent::SessionName {
+            BusEvent::main_pi(PiEvent::SessionName {
                 name: Some("release".into()),
             }),
-            pi(PiEvent::AgentStart),
-            pi(settled(false)),
+            BusEvent::main_pi(PiEvent::AgentStart),
+            BusEvent::main_pi(settled(false)),
             // A background task that will wake the agent: its "done" is not the end.
             module(names::BG_TASKS_CHANGED, json!({"running": 1, "waking": 1})),
-            pi(settled(false)),
+            BusEvent::main_pi(settled(false)),
             module(names::BG_TASKS_CHANGED, json!({"running": 0, "waking": 0})),
             // An error, then a run the user aborted: no alert for the latter.
-            pi(PiEvent::AgentStart),
-            pi(error_end.clone()),
-            pi(settled(false)),
-            pi(PiEvent::AgentStart),
-            pi(error_end),
-            pi(settled(true)),
+            BusEvent::main_pi(PiEvent::AgentStart),
+            BusEvent::main_pi(error_end.clone()),
+            BusEvent::main_pi(settled(false)),
+            BusEvent::main_pi(PiEvent::AgentStart),
+            BusEvent::main_pi(error_end),
+            BusEvent::main_pi(settled(true)),
             module(
                 names::ASK_USER_PROMPT,
                 json!({"id": 7, "agent": "main", "question": "Deploy?", "context": "tests pass"}),
@@ -499,15 +480,15 @@ async fn events_become_alerts_with_their_messages_and_priorities() {
                 "unipi:mcp:server:error",
                 json!({"name": "files", "error": "exited with status 1"}),
             ),
-            pi(PiEvent::CompactionEnd(crate::bridge::CompactionEnd {
+            BusEvent::main_pi(PiEvent::CompactionEnd(crate::bridge::CompactionEnd {
                 tokens_before: Some(9000),
                 ..Default::default()
             })),
-            pi(PiEvent::CompactionEnd(crate::bridge::CompactionEnd {
+            BusEvent::main_pi(PiEvent::CompactionEnd(crate::bridge::CompactionEnd {
                 aborted: true,
                 ..Default::default()
             })),
-            pi(PiEvent::CompactionEnd(crate::bridge::CompactionEnd {
+            BusEvent::main_pi(PiEvent::CompactionEnd(crate::bridge::CompactionEnd {
                 error: Some("Nothing to compact (session too small)".into()),
                 ..Default::default()
             })),

@@ -87,8 +87,8 @@ pub fn recall_all_projects(db_dir: &Path, query: &RecallQuery) -> Result<RecallR
     if phrases.is_empty() {
         return Ok(RecallResult::default());
     }
-    let entries = match std::fs::read_dir(db_dir) {
-        Ok(entries) => entries,
+    let files = match crate::sys::files_with_extension(db_dir, "sqlite") {
+        Ok(files) => files,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
             return Ok(RecallResult::default());
         }
@@ -100,12 +100,6 @@ pub fn recall_all_projects(db_dir: &Path, query: &RecallQuery) -> Result<RecallR
             });
         }
     };
-    let mut files: Vec<_> = entries
-        .filter_map(Result::ok)
-        .map(|entry| entry.path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "sqlite") && path.is_file())
-        .collect();
-    files.sort();
     let dbs: Vec<SessionDb> = files
         .iter()
         .filter_map(|path| match SessionDb::open_read_only(path) {

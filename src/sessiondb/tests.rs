@@ -57,6 +57,16 @@ fn query(text: &str, scope: RecallScope) -> RecallQuery {
     }
 }
 
+/// How many documents match `text` in this project.
+fn project_total(db: &SessionDb, text: &str) -> usize {
+    db.recall(&query(text, RecallScope::Project)).unwrap().total
+}
+
+/// A database file written straight through SQLite, bypassing `SessionDb` (old or foreign layouts).
+fn raw_sqlite_file(path: impl AsRef<std::path::Path>, sql: &str) {
+    Connection::open(path).unwrap().execute_batch(sql).unwrap();
+}
+
 fn record(session: &str, at_ms: i64, before: u64, after: u64, summary: &str) -> CompactionRecord {
     CompactionRecord {
         session_id: session.to_string(),
@@ -126,10 +136,7 @@ fn fresh_file_is_created_migrated_and_in_wal_mode() {
 fn version_one_file_is_migrated_with_its_data() {
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("old.sqlite");
-    Connection::open(&path)
-        .unwrap()
-        .execute_batch(V1_BY_HAND)
-        .unwrap();
+    raw_sqlite_file(&path, V1_BY_HAND);
 
     let opened = SessionDb::open(&path).unwrap();
     assert!(opened.recovered.is_none());
@@ -190,22 +197,14 @@ fn concurrent_first_opens_all_succeed() {
         assert_eq!(handle.join().unwrap().unwrap(), schema::CURRENT_VERSION);
     }
     let db = SessionDb::open(&path).unwrap().db;
-    assert_eq!(
-        db.recall(&query("race", RecallScope::Project))
-            .unwrap()
-            .total,
-        4
-    );
+    assert_eq!(project_total(&db, "race"), 4);
 }
 
 #[test]
 fn newer_schema_is_refused_and_left_alone() {
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("future.sqlite");
-    Connection::open(&path)
-        .unwrap()
-        .execute_batch("CREATE TABLE x (y); PRAGMA user_version = 99;")
-        .unwrap();
+    raw_sqlite_file(&path, "CREATE TABLE x (y); PRAGMA user_version = 99;");
     let err = SessionDb::open(&path).unwrap_err();
     assert!(
         matches!(err, DbError::NewerSchema { found: 99, .. }),
@@ -323,13 +322,7 @@ fn malformed_database_is_moved_aside_and_replaced() {
     assert!(recovered.reason.contains("malformed"), "{recovered:?}");
     assert!(recovered.moved_to.exists());
     let fresh = opened.db;
-    assert_eq!(
-        fresh
-            .recall(&query("hello", RecallScope::Project))
-            .unwrap()
-            .total,
-        0
-    );
+    assert_eq!(project_total(&fresh, "hello"), 0);
 }
 
 #[test]
@@ -536,12 +529,7 @@ fn session_scope_works_for_any_session_id() {
     }
     // The session token is not searchable as text.
     let token = session_token("s6162");
-    assert_eq!(
-        db.recall(&query(&token, RecallScope::Project))
-            .unwrap()
-            .total,
-        0
-    );
+    assert_eq!(project_total(&db, &token), 0);
 }
 
 #[test]
@@ -619,22 +607,10 @@ fn nasty_queries_never_error() {
         }
     }
     // Operators are dropped, not searched for; words next to punctuation still are.
+    assert_eq!(project_total(&db, "AND"), 0);
+    assert_eq!(project_total(&db, "star*"), 1);
     assert_eq!(
-        db.recall(&query("AND", RecallScope::Project))
-            .unwrap()
-            .total,
-        0
-    );
-    assert_eq!(
-        db.recall(&query("star*", RecallScope::Project))
-            .unwrap()
-            .total,
-        1
-    );
-    assert_eq!(
-        db.recall(&query("text:star", RecallScope::Project))
-            .unwrap()
-            .total,
+        project_total(&db, "text:star"),
         0,
         "`text star` is a phrase that does not occur"
     );
@@ -696,36 +672,16 @@ fn reindexing_replaces_chunks_and_long_texts_are_chunked() {
     let first = doc("e1", DocKind::ToolResult, "alpha beta");
     assert_eq!(db.index_content("s", &first).unwrap(), 1);
     assert_eq!(db.index_content("s", &first).unwrap(), 1);
-    assert_eq!(
-        db.recall(&query("alpha", RecallScope::Project))
-            .unwrap()
-            .total,
-        1
-    );
+    assert_eq!(project_total(&db, "alpha"), 1);
     // Same entry, new text: the old words are gone.
     db.index_content("s", &doc("e1", DocKind::ToolResult, "gamma"))
         .unwrap();
-    assert_eq!(
-        db.recall(&query("alpha", RecallScope::Project))
-            .unwrap()
-            .total,
-        0
-    );
-    assert_eq!(
-        db.recall(&query("gamma", RecallScope::Project))
-            .unwrap()
-            .total,
-        1
-    );
+    assert_eq!(project_total(&db, "alpha"), 0);
+    assert_eq!(project_total(&db, "gamma"), 1);
     // The same entry id under another kind is another document.
     db.index_content("s", &doc("e1", DocKind::Assistant, "gamma"))
         .unwrap();
-    assert_eq!(
-        db.recall(&query("gamma", RecallScope::Project))
-            .unwrap()
-            .total,
-        2
-    );
+    assert_eq!(project_total(&db, "gamma"), 2);
 
     let long = (0..300)
         .map(|i| format!("line {i} of a long build log"))
@@ -740,24 +696,14 @@ fn reindexing_replaces_chunks_and_long_texts_are_chunked() {
         .query_row("SELECT count(*) FROM content_chunks", [], |row| row.get(0))
         .unwrap();
     assert_eq!(rows, 2 + i64::try_from(chunks).unwrap());
-    assert_eq!(
-        db.recall(&query("build log", RecallScope::Project))
-            .unwrap()
-            .total,
-        chunks
-    );
+    assert_eq!(project_total(&db, "build log"), chunks);
     // Blank text indexes nothing and removes what was there.
     assert_eq!(
         db.index_content("s", &doc("e2", DocKind::ToolResult, "  "))
             .unwrap(),
         0
     );
-    assert_eq!(
-        db.recall(&query("build", RecallScope::Project))
-            .unwrap()
-            .total,
-        0
-    );
+    assert_eq!(project_total(&db, "build"), 0);
 }
 
 #[test]
@@ -906,10 +852,7 @@ fn all_projects_merges_files_and_skips_bad_ones() {
     // Kept open while searching: WAL readers and a live writer coexist.
     let live = SessionDb::open(&project_db_path(&dir, &ws_a)).unwrap().db;
     fs::write(dir.join("garbage.sqlite"), b"not a database at all, really").unwrap();
-    Connection::open(dir.join("v1.sqlite"))
-        .unwrap()
-        .execute_batch(V1_BY_HAND)
-        .unwrap();
+    raw_sqlite_file(dir.join("v1.sqlite"), V1_BY_HAND);
     fs::write(dir.join("notes.txt"), b"postgres").unwrap();
 
     let found = recall_all_projects(&dir, &query("postgres", RecallScope::AllProjects)).unwrap();
@@ -988,14 +931,7 @@ fn corruption_found_while_open_is_reported_as_such() {
     let recovered = opened.recovered.unwrap();
     assert_eq!(fs::read(&recovered.moved_to).unwrap(), bytes);
     assert_eq!(recovered.reason, err.to_string());
-    assert_eq!(
-        opened
-            .db
-            .recall(&query("payload", RecallScope::Project))
-            .unwrap()
-            .total,
-        0
-    );
+    assert_eq!(project_total(&opened.db, "payload"), 0);
     assert_eq!(opened.db.schema_version().unwrap(), schema::CURRENT_VERSION);
 }
 

@@ -1,7 +1,7 @@
 //! The system layer: child processes in process groups of their own and how they are stopped,
 //! the watchdog that kills them when the workbench dies without stopping them, what `/proc` says
-//! about a process (named by pid and start time), crash-safe file writes, the clock, random names
-//! and the poison-tolerant mutex lock.
+//! about a process (named by pid and start time), crash-safe file writes, listing a directory's
+//! files of one kind, the clock, random names and the poison-tolerant mutex lock.
 //!
 //! Every module that starts a process, replaces a file or stamps a time goes through here rather
 //! than keeping its own copy, so each of these has one meaning: a group is alive until its last
@@ -11,6 +11,7 @@
 
 pub mod fs;
 pub mod group;
+pub mod listing;
 pub mod private_dir;
 pub mod process;
 pub mod procfs;
@@ -23,6 +24,7 @@ pub mod watchdog;
 
 pub use fs::{replace_if_unchanged, write_atomic, write_new_atomic};
 pub use group::{ProcessGroup, group_alive, kill_group_now};
+pub use listing::files_with_extension;
 pub use process::{
     CurrentGroup, GroupGuard, GroupStop, Reach, SpawnGrouped, StopOutcome, stop_group,
     stop_reaching,

@@ -202,6 +202,14 @@ pub fn owner_of(dir: &Path) -> Option<ProcessId> {
     ProcessId::from_text(&text)
 }
 
+/// Creates `dir` with an owner file naming `owner`, as a workbench that ended left it.
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // test code: a failed step should panic
+pub fn leave_owned_dir(dir: &Path, owner: ProcessId) {
+    std::fs::create_dir(dir).unwrap();
+    std::fs::write(dir.join(OWNER_FILE), owner.to_text()).unwrap();
+}
+
 /// The directories `<parent>/<prefix>-*` (any, for an empty prefix) whose owner has ended (its pid is gone, or now
 /// names a process with another start time), with that owner. Directories without an owner
 /// file are left alone: nobody can say whose they are.
@@ -374,9 +382,7 @@ mod tests {
         assert_eq!(owner_of(&mine), ProcessId::current());
         // A directory whose owner ended (a reaped child), one whose pid now names another
         // process (this one, with another start time), and one without an owner file.
-        let mut child = std::process::Command::new("true").spawn().unwrap();
-        let dead = ProcessId::of(child.id()).unwrap();
-        child.wait().unwrap();
+        let dead = ProcessId::ended();
         let reused = ProcessId {
             start: ProcessId::current().unwrap().start + 7,
             ..ProcessId::current().unwrap()
@@ -387,9 +393,9 @@ mod tests {
             ("tasks-none", None),
         ] {
             let dir = parent.path().join(name);
-            std::fs::create_dir(&dir).unwrap();
-            if let Some(owner) = owner {
-                std::fs::write(dir.join(OWNER_FILE), owner.to_text()).unwrap();
+            match owner {
+                Some(owner) => leave_owned_dir(&dir, owner),
+                None => std::fs::create_dir(&dir).unwrap(),
             }
         }
         let mut stale: Vec<String> = stale_dirs(parent.path(), "tasks")

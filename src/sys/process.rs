@@ -260,10 +260,8 @@ impl SpawnGrouped for tokio::process::Command {
     type Child = tokio::process::Child;
 
     fn spawn_grouped(&mut self) -> std::io::Result<(Self::Child, ProcessGroup)> {
-        if let Some((name, token)) = super::watchdog::token_env() {
-            self.env(name, token);
-        }
-        let child = self.process_group(0).spawn()?;
+        in_own_group(self.as_std_mut());
+        let child = self.spawn()?;
         // Only `None` once the child has been waited for, which nothing has done yet.
         let group = child.id().and_then(ProcessGroup::of_leader);
         grouped(child, group)
@@ -274,14 +272,20 @@ impl SpawnGrouped for std::process::Command {
     type Child = std::process::Child;
 
     fn spawn_grouped(&mut self) -> std::io::Result<(Self::Child, ProcessGroup)> {
-        use std::os::unix::process::CommandExt as _;
-        if let Some((name, token)) = super::watchdog::token_env() {
-            self.env(name, token);
-        }
-        let child = self.process_group(0).spawn()?;
+        in_own_group(self);
+        let child = self.spawn()?;
         let group = ProcessGroup::of_leader(child.id());
         grouped(child, group)
     }
+}
+
+/// Sets `command` up to start a group of its own, tagged with the watchdog's token.
+fn in_own_group(command: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt as _;
+    if let Some((name, token)) = super::watchdog::token_env() {
+        command.env(name, token);
+    }
+    command.process_group(0);
 }
 
 /// The spawned child with its group, which the watchdog now knows.

@@ -111,6 +111,16 @@ impl ProcessId {
             start: start.parse().ok()?,
         })
     }
+
+    /// A process that has certainly ended: a child that ran `true` and was reaped.
+    #[cfg(test)]
+    #[allow(clippy::unwrap_used)] // test code: a failed step should panic
+    pub fn ended() -> Self {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let id = Self::of(child.id()).unwrap();
+        child.wait().unwrap();
+        id
+    }
 }
 
 #[cfg(test)]
@@ -153,9 +163,6 @@ mod tests {
 
     #[test]
     fn a_reaped_child_is_not_running() {
-        let mut child = std::process::Command::new("true").spawn().unwrap();
-        let id = ProcessId::of(child.id()).unwrap();
-        child.wait().unwrap();
-        assert!(!id.is_running());
+        assert!(!ProcessId::ended().is_running());
     }
 }

@@ -101,6 +101,7 @@ fn settle(info: &mut TaskInfo, owner: ProcessId, killed_now: bool) {
 mod tests {
     use super::*;
     use crate::sys::SpawnGrouped as _;
+    use crate::sys::private_dir::leave_owned_dir;
 
     fn record(dir: &Path, info: &TaskInfo) {
         std::fs::write(
@@ -117,12 +118,9 @@ mod tests {
     #[test]
     fn a_dead_workbenchs_running_tasks_are_settled_and_a_leftover_group_is_killed() {
         let root = tempfile::tempdir().unwrap();
-        let mut owner_child = std::process::Command::new("true").spawn().unwrap();
-        let dead = ProcessId::of(owner_child.id()).unwrap();
-        owner_child.wait().unwrap();
+        let dead = ProcessId::ended();
         let dir = root.path().join("unipi-1-abc");
-        std::fs::create_dir(&dir).unwrap();
-        std::fs::write(dir.join(OWNER_FILE), dead.to_text()).unwrap();
+        leave_owned_dir(&dir, dead);
         // A task whose group outlived both the workbench and its watchdog.
         let (mut leftover, group) = std::process::Command::new("sleep")
             .arg("30")

@@ -141,6 +141,15 @@ fn only_changed_files_are_parsed_again() {
     );
 }
 
+/// Moves the document's first item to the first status, its second to the second, and so on;
+/// returns the file as it is then.
+fn move_in_turn(file: &Path, doc: &Doc, statuses: &[ItemStatus]) -> String {
+    for (item, status) in doc.items.iter().zip(statuses) {
+        move_item(file, item, *status).unwrap_or_else(|e| panic!("{e}"));
+    }
+    std::fs::read_to_string(file).unwrap_or_default()
+}
+
 #[test]
 fn moves_round_trip_through_the_file_in_both_plan_styles_and_checkboxes() {
     let (_dir, docs_dir) = scratch();
@@ -148,10 +157,8 @@ fn moves_round_trip_through_the_file_in_both_plan_styles_and_checkboxes() {
     let docs = cache.scan(&docs_dir);
     let plan = doc(&docs, "plans/p.md");
     let file = docs_dir.join("plans/p.md");
-    move_item(&file, &plan.items[0], ItemStatus::InProgress).unwrap_or_else(|e| panic!("{e}"));
-    move_item(&file, &plan.items[1], ItemStatus::Done).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
-        std::fs::read_to_string(&file).unwrap_or_default(),
+        move_in_turn(&file, plan, &[ItemStatus::InProgress, ItemStatus::Done]),
         "# P\r\n- in-progress: Task 1 — One\r\n### Task 2 — Two\r\n- **Status:** completed\r\n",
         "keywords replaced, CRLF kept"
     );
@@ -168,10 +175,8 @@ fn moves_round_trip_through_the_file_in_both_plan_styles_and_checkboxes() {
 
     let spec = doc(&docs, "specs/s.md");
     let file = docs_dir.join("specs/s.md");
-    move_item(&file, &spec.items[0], ItemStatus::Done).unwrap_or_else(|e| panic!("{e}"));
-    move_item(&file, &spec.items[1], ItemStatus::Todo).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
-        std::fs::read_to_string(&file).unwrap_or_default(),
+        move_in_turn(&file, spec, &[ItemStatus::Done, ItemStatus::Todo]),
         "- [x] Alpha\n- [ ] Beta\n"
     );
     let refused = move_item(&file, &spec.items[0], ItemStatus::InProgress);
