@@ -6,21 +6,22 @@
 //! waits for the block to end, so the half-drawn screen is never shown. With nothing happening
 //! the loop sleeps in `select!` with no timer armed: an idle workbench uses no CPU.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use crossterm::cursor::SetCursorStyle;
+use nix::sys::signal::Signal;
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
 use ratatui::layout::Rect;
-use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 use tokio::time::sleep_until;
 
 use super::{App, AppEvent, AppOptions, AppOutcome, Effect, Layout, Stop};
 use crate::pane::emulator::{Emulator, HostInfo};
 use crate::pane::pty::{Pty, PtyEvent, SpawnSpec};
+use crate::sys::signals::{Signals, exit_code};
 use crate::term::input::ESC_TIMEOUT;
 use crate::term::tui;
 
@@ -76,7 +77,12 @@ pub async fn run(mut options: AppOptions) -> Result<AppOutcome> {
     tracing::info!(pid = pty.pid(), "Pi started: {:?}", options.pi);
 
     // Signals are registered before the terminal changes, so none slips through unhandled.
-    let signals = Signals::new()?;
+    let signals = Signals::listen(&[
+        Signal::SIGHUP,
+        Signal::SIGTERM,
+        Signal::SIGINT,
+        Signal::SIGWINCH,
+    ])?;
     // One forwarder per capability turns its change signal into `AppEvent::Changed` (the watch
     // coalesces bursts; no polling).
     for capability in &options.capabilities {
@@ -173,25 +179,6 @@ impl Session {
     }
 }
 
-struct Signals {
-    hangup: tokio::signal::unix::Signal,
-    terminate: tokio::signal::unix::Signal,
-    interrupt: tokio::signal::unix::Signal,
-    window_change: tokio::signal::unix::Signal,
-}
-
-impl Signals {
-    fn new() -> Result<Self> {
-        let make = |kind| signal(kind).context("failed to install a signal handler");
-        Ok(Signals {
-            hangup: make(SignalKind::hangup())?,
-            terminate: make(SignalKind::terminate())?,
-            interrupt: make(SignalKind::interrupt())?,
-            window_change: make(SignalKind::window_change())?,
-        })
-    }
-}
-
 async fn drive(
     app: &mut App,
     session: &mut Session,
@@ -236,10 +223,10 @@ async fn drive(
 
         tokio::select! {
             biased;
-            _ = signals.hangup.recv() => break Some(128 + libc_signal::SIGHUP),
-            _ = signals.terminate.recv() => break Some(128 + libc_signal::SIGTERM),
-            _ = signals.interrupt.recv() => break Some(128 + libc_signal::SIGINT),
-            _ = signals.window_change.recv() => app.request_draw(),
+            signal = signals.next() => match signal {
+                Signal::SIGWINCH => app.request_draw(),
+                ending => break Some(exit_code(ending)),
+            },
             event = rx.recv() => {
                 let Some(event) = event else { break None };
                 if matches!(event, AppEvent::Input(_)) {
@@ -303,7 +290,7 @@ async fn drive(
         match app.stop() {
             Some(Stop::PiExited) => break None,
             // The terminal is gone (an SSH connection dropped): like SIGHUP.
-            Some(Stop::InputClosed) => break Some(128 + libc_signal::SIGHUP),
+            Some(Stop::InputClosed) => break Some(exit_code(Signal::SIGHUP)),
             None => {}
         }
         // Deadlines are also checked here rather than only in their timer arms: under a
@@ -326,7 +313,7 @@ async fn drive(
                 // The terminal vanished before its SIGHUP arrived: the same ending.
                 Err(err) if tui::error_means_terminal_gone(&err) => {
                     tracing::info!("the terminal is gone: {err:#}");
-                    break Some(128 + libc_signal::SIGHUP);
+                    break Some(exit_code(Signal::SIGHUP));
                 }
                 Err(err) => return Err(err),
             }
@@ -408,13 +395,6 @@ async fn next_or_pending<R, T>(
     }
 }
 
-/// Signal numbers as plain integers (for `128 + N` exit codes).
-mod libc_signal {
-    pub const SIGHUP: i32 = nix::sys::signal::Signal::SIGHUP as i32;
-    pub const SIGINT: i32 = nix::sys::signal::Signal::SIGINT as i32;
-    pub const SIGTERM: i32 = nix::sys::signal::Signal::SIGTERM as i32;
-}
-
 /// After stopping Pi: collect its exit (bounded wait; `terminate` already escalated to SIGKILL).
 async fn wait_for_exit(app: &mut App, pty_rx: &mut mpsc::Receiver<PtyEvent>) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
@@ -479,33 +459,12 @@ fn draw(
 /// Reads the outer terminal's input on a dedicated thread (reads block) and hands raw bytes to
 /// the loop; the decoder runs in the loop, where the ESC timeout is.
 fn spawn_stdin_reader(tx: mpsc::Sender<AppEvent>) -> Result<()> {
-    std::thread::Builder::new()
-        .name("stdin-reader".into())
-        .spawn(move || {
-            let mut stdin = std::io::stdin();
-            let mut buf = vec![0u8; 16 * 1024];
-            loop {
-                match stdin.read(&mut buf) {
-                    Ok(0) => break,
-                    Ok(n) => {
-                        if tx
-                            .blocking_send(AppEvent::Input(buf[..n].to_vec()))
-                            .is_err()
-                        {
-                            return;
-                        }
-                    }
-                    Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(err) => {
-                        tracing::info!("terminal input ended: {err}");
-                        break;
-                    }
-                }
-            }
-            let _ = tx.blocking_send(AppEvent::InputClosed);
-        })
-        .context("failed to start the input thread")?;
-    Ok(())
+    crate::term::stdin::spawn_reader("stdin-reader", tx, AppEvent::Input, |error| {
+        if let Some(err) = error {
+            tracing::info!("terminal input ended: {err}");
+        }
+        AppEvent::InputClosed
+    })
 }
 
 /// What running Pi directly would have left in the terminal: its inline output (history, then the

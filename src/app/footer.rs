@@ -195,27 +195,31 @@ pub fn git_branch(dir: &Path) -> Option<String> {
 mod tests {
     use super::*;
 
+    /// Writes `text` to `path` under `dir`, making its directories.
+    fn put(dir: &Path, path: &str, text: &str) {
+        let path = dir.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
     #[test]
     fn reads_the_branch_from_head_in_a_parent_directory() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join(".git")).unwrap();
-        std::fs::write(dir.path().join(".git/HEAD"), "ref: refs/heads/feature/x\n").unwrap();
+        put(dir.path(), ".git/HEAD", "ref: refs/heads/feature/x\n");
         std::fs::create_dir_all(dir.path().join("src/deep")).unwrap();
         assert_eq!(
             git_branch(&dir.path().join("src/deep")).as_deref(),
             Some("feature/x")
         );
-        std::fs::write(dir.path().join(".git/HEAD"), "0123456789abcdef\n").unwrap();
+        put(dir.path(), ".git/HEAD", "0123456789abcdef\n");
         assert_eq!(git_branch(dir.path()).as_deref(), Some("01234567"));
     }
 
     #[test]
     fn follows_a_gitdir_file() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join("real")).unwrap();
-        std::fs::write(dir.path().join("real/HEAD"), "ref: refs/heads/main\n").unwrap();
-        std::fs::create_dir_all(dir.path().join("wt")).unwrap();
-        std::fs::write(dir.path().join("wt/.git"), "gitdir: ../real\n").unwrap();
+        put(dir.path(), "real/HEAD", "ref: refs/heads/main\n");
+        put(dir.path(), "wt/.git", "gitdir: ../real\n");
         assert_eq!(git_branch(&dir.path().join("wt")).as_deref(), Some("main"));
     }
 }

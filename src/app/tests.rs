@@ -51,10 +51,6 @@ struct FakeCapability {
 }
 
 impl Capability for FakeCapability {
-    fn name(&self) -> &'static str {
-        "fake"
-    }
-
     fn changes(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
         Some(self.changed.subscribe())
     }
@@ -384,10 +380,6 @@ struct InSession {
 }
 
 impl Capability for InSession {
-    fn name(&self) -> &'static str {
-        "detach"
-    }
-
     fn action(&self, action: Action) -> bool {
         let take = action == Action::Detach;
         if take {

@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use futures_util::future::BoxFuture;
 use tokio::sync::watch;
 
 use super::config::{
@@ -60,14 +59,9 @@ struct AskUserCapability {
 }
 
 impl Capability for AskUserCapability {
-    fn name(&self) -> &'static str {
-        "ask-user"
-    }
-
     fn modules(&self) -> Vec<Arc<dyn Module>> {
-        let commands = self.clone();
-        let handler = Arc::new(move |call: CommandCall| commands.run(call));
-        vec![WithCommands::wrap(Arc::new(self.module.clone()), handler)]
+        let module = Arc::new(self.module.clone());
+        vec![WithCommands::answered_by(module, self.clone(), Self::run)]
     }
 
     fn attach(&self, bridge: &BridgeLink) {
@@ -80,23 +74,20 @@ impl Capability for AskUserCapability {
 }
 
 impl AskUserCapability {
-    fn run(&self, call: CommandCall) -> BoxFuture<'static, CommandReply> {
-        let this = self.clone();
-        Box::pin(async move {
-            if call.name != SETTINGS_COMMAND {
-                return CommandReply::Failed {
-                    message: format!("unipi-tui has no command /{}", call.name),
-                };
-            }
-            let module = this.module.clone();
-            let workspace = this.settings.workspace.clone();
-            // A save takes effect at once.
-            let save: Save = Arc::new(move |home, values| {
-                crate::config::merge_json_file(&home.join(ASK_USER_CONFIG_FILE), &values)?;
-                module.set_config(load_ask_user_config(Some(home), &workspace).0);
-                Ok("Saved. Takes effect with the next question.".to_owned())
-            });
-            this.settings.open_settings(&SETTINGS_PAGE, |_| save).await
-        })
+    async fn run(self, call: CommandCall) -> CommandReply {
+        if call.name != SETTINGS_COMMAND {
+            return CommandReply::Failed {
+                message: format!("unipi-tui has no command /{}", call.name),
+            };
+        }
+        let module = self.module.clone();
+        let workspace = self.settings.workspace.clone();
+        // A save takes effect at once.
+        let save: Save = Arc::new(move |home, values| {
+            crate::config::merge_json_file(&home.join(ASK_USER_CONFIG_FILE), &values)?;
+            module.set_config(load_ask_user_config(Some(home), &workspace).0);
+            Ok("Saved. Takes effect with the next question.".to_owned())
+        });
+        self.settings.open_settings(&SETTINGS_PAGE, |_| save).await
     }
 }

@@ -79,21 +79,22 @@ mod tests {
 
     #[test]
     fn the_embedded_extension_speaks_this_protocol() {
-        let stated = format!(
-            "const PROTOCOL_VERSION = {};",
-            crate::bridge::protocol::PROTOCOL_VERSION
-        );
-        assert!(
-            EXTENSION_SOURCE.contains(&stated),
-            "bridge/extension.ts must declare `{stated}`"
-        );
-        let limit = format!(
-            "const MAX_LINE_BYTES = {};",
-            crate::bridge::protocol::MAX_LINE_BYTES
-        );
-        assert!(
-            EXTENSION_SOURCE.contains(&limit),
-            "bridge/extension.ts must declare `{limit}`"
-        );
+        let constants = [
+            (
+                "PROTOCOL_VERSION",
+                crate::bridge::protocol::PROTOCOL_VERSION.to_string(),
+            ),
+            (
+                "MAX_LINE_BYTES",
+                crate::bridge::protocol::MAX_LINE_BYTES.to_string(),
+            ),
+        ];
+        for (name, value) in constants {
+            let stated = format!("const {name} = {value};");
+            assert!(
+                EXTENSION_SOURCE.contains(&stated),
+                "bridge/extension.ts must declare `{stated}`"
+            );
+        }
     }
 }

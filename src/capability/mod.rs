@@ -42,9 +42,6 @@ pub use ui::{NewTerminal, ScreenState, Ui, UiReceiver, UiRequest};
 
 /// A workbench capability, as the app and the bridge see it.
 pub trait Capability: Send + Sync + 'static {
-    /// A short, stable name (logs, `/unipi:info`).
-    fn name(&self) -> &'static str;
-
     /// The bridge modules that offer its tools, commands and hooks to Pi. Read once, before the
     /// bridge starts.
     fn modules(&self) -> Vec<Arc<dyn Module>> {
@@ -89,6 +86,7 @@ pub trait Capability: Send + Sync + 'static {
 
 /// One line in [`registrations`]: how to start a capability, and the key tables of its views.
 pub struct Registration {
+    /// A short, stable name (the start-up log).
     pub name: &'static str,
     /// Builds it from its config; `None` when it is switched off or could not start (the reason
     /// is reported on the context).
@@ -263,6 +261,18 @@ pub struct WithCommands {
 impl WithCommands {
     pub fn wrap(module: Arc<dyn Module>, handler: CommandHandler) -> Arc<dyn Module> {
         Arc::new(WithCommands { module, handler })
+    }
+
+    /// `module`, with its commands answered by `run` over a clone of `state` taken for each call
+    /// (the answer is awaited after the call returns, so it owns what it uses).
+    pub fn answered_by<S, F, Fut>(module: Arc<dyn Module>, state: S, run: F) -> Arc<dyn Module>
+    where
+        S: Clone + Send + Sync + 'static,
+        F: Fn(S, CommandCall) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = CommandReply> + Send + 'static,
+    {
+        let handler: CommandHandler = Arc::new(move |call| Box::pin(run(state.clone(), call)));
+        WithCommands::wrap(module, handler)
     }
 }
 

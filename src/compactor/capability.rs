@@ -7,7 +7,6 @@
 
 use std::sync::Arc;
 
-use futures_util::future::BoxFuture;
 use unipi_widgets::footer::Segment;
 
 use super::command::{COMPACT_COMMAND, STATS_COMMAND, VIEW_COMMAND, parse_command_args};
@@ -33,21 +32,16 @@ fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
     }))
 }
 
+#[derive(Clone)]
 struct CompactorCapability {
     module: CompactorModule,
     ui: Ui,
 }
 
 impl Capability for CompactorCapability {
-    fn name(&self) -> &'static str {
-        "compactor"
-    }
-
     fn modules(&self) -> Vec<Arc<dyn Module>> {
-        let module = self.module.clone();
-        let ui = self.ui.clone();
-        let handler = Arc::new(move |call: CommandCall| run_command(&module, &ui, call));
-        vec![WithCommands::wrap(Arc::new(self.module.clone()), handler)]
+        let module = Arc::new(self.module.clone());
+        vec![WithCommands::answered_by(module, self.clone(), run_command)]
     }
 
     fn attach(&self, bridge: &BridgeLink) {
@@ -76,54 +70,47 @@ impl Capability for CompactorCapability {
 }
 
 /// `/unipi:compact`, `/unipi:compact-stats` and `/unipi:compact-view`.
-fn run_command(
-    module: &CompactorModule,
-    ui: &Ui,
-    call: CommandCall,
-) -> BoxFuture<'static, CommandReply> {
-    let module = module.clone();
-    let ui = ui.clone();
-    Box::pin(async move {
-        match call.name.as_str() {
-            COMPACT_COMMAND => match parse_command_args(&call.args) {
-                Ok(marker) => {
-                    // Pi's command handler must finish before Pi can start the compaction.
-                    tokio::spawn(async move {
-                        if let Err(message) = module.request_compaction(&marker).await {
-                            tracing::warn!("/{COMPACT_COMMAND}: {message}");
-                        }
-                    });
-                    CommandReply::Done
-                }
-                Err(message) => CommandReply::Notify {
-                    message: format!("/{COMPACT_COMMAND}: {message}"),
-                    level: NotifyLevel::Warning,
-                },
+async fn run_command(capability: CompactorCapability, call: CommandCall) -> CommandReply {
+    let CompactorCapability { module, ui } = capability;
+    match call.name.as_str() {
+        COMPACT_COMMAND => match parse_command_args(&call.args) {
+            Ok(marker) => {
+                // Pi's command handler must finish before Pi can start the compaction.
+                tokio::spawn(async move {
+                    if let Err(message) = module.request_compaction(&marker).await {
+                        tracing::warn!("/{COMPACT_COMMAND}: {message}");
+                    }
+                });
+                CommandReply::Done
+            }
+            Err(message) => CommandReply::Notify {
+                message: format!("/{COMPACT_COMMAND}: {message}"),
+                level: NotifyLevel::Warning,
             },
-            STATS_COMMAND => match module.stats().await {
-                Ok(text) => CommandReply::Notify {
-                    message: text,
-                    level: NotifyLevel::Info,
-                },
-                Err(message) => CommandReply::Failed { message },
+        },
+        STATS_COMMAND => match module.stats().await {
+            Ok(text) => CommandReply::Notify {
+                message: text,
+                level: NotifyLevel::Info,
             },
-            VIEW_COMMAND => match module.last_view() {
-                Some(model) if ui.has_screen() => {
-                    ui.open(CompactionView::new(model, ui.keymap()));
-                    CommandReply::Done
-                }
-                Some(model) => CommandReply::Notify {
-                    message: model.summary,
-                    level: NotifyLevel::Info,
-                },
-                None => CommandReply::Notify {
-                    message: "No compaction yet in this session.".to_owned(),
-                    level: NotifyLevel::Info,
-                },
+            Err(message) => CommandReply::Failed { message },
+        },
+        VIEW_COMMAND => match module.last_view() {
+            Some(model) if ui.has_screen() => {
+                ui.open(CompactionView::new(model, ui.keymap()));
+                CommandReply::Done
+            }
+            Some(model) => CommandReply::Notify {
+                message: model.summary,
+                level: NotifyLevel::Info,
             },
-            other => CommandReply::Failed {
-                message: format!("the compactor has no command /{other}"),
+            None => CommandReply::Notify {
+                message: "No compaction yet in this session.".to_owned(),
+                level: NotifyLevel::Info,
             },
-        }
-    })
+        },
+        other => CommandReply::Failed {
+            message: format!("the compactor has no command /{other}"),
+        },
+    }
 }

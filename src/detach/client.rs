@@ -9,17 +9,18 @@
 //! gone (the session then sees the connection close: a detach) — and on every one of those paths
 //! the terminal is restored before the client says why it left.
 
-use std::io::{IsTerminal as _, Read as _};
+use std::io::IsTerminal as _;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail};
+use nix::sys::signal::Signal;
 use tokio::net::UnixStream;
-use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
 use super::protocol::{Control, Frame, FrameReader, Role, Status, VERSION, write_frame};
 use super::registry::{Entry, Registry};
 use super::terminal;
+use crate::sys::signals::{Signals, exit_code};
 use crate::term::tui;
 
 /// How long `ls` waits for one session's answer.
@@ -96,9 +97,13 @@ async fn relay(entry: &Entry) -> Result<Outcome> {
     let (local_tx, mut local) = mpsc::channel::<Local>(64);
     spawn_input_reader(local_tx.clone())?;
     let screen = OutputWriter::spawn(local_tx)?;
-    let mut signals = Signals::new()?;
-    let mut window_change =
-        signal(SignalKind::window_change()).context("failed to install a signal handler")?;
+    let mut signals = Signals::listen(&[
+        Signal::SIGHUP,
+        Signal::SIGTERM,
+        Signal::SIGINT,
+        Signal::SIGQUIT,
+        Signal::SIGWINCH,
+    ])?;
     // Debug builds only: panic on `!` (`UNIPI_TUI_TEST_PANIC_ON_KEY=1`, as the workbench does),
     // so tests can prove the panic path gives the terminal back.
     #[cfg(debug_assertions)]
@@ -107,12 +112,17 @@ async fn relay(entry: &Entry) -> Result<Outcome> {
     let outcome = loop {
         tokio::select! {
             biased;
-            Some(code) = signals.ending() => break Outcome { code, message: None },
-            _ = window_change.recv() => {
-                if let Ok((cols, rows)) = crossterm::terminal::size() {
-                    let _ = to_session.send(Frame::Control(Control::Resize { rows, cols })).await;
+            signal = signals.next() => match signal {
+                Signal::SIGWINCH => {
+                    if let Ok((cols, rows)) = crossterm::terminal::size() {
+                        let _ = to_session.send(Frame::Control(Control::Resize { rows, cols })).await;
+                    }
                 }
-            }
+                ending => {
+                    tracing::info!("{ending} ends the client");
+                    break Outcome { code: exit_code(ending), message: None };
+                }
+            },
             Some(local) = local.recv() => match local {
                 Local::Input(bytes) => {
                     #[cfg(debug_assertions)]
@@ -328,27 +338,12 @@ fn age(ms: u64) -> String {
 
 /// The terminal's input, read on a thread of its own (reads block).
 fn spawn_input_reader(tx: mpsc::Sender<Local>) -> Result<()> {
-    std::thread::Builder::new()
-        .name("attach-input".into())
-        .spawn(move || {
-            let mut stdin = std::io::stdin();
-            let mut buf = vec![0u8; 16 * 1024];
-            let why = loop {
-                match stdin.read(&mut buf) {
-                    Ok(0) => break "its input ended".to_owned(),
-                    Ok(n) => {
-                        if tx.blocking_send(Local::Input(buf[..n].to_vec())).is_err() {
-                            return;
-                        }
-                    }
-                    Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(err) => break format!("reading it: {err}"),
-                }
-            };
-            let _ = tx.blocking_send(Local::TerminalGone(why));
+    crate::term::stdin::spawn_reader("attach-input", tx, Local::Input, |error| {
+        Local::TerminalGone(match error {
+            None => "its input ended".to_owned(),
+            Some(err) => format!("reading it: {err}"),
         })
-        .context("failed to start the input thread")?;
-    Ok(())
+    })
 }
 
 /// Output for the terminal, written on a thread of its own: a terminal that blocks (or is gone)
@@ -409,38 +404,6 @@ impl OutputWriter {
             }
         })
         .await;
-    }
-}
-
-struct Signals {
-    hangup: tokio::signal::unix::Signal,
-    terminate: tokio::signal::unix::Signal,
-    interrupt: tokio::signal::unix::Signal,
-    quit: tokio::signal::unix::Signal,
-}
-
-impl Signals {
-    fn new() -> Result<Signals> {
-        let make = |kind| signal(kind).context("failed to install a signal handler");
-        Ok(Signals {
-            hangup: make(SignalKind::hangup())?,
-            terminate: make(SignalKind::terminate())?,
-            interrupt: make(SignalKind::interrupt())?,
-            quit: make(SignalKind::quit())?,
-        })
-    }
-
-    /// The exit code (`128 + N`) of the next signal that ends the client.
-    async fn ending(&mut self) -> Option<i32> {
-        use nix::sys::signal::Signal;
-        let signal = tokio::select! {
-            _ = self.hangup.recv() => Signal::SIGHUP,
-            _ = self.terminate.recv() => Signal::SIGTERM,
-            _ = self.interrupt.recv() => Signal::SIGINT,
-            _ = self.quit.recv() => Signal::SIGQUIT,
-        };
-        tracing::info!("{signal} ends the client");
-        Some(128 + signal as i32)
     }
 }
 

@@ -80,10 +80,6 @@ struct InSession {
 }
 
 impl Capability for InSession {
-    fn name(&self) -> &'static str {
-        "detach"
-    }
-
     fn attach(&self, bridge: &BridgeLink) {
         tokio::spawn(follow_pi(
             bridge.bus(),

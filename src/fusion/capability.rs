@@ -61,14 +61,13 @@ struct FusionCapability {
 }
 
 impl Capability for FusionCapability {
-    fn name(&self) -> &'static str {
-        "fusion"
-    }
-
     fn modules(&self) -> Vec<Arc<dyn Module>> {
-        let engine = self.engine.clone();
-        let handler = Arc::new(move |call: CommandCall| run_command(engine.clone(), call));
-        vec![WithCommands::wrap(Arc::new(self.module.clone()), handler)]
+        let module = Arc::new(self.module.clone());
+        vec![WithCommands::answered_by(
+            module,
+            self.engine.clone(),
+            run_command,
+        )]
     }
 
     fn attach(&self, bridge: &BridgeLink) {
@@ -124,51 +123,49 @@ impl Capability for FusionCapability {
 }
 
 /// The fusion commands.
-fn run_command(engine: Arc<Engine>, call: CommandCall) -> BoxFuture<'static, CommandReply> {
-    Box::pin(async move {
-        let args = call.args.trim().to_owned();
-        let ui = engine.ui().clone();
-        let reply = match call.name.as_str() {
-            MODEL_COMMAND if args.is_empty() && ui.has_screen() => {
-                open_picker(&engine).await.map(|()| None)
-            }
-            MODEL_COMMAND if args.is_empty() => Ok(Some(status_lines(&engine, None).join("\n"))),
-            MODEL_COMMAND => apply_pair_from_args(&engine, &args).await.map(Some),
-            PRESET_COMMAND if args.is_empty() && ui.has_screen() => {
-                let port = Arc::new(EnginePresets::new(engine.clone()));
-                ui.open(PresetsView::new(port, ui.keymap()));
-                Ok(None)
-            }
-            PRESET_COMMAND if args.is_empty() => Ok(Some(preset_list(&engine))),
-            PRESET_COMMAND => apply_preset(&engine, &args).await.map(Some),
-            STATUS_COMMAND => {
-                let breakdown = engine.breakdown().await;
-                let lines = status_lines(&engine, Some(breakdown));
-                if ui.has_screen() {
-                    let model = NoticeModel {
-                        title: "Model fusion".to_owned(),
-                        messages: lines,
-                        hint: String::new(),
-                        scroll: 0,
-                    };
-                    ui.open(PagedView::new(model, ui.keymap()));
-                    Ok(None)
-                } else {
-                    Ok(Some(lines.join("\n")))
-                }
-            }
-            BTW_COMMAND => side_question(&engine, &args).await,
-            other => Err(format!("unipi-tui has no command /{other}")),
-        };
-        match reply {
-            Ok(None) => CommandReply::Done,
-            Ok(Some(message)) => CommandReply::Notify {
-                message,
-                level: NotifyLevel::Info,
-            },
-            Err(message) => CommandReply::Failed { message },
+async fn run_command(engine: Arc<Engine>, call: CommandCall) -> CommandReply {
+    let args = call.args.trim().to_owned();
+    let ui = engine.ui().clone();
+    let reply = match call.name.as_str() {
+        MODEL_COMMAND if args.is_empty() && ui.has_screen() => {
+            open_picker(&engine).await.map(|()| None)
         }
-    })
+        MODEL_COMMAND if args.is_empty() => Ok(Some(status_lines(&engine, None).join("\n"))),
+        MODEL_COMMAND => apply_pair_from_args(&engine, &args).await.map(Some),
+        PRESET_COMMAND if args.is_empty() && ui.has_screen() => {
+            let port = Arc::new(EnginePresets::new(engine.clone()));
+            ui.open(PresetsView::new(port, ui.keymap()));
+            Ok(None)
+        }
+        PRESET_COMMAND if args.is_empty() => Ok(Some(preset_list(&engine))),
+        PRESET_COMMAND => apply_preset(&engine, &args).await.map(Some),
+        STATUS_COMMAND => {
+            let breakdown = engine.breakdown().await;
+            let lines = status_lines(&engine, Some(breakdown));
+            if ui.has_screen() {
+                let model = NoticeModel {
+                    title: "Model fusion".to_owned(),
+                    messages: lines,
+                    hint: String::new(),
+                    scroll: 0,
+                };
+                ui.open(PagedView::new(model, ui.keymap()));
+                Ok(None)
+            } else {
+                Ok(Some(lines.join("\n")))
+            }
+        }
+        BTW_COMMAND => side_question(&engine, &args).await,
+        other => Err(format!("unipi-tui has no command /{other}")),
+    };
+    match reply {
+        Ok(None) => CommandReply::Done,
+        Ok(Some(message)) => CommandReply::Notify {
+            message,
+            level: NotifyLevel::Info,
+        },
+        Err(message) => CommandReply::Failed { message },
+    }
 }
 
 /// Lists Pi's models and opens the picker over them, with the pair in force in its slots.

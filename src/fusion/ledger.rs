@@ -53,24 +53,28 @@ impl Ledger {
         &self,
         session: Option<String>,
     ) -> anyhow::Result<(SidekickTotals, SidekickTotals)> {
-        self.with_db(move |db| {
-            let session_totals = match &session {
-                Some(id) => db.sidekick_totals(Some(id))?,
-                None => SidekickTotals::default(),
-            };
-            Ok((session_totals, db.sidekick_totals(None)?))
-        })
-        .await
+        self.session_and_all_time(session, SessionDb::sidekick_totals)
+            .await
     }
 
     /// Per-source totals for the session and for all time.
     pub async fn breakdown(&self, session: Option<String>) -> anyhow::Result<Breakdown> {
+        self.session_and_all_time(session, SessionDb::sidekick_totals_by_source)
+            .await
+    }
+
+    /// `query` for the session (empty without one) and for all time, in one job.
+    async fn session_and_all_time<T: Default + Send + 'static>(
+        &self,
+        session: Option<String>,
+        query: fn(&SessionDb, Option<&str>) -> Result<T, crate::sessiondb::DbError>,
+    ) -> anyhow::Result<(T, T)> {
         self.with_db(move |db| {
-            let session_rows = match &session {
-                Some(id) => db.sidekick_totals_by_source(Some(id))?,
-                None => Vec::new(),
+            let in_session = match &session {
+                Some(id) => query(db, Some(id))?,
+                None => T::default(),
             };
-            Ok((session_rows, db.sidekick_totals_by_source(None)?))
+            Ok((in_session, query(db, None)?))
         })
         .await
     }

@@ -232,6 +232,16 @@ impl PickerView {
     }
 }
 
+/// The slots in the order Tab walks them (Shift+Tab walks back; both wrap around).
+const SLOT_ORDER: [Slot; 3] = [Slot::Primary, Slot::Sidekick, Slot::Confirm];
+
+/// The slot `by` steps from `slot` in [`SLOT_ORDER`].
+fn step_slot(slot: Slot, by: isize) -> Slot {
+    // Every slot is in the order, so `position` finds it.
+    let at = SLOT_ORDER.iter().position(|s| *s == slot).unwrap_or(0);
+    SLOT_ORDER[(at as isize + by).rem_euclid(SLOT_ORDER.len() as isize) as usize]
+}
+
 /// A model as the picker's rows show it.
 fn row(model: &ModelInfo) -> ModelRow {
     ModelRow {
@@ -280,19 +290,11 @@ impl View for PickerView {
             Some(PickerAction::Choose) => self.choose(),
             Some(PickerAction::Confirm) => self.confirm(),
             Some(PickerAction::NextSlot) => {
-                self.model.slot = match self.model.slot {
-                    Slot::Primary => Slot::Sidekick,
-                    Slot::Sidekick => Slot::Confirm,
-                    Slot::Confirm => Slot::Primary,
-                };
+                self.model.slot = step_slot(self.model.slot, 1);
                 ViewAction::Consumed
             }
             Some(PickerAction::PreviousSlot) => {
-                self.model.slot = match self.model.slot {
-                    Slot::Primary => Slot::Confirm,
-                    Slot::Sidekick => Slot::Primary,
-                    Slot::Confirm => Slot::Sidekick,
-                };
+                self.model.slot = step_slot(self.model.slot, -1);
                 ViewAction::Consumed
             }
             Some(PickerAction::Backspace) => {
@@ -460,6 +462,19 @@ mod tests {
         assert_eq!(press(&mut view, KeyCode::F(5)), ViewAction::Unhandled);
         assert_eq!(press(&mut view, KeyCode::Esc), ViewAction::Close);
         assert!(port.0.lock().unwrap().is_empty(), "cancel changes nothing");
+    }
+
+    #[test]
+    fn tab_and_shift_tab_walk_the_slots_and_wrap_around() {
+        let walks = [
+            (Slot::Primary, Slot::Sidekick, Slot::Confirm),
+            (Slot::Sidekick, Slot::Confirm, Slot::Primary),
+            (Slot::Confirm, Slot::Primary, Slot::Sidekick),
+        ];
+        for (slot, next, previous) in walks {
+            assert_eq!(step_slot(slot, 1), next, "Tab from {slot:?}");
+            assert_eq!(step_slot(slot, -1), previous, "Shift+Tab from {slot:?}");
+        }
     }
 
     #[test]

@@ -16,18 +16,15 @@ use std::process::{ExitStatus, Stdio};
 use anyhow::{Context, Result};
 use nix::sys::signal::{SigSet, SigmaskHow, Signal, killpg, pthread_sigmask};
 use nix::unistd::{Pid, getpgrp, tcgetpgrp, tcsetpgrp};
-use tokio::signal::unix::{SignalKind, signal};
 
 use crate::sys::SpawnGrouped as _;
+use crate::sys::signals::Signals;
 
 /// Runs `program args` with `env` added, forwarding SIGINT, SIGTERM and SIGHUP to its process
 /// group, and returns its exit code the way a shell reports it (128 + N for a signal).
 pub async fn run(program: &Path, args: &[OsString], env: &[(OsString, OsString)]) -> Result<i32> {
     // Handlers first, so a signal that arrives while Pi starts is forwarded, not fatal to us.
-    let make = |kind| signal(kind).context("failed to install a signal handler");
-    let mut interrupt = make(SignalKind::interrupt())?;
-    let mut terminate = make(SignalKind::terminate())?;
-    let mut hangup = make(SignalKind::hangup())?;
+    let mut signals = Signals::listen(&[Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP])?;
 
     let (mut child, group) = tokio::process::Command::new(program)
         .args(args)
@@ -47,9 +44,7 @@ pub async fn run(program: &Path, args: &[OsString], env: &[(OsString, OsString)]
     let status = loop {
         let forward = tokio::select! {
             status = child.wait() => break status.context("failed to wait for Pi")?,
-            _ = interrupt.recv() => Signal::SIGINT,
-            _ = terminate.recv() => Signal::SIGTERM,
-            _ = hangup.recv() => Signal::SIGHUP,
+            forward = signals.next() => forward,
         };
         tracing::info!("forwarding {forward} to Pi's process group");
         if let Err(err) = killpg(pgid, forward) {

@@ -106,10 +106,6 @@ struct HelpersCapability {
 }
 
 impl Capability for HelpersCapability {
-    fn name(&self) -> &'static str {
-        "helpers"
-    }
-
     fn modules(&self) -> Vec<Arc<dyn Module>> {
         let mut modules: Vec<Arc<dyn Module>> = vec![Arc::new(self.helpers.clone())];
         if let Some(delegate) = &self.delegate {

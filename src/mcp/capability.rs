@@ -79,21 +79,15 @@ struct McpCapability {
 }
 
 impl Capability for McpCapability {
-    fn name(&self) -> &'static str {
-        "mcp"
-    }
-
     fn modules(&self) -> Vec<Arc<dyn Module>> {
-        let handler = {
-            let module = self.module.clone();
-            let ui = self.ui.clone();
-            let home = self.home.clone();
-            let workspace = self.workspace.clone();
-            Arc::new(move |call: CommandCall| {
-                run_command(&module, &ui, home.clone(), workspace.clone(), call)
-            })
+        let commands = Commands {
+            module: self.module.clone(),
+            ui: self.ui.clone(),
+            home: self.home.clone(),
+            workspace: self.workspace.clone(),
         };
-        vec![WithCommands::wrap(Arc::new(self.module.clone()), handler)]
+        let module = Arc::new(self.module.clone());
+        vec![WithCommands::answered_by(module, commands, run_command)]
     }
 
     fn attach(&self, bridge: &BridgeLink) {
@@ -124,52 +118,57 @@ impl Capability for McpCapability {
     }
 }
 
-/// `/unipi:mcp-status` and `/unipi:mcp-reload`.
-fn run_command(
-    module: &McpModule,
-    ui: &Ui,
+/// What `/unipi:mcp-status` and `/unipi:mcp-reload` need.
+#[derive(Clone)]
+struct Commands {
+    module: McpModule,
+    ui: Ui,
     home: Option<PathBuf>,
     workspace: PathBuf,
-    call: CommandCall,
-) -> BoxFuture<'static, CommandReply> {
-    let module = module.clone();
-    let ui = ui.clone();
-    Box::pin(async move {
-        match call.name.as_str() {
-            STATUS_COMMAND if ui.has_screen() => {
-                ui.open(McpView::new(Arc::new(McpPort::new(module)), ui.keymap()));
-                CommandReply::Done
-            }
-            // Headless (no pane to draw on): the same facts in words.
-            STATUS_COMMAND => CommandReply::Notify {
-                message: status_text(&module.status()),
-                level: NotifyLevel::Info,
-            },
-            RELOAD_COMMAND => {
-                let reload =
-                    tokio::spawn(async move { module.reload(home.as_deref(), &workspace).await });
-                match tokio::time::timeout(RELOAD_ANSWER_WITHIN, reload).await {
-                    Ok(Ok(summary)) => CommandReply::Notify {
-                        message: summary,
-                        level: NotifyLevel::Info,
-                    },
-                    Ok(Err(err)) => CommandReply::Failed {
-                        message: format!("MCP reload failed: {err}"),
-                    },
-                    Err(_) => CommandReply::Notify {
-                        message: format!(
-                            "MCP reload is still starting servers; /{STATUS_COMMAND} shows their \
-                             state"
-                        ),
-                        level: NotifyLevel::Info,
-                    },
-                }
-            }
-            other => CommandReply::Failed {
-                message: format!("unipi-tui has no command /{other}"),
-            },
+}
+
+/// `/unipi:mcp-status` and `/unipi:mcp-reload`.
+async fn run_command(commands: Commands, call: CommandCall) -> CommandReply {
+    let Commands {
+        module,
+        ui,
+        home,
+        workspace,
+    } = commands;
+    match call.name.as_str() {
+        STATUS_COMMAND if ui.has_screen() => {
+            ui.open(McpView::new(Arc::new(McpPort::new(module)), ui.keymap()));
+            CommandReply::Done
         }
-    })
+        // Headless (no pane to draw on): the same facts in words.
+        STATUS_COMMAND => CommandReply::Notify {
+            message: status_text(&module.status()),
+            level: NotifyLevel::Info,
+        },
+        RELOAD_COMMAND => {
+            let reload =
+                tokio::spawn(async move { module.reload(home.as_deref(), &workspace).await });
+            match tokio::time::timeout(RELOAD_ANSWER_WITHIN, reload).await {
+                Ok(Ok(summary)) => CommandReply::Notify {
+                    message: summary,
+                    level: NotifyLevel::Info,
+                },
+                Ok(Err(err)) => CommandReply::Failed {
+                    message: format!("MCP reload failed: {err}"),
+                },
+                Err(_) => CommandReply::Notify {
+                    message: format!(
+                        "MCP reload is still starting servers; /{STATUS_COMMAND} shows their \
+                         state"
+                    ),
+                    level: NotifyLevel::Info,
+                },
+            }
+        }
+        other => CommandReply::Failed {
+            message: format!("unipi-tui has no command /{other}"),
+        },
+    }
 }
 
 /// The servers in one line each, for a run without a screen.

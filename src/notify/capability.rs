@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use futures_util::future::BoxFuture;
 use tokio::sync::watch;
 
 use super::config::{CONFIG_FILE, NotifyConfig, load_notify_config};
@@ -55,14 +54,9 @@ struct NotifyCapability {
 }
 
 impl Capability for NotifyCapability {
-    fn name(&self) -> &'static str {
-        "notify"
-    }
-
     fn modules(&self) -> Vec<Arc<dyn Module>> {
-        let commands = self.clone();
-        let handler = Arc::new(move |call: CommandCall| commands.run(call));
-        vec![WithCommands::wrap(Arc::new(self.module.clone()), handler)]
+        let module = Arc::new(self.module.clone());
+        vec![WithCommands::answered_by(module, self.clone(), Self::run)]
     }
 
     fn attach(&self, bridge: &BridgeLink) {
@@ -76,31 +70,28 @@ impl Capability for NotifyCapability {
 }
 
 impl NotifyCapability {
-    fn run(&self, call: CommandCall) -> BoxFuture<'static, CommandReply> {
-        let this = self.clone();
-        Box::pin(async move {
-            match call.name.as_str() {
-                TEST_COMMAND => {
-                    let results = this.dispatcher.test().await;
-                    let failed = results.iter().any(|result| !result.ok());
-                    CommandReply::Notify {
-                        message: test_report(&results),
-                        level: if results.is_empty() || failed {
-                            NotifyLevel::Warning
-                        } else {
-                            NotifyLevel::Info
-                        },
-                    }
+    async fn run(self, call: CommandCall) -> CommandReply {
+        match call.name.as_str() {
+            TEST_COMMAND => {
+                let results = self.dispatcher.test().await;
+                let failed = results.iter().any(|result| !result.ok());
+                CommandReply::Notify {
+                    message: test_report(&results),
+                    level: if results.is_empty() || failed {
+                        NotifyLevel::Warning
+                    } else {
+                        NotifyLevel::Info
+                    },
                 }
-                SETTINGS_COMMAND => {
-                    let save = this.save();
-                    this.settings.open_settings(&SETTINGS_PAGE, save).await
-                }
-                other => CommandReply::Failed {
-                    message: format!("unipi-tui has no command /{other}"),
-                },
             }
-        })
+            SETTINGS_COMMAND => {
+                let save = self.save();
+                self.settings.open_settings(&SETTINGS_PAGE, save).await
+            }
+            other => CommandReply::Failed {
+                message: format!("unipi-tui has no command /{other}"),
+            },
+        }
     }
 
     /// Saves into the notify files (the ntfy settings where `config` read them from); the new

@@ -1,7 +1,8 @@
 //! The system layer: child processes in process groups of their own and how they are stopped,
 //! the watchdog that kills them when the workbench dies without stopping them, what `/proc` says
 //! about a process (named by pid and start time), crash-safe file writes, listing a directory's
-//! files of one kind, the clock, random names and the poison-tolerant mutex lock.
+//! files of one kind, the clock, random names, the signals a foreground loop waits on and the
+//! poison-tolerant mutex lock.
 //!
 //! Every module that starts a process, replaces a file or stamps a time goes through here rather
 //! than keeping its own copy, so each of these has one meaning: a group is alive until its last
@@ -16,6 +17,7 @@ pub mod private_dir;
 pub mod process;
 pub mod procfs;
 pub mod random;
+pub mod signals;
 pub mod sweep;
 pub mod sync;
 pub mod time;

@@ -86,18 +86,17 @@ struct TasksCapability {
 }
 
 impl Capability for TasksCapability {
-    fn name(&self) -> &'static str {
-        "tasks"
-    }
-
     fn modules(&self) -> Vec<Arc<dyn Module>> {
         let commands = Commands {
             module: Arc::clone(&self.module),
             service: self.service.clone(),
             settings: self.settings.clone(),
         };
-        let handler = Arc::new(move |call: CommandCall| commands.run(call));
-        vec![WithCommands::wrap(self.module.clone() as _, handler)]
+        vec![WithCommands::answered_by(
+            self.module.clone(),
+            commands,
+            Commands::run,
+        )]
     }
 
     fn attach(&self, bridge: &BridgeLink) {
@@ -145,38 +144,33 @@ struct Commands {
 }
 
 impl Commands {
-    fn run(&self, call: CommandCall) -> BoxFuture<'static, CommandReply> {
-        let this = self.clone();
-        Box::pin(async move {
-            match call.name.as_str() {
-                TasksModule::COMMAND_BG => {
-                    this.module.run_user_command(call.agent, &call.args).await
-                }
-                TasksModule::COMMAND_TASKS => {
-                    let detail = Some(call.args.trim().to_owned()).filter(|id| !id.is_empty());
-                    if this.settings.ui.open_dock(detail) {
-                        CommandReply::Done
-                    } else {
-                        let tasks = this.service.registry().snapshot();
-                        CommandReply::Notify {
-                            message: format_task_list(&tasks, crate::sys::now_ms()),
-                            level: NotifyLevel::Info,
-                        }
+    async fn run(self, call: CommandCall) -> CommandReply {
+        match call.name.as_str() {
+            TasksModule::COMMAND_BG => self.module.run_user_command(call.agent, &call.args).await,
+            TasksModule::COMMAND_TASKS => {
+                let detail = Some(call.args.trim().to_owned()).filter(|id| !id.is_empty());
+                if self.settings.ui.open_dock(detail) {
+                    CommandReply::Done
+                } else {
+                    let tasks = self.service.registry().snapshot();
+                    CommandReply::Notify {
+                        message: format_task_list(&tasks, crate::sys::now_ms()),
+                        level: NotifyLevel::Info,
                     }
                 }
-                TasksModule::COMMAND_SETTINGS => {
-                    // The user's `background-tasks.json`, written crash-safe.
-                    let save: Save = Arc::new(|home, values| {
-                        save_tasks_config(&home.join(TASKS_CONFIG_FILE), &values)?;
-                        Ok("Saved. Takes effect on next start.".to_owned())
-                    });
-                    this.settings.open_settings(&SETTINGS_PAGE, |_| save).await
-                }
-                other => CommandReply::Failed {
-                    message: format!("unipi-tui has no command /{other}"),
-                },
             }
-        })
+            TasksModule::COMMAND_SETTINGS => {
+                // The user's `background-tasks.json`, written crash-safe.
+                let save: Save = Arc::new(|home, values| {
+                    save_tasks_config(&home.join(TASKS_CONFIG_FILE), &values)?;
+                    Ok("Saved. Takes effect on next start.".to_owned())
+                });
+                self.settings.open_settings(&SETTINGS_PAGE, |_| save).await
+            }
+            other => CommandReply::Failed {
+                message: format!("unipi-tui has no command /{other}"),
+            },
+        }
     }
 }
 

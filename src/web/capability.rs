@@ -43,10 +43,6 @@ struct WebCapability {
 }
 
 impl Capability for WebCapability {
-    fn name(&self) -> &'static str {
-        "web"
-    }
-
     fn modules(&self) -> Vec<Arc<dyn Module>> {
         vec![Arc::clone(&self.module) as _]
     }

@@ -78,22 +78,16 @@ pub(super) struct Shared {
 }
 
 impl Capability for Workflow {
-    fn name(&self) -> &'static str {
-        "workflow"
-    }
-
     fn modules(&self) -> Vec<Arc<dyn Module>> {
-        let shared = Arc::clone(&self.shared);
-        let handler = Arc::new(
-            move |call: CommandCall| -> BoxFuture<'static, CommandReply> {
-                let shared = Arc::clone(&shared);
-                Box::pin(async move { shared.run(call).await })
-            },
-        );
         let module = WorkflowModule {
             workspace: self.shared.workspace.clone(),
         };
-        vec![WithCommands::wrap(Arc::new(module), handler)]
+        let shared = Arc::clone(&self.shared);
+        vec![WithCommands::answered_by(
+            Arc::new(module),
+            shared,
+            Shared::run,
+        )]
     }
 
     fn attach(&self, bridge: &BridgeLink) {
