@@ -40,12 +40,21 @@ fn entries(dir: &Path) -> Vec<PathBuf> {
     paths
 }
 
-/// A file's code without its tests and comments.
+/// A file's code without its inline tests (a `#[cfg(test)] mod … {` block, the file's last part)
+/// and comments. A test module declared in a file of its own (`#[cfg(test)] mod tests;`) does not
+/// end the code: modules declare theirs among their other items.
 fn code_of(path: &Path) -> String {
     let text = read(path);
-    let code = text.split("#[cfg(test)]\nmod ").next().unwrap_or_default();
-    code.lines()
+    let lines: Vec<&str> = text.lines().collect();
+    let inline_tests = lines.windows(2).position(|pair| {
+        pair[0].trim() == "#[cfg(test)]"
+            && pair[1].trim_start().starts_with("mod ")
+            && pair[1].trim_end().ends_with('{')
+    });
+    lines[..inline_tests.unwrap_or(lines.len())]
+        .iter()
         .filter(|line| !line.trim_start().starts_with("//"))
+        .copied()
         .collect::<Vec<_>>()
         .join("\n")
 }
