@@ -3,9 +3,10 @@
 //! `events` reads the child's JSON event stream into typed events and a run summary; `budget`
 //! decides when a budget steers or aborts; `args` reads `spawn_helper`'s arguments. These are pure
 //! (no processes, no tasks) so the runner, the tools and the dock share and table-test them.
-//! `runner` launches one helper as a child process and watches it to the end (its process
-//! groups, stops and durable writes come from [`crate::sys`], shared with every other owner of a
-//! child).
+//! `spec` says what a run is (program, agent, task, run directory, session, limits) for both the
+//! runner and the warm pool. `runner` launches one helper as a child process and watches it to
+//! the end (its process groups, stops and durable writes come from [`crate::sys`], shared with
+//! every other owner of a child).
 //! `module` is the bridge module's tool surface. Behind it, `service` starts and finishes runs,
 //! with its management `actions`, workflow scripts (`workflow`), the `supervisor` channel and the
 //! `acceptance` gate beside it; `ledger` keeps the counters, runs and open questions behind one

@@ -1,6 +1,6 @@
 //! What a helper run is: the program, the agent, the task, where the run keeps its files and
-//! session, and its limits. A leaf: the runner runs a [`RunSpec`], the warm pool keys its
-//! prestarted children by one, and neither needs the other to say what a run is.
+//! session, and its limits. The runner runs a [`RunSpec`] and the warm pool keys its prestarted
+//! children by one; this file imports neither, so neither needs the other to say what a run is.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -11,7 +11,7 @@ use nix::unistd::Pid;
 pub struct ProcessGroup(Pid);
 
 impl ProcessGroup {
-    /// The group led by `pid` (a child spawned with [`SpawnGrouped`], or a PTY child that is a
+    /// The group led by `pid` (a child spawned with [`SpawnGrouped`](super::SpawnGrouped), or a PTY child that is a
     /// session leader). `None` for ids that `killpg` would read as something else: 0 is our own
     /// group, 1 is init, and ids past `i32::MAX` do not exist.
     pub fn of_leader(pid: u32) -> Option<Self> {
