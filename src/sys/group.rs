@@ -31,6 +31,12 @@ impl ProcessGroup {
         self.0.as_raw()
     }
 
+    /// The group whose id [`raw`](Self::raw) gave; `None` for the ids [`of_leader`](Self::of_leader)
+    /// refuses (0, which also stands for "none held", 1, negatives).
+    pub fn from_raw(raw: i32) -> Option<Self> {
+        u32::try_from(raw).ok().and_then(Self::of_leader)
+    }
+
     /// See [`group_alive`].
     pub fn alive(self) -> bool {
         group_alive(self.0)

@@ -168,10 +168,7 @@ impl CurrentGroup {
 
     /// The group, while one is held.
     pub fn get(&self) -> Option<ProcessGroup> {
-        // 0 (nothing held) is not a group's id.
-        u32::try_from(self.pgid.load(Ordering::SeqCst))
-            .ok()
-            .and_then(ProcessGroup::of_leader)
+        ProcessGroup::from_raw(self.pgid.load(Ordering::SeqCst))
     }
 
     /// Holds `group` from now on.
@@ -183,7 +180,7 @@ impl CurrentGroup {
     /// (the watchdog forgets it too).
     pub fn clear(&self) {
         let held = self.pgid.swap(0, Ordering::SeqCst);
-        if let Some(group) = u32::try_from(held).ok().and_then(ProcessGroup::of_leader) {
+        if let Some(group) = ProcessGroup::from_raw(held) {
             super::watchdog::unwatch(group);
         }
     }
