@@ -392,6 +392,10 @@ impl PickerPort for EnginePicker {
 struct EnginePresets {
     engine: Arc<Engine>,
     notice: Arc<Mutex<Option<String>>>,
+    /// Fires when the last background job's notice is out. The next job waits for it before
+    /// giving its own, so notices come in the order of the edits even when a later write ends
+    /// first (the last notice is the last edit's outcome).
+    previous: Mutex<Option<tokio::sync::oneshot::Receiver<()>>>,
 }
 
 impl EnginePresets {
@@ -399,6 +403,7 @@ impl EnginePresets {
         EnginePresets {
             engine,
             notice: Arc::new(Mutex::new(None)),
+            previous: Mutex::new(None),
         }
     }
 
@@ -420,12 +425,19 @@ impl EnginePresets {
         work: impl std::future::Future<Output = Result<String, String>> + Send + 'static,
     ) {
         let (engine, notice) = (self.engine.clone(), self.notice.clone());
+        let (done, next) = tokio::sync::oneshot::channel();
+        let previous = lock(&self.previous).replace(next);
         tokio::spawn(async move {
             let text = match work.await {
                 Ok(message) | Err(message) => message,
             };
+            if let Some(previous) = previous {
+                // A job that panicked drops its sender: its turn is over too.
+                let _ = previous.await;
+            }
             *lock(&notice) = Some(text);
             engine.changed().bump();
+            let _ = done.send(());
         });
     }
 }
@@ -586,6 +598,37 @@ mod tests {
                 .unwrap();
         }
         load_fusion_config(Some(&dir.join("home")), &dir.join("work")).0
+    }
+
+    /// A later job whose work ends first still gives its notice after the earlier job's, so
+    /// the last notice is the last job's outcome (two edits' writes can end in either order).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_later_job_that_ends_first_still_gives_the_last_notice() {
+        let dir = tempfile::tempdir().unwrap();
+        let (port, _file) = presets_port(dir.path(), r#"{"presets": {}}"#);
+        let mut changes = port.engine.changed().subscribe();
+        let start = *changes.borrow_and_update();
+        let (open, gate) = tokio::sync::oneshot::channel::<()>();
+        let (ran, second_ran) = tokio::sync::oneshot::channel::<()>();
+        port.spawn(async move {
+            let _ = gate.await;
+            Ok("first".to_owned())
+        });
+        port.spawn(async move {
+            let _ = ran.send(());
+            Ok("second".to_owned())
+        });
+        // The second job's work is over before the first one's starts to end.
+        second_ran.await.unwrap();
+        open.send(()).unwrap();
+        tokio::time::timeout(
+            Duration::from_secs(10),
+            changes.wait_for(|version| version.wrapping_sub(start) >= 2),
+        )
+        .await
+        .expect("both notices within 10 s")
+        .unwrap();
+        assert_eq!(port.take_notice().as_deref(), Some("second"));
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
