@@ -122,7 +122,7 @@ async fn throughput(pages: usize) -> Result<()> {
         policy: AddressPolicy::new(true),
         user_agent: None,
         cache: None,
-    })?;
+    });
     let options = FetchOptions {
         format: Format::Markdown,
         include_images: true,

@@ -49,8 +49,7 @@ fn setup(workspace_config: Option<&str>) -> Setup {
     let fetcher = Fetcher::new(FetcherSettings::from_config(
         &config,
         Some(cache_dir.clone()),
-    ))
-    .unwrap();
+    ));
     Setup {
         _root: root,
         module: WebModule::new(fetcher, config),

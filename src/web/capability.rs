@@ -27,15 +27,10 @@ fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
         return None;
     }
     let settings = FetcherSettings::from_config(&config, Cache::default_dir(context.home));
-    match Fetcher::new(settings) {
-        Ok(fetcher) => Some(Arc::new(WebCapability {
-            module: Arc::new(WebModule::new(fetcher, config)),
-        })),
-        Err(err) => {
-            context.report(format!("Web fetch could not start: {err:#}"));
-            None
-        }
-    }
+    let fetcher = Fetcher::new(settings);
+    Some(Arc::new(WebCapability {
+        module: Arc::new(WebModule::new(fetcher, config)),
+    }))
 }
 
 struct WebCapability {

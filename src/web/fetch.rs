@@ -7,7 +7,7 @@
 //! timeout. Successful pages go through the [`Cache`].
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use reqwest::header::{self, HeaderMap, HeaderValue};
@@ -57,7 +57,11 @@ impl FetcherSettings {
 /// Fetches pages; cheap to clone (one HTTP client, one connection pool).
 #[derive(Clone)]
 pub struct Fetcher {
-    client: reqwest::Client,
+    /// Built at the first request ([`Fetcher::client`]): setting up TLS loads the system's
+    /// certificates and brings about 2 MiB of code and data into memory, which a session that
+    /// never fetches should not pay for. A build error is kept and given to every fetch.
+    client: Arc<OnceLock<Result<reqwest::Client, String>>>,
+    user_agent: Arc<str>,
     policy: Arc<AddressPolicy>,
     cache: Option<Cache>,
 }
@@ -71,27 +75,41 @@ pub struct Fetched {
 }
 
 impl Fetcher {
-    pub fn new(settings: FetcherSettings) -> anyhow::Result<Fetcher> {
-        let policy = Arc::new(settings.policy);
-        let client = reqwest::Client::builder()
-            // Redirects are followed here, hop by hop, so each is counted and checked.
-            .redirect(reqwest::redirect::Policy::none())
-            // A proxy would resolve names out of the guard's sight.
-            .no_proxy()
-            .dns_resolver(GuardedResolver::new(Arc::clone(&policy)))
-            .user_agent(
-                settings
-                    .user_agent
-                    .unwrap_or_else(|| BROWSER_USER_AGENT.to_owned()),
-            )
-            .default_headers(browser_headers())
-            .connect_timeout(CONNECT_TIMEOUT)
-            .build()
-            .map_err(|err| anyhow::anyhow!("cannot build the HTTP client: {err}"))?;
-        Ok(Fetcher {
-            client,
-            policy,
+    pub fn new(settings: FetcherSettings) -> Fetcher {
+        Fetcher {
+            client: Arc::default(),
+            user_agent: settings
+                .user_agent
+                .unwrap_or_else(|| BROWSER_USER_AGENT.to_owned())
+                .into(),
+            policy: Arc::new(settings.policy),
             cache: settings.cache,
+        }
+    }
+
+    /// The client, built now if this is the first request.
+    fn client(&self, asked: &str) -> Result<&reqwest::Client, FetchError> {
+        let built = self.client.get_or_init(|| {
+            reqwest::Client::builder()
+                // Redirects are followed here, hop by hop, so each is counted and checked.
+                .redirect(reqwest::redirect::Policy::none())
+                // A proxy would resolve names out of the guard's sight.
+                .no_proxy()
+                .dns_resolver(GuardedResolver::new(Arc::clone(&self.policy)))
+                .user_agent(&*self.user_agent)
+                .default_headers(browser_headers())
+                .connect_timeout(CONNECT_TIMEOUT)
+                .build()
+                .map_err(|err| format!("cannot set up HTTP for web fetches: {err}"))
+        });
+        built.as_ref().map_err(|message| {
+            FetchError::new(
+                ErrorCode::NetworkError,
+                Phase::Connecting,
+                false,
+                asked,
+                message.clone(),
+            )
         })
     }
 
@@ -166,7 +184,7 @@ impl Fetcher {
             return Err(timed_out(asked, url, Phase::Waiting, options.timeout));
         }
         let response = self
-            .client
+            .client(asked)?
             .get(url.clone())
             .timeout(remaining)
             .send()
@@ -604,8 +622,7 @@ mod tests {
             policy,
             user_agent: None,
             cache: None,
-        })
-        .unwrap();
+        });
         let options = FetchOptions {
             format: Format::Markdown,
             include_images: true,
@@ -644,6 +661,42 @@ mod tests {
             private_hits.load(Ordering::SeqCst),
             0,
             "the private server was never reached"
+        );
+    }
+
+    /// The HTTP client (TLS set-up, the system's certificates) is built by the first request,
+    /// not by the fetcher: a session that never fetches does not carry it. Clones share it.
+    #[tokio::test]
+    async fn the_client_is_built_by_the_first_request_and_shared_by_clones() {
+        let (server, hits) = serve("127.0.0.1", private_page, 0).await;
+        let fetcher = Fetcher::new(FetcherSettings {
+            policy: AddressPolicy::new(true),
+            user_agent: None,
+            cache: None,
+        });
+        let clone = fetcher.clone();
+        assert!(fetcher.client.get().is_none(), "built before any request");
+        let options = FetchOptions {
+            format: Format::Text,
+            include_images: false,
+            timeout: Duration::from_secs(10),
+        };
+        // Refused before any request: still not built.
+        let error = fetcher
+            .fetch_uncached("ftp://example.com/", &options)
+            .await
+            .unwrap_err();
+        assert_eq!(error.code, ErrorCode::UnsupportedProtocol);
+        assert!(fetcher.client.get().is_none(), "built for a refused URL");
+        let page = clone
+            .fetch_uncached(&format!("http://{server}/"), &options)
+            .await
+            .unwrap();
+        assert_eq!(page.content, "the router's admin page");
+        assert_eq!(hits.load(Ordering::SeqCst), 1);
+        assert!(
+            fetcher.client.get().is_some_and(Result::is_ok),
+            "the clone's request built the shared client"
         );
     }
 }

@@ -508,8 +508,7 @@ mod tests {
             policy: AddressPolicy::new(false),
             user_agent: None,
             cache: None,
-        })
-        .unwrap();
+        });
         let module = WebModule::new(fetcher, WebConfig::default());
         let tools = module.tools();
         let declared: Vec<(&str, Value)> = tools
