@@ -1447,15 +1447,7 @@ mod tests {
 
         std::fs::write(&path, "[bindings]\n\"f1\" = \"none\"\n\"f5\" = \"bogus\"\n").unwrap();
         let (mut keymap, errors) = load_keymap(Some(&path));
-        assert_eq!(errors.len(), 1);
-        assert_eq!(errors[0].path(), path);
-        assert!(
-            errors[0]
-                .to_string()
-                .contains(":3:8: unknown action \"bogus\""),
-            "{}",
-            errors[0]
-        );
+        error::assert_one_error_at(&errors, &path, "3:8: unknown action \"bogus\"");
         assert_eq!(
             keymap.feed(&press("f1")),
             KeymapResult::NotFound(vec![press("f1")])
