@@ -165,6 +165,19 @@ pub fn from_toml(path: &Path, text: &str, err: &toml::de::Error) -> ConfigError 
     ConfigError::at(path, text, offset, format!("invalid TOML: {message}{hint}"))
 }
 
+/// Asserts that `errors` is one error, about `path`, whose text is `path:` then `at` (as much of
+/// the line, column and message as the caller pins down). Loaders' tests check each reported
+/// error this way, so a failure shows the error that came instead.
+#[cfg(test)]
+#[track_caller]
+pub(crate) fn assert_one_error_at(errors: &[ConfigError], path: &Path, at: &str) {
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0].path(), path, "{errors:?}");
+    let shown = errors[0].to_string();
+    let want = format!("{}:{at}", path.display());
+    assert!(shown.starts_with(&want), "got  {shown}\nwant {want}…");
+}
+
 #[cfg(test)]
 // A panic is how a test reports failure; the workspace denies unwrap for non-test code.
 mod tests {

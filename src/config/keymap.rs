@@ -1020,7 +1020,9 @@ fn conflict_message(keys: &[Key], other: &[Key]) -> String {
 mod tests {
     use super::*;
     use crate::test_table::{check_errors, check_table};
-    use crate::views::test_keys::{assert_each_reports_one_error, press, with_user};
+    use crate::views::test_keys::{
+        assert_each_reports_one_error, assert_unbound, press, with_user,
+    };
 
     fn release(text: &str) -> KeyEvent {
         KeyEvent {
@@ -1069,15 +1071,12 @@ mod tests {
     #[test]
     fn defaults_leave_tmux_prefix_and_plain_typing_to_pi() {
         let mut keymap = Keymap::defaults();
-        for key in [
-            "ctrl+b", "a", "A", "?", "enter", "esc", "pageup", "up", "shift+up", "ctrl+g",
-        ] {
-            assert_eq!(
-                keymap.feed(&press(key)),
-                KeymapResult::NotFound(vec![press(key)]),
-                "{key}"
-            );
-        }
+        assert_unbound(
+            &mut keymap,
+            &[
+                "ctrl+b", "a", "A", "?", "enter", "esc", "pageup", "up", "shift+up", "ctrl+g",
+            ],
+        );
     }
 
     #[test]
@@ -1410,10 +1409,7 @@ mod tests {
             keymap.feed(&press("f3")),
             KeymapResult::Matched(Action::Help)
         );
-        assert_eq!(
-            keymap.feed(&press("f2")),
-            KeymapResult::NotFound(vec![press("f2")])
-        );
+        assert_unbound(&mut keymap, &["f2"]);
     }
 
     #[test]
@@ -1447,19 +1443,8 @@ mod tests {
 
         std::fs::write(&path, "[bindings]\n\"f1\" = \"none\"\n\"f5\" = \"bogus\"\n").unwrap();
         let (mut keymap, errors) = load_keymap(Some(&path));
-        assert_eq!(errors.len(), 1);
-        assert_eq!(errors[0].path(), path);
-        assert!(
-            errors[0]
-                .to_string()
-                .contains(":3:8: unknown action \"bogus\""),
-            "{}",
-            errors[0]
-        );
-        assert_eq!(
-            keymap.feed(&press("f1")),
-            KeymapResult::NotFound(vec![press("f1")])
-        );
+        error::assert_one_error_at(&errors, &path, "3:8: unknown action \"bogus\"");
+        assert_unbound(&mut keymap, &["f1"]);
 
         let (keymap, errors) = load_keymap(Some(dir.path()));
         assert!(

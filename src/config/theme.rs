@@ -786,15 +786,7 @@ mod tests {
         std::fs::write(&path, "inherits = \"light\"\n[ui]\n\"accent\" = \"oops\"\n").unwrap();
         let (theme, errors) = load_theme(Some(&path), false);
         assert_eq!(theme.name, "light");
-        assert_eq!(errors.len(), 1);
-        assert_eq!(errors[0].path(), path);
-        assert!(
-            errors[0]
-                .to_string()
-                .contains(":3:12: unknown colour \"oops\""),
-            "{}",
-            errors[0]
-        );
+        error::assert_one_error_at(&errors, &path, "3:12: unknown colour \"oops\"");
 
         let (theme, errors) = load_theme(Some(&dir.path().join("missing.toml")), false);
         assert!(errors.is_empty());

@@ -581,6 +581,7 @@ fn is_valid_tool_name(name: &str) -> bool {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+    use crate::config::error::assert_one_error_at;
 
     fn parse(text: &str) -> Result<AgentType, ConfigError> {
         parse_agent_file(
@@ -743,14 +744,8 @@ mod tests {
         write(workspace.path(), "work.md", "---\nenabled: false\n---\n");
 
         let (catalog, errors) = load_agents(Some(home.path()), workspace.path());
-        assert_eq!(errors.len(), 1, "{errors:?}");
         let broken = agents_dir(workspace.path()).join("broken.md");
-        assert_eq!(errors[0].path(), broken);
-        assert!(
-            errors[0].to_string().contains(":2:1: thinking:"),
-            "{}",
-            errors[0]
-        );
+        assert_one_error_at(&errors, &broken, "2:1: thinking:");
 
         let reviewer = catalog.resolve("reviewer").unwrap();
         assert_eq!(reviewer.model.as_deref(), Some("ws/model"));

@@ -204,6 +204,7 @@ pub fn save_tasks_config(path: &Path, values: &Value) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::error::assert_one_error_at;
     use crate::config::module_file::write_module_file;
 
     #[test]
@@ -237,10 +238,7 @@ mod tests {
         );
         let (_, errors) =
             tasks_config_from_sources(&[(Path::new("/b.json"), "{\n  \"enabled\": ,")]);
-        assert!(
-            errors[0].to_string().starts_with("/b.json:2:"),
-            "{errors:?}"
-        );
+        assert_one_error_at(&errors, Path::new("/b.json"), "2:");
     }
 
     #[test]

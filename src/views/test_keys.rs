@@ -5,7 +5,7 @@ use std::path::Path;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use crate::config::keymap::{Key, Keymap, keymap_from_sources};
+use crate::config::keymap::{Key, Keymap, KeymapResult, keymap_from_sources};
 
 /// `code` pressed without modifiers.
 pub fn key(code: KeyCode) -> KeyEvent {
@@ -51,5 +51,17 @@ pub fn assert_each_reports_one_error(cases: &[(&str, &str)], still_works: impl F
             errors[0]
         );
         still_works(keymap);
+    }
+}
+
+/// Each of `keys`, pressed alone, is bound to nothing in `keymap`: it goes through to Pi.
+#[track_caller]
+pub fn assert_unbound(keymap: &mut Keymap, keys: &[&str]) {
+    for key in keys {
+        assert_eq!(
+            keymap.feed(&press(key)),
+            KeymapResult::NotFound(vec![press(key)]),
+            "{key}"
+        );
     }
 }

@@ -131,6 +131,7 @@ fn apply_keys(config: &mut WebConfig, object: &Map<String, Value>, report: &mut 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::error::assert_one_error_at;
     use crate::config::module_file::write_module_file;
 
     #[test]
@@ -166,10 +167,7 @@ mod tests {
         );
         let (_, errors) =
             web_config_from_sources(&[(Path::new("/b.json"), "{\n  \"maxChars\": ,")]);
-        assert!(
-            errors[0].to_string().starts_with("/b.json:2:"),
-            "{errors:?}"
-        );
+        assert_one_error_at(&errors, Path::new("/b.json"), "2:");
     }
 
     #[test]

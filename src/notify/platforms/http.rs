@@ -136,6 +136,25 @@ mod tests {
         )
     }
 
+    /// The requests `request_for` builds for a Low, a Normal and a High notice, each checked to
+    /// carry the service priority `want` lists for it, in that order.
+    #[track_caller]
+    fn requests_by_priority(
+        request_for: impl Fn(&Notice) -> Request,
+        want: [i64; 3],
+    ) -> Vec<Request> {
+        let mut requests = Vec::new();
+        for (priority, want) in [Priority::Low, Priority::Normal, Priority::High]
+            .into_iter()
+            .zip(want)
+        {
+            let request = request_for(&notice(priority));
+            assert_eq!(request.body["priority"], want, "{priority:?}");
+            requests.push(request);
+        }
+        requests
+    }
+
     #[test]
     fn ntfy_posts_json_to_the_server_root_with_the_priority_map() {
         let mut config = NtfyConfig {
@@ -145,15 +164,8 @@ mod tests {
             token: None,
             priority: 3,
         };
-        let cases = [
-            (Priority::Low, 2),
-            (Priority::Normal, 3),
-            (Priority::High, 5),
-        ];
-        for (priority, want) in cases {
-            let request = ntfy_request(&config, &notice(priority));
+        for request in requests_by_priority(|notice| ntfy_request(&config, notice), [2, 3, 5]) {
             assert_eq!(request.url, "http://127.0.0.1:8080");
-            assert_eq!(request.body["priority"], want, "{priority:?}");
             assert_eq!(request.body["topic"], "pi");
             assert!(request.headers.is_empty());
         }
@@ -175,16 +187,9 @@ mod tests {
             app_token: Some("AbC".into()),
             priority: 5,
         };
-        let cases = [
-            (Priority::Low, 2),
-            (Priority::Normal, 5),
-            (Priority::High, 8),
-        ];
-        for (priority, want) in cases {
-            let request = gotify_request(&config, &notice(priority));
+        for request in requests_by_priority(|notice| gotify_request(&config, notice), [2, 5, 8]) {
             assert_eq!(request.url, "http://127.0.0.1:9000/message");
             assert_eq!(request.headers, vec![("X-Gotify-Key", "AbC".to_owned())]);
-            assert_eq!(request.body["priority"], want);
         }
     }
 

@@ -127,8 +127,10 @@ mod tests {
     use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
     use super::*;
-    use crate::config::keymap::{Keymap, KeymapResult, TableAction};
-    use crate::views::test_keys::{assert_each_reports_one_error, press, with_user};
+    use crate::config::keymap::{Keymap, TableAction};
+    use crate::views::test_keys::{
+        assert_each_reports_one_error, assert_unbound, press, with_user,
+    };
 
     fn keys(keymap: &Keymap) -> DockKeys {
         DockKeys::from_keymap(keymap)
@@ -181,14 +183,7 @@ mod tests {
 
     #[test]
     fn dock_keys_do_not_enter_the_main_trie() {
-        let mut keymap = Keymap::defaults();
-        for key in ["s", "j", "esc", "enter"] {
-            assert_eq!(
-                keymap.feed(&press(key)),
-                KeymapResult::NotFound(vec![press(key)]),
-                "{key}"
-            );
-        }
+        assert_unbound(&mut Keymap::defaults(), &["s", "j", "esc", "enter"]);
     }
 
     #[test]
