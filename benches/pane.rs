@@ -214,6 +214,10 @@ impl Bench {
         let env = support::env_dirs(
             dir,
             &[
+                // The workbench keeps a session database per project under HOME: a HOME of its
+                // own keeps the user's free of one per bench run (and the figures free of what
+                // the user's configs start).
+                ("HOME", "home"),
                 ("XDG_CONFIG_HOME", "config"),
                 ("XDG_STATE_HOME", "state"),
                 ("XDG_CACHE_HOME", "cache"),

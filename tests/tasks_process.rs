@@ -73,6 +73,14 @@ fn request(command: &str) -> RunRequest {
 }
 
 impl Harness {
+    /// Shuts the service down, which waits for the monitors of ended tasks, then removes the
+    /// directory. Dropped without it, the directory can be removed while a monitor still writes
+    /// a task's final state (the `notified` flag comes after the notification), and that file
+    /// keeps the directory alive in TMPDIR.
+    async fn close(self) {
+        self.service.shutdown().await;
+    }
+
     async fn run(&self, command: &str) -> Result<TaskInfo> {
         Ok(self.service.start(request(command)).await?)
     }
@@ -157,6 +165,7 @@ async fn a_task_that_exits_zero_is_done_with_both_streams_in_one_file() -> Resul
         "{}",
         notice.content
     );
+    h.close().await;
     Ok(())
 }
 
@@ -168,6 +177,7 @@ async fn a_failing_task_reports_its_exit_code() -> Result<()> {
     assert_eq!(failed.status, TaskStatus::Failed);
     assert_eq!(failed.exit_code, Some(3));
     assert_eq!(failed.error.as_deref(), Some("Exited with code 3"));
+    h.close().await;
     Ok(())
 }
 
@@ -196,6 +206,7 @@ async fn stop_reaches_grandchildren_and_a_task_lives_while_its_group_does() -> R
             status: "stopped"
         }
     );
+    h.close().await;
     Ok(())
 }
 
@@ -216,6 +227,7 @@ async fn a_task_ignoring_sigterm_gets_sigkill_after_the_grace() -> Result<()> {
     assert_eq!(stopped.status, TaskStatus::Stopped);
     assert_eq!(stopped.signal.as_deref(), Some("SIGKILL"));
     assert!(all_gone(&kids).await, "{kids:?}");
+    h.close().await;
     Ok(())
 }
 
@@ -234,6 +246,7 @@ async fn a_timeout_stops_the_task_with_a_notice() -> Result<()> {
         output.ends_with("[background task timeout: Timed out after 1s]\n"),
         "{output:?}"
     );
+    h.close().await;
     Ok(())
 }
 
@@ -253,6 +266,7 @@ async fn the_output_cap_stops_the_task_and_cuts_the_file() -> Result<()> {
     assert_eq!(output.len(), 100_000 + notice.len());
     assert!(output.ends_with(notice));
     assert_eq!(failed.bytes_written, output.len() as u64);
+    h.close().await;
     Ok(())
 }
 
@@ -290,6 +304,7 @@ async fn the_output_file_never_grows_past_the_cap_while_the_task_writes() -> Res
         largest <= output.len() as u64,
         "the output reached {largest} bytes while the task wrote, over the cap of {cap}"
     );
+    h.close().await;
     Ok(())
 }
 
@@ -320,6 +335,7 @@ async fn the_notification_quotes_the_output_the_workbench_captured_not_the_file(
     assert!(notice.content.contains("REAL-OUTPUT"), "{}", notice.content);
     assert!(!notice.content.contains("curl"), "{}", notice.content);
     assert_eq!(notice.details["lastLines"], json!(["REAL-OUTPUT"]));
+    h.close().await;
     Ok(())
 }
 
@@ -383,6 +399,7 @@ async fn shutdown_kills_every_group_and_sends_no_notification() -> Result<()> {
         h.service.start(request("true")).await.unwrap_err(),
         TaskError::ShuttingDown
     );
+    h.close().await;
     Ok(())
 }
 
@@ -470,6 +487,7 @@ async fn notification_is_sent_once_with_the_wake_flag_of_the_delivery_table() ->
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(h.notices.try_recv().is_err(), "a second notification");
+    h.close().await;
     Ok(())
 }
 
@@ -604,6 +622,7 @@ async fn the_tools_run_status_read_and_kill_tasks() -> Result<()> {
         "{}",
         err.message
     );
+    h.close().await;
     Ok(())
 }
 
@@ -712,6 +731,7 @@ async fn through_the_bridge_bg_run_returns_and_the_end_arrives_as_one_follow_up_
     let more = tokio::time::timeout(Duration::from_millis(500), recv()).await;
     assert!(more.is_err(), "a second message: {more:?}");
     host.shutdown().await;
+    h.close().await;
     Ok(())
 }
 
@@ -740,6 +760,7 @@ async fn the_bg_command_starts_a_task_that_notifies_without_waking() -> Result<(
             message: "Background task failed to start: --name requires a task name".into()
         }
     );
+    h.close().await;
     Ok(())
 }
 
@@ -784,5 +805,6 @@ async fn a_task_stopped_from_the_dock_does_not_wake_the_agent() -> Result<()> {
         .context("no notification for the task the agent stopped")?;
     assert_eq!(notice.id, by_agent.id);
     assert!(notice.trigger_turn);
+    h.close().await;
     Ok(())
 }

@@ -26,6 +26,7 @@ use nix::sys::signal::Signal;
 use tokio::process::{Child, Command};
 use tokio::sync::watch;
 use tokio::time::{Instant, MissedTickBehavior};
+use tokio_util::task::TaskTracker;
 
 use super::capture::{Capture, CopyState};
 use super::model::{KillKind, TaskInfo, TaskOrigin, TaskStatus, format_size, sort_tasks};
@@ -170,6 +171,7 @@ impl TaskService {
                 version: AtomicU64::new(0),
                 sink: Mutex::new(None),
                 shutting_down: AtomicBool::new(false),
+                monitors: TaskTracker::new(),
             }),
         })
     }
@@ -254,7 +256,9 @@ impl TaskService {
         };
         // Armed before the monitor first runs: a future dropped unpolled still kills the group.
         let guard = GroupGuard::new(group, Reach::Group);
-        tokio::spawn(monitor.run(child, guard, stop_rx, finished_tx));
+        self.inner
+            .monitors
+            .spawn(monitor.run(child, guard, stop_rx, finished_tx));
         Ok(info)
     }
 
@@ -330,6 +334,19 @@ impl TaskService {
                 .iter()
                 .map(|id| self.wait(id, Duration::from_secs(1)));
             futures_util::future::join_all(waits).await;
+        }
+        // A monitor whose task ended just before writes its final state after `wait` returns
+        // (the notification and the `notified` flag come last); no start can add one now.
+        let monitors = &self.inner.monitors;
+        monitors.close();
+        if tokio::time::timeout(MONITORS_SETTLE, monitors.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                "{} background task monitors still busy after {MONITORS_SETTLE:?}",
+                monitors.len()
+            );
         }
     }
 
@@ -444,6 +461,9 @@ struct TaskLedger {
     version: AtomicU64,
     sink: Mutex<Option<SharedSink>>,
     shutting_down: AtomicBool,
+    /// Every task's monitor, so [`TaskService::shutdown`] can wait for the last ones to write
+    /// their final state (a task that ended just before the shutdown may still be notifying).
+    monitors: TaskTracker,
 }
 
 struct Entry {
@@ -531,6 +551,9 @@ struct Monitor {
     timeout: Option<Duration>,
     settings: TaskSettings,
 }
+
+/// How long a shutdown waits for the monitors of ended tasks to write their final state.
+const MONITORS_SETTLE: Duration = Duration::from_secs(2);
 
 /// How long a monitor waits for the copier to hand over the last output once the task ended.
 const COPIER_FINISH: Duration = Duration::from_secs(1);

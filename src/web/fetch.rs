@@ -692,7 +692,8 @@ mod tests {
             .fetch_uncached(&format!("http://{server}/"), &options)
             .await
             .unwrap();
-        assert_eq!(page.content, "the router's admin page");
+        // Served as text/plain, so given as it came.
+        assert_eq!(page.content, "<p>the router's admin page</p>");
         assert_eq!(hits.load(Ordering::SeqCst), 1);
         assert!(
             fetcher.client.get().is_some_and(Result::is_ok),
