@@ -11,7 +11,7 @@
 use serde_json::{Value, json};
 
 use super::args::{Action, ContextMode, OutputLimit, SpawnArgs};
-use super::budget::BudgetArgs;
+use super::budget::Budget;
 use super::preflight::check_caps;
 use super::results::{error_output, refusal_output, spend, usage_json};
 use super::runs::Caller;
@@ -411,7 +411,7 @@ impl HelperService {
             Err(refusal) => return refusal_output(&refusal),
         };
         let launch = Launch {
-            budget: BudgetArgs::default(),
+            budget: Budget::default(),
             agent,
             prompt: args.prompt,
             description: args.description,

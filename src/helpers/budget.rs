@@ -44,6 +44,18 @@ impl Budget {
         }
     }
 
+    /// The limits a call asked for: its own, and the agent type's turn limit where the call set
+    /// none.
+    pub(super) fn of(args: &SpawnArgs, agent: &AgentType) -> Self {
+        Self {
+            max_turns: args.max_turns.or(agent.max_turns),
+            max_tool_uses: args.max_tool_uses,
+            max_tokens: args.max_tokens,
+            max_cost: args.max_cost,
+            ..Self::default()
+        }
+    }
+
     /// No limit is set.
     pub fn is_unlimited(&self) -> bool {
         self.max_turns.is_none()
@@ -280,37 +292,6 @@ fn join_limits(limits: &[String]) -> String {
         [] => String::new(),
         [only] => only.clone(),
         [init @ .., last] => format!("{} and {last}", init.join(", ")),
-    }
-}
-
-/// The budgets a call asked for.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub(super) struct BudgetArgs {
-    pub(super) max_turns: Option<u32>,
-    pub(super) max_tool_uses: Option<u32>,
-    pub(super) max_tokens: Option<u64>,
-    pub(super) max_cost: Option<f64>,
-}
-
-impl BudgetArgs {
-    /// The runner's budget for these limits.
-    pub(super) fn budget(&self) -> Budget {
-        Budget {
-            max_turns: self.max_turns,
-            max_tool_uses: self.max_tool_uses,
-            max_tokens: self.max_tokens,
-            max_cost: self.max_cost,
-            ..Budget::default()
-        }
-    }
-
-    pub(super) fn of(args: &SpawnArgs, agent: &AgentType) -> Self {
-        Self {
-            max_turns: args.max_turns.or(agent.max_turns),
-            max_tool_uses: args.max_tool_uses,
-            max_tokens: args.max_tokens,
-            max_cost: args.max_cost,
-        }
     }
 }
 

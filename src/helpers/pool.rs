@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 use super::agents::AgentType;
-use super::budget::BudgetArgs;
+use super::budget::Budget;
 use super::warm::Prewarmed;
 use crate::bridge::AgentId;
 use crate::sys::lock;
@@ -33,7 +33,7 @@ pub(super) struct PoolSettings {
 pub(super) struct Template {
     pub(super) agent: AgentType,
     pub(super) child_depth: u32,
-    pub(super) budget: BudgetArgs,
+    pub(super) budget: Budget,
 }
 
 /// One idle process, and the run it will become.
@@ -235,7 +235,7 @@ mod tests {
         Template {
             agent,
             child_depth: 1,
-            budget: BudgetArgs::default(),
+            budget: Budget::default(),
         }
     }
 

@@ -21,7 +21,7 @@ use super::args::{
     parse_request,
 };
 use super::board::{BoardRow, RowKind, RunControl};
-use super::budget::BudgetArgs;
+use super::budget::Budget;
 use super::config::{DEPTH_ENV, HelperSettings};
 use super::ledger::{RunEntry, RunLedger, SpawnPermit};
 use super::names::{
@@ -93,7 +93,7 @@ pub(super) struct Launch {
     pub(super) session: SessionStart,
     pub(super) acceptance: Option<Acceptance>,
     pub(super) limit: OutputLimit,
-    pub(super) budget: BudgetArgs,
+    pub(super) budget: Budget,
     pub(super) permit: SpawnPermit,
 }
 
@@ -203,7 +203,7 @@ impl HelperService {
             _ => SessionStart::Fresh,
         };
         let launch = Launch {
-            budget: BudgetArgs::of(&args, &agent),
+            budget: Budget::of(&args, &agent),
             agent,
             prompt: args.prompt.clone(),
             description: args.description.clone(),
@@ -552,7 +552,7 @@ impl HelperService {
         spec.env
             .push((DEPTH_ENV.to_string(), child_depth.to_string()));
         spec.deadline = settings.config.deadline;
-        spec.budget = template.budget.budget();
+        spec.budget = template.budget;
         Ok(spec)
     }
 

@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 
-use super::budget::BudgetArgs;
+use super::budget::Budget;
 use super::names::CHILD_AGENT_PREFIX;
 use super::pool::{PoolSettings, Template, WarmSlot};
 use super::service::{HelperService, Launch, SessionStart};
@@ -112,9 +112,9 @@ impl HelperService {
                 agent.model = Some(model);
             }
             self.pool().want(Template {
-                budget: BudgetArgs {
+                budget: Budget {
                     max_turns: agent.max_turns,
-                    ..BudgetArgs::default()
+                    ..Budget::default()
                 },
                 agent,
                 child_depth: self.settings().depth + 1,

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use tokio::task::JoinSet;
 
 use super::args::{WorkflowScript, fill_template};
-use super::budget::BudgetArgs;
+use super::budget::Budget;
 use super::names::NOTIFICATION_TYPE;
 use super::preflight::{Refusal, preflight};
 use super::results::{HelperResult, escape_xml, refusal_output, truncate_output, usage_json};
@@ -384,7 +384,7 @@ impl HelperService {
             Err(reason) => return StepStart::Failed(reason),
         };
         let launch = Launch {
-            budget: BudgetArgs::of(&args, &agent),
+            budget: Budget::of(&args, &agent),
             agent,
             prompt: args.prompt.clone(),
             description: args.description.clone(),

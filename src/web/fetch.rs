@@ -7,11 +7,12 @@
 //! timeout. Successful pages go through the [`Cache`].
 
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use reqwest::header::{self, HeaderMap, HeaderValue};
 use reqwest::{Response, Url};
+use tokio::sync::OnceCell;
 
 use super::cache::Cache;
 use super::charset;
@@ -60,7 +61,7 @@ pub struct Fetcher {
     /// Built at the first request ([`Fetcher::client`]): setting up TLS loads the system's
     /// certificates and brings about 2 MiB of code and data into memory, which a session that
     /// never fetches should not pay for. A build error is kept and given to every fetch.
-    client: Arc<OnceLock<Result<reqwest::Client, String>>>,
+    client: Arc<OnceCell<Result<reqwest::Client, String>>>,
     user_agent: Arc<str>,
     policy: Arc<AddressPolicy>,
     cache: Option<Cache>,
@@ -87,21 +88,21 @@ impl Fetcher {
         }
     }
 
-    /// The client, built now if this is the first request.
-    fn client(&self, asked: &str) -> Result<&reqwest::Client, FetchError> {
-        let built = self.client.get_or_init(|| {
-            reqwest::Client::builder()
-                // Redirects are followed here, hop by hop, so each is counted and checked.
-                .redirect(reqwest::redirect::Policy::none())
-                // A proxy would resolve names out of the guard's sight.
-                .no_proxy()
-                .dns_resolver(GuardedResolver::new(Arc::clone(&self.policy)))
-                .user_agent(&*self.user_agent)
-                .default_headers(browser_headers())
-                .connect_timeout(CONNECT_TIMEOUT)
-                .build()
-                .map_err(|err| format!("cannot set up HTTP for web fetches: {err}"))
-        });
+    /// The client, built now (on a blocking thread: it reads the system's certificates) if this
+    /// is the first request.
+    async fn client(&self, asked: &str) -> Result<&reqwest::Client, FetchError> {
+        let built = self
+            .client
+            .get_or_init(|| {
+                let policy = Arc::clone(&self.policy);
+                let user_agent = Arc::clone(&self.user_agent);
+                async move {
+                    tokio::task::spawn_blocking(move || build_client(policy, &user_agent))
+                        .await
+                        .unwrap_or_else(|err| Err(format!("the HTTP set-up failed: {err}")))
+                }
+            })
+            .await;
         built.as_ref().map_err(|message| {
             FetchError::new(
                 ErrorCode::NetworkError,
@@ -184,7 +185,8 @@ impl Fetcher {
             return Err(timed_out(asked, url, Phase::Waiting, options.timeout));
         }
         let response = self
-            .client(asked)?
+            .client(asked)
+            .await?
             .get(url.clone())
             .timeout(remaining)
             .send()
@@ -352,6 +354,21 @@ struct Body {
 enum Processed {
     Page(Page),
     Refresh(Url),
+}
+
+/// The client every fetch uses: no redirects (followed hop by hop, so each is counted and
+/// checked), no proxy (it would resolve names out of the guard's sight), names resolved through
+/// the private-network guard, browser-like headers.
+fn build_client(policy: Arc<AddressPolicy>, user_agent: &str) -> Result<reqwest::Client, String> {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .dns_resolver(GuardedResolver::new(policy))
+        .user_agent(user_agent)
+        .default_headers(browser_headers())
+        .connect_timeout(CONNECT_TIMEOUT)
+        .build()
+        .map_err(|err| format!("cannot set up HTTP for web fetches: {err}"))
 }
 
 /// The headers a browser sends when the user opens a page (the user agent is set apart).
