@@ -59,7 +59,7 @@ impl FetcherSettings {
 #[derive(Clone)]
 pub struct Fetcher {
     /// Built at the first request ([`Fetcher::client`]): setting up TLS loads the system's
-    /// certificates and brings about 2 MiB of code and data into memory, which a session that
+    /// certificates and brings 1–1.6 MiB of code and data into memory, which a session that
     /// never fetches should not pay for. A build error is kept and given to every fetch.
     client: Arc<OnceCell<Result<reqwest::Client, String>>>,
     user_agent: Arc<str>,
