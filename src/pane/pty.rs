@@ -20,7 +20,7 @@ use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::Pid;
 use portable_pty::{CommandBuilder, MasterPty, PtySize, native_pty_system};
 
-use crate::sys::{ProcessGroup, StopOutcome, stop_group};
+use crate::sys::{ProcessGroup, StopOutcome, hang_up_group};
 
 /// What to run in the PTY.
 #[derive(Clone, Debug)]
@@ -178,7 +178,8 @@ impl Pty {
         }
     }
 
-    /// Asks the child to stop (SIGHUP, then the shared stop: SIGTERM, SIGKILL after `grace`)
+    /// Asks the child to stop (SIGHUP; if it is still there a moment later, the shared stop:
+    /// SIGTERM, SIGKILL after `grace`)
     /// and returns when the group is empty or the stop gave up on it. Async: the waits are
     /// timer sleeps, so the runtime's workers stay free meanwhile. The reaper thread reaps the
     /// child, which lets the group empty.
@@ -192,12 +193,10 @@ impl Pty {
     }
 }
 
-/// [`Pty::terminate`] for a PTY child's `group`: SIGHUP, then SIGTERM, SIGKILL after `grace`.
+/// [`Pty::terminate`] for a PTY child's `group`: SIGHUP, then (if it is still there a moment
+/// later) SIGTERM, SIGKILL after `grace` ([`hang_up_group`]).
 pub async fn terminate_group(group: ProcessGroup, grace: Duration) {
-    if let Err(err) = group.signal(Signal::SIGHUP) {
-        tracing::debug!("killpg({}, SIGHUP) failed: {err}", group.raw());
-    }
-    match stop_group(group, grace).await {
+    match hang_up_group(group, grace).await {
         StopOutcome::Ended => {}
         StopOutcome::Killed => {
             tracing::warn!(

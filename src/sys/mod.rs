@@ -28,8 +28,8 @@ pub use fs::{replace_if_unchanged, write_atomic, write_new_atomic};
 pub use group::{ProcessGroup, group_alive, kill_group_now};
 pub use listing::files_with_extension;
 pub use process::{
-    CurrentGroup, GroupGuard, GroupStop, Reach, SpawnGrouped, StopOutcome, stop_group,
-    stop_reaching,
+    CurrentGroup, GroupGuard, GroupStop, Reach, SpawnGrouped, StopOutcome, hang_up_group,
+    stop_group, stop_reaching,
 };
 pub use procfs::ProcessId;
 pub use random::random_u64;

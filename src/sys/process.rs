@@ -72,6 +72,23 @@ pub enum StopOutcome {
     Survived,
 }
 
+/// How long a hang-up waits for the group to leave before [`stop_group`]'s SIGTERM follows.
+pub const HANGUP_WAIT: Duration = Duration::from_secs(1);
+
+/// Hangs up on `group` (SIGHUP, as a closed terminal does) and, if it is not empty within
+/// [`HANGUP_WAIT`], stops it ([`stop_group`]). The pause keeps the two requests apart: sent
+/// together, a program that handles both sees whichever its handlers run first, and the
+/// workbench's exit code (129 for a hang-up, 143 for SIGTERM) would depend on thread timing.
+pub async fn hang_up_group(group: ProcessGroup, grace: Duration) -> StopOutcome {
+    if let Err(err) = group.signal(Signal::SIGHUP) {
+        tracing::debug!("killpg({}, SIGHUP) failed: {err}", group.raw());
+    }
+    if wait_empty(group, HANGUP_WAIT).await {
+        return StopOutcome::Ended;
+    }
+    stop_group(group, grace).await
+}
+
 /// Stops `group`: SIGTERM, up to `grace` for it to be empty, SIGKILL, up to [`KILL_WAIT`] more.
 /// Someone must be reaping the group's leader meanwhile (its `wait` task, a reaper thread), or
 /// the leader's zombie keeps the group alive. Dropped half way, the stop kills the group.
@@ -356,6 +373,38 @@ mod tests {
             StopOutcome::Killed
         );
         assert!(started.elapsed() >= Duration::from_millis(300));
+        assert!(!group.alive());
+    }
+
+    /// A program that handles the hang-up (it takes a moment to finish and exits) is not sent
+    /// SIGTERM meanwhile: sent together, this shell's default SIGTERM would end it first.
+    #[tokio::test]
+    async fn a_hang_up_handled_in_time_is_not_followed_by_sigterm() {
+        let dir = tempfile::tempdir().unwrap();
+        let done = dir.path().join("done");
+        let group = spawn_reaped(&format!(
+            "trap 'sleep 0.1; echo hup >> {}; exit 0' HUP; echo ready; \
+             while :; do sleep 0.02; done",
+            done.display()
+        ))
+        .await;
+        assert_eq!(
+            hang_up_group(group, Duration::from_secs(10)).await,
+            StopOutcome::Ended
+        );
+        assert_eq!(std::fs::read_to_string(&done).unwrap(), "hup\n");
+    }
+
+    /// A program that ignores the hang-up gets the usual stop after [`HANGUP_WAIT`].
+    #[tokio::test]
+    async fn a_hang_up_ignored_is_followed_by_the_stop() {
+        let group = spawn_reaped("trap '' HUP; echo ready; exec sleep 30").await;
+        let started = Instant::now();
+        assert_eq!(
+            hang_up_group(group, Duration::from_secs(10)).await,
+            StopOutcome::Ended
+        );
+        assert!(started.elapsed() >= HANGUP_WAIT);
         assert!(!group.alive());
     }
 
