@@ -80,10 +80,15 @@ pub const HANGUP_WAIT: Duration = Duration::from_secs(1);
 /// together, a program that handles both sees whichever its handlers run first, and the
 /// workbench's exit code (129 for a hang-up, 143 for SIGTERM) would depend on thread timing.
 pub async fn hang_up_group(group: ProcessGroup, grace: Duration) -> StopOutcome {
+    hang_up_waiting(group, HANGUP_WAIT, grace).await
+}
+
+/// [`hang_up_group`] with the pause before SIGTERM given.
+async fn hang_up_waiting(group: ProcessGroup, pause: Duration, grace: Duration) -> StopOutcome {
     if let Err(err) = group.signal(Signal::SIGHUP) {
         tracing::debug!("killpg({}, SIGHUP) failed: {err}", group.raw());
     }
-    if wait_empty(group, HANGUP_WAIT).await {
+    if wait_empty(group, pause).await {
         return StopOutcome::Ended;
     }
     stop_group(group, grace).await
@@ -388,11 +393,20 @@ mod tests {
             done.display()
         ))
         .await;
+        // A long pause, so a loaded machine has all the time it needs to run the trap; without
+        // the pause SIGTERM comes at once.
+        let started = Instant::now();
         assert_eq!(
-            hang_up_group(group, Duration::from_secs(10)).await,
+            hang_up_waiting(group, Duration::from_secs(30), Duration::from_secs(10)).await,
             StopOutcome::Ended
         );
-        assert_eq!(std::fs::read_to_string(&done).unwrap(), "hup\n");
+        let written = std::fs::read_to_string(&done);
+        assert_eq!(
+            written.as_deref().ok(),
+            Some("hup\n"),
+            "{written:?} after {:?}",
+            started.elapsed()
+        );
     }
 
     /// A program that ignores the hang-up gets the usual stop after [`HANGUP_WAIT`].
