@@ -327,14 +327,24 @@ mod tests {
 
     use super::*;
 
-    /// `sh -c <script>` in its own group, once it printed `ready`.
+    /// `sh -c <script>` in its own group, once it printed `ready`. SIGHUP starts at its default:
+    /// a shell cannot trap a signal that was ignored when it started, and the tests may run
+    /// under `nohup`.
     async fn spawn_ready(script: &str) -> (tokio::process::Child, ProcessGroup) {
-        let (mut child, group) = tokio::process::Command::new("/bin/sh")
+        let mut command = tokio::process::Command::new("/bin/sh");
+        command
             .arg("-c")
             .arg(script)
-            .stdout(std::process::Stdio::piped())
-            .spawn_grouped()
-            .unwrap();
+            .stdout(std::process::Stdio::piped());
+        // SAFETY: only `signal(2)`, which is async-signal-safe, runs between fork and exec.
+        unsafe {
+            command.pre_exec(|| {
+                nix::sys::signal::signal(Signal::SIGHUP, nix::sys::signal::SigHandler::SigDfl)
+                    .map(drop)
+                    .map_err(std::io::Error::from)
+            });
+        }
+        let (mut child, group) = command.spawn_grouped().unwrap();
         let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
         assert_eq!(lines.next_line().await.unwrap().as_deref(), Some("ready"));
         (child, group)
