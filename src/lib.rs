@@ -15,6 +15,7 @@ pub mod detach;
 pub mod fusion;
 pub mod headless;
 pub mod helpers;
+pub mod http;
 #[cfg(test)]
 mod layering;
 pub mod mcp;

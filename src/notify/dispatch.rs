@@ -14,6 +14,7 @@ use super::config::{NotifyConfig, Platform, TerminalMethod};
 use super::platforms::{Notice, http, native, terminal};
 use crate::bridge::{EventBus, names};
 use crate::capability::Ui;
+use crate::http::LazyClient;
 
 /// How a platform took a notification.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -63,9 +64,8 @@ pub struct Dispatcher {
 struct Inner {
     config: Mutex<NotifyConfig>,
     ui: Ui,
-    /// Built at the first HTTP notification: loading the system's certificates takes a while,
-    /// and most sessions never need it.
-    client: OnceLock<Result<reqwest::Client, String>>,
+    /// Built at the first HTTP notification: most sessions never need it.
+    client: LazyClient,
     in_tmux: bool,
     /// What `auto` means for the terminal the workbench started in.
     terminal_auto: TerminalMethod,
@@ -78,7 +78,7 @@ impl Dispatcher {
             inner: Arc::new(Inner {
                 config: Mutex::new(config),
                 ui,
-                client: OnceLock::new(),
+                client: LazyClient::default(),
                 in_tmux,
                 terminal_auto,
                 bus: OnceLock::new(),
@@ -86,17 +86,17 @@ impl Dispatcher {
         }
     }
 
-    fn client(&self) -> Result<&reqwest::Client, String> {
+    async fn client(&self) -> Result<&reqwest::Client, String> {
         self.inner
             .client
-            .get_or_init(|| {
+            .get(|| {
                 reqwest::Client::builder()
                     .user_agent(concat!("unipi-tui/", env!("CARGO_PKG_VERSION")))
                     .build()
                     .map_err(|err| format!("cannot set up HTTP for notifications: {err}"))
             })
-            .as_ref()
-            .map_err(Clone::clone)
+            .await
+            .map_err(str::to_owned)
     }
 
     pub fn attach(&self, bus: EventBus) {
@@ -208,17 +208,21 @@ impl Dispatcher {
                     Ok(Sent::Delivered)
                 }
                 Platform::Ntfy => {
-                    http::post(self.client()?, http::ntfy_request(&config.ntfy, notice)).await?;
+                    http::post(
+                        self.client().await?,
+                        http::ntfy_request(&config.ntfy, notice),
+                    )
+                    .await?;
                     Ok(Sent::Delivered)
                 }
                 Platform::Gotify => {
                     let request = http::gotify_request(&config.gotify, notice);
-                    http::post(self.client()?, request).await?;
+                    http::post(self.client().await?, request).await?;
                     Ok(Sent::Delivered)
                 }
                 Platform::Telegram => {
                     let request = http::telegram_request(&config.telegram, notice);
-                    http::post(self.client()?, request).await?;
+                    http::post(self.client().await?, request).await?;
                     Ok(Sent::Delivered)
                 }
             }

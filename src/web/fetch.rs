@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 
 use reqwest::header::{self, HeaderMap, HeaderValue};
 use reqwest::{Response, Url};
-use tokio::sync::OnceCell;
 
 use super::cache::Cache;
 use super::charset;
@@ -22,6 +21,7 @@ use super::error::{ErrorCode, FetchError, Phase};
 use super::extract::{self, HtmlOutcome};
 use super::guard::{self, AddressPolicy, GuardedResolver};
 use super::page::{ContentKind, FetchOptions, Format, Page, PageMeta};
+use crate::http::LazyClient;
 
 /// Redirects followed, HTTP and meta refresh together (the original's limit).
 pub const MAX_REDIRECTS: usize = 5;
@@ -58,10 +58,8 @@ impl FetcherSettings {
 /// Fetches pages; cheap to clone (one HTTP client, one connection pool).
 #[derive(Clone)]
 pub struct Fetcher {
-    /// Built at the first request ([`Fetcher::client`]): setting up TLS loads the system's
-    /// certificates and brings 1–1.6 MiB of code and data into memory, which a session that
-    /// never fetches should not pay for. A build error is kept and given to every fetch.
-    client: Arc<OnceCell<Result<reqwest::Client, String>>>,
+    /// Built at the first request ([`Fetcher::client`]).
+    client: Arc<LazyClient>,
     user_agent: Arc<str>,
     policy: Arc<AddressPolicy>,
     cache: Option<Cache>,
@@ -88,30 +86,22 @@ impl Fetcher {
         }
     }
 
-    /// The client, built now (on a blocking thread: it reads the system's certificates) if this
-    /// is the first request.
+    /// The client, built now if this is the first request.
     async fn client(&self, asked: &str) -> Result<&reqwest::Client, FetchError> {
-        let built = self
-            .client
-            .get_or_init(|| {
-                let policy = Arc::clone(&self.policy);
-                let user_agent = Arc::clone(&self.user_agent);
-                async move {
-                    tokio::task::spawn_blocking(move || build_client(policy, &user_agent))
-                        .await
-                        .unwrap_or_else(|err| Err(format!("the HTTP set-up failed: {err}")))
-                }
+        let policy = Arc::clone(&self.policy);
+        let user_agent = Arc::clone(&self.user_agent);
+        self.client
+            .get(move || build_client(policy, &user_agent))
+            .await
+            .map_err(|message| {
+                FetchError::new(
+                    ErrorCode::NetworkError,
+                    Phase::Connecting,
+                    false,
+                    asked,
+                    message,
+                )
             })
-            .await;
-        built.as_ref().map_err(|message| {
-            FetchError::new(
-                ErrorCode::NetworkError,
-                Phase::Connecting,
-                false,
-                asked,
-                message.clone(),
-            )
-        })
     }
 
     pub fn cache(&self) -> Option<&Cache> {
@@ -692,7 +682,7 @@ mod tests {
             cache: None,
         });
         let clone = fetcher.clone();
-        assert!(fetcher.client.get().is_none(), "built before any request");
+        assert!(!fetcher.client.is_built(), "built before any request");
         let options = FetchOptions {
             format: Format::Text,
             include_images: false,
@@ -704,7 +694,7 @@ mod tests {
             .await
             .unwrap_err();
         assert_eq!(error.code, ErrorCode::UnsupportedProtocol);
-        assert!(fetcher.client.get().is_none(), "built for a refused URL");
+        assert!(!fetcher.client.is_built(), "built for a refused URL");
         let page = clone
             .fetch_uncached(&format!("http://{server}/"), &options)
             .await
@@ -713,7 +703,7 @@ mod tests {
         assert_eq!(page.content, "<p>the router's admin page</p>");
         assert_eq!(hits.load(Ordering::SeqCst), 1);
         assert!(
-            fetcher.client.get().is_some_and(Result::is_ok),
+            fetcher.client.is_built(),
             "the clone's request built the shared client"
         );
     }
