@@ -263,10 +263,64 @@ async fn the_output_cap_stops_the_task_and_cuts_the_file() -> Result<()> {
     );
     let output = std::fs::read(&failed.output_path)?;
     let notice = b"\n\n[background task error: Output exceeded cap of 97.7KB; terminating task]\n";
-    assert_eq!(output.len(), 100_000 + notice.len());
+    // The file is the cap, notice included: the output's end made room for it (README: "the
+    // file never grows past the cap").
+    assert_eq!(output.len(), 100_000);
     assert!(output.ends_with(notice));
+    assert!(output[..100_000 - notice.len()].starts_with(b"y\ny\n"));
     assert_eq!(failed.bytes_written, output.len() as u64);
     h.close().await;
+    Ok(())
+}
+
+/// The entries of `dir`, by name, sorted.
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|entry| entry.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn a_run_without_tasks_leaves_no_directory_and_one_with_tasks_keeps_its_records() -> Result<()>
+{
+    let dir = tempfile::tempdir()?;
+    let root = dir.path().join("runs");
+    let service = TaskService::new(settings_in(dir.path()))?;
+    let run_dir = service.run_dir().to_path_buf();
+    assert_eq!(names_in(&run_dir), ["owner"]);
+    service.shutdown().await;
+    assert_eq!(names_in(&root), Vec::<String>::new(), "nothing is left");
+
+    let service = TaskService::new(settings_in(dir.path()))?;
+    let task = service.start(request("echo kept")).await?;
+    service
+        .wait(&task.id, Duration::from_secs(20))
+        .await
+        .context("the task did not finish")?;
+    service.shutdown().await;
+    let run = service
+        .run_dir()
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    assert_eq!(names_in(&root), std::slice::from_ref(&run));
+    assert_eq!(
+        names_in(&root.join(&run)),
+        [
+            format!("{}.json", task.id),
+            format!("{}.log", task.id),
+            "owner".into()
+        ]
+    );
+    drop(service);
     Ok(())
 }
 
@@ -294,14 +348,16 @@ async fn the_output_file_never_grows_past_the_cap_while_the_task_writes() -> Res
         tokio::time::sleep(Duration::from_millis(2)).await;
     };
     assert_eq!(ended.kill_kind, Some(KillKind::OutputCap));
-    // The file ends as the cap's worth of output and the notice; it was never larger.
+    // The file ends as the output up to the cap, less room for the notice, and the notice; it
+    // was never larger than the cap.
     let output = std::fs::read(&path)?;
     let notice = b"\n\n[background task error: Output exceeded cap of 976.6KB; terminating task]\n";
-    assert_eq!(output.len(), cap as usize + notice.len());
-    assert!(output[..cap as usize].iter().all(|byte| *byte == 0));
+    assert_eq!(output.len(), cap as usize);
+    let kept = cap as usize - notice.len();
+    assert!(output[..kept].iter().all(|byte| *byte == 0));
     assert!(output.ends_with(notice));
     assert!(
-        largest <= output.len() as u64,
+        largest <= cap,
         "the output reached {largest} bytes while the task wrote, over the cap of {cap}"
     );
     h.close().await;

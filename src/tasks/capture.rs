@@ -4,7 +4,8 @@
 //! Copying (instead of handing the task the file) is what lets the cap hold *while* the task
 //! writes: each chunk is checked against the cap before it is written, the part past the cap is
 //! never written, and at the cap the copier closes its end of the pipe (a writer then gets
-//! EPIPE, as under `| head`) and tells the monitor, which stops the task at once. It also keeps
+//! EPIPE, as under `| head`) and tells the monitor, which stops the task at once. The
+//! workbench's own notices (the cap, a timeout) fit in the cap too: the output's end makes room. It also keeps
 //! the last bytes in memory ([`Capture::last_lines`]), so the completion notification quotes
 //! what the workbench itself captured, never a re-read of a file.
 //!
@@ -62,6 +63,23 @@ impl Sink {
             self.tail.drain(..cut);
         }
         Ok(())
+    }
+
+    /// Writes `notice` so that the file stays within `cap`: when it does not fit after what is
+    /// written, the end of the output is cut to make room (the notice says why the output stops
+    /// there); a notice longer than the cap is cut itself.
+    fn write_within(&mut self, notice: &[u8], cap: u64) -> std::io::Result<()> {
+        let notice =
+            &notice[..usize::try_from(cap).map_or(notice.len(), |cap| cap.min(notice.len()))];
+        let keep = cap.saturating_sub(notice.len() as u64).min(self.written);
+        if keep < self.written {
+            // The file is opened for appending: the next write lands at the new end.
+            self.file.set_len(keep)?;
+            let cut = usize::try_from(self.written - keep).unwrap_or(usize::MAX);
+            self.tail.truncate(self.tail.len().saturating_sub(cut));
+            self.written = keep;
+        }
+        self.write(notice)
     }
 }
 
@@ -125,9 +143,10 @@ impl Capture {
         super::logs::last_lines_of(&tail, count)
     }
 
-    /// Appends a notice of the workbench's own (a timeout, the cap) to the log.
+    /// Appends a notice of the workbench's own (a timeout, the cap) to the log, within the cap:
+    /// the file never grows past it, notice included.
     pub(super) fn append_notice(&self, notice: &str) {
-        if let Err(err) = lock(&self.sink).write(notice.as_bytes()) {
+        if let Err(err) = lock(&self.sink).write_within(notice.as_bytes(), self.cap) {
             tracing::warn!("cannot append a notice to a task's output: {err}");
         }
     }
@@ -252,6 +271,32 @@ mod tests {
         assert_eq!(written.join().unwrap(), std::io::ErrorKind::BrokenPipe);
         assert_eq!(std::fs::metadata(&path).unwrap().len(), 10_000);
         assert_eq!(capture.written(), 10_000);
+    }
+
+    #[tokio::test]
+    async fn a_notice_at_the_cap_takes_the_outputs_end_and_the_file_stays_at_the_cap() {
+        let (_dir, path, capture, mut writer) = capture_into(100);
+        writer.write_all(&[b'x'; 150]).unwrap();
+        let mut state = capture.state();
+        state.wait_for(|s| *s == CopyState::Ended).await.unwrap();
+        assert!(capture.cap_reached());
+        capture.append_notice("\n[cap reached]\n");
+        let mut want = vec![b'x'; 100 - 15];
+        want.extend_from_slice(b"\n[cap reached]\n");
+        assert_eq!(std::fs::read(&path).unwrap(), want);
+        assert_eq!(capture.written(), 100);
+        assert_eq!(
+            capture.last_lines(2),
+            ["x".repeat(85), "[cap reached]".into()]
+        );
+        // Under the cap a notice goes after the output; one longer than the cap is cut to it.
+        let (_dir, path, capture, writer) = capture_into(40);
+        drop(writer);
+        capture.finish(Duration::from_secs(5)).await;
+        capture.append_notice("short\n");
+        capture.append_notice(&"n".repeat(50));
+        assert_eq!(std::fs::read(&path).unwrap(), b"n".repeat(40));
+        assert_eq!(capture.written(), 40);
     }
 
     #[tokio::test]

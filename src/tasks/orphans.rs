@@ -14,7 +14,8 @@ use crate::sys::{ProcessGroup, ProcessId, now_ms, write_atomic};
 
 /// Settles every run directory under `root` whose workbench is gone: writes the final state of
 /// each task it left running, then removes its owner file (the directory is settled; its
-/// records stay for whoever reads them). Returns the ids of the tasks it finalized.
+/// records stay for whoever reads them), and the directory itself if nothing else is in it.
+/// Returns the ids of the tasks it finalized.
 pub(super) fn finalize_orphans(root: &Path) -> Vec<String> {
     let mut finalized = Vec::new();
     for (dir, owner) in stale_dirs(root, "") {
@@ -47,6 +48,9 @@ pub(super) fn finalize_orphans(root: &Path) -> Vec<String> {
         if let Err(err) = std::fs::remove_file(dir.join(OWNER_FILE)) {
             tracing::warn!("cannot settle {}: {err}", dir.display());
         }
+        // A workbench that died before any task ran left nothing else: nothing to keep. (Fails,
+        // as it should, while records are in it.)
+        let _ = std::fs::remove_dir(&dir);
     }
     if !finalized.is_empty() {
         tracing::info!("background tasks left running by a workbench that died: {finalized:?}");
@@ -170,6 +174,22 @@ mod tests {
         assert!(
             finalize_orphans(root.path()).is_empty(),
             "and not settled twice"
+        );
+        assert!(dir.is_dir(), "its records stay");
+    }
+
+    #[test]
+    fn a_dead_workbenchs_directory_without_tasks_is_removed() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("unipi-1-abc");
+        leave_owned_dir(&dir, ProcessId::ended());
+        let live = root.path().join("unipi-2-def");
+        leave_owned_dir(&live, ProcessId::current().unwrap());
+        assert!(finalize_orphans(root.path()).is_empty());
+        assert!(!dir.exists(), "nothing was left to keep");
+        assert!(
+            live.join(OWNER_FILE).exists(),
+            "a live workbench's is not touched"
         );
     }
 }

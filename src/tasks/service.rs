@@ -348,6 +348,7 @@ impl TaskService {
                 monitors.len()
             );
         }
+        remove_if_unused(&self.inner.run_dir);
     }
 
     /// SIGKILLs every running task's group at once, without waiting: the last resort of the
@@ -825,6 +826,26 @@ fn spawn_shell(
     // `cmd` goes with the parent's copies of the pipe's write end: only the task holds it now.
     drop(cmd);
     Ok((child, group, capture))
+}
+
+/// Removes this session's run directory if no task ever ran in it (it holds only its owner
+/// file): a run without tasks leaves nothing behind. One with task records keeps them (the next
+/// start settles it, [`super::orphans`]).
+fn remove_if_unused(run_dir: &Path) {
+    let only_owner = std::fs::read_dir(run_dir).is_ok_and(|entries| {
+        entries
+            .flatten()
+            .all(|entry| entry.file_name() == crate::sys::private_dir::OWNER_FILE)
+    });
+    if !only_owner {
+        return;
+    }
+    let removed = std::fs::remove_file(run_dir.join(crate::sys::private_dir::OWNER_FILE))
+        .and_then(|()| std::fs::remove_dir(run_dir));
+    match removed {
+        Ok(()) => tracing::debug!("removed the unused {}", run_dir.display()),
+        Err(err) => tracing::warn!("cannot remove the unused {}: {err}", run_dir.display()),
+    }
 }
 
 /// `tasks` in the user's private runtime directory. Without one (no private directory could be
