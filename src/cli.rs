@@ -460,20 +460,19 @@ pub fn log_file_path() -> PathBuf {
 }
 
 /// Logs go to a file only: the terminal belongs to the TUI. The file is rotated once at 8 MB.
+/// It quotes what the user and the agent said, so it is private: mode 0600 in a 0700 directory,
+/// and the files older versions left readable there are tightened.
 pub(crate) fn init_logging(
     path: &Path,
     level: &str,
 ) -> Option<tracing_appender::non_blocking::WorkerGuard> {
     let dir = path.parent()?;
-    std::fs::create_dir_all(dir).ok()?;
+    crate::sys::private_dir::make_private_dir(dir).ok()?;
+    crate::sys::private_dir::tighten_files(dir);
     if std::fs::metadata(path).is_ok_and(|m| m.len() > 8 * 1024 * 1024) {
         let _ = std::fs::rename(path, path.with_extension("log.1"));
     }
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .ok()?;
+    let file = crate::sys::private_dir::open_private_append(path).ok()?;
     let (writer, guard) = tracing_appender::non_blocking(file);
     let filter = tracing_subscriber::EnvFilter::try_new(level)
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));

@@ -348,3 +348,95 @@ fn a_runtime_directory_another_user_made_first_is_refused_and_tasks_still_work()
     assert!(fresh[0].join("tasks").is_dir(), "the task went there");
     assert_eq!(exit_pi(&mut session, KITTY_CTRL_D, REPLY), 0);
 }
+
+/// Whether the user `nobody` can read a byte of `path`.
+fn nobody_can_read(path: &Path) -> bool {
+    std::process::Command::new("setpriv")
+        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
+        .args(["head", "-c", "1"])
+        .arg(path)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap_or_else(|err| {
+            panic!("`setpriv` (util-linux) is needed to act as a second user: {err}")
+        })
+        .success()
+}
+
+#[test]
+fn another_user_can_read_neither_the_session_database_nor_the_logs() {
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+    let sandbox = Sandbox::new();
+    let set_mode = |path: &Path, mode: u32| {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    };
+    let mode = |path: &Path| std::fs::metadata(path).unwrap().mode() & 0o777;
+    // A machine where the other user may walk into HOME (0755, as many distributions make it),
+    // and what an older version left there: open directories, a readable log and database.
+    set_mode(sandbox.root(), 0o711);
+    set_mode(&sandbox.home, 0o755);
+    let logs = sandbox.log_path().parent().unwrap().to_path_buf();
+    let db_dir = sandbox.home.join(".unipi/db");
+    let old_db = db_dir.join("0123456789abcdef.sqlite");
+    for (dir, file) in [(&logs, sandbox.log_path()), (&db_dir, old_db.clone())] {
+        std::fs::create_dir_all(dir).unwrap();
+        set_mode(dir, 0o755);
+        std::fs::write(&file, "what was said before\n").unwrap();
+        set_mode(&file, 0o644);
+        assert!(nobody_can_read(&file), "the check can see a readable file");
+    }
+
+    let mut session = start(&sandbox);
+    ask(&session, &sandbox, "hello there", "SCRIPTED-REPLY");
+    // While it runs: the project's database with its write-ahead log and shared memory.
+    let wal = |db: &Path| PathBuf::from(format!("{}-wal", db.display()));
+    wait_until("the project's database and its WAL", REPLY, || {
+        std::fs::read_dir(&db_dir).unwrap().flatten().any(|entry| {
+            let path = entry.path();
+            path != old_db
+                && path.extension().is_some_and(|ext| ext == "sqlite")
+                && wal(&path).exists()
+        })
+    });
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&db_dir)
+        .unwrap()
+        .chain(std::fs::read_dir(&logs).unwrap())
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| path.is_file())
+        .collect();
+    files.sort();
+    for suffix in ["-wal", "-shm"] {
+        assert!(
+            files
+                .iter()
+                .any(|path| path.to_string_lossy().ends_with(suffix)),
+            "no {suffix} in {files:?}"
+        );
+    }
+    assert!(files.contains(&sandbox.log_path()) && files.contains(&old_db));
+    for dir in [&logs, &db_dir] {
+        assert_eq!(mode(dir), 0o700, "{}", dir.display());
+    }
+    for file in &files {
+        assert_eq!(mode(file), 0o600, "{}", file.display());
+        assert!(!nobody_can_read(file), "nobody read {}", file.display());
+    }
+    // Even were the directories opened again, the files alone keep the other user out.
+    for dir in [&logs, &db_dir] {
+        set_mode(dir, 0o755);
+    }
+    for file in &files {
+        assert!(!nobody_can_read(file), "nobody read {}", file.display());
+    }
+    assert_eq!(exit_pi(&mut session, KITTY_CTRL_D, REPLY), 0);
+    // A run that started no task leaves no task directory behind.
+    let tasks = sandbox.runtime_root().join("tasks");
+    let left: Vec<PathBuf> = std::fs::read_dir(&tasks)
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.path())
+        .collect();
+    assert!(left.is_empty(), "left in {}: {left:?}", tasks.display());
+}

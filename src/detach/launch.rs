@@ -147,14 +147,9 @@ pub fn run(plan: &Plan, log_level: &str) -> Result<i32> {
     super::client::attach(&plan.name)
 }
 
+/// The session log, private like the workbench's ([`crate::cli::init_logging`]).
 fn open_log(path: &Path) -> std::io::Result<std::fs::File> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
+    crate::sys::private_dir::open_private_append(path)
 }
 
 #[cfg(test)]

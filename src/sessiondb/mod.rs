@@ -18,7 +18,6 @@ mod sidekick;
 #[cfg(test)]
 pub(crate) mod test_support;
 
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
@@ -321,13 +320,18 @@ impl SessionDb {
     /// Opens `path` (creating it and its directory), in WAL mode, migrated to the current schema.
     /// A file that is not a database or is malformed is moved to `<name>.corrupt-<unix time>`
     /// and replaced by a fresh one; [`Opened::recovered`] says so.
+    ///
+    /// The database holds the user's conversations: its directory is made private (0700) and
+    /// the files older versions left readable in it (0644) are tightened, and the file is
+    /// created 0600 ([`schema::open_writable`]).
     pub fn open(path: &Path) -> Result<Opened, DbError> {
         if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
-            fs::create_dir_all(dir).map_err(|source| DbError::Io {
+            crate::sys::private_dir::make_private_dir(dir).map_err(|source| DbError::Io {
                 path: path.to_path_buf(),
                 action: "create its directory",
                 source,
             })?;
+            crate::sys::private_dir::tighten_files(dir);
         }
         let reason = match schema::open_writable(path) {
             Ok(conn) => {

@@ -169,6 +169,7 @@ pub(crate) enum OpenFailure {
 /// Until the file proved readable, closing the connection leaves its WAL alone: SQLite would
 /// otherwise checkpoint the WAL into a damaged file and delete it, losing both.
 pub(crate) fn open_writable(path: &Path) -> Result<Connection, OpenFailure> {
+    create_private(path);
     let conn = Connection::open(path).map_err(classify)?;
     keep_wal_on_close(&conn, true);
     configure(&conn)?;
@@ -181,6 +182,39 @@ pub(crate) fn open_writable(path: &Path) -> Result<Connection, OpenFailure> {
     migrate(&conn)?;
     keep_wal_on_close(&conn, false);
     Ok(conn)
+}
+
+/// Creates the database file empty with mode 0600 (an empty file is an empty database to
+/// SQLite) unless it exists, and tightens an existing one and its `-wal`, `-shm` and `-journal`
+/// to 0600. SQLite would create the file 0644 (less the umask), and it gives the `-wal` and
+/// `-shm` it creates the main file's mode: so the conversation never lands in a file others can
+/// read. Failures are logged; SQLite's own open then says what is wrong.
+fn create_private(path: &Path) {
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let created = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(path);
+    match created {
+        Ok(_) => return,
+        Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(err) => {
+            tracing::warn!(
+                "session database {}: cannot create it: {err}",
+                path.display()
+            );
+            return;
+        }
+    }
+    for file in std::iter::once(path.to_path_buf())
+        .chain(["-wal", "-shm", "-journal"].map(|suffix| sibling(path, suffix)))
+    {
+        if let Err(err) = crate::sys::private_dir::tighten_file(&file) {
+            tracing::warn!("cannot make {} private: {err}", file.display());
+        }
+    }
 }
 
 /// Whether closing `conn` skips the final checkpoint (which also deletes the WAL and the

@@ -978,3 +978,45 @@ fn an_unwritable_file_or_directory_is_refused_as_read_only() {
         );
     }
 }
+
+#[test]
+fn the_database_and_its_wal_and_shm_are_private_and_older_open_ones_are_tightened() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = |path: &std::path::Path| fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join(".unipi/db");
+    let path = dir.join("p.sqlite");
+    {
+        let db = SessionDb::open(&path).unwrap().db;
+        db.index_content("s", &doc("e1", DocKind::User, "the user's words"))
+            .unwrap();
+        // While it is open, SQLite keeps the write-ahead log and the shared memory beside it.
+        let wal = schema_sibling(&path, "-wal");
+        let shm = schema_sibling(&path, "-shm");
+        assert!(wal.exists() && shm.exists());
+        for file in [&path, &wal, &shm] {
+            assert_eq!(mode(file), 0o600, "{}", file.display());
+        }
+        assert_eq!(mode(&dir), 0o700);
+    }
+    // What an older version left: a 0755 directory, 0644 files (another project's too).
+    let other = dir.join("other.sqlite");
+    raw_sqlite_file(&other, "CREATE TABLE t (x);");
+    fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
+    for file in [&path, &other] {
+        fs::set_permissions(file, fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    let db = SessionDb::open(&path).unwrap().db;
+    db.index_content("s", &doc("e2", DocKind::User, "more words"))
+        .unwrap();
+    assert_eq!(mode(&dir), 0o700);
+    for file in [&path, &other, &schema_sibling(&path, "-wal")] {
+        assert_eq!(mode(file), 0o600, "{}", file.display());
+    }
+}
+
+fn schema_sibling(path: &std::path::Path, suffix: &str) -> std::path::PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    std::path::PathBuf::from(name)
+}

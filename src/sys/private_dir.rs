@@ -1,4 +1,5 @@
-//! The user's private runtime directory, and the directories a workbench owns in it.
+//! The user's private runtime directory, the directories a workbench owns in it, and private
+//! files of the user's own elsewhere (logs, the session database).
 //!
 //! What the workbench keeps while it runs — the bridge's socket, background tasks' output and
 //! records — must be out of reach of other local users: a directory another user created first
@@ -114,6 +115,87 @@ pub fn ensure_private(path: &Path) -> io::Result<()> {
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700))?;
     }
     Ok(())
+}
+
+/// Makes `path` a private directory of the user's files under HOME (the log directory, the
+/// session database's): created mode 0700 (missing ancestors too), and an existing one loses its
+/// group and other bits (0755 → 0700, a read-only 0555 → 0500). Unlike [`ensure_private`], a
+/// link is followed: nobody else can create entries in HOME, so a link there is the user's own
+/// choice of place. A mode that cannot be changed (an immutable directory) is logged, not fatal:
+/// the files in it are private themselves.
+pub fn make_private_dir(path: &Path) -> io::Result<()> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(path)
+        .map_err(|err| {
+            io::Error::new(
+                err.kind(),
+                format!("cannot create {}: {err}", path.display()),
+            )
+        })?;
+    let meta = std::fs::metadata(path)?;
+    if meta.mode() & 0o077 != 0 {
+        let mode = meta.mode() & 0o700;
+        if let Err(err) = std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)) {
+            tracing::warn!("cannot make {} private: {err}", path.display());
+        }
+    }
+    Ok(())
+}
+
+/// Takes the group and other bits off the regular file of ours at `path` (not a link), as an
+/// older version may have left it; `Ok(false)` when there was nothing to change or no file.
+pub fn tighten_file(path: &Path) -> io::Result<bool> {
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(false),
+        Err(err) => return Err(err),
+    };
+    let ours = meta.uid() == nix::unistd::geteuid().as_raw();
+    if !meta.is_file() || !ours || meta.mode() & 0o077 == 0 {
+        return Ok(false);
+    }
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(meta.mode() & 0o700))?;
+    Ok(true)
+}
+
+/// [`tighten_file`] for every file directly in `dir`; returns how many were tightened. Errors
+/// are logged, never fatal.
+pub fn tighten_files(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter(|entry| match tighten_file(&entry.path()) {
+            Ok(tightened) => tightened,
+            Err(err) => {
+                tracing::warn!("cannot make {} private: {err}", entry.path().display());
+                false
+            }
+        })
+        .count()
+}
+
+/// Opens `path` for appending, as a private file: created mode 0600 in a directory made private
+/// ([`make_private_dir`]); an existing file loses its group and other bits. A link in its place
+/// is not followed (the open fails): a mode is never changed through one.
+pub fn open_private_append(path: &Path) -> io::Result<File> {
+    if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+        make_private_dir(dir)?;
+    }
+    let file = OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(path)?;
+    let meta = file.metadata()?;
+    if meta.is_file() && meta.mode() & 0o077 != 0 {
+        file.set_permissions(std::fs::Permissions::from_mode(meta.mode() & 0o700))?;
+    }
+    Ok(file)
 }
 
 /// `path` is a private directory of ours as it is (nothing is changed).
@@ -372,6 +454,45 @@ mod tests {
         let root = choose_root(Some(&xdg), tmp.path()).unwrap();
         let uid = nix::unistd::geteuid();
         assert_eq!(root.path, tmp.path().join(format!("unipi-{uid}")));
+    }
+
+    #[test]
+    fn private_appends_and_tightening_fix_what_older_versions_left_open() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("state/unipi-tui");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let old = dir.join("old.log");
+        std::fs::write(&old, "said before\n").unwrap();
+        std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let mut file = open_private_append(&old).unwrap();
+        std::io::Write::write_all(&mut file, b"said now\n").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&old).unwrap(),
+            "said before\nsaid now\n"
+        );
+        assert_eq!((mode(&dir), mode(&old)), (0o700, 0o600));
+        let new = tmp.path().join("elsewhere/deep/new.log");
+        open_private_append(&new).unwrap();
+        assert_eq!((mode(new.parent().unwrap()), mode(&new)), (0o700, 0o600));
+        // A link in the log's place is not written through, nor its target's mode changed.
+        let target = tmp.path().join("target");
+        std::fs::write(&target, "").unwrap();
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let link = dir.join("link.log");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        assert!(open_private_append(&link).is_err());
+        assert_eq!(mode(&target), 0o644);
+        for (name, file_mode) in [("a", 0o644), ("b", 0o600), ("c", 0o664)] {
+            std::fs::write(dir.join(name), "").unwrap();
+            std::fs::set_permissions(dir.join(name), std::fs::Permissions::from_mode(file_mode))
+                .unwrap();
+        }
+        assert_eq!(tighten_files(&dir), 2);
+        for name in ["a", "b", "c"] {
+            assert_eq!(mode(&dir.join(name)), 0o600, "{name}");
+        }
+        assert_eq!(mode(&target), 0o644, "a link's target is left alone");
     }
 
     #[test]
