@@ -209,10 +209,14 @@ fn run_session(cli: Cli, split: SplitArgs, log_path: PathBuf) -> Result<i32> {
     let workspace = std::env::current_dir().context("cannot read the working directory")?;
     let home = dirs::home_dir();
     let (footer, footer_errors) = config::footer::load_footer_config(home.as_deref(), &workspace);
+    // `workbench.json`'s `detach` section was read before this workbench started (it decides
+    // whether this run is a session); its problems are reported here, like every file's.
+    let (_, detach_errors) = crate::detach::config::load(home.as_deref(), &workspace);
     let config_errors: Vec<String> = keymap_errors
         .iter()
         .chain(theme_errors.iter())
         .chain(footer_errors.iter())
+        .chain(detach_errors.iter())
         .map(|e| e.to_string())
         .chain(runtime_root_notice())
         .collect();
@@ -278,8 +282,12 @@ fn run_session(cli: Cli, split: SplitArgs, log_path: PathBuf) -> Result<i32> {
             options.ui.clone(),
         );
         let capabilities = crate::capability::start_all(&mut context);
-        let notices = context.take_notices();
-        options.config_errors.extend(notices);
+        // A file two readers share (`workbench.json`: detach above, MCP here) is broken once.
+        for notice in context.take_notices() {
+            if !options.config_errors.contains(&notice) {
+                options.config_errors.push(notice);
+            }
+        }
         let modules = crate::capability::modules(&capabilities);
         options.commands = command_help(&modules);
         // Without the bridge the workbench still runs Pi, with a plainer footer.

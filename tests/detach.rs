@@ -570,3 +570,86 @@ fn with_detach_enabled_in_the_config_every_run_is_a_session_named_after_its_fold
         "No sessions. Start one with `unipi-tui --detachable NAME`.\n"
     );
 }
+
+/// The screen's words, box borders and bullets taken out and runs of blanks made one, so a
+/// message the start-up box wrapped reads as one line.
+fn screen_words(screen: &vt100::Screen) -> String {
+    screen
+        .contents()
+        .replace(['│', '•'], " ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[test]
+fn bad_detach_settings_are_shown_in_the_start_up_box_and_logged() {
+    let sandbox = Sandbox::new();
+    let _end = EndSessions(&sandbox);
+    let config = sandbox.home.join(".unipi/config/workbench.json");
+    let scenario = scenario().display().to_string();
+    let plain = || {
+        let session = spawn_workbench(
+            PiLine::Current,
+            &["demo", "--scenario", &scenario],
+            &[],
+            &sandbox,
+            &[],
+            OuterOptions::default(),
+        );
+        session
+            .wait_for_text("Start-up problems", START)
+            .unwrap_or_else(|err| panic!("{err:#}\n{}", session.screen_text()));
+        session
+    };
+    let shown_and_logged = |session: &Session, expected: &[&str]| {
+        for message in expected {
+            let line = format!("{}:{message}", config.display());
+            session
+                .wait_for(&format!("{line} in the box"), REPLY, |s| {
+                    screen_words(s).contains(&line)
+                })
+                .unwrap_or_else(|err| panic!("{err:#}\n{}", session.screen_text()));
+            wait_until(&format!("{line} in the log"), REPLY, || {
+                sandbox
+                    .log()
+                    .lines()
+                    .any(|l| l.contains("WARN") && l.contains(&line))
+            });
+        }
+    };
+
+    // Detach on, with a bad name and an unknown key: a session (named after the folder) whose
+    // workbench shows them.
+    sandbox.write(
+        &config,
+        r#"{"detach": {"enabled": true, "name": "a b", "color": 1}}"#,
+    );
+    let mut session = plain();
+    shown_and_logged(
+        &session,
+        &[
+            "1:30: \"a b\" is not a session name: use letters, digits, '.', '_' and '-', not \
+             starting with '.' or '-'",
+            "1:45: unknown key \"color\" in \"detach\" (known: enabled, name)",
+        ],
+    );
+    wait_for_ls(&sandbox, "project", &["yes"], REPLY);
+    session.send(KITTY_DETACH);
+    assert_eq!(session.wait_exit(REPLY).unwrap(), 0);
+    assert!(unipi(&sandbox, &["kill", "project"]).status.success());
+    wait_all_gone(&sandbox, GONE);
+
+    // A value of the wrong kind: detach stays off, the plain workbench shows it.
+    sandbox.write(&config, r#"{"detach": {"enabled": "yes"}}"#);
+    let mut session = plain();
+    shown_and_logged(&session, &["1:13: \"enabled\" must be true or false"]);
+    assert_eq!(
+        ls(&sandbox),
+        "No sessions. Start one with `unipi-tui --detachable NAME`.\n"
+    );
+    session.send(b"\x1b");
+    session.wait_for("Pi settled", REPLY, settled).unwrap();
+    session.send(KITTY_CTRL_D);
+    assert_eq!(session.wait_exit(REPLY).unwrap(), 0);
+}

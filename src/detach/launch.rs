@@ -51,10 +51,9 @@ pub fn plan(flag: Option<&str>, split: &SplitArgs) -> Result<Option<Plan>> {
                 return Ok(None);
             }
             let workspace = std::env::current_dir().context("cannot read the working directory")?;
-            let (config, errors) = super::config::load(dirs::home_dir().as_deref(), &workspace);
-            for error in &errors {
-                eprintln!("unipi-tui: {error}");
-            }
+            // Its problems are the workbench's to show (start-up box and log), like every
+            // config file's: it reads the file again at start.
+            let (config, _) = super::config::load(dirs::home_dir().as_deref(), &workspace);
             if !config.enabled {
                 return Ok(None);
             }
