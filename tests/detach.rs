@@ -235,7 +235,7 @@ fn a_killed_session_process_leaves_nothing_and_never_blocks_its_name() {
     assert!(killed.status.success(), "{killed:?}");
     assert_eq!(
         String::from_utf8_lossy(&killed.stdout),
-        "Session st ended (its workbench exited with 129).\n"
+        "Session st ended (its workbench hung up).\n"
     );
     assert_eq!(second.wait_exit(REPLY).unwrap(), 129);
     assert_eq!(second.modes(), OuterModes::restored());
@@ -318,6 +318,11 @@ fn the_relay_passes_every_byte_both_ways_unchanged() {
     });
     let killed = unipi(&sandbox, &["kill", "bytes"]);
     assert!(killed.status.success(), "{killed:?}");
+    // Said in words: the program died of the SIGHUP `kill` sent it.
+    assert_eq!(
+        String::from_utf8_lossy(&killed.stdout),
+        "Session bytes ended (its workbench hung up).\n"
+    );
     assert_eq!(client.wait_exit(REPLY).unwrap(), 129);
     assert_eq!(client.modes(), OuterModes::restored());
     session.wait().unwrap();

@@ -63,8 +63,49 @@ fn run(command: Command) -> Result<i32> {
         Command::Attach { name } => client::attach(&name),
         Command::Kill { name } => {
             let code = client::kill(&name)?;
-            println!("Session {name} ended (its workbench exited with {code}).");
+            println!(
+                "Session {name} ended (its workbench {}).",
+                how_it_ended(code)
+            );
             Ok(0)
+        }
+    }
+}
+
+/// How a session's workbench ended, in words, from its exit code. A workbench ended by a
+/// signal exits with `128 + signal`, as a shell reports one (`kill` hangs it up: 129).
+fn how_it_ended(code: i32) -> String {
+    let signal = code
+        .checked_sub(128)
+        .and_then(|number| nix::sys::signal::Signal::try_from(number).ok());
+    match signal {
+        Some(nix::sys::signal::Signal::SIGHUP) => "hung up".to_owned(),
+        Some(nix::sys::signal::Signal::SIGKILL) => "was killed (SIGKILL)".to_owned(),
+        Some(nix::sys::signal::Signal::SIGTERM) => "was terminated (SIGTERM)".to_owned(),
+        Some(nix::sys::signal::Signal::SIGINT) => "was interrupted (SIGINT)".to_owned(),
+        Some(other) => format!("was ended by {}", other.as_str()),
+        None => format!("exited with exit code {code}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sessions_ending_is_said_in_words() {
+        for (code, words) in [
+            (129, "hung up"),
+            (137, "was killed (SIGKILL)"),
+            (143, "was terminated (SIGTERM)"),
+            (130, "was interrupted (SIGINT)"),
+            (131, "was ended by SIGQUIT"),
+            (0, "exited with exit code 0"),
+            (3, "exited with exit code 3"),
+            (200, "exited with exit code 200"),
+            (-1, "exited with exit code -1"),
+        ] {
+            assert_eq!(how_it_ended(code), words, "{code}");
         }
     }
 }
