@@ -576,6 +576,140 @@ fn with_detach_enabled_in_the_config_every_run_is_a_session_named_after_its_fold
     );
 }
 
+/// Runs `mkdir -m mode dir` as the user `nobody`, as another local user would.
+fn mkdir_as_nobody(dir: &Path, mode: &str) {
+    let status = Command::new("setpriv")
+        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
+        .args(["mkdir", "-m", mode])
+        .arg(dir)
+        .status()
+        .unwrap_or_else(|err| {
+            panic!("`setpriv` (util-linux) is needed to act as a second user: {err}")
+        });
+    assert!(
+        status.success(),
+        "mkdir {} as nobody: {status}",
+        dir.display()
+    );
+    assert_eq!(std::fs::metadata(dir).unwrap().uid(), 65534);
+}
+
+/// The `$TMPDIR/unipi-<uid>-*` directories: fallback runtime roots.
+fn fallback_roots(sandbox: &support::sandbox::Sandbox) -> Vec<std::path::PathBuf> {
+    let stem = format!(
+        "{}-",
+        sandbox
+            .runtime_root()
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+    );
+    std::fs::read_dir(&sandbox.tmp)
+        .unwrap()
+        .flatten()
+        .filter(|entry| entry.file_name().to_string_lossy().starts_with(&stem))
+        .map(|entry| entry.path())
+        .collect()
+}
+
+#[test]
+fn another_users_runtime_directory_blocks_no_session_and_each_try_leaves_nothing_new() {
+    let sandbox = Sandbox::new();
+    let _end = EndSessions(&sandbox);
+    // TMPDIR as shared as /tmp, and another user made the usual private directory first.
+    std::fs::set_permissions(sandbox.root(), std::fs::Permissions::from_mode(0o711)).unwrap();
+    std::fs::set_permissions(&sandbox.tmp, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let usual = sandbox.runtime_root();
+    mkdir_as_nobody(&usual, "0777");
+
+    // `ls` works, and says where the sessions are and how to choose the place.
+    let listed = unipi(&sandbox, &["ls"]);
+    assert!(listed.status.success(), "{listed:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&listed.stdout),
+        "No sessions. Start one with `unipi-tui --detachable NAME`.\n"
+    );
+    let note = String::from_utf8_lossy(&listed.stderr).into_owned();
+    let fallbacks = fallback_roots(&sandbox);
+    assert_eq!(fallbacks.len(), 1, "{fallbacks:?}");
+    let fallback = &fallbacks[0];
+    let record = sandbox.home.join(".local/state/unipi-tui/runtime-dir");
+    for words in [
+        format!("{} belongs to another user (uid 65534", usual.display()),
+        format!(
+            "kept in the private directory {} instead",
+            fallback.display()
+        ),
+        format!("recorded in {}", record.display()),
+        "set XDG_RUNTIME_DIR to a directory of yours".to_owned(),
+    ] {
+        assert!(note.contains(&words), "{words:?} in {note}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(&record).unwrap(),
+        format!("{}\n", fallback.display())
+    );
+
+    // A session starts there; `ls`, `attach` and `kill` find it.
+    let mut first = start(&sandbox, "blocked", OuterOptions::default());
+    assert!(fallback.join("sessions/blocked/socket").exists());
+    // Its workbench says so at start, in the start-up box.
+    first
+        .wait_for("the runtime directory in the start-up box", REPLY, |s| {
+            let words = screen_words(s);
+            words.contains("Start-up problems")
+                && words.contains(&format!("{} belongs to another user", usual.display()))
+                && words.contains("set XDG_RUNTIME_DIR to a directory of yours")
+        })
+        .unwrap_or_else(|err| panic!("{err:#}\n{}", first.screen_text()));
+    wait_for_ls(&sandbox, "blocked", &["yes"], REPLY);
+    first.send(KITTY_DETACH);
+    assert_eq!(first.wait_exit(REPLY).unwrap(), 0);
+    wait_for_ls(&sandbox, "blocked", &["no"], REPLY);
+    let mut again = attach(&sandbox, "blocked", OTHER_TERMINAL);
+    again
+        .wait_for("the workbench again", REPLY, footer_on_last_row)
+        .unwrap_or_else(|err| panic!("{err:#}\n{}", again.screen_text()));
+    let killed = unipi(&sandbox, &["kill", "blocked"]);
+    assert!(killed.status.success(), "{killed:?}");
+    assert_eq!(again.wait_exit(REPLY).unwrap(), 129);
+    wait_all_gone(&sandbox, GONE);
+
+    // However many tries: one private fallback, nothing in the other user's directory.
+    for _ in 0..3 {
+        assert!(unipi(&sandbox, &["ls"]).status.success());
+        assert_eq!(unipi(&sandbox, &["attach", "gone"]).status.code(), Some(1));
+    }
+    assert_eq!(fallback_roots(&sandbox), fallbacks);
+    assert_eq!(std::fs::read_dir(&usual).unwrap().count(), 0);
+    let meta = std::fs::metadata(fallback).unwrap();
+    assert_eq!(
+        (meta.mode() & 0o777, meta.uid()),
+        (0o700, nix::unistd::geteuid().as_raw())
+    );
+
+    // An XDG_RUNTIME_DIR of another user's is refused, and said so.
+    let theirs = sandbox.tmp.join("their-runtime-dir");
+    mkdir_as_nobody(&theirs, "0700");
+    let listed = Command::new(bin())
+        .arg("ls")
+        .envs(sandbox.env())
+        .env("XDG_RUNTIME_DIR", &theirs)
+        .current_dir(&sandbox.project)
+        .output()
+        .unwrap();
+    assert!(listed.status.success(), "{listed:?}");
+    let note = String::from_utf8_lossy(&listed.stderr).into_owned();
+    assert!(
+        note.contains(&format!(
+            "XDG_RUNTIME_DIR ({0}) is not used: {0} belongs to another user (uid 65534",
+            theirs.display()
+        )),
+        "{note}"
+    );
+    assert_eq!(std::fs::read_dir(&theirs).unwrap().count(), 0);
+}
+
 /// The screen's words, box borders and bullets taken out and runs of blanks made one, so a
 /// message the start-up box wrapped reads as one line.
 fn screen_words(screen: &vt100::Screen) -> String {

@@ -43,6 +43,12 @@ pub fn main(args: &[OsString]) -> ExitCode {
     };
     let level = std::env::var("UNIPI_LOG").unwrap_or_else(|_| "info".to_owned());
     let _log_guard = crate::cli::init_logging(&crate::cli::log_file_path(), &level);
+    // Where the sessions are when the usual place was refused, and how to choose it.
+    if let Ok(root) = crate::sys::private_dir::runtime_root()
+        && let Some(notice) = &root.notice
+    {
+        eprintln!("unipi-tui: note: {notice}");
+    }
     match run(command) {
         Ok(code) => ExitCode::from(u8::try_from(code.clamp(0, 255)).unwrap_or(1)),
         Err(err) => {

@@ -129,14 +129,15 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// `<private runtime root>/sessions`, made private if needed. Sessions need the usual root:
-    /// the fresh one a process falls back to when it is refused is its own, where no other
-    /// `unipi-tui` would find them.
+    /// `<private runtime root>/sessions`, made private if needed. When the usual root was
+    /// refused, the root is the recorded fallback ([`crate::sys::private_dir`]), the same for
+    /// every process of the user, so sessions there are found again; the root's notice is
+    /// logged (and the caller shows it where the user sees it).
     pub fn open() -> Result<Registry> {
         let root = crate::sys::private_dir::runtime_root()
             .map_err(|err| anyhow::anyhow!("no private runtime directory: {err}"))?;
         if let Some(notice) = &root.notice {
-            bail!("detachable sessions need the usual private runtime directory: {notice}");
+            tracing::warn!("runtime directory: {notice}");
         }
         Registry::at(root.path.join("sessions"))
     }

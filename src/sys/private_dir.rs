@@ -2,14 +2,21 @@
 //! files of the user's own elsewhere (logs, the session database).
 //!
 //! What the workbench keeps while it runs — the bridge's socket, background tasks' output and
-//! records — must be out of reach of other local users: a directory another user created first
-//! (or can write to) would let them swap a task's log, and so put their words into the agent's
-//! context, or deny service. So the root is per user and private ([`runtime_root`]):
-//! `$XDG_RUNTIME_DIR/unipi-tui` when `XDG_RUNTIME_DIR` is set (and is a private directory of ours),
-//! else `$TMPDIR/unipi-<uid>`. It is created mode 0700, and one that exists already is used only
-//! if it is a real directory (not a link) owned by us; a mode of ours that lets others in is
-//! tightened. Anything else is not used: this session gets a fresh private directory instead,
-//! and the notice says why.
+//! records, detachable sessions — must be out of reach of other local users: a directory another
+//! user created first (or can write to) would let them swap a task's log, and so put their words
+//! into the agent's context, or deny service. So the root is per user and private
+//! ([`runtime_root`]): `$XDG_RUNTIME_DIR/unipi-tui` when `XDG_RUNTIME_DIR` is set (and is a
+//! private directory of ours), else `$TMPDIR/unipi-<uid>`. It is created mode 0700, and one that
+//! exists already is used only if it is a real directory (not a link) owned by us; a mode of ours
+//! that lets others in is tightened. Anything else is not used, and the notice says why and that
+//! `XDG_RUNTIME_DIR` chooses the place.
+//!
+//! When `$TMPDIR/unipi-<uid>` is refused (another user made it first), the root is a fresh
+//! private `$TMPDIR/unipi-<uid>-<random>` whose name nobody can guess, so nobody can block it.
+//! Its path is recorded in the user's state directory ([`record_file`], under HOME, where only
+//! the user writes), and every later process — the next workbench, `unipi-tui ls`, `attach` —
+//! reads the record and uses the same directory while it is still a private directory of ours:
+//! sessions are found again, and tries leave no new directories behind.
 //!
 //! Inside, each workbench creates its own directories with [`create_owned`]: a fresh name
 //! (`<prefix>-<pid>-<nonce>`, created exclusively), mode 0700, and an `owner` file naming the
@@ -39,23 +46,44 @@ pub struct RuntimeRoot {
     pub notice: Option<String>,
 }
 
-/// The root for this process, resolved once (from `XDG_RUNTIME_DIR` and `TMPDIR`); the error
-/// says why no private directory could be had at all.
+/// The file in the user's state directory that records the fallback root.
+pub const RECORD_FILE: &str = "runtime-dir";
+
+/// The root for this process, resolved once (from `XDG_RUNTIME_DIR`, `TMPDIR` and the
+/// [`record_file`]); the error says why no private directory could be had at all.
 pub fn runtime_root() -> Result<&'static RuntimeRoot, String> {
     static ROOT: OnceLock<Result<RuntimeRoot, String>> = OnceLock::new();
     ROOT.get_or_init(|| {
         let xdg = std::env::var_os("XDG_RUNTIME_DIR")
             .filter(|dir| !dir.is_empty())
             .map(PathBuf::from);
-        choose_root(xdg.as_deref(), &std::env::temp_dir()).map_err(|err| format!("{err:#}"))
+        choose_root(
+            xdg.as_deref(),
+            &std::env::temp_dir(),
+            record_file().as_deref(),
+        )
+        .map_err(|err| format!("{err:#}"))
     })
     .as_ref()
     .map_err(Clone::clone)
 }
 
+/// Where the fallback root is recorded: `unipi-tui/runtime-dir` in the user's state directory
+/// (else the cache directory), both under HOME; never in a shared temporary directory.
+pub fn record_file() -> Option<PathBuf> {
+    dirs::state_dir()
+        .or_else(dirs::cache_dir)
+        .map(|dir| dir.join("unipi-tui").join(RECORD_FILE))
+}
+
 /// Picks the root: `<xdg>/unipi-tui` if `xdg` is a private directory of ours, else
-/// `<tmp>/unipi-<uid>`, else a fresh `<tmp>/unipi-<uid>-<random>`.
-pub fn choose_root(xdg: Option<&Path>, tmp: &Path) -> anyhow::Result<RuntimeRoot> {
+/// `<tmp>/unipi-<uid>`, else the fallback `<tmp>/unipi-<uid>-<random>` that `record` names (made
+/// and recorded if there is none). The notice says what was refused and where the files are.
+pub fn choose_root(
+    xdg: Option<&Path>,
+    tmp: &Path,
+    record: Option<&Path>,
+) -> anyhow::Result<RuntimeRoot> {
     let mut notes = Vec::new();
     if let Some(xdg) = xdg {
         let root = xdg.join("unipi-tui");
@@ -66,30 +94,155 @@ pub fn choose_root(xdg: Option<&Path>, tmp: &Path) -> anyhow::Result<RuntimeRoot
                     notice: None,
                 });
             }
-            Err(err) => notes.push(format!("XDG_RUNTIME_DIR is not used: {err}")),
+            Err(err) => notes.push(format!(
+                "XDG_RUNTIME_DIR ({}) is not used: {err}",
+                xdg.display()
+            )),
         }
     }
-    let uid = nix::unistd::geteuid();
-    let usual = tmp.join(format!("unipi-{uid}"));
-    match ensure_private(&usual) {
-        Ok(()) => Ok(RuntimeRoot {
-            path: usual,
-            notice: None,
-        }),
-        Err(err) => {
-            let fresh = create_fresh(tmp, &format!("unipi-{uid}"))?;
+    let stem = format!("unipi-{}", nix::unistd::geteuid());
+    let usual = tmp.join(&stem);
+    let path = match ensure_private(&usual) {
+        Ok(()) if notes.is_empty() => {
+            return Ok(RuntimeRoot {
+                path: usual,
+                notice: None,
+            });
+        }
+        Ok(()) => {
             notes.push(format!(
-                "{err}; it is not used. This session keeps its runtime files (bridge socket, \
-                 background tasks) in the fresh private directory {} instead; remove the other \
-                 one to get the usual place back",
-                fresh.display()
+                "runtime files are kept in {} instead",
+                usual.display()
             ));
-            Ok(RuntimeRoot {
-                path: fresh,
-                notice: Some(notes.join("; ")),
-            })
+            usual
+        }
+        Err(err) => {
+            let (fallback, found_again) = fallback_root(tmp, &stem, record)?;
+            notes.push(format!(
+                "{err}; it is not used. Runtime files (bridge socket, background tasks, \
+                 detachable sessions) are kept in the private directory {} instead, {found_again}",
+                fallback.display()
+            ));
+            fallback
+        }
+    };
+    let notice = format!(
+        "{}. To choose the place, set XDG_RUNTIME_DIR to a directory of yours that only you can \
+         enter (mode 0700)",
+        notes.join("; ")
+    );
+    Ok(RuntimeRoot {
+        path,
+        notice: Some(notice),
+    })
+}
+
+/// The fallback root: the one `record` names if it is still a private directory of ours, else a
+/// fresh one, recorded. The text says how other processes find it.
+fn fallback_root(tmp: &Path, stem: &str, record: Option<&Path>) -> io::Result<(PathBuf, String)> {
+    let Some(record) = record else {
+        let fresh = create_fresh(tmp, stem)?;
+        return Ok((
+            fresh,
+            "but without a state directory to record it in, `unipi-tui ls` and `attach` run \
+             elsewhere will not find the sessions in it"
+                .to_owned(),
+        ));
+    };
+    let found_again = format!(
+        "recorded in {}, where `unipi-tui ls` and `attach` find it",
+        record.display()
+    );
+    if let Some(dir) = read_record(record, stem) {
+        return Ok((dir, found_again));
+    }
+    let fresh = create_fresh(tmp, stem)?;
+    match write_record(record, &fresh, stem) {
+        Ok(dir) => {
+            if dir != fresh {
+                // Another process recorded its own at the same time: use that one.
+                let _ = std::fs::remove_dir(&fresh);
+            }
+            Ok((dir, found_again))
+        }
+        Err(err) => {
+            tracing::warn!(
+                "cannot record the runtime directory in {}: {err}",
+                record.display()
+            );
+            Ok((
+                fresh,
+                format!(
+                    "but it could not be recorded in {} ({err}), so `unipi-tui ls` and `attach` \
+                     run elsewhere will not find the sessions in it",
+                    record.display()
+                ),
+            ))
         }
     }
+}
+
+/// The fallback root `record` names, if the record is a private file of ours and names a
+/// private directory of ours called `<stem>-…`.
+fn read_record(record: &Path, stem: &str) -> Option<PathBuf> {
+    use std::io::Read as _;
+    use std::os::unix::ffi::OsStrExt as _;
+    let file = open_no_follow(record).ok()?;
+    let meta = file.metadata().ok()?;
+    let uid = nix::unistd::geteuid().as_raw();
+    if !meta.is_file() || meta.uid() != uid || meta.mode() & 0o022 != 0 {
+        tracing::warn!(
+            "{} is not a private file of ours; it is not read",
+            record.display()
+        );
+        return None;
+    }
+    let mut bytes = Vec::new();
+    file.take(4096).read_to_end(&mut bytes).ok()?;
+    let text = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
+    let dir = PathBuf::from(std::ffi::OsStr::from_bytes(text));
+    let named_ours = dir.is_absolute()
+        && dir
+            .file_name()
+            .is_some_and(|name| name.as_bytes().starts_with(format!("{stem}-").as_bytes()));
+    match named_ours.then(|| check_private(&dir)) {
+        Some(Ok(())) => Some(dir),
+        Some(Err(err)) => {
+            tracing::info!("the recorded runtime directory is not used: {err}");
+            None
+        }
+        None => {
+            tracing::warn!("{} names no runtime directory of ours", record.display());
+            None
+        }
+    }
+}
+
+/// Records `fresh` in `record` (a private file in a private directory). A valid record written
+/// meanwhile by another process wins: its directory is returned instead.
+fn write_record(record: &Path, fresh: &Path, stem: &str) -> io::Result<PathBuf> {
+    use std::os::unix::ffi::OsStrExt as _;
+    if let Some(dir) = record.parent() {
+        make_private_dir(dir)?;
+    }
+    let mut text = fresh.as_os_str().as_bytes().to_vec();
+    text.push(b'\n');
+    for _ in 0..2 {
+        match write_new_atomic(record, &text) {
+            Ok(()) => return Ok(fresh.to_path_buf()),
+            Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(err) => return Err(err),
+        }
+        if let Some(dir) = read_record(record, stem) {
+            return Ok(dir);
+        }
+        // A record of a directory that is gone (or not ours): replaced.
+        std::fs::remove_file(record)?;
+    }
+    Err(io::Error::other(format!(
+        "{} keeps being replaced",
+        record.display()
+    )))
 }
 
 /// Makes `path` a private directory of ours: creates it (mode 0700) if missing; an existing
@@ -200,7 +353,8 @@ pub fn open_private_append(path: &Path) -> io::Result<File> {
 
 /// `path` is a private directory of ours as it is (nothing is changed).
 fn check_private(path: &Path) -> io::Result<()> {
-    let meta = std::fs::symlink_metadata(path)?;
+    let meta = std::fs::symlink_metadata(path)
+        .map_err(|err| io::Error::new(err.kind(), format!("{}: {err}", path.display())))?;
     check_owned_dir(path, &meta)?;
     if meta.mode() & 0o077 != 0 {
         return Err(refused(format!(
@@ -404,56 +558,162 @@ mod tests {
     #[test]
     fn the_usual_root_is_created_private_and_a_loose_one_of_ours_is_tightened() {
         let tmp = tempfile::tempdir().unwrap();
-        let root = choose_root(None, tmp.path()).unwrap();
+        let root = choose_root(None, tmp.path(), None).unwrap();
         let uid = nix::unistd::geteuid();
         assert_eq!(root.path, tmp.path().join(format!("unipi-{uid}")));
         assert_eq!(root.notice, None);
         assert_eq!(mode(&root.path), 0o700);
         std::fs::set_permissions(&root.path, std::fs::Permissions::from_mode(0o777)).unwrap();
-        let again = choose_root(None, tmp.path()).unwrap();
+        let again = choose_root(None, tmp.path(), None).unwrap();
         assert_eq!(again.path, root.path);
         assert_eq!(mode(&again.path), 0o700);
     }
 
+    /// The `unipi-<uid>-*` directories in `tmp`.
+    fn fallbacks(tmp: &Path) -> Vec<PathBuf> {
+        let stem = format!("unipi-{}-", nix::unistd::geteuid());
+        let mut found: Vec<PathBuf> = std::fs::read_dir(tmp)
+            .unwrap()
+            .flatten()
+            .filter(|entry| entry.file_name().to_string_lossy().starts_with(&stem))
+            .map(|entry| entry.path())
+            .collect();
+        found.sort();
+        found
+    }
+
     #[test]
-    fn a_link_in_the_usual_place_is_refused_and_a_fresh_root_used() {
+    fn a_link_in_the_usual_place_is_refused_and_one_recorded_fallback_serves_every_process() {
         let tmp = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let record = state.path().join("unipi-tui").join(RECORD_FILE);
         let elsewhere = tmp.path().join("elsewhere");
         std::fs::create_dir(&elsewhere).unwrap();
         let uid = nix::unistd::geteuid();
         let usual = tmp.path().join(format!("unipi-{uid}"));
         std::os::unix::fs::symlink(&elsewhere, &usual).unwrap();
-        let root = choose_root(None, tmp.path()).unwrap();
-        assert_ne!(root.path, usual);
-        assert!(
-            root.path
-                .file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with(&format!("unipi-{uid}-")),
-            "{}",
-            root.path.display()
-        );
+        let root = choose_root(None, tmp.path(), Some(&record)).unwrap();
+        assert_eq!(fallbacks(tmp.path()), std::slice::from_ref(&root.path));
         assert_eq!(mode(&root.path), 0o700);
         let notice = root.notice.unwrap();
-        assert!(notice.contains("is a symbolic link"), "{notice}");
-        assert!(
-            notice.contains(&root.path.display().to_string()),
-            "{notice}"
+        for words in [
+            "is a symbolic link",
+            &root.path.display().to_string(),
+            &format!("recorded in {}", record.display()),
+            "set XDG_RUNTIME_DIR to a directory of yours",
+        ] {
+            assert!(notice.contains(words), "{words:?} in {notice}");
+        }
+        // The record is private, in a private directory.
+        assert_eq!(mode(&record), 0o600);
+        assert_eq!(mode(record.parent().unwrap()), 0o700);
+        // Every later process (`ls`, `attach`, the next workbench) finds the same directory,
+        // and makes no other.
+        for _ in 0..3 {
+            assert_eq!(
+                choose_root(None, tmp.path(), Some(&record)).unwrap().path,
+                root.path
+            );
+        }
+        assert_eq!(fallbacks(tmp.path()), std::slice::from_ref(&root.path));
+        // Gone (a cleaner removed it): a fresh one takes its place in the record.
+        std::fs::remove_dir(&root.path).unwrap();
+        let next = choose_root(None, tmp.path(), Some(&record)).unwrap();
+        assert_ne!(next.path, root.path);
+        assert_eq!(fallbacks(tmp.path()), std::slice::from_ref(&next.path));
+        assert_eq!(
+            choose_root(None, tmp.path(), Some(&record)).unwrap().path,
+            next.path
         );
     }
 
     #[test]
-    fn xdg_runtime_dir_is_used_only_when_private() {
+    fn a_record_is_trusted_only_when_private_and_naming_a_private_fallback_of_ours() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let record = state.path().join("unipi-tui").join(RECORD_FILE);
+        let uid = nix::unistd::geteuid();
+        std::os::unix::fs::symlink("/", tmp.path().join(format!("unipi-{uid}"))).unwrap();
+        let first = choose_root(None, tmp.path(), Some(&record)).unwrap().path;
+        let write_record = |text: &str, file_mode: u32| {
+            std::fs::remove_file(&record).unwrap();
+            std::fs::write(&record, text).unwrap();
+            std::fs::set_permissions(&record, std::fs::Permissions::from_mode(file_mode)).unwrap();
+        };
+        // A private directory of ours with another name (~/.ssh, say), a loose directory of
+        // ours with the right name, and a record others may write: none is used.
+        let other = tmp.path().join("not-a-runtime-dir");
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&other)
+            .unwrap();
+        let loose = tmp.path().join(format!("unipi-{uid}-loose"));
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&loose)
+            .unwrap();
+        std::fs::set_permissions(&loose, std::fs::Permissions::from_mode(0o755)).unwrap();
+        for (text, file_mode) in [
+            (other.display().to_string(), 0o600),
+            (loose.display().to_string(), 0o600),
+            (first.display().to_string(), 0o666),
+        ] {
+            write_record(&text, file_mode);
+            let chosen = choose_root(None, tmp.path(), Some(&record)).unwrap().path;
+            assert!(
+                chosen != other && chosen != loose && chosen != first,
+                "{text} ({file_mode:o}) was used"
+            );
+            assert_eq!(mode(&chosen), 0o700);
+            assert_eq!(mode(&record), 0o600, "the record was rewritten private");
+            std::fs::remove_dir(&chosen).unwrap();
+        }
+    }
+
+    #[test]
+    fn without_a_record_file_the_fallback_is_fresh_and_says_it_cannot_be_found_again() {
+        let tmp = tempfile::tempdir().unwrap();
+        let uid = nix::unistd::geteuid();
+        std::os::unix::fs::symlink("/", tmp.path().join(format!("unipi-{uid}"))).unwrap();
+        let root = choose_root(None, tmp.path(), None).unwrap();
+        assert_eq!(fallbacks(tmp.path()), std::slice::from_ref(&root.path));
+        let notice = root.notice.unwrap();
+        assert!(notice.contains("will not find the sessions"), "{notice}");
+    }
+
+    #[test]
+    fn xdg_runtime_dir_is_used_only_when_private_and_a_refusal_is_said() {
         let tmp = tempfile::tempdir().unwrap();
         let xdg = tmp.path().join("xdg");
         std::fs::DirBuilder::new().mode(0o700).create(&xdg).unwrap();
-        let root = choose_root(Some(&xdg), tmp.path()).unwrap();
+        let root = choose_root(Some(&xdg), tmp.path(), None).unwrap();
         assert_eq!(root.path, xdg.join("unipi-tui"));
+        assert_eq!(root.notice, None);
         std::fs::set_permissions(&xdg, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let root = choose_root(Some(&xdg), tmp.path()).unwrap();
+        let root = choose_root(Some(&xdg), tmp.path(), None).unwrap();
         let uid = nix::unistd::geteuid();
-        assert_eq!(root.path, tmp.path().join(format!("unipi-{uid}")));
+        let usual = tmp.path().join(format!("unipi-{uid}"));
+        assert_eq!(root.path, usual);
+        let notice = root.notice.unwrap();
+        assert_eq!(
+            notice,
+            format!(
+                "XDG_RUNTIME_DIR ({0}) is not used: {0} has mode 755: others can reach into it; \
+                 runtime files are kept in {1} instead. To choose the place, set \
+                 XDG_RUNTIME_DIR to a directory of yours that only you can enter (mode 0700)",
+                xdg.display(),
+                usual.display()
+            )
+        );
+        let missing = tmp.path().join("missing");
+        let notice = choose_root(Some(&missing), tmp.path(), None)
+            .unwrap()
+            .notice
+            .unwrap();
+        assert!(
+            notice.contains(&format!("{}: No such file", missing.display())),
+            "{notice}"
+        );
     }
 
     #[test]
