@@ -6,7 +6,7 @@
 //! over the pane; while it waits and the keyboard is quiet, the needs-input notification reaches
 //! the ntfy server (JSON, topic, title, priority high) and the terminal (OSC 777); keys answer
 //! (a note written on an option, then Enter); the model receives the answer as the tool's
-//! result. Typing answers in the user's own words from
+//! result, and Pi's transcript shows it as a card. Typing answers in the user's own words from
 //! the first key on (no letter is taken for a shortcut). A `new_session` option leads through the launcher ("Compact and run") to the new
 //! task arriving as the user's next message once the turn has ended. One of Pi's own dialogs (an
 //! extension's `confirm`) is reported by Pi as `blocked`, and that alerts too.
@@ -172,6 +172,8 @@ fn the_model_asks_the_modal_answers_and_the_alert_reaches_ntfy_while_the_user_is
         !wb.session.screen_text().contains("Question from the agent"),
         "the modal closed"
     );
+    // Pi's transcript shows the answer as a card: the option, and the note on it.
+    wb.wait_text("✓ postgres (“only for the index”)");
     assert_eq!(wb.ntfy.received().len(), 1, "one alert for one question");
 
     let code = exit_pi(&mut wb.session, KITTY_CTRL_D, EXIT);
@@ -195,6 +197,7 @@ fn typing_answers_in_the_users_own_words_from_the_first_key() {
         .find(|m| m.starts_with("User wrote:"))
         .expect("the tool result reached the model");
     assert_eq!(answer, "User wrote: unipi doctor");
+    wb.wait_text("✓ “unipi doctor”");
     let code = exit_pi(&mut wb.session, KITTY_CTRL_D, EXIT);
     assert_eq!(code, 0, "screen:\n{}", wb.session.screen_text());
 }
