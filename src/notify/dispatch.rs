@@ -4,6 +4,10 @@
 //! collected (a desktop notification held back because the terminal has focus counts as
 //! delivered, as the original's "suppressed"), logged without secrets, and announced on the bus
 //! as `unipi:notify:sent {eventType, platforms, success, timestamp, results}`.
+//!
+//! Without a D-Bus session bus the desktop can never be reached: the first such failure says so
+//! once (in Pi, and the log) with how to turn the platform off, and alerts stop trying it for the
+//! session; `/unipi:notify-test` still tries, and a success there takes it back into use.
 
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
@@ -11,8 +15,9 @@ use futures_util::future::join_all;
 use serde_json::{Value, json};
 
 use super::config::{NotifyConfig, Platform, TerminalMethod};
+use super::platforms::native::NativeError;
 use super::platforms::{Notice, http, native, terminal};
-use crate::bridge::{EventBus, names};
+use crate::bridge::{AgentId, BridgeHost, EventBus, HostCall, NotifyLevel, names};
 use crate::capability::Ui;
 use crate::http::LazyClient;
 
@@ -70,7 +75,14 @@ struct Inner {
     /// What `auto` means for the terminal the workbench started in.
     terminal_auto: TerminalMethod,
     bus: OnceLock<EventBus>,
+    /// Pi, to tell the user what went wrong where they look (its notifications).
+    host: OnceLock<BridgeHost>,
+    /// Why the desktop cannot be reached (no session bus): alerts no longer try it.
+    no_desktop: Mutex<Option<String>>,
 }
+
+/// What an alert's desktop notification is, once there proved to be no session bus.
+pub const NO_BUS: &str = "no D-Bus session bus";
 
 impl Dispatcher {
     pub fn new(config: NotifyConfig, ui: Ui, in_tmux: bool, terminal_auto: TerminalMethod) -> Self {
@@ -82,6 +94,8 @@ impl Dispatcher {
                 in_tmux,
                 terminal_auto,
                 bus: OnceLock::new(),
+                host: OnceLock::new(),
+                no_desktop: Mutex::new(None),
             }),
         }
     }
@@ -102,6 +116,11 @@ impl Dispatcher {
     pub fn attach(&self, bus: EventBus) {
         // A second attach (never done by the app) keeps the first bus.
         let _ = self.inner.bus.set(bus);
+    }
+
+    /// Pi's end of the bridge, for telling the user (once) that the desktop cannot be reached.
+    pub fn attach_host(&self, host: BridgeHost) {
+        let _ = self.inner.host.set(host);
     }
 
     pub fn config(&self) -> NotifyConfig {
@@ -193,7 +212,20 @@ impl Dispatcher {
                     if focus == Focus::Respect && screen.attached && screen.focused {
                         return Ok(Sent::Suppressed("the terminal has focus"));
                     }
-                    native::send(notice).await.map(|()| Sent::Delivered)
+                    if focus == Focus::Respect && self.no_desktop().is_some() {
+                        return Ok(Sent::Suppressed(NO_BUS));
+                    }
+                    match native::send(notice).await {
+                        Ok(()) => {
+                            self.set_no_desktop(None);
+                            Ok(Sent::Delivered)
+                        }
+                        Err(NativeError::NoBus(why)) => {
+                            self.set_no_desktop(Some(&why));
+                            Err(why)
+                        }
+                        Err(NativeError::Failed(why)) => Err(why),
+                    }
                 }
                 Platform::Terminal => {
                     let method = match config.terminal_method {
@@ -253,6 +285,54 @@ impl Dispatcher {
             results.push(Delivery { platform, outcome });
         }
         results
+    }
+
+    fn no_desktop(&self) -> Option<String> {
+        self.inner
+            .no_desktop
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Records whether the desktop can be reached; the first time it cannot, tells the user.
+    fn set_no_desktop(&self, why: Option<&str>) {
+        let before = std::mem::replace(
+            &mut *self
+                .inner
+                .no_desktop
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+            why.map(str::to_owned),
+        );
+        let Some(why) = why.filter(|_| before.is_none()) else {
+            return;
+        };
+        let message = format!(
+            "Desktop notifications stopped: {why}. Turn the native platform off with \
+             /unipi:notify-settings (or \"native\": {{\"enabled\": false}} in \
+             ~/.unipi/config/notify/config.json)."
+        );
+        tracing::warn!("notify: {message}");
+        match self.inner.host.get() {
+            Some(host) => {
+                let host = host.clone();
+                tokio::spawn(async move {
+                    let call = HostCall::Notify {
+                        message,
+                        level: NotifyLevel::Warning,
+                    };
+                    if let Err(err) = host.call(&AgentId::main(), call).await {
+                        tracing::debug!("notify: cannot tell Pi about the desktop: {err}");
+                    }
+                });
+            }
+            None => {
+                self.inner
+                    .ui
+                    .notice(format!("Desktop notifications stopped: {NO_BUS}"));
+            }
+        }
     }
 }
 
