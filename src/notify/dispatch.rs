@@ -10,6 +10,7 @@
 //! session; `/unipi:notify-test` still tries, and a success there takes it back into use.
 
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
 
 use futures_util::future::join_all;
 use serde_json::{Value, json};
@@ -17,7 +18,7 @@ use serde_json::{Value, json};
 use super::config::{NotifyConfig, Platform, TerminalMethod};
 use super::platforms::native::NativeError;
 use super::platforms::{Notice, http, native, terminal};
-use crate::bridge::{AgentId, BridgeHost, EventBus, HostCall, NotifyLevel, names};
+use crate::bridge::{AgentId, BridgeHost, EventBus, HostCall, HostOptions, NotifyLevel, names};
 use crate::capability::Ui;
 use crate::http::LazyClient;
 
@@ -83,6 +84,21 @@ struct Inner {
 
 /// What an alert's desktop notification is, once there proved to be no session bus.
 pub const NO_BUS: &str = "no D-Bus session bus";
+
+/// The most `/unipi:notify-test` waits for a platform: well inside the bridge's budget for a
+/// command, so the report always gets back to Pi (the platforms are tried at once).
+pub fn test_wait(config: &NotifyConfig) -> Duration {
+    let budget = HostOptions::default().command_timeout;
+    config
+        .send_timeout
+        .min(budget.saturating_sub(Duration::from_secs(2)))
+        .max(Duration::from_secs(1))
+}
+
+/// `8 s`, `0.5 s`.
+fn seconds(duration: Duration) -> String {
+    format!("{} s", duration.as_secs_f64())
+}
 
 impl Dispatcher {
     pub fn new(config: NotifyConfig, ui: Ui, in_tmux: bool, terminal_auto: TerminalMethod) -> Self {
@@ -261,17 +277,12 @@ impl Dispatcher {
         };
         tokio::time::timeout(timeout, send)
             .await
-            .unwrap_or_else(|_| {
-                Err(format!(
-                    "{}: no answer within {}s",
-                    platform.label(),
-                    timeout.as_secs_f64()
-                ))
-            })
+            .unwrap_or_else(|_| Err(format!("no answer within {}", seconds(timeout))))
     }
 
-    /// `/unipi:notify-test`: each enabled platform in turn, set up or not (so the user sees
-    /// what is missing), ignoring focus; nothing is announced on the bus.
+    /// `/unipi:notify-test`: every enabled platform at once, set up or not (so the user sees
+    /// what is missing), ignoring focus, each given [`test_wait`] so the report makes it back
+    /// within the command's budget; nothing is announced on the bus.
     pub async fn test(&self) -> Vec<Delivery> {
         let config = self.config();
         let notice = Notice::new(
@@ -279,12 +290,22 @@ impl Dispatcher {
             format!("Test notification sent at {}", clock_utc()),
             super::config::Priority::Normal,
         );
-        let mut results = Vec::new();
-        for platform in Platform::ALL.into_iter().filter(|p| config.enabled(*p)) {
-            let outcome = self.send_one(platform, &notice, Focus::Ignore).await;
-            results.push(Delivery { platform, outcome });
-        }
-        results
+        let wait = test_wait(&config);
+        let platforms: Vec<Platform> = Platform::ALL
+            .into_iter()
+            .filter(|platform| config.enabled(*platform))
+            .collect();
+        join_all(platforms.into_iter().map(|platform| {
+            let notice = &notice;
+            async move {
+                let send = self.send_one(platform, notice, Focus::Ignore);
+                let outcome = tokio::time::timeout(wait, send)
+                    .await
+                    .unwrap_or_else(|_| Err(format!("no answer within {}", seconds(wait))));
+                Delivery { platform, outcome }
+            }
+        }))
+        .await
     }
 
     fn no_desktop(&self) -> Option<String> {

@@ -252,7 +252,7 @@ async fn a_failing_or_silent_service_fails_alone_and_no_secret_shows() {
     );
     assert_eq!(
         outcome(&results, Platform::Gotify),
-        Err("Gotify: no answer within 1s".into())
+        Err("no answer within 1 s".into())
     );
     let telegram = outcome(&results, Platform::Telegram).unwrap_err();
     assert!(telegram.starts_with("Telegram: "), "{telegram}");
@@ -350,7 +350,7 @@ async fn dispatching_returns_at_once_and_announces_the_outcome() {
 }
 
 #[tokio::test]
-async fn the_test_command_tries_each_enabled_platform_in_turn() {
+async fn the_test_command_tries_each_enabled_platform() {
     let server = Loopback::start(HashMap::from([(
         "/gotify/message",
         Answer::Status(401, "bad key"),
@@ -386,6 +386,39 @@ async fn the_test_command_tries_each_enabled_platform_in_turn() {
     assert_eq!(
         test_report(&dispatcher.test().await),
         "No platforms enabled. Use /unipi:notify-settings first."
+    );
+}
+
+/// `/unipi:notify-test` runs inside the bridge's budget for a command: tried one after another,
+/// two platforms that never answer took their whole timeout each and the report was lost. Now
+/// each platform has the same few seconds at once, and a silent one is reported as such.
+#[tokio::test]
+async fn the_test_command_reports_every_platform_within_the_command_budget() {
+    let server = Loopback::start(HashMap::from([
+        ("/", Answer::Hang),
+        ("/gotify/message", Answer::Hang),
+    ]))
+    .await;
+    let mut config = http_config(&server.url);
+    config.terminal = true;
+    config.send_timeout = Duration::from_secs(2);
+    let (dispatcher, _rx, _ui) = dispatcher(config, false);
+    // The stand-in for the bridge's budget: one platform's timeout and a half.
+    let budget = Duration::from_secs(3);
+    let results = tokio::time::timeout(budget, dispatcher.test())
+        .await
+        .expect("the report came back within the command's budget");
+    assert_eq!(
+        test_report(&results),
+        "✓ Terminal: sent\n✗ ntfy: no answer within 2 s\n✗ Gotify: no answer within 2 s\n\
+         ✓ Telegram: sent"
+    );
+    // The default timeout (10 s, the bridge's whole budget) is cut to fit inside the budget.
+    let wait = super::dispatch::test_wait(&NotifyConfig::default());
+    let command_budget = crate::bridge::HostOptions::default().command_timeout;
+    assert!(
+        wait + Duration::from_secs(1) < command_budget,
+        "{wait:?} in {command_budget:?}"
     );
 }
 
