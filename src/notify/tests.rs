@@ -792,3 +792,45 @@ async fn with_no_terminal_attached_a_question_reaches_the_phone_at_once() {
     ui.update_screen(|state| state.attached = true);
     assert!(matches!(router.fire(done), Fired::HeldBack));
 }
+
+/// A question asked while the user is at the terminal, which then detaches: the question is not
+/// sat on for the rest of the silence — the terminal leaving makes the user away at once.
+#[tokio::test]
+async fn a_question_waiting_when_the_terminal_leaves_reaches_the_phone_at_once() {
+    let server = Loopback::start(HashMap::new()).await;
+    let mut config = http_config(&server.url);
+    config.gotify.enabled = false;
+    config.telegram.enabled = false;
+    config.silence_after_input = Duration::from_secs(3600);
+    let (dispatcher, _rx, ui) = dispatcher(config, false);
+    let router = Router::new(dispatcher);
+    ui.update_screen(|state| state.last_input = Some(Instant::now()));
+    let asked = router
+        .route(&module(
+            names::ASK_USER_PROMPT,
+            json!({"id": 11, "question": "Ship it?"}),
+        ))
+        .unwrap();
+    let Fired::Waiting(task) = router.fire(asked) else {
+        panic!("a question waits for the user to be away");
+    };
+    // Still at the terminal: it waits.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(
+        !task.is_finished(),
+        "sent while the user was at the terminal"
+    );
+    assert!(server.seen().is_empty());
+    ui.update_screen(|state| state.attached = false);
+    let sent = tokio::time::timeout(Duration::from_secs(10), task)
+        .await
+        .expect("sent when the terminal left, not after the hour of silence")
+        .unwrap();
+    assert!(sent);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while server.seen().is_empty() {
+        assert!(Instant::now() < deadline, "ntfy got nothing");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(server.seen()[0].body["message"], "Agent asks: Ship it?");
+}
