@@ -6,7 +6,8 @@
 //! over the pane; while it waits and the keyboard is quiet, the needs-input notification reaches
 //! the ntfy server (JSON, topic, title, priority high) and the terminal (OSC 777); keys answer
 //! (a note written on an option, then Enter); the model receives the answer as the tool's
-//! result. A `new_session` option leads through the launcher ("Compact and run") to the new
+//! result, and Pi's transcript shows it as a card. Typing answers in the user's own words from
+//! the first key on (no letter is taken for a shortcut). A `new_session` option leads through the launcher ("Compact and run") to the new
 //! task arriving as the user's next message once the turn has ended. One of Pi's own dialogs (an
 //! extension's `confirm`) is reported by Pi as `blocked`, and that alerts too.
 
@@ -29,6 +30,8 @@ use support::workbench::{KITTY_CTRL_D, exit_pi};
 const REPLY: Duration = Duration::from_secs(60);
 const EXIT: Duration = Duration::from_secs(30);
 const ENTER: &[u8] = b"\r";
+const DOWN: &[u8] = b"\x1b[B";
+const TAB: &[u8] = b"\t";
 
 struct Workbench {
     session: Session,
@@ -147,9 +150,9 @@ fn the_model_asks_the_modal_answers_and_the_alert_reaches_ntfy_while_the_user_is
         "no OSC 777 notification in the output"
     );
 
-    // Keys answer: down to PostgreSQL, a note on it, then Enter chooses.
-    wb.session.send(b"j");
-    wb.session.send(b"n");
+    // Keys answer: down to PostgreSQL, a note on it (Tab), then Enter chooses.
+    wb.session.send(DOWN);
+    wb.session.send(TAB);
     wb.session.type_text("only for the index");
     wb.wait_text("only for the index");
     wb.session.send(ENTER); // keeps the note
@@ -169,8 +172,32 @@ fn the_model_asks_the_modal_answers_and_the_alert_reaches_ntfy_while_the_user_is
         !wb.session.screen_text().contains("Question from the agent"),
         "the modal closed"
     );
+    // Pi's transcript shows the answer as a card: the option, and the note on it.
+    wb.wait_text("✓ postgres (“only for the index”)");
     assert_eq!(wb.ntfy.received().len(), 1, "one alert for one question");
 
+    let code = exit_pi(&mut wb.session, KITTY_CTRL_D, EXIT);
+    assert_eq!(code, 0, "screen:\n{}", wb.session.screen_text());
+}
+
+/// The bug this guards: typing `unipi doctor` gave the model `ipi doctor` (`u` did nothing, `n`
+/// opened the note editor). In a question that takes the user's words, every letter is text.
+#[test]
+fn typing_answers_in_the_users_own_words_from_the_first_key() {
+    let mut wb = start();
+    wb.prompt("help me pick a database");
+    wb.wait_text("Which database should the index use?");
+    wb.session.type_text("unipi doctor");
+    wb.wait_text("┃ unipi doctor");
+    wb.session.send(ENTER);
+    wb.wait_text("ANSWER-RECEIVED: own words");
+    let messages = wb.last_messages();
+    let answer = messages
+        .iter()
+        .find(|m| m.starts_with("User wrote:"))
+        .expect("the tool result reached the model");
+    assert_eq!(answer, "User wrote: unipi doctor");
+    wb.wait_text("✓ “unipi doctor”");
     let code = exit_pi(&mut wb.session, KITTY_CTRL_D, EXIT);
     assert_eq!(code, 0, "screen:\n{}", wb.session.screen_text());
 }

@@ -510,8 +510,30 @@ fn while_nobody_is_attached_the_agents_question_reaches_ntfy_at_once() {
     back.wait_for_text("AWAY-ANSWER: deploying", REPLY).unwrap();
     assert_eq!(ntfy.received().len(), 1, "one alert for one question");
     back.wait_for("Pi settled", REPLY, settled).unwrap();
-    back.send(KITTY_CTRL_D);
+
+    // A question already on screen when the terminal leaves goes out at once too, though the
+    // user typed a moment ago (it would otherwise wait out the hour of silence).
+    back.type_text("ask me before I go");
+    back.send(b"\r");
+    back.wait_for_text("Roll back the release?", REPLY).unwrap();
+    back.send(KITTY_DETACH);
     assert_eq!(back.wait_exit(REPLY).unwrap(), 0);
+    wait_until("the open question reached ntfy", REPLY, || {
+        ntfy.received().len() >= 2
+    });
+    assert_eq!(
+        ntfy.received()[1].2["message"],
+        "Agent asks: Roll back the release?"
+    );
+    let mut last = attach(&sandbox, "away", OuterOptions::default());
+    last.wait_for_text("Roll back the release?", REPLY).unwrap();
+    last.send(b"\r");
+    last.wait_for_text("AWAY-ANSWER: rolling back", REPLY)
+        .unwrap();
+    last.wait_for("Pi settled", REPLY, settled).unwrap();
+    assert_eq!(ntfy.received().len(), 2, "one alert for each question");
+    last.send(KITTY_CTRL_D);
+    assert_eq!(last.wait_exit(REPLY).unwrap(), 0);
     wait_all_gone(&sandbox, GONE);
 }
 

@@ -5,7 +5,9 @@
 //!
 //! Proven: `/unipi:notify-test` reaches the daemon; `notify_user` is held back while the terminal
 //! has focus (the workbench learns it from the terminal's focus reports) and reaches the daemon,
-//! as critical, once the terminal has lost focus.
+//! as critical, once the terminal has lost focus. Without a session bus (the variable unset, or
+//! pointing at nothing) the first notification says there is none, once, in Pi, with how to turn
+//! the platform off, and later ones do not try again.
 //!
 //! The daemon's packages are installed by `scripts/test-deps.sh` (Debian: `dunst`, `xvfb`,
 //! `dbus-daemon`); without them this test fails, naming them.
@@ -249,4 +251,82 @@ fn desktop_notifications_reach_a_real_daemon_and_wait_for_the_terminal_to_lose_f
     session.send(b"\x1b[I");
     let code = exit_pi(&mut session, KITTY_CTRL_D, EXIT);
     assert_eq!(code, 0, "screen:\n{}", session.screen_text());
+}
+
+/// The workbench with only the desktop platform on, `env` added, the terminal out of focus (so
+/// the desktop is tried); `notify_user` is called twice.
+fn without_a_bus(env: &[(&str, &str)], told: &str) {
+    let sandbox = Sandbox::new();
+    let model = OfflineModel::scenario("ask.toml", &sandbox);
+    write_json(
+        &sandbox.home.join(".unipi/config/notify/config.json"),
+        &json!({"native": {"enabled": true}, "terminal": {"enabled": false},
+                "silenceAfterInputSeconds": 0,
+                "events": {"agent_end": {"enabled": false, "platforms": []}}}),
+    );
+    let mut session = model.spawn(PiLine::Current, &sandbox, &[], env, OuterOptions::default());
+    wait_for_idle_prompt(&session, &sandbox, "scripted-ask");
+    session.send(b"\x1b[O");
+    let ask = |session: &support::term::Session| {
+        session.type_text("notify me please");
+        session.send(b"\r");
+    };
+    ask(&session);
+    // Pi shows the one notice: what is missing and how to turn the platform off.
+    session
+        .wait_for_text("Desktop notifications stopped: no D-Bus session bus", REPLY)
+        .unwrap_or_else(|err| panic!("{err:#}\nlog:\n{}", sandbox.log_tail(30)));
+    session
+        .wait_for_text("/unipi:notify-settings", REPLY)
+        .unwrap();
+    let log = sandbox.log();
+    assert!(log.contains(told), "{log}");
+    assert!(
+        log.contains(
+            "Turn the native platform off with /unipi:notify-settings (or \"native\": \
+             {\"enabled\": false} in ~/.unipi/config/notify/config.json)."
+        ),
+        "{log}"
+    );
+    assert!(
+        log.contains("notify: agent_tool → native failed: no D-Bus session bus"),
+        "{log}"
+    );
+
+    // The next notification does not try the desktop again, and says nothing more.
+    ask(&session);
+    wait_until("the second notification skipped the desktop", REPLY, || {
+        sandbox
+            .log()
+            .contains("notify: agent_tool → native: Suppressed(\"no D-Bus session bus\")")
+    });
+    let log = sandbox.log();
+    assert_eq!(
+        log.matches("Desktop notifications stopped").count(),
+        1,
+        "one notice: {log}"
+    );
+    assert_eq!(
+        log.matches("native failed").count(),
+        1,
+        "one failure: {log}"
+    );
+    session.send(b"\x1b[I");
+    let code = exit_pi(&mut session, KITTY_CTRL_D, EXIT);
+    assert_eq!(code, 0, "screen:\n{}", session.screen_text());
+}
+
+#[test]
+fn without_a_session_bus_the_desktop_is_tried_once_and_the_user_told() {
+    without_a_bus(&[], "DBUS_SESSION_BUS_ADDRESS is not set");
+}
+
+#[test]
+fn with_a_session_bus_address_that_leads_nowhere_the_desktop_is_tried_once() {
+    let nowhere = tempfile::tempdir().unwrap();
+    let address = format!("unix:path={}/no-bus", nowhere.path().display());
+    without_a_bus(
+        &[("DBUS_SESSION_BUS_ADDRESS", address.as_str())],
+        &format!("no D-Bus session bus at \"{address}\""),
+    );
 }

@@ -11,7 +11,11 @@
 //!   ticks. With nothing ticked, Enter says so instead of sending an empty answer (except on an
 //!   option that ends the question, which it runs). Ticking an option that takes text opens
 //!   the editor; an empty text leaves it unticked.
-//! - `n` writes a note on any option (shown under it, and sent with it).
+//! - A question that takes the user's own words takes them as soon as they type: a plain
+//!   character (or a paste) starts — or goes on with — the own answer, whatever row the cursor
+//!   is on, so no option or note shortcut can eat the first letters of an answer. The view sends
+//!   only such keys as [`Input::Type`] ([`Form::typing_answers`] says when).
+//! - The note key (Tab) writes a note on any option (shown under it, and sent with it).
 //! - End-turn and new-session options act at once, in both modes.
 //! - A recommended option starts under the cursor (ticked, in multi-select) and is what a
 //!   timeout chooses.
@@ -117,6 +121,12 @@ impl Form {
         self.editing.is_some()
     }
 
+    /// Typed characters start (or go on with) the own answer: the question takes the user's
+    /// own words and neither the editor nor the launcher is open.
+    pub fn typing_answers(&self) -> bool {
+        self.question.allow_freeform && self.editing.is_none() && self.launcher.is_none()
+    }
+
     /// The launcher of a new-session option is showing.
     pub fn launching(&self) -> bool {
         self.launcher.is_some()
@@ -199,23 +209,29 @@ impl Form {
                     comment: "Cancelled by the user".to_owned(),
                 });
             }
-            Input::Paste(text) if self.question.allow_freeform => {
-                // Pasting starts the own answer with the pasted text.
-                let row = self.question.options.len();
-                self.cursor = row;
-                let mut edit = LineEdit::new(self.notes[row].clone().unwrap_or_default());
-                edit.insert_str(&text);
-                self.editing = Some(Editing {
-                    row,
-                    edit,
-                    answers: !multi,
-                });
+            Input::Paste(text) if self.question.allow_freeform => self.own_answer_with(&text),
+            Input::Type(ch) if self.question.allow_freeform => {
+                self.own_answer_with(ch.encode_utf8(&mut [0; 4]));
             }
             Input::Toggle | Input::Edit(_) | Input::Type(_) | Input::Paste(_) => {
                 return Step::Unhandled;
             }
         }
         Step::Stay
+    }
+
+    /// Typing or pasting outside the editor: the own answer opens (with what it had) and takes
+    /// `text`; in a single-select question, Enter then answers with it.
+    fn own_answer_with(&mut self, text: &str) {
+        let row = self.question.options.len();
+        self.cursor = row;
+        let mut edit = LineEdit::new(self.notes[row].clone().unwrap_or_default());
+        edit.insert_str(text);
+        self.editing = Some(Editing {
+            row,
+            edit,
+            answers: !self.question.allow_multiple,
+        });
     }
 
     /// Single-select: the option under the cursor answers (after its text, if it takes some).
@@ -293,7 +309,7 @@ impl Form {
         })
     }
 
-    /// `n`: write (or change) the note on the row under the cursor.
+    /// The note key: write (or change) the note on the row under the cursor.
     fn note(&mut self) -> Step {
         let row = self.cursor;
         if !self.is_own_answer_row(row) && self.question.options[row].is_final() {
@@ -638,6 +654,54 @@ mod tests {
         form.handle(Input::Submit);
         assert!(form.launching());
         assert_eq!(form.handle(Input::Toggle), Step::Unhandled);
+    }
+
+    #[test]
+    fn typing_starts_the_own_answer_wherever_the_cursor_is() {
+        // The cursor on option 1: the first letter opens the own answer, the rest follow it.
+        let mut form = Form::new(three(false));
+        assert!(form.typing_answers());
+        let steps = run(&mut form, typed("unipi doctor"));
+        assert!(steps.iter().all(|step| *step == Step::Stay), "{steps:?}");
+        assert_eq!(form.view().editing, Some((3, "unipi doctor", 12)));
+        assert!(!form.typing_answers(), "the editor has the keys now");
+        assert_eq!(
+            form.handle(Input::Submit),
+            chosen(&[], &[], Some("unipi doctor"))
+        );
+        // Multi-select: the typed answer is ticked beside the options, and Enter sends both.
+        let mut form = Form::new(three(true));
+        let mut inputs = vec![Input::Toggle];
+        inputs.extend(typed("2 more"));
+        inputs.push(Input::Submit);
+        run(&mut form, inputs);
+        assert_eq!(form.view().ticked, &[true, false, false, true]);
+        assert_eq!(
+            form.handle(Input::Submit),
+            chosen(&["a"], &[], Some("2 more"))
+        );
+        // Typing again goes on with the answer written so far.
+        let mut form = Form::new(three(true));
+        let mut inputs = typed("red");
+        inputs.push(Input::Submit);
+        inputs.push(Input::Up);
+        inputs.extend(typed(", blue"));
+        run(&mut form, inputs);
+        assert_eq!(form.view().editing, Some((3, "red, blue", 9)));
+        // Without a free-text answer, a character means nothing; nor in the launcher.
+        let mut form = Form::new(question(json!({
+            "question": "q", "allowFreeform": false,
+            "options": [{"label": "A"}]
+        })));
+        assert!(!form.typing_answers());
+        assert_eq!(form.handle(Input::Type('u')), Step::Unhandled);
+        let mut form = Form::new(question(json!({
+            "question": "q",
+            "options": [{"label": "Docs", "action": "new_session", "prefill": "write them"}]
+        })));
+        form.handle(Input::Submit);
+        assert!(form.launching() && !form.typing_answers());
+        assert_eq!(form.handle(Input::Type('u')), Step::Unhandled);
     }
 
     #[test]

@@ -169,8 +169,11 @@ impl Answer {
         response
     }
 
-    /// The card line for Pi's transcript (the original's `renderResult`).
-    fn summary(&self) -> (String, CardTint) {
+    /// The answer in a few words for Pi's transcript (the original's `renderResult`), and
+    /// whether it went through: each chosen option with the note written on it in quotes
+    /// (`postgres (“only if cheap”)`), the user's own words in quotes, `end turn`, `compacted →
+    /// the new task`, `Timed out`, `Cancelled`.
+    fn brief(&self) -> (String, CardTint) {
         match self {
             Answer::Chosen {
                 selections,
@@ -178,30 +181,80 @@ impl Answer {
                 text,
                 ..
             } => {
-                let mut parts = Vec::new();
-                if !selections.is_empty() {
-                    parts.push(selections.join(", "));
-                }
-                if !notes.is_empty() || text.is_some() {
-                    let written = notes
+                let noted = |value: &String| notes.iter().find(|(v, _)| v == value);
+                let mut items: Vec<String> = selections
+                    .iter()
+                    .map(|value| match noted(value) {
+                        Some((_, note)) => format!("{value} (“{}”)", one_line(note)),
+                        None => value.clone(),
+                    })
+                    .collect();
+                // A note on an option not chosen (never made by the form) still shows.
+                items.extend(
+                    notes
                         .iter()
-                        .map(|(_, note)| note.as_str())
-                        .chain(text.as_deref())
-                        .collect::<Vec<_>>()
-                        .join("; ");
-                    parts.push(format!("wrote {written}"));
-                }
-                (format!("✓ {}", parts.join(" and ")), CardTint::Success)
+                        .filter(|(value, _)| !selections.contains(value))
+                        .map(|(value, note)| format!("{value} (“{}”)", one_line(note))),
+                );
+                items.extend(text.iter().map(|text| format!("“{}”", one_line(text))));
+                (items.join(", "), CardTint::Success)
             }
-            Answer::EndTurn => ("✓ end turn".to_owned(), CardTint::Success),
+            Answer::EndTurn => ("end turn".to_owned(), CardTint::Success),
             Answer::NewSession { prefill, launch } => (
-                format!("✓ {} → {prefill}", launch.word()),
+                format!("{} → {}", launch.word(), one_line(prefill)),
                 CardTint::Success,
             ),
             Answer::TimedOut { .. } => ("Timed out".to_owned(), CardTint::Warning),
             Answer::Cancelled { .. } => ("Cancelled".to_owned(), CardTint::Warning),
         }
     }
+}
+
+/// Text on one card line: line breaks shown as `↵`.
+fn one_line(text: &str) -> String {
+    text.trim().replace('\n', " ↵ ")
+}
+
+/// The longest a question gets on a card line, so the line fits a narrow transcript unwrapped.
+const CARD_QUESTION_CHARS: usize = 40;
+
+/// The transcript's card: one question's answer as its title (`✓ postgres (“only if cheap”)`);
+/// several questions under a title that counts them, one line each (`Which index? — sqlite`), so
+/// every answer sits at the same indent.
+fn card(request: &AskRequest, answers: &[Answer]) -> Option<Card> {
+    let (first, _) = answers.first()?.brief();
+    let warned = answers
+        .iter()
+        .rev()
+        .map(Answer::brief)
+        .find(|(_, tint)| *tint == CardTint::Warning);
+    if request.questions.len() == 1 {
+        return Some(match warned {
+            Some((line, tint)) => Card::new(line, tint),
+            None => Card::new(format!("✓ {first}"), CardTint::Success),
+        });
+    }
+    let total = request.questions.len();
+    let answered = answers
+        .iter()
+        .filter(|answer| answer.brief().1 == CardTint::Success)
+        .count();
+    let mut card = match warned {
+        Some((word, tint)) => Card::new(format!("{word} · {answered} of {total} answered"), tint),
+        None if answered == total => Card::new(format!("✓ {total} answers"), CardTint::Success),
+        None => Card::new(
+            format!("✓ {answered} of {total} answered"),
+            CardTint::Success,
+        ),
+    };
+    for (index, question) in request.questions.iter().enumerate() {
+        let answer = answers
+            .get(index)
+            .map_or_else(|| "not asked".to_owned(), |answer| answer.brief().0);
+        let question = unipi_widgets::text::truncate_end(&question.question, CARD_QUESTION_CHARS);
+        card.lines.push(format!("{question} — {answer}"));
+    }
+    Some(card)
 }
 
 /// The comment of a cancelled session launch.
@@ -246,19 +299,8 @@ pub fn output(request: &AskRequest, answers: &[Answer]) -> ToolOutput {
         }
         (lines.join("\n\n"), json!({ "questions": entries }))
     };
-    let mut card = None;
-    for answer in answers {
-        let (line, tint) = answer.summary();
-        let built = card.get_or_insert_with(|| Card::new(line.clone(), tint));
-        if built.title != line {
-            built.lines.push(line);
-        }
-        if tint == CardTint::Warning {
-            built.tint = tint;
-        }
-    }
     let output = ToolOutput::text(text).with_details(details);
-    match card {
+    match card(request, answers) {
         Some(card) => output.with_card(&card),
         None => output,
     }
@@ -399,7 +441,7 @@ mod tests {
             output.details["response"],
             json!({"kind": "combined", "selections": ["a"], "text": "and more"})
         );
-        assert_eq!(output.details["card"]["title"], "✓ a and wrote and more");
+        assert_eq!(output.details["card"]["title"], "✓ a, “and more”");
 
         let request = AskRequest {
             questions: vec![question("One?"), question("Two?"), question("Three?")],
@@ -416,7 +458,98 @@ mod tests {
              Q3: Three?\nNot asked (an earlier answer ended the questions)"
         );
         assert_eq!(output.details["questions"].as_array().unwrap().len(), 2);
-        assert_eq!(output.details["card"]["lines"], json!(["✓ end turn"]));
+        assert_eq!(output.details["card"]["title"], "✓ 2 of 3 answered");
+        assert_eq!(
+            output.details["card"]["lines"],
+            json!(["One? — a", "Two? — end turn", "Three? — not asked"])
+        );
+    }
+
+    /// A card as the bridge extension draws it in Pi's transcript: the title, then each line
+    /// two spaces in.
+    fn drawn(output: &ToolOutput) -> String {
+        let card = &output.details["card"];
+        let mut text = format!(
+            "[{}] {}",
+            card["tint"].as_str().unwrap(),
+            card["title"].as_str().unwrap()
+        );
+        for line in card["lines"].as_array().into_iter().flatten() {
+            text.push_str(&format!("\n  {}", line.as_str().unwrap()));
+        }
+        text
+    }
+
+    #[test]
+    fn the_transcript_card_reads_as_a_sentence_at_one_indent() {
+        let one = AskRequest {
+            questions: vec![question("Which database?")],
+            timeout: None,
+        };
+        let several = AskRequest {
+            questions: vec![
+                question("Which database should the session index use?"),
+                question("Sizes?"),
+                question("Deploy?"),
+            ],
+            timeout: None,
+        };
+        let cases: Vec<(&AskRequest, Vec<Answer>)> = vec![
+            (&one, vec![Answer::chosen(&["Postgres"], &[], None)]),
+            // The note belongs to the option it was written on.
+            (
+                &one,
+                vec![Answer::chosen(
+                    &["Postgres"],
+                    &[("Postgres", "only if cheap")],
+                    None,
+                )],
+            ),
+            (&one, vec![Answer::chosen(&[], &[], Some("unipi doctor"))]),
+            (
+                &one,
+                vec![Answer::chosen(
+                    &["SQLite", "Postgres"],
+                    &[("Postgres", "for the index")],
+                    Some("and Redis\nfor the cache"),
+                )],
+            ),
+            (
+                &one,
+                vec![Answer::NewSession {
+                    prefill: "write the docs".into(),
+                    launch: Launch::Compact,
+                }],
+            ),
+            (
+                &one,
+                vec![Answer::Cancelled {
+                    comment: "Esc".into(),
+                }],
+            ),
+            (
+                &several,
+                vec![
+                    Answer::chosen(&["Postgres"], &[("Postgres", "only if cheap")], None),
+                    Answer::chosen(&["S", "L"], &[], Some("XL too")),
+                    Answer::EndTurn,
+                ],
+            ),
+            (
+                &several,
+                vec![
+                    Answer::chosen(&["SQLite"], &[], None),
+                    Answer::TimedOut {
+                        comment: "Timed out after 500ms".into(),
+                    },
+                ],
+            ),
+        ];
+        let drawn: Vec<String> = cases
+            .into_iter()
+            .map(|(request, answers)| drawn(&output(request, &answers)))
+            .collect();
+        crate::assert_ui_snapshot!("ask_user_transcript_cards", drawn.join("\n\n"));
     }
 
     #[test]

@@ -4,6 +4,11 @@
 //! are typed, every other key comes from the table) — builds its hints from them, and hands each
 //! answer to the queue, then shows the next question or closes when none waits.
 //!
+//! In a question that takes the user's own words, a plain character starts the answer: there the
+//! `[ask]` table loses its plain-character keys (`j`, `k`, the digits, a user's `t`), which type
+//! instead, and the hints show only the keys left (arrows, Enter, Tab, Esc). Space keeps its
+//! binding: an answer never starts with a space.
+//!
 //! The queue may settle the shown call without the view (its timeout, Pi aborting it): the view
 //! pulls the head on every refresh and reports itself finished when nothing waits. Closed
 //! without an answer (Ctrl+C), it cancels the call it showed — a question must not wait with
@@ -20,7 +25,7 @@ use unipi_widgets::theme::Theme;
 use super::form::{Form, Input, LAUNCH_CHOICES, Step};
 use super::params::OptionAction;
 use super::queue::{AskQueue, Shown};
-use crate::config::keymap::{KeyTable, KeyTableSpec, Keymap, TableAction};
+use crate::config::keymap::{Key, KeyTable, KeyTableSpec, Keymap, TableAction};
 use crate::views::line_edit::EditAction;
 use crate::views::{RefreshContext, View, ViewAction};
 
@@ -52,7 +57,7 @@ pub static ASK_KEYS: KeyTableSpec = KeyTableSpec {
         ("j", "ask.down"),
         ("space", "ask.toggle"),
         ("enter", "ask.submit"),
-        ("n", "ask.note"),
+        ("tab", "ask.note"),
         ("esc", "ask.cancel"),
         ("1", "ask.pick-1"),
         ("2", "ask.pick-2"),
@@ -237,6 +242,8 @@ struct Current {
 pub struct AskView {
     queue: AskQueue,
     keys: KeyTable<AskAction>,
+    /// `keys` without the keys that type: the table of a question that takes the user's words.
+    typing_keys: KeyTable<AskAction>,
     input_keys: KeyTable<InputAction>,
     current: Option<Current>,
     /// The app refreshed it before showing it: from then on, closing it settles its call.
@@ -245,9 +252,11 @@ pub struct AskView {
 
 impl AskView {
     pub fn new(queue: AskQueue, keymap: &Keymap) -> Self {
+        let keys = KeyTable::from_keymap(keymap);
         let mut view = AskView {
             queue,
-            keys: KeyTable::from_keymap(keymap),
+            typing_keys: keys.without(Key::types_text),
+            keys,
             input_keys: KeyTable::from_keymap(keymap),
             current: None,
             live: false,
@@ -378,24 +387,45 @@ impl AskView {
 
     fn list_hints(&self, multi: bool, launcher: bool) -> Vec<(String, String)> {
         let choose = if multi { "send" } else { "choose" };
+        let typing = self.typing_answers();
+        let keys = self.list_keys();
         let mut table: Vec<(&[AskAction], &str)> =
             vec![(&[AskAction::Up, AskAction::Down], "move")];
         if multi {
             table.push((&[AskAction::Toggle], "tick"));
         }
         table.push((&[AskAction::Submit], choose));
-        let mut hints = self.keys.hints(&table);
+        let mut hints = keys.hints(&table);
+        if typing {
+            hints.push(("type".to_owned(), "to answer".to_owned()));
+        }
         if !launcher {
             if let (Some(first), Some(last)) = (
-                self.keys.hint_key(AskAction::Pick(1)),
-                self.keys.hint_key(AskAction::Pick(9)),
+                keys.hint_key(AskAction::Pick(1)),
+                keys.hint_key(AskAction::Pick(9)),
             ) {
                 hints.push((format!("{first}-{last}"), "pick".to_owned()));
             }
-            hints.extend(self.keys.hints(&[(&[AskAction::Note], "note")]));
+            hints.extend(keys.hints(&[(&[AskAction::Note], "note")]));
         }
-        hints.extend(self.keys.hints(&[(&[AskAction::Cancel], "cancel")]));
+        hints.extend(keys.hints(&[(&[AskAction::Cancel], "cancel")]));
         hints
+    }
+
+    /// Typed characters start the own answer (the question takes the user's words).
+    fn typing_answers(&self) -> bool {
+        self.current
+            .as_ref()
+            .is_some_and(|current| current.form.typing_answers())
+    }
+
+    /// The `[ask]` keys in force: without the keys that type while typing answers.
+    fn list_keys(&self) -> &KeyTable<AskAction> {
+        if self.typing_answers() {
+            &self.typing_keys
+        } else {
+            &self.keys
+        }
     }
 
     fn input_hints(&self) -> Vec<(String, String)> {
@@ -472,7 +502,7 @@ impl View for AskView {
                 },
             }
         } else {
-            match self.keys.action(key) {
+            match self.list_keys().action(key) {
                 Some(AskAction::Up) => Input::Up,
                 Some(AskAction::Down) => Input::Down,
                 Some(AskAction::Toggle) => Input::Toggle,
@@ -480,7 +510,14 @@ impl View for AskView {
                 Some(AskAction::Note) => Input::Note,
                 Some(AskAction::Cancel) => Input::Cancel,
                 Some(AskAction::Pick(n)) => Input::Pick(usize::from(n)),
-                None => return ViewAction::Unhandled,
+                None => match key.code {
+                    KeyCode::Char(ch)
+                        if self.typing_answers() && Key::from_event(key).types_text() =>
+                    {
+                        Input::Type(ch)
+                    }
+                    _ => return ViewAction::Unhandled,
+                },
             }
         };
         self.step(input)
@@ -618,9 +655,11 @@ mod tests {
     #[test]
     fn keys_answer_one_question_after_another_then_the_modal_closes() {
         let screen = screen(Keymap::defaults());
+        // No free text: the letter and digit shortcuts are in force.
         let mut call = screen.ask(json!({"questions": [
-            {"question": "Colour?", "options": [{"label": "Red"}, {"label": "Blue"}]},
-            {"question": "Sizes?", "allowMultiple": true,
+            {"question": "Colour?", "allowFreeform": false,
+             "options": [{"label": "Red"}, {"label": "Blue"}]},
+            {"question": "Sizes?", "allowMultiple": true, "allowFreeform": false,
              "options": [{"label": "S"}, {"label": "M"}, {"label": "L", "allowCustom": true}]},
         ]}));
         assert_eq!(screen.open(), 1, "the modal opened");
@@ -649,7 +688,8 @@ mod tests {
     #[test]
     fn unused_keys_are_named_and_esc_cancels() {
         let screen = screen(Keymap::defaults());
-        let mut call = screen.ask(json!({"question": "Go?", "options": [{"label": "Yes"}]}));
+        let mut call = screen
+            .ask(json!({"question": "Go?", "allowFreeform": false, "options": [{"label": "Yes"}]}));
         assert_eq!(
             screen.press(key(KeyCode::Char('x'))),
             KeyOutcome::Unhandled {
@@ -668,6 +708,56 @@ mod tests {
         screen.press(key(KeyCode::Esc));
         assert_eq!(answers(&mut call)[0].kind(), "cancelled");
         assert_eq!(screen.open(), 0);
+    }
+
+    #[test]
+    fn typing_answers_in_a_question_that_takes_the_users_words() {
+        let screen = screen(Keymap::defaults());
+        let mut call = screen.ask(json!({"question": "Which command?", "options": [
+            {"label": "unipi-tui kill"}, {"label": "unipi-tui ls"}, {"label": "Stop", "action": "end_turn"},
+        ]}));
+        // `u` and `n` (the note key of old), `j`, `k`, digits: all text, from the first key on.
+        let typed = |text: &str| {
+            for ch in text.chars() {
+                let code = KeyCode::Char(ch);
+                let shifted = ch.is_uppercase();
+                let modifiers = if shifted {
+                    KeyModifiers::SHIFT
+                } else {
+                    KeyModifiers::NONE
+                };
+                assert_eq!(
+                    screen.press(KeyEvent::new(code, modifiers)),
+                    KeyOutcome::Used(None),
+                    "{ch:?}"
+                );
+            }
+        };
+        typed("unipi doctor 3 --jk N");
+        screen.press(key(KeyCode::Enter));
+        assert_eq!(
+            answers(&mut call),
+            vec![Answer::chosen(&[], &[], Some("unipi doctor 3 --jk N"))]
+        );
+        // Arrows, Enter, Tab (a note) and Esc keep their meaning.
+        let mut call = screen.ask(json!({"question": "Which?", "options": [
+            {"label": "A"}, {"label": "B"},
+        ]}));
+        screen.press(key(KeyCode::Down));
+        screen.press(key(KeyCode::Tab));
+        screen.typed("if cheap");
+        screen.press(key(KeyCode::Enter)); // keeps the note
+        screen.press(key(KeyCode::Enter)); // chooses B
+        assert_eq!(
+            answers(&mut call),
+            vec![Answer::chosen(&["B"], &[("B", "if cheap")], None)]
+        );
+        // A modified key is no text: Alt+u is named, not typed.
+        let _call = screen.ask(json!({"question": "Again?"}));
+        assert!(matches!(
+            screen.press(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::ALT)),
+            KeyOutcome::Unhandled { .. }
+        ));
     }
 
     #[test]
@@ -709,7 +799,7 @@ mod tests {
             }]
         );
         assert_eq!(screen.open(), 1, "the next question opened a new modal");
-        screen.press(key(KeyCode::Char('1')));
+        screen.press(key(KeyCode::Enter));
         assert_eq!(
             answers(&mut second),
             vec![Answer::chosen(&["A"], &[], None)]
@@ -735,7 +825,9 @@ mod tests {
 
     #[test]
     fn the_model_shows_the_countdown_queue_and_hints_from_the_key_tables() {
-        let user = "[ask]\nt = \"ask.toggle\"\n\"ctrl+x\" = \"ask.cancel\"\n";
+        // `t` types in a question that takes the user's words: there `ctrl+t` is the hint.
+        let user = "[ask]\nt = \"ask.toggle\"\n\"ctrl+t\" = \"ask.toggle\"\n\
+                    \"ctrl+x\" = \"ask.cancel\"\n";
         let (keymap, errors) = keymap_from_sources(Some((Path::new("keymap.toml"), user)));
         assert!(errors.is_empty(), "{errors:?}");
         let screen = screen(keymap);
@@ -764,15 +856,43 @@ mod tests {
             hints,
             vec![
                 "↑↓ move",
-                "t tick",
+                "Ctrl+T tick",
                 "Enter send",
-                "1-9 pick",
-                "n note",
+                "type to answer",
+                "Tab note",
                 "Ctrl+X cancel"
             ],
-            "the user's keys first"
+            "the user's keys first, and no key that types"
         );
         assert_eq!(model.close, "Ctrl+X cancel");
         assert_eq!(view.tick_every(), Some(COUNTDOWN_TICK));
+        // Without free text, the keys that type are shortcuts again, and their hints show.
+        let screen = self::screen(keymap_from_sources(Some((Path::new("k"), user))).0);
+        let _call = screen.ask(json!({
+            "question": "Sizes?", "allowMultiple": true, "allowFreeform": false,
+            "options": [{"label": "S"}, {"label": "M"}],
+        }));
+        let view = AskView::new(
+            screen.queue.clone(),
+            &keymap_from_sources(Some((Path::new("k"), user))).0,
+        );
+        let hints: Vec<String> = view
+            .model(Instant::now())
+            .unwrap()
+            .keys
+            .iter()
+            .map(|(k, w)| format!("{k} {w}"))
+            .collect();
+        assert_eq!(
+            hints,
+            vec![
+                "↑↓ move",
+                "t tick",
+                "Enter send",
+                "1-9 pick",
+                "Tab note",
+                "Ctrl+X cancel"
+            ]
+        );
     }
 }

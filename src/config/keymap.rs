@@ -263,6 +263,19 @@ impl<A: TableAction> KeyTable<A> {
             .map(|(key, _)| hint_display(key))
     }
 
+    /// The table without the keys `drop` picks: a view where those keys mean something else
+    /// for a while (a question that takes the user's words types its plain characters).
+    pub fn without(&self, drop: impl Fn(&Key) -> bool) -> Self {
+        KeyTable {
+            bindings: self
+                .bindings
+                .iter()
+                .filter(|(key, _)| !drop(key))
+                .copied()
+                .collect(),
+        }
+    }
+
     /// A hint line: for each (actions, what they do), the keys bound to them; a hint whose
     /// actions are all unbound is left out.
     pub fn hints(&self, table: &[(&[A], &str)]) -> Vec<(String, String)> {
@@ -346,6 +359,13 @@ impl Key {
         }
         let code = parse_code(rest, modifiers)?;
         Ok(normalise(code, modifiers))
+    }
+
+    /// A key that types a character where text is taken: a printable character other than
+    /// Space, with no modifier but Shift.
+    pub fn types_text(&self) -> bool {
+        matches!(self.code, KeyCode::Char(c) if c != ' ' && !c.is_control())
+            && (self.modifiers - KeyModifiers::SHIFT).is_empty()
     }
 
     /// The form shown to people: `Shift+PgUp`, `Ctrl+G`, `F1`, `Alt+?`.
@@ -1177,6 +1197,27 @@ mod tests {
                 Key::parse(text).unwrap(),
                 "{event:?} vs {text}"
             );
+        }
+    }
+
+    #[test]
+    fn keys_that_type_text_table() {
+        let cases = [
+            ("n", true),
+            ("A", true),
+            ("7", true),
+            ("?", true),
+            ("ä", true),
+            ("space", false),
+            ("tab", false),
+            ("enter", false),
+            ("down", false),
+            ("ctrl+n", false),
+            ("alt+1", false),
+            ("ctrl+shift+g", false),
+        ];
+        for (text, types) in cases {
+            assert_eq!(Key::parse(text).unwrap().types_text(), types, "{text}");
         }
     }
 

@@ -61,6 +61,7 @@ impl Capability for NotifyCapability {
 
     fn attach(&self, bridge: &BridgeLink) {
         self.dispatcher.attach(bridge.bus());
+        self.dispatcher.attach_host(bridge.host.clone());
         tokio::spawn(Router::new(self.dispatcher.clone()).run(bridge.bus()));
     }
 

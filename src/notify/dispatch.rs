@@ -4,15 +4,21 @@
 //! collected (a desktop notification held back because the terminal has focus counts as
 //! delivered, as the original's "suppressed"), logged without secrets, and announced on the bus
 //! as `unipi:notify:sent {eventType, platforms, success, timestamp, results}`.
+//!
+//! Without a D-Bus session bus the desktop can never be reached: the first such failure says so
+//! once (in Pi, and the log) with how to turn the platform off, and alerts stop trying it for the
+//! session; `/unipi:notify-test` still tries, and a success there takes it back into use.
 
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
 
 use futures_util::future::join_all;
 use serde_json::{Value, json};
 
 use super::config::{NotifyConfig, Platform, TerminalMethod};
+use super::platforms::native::NativeError;
 use super::platforms::{Notice, http, native, terminal};
-use crate::bridge::{EventBus, names};
+use crate::bridge::{AgentId, BridgeHost, EventBus, HostCall, HostOptions, NotifyLevel, names};
 use crate::capability::Ui;
 use crate::http::LazyClient;
 
@@ -70,6 +76,28 @@ struct Inner {
     /// What `auto` means for the terminal the workbench started in.
     terminal_auto: TerminalMethod,
     bus: OnceLock<EventBus>,
+    /// Pi, to tell the user what went wrong where they look (its notifications).
+    host: OnceLock<BridgeHost>,
+    /// Why the desktop cannot be reached (no session bus): alerts no longer try it.
+    no_desktop: Mutex<Option<String>>,
+}
+
+/// What an alert's desktop notification is, once there proved to be no session bus.
+pub const NO_BUS: &str = "no D-Bus session bus";
+
+/// The most `/unipi:notify-test` waits for a platform: well inside the bridge's budget for a
+/// command, so the report always gets back to Pi (the platforms are tried at once).
+pub fn test_wait(config: &NotifyConfig) -> Duration {
+    let budget = HostOptions::default().command_timeout;
+    config
+        .send_timeout
+        .min(budget.saturating_sub(Duration::from_secs(2)))
+        .max(Duration::from_secs(1))
+}
+
+/// `8 s`, `0.5 s`.
+fn seconds(duration: Duration) -> String {
+    format!("{} s", duration.as_secs_f64())
 }
 
 impl Dispatcher {
@@ -82,6 +110,8 @@ impl Dispatcher {
                 in_tmux,
                 terminal_auto,
                 bus: OnceLock::new(),
+                host: OnceLock::new(),
+                no_desktop: Mutex::new(None),
             }),
         }
     }
@@ -102,6 +132,11 @@ impl Dispatcher {
     pub fn attach(&self, bus: EventBus) {
         // A second attach (never done by the app) keeps the first bus.
         let _ = self.inner.bus.set(bus);
+    }
+
+    /// Pi's end of the bridge, for telling the user (once) that the desktop cannot be reached.
+    pub fn attach_host(&self, host: BridgeHost) {
+        let _ = self.inner.host.set(host);
     }
 
     pub fn config(&self) -> NotifyConfig {
@@ -193,7 +228,20 @@ impl Dispatcher {
                     if focus == Focus::Respect && screen.attached && screen.focused {
                         return Ok(Sent::Suppressed("the terminal has focus"));
                     }
-                    native::send(notice).await.map(|()| Sent::Delivered)
+                    if focus == Focus::Respect && self.no_desktop().is_some() {
+                        return Ok(Sent::Suppressed(NO_BUS));
+                    }
+                    match native::send(notice).await {
+                        Ok(()) => {
+                            self.set_no_desktop(None);
+                            Ok(Sent::Delivered)
+                        }
+                        Err(NativeError::NoBus(why)) => {
+                            self.set_no_desktop(Some(&why));
+                            Err(why)
+                        }
+                        Err(NativeError::Failed(why)) => Err(why),
+                    }
                 }
                 Platform::Terminal => {
                     let method = match config.terminal_method {
@@ -229,17 +277,12 @@ impl Dispatcher {
         };
         tokio::time::timeout(timeout, send)
             .await
-            .unwrap_or_else(|_| {
-                Err(format!(
-                    "{}: no answer within {}s",
-                    platform.label(),
-                    timeout.as_secs_f64()
-                ))
-            })
+            .unwrap_or_else(|_| Err(format!("no answer within {}", seconds(timeout))))
     }
 
-    /// `/unipi:notify-test`: each enabled platform in turn, set up or not (so the user sees
-    /// what is missing), ignoring focus; nothing is announced on the bus.
+    /// `/unipi:notify-test`: every enabled platform at once, set up or not (so the user sees
+    /// what is missing), ignoring focus, each given [`test_wait`] so the report makes it back
+    /// within the command's budget; nothing is announced on the bus.
     pub async fn test(&self) -> Vec<Delivery> {
         let config = self.config();
         let notice = Notice::new(
@@ -247,12 +290,70 @@ impl Dispatcher {
             format!("Test notification sent at {}", clock_utc()),
             super::config::Priority::Normal,
         );
-        let mut results = Vec::new();
-        for platform in Platform::ALL.into_iter().filter(|p| config.enabled(*p)) {
-            let outcome = self.send_one(platform, &notice, Focus::Ignore).await;
-            results.push(Delivery { platform, outcome });
+        let wait = test_wait(&config);
+        let platforms: Vec<Platform> = Platform::ALL
+            .into_iter()
+            .filter(|platform| config.enabled(*platform))
+            .collect();
+        join_all(platforms.into_iter().map(|platform| {
+            let notice = &notice;
+            async move {
+                let send = self.send_one(platform, notice, Focus::Ignore);
+                let outcome = tokio::time::timeout(wait, send)
+                    .await
+                    .unwrap_or_else(|_| Err(format!("no answer within {}", seconds(wait))));
+                Delivery { platform, outcome }
+            }
+        }))
+        .await
+    }
+
+    fn no_desktop(&self) -> Option<String> {
+        self.inner
+            .no_desktop
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Records whether the desktop can be reached; the first time it cannot, tells the user.
+    fn set_no_desktop(&self, why: Option<&str>) {
+        let before = std::mem::replace(
+            &mut *self
+                .inner
+                .no_desktop
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+            why.map(str::to_owned),
+        );
+        let Some(why) = why.filter(|_| before.is_none()) else {
+            return;
+        };
+        let message = format!(
+            "Desktop notifications stopped: {why}. Turn the native platform off with \
+             /unipi:notify-settings (or \"native\": {{\"enabled\": false}} in \
+             ~/.unipi/config/notify/config.json)."
+        );
+        tracing::warn!("notify: {message}");
+        match self.inner.host.get() {
+            Some(host) => {
+                let host = host.clone();
+                tokio::spawn(async move {
+                    let call = HostCall::Notify {
+                        message,
+                        level: NotifyLevel::Warning,
+                    };
+                    if let Err(err) = host.call(&AgentId::main(), call).await {
+                        tracing::debug!("notify: cannot tell Pi about the desktop: {err}");
+                    }
+                });
+            }
+            None => {
+                self.inner
+                    .ui
+                    .notice(format!("Desktop notifications stopped: {NO_BUS}"));
+            }
         }
-        results
     }
 }
 

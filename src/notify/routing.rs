@@ -10,7 +10,8 @@
 //!   buzzed, away you are.
 //! - Everything else goes at once, unless the user typed within the silence (they are there).
 //! - Nobody attached (a detachable session whose terminal left) is "away": nothing is held
-//!   back and nothing waits out the silence — the question reaches the phone at once.
+//!   back and nothing waits out the silence — the question reaches the phone at once, also one
+//!   that was already waiting when the terminal left (the wait follows the screen's state).
 //! - "Agent done" is not sent while a background task will wake the agent anyway (the tasks
 //!   publish how many will), nor after a run the user aborted; a run that ended in an error says
 //!   so instead ("errors", never for an aborted run).
@@ -184,21 +185,27 @@ impl Router {
         }
         let this = self.clone();
         let asked = Instant::now();
+        let mut screen = self.dispatcher.ui().watch_screen();
         Fired::Waiting(tokio::spawn(async move {
             // Wait until the keyboard has been quiet for the silence since the question came, or
-            // nobody is attached any more.
+            // nobody is attached any more — a detach wakes the wait, it does not sit out the
+            // silence.
+            let mut watching = true;
             loop {
-                let screen = this.dispatcher.ui().screen();
-                if !screen.attached {
+                let state = screen.borrow_and_update().clone();
+                if !state.attached {
                     break;
                 }
-                let typed = screen.last_input;
+                let typed = state.last_input;
                 let quiet_from = typed.map_or(asked, |at| at.max(asked));
                 let due = quiet_from + silence;
                 if Instant::now() >= due {
                     break;
                 }
-                tokio::time::sleep_until(due.into()).await;
+                tokio::select! {
+                    () = tokio::time::sleep_until(due.into()) => {}
+                    changed = screen.changed(), if watching => watching = changed.is_ok(),
+                }
             }
             if this.still_waiting(&alert.waits) {
                 this.dispatcher.dispatch(alert.event, notice, platforms);

@@ -252,7 +252,7 @@ async fn a_failing_or_silent_service_fails_alone_and_no_secret_shows() {
     );
     assert_eq!(
         outcome(&results, Platform::Gotify),
-        Err("Gotify: no answer within 1s".into())
+        Err("no answer within 1 s".into())
     );
     let telegram = outcome(&results, Platform::Telegram).unwrap_err();
     assert!(telegram.starts_with("Telegram: "), "{telegram}");
@@ -350,7 +350,7 @@ async fn dispatching_returns_at_once_and_announces_the_outcome() {
 }
 
 #[tokio::test]
-async fn the_test_command_tries_each_enabled_platform_in_turn() {
+async fn the_test_command_tries_each_enabled_platform() {
     let server = Loopback::start(HashMap::from([(
         "/gotify/message",
         Answer::Status(401, "bad key"),
@@ -386,6 +386,39 @@ async fn the_test_command_tries_each_enabled_platform_in_turn() {
     assert_eq!(
         test_report(&dispatcher.test().await),
         "No platforms enabled. Use /unipi:notify-settings first."
+    );
+}
+
+/// `/unipi:notify-test` runs inside the bridge's budget for a command: tried one after another,
+/// two platforms that never answer took their whole timeout each and the report was lost. Now
+/// each platform has the same few seconds at once, and a silent one is reported as such.
+#[tokio::test]
+async fn the_test_command_reports_every_platform_within_the_command_budget() {
+    let server = Loopback::start(HashMap::from([
+        ("/", Answer::Hang),
+        ("/gotify/message", Answer::Hang),
+    ]))
+    .await;
+    let mut config = http_config(&server.url);
+    config.terminal = true;
+    config.send_timeout = Duration::from_secs(2);
+    let (dispatcher, _rx, _ui) = dispatcher(config, false);
+    // The stand-in for the bridge's budget: one platform's timeout and a half.
+    let budget = Duration::from_secs(3);
+    let results = tokio::time::timeout(budget, dispatcher.test())
+        .await
+        .expect("the report came back within the command's budget");
+    assert_eq!(
+        test_report(&results),
+        "✓ Terminal: sent\n✗ ntfy: no answer within 2 s\n✗ Gotify: no answer within 2 s\n\
+         ✓ Telegram: sent"
+    );
+    // The default timeout (10 s, the bridge's whole budget) is cut to fit inside the budget.
+    let wait = super::dispatch::test_wait(&NotifyConfig::default());
+    let command_budget = crate::bridge::HostOptions::default().command_timeout;
+    assert!(
+        wait + Duration::from_secs(1) < command_budget,
+        "{wait:?} in {command_budget:?}"
     );
 }
 
@@ -758,4 +791,46 @@ async fn with_no_terminal_attached_a_question_reaches_the_phone_at_once() {
     // Attached again and typing: held back as before.
     ui.update_screen(|state| state.attached = true);
     assert!(matches!(router.fire(done), Fired::HeldBack));
+}
+
+/// A question asked while the user is at the terminal, which then detaches: the question is not
+/// sat on for the rest of the silence — the terminal leaving makes the user away at once.
+#[tokio::test]
+async fn a_question_waiting_when_the_terminal_leaves_reaches_the_phone_at_once() {
+    let server = Loopback::start(HashMap::new()).await;
+    let mut config = http_config(&server.url);
+    config.gotify.enabled = false;
+    config.telegram.enabled = false;
+    config.silence_after_input = Duration::from_secs(3600);
+    let (dispatcher, _rx, ui) = dispatcher(config, false);
+    let router = Router::new(dispatcher);
+    ui.update_screen(|state| state.last_input = Some(Instant::now()));
+    let asked = router
+        .route(&module(
+            names::ASK_USER_PROMPT,
+            json!({"id": 11, "question": "Ship it?"}),
+        ))
+        .unwrap();
+    let Fired::Waiting(task) = router.fire(asked) else {
+        panic!("a question waits for the user to be away");
+    };
+    // Still at the terminal: it waits.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(
+        !task.is_finished(),
+        "sent while the user was at the terminal"
+    );
+    assert!(server.seen().is_empty());
+    ui.update_screen(|state| state.attached = false);
+    let sent = tokio::time::timeout(Duration::from_secs(10), task)
+        .await
+        .expect("sent when the terminal left, not after the hour of silence")
+        .unwrap();
+    assert!(sent);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while server.seen().is_empty() {
+        assert!(Instant::now() < deadline, "ntfy got nothing");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(server.seen()[0].body["message"], "Agent asks: Ship it?");
 }

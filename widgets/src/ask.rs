@@ -19,10 +19,10 @@ use crate::overlay::{BORDER, PADDING};
 use crate::text::{truncate_end, width, wrap};
 use crate::theme::Theme;
 
-/// The widest the box gets; wider screens keep a readable line length.
-const MAX_TEXT_WIDTH: usize = 76;
-/// The narrowest text the box prefers (when the screen has room).
-const MIN_TEXT_WIDTH: usize = 40;
+/// The box's text width (less on a narrower screen): wider screens keep a readable line
+/// length. The box keeps it whatever it shows — the editor opening, text typed, other hints — so
+/// it never jumps while the user answers.
+const TEXT_WIDTH: usize = 76;
 /// The editor's left edge.
 const EDITOR_BAR: &str = "┃ ";
 
@@ -158,22 +158,13 @@ pub fn cursor_position(model: &AskModel, theme: &Theme, screen: Rect) -> Option<
 fn layout<'a>(model: &'a AskModel, theme: &Theme, screen: Rect) -> Option<Layout<'a>> {
     let chrome = 2 * (BORDER + PADDING);
     let room = usize::from(screen.width).saturating_sub(chrome);
-    let text_width = MAX_TEXT_WIDTH.min(room);
+    let text_width = TEXT_WIDTH.min(room);
     if text_width < 8 || screen.height < 2 * BORDER as u16 + 2 {
         return None;
     }
     let (lines, cursor) = content(model, theme, text_width);
     let footer = footer(model, theme, text_width);
-    let natural = lines
-        .iter()
-        .map(|laid| laid.line.width())
-        .chain(footer.iter().map(Line::width))
-        .max()
-        .unwrap_or(0)
-        .max(width(&model.title) + 4)
-        .max(MIN_TEXT_WIDTH.min(text_width))
-        .min(text_width);
-    let box_width = natural + chrome;
+    let box_width = text_width + chrome;
     let box_height = (lines.len() + footer.len() + 2 * BORDER).min(usize::from(screen.height));
     if box_height < footer.len() + 2 * BORDER + 1 {
         return None;
@@ -211,7 +202,7 @@ fn layout<'a>(model: &'a AskModel, theme: &Theme, screen: Rect) -> Option<Layout
     let text = Rect {
         x: area.x + (BORDER + PADDING) as u16,
         y: area.y + BORDER as u16,
-        width: natural as u16,
+        width: text_width as u16,
         height: area.height.saturating_sub(2 * BORDER as u16),
     };
     Some(Layout {
@@ -481,8 +472,8 @@ mod tests {
             keys: keys(&[
                 ("↑↓", "move"),
                 ("Enter", "choose"),
-                ("1-9", "pick"),
-                ("n", "note"),
+                ("type", "to answer"),
+                ("Tab", "note"),
                 ("Esc", "cancel"),
             ]),
             close: "Esc cancel".into(),
@@ -539,7 +530,8 @@ mod tests {
             ("↑↓", "move"),
             ("Space", "tick"),
             ("Enter", "send"),
-            ("n", "note"),
+            ("type", "to answer"),
+            ("Tab", "note"),
             ("Esc", "cancel"),
         ]);
         assert_ui_snapshot!("ask_multi_notes", draw(&model, 90, 24));
@@ -556,7 +548,7 @@ mod tests {
                     .into(),
             cursor: 12,
         });
-        model.keys = keys(&[("Enter", "confirm"), ("Esc", "back"), ("Ctrl+U", "clear")]);
+        model.keys = keys(&[("Enter", "done"), ("Esc", "back"), ("Ctrl+U", "clear")]);
         let screen = draw(&model, 90, 26);
         assert_ui_snapshot!("ask_freeform", screen);
         let position = cursor_position(&model, &Theme::plain(), Rect::new(0, 0, 90, 26)).unwrap();
@@ -570,6 +562,53 @@ mod tests {
         let from_cursor: String = line[usize::from(position.x) + 1..].iter().collect();
         // The cursor sits on the 13th character of the text ("Neither: kee|p").
         assert!(from_cursor.starts_with("p the JSON files"), "{from_cursor}");
+    }
+
+    #[test]
+    fn the_box_keeps_its_width_while_the_user_answers() {
+        let screen = Rect::new(0, 0, 120, 30);
+        let area = |model: &AskModel| layout(model, &Theme::plain(), screen).unwrap().area;
+        let short = AskModel {
+            title: "Question from the agent".into(),
+            question: "Go?".into(),
+            rows: vec![row("Yes"), row("No")],
+            keys: keys(&[
+                ("↑↓", "move"),
+                ("Enter", "choose"),
+                ("type", "to answer"),
+                ("Tab", "note"),
+                ("Esc", "cancel"),
+            ]),
+            close: "Esc cancel".into(),
+            ..AskModel::default()
+        };
+        let editing = |text: &str| AskModel {
+            editor: Some(AskEditor {
+                row: 1,
+                text: text.into(),
+                cursor: text.chars().count(),
+            }),
+            keys: keys(&[("Enter", "done"), ("Esc", "back"), ("Ctrl+U", "clear")]),
+            ..short.clone()
+        };
+        let noticed = AskModel {
+            notice: Some("This option takes no note.".into()),
+            ..short.clone()
+        };
+        let states = [
+            short.clone(),
+            editing(""),
+            editing("u"),
+            editing("only if it is cheap to run and someone else looks after the server"),
+            noticed,
+        ];
+        let widths: Vec<u16> = states.iter().map(|model| area(model).width).collect();
+        assert_eq!(widths, vec![widths[0]; states.len()], "{widths:?}");
+        assert_eq!(area(&short).x, area(&editing("u")).x, "nor moved sideways");
+        assert_ui_snapshot!(
+            "ask_short_editing",
+            draw(&editing("only if it is cheap to run"), 100, 14)
+        );
     }
 
     #[test]
