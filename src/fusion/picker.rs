@@ -14,7 +14,7 @@ use unipi_widgets::theme::Theme;
 
 use super::config::ModelRef;
 use super::engine::model_ref;
-use super::fuzzy::rank;
+use super::fuzzy::rank_usable_first;
 use super::savings::ratio_line;
 use crate::bridge::ModelInfo;
 use crate::config::keymap::{KeyTable, Keymap, key_table};
@@ -68,7 +68,7 @@ pub struct PickerView {
     models: Vec<ModelInfo>,
     /// Each model's filter text (`provider/id name`), in `models` order.
     haystacks: Vec<String>,
-    /// Indices into `models` matching the filter, best first.
+    /// Indices into `models` matching the filter: those with a key first, each group best first.
     matches: Vec<usize>,
     primary: Option<ModelInfo>,
     sidekick: Option<ModelInfo>,
@@ -133,10 +133,12 @@ impl PickerView {
     }
 
     fn refilter(&mut self) {
-        self.matches = rank(
-            &self.model.filter,
-            self.haystacks.iter().map(String::as_str),
-        );
+        let candidates = self
+            .haystacks
+            .iter()
+            .zip(&self.models)
+            .map(|(text, model)| (text.as_str(), model.has_auth != Some(false)));
+        self.matches = rank_usable_first(&self.model.filter, candidates);
         self.model.selected = 0;
     }
 
@@ -429,6 +431,34 @@ mod tests {
                 "unipi-scripted/big".to_owned(),
                 "unipi-scripted/small".to_owned()
             )]
+        );
+    }
+
+    #[test]
+    fn typing_a_filter_lists_the_usable_matches_before_those_without_a_key() {
+        let port = Arc::new(Recorder::default());
+        let models = vec![
+            info("minimax", "MiniMax-M2", (0.3, 1.2), false),
+            info("openai", "gpt-4o-mini", (0.15, 0.6), true),
+        ];
+        let mut view = PickerView::new(models, None, port, &Keymap::defaults());
+        type_text(&mut view, "mini");
+        let rows: Vec<(&str, bool)> = view
+            .model()
+            .rows
+            .iter()
+            .map(|row| (row.key.as_str(), row.no_key))
+            .collect();
+        assert_eq!(
+            rows,
+            [("openai/gpt-4o-mini", false), ("minimax/MiniMax-M2", true)]
+        );
+        // Enter on the first match fills the slot, with no "no API key" refusal.
+        press(&mut view, KeyCode::Enter);
+        assert_eq!(view.model().notice, None);
+        assert_eq!(
+            view.model().primary.as_ref().unwrap().key,
+            "openai/gpt-4o-mini"
         );
     }
 
