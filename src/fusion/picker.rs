@@ -529,4 +529,84 @@ mod tests {
         assert_eq!(view.handle_key(&ctrl_s), ViewAction::Close);
         assert_eq!(port.0.lock().unwrap()[0].0, "unipi-scripted/small");
     }
+
+    /// A picker over models as a user with an OpenAI and a Google key sees them.
+    fn many_models() -> Vec<ModelInfo> {
+        vec![
+            info("minimax", "MiniMax-M2", (0.3, 1.2), false),
+            info("minimax", "MiniMax-M2.1", (0.3, 1.2), false),
+            info("anthropic", "claude-haiku-4-5", (1.0, 5.0), false),
+            info("openai", "gpt-5", (1.25, 10.0), true),
+            info("openai", "gpt-5-mini", (0.25, 2.0), true),
+            info("openai", "gpt-4o-mini", (0.15, 0.6), true),
+            info("google", "gemini-2.5-flash", (0.3, 2.5), true),
+        ]
+    }
+
+    /// The view drawn on a `width` x `height` screen, one quoted line per row.
+    fn draw(view: &PickerView, width: u16, height: u16) -> String {
+        let mut terminal =
+            ratatui::Terminal::new(ratatui::backend::TestBackend::new(width, height)).unwrap();
+        terminal
+            .draw(|frame| {
+                let area = frame.area();
+                view.render(area, frame.buffer_mut(), &Theme::plain());
+            })
+            .unwrap();
+        terminal.backend().to_string()
+    }
+
+    /// The text inside the box's border on each row of `screen` (empty outside the box).
+    fn box_rows(screen: &str) -> Vec<String> {
+        screen
+            .lines()
+            .map(|line| match (line.find('│'), line.rfind('│')) {
+                (Some(left), Some(right)) if left < right => {
+                    line[left + '│'.len_utf8()..right].trim().to_owned()
+                }
+                _ => String::new(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_keys_fit_at_80_columns_and_one_blank_row_separates_them_from_the_list() {
+        for (width, height, name) in [
+            (80, 24, "picker_mini_80x24"),
+            (120, 40, "picker_mini_120x40"),
+        ] {
+            let port = Arc::new(Recorder::default());
+            let mut view = PickerView::new(many_models(), None, port, &Keymap::defaults());
+            type_text(&mut view, "mini");
+            let screen = draw(&view, width, height);
+            let rows = box_rows(&screen);
+            // Every key of the hint is on screen, whole.
+            let keys: Vec<&String> = rows
+                .iter()
+                .skip_while(|row| !row.starts_with("type to filter"))
+                .take_while(|row| !row.is_empty())
+                .collect();
+            let keys = keys
+                .iter()
+                .map(|row| row.as_str())
+                .collect::<Vec<_>>()
+                .join(" · ");
+            assert_eq!(
+                keys,
+                "type to filter · ↑↓ select · Enter choose · Tab slot · Ctrl+S confirm · Esc cancel",
+                "{screen}"
+            );
+            // The last model, one blank row, the keys.
+            let last_model = rows
+                .iter()
+                .rposition(|row| row.contains("minimax/MiniMax-M2.1"))
+                .unwrap();
+            assert_eq!(rows[last_model + 1], "", "{screen}");
+            assert!(
+                rows[last_model + 2].starts_with("type to filter"),
+                "{screen}"
+            );
+            crate::assert_ui_snapshot!(name, screen);
+        }
+    }
 }
