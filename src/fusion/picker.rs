@@ -17,7 +17,7 @@ use super::engine::model_ref;
 use super::fuzzy::rank_usable_first;
 use super::savings::ratio_line;
 use crate::bridge::ModelInfo;
-use crate::config::keymap::{KeyTable, Keymap, key_table};
+use crate::config::keymap::{KeyTable, KeyTableSpec, Keymap, key_table};
 use crate::views::{View, ViewAction};
 
 key_table! {
@@ -332,6 +332,10 @@ impl View for PickerView {
 
     fn close_hint(&self) -> String {
         self.keys.close_key(PickerAction::Cancel)
+    }
+
+    fn key_table(&self) -> Option<&'static KeyTableSpec> {
+        Some(&PICKER_KEYS)
     }
 }
 
