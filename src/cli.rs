@@ -38,7 +38,7 @@ pub struct Cli {
     #[arg(long, value_name = "LEVEL", env = "UNIPI_LOG", default_value = "info")]
     pub log_level: String,
 
-    /// With `demo`: a scenario file for the scripted model server instead of the built-in tour.
+    /// With `demo`: a scenario file (TOML, below) for the scripted model instead of the built-in tour.
     #[arg(long, value_name = "FILE")]
     pub scenario: Option<PathBuf>,
 
@@ -404,7 +404,29 @@ fn describe_exit(exit: crate::pane::pty::ChildExit) -> String {
 }
 
 fn print_help() {
-    let mut cmd = Cli::command();
+    let _ = help_command().print_help();
+}
+
+/// What `demo --scenario FILE` reads, for `--help`: every key of the format (the README has the
+/// full reference and an example; a test checks that both name every key the parser takes).
+const SCENARIO_HELP: &str = "\
+Scenario files (`demo --scenario FILE`): TOML that scripts the demo's model. The first [[rule]]
+  that matches a request's last message answers it; [fallback] answers when none does. The
+  README's \"Scenario files\" has the details and an example.
+  `model` = \"id\" or [\"id\", …]      served as unipi-scripted/<id>; Pi starts on the first
+  `chunk_chars` = 8, `chunk_delay_ms` = 0   how replies stream (a rule may override both)
+  [price.<id>] `input`, `output`, `cache_read`, `cache_write`   dollars per million tokens
+  [[rule]] matching: `when` = '<regex>' (searched in the last message), `role` = \"user\" (system,
+    developer, user, assistant or tool), `model` = \"<id>\", `times` = 1 (answers at most so often)
+  answering: `reply` = \"…\" and/or `tool_calls` = [{ name = \"bash\", arguments = { … }, id = \"c1\" }]
+    (${1} or ${name} in arguments: a group of `when`), or `error` = { status = 429, message = \"…\" };
+    `delay_ms` = 0, `usage` = { prompt_tokens = 10, completion_tokens = 5 } (default: chars / 4)
+  [fallback] the answering keys only";
+
+/// The command as `--help` shows it: our options, then how the rest goes to Pi, sessions, the
+/// scenario format, files and environment.
+fn help_command() -> clap::Command {
+    let cmd = Cli::command();
     let paths = format!(
         "Every other argument goes to Pi unchanged (run `unipi-tui -- --help` for Pi's own help);\n\
          after a bare `--` everything goes to Pi. The exit code is Pi's.\n\n\
@@ -412,6 +434,7 @@ fn print_help() {
          ~/.unipi/config/workbench.json) runs Pi in a session that outlives the terminal; Ctrl+Alt+D\n  \
          detaches. `unipi-tui ls` lists sessions, `unipi-tui attach NAME` re-attaches, `unipi-tui\n  \
          kill NAME` ends one.\n\n\
+         {SCENARIO_HELP}\n\n\
          Files:\n  log file     {}\n  session log  {}\n  keymap       {}\n  theme        {}\n\n\
          Environment: UNIPI_PI_BIN, UNIPI_LOG, NO_COLOR, UNIPI_TUI_DISABLE_KEYBOARD_ENHANCEMENT=1,\n  UNIPI_TUI_NO_INSTALL=1 (never install Pi; without it a missing Pi is installed after asking)\n\
          Pinned Pi: {} {} (Node >= {}), legacy {} {}",
@@ -425,8 +448,7 @@ fn print_help() {
         pi::versions().legacy_package,
         pi::versions().legacy_version,
     );
-    cmd = cmd.after_help(paths);
-    let _ = cmd.print_help();
+    cmd.after_help(paths)
 }
 
 fn config_path(name: &str) -> String {
@@ -503,6 +525,25 @@ mod tests {
 
     fn os(args: &[&str]) -> Vec<OsString> {
         args.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn help_documents_every_key_of_the_scenario_format() {
+        let help = help_command().render_help().to_string();
+        assert!(help.contains("unipi-tui demo [--scenario FILE]"), "{help}");
+        assert!(
+            help.contains("Scenario files (`demo --scenario FILE`): TOML"),
+            "{help}"
+        );
+        assert_eq!(
+            crate::scripted::undocumented_keys(&help),
+            Vec::<String>::new(),
+            "{help}"
+        );
+        // No line of it is wider than a 100-column terminal.
+        for line in SCENARIO_HELP.lines() {
+            assert!(line.chars().count() <= 100, "{line:?}");
+        }
     }
 
     #[test]

@@ -145,6 +145,12 @@ impl Workbench {
     }
 }
 
+/// `text` with its lines joined and every run of spaces made one: a sentence that Pi wrapped
+/// reads as one line again.
+fn words(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 fn last_text(request: &Value) -> String {
     request["messages"]
         .as_array()
@@ -381,7 +387,8 @@ fn a_picked_pair_sends_side_work_to_the_sidekick_and_the_footer_shows_the_saving
 
 /// The active preset of the workspace's presets file (which overrides the home file's) is
 /// applied at start-up; when the primary answers HTTP 429 the pair moves the main agent to the
-/// preset's fallback, the footer says so, and after the cooldown the primary is back.
+/// preset's fallback, the footer says so, a notice in Pi's conversation names both models, and
+/// after the cooldown the primary is back.
 #[test]
 fn the_workspace_preset_applies_at_start_and_a_rate_limited_primary_falls_back_for_the_cooldown() {
     let sandbox = Sandbox::new();
@@ -411,6 +418,14 @@ fn the_workspace_preset_applies_at_start_and_a_rate_limited_primary_falls_back_f
         footer.contains("✗ error")
             && footer.contains("⚭ fallback scripted-big (1m)+scripted-small")
             && footer.contains("│ scripted-big │")
+    });
+
+    // A notice names both models, in Pi's conversation under the error, where it stays.
+    wb.wait("the fallback's notice naming both models", |s| {
+        words(&s.contents()).contains(
+            "Model fusion: unipi-scripted/scripted-mid is rate-limited; the main agent uses the \
+             fallback unipi-scripted/scripted-big for 1 min",
+        )
     });
 
     wb.prompt("while limited");

@@ -303,6 +303,8 @@ fn help_and_version_describe_the_workbench_and_pass_through() {
         "Every other argument goes to Pi",
         "log file",
         "unipi-tui demo",
+        "Scenario files (`demo --scenario FILE`): TOML",
+        "[[rule]] matching: `when` = '<regex>'",
     ] {
         assert!(
             text.contains(needle),

@@ -553,11 +553,13 @@ impl App {
         let page = usize::from(self.pane_area.height.max(2) - 1);
         match action {
             Action::Help => {
-                self.views.push(Box::new(HelpView::new(
+                let help = HelpView::new(
                     &self.keymap,
                     self.log_path.display().to_string(),
                     self.commands.clone(),
-                )));
+                )
+                .at_table(self.views.top_key_table());
+                self.views.push(Box::new(help));
             }
             Action::ScrollPageUp => self.scroll_or_forward(key, page as isize),
             Action::ScrollPageDown => self.scroll_or_forward(key, -(page as isize)),

@@ -266,6 +266,72 @@ fn the_whole_screen_with_footer_dock_and_overlay() {
     crate::assert_ui_snapshot!("app_help_over_the_dock", screen(&mut app));
 }
 
+/// The first row of text in the help box on `screen` (the row under its title).
+fn help_first_row(screen: &str) -> String {
+    let lines: Vec<&str> = screen.lines().collect();
+    let title = lines
+        .iter()
+        .position(|line| line.contains("┌ unipi-tui keys"))
+        .unwrap_or_else(|| panic!("no help on screen:\n{screen}"));
+    lines[title + 1].to_owned()
+}
+
+/// A lone Esc: sent, then its wait for a longer sequence cut short.
+fn send_esc(app: &mut App) {
+    send(app, b"\x1b");
+    for event in app.decoder.flush_pending() {
+        app.on_input(event);
+    }
+}
+
+#[test]
+fn f1_opens_the_help_at_the_keys_of_the_overlay_on_top_and_its_border_names_the_scroll_keys() {
+    let (mut app, _) = make_app(Vec::new());
+    // Over the pane: the help from its top, far taller than the terminal, says how to scroll.
+    send(&mut app, b"\x1bOP");
+    let text = screen(&mut app);
+    assert!(help_first_row(&text).contains("F1 "), "{text}");
+    assert!(
+        text.contains("└ ↑↓ PgUp PgDn Home End scroll · Esc close ─"),
+        "{text}"
+    );
+    send_esc(&mut app);
+    assert!(app.views.is_empty());
+
+    // Over the dock: the dock's keys at the top of the help.
+    send(&mut app, b"\x1b[1;2B");
+    send(&mut app, b"\x1bOP");
+    assert_eq!(app.views.titles(), ["the dock", "the key help"]);
+    let text = screen(&mut app);
+    assert!(help_first_row(&text).contains("│ The dock "), "{text}");
+    // It scrolls from there: one line down shows the dock's first key.
+    send(&mut app, b"\x1b[B");
+    let text = screen(&mut app);
+    assert!(
+        help_first_row(&text).contains("Select the entry above"),
+        "{text}"
+    );
+    // Closing the help goes back to the dock.
+    send_esc(&mut app);
+    assert_eq!(app.views.titles(), ["the dock"]);
+    send_esc(&mut app);
+    assert!(app.views.is_empty());
+
+    // Over a read-only overlay: the pager's keys.
+    let model = crate::app::bridge::info_model(None, &app.log_path.clone());
+    app.update(AppEvent::Ui(UiRequest::Open(Box::new(InfoView::new(
+        model,
+        &Keymap::defaults(),
+    )))));
+    send(&mut app, b"\x1bOP");
+    let text = screen(&mut app);
+    assert!(
+        help_first_row(&text).contains("│ Read-only overlays (help, info, reports) "),
+        "{text}"
+    );
+    crate::assert_ui_snapshot!("app_help_over_info", text);
+}
+
 #[test]
 fn start_up_problems_show_first_and_let_typing_through() {
     let problems = vec![

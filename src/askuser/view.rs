@@ -551,6 +551,14 @@ impl View for AskView {
         self.keys.close_key(AskAction::Cancel)
     }
 
+    fn key_table(&self) -> Option<&'static KeyTableSpec> {
+        Some(if self.editing() {
+            &ASK_INPUT_KEYS
+        } else {
+            &ASK_KEYS
+        })
+    }
+
     fn finished(&self) -> bool {
         self.current.is_none()
     }

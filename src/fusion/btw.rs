@@ -16,7 +16,7 @@ use unipi_widgets::fusion::saved_text;
 use unipi_widgets::theme::Theme;
 
 use super::engine::Engine;
-use crate::config::keymap::{KeyTable, Keymap, key_table};
+use crate::config::keymap::{KeyTable, KeyTableSpec, Keymap, key_table};
 use crate::sys::lock;
 use crate::views::{RefreshContext, View, ViewAction, ViewEffect};
 
@@ -235,5 +235,9 @@ impl View for BtwView {
 
     fn close_hint(&self) -> String {
         self.keys.close_key(BtwAction::Close)
+    }
+
+    fn key_table(&self) -> Option<&'static KeyTableSpec> {
+        Some(&BTW_KEYS)
     }
 }

@@ -11,7 +11,9 @@
 //!   to the session's and the all-time totals in memory (the footer reads them every frame) and
 //!   appended to the session database.
 //! - **Fallback**: a rate-limit or quota error from the main Pi's model moves it to the preset's
-//!   fallback, and a timer brings it back after the cooldown (`fallback.rs`).
+//!   fallback, and a timer brings it back after the cooldown (`fallback.rs`). Each move is told
+//!   in Pi's conversation, naming both models, and in short in the footer (`Engine::tell`):
+//!   a footer notice alone lasts a few seconds and has no room for two `provider/id` names.
 //! - **Session names**: after the first turn of a session without a name, the sidekick names it.
 //! - **Status**: [`Engine::publish`] puts the pair, the fallback, the warm pool's size and the
 //!   savings on the event bus as `unipi:fusion:status`, and again whenever a module asks.
@@ -35,7 +37,9 @@ use super::ledger::{Breakdown, Ledger};
 use super::runtime::{Answer, SidekickRuntime};
 use super::savings::{CallCost, Tokens, call_cost};
 use super::side;
-use crate::bridge::{AgentId, BridgeHost, BusEvent, EventBus, HostCall, ModelInfo, PiEvent, names};
+use crate::bridge::{
+    AgentId, BridgeHost, BusEvent, EventBus, HostCall, ModelInfo, NotifyLevel, PiEvent, names,
+};
 use crate::capability::{Changed, Ui};
 use crate::sessiondb::{SidekickCall, SidekickTotals};
 use crate::sys::{lock, now_ms};
@@ -652,7 +656,7 @@ impl Engine {
         let step =
             lock(&self.fallback).on_error(error, fallback.as_ref(), cooldown, Instant::now());
         let Step::SwitchTo {
-            to,
+            to: fallback,
             until,
             generation,
         } = step
@@ -661,24 +665,67 @@ impl Engine {
         };
         let engine = self.clone();
         tokio::spawn(async move {
-            match engine.set_main_model(&to).await {
-                Ok(()) => engine.ui.notice(format!(
-                    "{primary} is rate-limited: using {to} for {} min",
-                    minutes(cooldown)
-                )),
-                Err(err) => engine.ui.notice(format!("Fallback to {to} failed: {err}")),
+            let minutes = minutes(cooldown);
+            match engine.set_main_model(&fallback).await {
+                Ok(()) => {
+                    let full = format!(
+                        "Model fusion: {primary} is rate-limited; the main agent uses the \
+                         fallback {fallback} for {minutes} min"
+                    );
+                    let short = format!("{} rate-limited: on {}", primary.id, fallback.id);
+                    engine.tell(NotifyLevel::Warning, full, short).await;
+                }
+                Err(err) => {
+                    let full = format!(
+                        "Model fusion: {primary} is rate-limited, and the fallback {fallback} \
+                         could not take over: {err}"
+                    );
+                    let short = format!("Fallback to {} failed", fallback.id);
+                    engine.tell(NotifyLevel::Error, full, short).await;
+                }
             };
             engine.publish();
             tokio::time::sleep_until(until.into()).await;
             let back = lock(&engine.fallback).on_cooldown_over(generation, &primary);
             if let Step::Return { to } = back {
                 match engine.set_main_model(&to).await {
-                    Ok(()) => engine.ui.notice(format!("Back on the primary {to}")),
-                    Err(err) => engine.ui.notice(format!("Return to {to} failed: {err}")),
+                    Ok(()) => {
+                        let full = format!(
+                            "Model fusion: the main agent is back on the primary {to} after \
+                             {minutes} min on the fallback {fallback}"
+                        );
+                        let short = format!("Back on the primary {}", to.id);
+                        engine.tell(NotifyLevel::Info, full, short).await;
+                    }
+                    Err(err) => {
+                        let full =
+                            format!("Model fusion: the return to the primary {to} failed: {err}");
+                        let short = format!("Return to {} failed", to.id);
+                        engine.tell(NotifyLevel::Error, full, short).await;
+                    }
                 };
                 engine.publish();
             }
         });
+    }
+
+    /// Tells the user what happened to the main agent's model: `full` in Pi's own conversation
+    /// view (a notice there stays in the scrollback, under the error that caused it; Pi does not
+    /// send it to the model), and `short` in the footer for a few seconds.
+    async fn tell(&self, level: NotifyLevel, full: String, short: String) {
+        tracing::info!("fusion: {full}");
+        self.ui.notice(short);
+        let notify = HostCall::Notify {
+            message: full,
+            level,
+        };
+        let told = match self.main_pi() {
+            Ok(main) => main.call(notify).await.map(|_| ()),
+            Err(err) => Err(err),
+        };
+        if let Err(err) = told {
+            tracing::warn!("fusion: the notice did not reach Pi: {err}");
+        }
     }
 
     /// Stops the sidekick runtime.

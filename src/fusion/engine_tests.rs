@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use serde_json::json;
 
 use super::*;
-use crate::bridge::{MessageEnd, SessionStart, UserInput};
+use crate::bridge::{MessageEnd, NotifyLevel, SessionStart, UserInput};
 use crate::capability::ChildPi;
 use crate::config::keymap::Keymap;
 use crate::fusion::config::load_fusion_config;
@@ -67,6 +67,8 @@ done
 
 struct Rig {
     _dir: tempfile::TempDir,
+    /// What the engine asked of the screen (footer notices).
+    screen: Mutex<crate::capability::UiReceiver>,
     home: std::path::PathBuf,
     engine: Arc<Engine>,
     main: Arc<FakeMain>,
@@ -76,6 +78,16 @@ struct Rig {
 /// An engine (headless) over `<dir>/home` holding the presets file `preset_json` and the
 /// workspace `<dir>/work`, whose sidekick is `sidekick`; nothing connected.
 pub(crate) fn engine_in(dir: &Path, preset_json: &str, sidekick: ChildPi) -> Arc<Engine> {
+    engine_with_ui(
+        dir,
+        preset_json,
+        sidekick,
+        Ui::headless(Arc::new(Keymap::defaults())),
+    )
+}
+
+/// [`engine_in`] with `ui` as its screen.
+fn engine_with_ui(dir: &Path, preset_json: &str, sidekick: ChildPi, ui: Ui) -> Arc<Engine> {
     let home = dir.join("home");
     let workspace = dir.join("work");
     std::fs::create_dir_all(&workspace).unwrap();
@@ -86,7 +98,7 @@ pub(crate) fn engine_in(dir: &Path, preset_json: &str, sidekick: ChildPi) -> Arc
     assert!(errors.is_empty(), "{errors:?}");
     let runtime = SidekickRuntime::new(sidekick, workspace.clone());
     Arc::new(Engine::new(
-        Ui::headless(Arc::new(Keymap::defaults())),
+        ui,
         config,
         runtime,
         Ledger::for_project(Some(&home), &workspace),
@@ -102,13 +114,15 @@ fn rig(preset_json: &str) -> Rig {
         leading_args: vec![script.display().to_string()],
         env: Vec::new(),
     };
-    let engine = engine_in(dir.path(), preset_json, sidekick);
+    let (ui, screen) = Ui::channel(Arc::new(Keymap::defaults()));
+    let engine = engine_with_ui(dir.path(), preset_json, sidekick, ui);
     let home = dir.path().join("home");
     let main = Arc::new(FakeMain::default());
     let bus = EventBus::new();
     engine.connect(main.clone(), bus.clone());
     Rig {
         _dir: dir,
+        screen: Mutex::new(screen),
         home,
         engine,
         main,
@@ -125,6 +139,31 @@ async fn rig_with_a_pair() -> Rig {
 }
 
 impl Rig {
+    /// The footer notices the engine sent since the last look.
+    fn footer_notices(&self) -> Vec<String> {
+        let mut screen = self.screen.lock().unwrap();
+        std::iter::from_fn(|| screen.try_recv().ok())
+            .filter_map(|request| match request {
+                crate::capability::UiRequest::Notice(text) => Some(text),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The messages of the notices Pi was asked to show, with their level.
+    fn pi_notices(&self) -> Vec<(NotifyLevel, String)> {
+        self.main
+            .calls
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|call| match call {
+                HostCall::Notify { message, level } => Some((*level, message.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Applies `primary` + `sidekick` as the preset `default` (recorded as the active preset when
     /// `persist`); what the engine says it did.
     async fn apply_default(&self, primary: &str, sidekick: &str, persist: bool) -> String {
@@ -309,8 +348,33 @@ async fn a_rate_limit_moves_the_primary_to_its_fallback_and_back_after_the_coold
             .starts_with("⚭ fallback spare (1m)+small"),
         "{segment:?}"
     );
+    // A notice names both models: in full in Pi's conversation, short in the footer.
+    until("the fallback's notice", || rig.pi_notices().len() == 1).await;
+    assert_eq!(
+        rig.pi_notices(),
+        [(
+            NotifyLevel::Warning,
+            "Model fusion: unipi-scripted/big is rate-limited; the main agent uses the fallback \
+             unipi-scripted/spare for 1 min"
+                .to_owned()
+        )]
+    );
+    assert!(
+        rig.footer_notices()
+            .contains(&"big rate-limited: on spare".to_owned())
+    );
     until("back on the primary", || rig.main.set_models().len() == 3).await;
     assert_eq!(rig.main.set_models()[2], "unipi-scripted/big");
+    until("the return's notice", || rig.pi_notices().len() == 2).await;
+    assert_eq!(
+        rig.pi_notices()[1],
+        (
+            NotifyLevel::Info,
+            "Model fusion: the main agent is back on the primary unipi-scripted/big after 1 min \
+             on the fallback unipi-scripted/spare"
+                .to_owned()
+        )
+    );
     assert!(rig.engine.active_fallback().is_none());
     rig.engine.shutdown().await;
 }

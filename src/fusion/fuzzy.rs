@@ -3,6 +3,10 @@
 //! Pi's own model selector. Matches are ranked by a small score — characters in a run, at the
 //! start of a word (after `/`, `-`, `_`, `.`, `:` or a space), at the very start — so `hk4`
 //! finds `claude-haiku-4` and `son` ranks `claude-sonnet` above `openai/gpt-4o-mini-search`.
+//!
+//! The picker ranks what it can use first ([`rank_usable_first`]): a model Pi has no key for
+//! cannot be put in a slot, so however well it matches (`mini` matches `minimax/…` at its very
+//! start) it comes after every usable match.
 
 /// The score of `query` against `candidate`, or `None` when it does not match. An empty query
 /// matches everything with score 0.
@@ -52,9 +56,23 @@ pub fn rank<'a>(query: &str, candidates: impl IntoIterator<Item = &'a str>) -> V
     scored.into_iter().map(|(_, index)| index).collect()
 }
 
+/// [`rank`] over `(text, usable)` candidates, with every usable match before every unusable
+/// one (each group best first, ties in their order).
+pub fn rank_usable_first<'a>(
+    query: &str,
+    candidates: impl IntoIterator<Item = (&'a str, bool)>,
+) -> Vec<usize> {
+    let (texts, usable): (Vec<&str>, Vec<bool>) = candidates.into_iter().unzip();
+    let mut ranked = rank(query, texts);
+    // Stable: the score order holds within each group.
+    ranked.sort_by_key(|&index| !usable[index]);
+    ranked
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_table::check_table;
 
     #[test]
     fn matching_table() {
@@ -88,5 +106,34 @@ mod tests {
         assert_eq!(rank("small", models), [2]);
         assert_eq!(rank("scripted", models), [2, 3]);
         assert_eq!(rank("", models), [0, 1, 2, 3]);
+    }
+
+    /// Models as Pi lists them (`provider/id name`), with whether Pi has a key for each.
+    const MODELS: [(&str, bool); 7] = [
+        ("minimax/MiniMax-M2 MiniMax-M2", false),
+        ("minimax/MiniMax-M2.1 MiniMax-M2.1", false),
+        ("openai/gpt-4o-mini GPT-4o mini", true),
+        ("openai/gpt-5-mini GPT-5 Mini", true),
+        ("google/gemini-2.5-flash Gemini 2.5 Flash", true),
+        ("anthropic/claude-haiku-4-5 Claude Haiku 4.5", false),
+        ("anthropic/claude-sonnet-4-5 Claude Sonnet 4.5", true),
+    ];
+
+    #[test]
+    fn usable_models_rank_above_better_matches_without_a_key() {
+        // (query, the models' order, best first, by their index in MODELS)
+        let cases: [(&str, &[usize]); 7] = [
+            // `minimax` matches `mini` at its very start, but has no key.
+            ("mini", &[2, 3, 4, 0, 1]),
+            ("minimax", &[0, 1]),
+            ("haiku", &[5]),
+            ("4.5", &[6, 5]),
+            ("son", &[6]),
+            ("gpt mini", &[2, 3]),
+            ("", &[2, 3, 4, 6, 0, 1, 5]),
+        ];
+        check_table(cases, |query| rank_usable_first(query, MODELS));
+        // Without the usable-first rule `mini` lists `minimax` first: the case above is the fix.
+        assert_eq!(rank("mini", MODELS.map(|(text, _)| text))[0], 0);
     }
 }

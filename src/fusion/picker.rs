@@ -14,10 +14,10 @@ use unipi_widgets::theme::Theme;
 
 use super::config::ModelRef;
 use super::engine::model_ref;
-use super::fuzzy::rank;
+use super::fuzzy::rank_usable_first;
 use super::savings::ratio_line;
 use crate::bridge::ModelInfo;
-use crate::config::keymap::{KeyTable, Keymap, key_table};
+use crate::config::keymap::{KeyTable, KeyTableSpec, Keymap, key_table};
 use crate::views::{View, ViewAction};
 
 key_table! {
@@ -68,7 +68,7 @@ pub struct PickerView {
     models: Vec<ModelInfo>,
     /// Each model's filter text (`provider/id name`), in `models` order.
     haystacks: Vec<String>,
-    /// Indices into `models` matching the filter, best first.
+    /// Indices into `models` matching the filter: those with a key first, each group best first.
     matches: Vec<usize>,
     primary: Option<ModelInfo>,
     sidekick: Option<ModelInfo>,
@@ -133,10 +133,12 @@ impl PickerView {
     }
 
     fn refilter(&mut self) {
-        self.matches = rank(
-            &self.model.filter,
-            self.haystacks.iter().map(String::as_str),
-        );
+        let candidates = self
+            .haystacks
+            .iter()
+            .zip(&self.models)
+            .map(|(text, model)| (text.as_str(), model.has_auth != Some(false)));
+        self.matches = rank_usable_first(&self.model.filter, candidates);
         self.model.selected = 0;
     }
 
@@ -331,6 +333,10 @@ impl View for PickerView {
     fn close_hint(&self) -> String {
         self.keys.close_key(PickerAction::Cancel)
     }
+
+    fn key_table(&self) -> Option<&'static KeyTableSpec> {
+        Some(&PICKER_KEYS)
+    }
 }
 
 #[cfg(test)]
@@ -433,6 +439,34 @@ mod tests {
     }
 
     #[test]
+    fn typing_a_filter_lists_the_usable_matches_before_those_without_a_key() {
+        let port = Arc::new(Recorder::default());
+        let models = vec![
+            info("minimax", "MiniMax-M2", (0.3, 1.2), false),
+            info("openai", "gpt-4o-mini", (0.15, 0.6), true),
+        ];
+        let mut view = PickerView::new(models, None, port, &Keymap::defaults());
+        type_text(&mut view, "mini");
+        let rows: Vec<(&str, bool)> = view
+            .model()
+            .rows
+            .iter()
+            .map(|row| (row.key.as_str(), row.no_key))
+            .collect();
+        assert_eq!(
+            rows,
+            [("openai/gpt-4o-mini", false), ("minimax/MiniMax-M2", true)]
+        );
+        // Enter on the first match fills the slot, with no "no API key" refusal.
+        press(&mut view, KeyCode::Enter);
+        assert_eq!(view.model().notice, None);
+        assert_eq!(
+            view.model().primary.as_ref().unwrap().key,
+            "openai/gpt-4o-mini"
+        );
+    }
+
+    #[test]
     fn a_model_without_a_key_is_refused_and_cancel_changes_nothing() {
         let port = Arc::new(Recorder::default());
         let mut view = PickerView::new(models(), None, port.clone(), &Keymap::defaults());
@@ -498,5 +532,85 @@ mod tests {
         let ctrl_s = KeyEvent::new(KeyCode::Char('s'), KeyModifiers::CONTROL);
         assert_eq!(view.handle_key(&ctrl_s), ViewAction::Close);
         assert_eq!(port.0.lock().unwrap()[0].0, "unipi-scripted/small");
+    }
+
+    /// A picker over models as a user with an OpenAI and a Google key sees them.
+    fn many_models() -> Vec<ModelInfo> {
+        vec![
+            info("minimax", "MiniMax-M2", (0.3, 1.2), false),
+            info("minimax", "MiniMax-M2.1", (0.3, 1.2), false),
+            info("anthropic", "claude-haiku-4-5", (1.0, 5.0), false),
+            info("openai", "gpt-5", (1.25, 10.0), true),
+            info("openai", "gpt-5-mini", (0.25, 2.0), true),
+            info("openai", "gpt-4o-mini", (0.15, 0.6), true),
+            info("google", "gemini-2.5-flash", (0.3, 2.5), true),
+        ]
+    }
+
+    /// The view drawn on a `width` x `height` screen, one quoted line per row.
+    fn draw(view: &PickerView, width: u16, height: u16) -> String {
+        let mut terminal =
+            ratatui::Terminal::new(ratatui::backend::TestBackend::new(width, height)).unwrap();
+        terminal
+            .draw(|frame| {
+                let area = frame.area();
+                view.render(area, frame.buffer_mut(), &Theme::plain());
+            })
+            .unwrap();
+        terminal.backend().to_string()
+    }
+
+    /// The text inside the box's border on each row of `screen` (empty outside the box).
+    fn box_rows(screen: &str) -> Vec<String> {
+        screen
+            .lines()
+            .map(|line| match (line.find('│'), line.rfind('│')) {
+                (Some(left), Some(right)) if left < right => {
+                    line[left + '│'.len_utf8()..right].trim().to_owned()
+                }
+                _ => String::new(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_keys_fit_at_80_columns_and_one_blank_row_separates_them_from_the_list() {
+        for (width, height, name) in [
+            (80, 24, "picker_mini_80x24"),
+            (120, 40, "picker_mini_120x40"),
+        ] {
+            let port = Arc::new(Recorder::default());
+            let mut view = PickerView::new(many_models(), None, port, &Keymap::defaults());
+            type_text(&mut view, "mini");
+            let screen = draw(&view, width, height);
+            let rows = box_rows(&screen);
+            // Every key of the hint is on screen, whole.
+            let keys: Vec<&String> = rows
+                .iter()
+                .skip_while(|row| !row.starts_with("type to filter"))
+                .take_while(|row| !row.is_empty())
+                .collect();
+            let keys = keys
+                .iter()
+                .map(|row| row.as_str())
+                .collect::<Vec<_>>()
+                .join(" · ");
+            assert_eq!(
+                keys,
+                "type to filter · ↑↓ select · Enter choose · Tab slot · Ctrl+S confirm · Esc cancel",
+                "{screen}"
+            );
+            // The last model, one blank row, the keys.
+            let last_model = rows
+                .iter()
+                .rposition(|row| row.contains("minimax/MiniMax-M2.1"))
+                .unwrap();
+            assert_eq!(rows[last_model + 1], "", "{screen}");
+            assert!(
+                rows[last_model + 2].starts_with("type to filter"),
+                "{screen}"
+            );
+            crate::assert_ui_snapshot!(name, screen);
+        }
     }
 }

@@ -13,7 +13,7 @@ use ratatui::layout::{Position, Rect};
 use unipi_widgets::fusion::presets::{NameField, PresetRow, PresetsModel, cursor_position, render};
 use unipi_widgets::theme::Theme;
 
-use crate::config::keymap::{KeyTable, Keymap, key_table};
+use crate::config::keymap::{KeyTable, KeyTableSpec, Keymap, key_table};
 use crate::views::line_edit::{EditAction, LineEdit};
 use crate::views::{RefreshContext, View, ViewAction};
 
@@ -314,6 +314,14 @@ impl View for PresetsView {
 
     fn close_hint(&self) -> String {
         self.keys.close_key(PresetsAction::Close)
+    }
+
+    fn key_table(&self) -> Option<&'static KeyTableSpec> {
+        Some(if self.naming.is_some() {
+            &NAME_KEYS
+        } else {
+            &PRESETS_KEYS
+        })
     }
 }
 

@@ -16,7 +16,7 @@ use unipi_widgets::theme::Theme;
 
 use super::manager::ServerStatus;
 use super::module::{McpModule, McpStatus};
-use crate::config::keymap::{KeyTable, Keymap, key_table};
+use crate::config::keymap::{KeyTable, KeyTableSpec, Keymap, key_table};
 use crate::views::{RefreshContext, View, ViewAction};
 
 key_table! {
@@ -160,6 +160,10 @@ impl View for McpView {
 
     fn close_hint(&self) -> String {
         self.keys.close_key(McpAction::Close)
+    }
+
+    fn key_table(&self) -> Option<&'static KeyTableSpec> {
+        Some(&MCP_KEYS)
     }
 }
 

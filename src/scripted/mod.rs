@@ -14,5 +14,8 @@ pub use scenario::{
 };
 pub use server::{ServedModel, ServerHandle, start, start_on};
 
+#[cfg(test)]
+pub(crate) use scenario::undocumented_keys;
+
 /// The built-in demo scenario, embedded so `unipi-tui demo` needs no files on disk.
 pub const BUILTIN_DEMO_TOML: &str = include_str!("demo.toml");

@@ -41,7 +41,9 @@
 //! ```
 //!
 //! Errors name the file and the line of the offending key, so a typo in a scenario is found
-//! without reading the server.
+//! without reading the server. Users read the format in the README ("Scenario files") and in
+//! `--help`; tests load the README's example and check that both name every key this parser
+//! takes ([`undocumented_keys`]), so neither can drift from it.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -615,6 +617,59 @@ fn default_error_status() -> u16 {
     500
 }
 
+/// The keys this parser takes that `doc` does not mention, as `table.key`. A key counts as
+/// mentioned when `doc` shows it as `` `key` ``, as a table header (`[key`, `[[key]]`) or as an
+/// inline-table entry (`{ key = `, `, key = `). The parser is asked for its keys: each table is
+/// given an unknown one, and serde's refusal lists the ones it expects.
+#[cfg(test)]
+pub(crate) fn undocumented_keys(doc: &str) -> Vec<String> {
+    const PROBES: [(&str, &str); 6] = [
+        ("scenario", "flavour = 1\nmodel = \"m\"\n"),
+        (
+            "price",
+            "model = \"m\"\n[price.m]\ninput = 1\noutput = 1\nflavour = 1\n",
+        ),
+        ("rule", "model = \"m\"\n[[rule]]\nflavour = 1\n"),
+        (
+            "tool_calls",
+            "model = \"m\"\n[[rule]]\ntool_calls = [{ name = \"x\", flavour = 1 }]\n",
+        ),
+        (
+            "error",
+            "model = \"m\"\n[[rule]]\nerror = { message = \"e\", flavour = 1 }\n",
+        ),
+        (
+            "usage",
+            "model = \"m\"\n[[rule]]\nreply = \"x\"\nusage = { flavour = 1 }\n",
+        ),
+    ];
+    let mut missing = Vec::new();
+    for (table, probe) in PROBES {
+        let message = match Scenario::from_toml_str(probe, "probe") {
+            Err(err) => err.to_string(),
+            Ok(_) => panic!("the parser took an unknown key in [{table}]"),
+        };
+        let expected = message
+            .split_once("expected")
+            .map(|(_, keys)| keys)
+            .unwrap_or_else(|| panic!("no key list for [{table}] in {message:?}"));
+        let keys: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
+        assert!(keys.len() >= 2, "[{table}]: {message:?}");
+        for key in keys {
+            let shown = [
+                format!("`{key}`"),
+                format!("[{key}"),
+                format!("{{ {key} = "),
+                format!(", {key} = "),
+            ];
+            if !shown.iter().any(|form| doc.contains(form.as_str())) {
+                missing.push(format!("{table}.{key}"));
+            }
+        }
+    }
+    missing
+}
+
 /// 1-based line of a byte offset.
 fn line_of(text: &str, offset: usize) -> usize {
     let end = offset.min(text.len());
@@ -986,6 +1041,79 @@ reply = "on any model"
                 other => panic!("{text:?} should be invalid, got {other:?}"),
             }
         }
+    }
+
+    /// The README's section on scenario files.
+    fn readme_section() -> &'static str {
+        let readme = include_str!("../../README.md");
+        let start = readme
+            .find("## Scenario files")
+            .expect("the README has a section on scenario files");
+        let rest = &readme[start..];
+        let end = rest[3..].find("\n## ").map_or(rest.len(), |at| at + 3);
+        &rest[..end]
+    }
+
+    #[test]
+    fn the_readme_names_every_key_of_the_format() {
+        assert_eq!(undocumented_keys(readme_section()), Vec::<String>::new());
+        // The check can fail: a doc without the rules' keys misses them.
+        let missing = undocumented_keys("`model` `chunk_chars`");
+        assert!(missing.contains(&"rule.when".to_owned()), "{missing:?}");
+        assert!(
+            missing.contains(&"usage.prompt_tokens".to_owned()),
+            "{missing:?}"
+        );
+    }
+
+    #[test]
+    fn the_readme_example_loads_and_answers_as_the_readme_says() -> anyhow::Result<()> {
+        let section = readme_section();
+        let example = section
+            .split_once("<!-- scenario example")
+            .and_then(|(_, rest)| rest.split_once("```toml\n"))
+            .and_then(|(_, rest)| rest.split_once("\n```"))
+            .map(|(toml, _)| toml)
+            .expect("the README's example is a ```toml block after its marker");
+        let scenario = Scenario::from_toml_str(example, "README.md")?;
+        assert_eq!(scenario.models(), ["big", "small"]);
+        let big = scenario.price("big").unwrap();
+        assert_eq!((big.input, big.output), (15.0, 75.0));
+        assert_eq!(scenario.price("small"), None);
+        // "runs `ls` on the directory you name"
+        let listing = scenario.select("user", "List src", &[]);
+        let Outcome::Answer { tool_calls, .. } = &listing.reply.outcome else {
+            panic!("not an answer: {listing:?}")
+        };
+        let arguments =
+            scenario.expand_arguments(listing.rule, "List src", &tool_calls[0].arguments);
+        assert_eq!(
+            (tool_calls[0].name.as_str(), arguments.as_str()),
+            ("bash", r#"{"command":"ls -la src"}"#)
+        );
+        assert_eq!(listing.reply.pacing.chunk_chars, 16);
+        // "sums up the tool's answer"
+        let summary = scenario.select("tool", "total 8", &[]).reply;
+        assert!(
+            matches!(&summary.outcome, Outcome::Answer { text, .. } if text.starts_with("That is the listing"))
+        );
+        assert_eq!(summary.usage.prompt_tokens, Some(1200));
+        // "rate-limits the dear model once"
+        let limited = scenario.select_for(Some("big"), "user", "hit the rate limit", &[]);
+        assert_eq!(
+            limited.reply.outcome,
+            Outcome::Fail {
+                status: 429,
+                message: "Rate limit reached".to_owned()
+            }
+        );
+        let fired = [0, 0, 1];
+        let again = scenario.select_for(Some("big"), "user", "hit the rate limit", &fired);
+        assert_eq!(again.rule, None, "once");
+        assert_eq!(again.reply.pacing.delay_ms, 200);
+        let cheap = scenario.select_for(Some("small"), "user", "hit the rate limit", &[]);
+        assert_eq!(cheap.rule, None, "only the dear model");
+        Ok(())
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The help overlay view (F1): the workbench's own key bindings from the keymap, then the
 //! `/unipi:*` commands the modules declared (from their declarations, never a hand list), then
-//! every view's keys from its key table — each once — and the log file's path. Scrolls with the
-//! pager keys when the terminal is too small.
+//! every view's keys from its key table — each once — and the log file's path. It is far taller
+//! than a terminal, so it scrolls with the pager keys (its border names them); opened over a view
+//! ([`HelpView::at_table`]) it starts at that view's keys.
 
 use std::cell::Cell;
 
@@ -13,7 +14,7 @@ use unipi_widgets::theme::Theme;
 
 use super::pager::{Pager, PagerStep};
 use super::{View, ViewAction};
-use crate::config::keymap::{Action, Key, Keymap};
+use crate::config::keymap::{Action, Key, KeyTableSpec, Keymap};
 
 /// A `/unipi:*` command for the help overlay: its name (without the slash) and description.
 pub type CommandHelp = (String, String);
@@ -73,12 +74,22 @@ impl HelpView {
                 bindings,
                 sections,
                 hint: format!("{} close", pager.close_key()),
+                scroll_keys: pager.scroll_keys(),
                 log_path,
                 scroll: 0,
             },
             pager,
             last_area: Cell::new(Rect::default()),
         }
+    }
+
+    /// The same overlay, opened at the keys of `table` (the view F1 was pressed over); at the
+    /// top when the help lists no keys for it.
+    pub fn at_table(mut self, table: Option<&KeyTableSpec>) -> Self {
+        self.model.scroll = table
+            .and_then(|table| self.model.section_line(table.title))
+            .unwrap_or(0);
+        self
     }
 
     pub fn model(&self) -> &HelpModel {
@@ -105,7 +116,10 @@ impl View for HelpView {
             PagerStep::Close => ViewAction::Close,
             PagerStep::Scroll(delta) => {
                 let max = max_scroll(&self.model, self.last_area.get());
-                self.model.scroll = self.model.scroll.saturating_add_signed(delta).min(max);
+                // Opened at a section near the end, `scroll` may be past the last page (drawn
+                // as the last page): scroll from where the user sees it.
+                let from = self.model.scroll.min(max);
+                self.model.scroll = from.saturating_add_signed(delta).min(max);
                 ViewAction::Consumed
             }
             PagerStep::Unbound => ViewAction::Unhandled,
@@ -114,6 +128,10 @@ impl View for HelpView {
 
     fn close_hint(&self) -> String {
         self.pager.close_key()
+    }
+
+    fn key_table(&self) -> Option<&'static KeyTableSpec> {
+        Some(&super::pager::PAGER_KEYS)
     }
 }
 
@@ -166,6 +184,31 @@ mod tests {
         assert!(has("↑ k", "above"), "{dock:?}");
         assert!(!rows_of(model, "Read-only overlays").is_empty());
         assert_eq!(model.hint, "Esc close");
+    }
+
+    #[test]
+    fn opened_at_any_views_table_it_starts_at_that_tables_section() {
+        let keymap = Keymap::defaults();
+        let help = || HelpView::new(&keymap, String::new(), Vec::new());
+        let tables = crate::capability::key_tables();
+        assert!(tables.len() > 5, "{}", tables.len());
+        for table in tables {
+            let view = help().at_table(Some(table));
+            let model = view.model();
+            let section = model
+                .sections
+                .iter()
+                .position(|section| section.title == table.title)
+                .unwrap_or_else(|| panic!("no section for [{}]", table.table));
+            assert_eq!(
+                Some(model.scroll),
+                model.section_line(&model.sections[section].title),
+                "[{}]",
+                table.table
+            );
+            assert!(model.scroll > 0, "[{}]", table.table);
+        }
+        assert_eq!(help().at_table(None).model().scroll, 0);
     }
 
     #[test]

@@ -129,6 +129,11 @@ pub trait View: Send {
     fn close_hint(&self) -> String {
         "Esc".to_owned()
     }
+    /// The key table in use now (a view with a text field may switch tables while it is being
+    /// typed in): F1 over the view opens the help at that table's section.
+    fn key_table(&self) -> Option<&'static crate::config::keymap::KeyTableSpec> {
+        None
+    }
     /// Its work was finished elsewhere (a question answered by its timeout, or withdrawn when
     /// Pi aborted the call): the stack drops it at the next refresh rather than leave a stale
     /// box open, and does not open it at all when it is finished already.
@@ -183,6 +188,11 @@ impl ViewStack {
     /// The titles of the open views, bottom first.
     pub fn titles(&self) -> Vec<String> {
         self.views.iter().map(|v| v.title().to_owned()).collect()
+    }
+
+    /// The key table of the top view, if it has one.
+    pub fn top_key_table(&self) -> Option<&'static crate::config::keymap::KeyTableSpec> {
+        self.views.last().and_then(|top| top.key_table())
     }
 
     /// Gives the key to the top view. Ctrl+C closes it whatever it is.

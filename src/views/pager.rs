@@ -10,7 +10,7 @@ use ratatui::layout::Rect;
 use unipi_widgets::theme::Theme;
 
 use super::{View, ViewAction};
-use crate::config::keymap::{KeyTable, Keymap, key_table};
+use crate::config::keymap::{KeyTable, KeyTableSpec, Keymap, key_table};
 
 key_table! {
     /// The `[pager]` table (its defaults are in `keymaps/default.toml`).
@@ -93,20 +93,20 @@ impl Pager {
         self.keys.close_key(PagerAction::Close)
     }
 
-    /// The hint line of a scrolled overlay: scrolling keys, then the close key.
-    pub fn hints(&self) -> Vec<(String, String)> {
-        self.keys.hints(&[
-            (
-                &[
-                    PagerAction::Up,
-                    PagerAction::Down,
-                    PagerAction::PageUp,
-                    PagerAction::PageDown,
-                ],
-                "scroll",
-            ),
-            (&[PagerAction::Close], "close"),
-        ])
+    /// The keys that scroll, as a hint shows them, most useful first: `↑↓`, `PgUp`, `PgDn`,
+    /// `Home`, `End` with the default keymap (an unbound action is left out).
+    pub fn scroll_keys(&self) -> Vec<String> {
+        self.keys
+            .hints(&[
+                (&[PagerAction::Up, PagerAction::Down], ""),
+                (&[PagerAction::PageUp], ""),
+                (&[PagerAction::PageDown], ""),
+                (&[PagerAction::Top], ""),
+                (&[PagerAction::Bottom], ""),
+            ])
+            .into_iter()
+            .map(|(keys, _)| keys)
+            .collect()
     }
 }
 
@@ -186,6 +186,10 @@ impl<M: PagedModel> View for PagedView<M> {
     fn close_hint(&self) -> String {
         self.pager.close_key()
     }
+
+    fn key_table(&self) -> Option<&'static KeyTableSpec> {
+        Some(&PAGER_KEYS)
+    }
 }
 
 #[cfg(test)]
@@ -219,6 +223,7 @@ mod tests {
         let shifted_g = KeyEvent::new(KeyCode::Char('G'), KeyModifiers::NONE);
         assert_eq!(pager.step(&shifted_g, 10), PagerStep::Scroll(isize::MAX));
         assert_eq!(pager.close_key(), "Esc");
+        assert_eq!(pager.scroll_keys(), ["↑↓", "PgUp", "PgDn", "Home", "End"]);
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! The help overlay: a centred, bordered box that lists the workbench's key bindings (key →
 //! what it does), says that every other key goes to Pi, and shows where the log file is. It
 //! sizes itself to its content and shrinks to whatever the terminal offers; when the rows do not
-//! fit it shows a window starting at `scroll` and a position marker in the bottom border, so the
-//! view that owns it can page through on a tiny terminal.
+//! fit it shows a window starting at `scroll`, a position marker and the scroll keys in the bottom
+//! border, so the view that owns it can page through (the full list is far taller than a
+//! terminal). A section can be found by its title ([`HelpModel::section_line`]), so the help can
+//! open at the keys of the view the user was in.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -26,6 +28,10 @@ pub struct HelpModel {
     pub sections: Vec<HelpSection>,
     /// The key that closes the overlay, shown on its bottom border ("Esc close").
     pub hint: String,
+    /// The keys that scroll it, most useful first (`↑↓`, `PgUp`, `PgDn`, `Home`, `End`): when
+    /// the rows do not all fit, the border shows as many as it has room for before `hint`
+    /// ("↑↓ PgUp PgDn Home End scroll · Esc close").
+    pub scroll_keys: Vec<String>,
     /// The log file the workbench writes; shown so a user can find it when reporting a problem.
     pub log_path: String,
     /// First content row shown when the box is shorter than its content.
@@ -62,6 +68,40 @@ impl HelpModel {
         let gap = usize::from(!self.sections.is_empty());
         self.bindings.len() + sections + gap + 3
     }
+
+    /// The content row of the title of the first section titled `title`, if there is one: the
+    /// `scroll` that shows that section at the top.
+    pub fn section_line(&self, title: &str) -> Option<usize> {
+        // The bindings, a blank and the note; then per section a blank, its title, its rows.
+        let mut line = self.bindings.len() + 2;
+        for section in &self.sections {
+            if section.title == title {
+                return Some(line + 1);
+            }
+            line += section.rows.len() + 2;
+        }
+        None
+    }
+
+    /// The bottom border's hint for a box `box_width` wide that shows `visible` rows: when the
+    /// rows do not all fit, as many scroll keys as there is room for and the close key, else
+    /// the close key alone.
+    fn border_hint(&self, box_width: u16, visible: usize) -> String {
+        if self.line_count() > visible {
+            let room = crate::overlay::hint_room(box_width);
+            for shown in (1..=self.scroll_keys.len()).rev() {
+                let hint = format!(
+                    "{} scroll · {}",
+                    self.scroll_keys[..shown].join(" "),
+                    self.hint
+                );
+                if width(&hint) <= room {
+                    return hint;
+                }
+            }
+        }
+        self.hint.clone()
+    }
 }
 
 /// Where the box goes on a `screen`: centred, no larger than the screen.
@@ -95,15 +135,9 @@ pub fn render(model: &HelpModel, theme: &Theme, screen: Rect, buf: &mut Buffer) 
 
     let visible = usize::from(area.height) - 2 * BORDER;
     let first = model.scroll.min(max_scroll(model, screen));
-    let text_area = crate::overlay::frame(
-        TITLE,
-        &model.hint,
-        first,
-        model.line_count(),
-        theme,
-        area,
-        buf,
-    );
+    let hint = model.border_hint(area.width, visible);
+    let text_area =
+        crate::overlay::frame(TITLE, &hint, first, model.line_count(), theme, area, buf);
     let lines = model.content_lines_styled(usize::from(text_area.width), theme);
     for (row, line) in lines.iter().skip(first).take(visible).enumerate() {
         buf.set_line(text_area.x, text_area.y + row as u16, line, text_area.width);
@@ -200,8 +234,21 @@ mod tests {
                 .collect(),
             log_path: "/home/ada/.local/state/unipi-tui/unipi-tui.log".to_owned(),
             scroll: 0,
+            hint: "Esc close".to_owned(),
+            scroll_keys: ["↑↓", "PgUp", "PgDn", "Home", "End"]
+                .map(str::to_owned)
+                .to_vec(),
             ..HelpModel::default()
         }
+    }
+
+    /// The text on the bottom border row of `screen` (the last row of the box).
+    fn bottom_border(screen: &str) -> String {
+        screen
+            .lines()
+            .rfind(|line| line.contains('└'))
+            .unwrap_or_default()
+            .to_owned()
     }
 
     fn snapshot(model: &HelpModel, width: u16, height: u16) -> String {
@@ -253,6 +300,69 @@ mod tests {
         };
         assert_eq!(with_sections.line_count(), 7 + 2 + 4 + 4 + 1 + 1);
         crate::assert_ui_snapshot!("help_with_sections_80x30", snapshot(&with_sections, 80, 30));
+    }
+
+    #[test]
+    fn the_border_shows_the_scroll_keys_that_fit_when_the_rows_do_not() {
+        // A box as wide as its longest line: 55 columns for `model()`, 63 for `wide`.
+        let wide = HelpModel {
+            log_path: "/home/ada-lovelace/.local/state/unipi-tui/unipi-tui.log".to_owned(),
+            ..model()
+        };
+        // (model, screen width, height, the hint on the border)
+        let cases = [
+            // Everything fits: only the close key.
+            (&wide, 80, 24, " Esc close "),
+            // Scrolls: as many scroll keys as fit, the arrows first.
+            (&wide, 80, 8, " ↑↓ PgUp PgDn Home End scroll · Esc close "),
+            (&model(), 80, 8, " ↑↓ PgUp PgDn Home scroll · Esc close "),
+            (&model(), 40, 8, " ↑↓ scroll · Esc close "),
+        ];
+        for (model, width, height, hint) in cases {
+            let screen = snapshot(model, width, height);
+            assert!(
+                bottom_border(&screen).contains(hint),
+                "{width}x{height}: {screen}"
+            );
+        }
+        // Fewer rows than lines: the border says how to scroll.
+        crate::assert_ui_snapshot!("help_80x8_scroll_keys", snapshot(&wide, 80, 8));
+    }
+
+    #[test]
+    fn a_section_found_by_its_title_opens_at_the_top() {
+        let model = HelpModel {
+            sections: ["Commands", "The dock", "The model picker"]
+                .iter()
+                .map(|title| HelpSection {
+                    title: (*title).to_owned(),
+                    rows: (0..6)
+                        .map(|n| (format!("k{n}"), format!("{title} key {n}")))
+                        .collect(),
+                })
+                .collect(),
+            ..model()
+        };
+        // 7 bindings, a blank and the note; then per section a blank, the title, 6 rows.
+        assert_eq!(model.section_line("Commands"), Some(10));
+        assert_eq!(model.section_line("The dock"), Some(18));
+        assert_eq!(model.section_line("The model picker"), Some(26));
+        assert_eq!(model.section_line("Nothing"), None);
+        let at_dock = HelpModel {
+            scroll: model.section_line("The dock").unwrap(),
+            ..model.clone()
+        };
+        let screen = snapshot(&at_dock, 80, 12);
+        let first_row = screen.lines().nth(1).unwrap();
+        assert!(first_row.contains("│ The dock "), "{screen}");
+        // The last section cannot reach the top: the last page shows it whole.
+        let at_picker = HelpModel {
+            scroll: model.section_line("The model picker").unwrap(),
+            ..model
+        };
+        let screen = snapshot(&at_picker, 80, 12);
+        assert!(screen.contains("│ The model picker "), "{screen}");
+        assert!(screen.contains("The model picker key 5"), "{screen}");
     }
 
     #[test]

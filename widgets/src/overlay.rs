@@ -42,7 +42,7 @@ pub fn frame(
         .style(theme.overlay_text)
         .title(title);
     if !hint.is_empty() {
-        let room = usize::from(area.width).saturating_sub(16);
+        let room = hint_room(area.width);
         block = block.title_bottom(Line::from(Span::styled(
             format!(" {} ", truncate_end(hint, room)),
             theme.muted,
@@ -60,6 +60,12 @@ pub fn frame(
         width: inner.width.saturating_sub(2 * PADDING as u16),
         ..inner
     }
+}
+
+/// The columns a hint on the bottom border of a box `box_width` wide may take (the corners and
+/// the position marker keep the rest); a longer one is cut.
+pub fn hint_room(box_width: u16) -> usize {
+    usize::from(box_width).saturating_sub(16)
 }
 
 /// The content width of an overlay box `box_width` columns wide (borders and padding taken off).

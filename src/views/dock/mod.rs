@@ -765,6 +765,10 @@ impl View for DockView {
             .hint_key(DockAction::Close)
             .unwrap_or_else(|| self.keys.close_key(DockAction::Back))
     }
+
+    fn key_table(&self) -> Option<&'static crate::config::keymap::KeyTableSpec> {
+        Some(&keys::DOCK_KEYS)
+    }
 }
 
 fn signed(n: usize) -> isize {

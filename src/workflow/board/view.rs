@@ -12,7 +12,7 @@ use ratatui::layout::Rect;
 use unipi_widgets::kanban::{BoardModel, Card, Column, DocRow, render};
 use unipi_widgets::theme::Theme;
 
-use crate::config::keymap::{KeyTable, Keymap, key_table};
+use crate::config::keymap::{KeyTable, KeyTableSpec, Keymap, key_table};
 use crate::views::{RefreshContext, View, ViewAction, ViewEffect};
 use crate::workflow::docs::{Doc, DocType, Item, ItemStatus};
 
@@ -460,5 +460,9 @@ impl View for BoardView {
 
     fn close_hint(&self) -> String {
         self.keys.close_key(KanbanAction::Close)
+    }
+
+    fn key_table(&self) -> Option<&'static KeyTableSpec> {
+        Some(&KANBAN_KEYS)
     }
 }

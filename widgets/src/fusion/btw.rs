@@ -52,8 +52,9 @@ fn geometry(model: &BtwModel, screen: Rect) -> Option<(Rect, usize, usize, Vec<S
         BtwAnswer::Answered { text, .. } => wrap(text, text_width),
         BtwAnswer::Failed(error) => wrap(&format!("No answer: {error}"), text_width),
     };
-    // question, blank, body, blank, usage, notice, keys
-    let fixed = question.len().min(3) + 1 + 1 + 1 + 1 + 1;
+    // question, blank, body, blank, usage, notice, the keys (wrapped to the width)
+    let keys = super::key_rows(&model.keys, text_width).len();
+    let fixed = question.len().min(3) + 1 + 1 + 1 + 1 + keys;
     let height = (fixed + body.len() + 2).min(usize::from(screen.height));
     if height < fixed + 3 {
         return None;
@@ -98,11 +99,12 @@ pub fn render(model: &BtwModel, theme: &Theme, screen: Rect, buf: &mut Buffer) {
     for (row, line) in lines.iter().enumerate() {
         buf.set_line(text.x, text.y + row as u16, line, text.width);
     }
+    let keys = super::key_rows(&model.keys, max).len() as u16;
     let bottom = text.y + text.height;
     if let BtwAnswer::Answered { usage, .. } = &model.answer {
         buf.set_line(
             text.x,
-            bottom - 3,
+            bottom.saturating_sub(keys + 2),
             &Line::styled(truncate_end(usage, max), theme.muted),
             text.width,
         );

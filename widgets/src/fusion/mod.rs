@@ -13,7 +13,7 @@ use ratatui::style::Style;
 use ratatui::text::Line;
 
 use crate::footer::{Align, Form, Role, Segment, format_cost, priority};
-use crate::text::truncate_end;
+use crate::text::{truncate_end, width};
 use crate::theme::Theme;
 
 /// A box for `text_width` columns of text (plus border and padding) and `height` rows, in the
@@ -28,8 +28,33 @@ fn centred_box(screen: Rect, text_width: usize, height: usize) -> Rect {
     }
 }
 
-/// The last two rows of a box's text area `text`: the notice, if any, in `style`, then the keys;
-/// each cut to `max` columns.
+/// The keys line `keys` (hints joined by ` · `, as the views' key tables make it) in rows of at
+/// most `max` columns: as many whole hints on a row as fit, so a narrow box wraps the line
+/// instead of cutting its last keys off; only a hint wider than a row on its own is cut.
+pub fn key_rows(keys: &str, max: usize) -> Vec<String> {
+    const SEPARATOR: &str = " · ";
+    let mut rows: Vec<String> = Vec::new();
+    let mut row = String::new();
+    for hint in keys.split(SEPARATOR).filter(|hint| !hint.is_empty()) {
+        if !row.is_empty() && width(&row) + width(SEPARATOR) + width(hint) <= max {
+            row.push_str(SEPARATOR);
+            row.push_str(hint);
+            continue;
+        }
+        if !row.is_empty() {
+            rows.push(std::mem::take(&mut row));
+        }
+        row = truncate_end(hint, max);
+    }
+    if !row.is_empty() {
+        rows.push(row);
+    }
+    rows
+}
+
+/// The last rows of a box's text area `text`: the notice row — the notice, if any, in `style`,
+/// else blank (the one gap between the box's content and its keys) — then the keys, wrapped by
+/// [`key_rows`] (a box's layout reserves `1 + key_rows(keys, max).len()` rows for them).
 fn notice_and_keys(
     buf: &mut Buffer,
     text: Rect,
@@ -38,13 +63,17 @@ fn notice_and_keys(
     keys: &str,
     theme: &Theme,
 ) {
+    let rows = key_rows(keys, max);
     let bottom = text.y + text.height;
+    let first_key_row = bottom.saturating_sub(rows.len() as u16);
     if let Some((notice, style)) = notice {
         let line = Line::styled(truncate_end(notice, max), style);
-        buf.set_line(text.x, bottom - 2, &line, text.width);
+        buf.set_line(text.x, first_key_row.saturating_sub(1), &line, text.width);
     }
-    let line = Line::styled(truncate_end(keys, max), theme.overlay_key);
-    buf.set_line(text.x, bottom - 1, &line, text.width);
+    for (offset, row) in rows.into_iter().enumerate() {
+        let line = Line::styled(row, theme.overlay_key);
+        buf.set_line(text.x, first_key_row + offset as u16, &line, text.width);
+    }
 }
 
 /// The footer segment's id and config group (`{"groups": {"fusion": {"show": false}}}` hides it).
@@ -147,5 +176,34 @@ mod tests {
         crate::assert_ui_snapshot!("fusion_segment", format!("{wide}\n{fallback}"));
         assert_eq!(saved_text(-0.02), "cost $0.0200 more");
         assert_eq!(saved_text(0.0), "saved $0.00");
+    }
+
+    #[test]
+    fn key_rows_wrap_whole_hints() {
+        let keys = "type to filter · ↑↓ select · Enter choose · Esc cancel";
+        // (width, rows)
+        let cases: [(usize, &[&str]); 5] = [
+            (
+                80,
+                &["type to filter · ↑↓ select · Enter choose · Esc cancel"],
+            ),
+            (
+                40,
+                &["type to filter · ↑↓ select", "Enter choose · Esc cancel"],
+            ),
+            (
+                26,
+                &["type to filter · ↑↓ select", "Enter choose · Esc cancel"],
+            ),
+            (
+                14,
+                &["type to filter", "↑↓ select", "Enter choose", "Esc cancel"],
+            ),
+            (8, &["type to…", "↑↓ sele…", "Enter c…", "Esc can…"]),
+        ];
+        for (max, rows) in cases {
+            assert_eq!(key_rows(keys, max), rows, "{max} columns");
+        }
+        assert!(key_rows("", 10).is_empty());
     }
 }

@@ -84,8 +84,9 @@ struct Layout {
 
 fn layout(model: &PickerModel, screen: Rect) -> Option<Layout> {
     let text_width = MAX_TEXT_WIDTH.min(usize::from(screen.width).saturating_sub(4));
-    // slots (3) + preview + blank + filter + column header, the rows, blank + notice + keys.
-    let fixed = 7 + 3;
+    // slots (3) + preview + blank + filter + column header, the rows, the notice row (blank
+    // without one) and the keys (wrapped to the width).
+    let fixed = 7 + 1 + super::key_rows(&model.keys, text_width).len();
     let wanted_rows = model.rows.len().clamp(1, MAX_LIST_ROWS);
     let height = (fixed + wanted_rows + 2).min(usize::from(screen.height));
     if text_width < 24 || height < fixed + 3 {
@@ -452,7 +453,9 @@ mod tests {
         ]
     }
 
-    const KEYS: &str = "↑↓ select · Enter choose · Tab slot · Ctrl+S confirm · Esc cancel";
+    /// The keys line the picker view makes from the default keymap.
+    const KEYS: &str =
+        "type to filter · ↑↓ select · Enter choose · Tab slot · Ctrl+S confirm · Esc cancel";
 
     fn draw(model: &PickerModel, width: u16, height: u16) -> String {
         render_to_string(width, height, |area, buf| {

@@ -51,14 +51,21 @@ pub struct PresetsModel {
 
 fn area(model: &PresetsModel, screen: Rect) -> Option<(Rect, usize)> {
     let text_width = MAX_TEXT_WIDTH.min(usize::from(screen.width).saturating_sub(4));
-    // current, blank, rows, blank, [name], notice, keys
+    // current, blank, rows, [blank, name], the notice row (blank without one), the keys
     let rows = model.rows.len().max(1);
-    let height = (2 + rows + 1 + usize::from(model.naming.is_some()) + 2 + 2)
+    let keys = super::key_rows(&model.keys, text_width).len();
+    let height = (2 + rows + 2 * usize::from(model.naming.is_some()) + 1 + keys + 2)
         .min(usize::from(screen.height));
     if text_width < 20 || height < 8 {
         return None;
     }
     Some((super::centred_box(screen, text_width, height), text_width))
+}
+
+/// The name field's row on the box `area`: above the notice row and the keys.
+fn name_row(model: &PresetsModel, area: Rect, text_width: usize) -> u16 {
+    let keys = super::key_rows(&model.keys, text_width).len() as u16;
+    (area.y + area.height - 1).saturating_sub(keys + 2)
 }
 
 /// Draws the editor centred on `screen`.
@@ -116,7 +123,6 @@ pub fn render(model: &PresetsModel, theme: &Theme, screen: Rect, buf: &mut Buffe
     for (row, line) in lines.iter().enumerate() {
         buf.set_line(text.x, text.y + row as u16, line, text.width);
     }
-    let bottom = text.y + text.height;
     if let Some(field) = &model.naming {
         let label = format!("{}: ", field.label);
         let line = Line::from(vec![
@@ -124,7 +130,7 @@ pub fn render(model: &PresetsModel, theme: &Theme, screen: Rect, buf: &mut Buffe
             Span::styled(NAME_PROMPT, theme.overlay_key),
             Span::raw(field.text.clone()),
         ]);
-        buf.set_line(text.x, bottom - 3, &line, text.width);
+        buf.set_line(text.x, name_row(model, area, max), &line, text.width);
     }
     let notice = model
         .notice
@@ -136,12 +142,12 @@ pub fn render(model: &PresetsModel, theme: &Theme, screen: Rect, buf: &mut Buffe
 /// The cursor in the name field, while one is typed.
 pub fn cursor_position(model: &PresetsModel, screen: Rect) -> Option<Position> {
     let field = model.naming.as_ref()?;
-    let (area, _) = area(model, screen)?;
+    let (area, text_width) = area(model, screen)?;
     let before: String = field.text.chars().take(field.cursor).collect();
     let x = area.x + 2 + (width(&field.label) + 2 + width(NAME_PROMPT) + width(&before)) as u16;
     Some(Position::new(
         x.min(area.x + area.width - 3),
-        area.y + area.height - 4,
+        name_row(model, area, text_width),
     ))
 }
 
@@ -183,6 +189,11 @@ mod tests {
             })
         };
         crate::assert_ui_snapshot!("fusion_presets", draw(&model));
+        // At 80 columns the keys wrap rather than lose `Esc close`.
+        let narrow = render_to_string(80, 14, |area, buf| {
+            render(&model, &Theme::plain(), area, buf)
+        });
+        assert!(narrow.contains("│ Esc close "), "{narrow}");
         model.naming = Some(NameField {
             label: "Rename thrifty to".into(),
             text: "cheap".into(),
