@@ -12,7 +12,6 @@ use tokio::sync::{broadcast, watch};
 
 use super::board::{BoardStore, BoardView, KANBAN_KEYS, WorkbenchBoard};
 use super::commands::{self, WorkflowCommand};
-use super::docs::DOCS_DIR;
 use super::levels::WRITE_ROOT;
 use super::module::{KANBOARD, RALPH_START, RALPH_STATUS, RALPH_STOP, WorkflowModule};
 use super::ralph;
@@ -46,7 +45,7 @@ pub mod events {
 fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
     let changed = Changed::default();
     let workspace = context.workspace.to_path_buf();
-    let store = BoardStore::new(workspace.join(DOCS_DIR), changed.clone());
+    let store = BoardStore::new(workspace.clone(), changed.clone());
     Some(Arc::new(Workflow {
         shared: Arc::new(Shared {
             home: context.home.map(PathBuf::from),

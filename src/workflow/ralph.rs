@@ -228,15 +228,17 @@ pub fn load(workspace: &Path, name: &str) -> Option<Loop> {
         .ok()
 }
 
-/// Writes the state crash-safe.
+/// Writes the state crash-safe, inside the project only (a `.unipi/ralph` or a state file that
+/// links out of it is refused, see [`crate::sys::confine`]).
 pub fn save(workspace: &Path, state: &Loop) -> anyhow::Result<()> {
+    use crate::sys::confine;
     use anyhow::Context as _;
     let path = state_file(workspace, &state.name);
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
+    confine::create_dir_all(workspace, Path::new(RALPH_DIR))
+        .with_context(|| format!("cannot create {RALPH_DIR}"))?;
     let json = serde_json::to_vec_pretty(state)?;
-    crate::sys::write_atomic(&path, &json)
+    confine::file_to_write(workspace, &path)
+        .and_then(|real| crate::sys::write_atomic(&real, &json))
         .with_context(|| format!("cannot write {}", path.display()))
 }
 
@@ -373,5 +375,39 @@ mod tests {
         let dir = tempfile::tempdir().unwrap_or_else(|err| panic!("{err}"));
         save(dir.path(), &state()).unwrap_or_else(|err| panic!("{err:#}"));
         assert_eq!(load(dir.path(), "p"), Some(state()));
+    }
+
+    #[test]
+    fn the_state_is_not_written_through_a_link_out_of_the_project() {
+        let dir = tempfile::tempdir().unwrap_or_else(|err| panic!("{err}"));
+        let (project, outside) = (dir.path().join("project"), dir.path().join("outside"));
+        for folder in [project.join(".unipi"), outside.clone()] {
+            std::fs::create_dir_all(folder).unwrap_or_else(|err| panic!("{err}"));
+        }
+        std::os::unix::fs::symlink(&outside, project.join(RALPH_DIR))
+            .unwrap_or_else(|err| panic!("{err}"));
+        let err = save(&project, &state()).map_err(|err| format!("{err:#}"));
+        assert!(
+            err.as_ref().is_err_and(|err| err
+                .starts_with("cannot create .unipi/ralph: it leads to")
+                && err.contains("outside the project")),
+            "{err:?}"
+        );
+        assert_eq!(
+            std::fs::read_dir(&outside).map(Iterator::count).ok(),
+            Some(0)
+        );
+        // A state file that links out, in a real folder of the project.
+        std::fs::remove_file(project.join(RALPH_DIR)).unwrap_or_else(|err| panic!("{err}"));
+        std::fs::create_dir_all(project.join(RALPH_DIR)).unwrap_or_else(|err| panic!("{err}"));
+        std::fs::write(outside.join("x"), "theirs").unwrap_or_else(|err| panic!("{err}"));
+        std::os::unix::fs::symlink(outside.join("x"), state_file(&project, "p"))
+            .unwrap_or_else(|err| panic!("{err}"));
+        let err = save(&project, &state()).map_err(|err| format!("{err:#}"));
+        assert!(err.is_err_and(|err| err.contains("outside the project")));
+        assert_eq!(
+            std::fs::read_to_string(outside.join("x")).unwrap_or_default(),
+            "theirs"
+        );
     }
 }
