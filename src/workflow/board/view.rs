@@ -14,7 +14,7 @@ use unipi_widgets::theme::Theme;
 
 use crate::config::keymap::{KeyTable, Keymap, key_table};
 use crate::views::{RefreshContext, View, ViewAction, ViewEffect};
-use crate::workflow::docs::{Doc, DocType, Item, ItemStatus};
+use crate::workflow::docs::{Doc, DocType, Item, ItemStatus, Marker};
 
 key_table! {
     /// The `[kanban]` key table.
@@ -285,7 +285,11 @@ impl BoardView {
         else {
             return;
         };
-        let order = ItemStatus::ALL;
+        // A checkbox is to do or done: it moves between those two, over In Progress.
+        let order: &[ItemStatus] = match item.marker {
+            Marker::Checkbox { .. } => &[ItemStatus::Todo, ItemStatus::Done],
+            Marker::Keyword(_) | Marker::Header => &ItemStatus::ALL,
+        };
         let at = order.iter().position(|s| *s == item.status).unwrap_or(0);
         let Some(to) = at
             .checked_add_signed(step)

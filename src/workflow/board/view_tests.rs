@@ -120,3 +120,41 @@ fn without_pi_the_command_goes_to_the_clipboard_and_status_filters_show_one_colu
     assert_eq!(model.columns[0].title, "To Do");
     assert_eq!(model.columns[0].cards.len(), 2);
 }
+
+#[test]
+fn checkbox_cards_move_between_to_do_and_done() {
+    let docs = Arc::new(vec![
+        parse(DocType::Spec, Path::new("specs/s.md"), b"- [ ] Alpha\n"),
+        parse(
+            DocType::Milestone,
+            Path::new("MILESTONES.md"),
+            b"## Phase 1\n- [x] Shipped\n",
+        ),
+    ]);
+    let port = Arc::new(Recorder {
+        docs,
+        ..Recorder::default()
+    });
+    let mut view = BoardView::new(port.clone(), &Keymap::defaults());
+    assert_eq!(selected(&view), "Alpha");
+    view.handle_key(&key('L'));
+    // To the Done column (the third), not In Progress, which a checkbox cannot be.
+    view.handle_key(&key('l'));
+    view.handle_key(&key('l'));
+    assert_eq!(selected(&view), "Shipped");
+    view.handle_key(&key('H'));
+    assert_eq!(
+        *crate::sys::lock(&port.moves),
+        [
+            ("Alpha".to_owned(), ItemStatus::Done),
+            ("Shipped".to_owned(), ItemStatus::Todo)
+        ]
+    );
+    // Done is as far right as a checkbox goes.
+    view.handle_key(&key('L'));
+    assert_eq!(crate::sys::lock(&port.moves).len(), 2);
+    assert_eq!(
+        view.model().notice.as_deref(),
+        Some("The card is in the Done column already")
+    );
+}
