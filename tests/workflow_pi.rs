@@ -16,7 +16,7 @@
 //!   Both Pi lines.
 //! - The loop (`/unipi:ralph-start`) on a two-task plan: one iteration per turn, the model marking
 //!   a task done each time, the next iteration sent once Pi settles, the end when every task is
-//!   done (state `completed`), no further turn; `/unipi:ralph-stop` during an iteration stops it
+//!   done (state `completed`, and `/unipi:ralph-status` says so), no further turn; `/unipi:ralph-stop` during an iteration stops it
 //!   (state `stopped`, no next iteration); `--max-iterations 1` ends it after one; started while
 //!   Pi is busy, the busy turn's end does not count as its first iteration. Both Pi lines.
 
@@ -408,6 +408,13 @@ fn the_loop_runs_a_plan_stops_and_ends_at_its_limit(line: PiLine) {
         "# Ralph plan\n\n- completed: Task 1 — RALPH-ONE\n- completed: Task 2 — RALPH-TWO\n"
     );
     bench.wait_settled();
+    // The status names the loop that just ended and how.
+    slash(&bench.session, "/unipi:ralph-status", REPLY);
+    bench.wait_screen("the last loop's status", |s| {
+        let words = s.contents().split_whitespace().collect::<Vec<_>>().join(" ");
+        words.contains("The last one, ralph-plan on .unipi/docs/plans/ralph-plan.md, completed at iteration 2/5")
+            && words.contains("every task is done (2/2)")
+    });
     // No further turn: the user's next prompt is the next thing the model is asked.
     bench.prompt("after the loop ended");
     bench.wait_screen("the reply after the loop", |s| {

@@ -121,7 +121,7 @@ impl Shared {
             KANBOARD => self.open_board().await,
             RALPH_START => self.ralph_start(call).await,
             RALPH_STOP => self.ralph_stop(),
-            RALPH_STATUS => self.ralph_status(),
+            RALPH_STATUS => self.ralph_status().await,
             name => match commands::find(name) {
                 Some(command) => self.run_step(command, call).await,
                 None => CommandReply::Failed {

@@ -53,7 +53,7 @@ impl Module for WorkflowModule {
         specs.push(CommandSpec::new(RALPH_STOP, "Stop the running loop"));
         specs.push(CommandSpec::new(
             RALPH_STATUS,
-            "Show the loops and their state",
+            "Show the running loop, or the last one and how it ended",
         ));
         specs
     }
