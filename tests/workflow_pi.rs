@@ -19,6 +19,10 @@
 //!   done (state `completed`, and `/unipi:ralph-status` says so), no further turn; `/unipi:ralph-stop` during an iteration stops it
 //!   (state `stopped`, no next iteration); `--max-iterations 1` ends it after one; started while
 //!   Pi is busy, the busy turn's end does not count as its first iteration. Both Pi lines.
+//! - A workflow command typed in full goes out on the first Enter, its words as typed, once Pi
+//!   has had the completions for the whole argument: words after a `plan:` reference (`finish
+//!   the tour`, though a plan's name has `tour`), `--max-iterations 2` (though the plan's name has
+//!   a `2`), and a reference typed to its last letter. Both Pi lines.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
 
@@ -425,8 +429,7 @@ fn the_loop_runs_a_plan_stops_and_ends_at_its_limit(line: PiLine) {
     assert_eq!(bench.asked("RALPH LOOP ralph-plan — iteration 3/5"), 0);
     bench.wait_settled();
 
-    // Stopped while the model works on the first iteration (it thinks for 4 s). (An argument
-    // after the file name: Enter right after it would pick the file's completion.)
+    // Stopped while the model works on the first iteration (it thinks for 4 s).
     slash(
         &bench.session,
         "/unipi:ralph-start plan:stop-plan.md --max-iterations 9",
@@ -511,4 +514,94 @@ fn the_loop_runs_a_plan_stops_and_ends_at_its_limit_current() {
 #[test]
 fn the_loop_runs_a_plan_stops_and_ends_at_its_limit_legacy() {
     the_loop_runs_a_plan_stops_and_ends_at_its_limit(PiLine::Legacy);
+}
+
+/// Types `command` and presses Enter once, after the workbench answered Pi's completion request
+/// for the whole argument and Pi had time to open the menu it would make of it (Enter with a
+/// menu open picks its entry instead of sending).
+fn type_and_enter(bench: &Bench, command: &str) {
+    let (name, args) = command.split_once(' ').unwrap();
+    bench.session.type_text(command);
+    let answered = format!("workflow: {name} {args:?} completes to");
+    bench.wait_until(&format!("the completions of {args:?}"), || {
+        bench.sandbox.log().contains(&answered)
+    });
+    std::thread::sleep(Duration::from_millis(400));
+    bench.session.send(b"\r");
+}
+
+/// The user message of the request that asked the model about a message beginning with `prefix`.
+fn asked_text(bench: &Bench, prefix: &str) -> String {
+    bench.wait_until(&format!("the model asked {prefix:?}"), || {
+        bench.asked(prefix) > 0
+    });
+    bench
+        .model
+        .server
+        .requests()
+        .iter()
+        .map(last_user_text)
+        .find(|text| text.starts_with(prefix))
+        .unwrap()
+}
+
+fn typed_commands_go_out_whole_on_the_first_enter(line: PiLine) {
+    let mut bench = Bench::start(line, "workflow-complete.toml", |sandbox| {
+        two_task_plan(sandbox, "2026-12-01-tour-plan", "TOUR-ONE", "TOUR-TWO");
+        two_task_plan(sandbox, "2026-12-02-two-plan", "TWO-ONE", "TWO-TWO");
+    });
+
+    type_and_enter(
+        &bench,
+        "/unipi:work plan:2026-12-01-tour-plan.md finish the tour",
+    );
+    let work = asked_text(&bench, "Execute the work workflow.");
+    assert!(
+        work.contains("\n\nArguments: plan:2026-12-01-tour-plan.md finish the tour\n"),
+        "{work}"
+    );
+    bench.wait_screen("the step's answer", |s| {
+        s.contents().contains("WORK-STEP-DONE") && settled(s)
+    });
+
+    type_and_enter(
+        &bench,
+        "/unipi:ralph-start plan:2026-12-02-two-plan.md --max-iterations 2",
+    );
+    asked_text(&bench, "RALPH LOOP 2026-12-02-two-plan — iteration 1/2");
+    let state = bench.wait_loop("2026-12-02-two-plan", "completed");
+    assert_eq!(state["maxIterations"], 2, "{state}");
+    assert_eq!(state["reason"], "stopped after 2 iterations", "{state}");
+    bench.wait_settled();
+
+    // The reference typed to its last letter is complete: no menu holds the Enter back.
+    type_and_enter(&bench, "/unipi:work plan:2026-12-02-two-plan.md");
+    bench.wait_until("the second work step asked", || {
+        bench.asked("Execute the work workflow.") == 2
+    });
+    let texts: Vec<String> = bench
+        .model
+        .server
+        .requests()
+        .iter()
+        .map(last_user_text)
+        .filter(|text| text.starts_with("Execute the work workflow."))
+        .collect();
+    assert!(
+        texts
+            .iter()
+            .any(|text| text.contains("\n\nArguments: plan:2026-12-02-two-plan.md\n")),
+        "{texts:?}"
+    );
+    assert_eq!(exit_pi(&mut bench.session, KITTY_CTRL_D, REPLY), 0);
+}
+
+#[test]
+fn typed_commands_go_out_whole_on_the_first_enter_current() {
+    typed_commands_go_out_whole_on_the_first_enter(PiLine::Current);
+}
+
+#[test]
+fn typed_commands_go_out_whole_on_the_first_enter_legacy() {
+    typed_commands_go_out_whole_on_the_first_enter(PiLine::Legacy);
 }

@@ -64,7 +64,13 @@ impl Module for WorkflowModule {
         } else {
             find(command).and_then(|command| command.completes)
         };
-        refs.map(|refs| refs::complete(refs, prefix, &self.workspace))
-            .unwrap_or_default()
+        let items = refs
+            .map(|refs| refs::complete(refs, prefix, &self.workspace))
+            .unwrap_or_default();
+        tracing::debug!(
+            "workflow: /{command} {prefix:?} completes to {} items",
+            items.len()
+        );
+        items
     }
 }
