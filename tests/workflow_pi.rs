@@ -23,6 +23,8 @@
 //!   has had the completions for the whole argument: words after a `plan:` reference (`finish
 //!   the tour`, though a plan's name has `tour`), `--max-iterations 2` (though the plan's name has
 //!   a `2`), and a reference typed to its last letter. Both Pi lines.
+//! - The board's `c` puts the card's follow-up command in Pi's editor and it is on the screen
+//!   without another key (Pi is asked to draw); Enter then runs it. Both Pi lines.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
 
@@ -604,4 +606,44 @@ fn typed_commands_go_out_whole_on_the_first_enter_current() {
 #[test]
 fn typed_commands_go_out_whole_on_the_first_enter_legacy() {
     typed_commands_go_out_whole_on_the_first_enter(PiLine::Legacy);
+}
+
+fn the_board_puts_the_follow_up_command_in_pi_s_editor_on_screen(line: PiLine) {
+    let mut bench = Bench::start(line, "workflow-complete.toml", |sandbox| {
+        sandbox.write(
+            &sandbox.project.join(".unipi/docs/specs/s.md"),
+            "# Spec\n\n- [ ] Alpha\n",
+        );
+    });
+    bench.session.send(KITTY_ALT_K);
+    bench.wait_screen("the board with the spec's card", |s| {
+        let text = s.contents();
+        text.contains("Kanban") && text.contains("▸ Alpha")
+    });
+    bench.session.send(b"c");
+    // No other key: Pi draws its editor with the command by itself.
+    let command = "/unipi:plan specs:s.md";
+    bench.wait_screen("the command in Pi's editor", |s| {
+        !s.contents().contains("Kanban")
+            && s.contents()
+                .lines()
+                .any(|line| line.trim_end().ends_with(command))
+    });
+    bench.session.send(b"\r");
+    let plan = asked_text(&bench, "Execute the plan workflow.");
+    assert!(plan.contains("\n\nArguments: specs:s.md\n"), "{plan}");
+    bench.wait_screen("the step's answer", |s| {
+        s.contents().contains("PLAN-STEP-DONE") && settled(s)
+    });
+    assert_eq!(exit_pi(&mut bench.session, KITTY_CTRL_D, REPLY), 0);
+}
+
+#[test]
+fn the_board_puts_the_follow_up_command_in_pi_s_editor_on_screen_current() {
+    the_board_puts_the_follow_up_command_in_pi_s_editor_on_screen(PiLine::Current);
+}
+
+#[test]
+fn the_board_puts_the_follow_up_command_in_pi_s_editor_on_screen_legacy() {
+    the_board_puts_the_follow_up_command_in_pi_s_editor_on_screen(PiLine::Legacy);
 }
