@@ -125,7 +125,7 @@ fn outside(kind: DocType, relative: &Path, target: &Path) -> Doc {
     doc.warnings = vec![Warning {
         line: None,
         message: format!(
-            "links to {}, outside the project: not read, and its cards cannot move",
+            "links to {}, outside the project: not read",
             target.display()
         ),
     }];

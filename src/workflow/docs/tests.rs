@@ -460,7 +460,7 @@ fn the_scan_does_not_follow_links_out_of_the_project_nor_read_what_is_no_file() 
     assert_eq!(
         warnings,
         [format!(
-            "links to {}, outside the project: not read, and its cards cannot move",
+            "links to {}, outside the project: not read",
             real_outside.join("p.md").display()
         )]
     );
