@@ -42,6 +42,8 @@ const HOOK_TIMEOUT_MS = 65000;
 const TOOL_TIMEOUT_MARGIN_MS = 5000;
 /** User input is forwarded for "user is active" signals; a huge paste is cut. */
 const INPUT_TEXT_LIMIT = 64 * 1024;
+/** The widget that lends the bridge Pi's TUI (to ask for a frame); removed as soon as it is made. */
+const RENDER_WIDGET_KEY = "unipi-tui-render";
 /** Events some Pi lines emit and others do not, probed at run time. */
 const OPTIONAL_EVENTS = ["agent_settled", "agent_before_settle", "session_compact_failed"];
 
@@ -102,6 +104,8 @@ class Bridge {
 	private ctx: any;
 	private caps: Msg = { events: [], methods: [], ui: [], tool_exposure: false };
 	private tui: any;
+	/** Pi's running TUI (not the module above), once a component factory handed it over. */
+	private piTui: any;
 	private settledSeen = false;
 	private queuePending = false;
 	private lastStopReason: string | undefined;
@@ -760,6 +764,9 @@ class Bridge {
 				const ui = needCtx(ctx).ui;
 				if (typeof ui?.setEditorText !== "function") throw new BridgeFailure("unsupported", "this Pi cannot set its editor text");
 				ui.setEditorText(String(p.text ?? ""));
+				// Pi's editor takes the text without asking for a frame: the editor would look empty
+				// until the next key.
+				this.requestRender(ui);
 				return Boolean(ctx.hasUI);
 			}
 			default:
@@ -774,13 +781,16 @@ class Bridge {
 		// draws it, and sends it on when it changed: the workbench's footer shows it instead.
 		ui.setFooter(
 			hidden
-				? (_tui: any, _theme: any, footerData: any) => ({
-						render: () => {
-							this.sendFooterStatus(footerData);
-							return [];
-						},
-						invalidate() {},
-					})
+				? (tui: any, _theme: any, footerData: any) => {
+						this.piTui = tui;
+						return {
+							render: () => {
+								this.sendFooterStatus(footerData);
+								return [];
+							},
+							invalidate() {},
+						};
+					}
 				: undefined,
 		);
 		return true;
@@ -800,6 +810,24 @@ class Bridge {
 		if (body === this.footerStatusSent) return;
 		this.footerStatusSent = body;
 		this.emit("footer_status", { statuses, auto_compaction });
+	}
+
+	/**
+	 * Asks Pi to draw. Pi hands its TUI only to the factories of components: the footer's keeps
+	 * it (hide_footer), else an empty widget lends it and is removed at once (both before Pi
+	 * draws, so nothing shows).
+	 */
+	private requestRender(ui: any) {
+		if (!this.piTui && typeof ui?.setWidget === "function") {
+			attempt(() => {
+				ui.setWidget(RENDER_WIDGET_KEY, (tui: any) => {
+					this.piTui = tui;
+					return { render: () => [], invalidate() {} };
+				});
+				ui.setWidget(RENDER_WIDGET_KEY, undefined);
+			});
+		}
+		attempt(() => this.piTui?.requestRender?.());
 	}
 
 	/** Plain lines above Pi's editor under `key`; no lines removes them. */

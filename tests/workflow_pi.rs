@@ -16,9 +16,15 @@
 //!   Both Pi lines.
 //! - The loop (`/unipi:ralph-start`) on a two-task plan: one iteration per turn, the model marking
 //!   a task done each time, the next iteration sent once Pi settles, the end when every task is
-//!   done (state `completed`), no further turn; `/unipi:ralph-stop` during an iteration stops it
+//!   done (state `completed`, and `/unipi:ralph-status` says so), no further turn; `/unipi:ralph-stop` during an iteration stops it
 //!   (state `stopped`, no next iteration); `--max-iterations 1` ends it after one; started while
 //!   Pi is busy, the busy turn's end does not count as its first iteration. Both Pi lines.
+//! - A workflow command typed in full goes out on the first Enter, its words as typed, once Pi
+//!   has had the completions for the whole argument: words after a `plan:` reference (`finish
+//!   the tour`, though a plan's name has `tour`), `--max-iterations 2` (though the plan's name has
+//!   a `2`), and a reference typed to its last letter. Both Pi lines.
+//! - The board's `c` puts the card's follow-up command in Pi's editor and it is on the screen
+//!   without another key (Pi is asked to draw); Enter then runs it. Both Pi lines.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
 
@@ -408,6 +414,13 @@ fn the_loop_runs_a_plan_stops_and_ends_at_its_limit(line: PiLine) {
         "# Ralph plan\n\n- completed: Task 1 — RALPH-ONE\n- completed: Task 2 — RALPH-TWO\n"
     );
     bench.wait_settled();
+    // The status names the loop that just ended and how.
+    slash(&bench.session, "/unipi:ralph-status", REPLY);
+    bench.wait_screen("the last loop's status", |s| {
+        let words = s.contents().split_whitespace().collect::<Vec<_>>().join(" ");
+        words.contains("The last one, ralph-plan on .unipi/docs/plans/ralph-plan.md, completed at iteration 2/5")
+            && words.contains("every task is done (2/2)")
+    });
     // No further turn: the user's next prompt is the next thing the model is asked.
     bench.prompt("after the loop ended");
     bench.wait_screen("the reply after the loop", |s| {
@@ -418,8 +431,7 @@ fn the_loop_runs_a_plan_stops_and_ends_at_its_limit(line: PiLine) {
     assert_eq!(bench.asked("RALPH LOOP ralph-plan — iteration 3/5"), 0);
     bench.wait_settled();
 
-    // Stopped while the model works on the first iteration (it thinks for 4 s). (An argument
-    // after the file name: Enter right after it would pick the file's completion.)
+    // Stopped while the model works on the first iteration (it thinks for 4 s).
     slash(
         &bench.session,
         "/unipi:ralph-start plan:stop-plan.md --max-iterations 9",
@@ -504,4 +516,134 @@ fn the_loop_runs_a_plan_stops_and_ends_at_its_limit_current() {
 #[test]
 fn the_loop_runs_a_plan_stops_and_ends_at_its_limit_legacy() {
     the_loop_runs_a_plan_stops_and_ends_at_its_limit(PiLine::Legacy);
+}
+
+/// Types `command` and presses Enter once, after the workbench answered Pi's completion request
+/// for the whole argument and Pi had time to open the menu it would make of it (Enter with a
+/// menu open picks its entry instead of sending).
+fn type_and_enter(bench: &Bench, command: &str) {
+    let (name, args) = command.split_once(' ').unwrap();
+    bench.session.type_text(command);
+    let answered = format!("workflow: {name} {args:?} completes to");
+    bench.wait_until(&format!("the completions of {args:?}"), || {
+        bench.sandbox.log().contains(&answered)
+    });
+    std::thread::sleep(Duration::from_millis(400));
+    bench.session.send(b"\r");
+}
+
+/// The user message of the request that asked the model about a message beginning with `prefix`.
+fn asked_text(bench: &Bench, prefix: &str) -> String {
+    bench.wait_until(&format!("the model asked {prefix:?}"), || {
+        bench.asked(prefix) > 0
+    });
+    bench
+        .model
+        .server
+        .requests()
+        .iter()
+        .map(last_user_text)
+        .find(|text| text.starts_with(prefix))
+        .unwrap()
+}
+
+fn typed_commands_go_out_whole_on_the_first_enter(line: PiLine) {
+    let mut bench = Bench::start(line, "workflow-complete.toml", |sandbox| {
+        two_task_plan(sandbox, "2026-12-01-tour-plan", "TOUR-ONE", "TOUR-TWO");
+        two_task_plan(sandbox, "2026-12-02-two-plan", "TWO-ONE", "TWO-TWO");
+    });
+
+    type_and_enter(
+        &bench,
+        "/unipi:work plan:2026-12-01-tour-plan.md finish the tour",
+    );
+    let work = asked_text(&bench, "Execute the work workflow.");
+    assert!(
+        work.contains("\n\nArguments: plan:2026-12-01-tour-plan.md finish the tour\n"),
+        "{work}"
+    );
+    bench.wait_screen("the step's answer", |s| {
+        s.contents().contains("WORK-STEP-DONE") && settled(s)
+    });
+
+    type_and_enter(
+        &bench,
+        "/unipi:ralph-start plan:2026-12-02-two-plan.md --max-iterations 2",
+    );
+    asked_text(&bench, "RALPH LOOP 2026-12-02-two-plan — iteration 1/2");
+    let state = bench.wait_loop("2026-12-02-two-plan", "completed");
+    assert_eq!(state["maxIterations"], 2, "{state}");
+    assert_eq!(state["reason"], "stopped after 2 iterations", "{state}");
+    bench.wait_settled();
+
+    // The reference typed to its last letter is complete: no menu holds the Enter back.
+    type_and_enter(&bench, "/unipi:work plan:2026-12-02-two-plan.md");
+    bench.wait_until("the second work step asked", || {
+        bench.asked("Execute the work workflow.") == 2
+    });
+    let texts: Vec<String> = bench
+        .model
+        .server
+        .requests()
+        .iter()
+        .map(last_user_text)
+        .filter(|text| text.starts_with("Execute the work workflow."))
+        .collect();
+    assert!(
+        texts
+            .iter()
+            .any(|text| text.contains("\n\nArguments: plan:2026-12-02-two-plan.md\n")),
+        "{texts:?}"
+    );
+    assert_eq!(exit_pi(&mut bench.session, KITTY_CTRL_D, REPLY), 0);
+}
+
+#[test]
+fn typed_commands_go_out_whole_on_the_first_enter_current() {
+    typed_commands_go_out_whole_on_the_first_enter(PiLine::Current);
+}
+
+#[test]
+fn typed_commands_go_out_whole_on_the_first_enter_legacy() {
+    typed_commands_go_out_whole_on_the_first_enter(PiLine::Legacy);
+}
+
+fn the_board_puts_the_follow_up_command_in_pi_s_editor_on_screen(line: PiLine) {
+    let mut bench = Bench::start(line, "workflow-complete.toml", |sandbox| {
+        sandbox.write(
+            &sandbox.project.join(".unipi/docs/specs/s.md"),
+            "# Spec\n\n- [ ] Alpha\n",
+        );
+    });
+    bench.session.send(KITTY_ALT_K);
+    bench.wait_screen("the board with the spec's card", |s| {
+        let text = s.contents();
+        text.contains("Kanban") && text.contains("▸ Alpha")
+    });
+    bench.session.send(b"c");
+    // No other key: Pi draws its editor with the command by itself.
+    let command = "/unipi:plan specs:s.md";
+    bench.wait_screen("the command in Pi's editor", |s| {
+        !s.contents().contains("Kanban")
+            && s.contents()
+                .lines()
+                .any(|line| line.trim_end().ends_with(command))
+    });
+    bench.session.send(b"\r");
+    let plan = asked_text(&bench, "Execute the plan workflow.");
+    assert!(plan.contains("\n\nArguments: specs:s.md\n"), "{plan}");
+    bench.wait_screen("the step's answer", |s| {
+        s.contents().contains("PLAN-STEP-DONE") && settled(s)
+    });
+    assert_eq!(exit_pi(&mut bench.session, KITTY_CTRL_D, REPLY), 0);
+}
+
+#[test]
+fn the_board_puts_the_follow_up_command_in_pi_s_editor_on_screen_current() {
+    the_board_puts_the_follow_up_command_in_pi_s_editor_on_screen(PiLine::Current);
+}
+
+#[test]
+fn the_board_puts_the_follow_up_command_in_pi_s_editor_on_screen_legacy() {
+    the_board_puts_the_follow_up_command_in_pi_s_editor_on_screen(PiLine::Legacy);
 }

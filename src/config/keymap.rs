@@ -967,14 +967,17 @@ fn hint_display(key: &Key) -> String {
     match (key.code, key.modifiers) {
         (KeyCode::Up, KeyModifiers::NONE) => "↑".to_owned(),
         (KeyCode::Down, KeyModifiers::NONE) => "↓".to_owned(),
+        (KeyCode::Left, KeyModifiers::NONE) => "←".to_owned(),
+        (KeyCode::Right, KeyModifiers::NONE) => "→".to_owned(),
         (KeyCode::Char(c), KeyModifiers::SHIFT) if c.is_alphabetic() => c.to_uppercase().collect(),
         _ => key.display(),
     }
 }
 
-/// Keys of one hint joined by spaces, except that arrow glyphs run together (`↑↓ PgUp PgDn`).
+/// Keys of one hint joined by spaces, except that arrow glyphs run together (`↑↓ PgUp PgDn`,
+/// `←↑↓→`).
 fn join_hint_keys(keys: &[String]) -> String {
-    let is_arrow = |key: &str| matches!(key, "↑" | "↓");
+    let is_arrow = |key: &str| matches!(key, "↑" | "↓" | "←" | "→");
     let mut out = String::new();
     for (index, key) in keys.iter().enumerate() {
         if index > 0 && !(is_arrow(key) && is_arrow(&keys[index - 1])) {

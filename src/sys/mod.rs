@@ -1,8 +1,9 @@
 //! The system layer: child processes in process groups of their own and how they are stopped,
 //! the watchdog that kills them when the workbench dies without stopping them, what `/proc` says
-//! about a process (named by pid and start time), crash-safe file writes, listing a directory's
-//! files of one kind, the clock, random names, the signals a foreground loop waits on and the
-//! poison-tolerant mutex lock.
+//! about a process (named by pid and start time), crash-safe file writes, writes kept inside one
+//! directory (links followed, never out of it), listing a directory's files of one kind, the
+//! clock, random names, the signals a foreground loop waits on and the poison-tolerant mutex
+//! lock.
 //!
 //! Every module that starts a process, replaces a file or stamps a time goes through here rather
 //! than keeping its own copy, so each of these has one meaning: a group is alive until its last
@@ -10,6 +11,7 @@
 //! SIGKILL → wait until the group is empty, and a replaced file is the old one or the new one,
 //! never half of either. Nothing here knows about Pi, the bridge or the UI.
 
+pub mod confine;
 pub mod fs;
 pub mod group;
 pub mod listing;

@@ -12,7 +12,6 @@ use tokio::sync::{broadcast, watch};
 
 use super::board::{BoardStore, BoardView, KANBAN_KEYS, WorkbenchBoard};
 use super::commands::{self, WorkflowCommand};
-use super::docs::DOCS_DIR;
 use super::levels::WRITE_ROOT;
 use super::module::{KANBOARD, RALPH_START, RALPH_STATUS, RALPH_STOP, WorkflowModule};
 use super::ralph;
@@ -46,7 +45,7 @@ pub mod events {
 fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
     let changed = Changed::default();
     let workspace = context.workspace.to_path_buf();
-    let store = BoardStore::new(workspace.join(DOCS_DIR), changed.clone());
+    let store = BoardStore::new(workspace.clone(), changed.clone());
     Some(Arc::new(Workflow {
         shared: Arc::new(Shared {
             home: context.home.map(PathBuf::from),
@@ -122,7 +121,7 @@ impl Shared {
             KANBOARD => self.open_board().await,
             RALPH_START => self.ralph_start(call).await,
             RALPH_STOP => self.ralph_stop(),
-            RALPH_STATUS => self.ralph_status(),
+            RALPH_STATUS => self.ralph_status().await,
             name => match commands::find(name) {
                 Some(command) => self.run_step(command, call).await,
                 None => CommandReply::Failed {

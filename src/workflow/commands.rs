@@ -18,12 +18,12 @@ pub enum Refs {
 
 impl Refs {
     /// The `<prefix>:` written before a file name, and the folder under `.unipi/docs/`.
-    pub fn prefix_and_folder(self) -> Option<(&'static str, &'static str, &'static str)> {
+    pub fn prefix_and_folder(self) -> Option<(&'static str, &'static str)> {
         match self {
-            Refs::Specs => Some(("specs", "specs", "Spec")),
-            Refs::Plans => Some(("plan", "plans", "Plan")),
-            Refs::Debug => Some(("debug", "debug", "Debug")),
-            Refs::Chores => Some(("chore", "chore", "Chore")),
+            Refs::Specs => Some(("specs", "specs")),
+            Refs::Plans => Some(("plan", "plans")),
+            Refs::Debug => Some(("debug", "debug")),
+            Refs::Chores => Some(("chore", "chore")),
             Refs::Worktrees => None,
         }
     }
@@ -70,7 +70,7 @@ commands! {
     "scan-issues", ReadOnly, "<scope>", None, "Look for bugs and risks";
     "chore-create", WriteUnipi, "<chore description>", None, "Write a repeatable chore checklist";
     "chore-execute", Full, "chore:<file> <overrides>", Some(Refs::Chores), "Run a chore checklist";
-    "worktree-create", Full, "<branch-name>", Some(Refs::Worktrees), "Create a git worktree";
+    "worktree-create", Full, "<branch-name>", None, "Create a git worktree";
     "worktree-list", ReadOnly, "", None, "List the git worktrees";
     "worktree-merge", Full, "<worktree>", Some(Refs::Worktrees), "Merge a worktree back";
     "auto", Full, "<description> plan:<file> specs:<file>", Some(Refs::Plans), "Brainstorm, plan, work and review in one go";
@@ -82,6 +82,18 @@ pub fn find(full_name: &str) -> Option<&'static WorkflowCommand> {
     COMMANDS.iter().find(|command| command.name == name)
 }
 
+/// The folder under `.unipi/docs/` a `<prefix>:<file>` argument names a file of (`plan:` and
+/// `plans:` → `plans`), or `None` when the word is no document reference.
+pub fn ref_folder(prefix: &str) -> Option<&'static str> {
+    match prefix {
+        "specs" | "spec" => Some("specs"),
+        "plan" | "plans" => Some("plans"),
+        "debug" => Some("debug"),
+        "chore" => Some("chore"),
+        _ => None,
+    }
+}
+
 /// The documents the arguments name (`plan:x.md`, `specs:y.md`, …) as paths relative to the
 /// workspace, with a problem for each one that does not exist.
 pub fn referenced_docs(args: &str, workspace: &Path) -> (Vec<(String, PathBuf)>, Vec<String>) {
@@ -91,12 +103,8 @@ pub fn referenced_docs(args: &str, workspace: &Path) -> (Vec<(String, PathBuf)>,
         let Some((prefix, file)) = word.split_once(':') else {
             continue;
         };
-        let folder = match prefix {
-            "specs" | "spec" => "specs",
-            "plan" | "plans" => "plans",
-            "debug" => "debug",
-            "chore" => "chore",
-            _ => continue,
+        let Some(folder) = ref_folder(prefix) else {
+            continue;
         };
         if file.is_empty() || file.contains("..") {
             continue;

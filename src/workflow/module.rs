@@ -53,7 +53,7 @@ impl Module for WorkflowModule {
         specs.push(CommandSpec::new(RALPH_STOP, "Stop the running loop"));
         specs.push(CommandSpec::new(
             RALPH_STATUS,
-            "Show the loops and their state",
+            "Show the running loop, or the last one and how it ended",
         ));
         specs
     }
@@ -64,7 +64,13 @@ impl Module for WorkflowModule {
         } else {
             find(command).and_then(|command| command.completes)
         };
-        refs.map(|refs| refs::complete(refs, prefix, &self.workspace))
-            .unwrap_or_default()
+        let items = refs
+            .map(|refs| refs::complete(refs, prefix, &self.workspace))
+            .unwrap_or_default();
+        tracing::debug!(
+            "workflow: /{command} {prefix:?} completes to {} items",
+            items.len()
+        );
+        items
     }
 }

@@ -228,16 +228,92 @@ pub fn load(workspace: &Path, name: &str) -> Option<Loop> {
         .ok()
 }
 
-/// Writes the state crash-safe.
+/// Writes the state crash-safe, inside the project only (a `.unipi/ralph` or a state file that
+/// links out of it is refused, see [`crate::sys::confine`]).
 pub fn save(workspace: &Path, state: &Loop) -> anyhow::Result<()> {
+    use crate::sys::confine;
     use anyhow::Context as _;
     let path = state_file(workspace, &state.name);
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
+    confine::create_dir_all(workspace, Path::new(RALPH_DIR))
+        .with_context(|| format!("cannot create {RALPH_DIR}"))?;
     let json = serde_json::to_vec_pretty(state)?;
-    crate::sys::write_atomic(&path, &json)
+    confine::file_to_write(workspace, &path)
+        .and_then(|real| crate::sys::write_atomic(&real, &json))
         .with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// The loop of this project that changed last (running, paused or over), from its state files.
+pub fn last_loop(workspace: &Path) -> Option<Loop> {
+    let files = crate::sys::files_with_extension(&workspace.join(RALPH_DIR), "json").ok()?;
+    files
+        .iter()
+        .filter_map(|file| {
+            let name = file.file_name()?.to_str()?.strip_suffix(".state.json")?;
+            load(workspace, name)
+        })
+        .max_by_key(|state| state.updated_at_ms)
+}
+
+/// What `/unipi:ralph-status` says: the running loop, else the last one and how it ended (or
+/// what resumes it), else how to start one.
+pub fn status_text(running: Option<&Loop>, last: Option<&Loop>, now_ms: u64) -> String {
+    if let Some(state) = running {
+        return format!(
+            "Ralph loop {} is running: iteration {}/{} on {} — /unipi:ralph-stop ends it",
+            state.name,
+            state.iteration,
+            state.max_iterations,
+            state.plan.display()
+        );
+    }
+    let Some(state) = last else {
+        return "No ralph loop has run in this project — /unipi:ralph-start plan:<file> starts one"
+            .to_owned();
+    };
+    let at = format!(
+        "iteration {}/{}, {}",
+        state.iteration,
+        state.max_iterations,
+        ago(now_ms.saturating_sub(state.updated_at_ms))
+    );
+    let resume = format!(
+        "/unipi:ralph-start plan:{} resumes it",
+        state
+            .plan
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    );
+    let how = match state.status {
+        LoopStatus::Completed => format!(
+            "completed at {at}: {}",
+            state.reason.as_deref().unwrap_or("finished")
+        ),
+        LoopStatus::Stopped => format!(
+            "stopped at {at}: {}",
+            state.reason.as_deref().unwrap_or("stopped by the user")
+        ),
+        LoopStatus::Paused => format!("paused at {at} — {resume}"),
+        LoopStatus::Active => {
+            format!("was running at {at} when its workbench ended — {resume}")
+        }
+    };
+    format!(
+        "No ralph loop is running. The last one, {} on {}, {how}",
+        state.name,
+        state.plan.display()
+    )
+}
+
+/// `just now`, `5 min ago`, `3 h ago`, `2 days ago`.
+fn ago(ms: u64) -> String {
+    let minutes = ms / 60_000;
+    match minutes {
+        0 => "just now".to_owned(),
+        1..60 => format!("{minutes} min ago"),
+        60..2880 => format!("{} h ago", minutes / 60),
+        _ => format!("{} days ago", minutes / 1440),
+    }
 }
 
 /// Whether any item counts as in the Done column (for summaries).
@@ -373,5 +449,85 @@ mod tests {
         let dir = tempfile::tempdir().unwrap_or_else(|err| panic!("{err}"));
         save(dir.path(), &state()).unwrap_or_else(|err| panic!("{err:#}"));
         assert_eq!(load(dir.path(), "p"), Some(state()));
+    }
+
+    #[test]
+    fn the_state_is_not_written_through_a_link_out_of_the_project() {
+        let dir = tempfile::tempdir().unwrap_or_else(|err| panic!("{err}"));
+        let (project, outside) = (dir.path().join("project"), dir.path().join("outside"));
+        for folder in [project.join(".unipi"), outside.clone()] {
+            std::fs::create_dir_all(folder).unwrap_or_else(|err| panic!("{err}"));
+        }
+        std::os::unix::fs::symlink(&outside, project.join(RALPH_DIR))
+            .unwrap_or_else(|err| panic!("{err}"));
+        let err = save(&project, &state()).map_err(|err| format!("{err:#}"));
+        assert!(
+            err.as_ref().is_err_and(|err| err
+                .starts_with("cannot create .unipi/ralph: it leads to")
+                && err.contains("outside the project")),
+            "{err:?}"
+        );
+        assert_eq!(
+            std::fs::read_dir(&outside).map(Iterator::count).ok(),
+            Some(0)
+        );
+        // A state file that links out, in a real folder of the project.
+        std::fs::remove_file(project.join(RALPH_DIR)).unwrap_or_else(|err| panic!("{err}"));
+        std::fs::create_dir_all(project.join(RALPH_DIR)).unwrap_or_else(|err| panic!("{err}"));
+        std::fs::write(outside.join("x"), "theirs").unwrap_or_else(|err| panic!("{err}"));
+        std::os::unix::fs::symlink(outside.join("x"), state_file(&project, "p"))
+            .unwrap_or_else(|err| panic!("{err}"));
+        let err = save(&project, &state()).map_err(|err| format!("{err:#}"));
+        assert!(err.is_err_and(|err| err.contains("outside the project")));
+        assert_eq!(
+            std::fs::read_to_string(outside.join("x")).unwrap_or_default(),
+            "theirs"
+        );
+    }
+
+    #[test]
+    fn the_status_names_the_running_loop_else_the_last_and_how_it_ended() {
+        let dir = tempfile::tempdir().unwrap_or_else(|err| panic!("{err}"));
+        let project = dir.path();
+        assert_eq!(last_loop(project), None);
+        assert_eq!(
+            status_text(None, None, 0),
+            "No ralph loop has run in this project — /unipi:ralph-start plan:<file> starts one"
+        );
+        let minute = 60_000;
+        let mut done = state();
+        done.iteration = 2;
+        done.status = LoopStatus::Completed;
+        done.reason = Some("every task is done (2/2)".to_owned());
+        done.updated_at_ms = 10 * minute;
+        let mut older = state();
+        older.name = "older".to_owned();
+        older.status = LoopStatus::Stopped;
+        older.updated_at_ms = 5 * minute;
+        for state in [&done, &older] {
+            save(project, state).unwrap_or_else(|err| panic!("{err:#}"));
+        }
+        // Not a loop's state: left alone.
+        std::fs::write(project.join(RALPH_DIR).join("notes.json"), "{}").unwrap_or_default();
+        let last = last_loop(project);
+        assert_eq!(last.as_ref(), Some(&done));
+        assert_eq!(
+            status_text(None, last.as_ref(), 13 * minute),
+            "No ralph loop is running. The last one, p on .unipi/docs/plans/p.md, completed at \
+             iteration 2/3, 3 min ago: every task is done (2/2)"
+        );
+        let mut paused = done.clone();
+        paused.status = LoopStatus::Paused;
+        paused.reason = None;
+        assert_eq!(
+            status_text(None, Some(&paused), 10 * minute),
+            "No ralph loop is running. The last one, p on .unipi/docs/plans/p.md, paused at \
+             iteration 2/3, just now — /unipi:ralph-start plan:p.md resumes it"
+        );
+        assert_eq!(
+            status_text(Some(&state()), last.as_ref(), 0),
+            "Ralph loop p is running: iteration 1/3 on .unipi/docs/plans/p.md — \
+             /unipi:ralph-stop ends it"
+        );
     }
 }

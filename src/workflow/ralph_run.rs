@@ -113,19 +113,18 @@ impl Shared {
         }
     }
 
-    pub(super) fn ralph_status(&self) -> CommandReply {
-        let message = match &*lock(&self.ralph) {
-            Some(Running { state, .. }) => format!(
-                "Ralph loop {}: iteration {}/{} on {}",
-                state.name,
-                state.iteration,
-                state.max_iterations,
-                state.plan.display()
-            ),
-            None => "No ralph loop is running".to_owned(),
+    pub(super) async fn ralph_status(&self) -> CommandReply {
+        let running = lock(&self.ralph).as_ref().map(|run| run.state.clone());
+        let workspace = self.workspace.clone();
+        let last = match running {
+            Some(_) => None,
+            None => tokio::task::spawn_blocking(move || ralph::last_loop(&workspace))
+                .await
+                .ok()
+                .flatten(),
         };
         CommandReply::Notify {
-            message,
+            message: ralph::status_text(running.as_ref(), last.as_ref(), now_ms()),
             level: NotifyLevel::Info,
         }
     }

@@ -1,10 +1,18 @@
 //! Argument completions of the workflow commands: the documents a `plan:`/`specs:`/`debug:`/
 //! `chore:` argument may name (newest first, filtered by what is typed), and the worktrees under
 //! `.unipi/worktrees/`.
+//!
+//! Pi replaces the whole argument with the chosen completion, and Enter with the menu open picks
+//! the completion instead of sending the command (Pi 1.6 and 0.73 alike, `pi-tui`'s editor). So
+//! a completion is offered only for the word being typed as a reference — `plan:tou` — or for an
+//! empty argument, never for any last word that happens to be part of a file name (`finish the
+//! tour` became `finish the plan:…-tour-plan.md`, `--max-iterations 2` lost its `2`), and none
+//! once the word names an existing file exactly: a command typed in full goes out on the first
+//! Enter.
 
 use std::path::Path;
 
-use super::commands::Refs;
+use super::commands::{Refs, ref_folder};
 use super::docs::DOCS_DIR;
 use crate::bridge::Completion;
 
@@ -19,9 +27,27 @@ pub fn complete(refs: Refs, typed: &str, workspace: &Path) -> Vec<Completion> {
         None => ("", typed),
     };
     match refs.prefix_and_folder() {
-        Some((prefix, folder, label)) => {
-            let needle = last.strip_prefix(&format!("{prefix}:")).unwrap_or(last);
-            doc_files(&workspace.join(DOCS_DIR).join(folder))
+        Some((own_prefix, own_folder)) => {
+            let (prefix, folder, needle) = match last.split_once(':') {
+                Some((prefix, needle)) => match ref_folder(prefix) {
+                    Some(folder) => (prefix, folder, needle),
+                    None => return Vec::new(),
+                },
+                // Nothing typed yet: what this command's reference may name.
+                None if typed.trim().is_empty() => (own_prefix, own_folder, ""),
+                None => return Vec::new(),
+            };
+            let files = doc_files(&workspace.join(DOCS_DIR).join(folder));
+            if files.iter().any(|file| file == needle) {
+                return Vec::new();
+            }
+            let label = match folder {
+                "specs" => "Spec",
+                "plans" => "Plan",
+                "debug" => "Debug report",
+                _ => "Chore",
+            };
+            files
                 .into_iter()
                 .filter(|file| file.contains(needle))
                 .map(|file| {
@@ -34,15 +60,23 @@ pub fn complete(refs: Refs, typed: &str, workspace: &Path) -> Vec<Completion> {
                 })
                 .collect()
         }
-        None => worktrees(workspace)
-            .into_iter()
-            .filter(|(branch, _)| branch.contains(last))
-            .map(|(branch, path)| Completion {
-                value: format!("{before}{branch}"),
-                label: branch,
-                description: Some(format!("Worktree: {path}")),
-            })
-            .collect(),
+        // One argument, the worktree's branch: only while it is the first word.
+        None if !before.trim().is_empty() => Vec::new(),
+        None => {
+            let trees = worktrees(workspace);
+            if trees.iter().any(|(branch, _)| branch == last) {
+                return Vec::new();
+            }
+            trees
+                .into_iter()
+                .filter(|(branch, _)| branch.contains(last))
+                .map(|(branch, path)| Completion {
+                    value: format!("{before}{branch}"),
+                    label: branch,
+                    description: Some(format!("Worktree: {path}")),
+                })
+                .collect()
+        }
     }
 }
 
@@ -114,37 +148,92 @@ fn find_worktrees(workspace: &Path, dir: &Path, depth: usize, out: &mut Vec<(Str
 mod tests {
     use super::*;
 
+    /// The completion values for `typed`, sorted.
+    fn values(refs: Refs, typed: &str, root: &Path) -> Vec<String> {
+        let mut values: Vec<String> = complete(refs, typed, root)
+            .into_iter()
+            .map(|c| c.value)
+            .collect();
+        values.sort();
+        values
+    }
+
+    fn write(path: &Path) {
+        std::fs::create_dir_all(path.parent().unwrap_or(path)).unwrap_or_default();
+        std::fs::write(path, "").unwrap_or_else(|err| panic!("{err}"));
+    }
+
     #[test]
-    fn plans_and_worktrees_complete() {
+    fn only_a_reference_being_typed_completes() {
         let dir = tempfile::tempdir().unwrap_or_else(|err| panic!("{err}"));
         let root = dir.path();
-        let plans = root.join(".unipi/docs/plans");
-        std::fs::create_dir_all(&plans).unwrap_or_default();
         for name in [
-            "2026-01-01-auth-plan.md",
-            "2026-01-02-search-plan.md",
-            "notes.txt",
+            "plans/2026-12-01-tour-plan.md",
+            "plans/2026-12-02-search-plan.md",
+            "plans/notes.txt",
+            "specs/2026-11-30-tour-design.md",
         ] {
-            std::fs::write(plans.join(name), "").unwrap_or_default();
+            write(&root.join(DOCS_DIR).join(name));
         }
-        let values = |items: Vec<Completion>| -> Vec<String> {
-            let mut values: Vec<String> = items.into_iter().map(|c| c.value).collect();
-            values.sort();
-            values
-        };
+        let both = [
+            "plan:2026-12-01-tour-plan.md",
+            "plan:2026-12-02-search-plan.md",
+        ];
+        let table: &[(Refs, &str, &[&str])] = &[
+            // Nothing typed yet: the command's own kind.
+            (Refs::Plans, "", &both),
+            (Refs::Plans, "plan:", &both),
+            (Refs::Plans, "plan:sea", &["plan:2026-12-02-search-plan.md"]),
+            (
+                Refs::Plans,
+                "plans:sea",
+                &["plans:2026-12-02-search-plan.md"],
+            ),
+            (
+                Refs::Plans,
+                "fast plan:sea",
+                &["fast plan:2026-12-02-search-plan.md"],
+            ),
+            // Another kind of reference, as /unipi:auto takes.
+            (
+                Refs::Plans,
+                "do it specs:tour",
+                &["do it specs:2026-11-30-tour-design.md"],
+            ),
+            // Words that are no reference complete nothing, even when a file name has them.
+            (
+                Refs::Plans,
+                "plan:2026-12-01-tour-plan.md finish the tour",
+                &[],
+            ),
+            (
+                Refs::Plans,
+                "plan:2026-12-01-tour-plan.md --max-iterations 2",
+                &[],
+            ),
+            (Refs::Plans, "plan:2026-12-01-tour-plan.md ", &[]),
+            (Refs::Plans, "tour", &[]),
+            (Refs::Plans, "note:x", &[]),
+            // A reference typed in full is complete: Enter sends the command.
+            (Refs::Plans, "plan:2026-12-01-tour-plan.md", &[]),
+            (Refs::Specs, "", &["specs:2026-11-30-tour-design.md"]),
+            (Refs::Debug, "", &[]),
+        ];
+        for (refs, typed, expected) in table {
+            assert_eq!(values(*refs, typed, root), *expected, "{refs:?} {typed:?}");
+        }
+        let items = complete(Refs::Plans, "plan:search", root);
+        assert_eq!(items[0].label, "2026-12-02-search-plan");
         assert_eq!(
-            values(complete(Refs::Plans, "", root)),
-            [
-                "plan:2026-01-01-auth-plan.md",
-                "plan:2026-01-02-search-plan.md"
-            ]
+            items[0].description.as_deref(),
+            Some("Plan: 2026-12-02-search-plan.md")
         );
-        assert_eq!(
-            values(complete(Refs::Plans, "fast plan:sea", root)),
-            ["fast plan:2026-01-02-search-plan.md"]
-        );
-        assert!(complete(Refs::Specs, "", root).is_empty());
+    }
 
+    #[test]
+    fn worktrees_complete_as_the_only_argument() {
+        let dir = tempfile::tempdir().unwrap_or_else(|err| panic!("{err}"));
+        let root = dir.path();
         let tree = root.join(".unipi/worktrees/feature-x");
         std::fs::create_dir_all(&tree).unwrap_or_default();
         std::fs::write(
@@ -159,5 +248,7 @@ mod tests {
             items[0].description.as_deref(),
             Some("Worktree: .unipi/worktrees/feature-x")
         );
+        assert!(complete(Refs::Worktrees, "feature-x", root).is_empty());
+        assert!(complete(Refs::Worktrees, "feature-x now feat", root).is_empty());
     }
 }

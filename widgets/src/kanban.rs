@@ -1,8 +1,9 @@
 //! The kanban board: a full-screen view of the workflow's documents as cards in columns (To Do,
 //! In Progress, Done, and Reviewed when a card is there), with overall progress and the active
-//! filters on top, the documents with their progress and parser warnings below, and the keys at
-//! the bottom. On a terminal too narrow for every column it shows the selected column alone,
-//! with arrows saying there is more either side.
+//! filters on top, the documents with their progress and parser warnings below, and the last
+//! action's notice and the keys at the bottom (each wrapped onto a few rows rather than cut). On
+//! a terminal too narrow for every column it shows the selected column alone, with arrows saying
+//! there is more either side.
 //!
 //! The model is plain data filled by the board's view; nothing here knows files or parsing.
 
@@ -62,6 +63,11 @@ pub struct BoardModel {
     pub hint: String,
 }
 
+/// Rows a notice may take (wrapped at spaces); a longer one ends in `…`.
+const MAX_NOTICE_ROWS: usize = 3;
+/// Rows the key hint may take (broken between its entries).
+const MAX_HINT_ROWS: usize = 2;
+
 /// Columns narrower than this make the board show one column at a time.
 const MIN_COLUMN_WIDTH: u16 = 22;
 
@@ -99,8 +105,8 @@ pub fn render(model: &BoardModel, theme: &Theme, area: Rect, buf: &mut Buffer) {
     let mut header = vec![
         Span::styled(" Kanban ", theme.overlay_title),
         Span::raw(format!(
-            " {} docs · {done}/{total} done ({}%) ",
-            model.docs.len(),
+            " {} · {done}/{total} done ({}%) ",
+            count(model.docs.len(), "doc", "docs"),
             percent(done, total)
         )),
         Span::styled(bar(done, total, 10), theme.accent),
@@ -115,7 +121,24 @@ pub fn render(model: &BoardModel, theme: &Theme, area: Rect, buf: &mut Buffer) {
     }
     buf.set_line(area.x, area.y, &Line::from(header), area.width);
 
-    let bottom_rows = 1 + u16::from(model.notice.is_some());
+    let text_width = usize::from(area.width.saturating_sub(2));
+    let notice = model
+        .notice
+        .as_deref()
+        .map(|notice| {
+            fit_lines(
+                crate::text::wrap(notice, text_width),
+                MAX_NOTICE_ROWS,
+                text_width,
+            )
+        })
+        .unwrap_or_default();
+    let hint = fit_lines(
+        wrap_hint(&model.hint, text_width),
+        MAX_HINT_ROWS,
+        text_width,
+    );
+    let bottom_rows = (notice.len() + hint.len()) as u16;
     let docs_rows = docs_panel_height(model, area.height);
     let board = Rect {
         x: area.x,
@@ -142,22 +165,45 @@ pub fn render(model: &BoardModel, theme: &Theme, area: Rect, buf: &mut Buffer) {
         height: docs_rows,
     };
     render_docs(model, theme, docs_area, buf);
-    let mut y = docs_area.y + docs_area.height;
-    if let Some(notice) = &model.notice {
-        buf.set_string(
-            area.x + 1,
-            y,
-            truncate_end(notice, usize::from(area.width.saturating_sub(2))),
-            theme.warning,
-        );
-        y += 1;
+    let bottom = notice
+        .iter()
+        .map(|line| (line, theme.warning))
+        .chain(hint.iter().map(|line| (line, theme.muted)));
+    for (y, (line, style)) in (docs_area.y + docs_area.height..).zip(bottom) {
+        buf.set_string(area.x + 1, y, line, style);
     }
-    buf.set_string(
-        area.x + 1,
-        y,
-        truncate_end(&model.hint, usize::from(area.width.saturating_sub(2))),
-        theme.muted,
-    );
+}
+
+/// `n doc` / `n docs`.
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// At most `rows` of `lines`, the last one ending in `…` when some were left out.
+fn fit_lines(mut lines: Vec<String>, rows: usize, max: usize) -> Vec<String> {
+    if lines.len() > rows {
+        lines.truncate(rows);
+        if let Some(last) = lines.last_mut() {
+            *last = truncate_end(&format!("{last}{}", crate::text::ELLIPSIS), max);
+        }
+    }
+    lines
+}
+
+/// The key hint in lines of at most `max` columns, broken between its `·`-separated entries
+/// (never inside one, unless one alone is wider than a line).
+fn wrap_hint(hint: &str, max: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for entry in hint.split(" · ") {
+        match lines.last_mut() {
+            Some(line) if width(line) + 3 + width(entry) <= max => {
+                line.push_str(" · ");
+                line.push_str(entry);
+            }
+            _ => lines.push(truncate_end(entry, max)),
+        }
+    }
+    lines
 }
 
 /// Rows for the documents panel: a rule, one row per document and the selected document's
@@ -284,8 +330,11 @@ fn render_column(
             text_style,
         );
         if y + 1 < area.y + area.height {
-            let source = crate::text::truncate_middle(
-                &format!("  {} · {}", card.kind, card.source),
+            // The type stays whole; the file name gives up its middle (its line number stays).
+            let kind = format!("  {} · ", card.kind);
+            let room = inner_width.saturating_sub(width(&kind));
+            let source = truncate_end(
+                &format!("{kind}{}", crate::text::truncate_middle(&card.source, room)),
                 inner_width,
             );
             buf.set_string(area.x + 1, y + 1, source, theme.muted);

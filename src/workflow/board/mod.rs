@@ -14,6 +14,9 @@ use crate::workflow::docs::{Doc, Item, ItemStatus};
 pub use store::BoardStore;
 pub use view::{BoardPort, BoardView, KANBAN_KEYS};
 
+/// What the footer says once the board put a follow-up command in Pi's editor.
+pub const EDITOR_NOTICE: &str = "The command is in Pi's editor: Enter runs it";
+
 /// The board's port in the workbench: moves and reads run on blocking threads, and their
 /// outcome is a notice the view pulls when the store signals a change.
 pub struct WorkbenchBoard {
@@ -51,7 +54,7 @@ impl BoardPort for WorkbenchBoard {
                 Ok(()) => format!(
                     "Moved “{}” to {} ({}:{})",
                     item.text,
-                    to.name(),
+                    to.title(),
                     doc.path.display(),
                     item.marker_line
                 ),
@@ -95,10 +98,15 @@ impl BoardPort for WorkbenchBoard {
         }
         let (host, ui, text) = (bridge.host.clone(), self.ui.clone(), text.to_owned());
         tokio::spawn(async move {
+            // Footer notices are short (the footer keeps 48 columns of one): the editor shows
+            // the command itself, the log the whole error.
             let call = HostCall::SetEditorText { text: text.clone() };
             match host.call(&AgentId::main(), call).await {
-                Ok(_) => ui.notice(format!("{text} is in Pi's editor: Enter runs it")),
-                Err(err) => ui.notice(format!("Could not put {text} in Pi's editor: {err}")),
+                Ok(_) => ui.notice(EDITOR_NOTICE),
+                Err(err) => {
+                    tracing::warn!("board: cannot put {text} in Pi's editor: {err}");
+                    ui.notice(format!("Pi's editor refused the command: {err}"))
+                }
             };
         });
         true

@@ -15,7 +15,7 @@ use crate::capability::Changed;
 use crate::sys::lock;
 use crate::workflow::docs::edit::{MoveError, move_item};
 use crate::workflow::docs::scan::DocCache;
-use crate::workflow::docs::{Doc, Item, ItemStatus};
+use crate::workflow::docs::{DOCS_DIR, Doc, Item, ItemStatus};
 
 /// How long a burst of file events is collected before one rescan.
 const DEBOUNCE: Duration = Duration::from_millis(120);
@@ -33,6 +33,9 @@ pub const DOC_FOLDERS: &[&str] = &[
 ];
 
 pub struct BoardStore {
+    /// The project: what a move may write into (links followed) and what a scan follows links
+    /// within.
+    workspace: PathBuf,
     docs_dir: PathBuf,
     state: Mutex<State>,
     changed: Changed,
@@ -47,9 +50,11 @@ struct State {
 }
 
 impl BoardStore {
-    pub fn new(docs_dir: PathBuf, changed: Changed) -> Arc<BoardStore> {
+    /// The board of the project `workspace` (its documents under `.unipi/docs`).
+    pub fn new(workspace: PathBuf, changed: Changed) -> Arc<BoardStore> {
         Arc::new(BoardStore {
-            docs_dir,
+            docs_dir: workspace.join(DOCS_DIR),
+            workspace,
             state: Mutex::new(State::default()),
             changed,
             watcher: Mutex::new(None),
@@ -68,7 +73,7 @@ impl BoardStore {
     /// Rescans the tree (blocking I/O); signals a change when the documents differ.
     pub fn rescan(&self) -> bool {
         let mut state = lock(&self.state);
-        let docs = state.cache.scan(&self.docs_dir);
+        let docs = state.cache.scan(&self.docs_dir, &self.workspace);
         let different = !state.scanned || *state.docs != docs;
         state.scanned = true;
         if different {
@@ -89,10 +94,17 @@ impl BoardStore {
         lock(&self.state).cache.parsed()
     }
 
-    /// Makes the docs folders (a step is about to write) — blocking I/O.
+    /// Makes the docs folders (a step is about to write) — blocking I/O. None is made outside
+    /// the project (a `.unipi` or `.unipi/docs` that links out is refused).
     pub fn create_folders(&self) -> std::io::Result<()> {
         for folder in DOC_FOLDERS {
-            std::fs::create_dir_all(self.docs_dir.join(folder))?;
+            let dir = Path::new(DOCS_DIR).join(folder);
+            crate::sys::confine::create_dir_all(&self.workspace, &dir).map_err(|err| {
+                std::io::Error::new(
+                    err.kind(),
+                    format!("cannot create {}: {err}", dir.display()),
+                )
+            })?;
         }
         Ok(())
     }
@@ -136,9 +148,11 @@ impl BoardStore {
         lock(&self.watcher).take();
     }
 
-    /// Moves `item` of `doc` to column `to`, in the file (blocking I/O), then rescans.
+    /// Moves `item` of `doc` to column `to`, in the file (blocking I/O), then rescans. Errors
+    /// name the file relative to the project (`.unipi/docs/plans/x.md`).
     pub fn move_card(&self, doc: &Doc, item: &Item, to: ItemStatus) -> Result<(), MoveError> {
-        let moved = move_item(&self.docs_dir.join(&doc.path), item, to);
+        let file = Path::new(DOCS_DIR).join(&doc.path);
+        let moved = move_item(&self.workspace, &file, item, to);
         self.rescan();
         moved
     }
@@ -172,7 +186,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap_or_else(|err| panic!("{err}"));
         let changed = Changed::default();
         let mut signal = changed.subscribe();
-        let store = BoardStore::new(dir.path().join(".unipi/docs"), changed);
+        let store = BoardStore::new(dir.path().to_path_buf(), changed);
         assert!(!store.watch(), "no folder yet");
         store.create_folders().unwrap_or_else(|err| panic!("{err}"));
         assert!(store.watch());

@@ -14,7 +14,7 @@ use unipi_widgets::theme::Theme;
 
 use crate::config::keymap::{KeyTable, KeyTableSpec, Keymap, key_table};
 use crate::views::{RefreshContext, View, ViewAction, ViewEffect};
-use crate::workflow::docs::{Doc, DocType, Item, ItemStatus};
+use crate::workflow::docs::{Doc, DocType, Item, ItemStatus, Marker};
 
 key_table! {
     /// The `[kanban]` key table.
@@ -34,10 +34,10 @@ key_table! {
         ("g", "kanban.top"),
         ("end", "kanban.bottom"),
         ("G", "kanban.bottom"),
-        ("shift+left", "kanban.move_left"),
         ("H", "kanban.move_left"),
-        ("shift+right", "kanban.move_right"),
+        ("shift+left", "kanban.move_left"),
         ("L", "kanban.move_right"),
+        ("shift+right", "kanban.move_right"),
         ("enter", "kanban.open"),
         ("c", "kanban.to_editor"),
         ("y", "kanban.copy"),
@@ -108,7 +108,15 @@ impl BoardView {
     pub fn new(port: Arc<dyn BoardPort>, keymap: &Keymap) -> Self {
         let keys = KeyTable::<KanbanAction>::from_keymap(keymap);
         let hint = keys.hint_line(&[
-            (&[KanbanAction::Left, KanbanAction::Down], "select"),
+            (
+                &[
+                    KanbanAction::Left,
+                    KanbanAction::Up,
+                    KanbanAction::Down,
+                    KanbanAction::Right,
+                ],
+                "select",
+            ),
             (&[KanbanAction::MoveLeft, KanbanAction::MoveRight], "move"),
             (&[KanbanAction::Open], "open"),
             (&[KanbanAction::ToEditor], "to Pi"),
@@ -215,7 +223,7 @@ impl BoardView {
             .columns
             .iter()
             .map(|(status, cards)| Column {
-                title: column_title(*status).to_owned(),
+                title: status.title().to_owned(),
                 cards: cards
                     .iter()
                     .map(|&(d, i)| {
@@ -227,7 +235,7 @@ impl BoardView {
                         };
                         Card {
                             text,
-                            source: format!("{}:{}", doc.path.display(), item.line),
+                            source: format!("{}:{}", card_source(doc), item.line),
                             kind: doc.kind.name().to_owned(),
                         }
                     })
@@ -285,7 +293,11 @@ impl BoardView {
         else {
             return;
         };
-        let order = ItemStatus::ALL;
+        // A checkbox is to do or done: it moves between those two, over In Progress.
+        let order: &[ItemStatus] = match item.marker {
+            Marker::Checkbox { .. } => &[ItemStatus::Todo, ItemStatus::Done],
+            Marker::Keyword(_) | Marker::Header => &ItemStatus::ALL,
+        };
         let at = order.iter().position(|s| *s == item.status).unwrap_or(0);
         let Some(to) = at
             .checked_add_signed(step)
@@ -294,11 +306,11 @@ impl BoardView {
         else {
             self.notice = Some(format!(
                 "The card is in the {} column already",
-                column_title(item.status)
+                item.status.title()
             ));
             return;
         };
-        self.notice = Some(format!("Moving “{}” to {}…", item.text, column_title(to)));
+        self.notice = Some(format!("Moving “{}” to {}…", item.text, to.title()));
         self.port.move_card(&doc, &item, to);
     }
 
@@ -355,13 +367,14 @@ impl BoardView {
     }
 }
 
-fn column_title(status: ItemStatus) -> &'static str {
-    match status {
-        ItemStatus::Todo => "To Do",
-        ItemStatus::InProgress => "In Progress",
-        ItemStatus::Done => "Done",
-        ItemStatus::Reviewed => "Reviewed",
+/// Where a card comes from, short: the path inside its type's folder (`2026-01-02-auth-plan.md`
+/// for `plans/2026-01-02-auth-plan.md`; the card says `plan` already).
+fn card_source(doc: &Doc) -> String {
+    let mut parts = doc.path.components();
+    if doc.path.components().count() > 1 {
+        parts.next();
     }
+    parts.as_path().display().to_string()
 }
 
 impl View for BoardView {

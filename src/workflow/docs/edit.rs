@@ -5,6 +5,11 @@
 //! again right before the new one takes its name; if it changed while the move was being
 //! written, the move starts over from the new text (a few times, then [`MoveError::Busy`]), so
 //! another writer's change is lost only if it lands within the final `rename` call.
+//!
+//! The write lands only on a regular file inside the project, links followed
+//! ([`crate::sys::confine`]): a document reached through a link out of the project, or a link
+//! that names something else than a file, is [`MoveError::Refused`] and nothing is written; a
+//! link inside the project stays a link (the file it names is updated).
 
 use std::path::{Path, PathBuf};
 
@@ -30,6 +35,11 @@ pub enum MoveError {
         "{path} kept changing on disk while the card moved ({attempts} tries); not overwritten"
     )]
     Busy { path: PathBuf, attempts: usize },
+    #[error("{path} is not written: {source}")]
+    Refused {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("cannot update {path}: {source}")]
     Io {
         path: PathBuf,
@@ -78,16 +88,18 @@ pub fn rewrite_line(item: &Item, to: ItemStatus) -> Result<String, MoveError> {
     }
 }
 
-/// Moves `item` of the document at `file` to column `to`: rewrites its marker line if that line
-/// is still what the board read, and writes the file crash-safe. Moving to the column it is in
-/// changes nothing.
-pub fn move_item(file: &Path, item: &Item, to: ItemStatus) -> Result<(), MoveError> {
-    move_item_with(file, item, to, |_| {})
+/// Moves `item` of the document at `file` (relative to the project `root`, or absolute) to
+/// column `to`: rewrites its marker line if that line is still what the board read, and writes
+/// the file crash-safe, if it is a regular file inside `root`. Moving to the column it is in
+/// changes nothing. Errors name `file` as given.
+pub fn move_item(root: &Path, file: &Path, item: &Item, to: ItemStatus) -> Result<(), MoveError> {
+    move_item_with(root, file, item, to, |_| {})
 }
 
 /// [`move_item`], with `meanwhile` run between reading the file and replacing it (where another
 /// writer's change would land; tests put one there).
 pub(super) fn move_item_with(
+    root: &Path,
     file: &Path,
     item: &Item,
     to: ItemStatus,
@@ -102,13 +114,23 @@ pub(super) fn move_item_with(
         source,
     };
     for _ in 0..ATTEMPTS {
-        let bytes = std::fs::read(file).map_err(io)?;
+        // Resolved on every attempt: what is read is what is replaced.
+        let real = crate::sys::confine::existing_file(root, file).map_err(|source| match source
+            .kind()
+        {
+            std::io::ErrorKind::PermissionDenied => MoveError::Refused {
+                path: file.to_path_buf(),
+                source,
+            },
+            _ => io(source),
+        })?;
+        let bytes = std::fs::read(&real).map_err(io)?;
         let out = with_line_replaced(file, &bytes, item, &new_line)?;
-        meanwhile(file);
+        meanwhile(&real);
         // The file as read is what the new text was made from: replace it only if it still is
         // (the same bytes — then nothing of anyone else's is lost, whatever the timestamps say).
-        let unchanged = || std::fs::read(file).map(|now| now == bytes);
-        if crate::sys::replace_if_unchanged(file, &out, unchanged).map_err(io)? {
+        let unchanged = || std::fs::read(&real).map(|now| now == bytes);
+        if crate::sys::replace_if_unchanged(&real, &out, unchanged).map_err(io)? {
             return Ok(());
         }
     }

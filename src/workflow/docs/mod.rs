@@ -133,6 +133,16 @@ impl ItemStatus {
         }
     }
 
+    /// The column's title on the board (`In Progress`).
+    pub fn title(self) -> &'static str {
+        match self {
+            ItemStatus::Todo => "To Do",
+            ItemStatus::InProgress => "In Progress",
+            ItemStatus::Done => "Done",
+            ItemStatus::Reviewed => "Reviewed",
+        }
+    }
+
     /// Done or reviewed: counts as finished in progress figures.
     pub fn is_finished(self) -> bool {
         matches!(self, ItemStatus::Done | ItemStatus::Reviewed)

@@ -2,8 +2,13 @@
 //! modification time, inode, change time) is kept with its parsed document, and a scan stats
 //! every file but reads and parses only the ones whose stamp moved. The board rescans after the
 //! watcher reports a change, so a burst of writes to one plan re-parses that plan alone.
+//!
+//! Only regular files are read (a fifo or a device named `x.md` would block or never end), and
+//! a link is followed only while it stays inside the project: a file linked from outside becomes
+//! a document with a warning and nothing read, a linked-out folder is not walked (logged once).
+//! What the board shows is then what a card move may write ([`super::edit`]).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -22,6 +27,14 @@ struct Stamp {
 }
 
 impl Stamp {
+    /// No file's stamp (a document that was not read).
+    const NONE: Stamp = Stamp {
+        len: 0,
+        mtime_ns: 0,
+        ctime_ns: 0,
+        ino: 0,
+    };
+
     fn of(meta: &std::fs::Metadata) -> Stamp {
         Stamp {
             len: meta.len(),
@@ -38,16 +51,52 @@ pub struct DocCache {
     entries: HashMap<PathBuf, (Stamp, Doc)>,
     /// Files parsed since the cache was made (tests read it to prove unchanged files are not).
     parsed: usize,
+    /// Links out of the project already logged (each is logged once, not on every scan).
+    reported: HashSet<PathBuf>,
+}
+
+/// What the walk found: a document to read, or a link out of the project not to follow.
+enum Found {
+    Doc(PathBuf, DocType, std::fs::Metadata),
+    Outside { relative: PathBuf, target: PathBuf },
 }
 
 impl DocCache {
-    /// Scans `docs_dir` and returns every document, sorted by type then path. A missing folder
-    /// is an empty board.
-    pub fn scan(&mut self, docs_dir: &Path) -> Vec<Doc> {
+    /// Scans `docs_dir` (inside the project `project`) and returns every document, sorted by
+    /// type then path. A missing folder is an empty board.
+    pub fn scan(&mut self, docs_dir: &Path, project: &Path) -> Vec<Doc> {
+        let project = std::fs::canonicalize(project).unwrap_or_else(|_| project.to_path_buf());
         let mut found = Vec::new();
-        walk(docs_dir, Path::new(""), 0, &mut found);
+        match std::fs::canonicalize(docs_dir) {
+            Ok(real) if real.starts_with(&project) => {
+                walk(docs_dir, Path::new(""), 0, &project, &mut found);
+            }
+            Ok(real) => found.push(Found::Outside {
+                relative: PathBuf::new(),
+                target: real,
+            }),
+            Err(_) => {}
+        }
         let mut seen = HashMap::with_capacity(found.len());
-        for (relative, kind, meta) in found {
+        for found in found {
+            let (relative, kind, meta) = match found {
+                Found::Doc(relative, kind, meta) => (relative, kind, meta),
+                Found::Outside { relative, target } => {
+                    match DocType::of(&relative) {
+                        Some(kind) => {
+                            let doc = outside(kind, &relative, &target);
+                            seen.insert(relative, (Stamp::NONE, doc));
+                        }
+                        None if self.reported.insert(relative.clone()) => tracing::warn!(
+                            "board: {} leads to {}, outside the project; not read",
+                            docs_dir.join(&relative).display(),
+                            target.display()
+                        ),
+                        None => {}
+                    }
+                    continue;
+                }
+            };
             let stamp = Stamp::of(&meta);
             let doc = match self.entries.remove(&relative) {
                 Some((old, doc)) if old == stamp => doc,
@@ -70,6 +119,19 @@ impl DocCache {
     }
 }
 
+/// The document a link out of the project stands for: nothing read, a warning saying why.
+fn outside(kind: DocType, relative: &Path, target: &Path) -> Doc {
+    let mut doc = parse(kind, relative, b"");
+    doc.warnings = vec![Warning {
+        line: None,
+        message: format!(
+            "links to {}, outside the project: not read",
+            target.display()
+        ),
+    }];
+    doc
+}
+
 fn read(docs_dir: &Path, relative: &Path, kind: DocType) -> Doc {
     match std::fs::read(docs_dir.join(relative)) {
         Ok(bytes) => parse(kind, relative, &bytes),
@@ -84,12 +146,7 @@ fn read(docs_dir: &Path, relative: &Path, kind: DocType) -> Doc {
     }
 }
 
-fn walk(
-    root: &Path,
-    relative: &Path,
-    depth: usize,
-    out: &mut Vec<(PathBuf, DocType, std::fs::Metadata)>,
-) {
+fn walk(root: &Path, relative: &Path, depth: usize, project: &Path, out: &mut Vec<Found>) {
     let Ok(entries) = std::fs::read_dir(root.join(relative)) else {
         return;
     };
@@ -99,15 +156,36 @@ fn walk(
             continue;
         }
         let path = relative.join(&name);
-        let Ok(meta) = std::fs::metadata(entry.path()) else {
+        let Ok(file_type) = entry.file_type() else {
+            continue;
+        };
+        let meta = if file_type.is_symlink() {
+            // A dangling link is no document.
+            let Ok(target) = std::fs::canonicalize(entry.path()) else {
+                continue;
+            };
+            if !target.starts_with(project) {
+                out.push(Found::Outside {
+                    relative: path,
+                    target,
+                });
+                continue;
+            }
+            std::fs::metadata(&target)
+        } else {
+            entry.metadata()
+        };
+        let Ok(meta) = meta else {
             continue;
         };
         if meta.is_dir() {
             if depth < MAX_DEPTH {
-                walk(root, &path, depth + 1, out);
+                walk(root, &path, depth + 1, project, out);
             }
-        } else if let Some(kind) = DocType::of(&path) {
-            out.push((path, kind, meta));
+        } else if meta.is_file()
+            && let Some(kind) = DocType::of(&path)
+        {
+            out.push(Found::Doc(path, kind, meta));
         }
     }
 }

@@ -55,7 +55,7 @@ fn golden(docs: &[Doc]) -> String {
 
 #[test]
 fn the_fixture_tree_parses_to_the_golden_cards() {
-    let docs = DocCache::default().scan(&fixture_dir());
+    let docs = DocCache::default().scan(&fixture_dir(), &fixture_dir());
     crate::assert_ui_snapshot!("workflow_docs_golden", golden(&docs));
 }
 
@@ -124,18 +124,18 @@ fn doc<'a>(docs: &'a [Doc], path: &str) -> &'a Doc {
 fn only_changed_files_are_parsed_again() {
     let (_dir, docs_dir) = scratch();
     let mut cache = DocCache::default();
-    assert_eq!(cache.scan(&docs_dir).len(), 2);
+    assert_eq!(cache.scan(&docs_dir, &docs_dir).len(), 2);
     assert_eq!(cache.parsed(), 2);
-    cache.scan(&docs_dir);
+    cache.scan(&docs_dir, &docs_dir);
     assert_eq!(cache.parsed(), 2, "nothing changed, nothing parsed");
     crate::sys::write_atomic(&docs_dir.join("specs/s.md"), b"- [x] Alpha\n")
         .unwrap_or_else(|err| panic!("{err}"));
-    let docs = cache.scan(&docs_dir);
+    let docs = cache.scan(&docs_dir, &docs_dir);
     assert_eq!(cache.parsed(), 3, "only the spec again");
     assert_eq!(doc(&docs, "specs/s.md").progress(), (1, 1));
     std::fs::remove_file(docs_dir.join("specs/s.md")).unwrap_or_default();
     assert_eq!(
-        cache.scan(&docs_dir).len(),
+        cache.scan(&docs_dir, &docs_dir).len(),
         1,
         "a removed file leaves the board"
     );
@@ -143,31 +143,37 @@ fn only_changed_files_are_parsed_again() {
 
 /// Moves the document's first item to the first status, its second to the second, and so on;
 /// returns the file as it is then.
-fn move_in_turn(file: &Path, doc: &Doc, statuses: &[ItemStatus]) -> String {
+fn move_in_turn(root: &Path, file: &Path, doc: &Doc, statuses: &[ItemStatus]) -> String {
     for (item, status) in doc.items.iter().zip(statuses) {
-        move_item(file, item, *status).unwrap_or_else(|e| panic!("{e}"));
+        move_item(root, file, item, *status).unwrap_or_else(|e| panic!("{e}"));
     }
     std::fs::read_to_string(file).unwrap_or_default()
 }
 
 #[test]
 fn moves_round_trip_through_the_file_in_both_plan_styles_and_checkboxes() {
-    let (_dir, docs_dir) = scratch();
+    let (dir, docs_dir) = scratch();
+    let root = dir.path();
     let mut cache = DocCache::default();
-    let docs = cache.scan(&docs_dir);
+    let docs = cache.scan(&docs_dir, &docs_dir);
     let plan = doc(&docs, "plans/p.md");
     let file = docs_dir.join("plans/p.md");
     assert_eq!(
-        move_in_turn(&file, plan, &[ItemStatus::InProgress, ItemStatus::Done]),
+        move_in_turn(
+            root,
+            &file,
+            plan,
+            &[ItemStatus::InProgress, ItemStatus::Done]
+        ),
         "# P\r\n- in-progress: Task 1 — One\r\n### Task 2 — Two\r\n- **Status:** completed\r\n",
         "keywords replaced, CRLF kept"
     );
-    let docs = cache.scan(&docs_dir);
+    let docs = cache.scan(&docs_dir, &docs_dir);
     let plan = doc(&docs, "plans/p.md");
     let columns: Vec<ItemStatus> = plan.items.iter().map(|item| item.status).collect();
     assert_eq!(columns, [ItemStatus::InProgress, ItemStatus::Done]);
-    move_item(&file, &plan.items[1], ItemStatus::Reviewed).unwrap_or_else(|e| panic!("{e}"));
-    let docs = cache.scan(&docs_dir);
+    move_item(root, &file, &plan.items[1], ItemStatus::Reviewed).unwrap_or_else(|e| panic!("{e}"));
+    let docs = cache.scan(&docs_dir, &docs_dir);
     assert_eq!(
         doc(&docs, "plans/p.md").items[1].status,
         ItemStatus::Reviewed
@@ -176,10 +182,10 @@ fn moves_round_trip_through_the_file_in_both_plan_styles_and_checkboxes() {
     let spec = doc(&docs, "specs/s.md");
     let file = docs_dir.join("specs/s.md");
     assert_eq!(
-        move_in_turn(&file, spec, &[ItemStatus::Done, ItemStatus::Todo]),
+        move_in_turn(root, &file, spec, &[ItemStatus::Done, ItemStatus::Todo]),
         "- [x] Alpha\n- [ ] Beta\n"
     );
-    let refused = move_item(&file, &spec.items[0], ItemStatus::InProgress);
+    let refused = move_item(root, &file, &spec.items[0], ItemStatus::InProgress);
     assert!(
         matches!(refused, Err(MoveError::NotMovable(_))),
         "{refused:?}"
@@ -188,14 +194,15 @@ fn moves_round_trip_through_the_file_in_both_plan_styles_and_checkboxes() {
 
 #[test]
 fn a_conflicting_edit_on_disk_is_refused_and_kept() {
-    let (_dir, docs_dir) = scratch();
-    let docs = DocCache::default().scan(&docs_dir);
+    let (dir, docs_dir) = scratch();
+    let root = dir.path();
+    let docs = DocCache::default().scan(&docs_dir, &docs_dir);
     let spec = doc(&docs, "specs/s.md");
     let file = docs_dir.join("specs/s.md");
     // Someone else edits the line after the board read it.
     let theirs = "- [ ] Alpha, renamed by the model\n- [x] Beta\n";
     std::fs::write(&file, theirs).unwrap_or_default();
-    let refused = move_item(&file, &spec.items[0], ItemStatus::Done);
+    let refused = move_item(root, &file, &spec.items[0], ItemStatus::Done);
     match refused {
         Err(MoveError::Conflict { line, found, .. }) => {
             assert_eq!(line, 1);
@@ -207,7 +214,7 @@ fn a_conflicting_edit_on_disk_is_refused_and_kept() {
     // A file cut short is a conflict too.
     std::fs::write(&file, "").unwrap_or_default();
     assert!(matches!(
-        move_item(&file, &spec.items[1], ItemStatus::Todo),
+        move_item(root, &file, &spec.items[1], ItemStatus::Todo),
         Err(MoveError::Conflict { .. })
     ));
 }
@@ -221,7 +228,7 @@ fn plan_on_disk() -> (tempfile::TempDir, PathBuf, Doc) {
         "# P\n- unstarted: Task 1 — One\n- unstarted: Task 2 — Two\n",
     )
     .unwrap_or_else(|err| panic!("{err}"));
-    let docs = DocCache::default().scan(&docs_dir);
+    let docs = DocCache::default().scan(&docs_dir, &docs_dir);
     let plan = doc(&docs, "plans/p.md").clone();
     (dir, file, plan)
 }
@@ -234,16 +241,22 @@ fn append(file: &Path, line: &str) {
 
 #[test]
 fn a_change_made_while_the_card_moves_is_kept() {
-    let (_dir, file, plan) = plan_on_disk();
+    let (dir, file, plan) = plan_on_disk();
     // Another writer (the model, an editor) changes another line after the board read the
     // file and before it is replaced: the move starts again from the new text.
     let mut writes = 0;
-    move_item_with(&file, &plan.items[0], ItemStatus::Done, |file| {
-        if writes == 0 {
-            append(file, "- unstarted: Task 3 — Three, added meanwhile\n");
-        }
-        writes += 1;
-    })
+    move_item_with(
+        dir.path(),
+        &file,
+        &plan.items[0],
+        ItemStatus::Done,
+        |file| {
+            if writes == 0 {
+                append(file, "- unstarted: Task 3 — Three, added meanwhile\n");
+            }
+            writes += 1;
+        },
+    )
     .unwrap_or_else(|err| panic!("{err}"));
     assert_eq!(
         std::fs::read_to_string(&file).unwrap_or_default(),
@@ -254,12 +267,18 @@ fn a_change_made_while_the_card_moves_is_kept() {
 
 #[test]
 fn a_file_that_keeps_changing_while_the_card_moves_is_refused_and_kept() {
-    let (_dir, file, plan) = plan_on_disk();
+    let (dir, file, plan) = plan_on_disk();
     let mut writes = 0;
-    let refused = move_item_with(&file, &plan.items[0], ItemStatus::Done, |file| {
-        writes += 1;
-        append(file, &format!("- note {writes}\n"));
-    });
+    let refused = move_item_with(
+        dir.path(),
+        &file,
+        &plan.items[0],
+        ItemStatus::Done,
+        |file| {
+            writes += 1;
+            append(file, &format!("- note {writes}\n"));
+        },
+    );
     match refused {
         Err(MoveError::Busy { attempts, .. }) => assert_eq!(attempts, writes),
         other => panic!("expected a refusal, got {other:?}"),
@@ -271,11 +290,17 @@ fn a_file_that_keeps_changing_while_the_card_moves_is_refused_and_kept() {
     );
     assert!(text.ends_with(&format!("- note {writes}\n")), "{text}");
     // A change of the card's own line in that window is a conflict, as before the move began.
-    let refused = move_item_with(&file, &plan.items[1], ItemStatus::Done, |file| {
-        let text = std::fs::read_to_string(file).unwrap_or_default();
-        std::fs::write(file, text.replace("unstarted: Task 2", "blocked: Task 2"))
-            .unwrap_or_else(|err| panic!("{err}"));
-    });
+    let refused = move_item_with(
+        dir.path(),
+        &file,
+        &plan.items[1],
+        ItemStatus::Done,
+        |file| {
+            let text = std::fs::read_to_string(file).unwrap_or_default();
+            std::fs::write(file, text.replace("unstarted: Task 2", "blocked: Task 2"))
+                .unwrap_or_else(|err| panic!("{err}"));
+        },
+    );
     assert!(
         matches!(refused, Err(MoveError::Conflict { line: 3, .. })),
         "{refused:?}"
@@ -285,9 +310,15 @@ fn a_file_that_keeps_changing_while_the_card_moves_is_refused_and_kept() {
 #[test]
 fn a_file_deleted_while_the_card_moves_is_not_recreated() {
     let (dir, file, plan) = plan_on_disk();
-    let refused = move_item_with(&file, &plan.items[0], ItemStatus::Done, |file| {
-        std::fs::remove_file(file).unwrap_or_else(|err| panic!("{err}"));
-    });
+    let refused = move_item_with(
+        dir.path(),
+        &file,
+        &plan.items[0],
+        ItemStatus::Done,
+        |file| {
+            std::fs::remove_file(file).unwrap_or_else(|err| panic!("{err}"));
+        },
+    );
     match refused {
         Err(MoveError::Io { path, source }) => {
             assert_eq!(path, file);
@@ -308,9 +339,129 @@ fn a_file_deleted_while_the_card_moves_is_not_recreated() {
 #[test]
 fn section_cards_do_not_move() {
     let doc = parse(DocType::Debug, Path::new("debug/d.md"), b"## Symptom\n");
-    let refused = move_item(Path::new("/nonexistent"), &doc.items[0], ItemStatus::Done);
+    let refused = move_item(
+        Path::new("/"),
+        Path::new("/nonexistent"),
+        &doc.items[0],
+        ItemStatus::Done,
+    );
     assert!(
         matches!(refused, Err(MoveError::NotMovable(_))),
         "{refused:?}"
+    );
+}
+
+/// A project with `.unipi/docs/plans/` and, beside it, an outside directory holding `p.md` (a
+/// plan): the layout of a repository that brings links out of itself.
+fn project_with_outside() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().unwrap_or_else(|err| panic!("{err}"));
+    let project = dir.path().join("project");
+    let outside = dir.path().join("outside");
+    for folder in [project.join(".unipi/docs/plans"), outside.clone()] {
+        std::fs::create_dir_all(folder).unwrap_or_else(|err| panic!("{err}"));
+    }
+    std::fs::write(outside.join("p.md"), "- unstarted: Task 1 — Outside\n")
+        .unwrap_or_else(|err| panic!("{err}"));
+    (dir, project, outside)
+}
+
+fn symlink(target: &Path, link: &Path) {
+    std::os::unix::fs::symlink(target, link).unwrap_or_else(|err| panic!("{err}"));
+}
+
+#[test]
+fn a_move_never_writes_through_a_link_out_of_the_project() {
+    let (_dir, project, outside) = project_with_outside();
+    let plans = project.join(".unipi/docs/plans");
+    // `plans/ldir -> outside` and `plans/lfile.md -> outside/p.md`; the board holds the plan as
+    // it was read (before the folder was swapped for a link, say).
+    let plan = parse(
+        DocType::Plan,
+        Path::new("plans/ldir/p.md"),
+        "- unstarted: Task 1 — Outside\n".as_bytes(),
+    );
+    symlink(&outside, &plans.join("ldir"));
+    symlink(&outside.join("p.md"), &plans.join("lfile.md"));
+    for file in [".unipi/docs/plans/ldir/p.md", ".unipi/docs/plans/lfile.md"] {
+        let refused = move_item(&project, Path::new(file), &plan.items[0], ItemStatus::Done);
+        let message = match &refused {
+            Err(err @ MoveError::Refused { .. }) => err.to_string(),
+            other => panic!("{file}: expected a refusal, got {other:?}"),
+        };
+        assert!(
+            message.starts_with(&format!("{file} is not written: it leads to "))
+                && message.contains("outside the project"),
+            "{message}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(outside.join("p.md")).unwrap_or_default(),
+        "- unstarted: Task 1 — Outside\n",
+        "the file outside was rewritten"
+    );
+    assert!(
+        std::fs::symlink_metadata(plans.join("lfile.md"))
+            .is_ok_and(|meta| meta.file_type().is_symlink()),
+        "the file link was replaced"
+    );
+    let outside_names: Vec<_> = std::fs::read_dir(&outside)
+        .unwrap_or_else(|err| panic!("{err}"))
+        .filter_map(Result::ok)
+        .map(|entry| entry.file_name())
+        .collect();
+    assert_eq!(outside_names, ["p.md"], "a temp file was left outside");
+}
+
+#[test]
+fn a_link_inside_the_project_is_written_through_and_kept() {
+    let (_dir, project, _outside) = project_with_outside();
+    let plans = project.join(".unipi/docs/plans");
+    std::fs::write(plans.join("real.md"), "- unstarted: Task 1 — One\n")
+        .unwrap_or_else(|err| panic!("{err}"));
+    symlink(Path::new("real.md"), &plans.join("current.md"));
+    let docs = DocCache::default().scan(&project.join(".unipi/docs"), &project);
+    let current = doc(&docs, "plans/current.md");
+    move_item(
+        &project,
+        Path::new(".unipi/docs/plans/current.md"),
+        &current.items[0],
+        ItemStatus::Done,
+    )
+    .unwrap_or_else(|err| panic!("{err}"));
+    assert_eq!(
+        std::fs::read_to_string(plans.join("real.md")).unwrap_or_default(),
+        "- completed: Task 1 — One\n"
+    );
+    assert!(
+        std::fs::symlink_metadata(plans.join("current.md"))
+            .is_ok_and(|meta| meta.file_type().is_symlink()),
+        "the link became a regular file"
+    );
+}
+
+#[test]
+fn the_scan_does_not_follow_links_out_of_the_project_nor_read_what_is_no_file() {
+    let (_dir, project, outside) = project_with_outside();
+    let plans = project.join(".unipi/docs/plans");
+    std::fs::write(plans.join("own.md"), "- unstarted: Task 1 — Own\n")
+        .unwrap_or_else(|err| panic!("{err}"));
+    symlink(&outside, &plans.join("ldir"));
+    symlink(&outside.join("p.md"), &plans.join("lfile.md"));
+    // A fifo named like a plan: reading it would block the scan for good.
+    nix::unistd::mkfifo(&plans.join("fifo.md"), nix::sys::stat::Mode::S_IRWXU)
+        .unwrap_or_else(|err| panic!("{err}"));
+    let docs = DocCache::default().scan(&project.join(".unipi/docs"), &project);
+    let paths: Vec<String> = docs.iter().map(|d| d.path.display().to_string()).collect();
+    assert_eq!(paths, ["plans/lfile.md", "plans/own.md"]);
+    let linked = doc(&docs, "plans/lfile.md");
+    assert!(linked.items.is_empty());
+    let warnings: Vec<String> = linked.warnings.iter().map(ToString::to_string).collect();
+    let real_outside = std::fs::canonicalize(&outside).unwrap_or(outside);
+    assert_eq!(
+        warnings,
+        [format!(
+            "links to {}, outside the project: not read",
+            real_outside.join("p.md").display()
+        )]
     );
 }
