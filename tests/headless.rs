@@ -34,7 +34,11 @@ struct Setup {
 }
 
 async fn setup() -> Setup {
-    let pi = pi_install(PiLine::Current).unwrap_or_else(|err| panic!("{err:#}"));
+    setup_with(PiLine::Current).await
+}
+
+async fn setup_with(line: PiLine) -> Setup {
+    let pi = pi_install(line).unwrap_or_else(|err| panic!("{err:#}"));
     let scenario =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/scenarios/headless.toml");
     let server = unipi_tui::scripted::start(Scenario::from_file(&scenario).unwrap())
@@ -214,6 +218,137 @@ async fn help_into_a_pipe_closed_after_one_line_exits_like_pi() {
     );
     // Pi alone: no bridge was started for it.
     assert!(!s.log().contains("bridge: main connected"), "{}", s.log());
+}
+
+/// The text of every request's last message, in order (what the model was shown last each time).
+fn last_messages(server: &ServerHandle) -> Vec<String> {
+    server
+        .requests()
+        .iter()
+        .filter_map(|request| request["messages"].as_array()?.last().cloned())
+        .map(|message| message["content"].to_string())
+        .collect()
+}
+
+/// `-p "start the build"`: the model starts a build in the background that will wake it, and the
+/// run does not end before that follow-up turn — the turn's answer is what the run prints, and
+/// the run exits with Pi's code. (Before, Pi exited right after the first answer and the
+/// workbench killed the build.)
+#[tokio::test]
+async fn a_print_run_waits_for_a_task_that_will_wake_the_agent_and_prints_its_follow_up() {
+    let s = setup().await;
+    let tasks_dir = s.home.join("bg-tasks");
+    let mut command = s.unipi(&["-p", "start the build"]);
+    command.env("UNIPI_BG_TMP_DIR", &tasks_dir);
+    let ours = output_of(command).await;
+    let shown = last_messages(&s.server);
+    assert_eq!(
+        (ours.code, ours.stdout.trim()),
+        (Some(0), "HEADLESS-FOLLOW-UP: the build is done"),
+        "stderr:\n{}\nthe model was shown:\n{shown:#?}\nlog:\n{}",
+        ours.stderr,
+        s.log()
+    );
+    // The model was told the run waits (and for how long at most), then got the notification.
+    assert!(
+        shown
+            .iter()
+            .any(|text| text.contains("stopped after 1800 s")),
+        "{shown:#?}"
+    );
+    assert!(
+        shown
+            .last()
+            .is_some_and(|text| text.contains("<status>done</status>")),
+        "{shown:#?}"
+    );
+    let output: String = walk(&tasks_dir)
+        .into_iter()
+        .filter(|path| path.extension().is_some_and(|ext| ext == "log"))
+        .map(|path| std::fs::read_to_string(path).unwrap())
+        .collect();
+    assert!(output.contains("HEADLESS-BUILD-OUTPUT"), "{output:?}");
+    assert!(
+        s.log().contains("its run waits for headless build"),
+        "{}",
+        s.log()
+    );
+}
+
+/// The same in `--mode json`: the follow-up turn's events (the notification, the answer) are in
+/// the run's JSON stream, after the first turn's `agent_end`.
+#[tokio::test]
+async fn a_json_run_streams_the_follow_up_turn_of_a_background_task() {
+    let s = setup().await;
+    let ours = s.run_unipi(&["--mode", "json", "start the build"]).await;
+    assert_eq!(
+        ours.code,
+        Some(0),
+        "stderr:\n{}\nlog:\n{}",
+        ours.stderr,
+        s.log()
+    );
+    let events: Vec<serde_json::Value> = ours
+        .stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let ends: Vec<usize> = events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e["type"] == "agent_end")
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(ends.len(), 2, "one run for the prompt, one for the wake-up");
+    let after_first: Vec<&serde_json::Value> = events[ends[0]..].iter().collect();
+    let notification = after_first.iter().any(|e| {
+        e["type"] == "message_end" && e["message"]["customType"] == "background-task-notification"
+    });
+    assert!(
+        notification,
+        "no notification after the first run:\n{}",
+        ours.stdout
+    );
+    let answer = after_first.iter().any(|e| {
+        e["type"] == "message_end"
+            && e["message"]["role"] == "assistant"
+            && e["message"]["content"]
+                .to_string()
+                .contains("HEADLESS-FOLLOW-UP")
+    });
+    assert!(answer, "no follow-up answer:\n{}", ours.stdout);
+}
+
+/// Pi 0.73.1 ends a print run as soon as the agent stops and awaits nothing after it, so the run
+/// cannot wait: `bg_run` of a task that would wake the agent is refused with what to do instead,
+/// no task starts, and the model's answer to the refusal is the run's output.
+#[tokio::test]
+async fn a_pi_that_cannot_wait_refuses_a_waking_background_task_in_words() {
+    let s = setup_with(PiLine::Legacy).await;
+    let tasks_dir = s.home.join("bg-tasks");
+    let mut command = s.unipi(&["-p", "start the build"]);
+    command.env("UNIPI_BG_TMP_DIR", &tasks_dir);
+    let ours = output_of(command).await;
+    let shown = last_messages(&s.server);
+    assert_eq!(
+        (ours.code, ours.stdout.trim()),
+        (
+            Some(0),
+            "HEADLESS-REFUSED: I will run the build in the foreground"
+        ),
+        "stderr:\n{}\nthe model was shown:\n{shown:#?}\nlog:\n{}",
+        ours.stderr,
+        s.log()
+    );
+    let logs: Vec<PathBuf> = walk(&tasks_dir)
+        .into_iter()
+        .filter(|path| path.extension().is_some_and(|ext| ext == "log"))
+        .collect();
+    assert_eq!(logs, Vec::<PathBuf>::new(), "a refused task started");
+    assert_eq!(
+        processes_running("HEADLESS-BUILD-OUTPUT"),
+        Vec::<u32>::new()
+    );
 }
 
 #[tokio::test]

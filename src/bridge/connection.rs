@@ -446,6 +446,9 @@ impl Connection {
                     }
                 }
             }
+            ClientMessage::Hook(hook) if hook.name == tools::SETTLE_HOOK => {
+                tools::spawn_settle_hold(&self.state, agent.clone(), self.out.clone(), hook.id);
+            }
             ClientMessage::Hook(hook) => {
                 super::tools::spawn_hook(&self.state, agent.clone(), self.out.clone(), hook);
             }

@@ -105,6 +105,9 @@ pub struct Capabilities {
     pub tool_exposure: bool,
     /// Pi's run mode (`tui`, `rpc`, `json`, `print`) when Pi says.
     pub mode: Option<String>,
+    /// Whether Pi has a UI (`ctx.hasUI`): false in print and JSON mode, which is how a Pi that
+    /// names no mode (0.7x) tells them from its TUI and RPC mode.
+    pub has_ui: Option<bool>,
 }
 
 impl Capabilities {
