@@ -344,10 +344,45 @@ async fn a_pi_that_cannot_wait_refuses_a_waking_background_task_in_words() {
         .into_iter()
         .filter(|path| path.extension().is_some_and(|ext| ext == "log"))
         .collect();
+    // Nothing was started (the print-run test, running beside this one, starts the same command,
+    // so the task directory says it, not the process list).
     assert_eq!(logs, Vec::<PathBuf>::new(), "a refused task started");
+}
+
+/// `/unipi:*` commands in a print run: Pi shows no notices there, so what the command answered
+/// goes to the workbench's stderr (stdout stays exactly Pi's: empty), and a refused command ends
+/// the run non-zero. (Before, both printed nothing and exited 0.)
+#[tokio::test]
+async fn unipi_commands_in_a_print_run_answer_on_stderr_and_a_refusal_fails_the_run() {
+    let s = setup().await;
+    let board = s.run_unipi(&["-p", "/unipi:kanboard"]).await;
     assert_eq!(
-        processes_running("HEADLESS-BUILD-OUTPUT"),
-        Vec::<u32>::new()
+        (board.code, board.stdout.as_str()),
+        (Some(0), ""),
+        "stderr:\n{}",
+        board.stderr
+    );
+    assert!(
+        board
+            .stderr
+            .contains("unipi-tui: /unipi:kanboard: 0 workflow documents"),
+        "{}",
+        board.stderr
+    );
+    let settings = s.run_unipi(&["-p", "/unipi:bg-settings"]).await;
+    assert_eq!(
+        (settings.code, settings.stdout.as_str()),
+        (Some(1), ""),
+        "stderr:\n{}",
+        settings.stderr
+    );
+    assert!(
+        settings.stderr.contains(
+            "unipi-tui: /unipi:bg-settings refused: the settings overlay needs the workbench's \
+             screen; edit ~/.unipi/config/background-tasks.json"
+        ),
+        "{}",
+        settings.stderr
     );
 }
 

@@ -34,6 +34,13 @@ pub enum BridgeEvent {
         agent: Option<AgentId>,
         message: String,
     },
+    /// A `/unipi:*` command was answered (queued before Pi gets the answer): a run without a
+    /// screen, where Pi shows no notices, says it on stderr.
+    CommandAnswered {
+        agent: AgentId,
+        name: String,
+        reply: CommandReply,
+    },
 }
 
 /// How the app answers a command.
