@@ -13,6 +13,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
+use support::ntfy::NtfyServer;
 use support::pi::{PiInstall, PiLine, PiOutput, pi_install};
 use support::procs::processes_running;
 use support::sandbox::Sandbox;
@@ -383,6 +384,85 @@ async fn unipi_commands_in_a_print_run_answer_on_stderr_and_a_refusal_fails_the_
         ),
         "{}",
         settings.stderr
+    );
+}
+
+/// The loopback ntfy stand-in, which owns a runtime of its own: started and dropped off the
+/// test's runtime (a runtime may not be dropped inside another).
+struct Ntfy(Option<NtfyServer>);
+
+impl Ntfy {
+    async fn start() -> Ntfy {
+        Ntfy(Some(
+            tokio::task::spawn_blocking(NtfyServer::start)
+                .await
+                .unwrap(),
+        ))
+    }
+
+    fn server(&self) -> &NtfyServer {
+        self.0.as_ref().unwrap()
+    }
+}
+
+impl Drop for Ntfy {
+    fn drop(&mut self) {
+        if let Some(server) = self.0.take() {
+            let _ = std::thread::spawn(move || drop(server)).join();
+        }
+    }
+}
+
+/// `unipi-tui -p` in a loop must not buzz a phone per call: a headless run sends no "Agent is
+/// complete" (here to a loopback ntfy server) unless `headlessAgentEnd` in the notify config turns
+/// it on. (Before, every run sent one.)
+#[tokio::test]
+async fn a_headless_run_sends_agent_complete_only_when_the_config_says_so() {
+    let s = setup().await;
+    let ntfy = Ntfy::start().await;
+    let dir = s.home.join(".unipi/config/notify");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("ntfy.json"),
+        serde_json::json!({"enabled": true, "serverUrl": ntfy.server().url, "topic": "pi-headless"})
+            .to_string(),
+    )
+    .unwrap();
+    let config = |extra: serde_json::Value| {
+        let mut config = serde_json::json!({
+            "native": {"enabled": false},
+            "terminal": {"enabled": false},
+        });
+        config
+            .as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        std::fs::write(dir.join("config.json"), config.to_string()).unwrap();
+    };
+
+    config(serde_json::json!({}));
+    let quiet = s.run_unipi(&["-p", "hello"]).await;
+    assert_eq!(quiet.code, Some(0), "{}", quiet.stderr);
+    assert_eq!(
+        ntfy.server().received().len(),
+        0,
+        "{:?}",
+        ntfy.server().received()
+    );
+
+    config(serde_json::json!({"headlessAgentEnd": true}));
+    let told = s.run_unipi(&["-p", "hello"]).await;
+    assert_eq!(told.code, Some(0), "{}", told.stderr);
+    let received = ntfy.server().received();
+    let messages: Vec<&str> = received
+        .iter()
+        .filter_map(|(_, _, body)| body["message"].as_str())
+        .collect();
+    assert_eq!(
+        messages,
+        ["Agent is complete"],
+        "{received:?}\nlog:\n{}",
+        s.log()
     );
 }
 
