@@ -385,6 +385,20 @@ async fn unipi_commands_in_a_print_run_answer_on_stderr_and_a_refusal_fails_the_
         "{}",
         settings.stderr
     );
+    // A task the user starts in a print run goes with the run, and stderr says so.
+    let task = s
+        .run_unipi(&["-p", "/unipi:bg --name quick -- echo hi"])
+        .await;
+    assert_eq!(task.code, Some(0), "{}", task.stderr);
+    assert!(
+        task.stderr
+            .contains("unipi-tui: /unipi:bg: Started quick (bg-")
+            && task
+                .stderr
+                .contains("This run ends now, and the task is stopped with it."),
+        "{}",
+        task.stderr
+    );
 }
 
 /// The loopback ntfy stand-in, which owns a runtime of its own: started and dropped off the

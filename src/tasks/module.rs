@@ -59,6 +59,8 @@ impl TasksModule {
                 };
             }
         };
+        // A print or JSON run ends right after the command: say that the task goes with it.
+        let ends_now = self.service.wake_reach(&agent) != WakeReach::Anytime;
         let request = RunRequest {
             name: resolve_task_name(parsed.name.as_deref(), None, &parsed.command),
             command: parsed.command,
@@ -73,8 +75,16 @@ impl TasksModule {
         match self.service.start(request).await {
             Ok(task) => CommandReply::Notify {
                 message: format!(
-                    "Started {} ({})\nOutput: {}\nCommand: {}",
-                    task.name, task.id, task.output_path, task.command
+                    "Started {} ({})\nOutput: {}\nCommand: {}{}",
+                    task.name,
+                    task.id,
+                    task.output_path,
+                    task.command,
+                    if ends_now {
+                        "\nThis run ends now, and the task is stopped with it."
+                    } else {
+                        ""
+                    }
                 ),
                 level: NotifyLevel::Info,
             },
