@@ -38,6 +38,8 @@ const COMMAND_TIMEOUT_MS = 30000;
 const GOODBYE_TIMEOUT_MS = 1000;
 /** A backstop over the host's hook timeout (Pi waits for the answer meanwhile). */
 const HOOK_TIMEOUT_MS = 65000;
+/** A backstop over the host's own bound on a settle hold (its longest wait is 30 minutes). */
+const SETTLE_HOLD_MS = 40 * 60 * 1000;
 /** A backstop over each tool's declared timeout, should the host stop answering. */
 const TOOL_TIMEOUT_MARGIN_MS = 5000;
 /** User input is forwarded for "user is active" signals; a huge paste is cut. */
@@ -185,10 +187,15 @@ class Bridge {
 			}
 			this.checkQueue(ctx);
 		});
-		on("agent_settled", (event, ctx) => {
+		on("agent_settled", async (event, ctx) => {
 			this.settledSeen = true;
 			this.emit("agent_settled", { aborted: Boolean(event.aborted), synthetic: false });
 			this.checkQueue(ctx);
+			// A print or JSON run ends once this handler returns (Pi awaits it before its prompt
+			// resolves, and runs what was sent meanwhile as a new run first): while the host still
+			// owes this agent a wake-up (a background task that will start a turn), wait for it,
+			// so the follow-up turn belongs to this run. The host bounds the wait.
+			if (!event.aborted && this.endsWithRun()) await this.hold("agent_settled", { aborted: false });
 		});
 		on("turn_start", (event) => this.emit("turn_start", { turn_index: event.turnIndex ?? 0 }));
 		on("turn_end", (event, ctx) => {
@@ -535,6 +542,17 @@ class Bridge {
 		});
 	}
 
+	/** Whether Pi ends the process once its agent settles (print and JSON mode). */
+	private endsWithRun(): boolean {
+		return this.connected && (this.caps.mode === "print" || this.caps.mode === "json");
+	}
+
+	/** Waits for the host's answer to `name` without the hook backstop: the host bounds the wait,
+	 * and a closed connection answers at once. */
+	private async hold(name: string, data: Msg): Promise<void> {
+		await this.request({ type: "hook", name, data }, SETTLE_HOLD_MS);
+	}
+
 	/** Asks the host to answer one of Pi's hooks; undefined when it has no opinion or cannot answer. */
 	private async hook(name: string, data: Msg): Promise<unknown> {
 		if (!this.connected) return undefined;
@@ -872,6 +890,7 @@ function probeCapabilities(pi: any, ctx: any, piModule: any): Msg {
 		ui: functions(ctx?.ui),
 		tool_exposure: Array.isArray(tools) && tools.some((tool: Msg) => tool && "exposure" in tool),
 		mode: typeof ctx?.mode === "string" ? ctx.mode : null,
+		has_ui: typeof ctx?.hasUI === "boolean" ? ctx.hasUI : null,
 	};
 }
 

@@ -13,6 +13,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
+use support::ntfy::NtfyServer;
 use support::pi::{PiInstall, PiLine, PiOutput, pi_install};
 use support::procs::processes_running;
 use support::sandbox::Sandbox;
@@ -34,7 +35,11 @@ struct Setup {
 }
 
 async fn setup() -> Setup {
-    let pi = pi_install(PiLine::Current).unwrap_or_else(|err| panic!("{err:#}"));
+    setup_with(PiLine::Current).await
+}
+
+async fn setup_with(line: PiLine) -> Setup {
+    let pi = pi_install(line).unwrap_or_else(|err| panic!("{err:#}"));
     let scenario =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/scenarios/headless.toml");
     let server = unipi_tui::scripted::start(Scenario::from_file(&scenario).unwrap())
@@ -214,6 +219,265 @@ async fn help_into_a_pipe_closed_after_one_line_exits_like_pi() {
     );
     // Pi alone: no bridge was started for it.
     assert!(!s.log().contains("bridge: main connected"), "{}", s.log());
+}
+
+/// The text of every request's last message, in order (what the model was shown last each time).
+fn last_messages(server: &ServerHandle) -> Vec<String> {
+    server
+        .requests()
+        .iter()
+        .filter_map(|request| request["messages"].as_array()?.last().cloned())
+        .map(|message| message["content"].to_string())
+        .collect()
+}
+
+/// `-p "start the build"`: the model starts a build in the background that will wake it, and the
+/// run does not end before that follow-up turn — the turn's answer is what the run prints, and
+/// the run exits with Pi's code. (Before, Pi exited right after the first answer and the
+/// workbench killed the build.)
+#[tokio::test]
+async fn a_print_run_waits_for_a_task_that_will_wake_the_agent_and_prints_its_follow_up() {
+    let s = setup().await;
+    let tasks_dir = s.home.join("bg-tasks");
+    let mut command = s.unipi(&["-p", "start the build"]);
+    command.env("UNIPI_BG_TMP_DIR", &tasks_dir);
+    let ours = output_of(command).await;
+    let shown = last_messages(&s.server);
+    assert_eq!(
+        (ours.code, ours.stdout.trim()),
+        (Some(0), "HEADLESS-FOLLOW-UP: the build is done"),
+        "stderr:\n{}\nthe model was shown:\n{shown:#?}\nlog:\n{}",
+        ours.stderr,
+        s.log()
+    );
+    // The model was told the run waits (and for how long at most), then got the notification.
+    assert!(
+        shown
+            .iter()
+            .any(|text| text.contains("stopped after 1800 s")),
+        "{shown:#?}"
+    );
+    assert!(
+        shown
+            .last()
+            .is_some_and(|text| text.contains("<status>done</status>")),
+        "{shown:#?}"
+    );
+    let output: String = walk(&tasks_dir)
+        .into_iter()
+        .filter(|path| path.extension().is_some_and(|ext| ext == "log"))
+        .map(|path| std::fs::read_to_string(path).unwrap())
+        .collect();
+    assert!(output.contains("HEADLESS-BUILD-OUTPUT"), "{output:?}");
+    assert!(
+        s.log().contains("its run waits for headless build"),
+        "{}",
+        s.log()
+    );
+}
+
+/// The same in `--mode json`: the follow-up turn's events (the notification, the answer) are in
+/// the run's JSON stream, after the first turn's `agent_end`.
+#[tokio::test]
+async fn a_json_run_streams_the_follow_up_turn_of_a_background_task() {
+    let s = setup().await;
+    let ours = s.run_unipi(&["--mode", "json", "start the build"]).await;
+    assert_eq!(
+        ours.code,
+        Some(0),
+        "stderr:\n{}\nlog:\n{}",
+        ours.stderr,
+        s.log()
+    );
+    let events: Vec<serde_json::Value> = ours
+        .stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let ends: Vec<usize> = events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e["type"] == "agent_end")
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(ends.len(), 2, "one run for the prompt, one for the wake-up");
+    let after_first: Vec<&serde_json::Value> = events[ends[0]..].iter().collect();
+    let notification = after_first.iter().any(|e| {
+        e["type"] == "message_end" && e["message"]["customType"] == "background-task-notification"
+    });
+    assert!(
+        notification,
+        "no notification after the first run:\n{}",
+        ours.stdout
+    );
+    let answer = after_first.iter().any(|e| {
+        e["type"] == "message_end"
+            && e["message"]["role"] == "assistant"
+            && e["message"]["content"]
+                .to_string()
+                .contains("HEADLESS-FOLLOW-UP")
+    });
+    assert!(answer, "no follow-up answer:\n{}", ours.stdout);
+}
+
+/// Pi 0.73.1 ends a print run as soon as the agent stops and awaits nothing after it, so the run
+/// cannot wait: `bg_run` of a task that would wake the agent is refused with what to do instead,
+/// no task starts, and the model's answer to the refusal is the run's output.
+#[tokio::test]
+async fn a_pi_that_cannot_wait_refuses_a_waking_background_task_in_words() {
+    let s = setup_with(PiLine::Legacy).await;
+    let tasks_dir = s.home.join("bg-tasks");
+    let mut command = s.unipi(&["-p", "start the build"]);
+    command.env("UNIPI_BG_TMP_DIR", &tasks_dir);
+    let ours = output_of(command).await;
+    let shown = last_messages(&s.server);
+    assert_eq!(
+        (ours.code, ours.stdout.trim()),
+        (
+            Some(0),
+            "HEADLESS-REFUSED: I will run the build in the foreground"
+        ),
+        "stderr:\n{}\nthe model was shown:\n{shown:#?}\nlog:\n{}",
+        ours.stderr,
+        s.log()
+    );
+    let logs: Vec<PathBuf> = walk(&tasks_dir)
+        .into_iter()
+        .filter(|path| path.extension().is_some_and(|ext| ext == "log"))
+        .collect();
+    // Nothing was started (the print-run test, running beside this one, starts the same command,
+    // so the task directory says it, not the process list).
+    assert_eq!(logs, Vec::<PathBuf>::new(), "a refused task started");
+}
+
+/// `/unipi:*` commands in a print run: Pi shows no notices there, so what the command answered
+/// goes to the workbench's stderr (stdout stays exactly Pi's: empty), and a refused command ends
+/// the run non-zero. (Before, both printed nothing and exited 0.)
+#[tokio::test]
+async fn unipi_commands_in_a_print_run_answer_on_stderr_and_a_refusal_fails_the_run() {
+    let s = setup().await;
+    let board = s.run_unipi(&["-p", "/unipi:kanboard"]).await;
+    assert_eq!(
+        (board.code, board.stdout.as_str()),
+        (Some(0), ""),
+        "stderr:\n{}",
+        board.stderr
+    );
+    assert!(
+        board
+            .stderr
+            .contains("unipi-tui: /unipi:kanboard: 0 workflow documents"),
+        "{}",
+        board.stderr
+    );
+    let settings = s.run_unipi(&["-p", "/unipi:bg-settings"]).await;
+    assert_eq!(
+        (settings.code, settings.stdout.as_str()),
+        (Some(1), ""),
+        "stderr:\n{}",
+        settings.stderr
+    );
+    assert!(
+        settings.stderr.contains(
+            "unipi-tui: /unipi:bg-settings refused: the settings overlay needs the workbench's \
+             screen; edit ~/.unipi/config/background-tasks.json"
+        ),
+        "{}",
+        settings.stderr
+    );
+    // A task the user starts in a print run goes with the run, and stderr says so.
+    let task = s
+        .run_unipi(&["-p", "/unipi:bg --name quick -- echo hi"])
+        .await;
+    assert_eq!(task.code, Some(0), "{}", task.stderr);
+    assert!(
+        task.stderr
+            .contains("unipi-tui: /unipi:bg: Started quick (bg-")
+            && task
+                .stderr
+                .contains("This run ends now, and the task is stopped with it."),
+        "{}",
+        task.stderr
+    );
+}
+
+/// The loopback ntfy stand-in, which owns a runtime of its own: started and dropped off the
+/// test's runtime (a runtime may not be dropped inside another).
+struct Ntfy(Option<NtfyServer>);
+
+impl Ntfy {
+    async fn start() -> Ntfy {
+        Ntfy(Some(
+            tokio::task::spawn_blocking(NtfyServer::start)
+                .await
+                .unwrap(),
+        ))
+    }
+
+    fn server(&self) -> &NtfyServer {
+        self.0.as_ref().unwrap()
+    }
+}
+
+impl Drop for Ntfy {
+    fn drop(&mut self) {
+        if let Some(server) = self.0.take() {
+            let _ = std::thread::spawn(move || drop(server)).join();
+        }
+    }
+}
+
+/// `unipi-tui -p` in a loop must not buzz a phone per call: a headless run sends no "Agent is
+/// complete" (here to a loopback ntfy server) unless `headlessAgentEnd` in the notify config turns
+/// it on. (Before, every run sent one.)
+#[tokio::test]
+async fn a_headless_run_sends_agent_complete_only_when_the_config_says_so() {
+    let s = setup().await;
+    let ntfy = Ntfy::start().await;
+    let dir = s.home.join(".unipi/config/notify");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("ntfy.json"),
+        serde_json::json!({"enabled": true, "serverUrl": ntfy.server().url, "topic": "pi-headless"})
+            .to_string(),
+    )
+    .unwrap();
+    let config = |extra: serde_json::Value| {
+        let mut config = serde_json::json!({
+            "native": {"enabled": false},
+            "terminal": {"enabled": false},
+        });
+        config
+            .as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        std::fs::write(dir.join("config.json"), config.to_string()).unwrap();
+    };
+
+    config(serde_json::json!({}));
+    let quiet = s.run_unipi(&["-p", "hello"]).await;
+    assert_eq!(quiet.code, Some(0), "{}", quiet.stderr);
+    assert_eq!(
+        ntfy.server().received().len(),
+        0,
+        "{:?}",
+        ntfy.server().received()
+    );
+
+    config(serde_json::json!({"headlessAgentEnd": true}));
+    let told = s.run_unipi(&["-p", "hello"]).await;
+    assert_eq!(told.code, Some(0), "{}", told.stderr);
+    let received = ntfy.server().received();
+    let messages: Vec<&str> = received
+        .iter()
+        .filter_map(|(_, _, body)| body["message"].as_str())
+        .collect();
+    assert_eq!(
+        messages,
+        ["Agent is complete"],
+        "{received:?}\nlog:\n{}",
+        s.log()
+    );
 }
 
 #[tokio::test]

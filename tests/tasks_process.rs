@@ -720,7 +720,9 @@ async fn through_the_bridge_bg_run_returns_and_the_end_arrives_as_one_follow_up_
     send(json!({
         "type": "hello", "token": token, "protocol": 1, "pi_version": "test-1.0",
         "agent": "main", "pid": std::process::id(),
-        "capabilities": {"events": [], "methods": [], "ui": [], "tool_exposure": true, "mode": "print"},
+        // A print run of Pi 1.x: it ends when the agent settles, and the bridge holds the settle.
+        "capabilities": {"events": ["agent_settled"], "methods": [], "ui": [], "tool_exposure": true,
+                         "mode": "print", "has_ui": false},
     }))
     .await?;
     let mut recv = async || -> Result<Value> {
@@ -756,10 +758,20 @@ async fn through_the_bridge_bg_run_returns_and_the_end_arrives_as_one_follow_up_
     let result = recv().await?;
     assert_eq!(result["type"], "tool_result", "{result}");
     assert_eq!(result["is_error"], false, "{result}");
+    assert!(
+        result["content"][0]["text"]
+            .as_str()
+            .is_some_and(|text| text.contains("This run waits for the task")),
+        "{result}"
+    );
     let id = result["details"]["task"]["id"]
         .as_str()
         .context("id")?
         .to_string();
+    // The agent settles while the task's wake is owed: the settle is not answered before the
+    // notice has been delivered (Pi has answered the send_message call).
+    send(json!({"type": "hook", "id": 7, "name": "agent_settled", "data": {"aborted": false}}))
+        .await?;
 
     let call = recv().await?;
     assert_eq!(call["type"], "call", "{call}");
@@ -777,6 +789,12 @@ async fn through_the_bridge_bg_run_returns_and_the_end_arrives_as_one_follow_up_
         "{params}"
     );
     send(json!({"type": "call_result", "id": call["id"], "ok": true, "value": null})).await?;
+    let settled = recv().await?;
+    assert_eq!(
+        (&settled["type"], &settled["id"]),
+        (&json!("hook_result"), &json!(7)),
+        "{settled}"
+    );
 
     let deadline = Instant::now() + Duration::from_secs(5);
     while !h.service.registry().get(&id).is_some_and(|t| t.notified) {

@@ -271,7 +271,9 @@ pub fn link_after(event: &BridgeEvent) -> Option<BridgeLink> {
         BridgeEvent::Connected { agent, .. } if *agent == main => Some(BridgeLink::Connected),
         BridgeEvent::Disconnected { agent, .. } if *agent == main => Some(BridgeLink::Disconnected),
         BridgeEvent::Connected { .. } | BridgeEvent::Disconnected { .. } => None,
-        BridgeEvent::Pi { .. } | BridgeEvent::Fault { .. } => None,
+        BridgeEvent::Pi { .. }
+        | BridgeEvent::Fault { .. }
+        | BridgeEvent::CommandAnswered { .. } => None,
     }
 }
 

@@ -320,6 +320,8 @@ impl App {
             BridgeEvent::Fault { agent, message } => {
                 tracing::warn!("bridge fault ({agent:?}): {message}");
             }
+            // Pi shows the answer itself.
+            BridgeEvent::CommandAnswered { .. } => {}
         }
     }
 

@@ -446,6 +446,9 @@ impl Connection {
                     }
                 }
             }
+            ClientMessage::Hook(hook) if hook.name == tools::SETTLE_HOOK => {
+                tools::spawn_settle_hold(&self.state, agent.clone(), self.out.clone(), hook.id);
+            }
             ClientMessage::Hook(hook) => {
                 super::tools::spawn_hook(&self.state, agent.clone(), self.out.clone(), hook);
             }
@@ -487,6 +490,7 @@ impl Connection {
             name: command.name.clone(),
             args: command.args,
         };
+        let agent = agent.clone();
         tokio::spawn(async move {
             let name = call.name.clone();
             let reply = match state.registry.command(&name) {
@@ -514,6 +518,14 @@ impl Connection {
                     }
                 }
             };
+            // Before the answer goes to Pi, so whoever follows the events has it by the time
+            // Pi has acted on it (a print run may exit right after).
+            let answered = BridgeEvent::CommandAnswered {
+                agent: agent.clone(),
+                name: name.clone(),
+                reply: reply.clone(),
+            };
+            let _ = state.events.send(answered).await;
             let (ok, message, level) = match reply {
                 CommandReply::Done => (true, None, None),
                 CommandReply::Notify { message, level } => (true, Some(message), Some(level)),

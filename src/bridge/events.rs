@@ -34,6 +34,13 @@ pub enum BridgeEvent {
         agent: Option<AgentId>,
         message: String,
     },
+    /// A `/unipi:*` command was answered (queued before Pi gets the answer): a run without a
+    /// screen, where Pi shows no notices, says it on stderr.
+    CommandAnswered {
+        agent: AgentId,
+        name: String,
+        reply: CommandReply,
+    },
 }
 
 /// How the app answers a command.
@@ -105,6 +112,9 @@ pub struct Capabilities {
     pub tool_exposure: bool,
     /// Pi's run mode (`tui`, `rpc`, `json`, `print`) when Pi says.
     pub mode: Option<String>,
+    /// Whether Pi has a UI (`ctx.hasUI`): false in print and JSON mode, which is how a Pi that
+    /// names no mode (0.7x) tells them from its TUI and RPC mode.
+    pub has_ui: Option<bool>,
 }
 
 impl Capabilities {

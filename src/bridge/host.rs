@@ -23,6 +23,7 @@ use super::host_state::{AgentEntry, AgentInfo, HostOptions, HostState};
 use super::protocol::HostMessage;
 use super::registry::Registry;
 use super::runtime_dir::{RuntimeDir, SOCKET_NAME, new_token};
+use super::wakes::{WakeReach, Wakes};
 use super::{AgentId, connection, env};
 use crate::sys::lock;
 
@@ -392,6 +393,18 @@ impl BridgeHost {
     pub fn agent_info(&self, agent: &AgentId) -> Option<AgentInfo> {
         let agents = self.inner.state.lock_agents();
         agents.get(agent).and_then(AgentEntry::info)
+    }
+
+    /// The wake-ups promised to agents: work that will start a turn takes a promise here.
+    pub fn wakes(&self) -> Wakes {
+        self.inner.state.wakes.clone()
+    }
+
+    /// Whether `agent` can still be woken once its current run ends (from what its Pi said in
+    /// its last `hello`; an agent that never connected counts as one whose Pi stays up).
+    pub fn wake_reach(&self, agent: &AgentId) -> WakeReach {
+        self.agent_info(agent)
+            .map_or(WakeReach::Anytime, |info| WakeReach::of(&info.capabilities))
     }
 
     /// Every agent that has connected at least once.

@@ -17,6 +17,7 @@ use super::events::{BridgeEvent, Capabilities};
 use super::log_limit::{Admit, RefusalLog, clip};
 use super::protocol::ErrorMsg;
 use super::registry::Registry;
+use super::wakes::Wakes;
 use crate::sys::lock;
 
 /// Timeouts and choices of a host. The defaults suit the workbench; tests shorten them.
@@ -79,6 +80,8 @@ pub(crate) struct HostState {
     pub(crate) agents: Mutex<HashMap<AgentId, AgentEntry>>,
     /// Which refused connections go into the log.
     pub(crate) refusals: RefusalLog,
+    /// The wake-ups promised to each agent (a print or JSON run's settle waits for them).
+    pub(crate) wakes: Wakes,
     next_call_id: AtomicU64,
 }
 
@@ -138,6 +141,7 @@ impl HostState {
             options,
             agents: Mutex::new(HashMap::new()),
             refusals: RefusalLog::default(),
+            wakes: Wakes::default(),
             next_call_id: AtomicU64::new(1),
         }
     }

@@ -30,6 +30,7 @@ mod registry;
 mod runtime_dir;
 mod specs;
 mod tools;
+mod wakes;
 
 use std::fmt;
 use std::sync::Arc;
@@ -50,6 +51,7 @@ pub use module::{
 };
 pub use notice::{AgentNotice, ChannelSink, NoticeSink, send_to};
 pub use registry::{ModuleInfo, ModuleStatus, Registry, RegistryError};
+pub use wakes::{HEADLESS_WAIT_LIMIT, WakePromise, WakeReach, Wakes};
 
 /// Which Pi process a message belongs to: `main` for the Pi in the pane, a helper's own id for
 /// each helper agent. Cheap to clone.

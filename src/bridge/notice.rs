@@ -4,10 +4,13 @@
 //! as the declaring module's card), a channel in tests and embedders. Tasks, delegates and helpers
 //! all send the same kind of message, so its shape and its two destinations live here once.
 
+use std::time::Duration;
+
 use futures_util::future::BoxFuture;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use super::wakes::{WakePromise, WakeReach};
 use super::{AgentId, BridgeHost};
 
 /// One message for an agent, ready to send as a follow-up.
@@ -29,6 +32,22 @@ pub struct AgentNotice {
 /// [`BridgeHost`] once it has started, tests attach a [`ChannelSink`].
 pub trait NoticeSink: Send + Sync + 'static {
     fn deliver(&self, notice: AgentNotice) -> BoxFuture<'static, anyhow::Result<()>>;
+
+    /// Whether `agent` can still be woken once its current run ends ([`WakeReach`]).
+    fn wake_reach(&self, _agent: &AgentId) -> WakeReach {
+        WakeReach::Anytime
+    }
+
+    /// `agent` is owed a wake by `what` within `limit`: a print or JSON run waits for it until
+    /// the promise is dropped (after the notice is delivered). `None` where nobody waits.
+    fn promise_wake(
+        &self,
+        _agent: &AgentId,
+        _what: String,
+        _limit: Duration,
+    ) -> Option<WakePromise> {
+        None
+    }
 }
 
 impl NoticeSink for BridgeHost {
@@ -45,6 +64,14 @@ impl NoticeSink for BridgeHost {
             .await?;
             Ok(())
         })
+    }
+
+    fn wake_reach(&self, agent: &AgentId) -> WakeReach {
+        BridgeHost::wake_reach(self, agent)
+    }
+
+    fn promise_wake(&self, agent: &AgentId, what: String, limit: Duration) -> Option<WakePromise> {
+        Some(self.wakes().promise(agent, what, limit))
     }
 }
 

@@ -71,6 +71,40 @@ pub(crate) fn spawn_hook(
     });
 }
 
+/// The hook a print or JSON run's extension sends from Pi's `agent_settled` (see
+/// [`super::wakes`]): answered once nothing is owed to the agent any more.
+pub(crate) const SETTLE_HOOK: &str = "agent_settled";
+
+/// Answers a [`SETTLE_HOOK`] once every wake promised to `agent` came (each promise bounds its
+/// own wait), or at once when none is owed; gives up when the connection closes (Pi is gone).
+pub(crate) fn spawn_settle_hold(
+    state: &Arc<HostState>,
+    agent: AgentId,
+    out: mpsc::Sender<String>,
+    id: u64,
+) {
+    let wakes = state.wakes.clone();
+    tokio::spawn(async move {
+        let owed = wakes.owed_to(&agent);
+        if !owed.is_empty() {
+            tracing::info!(
+                "bridge: agent `{agent}` settled; its run waits for {}",
+                owed.join(", ")
+            );
+        }
+        tokio::select! {
+            () = wakes.kept(&agent) => {}
+            () = out.closed() => return,
+        }
+        let line = HostMessage::HookResult {
+            id,
+            result: serde_json::Value::Null,
+        }
+        .to_line();
+        let _ = out.send(line).await;
+    });
+}
+
 /// Starts `call` and returns at once; the result is written to `out` when it is ready.
 pub(crate) fn spawn_call(
     state: &Arc<HostState>,

@@ -39,7 +39,8 @@ use super::report::{Launch, notification, receipt, running_view, terminal_view};
 use super::seed::{SeedInput, build_seed, sha256_hex};
 use crate::bridge::{
     AgentId, AgentNotice, BridgeHost, BusEvent, CancelToken, EventBus, HostCall, MessageTypeSpec,
-    ModelInfo, Module, NoticeSink, PiEvent, ToolCall, ToolError, ToolOutput, ToolSpec, send_to,
+    ModelInfo, Module, NoticeSink, PiEvent, ToolCall, ToolError, ToolOutput, ToolSpec, WakeReach,
+    send_to,
 };
 use crate::helpers::board::{BoardRow, HelperBoard, RowKind, RunControl, TranscriptEntry};
 use crate::helpers::events::Usage;
@@ -79,6 +80,9 @@ impl DelegateHost for BridgeHost {
         })
     }
 }
+
+/// What a delegate's wake promise allows past its deadline: the stop and the notification.
+const WAKE_DELIVERY: Duration = Duration::from_secs(60);
 
 /// A host with a fixed model list whose notices go into a channel (tests, or an app routing
 /// notices itself).
@@ -583,7 +587,26 @@ impl DelegateService {
             ));
         };
         let host = lock(&self.host).clone();
-        let models = match host {
+        // A delegate that will wake the caller must be able to: a print or JSON run waits for
+        // it (at most its deadline) or, where it cannot wait, the launch is refused in words.
+        let wakes_caller = args.notify && args.trigger;
+        let deadline = Duration::from_secs(args.timeout_seconds.unwrap_or(config.timeout_seconds));
+        if wakes_caller {
+            let reach = host
+                .as_ref()
+                .map_or(WakeReach::Anytime, |host| host.wake_reach(&call.agent));
+            if let Some(refused) = reach.refusal_for(
+                "a delegate",
+                Some(deadline),
+                "pass triggerOnCompletion: false and wait for its answer with bg_result",
+            ) {
+                return Err(DelegateError::new(
+                    DelegateErrorCode::InvalidArguments,
+                    refused,
+                ));
+            }
+        }
+        let models = match &host {
             Some(host) => host.models(&call.agent).await.map_err(|err| {
                 DelegateError::new(
                     DelegateErrorCode::RouteUnresolved,
@@ -675,6 +698,14 @@ impl DelegateService {
             .await
         };
         let (accounting, manifest) = prepared?;
+        // Owed until the notice is delivered (the launch is dropped after it).
+        let wake = host.filter(|_| wakes_caller).and_then(|host| {
+            host.promise_wake(
+                &call.agent,
+                format!("delegate {}", manifest.task_id),
+                deadline + WAKE_DELIVERY,
+            )
+        });
         let launch = Launch {
             agent: call.agent.clone(),
             name: args.name.clone(),
@@ -683,6 +714,7 @@ impl DelegateService {
             notify: args.notify,
             trigger: args.trigger,
             started: Instant::now(),
+            _wake: wake,
         };
         let receipt = receipt(&launch, &accounting);
         self.spawn_child(launch, args.prompt)?;
@@ -1327,6 +1359,80 @@ mod tests {
             updates: UpdateSender::detached(),
             cancel: CancelToken::never(),
         }
+    }
+
+    /// A host of a print run whose Pi cannot wait after its agent stops (Pi 0.7x `-p`).
+    struct CannotWaitHost(Vec<ModelInfo>);
+
+    impl DelegateHost for CannotWaitHost {
+        fn models(&self, _agent: &AgentId) -> BoxFuture<'static, anyhow::Result<Vec<ModelInfo>>> {
+            let models = self.0.clone();
+            Box::pin(async move { Ok(models) })
+        }
+    }
+
+    impl NoticeSink for CannotWaitHost {
+        fn deliver(&self, _notice: AgentNotice) -> BoxFuture<'static, anyhow::Result<()>> {
+            Box::pin(async { anyhow::bail!("nobody is there to wake") })
+        }
+
+        fn wake_reach(&self, _agent: &AgentId) -> WakeReach {
+            WakeReach::Never
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_delegate_that_would_wake_a_run_that_cannot_wait_is_refused_in_words() {
+        let workspace = tempfile::tempdir().unwrap();
+        let file = session_file(workspace.path());
+        let (module, _rx) = module_in(workspace.path(), vec![]);
+        module.attach_host(Arc::new(CannotWaitHost(vec![model(
+            "p",
+            "m",
+            Some(128_000),
+        )])));
+        module.set_session(
+            &AgentId::main(),
+            ParentSession {
+                session_id: Some("s1".into()),
+                session_file: Some(file),
+                model: Some(pair("p", "m")),
+            },
+        );
+        let err = module
+            .call_tool(call(json!({"name": "a", "prompt": "q"})))
+            .await
+            .unwrap_err();
+        assert!(
+            err.message.contains("could not wake you"),
+            "{}",
+            err.message
+        );
+        assert!(
+            err.message
+                .contains("pass triggerOnCompletion: false and wait for its answer with bg_result"),
+            "{}",
+            err.message
+        );
+        assert!(
+            !workspace.path().join(".unipi").exists(),
+            "a directory was created"
+        );
+        // Without the wake it is not refused for it (it goes on, here to a child that cannot start).
+        let err = module
+            .call_tool(call(
+                json!({"name": "a", "prompt": "q", "triggerOnCompletion": false}),
+            ))
+            .await
+            .unwrap_err();
+        assert!(
+            err.message.starts_with(&format!(
+                "[{}]",
+                DelegateErrorCode::ChildSpawnFailed.as_str()
+            )),
+            "{}",
+            err.message
+        );
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]

@@ -15,7 +15,7 @@ use super::artifacts::{
 };
 use super::errors::{DelegateError, DelegateErrorCode};
 use super::seed::Accounting;
-use crate::bridge::{AgentId, Card, CardTint, ToolOutput};
+use crate::bridge::{AgentId, Card, CardTint, ToolOutput, WakePromise};
 
 /// Schemas of the tool details.
 pub const LAUNCH_SCHEMA: &str = "unipi.delegate-launch.v1";
@@ -30,6 +30,9 @@ pub(super) struct Launch {
     pub(super) notify: bool,
     pub(super) trigger: bool,
     pub(super) started: Instant,
+    /// The wake owed to `agent` (a notice that starts a turn), dropped with the launch once the
+    /// notice went (held, never read: the drop is what counts).
+    pub(super) _wake: Option<WakePromise>,
 }
 
 /// `bg_result` on a task that has ended: re-verify and deliver, or explain the failure.
@@ -350,6 +353,7 @@ mod tests {
             notify: true,
             trigger: true,
             started: Instant::now(),
+            _wake: None,
         };
         let result = |text: &str| ChildResult {
             schema_version: artifacts::RESULT_SCHEMA.into(),

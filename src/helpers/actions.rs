@@ -410,6 +410,9 @@ impl HelperService {
             Ok(reserved) => reserved,
             Err(refusal) => return refusal_output(&refusal),
         };
+        if background && let Some(refusal) = self.background_refusal(&caller.agent) {
+            return refusal_output(&refusal);
+        }
         let launch = Launch {
             budget: Budget::default(),
             agent,

@@ -1019,3 +1019,106 @@ async fn get_and_resume_of_an_earlier_sessions_unfinished_run_say_plainly_why_no
         assert!(text(&resumed).contains(resume), "{id}: {}", text(&resumed));
     }
 }
+
+/// A sink standing for a print or JSON run's bridge: it says how far the agent can be woken,
+/// keeps the wakes promised in `wakes`, and hands notices to a channel.
+struct RunSink {
+    reach: crate::bridge::WakeReach,
+    wakes: crate::bridge::Wakes,
+    notices: mpsc::UnboundedSender<AgentNotice>,
+}
+
+impl crate::bridge::NoticeSink for RunSink {
+    fn deliver(
+        &self,
+        notice: AgentNotice,
+    ) -> futures_util::future::BoxFuture<'static, anyhow::Result<()>> {
+        crate::bridge::send_to(&self.notices, notice)
+    }
+
+    fn wake_reach(&self, _agent: &AgentId) -> crate::bridge::WakeReach {
+        self.reach
+    }
+
+    fn promise_wake(
+        &self,
+        agent: &AgentId,
+        what: String,
+        limit: Duration,
+    ) -> Option<crate::bridge::WakePromise> {
+        Some(self.wakes.promise(agent, what, limit))
+    }
+}
+
+/// `module` in a run that reaches its agent as `reach`: the promised wakes and the notices.
+fn in_run(
+    module: &HelpersModule,
+    reach: crate::bridge::WakeReach,
+) -> (crate::bridge::Wakes, mpsc::UnboundedReceiver<AgentNotice>) {
+    let (notices, received) = mpsc::unbounded_channel();
+    let wakes = crate::bridge::Wakes::default();
+    module.attach_sink(Arc::new(RunSink {
+        reach,
+        wakes: wakes.clone(),
+        notices,
+    }));
+    (wakes, received)
+}
+
+#[tokio::test]
+async fn a_background_helper_is_refused_where_the_run_cannot_wait_for_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let module = HelpersModule::new(settings(dir.path(), &replay_script()));
+    let (_wakes, _notices) = in_run(&module, crate::bridge::WakeReach::Never);
+    let args = json!({"type": "explore", "prompt": "Summarize the notes",
+                      "description": "read notes", "run_in_background": true});
+    let refused = spawn(&module, args.clone()).await;
+    assert_says(&refused, "could not wake you with its result");
+    assert_says(
+        &refused,
+        "run it in the foreground (run_in_background: false)",
+    );
+    let counters = module.service.ledger().counters();
+    assert_eq!((counters.running, counters.background), (0, 0));
+    assert!(
+        no_entries(&dir.path().join("runs")),
+        "a refused run left files"
+    );
+    // In the foreground the same helper runs: the run waits for the tool call anyway.
+    let mut foreground = args;
+    foreground["run_in_background"] = json!(false);
+    let answered = spawn(&module, foreground).await;
+    assert_detail(&answered, "status", "completed");
+}
+
+/// Whether `dir` has no entries (or does not exist).
+fn no_entries(dir: &Path) -> bool {
+    std::fs::read_dir(dir).map_or(true, |mut entries| entries.next().is_none())
+}
+
+#[tokio::test]
+async fn a_background_helper_keeps_its_callers_run_waiting_until_its_notice() {
+    let dir = tempfile::tempdir().unwrap();
+    let gate = dir.path().join("go");
+    let script = then_replay(&format!(
+        "while [ ! -e '{}' ]; do sleep 0.05; done",
+        gate.display()
+    ));
+    let module = HelpersModule::new(settings(dir.path(), &script));
+    let (wakes, mut notices) = in_run(&module, crate::bridge::WakeReach::WithinRun);
+    let started = spawn(
+        &module,
+        json!({"type": "explore", "prompt": "Summarize the notes",
+               "description": "read notes", "run_in_background": true}),
+    )
+    .await;
+    let id = run_id(&started);
+    // Owed from the moment the call answers: a run that settles now waits.
+    assert_eq!(wakes.owed_to(&AgentId::main()), [format!("helper {id}")]);
+    std::fs::write(&gate, "").unwrap();
+    let notice = next_notice(&mut notices, 20).await;
+    assert_eq!(notice.id, id);
+    tokio::time::timeout(Duration::from_secs(20), wakes.kept(&AgentId::main()))
+        .await
+        .expect("the wake was kept once the notice went");
+}

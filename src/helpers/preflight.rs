@@ -51,6 +51,10 @@ pub enum Refusal {
         left: usize,
         why: &'static str,
     },
+    /// A background run could not wake the caller with its result (a print or JSON run that
+    /// cannot wait, or not that long); the text says what to do instead.
+    #[error("{0}")]
+    CannotWake(String),
     #[error("{running} helpers are already running (maxConcurrent {max}); wait for one to finish")]
     TooManyRunning { running: usize, max: usize },
     #[error(

@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tokio::sync::watch;
@@ -42,7 +42,7 @@ use super::spec::RunSpec;
 use crate::bridge::{
     AgentId, BridgeHost, CancelToken, ToolCall, ToolError, ToolOutput, UpdateSender,
 };
-use crate::bridge::{AgentNotice, NoticeSink};
+use crate::bridge::{AgentNotice, NoticeSink, WakePromise, WakeReach};
 use crate::sys::{lock, now_ms};
 use crate::text::non_blank_str;
 
@@ -80,6 +80,10 @@ pub(super) enum SessionStart {
     Fork(PathBuf),
     Resume(PathBuf),
 }
+
+/// What a background run's wake promise allows past its deadline: the stop, the gate and the
+/// notification.
+const WAKE_DELIVERY: Duration = Duration::from_secs(60);
 
 /// One run about to start, after its preflight.
 pub(super) struct Launch {
@@ -192,6 +196,9 @@ impl HelperService {
             Ok(reserved) => reserved,
             Err(refusal) => return self.refused(&refusal),
         };
+        if background && let Some(refusal) = self.background_refusal(&caller.agent) {
+            return self.refused(&refusal);
+        }
         let session = match args.context {
             Some(ContextMode::Fork) => {
                 let file = self.ledger().session_file(&caller.agent);
@@ -231,7 +238,9 @@ impl HelperService {
         };
         if started.info.background {
             let info = started.info.clone();
-            tokio::spawn(self.clone().finish_in_background(started));
+            // Owed before the answer goes back, so a print run that settles next waits for it.
+            let wake = self.promise_wake(&info.parent_agent, &format!("helper {}", info.id));
+            tokio::spawn(self.clone().finish_in_background(started, wake));
             return background_output(&info);
         }
         let result = self
@@ -241,7 +250,11 @@ impl HelperService {
     }
 
     /// Runs a background run to its end and delivers its notification.
-    pub(super) async fn finish_in_background(self: Arc<Self>, started: Started) {
+    pub(super) async fn finish_in_background(
+        self: Arc<Self>,
+        started: Started,
+        wake: Option<WakePromise>,
+    ) {
         let agent = started.info.parent_agent.clone();
         let (agent_type, description) = (
             started.info.agent_type.clone(),
@@ -270,6 +283,29 @@ impl HelperService {
             trigger_turn: true,
         })
         .await;
+        drop(wake);
+    }
+
+    /// Why a background run could not wake `agent` with its result ([`WakeReach`]), if so.
+    pub(super) fn background_refusal(&self, agent: &AgentId) -> Option<Refusal> {
+        let reach = lock(&self.sink)
+            .as_ref()
+            .map_or(WakeReach::Anytime, |sink| sink.wake_reach(agent));
+        reach
+            .refusal_for(
+                "a background helper",
+                Some(self.settings.config.deadline),
+                "run it in the foreground (run_in_background: false)",
+            )
+            .map(Refusal::CannotWake)
+    }
+
+    /// The wake a background run owes `agent` until its notice is delivered (bounded by the
+    /// run's deadline).
+    pub(super) fn promise_wake(&self, agent: &AgentId, what: &str) -> Option<WakePromise> {
+        let sink = lock(&self.sink).clone()?;
+        let limit = self.settings.config.deadline + WAKE_DELIVERY;
+        sink.promise_wake(agent, what.to_owned(), limit)
     }
 
     /// Preflight and reserve the caps under one lock, so two calls cannot both take the last slot.

@@ -129,6 +129,11 @@ impl HelperService {
         if let Err(refusal) = self.admit_workflow(&caller, &script) {
             return refusal_output(&refusal);
         }
+        if script.background
+            && let Some(refusal) = self.background_refusal(&caller.agent)
+        {
+            return refusal_output(&refusal);
+        }
         if script.background {
             let id = format!("w{:x}-{}", now_ms(), std::process::id());
             let inner = self.clone();
@@ -138,6 +143,7 @@ impl HelperService {
             let steps = script.steps.len();
             let card =
                 Card::new(format!("● workflow · {description}"), CardTint::Info).footer(id.clone());
+            let wake = self.promise_wake(&parent, &format!("workflow {id}"));
             tokio::spawn(async move {
                 let (text, details) = inner
                     .clone()
@@ -162,6 +168,7 @@ impl HelperService {
                         trigger_turn: true,
                     })
                     .await;
+                drop(wake);
             });
             return ToolOutput::text(format!(
                 "Workflow {id} started in the background ({} steps). A \

@@ -4,8 +4,8 @@
 //!   platforms, priority?}}`), `native`, `gotify` (`serverUrl`, `appToken`, `priority`),
 //!   `telegram` (`botToken`, `chatId`), plus what the workbench adds beside them: `terminal`
 //!   (`enabled`, `method`), `telegram.apiUrl` (a self-hosted Bot API server),
-//!   `silenceAfterInputSeconds` and `sendTimeoutSeconds`. Keys it does not know (`recap`,
-//!   `native.windowsAppId`) are kept when the settings overlay saves.
+//!   `silenceAfterInputSeconds`, `sendTimeoutSeconds` and `headlessAgentEnd`. Keys it does not
+//!   know (`recap`, `native.windowsAppId`) are kept when the settings overlay saves.
 //! - `ntfy.json`, its own file: the project's (`<workspace>/.unipi/config/notify/ntfy.json`) if
 //!   it exists, else the global one (`~/.unipi/config/notify/ntfy.json`), each merged over the
 //!   defaults; without either, an `ntfy` section in `config.json` that was ever set up (the
@@ -233,6 +233,10 @@ pub struct NotifyConfig {
     pub silence_after_input: Duration,
     /// How long one platform may take to deliver.
     pub send_timeout: Duration,
+    /// `headlessAgentEnd`: whether a run without the workbench's screen (`-p`, `--mode
+    /// json|rpc`, no terminal) sends `agent_end` too. Off: a script calling `unipi-tui -p` in a
+    /// loop would buzz a phone per call, and it learns of the end from the exit anyway.
+    pub headless_agent_end: bool,
 }
 
 /// Every event key with its default (enabled): the original's, and the workbench's own.
@@ -276,6 +280,7 @@ impl Default for NotifyConfig {
             telegram: TelegramConfig::default(),
             silence_after_input: Duration::from_secs(10),
             send_timeout: Duration::from_secs(10),
+            headless_agent_end: false,
         }
     }
 }
@@ -523,6 +528,7 @@ fn apply_main(
                 reader.number_value(value, at, key, 1..=300, &mut seconds);
                 config.send_timeout = Duration::from_secs(seconds);
             }
+            "headlessAgentEnd" => reader.flag(object, 0, key, &mut config.headless_agent_end),
             _ => {}
         }
     }
@@ -713,6 +719,7 @@ mod tests {
                 "terminal": {"method": "osc99"},
                 "recap": {"enabled": false},
                 "silenceAfterInputSeconds": 0,
+                "headlessAgentEnd": true,
             })
             .to_string(),
         );
@@ -740,6 +747,7 @@ mod tests {
         assert_eq!(config.telegram.chat_id.as_deref(), Some("42"));
         assert_eq!(config.telegram.api_url, "http://127.0.0.1:8");
         assert_eq!(config.silence_after_input, Duration::ZERO);
+        assert!(config.headless_agent_end);
         assert_eq!(config.ntfy.topic.as_deref(), Some("global-topic"));
         assert_eq!(config.ntfy.server_url, DEFAULT_NTFY_SERVER);
         assert_eq!(config.ntfy_source, NtfySource::Global(home.join(NTFY_FILE)));
@@ -788,7 +796,8 @@ mod tests {
         write(
             &home.join(CONFIG_FILE),
             "{\n  \"native\": {\"enabled\": \"yes\"},\n  \"gotify\": {\"priority\": 11},\n  \
-             \"defaultPlatforms\": [\"pager\"],\n  \"events\": {\"agent_end\": {\"priority\": \"urgent\"}}\n}",
+             \"defaultPlatforms\": [\"pager\"],\n  \"events\": {\"agent_end\": {\"priority\": \"urgent\"}},\n  \
+             \"headlessAgentEnd\": \"yes\"\n}",
         );
         let (config, errors) = load_notify_config(Some(&home), dir.path());
         let errors: Vec<String> = errors
@@ -808,9 +817,11 @@ mod tests {
                 "3:14: `priority` must be a whole number from 1 to 10",
                 "4:3: `defaultPlatforms` must be a list of native, terminal, ntfy, gotify, telegram",
                 "5:28: `priority` must be \"low\", \"normal\" or \"high\"",
+                "6:3: `headlessAgentEnd` must be true or false",
             ]
         );
         assert!(config.native);
+        assert!(!config.headless_agent_end, "off unless turned on");
         assert_eq!(config.gotify.priority, 5);
         assert_eq!(config.default_platforms, vec![Platform::Native]);
     }

@@ -12,6 +12,8 @@
 //! - Nobody attached (a detachable session whose terminal left) is "away": nothing is held
 //!   back and nothing waits out the silence — the question reaches the phone at once, also one
 //!   that was already waiting when the terminal left (the wait follows the screen's state).
+//! - "Agent done" is not sent by a run without the workbench's screen (`-p`, `--mode json`: a
+//!   script learns of the end from the exit) unless `headlessAgentEnd` says so.
 //! - "Agent done" is not sent while a background task will wake the agent anyway (the tasks
 //!   publish how many will), nor after a run the user aborted; a run that ended in an error says
 //!   so instead ("errors", never for an aborted run).
@@ -160,6 +162,13 @@ impl Router {
         let event = config.event(alert.event);
         if !event.enabled {
             tracing::debug!("notify: {} is off", alert.event);
+            return Fired::Off;
+        }
+        if alert.event == "agent_end"
+            && !self.dispatcher.ui().has_screen()
+            && !config.headless_agent_end
+        {
+            tracing::debug!("notify: agent_end of a run without a screen (headlessAgentEnd off)");
             return Fired::Off;
         }
         let mut notice = alert.notice;

@@ -3,6 +3,8 @@
 //! [`parse_bg_command`]) and worded as the reference so the model sees the same errors; the
 //! work is the [`TaskService`]'s.
 
+use std::time::Duration;
+
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
@@ -14,8 +16,8 @@ use super::model::{
 use super::notify::NOTIFICATION_TYPE;
 use super::service::{RunRequest, TaskService};
 use crate::bridge::{
-    AgentId, Card, CardTint, CommandReply, CommandSpec, Completion, MessageTypeSpec, Module,
-    NotifyLevel, ToolCall, ToolError, ToolOutput, ToolSpec,
+    AgentId, Card, CardTint, CommandReply, CommandSpec, Completion, HEADLESS_WAIT_LIMIT,
+    MessageTypeSpec, Module, NotifyLevel, ToolCall, ToolError, ToolOutput, ToolSpec, WakeReach,
 };
 use crate::text::non_blank_str;
 
@@ -57,6 +59,8 @@ impl TasksModule {
                 };
             }
         };
+        // A print or JSON run ends right after the command: say that the task goes with it.
+        let ends_now = self.service.wake_reach(&agent) != WakeReach::Anytime;
         let request = RunRequest {
             name: resolve_task_name(parsed.name.as_deref(), None, &parsed.command),
             command: parsed.command,
@@ -71,8 +75,16 @@ impl TasksModule {
         match self.service.start(request).await {
             Ok(task) => CommandReply::Notify {
                 message: format!(
-                    "Started {} ({})\nOutput: {}\nCommand: {}",
-                    task.name, task.id, task.output_path, task.command
+                    "Started {} ({})\nOutput: {}\nCommand: {}{}",
+                    task.name,
+                    task.id,
+                    task.output_path,
+                    task.command,
+                    if ends_now {
+                        "\nThis run ends now, and the task is stopped with it."
+                    } else {
+                        ""
+                    }
                 ),
                 level: NotifyLevel::Info,
             },
@@ -83,13 +95,20 @@ impl TasksModule {
     }
 
     async fn bg_run(&self, agent: AgentId, args: Value) -> Result<ToolOutput, ToolError> {
-        let request = parse_run_args(&args, &self.config, agent).map_err(ToolError::new)?;
+        let mut request = parse_run_args(&args, &self.config, agent).map_err(ToolError::new)?;
+        let reach = self.service.wake_reach(&request.agent);
+        let note = fit_to_run(&mut request, reach).map_err(ToolError::new)?;
         let task = self
             .service
             .start(request)
             .await
             .map_err(|err| ToolError::new(err.to_string()))?;
-        Ok(ToolOutput::text(run_result_text(&task))
+        let mut text = run_result_text(&task);
+        if let Some(note) = note {
+            text.push('\n');
+            text.push_str(&note);
+        }
+        Ok(ToolOutput::text(text)
             .with_details(json!({ "task": task }))
             .with_card(&launch_card(&task)))
     }
@@ -331,6 +350,59 @@ pub(crate) fn parse_run_args(
     })
 }
 
+/// Fits a `bg_run` request to how long its agent's run lasts ([`WakeReach`]). Where the run
+/// ends as soon as the agent stops (print or JSON mode), a task that will wake the agent must end
+/// within the run's wait — one without a timeout is given [`HEADLESS_WAIT_LIMIT`], a longer one is
+/// refused — or is refused outright where the run cannot wait at all; a task that will not wake
+/// the agent is stopped with the run. Returns the line the result adds (so nothing is lost
+/// silently), or the refusal for the model.
+pub(crate) fn fit_to_run(
+    request: &mut RunRequest,
+    reach: WakeReach,
+) -> Result<Option<String>, String> {
+    let wakes = request.notify_on_completion && request.trigger_on_completion;
+    let max = HEADLESS_WAIT_LIMIT.as_secs();
+    let foreground = "run the command in the foreground (bash) instead";
+    match (reach, wakes) {
+        (WakeReach::Anytime, _) => Ok(None),
+        (_, false) => Ok(Some(
+            "This run ends when you stop, and the task is stopped with it; its end will not \
+             reach you."
+                .to_owned(),
+        )),
+        (WakeReach::Never, true) => Err(reach
+            .refusal(
+                "a background task",
+                &format!(
+                    "{foreground}, or pass triggerOnCompletion: false for a task this run need \
+                     not wait for (it is stopped when the run ends)"
+                ),
+            )
+            .unwrap_or_default()),
+        (WakeReach::WithinRun, true) => {
+            let asked = request.timeout_seconds.map(Duration::from_secs);
+            if let Some(refused) = reach.refusal_for(
+                "a background task",
+                asked,
+                &format!("set timeoutSeconds to at most {max}, or {foreground}"),
+            ) {
+                return Err(refused);
+            }
+            if request.timeout_seconds.is_none() {
+                request.timeout_seconds = Some(max);
+                return Ok(Some(format!(
+                    "This run waits for the task and wakes you when it ends; as no timeoutSeconds \
+                     was given, it is stopped after {max} s."
+                )));
+            }
+            Ok(Some(
+                "This run waits for the task (at most its timeout) and wakes you when it ends."
+                    .to_owned(),
+            ))
+        }
+    }
+}
+
 /// The `bg_run` result text: what started, where its output goes, and how its end is delivered.
 pub(crate) fn run_result_text(task: &TaskInfo) -> String {
     let pid = task
@@ -520,6 +592,82 @@ mod tests {
         let args = parse_run_args(&json!({"command": "x"}), &quiet, AgentId::main()).unwrap();
         assert!(!args.trigger_on_completion);
         assert_eq!(args.timeout_seconds, Some(60));
+    }
+
+    #[test]
+    fn run_requests_fit_how_long_the_run_lasts() {
+        let request = |timeout: Option<u64>, trigger: bool| RunRequest {
+            timeout_seconds: timeout,
+            trigger_on_completion: trigger,
+            ..parse_run_args(
+                &json!({"command": "make"}),
+                &TasksConfig::default(),
+                AgentId::main(),
+            )
+            .unwrap()
+        };
+        // (reach, timeout, wakes) → timeout after, Ok(note contains) / Err(refusal contains)
+        type Case = (
+            WakeReach,
+            Option<u64>,
+            bool,
+            Option<u64>,
+            Result<&'static str, &'static str>,
+        );
+        let cases: [Case; 8] = [
+            (WakeReach::Anytime, None, true, None, Ok("")),
+            (WakeReach::Anytime, Some(99_999), true, Some(99_999), Ok("")),
+            (
+                WakeReach::WithinRun,
+                None,
+                true,
+                Some(1800),
+                Ok("stopped after 1800 s"),
+            ),
+            (
+                WakeReach::WithinRun,
+                Some(60),
+                true,
+                Some(60),
+                Ok("at most its timeout"),
+            ),
+            (
+                WakeReach::WithinRun,
+                Some(3600),
+                true,
+                Some(3600),
+                Err("set timeoutSeconds to at most 1800"),
+            ),
+            (
+                WakeReach::WithinRun,
+                None,
+                false,
+                None,
+                Ok("stopped with it"),
+            ),
+            (
+                WakeReach::Never,
+                Some(60),
+                true,
+                Some(60),
+                Err("run the command in the foreground (bash)"),
+            ),
+            (WakeReach::Never, None, false, None, Ok("stopped with it")),
+        ];
+        for (reach, timeout, wakes, after, want) in cases {
+            let mut asked = request(timeout, wakes);
+            let got = fit_to_run(&mut asked, reach);
+            let case = format!("{reach:?} {timeout:?} wakes={wakes}");
+            assert_eq!(asked.timeout_seconds, after, "{case}");
+            match (got, want) {
+                (Ok(None), Ok("")) => {}
+                (Ok(Some(note)), Ok(part)) if !part.is_empty() => {
+                    assert!(note.contains(part), "{case}: {note}");
+                }
+                (Err(refusal), Err(part)) => assert!(refusal.contains(part), "{case}: {refusal}"),
+                (got, want) => panic!("{case}: got {got:?}, want {want:?}"),
+            }
+        }
     }
 
     #[test]

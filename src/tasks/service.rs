@@ -31,8 +31,7 @@ use tokio_util::task::TaskTracker;
 use super::capture::{Capture, CopyState};
 use super::model::{KillKind, TaskInfo, TaskOrigin, TaskStatus, format_size, sort_tasks};
 use super::notify::{self, SharedSink};
-use crate::bridge::NoticeSink;
-use crate::bridge::{AgentId, BridgeHost};
+use crate::bridge::{AgentId, BridgeHost, HEADLESS_WAIT_LIMIT, NoticeSink, WakePromise, WakeReach};
 use crate::sys::private_dir::{create_new_file, create_owned, ensure_private};
 use crate::sys::{
     GroupGuard, GroupStop, ProcessGroup, ProcessId, Reach, SpawnGrouped as _, lock, now_ms,
@@ -201,6 +200,14 @@ impl TaskService {
         *lock(&self.inner.sink) = Some(sink);
     }
 
+    /// Whether `agent` can still be woken once its current run ends (by the attached sink; with
+    /// none attached, nothing is delivered anyway).
+    pub fn wake_reach(&self, agent: &AgentId) -> WakeReach {
+        lock(&self.inner.sink)
+            .as_ref()
+            .map_or(WakeReach::Anytime, |sink| sink.wake_reach(agent))
+    }
+
     /// Starts a task. Must run inside the tokio runtime (the monitor is a task).
     pub async fn start(&self, request: RunRequest) -> Result<TaskInfo, TaskError> {
         if self.inner.shutting_down.load(Ordering::SeqCst) {
@@ -234,6 +241,24 @@ impl TaskService {
             agent: request.agent.to_string(),
             ..TaskInfo::default()
         };
+        // A task that will wake its agent is owed to it until the notice is delivered: a print
+        // or JSON run waits for it (bounded by the task's timeout and its stop).
+        let wake = info.wakes_agent().then(|| {
+            let limit = info
+                .timeout_seconds
+                .map_or(HEADLESS_WAIT_LIMIT, Duration::from_secs)
+                + self.inner.settings.kill_grace
+                + self.inner.settings.stop_wait
+                + WAKE_DELIVERY;
+            let sink = lock(&self.inner.sink).clone();
+            sink.and_then(|sink| {
+                sink.promise_wake(
+                    &request.agent,
+                    format!("{} ({})", info.name, info.id),
+                    limit,
+                )
+            })
+        });
         let (stop_tx, stop_rx) = watch::channel(None);
         let (finished_tx, finished_rx) = watch::channel(false);
         lock(&self.inner.tasks).insert(
@@ -253,6 +278,7 @@ impl TaskService {
             capture,
             timeout: info.timeout_seconds.map(Duration::from_secs),
             settings: self.inner.settings.clone(),
+            wake: wake.flatten(),
         };
         // Armed before the monitor first runs: a future dropped unpolled still kills the group.
         let guard = GroupGuard::new(group, Reach::Group);
@@ -551,7 +577,12 @@ struct Monitor {
     capture: Arc<Capture>,
     timeout: Option<Duration>,
     settings: TaskSettings,
+    /// The wake owed to the task's agent, dropped once the notification went (or will not).
+    wake: Option<WakePromise>,
 }
+
+/// What a wake promise allows beyond a task's end for its notification to reach Pi.
+const WAKE_DELIVERY: Duration = Duration::from_secs(15);
 
 /// How long a shutdown waits for the monitors of ended tasks to write their final state.
 const MONITORS_SETTLE: Duration = Duration::from_secs(2);
@@ -654,7 +685,7 @@ impl Monitor {
     }
 
     async fn finalize(
-        self,
+        mut self,
         exit: Option<std::io::Result<ExitStatus>>,
         kill_kind: Option<KillKind>,
         finished: watch::Sender<bool>,
@@ -723,6 +754,8 @@ impl Monitor {
                 ),
             }
         }
+        // Delivered (Pi queued the follow-up before answering) or never to be: the run may end.
+        drop(self.wake.take());
         inner.prune();
         inner.changed();
     }
