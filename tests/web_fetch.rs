@@ -319,6 +319,44 @@ async fn json_text_binary_and_charsets() {
     assert!(gzip.contains("Predictable, if not constant"), "{gzip}");
 }
 
+/// Bytes that are not text reach the model as one line naming what they are, whatever the
+/// server called them; a page whose header names the wrong charset reads as its real one.
+#[tokio::test]
+async fn mislabelled_bodies_and_charsets_are_read_for_what_they_are() {
+    let server = FixtureServer::start().await;
+    let s = setup(Some(ALLOW));
+    for (route, mime, size) in [
+        ("/noise.html", "application/octet-stream", "4.0 KiB"),
+        ("/pixels.html", "image/png", "165 bytes"),
+    ] {
+        let output = fetch_ok(&s.module, json!({"url": server.url(route)})).await;
+        let shown = text(&output);
+        let placeholder = format!(
+            "[Binary file: {mime}, {size} — served as text/html, but the bytes are not text]"
+        );
+        assert!(shown.ends_with(&placeholder), "{route}:\n{shown}");
+        assert_eq!(output.details["kind"], "binary", "{route}");
+        assert_eq!(output.details["mimeType"], mime, "{route}");
+        assert!(
+            output.details["wordCount"].as_u64().unwrap() < 25,
+            "{route}: no mojibake words:\n{shown}"
+        );
+    }
+
+    for route in ["/cp1251/no-meta", "/cp1251/meta"] {
+        let shown = text(&fetch_ok(&s.module, json!({"url": server.url(route)})).await);
+        assert!(
+            shown.starts_with("# Зимняя рыбалка на Ладоге — советы новичкам"),
+            "{route}:\n{shown}"
+        );
+        assert!(
+            shown.contains("«Главное — не спешить и проверять лёд перед каждым шагом»"),
+            "{route}:\n{shown}"
+        );
+        assert!(!shown.contains('\u{fffd}'), "{route}:\n{shown}");
+    }
+}
+
 #[tokio::test]
 async fn requests_look_like_a_browser() {
     let server = FixtureServer::start().await;

@@ -268,31 +268,40 @@ impl Fetcher {
                 content,
             )));
         }
+        let charset = body.charset.as_deref();
+        let length = u64::try_from(body.bytes.len()).unwrap_or(u64::MAX);
         let (kind, mime) = match content::classify(&body.mime) {
-            Some(kind) => (kind, body.mime),
+            Some(kind) => {
+                // Served as text, but it is not: named for what it is, never decoded.
+                if let Some(real) = content::binary_type(&body.bytes, charset) {
+                    let content = content::mislabelled_placeholder(real, &body.mime, length);
+                    let page = page(ContentKind::Binary, real.to_owned(), content);
+                    return Ok(Processed::Page(page));
+                }
+                (kind, body.mime)
+            }
             None => {
                 let (kind, mime) = content::sniff(&body.bytes);
                 (kind, mime.to_owned())
             }
         };
-        let charset = body.charset.as_deref();
+        let host = url.host_str();
         match kind {
             BodyKind::Binary => {
-                let length = u64::try_from(body.bytes.len()).ok();
-                let content = content::binary_placeholder(&mime, length);
+                let content = content::binary_placeholder(&mime, Some(length));
                 Ok(Processed::Page(page(ContentKind::Binary, mime, content)))
             }
             BodyKind::Json => {
-                let text = charset::decode(&body.bytes, charset, false);
+                let text = charset::decode(&body.bytes, charset, false, host);
                 let content = content::pretty_json(&text);
                 Ok(Processed::Page(page(ContentKind::Json, mime, content)))
             }
             BodyKind::Text => {
-                let content = charset::decode(&body.bytes, charset, false);
+                let content = charset::decode(&body.bytes, charset, false, host);
                 Ok(Processed::Page(page(ContentKind::Text, mime, content)))
             }
             BodyKind::Html => {
-                let html = charset::decode(&body.bytes, charset, true);
+                let html = charset::decode(&body.bytes, charset, true, host);
                 let at = url.clone();
                 let (format, images) = (options.format, options.include_images);
                 let outcome = tokio::task::spawn_blocking(move || {
