@@ -126,6 +126,16 @@ impl<C: Send + Sync + 'static> LiveConfig<C> {
     /// The config as its files are now: read again first if any of them changed (or appeared, or
     /// went) since the last look.
     pub fn get(&self) -> Arc<C> {
+        self.read(false)
+    }
+
+    /// Reads the files again now, changed or not (a settings save that just wrote one: in force
+    /// at once, whatever the clock's resolution).
+    pub fn reload(&self) -> Arc<C> {
+        self.read(true)
+    }
+
+    fn read(&self, always: bool) -> Arc<C> {
         let Some(load) = &self.inner.load else {
             return Arc::clone(&crate::sys::lock(&self.inner.current).config);
         };
@@ -133,7 +143,7 @@ impl<C: Send + Sync + 'static> LiveConfig<C> {
         // the same change twice.
         let mut current = crate::sys::lock(&self.inner.current);
         let now = stamps(&self.inner.files);
-        if now != current.stamps {
+        if always || now != current.stamps {
             let (config, errors) = load();
             for error in &errors {
                 tracing::warn!("config changed: {error}");
@@ -223,6 +233,12 @@ mod tests {
         std::fs::remove_file(workspace.path().join(FILE)).unwrap();
         assert_eq!(*live.get(), 1);
         assert_eq!(reads.load(Ordering::SeqCst), 5);
+        assert_eq!(*live.reload(), 1);
+        assert_eq!(
+            reads.load(Ordering::SeqCst),
+            6,
+            "a reload reads whatever the stamps say"
+        );
     }
 
     #[test]

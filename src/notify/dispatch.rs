@@ -5,7 +5,7 @@
 //! delivered, as the original's "suppressed"), logged without secrets, and announced on the bus
 //! as `unipi:notify:sent {eventType, platforms, success, timestamp, results}`.
 
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, OnceLock};
 
 use futures_util::future::join_all;
 use serde_json::{Value, json};
@@ -14,6 +14,7 @@ use super::config::{NotifyConfig, Platform, TerminalMethod};
 use super::platforms::{Notice, http, native, terminal};
 use crate::bridge::{EventBus, names};
 use crate::capability::Ui;
+use crate::config::live::LiveConfig;
 use crate::http::LazyClient;
 
 /// How a platform took a notification.
@@ -62,7 +63,8 @@ pub struct Dispatcher {
 }
 
 struct Inner {
-    config: Mutex<NotifyConfig>,
+    /// The notify files, followed: an edit applies to the next notification.
+    config: LiveConfig<NotifyConfig>,
     ui: Ui,
     /// Built at the first HTTP notification: most sessions never need it.
     client: LazyClient,
@@ -73,10 +75,15 @@ struct Inner {
 }
 
 impl Dispatcher {
-    pub fn new(config: NotifyConfig, ui: Ui, in_tmux: bool, terminal_auto: TerminalMethod) -> Self {
+    pub fn new(
+        config: impl Into<LiveConfig<NotifyConfig>>,
+        ui: Ui,
+        in_tmux: bool,
+        terminal_auto: TerminalMethod,
+    ) -> Self {
         Dispatcher {
             inner: Arc::new(Inner {
-                config: Mutex::new(config),
+                config: config.into(),
                 ui,
                 client: LazyClient::default(),
                 in_tmux,
@@ -104,20 +111,14 @@ impl Dispatcher {
         let _ = self.inner.bus.set(bus);
     }
 
+    /// The settings as the files are now.
     pub fn config(&self) -> NotifyConfig {
-        self.inner
-            .config
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        (*self.inner.config.get()).clone()
     }
 
-    pub fn set_config(&self, config: NotifyConfig) {
-        *self
-            .inner
-            .config
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = config;
+    /// The settings overlay saved: in force at once.
+    pub fn reload_config(&self) {
+        self.inner.config.reload();
     }
 
     pub fn ui(&self) -> &Ui {
