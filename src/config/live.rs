@@ -38,6 +38,15 @@ impl<C> Clone for LiveConfig<C> {
     }
 }
 
+impl<C: std::fmt::Debug> std::fmt::Debug for LiveConfig<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveConfig")
+            .field("files", &self.inner.files)
+            .field("config", &crate::sys::lock(&self.inner.current).config)
+            .finish()
+    }
+}
+
 struct Inner<C> {
     /// The files followed, home copies first; empty for a fixed config.
     files: Vec<PathBuf>,
