@@ -208,7 +208,14 @@ fn run_session(cli: Cli, split: SplitArgs, log_path: PathBuf) -> Result<i32> {
         config::theme::load_theme(config::theme_file().as_deref(), no_color);
     let workspace = std::env::current_dir().context("cannot read the working directory")?;
     let home = dirs::home_dir();
-    let (footer, footer_errors) = config::footer::load_footer_config(home.as_deref(), &workspace);
+    // Followed while the workbench runs (the footer reads it again on focus and when the agent
+    // settles); the keymap and the theme are fixed at start.
+    let (footer, footer_errors) = config::live::LiveConfig::module(
+        home.as_deref(),
+        &workspace,
+        &[config::footer::FOOTER_FILE],
+        config::footer::load_footer_config,
+    );
     let config_errors: Vec<String> = keymap_errors
         .iter()
         .chain(theme_errors.iter())
@@ -237,6 +244,14 @@ fn run_session(cli: Cli, split: SplitArgs, log_path: PathBuf) -> Result<i32> {
             crate::capability::Ui::headless(std::sync::Arc::clone(&keymap)),
             None,
         ),
+    };
+    let footer = {
+        let ui = ui.clone();
+        footer.reporting(move |errors| {
+            for error in errors {
+                ui.notice(error.to_string());
+            }
+        })
     };
     let mut options = AppOptions {
         pi,
