@@ -166,7 +166,7 @@ impl HelperService {
 
     /// What the caps see for a call from `caller`, in the locked ledger.
     pub(super) fn admission(&self, ledger: &RunLedger, caller: &Caller) -> Admission {
-        ledger.admission(caller, &self.settings.config)
+        ledger.admission(caller, &self.settings.config())
     }
 
     pub(super) async fn spawn_helper(self: Arc<Self>, call: ToolCall) -> ToolOutput {
@@ -282,7 +282,7 @@ impl HelperService {
         let admission = self.admission(&ledger, caller);
         let (agent, background) = preflight(
             &self.settings.catalog,
-            &self.settings.config,
+            &self.settings.config(),
             admission,
             args,
         )?;
@@ -534,7 +534,7 @@ impl HelperService {
                 agent
                     .tools
                     .push(crate::mcp::module::HELPER_TOOLS_PATTERN.to_string());
-                if child_depth < settings.config.max_depth {
+                if child_depth < settings.config().max_depth {
                     agent.tools.push(SPAWN_TOOL.to_string());
                     agent.tools.push(RESULT_TOOL.to_string());
                 }
@@ -551,7 +551,7 @@ impl HelperService {
         spec.env = env;
         spec.env
             .push((DEPTH_ENV.to_string(), child_depth.to_string()));
-        spec.deadline = settings.config.deadline;
+        spec.deadline = settings.config().deadline;
         spec.budget = template.budget;
         Ok(spec)
     }
