@@ -216,11 +216,18 @@ fn run_session(cli: Cli, split: SplitArgs, log_path: PathBuf) -> Result<i32> {
         &[config::footer::FOOTER_FILE],
         config::footer::load_footer_config,
     );
+    // The keymap and the theme are fixed when the loop starts: a fix to either shows only after
+    // a restart, which the box says (the other files are followed).
+    let restart_hint = (!keymap_errors.is_empty() || !theme_errors.is_empty()).then(|| {
+        "keymap.toml and theme.toml are read at start: restart the workbench after fixing them"
+            .to_owned()
+    });
     let config_errors: Vec<String> = keymap_errors
         .iter()
         .chain(theme_errors.iter())
         .chain(footer_errors.iter())
         .map(|e| e.to_string())
+        .chain(restart_hint)
         .chain(runtime_root_notice())
         .collect();
     for error in &config_errors {

@@ -258,7 +258,7 @@ pub fn parse(
                 "{enabled} MCP servers are enabled, more than mcp.maxServers ({max}, in \
                  {WORKBENCH_CONFIG_FILE}) allows: the first {max} by name were started, these \
                  {} were not: {} (raise mcp.maxServers or set \"enabled\": false on servers you \
-                 do not need)",
+                 do not need, then /unipi:mcp-reload)",
                 refused.len(),
                 refused.join(", ")
             ),
@@ -973,7 +973,7 @@ mod tests {
                 "/m.json:2:54: 4 MCP servers are enabled, more than mcp.maxServers (2, in \
                  .unipi/config/workbench.json) allows: the first 2 by name were started, these \
                  2 were not: d, e (raise mcp.maxServers or set \"enabled\": false on servers \
-                 you do not need)"
+                 you do not need, then /unipi:mcp-reload)"
             ],
             "one message, at the first server refused, naming every one"
         );
