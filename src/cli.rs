@@ -208,7 +208,20 @@ fn run_session(cli: Cli, split: SplitArgs, log_path: PathBuf) -> Result<i32> {
         config::theme::load_theme(config::theme_file().as_deref(), no_color);
     let workspace = std::env::current_dir().context("cannot read the working directory")?;
     let home = dirs::home_dir();
-    let (footer, footer_errors) = config::footer::load_footer_config(home.as_deref(), &workspace);
+    // Followed while the workbench runs (the footer reads it again on focus and when the agent
+    // settles); the keymap and the theme are fixed at start.
+    let (footer, footer_errors) = config::live::LiveConfig::module(
+        home.as_deref(),
+        &workspace,
+        &[config::footer::FOOTER_FILE],
+        config::footer::load_footer_config,
+    );
+    // The keymap and the theme are fixed when the loop starts: a fix to either shows only after
+    // a restart, which the box says (the other files are followed).
+    let restart_hint = (!keymap_errors.is_empty() || !theme_errors.is_empty()).then(|| {
+        "keymap.toml and theme.toml are read at start: restart the workbench after fixing them"
+            .to_owned()
+    });
     // `workbench.json`'s `detach` section was read before this workbench started (it decides
     // whether this run is a session); its problems are reported here, like every file's.
     let (_, detach_errors) = crate::detach::config::load(home.as_deref(), &workspace);
@@ -218,6 +231,7 @@ fn run_session(cli: Cli, split: SplitArgs, log_path: PathBuf) -> Result<i32> {
         .chain(footer_errors.iter())
         .chain(detach_errors.iter())
         .map(|e| e.to_string())
+        .chain(restart_hint)
         .chain(runtime_root_notice())
         .collect();
     for error in &config_errors {
@@ -241,6 +255,14 @@ fn run_session(cli: Cli, split: SplitArgs, log_path: PathBuf) -> Result<i32> {
             crate::capability::Ui::headless(std::sync::Arc::clone(&keymap)),
             None,
         ),
+    };
+    let footer = {
+        let ui = ui.clone();
+        footer.reporting(move |errors| {
+            for error in errors {
+                ui.notice(error.to_string());
+            }
+        })
     };
     let mut options = AppOptions {
         pi,

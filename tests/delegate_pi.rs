@@ -289,7 +289,8 @@ fn module_for(
         config: DelegateConfig {
             inline_answer_bytes: ANSWER.len(),
             ..DelegateConfig::default()
-        },
+        }
+        .into(),
     };
     let module = DelegateModule::new(settings);
     let (tx, rx) = mpsc::unbounded_channel();

@@ -882,3 +882,47 @@ async fn a_task_stopped_from_the_dock_does_not_wake_the_agent() -> Result<()> {
     h.close().await;
     Ok(())
 }
+
+/// `background-tasks.json` is followed: a default timeout and wake flag written into the
+/// workspace's file while the workbench runs apply to the next `bg_run` that gives none.
+#[tokio::test]
+async fn an_edit_of_the_config_file_applies_to_the_next_task() -> Result<()> {
+    use unipi_tui::config::live::LiveConfig;
+    use unipi_tui::tasks::{TASKS_CONFIG_FILE, load_tasks_config};
+    let h = harness()?;
+    let home = h.work.join("home");
+    std::fs::create_dir_all(&home)?;
+    let (live, errors) = LiveConfig::module(
+        Some(&home),
+        &h.work,
+        &[TASKS_CONFIG_FILE],
+        load_tasks_config,
+    );
+    assert!(errors.is_empty(), "{errors:?}");
+    let module = TasksModule::new(h.service.clone(), live);
+    let started = |command: &'static str| {
+        let module = module.clone();
+        async move {
+            let output = module
+                .call_tool(call("bg_run", json!({ "command": command })))
+                .await
+                .map_err(|e| anyhow::anyhow!(e.message))?;
+            let task = output.details["task"].clone();
+            anyhow::Ok((
+                task["timeoutSeconds"].clone(),
+                task["triggerOnCompletion"].clone(),
+            ))
+        }
+    };
+    assert_eq!(started("true").await?, (Value::Null, json!(true)));
+
+    let file = h.work.join(TASKS_CONFIG_FILE);
+    std::fs::create_dir_all(file.parent().context("a parent")?)?;
+    std::fs::write(
+        &file,
+        r#"{ "defaultTimeoutSeconds": 120, "triggerOnCompletion": false }"#,
+    )?;
+    assert_eq!(started("true").await?, (json!(120), json!(false)));
+    h.close().await;
+    Ok(())
+}

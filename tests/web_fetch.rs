@@ -17,19 +17,22 @@ use unipi_tui::bridge::{
     AgentId, CancelToken, CommandCall, CommandReply, Module, ToolCall, ToolError, ToolOutput,
     UpdateSender,
 };
+use unipi_tui::config::live::LiveConfig;
 use unipi_tui::web::config::{WEB_CONFIG_FILE, load_web_config};
-use unipi_tui::web::fetch::{Fetcher, FetcherSettings};
 use unipi_tui::web::module::WebModule;
 use web_fixtures::{FixtureServer, HOLD_UNTIL};
 
 const ALLOW: &str = r#"{ "allowPrivateNetwork": true }"#;
 
 /// A web module as the capability builds it, from a home and a workspace (which differ) whose
-/// workspace config is `workspace_config`, with its cache in a directory of its own.
+/// workspace config is `workspace_config`, with its cache in a directory of its own. It follows
+/// the files, as in the workbench.
 struct Setup {
     _root: tempfile::TempDir,
     module: WebModule,
     cache_dir: std::path::PathBuf,
+    home: std::path::PathBuf,
+    workspace: std::path::PathBuf,
 }
 
 fn setup(workspace_config: Option<&str>) -> Setup {
@@ -40,21 +43,25 @@ fn setup(workspace_config: Option<&str>) -> Setup {
         std::fs::create_dir_all(dir).unwrap();
     }
     if let Some(text) = workspace_config {
-        let file = workspace.join(WEB_CONFIG_FILE);
-        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-        std::fs::write(&file, text).unwrap();
+        write_config(&workspace, text);
     }
-    let (config, errors) = load_web_config(Some(&home), &workspace);
+    let (config, errors) =
+        LiveConfig::module(Some(&home), &workspace, &[WEB_CONFIG_FILE], load_web_config);
     assert!(errors.is_empty(), "{errors:?}");
-    let fetcher = Fetcher::new(FetcherSettings::from_config(
-        &config,
-        Some(cache_dir.clone()),
-    ));
     Setup {
         _root: root,
-        module: WebModule::new(fetcher, config),
+        module: WebModule::new(config, Some(cache_dir.clone())),
         cache_dir,
+        home,
+        workspace,
     }
+}
+
+/// Writes `text` as the web.json below `dir` (the home or the workspace).
+fn write_config(dir: &std::path::Path, text: &str) {
+    let file = dir.join(WEB_CONFIG_FILE);
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, text).unwrap();
 }
 
 async fn call(module: &WebModule, tool: &str, args: Value) -> Result<ToolOutput, ToolError> {
@@ -317,6 +324,44 @@ async fn json_text_binary_and_charsets() {
 
     let gzip = text(&fetch_ok(&s.module, json!({"url": server.url("/gzip/news")})).await);
     assert!(gzip.contains("Predictable, if not constant"), "{gzip}");
+}
+
+/// Bytes that are not text reach the model as one line naming what they are, whatever the
+/// server called them; a page whose header names the wrong charset reads as its real one.
+#[tokio::test]
+async fn mislabelled_bodies_and_charsets_are_read_for_what_they_are() {
+    let server = FixtureServer::start().await;
+    let s = setup(Some(ALLOW));
+    for (route, mime, size) in [
+        ("/noise.html", "application/octet-stream", "4.0 KiB"),
+        ("/pixels.html", "image/png", "165 bytes"),
+    ] {
+        let output = fetch_ok(&s.module, json!({"url": server.url(route)})).await;
+        let shown = text(&output);
+        let placeholder = format!(
+            "[Binary file: {mime}, {size} — served as text/html, but the bytes are not text]"
+        );
+        assert!(shown.ends_with(&placeholder), "{route}:\n{shown}");
+        assert_eq!(output.details["kind"], "binary", "{route}");
+        assert_eq!(output.details["mimeType"], mime, "{route}");
+        assert!(
+            output.details["wordCount"].as_u64().unwrap() < 25,
+            "{route}: no mojibake words:\n{shown}"
+        );
+    }
+
+    for route in ["/cp1251/no-meta", "/cp1251/meta"] {
+        let shown = text(&fetch_ok(&s.module, json!({"url": server.url(route)})).await);
+        assert!(
+            shown.starts_with("# Зимняя рыбалка на Ладоге — советы новичкам"),
+            "{route}:\n{shown}"
+        );
+        assert!(
+            shown.contains("«Главное — не спешить и проверять лёд перед каждым шагом»"),
+            "{route}:\n{shown}"
+        );
+        assert!(!shown.contains('\u{fffd}'), "{route}:\n{shown}");
+    }
 }
 
 #[tokio::test]
@@ -738,4 +783,66 @@ async fn loopback_is_refused_without_the_config_switch() {
     )
     .await;
     assert_eq!(server.hits("/news"), 2);
+}
+
+/// web.json is followed while the workbench runs: switching `allowPrivateNetwork` on in the
+/// workspace lets the next fetch through, the refusal before it asked for exactly that, and a
+/// file that switches it off again is named by the next refusal (never "set the key" when a
+/// file sets it). The other keys follow too (`maxChars`, `userAgent`).
+#[tokio::test]
+async fn an_edit_of_web_json_takes_effect_at_the_next_fetch() {
+    let server = FixtureServer::start().await;
+    let s = setup(None);
+    let url = server.url("/news");
+    let refusal = fetch_err(&s.module, json!({"url": url})).await;
+    assert!(
+        refusal.message.contains(
+            "set \"allowPrivateNetwork\": true in ~/.unipi/config/web.json or the workspace's"
+        ),
+        "{}",
+        refusal.message
+    );
+
+    write_config(
+        &s.workspace,
+        r#"{ "allowPrivateNetwork": true, "maxChars": 600 }"#,
+    );
+    let output = fetch_ok(&s.module, json!({"url": url})).await;
+    assert!(output.details["shownChars"].as_u64().unwrap() < 600);
+    assert_eq!(
+        output.details["truncated"], true,
+        "maxChars 600 is in force"
+    );
+    assert_eq!(server.hits("/news"), 1);
+
+    // The home file says yes, the workspace file (which wins) no: the refusal names it, and
+    // the page cached while it was allowed is not served either.
+    write_config(&s.home, r#"{ "allowPrivateNetwork": true }"#);
+    write_config(&s.workspace, r#"{ "allowPrivateNetwork": false }"#);
+    let refusal = fetch_err(&s.module, json!({"url": url})).await;
+    let workspace_file = s.workspace.join(WEB_CONFIG_FILE);
+    assert!(
+        refusal.message.ends_with(&format!(
+            "({} sets \"allowPrivateNetwork\": false; set it to true there to allow it) \
+             [code: blocked_address, phase: validation, retryable: no]",
+            workspace_file.display()
+        )),
+        "{}",
+        refusal.message
+    );
+    assert!(!refusal.message.contains("~/.unipi"), "{}", refusal.message);
+    assert_eq!(server.hits("/news"), 1);
+
+    // Removing the workspace file leaves the home file's yes, and a new user agent.
+    std::fs::remove_file(&workspace_file).unwrap();
+    write_config(
+        &s.home,
+        r#"{ "allowPrivateNetwork": true, "userAgent": "live-reload-test/1" }"#,
+    );
+    let headers = fetch_ok(&s.module, json!({"url": server.url("/headers")})).await;
+    assert!(
+        text(&headers).contains("\"user-agent\": \"live-reload-test/1\""),
+        "{}",
+        text(&headers)
+    );
 }

@@ -3,7 +3,9 @@
 //! news-article fixture. The workbench answers the call through the bridge, and the markdown
 //! must be in the next request the model receives. Without `allowPrivateNetwork` in the
 //! workspace's `.unipi/config/web.json` the same call reaches the model as a typed refusal, and
-//! the loopback server sees no request.
+//! the loopback server sees no request. The file is followed while the workbench runs: when the
+//! model itself writes `allowPrivateNetwork` into it (through Pi's bash tool) after a refusal,
+//! its next `web_fetch` in the same run reads the page.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
 
@@ -65,13 +67,60 @@ struct Run {
     log: String,
 }
 
+/// The model asks for the article; refused, it switches `allowPrivateNetwork` on in the
+/// workspace's web.json with Pi's bash tool, asks again, and says what the second answer was.
+fn live_scenario(url: &str) -> Scenario {
+    let text = r#"
+model = "scripted-web"
+chunk_chars = 32
+
+[[rule]]
+role = "user"
+when = '(?i)^read the harbour article'
+tool_calls = [{ name = "web_fetch", arguments = { url = "URL" } }]
+
+[[rule]]
+role = "tool"
+when = 'blocked_address'
+times = 1
+tool_calls = [{ name = "bash", arguments = { command = '''mkdir -p .unipi/config && printf '{ "allowPrivateNetwork": true }\n' > .unipi/config/web.json && echo CONFIG-WRITTEN''' } }]
+
+[[rule]]
+role = "tool"
+when = 'CONFIG-WRITTEN'
+tool_calls = [{ name = "web_fetch", arguments = { url = "URL" } }]
+
+[[rule]]
+role = "tool"
+when = '## Predictable, if not constant'
+reply = "WEB-MARKDOWN-RECEIVED"
+
+[[rule]]
+role = "tool"
+when = 'blocked_address'
+reply = "WEB-STILL-REFUSED"
+
+[[rule]]
+role = "tool"
+reply = "WEB-SOMETHING-ELSE"
+
+[fallback]
+reply = "WEB-FALLBACK"
+"#
+    .replace("URL", url);
+    Scenario::from_toml_str(&text, "web_pi live scenario").unwrap()
+}
+
 /// `unipi-tui -p "read the harbour article"` in a fresh sandbox whose workspace config is
 /// `web_config`.
 async fn run(server: &FixtureServer, web_config: Option<&str>) -> Run {
+    run_scenario(scenario(&server.url("/news")), web_config).await
+}
+
+/// [`run`] with the model playing `scenario`.
+async fn run_scenario(scenario: Scenario, web_config: Option<&str>) -> Run {
     let pi = pi_install(PiLine::Current).unwrap_or_else(|err| panic!("{err:#}"));
-    let model: ServerHandle = unipi_tui::scripted::start(scenario(&server.url("/news")))
-        .await
-        .unwrap();
+    let model: ServerHandle = unipi_tui::scripted::start(scenario).await.unwrap();
     let sandbox = Sandbox::new();
     let agent = write_agent_dir(&sandbox.dir("agent"), &model.base_url(), &model.models()).unwrap();
     if let Some(text) = web_config {
@@ -175,4 +224,39 @@ async fn without_the_config_switch_the_model_gets_a_typed_refusal() {
     );
     assert!(result.contains("allowPrivateNetwork"), "{result}");
     assert_eq!(server.total_hits(), 0, "the loopback server was reached");
+}
+
+/// The refusal asks for the switch; the model sets it in the workspace's web.json during the
+/// run, and the next fetch of the same run reads the page: no restart.
+#[tokio::test]
+async fn switching_private_network_on_during_a_run_lets_the_next_fetch_through() {
+    let server = FixtureServer::start().await;
+    let run = run_scenario(live_scenario(&server.url("/news")), None).await;
+    assert_eq!(
+        (run.code, run.stdout.trim()),
+        (Some(0), "WEB-MARKDOWN-RECEIVED"),
+        "stderr:\n{}\nlog:\n{}",
+        run.stderr,
+        run.log
+    );
+    assert_eq!(server.hits("/news"), 1, "one request: the second fetch");
+    // The first tool result (in the request that answered it) was the refusal, asking for the
+    // key that was not set yet.
+    let refused = run
+        .requests
+        .iter()
+        .map(|request| tool_result(std::slice::from_ref(request)))
+        .find(|result| result.contains("blocked_address"))
+        .expect("the model saw the refusal");
+    assert!(
+        refused.contains(
+            "set \"allowPrivateNetwork\": true in ~/.unipi/config/web.json or the workspace's"
+        ),
+        "{refused}"
+    );
+    let last = tool_result(&run.requests);
+    assert!(
+        last.contains("# Harbour city switches on tidal energy pilot"),
+        "{last}"
+    );
 }

@@ -44,7 +44,7 @@ pub async fn run(mut options: AppOptions) -> Result<AppOutcome> {
     let (tx, rx) = mpsc::channel::<AppEvent>(256);
     let (pty_tx, pty_rx) = mpsc::channel::<PtyEvent>(4);
     let (cols, rows) = crossterm::terminal::size().unwrap_or((80, 24));
-    let layout = Layout::new(Rect::new(0, 0, cols, rows), options.footer.enabled);
+    let layout = Layout::new(Rect::new(0, 0, cols, rows), options.footer.get().enabled);
 
     let emulator = Emulator::new(
         layout.pane.height,

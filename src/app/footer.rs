@@ -3,6 +3,7 @@
 //! every frame; the capabilities' segments join it there.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use unipi_widgets::footer::{
@@ -10,6 +11,7 @@ use unipi_widgets::footer::{
 };
 
 use crate::config::footer::FooterConfig;
+use crate::config::live::LiveConfig;
 
 use crate::config::keymap::{Action, Keymap};
 use crate::pane::emulator::{ProgramState as PiState, ProgramStatus};
@@ -19,7 +21,10 @@ use crate::pane::pty::ChildExit;
 const NOTICE_FOR: Duration = Duration::from_secs(4);
 
 pub struct FooterState {
-    config: FooterConfig,
+    /// `footer.json`, followed: read again when the terminal regains focus or the agent
+    /// settles (the moments a user who edited it comes back to look), never per frame.
+    source: LiveConfig<FooterConfig>,
+    config: Arc<FooterConfig>,
     /// What the bridge reports (model, context, tokens, cost…); filled from events.
     pub data: FooterData,
     pi: PiRunState,
@@ -34,7 +39,7 @@ pub struct FooterState {
 
 impl FooterState {
     /// The footer for a session in `workspace`.
-    pub fn new(keymap: &Keymap, config: FooterConfig, workspace: &Path) -> Self {
+    pub fn new(keymap: &Keymap, source: LiveConfig<FooterConfig>, workspace: &Path) -> Self {
         let cwd = workspace.to_path_buf();
         let bindings = keymap.bindings();
         let keys_for = |action: Action| {
@@ -49,7 +54,8 @@ impl FooterState {
         return_keys.extend(keys_for(Action::ScrollPageDown).into_iter().take(1));
         let git_branch = git_branch(&cwd);
         FooterState {
-            config,
+            config: source.get(),
+            source,
             data: FooterData {
                 hostname: hostname(),
                 ..FooterData::default()
@@ -101,6 +107,11 @@ impl FooterState {
 
     pub fn refresh_git_branch(&mut self) {
         self.git_branch = git_branch(&self.cwd);
+    }
+
+    /// Takes `footer.json` as it is now (a few `stat` calls; read only when it changed).
+    pub fn refresh_config(&mut self) {
+        self.config = self.source.get();
     }
 
     pub fn set_notice(&mut self, text: &str) {

@@ -78,7 +78,8 @@ pub struct AppOptions {
     pub pi_env: Vec<(OsString, OsString)>,
     pub keymap: Arc<Keymap>,
     pub theme: Theme,
-    pub footer: crate::config::footer::FooterConfig,
+    /// `footer.json`, followed while the app runs.
+    pub footer: crate::config::live::LiveConfig<crate::config::footer::FooterConfig>,
     /// Problems with the user's config files, shown once the screen is up.
     pub config_errors: Vec<String>,
     /// A first box of (title, lines) shown under the problems (the demo says what it is and
@@ -312,6 +313,9 @@ impl App {
                     if matches!(event, crate::bridge::PiEvent::SessionStart(_)) {
                         self.session = bridge::session_of(&event);
                     }
+                    if matches!(event, crate::bridge::PiEvent::AgentSettled { .. }) {
+                        self.footer.refresh_config();
+                    }
                     bridge::apply_pi_event(&mut self.footer.data, &event);
                     // The dock's main-agent row shows the same model, tokens and cost.
                     self.refresh_views();
@@ -475,6 +479,7 @@ impl App {
         }
         if focused {
             self.footer.refresh_git_branch();
+            self.footer.refresh_config();
             self.request_draw();
         }
     }

@@ -91,6 +91,17 @@ fn make_row(id: &str, name: &str, status: TaskStatus) -> DockRow {
 
 /// An app over a 100x30 terminal with one fake capability listing two tasks.
 fn make_app(config_errors: Vec<String>) -> (App, Arc<FakeDock>) {
+    make_app_with(
+        config_errors,
+        crate::config::footer::FooterConfig::default().into(),
+    )
+}
+
+/// [`make_app`] with the footer config `footer` (a followed file, or a fixed config).
+fn make_app_with(
+    config_errors: Vec<String>,
+    footer: crate::config::live::LiveConfig<crate::config::footer::FooterConfig>,
+) -> (App, Arc<FakeDock>) {
     let dock = Arc::new(FakeDock::default());
     *dock.rows.lock().unwrap() = vec![
         make_row("bg-1", "build", TaskStatus::Running),
@@ -114,7 +125,7 @@ fn make_app(config_errors: Vec<String>) -> (App, Arc<FakeDock>) {
         pi_env: Vec::new(),
         keymap: Arc::clone(&keymap),
         theme: theme.clone(),
-        footer: crate::config::footer::FooterConfig::default(),
+        footer,
         config_errors,
         welcome: None,
         log_path: PathBuf::from("/home/ada/.local/state/unipi-tui/unipi-tui.log"),
@@ -471,4 +482,38 @@ fn in_a_session_the_detach_key_is_the_sessions_even_under_a_view() {
     assert_eq!(detaches(), 2);
     assert_eq!(app.views.titles(), ["the key help"]);
     assert!(!screen(&mut app).contains("does nothing in the key help"));
+}
+
+/// `footer.json` is followed: an edit shows when the terminal regains focus (the user comes
+/// back from the editor), without a restart.
+#[test]
+fn an_edit_of_footer_json_shows_when_the_terminal_regains_focus() {
+    use crate::config::footer::{FOOTER_FILE, load_footer_config};
+    use crate::config::live::LiveConfig;
+    use crate::config::module_file::write_module_file;
+    let (home, workspace) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (footer, errors) = LiveConfig::module(
+        Some(home.path()),
+        workspace.path(),
+        &[FOOTER_FILE],
+        load_footer_config,
+    );
+    assert!(errors.is_empty(), "{errors:?}");
+    let (mut app, _) = make_app_with(Vec::new(), footer);
+    let last_line = |app: &mut App| screen(app).lines().last().unwrap_or_default().to_owned();
+    let before = last_line(&mut app);
+    assert!(before.contains("F1 help"), "{before}");
+    write_module_file(workspace.path(), FOOTER_FILE, r#"{"enabled": false}"#);
+    assert_eq!(
+        last_line(&mut app),
+        before,
+        "read when the user comes back, not per frame"
+    );
+    send(&mut app, b"\x1b[O");
+    send(&mut app, b"\x1b[I");
+    let after = last_line(&mut app);
+    assert!(
+        !after.contains("F1 help"),
+        "the footer row is gone: {after}"
+    );
 }

@@ -14,7 +14,7 @@ use super::module::{AskUserModule, SETTINGS_COMMAND};
 use super::queue::{AskQueue, Opener};
 use super::view::{ASK_INPUT_KEYS, ASK_KEYS, AskView};
 use crate::bridge::{CommandCall, CommandReply, Module};
-use crate::capability::settings::{Save, SettingsHome, SettingsPage, load_reporting};
+use crate::capability::settings::{Save, SettingsHome, SettingsPage, live_reporting};
 use crate::capability::{
     BridgeLink, Capability, Changed, Registration, StartContext, WithCommands,
 };
@@ -35,7 +35,8 @@ const SETTINGS_PAGE: SettingsPage<AskUserConfig> = SettingsPage {
 };
 
 fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
-    let config = load_reporting(context, load_ask_user_config);
+    // Followed: an edit of the file applies to the next question.
+    let config = live_reporting(context, &[ASK_USER_CONFIG_FILE], load_ask_user_config);
     let changed = Changed::default();
     let ui = context.ui.clone();
     let opener: Opener = {
@@ -81,11 +82,10 @@ impl AskUserCapability {
             };
         }
         let module = self.module.clone();
-        let workspace = self.settings.workspace.clone();
         // A save takes effect at once.
         let save: Save = Arc::new(move |home, values| {
             crate::config::merge_json_file(&home.join(ASK_USER_CONFIG_FILE), &values)?;
-            module.set_config(load_ask_user_config(Some(home), &workspace).0);
+            module.reload_config();
             Ok("Saved. Takes effect with the next question.".to_owned())
         });
         self.settings.open_settings(&SETTINGS_PAGE, |_| save).await

@@ -7,7 +7,7 @@
 //! has ended, the session is compacted if the user chose so, then the prefill is sent as the
 //! user's next message — what the original promised and never did.
 
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
@@ -23,6 +23,7 @@ use crate::bridge::{
     ToolError, ToolOutput, ToolSpec, names,
 };
 use crate::capability::BridgeLink;
+use crate::config::live::LiveConfig;
 
 pub const MODULE_NAME: &str = "ask-user";
 pub const TOOL: &str = "ask_user";
@@ -48,17 +49,22 @@ pub struct AskUserModule {
 }
 
 struct Inner {
-    config: Mutex<AskUserConfig>,
+    /// `ask-user.json`, followed: an edit applies to the next question.
+    config: LiveConfig<AskUserConfig>,
     queue: AskQueue,
     has_screen: HasScreen,
     link: OnceLock<BridgeLink>,
 }
 
 impl AskUserModule {
-    pub fn new(config: AskUserConfig, queue: AskQueue, has_screen: HasScreen) -> Self {
+    pub fn new(
+        config: impl Into<LiveConfig<AskUserConfig>>,
+        queue: AskQueue,
+        has_screen: HasScreen,
+    ) -> Self {
         AskUserModule {
             inner: Arc::new(Inner {
-                config: Mutex::new(config),
+                config: config.into(),
                 queue,
                 has_screen,
                 link: OnceLock::new(),
@@ -71,21 +77,14 @@ impl AskUserModule {
         let _ = self.inner.link.set(link);
     }
 
+    /// The settings as the files are now.
     pub fn config(&self) -> AskUserConfig {
-        *self
-            .inner
-            .config
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        *self.inner.config.get()
     }
 
-    /// The settings overlay saved: later calls follow the new settings.
-    pub fn set_config(&self, config: AskUserConfig) {
-        *self
-            .inner
-            .config
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = config;
+    /// The settings overlay saved: later calls follow the new settings at once.
+    pub fn reload_config(&self) {
+        self.inner.config.reload();
     }
 
     pub fn queue(&self) -> &AskQueue {
@@ -360,6 +359,10 @@ mod tests {
     }
 
     fn module(config: AskUserConfig, screen: bool) -> AskUserModule {
+        module_with(config.into(), screen)
+    }
+
+    fn module_with(config: LiveConfig<AskUserConfig>, screen: bool) -> AskUserModule {
         let opener: super::super::queue::Opener = Arc::new(move |_queue| screen);
         let queue = AskQueue::new(Changed::default(), opener);
         AskUserModule::new(config, queue, Arc::new(move || screen))
@@ -507,5 +510,41 @@ mod tests {
             assert_eq!(text(&output), refusal);
             assert!(refusing.queue().is_empty(), "{refusal}");
         }
+    }
+
+    /// `ask-user.json` is followed: switching the tool off in the workspace's file refuses the
+    /// next question, and removing the line lets the one after that through — no restart.
+    #[tokio::test]
+    async fn an_edit_of_the_file_applies_to_the_next_question() {
+        use crate::askuser::config::{ASK_USER_CONFIG_FILE, load_ask_user_config};
+        use crate::config::module_file::write_module_file;
+        let (home, workspace) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (live, errors) = LiveConfig::module(
+            Some(home.path()),
+            workspace.path(),
+            &[ASK_USER_CONFIG_FILE],
+            load_ask_user_config,
+        );
+        assert!(errors.is_empty(), "{errors:?}");
+        // Without a screen the tool answers at once; which refusal it gives shows the config.
+        let module = module_with(live, false);
+        let ask = || async {
+            let args = serde_json::json!({"question": "q"});
+            text(
+                &module
+                    .ask(AgentId::main(), args, CancelToken::never())
+                    .await,
+            )
+        };
+        let no_screen = "Error: UI not available (running in non-interactive mode)";
+        assert_eq!(ask().await, no_screen);
+        write_module_file(
+            workspace.path(),
+            ASK_USER_CONFIG_FILE,
+            r#"{"enabled": false}"#,
+        );
+        assert_eq!(ask().await, "Error: ask_user tool is disabled in settings.");
+        write_module_file(workspace.path(), ASK_USER_CONFIG_FILE, "{}");
+        assert_eq!(ask().await, no_screen);
     }
 }

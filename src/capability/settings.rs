@@ -15,10 +15,32 @@ use unipi_widgets::settings::{SettingField, SettingValue};
 use super::{Changed, StartContext, Ui};
 use crate::bridge::CommandReply;
 use crate::config::ConfigError;
+use crate::config::live::LiveConfig;
 use crate::views::settings::{SettingsStore, SettingsView, ToValues};
 
 /// A capability's config loader: defaults, then the home file, then the workspace file.
 pub type LoadConfig<C> = fn(Option<&Path>, &Path) -> (C, Vec<ConfigError>);
+
+/// A capability's config that follows its files (`relative`: the file or files `load` reads,
+/// below the home directory and the workspace), so an edit takes effect at the next use without
+/// a restart ([`LiveConfig`]). A problem at start becomes a start-up notice; one found after an
+/// edit, a notice on the screen.
+pub fn live_reporting<C: Send + Sync + 'static>(
+    context: &mut StartContext<'_>,
+    relative: &[&str],
+    load: LoadConfig<C>,
+) -> LiveConfig<C> {
+    let (live, errors) = LiveConfig::module(context.home, context.workspace, relative, load);
+    for error in &errors {
+        context.report(error);
+    }
+    let ui = context.ui.clone();
+    live.reporting(move |errors| {
+        for error in errors {
+            ui.notice(error.to_string());
+        }
+    })
+}
 
 /// Loads a capability's config at start; each problem becomes a start-up notice.
 pub fn load_reporting<C>(context: &mut StartContext<'_>, load: LoadConfig<C>) -> C {

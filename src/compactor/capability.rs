@@ -10,9 +10,11 @@ use std::sync::Arc;
 use unipi_widgets::footer::Segment;
 
 use super::command::{COMPACT_COMMAND, STATS_COMMAND, VIEW_COMMAND, parse_command_args};
+use super::config::{CONFIG_FILE, load_config};
 use super::module::CompactorModule;
 use super::view::CompactionView;
 use crate::bridge::{CommandCall, CommandReply, Module, NotifyLevel};
+use crate::capability::settings::live_reporting;
 use crate::capability::{BridgeLink, Capability, Registration, StartContext, Ui, WithCommands};
 
 pub const REGISTRATION: Registration = Registration {
@@ -22,7 +24,9 @@ pub const REGISTRATION: Registration = Registration {
 };
 
 fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
-    let started = CompactorModule::start(context.home, context.workspace);
+    // Followed: an edit of compactor.json applies to the next compaction or recall.
+    let config = live_reporting(context, &[CONFIG_FILE], load_config);
+    let started = CompactorModule::start_with(config, Vec::new(), context.home, context.workspace);
     for notice in started.notices {
         context.report(notice);
     }

@@ -26,7 +26,7 @@ use unipi_widgets::compactor::{CompactionModel, CompactorTally};
 
 use super::auto::{self, AutoState, UsageSample};
 use super::command::{Marker, command_specs};
-use super::config::{CompactorConfig, load_config};
+use super::config::{CONFIG_FILE, CompactorConfig, load_config};
 use super::entries;
 use super::hook::{
     BEFORE_COMPACT_HOOK, BeforeCompact, HookAnswer, Plan, after_unfinished, answer, branch_entries,
@@ -43,6 +43,7 @@ use crate::bridge::{
     AgentId, BridgeHost, BusEvent, CommandSpec, DeliverAs, EventBus, HookCall, HostCall,
     MessageTypeSpec, Module, NotifyLevel, PiEvent, ToolCall, ToolError, ToolOutput, ToolSpec,
 };
+use crate::config::live::LiveConfig;
 use crate::sessiondb::{CompactionRecord, CompactionTotals, SessionMeta};
 use crate::sys::now_ms;
 
@@ -65,7 +66,8 @@ pub struct CompactorModule {
 /// The compactor's config, its connections (the database thread, the bridge) and what it tracks
 /// of the main session and of the index rebuild.
 struct Compactor {
-    config: CompactorConfig,
+    /// `compactor.json`, followed: an edit applies to the next compaction, sample or recall.
+    config: LiveConfig<CompactorConfig>,
     settings: PipelineSettings,
     workspace: PathBuf,
     /// The database, or why there is none (recall then answers with that reason).
@@ -120,14 +122,14 @@ pub struct Started {
 
 impl CompactorModule {
     pub fn new(
-        config: CompactorConfig,
+        config: impl Into<LiveConfig<CompactorConfig>>,
         workspace: PathBuf,
         db: Result<DbWorker, String>,
         db_dir: Option<PathBuf>,
     ) -> Self {
         CompactorModule {
             compactor: Arc::new(Compactor {
-                config,
+                config: config.into(),
                 settings: PipelineSettings::default(),
                 workspace,
                 db,
@@ -151,11 +153,21 @@ impl CompactorModule {
         self.compactor.lock().indexing
     }
 
-    /// Loads the config and opens the project's database (`<home>/.unipi/db/…`). Never fails:
-    /// a bad config keeps the defaults, a database that cannot open leaves recall off; both
-    /// come back as notices.
+    /// Loads the config (followed from now on) and opens the project's database
+    /// (`<home>/.unipi/db/…`). Never fails: a bad config keeps the defaults, a database that
+    /// cannot open leaves recall off; both come back as notices.
     pub fn start(home: Option<&Path>, workspace: &Path) -> Started {
-        let (config, errors) = load_config(home, workspace);
+        let (config, errors) = LiveConfig::module(home, workspace, &[CONFIG_FILE], load_config);
+        Self::start_with(config, errors, home, workspace)
+    }
+
+    /// [`CompactorModule::start`] with the config already loaded (and the problems found in it).
+    pub fn start_with(
+        config: LiveConfig<CompactorConfig>,
+        errors: Vec<crate::config::ConfigError>,
+        home: Option<&Path>,
+        workspace: &Path,
+    ) -> Started {
         let mut notices: Vec<String> = errors.iter().map(ToString::to_string).collect();
         let db_dir = home.map(crate::sessiondb::default_db_dir);
         let db = match &db_dir {
@@ -223,8 +235,9 @@ impl CompactorModule {
         });
     }
 
-    pub fn config(&self) -> &CompactorConfig {
-        &self.compactor.config
+    /// The config as the file is now.
+    pub fn config(&self) -> Arc<CompactorConfig> {
+        self.compactor.config.get()
     }
 
     /// This session's compactions and tokens saved (the footer segment).
@@ -327,7 +340,8 @@ impl Compactor {
                 return Value::Null;
             }
         };
-        let Plan::Compact { marker } = plan(&self.config, &input) else {
+        let config = self.config.get();
+        let Plan::Compact { marker } = plan(&config, &input) else {
             return Value::Null;
         };
         let overflow = input.overflow();
@@ -403,7 +417,7 @@ impl Compactor {
                 toast: toast_text(&record),
                 auto_continue: follow_up.is_none()
                     && automatic
-                    && self.config.auto.continue_after_threshold_compact,
+                    && self.config.get().auto.continue_after_threshold_compact,
                 follow_up,
                 will_retry: input.will_retry,
             });
@@ -604,7 +618,7 @@ impl Compactor {
 
     /// Feeds one context-usage sample to the auto-compaction decision; triggers when it says so.
     fn auto_sample(self: &Arc<Self>, usage: Option<&crate::bridge::ContextUsage>) {
-        let config = &self.config.auto;
+        let config = &self.config.get().auto;
         if !config.enabled {
             return;
         }
@@ -739,7 +753,8 @@ impl Compactor {
             db_dir: self.db_dir.clone(),
             session_id: self.lock().session.as_ref().map(|s| s.session_id.clone()),
         };
-        run_recall(args, &self.config.recall, sources).await
+        let config = self.config.get();
+        run_recall(args, &config.recall, sources).await
     }
 }
 
@@ -749,7 +764,7 @@ impl Module for CompactorModule {
     }
 
     fn tools(&self) -> Vec<ToolSpec> {
-        vec![recall_tool_spec(&self.compactor.config.recall)]
+        vec![recall_tool_spec(&self.compactor.config.get().recall)]
     }
 
     fn commands(&self) -> Vec<CommandSpec> {
@@ -1069,5 +1084,37 @@ mod tests {
                 leaf_id: input.leaf_id.clone(),
             }
         }
+    }
+    /// `compactor.json` is followed: switching `overrideDefaultCompaction` off while the
+    /// workbench runs leaves the next compaction to Pi, without a restart.
+    #[tokio::test]
+    async fn an_edit_of_the_file_applies_to_the_next_compaction() -> anyhow::Result<()> {
+        use crate::config::module_file::write_module_file;
+        let (home, workspace) = (tempfile::tempdir()?, tempfile::tempdir()?);
+        let (config, errors) = LiveConfig::module(
+            Some(home.path()),
+            workspace.path(),
+            &[CONFIG_FILE],
+            load_config,
+        );
+        assert!(errors.is_empty(), "{errors:?}");
+        let module = CompactorModule::new(config, PathBuf::from("/w"), Err("no db".into()), None);
+        let input = serde_json::to_value(RawInput::from(&hook_input("manual", None, Vec::new())))?;
+        // Ours by default: nothing live to summarize, so the pipeline refuses visibly.
+        assert_eq!(
+            module.before_compact(input.clone()).await,
+            json!({"cancel": true})
+        );
+        write_module_file(
+            workspace.path(),
+            CONFIG_FILE,
+            r#"{"overrideDefaultCompaction": false}"#,
+        );
+        assert_eq!(
+            module.before_compact(input).await,
+            Value::Null,
+            "left to Pi"
+        );
+        Ok(())
     }
 }

@@ -5,6 +5,7 @@
 pub mod error;
 pub mod footer;
 pub mod keymap;
+pub mod live;
 pub mod module_file;
 pub mod references;
 pub mod theme;

@@ -42,6 +42,7 @@ use crate::bridge::{
     ModelInfo, Module, NoticeSink, PiEvent, ToolCall, ToolError, ToolOutput, ToolSpec, WakeReach,
     send_to,
 };
+use crate::config::live::LiveConfig;
 use crate::helpers::board::{BoardRow, HelperBoard, RowKind, RunControl, TranscriptEntry};
 use crate::helpers::events::Usage;
 use crate::helpers::runner::RunStatus;
@@ -49,6 +50,7 @@ use crate::sys::{
     GroupGuard, GroupStop, ProcessGroup, Reach, SpawnGrouped as _, lock, now_ms, random_u64,
     write_new_atomic,
 };
+use crate::tasks::TASKS_CONFIG_FILE;
 use crate::text::non_blank_str;
 
 /// The tool names.
@@ -126,7 +128,9 @@ pub struct DelegateSettings {
     pub env: Vec<(String, String)>,
     /// The `unipi-tui` binary that has the `__delegate-child` subcommand.
     pub child_program: PathBuf,
-    pub config: DelegateConfig,
+    /// The `delegate` section of `background-tasks.json`, followed: an edit applies to the next
+    /// launch (the tool's existence is fixed at start: `enabled` needs a restart).
+    pub config: LiveConfig<DelegateConfig>,
 }
 
 impl DelegateSettings {
@@ -135,7 +139,7 @@ impl DelegateSettings {
         workspace: PathBuf,
         pi: PiCommand,
         env: Vec<(String, String)>,
-        config: DelegateConfig,
+        config: LiveConfig<DelegateConfig>,
     ) -> anyhow::Result<Self> {
         let child_program = std::env::current_exe()
             .map_err(|err| anyhow::anyhow!("cannot locate the unipi-tui executable: {err}"))?;
@@ -180,8 +184,9 @@ impl DelegateModule {
         anyhow::Result<Option<Self>>,
         Vec<crate::config::ConfigError>,
     ) {
-        let (config, errors) = DelegateConfig::load(home, workspace);
-        if !config.enabled {
+        let (config, errors) =
+            LiveConfig::module(home, workspace, &[TASKS_CONFIG_FILE], DelegateConfig::load);
+        if !config.get().enabled {
             return (Ok(None), errors);
         }
         let settings = DelegateSettings::new(workspace.to_path_buf(), pi, env, config);
@@ -275,7 +280,7 @@ impl Module for DelegateModule {
     }
 
     fn tools(&self) -> Vec<ToolSpec> {
-        let config = &self.inner.settings.config;
+        let config = self.inner.settings.config.get();
         if !config.enabled {
             return vec![];
         }
@@ -573,7 +578,7 @@ impl RunControl for Control {
 
 impl DelegateService {
     async fn launch(self: &Arc<Self>, call: &ToolCall) -> Result<ToolOutput, DelegateError> {
-        let config = &self.settings.config;
+        let config = self.settings.config.get();
         let args = parse_delegate_args(&call.args)?;
         let session = lock(&self.sessions)
             .get(&call.agent)
@@ -1339,7 +1344,7 @@ mod tests {
             pi: PiCommand::default(),
             env: vec![],
             child_program: PathBuf::from("/nonexistent/unipi-tui"),
-            config: DelegateConfig::default(),
+            config: DelegateConfig::default().into(),
         };
         let module = DelegateModule::new(settings);
         let (tx, rx) = mpsc::unbounded_channel();

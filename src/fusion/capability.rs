@@ -16,7 +16,7 @@ use unipi_widgets::fusion::saved_text;
 use unipi_widgets::notice::NoticeModel;
 
 use super::btw::{BTW_KEYS, BtwView, SideExchange};
-use super::config::{ModelRef, Preset, load_fusion_config};
+use super::config::{FUSION_CONFIG_FILE, ModelRef, Preset, load_fusion_config};
 use super::engine::{BridgeMainPi, Engine, minutes, shown_path};
 use super::ledger::Ledger;
 use super::module::{BTW_COMMAND, FusionModule, MODEL_COMMAND, PRESET_COMMAND, STATUS_COMMAND};
@@ -24,6 +24,7 @@ use super::picker::{PICKER_KEYS, PickerPort, PickerView};
 use super::presets_view::{NAME_KEYS, PRESETS_KEYS, PresetsPort, PresetsView};
 use super::runtime::SidekickRuntime;
 use crate::bridge::{CommandCall, CommandReply, Module, NotifyLevel};
+use crate::capability::settings::live_reporting;
 use crate::capability::{BridgeLink, Capability, Registration, StartContext, WithCommands};
 use crate::config::keymap::Action;
 use crate::sessiondb::SidekickTotals;
@@ -42,10 +43,9 @@ const DEFAULT_PRESET: &str = "default";
 const HEADLESS_BTW_WAIT: Duration = Duration::from_secs(8);
 
 fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
-    let (config, errors) = load_fusion_config(context.home, context.workspace);
-    for error in &errors {
-        context.report(error);
-    }
+    // Followed: presets edited by hand are taken at the next use; the active preset is applied
+    // at start (switching it later is /unipi:fusion-preset's).
+    let config = live_reporting(context, &[FUSION_CONFIG_FILE], load_fusion_config);
     let runtime = SidekickRuntime::new(context.child_pi(), context.workspace.to_path_buf());
     let ledger = Ledger::for_project(context.home, context.workspace);
     let engine = Arc::new(Engine::new(context.ui.clone(), config, runtime, ledger));

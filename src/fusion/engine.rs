@@ -41,6 +41,7 @@ use crate::bridge::{
     AgentId, BridgeHost, BusEvent, EventBus, HostCall, ModelInfo, NotifyLevel, PiEvent, names,
 };
 use crate::capability::{Changed, Ui};
+use crate::config::live::LiveConfig;
 use crate::sessiondb::{SidekickCall, SidekickTotals};
 use crate::sys::{lock, now_ms};
 
@@ -114,7 +115,13 @@ impl PairState {
 /// The engine. Shared as `Arc<Engine>` by the capability, its views' ports and its tasks.
 pub struct Engine {
     ui: Ui,
+    /// The config in force: the file's, with the edits made here ahead of their writes.
     config: Mutex<FusionConfig>,
+    /// `fusion.json`, followed: an edit by hand is taken at the next use ([`Engine::config`])
+    /// once no edit of ours is still being written.
+    file: LiveConfig<FusionConfig>,
+    /// The file's version the config was last taken from.
+    file_seen: Mutex<Arc<FusionConfig>>,
     state: Mutex<PairState>,
     fallback: Mutex<FallbackState>,
     runtime: SidekickRuntime,
@@ -157,10 +164,19 @@ impl ConfigWrite {
 }
 
 impl Engine {
-    pub fn new(ui: Ui, config: FusionConfig, runtime: SidekickRuntime, ledger: Ledger) -> Self {
+    pub fn new(
+        ui: Ui,
+        config: impl Into<LiveConfig<FusionConfig>>,
+        runtime: SidekickRuntime,
+        ledger: Ledger,
+    ) -> Self {
+        let file = config.into();
+        let seen = file.get();
         Engine {
             ui,
-            config: Mutex::new(config),
+            config: Mutex::new((*seen).clone()),
+            file,
+            file_seen: Mutex::new(seen),
             state: Mutex::new(PairState::default()),
             fallback: Mutex::new(FallbackState::default()),
             runtime,
@@ -186,8 +202,26 @@ impl Engine {
         lock(&self.state).clone()
     }
 
+    /// The config in force; a file edited by hand since the last look is taken first.
     pub fn config(&self) -> FusionConfig {
-        lock(&self.config).clone()
+        let mut config = lock(&self.config);
+        self.take_file_edits(&mut config);
+        config.clone()
+    }
+
+    /// Replaces `config` with the file's when the file changed and every edit made here is on
+    /// disk (one still being written would overwrite the file anyway: the last edit wins).
+    fn take_file_edits(&self, config: &mut FusionConfig) {
+        let settled = *lock(&self.config_written) == self.config_edits.load(Ordering::SeqCst);
+        if !settled {
+            return;
+        }
+        let file = self.file.get();
+        let mut seen = lock(&self.file_seen);
+        if !Arc::ptr_eq(&file, &seen) {
+            *config = (*file).clone();
+            *seen = file;
+        }
     }
 
     pub fn runtime(&self) -> &SidekickRuntime {
@@ -300,6 +334,7 @@ impl Engine {
         edit: impl FnOnce(&mut FusionConfig) -> Result<(), String>,
     ) -> Result<ConfigWrite, String> {
         let mut config = lock(&self.config);
+        self.take_file_edits(&mut config);
         let mut next = config.clone();
         edit(&mut next)?;
         *config = next.clone();

@@ -94,7 +94,13 @@ fn engine_with_ui(dir: &Path, preset_json: &str, sidekick: ChildPi, ui: Ui) -> A
     let file = home.join(crate::fusion::config::FUSION_CONFIG_FILE);
     std::fs::create_dir_all(file.parent().unwrap()).unwrap();
     std::fs::write(&file, preset_json).unwrap();
-    let (config, errors) = load_fusion_config(Some(&home), &workspace);
+    // Followed, as in the workbench: the engine's own saves and edits by hand meet in the file.
+    let (config, errors) = crate::config::live::LiveConfig::module(
+        Some(&home),
+        &workspace,
+        &[crate::fusion::config::FUSION_CONFIG_FILE],
+        load_fusion_config,
+    );
     assert!(errors.is_empty(), "{errors:?}");
     let runtime = SidekickRuntime::new(sidekick, workspace.clone());
     Arc::new(Engine::new(
@@ -413,4 +419,44 @@ async fn the_sidekick_names_a_session_without_a_name_after_its_first_turn() {
     }));
     assert_eq!(rig.engine.state().session_totals().calls, 1);
     rig.engine.shutdown().await;
+}
+
+/// `fusion.json` is followed: a preset added by hand while the workbench runs is there at the
+/// next use, and the engine's own edits after it keep it.
+#[tokio::test]
+async fn presets_edited_by_hand_are_taken_at_the_next_use() {
+    let rig = rig("{}");
+    assert!(rig.engine.config().presets.is_empty());
+    let file = rig.home.join(crate::fusion::config::FUSION_CONFIG_FILE);
+    std::fs::write(
+        &file,
+        r#"{"presets": {"cheap": {"primary": "p/big", "sidekick": "p/small"}}}"#,
+    )
+    .unwrap();
+    let names = |rig: &Rig| {
+        rig.engine
+            .config()
+            .presets
+            .keys()
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(names(&rig), ["cheap"]);
+    rig.engine
+        .edit_config(|config| {
+            config.active = Some("cheap".to_owned());
+            Ok(())
+        })
+        .unwrap()
+        .finish()
+        .await
+        .unwrap();
+    assert_eq!(
+        names(&rig),
+        ["cheap"],
+        "an edit here starts from the file's"
+    );
+    let written = std::fs::read_to_string(&file).unwrap();
+    assert!(written.contains("\"active\": \"cheap\""), "{written}");
+    assert!(written.contains("\"primary\": \"p/big\""), "{written}");
 }

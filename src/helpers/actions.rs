@@ -169,10 +169,10 @@ impl HelperService {
     }
 
     fn status(&self, caller: &Caller) -> ToolOutput {
-        let config = &self.settings().config;
+        let config = self.settings().config();
         let ledger = self.ledger();
         let (counters, granted) = (ledger.counters(), ledger.granted());
-        let cap = ledger.spawn_cap(config);
+        let cap = ledger.spawn_cap(&config);
         let run_spawns = caller.root.as_ref().map(|root| ledger.run_spawns(root));
         let mut text = format!(
             "Spawns this session: {} of {cap}{}\nRunning: {} of {} (background {} of {})\n\
@@ -267,7 +267,7 @@ impl HelperService {
         }
         let mut ledger = self.ledger();
         let granted = ledger.grant(amount);
-        let cap = ledger.spawn_cap(&self.settings().config);
+        let cap = ledger.spawn_cap(&self.settings().config());
         ToolOutput::text(format!(
             "Granted {amount} more helper spawns: {} of {cap} used.",
             ledger.counters().spawns
@@ -325,10 +325,11 @@ impl HelperService {
             format!("agent types: {}", types.join(", ")),
         ));
         checks.push((
-            settings.depth < settings.config.max_depth,
+            settings.depth < settings.config().max_depth,
             format!(
                 "depth {} of maxSubagentDepth {}",
-                settings.depth, settings.config.max_depth
+                settings.depth,
+                settings.config().max_depth
             ),
         ));
         let bridged = self.has_bridge();
@@ -399,7 +400,7 @@ impl HelperService {
             let mut ledger = self.ledger();
             let admission = self.admission(&ledger, &caller);
             let background = background.unwrap_or(default_background);
-            check_caps(&self.settings().config, admission, 1, background).map(|()| {
+            check_caps(&self.settings().config(), admission, 1, background).map(|()| {
                 (
                     background,
                     self.take_permit(&mut ledger, &caller, background),

@@ -75,7 +75,11 @@ pub struct AgentType {
 /// Why a type cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AgentError {
-    #[error("unknown helper type {name:?}; known types: {}", known.join(", "))]
+    #[error(
+        "unknown helper type {name:?}; known types: {} (agent files are read when the \
+         workbench starts: one added since needs a restart)",
+        known.join(", ")
+    )]
     Unknown { name: String, known: Vec<String> },
     #[error("helper type {name:?} is disabled (enabled: false in {defined_in})")]
     Disabled {
@@ -610,7 +614,8 @@ mod tests {
         let err = catalog.resolve("nope").unwrap_err();
         assert_eq!(
             err.to_string(),
-            "unknown helper type \"nope\"; known types: explore, work"
+            "unknown helper type \"nope\"; known types: explore, work (agent files are read \
+             when the workbench starts: one added since needs a restart)"
         );
     }
 

@@ -14,8 +14,9 @@ use unipi_widgets::agents::helpers_segment;
 use unipi_widgets::footer::Segment;
 
 use super::dock::HelperDock;
-use super::module::{HelperSettings, HelpersConfig, HelpersModule, PiLaunch};
+use super::module::{CONFIG_FILE, HelperSettings, HelpersConfig, HelpersModule, PiLaunch};
 use crate::bridge::Module;
+use crate::capability::settings::live_reporting;
 use crate::capability::{BridgeLink, Capability, Changed, Registration, StartContext};
 use crate::delegate::DelegateModule;
 use crate::views::dock::DockSource;
@@ -27,9 +28,11 @@ pub const REGISTRATION: Registration = Registration {
 };
 
 fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
-    let (config, config_errors) = HelpersConfig::load(context.home, context.workspace);
+    // subagents.json is followed (its caps apply to the next spawn); the agent types are read
+    // here, once: Pi is told them with the tool, so a new or changed type needs a restart.
+    let config = live_reporting(context, &[CONFIG_FILE], HelpersConfig::load);
     let (catalog, agent_errors) = super::agents::load_agents(context.home, context.workspace);
-    for error in config_errors.iter().chain(agent_errors.iter()) {
+    for error in &agent_errors {
         context.report(error);
     }
     let child = context.child_pi();

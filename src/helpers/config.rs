@@ -9,6 +9,7 @@ use super::agents::AgentCatalog;
 use super::board::HelperBoard;
 use super::spec::DEFAULT_DEADLINE;
 use crate::config::ConfigError;
+use crate::config::live::LiveConfig;
 use serde_json::{Map, Value};
 
 use crate::config::module_file::{
@@ -112,7 +113,9 @@ pub struct HelperSettings {
     /// Where run directories are created (`<runs_root>/<run id>/`).
     pub runs_root: PathBuf,
     pub catalog: AgentCatalog,
-    pub config: HelpersConfig,
+    /// `subagents.json`, followed: the caps and defaults apply to the next spawn
+    /// ([`HelperSettings::config`]).
+    pub config: LiveConfig<HelpersConfig>,
     /// This process's helper depth (see [`depth_from_env`]).
     pub depth: u32,
     /// Where runs are shown (the dock); the module keeps its rows current.
@@ -120,20 +123,25 @@ pub struct HelperSettings {
 }
 
 impl HelperSettings {
+    /// The caps and defaults as `subagents.json` says now.
+    pub fn config(&self) -> std::sync::Arc<HelpersConfig> {
+        self.config.get()
+    }
+
     /// Settings at the depth [`DEPTH_ENV`] says.
     pub fn new(
         launch: PiLaunch,
         cwd: PathBuf,
         runs_root: PathBuf,
         catalog: AgentCatalog,
-        config: HelpersConfig,
+        config: impl Into<LiveConfig<HelpersConfig>>,
     ) -> Self {
         Self {
             launch,
             cwd,
             runs_root,
             catalog,
-            config,
+            config: config.into(),
             depth: depth_from_env(),
             board: HelperBoard::new(),
         }

@@ -163,7 +163,7 @@ impl Module for HelpersModule {
     }
 
     fn tools(&self) -> Vec<ToolSpec> {
-        let config = &self.service.settings().config;
+        let config = self.service.settings().config();
         let types: Vec<String> = self
             .service
             .settings()

@@ -29,7 +29,7 @@ fn settings(dir: &Path, script: &str) -> HelperSettings {
         cwd: dir.to_path_buf(),
         runs_root: dir.join("runs"),
         catalog: AgentCatalog::builtin(),
-        config: HelpersConfig::default(),
+        config: HelpersConfig::default().into(),
         depth: 0,
         board: HelperBoard::new(),
     }
@@ -116,7 +116,11 @@ async fn finished(
 /// supervisor.
 fn supervised(dir: &Path, timeout: Duration) -> HelpersModule {
     let mut settings = rpc_settings(dir, "forever");
-    settings.config.supervisor_timeout = timeout;
+    settings.config = HelpersConfig {
+        supervisor_timeout: timeout,
+        ..HelpersConfig::default()
+    }
+    .into();
     HelpersModule::new(settings)
 }
 
@@ -385,7 +389,11 @@ fn truncation_table() {
 async fn refusals_are_error_results_and_start_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let mut settings = settings(dir.path(), "exit 1");
-    settings.config.max_spawns_per_session = 0;
+    settings.config = HelpersConfig {
+        max_spawns_per_session: 0,
+        ..HelpersConfig::default()
+    }
+    .into();
     let module = HelpersModule::new(settings);
     let cases = [
         (
@@ -659,7 +667,11 @@ async fn a_single_helper_is_told_its_boundaries_and_a_workflow_step_is_not() {
 async fn a_workflow_that_does_not_fit_the_budget_is_refused_before_anything_starts() {
     let dir = tempfile::tempdir().unwrap();
     let mut settings = rpc_settings(dir.path(), "answer");
-    settings.config.max_spawns_per_session = 2;
+    settings.config = HelpersConfig {
+        max_spawns_per_session: 2,
+        ..HelpersConfig::default()
+    }
+    .into();
     let module = HelpersModule::new(settings);
     let script = json!({"workflowScript": {"steps": [
         {"id": "a", "type": "explore", "prompt": "x"},
@@ -1121,4 +1133,37 @@ async fn a_background_helper_keeps_its_callers_run_waiting_until_its_notice() {
     tokio::time::timeout(Duration::from_secs(20), wakes.kept(&AgentId::main()))
         .await
         .expect("the wake was kept once the notice went");
+}
+
+/// `subagents.json` is followed: a spawn budget of 0 written into the workspace's file while
+/// the workbench runs refuses the next spawn, and taking it out lets the one after it start.
+#[tokio::test]
+async fn an_edit_of_subagents_json_applies_to_the_next_spawn() {
+    use crate::config::live::LiveConfig;
+    use crate::config::module_file::write_module_file;
+    use crate::helpers::module::CONFIG_FILE;
+    let dir = tempfile::tempdir().unwrap();
+    let (home, workspace) = (dir.path().join("home"), dir.path().join("work"));
+    for path in [&home, &workspace] {
+        std::fs::create_dir_all(path).unwrap();
+    }
+    let mut settings = settings(dir.path(), "exit 1");
+    let (config, errors) =
+        LiveConfig::module(Some(&home), &workspace, &[CONFIG_FILE], HelpersConfig::load);
+    assert!(errors.is_empty(), "{errors:?}");
+    settings.config = config;
+    let module = HelpersModule::new(settings);
+    let refused_for_budget = |output: &ToolOutput| text(output).contains("spawn budget is used up");
+    write_module_file(
+        &workspace,
+        CONFIG_FILE,
+        r#"{"maxSubagentSpawnsPerSession": 0}"#,
+    );
+    let output = spawn(&module, json!({"type": "explore", "prompt": "x"})).await;
+    assert!(refused_for_budget(&output), "{}", text(&output));
+    assert!(!dir.path().join("runs").exists(), "a refusal created a run");
+    write_module_file(&workspace, CONFIG_FILE, "{}");
+    let output = spawn(&module, json!({"type": "explore", "prompt": "x"})).await;
+    assert!(!refused_for_budget(&output), "{}", text(&output));
+    assert!(dir.path().join("runs").exists(), "the spawn started a run");
 }

@@ -170,7 +170,7 @@ impl HelperService {
 
     /// What the caps see for a call from `caller`, in the locked ledger.
     pub(super) fn admission(&self, ledger: &RunLedger, caller: &Caller) -> Admission {
-        ledger.admission(caller, &self.settings.config)
+        ledger.admission(caller, &self.settings.config())
     }
 
     pub(super) async fn spawn_helper(self: Arc<Self>, call: ToolCall) -> ToolOutput {
@@ -294,7 +294,7 @@ impl HelperService {
         reach
             .refusal_for(
                 "a background helper",
-                Some(self.settings.config.deadline),
+                Some(self.settings.config().deadline),
                 "run it in the foreground (run_in_background: false)",
             )
             .map(Refusal::CannotWake)
@@ -304,7 +304,7 @@ impl HelperService {
     /// run's deadline).
     pub(super) fn promise_wake(&self, agent: &AgentId, what: &str) -> Option<WakePromise> {
         let sink = lock(&self.sink).clone()?;
-        let limit = self.settings.config.deadline + WAKE_DELIVERY;
+        let limit = self.settings.config().deadline + WAKE_DELIVERY;
         sink.promise_wake(agent, what.to_owned(), limit)
     }
 
@@ -318,7 +318,7 @@ impl HelperService {
         let admission = self.admission(&ledger, caller);
         let (agent, background) = preflight(
             &self.settings.catalog,
-            &self.settings.config,
+            &self.settings.config(),
             admission,
             args,
         )?;
@@ -570,7 +570,7 @@ impl HelperService {
                 agent
                     .tools
                     .push(crate::mcp::module::HELPER_TOOLS_PATTERN.to_string());
-                if child_depth < settings.config.max_depth {
+                if child_depth < settings.config().max_depth {
                     agent.tools.push(SPAWN_TOOL.to_string());
                     agent.tools.push(RESULT_TOOL.to_string());
                 }
@@ -587,7 +587,7 @@ impl HelperService {
         spec.env = env;
         spec.env
             .push((DEPTH_ENV.to_string(), child_depth.to_string()));
-        spec.deadline = settings.config.deadline;
+        spec.deadline = settings.config().deadline;
         spec.budget = template.budget;
         Ok(spec)
     }

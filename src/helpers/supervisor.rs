@@ -99,7 +99,7 @@ impl HelperService {
             Some(entry) => entry.info().clone(),
             None => return Ok(refused("your run is not known to the workbench")),
         };
-        let timeout = self.settings().config.supervisor_timeout;
+        let timeout = self.settings().config().supervisor_timeout;
         if kind == Kind::Question && !info.background {
             return Ok(ToolOutput::text(
                 "Your supervisor is waiting for your result and cannot answer while you run. \

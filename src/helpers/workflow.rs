@@ -209,7 +209,7 @@ impl HelperService {
         for step in &script.steps {
             let mut args = step.args.clone();
             args.background = Some(false);
-            preflight(&settings.catalog, &settings.config, admission, &args).map_err(
+            preflight(&settings.catalog, &settings.config(), admission, &args).map_err(
                 |refusal| {
                     Refusal::BadArguments(format!("workflowScript step {}: {refusal}", step.id))
                 },
@@ -227,7 +227,7 @@ impl HelperService {
             });
         }
         let run_left = settings
-            .config
+            .config()
             .max_spawns_per_run
             .saturating_sub(admission.run_spawns.unwrap_or(0)) as usize;
         if needed > run_left {
@@ -380,7 +380,7 @@ impl HelperService {
             let mut ledger = self.ledger();
             let admission = self.admission(&ledger, caller);
             let settings = self.settings();
-            match preflight(&settings.catalog, &settings.config, admission, &args) {
+            match preflight(&settings.catalog, &settings.config(), admission, &args) {
                 Ok((agent, _)) => Ok((agent, self.take_permit(&mut ledger, caller, false))),
                 Err(Refusal::TooManyRunning { .. }) => return StepStart::NoSlot,
                 Err(refusal) => Err(refusal.to_string()),

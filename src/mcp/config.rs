@@ -246,19 +246,23 @@ pub fn parse(
     }
     for name in &refused {
         servers.remove(name);
-        if let Some((path, text, offset)) = defined_at.get(name) {
-            errors.push(ConfigError::at(
-                path,
-                text,
-                *offset,
-                format!(
-                    "MCP server `{name}`: not started, more than {} servers are enabled \
-                     (mcp.maxServers in {WORKBENCH_CONFIG_FILE}); refused: {}",
-                    settings.max_servers,
-                    refused.join(", ")
-                ),
-            ));
-        }
+    }
+    // One message for all of them, placed at the first one refused.
+    if let Some((path, text, offset)) = refused.first().and_then(|name| defined_at.get(name)) {
+        let max = settings.max_servers;
+        errors.push(ConfigError::at(
+            path,
+            text,
+            *offset,
+            format!(
+                "{enabled} MCP servers are enabled, more than mcp.maxServers ({max}, in \
+                 {WORKBENCH_CONFIG_FILE}) allows: the first {max} by name were started, these \
+                 {} were not: {} (raise mcp.maxServers or set \"enabled\": false on servers you \
+                 do not need, then /unipi:mcp-reload)",
+                refused.len(),
+                refused.join(", ")
+            ),
+        ));
     }
     McpConfig {
         servers: servers.into_values().collect(),
@@ -963,13 +967,34 @@ mod tests {
         let config = parse_with(&[("/m.json", text)], settings);
         let names: Vec<&str> = config.servers.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["a", "b", "c"]);
+        assert_eq!(
+            errors(&config),
+            [
+                "/m.json:2:54: 4 MCP servers are enabled, more than mcp.maxServers (2, in \
+                 .unipi/config/workbench.json) allows: the first 2 by name were started, these \
+                 2 were not: d, e (raise mcp.maxServers or set \"enabled\": false on servers \
+                 you do not need, then /unipi:mcp-reload)"
+            ],
+            "one message, at the first server refused, naming every one"
+        );
+    }
+
+    /// Thirty servers over the default limit of 20 give one message, not ten.
+    #[test]
+    fn many_servers_over_the_limit_are_one_message() {
+        let entries: Vec<String> = (1..=30)
+            .map(|n| format!("\"s{n:02}\": {{\"command\": \"x\"}}"))
+            .collect();
+        let text = format!("{{\"mcpServers\": {{{}}}}}", entries.join(",\n"));
+        let config = parse_with(&[("/m.json", &text)], McpSettings::default());
+        assert_eq!(config.servers.len(), 20);
         let errors = errors(&config);
-        assert_eq!(errors.len(), 2);
-        assert!(errors[0].contains("MCP server `d`: not started, more than 2 servers are enabled"));
-        assert!(errors[0].ends_with("refused: d, e"), "{errors:?}");
+        assert_eq!(errors.len(), 1, "{errors:#?}");
+        let not_started: Vec<String> = (21..=30).map(|n| format!("s{n}")).collect();
         assert!(
-            errors[1].starts_with("/m.json:2:77: MCP server `e`"),
-            "{errors:?}"
+            errors[0].contains(&format!("these 10 were not: {} (", not_started.join(", "))),
+            "{}",
+            errors[0]
         );
     }
 

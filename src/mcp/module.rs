@@ -327,12 +327,22 @@ impl McpModule {
             .filter(|server| server.enabled)
             .count();
         let errors = config.errors.len();
+        // Who owns MCP decides how Pi was started (`--no-mcp`): that waits for a restart.
+        let owner_note = if config.settings.owner == super::config::Owner::Pi {
+            format!(
+                " mcp.owner is \"pi\" in {}: that takes effect at the next start (this Pi was \
+                 started with --no-mcp); until then the workbench runs the servers.",
+                super::config::WORKBENCH_CONFIG_FILE
+            )
+        } else {
+            String::new()
+        };
         self.inner.manager.reload(config).await;
         self.sync().await;
         match errors {
-            0 => format!("MCP config reloaded: {servers} enabled server(s)."),
+            0 => format!("MCP config reloaded: {servers} enabled server(s).{owner_note}"),
             n => format!(
-                "MCP config reloaded: {servers} enabled server(s); {n} problem(s) in the files, see /{STATUS_COMMAND}."
+                "MCP config reloaded: {servers} enabled server(s); {n} problem(s) in the files, see /{STATUS_COMMAND}.{owner_note}"
             ),
         }
     }
@@ -1334,5 +1344,32 @@ mod tests {
             err.contains("no longer offered by any running MCP server"),
             "{err}"
         );
+    }
+
+    /// `mcp.owner` cannot change while Pi runs (it was started with `--no-mcp` or not): a
+    /// reload after it was set says it waits for the next start, instead of nothing.
+    #[tokio::test]
+    async fn a_reload_says_that_a_new_owner_waits_for_the_next_start() {
+        use crate::config::module_file::write_module_file;
+        use crate::mcp::config::WORKBENCH_CONFIG_FILE;
+        let (home, workspace) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let module = McpModule::new(McpManager::new(super::super::config::McpConfig::default()));
+        let said = module.reload(Some(home.path()), workspace.path()).await;
+        assert_eq!(said, "MCP config reloaded: 0 enabled server(s).");
+        write_module_file(
+            workspace.path(),
+            WORKBENCH_CONFIG_FILE,
+            r#"{"mcp": {"owner": "pi"}}"#,
+        );
+        let said = module.reload(Some(home.path()), workspace.path()).await;
+        assert!(
+            said.ends_with(
+                "mcp.owner is \"pi\" in .unipi/config/workbench.json: that takes effect at the \
+                 next start (this Pi was started with --no-mcp); until then the workbench runs \
+                 the servers."
+            ),
+            "{said}"
+        );
+        module.shutdown().await;
     }
 }

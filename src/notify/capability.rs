@@ -6,14 +6,14 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use super::config::{CONFIG_FILE, NotifyConfig, load_notify_config};
+use super::config::{CONFIG_FILE, NTFY_FILE, NotifyConfig, load_notify_config};
 use super::dispatch::{Dispatcher, test_report};
 use super::module::{NotifyModule, SETTINGS_COMMAND, TEST_COMMAND};
 use super::platforms::terminal;
 use super::routing::Router;
 use super::settings::{SETTINGS_TITLE, apply_settings, save, settings_fields};
 use crate::bridge::{CommandCall, CommandReply, Module, NotifyLevel};
-use crate::capability::settings::{Save, SettingsHome, SettingsPage, load_reporting};
+use crate::capability::settings::{Save, SettingsHome, SettingsPage, live_reporting};
 use crate::capability::{
     BridgeLink, Capability, Changed, Registration, StartContext, WithCommands,
 };
@@ -34,7 +34,8 @@ const SETTINGS_PAGE: SettingsPage<NotifyConfig> = SettingsPage {
 };
 
 fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
-    let config = load_reporting(context, load_notify_config);
+    // Followed: an edit of either file applies to the next notification.
+    let config = live_reporting(context, &[CONFIG_FILE, NTFY_FILE], load_notify_config);
     let in_tmux = std::env::var_os("TMUX").is_some_and(|v| !v.is_empty());
     let auto = terminal::detect(|key| std::env::var(key).ok());
     let dispatcher = Dispatcher::new(config, context.ui.clone(), in_tmux, auto);
@@ -99,12 +100,11 @@ impl NotifyCapability {
     /// settings apply at once.
     fn save(&self) -> impl FnOnce(&NotifyConfig) -> Save {
         let dispatcher = self.dispatcher.clone();
-        let workspace = self.settings.workspace.clone();
         move |config| {
             let source = config.ntfy_source.clone();
             Arc::new(move |home, values| {
                 save(home, &source, &values)?;
-                dispatcher.set_config(load_notify_config(Some(home), &workspace).0);
+                dispatcher.reload_config();
                 Ok("Saved. In force now.".to_owned())
             })
         }

@@ -20,6 +20,7 @@ use super::platforms::native::NativeError;
 use super::platforms::{Notice, http, native, terminal};
 use crate::bridge::{AgentId, BridgeHost, EventBus, HostCall, HostOptions, NotifyLevel, names};
 use crate::capability::Ui;
+use crate::config::live::LiveConfig;
 use crate::http::LazyClient;
 
 /// How a platform took a notification.
@@ -68,7 +69,8 @@ pub struct Dispatcher {
 }
 
 struct Inner {
-    config: Mutex<NotifyConfig>,
+    /// The notify files, followed: an edit applies to the next notification.
+    config: LiveConfig<NotifyConfig>,
     ui: Ui,
     /// Built at the first HTTP notification: most sessions never need it.
     client: LazyClient,
@@ -101,10 +103,15 @@ fn seconds(duration: Duration) -> String {
 }
 
 impl Dispatcher {
-    pub fn new(config: NotifyConfig, ui: Ui, in_tmux: bool, terminal_auto: TerminalMethod) -> Self {
+    pub fn new(
+        config: impl Into<LiveConfig<NotifyConfig>>,
+        ui: Ui,
+        in_tmux: bool,
+        terminal_auto: TerminalMethod,
+    ) -> Self {
         Dispatcher {
             inner: Arc::new(Inner {
-                config: Mutex::new(config),
+                config: config.into(),
                 ui,
                 client: LazyClient::default(),
                 in_tmux,
@@ -139,20 +146,14 @@ impl Dispatcher {
         let _ = self.inner.host.set(host);
     }
 
+    /// The settings as the files are now.
     pub fn config(&self) -> NotifyConfig {
-        self.inner
-            .config
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        (*self.inner.config.get()).clone()
     }
 
-    pub fn set_config(&self, config: NotifyConfig) {
-        *self
-            .inner
-            .config
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = config;
+    /// The settings overlay saved: in force at once.
+    pub fn reload_config(&self) {
+        self.inner.config.reload();
     }
 
     pub fn ui(&self) -> &Ui {

@@ -834,3 +834,53 @@ async fn a_question_waiting_when_the_terminal_leaves_reaches_the_phone_at_once()
     }
     assert_eq!(server.seen()[0].body["message"], "Agent asks: Ship it?");
 }
+
+/// The notify files are followed: an ntfy topic written into the project's `ntfy.json` while
+/// the workbench runs is used by the next notification, and taking it out again makes ntfy say
+/// what is missing — no restart.
+#[tokio::test]
+async fn an_edit_of_the_notify_files_applies_to_the_next_notification() {
+    use super::config::{CONFIG_FILE, NTFY_FILE, load_notify_config};
+    use crate::config::live::LiveConfig;
+    use crate::config::module_file::write_module_file;
+    let (home, workspace) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (live, errors) = LiveConfig::module(
+        Some(home.path()),
+        workspace.path(),
+        &[CONFIG_FILE, NTFY_FILE],
+        load_notify_config,
+    );
+    assert!(errors.is_empty(), "{errors:?}");
+    let (ui, _rx) = Ui::channel(Arc::new(Keymap::defaults()));
+    let dispatcher = Dispatcher::new(live, ui, false, TerminalMethod::Osc9);
+    let alert = notice(Priority::Normal);
+    let to_ntfy = || dispatcher.send_one(Platform::Ntfy, &alert, Focus::Ignore);
+    assert_eq!(
+        to_ntfy().await,
+        Err("ntfy serverUrl and topic are required".to_owned())
+    );
+
+    let server = Loopback::start(HashMap::new()).await;
+    let url = &server.url;
+    let ntfy = format!(r#"{{"enabled": true, "serverUrl": "{url}/", "topic": "live"}}"#);
+    write_module_file(workspace.path(), NTFY_FILE, &ntfy);
+    assert_eq!(to_ntfy().await, Ok(Sent::Delivered));
+    assert!(dispatcher.config().enabled(Platform::Ntfy));
+    let topics: Vec<Value> = server
+        .seen()
+        .iter()
+        .map(|seen| seen.body["topic"].clone())
+        .collect();
+    assert_eq!(
+        topics,
+        [json!("live")],
+        "one notification, to the topic in the file"
+    );
+
+    write_module_file(workspace.path(), NTFY_FILE, r#"{"enabled": false}"#);
+    assert!(!dispatcher.config().enabled(Platform::Ntfy));
+    assert_eq!(
+        to_ntfy().await,
+        Err("ntfy serverUrl and topic are required".to_owned())
+    );
+}

@@ -1,16 +1,54 @@
-//! Crash-safe file writes. The bytes go to a temp file in the target's own directory (a rename
+//! Crash-safe file writes, and the stamp that tells a file changed without reading it. The bytes go to a temp file in the target's own directory (a rename
 //! is only atomic within one file system), which is fsynced before it takes the final name and
 //! the directory is fsynced after, so after a crash the path holds the old file or the new one,
 //! never a torn one, and a successful return means the new one survives a power cut. Errors are
 //! the failing step's `io::Error` (its kind intact, for callers that branch on it); the caller
 //! names the file in its context.
+//!
+//! A [`FileStamp`] (size, modification and change times, inode) moves with every write: an
+//! in-place edit changes the size or the times, a crash-safe replace the inode.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write as _};
-use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 
 use super::random::random_u64;
+
+/// What identifies one version of a file without reading it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileStamp {
+    len: u64,
+    mtime_ns: i128,
+    ctime_ns: i128,
+    ino: u64,
+}
+
+impl FileStamp {
+    /// No file's stamp (a document that was not read).
+    pub const NONE: FileStamp = FileStamp {
+        len: 0,
+        mtime_ns: 0,
+        ctime_ns: 0,
+        ino: 0,
+    };
+
+    pub fn of(meta: &std::fs::Metadata) -> FileStamp {
+        FileStamp {
+            len: meta.len(),
+            mtime_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
+            ctime_ns: i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec()),
+            ino: meta.ino(),
+        }
+    }
+
+    /// The stamp of the file at `path` (through symlinks); `None` when there is none to stat.
+    pub fn of_path(path: &Path) -> Option<FileStamp> {
+        std::fs::metadata(path)
+            .ok()
+            .map(|meta| FileStamp::of(&meta))
+    }
+}
 
 /// The mode of a newly created file: these files are the user's own state, for nobody else.
 const NEW_FILE_MODE: u32 = 0o600;

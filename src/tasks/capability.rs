@@ -24,7 +24,7 @@ use crate::bridge::{
     AgentId, BusEvent, CommandCall, CommandReply, EventBus, HostCall, Module, NotifyLevel, PiEvent,
     names,
 };
-use crate::capability::settings::{Save, SettingsHome, SettingsPage, load_reporting};
+use crate::capability::settings::{Save, SettingsHome, SettingsPage, live_reporting};
 use crate::capability::{
     BridgeLink, Capability, Changed, Registration, StartContext, Ui, WithCommands,
 };
@@ -51,7 +51,10 @@ const PENDING_WIDGET: &str = "unipi-bg-pending";
 const SPINNER_EVERY: Duration = Duration::from_millis(250);
 
 fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
-    let config = load_reporting(context, load_tasks_config);
+    // Followed: the task defaults apply to the next task; `enabled` and the output cap are
+    // fixed with the service, at start.
+    let live = live_reporting(context, &[TASKS_CONFIG_FILE], load_tasks_config);
+    let config = live.get();
     if !config.enabled {
         tracing::info!("tasks: disabled in background-tasks.json");
         return None;
@@ -71,7 +74,7 @@ fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
     let changed = Changed::default();
     changed.follow(service.registry().subscribe());
     Some(Arc::new(TasksCapability {
-        module: Arc::new(TasksModule::new(service.clone(), config)),
+        module: Arc::new(TasksModule::new(service.clone(), live)),
         dock: TaskDock::new(service.clone(), changed.clone()),
         service,
         settings: SettingsHome::new(context, changed),
@@ -163,7 +166,11 @@ impl Commands {
                 // The user's `background-tasks.json`, written crash-safe.
                 let save: Save = Arc::new(|home, values| {
                     save_tasks_config(&home.join(TASKS_CONFIG_FILE), &values)?;
-                    Ok("Saved. Takes effect on next start.".to_owned())
+                    Ok(
+                        "Saved. The task defaults apply to the next task; on/off and the \
+                        output cap at the next start."
+                            .to_owned(),
+                    )
                 });
                 self.settings.open_settings(&SETTINGS_PAGE, |_| save).await
             }

@@ -167,7 +167,7 @@ pub fn settings_fields(config: &TasksConfig) -> Vec<SettingField> {
                 step: 1,
             },
             "A task writing more output than this is stopped. \
-             UNIPI_BG_MAX_OUTPUT_BYTES overrides it.",
+             UNIPI_BG_MAX_OUTPUT_BYTES overrides it. Takes effect on next start.",
         ),
     ]
 }

@@ -19,13 +19,15 @@ use crate::bridge::{
     AgentId, Card, CardTint, CommandReply, CommandSpec, Completion, HEADLESS_WAIT_LIMIT,
     MessageTypeSpec, Module, NotifyLevel, ToolCall, ToolError, ToolOutput, ToolSpec, WakeReach,
 };
+use crate::config::live::LiveConfig;
 use crate::text::non_blank_str;
 
 /// Declares the tools, commands and message type, and runs the tools against the service.
 #[derive(Clone)]
 pub struct TasksModule {
     service: TaskService,
-    config: TasksConfig,
+    /// `background-tasks.json`, followed: the task defaults apply to the next task.
+    config: LiveConfig<TasksConfig>,
 }
 
 impl TasksModule {
@@ -40,8 +42,11 @@ impl TasksModule {
     /// `/unipi:bg-settings`: open the settings overlay (handled by the app).
     pub const COMMAND_SETTINGS: &'static str = "unipi:bg-settings";
 
-    pub fn new(service: TaskService, config: TasksConfig) -> Self {
-        Self { service, config }
+    pub fn new(service: TaskService, config: impl Into<LiveConfig<TasksConfig>>) -> Self {
+        Self {
+            service,
+            config: config.into(),
+        }
     }
 
     pub fn service(&self) -> &TaskService {
@@ -65,7 +70,7 @@ impl TasksModule {
             name: resolve_task_name(parsed.name.as_deref(), None, &parsed.command),
             command: parsed.command,
             description: None,
-            timeout_seconds: self.config.default_timeout_seconds,
+            timeout_seconds: self.config.get().default_timeout_seconds,
             notify_on_completion: true,
             trigger_on_completion: false,
             is_agent: parsed.is_agent,
@@ -95,7 +100,7 @@ impl TasksModule {
     }
 
     async fn bg_run(&self, agent: AgentId, args: Value) -> Result<ToolOutput, ToolError> {
-        let mut request = parse_run_args(&args, &self.config, agent).map_err(ToolError::new)?;
+        let mut request = parse_run_args(&args, &self.config.get(), agent).map_err(ToolError::new)?;
         let reach = self.service.wake_reach(&request.agent);
         let note = fit_to_run(&mut request, reach).map_err(ToolError::new)?;
         let task = self

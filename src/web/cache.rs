@@ -5,6 +5,9 @@
 //! (temp, fsync, rename, directory fsync), so a half-written entry never exists; an entry that
 //! is expired or cannot be read is removed when it is looked up. `/unipi:web-cache-clear`
 //! removes them all.
+//!
+//! A page fetched while `allowPrivateNetwork` was on is kept under a key of its own, so switching
+//! it off (at run time: `web.json` is followed) also stops serving what the guard now refuses.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -23,6 +26,8 @@ const KEY_VERSION: u32 = 1;
 pub struct Cache {
     dir: PathBuf,
     ttl: Duration,
+    /// Fetches may reach private addresses: entries are kept apart from the guarded ones.
+    private: bool,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -43,7 +48,17 @@ pub struct Cleared {
 
 impl Cache {
     pub fn new(dir: PathBuf, ttl: Duration) -> Self {
-        Cache { dir, ttl }
+        Cache {
+            dir,
+            ttl,
+            private: false,
+        }
+    }
+
+    /// The cache of a fetcher that may reach private addresses (its entries are not served to
+    /// one that may not).
+    pub fn reaching_private(self, private: bool) -> Self {
+        Cache { private, ..self }
     }
 
     /// The default directory: `unipi-tui/web` in the user's cache directory.
@@ -58,12 +73,15 @@ impl Cache {
     }
 
     fn path(&self, url: &str, options: &FetchOptions) -> PathBuf {
-        let key = serde_json::json!({
+        let mut key = serde_json::json!({
             "v": KEY_VERSION,
             "url": url,
             "format": options.format,
             "images": options.include_images,
         });
+        if self.private {
+            key["private"] = true.into();
+        }
         let digest = Sha256::digest(key.to_string().as_bytes());
         let name: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
         self.dir.join(format!("{name}.json"))

@@ -1,14 +1,15 @@
 //! Web smart-fetch as a workbench capability: started from `web.json` (off when it says so),
-//! it offers the web tools and `/unipi:web-cache-clear` through its bridge module. It has no
+//! it offers the web tools and `/unipi:web-cache-clear` through its bridge module, and follows
+//! the file while it runs (an edit takes effect at the next fetch). It has no
 //! screen of its own: the tool results carry their cards, and the command answers in words.
 
 use std::sync::Arc;
 
 use super::cache::Cache;
-use super::config::load_web_config;
-use super::fetch::{Fetcher, FetcherSettings};
+use super::config::{WEB_CONFIG_FILE, load_web_config};
 use super::module::WebModule;
 use crate::bridge::Module;
+use crate::capability::settings::live_reporting;
 use crate::capability::{Capability, Registration, StartContext};
 
 pub const REGISTRATION: Registration = Registration {
@@ -18,18 +19,15 @@ pub const REGISTRATION: Registration = Registration {
 };
 
 fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
-    let (config, errors) = load_web_config(context.home, context.workspace);
-    for error in &errors {
-        context.report(error);
-    }
-    if !config.enabled {
+    // Followed: an edit of web.json takes effect at the next fetch (the module reads it).
+    let config = live_reporting(context, &[WEB_CONFIG_FILE], load_web_config);
+    if !config.get().enabled {
         tracing::info!("web: disabled in web.json");
         return None;
     }
-    let settings = FetcherSettings::from_config(&config, Cache::default_dir(context.home));
-    let fetcher = Fetcher::new(settings);
+    let cache_dir = Cache::default_dir(context.home);
     Some(Arc::new(WebCapability {
-        module: Arc::new(WebModule::new(fetcher, config)),
+        module: Arc::new(WebModule::new(config, cache_dir)),
     }))
 }
 

@@ -7,7 +7,7 @@
 //!   "batchConcurrency": 8, "cacheTtlSeconds": 3600, "userAgent": "…" }
 //! ```
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Map, Value};
@@ -44,6 +44,29 @@ pub struct WebConfig {
     pub cache_ttl: Duration,
     /// Replaces the browser-like User-Agent.
     pub user_agent: Option<String>,
+    /// The file that gave `allowPrivateNetwork` last, and what it gave (a refusal points there).
+    pub allow_private_given: Option<(PathBuf, Value)>,
+}
+
+impl WebConfig {
+    /// How a refusal tells the user to allow private addresses: where the switch is, or the file
+    /// whose value keeps it off (never "set the key" when a file already sets it).
+    pub fn private_network_remedy(&self) -> String {
+        match &self.allow_private_given {
+            None => "set \"allowPrivateNetwork\": true in ~/.unipi/config/web.json or the \
+                     workspace's .unipi/config/web.json to allow it"
+                .to_owned(),
+            Some((path, Value::Bool(false))) => format!(
+                "{} sets \"allowPrivateNetwork\": false; set it to true there to allow it",
+                path.display()
+            ),
+            Some((path, other)) => format!(
+                "{} sets \"allowPrivateNetwork\" to {other}, which is not true or false; set it \
+                 to true there to allow it",
+                path.display()
+            ),
+        }
+    }
 }
 
 impl Default for WebConfig {
@@ -56,6 +79,7 @@ impl Default for WebConfig {
             batch_concurrency: DEFAULT_BATCH_CONCURRENCY,
             cache_ttl: DEFAULT_CACHE_TTL,
             user_agent: None,
+            allow_private_given: None,
         }
     }
 }
@@ -67,8 +91,13 @@ pub fn load_web_config(home: Option<&Path>, workspace: &Path) -> (WebConfig, Vec
 
 /// The config from (path, text) pairs, lowest precedence first.
 pub fn web_config_from_sources(sources: &[(&Path, &str)]) -> (WebConfig, Vec<ConfigError>) {
-    let (config, mut errors) = apply_json_objects(sources, apply_keys);
+    let (mut config, mut errors) = apply_json_objects(sources, apply_keys);
     sort_by_position(&mut errors);
+    config.allow_private_given = sources.iter().rev().find_map(|(path, text)| {
+        let object = serde_json::from_str::<Map<String, Value>>(text).ok()?;
+        let given = object.get("allowPrivateNetwork")?.clone();
+        Some((path.to_path_buf(), given))
+    });
     (config, errors)
 }
 
@@ -154,7 +183,13 @@ mod tests {
         let text =
             "{\n  \"allowPrivateNetwork\": \"yes\",\n  \"batchConcurrency\": 0,\n  \"proxy\": 1\n}";
         let (config, errors) = web_config_from_sources(&[(Path::new("/w/web.json"), text)]);
-        assert_eq!(config, WebConfig::default());
+        assert_eq!(
+            config,
+            WebConfig {
+                allow_private_given: Some(("/w/web.json".into(), Value::from("yes"))),
+                ..WebConfig::default()
+            }
+        );
         let shown: Vec<String> = errors.iter().map(ToString::to_string).collect();
         assert_eq!(
             shown,
@@ -168,6 +203,51 @@ mod tests {
         let (_, errors) =
             web_config_from_sources(&[(Path::new("/b.json"), "{\n  \"maxChars\": ,")]);
         assert_one_error_at(&errors, Path::new("/b.json"), "2:");
+    }
+
+    /// The refusal names the file that keeps private addresses off, and only asks for the key
+    /// when no file gives it.
+    #[test]
+    fn the_remedy_points_at_the_file_that_keeps_private_addresses_off() {
+        let remedy = |sources: &[(&Path, &str)]| {
+            let (config, _) = web_config_from_sources(sources);
+            (
+                config.allow_private_network,
+                config.private_network_remedy(),
+            )
+        };
+        let (home, work) = (Path::new("/h/web.json"), Path::new("/w/web.json"));
+        let (allowed, text) = remedy(&[(home, r#"{"maxChars": 900}"#)]);
+        assert!(!allowed);
+        assert!(
+            text.starts_with("set \"allowPrivateNetwork\": true in ~/.unipi"),
+            "{text}"
+        );
+        let cases = [
+            (
+                r#"{"allowPrivateNetwork": true}"#,
+                r#"{"allowPrivateNetwork": false}"#,
+                "/w/web.json sets \"allowPrivateNetwork\": false; set it to true there to allow it",
+            ),
+            (
+                r#"{"allowPrivateNetwork": false}"#,
+                "{}",
+                "/h/web.json sets \"allowPrivateNetwork\": false; set it to true there to allow it",
+            ),
+            (
+                "{}",
+                r#"{"allowPrivateNetwork": "yes"}"#,
+                "/w/web.json sets \"allowPrivateNetwork\" to \"yes\", which is not true or false; \
+                 set it to true there to allow it",
+            ),
+        ];
+        for (home_text, work_text, want) in cases {
+            assert_eq!(
+                remedy(&[(home, home_text), (work, work_text)]),
+                (false, want.to_owned()),
+                "{home_text} then {work_text}"
+            );
+        }
     }
 
     #[test]

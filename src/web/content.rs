@@ -2,6 +2,8 @@
 //! first bytes): HTML for extraction, JSON to pretty-print, text to give as it is, or binary —
 //! which is never downloaded, only named.
 
+use encoding_rs::{Encoding, UTF_8, UTF_16BE, UTF_16LE};
+
 use super::charset;
 
 /// How a body is handled.
@@ -63,22 +65,11 @@ pub fn classify(mime: &str) -> Option<BodyKind> {
 
 /// The kind and MIME type of a body the server did not label, from its first bytes.
 pub fn sniff(body: &[u8]) -> (BodyKind, &'static str) {
-    const MAGIC: [(&[u8], &str); 6] = [
-        (b"%PDF-", "application/pdf"),
-        (b"\x89PNG\r\n\x1a\n", "image/png"),
-        (b"GIF8", "image/gif"),
-        (b"\xff\xd8\xff", "image/jpeg"),
-        (b"PK\x03\x04", "application/zip"),
-        (b"\x1f\x8b", "application/gzip"),
-    ];
-    if let Some((_, mime)) = MAGIC.iter().find(|(magic, _)| body.starts_with(magic)) {
+    if let Some(mime) = binary_type(body, None) {
         return (BodyKind::Binary, mime);
     }
-    let head = &body[..body.len().min(1024)];
-    if head.contains(&0) {
-        return (BodyKind::Binary, "application/octet-stream");
-    }
-    let text = charset::decode(head, None, false);
+    let head = &body[..body.len().min(SNIFF_BYTES)];
+    let text = charset::decode(head, None, false, None);
     let start = text.trim_start_matches('\u{feff}').trim_start();
     if start.starts_with('<') {
         return (BodyKind::Html, "text/html");
@@ -89,6 +80,96 @@ pub fn sniff(body: &[u8]) -> (BodyKind, &'static str) {
         return (BodyKind::Json, "application/json");
     }
     (BodyKind::Text, "text/plain")
+}
+
+/// How many first bytes are looked at (the WHATWG MIME sniffing standard's resource header).
+const SNIFF_BYTES: usize = 1445;
+
+/// A body that is not text whatever its label says (a server that calls everything
+/// `text/html`, a download behind a page's URL): its real type when its first bytes show it,
+/// else `application/octet-stream`; `None` for text. Binary is a known file signature, a NUL
+/// byte, or more than 1 in [`CONTROLS_PER_TEXT`] of the first bytes being control bytes that
+/// no text uses (the WHATWG standard's "binary data bytes": not tab, newline, form feed,
+/// carriage return or escape) — random bytes have one in ten, a text file with a stray one
+/// stays text. A body declared as UTF-16 (`charset`) is text with NULs in it.
+pub fn binary_type(body: &[u8], charset: Option<&str>) -> Option<&'static str> {
+    if let Some(mime) = signature(body, STRONG_SIGNATURES) {
+        return Some(mime);
+    }
+    let head = &body[..body.len().min(SNIFF_BYTES)];
+    let utf16 = Encoding::for_bom(head).is_some_and(|(encoding, _)| encoding != UTF_8)
+        || charset
+            .and_then(|label| Encoding::for_label(label.trim().as_bytes()))
+            .is_some_and(|encoding| encoding == UTF_16LE || encoding == UTF_16BE);
+    if utf16 {
+        return None;
+    }
+    let controls = head
+        .iter()
+        .filter(|byte| is_binary_data_byte(**byte))
+        .count();
+    let binary = head.contains(&0) || controls * CONTROLS_PER_TEXT > head.len();
+    binary.then(|| signature(body, WEAK_SIGNATURES).unwrap_or("application/octet-stream"))
+}
+
+/// More control bytes than one in this many makes a body binary ([`binary_type`]).
+const CONTROLS_PER_TEXT: usize = 50;
+
+fn is_binary_data_byte(byte: u8) -> bool {
+    matches!(byte, 0x00..=0x08 | 0x0b | 0x0e..=0x1a | 0x1c..=0x1f)
+}
+
+/// A file signature: `magic` at `offset`.
+type Signature = (usize, &'static [u8], &'static str);
+
+/// Signatures no text starts with: the body is binary whatever else it holds.
+const STRONG_SIGNATURES: &[Signature] = &[
+    (0, b"%PDF-", "application/pdf"),
+    (0, b"\x89PNG\r\n\x1a\n", "image/png"),
+    (0, b"GIF87a", "image/gif"),
+    (0, b"GIF89a", "image/gif"),
+    (0, b"\xff\xd8\xff", "image/jpeg"),
+    (8, b"WEBP", "image/webp"),
+    (8, b"WAVE", "audio/wav"),
+    (8, b"AVI ", "video/x-msvideo"),
+    (0, b"OggS\0", "application/ogg"),
+    (0, b"\x1a\x45\xdf\xa3", "video/webm"),
+    (4, b"ftyp", "video/mp4"),
+    (0, b"PK\x03\x04", "application/zip"),
+    (0, b"\x1f\x8b\x08", "application/gzip"),
+    (0, b"Rar!\x1a\x07", "application/vnd.rar"),
+    (0, b"7z\xbc\xaf\x27\x1c", "application/x-7z-compressed"),
+    (0, b"\xfd7zXZ\0", "application/x-xz"),
+    (0, b"\x28\xb5\x2f\xfd", "application/zstd"),
+    (0, b"wOFF", "font/woff"),
+    (0, b"wOF2", "font/woff2"),
+    (0, b"\x7fELF", "application/x-executable"),
+    (0, b"\0asm", "application/wasm"),
+    (0, b"SQLite format 3\0", "application/vnd.sqlite3"),
+];
+
+/// Signatures a text could start with too: they only name a body already found binary.
+const WEAK_SIGNATURES: &[Signature] = &[
+    (0, b"BM", "image/bmp"),
+    (0, b"\0\0\x01\0", "image/x-icon"),
+    (0, b"ID3", "audio/mpeg"),
+    (0, b"OTTO", "font/otf"),
+    (0, b"\0\x01\0\0", "font/ttf"),
+    (0, b"BZh", "application/x-bzip2"),
+];
+
+fn signature(body: &[u8], signatures: &[Signature]) -> Option<&'static str> {
+    // The RIFF containers (WebP, WAV, AVI) say what they hold at offset 8.
+    let riff = body.starts_with(b"RIFF");
+    signatures
+        .iter()
+        .find(|(offset, magic, _)| {
+            (*offset != 8 || riff)
+                && body
+                    .get(*offset..*offset + magic.len())
+                    .is_some_and(|found| found == *magic)
+        })
+        .map(|(_, _, mime)| *mime)
 }
 
 /// A JSON body pretty-printed with two spaces; a body that is not valid JSON is given as it is,
@@ -106,6 +187,14 @@ pub fn binary_placeholder(mime: &str, length: Option<u64>) -> String {
         Some(bytes) => format!("[Binary file: {mime}, {}]", human_bytes(bytes)),
         None => format!("[Binary file: {mime}]"),
     }
+}
+
+/// The placeholder for a body served as text (`declared`) whose bytes are not text.
+pub fn mislabelled_placeholder(mime: &str, declared: &str, length: u64) -> String {
+    format!(
+        "[Binary file: {mime}, {} — served as {declared}, but the bytes are not text]",
+        human_bytes(length)
+    )
 }
 
 fn human_bytes(bytes: u64) -> String {
@@ -169,6 +258,61 @@ mod tests {
                 String::from_utf8_lossy(body)
             );
         }
+    }
+
+    /// Bytes from a fixed linear congruential generator: the same "random" body every run.
+    fn noise(length: usize) -> Vec<u8> {
+        let mut state: u32 = 0x2545_f491;
+        (0..length)
+            .map(|_| {
+                state = state.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                (state >> 16) as u8
+            })
+            .collect()
+    }
+
+    #[test]
+    fn bodies_that_are_not_text_are_found_whatever_their_label() {
+        let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+        png.extend(noise(300));
+        let mut webp = b"RIFF\x10\0\0\0WEBPVP8 ".to_vec();
+        webp.extend(noise(64));
+        // A bitmap's header: its size, reserved zeros, where the pixels start.
+        let mut bmp = b"BM\x36\x0c\0\0\0\0\0\0\x36\0\0\0".to_vec();
+        bmp.extend(noise(64));
+        let text_with_a_stray_control =
+            format!("{}\x01{}", "words ".repeat(20), "more ".repeat(20));
+        let cases: [(&[u8], Option<&str>, Option<&str>); 11] = [
+            (&png, None, Some("image/png")),
+            (&webp, None, Some("image/webp")),
+            (
+                b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n",
+                None,
+                Some("application/pdf"),
+            ),
+            (&noise(2000), None, Some("application/octet-stream")),
+            // A weak signature names a body only when its bytes are binary.
+            (&bmp, None, Some("image/bmp")),
+            (b"BMW and Audi, a comparison", None, None),
+            (b"RIFF is not a WEBP file", None, None),
+            (text_with_a_stray_control.as_bytes(), None, None),
+            ("Привет, мир".as_bytes(), None, None),
+            // UTF-16 has NULs in it and is text.
+            (b"<\0p\0>\0h\0i\0", Some("utf-16le"), None),
+            (b"\xff\xfe<\0p\0>\0", None, None),
+        ];
+        for (body, charset, want) in cases {
+            assert_eq!(
+                binary_type(body, charset),
+                want,
+                "{:?}",
+                String::from_utf8_lossy(&body[..body.len().min(40)])
+            );
+        }
+        assert_eq!(
+            mislabelled_placeholder("image/png", "text/html", 3 * 1024),
+            "[Binary file: image/png, 3.0 KiB — served as text/html, but the bytes are not text]"
+        );
     }
 
     #[test]

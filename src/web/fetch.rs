@@ -46,11 +46,16 @@ impl FetcherSettings {
     /// The settings `config` asks for, with the cache (unless its TTL is zero) in `cache_dir`.
     pub fn from_config(config: &WebConfig, cache_dir: Option<PathBuf>) -> Self {
         FetcherSettings {
-            policy: AddressPolicy::new(config.allow_private_network),
+            policy: AddressPolicy {
+                remedy: config.private_network_remedy(),
+                ..AddressPolicy::new(config.allow_private_network)
+            },
             user_agent: config.user_agent.clone(),
             cache: cache_dir
                 .filter(|_| !config.cache_ttl.is_zero())
-                .map(|dir| Cache::new(dir, config.cache_ttl)),
+                .map(|dir| {
+                    Cache::new(dir, config.cache_ttl).reaching_private(config.allow_private_network)
+                }),
         }
     }
 }
@@ -181,7 +186,7 @@ impl Fetcher {
             .timeout(remaining)
             .send()
             .await
-            .map_err(|err| send_error(asked, url, &err, options.timeout))?;
+            .map_err(|err| send_error(&self.policy, asked, url, &err, options.timeout))?;
         let status = response.status();
         if status.is_redirection() {
             let location = response
@@ -268,31 +273,40 @@ impl Fetcher {
                 content,
             )));
         }
+        let charset = body.charset.as_deref();
+        let length = u64::try_from(body.bytes.len()).unwrap_or(u64::MAX);
         let (kind, mime) = match content::classify(&body.mime) {
-            Some(kind) => (kind, body.mime),
+            Some(kind) => {
+                // Served as text, but it is not: named for what it is, never decoded.
+                if let Some(real) = content::binary_type(&body.bytes, charset) {
+                    let content = content::mislabelled_placeholder(real, &body.mime, length);
+                    let page = page(ContentKind::Binary, real.to_owned(), content);
+                    return Ok(Processed::Page(page));
+                }
+                (kind, body.mime)
+            }
             None => {
                 let (kind, mime) = content::sniff(&body.bytes);
                 (kind, mime.to_owned())
             }
         };
-        let charset = body.charset.as_deref();
+        let host = url.host_str();
         match kind {
             BodyKind::Binary => {
-                let length = u64::try_from(body.bytes.len()).ok();
-                let content = content::binary_placeholder(&mime, length);
+                let content = content::binary_placeholder(&mime, Some(length));
                 Ok(Processed::Page(page(ContentKind::Binary, mime, content)))
             }
             BodyKind::Json => {
-                let text = charset::decode(&body.bytes, charset, false);
+                let text = charset::decode(&body.bytes, charset, false, host);
                 let content = content::pretty_json(&text);
                 Ok(Processed::Page(page(ContentKind::Json, mime, content)))
             }
             BodyKind::Text => {
-                let content = charset::decode(&body.bytes, charset, false);
+                let content = charset::decode(&body.bytes, charset, false, host);
                 Ok(Processed::Page(page(ContentKind::Text, mime, content)))
             }
             BodyKind::Html => {
-                let html = charset::decode(&body.bytes, charset, true);
+                let html = charset::decode(&body.bytes, charset, true, host);
                 let at = url.clone();
                 let (format, images) = (options.format, options.include_images);
                 let outcome = tokio::task::spawn_blocking(move || {
@@ -504,9 +518,16 @@ fn timed_out(asked: &str, url: &Url, phase: Phase, timeout: Duration) -> FetchEr
 }
 
 /// A failed `send()` as a typed error: a refused address, a timeout, or a network failure.
-fn send_error(asked: &str, url: &Url, err: &reqwest::Error, timeout: Duration) -> FetchError {
+fn send_error(
+    policy: &AddressPolicy,
+    asked: &str,
+    url: &Url,
+    err: &reqwest::Error,
+    timeout: Duration,
+) -> FetchError {
     if let Some(blocked) = guard::find_blocked(err) {
         return guard::blocked(
+            policy,
             asked,
             url.as_str(),
             Phase::Connecting,
@@ -622,8 +643,8 @@ mod tests {
         // 127.0.0.2 stands in for a public server: the policy treats it as public.
         let (public, public_hits) = serve("127.0.0.2", public_page, private.port()).await;
         let policy = AddressPolicy {
-            allow_private: false,
             public_for_tests: vec![public.ip()],
+            ..AddressPolicy::new(false)
         };
         let fetcher = Fetcher::new(FetcherSettings {
             policy,

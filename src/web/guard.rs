@@ -21,10 +21,13 @@ use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use super::error::{ErrorCode, FetchError, Phase};
 
 /// Which addresses a fetch may connect to.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct AddressPolicy {
     /// `allowPrivateNetwork`: every address is allowed.
     pub allow_private: bool,
+    /// How a refusal tells the user to allow the address
+    /// ([`super::config::WebConfig::private_network_remedy`]).
+    pub remedy: String,
     /// Addresses treated as public although they are not: a test stands a loopback server in
     /// for "the internet" to show that a redirect from it to the private network is refused.
     #[cfg(test)]
@@ -35,6 +38,7 @@ impl AddressPolicy {
     pub fn new(allow_private: bool) -> Self {
         AddressPolicy {
             allow_private,
+            remedy: super::config::WebConfig::default().private_network_remedy(),
             #[cfg(test)]
             public_for_tests: Vec::new(),
         }
@@ -66,13 +70,25 @@ pub fn check_host(
         return Ok(());
     };
     if policy.refuses(ip) {
-        return Err(blocked(asked, url.as_str(), phase, &format!("{ip}")));
+        return Err(blocked(
+            policy,
+            asked,
+            url.as_str(),
+            phase,
+            &format!("{ip}"),
+        ));
     }
     Ok(())
 }
 
-/// The refusal, worded so the user knows the switch.
-pub fn blocked(asked: &str, current: &str, phase: Phase, what: &str) -> FetchError {
+/// The refusal, worded so the user knows the switch (or the file that keeps it off).
+pub fn blocked(
+    policy: &AddressPolicy,
+    asked: &str,
+    current: &str,
+    phase: Phase,
+    what: &str,
+) -> FetchError {
     FetchError::new(
         ErrorCode::BlockedAddress,
         phase,
@@ -80,8 +96,8 @@ pub fn blocked(asked: &str, current: &str, phase: Phase, what: &str) -> FetchErr
         asked,
         format!(
             "refused to fetch {current}: {what} is a private, loopback or otherwise non-public \
-             address (set \"allowPrivateNetwork\": true in ~/.unipi/config/web.json or the \
-             workspace's .unipi/config/web.json to allow it)"
+             address ({})",
+            policy.remedy
         ),
     )
     .at(current)

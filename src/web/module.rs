@@ -3,34 +3,45 @@
 //! the `/unipi:web-cache-clear` command. Argument handling is pure ([`parse_options`],
 //! [`parse_urls`]); the work is the [`Fetcher`]'s. A failed fetch is an error result whose text
 //! names the code, phase and whether retrying helps, with the typed error in `details.error`.
+//!
+//! `web.json` is followed ([`LiveConfig`]): every call reads the config as the file is now, and
+//! a fetcher is built afresh when it changed (the guard, the user agent and the cache are the
+//! config's), so an edit — `allowPrivateNetwork` above all — takes effect at the next fetch.
+//! Only the tools Pi was told at start stay: `enabled` switched on later needs a restart, and
+//! switched off, the tools refuse.
 
-use std::sync::Arc;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
 use super::batch;
-use super::config::{MAX_BATCH_CONCURRENCY, MAX_TIMEOUT, WebConfig};
+use super::config::{MAX_BATCH_CONCURRENCY, MAX_TIMEOUT, WEB_CONFIG_FILE, WebConfig};
 use super::error::FetchError;
-use super::fetch::{Fetched, Fetcher};
+use super::fetch::{Fetched, Fetcher, FetcherSettings};
 use super::format::{self, MIN_MAX_CHARS};
 use super::page::{FetchOptions, Format};
 use crate::bridge::{
     Card, CardTint, CommandCall, CommandReply, CommandSpec, Module, NotifyLevel, ToolCall,
     ToolError, ToolOutput, ToolSpec,
 };
+use crate::config::live::LiveConfig;
 
 /// The largest `maxChars` a call may ask for.
 pub const MAX_MAX_CHARS: usize = 1_000_000;
 /// The most URLs one batch may hold.
 pub const MAX_BATCH_URLS: usize = 50;
 
-/// Declares the tools and the command, and runs them with the fetcher.
+/// Declares the tools and the command, and runs them with the fetcher of the config in force.
 #[derive(Clone)]
 pub struct WebModule {
-    fetcher: Fetcher,
-    config: Arc<WebConfig>,
+    config: LiveConfig<WebConfig>,
+    /// Where the cache keeps its files (`None`: no cache).
+    cache_dir: Option<PathBuf>,
+    /// The fetcher built for a config (shared by the calls while the config stays).
+    fetcher: Arc<Mutex<(Arc<WebConfig>, Fetcher)>>,
 }
 
 /// One call's options and its output budget.
@@ -47,24 +58,49 @@ impl WebModule {
     pub const READ: &'static str = "web_read";
     pub const CACHE_CLEAR: &'static str = "unipi:web-cache-clear";
 
-    pub fn new(fetcher: Fetcher, config: WebConfig) -> Self {
+    /// The module for `config` (followed as its files change), its cache in `cache_dir`.
+    pub fn new(config: impl Into<LiveConfig<WebConfig>>, cache_dir: Option<PathBuf>) -> Self {
+        let config = config.into();
+        let now = config.get();
+        let fetcher = Fetcher::new(FetcherSettings::from_config(&now, cache_dir.clone()));
         WebModule {
-            fetcher,
-            config: Arc::new(config),
+            config,
+            cache_dir,
+            fetcher: Arc::new(Mutex::new((now, fetcher))),
         }
     }
 
-    pub fn fetcher(&self) -> &Fetcher {
-        &self.fetcher
+    /// The config in force and its fetcher, built again if the config changed since the last
+    /// call.
+    pub fn current(&self) -> (Arc<WebConfig>, Fetcher) {
+        let config = self.config.get();
+        let mut built = crate::sys::lock(&self.fetcher);
+        if !Arc::ptr_eq(&built.0, &config) {
+            let settings = FetcherSettings::from_config(&config, self.cache_dir.clone());
+            *built = (Arc::clone(&config), Fetcher::new(settings));
+        }
+        (config, built.1.clone())
+    }
+
+    /// The config in force, refusing the call when `enabled` was switched off since the start.
+    fn enabled(&self) -> Result<(Arc<WebConfig>, Fetcher), ToolError> {
+        let (config, fetcher) = self.current();
+        if !config.enabled {
+            return Err(ToolError::new(format!(
+                "the web tools are switched off (\"enabled\": false in {WEB_CONFIG_FILE}); \
+                 set it to true to use them again"
+            )));
+        }
+        Ok((config, fetcher))
     }
 
     /// One URL.
     pub async fn fetch_one(&self, call: &ToolCall, url: &str) -> Result<ToolOutput, ToolError> {
-        let options = parse_options(&call.args, &self.config).map_err(ToolError::new)?;
+        let (config, fetcher) = self.enabled()?;
+        let options = parse_options(&call.args, &config).map_err(ToolError::new)?;
         call.updates
             .send(ToolOutput::text(format!("Fetching {url}…")));
-        let fetched = self
-            .fetcher
+        let fetched = fetcher
             .fetch(url, &options.fetch)
             .await
             .map_err(FetchError::into_tool_error)?;
@@ -77,9 +113,10 @@ impl WebModule {
         call: &ToolCall,
         urls: &[String],
     ) -> Result<ToolOutput, ToolError> {
-        let options = parse_options(&call.args, &self.config).map_err(ToolError::new)?;
+        let (config, fetcher) = self.enabled()?;
+        let options = parse_options(&call.args, &config).map_err(ToolError::new)?;
         let concurrency = match call.args.get("concurrency") {
-            None | Some(Value::Null) => self.config.batch_concurrency,
+            None | Some(Value::Null) => config.batch_concurrency,
             Some(value) => value
                 .as_u64()
                 .and_then(|n| usize::try_from(n).ok())
@@ -92,7 +129,7 @@ impl WebModule {
         };
         let updates = call.updates.clone();
         let results = batch::fetch_all(
-            &self.fetcher,
+            &fetcher,
             urls,
             &options.fetch,
             concurrency,
@@ -106,7 +143,8 @@ impl WebModule {
 
     /// `/unipi:web-cache-clear`.
     pub async fn clear_cache(&self) -> CommandReply {
-        let Some(cache) = self.fetcher.cache() else {
+        let (_, fetcher) = self.current();
+        let Some(cache) = fetcher.cache() else {
             return CommandReply::Notify {
                 message: "The web cache is off (cacheTtlSeconds is 0).".to_owned(),
                 level: NotifyLevel::Info,
@@ -134,7 +172,7 @@ impl Module for WebModule {
     }
 
     fn tools(&self) -> Vec<ToolSpec> {
-        let defaults = &self.config;
+        let defaults = self.config.get();
         let common = |spec: ToolSpec, max_chars_text: &str| {
             spec.param(
                 "format",
@@ -456,8 +494,6 @@ fn batch_output(results: &[Result<Fetched, FetchError>], max_chars: usize) -> To
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::web::fetch::FetcherSettings;
-    use crate::web::guard::AddressPolicy;
 
     #[test]
     fn options_take_the_configs_defaults_and_check_what_is_given() {
@@ -504,12 +540,7 @@ mod tests {
 
     #[test]
     fn three_tools_and_one_command_are_declared() {
-        let fetcher = Fetcher::new(FetcherSettings {
-            policy: AddressPolicy::new(false),
-            user_agent: None,
-            cache: None,
-        });
-        let module = WebModule::new(fetcher, WebConfig::default());
+        let module = WebModule::new(WebConfig::default(), None);
         let tools = module.tools();
         let declared: Vec<(&str, Value)> = tools
             .iter()

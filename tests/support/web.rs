@@ -1,7 +1,8 @@
 //! A local HTTP server on loopback that serves the web fixtures (`tests/fixtures/web/`: a news
 //! article, a docs page, a forum thread, a page whose content is only in `<main>`, a list of
-//! links readability finds no article in, a windows-1252 page, JSON, text, a PDF) and the
-//! awkward answers the fetcher must survive:
+//! links readability finds no article in, a windows-1252 page, a windows-1251 page under a
+//! header that says UTF-8, JSON, text, a PDF, an image) and the awkward answers the fetcher must
+//! survive: noise and images labelled as HTML,
 //! redirect chains and loops, meta refreshes, gzip bodies, slow headers and slow bodies,
 //! error statuses, an oversized body, and a route that holds requests to show how many run at
 //! once. It counts the requests per path, so a test can see what reached it. Each test binary
@@ -152,6 +153,13 @@ async fn serve(State(state): State<Arc<Shared>>, uri: Uri, headers: HeaderMap) -
             HTML,
             r#"<meta http-equiv="refresh" content="0;url=/refresh-a">"#,
         ),
+        // windows-1251 bytes under a header that says UTF-8: without the page's <meta> (the
+        // charset must be guessed), and with it (the meta disagrees with the header).
+        "/cp1251/no-meta" => answer(ok, HTML, without_meta(&fixture("cp1251.html"))),
+        "/cp1251/meta" => answer(ok, HTML, fixture("cp1251.html")),
+        // Not text at all, under a text label: noise, and an image.
+        "/noise.html" => answer(ok, HTML, noise(4096)),
+        "/pixels.html" => answer(ok, Some("text/html"), fixture("pixels.png")),
         "/data.json" => answer(ok, Some("application/json"), fixture("data.json")),
         "/notes.txt" => answer(ok, Some("text/plain; charset=utf-8"), fixture("notes.txt")),
         "/report.pdf" => answer(ok, Some("application/pdf"), fixture("report.pdf")),
@@ -252,6 +260,26 @@ async fn serve(State(state): State<Arc<Shared>>, uri: Uri, headers: HeaderMap) -
             answer(StatusCode::NOT_FOUND, Some("text/plain"), "no such fixture")
         }
     }
+}
+
+/// `html` without its `<meta http-equiv>` line.
+fn without_meta(html: &[u8]) -> Vec<u8> {
+    html.split_inclusive(|byte| *byte == b'\n')
+        .filter(|line| !line.starts_with(b"<meta"))
+        .flatten()
+        .copied()
+        .collect()
+}
+
+/// `length` bytes from a fixed linear congruential generator: the same noise every run.
+pub fn noise(length: usize) -> Vec<u8> {
+    let mut state: u32 = 0x2545_f491;
+    (0..length)
+        .map(|_| {
+            state = state.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            (state >> 16) as u8
+        })
+        .collect()
 }
 
 /// Answers once [`HOLD_UNTIL`] requests are in flight together (or after a few seconds, so a

@@ -9,41 +9,13 @@
 //! What the board shows is then what a card move may write ([`super::edit`]).
 
 use std::collections::{HashMap, HashSet};
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use super::{Doc, DocType, Warning, parse};
+use crate::sys::fs::FileStamp as Stamp;
 
 /// Folders deeper than this are not read (a symlink loop, a vendored tree).
 const MAX_DEPTH: usize = 6;
-
-/// What identifies one version of a file without reading it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Stamp {
-    len: u64,
-    mtime_ns: i128,
-    ctime_ns: i128,
-    ino: u64,
-}
-
-impl Stamp {
-    /// No file's stamp (a document that was not read).
-    const NONE: Stamp = Stamp {
-        len: 0,
-        mtime_ns: 0,
-        ctime_ns: 0,
-        ino: 0,
-    };
-
-    fn of(meta: &std::fs::Metadata) -> Stamp {
-        Stamp {
-            len: meta.len(),
-            mtime_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
-            ctime_ns: i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec()),
-            ino: meta.ino(),
-        }
-    }
-}
 
 /// The parsed documents of one docs directory, kept between scans.
 #[derive(Default)]
