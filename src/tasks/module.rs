@@ -100,7 +100,8 @@ impl TasksModule {
     }
 
     async fn bg_run(&self, agent: AgentId, args: Value) -> Result<ToolOutput, ToolError> {
-        let mut request = parse_run_args(&args, &self.config.get(), agent).map_err(ToolError::new)?;
+        let mut request =
+            parse_run_args(&args, &self.config.get(), agent).map_err(ToolError::new)?;
         let reach = self.service.wake_reach(&request.agent);
         let note = fit_to_run(&mut request, reach).map_err(ToolError::new)?;
         let task = self
