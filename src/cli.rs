@@ -215,6 +215,7 @@ fn run_session(cli: Cli, split: SplitArgs, log_path: PathBuf) -> Result<i32> {
         .chain(footer_errors.iter())
         .map(|e| e.to_string())
         .chain(runtime_root_notice())
+        .chain(pi::transpile_cache::prepare_for(&workspace, &pi.env).notice())
         .collect();
     for error in &config_errors {
         tracing::warn!("config: {error}");

@@ -13,6 +13,7 @@
 pub mod fs;
 pub mod group;
 pub mod listing;
+pub mod path_trust;
 pub mod private_dir;
 pub mod process;
 pub mod procfs;
