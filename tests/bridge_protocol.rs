@@ -1218,6 +1218,10 @@ fn node_binary() -> PathBuf {
 
 // --- floods and oversized input ---------------------------------------------------------------
 
+/// Taken by the tests that open connections in bulk or count this process's descriptors, so
+/// that neither counts the other's.
+static BULK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// This process's open file descriptors.
 fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd").map_or(0, |dir| dir.count())
@@ -1254,6 +1258,7 @@ async fn connections_awaiting_hello_are_bounded_and_a_good_client_still_gets_in(
         ..HostOptions::default()
     };
     let limit = options.max_unauthenticated;
+    let _bulk = BULK.lock().await;
     let mut h = harness_with(options).await?;
     let (fds_before, rss_before) = (open_fds(), rss_kib());
     let mut silent = Vec::new();
@@ -1298,6 +1303,61 @@ async fn connections_awaiting_hello_are_bounded_and_a_good_client_still_gets_in(
             Err(err) => return Err(err),
         }
     };
+    client.echo_works(1).await
+}
+
+/// Connections opened and closed as fast as a second process can (the clients are OS threads,
+/// not tasks of the host's runtime, so the host always has one more to accept): whatever the
+/// host keeps per connection must go with it, or memory grows with every connection ever made.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connect_and_close_flood_leaves_no_connection_behind() -> anyhow::Result<()> {
+    const CLIENTS: usize = 16;
+    const EACH: usize = 2_000;
+    let _bulk = BULK.lock().await;
+    let mut h = harness().await?;
+    let limit = HostOptions::default().max_unauthenticated;
+    let socket = h.socket();
+    let clients: Vec<_> = (0..CLIENTS)
+        .map(|_| {
+            let socket = socket.clone();
+            std::thread::spawn(move || {
+                for _ in 0..EACH {
+                    // Refused when too many wait: that is a close as well.
+                    let _ = std::os::unix::net::UnixStream::connect(&socket);
+                }
+            })
+        })
+        .collect();
+    let started = Instant::now();
+    let mut most = 0;
+    while !clients.iter().all(std::thread::JoinHandle::is_finished) {
+        most = most.max(h.host.connection_tasks());
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    for client in clients {
+        client.join().unwrap();
+    }
+    eprintln!(
+        "{} connections opened and closed in {:?}: at most {most} connection tasks held",
+        CLIENTS * EACH,
+        started.elapsed()
+    );
+    // Only the connections that are open at a time: those awaiting hello (bounded), a few
+    // closing.
+    assert!(
+        most <= limit + CLIENTS,
+        "the host held {most} connection tasks (at most {limit} may await hello)"
+    );
+    let deadline = Instant::now() + WAIT;
+    while h.host.connection_tasks() > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "{} remain",
+            h.host.connection_tasks()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let (mut client, _) = h.connect().await?;
     client.echo_works(1).await
 }
 

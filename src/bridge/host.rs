@@ -16,7 +16,8 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::net::UnixListener;
 use tokio::sync::{Semaphore, mpsc, oneshot, watch};
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::task::JoinHandle;
+use tokio_util::task::TaskTracker;
 
 use super::events::{BridgeEvent, NotifyLevel};
 use super::host_state::{AgentEntry, AgentInfo, HostOptions, HostState};
@@ -216,6 +217,8 @@ struct HostResources {
     socket_path: PathBuf,
     /// Dropping (or sending `true`) stops the accept loop and every connection.
     stop: watch::Sender<bool>,
+    /// The connection tasks: counted while they run, nothing kept once they end.
+    connections: TaskTracker,
     accept: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -244,7 +247,13 @@ impl BridgeHost {
         })?;
         let (stop, stop_rx) = watch::channel(false);
         let state = Arc::new(HostState::new(registry, events, options));
-        let accept = tokio::spawn(accept_loop(listener, state.clone(), stop_rx));
+        let connections = TaskTracker::new();
+        let accept = tokio::spawn(accept_loop(
+            listener,
+            state.clone(),
+            stop_rx,
+            connections.clone(),
+        ));
         tracing::info!("bridge listening on {}", socket_path.display());
         Ok(BridgeHost {
             inner: Arc::new(HostResources {
@@ -252,6 +261,7 @@ impl BridgeHost {
                 runtime,
                 socket_path,
                 stop,
+                connections,
                 accept: Mutex::new(Some(accept)),
             }),
         })
@@ -263,6 +273,13 @@ impl BridgeHost {
 
     pub fn runtime_dir(&self) -> &Path {
         self.inner.runtime.path()
+    }
+
+    /// How many connections the host serves now: the authenticated ones and those awaiting (or
+    /// being refused) their `hello`, which [`HostOptions::max_unauthenticated`] bounds. A
+    /// connection that ended leaves nothing behind.
+    pub fn connection_tasks(&self) -> usize {
+        self.inner.connections.len()
     }
 
     /// Issues a fresh token for one Pi process of `agent` (replacing any earlier token of that
@@ -450,8 +467,8 @@ async fn accept_loop(
     listener: UnixListener,
     state: Arc<HostState>,
     mut stop: watch::Receiver<bool>,
+    connections: TaskTracker,
 ) {
-    let mut connections = JoinSet::new();
     let mut next_conn_id: u64 = 1;
     let pending = Arc::new(Semaphore::new(state.options.max_unauthenticated));
     loop {
@@ -462,6 +479,10 @@ async fn accept_loop(
                     next_conn_id += 1;
                     match pending.clone().try_acquire_owned() {
                         Ok(permit) => {
+                            // Detached and tracked: a task that ends is freed at once. (In a
+                            // `JoinSet`, ended tasks waited to be reaped one per turn of this
+                            // loop, and only when its `select!` picked that branch: a flood of
+                            // connections left tens of thousands unreaped, ~2.8 KB each.)
                             connections.spawn(connection::serve(
                                 state.clone(),
                                 stream,
@@ -479,8 +500,6 @@ async fn accept_loop(
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
             },
-            // Reap finished connection tasks so the set does not grow.
-            Some(_) = connections.join_next(), if !connections.is_empty() => {}
             changed = stop.changed() => {
                 if changed.is_err() || *stop.borrow() {
                     break;
@@ -490,5 +509,6 @@ async fn accept_loop(
     }
     drop(listener);
     // Each connection sees the same stop signal and says goodbye; wait for them to finish.
-    while connections.join_next().await.is_some() {}
+    connections.close();
+    connections.wait().await;
 }

@@ -208,6 +208,10 @@ impl SidekickRuntime {
             .arg(model.to_string())
             .current_dir(&self.cwd)
             .envs(self.launch.env.iter().map(|(key, value)| (key, value)))
+            .envs(crate::pi::transpile_cache::env_for(
+                &self.cwd,
+                &self.launch.env,
+            ))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -382,6 +386,32 @@ done
             },
             dir.to_path_buf(),
         )
+    }
+
+    /// The sidekick is started like every Pi: with jiti's cache made private, or off when its
+    /// TMPDIR's `jiti` is not ours.
+    #[tokio::test]
+    async fn the_sidekick_gets_the_private_cache_switch() {
+        let dir = tempfile::tempdir().unwrap();
+        let dump = dir.path().join("env");
+        let tmp = crate::pi::transpile_cache::foreign_tmpdir();
+        let runtime = SidekickRuntime::new(
+            ChildPi {
+                program: PathBuf::from("/bin/sh"),
+                leading_args: vec!["-c".into(), format!("env > '{}'", dump.display())],
+                env: vec![("TMPDIR".into(), tmp.path().display().to_string())],
+            },
+            dir.path().to_path_buf(),
+        );
+        runtime
+            .restart(ModelRef::parse("p/small").unwrap())
+            .await
+            .unwrap();
+        // It exits at once; the question only makes sure it was started.
+        let _ = runtime.ask("hello", Duration::from_secs(10)).await;
+        runtime.stop().await;
+        let dump = std::fs::read_to_string(&dump).unwrap();
+        assert!(crate::pi::transpile_cache::cache_is_off_in(&dump), "{dump}");
     }
 
     #[tokio::test]

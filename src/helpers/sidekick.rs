@@ -198,10 +198,14 @@ impl HelperService {
         })
     }
 
-    /// Stops an unused warm process and forgets its run (token, directory).
+    /// Stops an unused warm process and forgets its run (token, directory). The token is
+    /// revoked only once the process is gone: a Pi stopped while it starts finishes starting
+    /// first (stdin at its end, SIGTERM handled), and its bridge then says `hello` — with a
+    /// token revoked before, the host refused it and logged `bad_token` after every headless
+    /// run that ended while the pool was filling.
     pub(super) async fn discard(&self, slot: WarmSlot) {
-        self.forget_child(&slot.child_agent);
         slot.process.discard().await;
+        self.forget_child(&slot.child_agent);
         let run_dir = self.settings().runs_root.join(&slot.run_id);
         // Only what the spawn made: the directory and its empty session directory.
         let _ = std::fs::remove_dir(run_dir.join(super::spec::SESSION_DIR));

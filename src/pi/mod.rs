@@ -14,6 +14,7 @@
 mod install;
 pub mod offline;
 pub mod resume;
+pub mod transpile_cache;
 mod version;
 
 pub use install::{Consent, InstallPolicy, NO_INSTALL_ENV, installed_in_cache};

@@ -127,9 +127,12 @@ fn asked_version(
 /// without a version.
 fn ask(program: &Path, env: &[(OsString, OsString)]) -> Asking {
     use crate::sys::SpawnGrouped as _;
+    // `pi --version` loads no extension, but what a wrapper runs is its own business.
+    let cwd = std::env::current_dir().unwrap_or_else(|_| "/".into());
     let spawned = Command::new(program)
         .arg("--version")
         .envs(env.iter().map(|(k, v)| (k, v)))
+        .envs(super::transpile_cache::env_for(&cwd, env))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -273,6 +276,26 @@ mod tests {
         std::fs::write(&script, format!("#!/bin/sh\n{body}\n")).unwrap();
         std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
         script
+    }
+
+    /// `pi --version` is started like every Pi: with jiti's cache made private, or off when its
+    /// TMPDIR's `jiti` is not ours.
+    #[test]
+    fn the_version_probe_gets_the_private_cache_switch() {
+        let temp = tempfile::tempdir().unwrap();
+        let dump = temp.path().join("env");
+        let script = script(
+            temp.path(),
+            &format!("env > '{}'\necho 1.6.0", dump.display()),
+        );
+        let tmp = super::super::transpile_cache::foreign_tmpdir();
+        let env = [(OsString::from("TMPDIR"), tmp.path().as_os_str().to_owned())];
+        assert_eq!(ask(&script, &env), Asking::Answered(Some("1.6.0".into())));
+        let dump = std::fs::read_to_string(dump).unwrap();
+        assert!(
+            super::super::transpile_cache::cache_is_off_in(&dump),
+            "{dump}"
+        );
     }
 
     /// A program that ignores `--version` and streams: its version word is read from the

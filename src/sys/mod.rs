@@ -15,6 +15,7 @@ pub mod confine;
 pub mod fs;
 pub mod group;
 pub mod listing;
+pub mod path_trust;
 pub mod private_dir;
 pub mod process;
 pub mod procfs;
