@@ -1,7 +1,8 @@
 //! The bridge's tokens at the end of a headless run, end to end: the real `unipi-tui -p`, the
 //! real Pi 1.6.0 and the scripted model, with model fusion on (so the warm pool starts sidekick
 //! Pis that the end of the run stops). Every Pi the workbench started says `hello` with a token
-//! that is still good: the log has no refused connection.
+//! that is still good: the log has no refused connection; and none of them is left running when
+//! the run ends (the pool does not refill while the workbench stops).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
 
@@ -12,6 +13,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use support::pi::{PiLine, pi_install};
+use support::procs;
 use support::sandbox::Sandbox;
 use unipi_tui::pi::offline::write_agent_dir;
 use unipi_tui::scripted::Scenario;
@@ -78,7 +80,16 @@ async fn a_headless_run_that_stops_warm_pis_refuses_no_connection() {
         .await
         .expect("unipi-tui did not finish in time")
         .unwrap();
+    // Looked at the moment the workbench is gone, before its watchdog could clean up: nothing it
+    // started is left (a warm pool refilled while the run ended left two Pis for the watchdog).
+    let home = format!("HOME={}", sandbox.home.display());
+    let left: Vec<(u32, String)> = procs::processes_with_env(&[&home])
+        .into_iter()
+        .map(|pid| (pid, procs::cmdline(pid)))
+        .filter(|(_, cmdline)| !cmdline.contains(unipi_tui::sys::watchdog::SUBCOMMAND))
+        .collect();
     let log = sandbox.log();
+    assert!(left.is_empty(), "left running: {left:#?}\n{log}");
     assert!(output.status.success(), "{output:?}\n{log}");
     assert!(
         String::from_utf8_lossy(&output.stdout).contains("MAIN-HELLO-REPLY"),

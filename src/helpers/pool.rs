@@ -56,6 +56,8 @@ struct State {
     wanted: Option<Template>,
     /// Spawns under way.
     spawning: usize,
+    /// Drained for the workbench's end: fusion's later statuses start nothing more.
+    closed: bool,
 }
 
 /// The pool's bookkeeping.
@@ -81,7 +83,7 @@ impl WarmPool {
         settings: Option<PoolSettings>,
     ) -> Vec<WarmSlot> {
         let mut state = lock(&self.state);
-        let settings = settings.filter(|_| model.is_some());
+        let settings = settings.filter(|_| model.is_some() && !state.closed);
         let mut stale = Vec::new();
         if state.model != model {
             stale.append(&mut state.idle);
@@ -198,10 +200,13 @@ impl WarmPool {
         self.changed.clone()
     }
 
-    /// Every idle process, out of the pool (shutting down); fusion's settings are forgotten.
+    /// Every idle process, out of the pool (shutting down); fusion's settings are forgotten and
+    /// the pool stays closed: a status that arrives while the workbench ends (fusion publishes
+    /// one as it stops) starts nothing that only the watchdog would stop.
     pub(super) fn drain(&self) -> Vec<WarmSlot> {
         let mut state = lock(&self.state);
         state.settings = None;
+        state.closed = true;
         std::mem::take(&mut state.idle)
     }
 
@@ -332,6 +337,32 @@ mod tests {
         );
         assert!(pool.idle_groups().is_empty());
         for slot in off {
+            slot.process.discard().await;
+        }
+    }
+
+    #[tokio::test]
+    async fn a_drained_pool_starts_nothing_more_whatever_fusion_says_next() {
+        let dir = tempfile::tempdir().unwrap();
+        let pool = WarmPool::default();
+        let small = template("p/small");
+        pool.configure(Some("p/small".into()), settings(2, 60_000));
+        pool.want(small.clone());
+        assert_eq!(pool.to_spawn().map(|(_, n)| n), Some(2));
+        assert!(pool.spawned(Some(slot(dir.path(), "a", &small))).is_none());
+        let drained = pool.drain();
+        assert_eq!(run_ids(&drained), ["a"]);
+        // The spawn still under way at the drain is handed back for stopping.
+        let late = pool.spawned(Some(slot(dir.path(), "b", &small)));
+        assert_eq!(late.as_ref().map(|slot| slot.run_id.as_str()), Some("b"));
+        // Fusion's status arriving after the drain (as it stops) starts nothing.
+        assert!(
+            pool.configure(Some("p/small".into()), settings(2, 60_000))
+                .is_empty()
+        );
+        pool.want(small.clone());
+        assert!(pool.to_spawn().is_none(), "a drained pool refilled");
+        for slot in drained.into_iter().chain(late) {
             slot.process.discard().await;
         }
     }
