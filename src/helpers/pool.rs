@@ -201,8 +201,9 @@ impl WarmPool {
     }
 
     /// Every idle process, out of the pool (shutting down); fusion's settings are forgotten and
-    /// the pool stays closed: a status that arrives while the workbench ends (fusion publishes
-    /// one as it stops) starts nothing that only the watchdog would stop.
+    /// the pool stays closed: a status that arrives while the workbench ends (the active preset,
+    /// applied at start, may finish only after a short headless run did) starts nothing that
+    /// only the watchdog would stop.
     pub(super) fn drain(&self) -> Vec<WarmSlot> {
         let mut state = lock(&self.state);
         state.settings = None;
