@@ -153,10 +153,8 @@ impl FooterState {
             home: self.home.clone(),
             git_branch: self.git_branch.clone(),
             scrolled_back: (scrolled_back > 0).then_some(scrolled_back),
-            hint: match &self.notice {
-                Some((text, _)) => Some(text.clone()),
-                None => self.help_hint.clone(),
-            },
+            hint: self.help_hint.clone(),
+            notice: self.notice.as_ref().map(|(text, _)| text.clone()),
         }
     }
 

@@ -65,9 +65,12 @@ pub struct FooterModel {
     pub git_branch: Option<String>,
     /// `Some(lines)` while the user browses the pane's history.
     pub scrolled_back: Option<usize>,
-    /// The key hint drawn at the right end, e.g. "F1 help" (or a passing notice in its place);
-    /// the keymap decides the key.
+    /// The key hint drawn at the right end, e.g. "F1 help"; the keymap decides the key.
     pub hint: Option<String>,
+    /// A passing notice, drawn in the key hint's place for a few seconds. It says something the
+    /// user just caused or must know, so while it shows it comes before everything but Pi's
+    /// state: the model, the context and the rest give way to it rather than cut it.
+    pub notice: Option<String>,
 }
 
 /// The bridge connection to Pi's extension, as the footer shows it.
@@ -137,6 +140,8 @@ pub mod priority {
     pub const SCROLLBACK: u8 = 90;
     /// A blocked dialog's title or an error's text: above the model.
     pub const STATE_DETAIL: u8 = 85;
+    /// A passing notice in the key hint's place: whole before the model and the context.
+    pub const NOTICE: u8 = 84;
     pub const MODEL: u8 = 80;
     pub const CONTEXT: u8 = 75;
     pub const HINT: u8 = 70;
@@ -236,6 +241,7 @@ mod tests {
             git_branch: Some("main".to_owned()),
             scrolled_back: None,
             hint: Some("F1 help".to_owned()),
+            notice: None,
         }
     }
 
@@ -315,6 +321,33 @@ mod tests {
             ..with_status(ProgramState::Error, Some("model overloaded"))
         };
         crate::assert_ui_snapshot!("footer_exited_error_20", snapshot(&exited, 20));
+    }
+
+    /// A passing notice longer than the key hint's usual room is shown whole while it lasts:
+    /// the model and the context give way; only a row too narrow for it cuts it, at a word.
+    #[test]
+    fn a_passing_notice_is_shown_whole_before_the_model_and_the_context() {
+        let notice = "Ralph loop tour paused — /unipi:ralph-start plan:2026-12-01-tour-plan.md \
+                      resumes it";
+        let model = FooterModel {
+            notice: Some(notice.to_owned()),
+            ..with_status(ProgramState::Idle, None)
+        };
+        for width in [120, 100, 80] {
+            crate::assert_ui_snapshot!(format!("footer_notice_{width}"), snapshot(&model, width));
+        }
+        assert!(snapshot(&model, 100).contains(notice), "cut at 100 columns");
+        let narrow = snapshot(&model, 80);
+        assert!(
+            narrow.contains("Ralph loop tour paused — /unipi:ralph-start…"),
+            "{narrow}"
+        );
+        // Gone, the key hint is back in its place and the model with it.
+        let after = snapshot(&with_status(ProgramState::Idle, None), 100);
+        assert!(
+            after.contains("F1 help") && !after.contains("Ralph"),
+            "{after}"
+        );
     }
 
     #[test]

@@ -98,8 +98,8 @@ impl BoardPort for WorkbenchBoard {
         }
         let (host, ui, text) = (bridge.host.clone(), self.ui.clone(), text.to_owned());
         tokio::spawn(async move {
-            // Footer notices are short (the footer keeps 48 columns of one): the editor shows
-            // the command itself, the log the whole error.
+            // Footer notices share one row with Pi's state: short, since the editor shows the
+            // command itself and the log the whole error.
             let call = HostCall::SetEditorText { text: text.clone() };
             match host.call(&AgentId::main(), call).await {
                 Ok(_) => ui.notice(EDITOR_NOTICE),

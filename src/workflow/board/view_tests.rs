@@ -230,7 +230,8 @@ fn the_footer_shows_the_editor_notice_whole_at_80_columns() {
         home: Some("/home/ada".to_owned()),
         git_branch: Some("main".to_owned()),
         scrolled_back: None,
-        hint: Some(super::EDITOR_NOTICE.to_owned()),
+        hint: Some("F1 help".to_owned()),
+        notice: Some(super::EDITOR_NOTICE.to_owned()),
     };
     let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(80, 1))
         .unwrap_or_else(|err| panic!("{err}"));

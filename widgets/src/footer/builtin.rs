@@ -364,6 +364,22 @@ pub(super) fn cost(data: &FooterData) -> Option<Segment> {
 /// The key hint ("F1 help") or a passing notice in its place, at the right end. One form only:
 /// half a hint ("F1…") tells nothing.
 pub(super) fn hint(model: &FooterModel) -> Option<Segment> {
+    if let Some(notice) = model
+        .notice
+        .as_deref()
+        .map(first_line)
+        .filter(|n| !n.is_empty())
+    {
+        // Every form, the whole notice first: it takes the room the model and the context would
+        // have for its few seconds, and is cut at a word only when the row is too narrow.
+        let mut forms = word_forms(&notice, usize::MAX).into_iter();
+        let whole = Form::new(forms.next()?, Role::KeyHint);
+        let segment = forms.fold(
+            Segment::new("hint", priority::NOTICE, Align::Right, whole),
+            |segment, shorter| segment.or(Form::new(shorter, Role::KeyHint)),
+        );
+        return Some(segment.from_preset(Preset::Minimal));
+    }
     let text = model
         .hint
         .as_deref()
@@ -443,6 +459,7 @@ mod tests {
             git_branch: None,
             scrolled_back: None,
             hint: None,
+            notice: None,
         }
     }
 
