@@ -351,7 +351,13 @@ fn the_main_pi_neither_runs_nor_writes_the_other_users_caches() {
     assert_untouched(&sandbox, &planted, &marker);
     assert_node_cache_untouched(&sandbox, &planted_node);
     assert_pis_run_without_nodes_cache(session.pid().unwrap());
-    // Said, naming each directory and whose it is.
+    // Said in the start-up box, and in the log naming each directory and whose it is.
+    for notice in [
+        "Pi compiles its extensions without a cache",
+        "Node compiles Pi without its code cache",
+    ] {
+        session.wait_for_text(notice, START).unwrap();
+    }
     let log = sandbox.log();
     for name in ["jiti", "node-compile-cache"] {
         let dir = sandbox.tmp.join(name).display().to_string();
