@@ -233,7 +233,11 @@ fn run_session(cli: Cli, split: SplitArgs, log_path: PathBuf) -> Result<i32> {
         .map(|e| e.to_string())
         .chain(restart_hint)
         .chain(runtime_root_notice())
-        .chain(pi::transpile_cache::prepare_for(&workspace, &pi.env).notice())
+        .chain(
+            pi::compile_cache::prepare_for(&workspace, &pi.env)
+                .into_iter()
+                .filter_map(|cache| cache.notice()),
+        )
         .collect();
     for error in &config_errors {
         tracing::warn!("config: {error}");

@@ -1,20 +1,24 @@
-//! Pi's extension cache and another local user, end to end: the real `unipi-tui`, the real Pi
-//! (1.6.0, and 0.73.1 headless) and the scripted model, with a TMPDIR as shared as `/tmp`. Pi compiles extensions with
-//! jiti into `$TMPDIR/jiti`; when the user `nobody` made that directory first (mode 0777) and
-//! planted a "compiled" bridge at the name jiti uses, neither the main Pi nor a headless run may
-//! run it or write anything there. Without anyone else's directory the cache is ours alone.
+//! Pi's caches of compiled code and another local user, end to end: the real `unipi-tui`, the
+//! real Pi (1.6.0, and 0.73.1 headless) and the scripted model, with a TMPDIR as shared as `/tmp`.
+//! Pi compiles extensions with jiti into `$TMPDIR/jiti`, and Pi 1.6.0 has Node keep V8's code
+//! cache in `$TMPDIR/node-compile-cache`. When the user `nobody` made those directories first
+//! (mode 0777) and planted what jiti and Node would read there, neither the main Pi nor a headless
+//! run may read or run it, or write anything there. Without anyone else's directories the caches
+//! are ours alone.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
 
 mod support;
 
+use std::fs::FileTimes;
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use support::demo::{START, spawn_demo};
 use support::pi::{PiLine, pi_install, test_deps_dir};
+use support::procs::{children, has_env};
 use support::sandbox::Sandbox;
 use support::term::{OuterOptions, Session};
 use support::workbench::{KITTY_CTRL_D, exit_pi};
@@ -136,6 +140,178 @@ fn assert_untouched(sandbox: &Sandbox, planted: &(String, String), marker: &Path
     assert_eq!((meta.uid(), meta.mode() & 0o7777), (65534, 0o777));
 }
 
+/// What Node writes into an empty `$TMPDIR/node-compile-cache` for Pi 1.6.0 (`pi --version`,
+/// run by the test in a directory of its own): the directory Node names after its version and
+/// our uid, and the cache files in it (V8 checks them only against hashes anyone can compute).
+fn node_cache_of_pi(sandbox: &Sandbox) -> (String, Vec<(String, Vec<u8>)>) {
+    let pi = pi_install(PiLine::Current).unwrap_or_else(|err| panic!("{err:#}"));
+    let scratch = sandbox.dir("node-cache-scratch");
+    let node = pi
+        .node_bin_dir
+        .as_ref()
+        .expect("Pi 1.6.0 runs on the test's Node");
+    let path = format!(
+        "{}:{}",
+        node.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let output = std::process::Command::new(&pi.bin)
+        .arg("--version")
+        .env("PATH", path)
+        .env("HOME", &scratch)
+        .env("TMPDIR", &scratch)
+        .env_remove("NODE_COMPILE_CACHE")
+        .env_remove("NODE_DISABLE_COMPILE_CACHE")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let entries = |dir: &Path| -> Vec<PathBuf> {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|entry| entry.path())
+            .collect();
+        entries.sort();
+        entries
+    };
+    let tags = entries(&scratch.join("node-compile-cache"));
+    assert_eq!(tags.len(), 1, "Node wrote {tags:?}");
+    let files: Vec<(String, Vec<u8>)> = entries(&tags[0])
+        .iter()
+        .map(|file| {
+            let name = file.file_name().unwrap().to_string_lossy().into_owned();
+            (name, std::fs::read(file).unwrap())
+        })
+        .collect();
+    assert!(!files.is_empty(), "Node cached nothing for Pi");
+    let tag = tags[0].file_name().unwrap().to_string_lossy().into_owned();
+    (tag, files)
+}
+
+/// A time long past, given to the planted files as their last access: on a file system that
+/// records reads (`relatime`: an access time older than the change time), any read moves it.
+const LONG_AGO: Duration = Duration::from_secs(978_307_200);
+
+/// Sets `path`'s last access to [`LONG_AGO`], leaving its modification time.
+fn set_accessed_long_ago(path: &Path) {
+    std::fs::File::open(path)
+        .unwrap()
+        .set_times(FileTimes::new().set_accessed(SystemTime::UNIX_EPOCH + LONG_AGO))
+        .unwrap();
+}
+
+fn accessed(path: &Path) -> SystemTime {
+    std::fs::metadata(path).unwrap().accessed().unwrap()
+}
+
+/// What `nobody` planted in `$TMPDIR/node-compile-cache`.
+struct PlantedNodeCache {
+    tag: String,
+    files: Vec<(String, Vec<u8>)>,
+}
+
+/// The attack on Node's cache: `nobody` creates `$TMPDIR/node-compile-cache` (mode 0777) before
+/// the workbench starts and in it the directory Node names for us, holding the cache files Node
+/// would read for Pi 1.6.0, all theirs, their access times set back so that a read shows. (That
+/// this file system records reads is checked first, so the check can fail.)
+fn plant_node_cache(sandbox: &Sandbox) -> PlantedNodeCache {
+    let probe = sandbox.tmp.join("atime-probe");
+    std::fs::write(&probe, "probe").unwrap();
+    set_accessed_long_ago(&probe);
+    std::fs::read(&probe).unwrap();
+    assert_ne!(
+        accessed(&probe),
+        SystemTime::UNIX_EPOCH + LONG_AGO,
+        "this file system does not record reads (noatime?): the test cannot see one"
+    );
+    std::fs::remove_file(&probe).unwrap();
+
+    let (tag, files) = node_cache_of_pi(sandbox);
+    let root = sandbox.tmp.join("node-compile-cache");
+    let tag_dir = root.join(&tag);
+    for dir in [&root, &tag_dir] {
+        as_nobody("mkdir", &["-m", "0777", &dir.display().to_string()]);
+    }
+    let nobody = Some(nix::unistd::Uid::from_raw(65534));
+    for (name, content) in &files {
+        let path = tag_dir.join(name);
+        std::fs::write(&path, content).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        nix::unistd::chown(&path, nobody, None).unwrap();
+        set_accessed_long_ago(&path);
+    }
+    PlantedNodeCache { tag, files }
+}
+
+/// `$TMPDIR/node-compile-cache` is exactly as `nobody` planted it: the same directories and
+/// files, theirs, with the same modes and contents, and not one file read.
+fn assert_node_cache_untouched(sandbox: &Sandbox, planted: &PlantedNodeCache) {
+    let names = |dir: &Path| -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|entry| entry.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    let owner_and_mode = |path: &Path| {
+        let meta = std::fs::symlink_metadata(path).unwrap();
+        (meta.uid(), meta.mode() & 0o7777)
+    };
+    let root = sandbox.tmp.join("node-compile-cache");
+    let tag_dir = root.join(&planted.tag);
+    assert_eq!(
+        names(&root),
+        std::slice::from_ref(&planted.tag),
+        "something was written there"
+    );
+    for dir in [&root, &tag_dir] {
+        assert_eq!(owner_and_mode(dir), (65534, 0o777), "{}", dir.display());
+    }
+    let planted_names: Vec<String> = planted.files.iter().map(|(name, _)| name.clone()).collect();
+    assert_eq!(
+        names(&tag_dir),
+        planted_names,
+        "something was written there"
+    );
+    // Access times before the contents: reading them here is a read too.
+    for (name, _) in &planted.files {
+        let path = tag_dir.join(name);
+        assert_eq!(
+            accessed(&path),
+            SystemTime::UNIX_EPOCH + LONG_AGO,
+            "Node read {} from the other user's directory",
+            path.display()
+        );
+        assert_eq!(owner_and_mode(&path), (65534, 0o644), "{}", path.display());
+    }
+    for (name, content) in &planted.files {
+        let path = tag_dir.join(name);
+        assert!(std::fs::read(&path).unwrap() == *content, "{name} changed");
+        // Set back again, for the next look.
+        set_accessed_long_ago(&path);
+    }
+}
+
+/// The Pis the workbench `workbench` runs (its children whose program is Node: Pi names its
+/// process `pi`) have Node's compile cache turned off in their environment.
+fn assert_pis_run_without_nodes_cache(workbench: u32) {
+    let runs_node = |pid: &u32| {
+        std::fs::read_link(format!("/proc/{pid}/exe"))
+            .is_ok_and(|exe| exe.file_name().is_some_and(|name| name == "node"))
+    };
+    let pis: Vec<u32> = children(workbench).into_iter().filter(runs_node).collect();
+    assert!(!pis.is_empty(), "no Pi among the workbench's children");
+    for pid in &pis {
+        assert!(
+            has_env(*pid, &["NODE_DISABLE_COMPILE_CACHE=1"]),
+            "Pi ({pid}) may use Node's cache in the other user's directory"
+        );
+    }
+}
+
 /// The workbench in `demo` mode, once Pi's prompt shows with the bridge connected.
 fn start_demo(sandbox: &Sandbox) -> Session {
     let session = spawn_demo(
@@ -164,28 +340,41 @@ fn wait_for_bridge(sandbox: &Sandbox) {
 }
 
 #[test]
-fn the_main_pi_neither_runs_nor_writes_the_other_users_cache() {
+fn the_main_pi_neither_runs_nor_writes_the_other_users_caches() {
     let sandbox = shared_tmp_sandbox();
     let marker = sandbox.root().join("PLANTED-CODE-RAN");
     let planted = plant_compiled_bridge(&sandbox, &marker);
+    let planted_node = plant_node_cache(&sandbox);
 
     let mut session = start_demo(&sandbox);
     wait_for_bridge(&sandbox);
     assert_untouched(&sandbox, &planted, &marker);
-    // Said, naming the directory and whose it is.
+    assert_node_cache_untouched(&sandbox, &planted_node);
+    assert_pis_run_without_nodes_cache(session.pid().unwrap());
+    // Said in the start-up box, and in the log naming each directory and whose it is.
+    for notice in [
+        "Pi compiles its extensions without a cache",
+        "Node compiles Pi without its code cache",
+    ] {
+        session.wait_for_text(notice, START).unwrap();
+    }
     let log = sandbox.log();
-    let jiti_dir = sandbox.tmp.join("jiti").display().to_string();
-    assert!(
-        log.contains(&format!("{jiti_dir} belongs to another user (uid 65534")),
-        "{}",
-        sandbox.log_tail(30)
-    );
+    for name in ["jiti", "node-compile-cache"] {
+        let dir = sandbox.tmp.join(name).display().to_string();
+        assert!(
+            log.contains(&format!("{dir} belongs to another user (uid 65534")),
+            "{name}: {}",
+            sandbox.log_tail(30)
+        );
+    }
+    // Node writes its cache when Pi exits.
     assert_eq!(exit_pi(&mut session, KITTY_CTRL_D, RUN), 0);
     assert_untouched(&sandbox, &planted, &marker);
+    assert_node_cache_untouched(&sandbox, &planted_node);
 }
 
 #[tokio::test]
-async fn a_headless_run_neither_runs_nor_writes_the_other_users_cache() {
+async fn a_headless_run_neither_runs_nor_writes_the_other_users_caches() {
     headless_run_with_a_planted_bridge(PiLine::Current).await;
 }
 
@@ -198,6 +387,8 @@ async fn headless_run_with_a_planted_bridge(line: PiLine) {
     let sandbox = shared_tmp_sandbox();
     let marker = sandbox.root().join("PLANTED-CODE-RAN");
     let planted = plant_compiled_bridge(&sandbox, &marker);
+    // Pi 0.73.1 does not turn Node's cache on.
+    let planted_node = (line == PiLine::Current).then(|| plant_node_cache(&sandbox));
 
     let output = headless_run(&sandbox, line, &["-p", "start a headless task"]).await;
     assert!(output.status.success(), "{output:?}\n{}", sandbox.log());
@@ -205,10 +396,13 @@ async fn headless_run_with_a_planted_bridge(line: PiLine) {
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("HEADLESS-TOOL-OK"), "{stdout}");
     assert_untouched(&sandbox, &planted, &marker);
+    if let Some(planted_node) = &planted_node {
+        assert_node_cache_untouched(&sandbox, planted_node);
+    }
 }
 
 #[tokio::test]
-async fn without_anyone_elses_directory_the_cache_is_ours_alone() {
+async fn without_anyone_elses_directories_the_caches_are_ours_alone() {
     let sandbox = shared_tmp_sandbox();
     let output = headless_run(&sandbox, PiLine::Current, &["-p", "hello"]).await;
     assert!(output.status.success(), "{output:?}\n{}", sandbox.log());
@@ -228,6 +422,26 @@ async fn without_anyone_elses_directory_the_cache_is_ours_alone() {
     assert!(
         names.iter().any(|name| name.contains("unipi-bridge")),
         "{names:?}"
+    );
+    // Node's too: ours alone, and Pi's code cached in it (in the directory Node names after its
+    // version and our uid).
+    let node_dir = sandbox.tmp.join("node-compile-cache");
+    let meta = std::fs::symlink_metadata(&node_dir).unwrap();
+    assert!(meta.is_dir());
+    assert_eq!(
+        (meta.uid(), meta.mode() & 0o7777),
+        (nix::unistd::geteuid().as_raw(), 0o700)
+    );
+    let cached: Vec<PathBuf> = std::fs::read_dir(&node_dir)
+        .unwrap()
+        .flatten()
+        .flat_map(|tag| std::fs::read_dir(tag.path()).unwrap().flatten())
+        .map(|entry| entry.path())
+        .collect();
+    assert!(
+        !cached.is_empty(),
+        "Node cached nothing in {}",
+        node_dir.display()
     );
 }
 

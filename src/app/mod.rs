@@ -105,8 +105,8 @@ pub struct AppOptions {
 impl AppOptions {
     /// Pi's arguments and environment: the launcher's (the script when Pi runs through a chosen
     /// Node), then the bridge's `-e <extension>` and socket, then the user's and the demo's, and
-    /// last what keeps Pi's extension cache private (checked now, for a Pi about to start in
-    /// the workspace: [`crate::pi::transpile_cache`]).
+    /// last what keeps the caches of compiled code Pi starts from private (checked now, for a Pi
+    /// about to start in the workspace: [`crate::pi::compile_cache`]).
     pub fn pi_launch(
         &self,
         bridge: Option<&bridge::Started>,
@@ -119,7 +119,7 @@ impl AppOptions {
         }
         args.extend(self.pi_args.iter().cloned());
         env.extend(self.pi_env.iter().cloned());
-        let cache = crate::pi::transpile_cache::env_for(&self.workspace, &env);
+        let cache = crate::pi::compile_cache::env_for(&self.workspace, &env);
         env.extend(cache);
         (args, env)
     }

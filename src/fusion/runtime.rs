@@ -208,7 +208,7 @@ impl SidekickRuntime {
             .arg(model.to_string())
             .current_dir(&self.cwd)
             .envs(self.launch.env.iter().map(|(key, value)| (key, value)))
-            .envs(crate::pi::transpile_cache::env_for(
+            .envs(crate::pi::compile_cache::env_for(
                 &self.cwd,
                 &self.launch.env,
             ))
@@ -388,13 +388,13 @@ done
         )
     }
 
-    /// The sidekick is started like every Pi: with jiti's cache made private, or off when its
-    /// TMPDIR's `jiti` is not ours.
+    /// The sidekick is started like every Pi: with jiti's and Node's caches made private, or off
+    /// when its TMPDIR's `jiti` and `node-compile-cache` are not ours.
     #[tokio::test]
     async fn the_sidekick_gets_the_private_cache_switch() {
         let dir = tempfile::tempdir().unwrap();
         let dump = dir.path().join("env");
-        let tmp = crate::pi::transpile_cache::foreign_tmpdir();
+        let tmp = crate::pi::compile_cache::foreign_tmpdir();
         let runtime = SidekickRuntime::new(
             ChildPi {
                 program: PathBuf::from("/bin/sh"),
@@ -411,7 +411,7 @@ done
         let _ = runtime.ask("hello", Duration::from_secs(10)).await;
         runtime.stop().await;
         let dump = std::fs::read_to_string(&dump).unwrap();
-        assert!(crate::pi::transpile_cache::cache_is_off_in(&dump), "{dump}");
+        assert!(crate::pi::compile_cache::caches_are_off_in(&dump), "{dump}");
     }
 
     #[tokio::test]

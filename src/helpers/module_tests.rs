@@ -416,14 +416,15 @@ async fn refusals_are_error_results_and_start_nothing() {
     assert!(!dir.path().join("runs").exists(), "a refusal created a run");
 }
 
-/// A helper's Pi (and so a warm one's and a delegate's: they start the same way) gets jiti's
-/// cache made private, or off when its TMPDIR's `jiti` is not ours.
+/// A helper's Pi (and so a warm one's and a delegate's: they start the same way) gets jiti's and
+/// Node's caches made private, or off when its TMPDIR's `jiti` and `node-compile-cache` are not
+/// ours.
 #[tokio::test]
 async fn a_helpers_pi_gets_the_private_cache_switch() {
     let dir = tempfile::tempdir().unwrap();
     let dump = dir.path().join("env");
     let mut settings = settings(dir.path(), &format!("env > '{}'; exit 1", dump.display()));
-    let tmp = crate::pi::transpile_cache::foreign_tmpdir();
+    let tmp = crate::pi::compile_cache::foreign_tmpdir();
     settings
         .launch
         .env
@@ -431,7 +432,7 @@ async fn a_helpers_pi_gets_the_private_cache_switch() {
     let module = HelpersModule::new(settings);
     spawn(&module, json!({"type": "explore", "prompt": "x"})).await;
     let dump = std::fs::read_to_string(&dump).unwrap();
-    assert!(crate::pi::transpile_cache::cache_is_off_in(&dump), "{dump}");
+    assert!(crate::pi::compile_cache::caches_are_off_in(&dump), "{dump}");
 }
 
 #[tokio::test]

@@ -76,7 +76,7 @@ impl LaunchKey {
             command.env_remove(name);
         }
         command.envs(self.env.iter().map(|(key, value)| (key, value)));
-        command.envs(crate::pi::transpile_cache::env_for(&self.cwd, &self.env));
+        command.envs(crate::pi::compile_cache::env_for(&self.cwd, &self.env));
         let (mut child, group) = command
             .spawn_grouped()
             .with_context(|| format!("spawn the helper {}", self.program.display()))?;

@@ -11,10 +11,10 @@
 //!
 //! The pinned versions live in `versions.env` at the repository root, shared with the test set-up.
 
+pub mod compile_cache;
 mod install;
 pub mod offline;
 pub mod resume;
-pub mod transpile_cache;
 mod version;
 
 pub use install::{Consent, InstallPolicy, NO_INSTALL_ENV, installed_in_cache};

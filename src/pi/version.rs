@@ -132,7 +132,7 @@ fn ask(program: &Path, env: &[(OsString, OsString)]) -> Asking {
     let spawned = Command::new(program)
         .arg("--version")
         .envs(env.iter().map(|(k, v)| (k, v)))
-        .envs(super::transpile_cache::env_for(&cwd, env))
+        .envs(super::compile_cache::env_for(&cwd, env))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -278,8 +278,8 @@ mod tests {
         script
     }
 
-    /// `pi --version` is started like every Pi: with jiti's cache made private, or off when its
-    /// TMPDIR's `jiti` is not ours.
+    /// `pi --version` is started like every Pi: with jiti's and Node's caches made private, or
+    /// off when its TMPDIR's `jiti` and `node-compile-cache` are not ours.
     #[test]
     fn the_version_probe_gets_the_private_cache_switch() {
         let temp = tempfile::tempdir().unwrap();
@@ -288,12 +288,12 @@ mod tests {
             temp.path(),
             &format!("env > '{}'\necho 1.6.0", dump.display()),
         );
-        let tmp = super::super::transpile_cache::foreign_tmpdir();
+        let tmp = super::super::compile_cache::foreign_tmpdir();
         let env = [(OsString::from("TMPDIR"), tmp.path().as_os_str().to_owned())];
         assert_eq!(ask(&script, &env), Asking::Answered(Some("1.6.0".into())));
         let dump = std::fs::read_to_string(dump).unwrap();
         assert!(
-            super::super::transpile_cache::cache_is_off_in(&dump),
+            super::super::compile_cache::caches_are_off_in(&dump),
             "{dump}"
         );
     }
