@@ -18,6 +18,7 @@ use support::detach::{
     footer_on_last_row, ls, ls_line, reply_at_size, row, scenario, session_log_tail, session_pid,
     sessions_dir, unipi, wait_all_gone, wait_for_ls,
 };
+use support::nobody;
 use support::ntfy::NtfyServer;
 use support::pi::PiLine;
 use support::procs::{alive, processes_running, wait_until};
@@ -334,22 +335,7 @@ fn as_nobody_connect(socket: &Path) -> String {
                   s.on('data', (d) => { got = Buffer.concat([got, d]); }); \
                   s.on('error', (e) => { console.log('ERROR ' + e.code); }); \
                   s.on('close', () => { console.log('GOT ' + got.toString('latin1')); });";
-    let out = Command::new("setpriv")
-        .args([
-            "--reuid=nobody",
-            "--regid=nogroup",
-            "--clear-groups",
-            "node",
-            "-e",
-            script,
-        ])
-        .arg(socket)
-        .output()
-        .unwrap_or_else(|err| {
-            panic!("`setpriv` (util-linux) and `node` are needed to act as a second user: {err}")
-        });
-    assert!(out.status.success(), "{out:?}");
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    nobody::output("node", &["-e", script, &socket.display().to_string()])
 }
 
 #[test]
@@ -598,24 +584,6 @@ fn with_detach_enabled_in_the_config_every_run_is_a_session_named_after_its_fold
     );
 }
 
-/// Runs `mkdir -m mode dir` as the user `nobody`, as another local user would.
-fn mkdir_as_nobody(dir: &Path, mode: &str) {
-    let status = Command::new("setpriv")
-        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
-        .args(["mkdir", "-m", mode])
-        .arg(dir)
-        .status()
-        .unwrap_or_else(|err| {
-            panic!("`setpriv` (util-linux) is needed to act as a second user: {err}")
-        });
-    assert!(
-        status.success(),
-        "mkdir {} as nobody: {status}",
-        dir.display()
-    );
-    assert_eq!(std::fs::metadata(dir).unwrap().uid(), 65534);
-}
-
 /// The `$TMPDIR/unipi-<uid>-*` directories: fallback runtime roots.
 fn fallback_roots(sandbox: &support::sandbox::Sandbox) -> Vec<std::path::PathBuf> {
     let stem = format!(
@@ -639,10 +607,9 @@ fn another_users_runtime_directory_blocks_no_session_and_each_try_leaves_nothing
     let sandbox = Sandbox::new();
     let _end = EndSessions(&sandbox);
     // TMPDIR as shared as /tmp, and another user made the usual private directory first.
-    std::fs::set_permissions(sandbox.root(), std::fs::Permissions::from_mode(0o711)).unwrap();
-    std::fs::set_permissions(&sandbox.tmp, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    nobody::share_tmp(&sandbox);
     let usual = sandbox.runtime_root();
-    mkdir_as_nobody(&usual, "0777");
+    nobody::mkdir(&usual, "0777");
 
     // `ls` works, and says where the sessions are and how to choose the place.
     let listed = unipi(&sandbox, &["ls"]);
@@ -712,7 +679,7 @@ fn another_users_runtime_directory_blocks_no_session_and_each_try_leaves_nothing
 
     // An XDG_RUNTIME_DIR of another user's is refused, and said so.
     let theirs = sandbox.tmp.join("their-runtime-dir");
-    mkdir_as_nobody(&theirs, "0700");
+    nobody::mkdir(&theirs, "0700");
     let listed = Command::new(bin())
         .arg("ls")
         .envs(sandbox.env())

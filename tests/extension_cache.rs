@@ -17,6 +17,7 @@ use std::process::Stdio;
 use std::time::{Duration, SystemTime};
 
 use support::demo::{START, spawn_demo};
+use support::nobody;
 use support::pi::{PiLine, pi_install, test_deps_dir};
 use support::procs::{children, has_env};
 use support::sandbox::Sandbox;
@@ -34,29 +35,8 @@ fn scenario(name: &str) -> PathBuf {
 /// A sandbox whose TMPDIR anyone may create entries in (mode 1777, like `/tmp`).
 fn shared_tmp_sandbox() -> Sandbox {
     let sandbox = Sandbox::new();
-    let set_mode = |path: &Path, mode: u32| {
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
-    };
-    set_mode(sandbox.root(), 0o711);
-    set_mode(&sandbox.tmp, 0o1777);
+    nobody::share_tmp(&sandbox);
     sandbox
-}
-
-/// Runs `command args…` as the user `nobody` through `setpriv`; fails loudly when it cannot.
-fn as_nobody(command: &str, args: &[&str]) {
-    let status = std::process::Command::new("setpriv")
-        .args([
-            "--reuid=nobody",
-            "--regid=nogroup",
-            "--clear-groups",
-            command,
-        ])
-        .args(args)
-        .status()
-        .unwrap_or_else(|err| {
-            panic!("`setpriv` (util-linux) is needed to act as a second user: {err}")
-        });
-    assert!(status.success(), "setpriv … {command} {args:?}: {status}");
 }
 
 /// What jiti (Pi 1.6.0's own) writes for `extension` into an empty `$TMPDIR/jiti`: the cache
@@ -102,8 +82,7 @@ fn plant_compiled_bridge(sandbox: &Sandbox, marker: &Path) -> (String, String) {
         unipi_tui::bridge::extension_file(&sandbox.home.join(".cache/unipi-tui")).unwrap();
     let (name, compiled) = compiled_by_jiti(sandbox, &extension);
     let jiti_dir = sandbox.tmp.join("jiti");
-    as_nobody("mkdir", &["-m", "0777", &jiti_dir.display().to_string()]);
-    assert_eq!(std::fs::metadata(&jiti_dir).unwrap().uid(), 65534);
+    nobody::mkdir(&jiti_dir, "0777");
     let planted = format!(
         "require(\"node:fs\").writeFileSync({:?}, \"the planted file ran\");\n{compiled}",
         marker.display().to_string()
@@ -231,14 +210,14 @@ fn plant_node_cache(sandbox: &Sandbox) -> PlantedNodeCache {
     let root = sandbox.tmp.join("node-compile-cache");
     let tag_dir = root.join(&tag);
     for dir in [&root, &tag_dir] {
-        as_nobody("mkdir", &["-m", "0777", &dir.display().to_string()]);
+        nobody::mkdir(dir, "0777");
     }
-    let nobody = Some(nix::unistd::Uid::from_raw(65534));
+    let theirs = Some(nix::unistd::Uid::from_raw(nobody::UID));
     for (name, content) in &files {
         let path = tag_dir.join(name);
         std::fs::write(&path, content).unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
-        nix::unistd::chown(&path, nobody, None).unwrap();
+        nix::unistd::chown(&path, theirs, None).unwrap();
         set_accessed_long_ago(&path);
     }
     PlantedNodeCache { tag, files }

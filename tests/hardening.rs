@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use support::demo::spawn_demo;
+use support::nobody;
 use support::pi::{PiLine, mcp_bin};
 use support::procs::{cmdline, processes_running, processes_with_env, wait_until, watchdog_of};
 use support::sandbox::Sandbox;
@@ -266,41 +267,18 @@ fn a_helper_run_ends_with_a_final_state_on_ctrl_d_and_the_next_session_reads_and
     assert_eq!(exit_pi(&mut second, KITTY_CTRL_D, REPLY), 0);
 }
 
-/// Runs `command args…` as the user `nobody` (group `nogroup`) through `setpriv`; fails loudly
-/// when `setpriv` is missing or the command fails.
-fn as_nobody(command: &str, args: &[&str]) {
-    let status = std::process::Command::new("setpriv")
-        .args([
-            "--reuid=nobody",
-            "--regid=nogroup",
-            "--clear-groups",
-            command,
-        ])
-        .args(args)
-        .status()
-        .unwrap_or_else(|err| {
-            panic!("`setpriv` (util-linux) is needed to act as a second user: {err}")
-        });
-    assert!(status.success(), "setpriv … {command} {args:?}: {status}");
-}
-
 #[test]
 fn a_runtime_directory_another_user_made_first_is_refused_and_tasks_still_work() {
-    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+    use std::os::unix::fs::MetadataExt as _;
     let sandbox = Sandbox::new();
     // TMPDIR as shared as /tmp: anyone may create entries in it.
-    let set_mode = |path: &Path, mode: u32| {
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
-    };
-    set_mode(sandbox.root(), 0o711);
-    set_mode(&sandbox.tmp, 0o1777);
+    nobody::share_tmp(&sandbox);
     // Another local user creates the workbench's usual private directory before it starts,
     // and the shared task directory of earlier versions.
     let usual = sandbox.runtime_root();
     let old_shared = sandbox.tmp.join("unipi-bg-tasks");
     for dir in [&usual, &old_shared] {
-        as_nobody("mkdir", &["-m", "0777", &dir.display().to_string()]);
-        assert_eq!(std::fs::metadata(dir).unwrap().uid(), 65534);
+        nobody::mkdir(dir, "0777");
     }
 
     let mut session = start(&sandbox);
@@ -349,21 +327,6 @@ fn a_runtime_directory_another_user_made_first_is_refused_and_tasks_still_work()
     assert_eq!(exit_pi(&mut session, KITTY_CTRL_D, REPLY), 0);
 }
 
-/// Whether the user `nobody` can read a byte of `path`.
-fn nobody_can_read(path: &Path) -> bool {
-    std::process::Command::new("setpriv")
-        .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"])
-        .args(["head", "-c", "1"])
-        .arg(path)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .unwrap_or_else(|err| {
-            panic!("`setpriv` (util-linux) is needed to act as a second user: {err}")
-        })
-        .success()
-}
-
 #[test]
 fn another_user_can_read_neither_the_session_database_nor_the_logs() {
     use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
@@ -384,7 +347,7 @@ fn another_user_can_read_neither_the_session_database_nor_the_logs() {
         set_mode(dir, 0o755);
         std::fs::write(&file, "what was said before\n").unwrap();
         set_mode(&file, 0o644);
-        assert!(nobody_can_read(&file), "the check can see a readable file");
+        assert!(nobody::can_read(&file), "the check can see a readable file");
     }
 
     let mut session = start(&sandbox);
@@ -421,14 +384,14 @@ fn another_user_can_read_neither_the_session_database_nor_the_logs() {
     }
     for file in &files {
         assert_eq!(mode(file), 0o600, "{}", file.display());
-        assert!(!nobody_can_read(file), "nobody read {}", file.display());
+        assert!(!nobody::can_read(file), "nobody read {}", file.display());
     }
     // Even were the directories opened again, the files alone keep the other user out.
     for dir in [&logs, &db_dir] {
         set_mode(dir, 0o755);
     }
     for file in &files {
-        assert!(!nobody_can_read(file), "nobody read {}", file.display());
+        assert!(!nobody::can_read(file), "nobody read {}", file.display());
     }
     assert_eq!(exit_pi(&mut session, KITTY_CTRL_D, REPLY), 0);
     // A run that started no task leaves no task directory behind.

@@ -4,6 +4,7 @@
 
 pub mod demo;
 pub mod detach;
+pub mod nobody;
 pub mod ntfy;
 pub mod pi;
 pub mod procs;
