@@ -9,7 +9,6 @@
 mod support;
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
 use support::pi::{PiLine, pi_install};
@@ -53,27 +52,9 @@ async fn a_headless_run_that_stops_warm_pis_refuses_no_connection() {
             "primary": "unipi-scripted/scripted-big",
             "sidekick": "unipi-scripted/scripted-small"}}}"#,
     );
-    let mut path = std::env::var("PATH").unwrap_or_default();
-    if let Some(node) = &pi.node_bin_dir {
-        path = format!("{}:{path}", node.display());
-    }
-    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_unipi-tui"))
-        .current_dir(&sandbox.project)
-        .env("PATH", path)
-        .envs(sandbox.env())
-        .envs(agent.env.iter().map(|(k, v)| (k, v)))
-        .args([
-            "--pi-bin",
-            &pi.bin.display().to_string(),
-            "--log-level",
-            "debug",
-        ])
-        .args(&agent.pi_args)
-        .args(["-p", "hello"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
+    let child = pi
+        .workbench(&agent, &sandbox, &["-p", "hello"])
+        .env("UNIPI_LOG", "debug")
         .spawn()
         .unwrap();
     let output = tokio::time::timeout(RUN, child.wait_with_output())

@@ -433,25 +433,7 @@ async fn headless_run(sandbox: &Sandbox, line: PiLine, args: &[&str]) -> std::pr
         .unwrap();
     let agent =
         write_agent_dir(&sandbox.dir("agent"), &server.base_url(), &server.models()).unwrap();
-    let mut path = std::env::var("PATH").unwrap_or_default();
-    if let Some(node) = &pi.node_bin_dir {
-        path = format!("{}:{path}", node.display());
-    }
-    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_unipi-tui"))
-        .current_dir(&sandbox.project)
-        .env("PATH", path)
-        .envs(sandbox.env())
-        .envs(agent.env.iter().map(|(k, v)| (k, v)))
-        .arg("--pi-bin")
-        .arg(&pi.bin)
-        .args(&agent.pi_args)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
+    let child = pi.workbench(&agent, sandbox, args).spawn().unwrap();
     tokio::time::timeout(RUN, child.wait_with_output())
         .await
         .expect("unipi-tui did not finish in time")

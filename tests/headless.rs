@@ -62,25 +62,7 @@ impl Setup {
     /// `unipi-tui --pi-bin <pi> <agent args> <args>` with the same environment `pi.run` gives Pi,
     /// stdin closed, stdout and stderr captured.
     fn unipi(&self, args: &[&str]) -> tokio::process::Command {
-        let mut path = std::env::var("PATH").unwrap_or_default();
-        if let Some(node) = &self.pi.node_bin_dir {
-            path = format!("{}:{path}", node.display());
-        }
-        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_unipi-tui"));
-        command
-            .current_dir(&self.project)
-            .env("PATH", path)
-            .envs(self.sandbox.env())
-            .envs(self.agent.env.iter().map(|(k, v)| (k, v)))
-            .arg("--pi-bin")
-            .arg(&self.pi.bin)
-            .args(&self.agent.pi_args)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        command
+        self.pi.workbench(&self.agent, &self.sandbox, args)
     }
 
     async fn run_unipi(&self, args: &[&str]) -> PiOutput {

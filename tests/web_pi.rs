@@ -13,7 +13,6 @@ mod support;
 #[path = "support/web.rs"]
 mod web_fixtures;
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use support::pi::{PiLine, pi_install};
@@ -126,25 +125,10 @@ async fn run_scenario(scenario: Scenario, web_config: Option<&str>) -> Run {
     if let Some(text) = web_config {
         sandbox.write(&sandbox.project.join(".unipi/config/web.json"), text);
     }
-    let mut path = std::env::var("PATH").unwrap_or_default();
-    if let Some(node) = &pi.node_bin_dir {
-        path = format!("{}:{path}", node.display());
-    }
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_unipi-tui"));
-    command
-        .current_dir(&sandbox.project)
-        .env("PATH", path)
-        .envs(sandbox.env())
-        .envs(agent.env.iter().map(|(k, v)| (k, v)))
-        .arg("--pi-bin")
-        .arg(&pi.bin)
-        .args(&agent.pi_args)
-        .args(["-p", "read the harbour article"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    let child = command.spawn().unwrap();
+    let child = pi
+        .workbench(&agent, &sandbox, &["-p", "read the harbour article"])
+        .spawn()
+        .unwrap();
     let output = tokio::time::timeout(RUN, child.wait_with_output())
         .await
         .expect("unipi-tui did not finish in time")

@@ -105,7 +105,36 @@ impl PiInstall {
     /// A command running this Pi with the right Node on `PATH`, stdin closed, output captured
     /// and the process killed if the test drops it.
     pub fn command(&self) -> tokio::process::Command {
-        let mut command = tokio::process::Command::new(&self.bin);
+        self.with_node(tokio::process::Command::new(&self.bin))
+    }
+
+    /// `unipi-tui --pi-bin <this Pi> <agent.pi_args> <args>` without a terminal (a headless run
+    /// unless `args` say otherwise), started in the sandbox's project with the sandbox's HOME,
+    /// XDG directories and TMPDIR and the offline agent's environment; the right Node on `PATH`,
+    /// stdin closed, output captured, killed if the test drops it.
+    pub fn workbench(
+        &self,
+        agent: &OfflineAgent,
+        sandbox: &Sandbox,
+        args: &[&str],
+    ) -> tokio::process::Command {
+        let mut command = self.with_node(tokio::process::Command::new(env!(
+            "CARGO_BIN_EXE_unipi-tui"
+        )));
+        command
+            .current_dir(&sandbox.project)
+            .envs(sandbox.env())
+            .envs(agent.env.iter().map(|(key, value)| (key, value)))
+            .arg("--pi-bin")
+            .arg(&self.bin)
+            .args(&agent.pi_args)
+            .args(args);
+        command
+    }
+
+    /// `command` with this Pi's Node first on `PATH`, stdin closed, output captured, killed on
+    /// drop.
+    fn with_node(&self, mut command: tokio::process::Command) -> tokio::process::Command {
         if let Some(node_bin_dir) = &self.node_bin_dir {
             let path = std::env::var_os("PATH").unwrap_or_default();
             let mut dirs = vec![node_bin_dir.clone()];
