@@ -26,7 +26,7 @@ use crossterm::event::{Event, KeyEvent, KeyEventKind, MouseEvent, MouseEventKind
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Position, Rect};
 
-use crate::capability::{Capability, Ui, UiReceiver, UiRequest};
+use crate::capability::{Capability, GlobalAction, Otherwise, Ui, UiReceiver, UiRequest};
 use crate::config::keymap::{Action, Keymap, KeymapResult};
 use crate::config::theme::Theme;
 use crate::pane::emulator::{Emulator, EmulatorEvent};
@@ -43,7 +43,7 @@ use crate::views::{KeyOutcome, RefreshContext, ViewEffect, ViewStack};
 pub use event_loop::run;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 /// Everything the loop reacts to.
 #[derive(Debug)]
@@ -510,14 +510,20 @@ impl App {
                 return;
             }
             KeyOutcome::Unhandled { view, close } => {
-                // The help opens over any view, and a session detaches from under any view;
-                // anything else a view does not use is named.
-                if self.is_key_for(Action::Help, &key) {
-                    self.run_action(Action::Help, &key);
-                    return;
-                }
-                if self.is_key_for(Action::Detach, &key) && self.offer_action(Action::Detach) {
-                    return;
+                // The help opens over any view, and so does a capability's action declared for
+                // use under views (when a capability takes it); anything else a view does not
+                // use is named.
+                match self.keymap.bound_alone(&key) {
+                    Some(Action::Help) => {
+                        self.run_action(Action::Help, &key);
+                        return;
+                    }
+                    Some(Action::Global(action))
+                        if action.under_views && self.offer_action(action) =>
+                    {
+                        return;
+                    }
+                    _ => {}
                 }
                 let key = crate::config::keymap::Key::from_event(&key).display();
                 self.footer
@@ -537,18 +543,9 @@ impl App {
         }
     }
 
-    /// Offers `action` to the capabilities: `true` when one took it.
-    fn offer_action(&self, action: Action) -> bool {
-        self.capabilities.iter().any(|c| c.action(action))
-    }
-
-    /// Whether `key` alone is bound to `action`.
-    fn is_key_for(&self, action: Action, key: &KeyEvent) -> bool {
-        let pressed = crate::config::keymap::Key::from_event(key);
-        self.keymap
-            .sequences_for(action)
-            .iter()
-            .any(|keys| keys.as_slice() == [pressed])
+    /// Offers a capability's `action` to the capabilities, by name: `true` when one took it.
+    fn offer_action(&self, action: &GlobalAction) -> bool {
+        self.capabilities.iter().any(|c| c.action(action.name))
     }
 
     /// What a view asked of the app.
@@ -584,37 +581,30 @@ impl App {
                 }
             }
             Action::Dock => self.open_dock(None),
-            Action::Detach => {
-                // Outside a detachable session the key is Pi's.
-                if !self.offer_action(action) {
-                    self.send_key_to_pi(key);
-                }
-            }
-            Action::ClearTaskNotices => {
+            Action::Global(action) => self.run_global(action, key),
+        }
+        self.request_draw();
+    }
+
+    /// A capability's action: the capability that takes it answers; when none does, what its
+    /// declaration says.
+    fn run_global(&mut self, action: &GlobalAction, key: &KeyEvent) {
+        if self.offer_action(action) {
+            return;
+        }
+        match &action.otherwise {
+            Otherwise::ToPi => self.send_key_to_pi(key),
+            Otherwise::Notice(text) => self.footer.set_notice(text),
+            Otherwise::Dock { request, notice } => {
                 for source in self.dock_sources() {
-                    if let Err(err) =
-                        source.request(&crate::views::dock::DockRequest::ClearFinished)
-                    {
-                        tracing::info!("clear finished: {err}");
+                    if let Err(err) = source.request(request) {
+                        tracing::info!("{}: {err}", action.name);
                     }
                 }
                 self.refresh_views();
-                self.footer
-                    .set_notice("Finished background-task notices cleared");
-            }
-            Action::Board => {
-                if !self.offer_action(action) {
-                    self.footer.set_notice("No capability offers the board");
-                }
-            }
-            Action::ModelPicker => {
-                if !self.offer_action(action) {
-                    self.footer
-                        .set_notice("Model fusion is off: no picker to open");
-                }
+                self.footer.set_notice(notice);
             }
         }
-        self.request_draw();
     }
 
     /// The workbench scrolls its own history only when there is one to browse (Pi's inline

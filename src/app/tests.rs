@@ -24,12 +24,12 @@ const HEIGHT: u16 = 30;
 
 /// The fake capability's dock source (and the record of the workbench keys it took).
 #[derive(Default)]
-struct FakeDock {
+pub(crate) struct FakeDock {
     rows: Mutex<Vec<DockRow>>,
     requests: Mutex<Vec<DockRequest>>,
     /// Whether the capability acts on workbench keys, and the ones it got.
-    takes_key_actions: std::sync::atomic::AtomicBool,
-    key_actions: Mutex<Vec<Action>>,
+    pub(crate) takes_key_actions: std::sync::atomic::AtomicBool,
+    pub(crate) key_actions: Mutex<Vec<String>>,
 }
 
 impl DockSource for FakeDock {
@@ -65,13 +65,13 @@ impl Capability for FakeCapability {
         Some(self.dock.clone())
     }
 
-    fn action(&self, action: Action) -> bool {
+    fn action(&self, name: &str) -> bool {
         let takes = self
             .dock
             .takes_key_actions
             .load(std::sync::atomic::Ordering::SeqCst);
         if takes {
-            self.dock.key_actions.lock().unwrap().push(action);
+            self.dock.key_actions.lock().unwrap().push(name.to_owned());
         }
         takes
     }
@@ -90,7 +90,7 @@ fn make_row(id: &str, name: &str, status: TaskStatus) -> DockRow {
 }
 
 /// An app over a 100x30 terminal with one fake capability listing two tasks.
-fn make_app(config_errors: Vec<String>) -> (App, Arc<FakeDock>) {
+pub(crate) fn make_app(config_errors: Vec<String>) -> (App, Arc<FakeDock>) {
     make_app_with(
         config_errors,
         crate::config::footer::FooterConfig::default().into(),
@@ -155,11 +155,11 @@ fn make_app_with(
 }
 
 /// The bytes a terminal sends for a key, as the app reads them.
-fn send(app: &mut App, bytes: &[u8]) -> Vec<Effect> {
+pub(crate) fn send(app: &mut App, bytes: &[u8]) -> Vec<Effect> {
     app.update(AppEvent::Input(bytes.to_vec()))
 }
 
-fn to_pi(effects: &[Effect]) -> Vec<u8> {
+pub(crate) fn to_pi(effects: &[Effect]) -> Vec<u8> {
     effects
         .iter()
         .filter_map(|effect| match effect {
@@ -170,7 +170,7 @@ fn to_pi(effects: &[Effect]) -> Vec<u8> {
         .collect()
 }
 
-fn screen(app: &mut App) -> String {
+pub(crate) fn screen(app: &mut App) -> String {
     let mut terminal = Terminal::new(TestBackend::new(WIDTH, HEIGHT)).unwrap();
     terminal
         .draw(|frame| {
@@ -179,6 +179,16 @@ fn screen(app: &mut App) -> String {
         })
         .unwrap();
     terminal.backend().to_string()
+}
+
+/// Adds a running capability after the fake one (one that takes a capability's key).
+pub(crate) fn add_capability(app: &mut App, capability: Arc<dyn Capability>) {
+    app.capabilities.push(capability);
+}
+
+/// The titles of the open views, bottom first.
+pub(crate) fn view_titles(app: &App) -> Vec<String> {
+    app.views.titles()
 }
 
 #[test]
@@ -212,18 +222,6 @@ fn keys_go_to_the_top_view_then_the_keymap_then_pi() {
     assert!(to_pi(&send(&mut app, b"\x03")).is_empty());
     assert!(app.views.is_empty());
     assert_eq!(to_pi(&send(&mut app, b"\x03")), b"\x03");
-}
-
-#[test]
-fn a_capabilitys_workbench_key_goes_to_the_capability_and_says_so_when_none_takes_it() {
-    let (mut app, dock) = make_app(Vec::new());
-    // Alt+M (the model picker) with no capability acting on it: a notice, nothing for Pi.
-    assert!(to_pi(&send(&mut app, b"\x1b[109;3u")).is_empty());
-    assert!(screen(&mut app).contains("Model fusion is off"));
-    dock.takes_key_actions
-        .store(true, std::sync::atomic::Ordering::SeqCst);
-    assert!(to_pi(&send(&mut app, b"\x1b[109;3u")).is_empty());
-    assert_eq!(*dock.key_actions.lock().unwrap(), [Action::ModelPicker]);
 }
 
 #[test]
@@ -441,47 +439,6 @@ fn a_sessions_terminal_attaching_and_leaving_reaches_the_screen_state_and_the_lo
         "the loop sets it up, once"
     );
     assert_eq!(app.take_reattached(), None);
-}
-
-#[test]
-fn the_detach_key_outside_a_session_is_pis() {
-    let (mut app, _) = make_app(Vec::new());
-    // Ctrl+Alt+D as xterm sends it.
-    assert_eq!(to_pi(&send(&mut app, b"\x1b\x04")), b"\x1b\x04");
-}
-
-/// Stands in for `detach::inside` in a session: it takes the detach key and counts it.
-#[derive(Default)]
-struct InSession {
-    detaches: std::sync::atomic::AtomicUsize,
-}
-
-impl Capability for InSession {
-    fn action(&self, action: Action) -> bool {
-        let take = action == Action::Detach;
-        if take {
-            self.detaches
-                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        }
-        take
-    }
-}
-
-#[test]
-fn in_a_session_the_detach_key_is_the_sessions_even_under_a_view() {
-    let (mut app, _) = make_app(Vec::new());
-    let session = Arc::new(InSession::default());
-    app.capabilities.push(session.clone());
-    let detaches = || session.detaches.load(std::sync::atomic::Ordering::SeqCst);
-    assert!(to_pi(&send(&mut app, b"\x1b\x04")).is_empty());
-    assert_eq!(detaches(), 1);
-    // With the help open (a view that has no use for the key) it still detaches, and the help
-    // stays for the next terminal.
-    send(&mut app, b"\x1bOP");
-    assert!(to_pi(&send(&mut app, b"\x1b\x04")).is_empty());
-    assert_eq!(detaches(), 2);
-    assert_eq!(app.views.titles(), ["the key help"]);
-    assert!(!screen(&mut app).contains("does nothing in the key help"));
 }
 
 /// `footer.json` is followed: an edit shows when the terminal regains focus (the user comes

@@ -23,6 +23,7 @@ pub const REGISTRATION: Registration = Registration {
     name: "ask-user",
     start,
     key_tables: &[&ASK_KEYS, &ASK_INPUT_KEYS],
+    actions: &[],
 };
 
 const SETTINGS_PAGE: SettingsPage<AskUserConfig> = SettingsPage {

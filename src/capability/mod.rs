@@ -17,7 +17,9 @@
 //!   it opens with [`Ui::open`], and [`Capability::changes`], the one signal the app's single
 //!   forwarder turns into a redraw and a refresh of the open views.
 //! - **Keys** — each of its views owns a key table ([`KeyTableSpec`], listed in
-//!   [`Registration::key_tables`]); the keymap file can rebind them like the workbench's own.
+//!   [`Registration::key_tables`]); the keymap file can rebind them like the workbench's own. A
+//!   workbench-wide key (the board, the detach key) is a [`GlobalAction`] in
+//!   [`Registration::actions`]: declared once, bound by name, offered to [`Capability::action`].
 //! - **Stop** — [`Capability::shutdown`] on every exit path, and [`Capability::kill_now`] from the
 //!   panic hook.
 //!
@@ -36,9 +38,12 @@ use unipi_widgets::footer::Segment;
 use crate::bridge::{BridgeHost, CommandCall, CommandReply, EventBus, Module, Registry};
 use crate::config::keymap::KeyTableSpec;
 use crate::pi::PiCommand;
-use crate::views::dock::DockSource;
+use crate::views::dock::{DockRequest, DockSource};
 
 pub use ui::{NewTerminal, ScreenState, Ui, UiReceiver, UiRequest};
+
+#[cfg(test)]
+mod tests;
 
 /// A workbench capability, as the app and the bridge see it.
 pub trait Capability: Send + Sync + 'static {
@@ -68,9 +73,9 @@ pub trait Capability: Send + Sync + 'static {
         None
     }
 
-    /// A workbench key action the app does not answer itself (`board`, `session.detach`): `true`
-    /// when this capability took it (a view it opens goes through the [`Ui`] handle).
-    fn action(&self, _action: crate::config::keymap::Action) -> bool {
+    /// One of the [`GlobalAction`]s of the registrations, by name, when its key is pressed:
+    /// `true` when this capability took it (a view it opens goes through the [`Ui`] handle).
+    fn action(&self, _name: &str) -> bool {
         false
     }
 
@@ -84,7 +89,8 @@ pub trait Capability: Send + Sync + 'static {
     fn kill_now(&self) {}
 }
 
-/// One line in [`registrations`]: how to start a capability, and the key tables of its views.
+/// One line in [`registrations`]: how to start a capability, the key tables of its views and
+/// the workbench-wide key actions it offers.
 pub struct Registration {
     /// A short, stable name (the start-up log).
     pub name: &'static str,
@@ -93,6 +99,48 @@ pub struct Registration {
     pub start: fn(&mut StartContext<'_>) -> Option<Arc<dyn Capability>>,
     /// The key tables its views own (the keymap file may rebind them).
     pub key_tables: &'static [&'static KeyTableSpec],
+    /// The workbench-wide key actions it offers (keymap files bind them by name; F1 lists them).
+    pub actions: &'static [&'static GlobalAction],
+}
+
+/// A workbench-wide key action a capability offers (`board`, `session.detach`), declared once in
+/// its [`Registration`] — the name keymap files bind, what F1 says, the default keys — as helix
+/// declares each command once and keymaps look commands up by name. When its key is pressed the
+/// app offers it by name to the running capabilities ([`Capability::action`]); when none takes
+/// it (the capability is off, or not in a session), the app does what [`Otherwise`] says. The
+/// declaration holds whether the capability started or not, so its key and its F1 line do too.
+#[derive(Debug)]
+pub struct GlobalAction {
+    /// The name keymap files bind: `"alt+k" = "board"`.
+    pub name: &'static str,
+    /// Its line in F1.
+    pub description: &'static str,
+    /// Its default keys in keymap notation (`"ctrl+alt+d"`, chords too), under the user's file
+    /// like the built-in ones.
+    pub keys: &'static [&'static str],
+    /// Offered also when a view is open and has no use for the key (the detach key works from
+    /// under any overlay); otherwise only with no view open.
+    pub under_views: bool,
+    /// What the app does when no running capability takes it.
+    pub otherwise: Otherwise,
+    /// Where F1 lists it among the capabilities' actions: lower first, equal ones in
+    /// registration order (F1 keeps the order the actions came in).
+    pub help_order: u8,
+}
+
+/// What the app does with a [`GlobalAction`] no running capability took.
+#[derive(Debug)]
+pub enum Otherwise {
+    /// The key goes on to Pi, as if the workbench had not bound it.
+    ToPi,
+    /// A footer notice says why nothing happened.
+    Notice(&'static str),
+    /// The dock's `request` goes to every dock source (whichever capability listed the entries),
+    /// then `notice` shows: one of the dock's own verbs, reached without opening it.
+    Dock {
+        request: DockRequest,
+        notice: &'static str,
+    },
 }
 
 /// Every capability, in start order. Order matters only where one reads what another put on the
@@ -111,6 +159,17 @@ pub fn registrations() -> Vec<Registration> {
         crate::detach::REGISTRATION,
         crate::workflow::REGISTRATION,
     ]
+}
+
+/// Every registration's global actions, in the order F1 lists them.
+pub fn global_actions() -> Vec<&'static GlobalAction> {
+    let mut actions: Vec<&'static GlobalAction> = registrations()
+        .iter()
+        .flat_map(|registration| registration.actions.iter().copied())
+        .collect();
+    // Stable: equal ranks keep registration order.
+    actions.sort_by_key(|action| action.help_order);
+    actions
 }
 
 /// Every key table a view owns: the workbench's own and every capability's.

@@ -21,6 +21,7 @@ pub const REGISTRATION: Registration = Registration {
     name: "compactor",
     start,
     key_tables: &[],
+    actions: &[],
 };
 
 fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {

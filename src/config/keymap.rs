@@ -16,18 +16,22 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use toml::de::{DeTable, DeValue};
 
 use super::error::{self, ConfigError};
+use crate::capability::GlobalAction;
 
 /// The embedded default keymap.
 pub const DEFAULT_KEYMAP: &str = include_str!("../../keymaps/default.toml");
 
-/// What a binding does. The names (`Action::name`) are what keymap files say; the declaration
-/// order is the order the help overlay lists them in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// What a binding does: one of the app's own actions (the help, scrolling Pi's history, the
+/// dock), or a capability's, declared in its registration and bound by its name. Keymap files
+/// say the names ([`Action::name`]); F1 lists the app's first, in [`CORE_ACTIONS`] order, then
+/// the capabilities' ([`crate::capability::global_actions`]).
+#[derive(Clone, Copy, Debug)]
 pub enum Action {
     Help,
     ScrollPageUp,
@@ -35,72 +39,98 @@ pub enum Action {
     ScrollLineUp,
     ScrollLineDown,
     ScrollLive,
+    /// Open the dock: the app's view over every capability's dock rows.
     Dock,
-    ClearTaskNotices,
-    /// Open the kanban board (answered by the capability that owns it).
-    Board,
-    Detach,
-    /// Pick the primary and sidekick models (answered by model fusion, [`Capability::action`]).
+    /// A capability's action (the app offers it by name to [`Capability::action`]).
     ///
     /// [`Capability::action`]: crate::capability::Capability::action
-    ModelPicker,
+    Global(&'static GlobalAction),
 }
 
-impl Action {
-    /// Every action, in the order the help overlay lists them.
-    pub const ALL: [Action; 11] = [
-        Action::Help,
+/// The app's own actions, each declared once: (action, name in keymap files, its line in F1), in
+/// the order F1 lists them.
+const CORE_ACTIONS: [(Action, &str, &str); 7] = [
+    (Action::Help, "help", "Show these key bindings"),
+    (
         Action::ScrollPageUp,
+        "scroll.page_up",
+        "Scroll Pi's output up a page",
+    ),
+    (
         Action::ScrollPageDown,
+        "scroll.page_down",
+        "Scroll Pi's output down a page",
+    ),
+    (
         Action::ScrollLineUp,
+        "scroll.line_up",
+        "Scroll Pi's output up a line",
+    ),
+    (
         Action::ScrollLineDown,
-        Action::ScrollLive,
-        Action::Dock,
-        Action::ClearTaskNotices,
-        Action::Board,
-        Action::Detach,
-        Action::ModelPicker,
-    ];
+        "scroll.line_down",
+        "Scroll Pi's output down a line",
+    ),
+    (Action::ScrollLive, "scroll.live", "Back to live output"),
+    (Action::Dock, "dock", "Open the background-task dock"),
+];
+
+impl Action {
+    /// Every action, in the order the help overlay lists them (gathered once: the
+    /// registrations are static).
+    pub fn all() -> &'static [Action] {
+        static ALL: LazyLock<Vec<Action>> = LazyLock::new(|| {
+            let core = CORE_ACTIONS.iter().map(|(action, _, _)| *action);
+            let declared = crate::capability::global_actions()
+                .into_iter()
+                .map(Action::Global);
+            core.chain(declared).collect()
+        });
+        &ALL
+    }
 
     /// The stable name used in keymap files.
     pub fn name(self) -> &'static str {
         match self {
-            Action::Help => "help",
-            Action::ScrollPageUp => "scroll.page_up",
-            Action::ScrollPageDown => "scroll.page_down",
-            Action::ScrollLineUp => "scroll.line_up",
-            Action::ScrollLineDown => "scroll.line_down",
-            Action::ScrollLive => "scroll.live",
-            Action::Dock => "dock",
-            Action::ClearTaskNotices => "tasks.clear_notices",
-            Action::Board => "board",
-            Action::Detach => "session.detach",
-            Action::ModelPicker => "fusion.picker",
+            Action::Global(action) => action.name,
+            core => core.declared().map_or("", |(_, name, _)| name),
         }
     }
 
     /// One line for the help overlay.
     pub fn description(self) -> &'static str {
         match self {
-            Action::Help => "Show these key bindings",
-            Action::ScrollPageUp => "Scroll Pi's output up a page",
-            Action::ScrollPageDown => "Scroll Pi's output down a page",
-            Action::ScrollLineUp => "Scroll Pi's output up a line",
-            Action::ScrollLineDown => "Scroll Pi's output down a line",
-            Action::ScrollLive => "Back to live output",
-            Action::Dock => "Open the background-task dock",
-            Action::ClearTaskNotices => "Clear finished background-task notices",
-            Action::Board => "Open the kanban board of the workflow documents",
-            Action::Detach => "Detach from a detachable session (it runs on)",
-            Action::ModelPicker => "Pick the primary and sidekick models",
+            Action::Global(action) => action.description,
+            core => core.declared().map_or("", |(_, _, what)| what),
         }
     }
 
     /// The action a keymap file names, if any.
     pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|action| action.name() == name)
+        Self::all()
+            .iter()
+            .copied()
+            .find(|action| action.name() == name)
+    }
+
+    /// A core action's line in [`CORE_ACTIONS`] (every variant but `Global` has one).
+    fn declared(self) -> Option<&'static (Action, &'static str, &'static str)> {
+        CORE_ACTIONS.iter().find(|(action, _, _)| *action == self)
     }
 }
+
+/// Actions are the same when their names are (names are unique: checked by a test).
+impl PartialEq for Action {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Action::Global(a), Action::Global(b)) => a.name == b.name,
+            (Action::Global(_), _) | (_, Action::Global(_)) => false,
+            (a, b) => std::mem::discriminant(a) == std::mem::discriminant(b),
+        }
+    }
+}
+
+impl Eq for Action {}
 
 impl fmt::Display for Action {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -143,13 +173,13 @@ impl KeyTableSpec {
 ///
 /// ```ignore
 /// key_table! {
-///     /// The `[mcp]` table.
-///     pub static MCP_KEYS, pub enum McpAction,
-///     table "mcp", title "The MCP servers overlay",
-///     defaults [("r", "mcp.restart"), ("esc", "mcp.close")],
+///     /// The `[list]` table.
+///     pub static LIST_KEYS, pub enum ListAction,
+///     table "list", title "The list overlay",
+///     defaults [("r", "list.refresh"), ("esc", "list.close")],
 ///     actions {
-///         Restart => "mcp.restart", "Restart the selected server";
-///         Close => "mcp.close", "Close the overlay";
+///         Refresh => "list.refresh", "Refresh the selected row";
+///         Close => "list.close", "Close the overlay";
 ///     }
 /// }
 /// ```
@@ -481,18 +511,28 @@ impl Keymap {
         std::mem::take(&mut self.held)
     }
 
-    /// Every binding as (display keys, action), grouped by action in [`Action::ALL`] order — what
-    /// the help overlay lists. Within an action the user's keys come first, then the defaults in
-    /// file order, so the first key is the one to show in a hint ("F1 help").
+    /// Every binding as (display keys, action), grouped by action in [`Action::all`] order —
+    /// what the help overlay lists. Within an action the user's keys come first, then the
+    /// defaults in file order, so the first key is the one to show in a hint ("F1 help").
     pub fn bindings(&self) -> Vec<(String, Action)> {
+        let order = Action::all();
+        let rank = |action: &Action| order.iter().position(|known| known == action);
         let mut out: Vec<(String, Action)> = self
             .bindings
             .iter()
             .map(|(keys, action)| (display_sequence(keys), *action))
             .collect();
         // Stable: keeps insertion order (user file, then defaults) within each action.
-        out.sort_by_key(|(_, action)| *action);
+        out.sort_by_key(|(_, action)| rank(action));
         out
+    }
+
+    /// The action `event` alone is bound to, if any (not the start of a chord).
+    pub fn bound_alone(&self, event: &KeyEvent) -> Option<Action> {
+        match self.root.get(&Key::from_event(event)) {
+            Some(Node::Leaf(action)) => Some(*action),
+            _ => None,
+        }
     }
 
     /// The display keys bound to `action`, in the order of [`Keymap::bindings`]; empty when it is
@@ -597,7 +637,8 @@ pub fn keymap_from_sources(user: Option<(&Path, &str)>) -> (Keymap, Vec<ConfigEr
             errors.push(entry.error(conflict_message(&entry.keys, &other)));
         }
     }
-    for entry in &defaults.bindings {
+    let declared: Vec<Entry<'_, Action>> = declared_defaults();
+    for entry in defaults.bindings.iter().chain(&declared) {
         if seen.contains(&entry.keys) {
             continue;
         }
@@ -627,6 +668,34 @@ pub fn keymap_from_sources(user: Option<(&Path, &str)>) -> (Keymap, Vec<ConfigEr
         keymap.tables.insert(spec.table, bound);
     }
     (keymap, errors)
+}
+
+/// The capabilities' actions' default keys as entries, merged after the file's. As for a view's
+/// table, a declared key that does not parse is left out; a test parses every one, so that is a
+/// bug caught before release.
+fn declared_defaults() -> Vec<Entry<'static, Action>> {
+    let source = Source {
+        path: Path::new("<built-in action>"),
+        text: "",
+    };
+    Action::all()
+        .iter()
+        .copied()
+        .filter_map(|action| match action {
+            Action::Global(declared) => Some((action, declared.keys)),
+            _ => None,
+        })
+        .flat_map(|(action, keys)| {
+            keys.iter().filter_map(move |key| {
+                Some(Entry {
+                    keys: parse_sequence(key).ok()?,
+                    action: Some(action),
+                    source,
+                    offset: 0,
+                })
+            })
+        })
+        .collect()
 }
 
 /// A spec's default keys as entries (they are checked by a test, so an error here is a bug
@@ -879,7 +948,8 @@ fn parse_entries<'a>(path: &'a Path, text: &'a str, errors: &mut Vec<ConfigError
                 entries.tables.entry(spec.table).or_default().extend(parsed);
             }
             None => {
-                let names = || name_list(Action::ALL.iter().map(|a| a.name()));
+                let known = Action::all();
+                let names = || name_list(known.iter().map(|a| a.name()));
                 entries.bindings.extend(parse_table(
                     source,
                     table,
@@ -1064,34 +1134,6 @@ mod tests {
     }
 
     #[test]
-    fn defaults_load_cleanly_and_list_every_action() {
-        let (keymap, errors) = keymap_from_sources(None);
-        assert!(errors.is_empty(), "{errors:?}");
-        let bindings: Vec<(String, &str)> = keymap
-            .bindings()
-            .into_iter()
-            .map(|(keys, action)| (keys, action.name()))
-            .collect();
-        let want = [
-            ("F1", "help"),
-            ("Alt+?", "help"),
-            ("Shift+PgUp", "scroll.page_up"),
-            ("Shift+PgDn", "scroll.page_down"),
-            ("Alt+Shift+Up", "scroll.line_up"),
-            ("Alt+Shift+Down", "scroll.line_down"),
-            ("Shift+End", "scroll.live"),
-            ("Shift+Down", "dock"),
-            ("Ctrl+Alt+C", "tasks.clear_notices"),
-            ("Alt+K", "board"),
-            ("Ctrl+Alt+D", "session.detach"),
-            ("Alt+M", "fusion.picker"),
-        ];
-        let want: Vec<(String, &str)> = want.iter().map(|(k, a)| ((*k).to_owned(), *a)).collect();
-        assert_eq!(bindings, want);
-        assert_eq!(keymap.keys_for(Action::Help), ["F1", "Alt+?"]);
-    }
-
-    #[test]
     fn defaults_leave_tmux_prefix_and_plain_typing_to_pi() {
         let mut keymap = Keymap::defaults();
         assert_unbound(
@@ -1104,9 +1146,12 @@ mod tests {
 
     #[test]
     fn action_names_round_trip() {
-        for action in Action::ALL {
-            assert_eq!(Action::from_name(action.name()), Some(action));
+        let all = Action::all();
+        for action in all {
+            assert_eq!(Action::from_name(action.name()), Some(*action));
             assert!(!action.description().is_empty());
+            let same_name = all.iter().filter(|a| a.name() == action.name()).count();
+            assert_eq!(same_name, 1, "{action} is declared once");
         }
         assert_eq!(Action::from_name("scroll"), None);
     }
@@ -1247,37 +1292,6 @@ mod tests {
         assert_eq!(
             display_sequence(&parse_sequence("ctrl+g  h").unwrap()),
             "Ctrl+G h"
-        );
-    }
-
-    #[test]
-    fn default_keys_match_their_actions() {
-        let mut keymap = Keymap::defaults();
-        let cases = [
-            ("f1", Action::Help),
-            ("shift+pageup", Action::ScrollPageUp),
-            ("shift+pagedown", Action::ScrollPageDown),
-            ("alt+shift+up", Action::ScrollLineUp),
-            ("alt+shift+down", Action::ScrollLineDown),
-            ("shift+end", Action::ScrollLive),
-            ("shift+down", Action::Dock),
-            ("ctrl+alt+c", Action::ClearTaskNotices),
-            ("ctrl+alt+d", Action::Detach),
-        ];
-        for (key, action) in cases {
-            assert_eq!(
-                keymap.feed(&press(key)),
-                KeymapResult::Matched(action),
-                "{key}"
-            );
-            assert!(!keymap.is_pending());
-        }
-        // Alt+? arrives with SHIFT from some terminals.
-        let alt_question =
-            KeyEvent::new(KeyCode::Char('?'), KeyModifiers::ALT | KeyModifiers::SHIFT);
-        assert_eq!(
-            keymap.feed(&alt_question),
-            KeymapResult::Matched(Action::Help)
         );
     }
 

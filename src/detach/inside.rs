@@ -28,9 +28,9 @@ use super::protocol::{
 };
 use crate::bridge::{AgentId, BusEvent, EventBus, PiEvent, names};
 use crate::capability::{
-    BridgeLink, Capability, NewTerminal, Registration, ScreenState, StartContext, Ui,
+    BridgeLink, Capability, GlobalAction, NewTerminal, Otherwise, Registration, ScreenState,
+    StartContext, Ui,
 };
-use crate::config::keymap::Action;
 use crate::pane::emulator::ProgramState;
 use crate::term::tui::KeyboardProtocol;
 
@@ -38,6 +38,18 @@ pub const REGISTRATION: Registration = Registration {
     name: "detach",
     start,
     key_tables: &[],
+    actions: &[&DETACH],
+};
+
+/// Ctrl+Alt+D: let the attached terminal go. It works from under any overlay; outside a session
+/// this capability does not start and the key is Pi's.
+static DETACH: GlobalAction = GlobalAction {
+    name: "session.detach",
+    description: "Detach from a detachable session (it runs on)",
+    keys: &["ctrl+alt+d"],
+    under_views: true,
+    otherwise: Otherwise::ToPi,
+    help_order: 30,
 };
 
 fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
@@ -90,8 +102,8 @@ impl Capability for InSession {
 
     /// The detach key: asks the session to let the attached terminal go. Outside a session
     /// there is no such capability, so the app gives the key to Pi.
-    fn action(&self, action: Action) -> bool {
-        action == Action::Detach && self.link.send(Control::Detach).is_ok()
+    fn action(&self, name: &str) -> bool {
+        name == DETACH.name && self.link.send(Control::Detach).is_ok()
     }
 }
 

@@ -25,8 +25,9 @@ use super::presets_view::{NAME_KEYS, PRESETS_KEYS, PresetsPort, PresetsView};
 use super::runtime::SidekickRuntime;
 use crate::bridge::{CommandCall, CommandReply, Module, NotifyLevel};
 use crate::capability::settings::live_reporting;
-use crate::capability::{BridgeLink, Capability, Registration, StartContext, WithCommands};
-use crate::config::keymap::Action;
+use crate::capability::{
+    BridgeLink, Capability, GlobalAction, Otherwise, Registration, StartContext, WithCommands,
+};
 use crate::sessiondb::SidekickTotals;
 use crate::sys::lock;
 use crate::views::pager::PagedView;
@@ -35,6 +36,17 @@ pub const REGISTRATION: Registration = Registration {
     name: "fusion",
     start,
     key_tables: &[&PICKER_KEYS, &PRESETS_KEYS, &NAME_KEYS, &BTW_KEYS],
+    actions: &[&PICKER_ACTION],
+};
+
+/// Alt+M: the picker, as `/unipi:model` with no arguments opens it.
+static PICKER_ACTION: GlobalAction = GlobalAction {
+    name: "fusion.picker",
+    description: "Pick the primary and sidekick models",
+    keys: &["alt+m"],
+    under_views: false,
+    otherwise: Otherwise::Notice("Model fusion is off: no picker to open"),
+    help_order: 40,
 };
 
 /// The preset a pair picked without one is saved as.
@@ -99,8 +111,8 @@ impl Capability for FusionCapability {
         self.engine.segment().into_iter().collect()
     }
 
-    fn action(&self, action: Action) -> bool {
-        if action != Action::ModelPicker {
+    fn action(&self, name: &str) -> bool {
+        if name != PICKER_ACTION.name {
             return false;
         }
         let engine = self.engine.clone();

@@ -25,6 +25,7 @@ pub const REGISTRATION: Registration = Registration {
     name: "helpers",
     start,
     key_tables: &[],
+    actions: &[],
 };
 
 fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {

@@ -26,6 +26,7 @@ pub const REGISTRATION: Registration = Registration {
     name: "mcp",
     start,
     key_tables: &[&MCP_KEYS],
+    actions: &[],
 };
 
 /// How long `/unipi:mcp-reload` waits before answering Pi (the bridge gives commands 10 s); a

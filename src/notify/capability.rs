@@ -22,6 +22,7 @@ pub const REGISTRATION: Registration = Registration {
     name: "notify",
     start,
     key_tables: &[],
+    actions: &[],
 };
 
 const SETTINGS_PAGE: SettingsPage<NotifyConfig> = SettingsPage {

@@ -26,14 +26,31 @@ use crate::bridge::{
 };
 use crate::capability::settings::{Save, SettingsHome, SettingsPage, live_reporting};
 use crate::capability::{
-    BridgeLink, Capability, Changed, Registration, StartContext, Ui, WithCommands,
+    BridgeLink, Capability, Changed, GlobalAction, Otherwise, Registration, StartContext, Ui,
+    WithCommands,
 };
-use crate::views::dock::DockSource;
+use crate::views::dock::{DockRequest, DockSource};
 
 pub const REGISTRATION: Registration = Registration {
     name: "tasks",
     start,
     key_tables: &[],
+    actions: &[&CLEAR_NOTICES],
+};
+
+/// Ctrl+Alt+C: the dock's "clear finished notices" without opening it. No capability takes it:
+/// the app sends the clear to every dock source (the helpers' finished runs too), whether the
+/// tasks run or not.
+static CLEAR_NOTICES: GlobalAction = GlobalAction {
+    name: "tasks.clear_notices",
+    description: "Clear finished background-task notices",
+    keys: &["ctrl+alt+c"],
+    under_views: false,
+    otherwise: Otherwise::Dock {
+        request: DockRequest::ClearFinished,
+        notice: "Finished background-task notices cleared",
+    },
+    help_order: 10,
 };
 
 const SETTINGS_PAGE: SettingsPage<TasksConfig> = SettingsPage {

@@ -16,6 +16,7 @@ pub const REGISTRATION: Registration = Registration {
     name: "web",
     start,
     key_tables: &[],
+    actions: &[],
 };
 
 fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {

@@ -22,15 +22,26 @@ use crate::bridge::{
     NotifyLevel, PathRule,
 };
 use crate::capability::{
-    BridgeLink, Capability, Changed, Registration, StartContext, Ui, WithCommands,
+    BridgeLink, Capability, Changed, GlobalAction, Otherwise, Registration, StartContext, Ui,
+    WithCommands,
 };
-use crate::config::keymap::Action;
 use crate::sys::{lock, now_ms};
 
 pub const REGISTRATION: Registration = Registration {
     name: "workflow",
     start,
     key_tables: &[&KANBAN_KEYS],
+    actions: &[&BOARD],
+};
+
+/// Alt+K: the board, as `/unipi:kanboard` opens it.
+static BOARD: GlobalAction = GlobalAction {
+    name: "board",
+    description: "Open the kanban board of the workflow documents",
+    keys: &["alt+k"],
+    under_views: false,
+    otherwise: Otherwise::Notice("No capability offers the board"),
+    help_order: 20,
 };
 
 /// Unipi's event names for the workflow and the loop.
@@ -100,8 +111,8 @@ impl Capability for Workflow {
         Some(self.shared.changed.subscribe())
     }
 
-    fn action(&self, action: Action) -> bool {
-        if action != Action::Board {
+    fn action(&self, name: &str) -> bool {
+        if name != BOARD.name {
             return false;
         }
         let shared = Arc::clone(&self.shared);
