@@ -265,7 +265,7 @@ fn context(usage: &bridge::ContextUsage) -> ContextUsage {
 
 /// The footer's view of the link after a connect or disconnect.
 pub fn link_after(event: &BridgeEvent) -> Option<BridgeLink> {
-    // Helpers connect with their own agent ids; the footer's link is the main Pi's.
+    // Child Pis connect with their own agent ids; the footer's link is the main Pi's.
     let main = AgentId::main();
     match event {
         BridgeEvent::Connected { agent, .. } if *agent == main => Some(BridgeLink::Connected),

@@ -4,8 +4,8 @@
 //! go to the keymap and then to Pi (codex's `BottomPaneView` stack, helix's compositor). A view
 //! renders from its own state with pure widgets and never does I/O. It asks for work one way:
 //! through the port it was opened with (a capability's handle: the dock's [`dock::DockSource`]s,
-//! the settings view's store, the MCP overlay's module), whose answers and later state it pulls
-//! in [`View::refresh`] when its capability signals a change. What only the app can do (the
+//! the settings view's store, an overlay's port), whose answers and later state it pulls in
+//! [`View::refresh`] when its capability signals a change. What only the app can do (the
 //! clipboard, a footer notice) a view returns as a [`ViewEffect`]. The app never reaches into a
 //! view by type.
 //!

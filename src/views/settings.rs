@@ -28,7 +28,7 @@ use super::{RefreshContext, View, ViewAction};
 /// Shown after the first Esc with unsaved changes.
 pub const DISCARD_NOTICE: &str = "Unsaved changes — Esc again to discard, s to save.";
 
-/// Turns the edited fields into the module's config keys (e.g. `tasks::apply_settings`).
+/// Turns the edited fields into the module's config keys (a capability's `apply_settings`).
 pub type ToValues = fn(&[SettingField]) -> Value;
 
 /// Where a settings view saves: the module's config file, written off the UI loop.
