@@ -9,6 +9,7 @@
 //! names, guidance, status lines, the notification block — lives in `model`, `logs` and
 //! `notify` so it is table-tested without processes.
 
+mod bus;
 mod capability;
 mod capture;
 mod config;
@@ -20,6 +21,7 @@ mod notify;
 mod orphans;
 mod service;
 
+pub use bus::{BgTaskFinished, BgTasksChanged};
 pub use capability::REGISTRATION;
 pub use config::{
     TASKS_CONFIG_FILE, TASKS_SETTINGS_MODULE, TASKS_SETTINGS_TITLE, TasksConfig, apply_settings,
