@@ -12,25 +12,25 @@ const NOTIFY_EVENT: &str = "ask_user_prompt";
 /// optionCount, allowMultiple, allowFreeform, questionCount}` (the first question's).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct AskUserPrompt {
-    pub id: u64,
-    pub agent: String,
-    pub question: String,
-    pub context: Option<String>,
-    pub option_count: usize,
-    pub allow_multiple: bool,
-    pub allow_freeform: bool,
-    pub question_count: usize,
+pub(crate) struct AskUserPrompt {
+    pub(crate) id: u64,
+    pub(crate) agent: String,
+    pub(crate) question: String,
+    pub(crate) context: Option<String>,
+    pub(crate) option_count: usize,
+    pub(crate) allow_multiple: bool,
+    pub(crate) allow_freeform: bool,
+    pub(crate) question_count: usize,
 }
 
 /// An `ask_user` call was settled (answered, timed out, cancelled): `unipi:ask-user:answered
 /// {id, agent, kind}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AskUserAnswered {
-    pub id: u64,
-    pub agent: String,
+pub(crate) struct AskUserAnswered {
+    pub(crate) id: u64,
+    pub(crate) agent: String,
     /// How it was settled (`selection`, `cancelled`, …).
-    pub kind: String,
+    pub(crate) kind: String,
 }
 
 impl BusMessage for AskUserPrompt {

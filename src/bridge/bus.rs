@@ -40,20 +40,20 @@ pub trait BusMessage: Serialize + DeserializeOwned {
 /// A module is ready: `unipi:module:ready {name, version, commands[], tools[]}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(transparent)]
-pub struct ModuleReady(pub ModuleAnnouncement);
+pub(super) struct ModuleReady(pub(super) ModuleAnnouncement);
 
 /// A module went away (disabled or failed): `unipi:module:gone`, the same fields.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(transparent)]
-pub struct ModuleGone(pub ModuleAnnouncement);
+pub(super) struct ModuleGone(pub(super) ModuleAnnouncement);
 
 /// What the registry says of a module that came or went.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
-pub struct ModuleAnnouncement {
-    pub name: String,
-    pub version: String,
-    pub commands: Vec<String>,
-    pub tools: Vec<String>,
+pub(super) struct ModuleAnnouncement {
+    pub(super) name: String,
+    pub(super) version: String,
+    pub(super) commands: Vec<String>,
+    pub(super) tools: Vec<String>,
 }
 
 impl BusMessage for ModuleReady {

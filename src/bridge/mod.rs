@@ -37,7 +37,7 @@ use std::fmt;
 use std::sync::Arc;
 
 pub use alert::{AlertPriority, Alerting};
-pub use bus::{BusEvent, BusMessage, EventBus, ModuleAnnouncement, ModuleGone, ModuleReady};
+pub use bus::{BusEvent, BusMessage, EventBus};
 pub use events::{
     BridgeEvent, Capabilities, CommandReply, CompactionEnd, ContextUsage, DisconnectReason,
     ExtensionStatus, FooterStatus, MessageEnd, ModelCost, ModelInfo, ModelSelect, NotifyLevel,

@@ -26,8 +26,7 @@ use super::daemon::{SESSION_ENV, SESSION_NAME_ENV, SESSION_PID_ENV};
 use super::protocol::{
     Control, Frame, FrameReader, Keyboard, PiState, Role, VERSION, attach_marker, write_frame,
 };
-use crate::askuser::bus::{AskUserAnswered, AskUserPrompt};
-use crate::bridge::{AgentId, BusEvent, EventBus, PiEvent};
+use crate::bridge::{AgentId, Alerting, BusEvent, EventBus, PiEvent};
 use crate::capability::{
     BridgeLink, Capability, NewTerminal, Registration, ScreenState, StartContext, Ui,
 };
@@ -228,13 +227,21 @@ impl PiTracker {
                 PiEvent::AgentSettled { .. } => self.working = false,
                 _ => self.connected = true,
             },
-            BusEvent::Module { .. } => {
-                if let Some(asked) = event.decode::<AskUserPrompt>() {
-                    self.questions.insert(asked.id);
-                } else if let Some(answered) = event.decode::<AskUserAnswered>() {
-                    self.questions.remove(&answered.id);
+            // A question of any capability, as it tells the notifications.
+            BusEvent::Module {
+                alerting: Some(alerting),
+                ..
+            } => match alerting {
+                Alerting::Alert {
+                    question: Some(id), ..
+                } => {
+                    self.questions.insert(*id);
                 }
-            }
+                Alerting::Answered(id) => {
+                    self.questions.remove(id);
+                }
+                _ => {}
+            },
             _ => {}
         }
     }
@@ -255,6 +262,7 @@ impl PiTracker {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::askuser::bus::{AskUserAnswered, AskUserPrompt};
 
     fn asked(id: u64) -> BusEvent {
         let prompt = AskUserPrompt {

@@ -13,84 +13,84 @@ use crate::bridge::BusMessage;
 /// left out reads as its default (off, none, zero), so a reader needs only what it uses.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub struct FusionStatus {
+pub(crate) struct FusionStatus {
     /// A pair is in force.
-    pub active: bool,
-    pub preset: Option<String>,
+    pub(crate) active: bool,
+    pub(crate) preset: Option<String>,
     /// `provider/id`.
-    pub primary: Option<String>,
+    pub(crate) primary: Option<String>,
     /// `provider/id`: the model of every helper that names none.
-    pub sidekick: Option<String>,
+    pub(crate) sidekick: Option<String>,
     /// While the primary is rate-limited.
-    pub fallback: Option<FusionFallback>,
+    pub(crate) fallback: Option<FusionFallback>,
     /// The warm pool's limits, while a pair is in force.
-    pub pool: Option<FusionPool>,
-    pub savings: FusionSavings,
+    pub(crate) pool: Option<FusionPool>,
+    pub(crate) savings: FusionSavings,
 }
 
 /// `{model, untilMs}`
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct FusionFallback {
-    pub model: String,
-    pub until_ms: u64,
+pub(crate) struct FusionFallback {
+    pub(crate) model: String,
+    pub(crate) until_ms: u64,
 }
 
 /// `{size, idleSeconds}`
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct FusionPool {
-    pub size: usize,
-    pub idle_seconds: u64,
+pub(crate) struct FusionPool {
+    pub(crate) size: usize,
+    pub(crate) idle_seconds: u64,
 }
 
 /// `{session, allTime}`
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct FusionSavings {
-    pub session: SavingsTotals,
-    pub all_time: SavingsTotals,
+pub(crate) struct FusionSavings {
+    pub(crate) session: SavingsTotals,
+    pub(crate) all_time: SavingsTotals,
 }
 
 /// `{calls, tokens, sidekickCost, primaryCost, saved}`
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct SavingsTotals {
-    pub calls: u64,
-    pub tokens: u64,
-    pub sidekick_cost: f64,
-    pub primary_cost: f64,
-    pub saved: f64,
+pub(crate) struct SavingsTotals {
+    pub(crate) calls: u64,
+    pub(crate) tokens: u64,
+    pub(crate) sidekick_cost: f64,
+    pub(crate) primary_cost: f64,
+    pub(crate) saved: f64,
 }
 
 /// Asks fusion to publish its status again: `unipi:fusion:status:query` (no data), from a
 /// module that subscribed after it did.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FusionStatusQuery;
+pub(crate) struct FusionStatusQuery;
 
 /// A model call made by a Pi the workbench owns (a helper, a delegate): `unipi:model:usage
 /// {source, id, model, usage}`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ModelUsage {
+pub(crate) struct ModelUsage {
     /// `helper`, …
-    pub source: String,
+    pub(crate) source: String,
     /// The run's id.
-    pub id: String,
+    pub(crate) id: String,
     /// `provider/id`.
-    pub model: String,
-    pub usage: UsageCounts,
+    pub(crate) model: String,
+    pub(crate) usage: UsageCounts,
 }
 
 /// `{input, output, cacheRead, cacheWrite, cost}`
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct UsageCounts {
-    pub input: u64,
-    pub output: u64,
-    pub cache_read: u64,
-    pub cache_write: u64,
+pub(crate) struct UsageCounts {
+    pub(crate) input: u64,
+    pub(crate) output: u64,
+    pub(crate) cache_read: u64,
+    pub(crate) cache_write: u64,
     /// What Pi reported the call cost, if it did.
-    pub cost: Option<f64>,
+    pub(crate) cost: Option<f64>,
 }
 
 impl BusMessage for FusionStatus {

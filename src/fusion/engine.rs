@@ -481,7 +481,7 @@ impl Engine {
     }
 
     /// The status as published on the bus.
-    pub fn status(&self) -> FusionStatus {
+    fn status(&self) -> FusionStatus {
         let state = self.state();
         let totals = |totals: &SidekickTotals| SavingsTotals {
             calls: totals.calls,

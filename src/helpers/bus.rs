@@ -8,15 +8,15 @@ use crate::bridge::{AlertPriority, Alerting, BusMessage};
 /// A helper run in the background ended: `unipi:helper:finished {id, type, description, status,
 /// error}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HelperFinished {
-    pub id: String,
+pub(crate) struct HelperFinished {
+    pub(crate) id: String,
     /// The agent type (`explore`).
     #[serde(rename = "type")]
-    pub agent_type: String,
-    pub description: String,
+    pub(crate) agent_type: String,
+    pub(crate) description: String,
     /// `completed`, `failed`, `stopped`, `timedOut`, …
-    pub status: String,
-    pub error: Option<String>,
+    pub(crate) status: String,
+    pub(crate) error: Option<String>,
 }
 
 impl BusMessage for HelperFinished {

@@ -8,42 +8,42 @@ use crate::bridge::{AlertPriority, Alerting, BusMessage};
 /// `unipi:mcp:server:started {name, toolCount, pid}`
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ServerStarted {
-    pub name: String,
-    pub tool_count: usize,
-    pub pid: Option<u32>,
+pub(crate) struct ServerStarted {
+    pub(crate) name: String,
+    pub(crate) tool_count: usize,
+    pub(crate) pid: Option<u32>,
 }
 
 /// `unipi:mcp:server:stopped {name}`
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ServerStopped {
-    pub name: String,
+pub(crate) struct ServerStopped {
+    pub(crate) name: String,
 }
 
 /// `unipi:mcp:server:error {name, error}`: a failed start, an unexpected exit, or a tool-name
 /// clash.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ServerError {
-    pub name: String,
-    pub error: String,
+pub(crate) struct ServerError {
+    pub(crate) name: String,
+    pub(crate) error: String,
 }
 
 /// `unipi:mcp:tools:registered {serverName, toolNames}`: the tools were declared to every
 /// connected Pi.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ToolsRegistered {
-    pub server_name: String,
-    pub tool_names: Vec<String>,
+pub(crate) struct ToolsRegistered {
+    pub(crate) server_name: String,
+    pub(crate) tool_names: Vec<String>,
 }
 
 /// `unipi:mcp:tools:unregistered {serverName, toolNames}`: the tools were withdrawn from every
 /// Pi's active set.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ToolsUnregistered {
-    pub server_name: String,
-    pub tool_names: Vec<String>,
+pub(crate) struct ToolsUnregistered {
+    pub(crate) server_name: String,
+    pub(crate) tool_names: Vec<String>,
 }
 
 impl BusMessage for ServerStarted {

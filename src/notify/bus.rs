@@ -8,27 +8,27 @@ use crate::bridge::BusMessage;
 /// results[]}`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct NotificationSent {
+pub(super) struct NotificationSent {
     /// The key of the event's settings (`agent_end`).
-    pub event_type: String,
-    pub platforms: Vec<String>,
+    pub(super) event_type: String,
+    pub(super) platforms: Vec<String>,
     /// Every platform took it.
-    pub success: bool,
+    pub(super) success: bool,
     /// When it was sent, in milliseconds since the epoch.
-    pub timestamp: u64,
-    pub results: Vec<PlatformResult>,
+    pub(super) timestamp: u64,
+    pub(super) results: Vec<PlatformResult>,
 }
 
 /// One platform's outcome: `{platform, success}`, with `suppressed` (why it was deliberately not
 /// shown) or `error`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PlatformResult {
-    pub platform: String,
-    pub success: bool,
+pub(super) struct PlatformResult {
+    pub(super) platform: String,
+    pub(super) success: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub suppressed: Option<String>,
+    pub(super) suppressed: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
+    pub(super) error: Option<String>,
 }
 
 impl BusMessage for NotificationSent {

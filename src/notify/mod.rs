@@ -9,7 +9,7 @@
 //! `unipi:notify:sent`). Settings are the original's files (`config`), edited by
 //! `/unipi:notify-settings` (`settings`); `notify_user` and `/unipi:notify-test` are in `module`.
 
-pub mod bus;
+mod bus;
 mod capability;
 pub mod config;
 pub mod dispatch;
@@ -23,6 +23,7 @@ mod tests;
 
 pub use capability::REGISTRATION;
 
-/// The key of the needs-input event's settings (Unipi's name): Pi's own `blocked` status, and any
-/// capability's question, alert under it.
+/// The key of the needs-input event's settings (Unipi's name), under which Pi's own `blocked`
+/// status alerts; a capability's question may alert under it too (it names the key it alerts
+/// under).
 const NEEDS_INPUT: &str = "ask_user_prompt";

@@ -5,7 +5,7 @@
 //! other capability.
 //!
 //! - The event's settings: enabled, its platforms (else every enabled one, else the defaults),
-//!   its priority (asking = high, failures = normal, everything else = low).
+//!   its priority (a question = high, failures = normal, everything else = low).
 //! - Needs-input (a question a capability's alert waits on, or Pi's own `blocked` program status,
 //!   which covers Pi's and other extensions' dialogs) waits out the silence after input and goes
 //!   only if the question still waits and the keyboard has been quiet that long: at the keyboard
@@ -89,7 +89,7 @@ pub enum Fired {
     HeldBack,
     /// Handed to the dispatcher.
     Sent,
-    /// Waiting for the user to be away; the task says whether it was sent in the end.
+    /// Waiting for the user to be away; the wait says whether it was sent in the end.
     Waiting(tokio::task::JoinHandle<bool>),
 }
 
@@ -199,7 +199,7 @@ impl Router {
             return Fired::Sent;
         }
         let this = self.clone();
-        let asked = Instant::now();
+        let raised = Instant::now();
         let mut screen = self.dispatcher.ui().watch_screen();
         Fired::Waiting(tokio::spawn(async move {
             // Wait until the keyboard has been quiet for the silence since the question came, or
@@ -212,7 +212,7 @@ impl Router {
                     break;
                 }
                 let typed = state.last_input;
-                let quiet_from = typed.map_or(asked, |at| at.max(asked));
+                let quiet_from = typed.map_or(raised, |at| at.max(raised));
                 let due = quiet_from + silence;
                 if Instant::now() >= due {
                     break;

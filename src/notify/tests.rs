@@ -25,7 +25,7 @@ use crate::config::keymap::Keymap;
 use crate::helpers::bus::HelperFinished;
 use crate::mcp::bus::ServerError;
 use crate::pane::emulator::{ProgramState, ProgramStatus};
-use crate::tasks::{BgTaskFinished, BgTasksChanged};
+use crate::tasks::bus::{BgTaskFinished, BgTasksChanged};
 
 /// One request as the stand-in server saw it.
 #[derive(Clone, Debug)]

@@ -9,22 +9,22 @@ use crate::bridge::{AlertPriority, Alerting, BusMessage};
 /// A background task ended: `unipi:bg:task:finished {id, name, status, exitCode, wakesAgent}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct BgTaskFinished {
-    pub id: String,
-    pub name: String,
+pub(crate) struct BgTaskFinished {
+    pub(crate) id: String,
+    pub(crate) name: String,
     /// `done`, `failed` or `stopped`.
-    pub status: String,
-    pub exit_code: Option<i32>,
+    pub(crate) status: String,
+    pub(crate) exit_code: Option<i32>,
     /// Its end starts a turn of the agent.
-    pub wakes_agent: bool,
+    pub(crate) wakes_agent: bool,
 }
 
 /// The background tasks' counts changed: `unipi:bg:tasks:changed {running, waking}` (`waking`:
 /// running tasks whose end will wake the agent).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BgTasksChanged {
-    pub running: usize,
-    pub waking: usize,
+pub(crate) struct BgTasksChanged {
+    pub(crate) running: usize,
+    pub(crate) waking: usize,
 }
 
 impl BusMessage for BgTaskFinished {

@@ -10,54 +10,54 @@ use crate::bridge::{AlertPriority, Alerting, BusMessage};
 
 /// A step started: `unipi:workflow:start {command, level, args, tools, skill}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct WorkflowStart {
+pub(crate) struct WorkflowStart {
     /// `unipi:plan`
-    pub command: String,
+    pub(crate) command: String,
     /// The tool level (`write-unipi`).
-    pub level: String,
-    pub args: String,
+    pub(crate) level: String,
+    pub(crate) args: String,
     /// The tools active during the step.
-    pub tools: Vec<String>,
+    pub(crate) tools: Vec<String>,
     /// Where the step's skill came from.
-    pub skill: String,
+    pub(crate) skill: String,
 }
 
 /// A step ended: `unipi:workflow:end {command, level, success, durationMs}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct WorkflowEnd {
-    pub command: String,
-    pub level: String,
-    pub success: bool,
-    pub duration_ms: u64,
+pub(crate) struct WorkflowEnd {
+    pub(crate) command: String,
+    pub(crate) level: String,
+    pub(crate) success: bool,
+    pub(crate) duration_ms: u64,
 }
 
 /// A loop started: `unipi:ralph:loop:start {name, iteration, maxIterations}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct RalphLoopStart {
-    pub name: String,
-    pub iteration: u32,
-    pub max_iterations: u32,
+pub(crate) struct RalphLoopStart {
+    pub(crate) name: String,
+    pub(crate) iteration: u32,
+    pub(crate) max_iterations: u32,
 }
 
 /// One of the loop's iterations settled: `unipi:ralph:iteration:done {name, iteration, status}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RalphIterationDone {
-    pub name: String,
-    pub iteration: u32,
-    pub status: LoopStatus,
+pub(crate) struct RalphIterationDone {
+    pub(crate) name: String,
+    pub(crate) iteration: u32,
+    pub(crate) status: LoopStatus,
 }
 
 /// A loop ended: `unipi:ralph:loop:end {name, iteration, maxIterations, status, reason}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct RalphLoopEnd {
-    pub name: String,
-    pub iteration: u32,
-    pub max_iterations: u32,
-    pub status: LoopStatus,
-    pub reason: Option<String>,
+pub(crate) struct RalphLoopEnd {
+    pub(crate) name: String,
+    pub(crate) iteration: u32,
+    pub(crate) max_iterations: u32,
+    pub(crate) status: LoopStatus,
+    pub(crate) reason: Option<String>,
 }
 
 impl BusMessage for WorkflowStart {
