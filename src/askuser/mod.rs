@@ -3,9 +3,10 @@
 //! a native modal over the pane (`view`, drawn by `unipi_widgets::ask`; its answering logic is
 //! the pure `form`), and the answer goes back to the model in the original's words and shapes
 //! (`response`). Settings live in `~/.unipi/config/ask-user.json` (`config`). The module
-//! announces each question on the event bus (`unipi:ask-user:prompt`), which is how the
-//! notifications reach a user who is away.
+//! announces each question on the event bus (`bus`: `unipi:ask-user:prompt`, with the alert
+//! that reaches a user who is away) and its settling.
 
+pub mod bus;
 mod capability;
 pub mod config;
 pub mod form;

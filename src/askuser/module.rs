@@ -1,9 +1,8 @@
 //! The bridge face of ask-user: the `ask_user` tool and the `/unipi:ask-user-settings` command
-//! declaration. A call is validated ([`parse`]), announced on the bus (`unipi:ask-user:prompt`,
-//! when the settings say to notify), queued for the modal, and waited for: the user's answers,
-//! its timeout, or Pi aborting it — whichever comes first settles it in the queue. The answer's
-//! settling is announced too (`unipi:ask-user:answered`), so a waiting notification can stand
-//! down. A `new_session` answer is carried out after the call returns: once the agent's turn
+//! declaration. A call is validated ([`parse`]), announced on the bus ([`AskUserPrompt`], when
+//! the settings say to notify), queued for the modal, and waited for: the user's answers, its
+//! timeout, or Pi aborting it — whichever comes first settles it in the queue. The answer's
+//! settling is announced too ([`AskUserAnswered`]), so a waiting notification can stand down. A `new_session` answer is carried out after the call returns: once the agent's turn
 //! has ended, the session is compacted if the user chose so, then the prefill is sent as the
 //! user's next message — what the original promised and never did.
 
@@ -11,16 +10,16 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
-use serde_json::json;
 use tokio::sync::broadcast;
 
+use super::bus::{AskUserAnswered, AskUserPrompt};
 use super::config::AskUserConfig;
 use super::params::{AskRequest, LONGEST_WAIT, parse, schema};
 use super::queue::{AskQueue, Pending};
 use super::response::{Answer, Launch, output, refusal};
 use crate::bridge::{
     AgentId, BusEvent, CancelToken, CommandSpec, DeliverAs, HostCall, Module, PiEvent, ToolCall,
-    ToolError, ToolOutput, ToolSpec, names,
+    ToolError, ToolOutput, ToolSpec,
 };
 use crate::capability::BridgeLink;
 use crate::config::live::LiveConfig;
@@ -91,9 +90,9 @@ impl AskUserModule {
         &self.inner.queue
     }
 
-    fn emit(&self, name: &str, data: serde_json::Value) {
+    fn publish<T: crate::bridge::BusMessage>(&self, message: &T) {
         if let Some(link) = self.inner.link.get() {
-            link.bus().emit(MODULE_NAME, name, data);
+            link.bus().publish(MODULE_NAME, message);
         }
     }
 
@@ -109,29 +108,28 @@ impl AskUserModule {
             Ok(request) => request,
             Err(message) => return refusal(&message),
         };
-        let first = &request.questions[0];
-        let announcement = json!({
-            "agent": agent.to_string(),
-            "question": first.question,
-            "context": first.context,
-            "optionCount": first.options.len(),
-            "allowMultiple": first.allow_multiple,
-            "allowFreeform": first.allow_freeform,
-            "questionCount": request.questions.len(),
-        });
         let pending = self.inner.queue.push(agent.clone(), request.clone());
         let id = pending.id;
         if config.notify_on_ask {
-            let mut prompt = announcement;
-            prompt["id"] = json!(id);
-            self.emit(names::ASK_USER_PROMPT, prompt);
+            let first = &request.questions[0];
+            self.publish(&AskUserPrompt {
+                id,
+                agent: agent.to_string(),
+                question: first.question.clone(),
+                context: first.context.clone(),
+                option_count: first.options.len(),
+                allow_multiple: first.allow_multiple,
+                allow_freeform: first.allow_freeform,
+                question_count: request.questions.len(),
+            });
         }
         let answers = wait(&self.inner.queue, pending, &request, &cancel).await;
         let kind = answers.last().map_or("cancelled", Answer::kind);
-        self.emit(
-            names::ASK_USER_ANSWERED,
-            json!({"id": id, "agent": agent.to_string(), "kind": kind}),
-        );
+        self.publish(&AskUserAnswered {
+            id,
+            agent: agent.to_string(),
+            kind: kind.to_owned(),
+        });
         if let Some(Answer::NewSession { prefill, launch }) = answers.last()
             && let Some(link) = self.inner.link.get()
         {
@@ -332,7 +330,9 @@ mod tests {
     use tokio::sync::mpsc;
 
     use super::*;
-    use crate::bridge::{BridgeHost, CancelHandle, ContentBlock, HostOptions, Registry};
+    use crate::bridge::{
+        BridgeHost, BusMessage, CancelHandle, ContentBlock, HostOptions, Registry,
+    };
     use crate::capability::Changed;
 
     /// A running bridge with no Pi, for the bus and (unused) host.
@@ -404,7 +404,7 @@ mod tests {
                     .await
             }
         });
-        let prompt = next_event(&mut events, names::ASK_USER_PROMPT).await;
+        let prompt = next_event(&mut events, AskUserPrompt::NAME).await;
         assert_eq!(prompt["question"], "Colour?");
         assert_eq!(prompt["context"], "for the logo");
         assert_eq!(prompt["optionCount"], 2);
@@ -415,7 +415,7 @@ mod tests {
             .answer(id, 0, Answer::chosen(&["Blue"], &[], None));
         let output = call.await.unwrap();
         assert_eq!(text(&output), "User selected: Blue");
-        let answered = next_event(&mut events, names::ASK_USER_ANSWERED).await;
+        let answered = next_event(&mut events, AskUserAnswered::NAME).await;
         assert_eq!(answered["id"], id);
         assert_eq!(answered["kind"], "selection");
     }
@@ -457,7 +457,7 @@ mod tests {
                 break name;
             }
         };
-        assert_eq!(first, names::ASK_USER_ANSWERED);
+        assert_eq!(first, AskUserAnswered::NAME);
         assert!(module.queue().is_empty());
     }
 

@@ -3,49 +3,65 @@
 //! subscribes. Producers publish without knowing their consumers, and a consumer only needs a
 //! clone of the bus: the footer, the info overlay and later modules never import each other.
 //!
+//! A module event is a [`BusMessage`]: one serde type beside its Unipi name, defined by the
+//! capability that publishes it ([`EventBus::publish`]) and read back by its consumers with
+//! [`BusEvent::decode`] — so the schema lives in one place, and the JSON on the bus is the data
+//! Unipi published under that name (same field names and casing), for other Pi extensions and
+//! the tests. A message also says what the notifications should make of it
+//! ([`BusMessage::alerting`]), so they need to know no producer.
+//!
 //! A broadcast channel keeps the last [`EventBus::DEFAULT_CAPACITY`] events; a subscriber that
 //! falls further behind gets `RecvError::Lagged` and skips ahead, so a stuck consumer cannot stall
 //! a producer.
 
 use std::sync::Arc;
 
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::sync::broadcast;
 
 use super::AgentId;
+use super::alert::Alerting;
 use super::events::{DisconnectReason, PiEvent};
 
-/// Unipi's event names (kept so Unipi users and ported modules recognise them).
-pub mod names {
-    /// A module is ready: `{name, version, commands[], tools[]}`.
-    pub const MODULE_READY: &str = "unipi:module:ready";
-    /// A module went away (disabled or failed): `{name, version, commands[], tools[]}`.
-    pub const MODULE_GONE: &str = "unipi:module:gone";
-    /// A notification went out: `{eventType, platforms[], success, timestamp, results[]}`.
-    pub const NOTIFICATION_SENT: &str = "unipi:notify:sent";
-    /// `ask_user` waits for the user: `{id, agent, question, context, optionCount,
-    /// allowMultiple, allowFreeform}`.
-    pub const ASK_USER_PROMPT: &str = "unipi:ask-user:prompt";
-    /// An `ask_user` call was settled (answered, timed out, cancelled): `{id, agent, kind}`.
-    pub const ASK_USER_ANSWERED: &str = "unipi:ask-user:answered";
-    /// A background task ended: `{id, name, status, exitCode, wakesAgent}`.
-    pub const BG_TASK_FINISHED: &str = "unipi:bg:task:finished";
-    /// The background tasks' counts changed: `{running, waking}` (`waking`: running tasks whose
-    /// end will wake the agent).
-    pub const BG_TASKS_CHANGED: &str = "unipi:bg:tasks:changed";
-    /// A helper run in the background ended: `{id, type, description, status, error}`.
-    pub const HELPER_FINISHED: &str = "unipi:helper:finished";
-    /// Model fusion's pair, fallback, warm pool and savings, whenever they change (and when
-    /// asked): `{active, preset, primary, sidekick, fallback: {model, untilMs} | null,
-    /// pool: {size, idleSeconds} | null, savings: {session, allTime}}` (each of `session` and
-    /// `allTime`: `{calls, tokens, sidekickCost, primaryCost, saved}`). The one way other modules
-    /// (helpers, delegates, the footer) learn the pair.
-    pub const FUSION_STATUS: &str = "unipi:fusion:status";
-    /// Asks model fusion to publish its status again: a module that subscribed after it did.
-    pub const FUSION_STATUS_QUERY: &str = "unipi:fusion:status:query";
-    /// A model call made by a Pi the workbench owns (a helper, a delegate): `{source, id,
-    /// model: "provider/id", usage: {input, output, cacheRead, cacheWrite, cost}}`.
-    pub const MODEL_USAGE: &str = "unipi:model:usage";
+/// One kind of module event: its data as a serde type, under its Unipi name.
+pub trait BusMessage: Serialize + DeserializeOwned {
+    /// Unipi's event name (`unipi:bg:task:finished`).
+    const NAME: &'static str;
+
+    /// What the notifications make of it (nothing, for most messages): whether and how it
+    /// alerts the user.
+    fn alerting(&self) -> Option<Alerting> {
+        None
+    }
+}
+
+/// A module is ready: `unipi:module:ready {name, version, commands[], tools[]}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub(super) struct ModuleReady(pub(super) ModuleAnnouncement);
+
+/// A module went away (disabled or failed): `unipi:module:gone`, the same fields.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub(super) struct ModuleGone(pub(super) ModuleAnnouncement);
+
+/// What the registry says of a module that came or went.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub(super) struct ModuleAnnouncement {
+    pub(super) name: String,
+    pub(super) version: String,
+    pub(super) commands: Vec<String>,
+    pub(super) tools: Vec<String>,
+}
+
+impl BusMessage for ModuleReady {
+    const NAME: &'static str = "unipi:module:ready";
+}
+
+impl BusMessage for ModuleGone {
+    const NAME: &'static str = "unipi:module:gone";
 }
 
 /// One event on the bus.
@@ -64,22 +80,39 @@ pub enum BusEvent {
         agent: AgentId,
         event: Arc<PiEvent>,
     },
-    /// A module event under a Unipi name.
+    /// A module event under a Unipi name: a [`BusMessage`]'s JSON, and what it asks of the
+    /// notifications.
     Module {
         module: String,
         name: String,
         data: Value,
+        alerting: Option<Alerting>,
     },
 }
 
 impl BusEvent {
-    /// A module event under a Unipi name.
-    pub fn module(module: &str, name: &str, data: Value) -> Self {
-        Self::Module {
+    /// `message`, published by `module`.
+    pub fn message<T: BusMessage>(module: &str, message: &T) -> serde_json::Result<Self> {
+        Ok(Self::Module {
             module: module.to_string(),
-            name: name.to_string(),
-            data,
+            name: T::NAME.to_string(),
+            data: serde_json::to_value(message)?,
+            alerting: message.alerting(),
+        })
+    }
+
+    /// The message of type `T`, when this is one (data under `T`'s name that does not read as
+    /// `T` is logged and skipped).
+    pub fn decode<T: BusMessage>(&self) -> Option<T> {
+        let BusEvent::Module { name, data, .. } = self else {
+            return None;
+        };
+        if name != T::NAME {
+            return None;
         }
+        T::deserialize(data)
+            .map_err(|err| tracing::warn!("bus: {name} from another schema: {err}"))
+            .ok()
     }
 
     /// A Pi event of the main agent.
@@ -111,14 +144,20 @@ impl EventBus {
         Self { sender }
     }
 
-    /// Publishes to every current subscriber; returns how many there were (none is fine).
-    pub fn publish(&self, event: BusEvent) -> usize {
+    /// Sends to every current subscriber; returns how many there were (none is fine).
+    pub fn send(&self, event: BusEvent) -> usize {
         self.sender.send(event).unwrap_or(0)
     }
 
-    /// Publishes a module event.
-    pub fn emit(&self, module: &str, name: &str, data: Value) -> usize {
-        self.publish(BusEvent::module(module, name, data))
+    /// Publishes `module`'s message under its name.
+    pub fn publish<T: BusMessage>(&self, module: &str, message: &T) -> usize {
+        match BusEvent::message(module, message) {
+            Ok(event) => self.send(event),
+            Err(err) => {
+                tracing::error!("bus: {} from {module} has no JSON form: {err}", T::NAME);
+                0
+            }
+        }
     }
 
     /// A receiver of every event published from now on.
@@ -138,22 +177,38 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// A message of the tests: a number.
+    #[derive(Serialize, serde::Deserialize)]
+    struct Count(u64);
+
+    impl BusMessage for Count {
+        const NAME: &'static str = "e";
+    }
+
+    fn ready(name: &str) -> ModuleReady {
+        ModuleReady(ModuleAnnouncement {
+            name: name.into(),
+            version: "1".into(),
+            commands: Vec::new(),
+            tools: Vec::new(),
+        })
+    }
+
     #[tokio::test]
     async fn every_subscriber_gets_every_event_and_none_is_fine() -> anyhow::Result<()> {
         let bus = EventBus::new();
-        assert_eq!(bus.emit("tasks", "unipi:tasks:none", Value::Null), 0);
+        assert_eq!(bus.publish("tasks", &Count(0)), 0);
         let mut first = bus.subscribe();
         let mut second = bus.clone().subscribe();
-        assert_eq!(
-            bus.emit("info", names::MODULE_READY, json!({"name": "info"})),
-            2
-        );
+        assert_eq!(bus.publish("info", &ready("info")), 2);
         for receiver in [&mut first, &mut second] {
             match receiver.recv().await? {
-                BusEvent::Module { module, name, data } => {
+                BusEvent::Module {
+                    module, name, data, ..
+                } => {
                     assert_eq!(
                         (module.as_str(), name.as_str()),
-                        ("info", names::MODULE_READY)
+                        ("info", ModuleReady::NAME)
                     );
                     assert_eq!(data["name"], "info");
                 }
@@ -168,12 +223,26 @@ mod tests {
         let bus = EventBus::with_capacity(2);
         let mut slow = bus.subscribe();
         for n in 0..5 {
-            bus.emit("m", "e", json!(n));
+            bus.publish("m", &Count(n));
         }
         assert!(matches!(
             slow.recv().await,
             Err(broadcast::error::RecvError::Lagged(3))
         ));
         assert!(matches!(slow.recv().await, Ok(BusEvent::Module { data, .. }) if data == json!(3)));
+    }
+
+    #[test]
+    fn a_message_reads_back_under_its_own_name_only() {
+        let event = BusEvent::message("info", &ready("info")).unwrap();
+        assert_eq!(event.decode::<ModuleReady>(), Some(ready("info")));
+        assert_eq!(event.decode::<ModuleGone>(), None);
+        let other_schema = BusEvent::Module {
+            module: "x".into(),
+            name: ModuleReady::NAME.into(),
+            data: json!({"name": 1}),
+            alerting: None,
+        };
+        assert_eq!(other_schema.decode::<ModuleReady>(), None);
     }
 }

@@ -270,7 +270,7 @@ impl Connection {
             },
         })
         .await;
-        self.state.registry.bus().publish(BusEvent::AgentConnected {
+        self.state.registry.bus().send(BusEvent::AgentConnected {
             agent: admitted.clone(),
             pi_version: pi_version.clone(),
         });
@@ -371,7 +371,7 @@ impl Connection {
                         data: event.data,
                     }
                 });
-                self.state.registry.bus().publish(BusEvent::Pi {
+                self.state.registry.bus().send(BusEvent::Pi {
                     agent: agent.clone(),
                     event: Arc::new(pi_event.clone()),
                 });
@@ -611,13 +611,10 @@ impl Connection {
             conn = self.conn_id,
             "bridge: agent `{agent}` disconnected: {reason}"
         );
-        self.state
-            .registry
-            .bus()
-            .publish(BusEvent::AgentDisconnected {
-                agent: agent.clone(),
-                reason: reason.clone(),
-            });
+        self.state.registry.bus().send(BusEvent::AgentDisconnected {
+            agent: agent.clone(),
+            reason: reason.clone(),
+        });
         self.deliver(BridgeEvent::Disconnected {
             agent: agent.clone(),
             reason: reason.clone(),

@@ -15,6 +15,7 @@
 //! Pi's event stream down instead of losing it, and a misbehaving client only ever loses its own
 //! connection.
 
+mod alert;
 mod bus;
 mod connection;
 mod events;
@@ -35,7 +36,8 @@ mod wakes;
 use std::fmt;
 use std::sync::Arc;
 
-pub use bus::{BusEvent, EventBus, names};
+pub use alert::{AlertPriority, Alerting};
+pub use bus::{BusEvent, BusMessage, EventBus};
 pub use events::{
     BridgeEvent, Capabilities, CommandReply, CompactionEnd, ContextUsage, DisconnectReason,
     ExtensionStatus, FooterStatus, MessageEnd, ModelCost, ModelInfo, ModelSelect, NotifyLevel,

@@ -8,9 +8,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
-use serde_json::json;
-
-use super::bus::{EventBus, names};
+use super::bus::{EventBus, ModuleAnnouncement, ModuleGone, ModuleReady};
 use super::module::{CommandSpec, MessageTypeSpec, Module, ToolSpec};
 use super::protocol::{Declarations, ToolDecl};
 
@@ -304,21 +302,17 @@ impl Registry {
         let Some(info) = info else {
             return;
         };
-        let name = if info.status == ModuleStatus::Ready {
-            names::MODULE_READY
-        } else {
-            names::MODULE_GONE
+        let announcement = ModuleAnnouncement {
+            name: info.name.to_owned(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            commands: info.commands,
+            tools: info.tools,
         };
-        self.bus.emit(
-            info.name,
-            name,
-            json!({
-                "name": info.name,
-                "version": env!("CARGO_PKG_VERSION"),
-                "commands": info.commands,
-                "tools": info.tools,
-            }),
-        );
+        if info.status == ModuleStatus::Ready {
+            self.bus.publish(info.name, &ModuleReady(announcement));
+        } else {
+            self.bus.publish(info.name, &ModuleGone(announcement));
+        }
     }
 }
 
@@ -431,8 +425,9 @@ fn millis(duration: Duration) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bridge::bus::BusEvent;
+    use crate::bridge::bus::{BusEvent, BusMessage};
     use crate::bridge::module::ToolSpec;
+    use serde_json::json;
 
     struct Fixed {
         name: &'static str,
@@ -662,8 +657,8 @@ mod tests {
         assert_eq!(
             seen,
             [
-                (names::MODULE_READY.to_string(), json!(["one"])),
-                (names::MODULE_GONE.to_string(), json!(["one"])),
+                (ModuleReady::NAME.to_string(), json!(["one"])),
+                (ModuleGone::NAME.to_string(), json!(["one"])),
             ]
         );
         Ok(())

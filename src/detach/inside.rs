@@ -26,7 +26,7 @@ use super::daemon::{SESSION_ENV, SESSION_NAME_ENV, SESSION_PID_ENV};
 use super::protocol::{
     Control, Frame, FrameReader, Keyboard, PiState, Role, VERSION, attach_marker, write_frame,
 };
-use crate::bridge::{AgentId, BusEvent, EventBus, PiEvent, names};
+use crate::bridge::{AgentId, Alerting, BusEvent, EventBus, PiEvent};
 use crate::capability::{
     BridgeLink, Capability, GlobalAction, NewTerminal, Otherwise, Registration, ScreenState,
     StartContext, Ui,
@@ -239,18 +239,21 @@ impl PiTracker {
                 PiEvent::AgentSettled { .. } => self.working = false,
                 _ => self.connected = true,
             },
-            BusEvent::Module { name, data, .. } => {
-                let id = data.get("id").and_then(serde_json::Value::as_u64);
-                match (name.as_str(), id) {
-                    (names::ASK_USER_PROMPT, Some(id)) => {
-                        self.questions.insert(id);
-                    }
-                    (names::ASK_USER_ANSWERED, Some(id)) => {
-                        self.questions.remove(&id);
-                    }
-                    _ => {}
+            // A question of any capability, as it tells the notifications.
+            BusEvent::Module {
+                alerting: Some(alerting),
+                ..
+            } => match alerting {
+                Alerting::Alert {
+                    question: Some(id), ..
+                } => {
+                    self.questions.insert(*id);
                 }
-            }
+                Alerting::Answered(id) => {
+                    self.questions.remove(id);
+                }
+                _ => {}
+            },
             _ => {}
         }
     }
@@ -271,9 +274,29 @@ impl PiTracker {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::askuser::bus::{AskUserAnswered, AskUserPrompt};
 
-    fn module(name: &str, id: u64) -> BusEvent {
-        BusEvent::module("ask", name, serde_json::json!({ "id": id }))
+    fn asked(id: u64) -> BusEvent {
+        let prompt = AskUserPrompt {
+            id,
+            agent: "main".into(),
+            question: "Go?".into(),
+            context: None,
+            option_count: 0,
+            allow_multiple: false,
+            allow_freeform: true,
+            question_count: 1,
+        };
+        BusEvent::message("ask", &prompt).unwrap()
+    }
+
+    fn answered(id: u64) -> BusEvent {
+        let answered = AskUserAnswered {
+            id,
+            agent: "main".into(),
+            kind: "selection".into(),
+        };
+        BusEvent::message("ask", &answered).unwrap()
     }
 
     #[test]
@@ -287,9 +310,9 @@ mod tests {
         assert_eq!(pi.state(), PiState::Idle);
         pi.on_event(&BusEvent::main_pi(PiEvent::AgentStart));
         assert_eq!(pi.state(), PiState::Working);
-        pi.on_event(&module(names::ASK_USER_PROMPT, 7));
+        pi.on_event(&asked(7));
         assert_eq!(pi.state(), PiState::Waiting);
-        pi.on_event(&module(names::ASK_USER_ANSWERED, 7));
+        pi.on_event(&answered(7));
         assert_eq!(pi.state(), PiState::Working);
         pi.on_event(&BusEvent::main_pi(PiEvent::AgentSettled {
             aborted: false,

@@ -31,6 +31,10 @@ use serde_json::{Value, json};
 use unipi_widgets::footer::Segment;
 use unipi_widgets::fusion::{FusionSegment, fusion_segment};
 
+use super::bus::{
+    FusionFallback, FusionPool, FusionSavings, FusionStatus, FusionStatusQuery, ModelUsage,
+    SavingsTotals,
+};
 use super::config::{FusionConfig, ModelRef, Preset};
 use super::fallback::{FallbackState, Step};
 use super::ledger::{Breakdown, Ledger};
@@ -38,7 +42,7 @@ use super::runtime::{Answer, SidekickRuntime};
 use super::savings::{CallCost, Tokens, call_cost};
 use super::side;
 use crate::bridge::{
-    AgentId, BridgeHost, BusEvent, EventBus, HostCall, ModelInfo, NotifyLevel, PiEvent, names,
+    AgentId, BridgeHost, BusEvent, EventBus, HostCall, ModelInfo, NotifyLevel, PiEvent,
 };
 use crate::capability::{Changed, Ui};
 use crate::config::live::LiveConfig;
@@ -477,37 +481,47 @@ impl Engine {
     }
 
     /// The status as published on the bus.
-    pub fn status_json(&self) -> Value {
+    fn status(&self) -> FusionStatus {
         let state = self.state();
-        let totals = |totals: &SidekickTotals| {
-            json!({"calls": totals.calls, "tokens": totals.tokens,
-                   "sidekickCost": totals.sidekick_cost, "primaryCost": totals.primary_cost,
-                   "saved": totals.saved()})
+        let totals = |totals: &SidekickTotals| SavingsTotals {
+            calls: totals.calls,
+            tokens: totals.tokens,
+            sidekick_cost: totals.sidekick_cost,
+            primary_cost: totals.primary_cost,
+            saved: totals.saved(),
         };
         let fallback = self.active_fallback().map(|(model, until)| {
             let left = until.saturating_duration_since(Instant::now());
             let until_ms =
                 now_ms().saturating_add(u64::try_from(left.as_millis()).unwrap_or(u64::MAX));
-            json!({"model": model.to_string(), "untilMs": until_ms})
+            FusionFallback {
+                model: model.to_string(),
+                until_ms,
+            }
         });
         let pool = self.config().pool;
         let on = state.is_on();
-        json!({
-            "active": on,
-            "preset": state.preset,
-            "primary": state.primary.as_ref().map(ModelInfo::qualified),
-            "sidekick": state.sidekick.as_ref().map(ModelInfo::qualified),
-            "fallback": fallback,
-            "pool": on.then(|| json!({"size": pool.size, "idleSeconds": pool.idle.as_secs()})),
-            "savings": {"session": totals(&state.session_totals()),
-                        "allTime": totals(&state.all_totals())},
-        })
+        FusionStatus {
+            active: on,
+            preset: state.preset.clone(),
+            primary: state.primary.as_ref().map(ModelInfo::qualified),
+            sidekick: state.sidekick.as_ref().map(ModelInfo::qualified),
+            fallback,
+            pool: on.then_some(FusionPool {
+                size: pool.size,
+                idle_seconds: pool.idle.as_secs(),
+            }),
+            savings: FusionSavings {
+                session: totals(&state.session_totals()),
+                all_time: totals(&state.all_totals()),
+            },
+        }
     }
 
     /// Puts the status on the bus and redraws what shows it.
     pub fn publish(&self) {
         if let Some(bus) = lock(&self.bus).clone() {
-            bus.emit(MODULE, names::FUSION_STATUS, self.status_json());
+            bus.publish(MODULE, &self.status());
         }
         self.changed.bump();
     }
@@ -549,20 +563,19 @@ impl Engine {
                 }
             }
             BusEvent::Pi { agent, event } if agent == AgentId::main() => self.on_main_event(&event),
-            BusEvent::Module { name, data, .. } if name == names::MODEL_USAGE => {
-                let source = data["source"].as_str().unwrap_or("helper").to_owned();
-                let model = data["model"].as_str().unwrap_or_default().to_owned();
-                let usage = &data["usage"];
-                let count = |key: &str| usage[key].as_u64().unwrap_or(0);
-                let tokens = Tokens {
-                    input: count("input"),
-                    output: count("output"),
-                    cache_read: count("cacheRead"),
-                    cache_write: count("cacheWrite"),
-                };
-                self.record(&source, &model, tokens, usage["cost"].as_f64());
+            BusEvent::Module { .. } => {
+                if let Some(used) = event.decode::<ModelUsage>() {
+                    let tokens = Tokens {
+                        input: used.usage.input,
+                        output: used.usage.output,
+                        cache_read: used.usage.cache_read,
+                        cache_write: used.usage.cache_write,
+                    };
+                    self.record(&used.source, &used.model, tokens, used.usage.cost);
+                } else if event.decode::<FusionStatusQuery>().is_some() {
+                    self.publish();
+                }
             }
-            BusEvent::Module { name, .. } if name == names::FUSION_STATUS_QUERY => self.publish(),
             _ => {}
         }
     }

@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use serde_json::json;
 
 use super::*;
-use crate::bridge::{MessageEnd, NotifyLevel, SessionStart, UserInput};
+use crate::bridge::{BusMessage, MessageEnd, NotifyLevel, SessionStart, UserInput};
 use crate::capability::ChildPi;
 use crate::config::keymap::Keymap;
 use crate::fusion::config::load_fusion_config;
@@ -255,7 +255,7 @@ async fn applying_sets_the_primary_starts_the_sidekick_saves_and_publishes_the_s
     assert!(saved.contains("\"active\": \"default\""), "{saved}");
     let status = loop {
         if let BusEvent::Module { name, data, .. } = events.recv().await.unwrap()
-            && name == names::FUSION_STATUS
+            && name == FusionStatus::NAME
         {
             break data;
         }
@@ -283,9 +283,10 @@ async fn calls_the_sidekick_served_are_priced_summed_and_stored_and_others_are_n
         ))));
     let usage = |model: &str| BusEvent::Module {
         module: "helpers".into(),
-        name: names::MODEL_USAGE.into(),
+        name: ModelUsage::NAME.into(),
         data: json!({"source": "helper", "id": "h1", "model": model,
                      "usage": {"input": 100_000, "output": 10_000, "cacheRead": 0, "cacheWrite": 0, "cost": 0.0375}}),
+        alerting: None,
     };
     rig.engine.on_bus(usage("unipi-scripted/small"));
     rig.engine.on_bus(usage("unipi-scripted/big"));

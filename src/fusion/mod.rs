@@ -6,6 +6,8 @@
 //!   savings of every call the sidekick serves, the fallback while the primary is rate-limited,
 //!   session naming, and the status published on the event bus (`unipi:fusion:status`) — which
 //!   is how the helpers, the footer and later modules learn the pair, never by importing this.
+//! - `bus.rs`: fusion's messages on the bus (the status, the query for it, the model usage
+//!   others report), the one thing of fusion other capabilities import.
 //! - `runtime.rs`: the sidekick's own long-lived Pi in RPC mode (side questions, names).
 //! - `savings.rs`, `fuzzy.rs`, `fallback.rs`: the pure parts (arithmetic, the picker's filter,
 //!   which errors are rate limits).
@@ -15,6 +17,7 @@
 //! `docs/fusion.md` describes it for users.
 
 pub mod btw;
+pub mod bus;
 mod capability;
 pub mod config;
 pub mod engine;

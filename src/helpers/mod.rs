@@ -22,6 +22,7 @@ pub mod agents;
 pub mod args;
 pub mod board;
 pub mod budget;
+pub mod bus;
 mod capability;
 pub mod config;
 pub mod dock;

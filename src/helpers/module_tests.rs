@@ -6,9 +6,12 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::*;
-use crate::bridge::{AgentId, AgentNotice, CancelHandle, CancelToken, ChannelSink, UpdateSender};
+use crate::bridge::{
+    AgentId, AgentNotice, BusMessage, CancelHandle, CancelToken, ChannelSink, UpdateSender,
+};
 use crate::config::module_file::home_and_workspace;
 use crate::helpers::agents::{AgentCatalog, AgentError};
+use crate::helpers::bus::HelperFinished;
 use crate::helpers::runner::RunStatus;
 use crate::test_table::check_errors;
 
@@ -991,7 +994,7 @@ async fn a_background_run_announces_its_end_on_the_bus() {
     let finished = tokio::time::timeout(Duration::from_secs(20), async {
         loop {
             if let Ok(crate::bridge::BusEvent::Module { name, data, .. }) = events.recv().await
-                && name == crate::bridge::names::HELPER_FINISHED
+                && name == HelperFinished::NAME
             {
                 return data;
             }

@@ -22,6 +22,7 @@ use super::args::{
 };
 use super::board::{BoardRow, RowKind, RunControl};
 use super::budget::Budget;
+use super::bus::HelperFinished;
 use super::config::{DEPTH_ENV, HelperSettings};
 use super::ledger::{RunEntry, RunLedger, SpawnPermit};
 use super::names::{
@@ -266,12 +267,15 @@ impl HelperService {
             .await;
         let bus = crate::sys::lock(&self.bus).clone();
         if let Some(bus) = bus {
-            bus.emit(
+            bus.publish(
                 "helpers",
-                crate::bridge::names::HELPER_FINISHED,
-                serde_json::json!({"id": result.run_id, "type": agent_type,
-                    "description": description, "status": result.status.as_str(),
-                    "error": result.error}),
+                &HelperFinished {
+                    id: result.run_id.clone(),
+                    agent_type,
+                    description,
+                    status: result.status.as_str().to_owned(),
+                    error: result.error.clone(),
+                },
             );
         }
         self.notify(AgentNotice {

@@ -1,7 +1,8 @@
-//! Model fusion, as the helpers see it — through the event bus only, never fusion's code:
-//! `unipi:fusion:status` says which model is the sidekick (the model of every helper that names
-//! none) and how large the warm pool may be; the helpers ask for it again when they start
-//! following (`unipi:fusion:status:query`), so the order the two start in does not matter. This
+//! Model fusion, as the helpers see it — through the event bus only, never fusion's code (only
+//! its messages, `fusion::bus`): `unipi:fusion:status` says which model is the sidekick (the
+//! model of every helper that names none) and how large the warm pool may be; the helpers ask
+//! for it again when they start following (`unipi:fusion:status:query`), so the order the two
+//! start in does not matter. This
 //! file keeps the warm pool for the service: taking a warm process for a run that fits, refilling
 //! in the background, stopping processes that no longer fit or were idle too long, and reporting
 //! every finished run's model and usage (`unipi:model:usage`) so fusion can count its savings.
@@ -9,7 +10,6 @@
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 
 use super::budget::Budget;
@@ -17,43 +17,44 @@ use super::names::CHILD_AGENT_PREFIX;
 use super::pool::{PoolSettings, Template, WarmSlot};
 use super::service::{HelperService, Launch, SessionStart};
 use super::warm::Prewarmed;
-use crate::bridge::{AgentId, BusEvent, EventBus, names};
+use crate::bridge::{AgentId, EventBus};
+use crate::fusion::bus::{FusionStatus, FusionStatusQuery, ModelUsage, UsageCounts};
 
 /// The helper type the pool warms before any helper ran.
 const FIRST_TYPE: &str = "explore";
 
 /// The sidekick and the pool's limits in a status event (`None`s while fusion is off).
-fn read_status(data: &Value) -> (Option<String>, Option<PoolSettings>) {
-    if data["active"] != Value::Bool(true) {
+fn read_status(status: &FusionStatus) -> (Option<String>, Option<PoolSettings>) {
+    if !status.active {
         return (None, None);
     }
-    let model = data["sidekick"].as_str().map(str::to_owned);
-    let pool = data["pool"].as_object().and_then(|pool| {
-        Some(PoolSettings {
-            size: usize::try_from(pool.get("size")?.as_u64()?).ok()?,
-            idle: Duration::from_secs(pool.get("idleSeconds")?.as_u64()?),
-        })
+    let pool = status.pool.as_ref().map(|pool| PoolSettings {
+        size: pool.size,
+        idle: Duration::from_secs(pool.idle_seconds),
     });
-    (model, pool)
+    (status.sidekick.clone(), pool)
 }
 
 /// Follows fusion's status on `bus` for `service`, and stops idle processes past the limit,
 /// until the bus closes or the service is gone.
 pub(super) fn follow(service: &Arc<HelperService>, bus: &EventBus) {
     let mut events = bus.subscribe();
-    bus.emit("helpers", names::FUSION_STATUS_QUERY, Value::Null);
+    bus.publish("helpers", &FusionStatusQuery);
     let weak = Arc::downgrade(service);
     tokio::spawn(async move {
         loop {
             match events.recv().await {
-                Ok(BusEvent::Module { name, data, .. }) if name == names::FUSION_STATUS => {
+                Ok(event) => {
+                    let Some(status) = event.decode::<FusionStatus>() else {
+                        continue;
+                    };
                     let Some(service) = weak.upgrade() else {
                         return;
                     };
-                    let (model, pool) = read_status(&data);
+                    let (model, pool) = read_status(&status);
                     service.on_fusion_status(model, pool).await;
                 }
-                Ok(_) | Err(RecvError::Lagged(_)) => {}
+                Err(RecvError::Lagged(_)) => {}
                 Err(RecvError::Closed) => return,
             }
         }
@@ -230,13 +231,20 @@ impl HelperService {
             return;
         };
         if let Some(bus) = self.bus() {
-            bus.emit(
+            bus.publish(
                 "helpers",
-                names::MODEL_USAGE,
-                json!({"source": "helper", "id": run_id, "model": model,
-                       "usage": {"input": usage.input, "output": usage.output,
-                                 "cacheRead": usage.cache_read, "cacheWrite": usage.cache_write,
-                                 "cost": usage.cost}}),
+                &ModelUsage {
+                    source: "helper".to_owned(),
+                    id: run_id.to_owned(),
+                    model: model.to_owned(),
+                    usage: UsageCounts {
+                        input: usage.input,
+                        output: usage.output,
+                        cache_read: usage.cache_read,
+                        cache_write: usage.cache_write,
+                        cost: Some(usage.cost),
+                    },
+                },
             );
         }
     }
@@ -244,11 +252,16 @@ impl HelperService {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::{Value, json};
+
     use super::*;
     use crate::test_table::check_table;
 
     #[test]
     fn status_table() {
+        // The status as it is on the bus; what does not read as one is off.
+        let read_status =
+            |data: &Value| read_status(&serde_json::from_value(data.clone()).unwrap_or_default());
         let cases = [
             (json!({"active": false, "sidekick": null}), (None, None)),
             (

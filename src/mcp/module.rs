@@ -22,6 +22,7 @@ use futures_util::future::BoxFuture;
 use serde_json::{Map, Value, json};
 use tokio::sync::{broadcast, mpsc, watch};
 
+use super::bus::{ServerError, ServerStarted, ServerStopped, ToolsRegistered, ToolsUnregistered};
 use super::manager::{
     CallOutcome, McpCallError, McpContent, McpEvent, McpManager, ProgressUpdate, ServerSnapshot,
     ServerStatus,
@@ -38,20 +39,6 @@ pub const MODULE_NAME: &str = "mcp";
 pub const STATUS_COMMAND: &str = "unipi:mcp-status";
 /// Re-reads the MCP config files and applies the difference.
 pub const RELOAD_COMMAND: &str = "unipi:mcp-reload";
-
-/// Unipi's MCP event names on the bus.
-pub mod events {
-    /// `{name, toolCount, pid}`
-    pub const SERVER_STARTED: &str = "unipi:mcp:server:started";
-    /// `{name}`
-    pub const SERVER_STOPPED: &str = "unipi:mcp:server:stopped";
-    /// `{name, error}` (a failed start, an unexpected exit, or a tool-name clash)
-    pub const SERVER_ERROR: &str = "unipi:mcp:server:error";
-    /// `{serverName, toolNames}`: the tools were declared to every connected Pi.
-    pub const TOOLS_REGISTERED: &str = "unipi:mcp:tools:registered";
-    /// `{serverName, toolNames}`: the tools were withdrawn from every Pi's active set.
-    pub const TOOLS_UNREGISTERED: &str = "unipi:mcp:tools:unregistered";
-}
 
 /// The `--tools` entry that keeps every bridged MCP tool for a helper with a tool allow-list
 /// (Pi 1.x matches `*` in `--tools`; Pi 0.7x takes it as a name and offers none of them).
@@ -411,11 +398,11 @@ impl McpModule {
         for (server, clashes) in newly_clashed {
             let error = clash_message(&clashes);
             tracing::warn!("mcp: server `{server}`: {error}");
-            link.registry.bus().emit(
-                MODULE_NAME,
-                events::SERVER_ERROR,
-                json!({"name": server, "error": error}),
-            );
+            let failed = ServerError {
+                name: server.clone(),
+                error,
+            };
+            link.registry.bus().publish(MODULE_NAME, &failed);
             // Its prepared client is disconnected: a server whose tools nobody can call should
             // not hold a process.
             if let Err(err) = self.inner.manager.stop(&server).await {
@@ -454,21 +441,31 @@ impl McpModule {
                     .into_iter()
                     .find(|snapshot| &snapshot.name == server)
                     .and_then(|snapshot| snapshot.pid);
-                bus.emit(
+                bus.publish(
                     MODULE_NAME,
-                    events::SERVER_STARTED,
-                    json!({"name": server, "toolCount": tools, "pid": pid}),
+                    &ServerStarted {
+                        name: server.clone(),
+                        tool_count: *tools,
+                        pid,
+                    },
                 );
             }
             McpEvent::ServerError { server, error } => {
-                bus.emit(
+                bus.publish(
                     MODULE_NAME,
-                    events::SERVER_ERROR,
-                    json!({"name": server, "error": error}),
+                    &ServerError {
+                        name: server.clone(),
+                        error: error.clone(),
+                    },
                 );
             }
             McpEvent::ServerStopped { server } => {
-                bus.emit(MODULE_NAME, events::SERVER_STOPPED, json!({"name": server}));
+                bus.publish(
+                    MODULE_NAME,
+                    &ServerStopped {
+                        name: server.clone(),
+                    },
+                );
             }
             McpEvent::ToolsChanged { .. } => {}
         }
@@ -822,19 +819,23 @@ fn announce_changes(bus: &crate::bridge::EventBus, before: &Plan, after: &Plan) 
     let (before, after) = (by_server(before), by_server(after));
     for (server, names) in &after {
         if before.get(server) != Some(names) {
-            bus.emit(
+            bus.publish(
                 MODULE_NAME,
-                events::TOOLS_REGISTERED,
-                json!({"serverName": server, "toolNames": names}),
+                &ToolsRegistered {
+                    server_name: server.clone(),
+                    tool_names: names.clone(),
+                },
             );
         }
     }
     for (server, names) in &before {
         if !after.contains_key(server) {
-            bus.emit(
+            bus.publish(
                 MODULE_NAME,
-                events::TOOLS_UNREGISTERED,
-                json!({"serverName": server, "toolNames": names}),
+                &ToolsUnregistered {
+                    server_name: server.clone(),
+                    tool_names: names.clone(),
+                },
             );
         }
     }
@@ -1026,7 +1027,7 @@ mod tests {
 
     #[test]
     fn declared_batches_that_come_and_go_are_announced_on_the_bus() {
-        use crate::bridge::{BusEvent, EventBus};
+        use crate::bridge::{BusEvent, BusMessage, EventBus};
         let bus = EventBus::new();
         let mut events = bus.subscribe();
         let one = plan(
@@ -1047,25 +1048,28 @@ mod tests {
         announce_changes(&bus, &two, &two);
         announce_changes(&bus, &two, &Plan::default());
         let mut seen = Vec::new();
-        while let Ok(BusEvent::Module { module, name, data }) = events.try_recv() {
+        while let Ok(BusEvent::Module {
+            module, name, data, ..
+        }) = events.try_recv()
+        {
             assert_eq!(module, MODULE_NAME);
             seen.push((name, data));
         }
         let want = vec![
             (
-                events::TOOLS_REGISTERED,
+                ToolsRegistered::NAME,
                 json!({"serverName": "a", "toolNames": ["mcp__a__x"]}),
             ),
             (
-                events::TOOLS_REGISTERED,
+                ToolsRegistered::NAME,
                 json!({"serverName": "b", "toolNames": ["mcp__b__y", "mcp__b__z"]}),
             ),
             (
-                events::TOOLS_UNREGISTERED,
+                ToolsUnregistered::NAME,
                 json!({"serverName": "a", "toolNames": ["mcp__a__x"]}),
             ),
             (
-                events::TOOLS_UNREGISTERED,
+                ToolsUnregistered::NAME,
                 json!({"serverName": "b", "toolNames": ["mcp__b__y", "mcp__b__z"]}),
             ),
         ];

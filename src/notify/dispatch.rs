@@ -3,7 +3,7 @@
 //! dispatch`] returns at once and the sending runs in its own task. Each platform's outcome is
 //! collected (a desktop notification held back because the terminal has focus counts as
 //! delivered, as the original's "suppressed"), logged without secrets, and announced on the bus
-//! as `unipi:notify:sent {eventType, platforms, success, timestamp, results}`.
+//! as [`NotificationSent`] (`unipi:notify:sent`).
 //!
 //! Without a D-Bus session bus the desktop can never be reached: the first such failure says so
 //! once (in Pi, and the log) with how to turn the platform off, and alerts stop trying it for the
@@ -12,16 +12,15 @@
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
-use futures_util::future::join_all;
-use serde_json::{Value, json};
-
+use super::bus::{NotificationSent, PlatformResult};
 use super::config::{NotifyConfig, Platform, TerminalMethod};
 use super::platforms::native::NativeError;
 use super::platforms::{Notice, http, native, terminal};
-use crate::bridge::{AgentId, BridgeHost, EventBus, HostCall, HostOptions, NotifyLevel, names};
+use crate::bridge::{AgentId, BridgeHost, EventBus, HostCall, HostOptions, NotifyLevel};
 use crate::capability::Ui;
 use crate::config::live::LiveConfig;
 use crate::http::LazyClient;
+use futures_util::future::join_all;
 
 /// How a platform took a notification.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -43,15 +42,17 @@ impl Delivery {
         self.outcome.is_ok()
     }
 
-    fn to_json(&self) -> Value {
-        match &self.outcome {
-            Ok(Sent::Delivered) => json!({"platform": self.platform.key(), "success": true}),
-            Ok(Sent::Suppressed(why)) => {
-                json!({"platform": self.platform.key(), "success": true, "suppressed": why})
-            }
-            Err(error) => {
-                json!({"platform": self.platform.key(), "success": false, "error": error})
-            }
+    fn result(&self) -> PlatformResult {
+        let (suppressed, error) = match &self.outcome {
+            Ok(Sent::Delivered) => (None, None),
+            Ok(Sent::Suppressed(why)) => (Some((*why).to_owned()), None),
+            Err(error) => (None, Some(error.clone())),
+        };
+        PlatformResult {
+            platform: self.platform.key().to_owned(),
+            success: self.ok(),
+            suppressed,
+            error,
         }
     }
 }
@@ -179,16 +180,15 @@ impl Dispatcher {
                 }
             }
             if let Some(bus) = this.inner.bus.get() {
-                bus.emit(
+                bus.publish(
                     "notify",
-                    names::NOTIFICATION_SENT,
-                    json!({
-                        "eventType": event_type,
-                        "platforms": platforms.iter().map(|p| p.key()).collect::<Vec<_>>(),
-                        "success": !results.is_empty() && results.iter().all(Delivery::ok),
-                        "timestamp": crate::sys::now_ms(),
-                        "results": results.iter().map(Delivery::to_json).collect::<Vec<_>>(),
-                    }),
+                    &NotificationSent {
+                        event_type,
+                        platforms: platforms.iter().map(|p| p.key().to_owned()).collect(),
+                        success: !results.is_empty() && results.iter().all(Delivery::ok),
+                        timestamp: crate::sys::now_ms(),
+                        results: results.iter().map(Delivery::result).collect(),
+                    },
                 );
             }
         });

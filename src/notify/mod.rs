@@ -1,13 +1,15 @@
 //! Notifications that reach the user wherever they are: on the desktop, on a phone (ntfy,
 //! Gotify, Telegram), or in the terminal they reached over SSH. The router (`routing`) follows
-//! the event bus and the screen — the agent done, the agent needing input (an `ask_user`
-//! question, or Pi's own `blocked` status), a background task or helper finished, an MCP server
-//! failed, a compaction done, an error — and decides what to send and when (silence after recent
-//! input; no "done" while a background task will wake the agent). The dispatcher (`dispatch`)
-//! sends to the platforms (`platforms`) in parallel under a timeout and announces the outcome
-//! (`unipi:notify:sent`). Settings are the original's files (`config`), edited by
+//! the event bus and the screen — Pi's own events (the agent done, an error, a compaction done,
+//! Pi's `blocked` status) and the alerts other capabilities attach to their bus messages (an
+//! `ask_user` question, a background task or helper finished, an MCP server failed, …; see
+//! [`crate::bridge::Alerting`]) — and decides what to send and when (silence after recent input;
+//! no "done" while work will wake the agent). The dispatcher (`dispatch`) sends to the platforms
+//! (`platforms`) in parallel under a timeout and announces the outcome (`bus`,
+//! `unipi:notify:sent`). Settings are the original's files (`config`), edited by
 //! `/unipi:notify-settings` (`settings`); `notify_user` and `/unipi:notify-test` are in `module`.
 
+mod bus;
 mod capability;
 pub mod config;
 pub mod dispatch;
@@ -20,3 +22,8 @@ pub mod settings;
 mod tests;
 
 pub use capability::REGISTRATION;
+
+/// The key of the needs-input event's settings (Unipi's name), under which Pi's own `blocked`
+/// status alerts; a capability's question may alert under it too (it names the key it alerts
+/// under).
+const NEEDS_INPUT: &str = "ask_user_prompt";

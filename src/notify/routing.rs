@@ -1,34 +1,36 @@
-//! Which events become notifications, and when. The router follows the event bus (Pi's events and
-//! the capabilities' `unipi:*` events) and the screen's state, turns what matters into an
-//! [`Alert`] ([`Router::route`], pure), and sends it by the rules:
+//! Which events become notifications, and when. The router follows the event bus and the
+//! screen's state, turns what matters into an [`Alert`] ([`Router::route`], pure), and sends it by
+//! the rules. Pi's own events it reads itself; every other event says on itself whether and how
+//! it alerts ([`Alerting`], attached by the capability that publishes it), so the router knows no
+//! other capability.
 //!
 //! - The event's settings: enabled, its platforms (else every enabled one, else the defaults),
-//!   its priority (asking = high, failures = normal, everything else = low).
-//! - Needs-input (an `ask_user` question, or Pi's own `blocked` program status, which covers Pi's
-//!   and other extensions' dialogs) waits out the silence after input and goes only if the
-//!   question still waits and the keyboard has been quiet that long: at the keyboard you are not
-//!   buzzed, away you are.
+//!   its priority (a question = high, failures = normal, everything else = low).
+//! - Needs-input (a question a capability's alert waits on, or Pi's own `blocked` program status,
+//!   which covers Pi's and other extensions' dialogs) waits out the silence after input and goes
+//!   only if the question still waits and the keyboard has been quiet that long: at the keyboard
+//!   you are not buzzed, away you are.
 //! - Everything else goes at once, unless the user typed within the silence (they are there).
-//! - Nobody attached (a detachable session whose terminal left) is "away": nothing is held
+//! - Nobody attached (a session whose terminal left) is "away": nothing is held
 //!   back and nothing waits out the silence — the question reaches the phone at once, also one
 //!   that was already waiting when the terminal left (the wait follows the screen's state).
 //! - "Agent done" is not sent by a run without the workbench's screen (`-p`, `--mode json`: a
 //!   script learns of the end from the exit) unless `headlessAgentEnd` says so.
-//! - "Agent done" is not sent while a background task will wake the agent anyway (the tasks
-//!   publish how many will), nor after a run the user aborted; a run that ended in an error says
-//!   so instead ("errors", never for an aborted run).
+//! - "Agent done" is not sent while running work will wake the agent anyway (its publisher says
+//!   how much, [`Alerting::PendingWakes`]), nor after a run the user aborted; a run that ended in
+//!   an error says so instead ("errors", never for an aborted run).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
-use serde_json::Value;
 use tokio::sync::broadcast;
 
+use super::NEEDS_INPUT;
 use super::config::Priority;
 use super::dispatch::Dispatcher;
 use super::platforms::Notice;
-use crate::bridge::{AgentId, BusEvent, EventBus, PiEvent, names};
+use crate::bridge::{AgentId, AlertPriority, Alerting, BusEvent, EventBus, PiEvent};
 use crate::pane::emulator::{ProgramState, ProgramStatus};
 
 /// What an alert waits for before it is sent.
@@ -36,7 +38,7 @@ use crate::pane::emulator::{ProgramState, ProgramStatus};
 pub enum Waits {
     /// Nothing: sent now (unless the user is at the keyboard).
     No,
-    /// An `ask_user` call, until answered.
+    /// A question, until answered ([`Alerting::Answered`]).
     Question(u64),
     /// Pi's `blocked` status, until it changes.
     Blocked,
@@ -45,7 +47,7 @@ pub enum Waits {
 /// A notification in the making.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Alert {
-    /// The config key of its event (`agent_end`, `ask_user_prompt`, …).
+    /// The config key of its event (`agent_end`, `agent_error`, …).
     pub event: &'static str,
     pub notice: Notice,
     pub waits: Waits,
@@ -69,10 +71,10 @@ impl Alert {
 /// What the router remembers between events.
 #[derive(Debug, Default)]
 struct State {
-    /// `ask_user` calls not yet settled.
+    /// Questions not yet settled.
     questions: HashSet<u64>,
-    /// Running background tasks whose end wakes the agent.
-    waking: u64,
+    /// Per publishing module: its running work whose end wakes the agent.
+    waking: HashMap<String, usize>,
     /// The main agent's current run ended a model request in an error.
     run_error: Option<String>,
     session_name: Option<String>,
@@ -87,7 +89,7 @@ pub enum Fired {
     HeldBack,
     /// Handed to the dispatcher.
     Sent,
-    /// Waiting for the user to be away; the task says whether it was sent in the end.
+    /// Waiting for the user to be away; the wait says whether it was sent in the end.
     Waiting(tokio::task::JoinHandle<bool>),
 }
 
@@ -151,7 +153,11 @@ impl Router {
             BusEvent::Pi { agent, event } if *agent == AgentId::main() => {
                 route_pi(&mut state, event)
             }
-            BusEvent::Module { name, data, .. } => route_module(&mut state, name, data),
+            BusEvent::Module {
+                module,
+                alerting: Some(alerting),
+                ..
+            } => route_alerting(&mut state, module, alerting),
             _ => None,
         }
     }
@@ -193,12 +199,12 @@ impl Router {
             return Fired::Sent;
         }
         let this = self.clone();
-        let asked = Instant::now();
+        let raised = Instant::now();
         let mut screen = self.dispatcher.ui().watch_screen();
         Fired::Waiting(tokio::spawn(async move {
             // Wait until the keyboard has been quiet for the silence since the question came, or
-            // nobody is attached any more — a detach wakes the wait, it does not sit out the
-            // silence.
+            // nobody is attached any more — the terminal leaving wakes the wait, it does not sit
+            // out the silence.
             let mut watching = true;
             loop {
                 let state = screen.borrow_and_update().clone();
@@ -206,7 +212,7 @@ impl Router {
                     break;
                 }
                 let typed = state.last_input;
-                let quiet_from = typed.map_or(asked, |at| at.max(asked));
+                let quiet_from = typed.map_or(raised, |at| at.max(raised));
                 let due = quiet_from + silence;
                 if Instant::now() >= due {
                     break;
@@ -252,7 +258,7 @@ fn blocked_alert(status: Option<&ProgramStatus>) -> Alert {
     };
     Alert {
         waits: Waits::Blocked,
-        ..Alert::new("ask_user_prompt", "Input Needed", message, Priority::High)
+        ..Alert::new(NEEDS_INPUT, "Input Needed", message, Priority::High)
     }
 }
 
@@ -291,8 +297,8 @@ fn route_pi(state: &mut State, event: &PiEvent) -> Option<Alert> {
                     Priority::Normal,
                 ));
             }
-            if state.waking > 0 {
-                // A background task will wake the agent: the turn is not really over.
+            if state.waking.values().any(|&count| count > 0) {
+                // Running work will wake the agent: the turn is not really over.
                 return None;
             }
             let message = match &state.session_name {
@@ -327,112 +333,43 @@ fn route_pi(state: &mut State, event: &PiEvent) -> Option<Alert> {
     }
 }
 
-fn route_module(state: &mut State, name: &str, data: &Value) -> Option<Alert> {
-    let text = |key: &str| data.get(key).and_then(Value::as_str).map(str::to_owned);
-    match name {
-        names::ASK_USER_PROMPT => {
-            let id = data.get("id").and_then(Value::as_u64)?;
-            state.questions.insert(id);
-            let question = text("question").unwrap_or_else(|| "A question".to_owned());
-            let who = match text("agent") {
-                Some(agent) if agent != AgentId::main().to_string() => format!("{agent} asks"),
-                _ => "Agent asks".to_owned(),
-            };
-            let message = match text("context") {
-                Some(context) => format!("{who}: {question} — {context}"),
-                None => format!("{who}: {question}"),
+/// What a capability's message says of itself.
+fn route_alerting(state: &mut State, module: &str, alerting: &Alerting) -> Option<Alert> {
+    match alerting {
+        Alerting::Alert {
+            event,
+            title,
+            body,
+            priority,
+            question,
+        } => {
+            let waits = match *question {
+                Some(id) => {
+                    state.questions.insert(id);
+                    Waits::Question(id)
+                }
+                None => Waits::No,
             };
             Some(Alert {
-                waits: Waits::Question(id),
-                ..Alert::new("ask_user_prompt", "Question Asked", message, Priority::High)
+                waits,
+                ..Alert::new(event, title, body.clone(), priority_of(*priority))
             })
         }
-        names::ASK_USER_ANSWERED => {
-            if let Some(id) = data.get("id").and_then(Value::as_u64) {
-                state.questions.remove(&id);
-            }
+        Alerting::Answered(id) => {
+            state.questions.remove(id);
             None
         }
-        names::BG_TASKS_CHANGED => {
-            state.waking = data.get("waking").and_then(Value::as_u64).unwrap_or(0);
+        Alerting::PendingWakes(count) => {
+            state.waking.insert(module.to_owned(), *count);
             None
         }
-        // A task that wakes the agent is reported by the agent's turn that follows.
-        names::BG_TASK_FINISHED if data.get("wakesAgent") == Some(&Value::Bool(true)) => None,
-        names::BG_TASK_FINISHED => {
-            let name = text("name").unwrap_or_else(|| "a task".to_owned());
-            let status = text("status").unwrap_or_else(|| "finished".to_owned());
-            let exit = match data.get("exitCode").and_then(Value::as_i64) {
-                Some(code) => format!(" (exit {code})"),
-                None => String::new(),
-            };
-            let priority = if status == "failed" {
-                Priority::Normal
-            } else {
-                Priority::Low
-            };
-            Some(Alert::new(
-                "bg_task_finished",
-                "Background Task Done",
-                format!("{name}: {status}{exit}"),
-                priority,
-            ))
-        }
-        names::HELPER_FINISHED => {
-            let kind = text("type").unwrap_or_else(|| "helper".to_owned());
-            let description = text("description").unwrap_or_default();
-            let status = text("status").unwrap_or_else(|| "finished".to_owned());
-            Some(Alert::new(
-                "helper_finished",
-                "Helper Done",
-                format!("{kind} helper “{description}” {status}"),
-                Priority::Low,
-            ))
-        }
-        crate::mcp::module::events::SERVER_ERROR => Some(Alert::new(
-            "mcp_server_error",
-            "MCP Error",
-            format!(
-                "Server \"{}\" error: {}",
-                text("name").unwrap_or_else(|| "?".to_owned()),
-                text("error").unwrap_or_else(|| "unknown error".to_owned())
-            ),
-            Priority::Normal,
-        )),
-        // The workflow capability's step and loop ends, with the original's messages.
-        "unipi:workflow:end" => {
-            let command = text("command").unwrap_or_else(|| "unknown".to_owned());
-            let outcome = if data.get("success") == Some(&Value::Bool(false)) {
-                "failed"
-            } else {
-                "completed"
-            };
-            Some(Alert::new(
-                "workflow_end",
-                "Workflow Done",
-                format!("Workflow {command} {outcome}"),
-                Priority::Low,
-            ))
-        }
-        "unipi:ralph:loop:end" => Some(Alert::new(
-            "ralph_loop_end",
-            "Ralph Complete",
-            format!(
-                "Ralph loop \"{}\" {}",
-                text("name").unwrap_or_default(),
-                text("status").unwrap_or_else(|| "completed".to_owned())
-            ),
-            Priority::Low,
-        )),
-        "unipi:memory:consolidated" => Some(Alert::new(
-            "memory_consolidated",
-            "Memory Saved",
-            format!(
-                "Memory consolidated ({} items)",
-                data.get("count").and_then(Value::as_u64).unwrap_or(0)
-            ),
-            Priority::Low,
-        )),
-        _ => None,
+    }
+}
+
+fn priority_of(priority: AlertPriority) -> Priority {
+    match priority {
+        AlertPriority::Low => Priority::Low,
+        AlertPriority::Normal => Priority::Normal,
+        AlertPriority::High => Priority::High,
     }
 }

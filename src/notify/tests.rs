@@ -1,7 +1,8 @@
 //! The notifications against stand-ins for their real ends: HTTP servers on loopback playing
 //! ntfy, Gotify and Telegram (recording every request exactly, answering with an error or not
 //! at all when told), the screen's handle for the terminal channel, and a real event bus for the
-//! router and the `unipi:notify:sent` announcement.
+//! router and the `unipi:notify:sent` announcement. The router is fed the messages the other
+//! capabilities publish, with the alerts they attach.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -12,14 +13,19 @@ use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
+use super::bus::NotificationSent;
 use super::config::{NotifyConfig, Platform, Priority, TerminalMethod};
 use super::dispatch::{Delivery, Dispatcher, Focus, Sent, test_report};
 use super::platforms::Notice;
 use super::routing::{Alert, Fired, Router, Waits};
-use crate::bridge::{AgentId, BusEvent, EventBus, PiEvent, names};
+use crate::askuser::bus::{AskUserAnswered, AskUserPrompt};
+use crate::bridge::{AgentId, BusEvent, BusMessage, EventBus, PiEvent};
 use crate::capability::{Ui, UiReceiver, UiRequest};
 use crate::config::keymap::Keymap;
+use crate::helpers::bus::HelperFinished;
+use crate::mcp::bus::ServerError;
 use crate::pane::emulator::{ProgramState, ProgramStatus};
+use crate::tasks::bus::{BgTaskFinished, BgTasksChanged};
 
 /// One request as the stand-in server saw it.
 #[derive(Clone, Debug)]
@@ -337,7 +343,7 @@ async fn dispatching_returns_at_once_and_announces_the_outcome() {
         notice(Priority::Low),
         vec![Platform::Ntfy, Platform::Gotify],
     );
-    let sent = next_module_event(&mut events, names::NOTIFICATION_SENT).await;
+    let sent = next_module_event(&mut events, NotificationSent::NAME).await;
     assert_eq!(sent["eventType"], "agent_end");
     assert_eq!(sent["platforms"], json!(["ntfy", "gotify"]));
     assert_eq!(sent["success"], false);
@@ -439,8 +445,41 @@ async fn next_module_event(events: &mut broadcast::Receiver<BusEvent>, name: &st
     .unwrap_or_else(|_| panic!("no {name} within {deadline:?}"))
 }
 
-fn module(name: &str, data: Value) -> BusEvent {
-    BusEvent::module("test", name, data)
+/// `message` as its capability publishes it.
+fn message(message: impl BusMessage) -> BusEvent {
+    BusEvent::message("test", &message).unwrap()
+}
+
+/// An `ask_user` question (`agent`'s first), as ask-user publishes it.
+fn question(id: u64, agent: &str, question: &str, context: Option<&str>) -> BusEvent {
+    message(AskUserPrompt {
+        id,
+        agent: agent.into(),
+        question: question.into(),
+        context: context.map(str::to_owned),
+        option_count: 0,
+        allow_multiple: false,
+        allow_freeform: true,
+        question_count: 1,
+    })
+}
+
+fn answered(id: u64) -> BusEvent {
+    message(AskUserAnswered {
+        id,
+        agent: "main".into(),
+        kind: "selection".into(),
+    })
+}
+
+fn task_finished(name: &str, status: &str, exit_code: i32, wakes_agent: bool) -> BusEvent {
+    message(BgTaskFinished {
+        id: format!("bg-{name}"),
+        name: name.into(),
+        status: status.into(),
+        exit_code: Some(exit_code),
+        wakes_agent,
+    })
 }
 
 fn messages(router: &Router, events: Vec<BusEvent>) -> Vec<(String, String, Priority)> {
@@ -479,9 +518,15 @@ async fn events_become_alerts_with_their_messages_and_priorities() {
             BusEvent::main_pi(PiEvent::AgentStart),
             BusEvent::main_pi(settled(false)),
             // A background task that will wake the agent: its "done" is not the end.
-            module(names::BG_TASKS_CHANGED, json!({"running": 1, "waking": 1})),
+            message(BgTasksChanged {
+                running: 1,
+                waking: 1,
+            }),
             BusEvent::main_pi(settled(false)),
-            module(names::BG_TASKS_CHANGED, json!({"running": 0, "waking": 0})),
+            message(BgTasksChanged {
+                running: 0,
+                waking: 0,
+            }),
             // An error, then a run the user aborted: no alert for the latter.
             BusEvent::main_pi(PiEvent::AgentStart),
             BusEvent::main_pi(error_end.clone()),
@@ -489,30 +534,21 @@ async fn events_become_alerts_with_their_messages_and_priorities() {
             BusEvent::main_pi(PiEvent::AgentStart),
             BusEvent::main_pi(error_end),
             BusEvent::main_pi(settled(true)),
-            module(
-                names::ASK_USER_PROMPT,
-                json!({"id": 7, "agent": "main", "question": "Deploy?", "context": "tests pass"}),
-            ),
-            module(
-                names::ASK_USER_PROMPT,
-                json!({"id": 8, "agent": "helper:h1", "question": "Which file?"}),
-            ),
-            module(
-                names::BG_TASK_FINISHED,
-                json!({"name": "build", "status": "failed", "exitCode": 2, "wakesAgent": false}),
-            ),
-            module(
-                names::BG_TASK_FINISHED,
-                json!({"name": "watch", "status": "done", "exitCode": 0, "wakesAgent": true}),
-            ),
-            module(
-                names::HELPER_FINISHED,
-                json!({"type": "explore", "description": "map the repo", "status": "completed"}),
-            ),
-            module(
-                "unipi:mcp:server:error",
-                json!({"name": "files", "error": "exited with status 1"}),
-            ),
+            question(7, "main", "Deploy?", Some("tests pass")),
+            question(8, "helper:h1", "Which file?", None),
+            task_finished("build", "failed", 2, false),
+            task_finished("watch", "done", 0, true),
+            message(HelperFinished {
+                id: "h1".into(),
+                agent_type: "explore".into(),
+                description: "map the repo".into(),
+                status: "completed".into(),
+                error: None,
+            }),
+            message(ServerError {
+                name: "files".into(),
+                error: "exited with status 1".into(),
+            }),
             BusEvent::main_pi(PiEvent::CompactionEnd(crate::bridge::CompactionEnd {
                 tokens_before: Some(9000),
                 ..Default::default()
@@ -576,25 +612,30 @@ async fn events_become_alerts_with_their_messages_and_priorities() {
 /// The workflow capability's end events (its own names and fields) become Unipi's alerts.
 #[tokio::test]
 async fn a_workflow_step_and_a_ralph_loop_ending_alert_with_the_originals_words() {
-    use crate::workflow::events;
+    use crate::workflow::bus::{RalphLoopEnd, WorkflowEnd};
+    use crate::workflow::ralph::LoopStatus;
     let (dispatcher, _rx, _ui) = dispatcher(NotifyConfig::default(), false);
     let router = Router::new(dispatcher);
+    let step = |command: &str, level: &str, success, duration_ms| {
+        message(WorkflowEnd {
+            command: command.into(),
+            level: level.into(),
+            success,
+            duration_ms,
+        })
+    };
     let got = messages(
         &router,
         vec![
-            module(
-                events::WORKFLOW_END,
-                json!({"command": "plan", "level": "write-unipi", "success": true, "durationMs": 5}),
-            ),
-            module(
-                events::WORKFLOW_END,
-                json!({"command": "work", "level": "full", "success": false, "durationMs": 9}),
-            ),
-            module(
-                events::RALPH_LOOP_END,
-                json!({"name": "release", "iteration": 2, "maxIterations": 5,
-                       "status": "stopped", "reason": "ralph-stop"}),
-            ),
+            step("plan", "write-unipi", true, 5),
+            step("work", "full", false, 9),
+            message(RalphLoopEnd {
+                name: "release".into(),
+                iteration: 2,
+                max_iterations: 5,
+                status: LoopStatus::Stopped,
+                reason: Some("ralph-stop".into()),
+            }),
         ],
     );
     let low = |event: &str, message: &str| (event.to_owned(), message.to_owned(), Priority::Low);
@@ -640,28 +681,15 @@ async fn a_question_alerts_only_if_still_unanswered_after_the_silence() {
     let silence = Duration::from_millis(300);
     let (router, mut rx, ui) = terminal_router(silence);
     // Answered within the silence: nothing is sent.
-    let asked = router
-        .route(&module(
-            names::ASK_USER_PROMPT,
-            json!({"id": 1, "question": "A?"}),
-        ))
-        .unwrap();
+    let asked = router.route(&question(1, "main", "A?", None)).unwrap();
     assert_eq!(asked.waits, Waits::Question(1));
     let fired = router.fire(asked);
-    router.route(&module(
-        names::ASK_USER_ANSWERED,
-        json!({"id": 1, "kind": "selection"}),
-    ));
+    router.route(&answered(1));
     assert!(!waited(fired).await);
     assert!(terminal_bytes(&mut rx).is_empty());
     // Unanswered, the user typing meanwhile: it waits for the keyboard to go quiet, then goes.
     let started = Instant::now();
-    let asked = router
-        .route(&module(
-            names::ASK_USER_PROMPT,
-            json!({"id": 2, "question": "B?"}),
-        ))
-        .unwrap();
+    let asked = router.route(&question(2, "main", "B?", None)).unwrap();
     let fired = router.fire(asked);
     // The user types half a silence after the question: the quiet is counted from then.
     ui.update_screen(|state| state.last_input = Some(Instant::now() + silence / 2));
@@ -756,10 +784,7 @@ async fn with_no_terminal_attached_a_question_reaches_the_phone_at_once() {
         state.attached = false;
     });
     let asked = router
-        .route(&module(
-            names::ASK_USER_PROMPT,
-            json!({"id": 9, "question": "Deploy now?"}),
-        ))
+        .route(&question(9, "main", "Deploy now?", None))
         .unwrap();
     assert!(
         tokio::time::timeout(Duration::from_secs(10), waited(router.fire(asked)))
@@ -806,10 +831,7 @@ async fn a_question_waiting_when_the_terminal_leaves_reaches_the_phone_at_once()
     let router = Router::new(dispatcher);
     ui.update_screen(|state| state.last_input = Some(Instant::now()));
     let asked = router
-        .route(&module(
-            names::ASK_USER_PROMPT,
-            json!({"id": 11, "question": "Ship it?"}),
-        ))
+        .route(&question(11, "main", "Ship it?", None))
         .unwrap();
     let Fired::Waiting(task) = router.fire(asked) else {
         panic!("a question waits for the user to be away");

@@ -10,11 +10,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
-use serde_json::json;
 use tokio::sync::{broadcast, watch};
 use unipi_widgets::footer::Segment;
 use unipi_widgets::pending::{PendingTask, pending_text, tasks_segment};
 
+use super::bus::{BgTaskFinished, BgTasksChanged};
 use super::dock::TaskDock;
 use super::{
     TASKS_CONFIG_FILE, TASKS_SETTINGS_TITLE, TaskService, TaskSettings, TasksConfig, TasksModule,
@@ -22,7 +22,6 @@ use super::{
 };
 use crate::bridge::{
     AgentId, BusEvent, CommandCall, CommandReply, EventBus, HostCall, Module, NotifyLevel, PiEvent,
-    names,
 };
 use crate::capability::settings::{Save, SettingsHome, SettingsPage, live_reporting};
 use crate::capability::{
@@ -254,9 +253,9 @@ async fn pending_line(service: TaskService, bridge: BridgeLink, ui: Ui) {
     }
 }
 
-/// Publishes the tasks' counts when they change (`unipi:bg:tasks:changed {running, waking}`)
-/// and each task's end (`unipi:bg:task:finished`), for whoever follows them on the bus (the
-/// notifications: a task's end, and whether the agent will be woken anyway).
+/// Publishes the tasks' counts when they change ([`BgTasksChanged`]) and each task's end
+/// ([`BgTaskFinished`]), for whoever follows them on the bus (the notifications: a task's end,
+/// and whether the agent will be woken anyway).
 async fn publish_task_events(service: TaskService, bus: EventBus) {
     let registry = service.registry();
     let mut changes = registry.subscribe();
@@ -271,19 +270,25 @@ async fn publish_task_events(service: TaskService, bus: EventBus) {
         let now = (registry.running_count(), registry.waking_count());
         if counts != Some(now) {
             counts = Some(now);
-            bus.emit(
+            bus.publish(
                 "tasks",
-                names::BG_TASKS_CHANGED,
-                json!({"running": now.0, "waking": now.1}),
+                &BgTasksChanged {
+                    running: now.0,
+                    waking: now.1,
+                },
             );
         }
         for task in registry.snapshot() {
             if !task.is_running() && ended.insert(task.id.clone()) {
-                bus.emit(
+                bus.publish(
                     "tasks",
-                    names::BG_TASK_FINISHED,
-                    json!({"id": task.id, "name": task.name, "status": task.status.as_str(),
-                        "exitCode": task.exit_code, "wakesAgent": task.wakes_agent()}),
+                    &BgTaskFinished {
+                        wakes_agent: task.wakes_agent(),
+                        id: task.id,
+                        name: task.name,
+                        status: task.status.as_str().to_owned(),
+                        exit_code: task.exit_code,
+                    },
                 );
             }
         }
@@ -320,9 +325,10 @@ mod tests {
     use std::path::PathBuf;
     use std::time::Duration;
 
-    use serde_json::Value;
+    use serde_json::{Value, json};
 
     use super::*;
+    use crate::bridge::BusMessage;
     use crate::tasks::{RunRequest, TaskOrigin};
 
     /// The next `unipi:bg:*` event on the bus.
@@ -352,7 +358,7 @@ mod tests {
         assert_eq!(
             next(&mut events).await,
             (
-                names::BG_TASKS_CHANGED.to_owned(),
+                BgTasksChanged::NAME.to_owned(),
                 json!({"running": 0, "waking": 0})
             )
         );
@@ -379,20 +385,20 @@ mod tests {
         assert_eq!(
             next(&mut events).await,
             (
-                names::BG_TASKS_CHANGED.to_owned(),
+                BgTasksChanged::NAME.to_owned(),
                 json!({"running": 1, "waking": 1})
             )
         );
         std::fs::write(&go, "").unwrap();
         let (name, ended) = next(&mut events).await;
-        let (name, ended) = if name == names::BG_TASKS_CHANGED {
+        let (name, ended) = if name == BgTasksChanged::NAME {
             // The counts may change before the end is seen; the end follows.
             assert_eq!(ended, json!({"running": 0, "waking": 0}));
             next(&mut events).await
         } else {
             (name, ended)
         };
-        assert_eq!(name, names::BG_TASK_FINISHED);
+        assert_eq!(name, BgTaskFinished::NAME);
         assert_eq!(ended["name"], "gated");
         assert_eq!(ended["status"], "failed");
         assert_eq!(ended["exitCode"], 3);

@@ -7,8 +7,10 @@
 //! footer and other modules; [`TasksModule`] is the bridge face (`bg_run`, `bg_status`,
 //! `bg_logs`, `bg_kill`, the `/unipi:bg*` commands and the notification card). Pure text —
 //! names, guidance, status lines, the notification block — lives in `model`, `logs` and
-//! `notify` so it is table-tested without processes.
+//! `notify` so it is table-tested without processes. What the tasks tell other capabilities goes
+//! on the event bus as the messages in `bus` (a task's end, the running counts).
 
+pub mod bus;
 mod capability;
 mod capture;
 mod config;

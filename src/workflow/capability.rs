@@ -7,10 +7,10 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use futures_util::future::BoxFuture;
-use serde_json::json;
 use tokio::sync::{broadcast, watch};
 
 use super::board::{BoardStore, BoardView, KANBAN_KEYS, WorkbenchBoard};
+use super::bus::{WorkflowEnd, WorkflowStart};
 use super::commands::{self, WorkflowCommand};
 use super::levels::WRITE_ROOT;
 use super::module::{KANBOARD, RALPH_START, RALPH_STATUS, RALPH_STOP, WorkflowModule};
@@ -43,15 +43,6 @@ static BOARD: GlobalAction = GlobalAction {
     otherwise: Otherwise::Notice("No capability offers the board"),
     help_order: 20,
 };
-
-/// Unipi's event names for the workflow and the loop.
-pub mod events {
-    pub const WORKFLOW_START: &str = "unipi:workflow:start";
-    pub const WORKFLOW_END: &str = "unipi:workflow:end";
-    pub const RALPH_LOOP_START: &str = "unipi:ralph:loop:start";
-    pub const RALPH_ITERATION_DONE: &str = "unipi:ralph:iteration:done";
-    pub const RALPH_LOOP_END: &str = "unipi:ralph:loop:end";
-}
 
 fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
     let changed = Changed::default();
@@ -269,11 +260,15 @@ impl Shared {
             delivery: Delivery::new(marker),
             errored: false,
         });
-        link.bus().emit(
+        link.bus().publish(
             "workflow",
-            events::WORKFLOW_START,
-            json!({"command": full_name, "level": command.level.name(), "args": call.args,
-                   "tools": tools, "skill": skill.source}),
+            &WorkflowStart {
+                command: full_name.clone(),
+                level: command.level.name().to_owned(),
+                args: call.args.clone(),
+                tools: tools.clone(),
+                skill: skill.source.clone(),
+            },
         );
         let message = commands::message(command, &call.args, &skill.text, &docs);
         let send = HostCall::SendUserMessage {
@@ -316,11 +311,14 @@ impl Shared {
                 );
             }
         }
-        link.bus().emit(
+        link.bus().publish(
             "workflow",
-            events::WORKFLOW_END,
-            json!({"command": ended.command, "level": ended.level.name(),
-                   "success": ended.success, "durationMs": ended.duration_ms}),
+            &WorkflowEnd {
+                command: ended.command.clone(),
+                level: ended.level.name().to_owned(),
+                success: ended.success,
+                duration_ms: ended.duration_ms,
+            },
         );
         tracing::info!(
             "workflow: /{} ended (success {})",

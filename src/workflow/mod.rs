@@ -4,6 +4,7 @@
 //! live; and the optional autonomous loop (ralph). See `docs/workflow.md`.
 
 pub mod board;
+pub mod bus;
 mod capability;
 pub mod commands;
 pub mod docs;
@@ -15,4 +16,4 @@ pub mod refs;
 pub mod run;
 pub mod skills;
 
-pub use capability::{REGISTRATION, events};
+pub use capability::REGISTRATION;

@@ -7,9 +7,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use serde_json::json;
-
-use super::capability::{Shared, events};
+use super::bus::{RalphIterationDone, RalphLoopEnd, RalphLoopStart};
+use super::capability::Shared;
 use super::docs::DOCS_DIR;
 use super::ralph::{self, LoopStatus, Next, Running};
 use crate::bridge::{CommandCall, CommandReply, DeliverAs, HostCall, NotifyLevel};
@@ -65,10 +64,13 @@ impl Shared {
                 };
             }
         };
-        link.bus().emit(
+        link.bus().publish(
             "workflow",
-            events::RALPH_LOOP_START,
-            json!({"name": state.name, "iteration": state.iteration, "maxIterations": state.max_iterations}),
+            &RalphLoopStart {
+                name: state.name.clone(),
+                iteration: state.iteration,
+                max_iterations: state.max_iterations,
+            },
         );
         let reply = format!(
             "Ralph loop {} started at iteration {}/{} — /unipi:ralph-stop ends it",
@@ -135,12 +137,15 @@ impl Shared {
             tracing::warn!("ralph: {err:#}");
         }
         if let Some(link) = self.bridge.get() {
-            link.bus().emit(
+            link.bus().publish(
                 "workflow",
-                events::RALPH_LOOP_END,
-                json!({"name": state.name, "iteration": state.iteration,
-                       "maxIterations": state.max_iterations, "status": state.status,
-                       "reason": state.reason}),
+                &RalphLoopEnd {
+                    name: state.name.clone(),
+                    iteration: state.iteration,
+                    max_iterations: state.max_iterations,
+                    status: state.status,
+                    reason: state.reason.clone(),
+                },
             );
         }
         tracing::info!(
@@ -192,10 +197,13 @@ impl Shared {
                 }
             }
         }
-        link.bus().emit(
+        link.bus().publish(
             "workflow",
-            events::RALPH_ITERATION_DONE,
-            json!({"name": state.name, "iteration": state.iteration, "status": state.status}),
+            &RalphIterationDone {
+                name: state.name.clone(),
+                iteration: state.iteration,
+                status: state.status,
+            },
         );
         match next {
             Next::Continue(prompt) => {
