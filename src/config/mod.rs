@@ -4,6 +4,7 @@
 
 pub mod error;
 pub mod footer;
+pub mod json;
 pub mod keymap;
 pub mod live;
 pub mod module_file;

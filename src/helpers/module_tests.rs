@@ -7,7 +7,7 @@ use tokio::sync::mpsc;
 
 use super::*;
 use crate::bridge::{AgentId, AgentNotice, CancelHandle, CancelToken, ChannelSink, UpdateSender};
-use crate::config::module_file::home_and_workspace;
+use crate::config::module_file::{ModuleConfig, home_and_workspace};
 use crate::helpers::agents::{AgentCatalog, AgentError};
 use crate::helpers::runner::RunStatus;
 use crate::test_table::check_errors;
