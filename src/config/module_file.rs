@@ -63,6 +63,27 @@ pub trait ModuleConfig: Default + Sized {
     }
 }
 
+/// `text`, the contents of `path`, as a JSON object given to `read`; what is wrong with it is
+/// added to `errors` (in file order when the style says so). `None` when it is not a JSON object.
+pub fn read_json_file<T>(
+    path: &Path,
+    text: &str,
+    style: Style,
+    errors: &mut Vec<ConfigError>,
+    read: impl FnOnce(&mut Object<'_>) -> T,
+) -> Option<T> {
+    let doc = match Doc::parse(path, text) {
+        Ok(doc) => doc,
+        Err(err) => {
+            errors.push(err);
+            return None;
+        }
+    };
+    let read = Object::root(&doc, style, true).map(|mut object| read(&mut object));
+    errors.extend(doc.take_errors(style.sorted));
+    read
+}
+
 /// How a module words and orders its config errors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Style {
