@@ -72,6 +72,15 @@ impl Origin {
     }
 }
 
+/// Orders errors as they stand in their files (line, then column), whatever order the JSON map
+/// iterated its keys in; an unreadable file's error comes first.
+pub fn sort_by_position(errors: &mut [ConfigError]) {
+    errors.sort_by_key(|err| match err {
+        ConfigError::Invalid { line, column, .. } => (*line, *column),
+        ConfigError::Unreadable { .. } => (0, 0),
+    });
+}
+
 /// 1-based line and column (in characters) of byte `offset` in `text`; an offset past the end or
 /// inside a character points at the position just before it.
 pub fn line_column(text: &str, offset: usize) -> (usize, usize) {

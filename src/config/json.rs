@@ -51,7 +51,7 @@ impl<'a> Doc<'a> {
     pub fn take_errors(&self, sorted: bool) -> Vec<ConfigError> {
         let mut errors = self.errors.take();
         if sorted {
-            super::module_file::sort_by_position(&mut errors);
+            super::error::sort_by_position(&mut errors);
         }
         errors
     }

@@ -384,18 +384,10 @@ pub fn home_and_workspace(
     (home, workspace)
 }
 
-/// Orders errors as they stand in their files (line, then column), whatever order the JSON map
-/// iterated its keys in; an unreadable file's error comes first.
-pub fn sort_by_position(errors: &mut [ConfigError]) {
-    errors.sort_by_key(|err| match err {
-        ConfigError::Invalid { line, column, .. } => (*line, *column),
-        ConfigError::Unreadable { .. } => (0, 0),
-    });
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::error::sort_by_position;
 
     /// A config of one flag, `on`.
     #[derive(Debug, Default, PartialEq)]
