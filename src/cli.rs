@@ -16,6 +16,7 @@ use clap::{CommandFactory, Parser};
 
 use crate::app::{AppOptions, AppOutcome};
 use crate::config;
+use crate::config::module_file::ModuleConfig as _;
 use crate::headless::RunMode;
 use crate::pi;
 
@@ -214,7 +215,7 @@ fn run_session(cli: Cli, split: SplitArgs, log_path: PathBuf) -> Result<i32> {
         home.as_deref(),
         &workspace,
         &[config::footer::FOOTER_FILE],
-        config::footer::load_footer_config,
+        config::footer::FooterConfig::load,
     );
     // The keymap and the theme are fixed when the loop starts: a fix to either shows only after
     // a restart, which the box says (the other files are followed).
@@ -224,7 +225,7 @@ fn run_session(cli: Cli, split: SplitArgs, log_path: PathBuf) -> Result<i32> {
     });
     // `workbench.json`'s `detach` section was read before this workbench started (it decides
     // whether this run is a session); its problems are reported here, like every file's.
-    let (_, detach_errors) = crate::detach::config::load(home.as_deref(), &workspace);
+    let (_, detach_errors) = crate::detach::config::DetachConfig::load(home.as_deref(), &workspace);
     let config_errors: Vec<String> = keymap_errors
         .iter()
         .chain(theme_errors.iter())

@@ -888,7 +888,8 @@ async fn a_task_stopped_from_the_dock_does_not_wake_the_agent() -> Result<()> {
 #[tokio::test]
 async fn an_edit_of_the_config_file_applies_to_the_next_task() -> Result<()> {
     use unipi_tui::config::live::LiveConfig;
-    use unipi_tui::tasks::{TASKS_CONFIG_FILE, load_tasks_config};
+    use unipi_tui::config::module_file::ModuleConfig;
+    use unipi_tui::tasks::{TASKS_CONFIG_FILE, TasksConfig};
     let h = harness()?;
     let home = h.work.join("home");
     std::fs::create_dir_all(&home)?;
@@ -896,7 +897,7 @@ async fn an_edit_of_the_config_file_applies_to_the_next_task() -> Result<()> {
         Some(&home),
         &h.work,
         &[TASKS_CONFIG_FILE],
-        load_tasks_config,
+        TasksConfig::load,
     );
     assert!(errors.is_empty(), "{errors:?}");
     let module = TasksModule::new(h.service.clone(), live);

@@ -18,7 +18,8 @@ use unipi_tui::bridge::{
     UpdateSender,
 };
 use unipi_tui::config::live::LiveConfig;
-use unipi_tui::web::config::{WEB_CONFIG_FILE, load_web_config};
+use unipi_tui::config::module_file::ModuleConfig;
+use unipi_tui::web::config::{WEB_CONFIG_FILE, WebConfig};
 use unipi_tui::web::module::WebModule;
 use web_fixtures::{FixtureServer, HOLD_UNTIL};
 
@@ -46,7 +47,7 @@ fn setup(workspace_config: Option<&str>) -> Setup {
         write_config(&workspace, text);
     }
     let (config, errors) =
-        LiveConfig::module(Some(&home), &workspace, &[WEB_CONFIG_FILE], load_web_config);
+        LiveConfig::module(Some(&home), &workspace, &[WEB_CONFIG_FILE], WebConfig::load);
     assert!(errors.is_empty(), "{errors:?}");
     Setup {
         _root: root,

@@ -445,15 +445,15 @@ fn a_sessions_terminal_attaching_and_leaving_reaches_the_screen_state_and_the_lo
 /// back from the editor), without a restart.
 #[test]
 fn an_edit_of_footer_json_shows_when_the_terminal_regains_focus() {
-    use crate::config::footer::{FOOTER_FILE, load_footer_config};
+    use crate::config::footer::{FOOTER_FILE, FooterConfig};
     use crate::config::live::LiveConfig;
-    use crate::config::module_file::write_module_file;
+    use crate::config::module_file::{ModuleConfig, write_module_file};
     let (home, workspace) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let (footer, errors) = LiveConfig::module(
         Some(home.path()),
         workspace.path(),
         &[FOOTER_FILE],
-        load_footer_config,
+        FooterConfig::load,
     );
     assert!(errors.is_empty(), "{errors:?}");
     let (mut app, _) = make_app_with(Vec::new(), footer);

@@ -7,8 +7,7 @@ use std::sync::Arc;
 use tokio::sync::watch;
 
 use super::config::{
-    ASK_USER_CONFIG_FILE, ASK_USER_SETTINGS_TITLE, AskUserConfig, apply_settings,
-    load_ask_user_config, settings_fields,
+    ASK_USER_CONFIG_FILE, ASK_USER_SETTINGS_TITLE, AskUserConfig, apply_settings, settings_fields,
 };
 use super::module::{AskUserModule, SETTINGS_COMMAND};
 use super::queue::{AskQueue, Opener};
@@ -18,6 +17,7 @@ use crate::capability::settings::{Save, SettingsHome, SettingsPage, live_reporti
 use crate::capability::{
     BridgeLink, Capability, Changed, Registration, StartContext, WithCommands,
 };
+use crate::config::module_file::ModuleConfig;
 
 pub const REGISTRATION: Registration = Registration {
     name: "ask-user",
@@ -30,14 +30,14 @@ const SETTINGS_PAGE: SettingsPage<AskUserConfig> = SettingsPage {
     title: ASK_USER_SETTINGS_TITLE,
     file: ASK_USER_CONFIG_FILE,
     what: "ask-user settings",
-    load: load_ask_user_config,
+    load: AskUserConfig::load,
     fields: settings_fields,
     to_values: apply_settings,
 };
 
 fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
     // Followed: an edit of the file applies to the next question.
-    let config = live_reporting(context, &[ASK_USER_CONFIG_FILE], load_ask_user_config);
+    let config = live_reporting(context, &[ASK_USER_CONFIG_FILE], AskUserConfig::load);
     let changed = Changed::default();
     let ui = context.ui.clone();
     let opener: Opener = {

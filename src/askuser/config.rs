@@ -12,14 +12,11 @@
 //! stays in force. `/unipi:ask-user-settings` edits the same keys ([`settings_fields`],
 //! [`apply_settings`]) and saves them into the user's file, keeping keys it does not know.
 
-use std::path::Path;
-
 use serde_json::{Map, Value, json};
 use unipi_widgets::settings::{SettingField, SettingValue};
 
 use crate::capability::settings::flag;
-use crate::config::error::ConfigError;
-use crate::config::module_file::{Report, apply_json_objects, load_module_config};
+use crate::config::module_file::{ModuleConfig, Object};
 
 /// The file's path below the home or workspace directory.
 pub const ASK_USER_CONFIG_FILE: &str = ".unipi/config/ask-user.json";
@@ -48,49 +45,19 @@ impl Default for AskUserConfig {
     }
 }
 
-/// Loads the config: defaults, then the home file, then the workspace file.
-pub fn load_ask_user_config(
-    home: Option<&Path>,
-    workspace: &Path,
-) -> (AskUserConfig, Vec<ConfigError>) {
-    load_module_config(home, workspace, ASK_USER_CONFIG_FILE, |sources| {
-        apply_json_objects(sources, apply_file)
-    })
-}
+/// Keys this module does not know are left alone (the file may carry more of Unipi's).
+impl ModuleConfig for AskUserConfig {
+    const FILE: &'static str = ASK_USER_CONFIG_FILE;
 
-/// Applies one file's keys to `config`, reporting what was wrong in it.
-fn apply_file(config: &mut AskUserConfig, object: &Map<String, Value>, report: &mut Report<'_>) {
-    let mut flag = |key: &str, value: &Value, slot: &mut bool| match value.as_bool() {
-        Some(on) => *slot = on,
-        None => report(key, format!("`{key}` must be true or false")),
-    };
-    let mut formats_error = None;
-    for (key, value) in object {
-        match key.as_str() {
-            "enabled" => flag(key, value, &mut config.enabled),
-            "notifyOnAsk" => flag(key, value, &mut config.notify_on_ask),
-            "allowedFormats" => match value.as_object() {
-                Some(formats) => {
-                    for (format, value) in formats {
-                        match format.as_str() {
-                            "singleSelect" => flag(format, value, &mut config.single_select),
-                            "multiSelect" => flag(format, value, &mut config.multi_select),
-                            "freeform" => flag(format, value, &mut config.freeform),
-                            _ => {}
-                        }
-                    }
-                }
-                None => formats_error = Some(key),
-            },
-            _ => {}
+    fn read(&mut self, file: &mut Object<'_>) {
+        file.flag("enabled", &mut self.enabled);
+        file.flag("notifyOnAsk", &mut self.notify_on_ask);
+        let formats = "an object of singleSelect, multiSelect and freeform flags";
+        if let Some(mut formats) = file.section("allowedFormats", formats) {
+            formats.flag("singleSelect", &mut self.single_select);
+            formats.flag("multiSelect", &mut self.multi_select);
+            formats.flag("freeform", &mut self.freeform);
         }
-    }
-    if let Some(key) = formats_error {
-        report(
-            key,
-            "`allowedFormats` must be an object of singleSelect, multiSelect and freeform flags"
-                .to_owned(),
-        );
     }
 }
 
@@ -163,6 +130,8 @@ pub fn apply_settings(fields: &[SettingField]) -> Value {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
     use crate::config::module_file::write_module_file;
 
@@ -179,7 +148,7 @@ mod tests {
             &workspace,
             "{\n  \"enabled\": \"yes\",\n  \"allowedFormats\": {\"freeform\": false}\n}",
         );
-        let (config, errors) = load_ask_user_config(Some(&home), &workspace);
+        let (config, errors) = AskUserConfig::load(Some(&home), &workspace);
         assert_eq!(
             config,
             AskUserConfig {
@@ -213,7 +182,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("ask-user.json");
         std::fs::write(&path, values.to_string()).unwrap();
-        let (loaded, errors) = apply_json_objects(&[(&path, values.to_string())], apply_file);
+        let (loaded, errors) = AskUserConfig::from_sources(&[(&path, values.to_string())]);
         assert!(errors.is_empty(), "{errors:?}");
         assert_eq!(loaded, config);
     }

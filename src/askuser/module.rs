@@ -516,14 +516,15 @@ mod tests {
     /// next question, and removing the line lets the one after that through — no restart.
     #[tokio::test]
     async fn an_edit_of_the_file_applies_to_the_next_question() {
-        use crate::askuser::config::{ASK_USER_CONFIG_FILE, load_ask_user_config};
+        use crate::askuser::config::{ASK_USER_CONFIG_FILE, AskUserConfig};
+        use crate::config::module_file::ModuleConfig;
         use crate::config::module_file::write_module_file;
         let (home, workspace) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         let (live, errors) = LiveConfig::module(
             Some(home.path()),
             workspace.path(),
             &[ASK_USER_CONFIG_FILE],
-            load_ask_user_config,
+            AskUserConfig::load,
         );
         assert!(errors.is_empty(), "{errors:?}");
         // Without a screen the tool answers at once; which refusal it gives shows the config.

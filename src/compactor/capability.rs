@@ -10,12 +10,13 @@ use std::sync::Arc;
 use unipi_widgets::footer::Segment;
 
 use super::command::{COMPACT_COMMAND, STATS_COMMAND, VIEW_COMMAND, parse_command_args};
-use super::config::{CONFIG_FILE, load_config};
+use super::config::{CONFIG_FILE, CompactorConfig};
 use super::module::CompactorModule;
 use super::view::CompactionView;
 use crate::bridge::{CommandCall, CommandReply, Module, NotifyLevel};
 use crate::capability::settings::live_reporting;
 use crate::capability::{BridgeLink, Capability, Registration, StartContext, Ui, WithCommands};
+use crate::config::module_file::ModuleConfig;
 
 pub const REGISTRATION: Registration = Registration {
     name: "compactor",
@@ -26,7 +27,7 @@ pub const REGISTRATION: Registration = Registration {
 
 fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
     // Followed: an edit of compactor.json applies to the next compaction or recall.
-    let config = live_reporting(context, &[CONFIG_FILE], load_config);
+    let config = live_reporting(context, &[CONFIG_FILE], CompactorConfig::load);
     let started = CompactorModule::start_with(config, Vec::new(), context.home, context.workspace);
     for notice in started.notices {
         context.report(notice);

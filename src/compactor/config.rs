@@ -4,13 +4,12 @@
 //! key and the earlier value (or the default) kept. Unipi's other compactor keys (strategies,
 //! presets, sandbox) are accepted and ignored, so a Unipi config file works unchanged.
 
-use std::path::Path;
-
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::auto::AutoConfig;
 use crate::config::ConfigError;
-use crate::config::module_file::{Report, apply_json_objects, load_module_config};
+use crate::config::json::Doc;
+use crate::config::module_file::{ModuleConfig, Object, Style, positive, to_usize};
 
 /// The config file, under the home directory and the workspace.
 pub const CONFIG_FILE: &str = ".unipi/config/compactor.json";
@@ -53,112 +52,68 @@ impl Default for CompactorConfig {
     }
 }
 
-/// Reads `compactor.json` from the home directory, then the workspace (which wins key by key).
-pub fn load_config(home: Option<&Path>, workspace: &Path) -> (CompactorConfig, Vec<ConfigError>) {
-    load_module_config(home, workspace, CONFIG_FILE, |sources| {
-        config_from_sources(sources)
-    })
-}
+/// A bad value is reported with its file and key and the earlier value (or the default) kept;
+/// the errors come in the order the keys are read.
+impl ModuleConfig for CompactorConfig {
+    const FILE: &'static str = CONFIG_FILE;
+    const STYLE: Style = Style::BACKTICKS.dotted().unsorted();
 
-/// The config from (path, text) pairs, lowest precedence first. A bad value is reported with
-/// its file and key and the earlier value (or the default) kept.
-pub fn config_from_sources(
-    sources: &[(impl AsRef<Path>, impl AsRef<str>)],
-) -> (CompactorConfig, Vec<ConfigError>) {
-    let (mut config, errors) = apply_json_objects(sources, apply_file);
-    config.auto = config.auto.clamped();
-    (config, errors)
-}
-
-/// One file's keys over `config`.
-fn apply_file(config: &mut CompactorConfig, object: &Map<String, Value>, report: &mut Report<'_>) {
-    if let Some(value) = object.get("overrideDefaultCompaction") {
-        match value.as_bool() {
-            Some(flag) => config.override_default_compaction = flag,
-            None => report(
-                "overrideDefaultCompaction",
-                "`overrideDefaultCompaction` must be true or false".into(),
-            ),
-        }
-    }
-    if let Some(value) = object.get("autoCompaction") {
-        apply_auto(&mut config.auto, value, report);
-    }
-    if let Some(value) = object.get("recall") {
-        apply_recall(&mut config.recall, value, report);
-    }
-}
-
-fn apply_auto(auto: &mut AutoConfig, value: &Value, report: &mut Report<'_>) {
-    let Some(object) = value.as_object() else {
-        report(
-            "autoCompaction",
-            "`autoCompaction` must be an object".into(),
+    fn read(&mut self, file: &mut Object<'_>) {
+        file.flag(
+            "overrideDefaultCompaction",
+            &mut self.override_default_compaction,
         );
-        return;
-    };
-    for (key, value) in object {
-        let bad = |what: &str| format!("`autoCompaction.{key}` must be {what}");
-        match key.as_str() {
-            "enabled" | "notify" | "continueAfterThresholdCompact" => match value.as_bool() {
-                Some(flag) => match key.as_str() {
-                    "enabled" => auto.enabled = flag,
-                    "notify" => auto.notify = flag,
-                    _ => auto.continue_after_threshold_compact = flag,
-                },
-                None => report(key, bad("true or false")),
-            },
-            "thresholdPercent" => match value.as_f64().filter(|p| (1.0..=99.0).contains(p)) {
-                Some(percent) => auto.threshold_percent = percent,
-                None => report(key, bad("a number from 1 to 99")),
-            },
-            "cooldownSeconds" => match value.as_u64() {
-                Some(seconds) => auto.cooldown_ms = seconds.saturating_mul(1000),
-                None => report(key, bad("a whole number of seconds")),
-            },
-            "repeatMinGrowthTokens" => match value.as_u64() {
-                Some(tokens) => auto.repeat_min_growth_tokens = tokens,
-                None => report(key, bad("a whole number of tokens")),
-            },
-            _ => report(
-                key,
-                format!(
-                    "unknown key `autoCompaction.{key}` (expected enabled, thresholdPercent, \
-                     cooldownSeconds, repeatMinGrowthTokens, notify, continueAfterThresholdCompact)"
-                ),
-            ),
+        if let Some(mut auto) = file.section("autoCompaction", "an object") {
+            let auto_config = &mut self.auto;
+            auto.flag("enabled", &mut auto_config.enabled);
+            let percent = "a number from 1 to 99";
+            auto.set(
+                "thresholdPercent",
+                percent,
+                &mut auto_config.threshold_percent,
+                |v| v.as_f64().filter(|p| (1.0..=99.0).contains(p)),
+            );
+            let seconds = "a whole number of seconds";
+            auto.set(
+                "cooldownSeconds",
+                seconds,
+                &mut auto_config.cooldown_ms,
+                |v| v.as_u64().map(|seconds| seconds.saturating_mul(1000)),
+            );
+            let tokens = "a whole number of tokens";
+            let growth = &mut auto_config.repeat_min_growth_tokens;
+            auto.set("repeatMinGrowthTokens", tokens, growth, Value::as_u64);
+            auto.flag("notify", &mut auto_config.notify);
+            let after = &mut auto_config.continue_after_threshold_compact;
+            auto.flag("continueAfterThresholdCompact", after);
+            auto.warn_unknown();
+        }
+        if let Some(mut section) = file.section("recall", "an object") {
+            let recall = &mut self.recall;
+            let count = |v: &Value| positive(v).map(to_usize);
+            section.set(
+                "defaultLimit",
+                "a positive integer",
+                &mut recall.default_limit,
+                count,
+            );
+            section.set(
+                "maxLimit",
+                "a positive integer",
+                &mut recall.max_limit,
+                count,
+            );
+            let bytes = &mut recall.max_output_bytes;
+            section.set("maxOutputBytes", "a positive integer", bytes, count);
+            section.warn_unknown();
+            recall.max_limit = recall.max_limit.min(crate::sessiondb::recall::MAX_LIMIT);
+            recall.default_limit = recall.default_limit.min(recall.max_limit);
         }
     }
-}
 
-fn apply_recall(recall: &mut RecallLimits, value: &Value, report: &mut Report<'_>) {
-    let Some(object) = value.as_object() else {
-        report("recall", "`recall` must be an object".into());
-        return;
-    };
-    for (key, value) in object {
-        let number = value.as_u64().filter(|n| *n > 0).map(|n| n as usize);
-        let slot = match key.as_str() {
-            "defaultLimit" => &mut recall.default_limit,
-            "maxLimit" => &mut recall.max_limit,
-            "maxOutputBytes" => &mut recall.max_output_bytes,
-            _ => {
-                report(
-                    key,
-                    format!(
-                        "unknown key `recall.{key}` (expected defaultLimit, maxLimit, maxOutputBytes)"
-                    ),
-                );
-                continue;
-            }
-        };
-        match number {
-            Some(number) => *slot = number,
-            None => report(key, format!("`recall.{key}` must be a positive integer")),
-        }
+    fn finish(&mut self, _files: &[Doc<'_>], _errors: &mut Vec<ConfigError>) {
+        self.auto = std::mem::take(&mut self.auto).clamped();
     }
-    recall.max_limit = recall.max_limit.min(crate::sessiondb::recall::MAX_LIMIT);
-    recall.default_limit = recall.default_limit.min(recall.max_limit);
 }
 
 #[cfg(test)]
@@ -182,12 +137,12 @@ mod tests {
 
     #[test]
     fn config_defaults_overrides_and_errors() {
-        let (config, errors) = config_from_sources(&sources(&[]));
+        let (config, errors) = CompactorConfig::from_sources(&sources(&[]));
         assert_eq!(config, CompactorConfig::default());
         assert!(config.override_default_compaction && !config.auto.enabled);
         assert!(errors.is_empty());
 
-        let (config, errors) = config_from_sources(&sources(&[
+        let (config, errors) = CompactorConfig::from_sources(&sources(&[
             r#"{"overrideDefaultCompaction": false, "autoCompaction": {"enabled": true, "cooldownSeconds": 5},
                 "sessionGoals": {"enabled": true}}"#,
             r#"{"autoCompaction": {"thresholdPercent": 70}, "recall": {"defaultLimit": 5}}"#,
@@ -199,7 +154,7 @@ mod tests {
         assert_eq!(config.auto.threshold_percent, 70.0);
         assert_eq!(config.recall.default_limit, 5);
 
-        let (config, errors) = config_from_sources(&sources(&[
+        let (config, errors) = CompactorConfig::from_sources(&sources(&[
             "{\n  \"autoCompaction\": {\"thresholdPercent\": 150, \"enabled\": \"yes\"},\n  \"overrideDefaultCompaction\": 1\n}",
             "not json",
         ]));

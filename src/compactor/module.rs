@@ -26,7 +26,7 @@ use unipi_widgets::compactor::{CompactionModel, CompactorTally};
 
 use super::auto::{self, AutoState, UsageSample};
 use super::command::{Marker, command_specs};
-use super::config::{CONFIG_FILE, CompactorConfig, load_config};
+use super::config::{CONFIG_FILE, CompactorConfig};
 use super::entries;
 use super::hook::{
     BEFORE_COMPACT_HOOK, BeforeCompact, HookAnswer, Plan, after_unfinished, answer, branch_entries,
@@ -44,6 +44,7 @@ use crate::bridge::{
     MessageTypeSpec, Module, NotifyLevel, PiEvent, ToolCall, ToolError, ToolOutput, ToolSpec,
 };
 use crate::config::live::LiveConfig;
+use crate::config::module_file::ModuleConfig;
 use crate::sessiondb::{CompactionRecord, CompactionTotals, SessionMeta};
 use crate::sys::now_ms;
 
@@ -157,7 +158,8 @@ impl CompactorModule {
     /// (`<home>/.unipi/db/…`). Never fails: a bad config keeps the defaults, a database that
     /// cannot open leaves recall off; both come back as notices.
     pub fn start(home: Option<&Path>, workspace: &Path) -> Started {
-        let (config, errors) = LiveConfig::module(home, workspace, &[CONFIG_FILE], load_config);
+        let (config, errors) =
+            LiveConfig::module(home, workspace, &[CONFIG_FILE], CompactorConfig::load);
         Self::start_with(config, errors, home, workspace)
     }
 
@@ -1095,7 +1097,7 @@ mod tests {
             Some(home.path()),
             workspace.path(),
             &[CONFIG_FILE],
-            load_config,
+            CompactorConfig::load,
         );
         assert!(errors.is_empty(), "{errors:?}");
         let module = CompactorModule::new(config, PathBuf::from("/w"), Err("no db".into()), None);

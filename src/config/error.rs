@@ -72,48 +72,13 @@ impl Origin {
     }
 }
 
-/// A JSON syntax error in `path`, at the line and column serde_json reports.
-pub fn json_syntax_error(path: &Path, err: &serde_json::Error) -> ConfigError {
-    ConfigError::Invalid {
-        path: path.to_owned(),
-        line: err.line().max(1),
-        column: err.column().max(1),
-        message: format!("invalid JSON: {err}"),
-    }
-}
-
-/// `text`, the contents of the module config file `path`, as a JSON object; or the error saying
-/// where it is not valid JSON or not an object.
-pub fn json_object(
-    path: &Path,
-    text: &str,
-) -> Result<serde_json::Map<String, serde_json::Value>, ConfigError> {
-    match serde_json::from_str(text) {
-        Ok(serde_json::Value::Object(object)) => Ok(object),
-        Ok(_) => Err(ConfigError::at(path, text, 0, "expected a JSON object")),
-        Err(err) => Err(json_syntax_error(path, &err)),
-    }
-}
-
-/// The byte offset of the JSON key `"key"` (followed by `:`) at or after `from`.
-pub fn key_offset_from(text: &str, from: usize, key: &str) -> Option<usize> {
-    let quoted = serde_json::to_string(key).ok()?;
-    let mut search = from.min(text.len());
-    while let Some(found) = text.get(search..)?.find(&quoted) {
-        let at = search + found;
-        let after = text[at + quoted.len()..].trim_start();
-        if after.starts_with(':') {
-            return Some(at);
-        }
-        search = at + quoted.len();
-    }
-    None
-}
-
-/// Where the key `"key"` first appears in `text` (0 when it does not): where an error about its
-/// value points.
-pub fn key_offset(text: &str, key: &str) -> usize {
-    key_offset_from(text, 0, key).unwrap_or(0)
+/// Orders errors as they stand in their files (line, then column), whatever order the JSON map
+/// iterated its keys in; an unreadable file's error comes first.
+pub fn sort_by_position(errors: &mut [ConfigError]) {
+    errors.sort_by_key(|err| match err {
+        ConfigError::Invalid { line, column, .. } => (*line, *column),
+        ConfigError::Unreadable { .. } => (0, 0),
+    });
 }
 
 /// 1-based line and column (in characters) of byte `offset` in `text`; an offset past the end or

@@ -193,22 +193,29 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
-    use crate::config::module_file::{apply_json_objects, load_module_config, write_module_file};
+    use crate::config::module_file::{ModuleConfig, Object, write_module_file};
 
     const FILE: &str = ".unipi/config/live-test.json";
 
     /// A config of one number, `n` (default 0).
+    #[derive(Default)]
+    struct N(u64);
+
+    impl ModuleConfig for N {
+        const FILE: &'static str = FILE;
+        fn read(&mut self, file: &mut Object<'_>) {
+            match file.value("n").map(serde_json::Value::as_u64) {
+                Some(Some(n)) => self.0 = n,
+                Some(None) => file.report("n", "`n` is not `n` as a number"),
+                None => {}
+            }
+            file.warn_unknown_with(|key, _| format!("`{key}` is not `n` as a number"));
+        }
+    }
+
     fn load(home: Option<&Path>, workspace: &Path) -> (u64, Vec<ConfigError>) {
-        load_module_config(home, workspace, FILE, |sources| {
-            apply_json_objects(sources, |n: &mut u64, object, report| {
-                for (key, value) in object {
-                    match (key.as_str(), value.as_u64()) {
-                        ("n", Some(value)) => *n = value,
-                        _ => report(key, format!("`{key}` is not `n` as a number")),
-                    }
-                }
-            })
-        })
+        let (N(n), errors) = N::load(home, workspace);
+        (n, errors)
     }
 
     #[test]

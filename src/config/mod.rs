@@ -1,9 +1,12 @@
 //! Workbench configuration: keymap and theme, embedded defaults merged with user files. The user
 //! files live in `$XDG_CONFIG_HOME/unipi-tui/` (default `~/.config/unipi-tui/`) on every platform,
-//! so a dotfiles repository works the same on Linux and macOS.
+//! so a dotfiles repository works the same on Linux and macOS. A capability's own JSON file
+//! (`.unipi/config/<name>.json`, home then workspace) is read through
+//! [`module_file::ModuleConfig`].
 
 pub mod error;
 pub mod footer;
+pub mod json;
 pub mod keymap;
 pub mod live;
 pub mod module_file;

@@ -1,101 +1,342 @@
-//! The one way a module's JSON config file (`.unipi/config/<name>.json`) becomes its config:
-//! the home file, then the workspace file (which wins key by key), each read as a JSON object and
-//! applied over the defaults; a file that cannot be read or is not an object, and a key the module
-//! rejects, is a [`ConfigError`] naming the file, line and column, and the earlier value stays.
-//! Each module says only what its keys mean. A settings save reads the file back as an object to
-//! merge into ([`read_json_object`]).
+//! The one way a module's JSON config file (`.unipi/config/<name>.json`) becomes its config
+//! ([`ModuleConfig`]): the defaults, then the home file, then the workspace file, which wins key
+//! by key. Each module says only what its keys are, one line each, through an [`Object`]: the
+//! key, what its value must be, and where it goes. The rest is here once: a file that cannot be
+//! read or is not a JSON object, a value of the wrong kind and a key nobody asked for become a
+//! [`ConfigError`] at the file, line and column of the key (or its value), worded the module's
+//! way ([`Style`]), and what was there before stays. A settings save reads the file back as an
+//! object to merge into ([`read_json_object`]).
 
 use std::path::Path;
 
 use serde_json::{Map, Value};
 
 use super::ConfigError;
-use super::error::{json_object, key_offset};
+use super::json::Doc;
 
-/// Reports a rejected key of the file being applied: the key and what is wrong with it.
-pub type Report<'a> = dyn FnMut(&str, String) + 'a;
+/// A module's config read from its JSON file: say what the keys are ([`ModuleConfig::read`]);
+/// loading, merging and the errors come with it.
+pub trait ModuleConfig: Default + Sized {
+    /// The file, relative to the home directory and to the workspace.
+    const FILE: &'static str;
+    /// How its problems are worded and ordered.
+    const STYLE: Style = Style::BACKTICKS;
+    /// Whether a file that is not JSON (or not an object) is reported here; `false` when the
+    /// file is another module's, which reports it.
+    const OWNS_FILE: bool = true;
 
-/// Reads `relative` below the home directory and the workspace ([`super::read_module_config`])
-/// and turns the files into a config with `from_sources`; the read errors come first.
-pub fn load_module_config<C>(
-    home: Option<&Path>,
-    workspace: &Path,
-    relative: &str,
-    from_sources: impl FnOnce(&[(&Path, &str)]) -> (C, Vec<ConfigError>),
-) -> (C, Vec<ConfigError>) {
-    let (sources, mut errors) = super::read_module_config(home, workspace, relative);
-    let sources: Vec<(&Path, &str)> = sources
-        .iter()
-        .map(|(path, text)| (path.as_path(), text.as_str()))
-        .collect();
-    let (config, more) = from_sources(&sources);
-    errors.extend(more);
-    (config, errors)
-}
+    /// One file's keys over the config read so far.
+    fn read(&mut self, file: &mut Object<'_>);
 
-/// A `from_sources` for [`load_module_config`] that starts from the defaults and gives each file,
-/// in order, to `merge`, which reports a bad value and keeps the one before it.
-pub fn merge_each<C: Default>(
-    merge: impl Fn(&mut C, &Path, &str, &mut Vec<ConfigError>),
-) -> impl FnOnce(&[(&Path, &str)]) -> (C, Vec<ConfigError>) {
-    move |sources| {
-        let mut config = C::default();
+    /// After every file was read (lowest precedence first): checks across keys and files.
+    fn finish(&mut self, _files: &[Doc<'_>], _errors: &mut Vec<ConfigError>) {}
+
+    /// The defaults, then `<home>/FILE`, then `<workspace>/FILE` (read once when both are the
+    /// same file); the files that could not be read are reported first.
+    fn load(home: Option<&Path>, workspace: &Path) -> (Self, Vec<ConfigError>) {
+        let (sources, mut errors) = super::read_module_config(home, workspace, Self::FILE);
+        let (config, more) = Self::from_sources(&sources);
+        errors.extend(more);
+        (config, errors)
+    }
+
+    /// The config from (path, text) pairs, lowest precedence first.
+    fn from_sources(sources: &[(impl AsRef<Path>, impl AsRef<str>)]) -> (Self, Vec<ConfigError>) {
+        let mut config = Self::default();
         let mut errors = Vec::new();
+        let mut docs = Vec::new();
         for (path, text) in sources {
-            merge(&mut config, path, text, &mut errors);
+            match Doc::parse(path.as_ref(), text.as_ref()) {
+                Ok(doc) => {
+                    if let Some(mut object) = Object::root(&doc, Self::STYLE, Self::OWNS_FILE) {
+                        config.read(&mut object);
+                    }
+                    errors.extend(doc.take_errors(Self::STYLE.sorted));
+                    docs.push(doc);
+                }
+                Err(err) if Self::OWNS_FILE => errors.push(err),
+                Err(_) => {}
+            }
         }
+        config.finish(&docs, &mut errors);
         (config, errors)
     }
 }
 
-/// The config from (path, text) pairs, lowest precedence first: the defaults, then each file's
-/// object given to `apply` with a [`Report`] that places a rejected key in that file.
-pub fn apply_json_objects<C: Default>(
-    sources: &[(impl AsRef<Path>, impl AsRef<str>)],
-    mut apply: impl FnMut(&mut C, &Map<String, Value>, &mut Report<'_>),
-) -> (C, Vec<ConfigError>) {
-    let mut config = C::default();
-    let mut errors = Vec::new();
-    for (path, text) in sources {
-        let (path, text) = (path.as_ref(), text.as_ref());
-        match json_object(path, text) {
-            Ok(object) => apply(&mut config, &object, &mut |key, message| {
-                errors.push(ConfigError::at(path, text, key_offset(text, key), message));
-            }),
-            Err(err) => errors.push(err),
+/// `text`, the contents of `path`, as a JSON object given to `read`; what is wrong with it is
+/// added to `errors` (in file order when the style says so). `None` when it is not a JSON object.
+pub fn read_json_file<T>(
+    path: &Path,
+    text: &str,
+    style: Style,
+    errors: &mut Vec<ConfigError>,
+    read: impl FnOnce(&mut Object<'_>) -> T,
+) -> Option<T> {
+    let doc = match Doc::parse(path, text) {
+        Ok(doc) => doc,
+        Err(err) => {
+            errors.push(err);
+            return None;
+        }
+    };
+    let read = Object::root(&doc, style, true).map(|mut object| read(&mut object));
+    errors.extend(doc.take_errors(style.sorted));
+    read
+}
+
+/// How a module words and orders its config errors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Style {
+    pub wording: Wording,
+    /// A nested key is named with its path (`autoCompaction.enabled`), not alone (`enabled`).
+    pub dotted: bool,
+    /// Each file's errors in file order, rather than in the order the keys were read.
+    pub sorted: bool,
+}
+
+impl Style {
+    pub const BACKTICKS: Style = Style {
+        wording: Wording::Backticks,
+        dotted: false,
+        sorted: true,
+    };
+
+    pub const fn dotted(self) -> Style {
+        Style {
+            dotted: true,
+            ..self
         }
     }
-    (config, errors)
+
+    pub const fn wording(self, wording: Wording) -> Style {
+        Style { wording, ..self }
+    }
+
+    pub const fn unsorted(self) -> Style {
+        Style {
+            sorted: false,
+            ..self
+        }
+    }
 }
 
-/// The integer at `key` of `object` (absent: `None`); one below `min` or not an integer is
-/// reported as "`key` must be an integer ≥ `min`, found …" and read as absent.
-pub fn integer_at_least(
-    object: &Map<String, Value>,
-    key: &str,
-    min: u64,
-    report: &mut Report<'_>,
-) -> Option<u64> {
-    let raw = object.get(key)?;
-    let found = raw.as_u64().filter(|n| *n >= min);
-    if found.is_none() {
-        report(
-            key,
-            format!("{key} must be an integer ≥ {min}, found {raw}"),
-        );
-    }
-    found
+/// "What a value must be", as each module has always said it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wording {
+    /// "`key` must be …", at the key.
+    Backticks,
+    /// "\"key\" must be …", at the key.
+    Quotes,
+    /// "key must be …, found <the value>", at the key.
+    Found,
+    /// "expected … for key", at the value.
+    Expected,
 }
 
-/// The flag at `key` of `object` (absent: `None`); anything but true or false is reported as
-/// "`key` must be true or false, found …" and read as absent.
-pub fn flag(object: &Map<String, Value>, key: &str, report: &mut Report<'_>) -> Option<bool> {
-    let raw = object.get(key)?;
-    let found = raw.as_bool();
-    if found.is_none() {
-        report(key, format!("{key} must be true or false, found {raw}"));
+/// One JSON object of a file, read key by key. Asking for a key marks it known, so what is left
+/// are the keys nobody asked for ([`Object::warn_unknown`]).
+pub struct Object<'d> {
+    doc: &'d Doc<'d>,
+    style: Style,
+    /// Where this object is in the file.
+    keys: Vec<String>,
+    map: &'d Map<String, Value>,
+    known: Vec<String>,
+    ignored: Vec<String>,
+}
+
+impl<'d> Object<'d> {
+    /// The file's top-level object; anything else is reported (when `report`) and gives none.
+    pub fn root(doc: &'d Doc<'d>, style: Style, report: bool) -> Option<Self> {
+        match &doc.root {
+            Value::Object(map) => Some(Object::new(doc, style, Vec::new(), map)),
+            _ => {
+                if report {
+                    doc.report(doc.offset(&[], true), "expected a JSON object");
+                }
+                None
+            }
+        }
     }
-    found
+
+    fn new(doc: &'d Doc<'d>, style: Style, keys: Vec<String>, map: &'d Map<String, Value>) -> Self {
+        Object {
+            doc,
+            style,
+            keys,
+            map,
+            known: Vec::new(),
+            ignored: Vec::new(),
+        }
+    }
+
+    /// The file this object is in.
+    pub fn path(&self) -> &'d Path {
+        self.doc.path
+    }
+
+    /// The value at `key`, if there is one; `key` is known from now on.
+    pub fn value(&mut self, key: &str) -> Option<&'d Value> {
+        if !self.known.iter().any(|known| known == key) {
+            self.known.push(key.to_owned());
+        }
+        self.map.get(key)
+    }
+
+    /// The value at `key` as `read` makes it; one it refuses is reported as not being `expected`
+    /// ("true or false") and gives `None`, as an absent key does.
+    pub fn get<T>(
+        &mut self,
+        key: &str,
+        expected: &str,
+        read: impl FnOnce(&'d Value) -> Option<T>,
+    ) -> Option<T> {
+        let value = self.value(key)?;
+        let found = read(value);
+        if found.is_none() {
+            self.report(key, self.must(key, expected, value));
+        }
+        found
+    }
+
+    /// [`Object::get`] into `slot`, which keeps what it had when the key is absent or bad.
+    pub fn set<T>(
+        &mut self,
+        key: &str,
+        expected: &str,
+        slot: &mut T,
+        read: impl FnOnce(&'d Value) -> Option<T>,
+    ) {
+        if let Some(value) = self.get(key, expected, read) {
+            *slot = value;
+        }
+    }
+
+    /// A flag: true or false.
+    pub fn flag(&mut self, key: &str, slot: &mut bool) {
+        self.set(key, "true or false", slot, Value::as_bool);
+    }
+
+    /// The object at `key`; another value is reported as not being `expected` ("an object").
+    pub fn section(&mut self, key: &str, expected: &str) -> Option<Object<'d>> {
+        let map = self.get(key, expected, Value::as_object)?;
+        Some(Object::new(self.doc, self.style, self.at(key), map))
+    }
+
+    /// The object at `key`; another value is reported as `message` says, word for word.
+    pub fn section_or(&mut self, key: &str, message: &str) -> Option<Object<'d>> {
+        match self.value(key)? {
+            Value::Object(map) => Some(Object::new(self.doc, self.style, self.at(key), map)),
+            _ => {
+                self.report(key, message);
+                None
+            }
+        }
+    }
+
+    /// Keys accepted and not read (another program's settings in a shared file).
+    pub fn ignore(&mut self, keys: &[&str]) {
+        self.ignored
+            .extend(keys.iter().map(|key| (*key).to_owned()));
+    }
+
+    /// The members in key order.
+    pub fn members(&self) -> impl Iterator<Item = (&'d String, &'d Value)> + use<'d> {
+        self.map.iter()
+    }
+
+    /// Reports `message` about `key`: at its key, or at its value when the wording says so.
+    pub fn report(&self, key: &str, message: impl Into<String>) {
+        let value = self.style.wording == Wording::Expected;
+        self.doc
+            .report(self.doc.offset(&self.at(key), value), message);
+    }
+
+    /// Reports every key nobody asked for: "unknown key `key` (expected a, b, c)".
+    pub fn warn_unknown(&self) {
+        self.warn_unknown_with(|key, known| {
+            format!("unknown key `{key}` (expected {})", known.join(", "))
+        });
+    }
+
+    /// Reports every key nobody asked for, at its key, as `message(label, known keys)` says.
+    pub fn warn_unknown_with(&self, message: impl Fn(&str, &[&str]) -> String) {
+        let known: Vec<&str> = self.known.iter().map(String::as_str).collect();
+        for key in self.map.keys() {
+            if !self.known.contains(key) && !self.ignored.contains(key) {
+                let at = self.doc.offset(&self.at(key), false);
+                self.doc.report(at, message(&self.label(key), &known));
+            }
+        }
+    }
+
+    /// `key` as messages name it (with its path when the style is dotted).
+    pub fn label(&self, key: &str) -> String {
+        match self.style.dotted {
+            true => [self.keys.as_slice(), &[key.to_owned()]].concat().join("."),
+            false => key.to_owned(),
+        }
+    }
+
+    fn must(&self, key: &str, expected: &str, found: &Value) -> String {
+        let label = self.label(key);
+        match self.style.wording {
+            Wording::Backticks => format!("`{label}` must be {expected}"),
+            Wording::Quotes => format!("\"{label}\" must be {expected}"),
+            Wording::Found => format!("{label} must be {expected}, found {found}"),
+            Wording::Expected => format!("expected {expected} for {label}"),
+        }
+    }
+
+    fn at(&self, key: &str) -> Vec<String> {
+        [self.keys.as_slice(), &[key.to_owned()]].concat()
+    }
+}
+
+/// A whole number of at least 1.
+pub fn positive(value: &Value) -> Option<u64> {
+    value.as_u64().filter(|n| *n > 0)
+}
+
+/// A whole number within `range`.
+pub fn whole_in(range: std::ops::RangeInclusive<u64>) -> impl Fn(&Value) -> Option<u64> {
+    move |value| value.as_u64().filter(|n| range.contains(n))
+}
+
+/// `null` as `Some(None)`, anything else as `read` makes it.
+pub fn or_null<T>(read: impl Fn(&Value) -> Option<T>) -> impl Fn(&Value) -> Option<Option<T>> {
+    move |value| match value {
+        Value::Null => Some(None),
+        value => read(value).map(Some),
+    }
+}
+
+/// A string, trimmed, that is not empty.
+pub fn non_empty(value: &Value) -> Option<String> {
+    let text = value.as_str()?.trim();
+    (!text.is_empty()).then(|| text.to_owned())
+}
+
+/// "a, b or c".
+pub fn or_list(items: impl IntoIterator<Item = impl AsRef<str>>) -> String {
+    let items: Vec<String> = items
+        .into_iter()
+        .map(|item| item.as_ref().to_owned())
+        .collect();
+    match items.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => items.concat(),
+    }
+}
+
+/// A count as a `usize` (saturating; the configs' caps are far below it).
+pub fn to_usize(n: u64) -> usize {
+    usize::try_from(n).unwrap_or(usize::MAX)
+}
+
+/// A count as a `u32` (saturating).
+pub fn to_u32(n: u64) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 /// The JSON object in `path` (empty when the file does not exist), for a save to merge into; a
@@ -143,26 +384,21 @@ pub fn home_and_workspace(
     (home, workspace)
 }
 
-/// Orders errors as they stand in their files (line, then column), whatever order the JSON map
-/// iterated its keys in; an unreadable file's error comes first.
-pub fn sort_by_position(errors: &mut [ConfigError]) {
-    errors.sort_by_key(|err| match err {
-        ConfigError::Invalid { line, column, .. } => (*line, *column),
-        ConfigError::Unreadable { .. } => (0, 0),
-    });
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::error::sort_by_position;
 
-    /// A config of one flag, `on`, to apply files to.
-    fn apply_on(config: &mut bool, object: &Map<String, Value>, report: &mut Report<'_>) {
-        for (key, value) in object {
-            match (key.as_str(), value.as_bool()) {
-                ("on", Some(on)) => *config = on,
-                _ => report(key, format!("`{key}` is not `on` as true or false")),
-            }
+    /// A config of one flag, `on`.
+    #[derive(Debug, Default, PartialEq)]
+    struct On(bool);
+
+    impl ModuleConfig for On {
+        const FILE: &'static str = ".unipi/config/test.json";
+        const STYLE: Style = Style::BACKTICKS.unsorted();
+        fn read(&mut self, file: &mut Object<'_>) {
+            file.set("on", "true or false", &mut self.0, Value::as_bool);
+            file.warn_unknown_with(|key, _| format!("`{key}` is not `on` as true or false"));
         }
     }
 
@@ -173,7 +409,7 @@ mod tests {
             ("/w.json", "{\n  \"on\": false,\n  \"off\": 1\n}"),
             ("/x.json", "[1]"),
         ];
-        let (on, errors) = apply_json_objects(&sources, apply_on);
+        let (On(on), errors) = On::from_sources(&sources);
         assert!(!on);
         let shown: Vec<String> = errors.iter().map(ToString::to_string).collect();
         assert_eq!(
@@ -187,25 +423,19 @@ mod tests {
 
     #[test]
     fn the_workspace_file_overrides_the_home_file_and_read_errors_come_first() {
-        let relative = ".unipi/config/test.json";
+        let relative = On::FILE;
         let (home, workspace) = home_and_workspace(relative, "{\"on\": true}", "{}");
-        let load = |home| {
-            load_module_config(home, workspace.path(), relative, |sources| {
-                apply_json_objects(sources, apply_on)
-            })
-        };
-        assert_eq!(load(Some(home.path())), (true, vec![]));
-        assert_eq!(load(None), (false, vec![]));
+        assert_eq!(
+            On::load(Some(home.path()), workspace.path()),
+            (On(true), vec![])
+        );
+        assert_eq!(On::load(None, workspace.path()), (On(false), vec![]));
 
         // A directory where the file should be cannot be read.
-        let unreadable = home.path().join(".unipi/config/dir.json");
+        std::fs::remove_file(home.path().join(relative)).unwrap();
+        let unreadable = home.path().join(relative);
         std::fs::create_dir_all(&unreadable).unwrap();
-        let (on, errors) = load_module_config(
-            Some(home.path()),
-            workspace.path(),
-            ".unipi/config/dir.json",
-            |sources| apply_json_objects(sources, apply_on),
-        );
+        let (On(on), errors) = On::load(Some(home.path()), workspace.path());
         assert!(!on);
         assert_eq!(errors.len(), 1, "{errors:?}");
         assert_eq!(errors[0].path(), unreadable);
@@ -215,8 +445,8 @@ mod tests {
     fn errors_sort_by_line_then_column_unreadable_first() {
         let text = "{\n  \"b\": 1, \"a\": 2\n}";
         let mut errors = vec![
-            ConfigError::at(Path::new("/f.json"), text, key_offset(text, "a"), "a"),
-            ConfigError::at(Path::new("/f.json"), text, key_offset(text, "b"), "b"),
+            ConfigError::at(Path::new("/f.json"), text, 12, "a"),
+            ConfigError::at(Path::new("/f.json"), text, 4, "b"),
             ConfigError::Unreadable {
                 path: "/g.json".into(),
                 message: "gone".into(),

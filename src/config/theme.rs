@@ -227,7 +227,6 @@ fn parse_layer(path: &Path, text: &str, errors: &mut Vec<ConfigError>) -> Layer 
     };
     let at = |offset: usize| Origin::new(path, text, offset);
     for (key, value) in document.get_ref() {
-        let key_origin = at(key.span().start);
         let value_origin = at(value.span().start);
         match (key.get_ref().as_ref(), value.get_ref()) {
             ("name", DeValue::String(name)) => layer.name = Some(name.to_string()),
@@ -243,86 +242,92 @@ fn parse_layer(path: &Path, text: &str, errors: &mut Vec<ConfigError>) -> Layer 
                 );
             }
             ("palette", DeValue::Table(table)) => {
-                for (name, colour) in table {
-                    let origin = at(colour.span().start);
-                    match colour.get_ref().as_str() {
-                        Some(colour) => {
-                            layer.palette.insert(
-                                name.get_ref().to_string(),
-                                Located {
-                                    value: colour.to_owned(),
-                                    origin,
-                                },
-                            );
-                        }
-                        None => errors.push(origin.error(format!("expected {COLOUR_FORMS}"))),
-                    }
-                }
+                let expected = format!("expected {COLOUR_FORMS}");
+                let colours = colour_table(table, &at, errors, |_| None, &expected);
+                layer.palette.extend(colours);
             }
-            ("ui", DeValue::Table(table)) => {
-                for (role, spec) in table {
-                    let role_name = role.get_ref().as_ref();
-                    if !ROLES.contains(&role_name) {
-                        let dotted = format!("{role_name}.");
-                        let message = match ROLES.iter().find(|r| r.starts_with(&dotted)) {
-                            // `status.working = …` unquoted is a nested table in TOML.
-                            Some(example) => format!(
-                                "unknown role {role_name:?}; put dotted roles in quotes: \"{example}\" = …"
-                            ),
-                            None => format!(
-                                "unknown role {role_name:?}; expected one of {}",
-                                quoted_list(ROLES)
-                            ),
-                        };
-                        errors.push(at(role.span().start).error(message));
-                        continue;
-                    }
-                    let origin = at(spec.span().start);
-                    if let Some(spec) = parse_style_spec(spec.get_ref(), &origin, &at, errors) {
-                        layer.ui.insert(
-                            role_name.to_owned(),
-                            Located {
-                                value: spec,
-                                origin,
-                            },
-                        );
-                    }
-                }
-            }
+            ("ui", DeValue::Table(table)) => parse_ui(table, &at, errors, &mut layer.ui),
             ("terminal", DeValue::Table(table)) => {
-                for (name, colour) in table {
-                    let name = name.get_ref().as_ref();
-                    let origin = at(colour.span().start);
-                    if !TERMINAL_KEYS.contains(&name) {
-                        errors.push(origin.error(format!(
+                let unknown = |name: &str| {
+                    (!TERMINAL_KEYS.contains(&name)).then(|| {
+                        format!(
                             "unknown terminal colour {name:?}; expected one of {}",
                             quoted_list(TERMINAL_KEYS)
-                        )));
-                        continue;
-                    }
-                    match colour.get_ref().as_str() {
-                        Some(colour) => {
-                            layer.terminal.insert(
-                                name.to_owned(),
-                                Located {
-                                    value: colour.to_owned(),
-                                    origin,
-                                },
-                            );
-                        }
-                        None => errors.push(origin.error("expected a colour as \"#rrggbb\"")),
-                    }
-                }
+                        )
+                    })
+                };
+                let expected = "expected a colour as \"#rrggbb\"";
+                let colours = colour_table(table, &at, errors, unknown, expected);
+                layer.terminal.extend(colours);
             }
             ("palette" | "ui" | "terminal", _) => {
                 errors.push(value_origin.error("expected a table"));
             }
-            (other, _) => errors.push(key_origin.error(format!(
+            (other, _) => errors.push(at(key.span().start).error(format!(
                 "unknown key `{other}`; expected name, inherits, [palette], [ui] or [terminal]"
             ))),
         }
     }
     layer
+}
+
+/// A table of colours by name (`[palette]`, `[terminal]`): `unknown` says why a name is refused,
+/// `expected` what a value that is not a string should have been; both at the value.
+fn colour_table(
+    table: &DeTable<'_>,
+    at: &dyn Fn(usize) -> Origin,
+    errors: &mut Vec<ConfigError>,
+    unknown: impl Fn(&str) -> Option<String>,
+    expected: &str,
+) -> BTreeMap<String, Located<String>> {
+    let mut colours = BTreeMap::new();
+    for (name, colour) in table {
+        let name = name.get_ref().as_ref();
+        let origin = at(colour.span().start);
+        if let Some(message) = unknown(name) {
+            errors.push(origin.error(message));
+            continue;
+        }
+        match colour.get_ref().as_str() {
+            Some(value) => {
+                let value = value.to_owned();
+                colours.insert(name.to_owned(), Located { value, origin });
+            }
+            None => errors.push(origin.error(expected)),
+        }
+    }
+    colours
+}
+
+/// The `[ui]` table: a style for each known role.
+fn parse_ui(
+    table: &DeTable<'_>,
+    at: &dyn Fn(usize) -> Origin,
+    errors: &mut Vec<ConfigError>,
+    ui: &mut BTreeMap<String, Located<StyleSpec>>,
+) {
+    for (role, spec) in table {
+        let role_name = role.get_ref().as_ref();
+        if !ROLES.contains(&role_name) {
+            let dotted = format!("{role_name}.");
+            let message = match ROLES.iter().find(|r| r.starts_with(&dotted)) {
+                // `status.working = …` unquoted is a nested table in TOML.
+                Some(example) => format!(
+                    "unknown role {role_name:?}; put dotted roles in quotes: \"{example}\" = …"
+                ),
+                None => format!(
+                    "unknown role {role_name:?}; expected one of {}",
+                    quoted_list(ROLES)
+                ),
+            };
+            errors.push(at(role.span().start).error(message));
+            continue;
+        }
+        let origin = at(spec.span().start);
+        if let Some(value) = parse_style_spec(spec.get_ref(), &origin, at, errors) {
+            ui.insert(role_name.to_owned(), Located { value, origin });
+        }
+    }
 }
 
 /// A `[ui]` value: a colour string (the foreground) or `{ fg, bg, modifiers }`.

@@ -3,14 +3,10 @@
 //! untouched — that file is shared, and unknown keys are ignored on both sides. The master
 //! `enabled: false` of the file turns delegates off too, as in Unipi.
 
-use std::path::Path;
-
 use serde_json::Value;
 
 use super::artifacts::INLINE_ANSWER_BYTES;
-use crate::config::ConfigError;
-use crate::config::error::key_offset;
-use crate::config::module_file::{flag, integer_at_least, load_module_config, merge_each};
+use crate::config::module_file::{ModuleConfig, Object, Style, Wording, to_u32, to_usize};
 use crate::tasks::TASKS_CONFIG_FILE;
 
 /// The default seed budget in bytes. It also bounds the child's task, which reaches Pi as one
@@ -43,50 +39,35 @@ impl Default for DelegateConfig {
     }
 }
 
-impl DelegateConfig {
-    /// The defaults, then `<home>/.unipi/config/background-tasks.json`, then the workspace's.
-    /// A bad value is reported and the value before it kept.
-    pub fn load(home: Option<&Path>, workspace: &Path) -> (Self, Vec<ConfigError>) {
-        load_module_config(home, workspace, TASKS_CONFIG_FILE, merge_each(Self::merge))
-    }
+/// A bad value is reported and the value before it kept. Invalid JSON is the background-task
+/// reader's to report; here it only means "nothing to apply".
+impl ModuleConfig for DelegateConfig {
+    const FILE: &'static str = TASKS_CONFIG_FILE;
+    const STYLE: Style = Style::BACKTICKS.wording(Wording::Found).dotted();
+    const OWNS_FILE: bool = false;
 
-    /// Applies one file's keys. Invalid JSON is the background-task reader's to report; here it
-    /// only means "nothing to apply".
-    pub fn merge(&mut self, path: &Path, text: &str, errors: &mut Vec<ConfigError>) {
-        let Ok(Value::Object(root)) = serde_json::from_str::<Value>(text) else {
+    fn read(&mut self, file: &mut Object<'_>) {
+        if let Some(enabled) = file.value("enabled").and_then(Value::as_bool) {
+            self.enabled = enabled;
+        }
+        let Some(mut delegate) = file.section("delegate", "an object") else {
             return;
         };
-        if let Some(Value::Bool(enabled)) = root.get("enabled") {
-            self.enabled = *enabled;
-        }
-        let Some(delegate) = root.get("delegate") else {
-            return;
+        let mut enabled = true;
+        delegate.set("enabled", "true or false", &mut enabled, Value::as_bool);
+        self.enabled = self.enabled && enabled;
+        let mut number = |key: &str, min: u64| {
+            let expected = format!("an integer ≥ {min}");
+            delegate.get(key, &expected, |v| v.as_u64().filter(|n| *n >= min))
         };
-        let mut report = |key: &str, message: String| {
-            errors.push(ConfigError::at(path, text, key_offset(text, key), message));
-        };
-        let Some(delegate) = delegate.as_object() else {
-            report("delegate", "delegate must be an object".to_owned());
-            return;
-        };
-        // A message names the key within its object: `delegate.maxTurns must be …`.
-        let report = &mut |key: &str, message: String| report(key, format!("delegate.{message}"));
-        if let Some(enabled) = flag(delegate, "enabled", report) {
-            self.enabled = self.enabled && enabled;
-        }
-        let mut number = |key: &str, min: u64| integer_at_least(delegate, key, min, report);
-        if let Some(n) = number("inlineAnswerBytes", 1) {
-            self.inline_answer_bytes = usize::try_from(n).unwrap_or(usize::MAX);
-        }
-        if let Some(n) = number("seedBudgetBytes", 1024) {
-            self.seed_budget_bytes = usize::try_from(n).unwrap_or(usize::MAX);
-        }
-        if let Some(n) = number("maxTurns", 1) {
-            self.max_turns = u32::try_from(n).unwrap_or(u32::MAX);
-        }
-        if let Some(n) = number("timeoutSeconds", 1) {
-            self.timeout_seconds = n;
-        }
+        let inline = number("inlineAnswerBytes", 1).map(to_usize);
+        let seed = number("seedBudgetBytes", 1024).map(to_usize);
+        let turns = number("maxTurns", 1).map(to_u32);
+        let timeout = number("timeoutSeconds", 1);
+        self.inline_answer_bytes = inline.unwrap_or(self.inline_answer_bytes);
+        self.seed_budget_bytes = seed.unwrap_or(self.seed_budget_bytes);
+        self.max_turns = turns.unwrap_or(self.max_turns);
+        self.timeout_seconds = timeout.unwrap_or(self.timeout_seconds);
     }
 }
 
@@ -117,15 +98,10 @@ mod tests {
 
     #[test]
     fn the_master_toggle_disables_delegates() {
-        let mut config = DelegateConfig::default();
-        config.merge(Path::new("f"), r#"{"enabled": false}"#, &mut Vec::new());
+        let (config, _) = DelegateConfig::from_sources(&[("f", r#"{"enabled": false}"#)]);
         assert!(!config.enabled);
-        let mut config = DelegateConfig::default();
-        config.merge(
-            Path::new("f"),
-            r#"{"delegate": {"enabled": false}}"#,
-            &mut Vec::new(),
-        );
+        let (config, _) =
+            DelegateConfig::from_sources(&[("f", r#"{"delegate": {"enabled": false}}"#)]);
         assert!(!config.enabled);
     }
 }

@@ -43,6 +43,7 @@ use crate::bridge::{
     send_to,
 };
 use crate::config::live::LiveConfig;
+use crate::config::module_file::ModuleConfig;
 use crate::helpers::board::{BoardRow, HelperBoard, RowKind, RunControl, TranscriptEntry};
 use crate::helpers::events::Usage;
 use crate::helpers::runner::RunStatus;

@@ -9,11 +9,9 @@
 //! with `-2`, `-3`, … added while a live session has that name, so a second workbench in the
 //! same folder gets a session of its own.
 
-use std::path::Path;
-
 use serde_json::Value;
 
-use crate::config::error::{ConfigError, json_object, key_offset_from};
+use crate::config::module_file::{ModuleConfig, Object, Style, Wording};
 
 /// The file, relative to the home directory or the workspace.
 pub const CONFIG_FILE: &str = ".unipi/config/workbench.json";
@@ -26,59 +24,29 @@ pub struct DetachConfig {
     pub name: Option<String>,
 }
 
-/// Defaults, then the home file, then the workspace's; problems are returned, never fatal.
-pub fn load(home: Option<&Path>, workspace: &Path) -> (DetachConfig, Vec<ConfigError>) {
-    let (sources, mut errors) = crate::config::read_module_config(home, workspace, CONFIG_FILE);
-    let mut config = DetachConfig::default();
-    for (path, text) in &sources {
-        apply(&mut config, path, text, &mut errors);
-    }
-    (config, errors)
-}
+/// The file's other keys (`mcp`) are other modules'.
+impl ModuleConfig for DetachConfig {
+    const FILE: &'static str = CONFIG_FILE;
+    const STYLE: Style = Style::BACKTICKS.wording(Wording::Quotes);
 
-fn apply(config: &mut DetachConfig, path: &Path, text: &str, errors: &mut Vec<ConfigError>) {
-    let object = match json_object(path, text) {
-        Ok(object) => object,
-        Err(err) => {
-            errors.push(err);
+    fn read(&mut self, file: &mut Object<'_>) {
+        let example = "an object, e.g. {\"enabled\": true}";
+        let Some(mut detach) = file.section("detach", example) else {
             return;
+        };
+        detach.flag("enabled", &mut self.enabled);
+        if let Some(name) = detach.get("name", "a string (a session name)", Value::as_str) {
+            match super::registry::check_name(name) {
+                Ok(()) => self.name = Some(name.to_owned()),
+                Err(err) => detach.report("name", format!("{err:#}")),
+            }
         }
-    };
-    let Some(detach) = object.get("detach") else {
-        return;
-    };
-    let detach_at = key_offset_from(text, 0, "detach").unwrap_or(0);
-    let error_at = |key: &str, message: String| {
-        let offset = key_offset_from(text, detach_at, key).unwrap_or(detach_at);
-        ConfigError::at(path, text, offset, message)
-    };
-    let Value::Object(detach) = detach else {
-        errors.push(error_at(
-            "detach",
-            "\"detach\" must be an object, e.g. {\"enabled\": true}".to_owned(),
-        ));
-        return;
-    };
-    for (key, value) in detach {
-        match (key.as_str(), value) {
-            ("enabled", Value::Bool(enabled)) => config.enabled = *enabled,
-            ("enabled", _) => errors.push(error_at(
-                "enabled",
-                "\"enabled\" must be true or false".to_owned(),
-            )),
-            ("name", Value::String(name)) => match super::registry::check_name(name) {
-                Ok(()) => config.name = Some(name.clone()),
-                Err(err) => errors.push(error_at("name", format!("{err:#}"))),
-            },
-            ("name", _) => errors.push(error_at(
-                "name",
-                "\"name\" must be a string (a session name)".to_owned(),
-            )),
-            (other, _) => errors.push(error_at(
-                other,
-                format!("unknown key {other:?} in \"detach\" (known: enabled, name)"),
-            )),
-        }
+        detach.warn_unknown_with(|key, known| {
+            format!(
+                "unknown key {key:?} in \"detach\" (known: {})",
+                known.join(", ")
+            )
+        });
     }
 }
 
@@ -89,14 +57,7 @@ mod tests {
     use crate::config::module_file::home_and_workspace;
 
     fn parse(text: &str) -> (DetachConfig, Vec<String>) {
-        let mut config = DetachConfig::default();
-        let mut errors = Vec::new();
-        apply(
-            &mut config,
-            Path::new("/h/workbench.json"),
-            text,
-            &mut errors,
-        );
+        let (config, errors) = DetachConfig::from_sources(&[("/h/workbench.json", text)]);
         (config, errors.iter().map(ToString::to_string).collect())
     }
 
@@ -150,7 +111,7 @@ mod tests {
             r#"{"detach": {"enabled": true, "name": "home"}}"#,
             r#"{"detach": {"name": "here"}}"#,
         );
-        let (config, errors) = load(Some(home.path()), workspace.path());
+        let (config, errors) = DetachConfig::load(Some(home.path()), workspace.path());
         assert!(errors.is_empty(), "{errors:?}");
         assert_eq!(
             config,

@@ -16,6 +16,7 @@ use anyhow::{Context as _, Result, bail};
 use super::daemon::{READY, SESSION_ENV, SUBCOMMAND, log_path};
 use super::registry::{Registry, check_name, name_from_folder};
 use crate::cli::SplitArgs;
+use crate::config::module_file::ModuleConfig as _;
 use crate::headless::RunMode;
 
 /// A session to start.
@@ -53,7 +54,8 @@ pub fn plan(flag: Option<&str>, split: &SplitArgs) -> Result<Option<Plan>> {
             let workspace = std::env::current_dir().context("cannot read the working directory")?;
             // Its problems are the workbench's to show (start-up box and log), like every
             // config file's: it reads the file again at start.
-            let (config, _) = super::config::load(dirs::home_dir().as_deref(), &workspace);
+            let (config, _) =
+                super::config::DetachConfig::load(dirs::home_dir().as_deref(), &workspace);
             if !config.enabled {
                 return Ok(None);
             }

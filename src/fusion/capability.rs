@@ -16,7 +16,7 @@ use unipi_widgets::fusion::saved_text;
 use unipi_widgets::notice::NoticeModel;
 
 use super::btw::{BTW_KEYS, BtwView, SideExchange};
-use super::config::{FUSION_CONFIG_FILE, ModelRef, Preset, load_fusion_config};
+use super::config::{FUSION_CONFIG_FILE, FusionConfig, ModelRef, Preset};
 use super::engine::{BridgeMainPi, Engine, minutes, shown_path};
 use super::ledger::Ledger;
 use super::module::{BTW_COMMAND, FusionModule, MODEL_COMMAND, PRESET_COMMAND, STATUS_COMMAND};
@@ -28,6 +28,7 @@ use crate::capability::settings::live_reporting;
 use crate::capability::{
     BridgeLink, Capability, GlobalAction, Otherwise, Registration, StartContext, WithCommands,
 };
+use crate::config::module_file::ModuleConfig;
 use crate::sessiondb::SidekickTotals;
 use crate::sys::lock;
 use crate::views::pager::PagedView;
@@ -57,7 +58,7 @@ const HEADLESS_BTW_WAIT: Duration = Duration::from_secs(8);
 fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
     // Followed: presets edited by hand are taken at the next use; the active preset is applied
     // at start (switching it later is /unipi:fusion-preset's).
-    let config = live_reporting(context, &[FUSION_CONFIG_FILE], load_fusion_config);
+    let config = live_reporting(context, &[FUSION_CONFIG_FILE], FusionConfig::load);
     let runtime = SidekickRuntime::new(context.child_pi(), context.workspace.to_path_buf());
     let ledger = Ledger::for_project(context.home, context.workspace);
     let engine = Arc::new(Engine::new(context.ui.clone(), config, runtime, ledger));
@@ -609,7 +610,7 @@ mod tests {
                 .expect("the edits end within 10 s")
                 .unwrap();
         }
-        load_fusion_config(Some(&dir.join("home")), &dir.join("work")).0
+        FusionConfig::load(Some(&dir.join("home")), &dir.join("work")).0
     }
 
     /// A later job whose work ends first still gives its notice after the earlier job's, so

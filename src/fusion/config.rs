@@ -22,7 +22,9 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
-use crate::config::error::{ConfigError, key_offset};
+use crate::config::json::Doc;
+use crate::config::module_file::{ModuleConfig, Object, Style};
+use crate::config::{ConfigError, read_module_config};
 
 /// The file's path below the home or workspace directory.
 pub const FUSION_CONFIG_FILE: &str = ".unipi/config/fusion.json";
@@ -155,95 +157,71 @@ impl FusionConfig {
     }
 }
 
-/// Loads the config: the home file, then the workspace file over it.
-pub fn load_fusion_config(
-    home: Option<&Path>,
-    workspace: &Path,
-) -> (FusionConfig, Vec<ConfigError>) {
-    let (sources, mut errors) =
-        crate::config::read_module_config(home, workspace, FUSION_CONFIG_FILE);
-    let workspace_file = workspace.join(FUSION_CONFIG_FILE);
-    let target = if workspace_file.exists() {
-        workspace_file
-    } else {
-        home.map_or(workspace_file, |home| home.join(FUSION_CONFIG_FILE))
-    };
-    let mut config = FusionConfig {
-        target,
-        ..FusionConfig::default()
-    };
-    for (path, text) in &sources {
-        errors.extend(apply_file(&mut config, path, text));
-    }
-    if let Some(name) = config.active.clone()
-        && !config.presets.contains_key(&name)
-    {
-        let (path, text) = sources
-            .iter()
-            .rev()
-            .find(|(_, text)| text.contains("\"active\""))
-            .map_or((config.target.clone(), ""), |(path, text)| {
-                (path.clone(), text.as_str())
-            });
-        errors.push(ConfigError::at(
-            &path,
-            text,
-            key_offset(text, "active"),
-            format!("`active` names preset `{name}`, which no file defines; fusion stays off"),
-        ));
-        config.active = None;
-    }
-    (config, errors)
-}
+/// The home file, then the workspace file over it; edits go to the workspace file when it
+/// exists, else to the home file.
+impl ModuleConfig for FusionConfig {
+    const FILE: &'static str = FUSION_CONFIG_FILE;
+    const STYLE: Style = Style::BACKTICKS.unsorted();
 
-/// Applies one file's keys to `config`; returns what was wrong in it.
-fn apply_file(config: &mut FusionConfig, path: &Path, text: &str) -> Vec<ConfigError> {
-    let object = match crate::config::error::json_object(path, text) {
-        Ok(object) => object,
-        Err(err) => return vec![err],
-    };
-    let mut errors = Vec::new();
-    let at =
-        |key: &str, message: String| ConfigError::at(path, text, key_offset(text, key), message);
-    for (key, value) in &object {
-        match key.as_str() {
-            "active" => match value {
-                Value::String(name) if !name.trim().is_empty() => {
-                    config.active = Some(name.trim().to_owned());
-                }
-                Value::Null => config.active = None,
-                _ => errors.push(at(key, "`active` must be a preset's name, or null".into())),
-            },
-            "presets" => match value.as_object() {
-                Some(presets) => {
-                    for (name, preset) in presets {
-                        match parse_preset(preset) {
-                            Ok(preset) => {
-                                config.presets.insert(name.clone(), preset);
-                            }
-                            Err(message) => {
-                                errors.push(at(name, format!("preset `{name}`: {message}")));
-                            }
-                        }
+    fn read(&mut self, file: &mut Object<'_>) {
+        let active = |value: &Value| match value {
+            Value::String(name) if !name.trim().is_empty() => Some(Some(name.trim().to_owned())),
+            Value::Null => Some(None),
+            _ => None,
+        };
+        file.set(
+            "active",
+            "a preset's name, or null",
+            &mut self.active,
+            active,
+        );
+        file.flag("nameSessions", &mut self.name_sessions);
+        if let Some(presets) = file.section("presets", "an object of named presets") {
+            for (name, preset) in presets.members() {
+                match parse_preset(preset) {
+                    Ok(preset) => {
+                        self.presets.insert(name.clone(), preset);
                     }
+                    Err(message) => presets.report(name, format!("preset `{name}`: {message}")),
                 }
-                None => errors.push(at(
-                    key,
-                    "`presets` must be an object of named presets".into(),
-                )),
-            },
-            "nameSessions" => match value.as_bool() {
-                Some(on) => config.name_sessions = on,
-                None => errors.push(at(key, "`nameSessions` must be true or false".into())),
-            },
-            "warmPool" => match parse_pool(value, config.pool) {
-                Ok(pool) => config.pool = pool,
-                Err(message) => errors.push(at(key, format!("`warmPool`: {message}"))),
-            },
-            _ => {}
+            }
+        }
+        if let Some(value) = file.value("warmPool") {
+            match parse_pool(value, self.pool) {
+                Ok(pool) => self.pool = pool,
+                Err(message) => file.report("warmPool", format!("`warmPool`: {message}")),
+            }
         }
     }
-    errors
+
+    /// An `active` preset no file defines is reported where the last file set it.
+    fn finish(&mut self, files: &[Doc<'_>], errors: &mut Vec<ConfigError>) {
+        let Some(name) = self.active.take_if(|name| !self.presets.contains_key(name)) else {
+            return;
+        };
+        if let Some(doc) = files
+            .iter()
+            .rev()
+            .find(|doc| doc.root.get("active").is_some())
+        {
+            let at = doc.offset(&["active".to_owned()], false);
+            let message =
+                format!("`active` names preset `{name}`, which no file defines; fusion stays off");
+            errors.push(ConfigError::at(doc.path, doc.text, at, message));
+        }
+    }
+
+    fn load(home: Option<&Path>, workspace: &Path) -> (Self, Vec<ConfigError>) {
+        let (sources, mut errors) = read_module_config(home, workspace, FUSION_CONFIG_FILE);
+        let (mut config, more) = Self::from_sources(&sources);
+        errors.extend(more);
+        let workspace_file = workspace.join(FUSION_CONFIG_FILE);
+        config.target = match home {
+            Some(home) if !workspace_file.exists() => home.join(FUSION_CONFIG_FILE),
+            _ => workspace_file,
+        };
+        (config, errors)
+    }
 }
 
 fn parse_preset(value: &Value) -> Result<Preset, String> {
@@ -367,7 +345,7 @@ mod tests {
         let dirs = dirs();
         let home_file = dirs.home.join(FUSION_CONFIG_FILE);
         write(&home_file, r#"{"warmPool": {"size": 1}, "note": "kept"}"#);
-        let (mut config, errors) = load_fusion_config(Some(&dirs.home), &dirs.workspace);
+        let (mut config, errors) = FusionConfig::load(Some(&dirs.home), &dirs.workspace);
         assert!(errors.is_empty(), "{errors:?}");
         assert_eq!(config.target, home_file, "no workspace file: edits go home");
         assert_eq!(config.pool.size, 1);
@@ -382,7 +360,7 @@ mod tests {
         );
         config.active = Some("daily".into());
         config.save().unwrap();
-        let (mut again, errors) = load_fusion_config(Some(&dirs.home), &dirs.workspace);
+        let (mut again, errors) = FusionConfig::load(Some(&dirs.home), &dirs.workspace);
         assert!(errors.is_empty(), "{errors:?}");
         assert_eq!(again.active_preset(), Some(("daily", &daily)));
         assert_eq!(again.presets.len(), 2);
@@ -391,7 +369,7 @@ mod tests {
         again.presets.remove("daily");
         again.active = Some("thrifty".into());
         again.save().unwrap();
-        let (last, _) = load_fusion_config(Some(&dirs.home), &dirs.workspace);
+        let (last, _) = FusionConfig::load(Some(&dirs.home), &dirs.workspace);
         assert_eq!(last.presets.keys().collect::<Vec<_>>(), ["thrifty"]);
         assert_eq!(last.active_preset().unwrap().1.primary, model("p/mid"));
         let text = std::fs::read_to_string(&home_file).unwrap();
@@ -401,7 +379,7 @@ mod tests {
         off.active = None;
         off.save().unwrap();
         assert_eq!(
-            load_fusion_config(Some(&dirs.home), &dirs.workspace)
+            FusionConfig::load(Some(&dirs.home), &dirs.workspace)
                 .0
                 .active,
             None
@@ -421,7 +399,7 @@ mod tests {
             &workspace_file,
             r#"{"active": "b", "presets": {"b": {"primary": "w/3", "sidekick": "w/4"}}}"#,
         );
-        let (config, errors) = load_fusion_config(Some(&dirs.home), &dirs.workspace);
+        let (config, errors) = FusionConfig::load(Some(&dirs.home), &dirs.workspace);
         assert!(errors.is_empty(), "{errors:?}");
         assert_eq!(config.target, workspace_file);
         let (name, preset) = config.active_preset().unwrap();
@@ -437,7 +415,7 @@ mod tests {
             &file,
             "{\"active\": \"gone\",\n \"presets\": {\n  \"ok\": {\"primary\": \"p/a\", \"sidekick\": \"p/b\"},\n  \"bad\": {\"primary\": \"nope\", \"sidekick\": \"p/b\"},\n  \"cool\": {\"primary\": \"p/a\", \"sidekick\": \"p/b\", \"cooldownSeconds\": 0}},\n \"warmPool\": {\"size\": 99}}",
         );
-        let (config, errors) = load_fusion_config(Some(&dirs.home), &dirs.workspace);
+        let (config, errors) = FusionConfig::load(Some(&dirs.home), &dirs.workspace);
         let texts: Vec<String> = errors.iter().map(ToString::to_string).collect();
         let shown = texts.join("\n");
         assert_eq!(errors.len(), 4, "{shown}");
@@ -454,7 +432,7 @@ mod tests {
         assert_eq!(config.pool, PoolSettings::default());
         // Not JSON at all: one error, defaults stand.
         write(&file, "{ not json");
-        let (config, errors) = load_fusion_config(Some(&dirs.home), &dirs.workspace);
+        let (config, errors) = FusionConfig::load(Some(&dirs.home), &dirs.workspace);
         assert_eq!(errors.len(), 1);
         assert!(config.presets.is_empty());
     }

@@ -12,7 +12,8 @@ use super::*;
 use crate::bridge::{BusMessage, MessageEnd, NotifyLevel, SessionStart, UserInput};
 use crate::capability::ChildPi;
 use crate::config::keymap::Keymap;
-use crate::fusion::config::load_fusion_config;
+use crate::config::module_file::ModuleConfig;
+use crate::fusion::config::FusionConfig;
 
 /// Answers host calls like a Pi with three models (no key for `anthropic/claude-opus`).
 #[derive(Default)]
@@ -99,7 +100,7 @@ fn engine_with_ui(dir: &Path, preset_json: &str, sidekick: ChildPi, ui: Ui) -> A
         Some(&home),
         &workspace,
         &[crate::fusion::config::FUSION_CONFIG_FILE],
-        load_fusion_config,
+        FusionConfig::load,
     );
     assert!(errors.is_empty(), "{errors:?}");
     let runtime = SidekickRuntime::new(sidekick, workspace.clone());

@@ -18,6 +18,7 @@ use super::module::{CONFIG_FILE, HelperSettings, HelpersConfig, HelpersModule, P
 use crate::bridge::Module;
 use crate::capability::settings::live_reporting;
 use crate::capability::{BridgeLink, Capability, Changed, Registration, StartContext};
+use crate::config::module_file::ModuleConfig;
 use crate::delegate::DelegateModule;
 use crate::views::dock::DockSource;
 

@@ -2,19 +2,14 @@
 //! workspace), how Pi is launched for a helper, the settings the app hands the module, and the
 //! nesting depth this process runs at.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use super::agents::AgentCatalog;
 use super::board::HelperBoard;
 use super::spec::DEFAULT_DEADLINE;
-use crate::config::ConfigError;
 use crate::config::live::LiveConfig;
-use serde_json::{Map, Value};
-
-use crate::config::module_file::{
-    Report, apply_json_objects, integer_at_least, load_module_config,
-};
+use crate::config::module_file::{ModuleConfig, Object, Style, Wording, to_u32, to_usize};
 
 /// The nesting depth of the process reading it (unset: the root session, depth 0).
 pub const DEPTH_ENV: &str = "UNIPI_HELPER_DEPTH";
@@ -54,45 +49,32 @@ impl Default for HelpersConfig {
     }
 }
 
-impl HelpersConfig {
-    /// The defaults, then `<home>/.unipi/config/subagents.json`, then the workspace's file. A bad
-    /// file or value is reported and the value before it kept; unknown keys are ignored (the
-    /// file is shared with settings this module does not own).
-    pub fn load(home: Option<&Path>, workspace: &Path) -> (Self, Vec<ConfigError>) {
-        load_module_config(home, workspace, CONFIG_FILE, Self::from_sources)
-    }
+/// A bad file or value is reported and the value before it kept; unknown keys are ignored (the
+/// file is shared with settings this module does not own).
+impl ModuleConfig for HelpersConfig {
+    const FILE: &'static str = CONFIG_FILE;
+    const STYLE: Style = Style::BACKTICKS.wording(Wording::Found);
 
-    /// The defaults, then each (path, text) file's keys, lowest precedence first.
-    pub fn from_sources(sources: &[(&Path, &str)]) -> (Self, Vec<ConfigError>) {
-        apply_json_objects(sources, Self::apply)
-    }
-
-    /// Applies one file's keys.
-    fn apply(&mut self, object: &Map<String, Value>, report: &mut Report<'_>) {
-        let mut number = |key: &str, min: u64| integer_at_least(object, key, min, report);
-        let to_u32 = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
-        let to_usize = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
-        if let Some(n) = number("maxSubagentDepth", 0) {
-            self.max_depth = to_u32(n);
-        }
-        if let Some(n) = number("maxSubagentSpawnsPerSession", 0) {
-            self.max_spawns_per_session = to_u32(n);
-        }
-        if let Some(n) = number("maxConcurrent", 1) {
-            self.max_concurrent = to_usize(n);
-        }
-        if let Some(n) = number("maxActiveAsyncRunsPerSession", 1) {
-            self.max_active_async = to_usize(n);
-        }
-        if let Some(n) = number("defaultDeadlineMinutes", 1) {
-            self.deadline = Duration::from_secs(n.saturating_mul(60));
-        }
-        if let Some(n) = number("maxSubagentSpawnsPerRun", 1) {
-            self.max_spawns_per_run = to_u32(n);
-        }
-        if let Some(n) = number("supervisorTimeoutSeconds", 1) {
-            self.supervisor_timeout = Duration::from_secs(n);
-        }
+    fn read(&mut self, file: &mut Object<'_>) {
+        let mut number = |key: &str, min: u64| {
+            let expected = format!("an integer ≥ {min}");
+            file.get(key, &expected, |v| v.as_u64().filter(|n| *n >= min))
+        };
+        let minutes = |n: u64| Duration::from_secs(n.saturating_mul(60));
+        let depth = number("maxSubagentDepth", 0).map(to_u32);
+        let spawns = number("maxSubagentSpawnsPerSession", 0).map(to_u32);
+        let concurrent = number("maxConcurrent", 1).map(to_usize);
+        let active_async = number("maxActiveAsyncRunsPerSession", 1).map(to_usize);
+        let deadline = number("defaultDeadlineMinutes", 1).map(minutes);
+        let per_run = number("maxSubagentSpawnsPerRun", 1).map(to_u32);
+        let supervisor = number("supervisorTimeoutSeconds", 1).map(Duration::from_secs);
+        self.max_depth = depth.unwrap_or(self.max_depth);
+        self.max_spawns_per_session = spawns.unwrap_or(self.max_spawns_per_session);
+        self.max_concurrent = concurrent.unwrap_or(self.max_concurrent);
+        self.max_active_async = active_async.unwrap_or(self.max_active_async);
+        self.deadline = deadline.unwrap_or(self.deadline);
+        self.max_spawns_per_run = per_run.unwrap_or(self.max_spawns_per_run);
+        self.supervisor_timeout = supervisor.unwrap_or(self.supervisor_timeout);
     }
 }
 

@@ -9,7 +9,7 @@ use super::*;
 use crate::bridge::{
     AgentId, AgentNotice, BusMessage, CancelHandle, CancelToken, ChannelSink, UpdateSender,
 };
-use crate::config::module_file::home_and_workspace;
+use crate::config::module_file::{ModuleConfig, home_and_workspace};
 use crate::helpers::agents::{AgentCatalog, AgentError};
 use crate::helpers::bus::HelperFinished;
 use crate::helpers::runner::RunStatus;

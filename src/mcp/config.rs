@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::config::error::{json_syntax_error, key_offset_from};
+use crate::config::json::Doc;
+use crate::config::module_file::{Object, Style, positive, to_usize};
 use crate::config::references::replace_references;
 use crate::config::{ConfigError, read_module_config};
 
@@ -200,9 +201,15 @@ pub fn parse(
     // Where each server was (last) defined, to point errors about it at its key.
     let mut defined_at: BTreeMap<String, (PathBuf, String, usize)> = BTreeMap::new();
     for (path, text) in sources {
+        let doc = match Doc::parse(path, text) {
+            Ok(doc) => doc,
+            Err(err) => {
+                errors.push(err);
+                continue;
+            }
+        };
         let file = FileParser {
-            path,
-            text,
+            doc: &doc,
             workspace,
             env,
         };
@@ -233,37 +240,7 @@ pub fn parse(
             }
         }
     }
-    let mut enabled = 0;
-    let mut refused = Vec::new();
-    for server in servers.values() {
-        if !server.enabled {
-            continue;
-        }
-        enabled += 1;
-        if enabled > settings.max_servers {
-            refused.push(server.name.clone());
-        }
-    }
-    for name in &refused {
-        servers.remove(name);
-    }
-    // One message for all of them, placed at the first one refused.
-    if let Some((path, text, offset)) = refused.first().and_then(|name| defined_at.get(name)) {
-        let max = settings.max_servers;
-        errors.push(ConfigError::at(
-            path,
-            text,
-            *offset,
-            format!(
-                "{enabled} MCP servers are enabled, more than mcp.maxServers ({max}, in \
-                 {WORKBENCH_CONFIG_FILE}) allows: the first {max} by name were started, these \
-                 {} were not: {} (raise mcp.maxServers or set \"enabled\": false on servers you \
-                 do not need, then /unipi:mcp-reload)",
-                refused.len(),
-                refused.join(", ")
-            ),
-        ));
-    }
+    refuse_beyond_maximum(&mut servers, settings.max_servers, &defined_at, &mut errors);
     McpConfig {
         servers: servers.into_values().collect(),
         settings,
@@ -271,63 +248,78 @@ pub fn parse(
     }
 }
 
+/// Enabled servers beyond `max` (in name order) are removed, with one message for all of them,
+/// placed at the first one refused.
+fn refuse_beyond_maximum(
+    servers: &mut BTreeMap<String, ServerConfig>,
+    max: usize,
+    defined_at: &BTreeMap<String, (PathBuf, String, usize)>,
+    errors: &mut Vec<ConfigError>,
+) {
+    let enabled: Vec<String> = servers
+        .values()
+        .filter(|server| server.enabled)
+        .map(|server| server.name.clone())
+        .collect();
+    let refused = enabled.get(max..).unwrap_or_default();
+    for name in refused {
+        servers.remove(name);
+    }
+    if let Some((path, text, offset)) = refused.first().and_then(|name| defined_at.get(name)) {
+        let message = format!(
+            "{} MCP servers are enabled, more than mcp.maxServers ({max}, in \
+             {WORKBENCH_CONFIG_FILE}) allows: the first {max} by name were started, these \
+             {} were not: {} (raise mcp.maxServers or set \"enabled\": false on servers you \
+             do not need, then /unipi:mcp-reload)",
+            enabled.len(),
+            refused.len(),
+            refused.join(", ")
+        );
+        errors.push(ConfigError::at(path, text, *offset, message));
+    }
+}
+
 /// The workbench's MCP settings from `workbench.json` texts, lowest precedence first, key by key.
+/// The file's other keys are other modules', and so is a file that is not an object.
 pub fn settings_from_sources(sources: &[(PathBuf, String)]) -> (McpSettings, Vec<ConfigError>) {
     let mut settings = McpSettings::default();
     let mut errors = Vec::new();
+    let style = Style::BACKTICKS.dotted().unsorted();
     for (path, text) in sources {
-        let value: Value = match serde_json::from_str(text) {
-            Ok(value) => value,
+        let doc = match Doc::parse(path, text) {
+            Ok(doc) => doc,
             Err(err) => {
-                errors.push(json_syntax_error(path, &err));
+                errors.push(err);
                 continue;
             }
         };
-        let Some(mcp) = value.get("mcp") else {
-            continue;
-        };
-        let mcp_offset = key_offset_from(text, 0, "mcp").unwrap_or(0);
-        let Some(mcp) = mcp.as_object() else {
-            errors.push(ConfigError::at(
-                path,
-                text,
-                mcp_offset,
-                "`mcp` must be an object",
-            ));
-            continue;
-        };
-        for (key, value) in mcp {
-            let at = key_offset_from(text, mcp_offset, key).unwrap_or(mcp_offset);
-            match (key.as_str(), value) {
-                ("owner", Value::String(owner)) if owner == "workbench" => {
-                    settings.owner = Owner::Workbench;
-                }
-                ("owner", Value::String(owner)) if owner == "pi" => settings.owner = Owner::Pi,
-                ("owner", _) => errors.push(ConfigError::at(
-                    path,
-                    text,
-                    at,
-                    "`mcp.owner` must be \"workbench\" or \"pi\"",
-                )),
-                ("maxServers", value) => match value.as_u64().filter(|n| *n > 0) {
-                    Some(max) => settings.max_servers = usize::try_from(max).unwrap_or(usize::MAX),
-                    None => errors.push(ConfigError::at(
-                        path,
-                        text,
-                        at,
-                        "`mcp.maxServers` must be a positive integer",
-                    )),
-                },
-                _ => errors.push(ConfigError::at(
-                    path,
-                    text,
-                    at,
-                    format!("unknown key `mcp.{key}` (expected owner, maxServers)"),
-                )),
-            }
+        let file = Object::root(&doc, style, false);
+        if let Some(mut mcp) = file.and_then(|mut file| file.section("mcp", "an object")) {
+            settings.read(&mut mcp);
         }
+        errors.extend(doc.take_errors(false));
     }
     (settings, errors)
+}
+
+impl McpSettings {
+    /// The `mcp` object's keys (in the order the errors have always come: by name).
+    fn read(&mut self, mcp: &mut Object<'_>) {
+        let positive = |v: &Value| positive(v).map(to_usize);
+        mcp.set(
+            "maxServers",
+            "a positive integer",
+            &mut self.max_servers,
+            positive,
+        );
+        let owner = |v: &Value| match v.as_str()? {
+            "workbench" => Some(Owner::Workbench),
+            "pi" => Some(Owner::Pi),
+            _ => None,
+        };
+        mcp.set("owner", "\"workbench\" or \"pi\"", &mut self.owner, owner);
+        mcp.warn_unknown_with(|key, _| format!("unknown key `{key}` (expected owner, maxServers)"));
+    }
 }
 
 /// What one entry of one file amounts to.
@@ -341,8 +333,7 @@ enum Parsed {
 
 /// One file being parsed: everything an error needs to point into it.
 struct FileParser<'a> {
-    path: &'a Path,
-    text: &'a str,
+    doc: &'a Doc<'a>,
     workspace: &'a Path,
     env: &'a dyn Fn(&str) -> Option<String>,
 }
@@ -350,56 +341,43 @@ struct FileParser<'a> {
 impl FileParser<'_> {
     /// The `mcpServers` entries as (name, offset of the name, value), in file order.
     fn entries(&self, errors: &mut Vec<ConfigError>) -> Option<Vec<(String, usize, Value)>> {
-        let value: Value = match serde_json::from_str(self.text) {
-            Ok(value) => value,
-            Err(err) => {
-                errors.push(json_syntax_error(self.path, &err));
-                return None;
-            }
-        };
-        let Some(object) = value.as_object() else {
-            errors.push(ConfigError::at(
-                self.path,
-                self.text,
-                0,
-                "expected a JSON object with `mcpServers`",
-            ));
+        let (path, text) = (self.doc.path, self.doc.text);
+        let Some(object) = self.doc.root.as_object() else {
+            let message = "expected a JSON object with `mcpServers`";
+            errors.push(ConfigError::at(path, text, 0, message));
             return None;
         };
         // Other keys (Pi's settings, comments some tools add) are not ours to judge.
         let servers = object.get("mcpServers")?;
-        let servers_offset = key_offset_from(self.text, 0, "mcpServers").unwrap_or(0);
         let Some(servers) = servers.as_object() else {
-            errors.push(ConfigError::at(
-                self.path,
-                self.text,
-                servers_offset,
-                "`mcpServers` must be an object mapping server names to their settings",
-            ));
+            let message = "`mcpServers` must be an object mapping server names to their settings";
+            errors.push(ConfigError::at(path, text, self.at(&[]), message));
             return None;
         };
-        Some(
-            servers
-                .iter()
-                .map(|(name, value)| {
-                    let offset =
-                        key_offset_from(self.text, servers_offset, name).unwrap_or(servers_offset);
-                    (name.clone(), offset, value.clone())
-                })
-                .collect(),
-        )
+        let entry =
+            |(name, value): (&String, &Value)| (name.clone(), self.at(&[name]), value.clone());
+        Some(servers.iter().map(entry).collect())
+    }
+
+    /// Where the key at `keys` below `mcpServers` is written.
+    fn at(&self, keys: &[&str]) -> usize {
+        let keys: Vec<String> = std::iter::once("mcpServers")
+            .chain(keys.iter().copied())
+            .map(str::to_owned)
+            .collect();
+        self.doc.offset(&keys, false)
     }
 
     /// The error `message` about `field` (None: the entry) of server `name` defined at `offset`.
     fn error(&self, offset: usize, name: &str, field: Option<&str>, message: &str) -> ConfigError {
         let (at, label) = match field {
             Some(field) => (
-                key_offset_from(self.text, offset, field).unwrap_or(offset),
+                self.at(&[name, field]),
                 format!("MCP server `{name}`, field `{field}`: {message}"),
             ),
             None => (offset, format!("MCP server `{name}`: {message}")),
         };
-        ConfigError::at(self.path, self.text, at, label)
+        ConfigError::at(self.doc.path, self.doc.text, at, label)
     }
 
     fn server(
@@ -476,24 +454,44 @@ impl EntryFields<'_, '_> {
             .get("enabledTools")
             .map(|_| self.strings("enabledTools"));
         let disabled_tools = self.strings("disabledTools");
-        let transport = match (kind.as_deref(), command, url) {
+        let transport = self.transport(kind.as_deref(), command, url)?;
+        Some(Parsed::Server(Box::new(ServerConfig {
+            name: self.name.to_owned(),
+            source: self.file.doc.path.to_owned(),
+            transport,
+            enabled: enabled.unwrap_or(true),
+            timeout,
+            startup_timeout,
+            enabled_tools,
+            disabled_tools,
+        })))
+    }
+
+    /// How the server is reached: `url` (streamable HTTP) or `command` (stdio), as `kind` says.
+    fn transport(
+        &mut self,
+        kind: Option<&str>,
+        command: Option<String>,
+        url: Option<String>,
+    ) -> Option<Transport> {
+        match (kind, command, url) {
             (Some("sse"), _, _) => {
                 self.fail(
                     Some("type"),
                     "the legacy SSE transport is not supported; use the server's streamable \
                      HTTP URL (often `/mcp` instead of `/sse`)",
                 );
-                return None;
+                None
             }
             (None | Some("http" | "streamable-http"), _, Some(url)) => {
                 let url = self.expand("url", &url);
                 if !(url.starts_with("http://") || url.starts_with("https://")) {
                     self.fail(Some("url"), "must be an http or https URL");
                 }
-                Transport::Http {
+                Some(Transport::Http {
                     url,
                     headers: self.string_map("headers"),
-                }
+                })
             }
             (None | Some("stdio"), Some(command), _) => {
                 let command = self.expand("command", &command);
@@ -512,38 +510,28 @@ impl EntryFields<'_, '_> {
                     }
                     None => self.file.workspace.to_path_buf(),
                 };
-                Transport::Stdio {
+                Some(Transport::Stdio {
                     command,
                     args,
                     env: self.string_map("env"),
                     cwd,
-                }
+                })
             }
             (Some(kind), _, _) if !matches!(kind, "stdio" | "http" | "streamable-http") => {
                 self.fail(
                     Some("type"),
                     "must be \"stdio\", \"http\" or \"streamable-http\"",
                 );
-                return None;
+                None
             }
             _ => {
                 self.fail(
                     None,
                     "needs either `command` (stdio) or `url` (streamable HTTP)",
                 );
-                return None;
+                None
             }
-        };
-        Some(Parsed::Server(Box::new(ServerConfig {
-            name: self.name.to_owned(),
-            source: self.file.path.to_owned(),
-            transport,
-            enabled: enabled.unwrap_or(true),
-            timeout,
-            startup_timeout,
-            enabled_tools,
-            disabled_tools,
-        })))
+        }
     }
 
     fn fail(&mut self, field: Option<&str>, message: &str) {

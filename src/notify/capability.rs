@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use super::config::{CONFIG_FILE, NTFY_FILE, NotifyConfig, load_notify_config};
+use super::config::{CONFIG_FILE, NTFY_FILE, NotifyConfig};
 use super::dispatch::{Dispatcher, test_report};
 use super::module::{NotifyModule, SETTINGS_COMMAND, TEST_COMMAND};
 use super::platforms::terminal;
@@ -17,6 +17,7 @@ use crate::capability::settings::{Save, SettingsHome, SettingsPage, live_reporti
 use crate::capability::{
     BridgeLink, Capability, Changed, Registration, StartContext, WithCommands,
 };
+use crate::config::module_file::ModuleConfig;
 
 pub const REGISTRATION: Registration = Registration {
     name: "notify",
@@ -29,14 +30,14 @@ const SETTINGS_PAGE: SettingsPage<NotifyConfig> = SettingsPage {
     title: SETTINGS_TITLE,
     file: CONFIG_FILE,
     what: "notification settings",
-    load: load_notify_config,
+    load: NotifyConfig::load,
     fields: settings_fields,
     to_values: apply_settings,
 };
 
 fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
     // Followed: an edit of either file applies to the next notification.
-    let config = live_reporting(context, &[CONFIG_FILE, NTFY_FILE], load_notify_config);
+    let config = live_reporting(context, &[CONFIG_FILE, NTFY_FILE], NotifyConfig::load);
     let in_tmux = std::env::var_os("TMUX").is_some_and(|v| !v.is_empty());
     let auto = terminal::detect(|key| std::env::var(key).ok());
     let dispatcher = Dispatcher::new(config, context.ui.clone(), in_tmux, auto);

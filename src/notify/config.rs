@@ -19,9 +19,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use crate::config::error::{ConfigError, json_object, key_offset_from, read_user_file};
+use crate::config::error::{ConfigError, read_user_file};
+use crate::config::module_file::{ModuleConfig, Object, non_empty, read_json_file, whole_in};
 
 /// `config.json` below the home directory.
 pub const CONFIG_FILE: &str = ".unipi/config/notify/config.json";
@@ -358,338 +359,191 @@ pub fn mask(secret: Option<&str>) -> String {
     }
 }
 
-/// Loads both files: defaults, then `config.json`, then the ntfy file that applies.
-pub fn load_notify_config(
-    home: Option<&Path>,
-    workspace: &Path,
-) -> (NotifyConfig, Vec<ConfigError>) {
-    let mut config = NotifyConfig::default();
-    let mut errors = Vec::new();
-    let mut legacy_ntfy = None;
-    let main = home.map(|home| home.join(CONFIG_FILE));
-    match read_user_file(main.as_deref()) {
-        Ok(Some(text)) => {
-            let path = main.clone().unwrap_or_default();
-            let mut reader = Reader::new(&path, &text);
-            if let Some(object) = reader.object() {
-                legacy_ntfy = apply_main(&mut config, &mut reader, &object);
-            }
-            errors.extend(reader.finish());
-        }
-        Ok(None) => {}
-        Err(err) => errors.push(err),
-    }
-    let project = workspace.join(NTFY_FILE);
-    let global = home.map(|home| home.join(NTFY_FILE));
-    let mut found = false;
-    for (path, source) in [
-        (Some(project.clone()), NtfySource::Project(project)),
-        (
-            global.clone(),
-            NtfySource::Global(global.unwrap_or_default()),
-        ),
-    ] {
-        match read_user_file(path.as_deref()) {
-            Ok(Some(text)) => {
-                let path = path.unwrap_or_default();
-                let mut reader = Reader::new(&path, &text);
-                if let Some(object) = reader.object() {
-                    config.ntfy = NtfyConfig::default();
-                    reader.ntfy(&mut config.ntfy, &object, 0);
-                    config.ntfy_source = source;
-                }
-                errors.extend(reader.finish());
-                found = true;
-                break;
-            }
-            Ok(None) => {}
-            Err(err) => {
-                errors.push(err);
-                found = true;
-                break;
-            }
-        }
-    }
-    if !found && let Some(legacy) = legacy_ntfy {
-        config.ntfy = legacy;
-    }
-    (config, errors)
-}
+/// `config.json` from the home directory only (the original's place), then the ntfy file that
+/// applies: the project's if it exists, else the global one; without either, a set-up legacy
+/// `ntfy` section of `config.json`.
+impl ModuleConfig for NotifyConfig {
+    const FILE: &'static str = CONFIG_FILE;
 
-/// `config.json`'s keys; returns its legacy `ntfy` section when it was ever set up.
-fn apply_main(
-    config: &mut NotifyConfig,
-    reader: &mut Reader<'_>,
-    object: &Map<String, Value>,
-) -> Option<NtfyConfig> {
-    let mut legacy = None;
-    for (key, value) in object {
-        let at = reader.offset(0, key);
-        match key.as_str() {
-            "defaultPlatforms" => {
-                if let Some(list) = reader.platforms(value, at, key) {
-                    config.default_platforms = list;
-                }
-            }
-            "events" => {
-                let Some(events) = reader.section(value, at, key) else {
+    fn read(&mut self, file: &mut Object<'_>) {
+        let platforms = "a list of native, terminal, ntfy, gotify, telegram";
+        file.set(
+            "defaultPlatforms",
+            platforms,
+            &mut self.default_platforms,
+            platform_list,
+        );
+        if let Some(mut events) = file.section("events", "an object") {
+            for (name, _) in events.members() {
+                let mut routing = self.event(name);
+                let Some(mut fields) = events.section(name, "an object") else {
                     continue;
                 };
-                for (name, event) in events {
-                    let at = reader.offset(at, name);
-                    let Some(fields) = reader.section(event, at, name) else {
-                        continue;
-                    };
-                    let mut routing = config.event(name);
-                    reader.flag(fields, at, "enabled", &mut routing.enabled);
-                    if let Some(list) = fields.get("platforms") {
-                        let list_at = reader.offset(at, "platforms");
-                        if let Some(list) = reader.platforms(list, list_at, "platforms") {
-                            routing.platforms = list;
-                        }
-                    }
-                    if let Some(priority) = fields.get("priority") {
-                        match priority.as_str().and_then(Priority::parse) {
-                            Some(priority) => routing.priority = Some(priority),
-                            None => reader.error(
-                                reader.offset(at, "priority"),
-                                "`priority` must be \"low\", \"normal\" or \"high\"",
-                            ),
-                        }
-                    }
-                    config.events.insert(name.clone(), routing);
-                }
-            }
-            "native" => {
-                if let Some(fields) = reader.section(value, at, key) {
-                    reader.flag(fields, at, "enabled", &mut config.native);
-                }
-            }
-            "terminal" => {
-                let Some(fields) = reader.section(value, at, key) else {
-                    continue;
-                };
-                reader.flag(fields, at, "enabled", &mut config.terminal);
-                if let Some(method) = fields.get("method") {
-                    match method.as_str().and_then(TerminalMethod::parse) {
-                        Some(method) => config.terminal_method = method,
-                        None => reader.error(
-                            reader.offset(at, "method"),
-                            "`method` must be auto, osc9, osc777, osc99 or bell",
-                        ),
-                    }
-                }
-            }
-            "gotify" => {
-                let Some(fields) = reader.section(value, at, key) else {
-                    continue;
-                };
-                let gotify = &mut config.gotify;
-                reader.flag(fields, at, "enabled", &mut gotify.enabled);
-                reader.text(fields, at, "serverUrl", &mut gotify.server_url);
-                reader.text(fields, at, "appToken", &mut gotify.app_token);
-                reader.number(fields, at, "priority", 1..=10, &mut gotify.priority);
-            }
-            "telegram" => {
-                let Some(fields) = reader.section(value, at, key) else {
-                    continue;
-                };
-                let telegram = &mut config.telegram;
-                reader.flag(fields, at, "enabled", &mut telegram.enabled);
-                reader.text(fields, at, "botToken", &mut telegram.bot_token);
-                // A chat id is a number in Telegram's own answers; either form is kept as text.
-                match fields.get("chatId") {
-                    Some(Value::Number(id)) => telegram.chat_id = Some(id.to_string()),
-                    _ => reader.text(fields, at, "chatId", &mut telegram.chat_id),
-                }
-                let mut api = None;
-                reader.text(fields, at, "apiUrl", &mut api);
-                if let Some(api) = api {
-                    telegram.api_url = api;
-                }
-            }
-            "ntfy" => {
-                let Some(fields) = reader.section(value, at, key) else {
-                    continue;
-                };
-                let mut ntfy = NtfyConfig::default();
-                reader.ntfy(&mut ntfy, fields, at);
-                let set_up =
-                    ntfy.enabled || ntfy.topic.is_some() || ntfy.server_url != DEFAULT_NTFY_SERVER;
-                legacy = set_up.then_some(ntfy);
-            }
-            "silenceAfterInputSeconds" => {
-                let mut seconds = config.silence_after_input.as_secs();
-                reader.number_value(value, at, key, 0..=3600, &mut seconds);
-                config.silence_after_input = Duration::from_secs(seconds);
-            }
-            "sendTimeoutSeconds" => {
-                let mut seconds = config.send_timeout.as_secs();
-                reader.number_value(value, at, key, 1..=300, &mut seconds);
-                config.send_timeout = Duration::from_secs(seconds);
-            }
-            "headlessAgentEnd" => reader.flag(object, 0, key, &mut config.headless_agent_end),
-            _ => {}
-        }
-    }
-    legacy
-}
-
-/// Reads typed keys out of one file, collecting what is wrong with their place in it.
-struct Reader<'a> {
-    path: &'a Path,
-    text: &'a str,
-    errors: Vec<ConfigError>,
-}
-
-impl<'a> Reader<'a> {
-    fn new(path: &'a Path, text: &'a str) -> Self {
-        Reader {
-            path,
-            text,
-            errors: Vec::new(),
-        }
-    }
-
-    /// What was wrong, in file order (a JSON object's keys come sorted by name).
-    fn finish(mut self) -> Vec<ConfigError> {
-        self.errors.sort_by_key(|err| match err {
-            ConfigError::Invalid { line, column, .. } => (*line, *column),
-            ConfigError::Unreadable { .. } => (0, 0),
-        });
-        self.errors
-    }
-
-    fn object(&mut self) -> Option<Map<String, Value>> {
-        match json_object(self.path, self.text) {
-            Ok(object) => Some(object),
-            Err(err) => {
-                self.errors.push(err);
-                None
+                fields.flag("enabled", &mut routing.enabled);
+                fields.set(
+                    "platforms",
+                    platforms,
+                    &mut routing.platforms,
+                    platform_list,
+                );
+                let priority = "\"low\", \"normal\" or \"high\"";
+                fields.set("priority", priority, &mut routing.priority, |v| {
+                    v.as_str().and_then(Priority::parse).map(Some)
+                });
+                self.events.insert(name.clone(), routing);
             }
         }
-    }
-
-    /// Where `key` is, searching from `from` (a section's own key).
-    fn offset(&self, from: usize, key: &str) -> usize {
-        key_offset_from(self.text, from, key).unwrap_or(from)
-    }
-
-    fn error(&mut self, at: usize, message: impl Into<String>) {
-        self.errors
-            .push(ConfigError::at(self.path, self.text, at, message));
-    }
-
-    fn section<'v>(
-        &mut self,
-        value: &'v Value,
-        at: usize,
-        key: &str,
-    ) -> Option<&'v Map<String, Value>> {
-        let object = value.as_object();
-        if object.is_none() {
-            self.error(at, format!("`{key}` must be an object"));
+        if let Some(mut native) = file.section("native", "an object") {
+            native.flag("enabled", &mut self.native);
         }
-        object
-    }
-
-    fn flag(&mut self, fields: &Map<String, Value>, at: usize, key: &str, slot: &mut bool) {
-        match fields.get(key) {
-            None => {}
-            Some(Value::Bool(on)) => *slot = *on,
-            Some(_) => {
-                let at = self.offset(at, key);
-                self.error(at, format!("`{key}` must be true or false"));
+        if let Some(mut terminal) = file.section("terminal", "an object") {
+            terminal.flag("enabled", &mut self.terminal);
+            let methods = "auto, osc9, osc777, osc99 or bell";
+            terminal.set("method", methods, &mut self.terminal_method, |v| {
+                v.as_str().and_then(TerminalMethod::parse)
+            });
+        }
+        if let Some(mut fields) = file.section("gotify", "an object") {
+            self.gotify.read(&mut fields);
+        }
+        if let Some(mut fields) = file.section("telegram", "an object") {
+            self.telegram.read(&mut fields);
+        }
+        if let Some(mut fields) = file.section("ntfy", "an object") {
+            let mut ntfy = NtfyConfig::default();
+            ntfy.read(&mut fields);
+            if ntfy.enabled || ntfy.topic.is_some() || ntfy.server_url != DEFAULT_NTFY_SERVER {
+                self.ntfy = ntfy;
             }
         }
+        let seconds = |range: std::ops::RangeInclusive<u64>| {
+            let expected = format!("a whole number from {} to {}", range.start(), range.end());
+            (expected, move |v: &Value| {
+                whole_in(range.clone())(v).map(Duration::from_secs)
+            })
+        };
+        let (expected, silence) = seconds(0..=3600);
+        file.set(
+            "silenceAfterInputSeconds",
+            &expected,
+            &mut self.silence_after_input,
+            silence,
+        );
+        let (expected, timeout) = seconds(1..=300);
+        file.set(
+            "sendTimeoutSeconds",
+            &expected,
+            &mut self.send_timeout,
+            timeout,
+        );
+        file.flag("headlessAgentEnd", &mut self.headless_agent_end);
     }
 
-    /// A string (an empty one is "not set").
-    fn text(
-        &mut self,
-        fields: &Map<String, Value>,
-        at: usize,
-        key: &str,
-        slot: &mut Option<String>,
-    ) {
-        match fields.get(key) {
-            None | Some(Value::Null) => {}
-            Some(Value::String(text)) => {
-                let text = text.trim();
-                *slot = (!text.is_empty()).then(|| text.to_owned());
-            }
-            Some(_) => {
-                let at = self.offset(at, key);
-                self.error(at, format!("`{key}` must be a string"));
-            }
-        }
-    }
-
-    fn number(
-        &mut self,
-        fields: &Map<String, Value>,
-        at: usize,
-        key: &str,
-        range: std::ops::RangeInclusive<u8>,
-        slot: &mut u8,
-    ) {
-        if let Some(value) = fields.get(key) {
-            let at = self.offset(at, key);
-            let mut wide = u64::from(*slot);
-            let range = u64::from(*range.start())..=u64::from(*range.end());
-            self.number_value(value, at, key, range, &mut wide);
-            *slot = u8::try_from(wide).unwrap_or(*slot);
-        }
-    }
-
-    fn number_value(
-        &mut self,
-        value: &Value,
-        at: usize,
-        key: &str,
-        range: std::ops::RangeInclusive<u64>,
-        slot: &mut u64,
-    ) {
-        match value.as_u64().filter(|n| range.contains(n)) {
-            Some(n) => *slot = n,
-            None => self.error(
-                at,
-                format!(
-                    "`{key}` must be a whole number from {} to {}",
-                    range.start(),
-                    range.end()
-                ),
+    fn load(home: Option<&Path>, workspace: &Path) -> (Self, Vec<ConfigError>) {
+        let main = home.map(|home| home.join(CONFIG_FILE));
+        let (mut config, mut errors) = match read_user_file(main.as_deref()) {
+            Ok(Some(text)) => Self::from_sources(&[(main.unwrap_or_default(), text)]),
+            Ok(None) => Default::default(),
+            Err(err) => (Self::default(), vec![err]),
+        };
+        let project = workspace.join(NTFY_FILE);
+        let global = home.map(|home| home.join(NTFY_FILE));
+        let candidates = [
+            (Some(project.clone()), NtfySource::Project(project)),
+            (
+                global.clone(),
+                NtfySource::Global(global.unwrap_or_default()),
             ),
+        ];
+        for (path, source) in candidates {
+            let text = match read_user_file(path.as_deref()) {
+                Ok(None) => continue,
+                Ok(Some(text)) => text,
+                Err(err) => {
+                    errors.push(err);
+                    config.ntfy = NtfyConfig::default();
+                    break;
+                }
+            };
+            config.ntfy = NtfyConfig::default();
+            let path = path.unwrap_or_default();
+            if read_json_file(&path, &text, Self::STYLE, &mut errors, |object| {
+                config.ntfy.read(object)
+            })
+            .is_some()
+            {
+                config.ntfy_source = source;
+            }
+            break;
+        }
+        (config, errors)
+    }
+}
+
+impl GotifyConfig {
+    fn read(&mut self, fields: &mut Object<'_>) {
+        fields.flag("enabled", &mut self.enabled);
+        text(fields, "serverUrl", &mut self.server_url);
+        text(fields, "appToken", &mut self.app_token);
+        priority(fields, 10, &mut self.priority);
+    }
+}
+
+impl TelegramConfig {
+    fn read(&mut self, fields: &mut Object<'_>) {
+        fields.flag("enabled", &mut self.enabled);
+        text(fields, "botToken", &mut self.bot_token);
+        // A chat id is a number in Telegram's own answers; either form is kept as text.
+        match fields.value("chatId") {
+            Some(Value::Number(id)) => self.chat_id = Some(id.to_string()),
+            _ => text(fields, "chatId", &mut self.chat_id),
+        }
+        let mut api = None;
+        text(fields, "apiUrl", &mut api);
+        if let Some(api) = api {
+            self.api_url = api;
         }
     }
+}
 
-    fn platforms(&mut self, value: &Value, at: usize, key: &str) -> Option<Vec<Platform>> {
-        let parsed = value.as_array().and_then(|items| {
-            items
-                .iter()
-                .map(|item| item.as_str().and_then(Platform::parse))
-                .collect::<Option<Vec<_>>>()
-        });
-        if parsed.is_none() {
-            self.error(
-                at,
-                format!("`{key}` must be a list of native, terminal, ntfy, gotify, telegram"),
-            );
-        }
-        parsed
-    }
-
-    fn ntfy(&mut self, ntfy: &mut NtfyConfig, fields: &Map<String, Value>, at: usize) {
-        self.flag(fields, at, "enabled", &mut ntfy.enabled);
+impl NtfyConfig {
+    /// The keys of `ntfy.json`, or of `config.json`'s legacy `ntfy` section.
+    fn read(&mut self, fields: &mut Object<'_>) {
+        fields.flag("enabled", &mut self.enabled);
         let mut server = None;
-        self.text(fields, at, "serverUrl", &mut server);
+        text(fields, "serverUrl", &mut server);
         if let Some(server) = server {
-            ntfy.server_url = server;
+            self.server_url = server;
         }
-        self.text(fields, at, "topic", &mut ntfy.topic);
-        self.text(fields, at, "token", &mut ntfy.token);
-        self.number(fields, at, "priority", 1..=5, &mut ntfy.priority);
+        text(fields, "topic", &mut self.topic);
+        text(fields, "token", &mut self.token);
+        priority(fields, 5, &mut self.priority);
     }
+}
+
+/// A string; an empty one is "not set", null leaves the slot as it was.
+fn text(fields: &mut Object<'_>, key: &str, slot: &mut Option<String>) {
+    if fields.value(key).is_some_and(|value| !value.is_null()) {
+        fields.set(key, "a string", slot, |v| {
+            v.is_string().then(|| non_empty(v))
+        });
+    }
+}
+
+/// What `normal` maps to on a platform whose priorities run from 1 to `max`.
+fn priority(fields: &mut Object<'_>, max: u64, slot: &mut u8) {
+    let expected = format!("a whole number from 1 to {max}");
+    fields.set("priority", &expected, slot, |v| {
+        whole_in(1..=max)(v).and_then(|n| u8::try_from(n).ok())
+    });
+}
+
+fn platform_list(value: &Value) -> Option<Vec<Platform>> {
+    let items = value.as_array()?;
+    items
+        .iter()
+        .map(|item| item.as_str().and_then(Platform::parse))
+        .collect()
 }
 
 #[cfg(test)]
@@ -727,7 +581,7 @@ mod tests {
             &home.join(NTFY_FILE),
             &json!({"enabled": true, "topic": "global-topic"}).to_string(),
         );
-        let (config, errors) = load_notify_config(Some(&home), &work);
+        let (config, errors) = NotifyConfig::load(Some(&home), &work);
         assert!(errors.is_empty(), "{errors:?}");
         assert!(!config.native && config.terminal);
         assert_eq!(config.terminal_method, TerminalMethod::Osc99);
@@ -757,7 +611,7 @@ mod tests {
             &work.join(NTFY_FILE),
             &json!({"enabled": false}).to_string(),
         );
-        let (config, _) = load_notify_config(Some(&home), &work);
+        let (config, _) = NotifyConfig::load(Some(&home), &work);
         assert_eq!(config.ntfy, NtfyConfig::default());
         assert_eq!(
             config.ntfy_source,
@@ -774,7 +628,7 @@ mod tests {
             &json!({"ntfy": {"enabled": true, "serverUrl": "http://127.0.0.1:5", "topic": "old"}})
                 .to_string(),
         );
-        let (config, errors) = load_notify_config(Some(&home), dir.path());
+        let (config, errors) = NotifyConfig::load(Some(&home), dir.path());
         assert!(errors.is_empty(), "{errors:?}");
         assert_eq!(config.ntfy.topic.as_deref(), Some("old"));
         assert_eq!(config.ntfy_source, NtfySource::Legacy);
@@ -784,7 +638,7 @@ mod tests {
             &json!({"ntfy": {"enabled": false}}).to_string(),
         );
         assert_eq!(
-            load_notify_config(Some(&home), dir.path()).0.ntfy,
+            NotifyConfig::load(Some(&home), dir.path()).0.ntfy,
             NtfyConfig::default()
         );
     }
@@ -799,7 +653,7 @@ mod tests {
              \"defaultPlatforms\": [\"pager\"],\n  \"events\": {\"agent_end\": {\"priority\": \"urgent\"}},\n  \
              \"headlessAgentEnd\": \"yes\"\n}",
         );
-        let (config, errors) = load_notify_config(Some(&home), dir.path());
+        let (config, errors) = NotifyConfig::load(Some(&home), dir.path());
         let errors: Vec<String> = errors
             .iter()
             .map(|e| {

@@ -60,7 +60,6 @@ fn event_label(key: &str) -> String {
 }
 
 pub fn settings_fields(config: &NotifyConfig) -> Vec<SettingField> {
-    const TYPE: &str = " Enter to type; Backspace clears.";
     let methods = TerminalMethod::ALL
         .iter()
         .map(|m| m.key().to_owned())
@@ -87,6 +86,36 @@ pub fn settings_fields(config: &NotifyConfig) -> Vec<SettingField> {
             },
             "auto picks OSC 99 for kitty, OSC 9 for iTerm2/WezTerm/Ghostty, OSC 777 for foot/urxvt, else the bell.",
         ),
+    ];
+    fields.extend(ntfy_fields(config));
+    fields.extend(bot_fields(config));
+    fields.push(
+        number(
+            "silenceAfterInputSeconds",
+            "Silence after input",
+            config.silence_after_input.as_secs(),
+            (0, 600),
+            "s",
+            "While you typed this recently you are at the keyboard: no alerts; a question alerts only once you are away this long.",
+        ),
+    );
+    for (key, _) in EVENT_DEFAULTS {
+        fields.push(flag(
+            &format!("events.{key}.enabled"),
+            &event_label(key),
+            config.event(key).enabled,
+            "Whether this event notifies you.",
+        ));
+    }
+    fields
+}
+
+/// Said under a field the user types into.
+const TYPE: &str = " Enter to type; Backspace clears.";
+
+/// ntfy's fields: its server, topic and token.
+fn ntfy_fields(config: &NotifyConfig) -> Vec<SettingField> {
+    vec![
         flag(
             "ntfy.enabled",
             "ntfy",
@@ -119,6 +148,12 @@ pub fn settings_fields(config: &NotifyConfig) -> Vec<SettingField> {
             "",
             "What a normal notification is sent as (low is 2, high is 5).",
         ),
+    ]
+}
+
+/// Gotify's and Telegram's fields: where, and with what token.
+fn bot_fields(config: &NotifyConfig) -> Vec<SettingField> {
+    vec![
         flag(
             "gotify.enabled",
             "Gotify",
@@ -163,24 +198,7 @@ pub fn settings_fields(config: &NotifyConfig) -> Vec<SettingField> {
             config.telegram.chat_id.as_deref(),
             &format!("The chat the bot writes to.{TYPE}"),
         ),
-        number(
-            "silenceAfterInputSeconds",
-            "Silence after input",
-            config.silence_after_input.as_secs(),
-            (0, 600),
-            "s",
-            "While you typed this recently you are at the keyboard: no alerts; a question alerts only once you are away this long.",
-        ),
-    ];
-    for (key, _) in EVENT_DEFAULTS {
-        fields.push(flag(
-            &format!("events.{key}.enabled"),
-            &event_label(key),
-            config.event(key).enabled,
-            "Whether this event notifies you.",
-        ));
-    }
-    fields
+    ]
 }
 
 /// The edited fields as `{"dotted.key": value}`.
@@ -307,7 +325,8 @@ fn section<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::notify::config::{Platform, load_notify_config};
+    use crate::config::module_file::ModuleConfig;
+    use crate::notify::config::Platform;
 
     fn set(fields: &mut [SettingField], key: &str, value: SettingValue) {
         let field = fields.iter_mut().find(|f| f.key == key).unwrap();
@@ -336,7 +355,7 @@ mod tests {
         )
         .unwrap();
 
-        let (config, errors) = load_notify_config(Some(&home), &work);
+        let (config, errors) = NotifyConfig::load(Some(&home), &work);
         assert!(errors.is_empty(), "{errors:?}");
         let mut fields = settings_fields(&config);
         set(&mut fields, "native.enabled", SettingValue::Bool(false));
@@ -402,7 +421,7 @@ mod tests {
             "the project's file was the one in use"
         );
 
-        let (reloaded, errors) = load_notify_config(Some(&home), &work);
+        let (reloaded, errors) = NotifyConfig::load(Some(&home), &work);
         assert!(errors.is_empty(), "{errors:?}");
         assert!(!reloaded.native && reloaded.ntfy.enabled);
         assert_eq!(reloaded.terminal_method, TerminalMethod::Osc777);

@@ -862,15 +862,16 @@ async fn a_question_waiting_when_the_terminal_leaves_reaches_the_phone_at_once()
 /// what is missing — no restart.
 #[tokio::test]
 async fn an_edit_of_the_notify_files_applies_to_the_next_notification() {
-    use super::config::{CONFIG_FILE, NTFY_FILE, load_notify_config};
+    use super::config::{CONFIG_FILE, NTFY_FILE, NotifyConfig};
     use crate::config::live::LiveConfig;
+    use crate::config::module_file::ModuleConfig;
     use crate::config::module_file::write_module_file;
     let (home, workspace) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let (live, errors) = LiveConfig::module(
         Some(home.path()),
         workspace.path(),
         &[CONFIG_FILE, NTFY_FILE],
-        load_notify_config,
+        NotifyConfig::load,
     );
     assert!(errors.is_empty(), "{errors:?}");
     let (ui, _rx) = Ui::channel(Arc::new(Keymap::defaults()));

@@ -18,7 +18,7 @@ use super::bus::{BgTaskFinished, BgTasksChanged};
 use super::dock::TaskDock;
 use super::{
     TASKS_CONFIG_FILE, TASKS_SETTINGS_TITLE, TaskService, TaskSettings, TasksConfig, TasksModule,
-    apply_settings, format_task_list, load_tasks_config, save_tasks_config, settings_fields,
+    apply_settings, format_task_list, save_tasks_config, settings_fields,
 };
 use crate::bridge::{
     AgentId, BusEvent, CommandCall, CommandReply, EventBus, HostCall, Module, NotifyLevel, PiEvent,
@@ -28,6 +28,7 @@ use crate::capability::{
     BridgeLink, Capability, Changed, GlobalAction, Otherwise, Registration, StartContext, Ui,
     WithCommands,
 };
+use crate::config::module_file::ModuleConfig;
 use crate::views::dock::{DockRequest, DockSource};
 
 pub const REGISTRATION: Registration = Registration {
@@ -56,7 +57,7 @@ const SETTINGS_PAGE: SettingsPage<TasksConfig> = SettingsPage {
     title: TASKS_SETTINGS_TITLE,
     file: TASKS_CONFIG_FILE,
     what: "background-task settings",
-    load: load_tasks_config,
+    load: TasksConfig::load,
     fields: settings_fields,
     to_values: apply_settings,
 };
@@ -69,7 +70,7 @@ const SPINNER_EVERY: Duration = Duration::from_millis(250);
 fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
     // Followed: the task defaults apply to the next task; `enabled` and the output cap are
     // fixed with the service, at start.
-    let live = live_reporting(context, &[TASKS_CONFIG_FILE], load_tasks_config);
+    let live = live_reporting(context, &[TASKS_CONFIG_FILE], TasksConfig::load);
     let config = live.get();
     if !config.enabled {
         tracing::info!("tasks: disabled in background-tasks.json");

@@ -14,10 +14,7 @@ use serde_json::{Map, Value};
 use unipi_widgets::settings::{SettingField, SettingValue};
 
 use crate::capability::settings::{field, flag};
-use crate::config::error::ConfigError;
-use crate::config::module_file::{
-    Report, apply_json_objects, load_module_config, sort_by_position,
-};
+use crate::config::module_file::{ModuleConfig, Object, or_null, positive};
 use crate::tasks::DEFAULT_MAX_OUTPUT_BYTES;
 
 /// The file's path below the home or workspace directory.
@@ -48,56 +45,26 @@ impl Default for TasksConfig {
     }
 }
 
-/// Loads the config: defaults, then `<home>/TASKS_CONFIG_FILE`, then `<workspace>/…`.
-pub fn load_tasks_config(home: Option<&Path>, workspace: &Path) -> (TasksConfig, Vec<ConfigError>) {
-    load_module_config(
-        home,
-        workspace,
-        TASKS_CONFIG_FILE,
-        tasks_config_from_sources,
-    )
-}
+impl ModuleConfig for TasksConfig {
+    const FILE: &'static str = TASKS_CONFIG_FILE;
 
-/// The config from (path, text) pairs, lowest precedence first.
-pub fn tasks_config_from_sources(sources: &[(&Path, &str)]) -> (TasksConfig, Vec<ConfigError>) {
-    let (config, mut errors) = apply_json_objects(sources, apply_keys);
-    sort_by_position(&mut errors);
-    (config, errors)
-}
-
-/// One file's keys over `config`.
-fn apply_keys(config: &mut TasksConfig, object: &Map<String, Value>, report: &mut Report<'_>) {
-    for (key, value) in object {
-        let positive = || value.as_u64().filter(|n| *n > 0);
-        match key.as_str() {
-            "enabled" | "notifyOnCompletion" | "triggerOnCompletion" => match value.as_bool() {
-                Some(flag) => match key.as_str() {
-                    "enabled" => config.enabled = flag,
-                    "notifyOnCompletion" => config.notify_on_completion = flag,
-                    _ => config.trigger_on_completion = flag,
-                },
-                None => report(key, format!("`{key}` must be true or false")),
-            },
-            "maxOutputBytes" => match positive() {
-                Some(n) => config.max_output_bytes = Some(n),
-                None => report(key, "`maxOutputBytes` must be a positive integer".into()),
-            },
-            "defaultTimeoutSeconds" => match (value, positive()) {
-                (Value::Null, _) => config.default_timeout_seconds = None,
-                (_, Some(n)) => config.default_timeout_seconds = Some(n),
-                _ => report(
-                    key,
-                    "`defaultTimeoutSeconds` must be a positive integer or null".into(),
-                ),
-            },
-            _ => report(
-                key,
-                format!(
-                    "unknown key `{key}` (expected enabled, maxOutputBytes, \
-                     defaultTimeoutSeconds, notifyOnCompletion, triggerOnCompletion)"
-                ),
-            ),
-        }
+    fn read(&mut self, file: &mut Object<'_>) {
+        let positive_or_null = or_null(positive);
+        file.flag("enabled", &mut self.enabled);
+        let cap = "a positive integer";
+        file.set("maxOutputBytes", cap, &mut self.max_output_bytes, |v| {
+            positive(v).map(Some)
+        });
+        let timeout = "a positive integer or null";
+        file.set(
+            "defaultTimeoutSeconds",
+            timeout,
+            &mut self.default_timeout_seconds,
+            positive_or_null,
+        );
+        file.flag("notifyOnCompletion", &mut self.notify_on_completion);
+        file.flag("triggerOnCompletion", &mut self.trigger_on_completion);
+        file.warn_unknown();
     }
 }
 
@@ -211,7 +178,7 @@ mod tests {
     fn workspace_overrides_home_key_by_key() {
         let home = r#"{"enabled": true, "maxOutputBytes": 1000, "triggerOnCompletion": false}"#;
         let work = r#"{"maxOutputBytes": 2000}"#;
-        let (config, errors) = tasks_config_from_sources(&[
+        let (config, errors) = TasksConfig::from_sources(&[
             (Path::new("/h.json"), home),
             (Path::new("/w.json"), work),
         ]);
@@ -224,7 +191,7 @@ mod tests {
     #[test]
     fn bad_values_name_path_line_and_column() {
         let text = "{\n  \"enabled\": \"no\",\n  \"colour\": 1\n}";
-        let (config, errors) = tasks_config_from_sources(&[(Path::new("/w.json"), text)]);
+        let (config, errors) = TasksConfig::from_sources(&[(Path::new("/w.json"), text)]);
         assert!(config.enabled, "the default stays");
         let shown: Vec<String> = errors.iter().map(ToString::to_string).collect();
         assert_eq!(shown.len(), 2, "{shown:?}");
@@ -237,17 +204,17 @@ mod tests {
             "{shown:?}"
         );
         let (_, errors) =
-            tasks_config_from_sources(&[(Path::new("/b.json"), "{\n  \"enabled\": ,")]);
+            TasksConfig::from_sources(&[(Path::new("/b.json"), "{\n  \"enabled\": ,")]);
         assert_one_error_at(&errors, Path::new("/b.json"), "2:");
     }
 
     #[test]
     fn disabled_and_missing_files() {
         let dir = tempfile::tempdir().unwrap();
-        let (config, errors) = load_tasks_config(Some(dir.path()), dir.path());
+        let (config, errors) = TasksConfig::load(Some(dir.path()), dir.path());
         assert_eq!((config, errors), (TasksConfig::default(), vec![]));
         write_module_file(dir.path(), TASKS_CONFIG_FILE, r#"{"enabled": false}"#);
-        let (config, errors) = load_tasks_config(None, dir.path());
+        let (config, errors) = TasksConfig::load(None, dir.path());
         assert!(!config.enabled);
         assert!(errors.is_empty());
     }
@@ -325,7 +292,7 @@ mod tests {
         for want in cases {
             let values = apply_settings(&settings_fields(&want));
             let text = values.to_string();
-            let (got, errors) = tasks_config_from_sources(&[(Path::new("/s.json"), &text)]);
+            let (got, errors) = TasksConfig::from_sources(&[(Path::new("/s.json"), &text)]);
             assert_eq!(errors, vec![], "{text}");
             // The default cap is written out explicitly; everything else round-trips.
             let want = TasksConfig {

@@ -6,11 +6,12 @@
 use std::sync::Arc;
 
 use super::cache::Cache;
-use super::config::{WEB_CONFIG_FILE, load_web_config};
+use super::config::{WEB_CONFIG_FILE, WebConfig};
 use super::module::WebModule;
 use crate::bridge::Module;
 use crate::capability::settings::live_reporting;
 use crate::capability::{Capability, Registration, StartContext};
+use crate::config::module_file::ModuleConfig;
 
 pub const REGISTRATION: Registration = Registration {
     name: "web",
@@ -21,7 +22,7 @@ pub const REGISTRATION: Registration = Registration {
 
 fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
     // Followed: an edit of web.json takes effect at the next fetch (the module reads it).
-    let config = live_reporting(context, &[WEB_CONFIG_FILE], load_web_config);
+    let config = live_reporting(context, &[WEB_CONFIG_FILE], WebConfig::load);
     if !config.get().enabled {
         tracing::info!("web: disabled in web.json");
         return None;

@@ -7,15 +7,12 @@
 //!   "batchConcurrency": 8, "cacheTtlSeconds": 3600, "userAgent": "…" }
 //! ```
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use crate::config::error::ConfigError;
-use crate::config::module_file::{
-    Report, apply_json_objects, load_module_config, sort_by_position,
-};
+use crate::config::module_file::{ModuleConfig, Object, non_empty, to_usize, whole_in};
 
 /// The file's path below the home or workspace directory.
 pub const WEB_CONFIG_FILE: &str = ".unipi/config/web.json";
@@ -84,81 +81,49 @@ impl Default for WebConfig {
     }
 }
 
-/// Loads the config: defaults, then `<home>/WEB_CONFIG_FILE`, then `<workspace>/…`.
-pub fn load_web_config(home: Option<&Path>, workspace: &Path) -> (WebConfig, Vec<ConfigError>) {
-    load_module_config(home, workspace, WEB_CONFIG_FILE, web_config_from_sources)
-}
+impl ModuleConfig for WebConfig {
+    const FILE: &'static str = WEB_CONFIG_FILE;
 
-/// The config from (path, text) pairs, lowest precedence first.
-pub fn web_config_from_sources(sources: &[(&Path, &str)]) -> (WebConfig, Vec<ConfigError>) {
-    let (mut config, mut errors) = apply_json_objects(sources, apply_keys);
-    sort_by_position(&mut errors);
-    config.allow_private_given = sources.iter().rev().find_map(|(path, text)| {
-        let object = serde_json::from_str::<Map<String, Value>>(text).ok()?;
-        let given = object.get("allowPrivateNetwork")?.clone();
-        Some((path.to_path_buf(), given))
-    });
-    (config, errors)
-}
-
-/// One file's keys over `config`.
-fn apply_keys(config: &mut WebConfig, object: &Map<String, Value>, report: &mut Report<'_>) {
-    for (key, value) in object {
-        let positive = |max: u64| value.as_u64().filter(|n| (1..=max).contains(n));
-        match key.as_str() {
-            "enabled" | "allowPrivateNetwork" => match value.as_bool() {
-                Some(flag) if key == "enabled" => config.enabled = flag,
-                Some(flag) => config.allow_private_network = flag,
-                None => report(key, format!("`{key}` must be true or false")),
-            },
-            "maxChars" => match positive(u64::from(u32::MAX)) {
-                Some(n) => config.max_chars = usize::try_from(n).unwrap_or(usize::MAX),
-                None => report(key, "`maxChars` must be a positive integer".into()),
-            },
-            "timeoutSeconds" => match positive(MAX_TIMEOUT.as_secs()) {
-                Some(n) => config.timeout = Duration::from_secs(n),
-                None => report(
-                    key,
-                    format!(
-                        "`timeoutSeconds` must be an integer from 1 to {}",
-                        MAX_TIMEOUT.as_secs()
-                    ),
-                ),
-            },
-            "batchConcurrency" => match positive(MAX_BATCH_CONCURRENCY as u64) {
-                Some(n) => config.batch_concurrency = usize::try_from(n).unwrap_or(1),
-                None => report(
-                    key,
-                    format!(
-                        "`batchConcurrency` must be an integer from 1 to {MAX_BATCH_CONCURRENCY}"
-                    ),
-                ),
-            },
-            "cacheTtlSeconds" => match value.as_u64() {
-                Some(n) => config.cache_ttl = Duration::from_secs(n),
-                None => report(
-                    key,
-                    "`cacheTtlSeconds` must be a whole number of seconds (0 turns the cache off)"
-                        .into(),
-                ),
-            },
-            "userAgent" => match value.as_str().map(str::trim) {
-                Some(agent) if !agent.is_empty() => config.user_agent = Some(agent.to_owned()),
-                _ => report(key, "`userAgent` must be a non-empty string".into()),
-            },
-            _ => report(
-                key,
-                format!(
-                    "unknown key `{key}` (expected enabled, allowPrivateNetwork, maxChars, \
-                     timeoutSeconds, batchConcurrency, cacheTtlSeconds, userAgent)"
-                ),
-            ),
+    fn read(&mut self, file: &mut Object<'_>) {
+        file.flag("enabled", &mut self.enabled);
+        if let Some(given) = file.value("allowPrivateNetwork") {
+            self.allow_private_given = Some((file.path().to_owned(), given.clone()));
         }
+        file.flag("allowPrivateNetwork", &mut self.allow_private_network);
+        let chars = "a positive integer";
+        let max_chars = whole_in(1..=u64::from(u32::MAX));
+        file.set("maxChars", chars, &mut self.max_chars, |v| {
+            max_chars(v).map(to_usize)
+        });
+        let timeout = format!("an integer from 1 to {}", MAX_TIMEOUT.as_secs());
+        let seconds = whole_in(1..=MAX_TIMEOUT.as_secs());
+        file.set("timeoutSeconds", &timeout, &mut self.timeout, |v| {
+            seconds(v).map(Duration::from_secs)
+        });
+        let workers = format!("an integer from 1 to {MAX_BATCH_CONCURRENCY}");
+        let most = whole_in(1..=MAX_BATCH_CONCURRENCY as u64);
+        file.set(
+            "batchConcurrency",
+            &workers,
+            &mut self.batch_concurrency,
+            |v| most(v).map(to_usize),
+        );
+        let ttl = "a whole number of seconds (0 turns the cache off)";
+        file.set("cacheTtlSeconds", ttl, &mut self.cache_ttl, |v| {
+            v.as_u64().map(Duration::from_secs)
+        });
+        let agent = "a non-empty string";
+        file.set("userAgent", agent, &mut self.user_agent, |v| {
+            non_empty(v).map(Some)
+        });
+        file.warn_unknown();
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
     use crate::config::error::assert_one_error_at;
     use crate::config::module_file::write_module_file;
@@ -167,7 +132,7 @@ mod tests {
     fn workspace_overrides_home_key_by_key() {
         let home = r#"{"maxChars": 1000, "timeoutSeconds": 5}"#;
         let work = r#"{"allowPrivateNetwork": true, "maxChars": 2000}"#;
-        let (config, errors) = web_config_from_sources(&[
+        let (config, errors) = WebConfig::from_sources(&[
             (Path::new("/h/web.json"), home),
             (Path::new("/w/web.json"), work),
         ]);
@@ -182,7 +147,7 @@ mod tests {
     fn bad_values_name_path_line_and_column_and_keep_the_default() {
         let text =
             "{\n  \"allowPrivateNetwork\": \"yes\",\n  \"batchConcurrency\": 0,\n  \"proxy\": 1\n}";
-        let (config, errors) = web_config_from_sources(&[(Path::new("/w/web.json"), text)]);
+        let (config, errors) = WebConfig::from_sources(&[(Path::new("/w/web.json"), text)]);
         assert_eq!(
             config,
             WebConfig {
@@ -201,7 +166,7 @@ mod tests {
             ]
         );
         let (_, errors) =
-            web_config_from_sources(&[(Path::new("/b.json"), "{\n  \"maxChars\": ,")]);
+            WebConfig::from_sources(&[(Path::new("/b.json"), "{\n  \"maxChars\": ,")]);
         assert_one_error_at(&errors, Path::new("/b.json"), "2:");
     }
 
@@ -210,7 +175,7 @@ mod tests {
     #[test]
     fn the_remedy_points_at_the_file_that_keeps_private_addresses_off() {
         let remedy = |sources: &[(&Path, &str)]| {
-            let (config, _) = web_config_from_sources(sources);
+            let (config, _) = WebConfig::from_sources(sources);
             (
                 config.allow_private_network,
                 config.private_network_remedy(),
@@ -254,7 +219,7 @@ mod tests {
     fn files_on_disk_home_then_workspace() {
         let home = tempfile::tempdir().unwrap();
         let work = tempfile::tempdir().unwrap();
-        let (config, errors) = load_web_config(Some(home.path()), work.path());
+        let (config, errors) = WebConfig::load(Some(home.path()), work.path());
         assert_eq!((config, errors), (WebConfig::default(), vec![]));
         write_module_file(home.path(), WEB_CONFIG_FILE, r#"{"cacheTtlSeconds": 0}"#);
         write_module_file(
@@ -262,7 +227,7 @@ mod tests {
             WEB_CONFIG_FILE,
             r#"{"allowPrivateNetwork": true}"#,
         );
-        let (config, errors) = load_web_config(Some(home.path()), work.path());
+        let (config, errors) = WebConfig::load(Some(home.path()), work.path());
         assert!(errors.is_empty(), "{errors:?}");
         assert!(config.allow_private_network);
         assert_eq!(config.cache_ttl, Duration::ZERO);
