@@ -1019,3 +1019,13 @@ fn dock_hints_table() {
     assert_eq!(keys(&keymap).action(&press("q")), Some(DockAction::Back));
     assert_eq!(keys(&keymap).action(&press("y")), None);
 }
+
+#[test]
+fn steer_on_an_empty_task_dock_says_only_helpers_can_be_steered() {
+    let mut empty = TestDock::new(Vec::new(), &Keymap::defaults());
+    assert_eq!(empty.handle_key(&ch('m')), ViewAction::Consumed);
+    assert_eq!(
+        empty.model().notice.as_deref(),
+        Some("Only helpers can be steered.")
+    );
+}

@@ -61,13 +61,14 @@ pub fn section(agents: Vec<AgentRow>) -> DockSection {
             detail: DETAIL_HINTS,
         },
         stop_all: None,
+        idle: Verbs::default(),
     }
 }
 
 /// What the row keys do on `row`: a running helper is stopped on a second press (its work is
 /// lost with it) and takes messages; its run id is copied. The main agent is steered and
 /// stopped in Pi, and helpers are not rerun from the dock.
-pub fn verbs(row: &AgentRow) -> Verbs {
+fn verbs(row: &AgentRow) -> Verbs {
     let main = row.kind == AgentKind::Main;
     let finished = row.status.is_finished();
     let label = row.label();

@@ -116,12 +116,13 @@ pub fn section(rows: Vec<TaskRow>) -> DockSection {
             many: "tasks",
             none: "No running background tasks to stop.",
         }),
+        idle: Verbs::default().on(DockAction::Steer, not_steered()),
     }
 }
 
 /// What the row keys do on `row`: stop a running task, rerun a finished shell task, copy its
 /// output path; a task takes no message.
-pub fn verbs(row: &TaskRow) -> Verbs {
+fn verbs(row: &TaskRow) -> Verbs {
     let name = &row.name;
     let running = row.status == RowStatus::Running;
     let stop = if running {
@@ -156,10 +157,12 @@ pub fn verbs(row: &TaskRow) -> Verbs {
                 notice: format!("Copied the output path of {name}."),
             },
         )
-        .on(
-            DockAction::Steer,
-            Verb::Refuse("Only helpers can be steered.".to_owned()),
-        )
+        .on(DockAction::Steer, not_steered())
+}
+
+/// A task takes no message (even with no task listed, the key says so).
+fn not_steered() -> Verb {
+    Verb::Refuse("Only helpers can be steered.".to_owned())
 }
 
 /// A rerun of a finished shell task: same command and settings, started by the user (so it

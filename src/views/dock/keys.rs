@@ -68,7 +68,7 @@ pub const SCROLL: (&[DockAction], &str) = (
 );
 
 /// The list's hints when no section has given its own (nothing is listed).
-pub const PLAIN_LIST: HintTable = &[
+pub(super) const PLAIN_LIST: HintTable = &[
     SELECT,
     (&[DockAction::Open], "details"),
     (&[DockAction::History], "history"),

@@ -39,7 +39,8 @@ use unipi_widgets::theme::Theme;
 
 use super::{RefreshContext, View, ViewAction, ViewEffect};
 use crate::config::keymap::Keymap;
-pub use keys::{DockAction, DockKeys, HintTable, PLAIN_LIST, SCROLL, SELECT};
+use keys::PLAIN_LIST;
+pub use keys::{DockAction, DockKeys, HintTable, SCROLL, SELECT};
 pub use source::{DockRequest, DockSection, DockSource, Hints, Marks, StopAll, Verb, Verbs};
 
 /// How often an open dock refreshes while something in it runs (runtimes move).
@@ -69,6 +70,7 @@ struct Part {
     verbs: HashMap<String, Verbs>,
     hints: Hints,
     stop_all: Option<StopAll>,
+    idle: Verbs,
 }
 
 impl DockView {
@@ -126,6 +128,7 @@ impl DockView {
                     verbs: section.verbs,
                     hints: section.hints,
                     stop_all: section.stop_all,
+                    idle: section.idle,
                 };
                 (section.view, part)
             })
@@ -344,6 +347,10 @@ impl DockView {
             return None;
         }
         let Some(entry) = selected_entry(&self.model) else {
+            let idle = self.parts.last().and_then(|part| part.idle.get(action));
+            if let Some(Verb::Refuse(notice)) = idle {
+                self.model.notice = Some(notice.clone());
+            }
             return Some(ViewAction::Consumed);
         };
         let id = entry.row.id.clone();
@@ -783,6 +790,7 @@ mod tests {
                     detail: WATCH_DETAIL,
                 },
                 stop_all: None,
+                idle: Verbs::default(),
             })
         }
 

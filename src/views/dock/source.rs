@@ -42,6 +42,9 @@ pub struct DockSection {
     pub hints: Hints,
     /// Whether stop-all stops its running rows, and how its notices say so.
     pub stop_all: Option<StopAll>,
+    /// What the row keys say while the list is empty, when this is the last section (only
+    /// refusals apply: there is no row to act on).
+    pub idle: Verbs,
 }
 
 /// What each of the dock's row keys (stop, rerun, copy, message) does on one row.
