@@ -22,7 +22,8 @@ use unipi_tui::config::theme::Theme;
 use unipi_widgets::agents::{
     AgentKind, AgentRow, AgentStatus, MAIN_ID, TranscriptItem, arrange_agents,
 };
-use unipi_widgets::dock::{DockMode, DockModel, DockRow, TaskStatus, dock_area, render, sort_rows};
+use unipi_widgets::dock::{DockMode, DockModel, dock_area, render};
+use unipi_widgets::tasks::{TaskRow, TaskStatus};
 
 const TASKS: usize = 100;
 const HELPERS: usize = 100;
@@ -109,16 +110,21 @@ fn time_frames(model: &DockModel, theme: &unipi_widgets::Theme, frames: usize) -
 /// 100 tasks, a quarter in each state, with what makes rows expensive: long names that need
 /// cutting, last output lines, exit codes, sizes, wake markers, unseen markers.
 fn make_model(mode: DockMode) -> DockModel {
+    make_tasks_model(mode, TASKS)
+}
+
+/// The first `count` of [`make_model`]'s tasks in display order.
+fn make_tasks_model(mode: DockMode, count: usize) -> DockModel {
     let statuses = [
         TaskStatus::Running,
         TaskStatus::Failed,
         TaskStatus::Stopped,
         TaskStatus::Done,
     ];
-    let mut rows: Vec<DockRow> = (0..TASKS)
+    let mut rows: Vec<TaskRow> = (0..TASKS)
         .map(|n| {
             let status = statuses[n % statuses.len()];
-            DockRow {
+            TaskRow {
                 id: format!("bg-{n:04x}a9f3"),
                 name: format!("cargo test --workspace run number {n} with a long name"),
                 status,
@@ -147,9 +153,10 @@ fn make_model(mode: DockMode) -> DockModel {
             }
         })
         .collect();
-    sort_rows(&mut rows);
+    unipi_widgets::tasks::sort_rows(&mut rows);
+    rows.truncate(count);
     DockModel {
-        rows,
+        sections: vec![unipi_widgets::tasks::section(rows)],
         // Mid-list, so the list window scrolls.
         selected: TASKS / 2,
         mode,
@@ -255,9 +262,10 @@ fn make_agents_model(mode: DockMode) -> DockModel {
     });
     let agents = arrange_agents(agents);
     let selected = agents.iter().position(|row| row.id == "h0001").unwrap_or(0);
-    let mut model = make_model(mode);
-    model.rows.truncate(HELPER_TASKS);
-    model.agents = agents;
+    let mut model = make_tasks_model(mode, HELPER_TASKS);
+    model
+        .sections
+        .insert(0, unipi_widgets::agents::section(agents));
     model.selected = selected;
     model
 }

@@ -12,6 +12,8 @@ pub mod config;
 pub mod delegate;
 pub mod demo;
 pub mod detach;
+#[cfg(test)]
+mod dock_tests;
 pub mod fusion;
 pub mod headless;
 pub mod helpers;

@@ -845,7 +845,7 @@ async fn the_bg_command_starts_a_task_that_notifies_without_waking() -> Result<(
 async fn a_task_stopped_from_the_dock_does_not_wake_the_agent() -> Result<()> {
     use unipi_tui::capability::Changed;
     use unipi_tui::tasks::dock::TaskDock;
-    use unipi_tui::views::dock::{DockRequest, DockRows, DockSource};
+    use unipi_tui::views::dock::{DockRequest, DockSource};
 
     let mut h = harness()?;
     let dock = TaskDock::new(h.service.clone(), Changed::default());
@@ -862,13 +862,11 @@ async fn a_task_stopped_from_the_dock_does_not_wake_the_agent() -> Result<()> {
         !notice.trigger_turn,
         "a stop from the dock must not wake the agent"
     );
-    let DockRows::Tasks(rows) = dock.rows() else {
-        bail!("the task dock lists tasks");
-    };
+    let rows = dock.rows();
     assert!(
         rows.iter()
             .any(|row| row.id == by_user.id
-                && row.status == unipi_widgets::dock::TaskStatus::Stopped)
+                && row.status == unipi_widgets::tasks::TaskStatus::Stopped)
     );
 
     // The agent's own stop (bg_kill) keeps the task's delivery: it wakes the agent.

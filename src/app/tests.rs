@@ -9,14 +9,15 @@ use std::sync::{Arc, Mutex};
 use crossterm::event::{KeyModifiers, MouseButton};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
-use unipi_widgets::dock::{DockRow, TaskStatus};
 use unipi_widgets::footer::Segment;
+use unipi_widgets::tasks::{TaskRow, TaskStatus};
 
 use super::*;
 use crate::capability::{Capability, Changed};
 use crate::pane::emulator::HostInfo;
 use crate::pi::{PiCommand, PiSource};
-use crate::views::dock::{DockRequest, DockRows};
+use crate::views::RefreshContext;
+use crate::views::dock::{DockRequest, DockSection};
 use crate::views::info::InfoView;
 
 const WIDTH: u16 = 100;
@@ -25,7 +26,7 @@ const HEIGHT: u16 = 30;
 /// The fake capability's dock source (and the record of the workbench keys it took).
 #[derive(Default)]
 pub(crate) struct FakeDock {
-    rows: Mutex<Vec<DockRow>>,
+    rows: Mutex<Vec<TaskRow>>,
     requests: Mutex<Vec<DockRequest>>,
     /// Whether the capability acts on workbench keys, and the ones it got.
     pub(crate) takes_key_actions: std::sync::atomic::AtomicBool,
@@ -33,8 +34,10 @@ pub(crate) struct FakeDock {
 }
 
 impl DockSource for FakeDock {
-    fn rows(&self) -> DockRows {
-        DockRows::Tasks(self.rows.lock().unwrap().clone())
+    fn section(&self, _context: &RefreshContext<'_>) -> Option<DockSection> {
+        Some(crate::tasks::dock::section(
+            self.rows.lock().unwrap().clone(),
+        ))
     }
 
     fn request(&self, request: &DockRequest) -> Result<(), String> {
@@ -77,15 +80,15 @@ impl Capability for FakeCapability {
     }
 }
 
-fn make_row(id: &str, name: &str, status: TaskStatus) -> DockRow {
-    DockRow {
+fn make_row(id: &str, name: &str, status: TaskStatus) -> TaskRow {
+    TaskRow {
         id: id.to_owned(),
         name: name.to_owned(),
         command: format!("{name} --all"),
         status,
         is_shell: true,
         output_path: format!("/tmp/unipi/{id}.output"),
-        ..DockRow::default()
+        ..TaskRow::default()
     }
 }
 

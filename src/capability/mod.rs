@@ -68,7 +68,8 @@ pub trait Capability: Send + Sync + 'static {
         Vec::new()
     }
 
-    /// Its rows in the dock and the port the dock's requests on them go to.
+    /// Its section of the dock (rows its widget drew, their verbs and hints) and the port the
+    /// dock's requests on them go to.
     fn dock(&self) -> Option<Arc<dyn DockSource>> {
         None
     }

@@ -16,7 +16,102 @@ use crate::capability::Changed;
 use crate::helpers::board::{BoardRow, HelperBoard, RowKind, TranscriptEntry};
 use crate::helpers::runner::RunStatus;
 use crate::sys::lock;
-use crate::views::dock::{DockRequest, DockRows, DockSource, Marks};
+use crate::views::RefreshContext;
+use crate::views::dock::{
+    DockAction, DockRequest, DockSection, DockSource, HintTable, Hints, Marks, SCROLL, SELECT,
+    Verb, Verbs,
+};
+
+/// The agents are listed first, above the tasks.
+const RANK: u8 = 0;
+
+/// The list's hints while an agent (main, helper, delegate) is selected.
+pub const LIST_HINTS: HintTable = &[
+    SELECT,
+    (&[DockAction::Transcript, DockAction::Open], "transcript"),
+    (&[DockAction::Steer], "steer"),
+    (&[DockAction::Stop], "stop"),
+    (&[DockAction::History], "history"),
+    (&[DockAction::CopyPath], "copy id"),
+    (&[DockAction::Back], "close"),
+];
+
+/// An agent's detail's hints: its live transcript.
+pub const DETAIL_HINTS: HintTable = &[
+    SCROLL,
+    (&[DockAction::Bottom], "follow"),
+    (&[DockAction::Steer], "steer"),
+    (&[DockAction::Stop], "stop"),
+    (&[DockAction::Back], "back"),
+];
+
+/// The agents' part of the dock: `agents` (any order, the main agent's row among them) drawn as
+/// their tree by the agents' widget, with what the row keys do on each.
+pub fn section(agents: Vec<AgentRow>) -> DockSection {
+    let verbs = agents
+        .iter()
+        .map(|row| (row.id.clone(), verbs(row)))
+        .collect();
+    DockSection {
+        rank: RANK,
+        view: unipi_widgets::agents::section(agents),
+        verbs,
+        hints: Hints {
+            list: LIST_HINTS,
+            detail: DETAIL_HINTS,
+        },
+        stop_all: None,
+        idle: Verbs::default(),
+    }
+}
+
+/// What the row keys do on `row`: a running helper is stopped on a second press (its work is
+/// lost with it) and takes messages; its run id is copied. The main agent is steered and
+/// stopped in Pi, and helpers are not rerun from the dock.
+fn verbs(row: &AgentRow) -> Verbs {
+    let main = row.kind == AgentKind::Main;
+    let finished = row.status.is_finished();
+    let label = row.label();
+    let (id, status) = (&row.id, row.status.label());
+    let stop = if main {
+        Verb::Refuse("Stop the main agent in Pi (Esc in its editor).".to_owned())
+    } else if finished {
+        Verb::Refuse(format!("{label} is {status}; nothing to stop."))
+    } else {
+        Verb::Confirm {
+            what: format!("stop {label}; its work so far is kept"),
+            request: DockRequest::Stop(id.clone()),
+            notice: format!("Stopping {label}…"),
+        }
+    };
+    let steer = if main {
+        Verb::Refuse("Steer the main agent by typing in Pi.".to_owned())
+    } else if finished {
+        Verb::Refuse(format!("{label} has ended; it cannot be steered."))
+    } else {
+        Verb::Message {
+            label: label.clone(),
+        }
+    };
+    let copy = if main {
+        Verb::Refuse("The main agent has no run id to copy.".to_owned())
+    } else {
+        Verb::Copy {
+            text: id.clone(),
+            notice: format!("Copied the run id {id}."),
+        }
+    };
+    Verbs::default()
+        .on(DockAction::Stop, stop)
+        .on(DockAction::Steer, steer)
+        .on(
+            DockAction::Rerun,
+            Verb::Refuse(
+                "Helpers are not rerun from the dock; ask the agent to run one again.".to_owned(),
+            ),
+        )
+        .on(DockAction::CopyPath, copy)
+}
 
 /// The helpers' [`DockSource`].
 pub struct HelperDock {
@@ -85,8 +180,15 @@ impl HelperDock {
 }
 
 impl DockSource for HelperDock {
-    fn rows(&self) -> DockRows {
-        DockRows::Agents(self.agent_rows())
+    /// Nothing until the board has had a run; then the runs under the main agent's row, from
+    /// what the app knows of Pi.
+    fn section(&self, context: &RefreshContext<'_>) -> Option<DockSection> {
+        let mut rows = self.agent_rows();
+        if rows.is_empty() {
+            return None;
+        }
+        rows.push(unipi_widgets::agents::main_row(context.pi));
+        Some(section(rows))
     }
 
     fn request(&self, request: &DockRequest) -> Result<(), String> {
@@ -300,7 +402,9 @@ mod tests {
             },
         );
         assert_eq!(
-            dock.model().agents.first().map(|row| row.id.as_str()),
+            unipi_widgets::dock::entries(dock.model())
+                .first()
+                .map(|entry| entry.row.id.as_str()),
             Some(MAIN_ID)
         );
         (board, dock)

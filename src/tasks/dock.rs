@@ -1,7 +1,8 @@
 //! Background tasks in the dock: the rows from the task registry, and the dock's requests
 //! carried out on the service (in spawned tasks, never on the UI loop). The output tail of the
 //! task the dock's detail shows is read here in the background — when the detail opens and
-//! whenever that task changes — and kept, so [`DockSource::rows`] reads memory only.
+//! whenever that task changes — and kept, so [`DockSource::section`] reads memory only. The
+//! section says what the dock's row keys do on each task ([`verbs`]) and which hints it shows.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -9,23 +10,27 @@ use std::sync::{Arc, Mutex};
 use crate::sys::lock;
 
 use tokio::sync::watch;
-use unipi_widgets::dock::{DockRow, TaskStatus as RowStatus};
+use unipi_widgets::tasks::{TaskRow, TaskStatus as RowStatus};
 
 use crate::bridge::AgentId;
 use crate::capability::Changed;
 use crate::tasks::{KillKind, RunRequest, TaskInfo, TaskOrigin, TaskService, TaskStatus};
-use crate::views::dock::{DockRequest, DockRows, DockSource, Marks};
+use crate::views::RefreshContext;
+use crate::views::dock::{
+    DockAction, DockRequest, DockSection, DockSource, HintTable, Hints, Marks, SCROLL, SELECT,
+    StopAll, Verb, Verbs,
+};
 
 /// Lines of output shown in the dock's detail view.
 const DETAIL_TAIL_LINES: usize = 200;
 
 /// The dock's rows. `tail` is the output tail of the task the detail shows (read only for that
 /// one: reading every log on every change would be wasted I/O).
-pub fn dock_rows(tasks: &[TaskInfo], marks: &Marks, tail: Option<&Tail>) -> Vec<DockRow> {
+pub fn dock_rows(tasks: &[TaskInfo], marks: &Marks, tail: Option<&Tail>) -> Vec<TaskRow> {
     let now = crate::sys::now_ms();
     tasks
         .iter()
-        .map(|task| DockRow {
+        .map(|task| TaskRow {
             id: task.id.clone(),
             name: task.name.clone(),
             status: match task.status {
@@ -63,6 +68,101 @@ pub fn dock_rows(tasks: &[TaskInfo], marks: &Marks, tail: Option<&Tail>) -> Vec<
                 .unwrap_or_default(),
         })
         .collect()
+}
+
+/// Tasks are listed below the agents (a delegate, listed by both, shows as the agent).
+const RANK: u8 = 1;
+
+/// The list's hints while a task is selected.
+pub const LIST_HINTS: HintTable = &[
+    SELECT,
+    (&[DockAction::Open], "details"),
+    (&[DockAction::Stop], "stop"),
+    (&[DockAction::StopAll], "stop all"),
+    (&[DockAction::Rerun], "rerun"),
+    (&[DockAction::CopyPath], "copy path"),
+    (&[DockAction::History], "history"),
+    (&[DockAction::ClearNotices], "clear notices"),
+    (&[DockAction::Back], "close"),
+];
+
+/// A task's detail's hints.
+pub const DETAIL_HINTS: HintTable = &[
+    SCROLL,
+    (&[DockAction::Bottom], "follow"),
+    (&[DockAction::Stop], "stop"),
+    (&[DockAction::Rerun], "rerun"),
+    (&[DockAction::CopyPath], "copy path"),
+    (&[DockAction::Back], "back"),
+];
+
+/// The tasks' part of the dock: `rows` (any order) drawn by the tasks' widget, with what the
+/// row keys do on each.
+pub fn section(rows: Vec<TaskRow>) -> DockSection {
+    let verbs = rows
+        .iter()
+        .map(|row| (row.id.clone(), verbs(row)))
+        .collect();
+    DockSection {
+        rank: RANK,
+        view: unipi_widgets::tasks::section(rows),
+        verbs,
+        hints: Hints {
+            list: LIST_HINTS,
+            detail: DETAIL_HINTS,
+        },
+        stop_all: Some(StopAll {
+            one: "task",
+            many: "tasks",
+            none: "No running background tasks to stop.",
+        }),
+        idle: Verbs::default().on(DockAction::Steer, not_steered()),
+    }
+}
+
+/// What the row keys do on `row`: stop a running task, rerun a finished shell task, copy its
+/// output path; a task takes no message.
+fn verbs(row: &TaskRow) -> Verbs {
+    let name = &row.name;
+    let running = row.status == RowStatus::Running;
+    let stop = if running {
+        // The notice goes once the task has stopped.
+        Verb::Ask {
+            request: DockRequest::Stop(row.id.clone()),
+            notice: format!("Stopping {name}…"),
+        }
+    } else {
+        Verb::Refuse(format!(
+            "{name} is {}; nothing to stop.",
+            row.status.label()
+        ))
+    };
+    let rerun = if !row.is_shell {
+        Verb::Refuse("Only shell-command tasks can be rerun from the dock.".to_owned())
+    } else if running {
+        Verb::Refuse(format!("{name} is still running."))
+    } else {
+        Verb::Ask {
+            request: DockRequest::Rerun(row.id.clone()),
+            notice: format!("Rerunning {name}…"),
+        }
+    };
+    Verbs::default()
+        .on(DockAction::Stop, stop)
+        .on(DockAction::Rerun, rerun)
+        .on(
+            DockAction::CopyPath,
+            Verb::Copy {
+                text: row.output_path.clone(),
+                notice: format!("Copied the output path of {name}."),
+            },
+        )
+        .on(DockAction::Steer, not_steered())
+}
+
+/// A task takes no message (even with no task listed, the key says so).
+fn not_steered() -> Verb {
+    Verb::Refuse("Only helpers can be steered.".to_owned())
 }
 
 /// A rerun of a finished shell task: same command and settings, started by the user (so it
@@ -123,6 +223,13 @@ impl TaskDock {
         lock(&self.marks)
     }
 
+    /// The tasks as the dock lists them now, from memory.
+    pub fn rows(&self) -> Vec<TaskRow> {
+        let snapshot = self.service.registry().snapshot();
+        let tail = lock(&self.tail);
+        dock_rows(&snapshot, &self.marks(), tail.as_ref())
+    }
+
     fn spawn_stop(&self, id: String) {
         let service = self.service.clone();
         tokio::spawn(async move {
@@ -135,10 +242,8 @@ impl TaskDock {
 }
 
 impl DockSource for TaskDock {
-    fn rows(&self) -> DockRows {
-        let snapshot = self.service.registry().snapshot();
-        let tail = lock(&self.tail);
-        DockRows::Tasks(dock_rows(&snapshot, &self.marks(), tail.as_ref()))
+    fn section(&self, _context: &RefreshContext<'_>) -> Option<DockSection> {
+        Some(section(self.rows()))
     }
 
     fn request(&self, request: &DockRequest) -> Result<(), String> {

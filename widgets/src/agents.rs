@@ -1,9 +1,9 @@
-//! Agent rows for the dock and the helpers footer segment: the main agent, helper runs and
-//! read-only delegates as the dock lists them (a parent → child tree with live status, spend per
-//! row and in total), the detail of one run with its live transcript, the one-line steer input,
-//! and the footer's `⧉ 2 helpers · 41k tok · $0.12`.
+//! Agents in the dock and the helpers footer segment: the main agent, helper runs and
+//! read-only delegates as the dock lists them — the dock's generic [`Section`] of rows in a
+//! parent → child tree with live status and spend per row and in total, each row's detail with
+//! its live transcript — and the footer's `⧉ 2 helpers · 41k tok · $0.12`.
 //!
-//! Like the rest of the dock this renders plain view models the app fills: [`AgentRow`] carries
+//! Like every dock widget this works on plain view models the app fills: [`AgentRow`] carries
 //! display-ready facts (the app turns its board rows and the footer's data into them), and the
 //! transcript arrives as [`TranscriptItem`]s, so the widget knows nothing of processes, the
 //! board or its controls. The tree is laid out here ([`arrange_agents`]) rather than by the app
@@ -13,13 +13,15 @@
 
 use std::collections::{HashMap, HashSet};
 
-use ratatui::style::{Modifier, Style};
-use ratatui::text::{Line, Span};
-
-use crate::dock::format_runtime;
-use crate::footer::{Align, Form, Role, Segment, format_cost, format_tokens, priority};
-use crate::text::{first_line, truncate_end, width};
-use crate::theme::Theme;
+use crate::dock::{
+    Body, Detail, Field, Fit, Paragraph, Row, RowFit, Section, Status, Summary, format_runtime,
+    plural,
+};
+use crate::footer::{
+    Activity, Align, BridgeLink, FooterData, Form, Piece, ProgramState, Role, Segment, format_cost,
+    format_tokens, priority,
+};
+use crate::text::first_line;
 
 /// The id of the main agent's row (never a run id: those start with `h` or are task ids).
 pub const MAIN_ID: &str = "main";
@@ -76,13 +78,13 @@ impl AgentStatus {
         )
     }
 
-    pub(crate) fn style(self, theme: &Theme) -> Style {
+    fn role(self) -> Role {
         match self {
-            AgentStatus::Running | AgentStatus::Queued => theme.status_working,
-            AgentStatus::Idle => theme.status_idle,
-            AgentStatus::Done => theme.status_done,
-            AgentStatus::Failed | AgentStatus::TimedOut => theme.error,
-            AgentStatus::Stopped => theme.warning,
+            AgentStatus::Running | AgentStatus::Queued => Role::Status(ProgramState::Working),
+            AgentStatus::Idle => Role::Status(ProgramState::Idle),
+            AgentStatus::Done => Role::Status(ProgramState::Done),
+            AgentStatus::Failed | AgentStatus::TimedOut => Role::Error,
+            AgentStatus::Stopped => Role::Warning,
         }
     }
 }
@@ -234,32 +236,6 @@ pub fn arrange_agents(rows: Vec<AgentRow>) -> Vec<AgentRow> {
         })
         .collect()
 }
-
-/// The agent rows the list shows: everything with history on; otherwise rows that are running,
-/// not yet cleared, or have a shown row below them (a cleared parent stays while its children
-/// show, so the tree never loses a branch's root). `agents` must be in [`arrange_agents`] order.
-pub fn visible_agents(agents: &[AgentRow], show_history: bool) -> Vec<&AgentRow> {
-    let mut shown = vec![false; agents.len()];
-    // Walking backwards, `below[d]` says whether a shown row of depth d hangs under the row
-    // about to be visited (at depth d - 1) — its subtree is exactly the rows already walked
-    // since the last row at its depth or above.
-    let mut below = vec![false; agents.iter().map(|row| row.depth).max().unwrap_or(0) + 2];
-    for (index, row) in agents.iter().enumerate().rev() {
-        let own = show_history || !row.status.is_finished() || !row.cleared;
-        let visible = own || below[row.depth + 1];
-        shown[index] = visible;
-        for flag in &mut below[row.depth + 1..] {
-            *flag = false;
-        }
-        below[row.depth] |= visible;
-    }
-    agents
-        .iter()
-        .zip(shown)
-        .filter_map(|(row, shown)| shown.then_some(row))
-        .collect()
-}
-
 /// Helper spend over the rows (the main agent's row is not a helper).
 pub fn helper_spend(agents: &[AgentRow]) -> HelperSpend {
     let mut spend = HelperSpend::default();
@@ -318,93 +294,150 @@ const PRESENCE_PRIORITY: u8 = priority::MODULE_HIGH - 3;
 /// The spend is a detail, but one users ask for: above the workbench's cwd and git branch.
 const DETAIL_PRIORITY: u8 = priority::CWD + 2;
 
-/// Width of the detail labels (`Context: `).
-const LABEL_WIDTH: usize = 9;
 /// Lines of a tool result shown before the rest is summed up.
 const RESULT_LINES: usize = 4;
 
-/// One agent as a list row: marker, unseen dot, tree guide, status icon, type and task, id,
-/// then status and spend, then the facts that still fit, then the last activity of a running
-/// run. Cost stays with the status at any width; the rest goes from the end.
-pub(crate) fn agent_list_row(
-    row: &AgentRow,
-    selected: bool,
-    max_width: usize,
-    theme: &Theme,
-) -> Line<'static> {
-    let status_style = row.status.style(theme);
-    let marker = if selected { "› " } else { "  " };
-    let unseen = if row.unseen { "● " } else { "  " };
-    let status = row.status.label().to_owned();
-    let mut cost = row.cost.map(|cost| format!(" · {}", format_cost(cost)));
-    let name = match row.kind {
-        AgentKind::Main => format!("main · {}", row.description),
-        _ => format!("{} · {}", row.agent_type, row.description),
-    };
-    let mut id = match row.kind {
-        AgentKind::Main => String::new(),
-        _ => format!(" {}", row.id),
-    };
-    let cost_width = cost.as_deref().map_or(0, width);
-    let mut fixed = width(marker)
-        + width(unseen)
-        + width(&row.guide)
-        + 2
-        + width(&id)
-        + 3
-        + width(&status)
-        + cost_width;
-    // On a narrow dock the id goes first (the detail shows it), then the cost (the subtitle
-    // still sums it), so the name keeps at least 8 columns and nothing is cut mid-number.
-    if fixed + 16 > max_width {
-        fixed -= width(&id);
-        id.clear();
+/// The agents' section of the dock: `agents` (any order) in [`arrange_agents`] order, the main
+/// agent first, its spend summed in the subtitle.
+pub fn section(agents: Vec<AgentRow>) -> Section {
+    let agents = arrange_agents(agents);
+    Section {
+        title: "agents".to_owned(),
+        label: "helpers".to_owned(),
+        summary: Summary::Text(agents_summary(&agents)),
+        empty: "No agents in this session.".to_owned(),
+        hidden: "No running agents. Press h to show history.".to_owned(),
+        rows: agents.iter().map(row).collect(),
     }
-    if fixed + 8 > max_width {
-        fixed -= cost_width;
-        cost = None;
-    }
-    let wanted = max_width.saturating_sub(fixed).max(8);
-    let name = truncate_end(&name, wanted.min(width(&name)));
-    let mut spans = vec![
-        Span::raw(marker),
-        Span::styled(unseen, theme.accent),
-        Span::styled(row.guide.clone(), theme.muted),
-        Span::styled(format!("{} ", row.status.icon()), status_style),
-        Span::styled(name, theme.accent),
-        Span::styled(id, theme.muted),
-        Span::raw(" · "),
-        Span::styled(status, status_style),
-    ];
-    if let Some(cost) = cost {
-        spans.push(Span::styled(cost, theme.accent));
-    }
-    let mut used: usize = spans.iter().map(Span::width).sum();
-    for fact in list_facts(row) {
-        let piece = format!(" · {fact}");
-        if used + width(&piece) > max_width {
-            break;
-        }
-        used += width(&piece);
-        spans.push(Span::styled(piece, theme.muted));
-    }
-    let activity = first_line(&row.last_activity);
-    if !row.status.is_finished() && !activity.is_empty() {
-        let room = max_width.saturating_sub(used + 3);
-        if room >= 8 {
-            spans.push(Span::styled(" │ ", theme.muted));
-            spans.push(Span::styled(truncate_end(&activity, room), theme.muted));
-        }
-    }
-    let mut line = Line::from(spans);
-    if selected {
-        line = line.patch_style(Style::new().add_modifier(Modifier::REVERSED));
-    }
-    line
 }
 
-/// (label, value) rows of an agent's detail header.
-pub(crate) fn agent_detail_fields(row: &AgentRow) -> Vec<(&'static str, String)> {
+/// The main agent's row from what the app knows of Pi (the footer's data): listed first, as
+/// context for the helpers below it.
+pub fn main_row(data: &FooterData) -> AgentRow {
+    let (status, activity) = match (data.bridge, data.activity) {
+        (BridgeLink::Disconnected, _) => (AgentStatus::Idle, "bridge disconnected"),
+        (_, Some(Activity::Working)) => (
+            AgentStatus::Running,
+            data.doing.as_deref().unwrap_or("working"),
+        ),
+        (_, Some(Activity::Compacting)) => (AgentStatus::Running, "compacting"),
+        (_, Some(Activity::Idle) | None) => (AgentStatus::Idle, "idle"),
+    };
+    let context_percent = data.context.as_ref().and_then(|context| {
+        context.percent.or_else(|| {
+            let tokens = context.tokens?;
+            (context.window > 0).then(|| tokens as f64 * 100.0 / context.window as f64)
+        })
+    });
+    AgentRow {
+        id: MAIN_ID.to_owned(),
+        kind: AgentKind::Main,
+        agent_type: "main".to_owned(),
+        model: data.model.clone(),
+        description: data
+            .session_name
+            .clone()
+            .unwrap_or_else(|| "this session".to_owned()),
+        status,
+        tokens: data.tokens_in + data.tokens_out,
+        tokens_in: data.tokens_in,
+        tokens_out: data.tokens_out,
+        cost: data.cost,
+        context_percent,
+        last_activity: activity.to_owned(),
+        ..AgentRow::default()
+    }
+}
+
+/// One agent as a row of the dock: tree guide, status icon, type and task, id, then status and
+/// spend, then the facts that still fit, then the last activity of a running run. Cost stays
+/// with the status at any width but the narrowest; the rest goes from the end.
+pub fn row(agent: &AgentRow) -> Row {
+    let main = agent.kind == AgentKind::Main;
+    let finished = agent.status.is_finished();
+    let activity = first_line(&agent.last_activity);
+    Row {
+        id: agent.id.clone(),
+        status: Status {
+            glyph: agent.status.icon(),
+            label: agent.status.label(),
+            role: agent.status.role(),
+        },
+        status_text: agent.status.label().to_owned(),
+        name: if main {
+            format!("main · {}", agent.description)
+        } else {
+            format!("{} · {}", agent.agent_type, agent.description)
+        },
+        tag: if main {
+            String::new()
+        } else {
+            agent.id.clone()
+        },
+        guide: agent.guide.clone(),
+        depth: agent.depth,
+        badge: agent.cost.map(|cost| Piece {
+            text: format_cost(cost),
+            role: Role::Accent,
+        }),
+        columns: list_facts(agent)
+            .into_iter()
+            .map(|text| Piece {
+                text,
+                role: Role::Muted,
+            })
+            .collect(),
+        trailing: (!finished && !activity.is_empty()).then_some(activity),
+        // On a narrow dock the id goes first (the detail shows it), then the cost (the
+        // subtitle still sums it), so the name keeps at least 8 columns.
+        fit: RowFit {
+            tag_room: 16,
+            name_min: 8,
+        },
+        finished,
+        unseen: agent.unseen,
+        cleared: agent.cleared,
+        context: main,
+        detail: detail(agent),
+    }
+}
+
+/// An agent in detail: what it is, its spend and context, and its transcript.
+fn detail(agent: &AgentRow) -> Detail {
+    let main = agent.kind == AgentKind::Main;
+    let (title, subtitle, empty) = if main {
+        (
+            "main agent".to_owned(),
+            "main agent · its conversation is Pi's pane".to_owned(),
+            "the main agent's conversation is Pi's pane",
+        )
+    } else if agent.status.is_finished() {
+        (
+            format!("{}: {}", agent.kind.label(), agent.label()),
+            format!("{} · final transcript", agent.id),
+            "none kept for this run",
+        )
+    } else {
+        (
+            format!("{}: {}", agent.kind.label(), agent.label()),
+            format!("{} · live transcript", agent.id),
+            "nothing yet",
+        )
+    };
+    Detail {
+        title,
+        subtitle,
+        fields: detail_fields(agent),
+        body: Body {
+            name: "Transcript",
+            empty: empty.to_owned(),
+            paragraphs: agent.transcript.iter().map(paragraph).collect(),
+        },
+    }
+}
+
+/// The labelled facts of an agent's detail.
+fn detail_fields(row: &AgentRow) -> Vec<Field> {
     let mut status = row.status.label().to_owned();
     match row.kind {
         AgentKind::Main => status.push_str(" · main agent"),
@@ -429,177 +462,77 @@ pub(crate) fn agent_detail_fields(row: &AgentRow) -> Vec<(&'static str, String)>
         format_tokens(row.tokens_out)
     ));
     usage.push(row.cost.map_or("cost not reported".to_owned(), format_cost));
-    let mut fields = vec![("Status", status)];
+    let mut fields = vec![Field::text("Status", status, row.status.role())];
     if row.kind != AgentKind::Main {
-        fields.push(("Task", first_line(&row.description)));
+        fields.push(Field::text(
+            "Task",
+            first_line(&row.description),
+            Role::Text,
+        ));
     }
-    fields.push((
-        "Model",
-        row.model
-            .clone()
-            .unwrap_or_else(|| "not reported".to_owned()),
-    ));
-    fields.push(("Usage", usage.join(" · ")));
+    let model = row.model.as_deref().unwrap_or("not reported");
+    fields.push(Field::text("Model", model, Role::Text));
+    fields.push(Field::text("Usage", usage.join(" · "), Role::Accent));
     if let Some(percent) = row.context_percent {
-        fields.push(("Context", format!("{percent:.0}% of the window")));
+        let context = format!("{percent:.0}% of the window");
+        fields.push(Field::text("Context", context, Role::Text));
     }
     if let Some(secs) = row.elapsed_secs {
         let mut elapsed = format_runtime(secs);
         if !row.started_at.is_empty() {
             elapsed.push_str(&format!(" · started {}", row.started_at));
         }
-        fields.push(("Elapsed", elapsed));
+        fields.push(Field::text("Elapsed", elapsed, Role::Text));
     }
     if row.kind != AgentKind::Main {
-        fields.push((
-            "Parent",
-            row.parent.clone().unwrap_or_else(|| MAIN_ID.to_owned()),
-        ));
+        let parent = row.parent.as_deref().unwrap_or(MAIN_ID);
+        fields.push(Field::text("Parent", parent, Role::Text));
     }
     if let Some(error) = &row.error {
-        fields.push(("Error", first_line(error)));
+        fields.push(Field::text("Error", first_line(error), Role::Error));
     }
     fields
 }
 
-/// The detail header as lines.
-pub(crate) fn agent_detail_header(
-    row: &AgentRow,
-    max_width: usize,
-    theme: &Theme,
-) -> Vec<Line<'static>> {
-    let value_width = max_width.saturating_sub(LABEL_WIDTH);
-    agent_detail_fields(row)
-        .into_iter()
-        .map(|(label, value)| {
-            let style = match label {
-                "Status" => row.status.style(theme),
-                "Error" => theme.error,
-                "Usage" => theme.accent,
-                _ => Style::new(),
+/// One transcript entry as the detail shows it: a marker, the text wrapped, long tool calls and
+/// results cut to a few lines.
+fn paragraph(item: &TranscriptItem) -> Paragraph {
+    let wrap = |limit| Fit::Wrap { limit };
+    let (head, text, role, fit) = match item {
+        TranscriptItem::User(text) => ("» ", text.clone(), Role::Accent, wrap(None)),
+        TranscriptItem::Assistant(text) => ("◆ ", text.clone(), Role::Text, wrap(None)),
+        TranscriptItem::ToolCall { name, args } => (
+            "⚙ ",
+            format!("{name} {}", first_line(args)),
+            Role::Status(ProgramState::Working),
+            wrap(Some(1)),
+        ),
+        TranscriptItem::ToolResult {
+            name,
+            text,
+            is_error,
+        } => {
+            let (mark, role) = if *is_error {
+                ("  ✗ ", Role::Error)
+            } else {
+                ("  ↳ ", Role::Muted)
             };
-            Line::from(vec![
-                Span::styled(
-                    format!("{:<LABEL_WIDTH$}", format!("{label}:")),
-                    theme.muted,
-                ),
-                Span::styled(truncate_end(&value, value_width), style),
-            ])
-        })
-        .collect()
-}
-
-/// The transcript heading: what is shown of how much.
-pub(crate) fn transcript_heading(
-    row: &AgentRow,
-    first: usize,
-    capacity: usize,
-    total: usize,
-    follow: bool,
-) -> String {
-    if row.kind == AgentKind::Main {
-        "Transcript: the main agent's conversation is Pi's pane".to_owned()
-    } else if total == 0 && row.status.is_finished() {
-        "Transcript: none kept for this run".to_owned()
-    } else if total == 0 {
-        "Transcript: nothing yet".to_owned()
-    } else if follow {
-        format!("Transcript: following · {total} lines")
-    } else {
-        let last = (first + capacity).min(total);
-        format!(
-            "Transcript: lines {}–{last} of {total} · End follows",
-            first + 1
-        )
-    }
-}
-
-/// What kind of transcript text a line is (its style).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum LineKind {
-    User,
-    Assistant,
-    Tool,
-    Result,
-    Error,
-    Note,
-}
-
-/// The transcript as display lines `max_width` wide: each entry wrapped, with a marker on its
-/// first line and its continuation indented; long tool results cut to a few lines. Counting
-/// these is what scrolling works in.
-pub(crate) fn transcript_text(
-    items: &[TranscriptItem],
-    max_width: usize,
-) -> Vec<(LineKind, String)> {
-    let mut out = Vec::new();
-    for item in items {
-        let (kind, head, text, limit) = match item {
-            TranscriptItem::User(text) => (LineKind::User, "» ".to_owned(), text.clone(), None),
-            TranscriptItem::Assistant(text) => {
-                (LineKind::Assistant, "◆ ".to_owned(), text.clone(), None)
-            }
-            TranscriptItem::ToolCall { name, args } => (
-                LineKind::Tool,
-                "⚙ ".to_owned(),
-                format!("{name} {}", first_line(args)),
-                Some(1),
-            ),
-            TranscriptItem::ToolResult {
-                name,
-                text,
-                is_error,
-            } => {
-                let kind = if *is_error {
-                    LineKind::Error
-                } else {
-                    LineKind::Result
-                };
-                let mark = if *is_error { "  ✗ " } else { "  ↳ " };
-                (
-                    kind,
-                    mark.to_owned(),
-                    format!("{name}: {}", text.trim_end()),
-                    Some(RESULT_LINES),
-                )
-            }
-            TranscriptItem::Note(text) => (LineKind::Note, "• ".to_owned(), text.clone(), None),
-        };
-        let indent = " ".repeat(width(&head));
-        let room = max_width.saturating_sub(width(&head)).max(1);
-        let mut lines = wrap(&text, room);
-        if let Some(limit) = limit
-            && lines.len() > limit
-        {
-            let more = lines.len() - limit;
-            lines.truncate(limit);
-            lines.push(format!(
-                "… {}",
-                plural(more as u64, "more line", "more lines")
-            ));
+            let text = format!("{name}: {}", text.trim_end());
+            (mark, text, role, wrap(Some(RESULT_LINES)))
         }
-        for (index, line) in lines.into_iter().enumerate() {
-            let lead = if index == 0 { &head } else { &indent };
-            out.push((kind, format!("{lead}{line}")));
-        }
-    }
-    out
-}
-
-pub(crate) fn transcript_style(kind: LineKind, theme: &Theme) -> Style {
-    match kind {
-        LineKind::User => theme.accent,
-        LineKind::Assistant => Style::new(),
-        LineKind::Tool => theme.status_working,
-        LineKind::Result => theme.muted,
-        LineKind::Error => theme.error,
-        LineKind::Note => theme.warning,
+        TranscriptItem::Note(text) => ("• ", text.clone(), Role::Warning, wrap(None)),
+    };
+    Paragraph {
+        head,
+        text,
+        role,
+        fit,
     }
 }
 
 /// The summary of the agent rows for the dock's subtitle: `helpers 2 running · 1 done · 41k tok
 /// · $0.0434 · all agents $0.1634`.
-pub(crate) fn agents_summary(agents: &[AgentRow]) -> String {
+fn agents_summary(agents: &[AgentRow]) -> String {
     let spend = helper_spend(agents);
     let mut parts = vec![format!("helpers {} running", spend.running)];
     if spend.finished > 0 {
@@ -619,58 +552,6 @@ pub(crate) fn agents_summary(agents: &[AgentRow]) -> String {
         ));
     }
     parts.join(" · ")
-}
-
-/// `text` wrapped at word boundaries into lines of at most `max` columns (a word longer than a
-/// line is cut across lines); newlines are kept, control characters become spaces.
-pub fn wrap(text: &str, max: usize) -> Vec<String> {
-    let max = max.max(1);
-    let mut out = Vec::new();
-    for raw in text.lines() {
-        let clean: String = raw
-            .chars()
-            .map(|ch| if ch.is_control() { ' ' } else { ch })
-            .collect();
-        // Most lines fit whole; measuring once is much cheaper than word by word.
-        if width(&clean) <= max {
-            out.push(clean);
-            continue;
-        }
-        let mut line = String::new();
-        let mut used = 0;
-        for word in clean.split(' ') {
-            let word_width = width(word);
-            let sep = usize::from(!line.is_empty());
-            if used + sep + word_width <= max {
-                if sep == 1 {
-                    line.push(' ');
-                }
-                line.push_str(word);
-                used += sep + word_width;
-                continue;
-            }
-            if !line.is_empty() {
-                out.push(std::mem::take(&mut line));
-                used = 0;
-            }
-            // The word alone, cut into line-sized pieces when it is longer than a line.
-            for ch in word.chars() {
-                let mut utf8 = [0u8; 4];
-                let ch_width = width(ch.encode_utf8(&mut utf8));
-                if used + ch_width > max && !line.is_empty() {
-                    out.push(std::mem::take(&mut line));
-                    used = 0;
-                }
-                line.push(ch);
-                used += ch_width;
-            }
-        }
-        out.push(line);
-    }
-    if out.is_empty() {
-        out.push(String::new());
-    }
-    out
 }
 
 /// The list row's facts after status and cost, most useful first: tokens, elapsed time,
@@ -696,14 +577,6 @@ fn list_facts(row: &AgentRow) -> Vec<String> {
         facts.push(model.clone());
     }
     facts
-}
-
-fn plural(count: u64, one: &str, many: &str) -> String {
-    if count == 1 {
-        format!("1 {one}")
-    } else {
-        format!("{count} {many}")
-    }
 }
 
 /// Depth-first walk from `index`: records (row, depth, guide) and goes on to its children.
@@ -758,9 +631,18 @@ fn visit(
 
 #[cfg(test)]
 mod tests {
+    use ratatui::layout::{Position, Rect};
+
     use super::*;
-    use crate::footer::render_segments;
+    use crate::dock::{
+        DockMode, DockModel, SteerInput, dock_area, entries, laid_out, max_detail_scroll,
+        selected_entry, steer_cursor,
+    };
+    use crate::footer::{ContextUsage, render_segments};
+    use crate::tasks::tests::{make_dock_with, mixed_rows, snapshot};
     use crate::test_support::render_to_string;
+    use crate::text::width;
+    use crate::theme::Theme;
 
     fn make_agent(id: &str, parent: Option<&str>, status: AgentStatus) -> AgentRow {
         AgentRow {
@@ -776,7 +658,7 @@ mod tests {
         }
     }
 
-    fn main_row() -> AgentRow {
+    fn main_agent_row() -> AgentRow {
         AgentRow {
             id: MAIN_ID.to_owned(),
             kind: AgentKind::Main,
@@ -795,7 +677,7 @@ mod tests {
             make_agent("h3", None, AgentStatus::Done),
             make_agent("h4", Some("h1"), AgentStatus::Done),
             make_agent("h5", Some("h2"), AgentStatus::Running),
-            main_row(),
+            main_agent_row(),
             // Unknown parent: hangs under the main agent.
             make_agent("h6", Some("gone"), AgentStatus::Failed),
             // A cycle: kept, as roots at the end.
@@ -824,31 +706,36 @@ mod tests {
 
     #[test]
     fn cleared_rows_hide_unless_something_below_shows() {
-        let mut rows = arrange_agents(vec![
-            main_row(),
+        let mut rows = vec![
+            main_agent_row(),
             make_agent("h1", None, AgentStatus::Done),
             make_agent("h2", Some("h1"), AgentStatus::Running),
             make_agent("h3", None, AgentStatus::Done),
             make_agent("h4", Some("h3"), AgentStatus::Done),
-        ]);
+        ];
         for row in &mut rows {
             row.cleared = row.status.is_finished();
         }
-        let ids = |shown: Vec<&AgentRow>| -> Vec<String> {
-            shown.into_iter().map(|row| row.id.clone()).collect()
+        let ids = |rows: &[AgentRow], show_history: bool| -> Vec<String> {
+            let model = DockModel {
+                sections: vec![section(rows.to_vec())],
+                show_history,
+                ..DockModel::default()
+            };
+            entries(&model)
+                .into_iter()
+                .map(|entry| entry.row.id.clone())
+                .collect()
         };
-        assert_eq!(ids(visible_agents(&rows, false)), ["main", "h1", "h2"]);
-        assert_eq!(visible_agents(&rows, true).len(), 5);
+        assert_eq!(ids(&rows, false), ["main", "h1", "h2"]);
+        assert_eq!(ids(&rows, true).len(), 5);
         rows[4].cleared = false; // h4 not cleared: its parent h3 comes back too
-        assert_eq!(
-            ids(visible_agents(&rows, false)),
-            ["main", "h1", "h2", "h3", "h4"]
-        );
+        assert_eq!(ids(&rows, false), ["main", "h1", "h2", "h3", "h4"]);
     }
 
     #[test]
     fn spend_sums_helpers_only() {
-        let mut main = main_row();
+        let mut main = main_agent_row();
         main.cost = Some(5.0);
         main.tokens = 99_000;
         let rows = vec![
@@ -870,23 +757,8 @@ mod tests {
     }
 
     #[test]
-    fn wrap_table() {
-        let cases: [(&str, usize, &[&str]); 6] = [
-            ("", 10, &[""]),
-            ("short", 10, &["short"]),
-            ("one two three four", 9, &["one two", "three", "four"]),
-            ("abcdefghijkl", 5, &["abcde", "fghij", "kl"]),
-            ("a\nb c", 3, &["a", "b c"]),
-            ("tab\there", 20, &["tab here"]),
-        ];
-        for (text, max, want) in cases {
-            assert_eq!(wrap(text, max), want, "{text:?} at {max}");
-        }
-    }
-
-    #[test]
     fn transcript_lines_mark_wrap_and_cut_long_results() {
-        let items = vec![
+        let items = [
             TranscriptItem::User("find the parser".to_owned()),
             TranscriptItem::ToolCall {
                 name: "grep".to_owned(),
@@ -899,12 +771,9 @@ mod tests {
             },
             TranscriptItem::Assistant("The parser lives in src/parse.rs".to_owned()),
         ];
-        let lines: Vec<String> = transcript_text(&items, 20)
-            .into_iter()
-            .map(|(_, text)| text)
-            .collect();
+        let paragraphs: Vec<Paragraph> = items.iter().map(paragraph).collect();
         assert_eq!(
-            lines,
+            laid_out(&paragraphs, 20),
             [
                 "» find the parser",
                 "⚙ grep parse src/",
@@ -967,5 +836,360 @@ mod tests {
             segment,
             Some((SEGMENT_ID.to_owned(), SEGMENT_GROUP.to_owned()))
         );
+    }
+
+    #[test]
+    fn main_row_from_footer_data() {
+        let data = FooterData {
+            bridge: BridgeLink::Connected,
+            activity: Some(Activity::Working),
+            model: Some("claude-sonnet-4-5".to_owned()),
+            context: Some(ContextUsage {
+                tokens: Some(50_000),
+                window: 200_000,
+                percent: None,
+            }),
+            tokens_in: 10_000,
+            tokens_out: 2_000,
+            cost: Some(0.3),
+            session_name: Some("refactor".to_owned()),
+            ..FooterData::default()
+        };
+        let row = main_row(&data);
+        assert_eq!(row.id, MAIN_ID);
+        assert_eq!(row.kind, AgentKind::Main);
+        assert_eq!(row.status, AgentStatus::Running);
+        assert_eq!(row.tokens, 12_000);
+        assert_eq!(row.cost, Some(0.3));
+        assert_eq!(row.context_percent, Some(25.0));
+        assert_eq!(row.description, "refactor");
+        let idle = main_row(&FooterData::default());
+        assert_eq!(
+            (idle.status, idle.last_activity.as_str()),
+            (AgentStatus::Idle, "idle")
+        );
+        assert_eq!(idle.description, "this session");
+    }
+
+    // The dock with agents above the tasks.
+
+    fn make_dock_agent(
+        id: &str,
+        parent: Option<&str>,
+        agent_type: &str,
+        description: &str,
+        status: AgentStatus,
+    ) -> AgentRow {
+        AgentRow {
+            id: id.to_owned(),
+            parent: parent.map(str::to_owned),
+            kind: AgentKind::Helper,
+            agent_type: agent_type.to_owned(),
+            model: Some("anthropic/claude-haiku-4-5".to_owned()),
+            description: description.to_owned(),
+            status,
+            turns: Some(3),
+            tool_uses: Some(12),
+            tokens: 20_100,
+            tokens_in: 15_000,
+            tokens_out: 5_100,
+            cost: Some(0.04),
+            context_percent: Some(12.0),
+            elapsed_secs: Some(65),
+            last_activity: "read src/pane/render.rs".to_owned(),
+            started_at: "12:00:01 UTC".to_owned(),
+            unseen: status.is_finished(),
+            ..AgentRow::default()
+        }
+    }
+
+    /// The main agent, a helper tree (h1 → h2, h3; h2 → h4), a failed and a stopped helper,
+    /// and a delegate; the section arranges them as the dock lists them.
+    fn make_agents() -> Vec<AgentRow> {
+        let main = AgentRow {
+            id: MAIN_ID.to_owned(),
+            kind: AgentKind::Main,
+            agent_type: "main".to_owned(),
+            model: Some("claude-sonnet-4-5".to_owned()),
+            description: "footer segments".to_owned(),
+            status: AgentStatus::Running,
+            tokens: 120_000,
+            tokens_in: 100_000,
+            tokens_out: 20_000,
+            cost: Some(0.1234),
+            context_percent: Some(45.0),
+            last_activity: "working".to_owned(),
+            ..AgentRow::default()
+        };
+        let failed = AgentRow {
+            error: Some("model overloaded (529)".to_owned()),
+            cost: Some(0.0021),
+            tokens: 900,
+            tokens_in: 700,
+            tokens_out: 200,
+            ..make_dock_agent(
+                "h5",
+                None,
+                "work",
+                "fix the flaky resize test",
+                AgentStatus::Failed,
+            )
+        };
+        let stopped = AgentRow {
+            error: Some("stopped by the user".to_owned()),
+            ..make_dock_agent(
+                "h6",
+                None,
+                "explore",
+                "survey MCP servers",
+                AgentStatus::Stopped,
+            )
+        };
+        let delegate = AgentRow {
+            kind: AgentKind::Delegate,
+            turns: None,
+            ..make_dock_agent(
+                "b77",
+                None,
+                "delegate",
+                "review the diff",
+                AgentStatus::Running,
+            )
+        };
+        vec![
+            make_dock_agent(
+                "h1",
+                None,
+                "explore",
+                "map the pane module",
+                AgentStatus::Running,
+            ),
+            make_dock_agent(
+                "h2",
+                Some("h1"),
+                "explore",
+                "read the emulator",
+                AgentStatus::Running,
+            ),
+            make_dock_agent(
+                "h3",
+                Some("h1"),
+                "explore",
+                "read the encoder",
+                AgentStatus::Done,
+            ),
+            make_dock_agent(
+                "h4",
+                Some("h2"),
+                "explore",
+                "check vt100 scrollback",
+                AgentStatus::Queued,
+            ),
+            failed,
+            stopped,
+            delegate,
+            main,
+        ]
+    }
+
+    /// The agents (in the order `arrange_agents` gives them; `h1` at 1) above the mixed tasks.
+    fn with_agents(agents: Vec<AgentRow>) -> DockModel {
+        let mut model = make_dock_with(mixed_rows());
+        model.sections.insert(0, section(agents));
+        model
+    }
+
+    fn make_transcript() -> Vec<TranscriptItem> {
+        vec![
+            TranscriptItem::User(
+                "Map the pane module: who owns the PTY and the parser?".to_owned(),
+            ),
+            TranscriptItem::ToolCall {
+                name: "bash".to_owned(),
+                args: "ls src/pane".to_owned(),
+            },
+            TranscriptItem::ToolResult {
+                name: "bash".to_owned(),
+                text: "emulator.rs\nencode.rs\npty.rs\nrender.rs\nmod.rs\nhistory.rs".to_owned(),
+                is_error: false,
+            },
+            TranscriptItem::ToolCall {
+                name: "read".to_owned(),
+                args: "src/pane/missing.rs".to_owned(),
+            },
+            TranscriptItem::ToolResult {
+                name: "read".to_owned(),
+                text: "ENOENT: no such file".to_owned(),
+                is_error: true,
+            },
+            TranscriptItem::Note("steer sent: focus on resize handling".to_owned()),
+            TranscriptItem::User("focus on resize handling".to_owned()),
+            TranscriptItem::Assistant(
+                "The PTY lives in pty.rs and is resized together with the vt100 parser in \
+                 emulator.rs, from the size the frame is about to be drawn at."
+                    .to_owned(),
+            ),
+        ]
+    }
+
+    /// The agents with `transcript` on h1.
+    fn with_transcript(transcript: Vec<TranscriptItem>) -> Vec<AgentRow> {
+        let mut agents = make_agents();
+        if let Some(h1) = agents.iter_mut().find(|row| row.id == "h1") {
+            h1.transcript = transcript;
+        }
+        agents
+    }
+
+    #[test]
+    fn agents_list_with_tree_spend_and_tasks() {
+        let mut model = with_agents(make_agents());
+        model.selected = 1; // h1, running
+        let text = snapshot(&model, 130, 40);
+        crate::assert_ui_snapshot!("dock_agents_tree", text);
+        // Everything the issue asks a row to show is there for a running helper.
+        let h1 = text
+            .lines()
+            .find(|line| line.contains("map the pane module"))
+            .unwrap_or_default();
+        for fact in [
+            "explore",
+            "h1",
+            "running",
+            "$0.0400",
+            "20.1k tok",
+            "1m05s",
+            "ctx 12%",
+            "3 turns",
+            "12 tools",
+        ] {
+            assert!(h1.contains(fact), "{fact} missing from {h1:?}");
+        }
+        // Agents come first, in tree order, then the tasks.
+        let ids: Vec<String> = entries(&model)
+            .iter()
+            .map(|entry| entry.row.id.clone())
+            .collect();
+        assert_eq!(
+            ids[..9],
+            [
+                "main",
+                "h1",
+                "h2",
+                "h4",
+                "h3",
+                "h5",
+                "h6",
+                "b77",
+                "b00000002"
+            ]
+        );
+        // h1 is selected, and it is an agent (the first section), not a task.
+        assert_eq!(
+            selected_entry(&model).map(|entry| (entry.section, entry.row.id.as_str())),
+            Some((0, "h1"))
+        );
+    }
+
+    #[test]
+    fn agents_narrow_keeps_status_and_cost() {
+        let mut model = with_agents(make_agents());
+        model.selected = 5; // h5, failed
+        crate::assert_ui_snapshot!("dock_agents_narrow_50", snapshot(&model, 50, 30));
+    }
+
+    #[test]
+    fn agent_transcript_detail() {
+        let mut model = with_agents(with_transcript(make_transcript()));
+        model.selected = 1;
+        model.mode = DockMode::Detail {
+            scroll: 0,
+            follow: true,
+        };
+        crate::assert_ui_snapshot!("dock_agent_transcript", snapshot(&model, 90, 50));
+        let area = dock_area(&model, Rect::new(0, 0, 90, 24));
+        assert!(max_detail_scroll(&model, area) > 0);
+        model.mode = DockMode::Detail {
+            scroll: 2,
+            follow: false,
+        };
+        let text = snapshot(&model, 90, 24);
+        assert!(text.contains("Transcript: lines 3–"), "{text}");
+        // The failed helper's detail names the error.
+        model.selected = 5;
+        model.mode = DockMode::Detail {
+            scroll: 0,
+            follow: true,
+        };
+        crate::assert_ui_snapshot!("dock_agent_failed_detail", snapshot(&model, 90, 40));
+    }
+
+    #[test]
+    fn steer_input_with_message_and_error() {
+        let mut model = with_agents(make_agents());
+        model.selected = 1;
+        model.steer = Some(SteerInput {
+            target: "h1".to_owned(),
+            label: "explore h1".to_owned(),
+            text: "focus on resize handling".to_owned(),
+            cursor: 24,
+            error: None,
+        });
+        model.keys = vec![
+            ("Enter".to_owned(), "send".to_owned()),
+            ("Esc".to_owned(), "cancel".to_owned()),
+        ];
+        crate::assert_ui_snapshot!("dock_steer_input", snapshot(&model, 100, 30));
+        let area = dock_area(&model, Rect::new(0, 0, 100, 30));
+        // Bottom row is the keys line, the one above it the input; the cursor after the text.
+        let cursor = steer_cursor(&model, area);
+        let prompt = width("steer explore h1 › ");
+        assert_eq!(
+            cursor,
+            Some(Position::new(2 + (prompt + 24) as u16, area.bottom() - 3))
+        );
+        if let Some(steer) = &mut model.steer {
+            steer.error = Some("run h1 is not running".to_owned());
+        }
+        crate::assert_ui_snapshot!("dock_steer_error", snapshot(&model, 100, 30));
+        assert_eq!(
+            steer_cursor(&model, area).map(|p| p.y),
+            Some(area.bottom() - 4)
+        );
+    }
+
+    #[test]
+    fn never_panics_on_any_small_screen() {
+        let mut model = with_agents(with_transcript(make_transcript()));
+        model.notice = Some("notice".to_owned());
+        model.steer = Some(SteerInput {
+            label: "explore h1".to_owned(),
+            text: "hurry".to_owned(),
+            cursor: 5,
+            error: Some("run ended".to_owned()),
+            ..SteerInput::default()
+        });
+        for mode in [
+            DockMode::List,
+            DockMode::Detail {
+                scroll: 5,
+                follow: false,
+            },
+        ] {
+            model.mode = mode;
+            for selected in [1, 9] {
+                model.selected = selected;
+                for width in 1..=30 {
+                    for height in 1..=14 {
+                        let text = snapshot(&model, width, height);
+                        assert_eq!(text.lines().count(), usize::from(height));
+                        let area = dock_area(&model, Rect::new(0, 0, width, height));
+                        if let Some(cursor) = steer_cursor(&model, area) {
+                            assert!(area.contains(cursor), "{cursor:?} outside {area:?}");
+                        }
+                    }
+                }
+            }
+        }
     }
 }

@@ -17,6 +17,7 @@ pub mod overlay;
 pub mod pending;
 pub mod scrollback;
 pub mod settings;
+pub mod tasks;
 pub mod text;
 pub mod theme;
 

@@ -1,6 +1,9 @@
-//! The dock's key table (`[dock]` in keymap files): its actions, and the hint line shown for each
-//! face of the dock. Defaults are in `keymaps/default.toml`; the keymap resolves the user's file
-//! over them ([`KeyTable`]).
+//! The dock's key table (`[dock]` in keymap files) and the pieces its hint lines are made of.
+//! Defaults are in `keymaps/default.toml`; the keymap resolves the user's file over them
+//! ([`KeyTable`]). The actions are the dock's verbs: moving and opening are the dock's own, the
+//! row keys (stop, stop all, rerun, copy, message) mean what each section's [`super::Verb`]s say
+//! on its rows, and each section gives the hint lines for its rows. The descriptions are what F1
+//! shows, in the words users know them by.
 
 use std::fmt;
 
@@ -31,9 +34,9 @@ key_table! {
         Top => "dock.top", "First entry / top of the output";
         /// The last row in the list; follow the output in the detail.
         Bottom => "dock.bottom", "Last entry / follow the output";
-        /// Open the steer input for the selected helper.
+        /// Open the message input for the selected row.
         Steer => "dock.steer", "Type a message to the selected running helper";
-        /// Open the selected agent's live transcript (the detail, like `Open`).
+        /// Open the selected row's detail, like `Open`.
         Transcript => "dock.transcript", "Open the selected helper's live transcript";
     }
 }
@@ -44,30 +47,17 @@ impl fmt::Display for DockAction {
     }
 }
 
-/// Which face of the dock a hint line is for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DockPane {
-    /// The list with a task selected.
-    List,
-    /// A task's detail.
-    Detail,
-    /// The list with an agent (main, helper, delegate) selected.
-    Agents,
-    /// An agent's detail: its live transcript.
-    Transcript,
-}
-
 /// The dock's resolved keys.
 pub type DockKeys = KeyTable<DockAction>;
 
-/// The dock's hint lines, built from its resolved keys.
-pub trait DockHints {
-    fn hints_for(&self, pane: DockPane) -> Vec<(String, String)>;
-}
+/// A hint line: (the actions, what they do), in the order shown. A hint whose actions are all
+/// unbound is left out.
+pub type HintTable = &'static [(&'static [DockAction], &'static str)];
 
-/// The hints the list panes share, and the ones the scrolled panes share.
-const SELECT: (&[DockAction], &str) = (&[DockAction::Up, DockAction::Down], "select");
-const SCROLL: (&[DockAction], &str) = (
+/// The hint every list shows first.
+pub const SELECT: (&[DockAction], &str) = (&[DockAction::Up, DockAction::Down], "select");
+/// The hint every detail shows first.
+pub const SCROLL: (&[DockAction], &str) = (
     &[
         DockAction::Up,
         DockAction::Down,
@@ -77,50 +67,13 @@ const SCROLL: (&[DockAction], &str) = (
     "scroll",
 );
 
-impl DockHints for DockKeys {
-    /// The hint line for `pane`: (keys, what they do), in the order shown. A hint whose actions
-    /// are all unbound is left out.
-    fn hints_for(&self, pane: DockPane) -> Vec<(String, String)> {
-        let table: &[(&[DockAction], &str)] = match pane {
-            DockPane::List => &[
-                SELECT,
-                (&[DockAction::Open], "details"),
-                (&[DockAction::Stop], "stop"),
-                (&[DockAction::StopAll], "stop all"),
-                (&[DockAction::Rerun], "rerun"),
-                (&[DockAction::CopyPath], "copy path"),
-                (&[DockAction::History], "history"),
-                (&[DockAction::ClearNotices], "clear notices"),
-                (&[DockAction::Back], "close"),
-            ],
-            DockPane::Detail => &[
-                SCROLL,
-                (&[DockAction::Bottom], "follow"),
-                (&[DockAction::Stop], "stop"),
-                (&[DockAction::Rerun], "rerun"),
-                (&[DockAction::CopyPath], "copy path"),
-                (&[DockAction::Back], "back"),
-            ],
-            DockPane::Agents => &[
-                SELECT,
-                (&[DockAction::Transcript, DockAction::Open], "transcript"),
-                (&[DockAction::Steer], "steer"),
-                (&[DockAction::Stop], "stop"),
-                (&[DockAction::History], "history"),
-                (&[DockAction::CopyPath], "copy id"),
-                (&[DockAction::Back], "close"),
-            ],
-            DockPane::Transcript => &[
-                SCROLL,
-                (&[DockAction::Bottom], "follow"),
-                (&[DockAction::Steer], "steer"),
-                (&[DockAction::Stop], "stop"),
-                (&[DockAction::Back], "back"),
-            ],
-        };
-        self.hints(table)
-    }
-}
+/// The list's hints when no section has given its own (nothing is listed).
+pub(super) const PLAIN_LIST: HintTable = &[
+    SELECT,
+    (&[DockAction::Open], "details"),
+    (&[DockAction::History], "history"),
+    (&[DockAction::Back], "close"),
+];
 
 #[cfg(test)]
 mod tests {
@@ -184,80 +137,6 @@ mod tests {
     #[test]
     fn dock_keys_do_not_enter_the_main_trie() {
         assert_unbound(&mut Keymap::defaults(), &["s", "j", "esc", "enter"]);
-    }
-
-    #[test]
-    fn dock_hints_table() {
-        let pairs = |hints: Vec<(String, String)>| -> Vec<String> {
-            hints.into_iter().map(|(k, w)| format!("{k} {w}")).collect()
-        };
-        let defaults = Keymap::defaults();
-        assert_eq!(
-            pairs(keys(&defaults).hints_for(DockPane::List)),
-            [
-                "↑↓ select",
-                "Enter details",
-                "s stop",
-                "S stop all",
-                "r rerun",
-                "y copy path",
-                "h history",
-                "Ctrl+Alt+C clear notices",
-                "Esc close",
-            ]
-        );
-        assert_eq!(
-            pairs(keys(&defaults).hints_for(DockPane::Detail)),
-            [
-                "↑↓ PgUp PgDn scroll",
-                "End follow",
-                "s stop",
-                "r rerun",
-                "y copy path",
-                "Esc back",
-            ]
-        );
-        assert_eq!(
-            pairs(keys(&defaults).hints_for(DockPane::Agents)),
-            [
-                "↑↓ select",
-                "t Enter transcript",
-                "m steer",
-                "s stop",
-                "h history",
-                "y copy id",
-                "Esc close",
-            ]
-        );
-        assert_eq!(
-            pairs(keys(&defaults).hints_for(DockPane::Transcript)),
-            [
-                "↑↓ PgUp PgDn scroll",
-                "End follow",
-                "m steer",
-                "s stop",
-                "Esc back",
-            ]
-        );
-        // Rebound and unbound keys show through: the user's key first, an action with no key
-        // left drops out of the line.
-        let (keymap, errors) = with_user(
-            "[dock]\n\"w\" = \"dock.up\"\n\"up\" = \"none\"\n\"pagedown\" = \"none\"\n\
-             \"y\" = \"none\"\n\"q\" = \"dock.back\"\n",
-        );
-        assert!(errors.is_empty(), "{errors:?}");
-        assert_eq!(
-            pairs(keys(&keymap).hints_for(DockPane::Detail)),
-            [
-                "w ↓ PgUp scroll",
-                "End follow",
-                "s stop",
-                "r rerun",
-                "q back",
-            ]
-        );
-        assert_eq!(keys(&keymap).action(&press("q")), Some(DockAction::Back));
-        assert_eq!(keys(&keymap).action(&press("y")), None);
     }
 
     #[test]
