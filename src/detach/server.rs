@@ -37,7 +37,7 @@ use super::protocol::{
     write_frame,
 };
 use crate::pane::pty::{ChildExit, Pty, PtyEvent, SpawnSpec, terminate_group};
-use crate::sys::lock;
+use crate::sys::{lock, sleep_until_some};
 
 /// A client whose output queue stays full this long is dropped.
 pub const SLOW_CLIENT: Duration = Duration::from_secs(5);
@@ -105,7 +105,6 @@ pub async fn serve(options: ServerOptions, terminate: impl Future<Output = ()>) 
     let mut exited_at: Option<Instant> = None;
     tokio::pin!(terminate);
     let mut terminated = false;
-    let far = || Instant::now() + Duration::from_secs(3600);
     let code = loop {
         let first_attach_at =
             (session.pty.is_none()).then(|| started + options.first_attach_within);
@@ -137,8 +136,7 @@ pub async fn serve(options: ServerOptions, terminate: impl Future<Output = ()>) 
                     break code;
                 }
             }
-            _ = tokio::time::sleep_until(first_attach_at.unwrap_or_else(far).into()),
-                if first_attach_at.is_some() => {
+            () = sleep_until_some(first_attach_at) => {
                 tracing::warn!(
                     "session {}: no terminal attached within {:?}; ending",
                     session.name,
@@ -146,8 +144,7 @@ pub async fn serve(options: ServerOptions, terminate: impl Future<Output = ()>) 
                 );
                 break 1;
             }
-            _ = tokio::time::sleep_until(marker_at.unwrap_or_else(far).into()),
-                if marker_at.is_some() => {
+            () = sleep_until_some(marker_at) => {
                 tracing::warn!(
                     "session {}: the workbench did not mark its repaint within {MARKER_WITHIN:?}; \
                      forwarding its output as it comes",
@@ -155,8 +152,7 @@ pub async fn serve(options: ServerOptions, terminate: impl Future<Output = ()>) 
                 );
                 session.forward = Forward::All;
             }
-            _ = tokio::time::sleep_until(drained_at.unwrap_or_else(far).into()),
-                if drained_at.is_some() && !session.closed => {
+            () = sleep_until_some(drained_at), if !session.closed => {
                 tracing::warn!(
                     "session {}: the terminal stayed open {DRAIN_WITHIN:?} after the program \
                      exited (a process it left holds it)",
