@@ -107,7 +107,7 @@ pub async fn run(task_dir: &Path) -> anyhow::Result<bool> {
     };
     emit(&json!({"type": STARTED_LINE, "piPid": handle.pid()}));
     let outcome = match follow(&mut handle, &mut terminate).await {
-        Followed::Ended(outcome) => outcome,
+        Followed::Ended(outcome) => *outcome,
         Followed::Stopped { turns, tools } => {
             let message = "the delegate was stopped before it committed an answer";
             let code = DelegateErrorCode::ChildCancelled;
@@ -128,7 +128,7 @@ pub async fn run(task_dir: &Path) -> anyhow::Result<bool> {
 /// How following the run ended: Pi's own end, or a SIGTERM that stopped it (with the progress
 /// made until then).
 enum Followed {
-    Ended(RunOutcome),
+    Ended(Box<RunOutcome>),
     Stopped { turns: u32, tools: usize },
 }
 
@@ -138,7 +138,7 @@ async fn follow(handle: &mut RunHandle, terminate: &mut Signal) -> Followed {
     let mut progress_open = true;
     loop {
         tokio::select! {
-            outcome = handle.wait() => return Followed::Ended(outcome),
+            outcome = handle.wait() => return Followed::Ended(Box::new(outcome)),
             _ = terminate.recv() => {
                 let (turns, tools) = {
                     let now = progress.borrow();
