@@ -368,7 +368,18 @@ fn parse_step(step: &Value, seen: &HashSet<String>) -> Result<WorkflowStep, Stri
     if args.context == Some(ContextMode::Fork) {
         return Err("workflow steps start fresh; context fork is for single helpers".to_string());
     }
-    let after = step_after(step)?;
+    let after: Vec<String> = match step.get("after") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(ids)) => ids
+            .iter()
+            .map(|id| {
+                id.as_str()
+                    .map(str::to_string)
+                    .ok_or_else(|| format!("after must list step ids, found {id}"))
+            })
+            .collect::<Result<_, _>>()?,
+        Some(other) => return Err(format!("after must be an array, found {other}")),
+    };
     for dep in &after {
         if !seen.contains(dep) {
             return Err(format!("after names {dep:?}, which is not an earlier step"));
@@ -385,22 +396,6 @@ fn parse_step(step: &Value, seen: &HashSet<String>) -> Result<WorkflowStep, Stri
         return Err(format!("id {id:?} is used twice"));
     }
     Ok(WorkflowStep { id, args, after })
-}
-
-/// A step's `after`: the ids of the steps it waits for.
-fn step_after(step: &Value) -> Result<Vec<String>, String> {
-    match step.get("after") {
-        None | Some(Value::Null) => Ok(Vec::new()),
-        Some(Value::Array(ids)) => ids
-            .iter()
-            .map(|id| {
-                id.as_str()
-                    .map(str::to_string)
-                    .ok_or_else(|| format!("after must list step ids, found {id}"))
-            })
-            .collect(),
-        Some(other) => Err(format!("after must be an array, found {other}")),
-    }
 }
 
 /// The `{{id}}` marks of a prompt, in order.
