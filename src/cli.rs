@@ -202,55 +202,98 @@ fn run_session(cli: Cli, split: SplitArgs, log_path: PathBuf) -> Result<i32> {
         std::io::stdout().is_terminal(),
     );
     tracing::info!("run mode: {run_mode:?}");
-
-    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-    let (keymap, keymap_errors) = config::keymap::load_keymap(config::keymap_file().as_deref());
-    let (theme, theme_errors) =
-        config::theme::load_theme(config::theme_file().as_deref(), no_color);
     let workspace = std::env::current_dir().context("cannot read the working directory")?;
     let home = dirs::home_dir();
-    // Followed while the workbench runs (the footer reads it again on focus and when the agent
-    // settles); the keymap and the theme are fixed at start.
-    let (footer, footer_errors) = config::live::LiveConfig::module(
-        home.as_deref(),
-        &workspace,
-        &[config::footer::FOOTER_FILE],
-        config::footer::FooterConfig::load,
-    );
-    // The keymap and the theme are fixed when the loop starts: a fix to either shows only after
-    // a restart, which the box says (the other files are followed).
-    let restart_hint = (!keymap_errors.is_empty() || !theme_errors.is_empty()).then(|| {
-        "keymap.toml and theme.toml are read at start: restart the workbench after fixing them"
-            .to_owned()
-    });
-    // `workbench.json`'s `detach` section was read before this workbench started (it decides
-    // whether this run is a session); its problems are reported here, like every file's.
-    let (_, detach_errors) = crate::detach::config::DetachConfig::load(home.as_deref(), &workspace);
-    let config_errors: Vec<String> = keymap_errors
-        .iter()
-        .chain(theme_errors.iter())
-        .chain(footer_errors.iter())
-        .chain(detach_errors.iter())
-        .map(|e| e.to_string())
-        .chain(restart_hint)
-        .chain(runtime_root_notice())
-        .chain(
-            pi::compile_cache::prepare_for(&workspace, &pi.env)
-                .into_iter()
-                .filter_map(|cache| cache.notice()),
-        )
-        .collect();
-    for error in &config_errors {
-        tracing::warn!("config: {error}");
-    }
+    let files = StartFiles::read(home.as_deref(), &workspace, &pi);
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .context("failed to start the async runtime")?;
+    let options = app_options(pi, split.pi, files, &workspace, run_mode, log_path);
+    let plan = SessionPlan {
+        run_mode,
+        home: home.as_deref(),
+        workspace: &workspace,
+        demo: split.demo,
+        scenario: cli.scenario.as_deref(),
+    };
+    let mut outcome: AppOutcome = runtime.block_on(plan.run(options))?;
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    // After the demo is gone: a session in the demo's deleted folder gets no resume command.
+    print_ending(&mut outcome, &workspace);
+    Ok(outcome.code)
+}
 
-    let keymap = std::sync::Arc::new(keymap);
+/// The configuration read before the loop starts, and the problems the start-up box shows.
+struct StartFiles {
+    keymap: config::keymap::Keymap,
+    theme: config::theme::Theme,
+    footer: config::live::LiveConfig<config::footer::FooterConfig>,
+    config_errors: Vec<String>,
+}
+
+impl StartFiles {
+    fn read(home: Option<&Path>, workspace: &Path, pi: &pi::PiCommand) -> Self {
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        let (keymap, keymap_errors) = config::keymap::load_keymap(config::keymap_file().as_deref());
+        let (theme, theme_errors) =
+            config::theme::load_theme(config::theme_file().as_deref(), no_color);
+        // Followed while the workbench runs (the footer reads it again on focus and when the
+        // agent settles); the keymap and the theme are fixed at start.
+        let (footer, footer_errors) = config::live::LiveConfig::module(
+            home,
+            workspace,
+            &[config::footer::FOOTER_FILE],
+            config::footer::FooterConfig::load,
+        );
+        // The keymap and the theme are fixed when the loop starts: a fix to either shows only
+        // after a restart, which the box says (the other files are followed).
+        let restart_hint = (!keymap_errors.is_empty() || !theme_errors.is_empty()).then(|| {
+            "keymap.toml and theme.toml are read at start: restart the workbench after fixing them"
+                .to_owned()
+        });
+        // `workbench.json`'s `detach` section was read before this workbench started (it
+        // decides whether this run is a session); its problems are reported here, like every
+        // file's.
+        let (_, detach_errors) = crate::detach::config::DetachConfig::load(home, workspace);
+        let config_errors: Vec<String> = keymap_errors
+            .iter()
+            .chain(theme_errors.iter())
+            .chain(footer_errors.iter())
+            .chain(detach_errors.iter())
+            .map(|e| e.to_string())
+            .chain(restart_hint)
+            .chain(runtime_root_notice())
+            .chain(
+                pi::compile_cache::prepare_for(workspace, &pi.env)
+                    .into_iter()
+                    .filter_map(|cache| cache.notice()),
+            )
+            .collect();
+        for error in &config_errors {
+            tracing::warn!("config: {error}");
+        }
+        StartFiles {
+            keymap,
+            theme,
+            footer,
+            config_errors,
+        }
+    }
+}
+
+/// What the app (or the headless run) starts from, before the capabilities and the bridge.
+fn app_options(
+    pi: pi::PiCommand,
+    pi_args: Vec<OsString>,
+    files: StartFiles,
+    workspace: &Path,
+    run_mode: RunMode,
+    log_path: PathBuf,
+) -> AppOptions {
+    let keymap = std::sync::Arc::new(files.keymap);
     // Without the pane there is no screen: commands that would open a view answer in words.
     let (ui, ui_requests) = match run_mode {
         RunMode::Interactive => {
@@ -264,21 +307,21 @@ fn run_session(cli: Cli, split: SplitArgs, log_path: PathBuf) -> Result<i32> {
     };
     let footer = {
         let ui = ui.clone();
-        footer.reporting(move |errors| {
+        files.footer.reporting(move |errors| {
             for error in errors {
                 ui.notice(error.to_string());
             }
         })
     };
-    let mut options = AppOptions {
+    AppOptions {
         pi,
-        pi_args: split.pi,
+        pi_args,
         pi_env: vec![],
-        workspace: workspace.clone(),
+        workspace: workspace.to_path_buf(),
         keymap,
-        theme,
+        theme: files.theme,
         footer,
-        config_errors,
+        config_errors: files.config_errors,
         welcome: None,
         log_path,
         keyboard_enhancement: std::env::var_os("UNIPI_TUI_DISABLE_KEYBOARD_ENHANCEMENT")
@@ -289,24 +332,55 @@ fn run_session(cli: Cli, split: SplitArgs, log_path: PathBuf) -> Result<i32> {
         ui,
         ui_requests,
         commands: Vec::new(),
-    };
+    }
+}
 
-    let mut outcome: AppOutcome = runtime.block_on(async {
+/// How this session runs, for the part of it on the async runtime.
+struct SessionPlan<'a> {
+    run_mode: RunMode,
+    home: Option<&'a Path>,
+    workspace: &'a Path,
+    /// `unipi-tui demo`, with its scenario file if one was given.
+    demo: bool,
+    scenario: Option<&'a Path>,
+}
+
+impl SessionPlan<'_> {
+    /// Starts the demo (if asked for), the capabilities and the bridge, then runs the app or the
+    /// headless loop until Pi exits.
+    async fn run(&self, mut options: AppOptions) -> Result<AppOutcome> {
         // The demo's server and agent dir live exactly as long as the session. It comes first:
         // helpers launch Pi the way the main Pi is launched, demo settings included.
-        let demo = if split.demo {
-            Some(crate::demo::prepare(&mut options, cli.scenario.as_deref()).await?)
+        let demo = if self.demo {
+            Some(crate::demo::prepare(&mut options, self.scenario).await?)
         } else {
             None
         };
-        if run_mode == RunMode::Direct {
+        if self.run_mode == RunMode::Direct {
             return crate::headless::run_direct(&options).await;
         }
+        let capabilities = self.start_capabilities(&mut options, demo.as_ref());
+        start_bridge(&mut options, &capabilities).await;
+        options.capabilities = capabilities;
+        let outcome = match self.run_mode {
+            RunMode::Interactive => crate::app::run(options).await,
+            RunMode::Headless | RunMode::Direct => crate::headless::run(options).await,
+        };
+        drop(demo);
+        outcome
+    }
+
+    /// Starts every capability from its config; the problems they report join the box's.
+    fn start_capabilities(
+        &self,
+        options: &mut AppOptions,
+        demo: Option<&crate::demo::DemoSession>,
+    ) -> Vec<std::sync::Arc<dyn crate::capability::Capability>> {
         let mut context = crate::capability::StartContext::new(
-            home.as_deref(),
-            &workspace,
+            self.home,
+            self.workspace,
             &mut options.pi,
-            demo.as_ref(),
+            demo,
             options.ui.clone(),
         );
         let capabilities = crate::capability::start_all(&mut context);
@@ -316,46 +390,49 @@ fn run_session(cli: Cli, split: SplitArgs, log_path: PathBuf) -> Result<i32> {
                 options.config_errors.push(notice);
             }
         }
-        let modules = crate::capability::modules(&capabilities);
-        options.commands = command_help(&modules);
-        // Without the bridge the workbench still runs Pi, with a plainer footer.
-        match crate::app::bridge::start(
-            &bridge_cache_dir(),
-            modules,
-            &options.theme.widgets,
-            options.ui.clone(),
-            options.log_path.clone(),
-        )
-        .await
-        {
-            Ok(started) => {
-                for capability in &capabilities {
-                    capability.attach(&started.link);
-                }
-                options.bridge = Some(started);
-            }
-            Err(err) => {
-                tracing::error!("bridge unavailable: {err:#}");
-                options
-                    .config_errors
-                    .push(format!("The bridge to Pi could not start: {err:#}"));
-            }
-        }
-        options.capabilities = capabilities;
-        let outcome = match run_mode {
-            RunMode::Interactive => crate::app::run(options).await,
-            RunMode::Headless | RunMode::Direct => crate::headless::run(options).await,
-        };
-        drop(demo);
-        outcome
-    })?;
-    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+        capabilities
+    }
+}
 
-    // After `drop(demo)`: a session in the demo's deleted folder gets no resume command.
+/// Starts the bridge with the capabilities' modules and attaches them to it. Without the bridge
+/// the workbench still runs Pi, with a plainer footer.
+async fn start_bridge(
+    options: &mut AppOptions,
+    capabilities: &[std::sync::Arc<dyn crate::capability::Capability>],
+) {
+    let modules = crate::capability::modules(capabilities);
+    options.commands = command_help(&modules);
+    match crate::app::bridge::start(
+        &bridge_cache_dir(),
+        modules,
+        &options.theme.widgets,
+        options.ui.clone(),
+        options.log_path.clone(),
+    )
+    .await
+    {
+        Ok(started) => {
+            for capability in capabilities {
+                capability.attach(&started.link);
+            }
+            options.bridge = Some(started);
+        }
+        Err(err) => {
+            tracing::error!("bridge unavailable: {err:#}");
+            options
+                .config_errors
+                .push(format!("The bridge to Pi could not start: {err:#}"));
+        }
+    }
+}
+
+/// What Pi would have left in the terminal (its inline output, and how to resume its session),
+/// and on stderr why it failed when it did.
+fn print_ending(outcome: &mut AppOutcome, workspace: &Path) {
     let ending = pi::resume::exit_output(
         std::mem::take(&mut outcome.transcript),
         outcome.session.as_ref(),
-        &workspace,
+        workspace,
     );
     {
         let mut out = std::io::stdout().lock();
@@ -381,7 +458,6 @@ fn run_session(cli: Cli, split: SplitArgs, log_path: PathBuf) -> Result<i32> {
             }
         }
     }
-    Ok(outcome.code)
 }
 
 /// Every `/unipi:*` command the modules declare (and `/unipi:info`), for the help overlay.

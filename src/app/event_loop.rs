@@ -5,8 +5,13 @@
 //! output becomes one frame. While Pi is inside a synchronized update (`CSI ? 2026 h`) drawing
 //! waits for the block to end, so the half-drawn screen is never shown. With nothing happening
 //! the loop sleeps in `select!` with no timer armed: an idle workbench uses no CPU.
+//!
+//! [`run`] sets the session up and takes it down; [`Driver`] is the loop itself: one `select!`
+//! whose arms each hand their event to one method, then the checks every turn makes (the app
+//! asked to stop, an Esc or a frame is due).
 
 use std::io::Write;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -16,12 +21,14 @@ use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
 use ratatui::layout::Rect;
 use tokio::sync::mpsc;
-use tokio::time::sleep_until;
 
 use super::{App, AppEvent, AppOptions, AppOutcome, Effect, Layout, Stop};
+use crate::bridge::BridgeEvent;
+use crate::capability::{Capability, UiReceiver, UiRequest};
 use crate::pane::emulator::{Emulator, HostInfo};
 use crate::pane::pty::{Pty, PtyEvent, SpawnSpec};
 use crate::sys::signals::{Signals, exit_code};
+use crate::sys::sleep_until_some;
 use crate::term::input::ESC_TIMEOUT;
 use crate::term::tui;
 
@@ -35,6 +42,8 @@ const STOP_GRACE: Duration = Duration::from_secs(2);
 /// flood of output).
 const EVENT_BUDGET: usize = 256;
 
+type Screen = Terminal<CrosstermBackend<std::io::Stdout>>;
+
 /// Runs the workbench until Pi exits. The terminal is restored before this returns, on every
 /// path, including errors.
 pub async fn run(mut options: AppOptions) -> Result<AppOutcome> {
@@ -46,36 +55,13 @@ pub async fn run(mut options: AppOptions) -> Result<AppOutcome> {
     let (cols, rows) = crossterm::terminal::size().unwrap_or((80, 24));
     let layout = Layout::new(Rect::new(0, 0, cols, rows), options.footer.get().enabled);
 
-    let emulator = Emulator::new(
-        layout.pane.height,
-        layout.pane.width,
-        options.scrollback,
-        options.theme.terminal.clone(),
-        HostInfo {
-            in_tmux: std::env::var_os("TMUX").is_some_and(|v| !v.is_empty()),
-        },
-    );
+    let emulator = new_emulator(&options, &layout);
     let started = options.bridge.take();
-    let (args, env) = options.pi_launch(started.as_ref());
+    let pty = spawn_pi(&options, started.as_ref(), &layout, pty_tx)?;
     let (link, bridge_rx) = match started {
         Some(started) => (Some(started.link), Some(started.events)),
         None => (None, None),
     };
-    let spec = SpawnSpec {
-        program: options.pi.program.clone().into_os_string(),
-        args,
-        env,
-        cwd: options.workspace.clone(),
-        rows: layout.pane.height,
-        cols: layout.pane.width,
-    };
-    let pty = Pty::spawn(spec, move |event| {
-        // A closed channel means the loop is gone; the event no longer matters.
-        let _ = pty_tx.blocking_send(event);
-    })?;
-    tui::set_child_process_group(pty.pid());
-    tracing::info!(pid = pty.pid(), "Pi started: {:?}", options.pi);
-
     // Signals are registered before the terminal changes, so none slips through unhandled.
     let signals = Signals::listen(&[
         Signal::SIGHUP,
@@ -83,23 +69,14 @@ pub async fn run(mut options: AppOptions) -> Result<AppOutcome> {
         Signal::SIGINT,
         Signal::SIGWINCH,
     ])?;
-    // One forwarder per capability turns its change signal into `AppEvent::Changed` (the watch
-    // coalesces bursts; no polling).
-    for capability in &options.capabilities {
-        if let Some(mut changes) = capability.changes() {
-            let tx = tx.clone();
-            tokio::spawn(async move {
-                while changes.changed().await.is_ok() {
-                    if tx.send(AppEvent::Changed).await.is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-        let capability = std::sync::Arc::clone(capability);
-        tui::register_panic_cleanup(Box::new(move || capability.kill_now()));
-    }
-    let ui_rx = options.ui_requests.take();
+    follow_capabilities(&options.capabilities, &tx);
+    let inputs = Inputs {
+        rx,
+        pty_rx,
+        bridge_rx,
+        ui_rx: options.ui_requests.take(),
+        signals,
+    };
     let mut app = App::new(emulator, &options);
     let mut session = Session {
         pty,
@@ -111,16 +88,7 @@ pub async fn run(mut options: AppOptions) -> Result<AppOutcome> {
         Ok(protocol) => {
             tracing::info!("outer keyboard protocol: {protocol:?}");
             spawn_stdin_reader(tx.clone())?;
-            drive(
-                &mut app,
-                &mut session,
-                rx,
-                pty_rx,
-                bridge_rx,
-                ui_rx,
-                signals,
-            )
-            .await
+            drive(&mut app, &mut session, inputs).await
         }
         Err(err) => Err(err),
     };
@@ -144,6 +112,63 @@ pub async fn run(mut options: AppOptions) -> Result<AppOutcome> {
     outcome.last_lines = last_lines(&app.emulator, 12);
     outcome.transcript = transcript(&app.emulator);
     Ok(outcome)
+}
+
+/// Pi's terminal, the size of the pane.
+fn new_emulator(options: &AppOptions, layout: &Layout) -> Emulator {
+    Emulator::new(
+        layout.pane.height,
+        layout.pane.width,
+        options.scrollback,
+        options.theme.terminal.clone(),
+        HostInfo {
+            in_tmux: std::env::var_os("TMUX").is_some_and(|v| !v.is_empty()),
+        },
+    )
+}
+
+/// Spawns Pi in a PTY the size of the pane; its output and exit go to `pty_tx`.
+fn spawn_pi(
+    options: &AppOptions,
+    bridge: Option<&super::bridge::Started>,
+    layout: &Layout,
+    pty_tx: mpsc::Sender<PtyEvent>,
+) -> Result<Pty> {
+    let (args, env) = options.pi_launch(bridge);
+    let spec = SpawnSpec {
+        program: options.pi.program.clone().into_os_string(),
+        args,
+        env,
+        cwd: options.workspace.clone(),
+        rows: layout.pane.height,
+        cols: layout.pane.width,
+    };
+    let pty = Pty::spawn(spec, move |event| {
+        // A closed channel means the loop is gone; the event no longer matters.
+        let _ = pty_tx.blocking_send(event);
+    })?;
+    tui::set_child_process_group(pty.pid());
+    tracing::info!(pid = pty.pid(), "Pi started: {:?}", options.pi);
+    Ok(pty)
+}
+
+/// One forwarder per capability turns its change signal into `AppEvent::Changed` (the watch
+/// coalesces bursts; no polling); and the panic hook kills what each one started.
+fn follow_capabilities(capabilities: &[Arc<dyn Capability>], tx: &mpsc::Sender<AppEvent>) {
+    for capability in capabilities {
+        if let Some(mut changes) = capability.changes() {
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                while changes.changed().await.is_ok() {
+                    if tx.send(AppEvent::Changed).await.is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        let capability = Arc::clone(capability);
+        tui::register_panic_cleanup(Box::new(move || capability.kill_now()));
+    }
 }
 
 /// What the loop owns beside the app: Pi's PTY and the bytes waiting for the outer terminal.
@@ -179,32 +204,149 @@ impl Session {
     }
 }
 
-async fn drive(
-    app: &mut App,
-    session: &mut Session,
-    mut rx: mpsc::Receiver<AppEvent>,
-    mut pty_rx: mpsc::Receiver<PtyEvent>,
-    mut bridge_rx: Option<mpsc::Receiver<crate::bridge::BridgeEvent>>,
-    mut ui_rx: Option<crate::capability::UiReceiver>,
-    mut signals: Signals,
-) -> Result<AppOutcome> {
-    let mut stdout = std::io::stdout();
-    // Not `Terminal::clear`: it asks the terminal for the cursor position, and the reply would
-    // go to our input reader instead.
-    crossterm::execute!(
-        stdout,
-        crossterm::terminal::Clear(crossterm::terminal::ClearType::All)
-    )
-    .context("failed to clear the screen")?;
-    let mut terminal =
-        Terminal::new(CrosstermBackend::new(stdout)).context("failed to set up the screen")?;
-    let mut last_draw = Instant::now() - FRAME;
-    let mut last_input = Instant::now();
-    let mut last_tick = Instant::now();
-    let mut cursor_style = None;
-    let far = || Instant::now() + Duration::from_secs(3600);
+/// Where the loop's events come from.
+struct Inputs {
+    /// The terminal's input and the capabilities' change signals.
+    rx: mpsc::Receiver<AppEvent>,
+    /// Pi's output and exit.
+    pty_rx: mpsc::Receiver<PtyEvent>,
+    /// Pi's events through the bridge, when it started.
+    bridge_rx: Option<mpsc::Receiver<BridgeEvent>>,
+    /// The capabilities' requests for the screen.
+    ui_rx: Option<UiReceiver>,
+    signals: Signals,
+}
 
-    let signal_code = loop {
+/// Why the loop ended.
+#[derive(Debug, Clone, Copy)]
+enum Ending {
+    /// Pi exited (or the channel its output comes on closed): the workbench exits as Pi did.
+    PiExited,
+    /// A signal (or the terminal going away, taken as SIGHUP): the exit code it means.
+    Signal(i32),
+}
+
+/// The timers the loop arms this turn; each is `None` when nothing waits on it.
+struct Timers {
+    /// When the next frame may be drawn (a draw is due).
+    draw_at: Option<Instant>,
+    /// When a half-typed chord gives up.
+    chord_at: Option<Instant>,
+    /// When a lone Esc (or a half-read sequence) is taken as typed.
+    esc_at: Option<Instant>,
+    /// When the footer's notice goes.
+    notice_at: Option<Instant>,
+    /// When an open view's next tick is due.
+    tick_at: Option<Instant>,
+}
+
+/// Runs the loop on the terminal `tui::enter` took, until Pi exits or a signal ends it.
+async fn drive(app: &mut App, session: &mut Session, inputs: Inputs) -> Result<AppOutcome> {
+    let mut driver = Driver::new(app, session, inputs)?;
+    let ending = driver.run().await?;
+    driver.finish(ending).await
+}
+
+/// The loop's state beside the app: the screen it draws on and the clocks its timers count from.
+struct Driver<'a> {
+    app: &'a mut App,
+    session: &'a mut Session,
+    inputs: Inputs,
+    terminal: Screen,
+    cursor_style: Option<vt100::CursorStyle>,
+    last_draw: Instant,
+    last_input: Instant,
+    last_tick: Instant,
+}
+
+impl<'a> Driver<'a> {
+    /// Clears the screen and sets ratatui up on it.
+    fn new(app: &'a mut App, session: &'a mut Session, inputs: Inputs) -> Result<Self> {
+        let mut stdout = std::io::stdout();
+        // Not `Terminal::clear`: it asks the terminal for the cursor position, and the reply
+        // would go to our input reader instead.
+        crossterm::execute!(
+            stdout,
+            crossterm::terminal::Clear(crossterm::terminal::ClearType::All)
+        )
+        .context("failed to clear the screen")?;
+        let terminal =
+            Terminal::new(CrosstermBackend::new(stdout)).context("failed to set up the screen")?;
+        let now = Instant::now();
+        Ok(Self {
+            app,
+            session,
+            inputs,
+            terminal,
+            cursor_style: None,
+            last_draw: now - FRAME,
+            last_input: now,
+            last_tick: now,
+        })
+    }
+
+    /// Turns until something ends the session.
+    async fn run(&mut self) -> Result<Ending> {
+        loop {
+            if let Some(ending) = self.next().await {
+                return Ok(ending);
+            }
+            self.session.flush_outer();
+            if let Some(ending) = self.stopped() {
+                return Ok(ending);
+            }
+            // Deadlines are also checked here rather than only in their timer arms: under a
+            // continuous flood of output the event arm is always ready and a biased select
+            // would never reach them (a lone Esc would wait for the flood to end).
+            if self.app.decoder.has_pending() && Instant::now() >= self.last_input + ESC_TIMEOUT {
+                self.flush_esc();
+            }
+            if let Some(ending) = self.draw_if_due()? {
+                return Ok(ending);
+            }
+        }
+    }
+
+    /// Waits for the next event or timer and hands it to its method.
+    async fn next(&mut self) -> Option<Ending> {
+        let timers = self.timers();
+        let inputs = &mut self.inputs;
+        tokio::select! {
+            biased;
+            signal = inputs.signals.next() => self.on_signal(signal),
+            event = inputs.rx.recv() => self.on_event(event),
+            Some(event) = next_or_pending(&mut inputs.bridge_rx, async |rx| rx.recv().await) => {
+                self.update(AppEvent::Bridge(event));
+                None
+            }
+            Some(request) = next_or_pending(&mut inputs.ui_rx, async |rx| rx.recv().await) => {
+                self.on_ui_request(request);
+                None
+            }
+            event = inputs.pty_rx.recv() => self.on_pty(event),
+            () = sleep_until_some(timers.esc_at) => {
+                self.flush_esc();
+                None
+            }
+            () = sleep_until_some(timers.chord_at) => {
+                self.cancel_chord();
+                None
+            }
+            () = sleep_until_some(timers.tick_at) => {
+                self.last_tick = Instant::now();
+                self.app.on_tick();
+                None
+            }
+            () = sleep_until_some(timers.notice_at) => {
+                self.app.request_draw();
+                None
+            }
+            () = sleep_until_some(timers.draw_at) => None,
+        }
+    }
+
+    fn timers(&self) -> Timers {
+        let app = &self.app;
         let now = Instant::now();
         // No frames while a detachable session has no terminal: nobody would see them.
         let draw_at = (app.needs_draw && app.has_terminal()).then(|| {
@@ -212,147 +354,167 @@ async fn drive(
                 // Inside Pi's synchronized update: the end of the block arrives as output (which
                 // recomputes this); if it never does, draw once the emulator gives up on it.
                 Some(deadline) if now < deadline => deadline,
-                _ => (last_draw + FRAME).max(now),
+                _ => (self.last_draw + FRAME).max(now),
             }
         });
-        let chord_at = app.keymap.is_pending().then(|| last_input + CHORD_TIMEOUT);
-        let esc_at = app.decoder.has_pending().then(|| last_input + ESC_TIMEOUT);
-        let notice_at = app.footer.notice_deadline();
-        // Ticks only while something moves (runtimes in an open dock).
-        let tick_at = app.tick_every().map(|every| last_tick + every);
-
-        tokio::select! {
-            biased;
-            signal = signals.next() => match signal {
-                Signal::SIGWINCH => app.request_draw(),
-                ending => break Some(exit_code(ending)),
-            },
-            event = rx.recv() => {
-                let Some(event) = event else { break None };
-                if matches!(event, AppEvent::Input(_)) {
-                    last_input = Instant::now();
-                }
-                session.run(app.update(event));
-            }
-            Some(event) = next_or_pending(&mut bridge_rx, async |rx| rx.recv().await) => {
-                session.run(app.update(AppEvent::Bridge(event)));
-            }
-            Some(request) = next_or_pending(&mut ui_rx, async |rx| rx.recv().await) => {
-                session.run(app.update(AppEvent::Ui(request)));
-                if let Some(new) = app.take_reattached() {
-                    reattach(&mut terminal, &new, &mut cursor_style);
-                }
-            }
-            event = pty_rx.recv() => {
-                let Some(event) = event else { break None };
-                session.run(app.update(AppEvent::Pty(event)));
-                // Take what else is ready in one go (one frame for a burst), but let waiting
-                // input in between chunks.
-                for _ in 0..EVENT_BUDGET {
-                    if app.stop().is_some() {
-                        break;
-                    }
-                    if let Ok(event) = rx.try_recv() {
-                        if matches!(event, AppEvent::Input(_)) {
-                            last_input = Instant::now();
-                        }
-                        session.run(app.update(event));
-                    }
-                    match pty_rx.try_recv() {
-                        Ok(event) => session.run(app.update(AppEvent::Pty(event))),
-                        Err(_) => break,
-                    }
-                }
-            }
-            _ = sleep_until(esc_at.unwrap_or_else(far).into()), if esc_at.is_some() => {
-                for event in app.decoder.flush_pending() {
-                    app.on_input(event);
-                }
-                session.run(app.take_effects());
-            }
-            _ = sleep_until(chord_at.unwrap_or_else(far).into()), if chord_at.is_some() => {
-                // A half-typed chord that went nowhere: the keys were meant for Pi.
-                for key in app.keymap.cancel() {
-                    app.send_key_to_pi(&key);
-                }
-                session.run(app.take_effects());
-            }
-            _ = sleep_until(tick_at.unwrap_or_else(far).into()), if tick_at.is_some() => {
-                last_tick = Instant::now();
-                app.on_tick();
-            }
-            _ = sleep_until(notice_at.unwrap_or_else(far).into()), if notice_at.is_some() => {
-                app.request_draw();
-            }
-            _ = sleep_until(draw_at.unwrap_or_else(far).into()), if draw_at.is_some() => {}
+        Timers {
+            draw_at,
+            chord_at: app
+                .keymap
+                .is_pending()
+                .then(|| self.last_input + CHORD_TIMEOUT),
+            esc_at: app
+                .decoder
+                .has_pending()
+                .then(|| self.last_input + ESC_TIMEOUT),
+            notice_at: app.footer.notice_deadline(),
+            // Ticks only while something moves (runtimes in an open dock).
+            tick_at: app.tick_every().map(|every| self.last_tick + every),
         }
-        session.flush_outer();
-        match app.stop() {
-            Some(Stop::PiExited) => break None,
-            // The terminal is gone (an SSH connection dropped): like SIGHUP.
-            Some(Stop::InputClosed) => break Some(exit_code(Signal::SIGHUP)),
-            None => {}
-        }
-        // Deadlines are also checked here rather than only in their timer arms: under a
-        // continuous flood of output the event arm is always ready and a biased select would
-        // never reach them (a lone Esc would wait for the flood to end).
-        let now = Instant::now();
-        if app.decoder.has_pending() && now >= last_input + ESC_TIMEOUT {
-            for event in app.decoder.flush_pending() {
-                app.on_input(event);
-            }
-            session.run(app.take_effects());
-        }
-        if app.needs_draw
-            && now >= last_draw + FRAME
-            && !app.emulator.synchronized_update_at(now)
-            && app.has_terminal()
-        {
-            match draw(app, &mut session.pty, &mut terminal, &mut cursor_style) {
-                Ok(()) => last_draw = Instant::now(),
-                // The terminal vanished before its SIGHUP arrived: the same ending.
-                Err(err) if tui::error_means_terminal_gone(&err) => {
-                    tracing::info!("the terminal is gone: {err:#}");
-                    break Some(exit_code(Signal::SIGHUP));
-                }
-                Err(err) => return Err(err),
-            }
-        }
-    };
-    // ratatui shows the cursor when `terminal` drops and prints to stderr if it cannot: on a
-    // terminal that is gone, release it first so that write goes nowhere.
-    if let Err(err) = terminal.show_cursor()
-        && tui::terminal_gone(&err)
-    {
-        tui::release_gone_terminal();
     }
 
-    if let Some(code) = signal_code {
-        tracing::info!("stopping Pi (workbench exit code {code})");
-        session.pty.terminate(STOP_GRACE).await;
-        wait_for_exit(app, &mut pty_rx).await;
-        return Ok(AppOutcome {
+    fn update(&mut self, event: AppEvent) {
+        if matches!(event, AppEvent::Input(_)) {
+            self.last_input = Instant::now();
+        }
+        self.session.run(self.app.update(event));
+    }
+
+    fn on_signal(&mut self, signal: Signal) -> Option<Ending> {
+        match signal {
+            Signal::SIGWINCH => {
+                self.app.request_draw();
+                None
+            }
+            ending => Some(Ending::Signal(exit_code(ending))),
+        }
+    }
+
+    fn on_event(&mut self, event: Option<AppEvent>) -> Option<Ending> {
+        let Some(event) = event else {
+            return Some(Ending::PiExited);
+        };
+        self.update(event);
+        None
+    }
+
+    fn on_ui_request(&mut self, request: UiRequest) {
+        self.update(AppEvent::Ui(request));
+        if let Some(new) = self.app.take_reattached() {
+            reattach(&mut self.terminal, &new, &mut self.cursor_style);
+        }
+    }
+
+    /// Pi's output: takes what else is ready in one go (one frame for a burst), but lets
+    /// waiting input in between chunks.
+    fn on_pty(&mut self, event: Option<PtyEvent>) -> Option<Ending> {
+        let Some(event) = event else {
+            return Some(Ending::PiExited);
+        };
+        self.update(AppEvent::Pty(event));
+        for _ in 0..EVENT_BUDGET {
+            if self.app.stop().is_some() {
+                break;
+            }
+            if let Ok(event) = self.inputs.rx.try_recv() {
+                self.update(event);
+            }
+            match self.inputs.pty_rx.try_recv() {
+                Ok(event) => self.update(AppEvent::Pty(event)),
+                Err(_) => break,
+            }
+        }
+        None
+    }
+
+    /// The Esc timeout passed: what the decoder holds was typed as it is (a lone Esc).
+    fn flush_esc(&mut self) {
+        for event in self.app.decoder.flush_pending() {
+            self.app.on_input(event);
+        }
+        self.session.run(self.app.take_effects());
+    }
+
+    /// A half-typed chord that went nowhere: the keys were meant for Pi.
+    fn cancel_chord(&mut self) {
+        for key in self.app.keymap.cancel() {
+            self.app.send_key_to_pi(&key);
+        }
+        self.session.run(self.app.take_effects());
+    }
+
+    /// The app asked to stop: Pi exited, or the terminal's input ended.
+    fn stopped(&self) -> Option<Ending> {
+        match self.app.stop()? {
+            Stop::PiExited => Some(Ending::PiExited),
+            // The terminal is gone (an SSH connection dropped): like SIGHUP.
+            Stop::InputClosed => Some(Ending::Signal(exit_code(Signal::SIGHUP))),
+        }
+    }
+
+    /// Draws when a frame is asked for, the last one is [`FRAME`] old and Pi is not inside a
+    /// synchronized update.
+    fn draw_if_due(&mut self) -> Result<Option<Ending>> {
+        let now = Instant::now();
+        let due = self.app.needs_draw
+            && now >= self.last_draw + FRAME
+            && !self.app.emulator.synchronized_update_at(now)
+            && self.app.has_terminal();
+        if !due {
+            return Ok(None);
+        }
+        match draw(
+            self.app,
+            &mut self.session.pty,
+            &mut self.terminal,
+            &mut self.cursor_style,
+        ) {
+            Ok(()) => {
+                self.last_draw = Instant::now();
+                Ok(None)
+            }
+            // The terminal vanished before its SIGHUP arrived: the same ending.
+            Err(err) if tui::error_means_terminal_gone(&err) => {
+                tracing::info!("the terminal is gone: {err:#}");
+                Ok(Some(Ending::Signal(exit_code(Signal::SIGHUP))))
+            }
+            Err(err) => Err(err),
+        }
+    }
+
+    /// Gives the cursor back and, after a signal, stops Pi; the outcome is Pi's exit or the
+    /// signal's code.
+    async fn finish(mut self, ending: Ending) -> Result<AppOutcome> {
+        // ratatui shows the cursor when `terminal` drops and prints to stderr if it cannot: on a
+        // terminal that is gone, release it first so that write goes nowhere.
+        if let Err(err) = self.terminal.show_cursor()
+            && tui::terminal_gone(&err)
+        {
+            tui::release_gone_terminal();
+        }
+        let code = match ending {
+            Ending::Signal(code) => {
+                tracing::info!("stopping Pi (workbench exit code {code})");
+                self.session.pty.terminate(STOP_GRACE).await;
+                wait_for_exit(self.app, &mut self.inputs.pty_rx).await;
+                code
+            }
+            Ending::PiExited => self.app.pi_exit.map_or(1, |exit| exit.shell_code()),
+        };
+        Ok(AppOutcome {
             code,
-            pi_exit: app.pi_exit,
+            pi_exit: self.app.pi_exit,
             last_lines: vec![],
             transcript: vec![],
-            session: app.session.clone(),
-        });
+            session: self.app.session.clone(),
+        })
     }
-    let pi_exit = app.pi_exit;
-    Ok(AppOutcome {
-        code: pi_exit.map_or(1, |exit| exit.shell_code()),
-        pi_exit,
-        last_lines: vec![],
-        transcript: vec![],
-        session: app.session.clone(),
-    })
 }
 
 /// A detachable session's terminal attached: after the marker (the session forwards from there
 /// on), every terminal mode is set up for it and the next frame repaints everything.
 fn reattach(
-    terminal: &mut Terminal<CrosstermBackend<std::io::Stdout>>,
+    terminal: &mut Screen,
     new: &crate::capability::NewTerminal,
     cursor_style: &mut Option<vt100::CursorStyle>,
 ) {
@@ -410,7 +572,7 @@ async fn wait_for_exit(app: &mut App, pty_rx: &mut mpsc::Receiver<PtyEvent>) {
 fn draw(
     app: &mut App,
     pty: &mut Pty,
-    terminal: &mut Terminal<CrosstermBackend<std::io::Stdout>>,
+    terminal: &mut Screen,
     cursor_style: &mut Option<vt100::CursorStyle>,
 ) -> Result<()> {
     let size = terminal

@@ -23,6 +23,7 @@ use crate::bridge::{
 };
 use crate::capability::BridgeLink;
 use crate::config::live::LiveConfig;
+use crate::sys::sleep_until_some;
 
 pub const MODULE_NAME: &str = "ask-user";
 pub const TOOL: &str = "ask_user";
@@ -159,12 +160,6 @@ async fn wait(
     let mut deadline_open = true;
     loop {
         let deadline = *pending.deadline.borrow_and_update();
-        let sleep = async {
-            match deadline {
-                Some(at) => tokio::time::sleep_until(at.into()).await,
-                None => std::future::pending().await,
-            }
-        };
         tokio::select! {
             biased;
             answers = &mut pending.answers => {
@@ -178,7 +173,7 @@ async fn wait(
                     comment: "Pi aborted the call".to_owned(),
                 });
             }
-            () = sleep, if !expired => {
+            () = sleep_until_some(deadline), if !expired => {
                 expired = true;
                 let after = request.timeout.unwrap_or_default().as_millis();
                 queue.expire(pending.id, after);

@@ -23,13 +23,13 @@ use super::bus::BusEvent;
 use super::events::{
     BridgeEvent, Capabilities, CommandReply, DisconnectReason, NotifyLevel, PiEvent,
 };
-use super::host_state::{AgentInfo, ConnectionHandle, HostState};
+use super::host_state::{AgentEntry, AgentInfo, ConnectionHandle, HostState};
 use super::log_limit::clip;
 use super::module::{CancelHandle, CommandCall, Completion};
 use super::protocol::{
-    ClientMessage, CommandMsg, CompleteMsg, ErrorCode, Hello, HostMessage, LineRead,
-    MAX_HELLO_BYTES, MAX_LINE_BYTES, PROTOCOL_VERSION, WelcomeOptions, WireError,
-    parse_client_line, read_line,
+    CallResultMsg, ClientMessage, CommandMsg, CompleteMsg, ErrorCode, ErrorMsg, EventMsg,
+    GoodbyeMsg, Hello, HostMessage, LineRead, MAX_HELLO_BYTES, MAX_LINE_BYTES, PROTOCOL_VERSION,
+    ToolCallMsg, WelcomeOptions, WireError, parse_client_line, read_line,
 };
 use super::runtime_dir::secrets_match;
 use super::tools;
@@ -184,92 +184,16 @@ impl Connection {
         let kill = Arc::new(Notify::new());
         let pi_version = hello.pi_version.clone().unwrap_or_default();
         let capabilities = decode_capabilities(&hello.capabilities);
-        let admitted = {
-            let mut agents = self.state.lock_agents();
-            let found = agents
-                .iter_mut()
-                .find(|(_, entry)| secrets_match(entry.token.as_bytes(), token.as_bytes()));
-            let Some((agent, entry)) = found else {
-                return Handshake::Refused {
-                    error: WireError::new(
-                        ErrorCode::BadToken,
-                        "the token is not one this host issued",
-                    ),
-                    agent: None,
-                };
-            };
-            let refusal = if entry.connection.is_some() {
-                Some(WireError::new(
-                    ErrorCode::TokenInUse,
-                    format!("agent `{agent}` already has a live bridge connection"),
-                ))
-            } else if entry
-                .bound_pid
-                .is_some_and(|bound| Some(bound) != self.peer_pid)
-            {
-                Some(WireError::new(
-                    ErrorCode::TokenReused,
-                    format!(
-                        "the token of agent `{agent}` belongs to another process (pid {:?}, not {:?})",
-                        entry.bound_pid, self.peer_pid
-                    ),
-                ))
-            } else if hello.protocol != Some(PROTOCOL_VERSION) {
-                Some(WireError::new(
-                    ErrorCode::ProtocolMismatch,
-                    match hello.protocol {
-                        Some(theirs) => format!(
-                            "the bridge extension speaks protocol {theirs}, unipi-tui speaks \
-                             {PROTOCOL_VERSION}: the extension file and the unipi-tui binary are \
-                             from different builds"
-                        ),
-                        None => format!(
-                            "the hello states no protocol version; unipi-tui speaks {PROTOCOL_VERSION}"
-                        ),
-                    },
-                ))
-            } else {
-                None
-            };
-            if let Some(error) = refusal {
-                return Handshake::Refused {
-                    error,
-                    agent: Some(agent.clone()),
-                };
-            }
-            entry.bound_pid = entry.bound_pid.or(self.peer_pid);
-            entry.connection = Some(ConnectionHandle {
-                conn_id: self.conn_id,
-                out: self.out.clone(),
-                pending: Arc::new(Mutex::new(HashMap::new())),
-                kill: kill.clone(),
-            });
-            entry.last = Some(AgentInfo {
-                agent: agent.clone(),
-                pi_version: pi_version.clone(),
-                protocol: PROTOCOL_VERSION,
-                capabilities: capabilities.clone(),
-                connected: true,
-            });
-            agent.clone()
+        let admitted = match self.bind(&hello, token, &kill, &pi_version, &capabilities) {
+            Ok(agent) => agent,
+            Err(refused) => return refused,
         };
         tracing::info!(
             conn = self.conn_id,
             pid = ?self.peer_pid,
             "bridge: agent `{admitted}` connected (Pi {pi_version}, capabilities {capabilities:?})"
         );
-        let options = &self.state.options;
-        self.send(HostMessage::Welcome {
-            protocol: PROTOCOL_VERSION,
-            agent: admitted.to_string(),
-            host_version: env!("CARGO_PKG_VERSION").to_string(),
-            declarations: self.state.registry.declarations(options.tool_timeout),
-            options: WelcomeOptions {
-                hide_footer: options.hide_footer,
-                card_colors: options.card_colors.clone(),
-            },
-        })
-        .await;
+        self.welcome(&admitted).await;
         self.state.registry.bus().send(BusEvent::AgentConnected {
             agent: admitted.clone(),
             pi_version: pi_version.clone(),
@@ -285,6 +209,65 @@ impl Connection {
             agent: admitted,
             kill,
         }
+    }
+
+    /// Finds the agent `token` was issued to and, unless [`refusal`] says no, makes this its
+    /// live connection (binding the token to this peer's pid on first use).
+    fn bind(
+        &self,
+        hello: &Hello,
+        token: &str,
+        kill: &Arc<Notify>,
+        pi_version: &str,
+        capabilities: &Capabilities,
+    ) -> Result<AgentId, Handshake> {
+        let mut agents = self.state.lock_agents();
+        let found = agents
+            .iter_mut()
+            .find(|(_, entry)| secrets_match(entry.token.as_bytes(), token.as_bytes()));
+        let Some((agent, entry)) = found else {
+            return Err(Handshake::Refused {
+                error: WireError::new(ErrorCode::BadToken, "the token is not one this host issued"),
+                agent: None,
+            });
+        };
+        if let Some(error) = refusal(agent, entry, hello, self.peer_pid) {
+            return Err(Handshake::Refused {
+                error,
+                agent: Some(agent.clone()),
+            });
+        }
+        entry.bound_pid = entry.bound_pid.or(self.peer_pid);
+        entry.connection = Some(ConnectionHandle {
+            conn_id: self.conn_id,
+            out: self.out.clone(),
+            pending: Arc::new(Mutex::new(HashMap::new())),
+            kill: kill.clone(),
+        });
+        entry.last = Some(AgentInfo {
+            agent: agent.clone(),
+            pi_version: pi_version.to_string(),
+            protocol: PROTOCOL_VERSION,
+            capabilities: capabilities.clone(),
+            connected: true,
+        });
+        Ok(agent.clone())
+    }
+
+    /// Sends `welcome`: the agent's name, the modules' declarations and the display options.
+    async fn welcome(&self, agent: &AgentId) {
+        let options = &self.state.options;
+        self.send(HostMessage::Welcome {
+            protocol: PROTOCOL_VERSION,
+            agent: agent.to_string(),
+            host_version: env!("CARGO_PKG_VERSION").to_string(),
+            declarations: self.state.registry.declarations(options.tool_timeout),
+            options: WelcomeOptions {
+                hide_footer: options.hide_footer,
+                card_colors: options.card_colors.clone(),
+            },
+        })
+        .await;
     }
 
     /// Reads and dispatches lines until the connection ends; returns why.
@@ -349,6 +332,7 @@ impl Connection {
         self.send(HostMessage::error(&error)).await;
     }
 
+    /// Handles one message of an authenticated client; `Some` ends the connection.
     async fn dispatch(
         &mut self,
         agent: &AgentId,
@@ -359,54 +343,9 @@ impl Connection {
                 let error = WireError::new(ErrorCode::BadMessage, "already authenticated");
                 self.complain(agent, error).await;
             }
-            ClientMessage::Event(event) => {
-                let pi_event = PiEvent::from_wire(&event.name, &event.data).unwrap_or_else(|err| {
-                    tracing::warn!(
-                        "bridge: event `{}` has an unexpected payload: {}",
-                        clip(&event.name),
-                        clip(&err.to_string())
-                    );
-                    PiEvent::Other {
-                        name: event.name,
-                        data: event.data,
-                    }
-                });
-                self.state.registry.bus().send(BusEvent::Pi {
-                    agent: agent.clone(),
-                    event: Arc::new(pi_event.clone()),
-                });
-                self.deliver(BridgeEvent::Pi {
-                    agent: agent.clone(),
-                    event: pi_event,
-                })
-                .await;
-            }
-            ClientMessage::ToolCall(call) => {
-                let duplicate = self.lock_inflight().contains_key(&call.id);
-                if duplicate {
-                    let error = WireError::new(
-                        ErrorCode::BadMessage,
-                        format!("tool call id {} is already in flight", call.id),
-                    );
-                    self.complain(agent, error).await;
-                } else {
-                    tools::spawn_call(
-                        &self.state,
-                        agent.clone(),
-                        self.out.clone(),
-                        self.inflight.clone(),
-                        call,
-                    );
-                }
-            }
-            ClientMessage::ToolCancel(cancel) => {
-                let handle = self.lock_inflight().get(&cancel.id).cloned();
-                match handle {
-                    Some(handle) => handle.cancel(),
-                    // The result may have crossed the cancel on the wire: nothing to do.
-                    None => tracing::debug!("bridge: cancel for finished tool call {}", cancel.id),
-                }
-            }
+            ClientMessage::Event(event) => self.on_event(agent, event).await,
+            ClientMessage::ToolCall(call) => self.on_tool_call(agent, call).await,
+            ClientMessage::ToolCancel(cancel) => self.on_tool_cancel(cancel.id),
             ClientMessage::Command(command) => self.forward_command(agent, command),
             ClientMessage::Complete(complete) => {
                 let items = self.complete(&complete);
@@ -416,68 +355,131 @@ impl Connection {
                 })
                 .await;
             }
-            ClientMessage::CallResult(result) => {
-                let waiter = self
-                    .state
-                    .lock_agents()
-                    .get(agent)
-                    .and_then(|entry| entry.connection.as_ref())
-                    .filter(|conn| conn.conn_id == self.conn_id)
-                    .and_then(|conn| conn.pending_calls().remove(&result.id));
-                match waiter {
-                    Some(waiter) => {
-                        let outcome = if result.ok {
-                            Ok(result.value)
-                        } else {
-                            Err(result.error.unwrap_or(super::protocol::ErrorMsg {
-                                code: ErrorCode::Internal.as_str().into(),
-                                message: "the call failed without saying why".into(),
-                            }))
-                        };
-                        let _ = waiter.send(outcome);
-                    }
-                    None => {
-                        // Late answers to timed-out calls land here too; say so, do not drop.
-                        let error = WireError::new(
-                            ErrorCode::UnknownId,
-                            format!("no pending call has id {}", result.id),
-                        );
-                        self.complain(agent, error).await;
-                    }
-                }
-            }
+            ClientMessage::CallResult(result) => self.on_call_result(agent, result).await,
             ClientMessage::Hook(hook) if hook.name == tools::SETTLE_HOOK => {
                 tools::spawn_settle_hold(&self.state, agent.clone(), self.out.clone(), hook.id);
             }
             ClientMessage::Hook(hook) => {
                 super::tools::spawn_hook(&self.state, agent.clone(), self.out.clone(), hook);
             }
-            ClientMessage::Goodbye(goodbye) => {
-                // Announce and release before acknowledging: the extension waits for the ack,
-                // and Pi's next extension instance must find the agent free when it says hello
-                // (and the app must see this Disconnected before the next Connected).
-                let reason = DisconnectReason::Goodbye(goodbye.reason.clone());
-                self.announce_disconnect(agent, &reason).await;
-                self.release(agent);
-                self.send(HostMessage::Goodbye {
-                    reason: goodbye.reason,
-                })
-                .await;
-                return Some(reason);
-            }
-            ClientMessage::Error(error) => {
-                let message = clip(&error.message);
-                tracing::warn!(
-                    "bridge: agent `{agent}` reported {}: {message}",
-                    clip(&error.code)
-                );
-                self.state.fault(
-                    Some(agent.clone()),
-                    format!("the bridge extension reported: {message}"),
-                );
-            }
+            ClientMessage::Goodbye(goodbye) => return Some(self.on_goodbye(agent, goodbye).await),
+            ClientMessage::Error(error) => self.on_client_error(agent, &error),
         }
         None
+    }
+
+    /// A Pi event: typed (or kept as `Other` when its payload is unexpected), published on the
+    /// bus and delivered to the app.
+    async fn on_event(&self, agent: &AgentId, event: EventMsg) {
+        let pi_event = PiEvent::from_wire(&event.name, &event.data).unwrap_or_else(|err| {
+            tracing::warn!(
+                "bridge: event `{}` has an unexpected payload: {}",
+                clip(&event.name),
+                clip(&err.to_string())
+            );
+            PiEvent::Other {
+                name: event.name,
+                data: event.data,
+            }
+        });
+        self.state.registry.bus().send(BusEvent::Pi {
+            agent: agent.clone(),
+            event: Arc::new(pi_event.clone()),
+        });
+        self.deliver(BridgeEvent::Pi {
+            agent: agent.clone(),
+            event: pi_event,
+        })
+        .await;
+    }
+
+    /// Starts a tool call, unless its id is already in flight.
+    async fn on_tool_call(&self, agent: &AgentId, call: ToolCallMsg) {
+        let duplicate = self.lock_inflight().contains_key(&call.id);
+        if duplicate {
+            let error = WireError::new(
+                ErrorCode::BadMessage,
+                format!("tool call id {} is already in flight", call.id),
+            );
+            self.complain(agent, error).await;
+        } else {
+            tools::spawn_call(
+                &self.state,
+                agent.clone(),
+                self.out.clone(),
+                self.inflight.clone(),
+                call,
+            );
+        }
+    }
+
+    fn on_tool_cancel(&self, id: u64) {
+        let handle = self.lock_inflight().get(&id).cloned();
+        match handle {
+            Some(handle) => handle.cancel(),
+            // The result may have crossed the cancel on the wire: nothing to do.
+            None => tracing::debug!("bridge: cancel for finished tool call {id}"),
+        }
+    }
+
+    /// The answer to one of the host's calls, handed to the call waiting for it.
+    async fn on_call_result(&self, agent: &AgentId, result: CallResultMsg) {
+        let waiter = self
+            .state
+            .lock_agents()
+            .get(agent)
+            .and_then(|entry| entry.connection.as_ref())
+            .filter(|conn| conn.conn_id == self.conn_id)
+            .and_then(|conn| conn.pending_calls().remove(&result.id));
+        match waiter {
+            Some(waiter) => {
+                let outcome = if result.ok {
+                    Ok(result.value)
+                } else {
+                    Err(result.error.unwrap_or(super::protocol::ErrorMsg {
+                        code: ErrorCode::Internal.as_str().into(),
+                        message: "the call failed without saying why".into(),
+                    }))
+                };
+                let _ = waiter.send(outcome);
+            }
+            None => {
+                // Late answers to timed-out calls land here too; say so, do not drop.
+                let error = WireError::new(
+                    ErrorCode::UnknownId,
+                    format!("no pending call has id {}", result.id),
+                );
+                self.complain(agent, error).await;
+            }
+        }
+    }
+
+    /// The extension says goodbye: announce and release, then acknowledge.
+    async fn on_goodbye(&mut self, agent: &AgentId, goodbye: GoodbyeMsg) -> DisconnectReason {
+        // Announce and release before acknowledging: the extension waits for the ack,
+        // and Pi's next extension instance must find the agent free when it says hello
+        // (and the app must see this Disconnected before the next Connected).
+        let reason = DisconnectReason::Goodbye(goodbye.reason.clone());
+        self.announce_disconnect(agent, &reason).await;
+        self.release(agent);
+        self.send(HostMessage::Goodbye {
+            reason: goodbye.reason,
+        })
+        .await;
+        reason
+    }
+
+    /// An error the extension reports: logged and shown as a fault.
+    fn on_client_error(&self, agent: &AgentId, error: &ErrorMsg) {
+        let message = clip(&error.message);
+        tracing::warn!(
+            "bridge: agent `{agent}` reported {}: {message}",
+            clip(&error.code)
+        );
+        self.state.fault(
+            Some(agent.clone()),
+            format!("the bridge extension reported: {message}"),
+        );
     }
 
     /// Runs a `/unipi:*` invocation on the module that declared it, in a task of its own (a
@@ -639,6 +641,46 @@ fn client_type(message: &ClientMessage) -> &'static str {
         ClientMessage::Hook(_) => "hook",
         ClientMessage::Goodbye(_) => "goodbye",
         ClientMessage::Error(_) => "error",
+    }
+}
+
+/// Why an agent whose token matched may not connect now: it is connected already, its token is
+/// bound to another process, or the extension speaks another protocol.
+fn refusal(
+    agent: &AgentId,
+    entry: &AgentEntry,
+    hello: &Hello,
+    peer_pid: Option<i32>,
+) -> Option<WireError> {
+    if entry.connection.is_some() {
+        Some(WireError::new(
+            ErrorCode::TokenInUse,
+            format!("agent `{agent}` already has a live bridge connection"),
+        ))
+    } else if entry.bound_pid.is_some_and(|bound| Some(bound) != peer_pid) {
+        Some(WireError::new(
+            ErrorCode::TokenReused,
+            format!(
+                "the token of agent `{agent}` belongs to another process (pid {:?}, not {:?})",
+                entry.bound_pid, peer_pid
+            ),
+        ))
+    } else if hello.protocol != Some(PROTOCOL_VERSION) {
+        Some(WireError::new(
+            ErrorCode::ProtocolMismatch,
+            match hello.protocol {
+                Some(theirs) => format!(
+                    "the bridge extension speaks protocol {theirs}, unipi-tui speaks \
+                     {PROTOCOL_VERSION}: the extension file and the unipi-tui binary are \
+                     from different builds"
+                ),
+                None => format!(
+                    "the hello states no protocol version; unipi-tui speaks {PROTOCOL_VERSION}"
+                ),
+            },
+        ))
+    } else {
+        None
     }
 }
 

@@ -191,45 +191,7 @@ impl PiEvent {
     /// Decodes an `event` message. A known name with a payload that does not decode is an
     /// error; the caller keeps it as [`PiEvent::Other`].
     pub fn from_wire(name: &str, data: &Value) -> Result<Self, serde_json::Error> {
-        #[derive(Deserialize)]
-        struct Settled {
-            #[serde(default)]
-            aborted: bool,
-            #[serde(default)]
-            synthetic: bool,
-        }
-        #[derive(Deserialize)]
-        struct Name {
-            #[serde(default)]
-            name: Option<String>,
-        }
-        #[derive(Deserialize)]
-        struct Thinking {
-            level: String,
-            #[serde(default)]
-            previous: Option<String>,
-        }
-        #[derive(Deserialize)]
-        struct Reason {
-            #[serde(default)]
-            reason: Option<String>,
-        }
-        #[derive(Deserialize)]
-        struct Queue {
-            pending: bool,
-        }
-        #[derive(Deserialize)]
-        struct Phase {
-            phase: String,
-        }
-        fn decode<T: serde::de::DeserializeOwned>(data: &Value) -> Result<T, serde_json::Error> {
-            // Events without a payload may come with `data` absent or null.
-            if data.is_null() {
-                T::deserialize(&Value::Object(serde_json::Map::new()))
-            } else {
-                T::deserialize(data)
-            }
-        }
+        use payload::{Name, Phase, Queue, Reason, Settled, Thinking, decode};
         Ok(match name {
             "session_start" => Self::SessionStart(Box::new(decode(data)?)),
             "session_shutdown" => Self::SessionShutdown(decode(data)?),
@@ -296,6 +258,54 @@ impl PiEvent {
             Self::StreamPhase { .. } => "stream_phase",
             Self::FooterStatus(_) => "footer_status",
             Self::Other { name, .. } => name,
+        }
+    }
+}
+
+/// The payloads of the events that carry a few fields of their own, as the extension sends them.
+mod payload {
+    use serde::Deserialize;
+    use serde_json::Value;
+
+    #[derive(Deserialize)]
+    pub(super) struct Settled {
+        #[serde(default)]
+        pub(super) aborted: bool,
+        #[serde(default)]
+        pub(super) synthetic: bool,
+    }
+    #[derive(Deserialize)]
+    pub(super) struct Name {
+        #[serde(default)]
+        pub(super) name: Option<String>,
+    }
+    #[derive(Deserialize)]
+    pub(super) struct Thinking {
+        pub(super) level: String,
+        #[serde(default)]
+        pub(super) previous: Option<String>,
+    }
+    #[derive(Deserialize)]
+    pub(super) struct Reason {
+        #[serde(default)]
+        pub(super) reason: Option<String>,
+    }
+    #[derive(Deserialize)]
+    pub(super) struct Queue {
+        pub(super) pending: bool,
+    }
+    #[derive(Deserialize)]
+    pub(super) struct Phase {
+        pub(super) phase: String,
+    }
+    pub(super) fn decode<T: serde::de::DeserializeOwned>(
+        data: &Value,
+    ) -> Result<T, serde_json::Error> {
+        // Events without a payload may come with `data` absent or null.
+        if data.is_null() {
+            T::deserialize(&Value::Object(serde_json::Map::new()))
+        } else {
+            T::deserialize(data)
         }
     }
 }

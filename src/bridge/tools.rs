@@ -8,11 +8,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::mpsc;
-use tokio::task::JoinError;
+use tokio::task::{JoinError, JoinHandle};
 
 use super::AgentId;
 use super::host_state::HostState;
-use super::module::{CancelHandle, ContentBlock, ToolCall, ToolError, ToolOutput, UpdateSender};
+use super::module::{
+    CancelHandle, CancelToken, ContentBlock, ToolCall, ToolError, ToolOutput, UpdateSender,
+};
 use super::protocol::{HostMessage, ToolCallMsg};
 use crate::sys::lock;
 
@@ -144,31 +146,14 @@ pub(crate) fn spawn_call(
         // The module is called inside the task, so a panic before its future even exists is
         // caught the same way as one while it runs.
         let mut task = tokio::spawn(async move { module.call_tool(request).await });
-        let mut winding_down = false;
-        let outcome = tokio::select! {
-            joined = &mut task => joined_outcome(joined, &state, &agent, module_name, &tool),
-            () = tokio::time::sleep(timeout) => {
-                // Pi gets its answer now; the module gets the cancel and a moment to wind
-                // down (below) before it is dropped.
-                handle.cancel();
-                winding_down = true;
-                Err(ToolError::new(format!(
-                    "`{tool}` did not finish within {} and was stopped",
-                    seconds(timeout)
-                )))
-            }
-            () = cancel.cancelled() => {
-                // Pi aborted the call (or the connection closed): give the module a moment to
-                // return what it has, then drop it.
-                match tokio::time::timeout(grace, &mut task).await {
-                    Ok(joined) => joined_outcome(joined, &state, &agent, module_name, &tool),
-                    Err(_) => {
-                        task.abort();
-                        Err(ToolError::new(format!("`{tool}` was cancelled")))
-                    }
-                }
-            }
+        let site = CallSite {
+            state: &state,
+            agent: &agent,
+            module: module_name,
+            tool: &tool,
         };
+        let (outcome, winding_down) =
+            await_call(&mut task, &site, timeout, grace, &handle, &cancel).await;
         lock(&inflight).remove(&id);
         if let Err(err) = &outcome {
             tracing::debug!(
@@ -191,6 +176,57 @@ pub(crate) fn spawn_call(
             task.abort();
         }
     });
+}
+
+/// Who called which tool of which module: the words of a call's outcome.
+struct CallSite<'a> {
+    state: &'a HostState,
+    agent: &'a AgentId,
+    module: &'a str,
+    tool: &'a str,
+}
+
+/// Waits for the module's answer, the deadline or Pi's cancel. The flag says the module was
+/// cut off at the deadline and still has `grace` to wind down once Pi has its answer.
+async fn await_call(
+    task: &mut JoinHandle<Result<ToolOutput, ToolError>>,
+    site: &CallSite<'_>,
+    timeout: Duration,
+    grace: Duration,
+    handle: &CancelHandle,
+    cancel: &CancelToken,
+) -> (Result<ToolOutput, ToolError>, bool) {
+    let CallSite {
+        state,
+        agent,
+        module,
+        tool,
+    } = *site;
+    tokio::select! {
+        joined = &mut *task => (joined_outcome(joined, state, agent, module, tool), false),
+        () = tokio::time::sleep(timeout) => {
+            // Pi gets its answer now; the module gets the cancel and a moment to wind
+            // down (below) before it is dropped.
+            handle.cancel();
+            let stopped = ToolError::new(format!(
+                "`{tool}` did not finish within {} and was stopped",
+                seconds(timeout)
+            ));
+            (Err(stopped), true)
+        }
+        () = cancel.cancelled() => {
+            // Pi aborted the call (or the connection closed): give the module a moment to
+            // return what it has, then drop it.
+            let outcome = match tokio::time::timeout(grace, &mut *task).await {
+                Ok(joined) => joined_outcome(joined, state, agent, module, tool),
+                Err(_) => {
+                    task.abort();
+                    Err(ToolError::new(format!("`{tool}` was cancelled")))
+                }
+            };
+            (outcome, false)
+        }
+    }
 }
 
 fn joined_outcome(

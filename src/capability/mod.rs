@@ -40,6 +40,7 @@ use crate::config::keymap::KeyTableSpec;
 use crate::pi::PiCommand;
 use crate::views::dock::{DockRequest, DockSource};
 
+pub use crate::sys::Changed;
 pub use ui::{NewTerminal, ScreenState, Ui, UiReceiver, UiRequest};
 
 #[cfg(test)]
@@ -370,37 +371,5 @@ impl Module for WithCommands {
 
     fn complete(&self, command: &str, prefix: &str) -> Vec<crate::bridge::Completion> {
         self.module.complete(command, prefix)
-    }
-}
-
-/// A capability's change signal: bump it when something it shows changed; the app's forwarder
-/// subscribes through [`Capability::changes`]. Cheap to clone.
-#[derive(Clone, Debug)]
-pub struct Changed(Arc<watch::Sender<u64>>);
-
-impl Default for Changed {
-    fn default() -> Self {
-        Changed(Arc::new(watch::channel(0).0))
-    }
-}
-
-impl Changed {
-    pub fn bump(&self) {
-        self.0
-            .send_modify(|version| *version = version.wrapping_add(1));
-    }
-
-    pub fn subscribe(&self) -> watch::Receiver<u64> {
-        self.0.subscribe()
-    }
-
-    /// Bumps this signal whenever `source` changes, until either side is gone.
-    pub fn follow(&self, mut source: watch::Receiver<u64>) {
-        let this = self.clone();
-        tokio::spawn(async move {
-            while source.changed().await.is_ok() {
-                this.bump();
-            }
-        });
     }
 }

@@ -46,7 +46,7 @@ use crate::bridge::{
 use crate::config::live::LiveConfig;
 use crate::config::module_file::ModuleConfig;
 use crate::sessiondb::{CompactionRecord, CompactionTotals, SessionMeta};
-use crate::sys::now_ms;
+use crate::sys::{Changed, now_ms};
 
 /// The module's name (bridge, logs, footer group).
 pub const MODULE_NAME: &str = "compactor";
@@ -79,7 +79,7 @@ struct Compactor {
     /// Read and changed only through [`Compactor::lock`].
     session_state: Mutex<SessionState>,
     /// Bumped when what the footer shows changed (the app redraws).
-    changes: tokio::sync::watch::Sender<u64>,
+    changes: Changed,
     /// A rebuild of the index from Pi's session files is running.
     rebuilding: AtomicBool,
     /// The database's replacement count the last rebuild started from.
@@ -137,7 +137,7 @@ impl CompactorModule {
                 db_dir,
                 host: OnceLock::new(),
                 session_state: Mutex::new(SessionState::default()),
-                changes: tokio::sync::watch::Sender::new(0),
+                changes: Changed::default(),
                 rebuilding: AtomicBool::new(false),
                 replacements_seen: AtomicU64::new(0),
             }),
@@ -679,8 +679,7 @@ impl Compactor {
 
     /// Tells the app that what the footer shows changed.
     fn changed(&self) {
-        self.changes
-            .send_modify(|version| *version = version.wrapping_add(1));
+        self.changes.bump();
     }
 
     /// Catches the index up with this project's session files in the background (see

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use serde_json::{Value, json};
-use tokio::signal::unix::{SignalKind, signal};
+use tokio::signal::unix::{Signal, SignalKind, signal};
 
 use super::artifacts::{
     Answer, CHILD_RUN_DIR, ChildResult, ChildTerminal, Manifest, RESULT_FILE, RESULT_SCHEMA,
@@ -28,7 +28,7 @@ use super::artifacts::{
 use super::canonical::sha256_hex;
 use super::errors::DelegateErrorCode;
 use crate::helpers::agents::{AgentCatalog, AgentType};
-use crate::helpers::runner::{HelperRunner, RunStatus};
+use crate::helpers::runner::{HelperRunner, Progress, RunHandle, RunOutcome, RunStatus};
 use crate::helpers::spec::RunSpec;
 use crate::sys::write_new_atomic;
 
@@ -85,15 +85,14 @@ pub async fn run(task_dir: &Path) -> anyhow::Result<bool> {
             sha256_hex(&seed),
             manifest.seed_sha256
         );
-        terminal(
+        return give_up(
             &task,
             &manifest,
             DelegateErrorCode::SeedHashMismatch,
             &message,
             0,
             0,
-        )?;
-        return Ok(false);
+        );
     }
     let prompt = child_prompt(&seed)?;
     let spec = run_spec(&task, &manifest, prompt)?;
@@ -102,23 +101,44 @@ pub async fn run(task_dir: &Path) -> anyhow::Result<bool> {
         Ok(handle) => handle,
         Err(err) => {
             let message = format!("could not start Pi: {err:#}");
-            terminal(
-                &task,
-                &manifest,
-                DelegateErrorCode::ChildSpawnFailed,
-                &message,
-                0,
-                0,
-            )?;
-            return Ok(false);
+            let code = DelegateErrorCode::ChildSpawnFailed;
+            return give_up(&task, &manifest, code, &message, 0, 0);
         }
     };
     emit(&json!({"type": STARTED_LINE, "piPid": handle.pid()}));
+    let outcome = match follow(&mut handle, &mut terminate).await {
+        Followed::Ended(outcome) => *outcome,
+        Followed::Stopped { turns, tools } => {
+            let message = "the delegate was stopped before it committed an answer";
+            let code = DelegateErrorCode::ChildCancelled;
+            return give_up(&task, &manifest, code, message, turns, tools);
+        }
+    };
+    let summary = &outcome.summary;
+    let (turns, tools) = (summary.turns, summary.tool_uses.len());
+    let refused = run_failure(&outcome)
+        .or_else(|| answer_refusal(&summary.final_text, manifest.limits.max_answer_bytes));
+    if let Some((code, message)) = refused {
+        return give_up(&task, &manifest, code, &message, turns, tools);
+    }
+    commit(&task, &manifest, &outcome)?;
+    Ok(true)
+}
+
+/// How following the run ended: Pi's own end, or a SIGTERM that stopped it (with the progress
+/// made until then).
+enum Followed {
+    Ended(Box<RunOutcome>),
+    Stopped { turns: u32, tools: usize },
+}
+
+/// Follows the run to its end, writing a progress line on each change; SIGTERM stops Pi.
+async fn follow(handle: &mut RunHandle, terminate: &mut Signal) -> Followed {
     let mut progress = handle.progress();
     let mut progress_open = true;
-    let outcome = loop {
+    loop {
         tokio::select! {
-            outcome = handle.wait() => break outcome,
+            outcome = handle.wait() => return Followed::Ended(Box::new(outcome)),
             _ = terminate.recv() => {
                 let (turns, tools) = {
                     let now = progress.borrow();
@@ -127,47 +147,47 @@ pub async fn run(task_dir: &Path) -> anyhow::Result<bool> {
                 if let Err(err) = handle.stop().await {
                     tracing::warn!("delegate child: {err:#}");
                 }
-                let message = "the delegate was stopped before it committed an answer";
-                let code = DelegateErrorCode::ChildCancelled;
-                terminal(&task, &manifest, code, message, turns, tools)?;
-                return Ok(false);
+                return Followed::Stopped { turns, tools };
             }
             changed = progress.changed(), if progress_open => match changed {
-                Ok(()) => {
-                    let now = progress.borrow_and_update().clone();
-                    emit(&json!({
-                        "type": PROGRESS_LINE,
-                        "turns": now.turns,
-                        "toolUses": now.tool_uses,
-                        "lastTool": now.last_tool,
-                        "usage": now.usage,
-                    }));
-                }
+                Ok(()) => emit_progress(&progress.borrow_and_update()),
                 Err(_) => progress_open = false,
             },
         }
-    };
-    let summary = &outcome.summary;
-    let (turns, tools) = (summary.turns, summary.tool_uses.len());
-    let failure = match outcome.status {
-        RunStatus::Completed => None,
-        RunStatus::TimedOut => Some((DelegateErrorCode::ChildTimeout, "run deadline reached")),
-        RunStatus::Stopped => Some((DelegateErrorCode::ChildCancelled, "stopped")),
-        _ => Some((
+    }
+}
+
+fn emit_progress(now: &Progress) {
+    emit(&json!({
+        "type": PROGRESS_LINE,
+        "turns": now.turns,
+        "toolUses": now.tool_uses,
+        "lastTool": now.last_tool,
+        "usage": now.usage,
+    }));
+}
+
+/// Why a run that did not complete gave no answer.
+fn run_failure(outcome: &RunOutcome) -> Option<(DelegateErrorCode, String)> {
+    let (code, what) = match outcome.status {
+        RunStatus::Completed => return None,
+        RunStatus::TimedOut => (DelegateErrorCode::ChildTimeout, "run deadline reached"),
+        RunStatus::Stopped => (DelegateErrorCode::ChildCancelled, "stopped"),
+        _ => (
             DelegateErrorCode::ChildExitedWithoutCommit,
             "Pi failed before answering",
-        )),
+        ),
     };
-    if let Some((code, what)) = failure {
-        let message = match &outcome.error {
-            Some(error) => format!("{what}: {error}"),
-            None => what.to_string(),
-        };
-        terminal(&task, &manifest, code, &message, turns, tools)?;
-        return Ok(false);
-    }
-    let answer = summary.final_text.clone();
-    let refusal = if answer.is_empty() {
+    let message = match &outcome.error {
+        Some(error) => format!("{what}: {error}"),
+        None => what.to_string(),
+    };
+    Some((code, message))
+}
+
+/// Why a completed run's final text cannot be committed as the answer.
+fn answer_refusal(answer: &str, max_answer_bytes: usize) -> Option<(DelegateErrorCode, String)> {
+    if answer.is_empty() {
         Some((
             DelegateErrorCode::ChildExitedWithoutCommit,
             "the model finished without an answer".to_string(),
@@ -177,22 +197,23 @@ pub async fn run(task_dir: &Path) -> anyhow::Result<bool> {
             DelegateErrorCode::ChildResultInvalid,
             "the model's answer is only whitespace".to_string(),
         ))
-    } else if answer.len() > manifest.limits.max_answer_bytes {
+    } else if answer.len() > max_answer_bytes {
         Some((
             DelegateErrorCode::ChildResultInvalid,
             format!(
                 "the answer is {} bytes, over the {}-byte capture cap",
                 answer.len(),
-                manifest.limits.max_answer_bytes
+                max_answer_bytes
             ),
         ))
     } else {
         None
-    };
-    if let Some((code, message)) = refusal {
-        terminal(&task, &manifest, code, &message, turns, tools)?;
-        return Ok(false);
     }
+}
+
+/// Creates `result.json`: the commit point, the last thing this process does.
+fn commit(task: &TaskDir, manifest: &Manifest, outcome: &RunOutcome) -> anyhow::Result<()> {
+    let summary = &outcome.summary;
     let result = ChildResult {
         schema_version: RESULT_SCHEMA.to_string(),
         task_id: manifest.task_id.clone(),
@@ -202,15 +223,13 @@ pub async fn run(task_dir: &Path) -> anyhow::Result<bool> {
             provider: manifest.route.provider.clone(),
             model: manifest.route.model.clone(),
         },
-        turns,
-        tool_calls: tools,
+        turns: summary.turns,
+        tool_calls: summary.tool_uses.len(),
         usage: summary.usage,
-        answer: Answer::new(answer),
+        answer: Answer::new(summary.final_text.clone()),
     };
-    // The commit point: the last thing this process does.
     write_new_atomic(&task.file(RESULT_FILE), &canonical_line(&result))
-        .context("commit result.json")?;
-    Ok(true)
+        .context("commit result.json")
 }
 
 /// The task the child's Pi reads: the seed as data, then the directive.
@@ -275,14 +294,15 @@ fn run_spec(task: &TaskDir, manifest: &Manifest, prompt: String) -> anyhow::Resu
     Ok(spec)
 }
 
-fn terminal(
+/// Records why no answer was committed (`child-terminal.json`): [`run`]'s `Ok(false)`.
+fn give_up(
     task: &TaskDir,
     manifest: &Manifest,
     code: DelegateErrorCode,
     message: &str,
     turns: u32,
     tool_calls: usize,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<bool> {
     let record = ChildTerminal {
         schema_version: TERMINAL_SCHEMA.to_string(),
         task_id: manifest.task_id.clone(),
@@ -293,7 +313,8 @@ fn terminal(
         tool_calls,
     };
     write_new_atomic(&task.file(TERMINAL_FILE), &canonical_line(&record))
-        .context("write child-terminal.json")
+        .context("write child-terminal.json")?;
+    Ok(false)
 }
 
 /// One line on stdout; a closed stdout (the parent went away) is not the child's problem.

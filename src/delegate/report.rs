@@ -17,6 +17,8 @@ use super::errors::{DelegateError, DelegateErrorCode};
 use super::seed::Accounting;
 use crate::bridge::{AgentId, Card, CardTint, ToolOutput, WakePromise};
 
+/// The custom message type of a delegate's completion.
+pub const NOTIFICATION_TYPE: &str = "delegate-result-notification";
 /// Schemas of the tool details.
 pub const LAUNCH_SCHEMA: &str = "unipi.delegate-launch.v1";
 pub const RESULT_VIEW_SCHEMA: &str = "unipi.delegate-result-view.v1";
@@ -223,7 +225,6 @@ pub(super) fn notification(
     cap: usize,
 ) -> (String, Value) {
     let manifest = &launch.manifest;
-    let result_path = launch.dir.file(RESULT_FILE);
     let mut lines = vec![
         "<delegate-result-notification>".to_string(),
         format!("  <task-id>{}</task-id>", manifest.task_id),
@@ -236,38 +237,7 @@ pub(super) fn notification(
     ];
     let mut delivery = None;
     if let Some(result) = verified {
-        // `None` requested never errors: over the cap is an artifact reference.
-        let chosen = decide_delivery(result.answer.byte_length, None, cap, &result_path)
-            .unwrap_or(Delivery::Artifact);
-        delivery = Some(chosen);
-        lines.push(format!(
-            "  <answer-bytes>{}</answer-bytes>",
-            result.answer.byte_length
-        ));
-        lines.push(format!(
-            "  <answer-sha256>{}</answer-sha256>",
-            result.answer.sha256
-        ));
-        lines.push(format!("  <delivery>{}</delivery>", chosen.as_str()));
-        match chosen {
-            Delivery::Inline => lines.push(
-                "  <guidance>The verified answer follows this block, complete; bg_result is \
-                 not needed.</guidance>"
-                    .to_string(),
-            ),
-            Delivery::Artifact => {
-                lines.push(format!(
-                    "  <artifact>{}</artifact>",
-                    escape_xml(&result_path.display().to_string())
-                ));
-                lines.push(format!(
-                    "  <guidance>The answer is {} bytes, over the {cap}-byte inline cap. It is \
-                     complete and verified in the artifact (answer.text); read it there. It \
-                     was not truncated.</guidance>",
-                    result.answer.byte_length
-                ));
-            }
-        }
+        delivery = Some(answer_lines(launch, result, cap, &mut lines));
     } else if let Some(error) = &outcome.error {
         lines.push(format!("  <error-code>{}</error-code>", error.code));
         lines.push(format!("  <error>{}</error>", escape_xml(&error.message)));
@@ -287,11 +257,71 @@ pub(super) fn notification(
         content.push_str("\n\n");
         content.push_str(&result.answer.text);
     }
+    let card = notification_card(launch, outcome, verified);
+    let details = json!({
+        "schema_version": RESULT_VIEW_SCHEMA,
+        "task_id": manifest.task_id,
+        "name": launch.name,
+        "state": outcome.status.as_str(),
+        "delivery": delivery.map_or("none", Delivery::as_str),
+        "error_code": outcome.error.as_ref().map(|e| e.code.clone()),
+        "answer_bytes": outcome.answer_bytes,
+        "answer_sha256": outcome.answer_sha256,
+        "artifact_dir": launch.dir.dir.display().to_string(),
+    });
+    (content, card.attach(details))
+}
+
+/// The notification's lines about a committed answer, and how it is delivered (`None`
+/// requested never errors: over the cap is an artifact reference).
+fn answer_lines(
+    launch: &Launch,
+    result: &ChildResult,
+    cap: usize,
+    lines: &mut Vec<String>,
+) -> Delivery {
+    let result_path = launch.dir.file(RESULT_FILE);
+    let chosen = decide_delivery(result.answer.byte_length, None, cap, &result_path)
+        .unwrap_or(Delivery::Artifact);
+    lines.push(format!(
+        "  <answer-bytes>{}</answer-bytes>",
+        result.answer.byte_length
+    ));
+    lines.push(format!(
+        "  <answer-sha256>{}</answer-sha256>",
+        result.answer.sha256
+    ));
+    lines.push(format!("  <delivery>{}</delivery>", chosen.as_str()));
+    match chosen {
+        Delivery::Inline => lines.push(
+            "  <guidance>The verified answer follows this block, complete; bg_result is \
+             not needed.</guidance>"
+                .to_string(),
+        ),
+        Delivery::Artifact => {
+            lines.push(format!(
+                "  <artifact>{}</artifact>",
+                escape_xml(&result_path.display().to_string())
+            ));
+            lines.push(format!(
+                "  <guidance>The answer is {} bytes, over the {cap}-byte inline cap. It is \
+                 complete and verified in the artifact (answer.text); read it there. It \
+                 was not truncated.</guidance>",
+                result.answer.byte_length
+            ));
+        }
+    }
+    chosen
+}
+
+/// The card the notification shows: the status, then the answer's first lines or the error.
+fn notification_card(launch: &Launch, outcome: &Outcome, verified: Option<&ChildResult>) -> Card {
     let (icon, tint) = match outcome.status {
         ManifestState::Committed => ("✓", CardTint::Success),
         ManifestState::Cancelled => ("■", CardTint::Warning),
         _ => ("✗", CardTint::Error),
     };
+    let manifest = &launch.manifest;
     let mut card = Card::new(
         format!(
             "{icon} delegate {} · {} · {}",
@@ -315,18 +345,7 @@ pub(super) fn notification(
     } else if let Some(error) = &outcome.error {
         card = card.line(format!("{}: {}", error.code, error.message));
     }
-    let details = json!({
-        "schema_version": RESULT_VIEW_SCHEMA,
-        "task_id": manifest.task_id,
-        "name": launch.name,
-        "state": outcome.status.as_str(),
-        "delivery": delivery.map_or("none", Delivery::as_str),
-        "error_code": outcome.error.as_ref().map(|e| e.code.clone()),
-        "answer_bytes": outcome.answer_bytes,
-        "answer_sha256": outcome.answer_sha256,
-        "artifact_dir": launch.dir.dir.display().to_string(),
-    });
-    (content, card.attach(details))
+    card
 }
 
 fn escape_xml(text: &str) -> String {

@@ -17,7 +17,9 @@ use nix::sys::signal::Signal;
 use tokio::net::UnixStream;
 use tokio::sync::mpsc;
 
-use super::protocol::{Control, Frame, FrameReader, Role, Status, VERSION, write_frame};
+use super::protocol::{
+    Control, Frame, FrameError, FrameReader, Role, Status, VERSION, write_frame,
+};
 use super::registry::{Entry, Registry};
 use super::terminal;
 use crate::sys::signals::{Signals, exit_code};
@@ -96,7 +98,15 @@ async fn relay(entry: &Entry) -> Result<Outcome> {
     });
     let (local_tx, mut local) = mpsc::channel::<Local>(64);
     spawn_input_reader(local_tx.clone())?;
-    let screen = OutputWriter::spawn(local_tx)?;
+    let attached = Attached {
+        entry,
+        to_session,
+        screen: OutputWriter::spawn(local_tx)?,
+        // Debug builds only: panic on `!` (`UNIPI_TUI_TEST_PANIC_ON_KEY=1`, as the workbench
+        // does), so tests can prove the panic path gives the terminal back.
+        #[cfg(debug_assertions)]
+        panic_on_key: std::env::var_os("UNIPI_TUI_TEST_PANIC_ON_KEY").is_some(),
+    };
     let mut signals = Signals::listen(&[
         Signal::SIGHUP,
         Signal::SIGTERM,
@@ -104,61 +114,104 @@ async fn relay(entry: &Entry) -> Result<Outcome> {
         Signal::SIGQUIT,
         Signal::SIGWINCH,
     ])?;
-    // Debug builds only: panic on `!` (`UNIPI_TUI_TEST_PANIC_ON_KEY=1`, as the workbench does),
-    // so tests can prove the panic path gives the terminal back.
-    #[cfg(debug_assertions)]
-    let panic_on_key = std::env::var_os("UNIPI_TUI_TEST_PANIC_ON_KEY").is_some();
 
     let outcome = loop {
-        tokio::select! {
+        let ended = tokio::select! {
             biased;
-            signal = signals.next() => match signal {
-                Signal::SIGWINCH => {
-                    if let Ok((cols, rows)) = crossterm::terminal::size() {
-                        let _ = to_session.send(Frame::Control(Control::Resize { rows, cols })).await;
-                    }
-                }
-                ending => {
-                    tracing::info!("{ending} ends the client");
-                    break Outcome { code: exit_code(ending), message: None };
-                }
-            },
-            Some(local) = local.recv() => match local {
-                Local::Input(bytes) => {
-                    #[cfg(debug_assertions)]
-                    if panic_on_key && bytes.contains(&b'!') {
-                        panic!("test panic requested with UNIPI_TUI_TEST_PANIC_ON_KEY");
-                    }
-                    if to_session.send(Frame::Input(bytes)).await.is_err() {
-                        break lost(entry, "it stopped reading");
-                    }
-                }
-                Local::TerminalGone(why) => {
-                    tracing::info!("the terminal is gone ({why}); detaching");
-                    break Outcome { code: 129, message: None };
-                }
-            },
-            frame = frames.next() => match frame {
-                Ok(Some(Frame::Output(bytes))) => screen.write(bytes).await,
-                Ok(Some(Frame::Control(Control::Detached { message, .. }))) => {
-                    break Outcome { code: 0, message: Some(message) };
-                }
-                Ok(Some(Frame::Control(Control::Exit { code, message }))) => {
-                    break Outcome { code, message };
-                }
-                Ok(Some(Frame::Control(Control::Refused { message }))) => {
-                    break Outcome { code: 1, message: Some(format!("unipi-tui: {message}")) };
-                }
-                Ok(Some(other)) => tracing::debug!("ignored from the session: {other:?}"),
-                Ok(None) => break lost(entry, "it closed the connection"),
-                Err(err) => break lost(entry, &err.to_string()),
-            },
+            signal = signals.next() => attached.signal(signal).await,
+            Some(local) = local.recv() => attached.local(local).await,
+            frame = frames.next() => attached.frame(frame).await,
+        };
+        if let Some(outcome) = ended {
+            break outcome;
         }
     };
     // What the session sent before it let us go is on the terminal before it is restored.
-    screen.drain().await;
+    attached.screen.drain().await;
     sender.abort();
     Ok(outcome)
+}
+
+/// An attached client's ends of the relay; each handler says how the client ends, if it does.
+struct Attached<'a> {
+    entry: &'a Entry,
+    to_session: mpsc::Sender<Frame>,
+    screen: OutputWriter,
+    #[cfg(debug_assertions)]
+    panic_on_key: bool,
+}
+
+impl Attached<'_> {
+    /// SIGWINCH resizes the session's terminal; the others end the client.
+    async fn signal(&self, signal: Signal) -> Option<Outcome> {
+        match signal {
+            Signal::SIGWINCH => {
+                if let Ok((cols, rows)) = crossterm::terminal::size() {
+                    let _ = self
+                        .to_session
+                        .send(Frame::Control(Control::Resize { rows, cols }))
+                        .await;
+                }
+                None
+            }
+            ending => {
+                tracing::info!("{ending} ends the client");
+                Some(Outcome {
+                    code: exit_code(ending),
+                    message: None,
+                })
+            }
+        }
+    }
+
+    /// The terminal's input goes to the session; a terminal gone detaches.
+    async fn local(&self, local: Local) -> Option<Outcome> {
+        match local {
+            Local::Input(bytes) => {
+                #[cfg(debug_assertions)]
+                if self.panic_on_key && bytes.contains(&b'!') {
+                    panic!("test panic requested with UNIPI_TUI_TEST_PANIC_ON_KEY");
+                }
+                if self.to_session.send(Frame::Input(bytes)).await.is_err() {
+                    return Some(lost(self.entry, "it stopped reading"));
+                }
+                None
+            }
+            Local::TerminalGone(why) => {
+                tracing::info!("the terminal is gone ({why}); detaching");
+                Some(Outcome {
+                    code: 129,
+                    message: None,
+                })
+            }
+        }
+    }
+
+    /// The session's output goes to the terminal; its detach, exit or refusal ends the client.
+    async fn frame(&self, frame: Result<Option<Frame>, FrameError>) -> Option<Outcome> {
+        match frame {
+            Ok(Some(Frame::Output(bytes))) => self.screen.write(bytes).await,
+            Ok(Some(Frame::Control(Control::Detached { message, .. }))) => {
+                return Some(Outcome {
+                    code: 0,
+                    message: Some(message),
+                });
+            }
+            Ok(Some(Frame::Control(Control::Exit { code, message }))) => {
+                return Some(Outcome { code, message });
+            }
+            Ok(Some(Frame::Control(Control::Refused { message }))) => {
+                return Some(Outcome {
+                    code: 1,
+                    message: Some(format!("unipi-tui: {message}")),
+                });
+            }
+            Ok(Some(other)) => tracing::debug!("ignored from the session: {other:?}"),
+            Ok(None) => return Some(lost(self.entry, "it closed the connection")),
+            Err(err) => return Some(lost(self.entry, &err.to_string())),
+        }
+        None
+    }
 }
 
 fn lost(entry: &Entry, why: &str) -> Outcome {

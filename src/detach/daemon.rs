@@ -12,7 +12,7 @@
 
 use std::ffi::OsString;
 use std::io::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -20,8 +20,8 @@ use anyhow::{Context as _, Result};
 use tokio::signal::unix::{SignalKind, signal};
 
 use super::protocol::{PiState, Status};
-use super::registry::{Info, Registry};
-use super::server::{FirstAttach, ServerOptions, serve};
+use super::registry::{Info, Published, Registry};
+use super::server::{FirstAttach, Program, ServerOptions, serve};
 use crate::pane::pty::SpawnSpec;
 
 /// The hidden subcommand that runs the session process.
@@ -104,21 +104,9 @@ async fn run(name: String, program: OsString, args: Vec<OsString>) -> Result<i32
             .collect(),
     };
     let mut published = registry.publish(&info)?;
-    let listener = published
-        .take_listener()
-        .context("the session's socket is gone")?;
-    listener
-        .set_nonblocking(true)
-        .context("cannot make the session's socket non-blocking")?;
-    let listener = tokio::net::UnixListener::from_std(listener)
-        .context("cannot listen on the session's socket")?;
+    let listener = listen(&mut published)?;
     let socket = published.socket();
-    let mut hangup = signal(SignalKind::hangup()).context("cannot handle SIGHUP")?;
-    tokio::spawn(async move {
-        while hangup.recv().await.is_some() {
-            tracing::info!("SIGHUP ignored: the session outlives terminals");
-        }
-    });
+    ignore_hangups()?;
     let mut sigterm = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
     let mut sigint = signal(SignalKind::interrupt()).context("cannot handle SIGINT")?;
     say(READY);
@@ -126,28 +114,7 @@ async fn run(name: String, program: OsString, args: Vec<OsString>) -> Result<i32
     tracing::info!(session = name, "listening on {}", socket.display());
 
     let session_pid = std::process::id();
-    let spawn_name = name.clone();
-    let spawn_cwd = cwd.clone();
-    let program = Box::new(move |first: &FirstAttach| SpawnSpec {
-        program,
-        args,
-        env: vec![
-            (SESSION_ENV.into(), socket.into_os_string()),
-            (SESSION_PID_ENV.into(), session_pid.to_string().into()),
-            (SESSION_NAME_ENV.into(), spawn_name.into()),
-            (
-                "TERM".into(),
-                first
-                    .term
-                    .clone()
-                    .unwrap_or_else(|| "xterm-256color".to_owned())
-                    .into(),
-            ),
-        ],
-        cwd: spawn_cwd,
-        rows: first.rows,
-        cols: first.cols,
-    });
+    let program = session_program(&name, &cwd, socket, session_pid, program, args);
     let options = ServerOptions {
         status: Status {
             name,
@@ -171,6 +138,62 @@ async fn run(name: String, program: OsString, args: Vec<OsString>) -> Result<i32
     // Removes the socket and the session's directory.
     drop(published);
     code
+}
+
+/// The session's socket, taken from its registry entry, for the async runtime.
+fn listen(published: &mut Published) -> Result<tokio::net::UnixListener> {
+    let listener = published
+        .take_listener()
+        .context("the session's socket is gone")?;
+    listener
+        .set_nonblocking(true)
+        .context("cannot make the session's socket non-blocking")?;
+    tokio::net::UnixListener::from_std(listener).context("cannot listen on the session's socket")
+}
+
+/// The session outlives terminals: SIGHUP is logged and ignored.
+fn ignore_hangups() -> Result<()> {
+    let mut hangup = signal(SignalKind::hangup()).context("cannot handle SIGHUP")?;
+    tokio::spawn(async move {
+        while hangup.recv().await.is_some() {
+            tracing::info!("SIGHUP ignored: the session outlives terminals");
+        }
+    });
+    Ok(())
+}
+
+/// What runs in the session's terminal once the first terminal attached: the workbench, told
+/// its session (socket, pid, name) and the attaching terminal's `TERM` and size.
+fn session_program(
+    name: &str,
+    cwd: &Path,
+    socket: PathBuf,
+    session_pid: u32,
+    program: OsString,
+    args: Vec<OsString>,
+) -> Program {
+    let spawn_name = name.to_owned();
+    let spawn_cwd = cwd.to_path_buf();
+    Box::new(move |first: &FirstAttach| SpawnSpec {
+        program,
+        args,
+        env: vec![
+            (SESSION_ENV.into(), socket.into_os_string()),
+            (SESSION_PID_ENV.into(), session_pid.to_string().into()),
+            (SESSION_NAME_ENV.into(), spawn_name.into()),
+            (
+                "TERM".into(),
+                first
+                    .term
+                    .clone()
+                    .unwrap_or_else(|| "xterm-256color".to_owned())
+                    .into(),
+            ),
+        ],
+        cwd: spawn_cwd,
+        rows: first.rows,
+        cols: first.cols,
+    })
 }
 
 /// One line for the launcher (ignored when it is gone).

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
 use tokio::net::UnixStream;
-use tokio::net::unix::OwnedWriteHalf;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
@@ -37,7 +37,7 @@ use super::protocol::{
     write_frame,
 };
 use crate::pane::pty::{ChildExit, Pty, PtyEvent, SpawnSpec, terminate_group};
-use crate::sys::lock;
+use crate::sys::{lock, sleep_until_some};
 
 /// A client whose output queue stays full this long is dropped.
 pub const SLOW_CLIENT: Duration = Duration::from_secs(5);
@@ -77,7 +77,6 @@ pub struct ServerOptions {
 /// returns the program's exit code. `terminate` resolving (SIGTERM) ends it like `kill`.
 pub async fn serve(options: ServerOptions, terminate: impl Future<Output = ()>) -> Result<i32> {
     let (events_tx, mut events) = mpsc::channel::<Event>(64);
-    let name = options.status.name.clone();
     let status = Arc::new(Mutex::new(options.status));
     let accept = tokio::spawn(accept_loop(
         options.listener,
@@ -85,27 +84,10 @@ pub async fn serve(options: ServerOptions, terminate: impl Future<Output = ()>) 
         Arc::clone(&status),
     ));
     let (pty_tx, mut pty_events) = mpsc::channel::<PtyEvent>(4);
-    let mut session = Session {
-        name,
-        status,
-        program: Some(options.program),
-        pty: None,
-        pty_tx,
-        client: None,
-        forward: Forward::All,
-        workbench: None,
-        killers: Vec::new(),
-        generation: 0,
-        exit: None,
-        closed: false,
-        stopping: false,
-        ending: None,
-    };
+    let mut session = Session::new(status, options.program, pty_tx);
     let started = Instant::now();
-    let mut exited_at: Option<Instant> = None;
     tokio::pin!(terminate);
     let mut terminated = false;
-    let far = || Instant::now() + Duration::from_secs(3600);
     let code = loop {
         let first_attach_at =
             (session.pty.is_none()).then(|| started + options.first_attach_within);
@@ -113,57 +95,26 @@ pub async fn serve(options: ServerOptions, terminate: impl Future<Output = ()>) 
             Forward::AfterMarker { deadline, .. } => Some(*deadline),
             Forward::All => None,
         };
-        let drained_at = exited_at.map(|at| at + DRAIN_WITHIN);
+        let drained_at = session.exited_at.map(|at| at + DRAIN_WITHIN);
         tokio::select! {
             biased;
             () = &mut terminate, if !terminated => {
                 terminated = true;
-                tracing::info!("session {}: asked to stop (signal)", session.name);
-                if session.stop("the session process was asked to stop") {
+                if session.terminate() {
                     break 0;
                 }
             }
-            Some(event) = pty_events.recv() => match event {
-                PtyEvent::Output(bytes) => session.output(bytes).await,
-                PtyEvent::Closed => session.closed = true,
-                PtyEvent::Exited(exit) => {
-                    tracing::info!("session {}: the program exited: {exit:?}", session.name);
-                    session.exit = Some(exit);
-                    exited_at = Some(Instant::now());
-                }
-            },
+            Some(event) = pty_events.recv() => session.pty_event(event).await,
             Some(event) = events.recv() => {
                 if let Some(code) = session.event(event) {
                     break code;
                 }
             }
-            _ = tokio::time::sleep_until(first_attach_at.unwrap_or_else(far).into()),
-                if first_attach_at.is_some() => {
-                tracing::warn!(
-                    "session {}: no terminal attached within {:?}; ending",
-                    session.name,
-                    options.first_attach_within
-                );
-                break 1;
+            () = sleep_until_some(first_attach_at) => {
+                break session.never_attached(options.first_attach_within);
             }
-            _ = tokio::time::sleep_until(marker_at.unwrap_or_else(far).into()),
-                if marker_at.is_some() => {
-                tracing::warn!(
-                    "session {}: the workbench did not mark its repaint within {MARKER_WITHIN:?}; \
-                     forwarding its output as it comes",
-                    session.name
-                );
-                session.forward = Forward::All;
-            }
-            _ = tokio::time::sleep_until(drained_at.unwrap_or_else(far).into()),
-                if drained_at.is_some() && !session.closed => {
-                tracing::warn!(
-                    "session {}: the terminal stayed open {DRAIN_WITHIN:?} after the program \
-                     exited (a process it left holds it)",
-                    session.name
-                );
-                session.closed = true;
-            }
+            () = sleep_until_some(marker_at) => session.marker_missed(),
+            () = sleep_until_some(drained_at), if !session.closed => session.drain_expired(),
         }
         if let Some(exit) = session.exit
             && session.closed
@@ -293,9 +244,77 @@ struct Session {
     stopping: bool,
     /// Said to the client with the exit code (who ended the session).
     ending: Option<String>,
+    /// When the program exited: the terminal has [`DRAIN_WITHIN`] from then to close.
+    exited_at: Option<Instant>,
 }
 
 impl Session {
+    fn new(status: Arc<Mutex<Status>>, program: Program, pty_tx: mpsc::Sender<PtyEvent>) -> Self {
+        let name = lock(&status).name.clone();
+        Self {
+            name,
+            status,
+            program: Some(program),
+            pty: None,
+            pty_tx,
+            client: None,
+            forward: Forward::All,
+            workbench: None,
+            killers: Vec::new(),
+            generation: 0,
+            exit: None,
+            closed: false,
+            stopping: false,
+            ending: None,
+            exited_at: None,
+        }
+    }
+
+    /// SIGTERM: ends the session like `kill`; true when it ends now.
+    fn terminate(&mut self) -> bool {
+        tracing::info!("session {}: asked to stop (signal)", self.name);
+        self.stop("the session process was asked to stop")
+    }
+
+    async fn pty_event(&mut self, event: PtyEvent) {
+        match event {
+            PtyEvent::Output(bytes) => self.output(bytes).await,
+            PtyEvent::Closed => self.closed = true,
+            PtyEvent::Exited(exit) => {
+                tracing::info!("session {}: the program exited: {exit:?}", self.name);
+                self.exit = Some(exit);
+                self.exited_at = Some(Instant::now());
+            }
+        }
+    }
+
+    /// Nobody attached in time: the exit code the session ends with.
+    fn never_attached(&self, within: Duration) -> i32 {
+        tracing::warn!(
+            "session {}: no terminal attached within {within:?}; ending",
+            self.name
+        );
+        1
+    }
+
+    fn marker_missed(&mut self) {
+        tracing::warn!(
+            "session {}: the workbench did not mark its repaint within {MARKER_WITHIN:?}; \
+             forwarding its output as it comes",
+            self.name
+        );
+        self.forward = Forward::All;
+    }
+
+    fn drain_expired(&mut self) {
+        tracing::warn!(
+            "session {}: the terminal stayed open {DRAIN_WITHIN:?} after the program \
+             exited (a process it left holds it)",
+            self.name
+        );
+        self.closed = true;
+    }
+
     /// Handles one event; the exit code when the session ends now (killed before its program
     /// started, or the program could not start).
     fn event(&mut self, event: Event) -> Option<i32> {
@@ -629,44 +648,16 @@ async fn handshake(
     let (read, mut write) = stream.into_split();
     if cred.uid() != me {
         tracing::warn!("refused {peer}: not uid {me}, the session's owner");
-        let refusal = Frame::Control(Control::Refused {
-            message: format!(
-                "refused: uid {} is not the owner of this session (uid {me})",
-                cred.uid()
-            ),
-        });
-        let _ = tokio::time::timeout(HELLO_WITHIN, write_frame(&mut write, &refusal)).await;
+        let message = format!(
+            "refused: uid {} is not the owner of this session (uid {me})",
+            cred.uid()
+        );
+        refuse(&mut write, message).await;
         return;
     }
     let mut reader = FrameReader::new(read, peer.clone());
-    let role = match tokio::time::timeout(HELLO_WITHIN, reader.next()).await {
-        Ok(Ok(Some(Frame::Control(Control::Hello { version, role })))) if version == VERSION => {
-            role
-        }
-        Ok(Ok(Some(Frame::Control(Control::Hello { version, .. })))) => {
-            tracing::warn!("refused {peer}: protocol version {version}, not {VERSION}");
-            let refusal = Frame::Control(Control::Refused {
-                message: format!(
-                    "this session speaks protocol version {VERSION}, the client {version}: \
-                     attach with the unipi-tui that started it"
-                ),
-            });
-            let _ = tokio::time::timeout(HELLO_WITHIN, write_frame(&mut write, &refusal)).await;
-            return;
-        }
-        Ok(Ok(Some(other))) => {
-            tracing::warn!("{peer} did not start with a hello ({other:?}); closed");
-            return;
-        }
-        Ok(Ok(None)) => return,
-        Ok(Err(err)) => {
-            tracing::warn!("{err}; closed");
-            return;
-        }
-        Err(_) => {
-            tracing::warn!("{peer} said nothing for {HELLO_WITHIN:?}; closed");
-            return;
-        }
+    let Some(role) = read_hello(&mut reader, &mut write, &peer).await else {
+        return;
     };
     let event = match role {
         Role::Status => {
@@ -702,7 +693,60 @@ async fn handshake(
     if events.send(event).await.is_err() || !reads {
         return;
     }
-    // Everything the peer sends from now on, then its end.
+    relay_peer(reader, id, workbench, &events).await;
+}
+
+/// Tells a peer it is refused (it has [`HELLO_WITHIN`] to take it).
+async fn refuse(write: &mut OwnedWriteHalf, message: String) {
+    let refusal = Frame::Control(Control::Refused { message });
+    let _ = tokio::time::timeout(HELLO_WITHIN, write_frame(write, &refusal)).await;
+}
+
+/// The role the peer's first frame, a `hello` of this protocol version, asks for; `None` (the
+/// connection is closed) for anything else, for silence past [`HELLO_WITHIN`] or for another
+/// version (which is refused in words).
+async fn read_hello(
+    reader: &mut FrameReader<OwnedReadHalf>,
+    write: &mut OwnedWriteHalf,
+    peer: &str,
+) -> Option<Role> {
+    match tokio::time::timeout(HELLO_WITHIN, reader.next()).await {
+        Ok(Ok(Some(Frame::Control(Control::Hello { version, role })))) if version == VERSION => {
+            Some(role)
+        }
+        Ok(Ok(Some(Frame::Control(Control::Hello { version, .. })))) => {
+            tracing::warn!("refused {peer}: protocol version {version}, not {VERSION}");
+            let message = format!(
+                "this session speaks protocol version {VERSION}, the client {version}: \
+                 attach with the unipi-tui that started it"
+            );
+            refuse(write, message).await;
+            None
+        }
+        Ok(Ok(Some(other))) => {
+            tracing::warn!("{peer} did not start with a hello ({other:?}); closed");
+            None
+        }
+        Ok(Ok(None)) => None,
+        Ok(Err(err)) => {
+            tracing::warn!("{err}; closed");
+            None
+        }
+        Err(_) => {
+            tracing::warn!("{peer} said nothing for {HELLO_WITHIN:?}; closed");
+            None
+        }
+    }
+}
+
+/// Hands the loop everything an attached terminal or the workbench sends from now on, then
+/// its end.
+async fn relay_peer(
+    mut reader: FrameReader<OwnedReadHalf>,
+    id: u64,
+    workbench: bool,
+    events: &mpsc::Sender<Event>,
+) {
     loop {
         let next = reader.next().await;
         let event = match next {

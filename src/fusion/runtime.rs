@@ -29,7 +29,8 @@ use crate::helpers::events::{
     EventParser, PROMPT_ID, PiEvent, RunSummary, SettleStep, SettleWatch, Usage,
 };
 use crate::sys::{
-    CurrentGroup, GroupGuard, ProcessGroup, Reach, SpawnGrouped as _, lock, stop_group,
+    CurrentGroup, GroupGuard, ProcessGroup, Reach, SpawnGrouped as _, lock, sleep_until_some,
+    stop_group,
 };
 
 /// How long a stopped runtime has between SIGTERM and SIGKILL.
@@ -308,7 +309,6 @@ async fn converse(process: &mut Process, prompt: &str) -> Result<Answer, String>
     let mut settle = SettleWatch::new();
     let mut summary = RunSummary::default();
     let mut model = None;
-    let far = Instant::now() + Duration::from_secs(86_400);
     let mut probe_at: Option<Instant> = None;
     loop {
         tokio::select! {
@@ -335,7 +335,7 @@ async fn converse(process: &mut Process, prompt: &str) -> Result<Answer, String>
                     }
                 }
             }
-            _ = tokio::time::sleep_until(probe_at.unwrap_or(far)), if probe_at.is_some() => {
+            () = sleep_until_some(probe_at) => {
                 probe_at = None;
                 if let SettleStep::Probe { command, .. } = settle.probe() {
                     process.send(&command).await?;

@@ -426,37 +426,9 @@ fn split_front_matter<'a>(
                 }
             }
         }
-        let Some((key, value)) = trimmed.split_once(':') else {
-            return Err(ConfigError::at(
-                path,
-                text,
-                start + indent,
-                format!("expected `key: value`, found {trimmed:?}"),
-            ));
-        };
-        let key = key.trim().to_string();
-        let value = value.trim();
-        let value = if value.is_empty() {
-            Value::List(Vec::new())
-        } else if let Some(inner) = value.strip_prefix('[') {
-            let Some(inner) = inner.strip_suffix(']') else {
-                return Err(ConfigError::at(
-                    path,
-                    text,
-                    start + indent,
-                    format!("{key}: a `[` list must end with `]` on the same line"),
-                ));
-            };
-            Value::List(split_list(inner))
-        } else {
-            Value::Scalar(unquote(value).to_string())
-        };
-        block_list_open = value == Value::List(Vec::new());
-        entries.push(Entry {
-            key,
-            value,
-            offset: start + indent,
-        });
+        let entry = parse_entry(path, text, start + indent, trimmed)?;
+        block_list_open = entry.value == Value::List(Vec::new());
+        entries.push(entry);
     }
     Err(ConfigError::at(
         path,
@@ -464,6 +436,37 @@ fn split_front_matter<'a>(
         text_start,
         "the front matter opened with `---` is never closed by a `---` line",
     ))
+}
+
+/// One `key: value` line of the front matter (at byte `offset` of `text`): a scalar, a `[a, b]`
+/// list, or an empty value that `- item` lines may fill.
+fn parse_entry(path: &Path, text: &str, offset: usize, line: &str) -> Result<Entry, ConfigError> {
+    let Some((key, value)) = line.split_once(':') else {
+        return Err(ConfigError::at(
+            path,
+            text,
+            offset,
+            format!("expected `key: value`, found {line:?}"),
+        ));
+    };
+    let key = key.trim().to_string();
+    let value = value.trim();
+    let value = if value.is_empty() {
+        Value::List(Vec::new())
+    } else if let Some(inner) = value.strip_prefix('[') {
+        let Some(inner) = inner.strip_suffix(']') else {
+            return Err(ConfigError::at(
+                path,
+                text,
+                offset,
+                format!("{key}: a `[` list must end with `]` on the same line"),
+            ));
+        };
+        Value::List(split_list(inner))
+    } else {
+        Value::Scalar(unquote(value).to_string())
+    };
+    Ok(Entry { key, value, offset })
 }
 
 /// Lines of `text` from byte `from`, each with its byte offset, without the LF (and CR).

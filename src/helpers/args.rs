@@ -321,61 +321,10 @@ fn parse_workflow(args: &Value, script: &Value) -> Result<WorkflowScript, String
     let mut seen = HashSet::new();
     let mut parsed_steps = Vec::with_capacity(steps.len());
     for (index, step) in steps.iter().enumerate() {
-        let where_ = |message: String| format!("workflowScript step {}: {message}", index + 1);
-        let id = step
-            .get("id")
-            .and_then(Value::as_str)
-            .map(str::trim)
-            .filter(|id| {
-                !id.is_empty()
-                    && id
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-            })
-            .ok_or_else(|| where_("id must be letters, digits, - or _".to_string()))?
-            .to_string();
-        let args = parse_spawn_args(step).map_err(&where_)?;
-        if args.background == Some(true) {
-            return Err(where_(
-                "a step cannot run in the background; set run_in_background on the script"
-                    .to_string(),
-            ));
-        }
-        if args.context == Some(ContextMode::Fork) {
-            return Err(where_(
-                "workflow steps start fresh; context fork is for single helpers".to_string(),
-            ));
-        }
-        let after: Vec<String> = match step.get("after") {
-            None | Some(Value::Null) => Vec::new(),
-            Some(Value::Array(ids)) => ids
-                .iter()
-                .map(|id| {
-                    id.as_str()
-                        .map(str::to_string)
-                        .ok_or_else(|| where_(format!("after must list step ids, found {id}")))
-                })
-                .collect::<Result<_, _>>()?,
-            Some(other) => return Err(where_(format!("after must be an array, found {other}"))),
-        };
-        for dep in &after {
-            if !seen.contains(dep) {
-                return Err(where_(format!(
-                    "after names {dep:?}, which is not an earlier step"
-                )));
-            }
-        }
-        for mark in template_marks(&args.prompt) {
-            if !after.contains(&mark) {
-                return Err(where_(format!(
-                    "the prompt uses {{{{{mark}}}}} but {mark:?} is not in after"
-                )));
-            }
-        }
-        if !seen.insert(id.clone()) {
-            return Err(where_(format!("id {id:?} is used twice")));
-        }
-        parsed_steps.push(WorkflowStep { id, args, after });
+        let step = parse_step(step, &seen)
+            .map_err(|message| format!("workflowScript step {}: {message}", index + 1))?;
+        seen.insert(step.id.clone());
+        parsed_steps.push(step);
     }
     let max_parallel = match script.get("maxParallel") {
         None | Some(Value::Null) => 4,
@@ -394,6 +343,59 @@ fn parse_workflow(args: &Value, script: &Value) -> Result<WorkflowScript, String
         background: background(args)?.unwrap_or(false),
         max_output: parse_max_output(args)?,
     })
+}
+
+/// One step of a workflow script; `seen` holds the ids of the steps before it.
+fn parse_step(step: &Value, seen: &HashSet<String>) -> Result<WorkflowStep, String> {
+    let id = step
+        .get("id")
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|id| {
+            !id.is_empty()
+                && id
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        })
+        .ok_or_else(|| "id must be letters, digits, - or _".to_string())?
+        .to_string();
+    let args = parse_spawn_args(step)?;
+    if args.background == Some(true) {
+        return Err(
+            "a step cannot run in the background; set run_in_background on the script".to_string(),
+        );
+    }
+    if args.context == Some(ContextMode::Fork) {
+        return Err("workflow steps start fresh; context fork is for single helpers".to_string());
+    }
+    let after: Vec<String> = match step.get("after") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(ids)) => ids
+            .iter()
+            .map(|id| {
+                id.as_str()
+                    .map(str::to_string)
+                    .ok_or_else(|| format!("after must list step ids, found {id}"))
+            })
+            .collect::<Result<_, _>>()?,
+        Some(other) => return Err(format!("after must be an array, found {other}")),
+    };
+    for dep in &after {
+        if !seen.contains(dep) {
+            return Err(format!("after names {dep:?}, which is not an earlier step"));
+        }
+    }
+    for mark in template_marks(&args.prompt) {
+        if !after.contains(&mark) {
+            return Err(format!(
+                "the prompt uses {{{{{mark}}}}} but {mark:?} is not in after"
+            ));
+        }
+    }
+    if seen.contains(&id) {
+        return Err(format!("id {id:?} is used twice"));
+    }
+    Ok(WorkflowStep { id, args, after })
 }
 
 /// The `{{id}}` marks of a prompt, in order.

@@ -14,7 +14,7 @@ use tokio::sync::watch;
 
 use super::events::Usage;
 use super::run_status::RunStatus;
-use crate::sys::lock;
+use crate::sys::{Changed, lock};
 
 /// What kind of child a row is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,7 +146,7 @@ struct BoardState {
 #[derive(Clone)]
 pub struct HelperBoard {
     state: Arc<Mutex<BoardState>>,
-    version: Arc<watch::Sender<u64>>,
+    version: Changed,
 }
 
 impl Default for HelperBoard {
@@ -159,7 +159,7 @@ impl HelperBoard {
     pub fn new() -> Self {
         Self {
             state: Arc::new(Mutex::new(BoardState::default())),
-            version: Arc::new(watch::Sender::new(0)),
+            version: Changed::default(),
         }
     }
 
@@ -246,8 +246,7 @@ impl HelperBoard {
     }
 
     fn bump(&self) {
-        self.version
-            .send_modify(|version| *version = version.wrapping_add(1));
+        self.version.bump();
     }
 
     /// A poisoned lock only means a producer panicked mid-update; the rows stay readable.

@@ -175,131 +175,9 @@ impl Module for HelpersModule {
         // A call may legitimately last the whole run deadline; the host must not cut it first.
         let timeout = config.deadline + Duration::from_secs(60);
         vec![
-            ToolSpec::new(
-                SPAWN_TOOL,
-                "Spawn helper",
-                format!(
-                    "Delegate a self-contained task to a helper agent (a separate Pi with its \
-                     own context) and get its final answer. Types: {}. Foreground (default) \
-                     waits for the answer; run_in_background returns a run id at once and a \
-                     <helper-result-notification> arrives when it ends. workflowScript runs a \
-                     declared fan-out of steps; action manages runs (list, get, status, \
-                     children.list, resume, stop, grant-spawn-budget, doctor, guide, reply). \
-                     action: \"guide\" explains everything.",
-                    types.join("; ")
-                ),
-            )
-            .string_param("type", "The helper type, e.g. explore or work", false)
-            .string_param(
-                "prompt",
-                "The complete task: the helper sees nothing of this conversation (unless context is fork)",
-                false,
-            )
-            .string_param("description", "A 3-5 word label for the run", false)
-            .boolean_param(
-                "run_in_background",
-                "Return a run id at once and notify on completion (alias: async)",
-                false,
-            )
-            .boolean_param("async", "Alias of run_in_background", false)
-            .param(
-                "context",
-                json!({"type": "string", "enum": ["fresh", "fork"],
-                       "description": "fresh (default): the helper knows only the prompt; fork: \
-                       it starts with a copy of this conversation (background only)"}),
-                false,
-            )
-            .string_param("model", "Override the type's model (provider/model)", false)
-            .param(
-                "thinking",
-                json!({"type": "string", "enum": THINKING_LEVELS,
-                       "description": "Override the type's thinking level"}),
-                false,
-            )
-            .integer_param(
-                "max_turns",
-                "Turn budget: steered to answer at the limit, stopped after a grace",
-                false,
-            )
-            .integer_param("max_tool_uses", "Tool-call budget", false)
-            .integer_param("max_tokens", "Token budget (input + output)", false)
-            .number_param("max_cost", "Cost budget in USD", false)
-            .string_param(
-                "gate",
-                "One verify command (e.g. cargo test) that must exit 0 for the answer to be accepted",
-                false,
-            )
-            .param(
-                "acceptance",
-                json!({"type": "object", "description": "Full acceptance gate (instead of gate)",
-                       "properties": {
-                           "commands": {"type": "array", "items": {"type": "string"}},
-                           "timeoutSeconds": {"type": "integer"}}}),
-                false,
-            )
-            .param(
-                "maxOutput",
-                json!({"description": "Truncate the answer: a byte count or {bytes, lines} \
-                       (default 200 KB / 5000 lines)",
-                       "anyOf": [{"type": "integer"},
-                                 {"type": "object", "properties": {
-                                     "bytes": {"type": "integer"}, "lines": {"type": "integer"}}}]}),
-                false,
-            )
-            .param(
-                "workflowScript",
-                json!({"description": "A declared fan-out: {steps: [{id, type, prompt, \
-                       description?, after?: [ids]}], maxParallel?}; {{id}} in a prompt is \
-                       replaced by that earlier step's answer",
-                       "anyOf": [{"type": "object"}, {"type": "string"}]}),
-                false,
-            )
-            .param(
-                "action",
-                json!({"type": "string", "enum": super::args::ACTIONS,
-                       "description": "A management action instead of a spawn"}),
-                false,
-            )
-            .string_param("id", "The run id an action is about", false)
-            .string_param("message", "resume: the new message; reply: the answer", false)
-            .integer_param("amount", "grant-spawn-budget: how many more spawns", false)
-            .prompt_snippet("delegate a self-contained task to a helper agent")
-            .guideline(
-                "Use spawn_helper for self-contained investigations or changes whose details \
-                 need not enter this context; give the prompt everything the helper needs.",
-            )
-            .guideline(
-                "After spawn_helper with run_in_background, do not poll get_helper_result; \
-                 continue or end the turn and wait for the <helper-result-notification>.",
-            )
-            .guideline(
-                "A <helper-supervisor-message> with kind question waits for your answer: reply \
-                 with spawn_helper action reply, id and message.",
-            )
-            .timeout(timeout),
-            ToolSpec::new(
-                RESULT_TOOL,
-                "Helper result",
-                "Read a helper run's result by its run id; wait: true waits for a running one.",
-            )
-            .string_param("id", "The run id spawn_helper returned", true)
-            .boolean_param("wait", "Wait until the run ends (default false)", false)
-            .timeout(timeout),
-            ToolSpec::new(
-                SUPERVISOR_TOOL,
-                "Contact supervisor",
-                "Only for helper agents: send your supervisor (the agent that spawned you) a \
-                 question, and wait for its answer, or a status note. Use it when you are \
-                 blocked on a decision only your supervisor can make.",
-            )
-            .string_param("message", "The question or the status note", true)
-            .param(
-                "kind",
-                json!({"type": "string", "enum": ["question", "status"],
-                       "description": "question (default) waits for the answer; status does not"}),
-                false,
-            )
-            .timeout(config.supervisor_timeout + Duration::from_secs(30)),
+            spawn_tool(&types, timeout),
+            result_tool(timeout),
+            supervisor_tool(config.supervisor_timeout + Duration::from_secs(30)),
         ]
     }
 
@@ -323,6 +201,168 @@ impl Module for HelpersModule {
             }
         })
     }
+}
+
+/// `spawn_helper`: a single helper, a workflow script or a management action.
+fn spawn_tool(types: &[String], timeout: Duration) -> ToolSpec {
+    let spec = ToolSpec::new(
+        SPAWN_TOOL,
+        "Spawn helper",
+        format!(
+            "Delegate a self-contained task to a helper agent (a separate Pi with its \
+             own context) and get its final answer. Types: {}. Foreground (default) \
+             waits for the answer; run_in_background returns a run id at once and a \
+             <helper-result-notification> arrives when it ends. workflowScript runs a \
+             declared fan-out of steps; action manages runs (list, get, status, \
+             children.list, resume, stop, grant-spawn-budget, doctor, guide, reply). \
+             action: \"guide\" explains everything.",
+            types.join("; ")
+        ),
+    );
+    let spec = task_params(spec);
+    let spec = budget_params(spec);
+    let spec = output_params(spec);
+    action_params(spec)
+        .prompt_snippet("delegate a self-contained task to a helper agent")
+        .guideline(
+            "Use spawn_helper for self-contained investigations or changes whose details \
+         need not enter this context; give the prompt everything the helper needs.",
+        )
+        .guideline(
+            "After spawn_helper with run_in_background, do not poll get_helper_result; \
+         continue or end the turn and wait for the <helper-result-notification>.",
+        )
+        .guideline(
+            "A <helper-supervisor-message> with kind question waits for your answer: reply \
+         with spawn_helper action reply, id and message.",
+        )
+        .timeout(timeout)
+}
+
+/// What the helper is and does: its type, task, label, mode, context, model and thinking.
+fn task_params(spec: ToolSpec) -> ToolSpec {
+    spec
+    .string_param("type", "The helper type, e.g. explore or work", false)
+    .string_param(
+        "prompt",
+        "The complete task: the helper sees nothing of this conversation (unless context is fork)",
+        false,
+    )
+    .string_param("description", "A 3-5 word label for the run", false)
+    .boolean_param(
+        "run_in_background",
+        "Return a run id at once and notify on completion (alias: async)",
+        false,
+    )
+    .boolean_param("async", "Alias of run_in_background", false)
+    .param(
+        "context",
+        json!({"type": "string", "enum": ["fresh", "fork"],
+               "description": "fresh (default): the helper knows only the prompt; fork: \
+               it starts with a copy of this conversation (background only)"}),
+        false,
+    )
+    .string_param("model", "Override the type's model (provider/model)", false)
+    .param(
+        "thinking",
+        json!({"type": "string", "enum": THINKING_LEVELS,
+               "description": "Override the type's thinking level"}),
+        false,
+    )
+}
+
+/// The run's budgets.
+fn budget_params(spec: ToolSpec) -> ToolSpec {
+    spec.integer_param(
+        "max_turns",
+        "Turn budget: steered to answer at the limit, stopped after a grace",
+        false,
+    )
+    .integer_param("max_tool_uses", "Tool-call budget", false)
+    .integer_param("max_tokens", "Token budget (input + output)", false)
+    .number_param("max_cost", "Cost budget in USD", false)
+}
+
+/// How the answer is accepted and cut.
+fn output_params(spec: ToolSpec) -> ToolSpec {
+    spec.string_param(
+        "gate",
+        "One verify command (e.g. cargo test) that must exit 0 for the answer to be accepted",
+        false,
+    )
+    .param(
+        "acceptance",
+        json!({"type": "object", "description": "Full acceptance gate (instead of gate)",
+               "properties": {
+                   "commands": {"type": "array", "items": {"type": "string"}},
+                   "timeoutSeconds": {"type": "integer"}}}),
+        false,
+    )
+    .param(
+        "maxOutput",
+        json!({"description": "Truncate the answer: a byte count or {bytes, lines} \
+               (default 200 KB / 5000 lines)",
+               "anyOf": [{"type": "integer"},
+                         {"type": "object", "properties": {
+                             "bytes": {"type": "integer"}, "lines": {"type": "integer"}}}]}),
+        false,
+    )
+}
+
+/// A workflow script, or a management action with its arguments.
+fn action_params(spec: ToolSpec) -> ToolSpec {
+    spec.param(
+        "workflowScript",
+        json!({"description": "A declared fan-out: {steps: [{id, type, prompt, \
+               description?, after?: [ids]}], maxParallel?}; {{id}} in a prompt is \
+               replaced by that earlier step's answer",
+               "anyOf": [{"type": "object"}, {"type": "string"}]}),
+        false,
+    )
+    .param(
+        "action",
+        json!({"type": "string", "enum": super::args::ACTIONS,
+               "description": "A management action instead of a spawn"}),
+        false,
+    )
+    .string_param("id", "The run id an action is about", false)
+    .string_param(
+        "message",
+        "resume: the new message; reply: the answer",
+        false,
+    )
+    .integer_param("amount", "grant-spawn-budget: how many more spawns", false)
+}
+
+/// `get_helper_result`.
+fn result_tool(timeout: Duration) -> ToolSpec {
+    ToolSpec::new(
+        RESULT_TOOL,
+        "Helper result",
+        "Read a helper run's result by its run id; wait: true waits for a running one.",
+    )
+    .string_param("id", "The run id spawn_helper returned", true)
+    .boolean_param("wait", "Wait until the run ends (default false)", false)
+    .timeout(timeout)
+}
+
+/// `contact_supervisor`, for helper agents.
+fn supervisor_tool(timeout: Duration) -> ToolSpec {
+    ToolSpec::new(
+        SUPERVISOR_TOOL,
+        "Contact supervisor",
+        "Only for helper agents: send your supervisor (the agent that spawned you) a \
+         question, and wait for its answer, or a status note. Use it when you are \
+         blocked on a decision only your supervisor can make.",
+    )
+    .string_param("message", "The question or the status note", true)
+    .param(
+        "kind",
+        json!({"type": "string", "enum": ["question", "status"],
+               "description": "question (default) waits for the answer; status does not"}),
+        false,
+    )
+    .timeout(timeout)
 }
 
 #[cfg(test)]

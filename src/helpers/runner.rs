@@ -32,6 +32,7 @@
 use std::collections::VecDeque;
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -41,7 +42,7 @@ use serde_json::{Map, Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
 use tokio::sync::{mpsc, watch};
-use tokio::time::Instant;
+use tokio::time::{Instant, sleep_until};
 use unipi_widgets::text::truncate_chars;
 
 use super::board::{RunControl, TranscriptEntry};
@@ -51,7 +52,8 @@ pub use super::run_status::RunStatus;
 use super::spec::{RunSpec, SessionMode};
 use super::warm::{LaunchKey, Prewarmed, Started};
 use crate::sys::{
-    CurrentGroup, GroupGuard, GroupStop, ProcessGroup, ProcessId, Reach, lock, now_ms, write_atomic,
+    CurrentGroup, GroupGuard, GroupStop, ProcessGroup, ProcessId, Reach, lock, now_ms,
+    sleep_until_some, write_atomic,
 };
 
 /// How far the runner's signals go: Pi runs each `bash` tool call in a process group of its
@@ -479,9 +481,20 @@ const NO_STEERING_IN_PRINT_MODE: &str = "steering is unavailable: this attempt r
                                          mode (the task was delivered through a file after a \
                                          silent start)";
 
-/// One attempt's moving parts, apart from the pipes the select loop reads.
+/// The child and the pipes an attempt's loop reads; apart from [`RunningAttempt`], so the
+/// `select!`'s reads borrow these while its arms change the state.
+struct Pipes {
+    child: Child,
+    stdout: ChildStdout,
+    stderr: ChildStderr,
+    out_buf: Vec<u8>,
+    err_buf: Vec<u8>,
+}
+
+/// One attempt's state: what its events said so far, its timers and how far it has ended.
 struct RunningAttempt {
     group: ProcessGroup,
+    pid: u32,
     /// The stdin channel (RPC mode); `None` in print mode and once stdin is closed.
     commands: Option<mpsc::UnboundedSender<StdinCommand>>,
     rpc: bool,
@@ -493,6 +506,25 @@ struct RunningAttempt {
     activity_text: Option<String>,
     prompt_error: Option<String>,
     budget_exceeded: Option<String>,
+    stderr_tail: StderrTail,
+    stdout_open: bool,
+    stderr_open: bool,
+    /// The leader's exit, once reaped.
+    exit: Option<std::io::Result<ExitStatus>>,
+    /// It printed something on stdout (the zero-activity rule no longer applies).
+    seen_output: bool,
+    /// It printed nothing for the idle timeout and was killed.
+    idle: bool,
+    /// Who asked it to stop, if anyone did.
+    stop: Option<StopKind>,
+    /// The SIGTERM → grace → SIGKILL stop under way, if any.
+    stopping: GroupStop,
+    /// When a child that printed nothing yet is taken for stuck.
+    idle_at: Instant,
+    /// The run's deadline (counted from the run's start, not the attempt's).
+    deadline: Instant,
+    /// When to stop reading the pipes after the leader exited.
+    drain_until: Option<Instant>,
     /// When to repeat a `get_state` probe.
     probe_at: Option<Instant>,
     /// When to close stdin even without the session file's answer.
@@ -502,6 +534,11 @@ struct RunningAttempt {
 }
 
 impl RunningAttempt {
+    /// The leader has not been reaped, or a pipe is still open.
+    fn running(&self) -> bool {
+        self.exit.is_none() || self.stdout_open || self.stderr_open
+    }
+
     fn send(&self, line: String) {
         if let Some(commands) = &self.commands {
             // A closed channel means the writer hit a dead pipe; the exit tells the rest.
@@ -518,6 +555,10 @@ impl RunningAttempt {
         self.close_at = None;
     }
 
+    fn kill(&self) {
+        REACH.signal(self.group, Signal::SIGKILL);
+    }
+
     fn totals(&self) -> Totals {
         Totals {
             turns: self.summary.turns,
@@ -525,6 +566,82 @@ impl RunningAttempt {
             tokens: self.summary.usage.total,
             cost: self.summary.usage.cost,
         }
+    }
+
+    /// The zero-activity rule: only a child that printed nothing yet and still runs.
+    fn may_go_idle(&self) -> bool {
+        !self.seen_output && !self.idle && self.exit.is_none()
+    }
+
+    fn on_stderr(&mut self, bytes: Option<&[u8]>) {
+        match bytes {
+            Some(bytes) => self.stderr_tail.push(bytes),
+            None => self.stderr_open = false,
+        }
+    }
+
+    fn on_idle(&mut self) {
+        self.idle = true;
+        self.kill();
+    }
+
+    fn on_probe_due(&mut self) {
+        self.probe_at = None;
+        if let SettleStep::Probe { command, .. } = self.settle.probe() {
+            self.send(command);
+        }
+    }
+
+    fn on_end_grace_over(&mut self) {
+        self.end_kill_at = None;
+        tracing::debug!(
+            "helper {}: did not end within the end grace; killed",
+            self.pid
+        );
+        self.kill();
+    }
+
+    /// How the attempt ended, once the loop is over.
+    fn ended(self) -> Attempt {
+        let (exit, wait_error) = exit_info(self.pid, self.exit);
+        Attempt {
+            exit,
+            wait_error,
+            stderr_tail: self.stderr_tail.text(),
+            stop: self.stop,
+            idle: self.idle,
+            rpc: self.rpc,
+            settled: self.settle.is_settled(),
+            session_file: self.settle.session_file().map(PathBuf::from),
+            summary: self.summary,
+            prompt_error: self.prompt_error,
+            budget_exceeded: self.budget_exceeded,
+        }
+    }
+}
+
+/// The exit of a reaped leader (or the error waiting for it); nothing when it was not reaped.
+fn exit_info(pid: u32, exit: Option<std::io::Result<ExitStatus>>) -> (ExitInfo, Option<String>) {
+    match exit {
+        Some(Ok(status)) => (
+            ExitInfo {
+                pid: Some(pid),
+                code: status.code(),
+                signal: status
+                    .signal()
+                    .and_then(|sig| Signal::try_from(sig).ok())
+                    .map(|sig| sig.as_str().to_string()),
+            },
+            None,
+        ),
+        Some(Err(err)) => (
+            ExitInfo {
+                pid: Some(pid),
+                ..ExitInfo::default()
+            },
+            Some(format!("could not wait for the helper: {err}")),
+        ),
+        None => (ExitInfo::default(), None),
     }
 }
 
@@ -598,20 +715,62 @@ impl Supervisor {
         spawn(&self.spec, &args, false)
     }
 
+    /// Runs one child to its end: reads its pipes, keeps its timers and carries out stops. Each
+    /// arm hands what happened to one method.
     async fn attempt(&mut self, spawned: Spawned) -> Attempt {
+        let (mut pipes, mut live) = self.begin_attempt(spawned);
+        while live.running() {
+            tokio::select! {
+                read = pipes.stdout.read(&mut pipes.out_buf), if live.stdout_open => {
+                    self.on_stdout(&mut live, read_bytes(read, &pipes.out_buf));
+                }
+                read = pipes.stderr.read(&mut pipes.err_buf), if live.stderr_open => {
+                    live.on_stderr(read_bytes(read, &pipes.err_buf));
+                }
+                status = pipes.child.wait(), if live.exit.is_none() => self.on_exit(&mut live, status),
+                // A process that left the group (`setsid`) may hold the pipes open forever.
+                () = sleep_until_some(live.drain_until) => self.on_drain_over(&mut live),
+                () = sleep_until(live.idle_at), if live.may_go_idle() => live.on_idle(),
+                () = sleep_until_some(live.probe_at) => live.on_probe_due(),
+                () = sleep_until_some(live.close_at) => live.close(self.spec.end_grace),
+                () = sleep_until_some(live.end_kill_at), if live.exit.is_none() => {
+                    live.on_end_grace_over();
+                }
+                () = sleep_until(live.deadline), if live.stop.is_none() && live.exit.is_none() => {
+                    self.on_deadline(&mut live);
+                }
+                _ = live.stopping.finished() => {}
+                changed = self.stop.changed(), if live.stop.is_none() => {
+                    self.on_stop_request(&mut live, changed.is_ok());
+                }
+            }
+        }
+        self.group.clear();
+        live.ended()
+    }
+
+    /// The attempt's state at its start; a stop asked for before it starts begins at once.
+    fn begin_attempt(&self, spawned: Spawned) -> (Pipes, RunningAttempt) {
         let Spawned {
-            mut child,
+            child,
             group,
             pid,
             commands,
-            mut stdout,
-            mut stderr,
+            stdout,
+            stderr,
         } = spawned;
-        let rpc = commands.is_some();
+        let pipes = Pipes {
+            child,
+            stdout,
+            stderr,
+            out_buf: vec![0u8; 64 * 1024],
+            err_buf: vec![0u8; 8 * 1024],
+        };
         let mut live = RunningAttempt {
             group,
+            pid,
+            rpc: commands.is_some(),
             commands,
-            rpc,
             parser: EventParser::new(),
             summary: RunSummary::default(),
             settle: SettleWatch::new(),
@@ -620,151 +779,93 @@ impl Supervisor {
             activity_text: None,
             prompt_error: None,
             budget_exceeded: None,
+            stderr_tail: StderrTail::default(),
+            stdout_open: true,
+            stderr_open: true,
+            exit: None,
+            seen_output: false,
+            idle: false,
+            stop: *self.stop.borrow(),
+            stopping: GroupStop::default(),
+            idle_at: Instant::now() + self.spec.idle_timeout,
+            deadline: self.started + self.spec.deadline,
+            drain_until: None,
             probe_at: None,
             close_at: None,
             end_kill_at: None,
         };
-        let mut stderr_tail = StderrTail::default();
-        let mut out_buf = vec![0u8; 64 * 1024];
-        let mut err_buf = vec![0u8; 8 * 1024];
-        let (mut stdout_open, mut stderr_open) = (true, true);
-        let mut exit = None;
-        let mut seen_output = false;
-        let mut idle = false;
-        let mut stop = *self.stop.borrow();
-        let mut stopping = GroupStop::default();
-        if stop.is_some() {
-            self.begin_stop(group, &mut stopping);
+        if live.stop.is_some() {
+            self.begin_stop(&mut live);
         }
-        let idle_at = Instant::now() + self.spec.idle_timeout;
-        let deadline = self.started + self.spec.deadline;
-        let far = Instant::now() + Duration::from_secs(86_400 * 365);
-        let mut drain_until = None;
-        while exit.is_none() || stdout_open || stderr_open {
-            tokio::select! {
-                read = stdout.read(&mut out_buf), if stdout_open => match read {
-                    Ok(0) | Err(_) => {
-                        stdout_open = false;
-                        let events = live.parser.finish();
-                        self.on_events(&mut live, events);
-                    }
-                    Ok(n) => {
-                        seen_output = true;
-                        let events = live.parser.feed(&out_buf[..n]);
-                        self.on_events(&mut live, events);
-                        self.publish(&live);
-                    }
-                },
-                read = stderr.read(&mut err_buf), if stderr_open => match read {
-                    Ok(0) | Err(_) => stderr_open = false,
-                    Ok(n) => stderr_tail.push(&err_buf[..n]),
-                },
-                status = child.wait(), if exit.is_none() => {
-                    exit = Some(status);
-                    // The leader is gone; whatever it left in its group goes too, which also
-                    // closes the pipes those processes held.
-                    if group.alive() {
-                        REACH.signal(group, Signal::SIGKILL);
-                    }
-                    // Nothing of the group runs any more: `Drop` must not signal a reused id.
-                    self.group.clear();
-                    live.commands = None;
-                    self.shared.close_steering("the run has ended");
-                    drain_until = Some(Instant::now() + PIPE_DRAIN);
-                },
-                // A process that left the group (`setsid`) may hold the pipes open forever.
-                _ = tokio::time::sleep_until(drain_until.unwrap_or(far)),
-                    if drain_until.is_some() =>
-                {
-                    if stdout_open {
-                        tracing::debug!("helper {pid}: stdout still open after exit; not read");
-                        let events = live.parser.finish();
-                        self.on_events(&mut live, events);
-                    }
-                    (stdout_open, stderr_open) = (false, false);
-                },
-                _ = tokio::time::sleep_until(idle_at),
-                    if !seen_output && !idle && exit.is_none() =>
-                {
-                    idle = true;
-                    REACH.signal(group, Signal::SIGKILL);
-                },
-                _ = tokio::time::sleep_until(live.probe_at.unwrap_or(far)),
-                    if live.probe_at.is_some() =>
-                {
-                    live.probe_at = None;
-                    if let SettleStep::Probe { command, .. } = live.settle.probe() {
-                        live.send(command);
-                    }
-                },
-                _ = tokio::time::sleep_until(live.close_at.unwrap_or(far)),
-                    if live.close_at.is_some() =>
-                {
-                    live.close(self.spec.end_grace);
-                },
-                _ = tokio::time::sleep_until(live.end_kill_at.unwrap_or(far)),
-                    if live.end_kill_at.is_some() && exit.is_none() =>
-                {
-                    live.end_kill_at = None;
-                    tracing::debug!("helper {pid}: did not end within the end grace; killed");
-                    REACH.signal(group, Signal::SIGKILL);
-                },
-                _ = tokio::time::sleep_until(deadline), if stop.is_none() && exit.is_none() => {
-                    stop = Some(StopKind::Deadline);
-                    self.shared.push(TranscriptEntry::Note("run deadline reached; stopping".into()));
-                    self.begin_stop(group, &mut stopping);
-                },
-                _ = stopping.finished() => {},
-                changed = self.stop.changed(), if stop.is_none() => {
-                    if changed.is_err() {
-                        // Every sender is gone without a request: treat it as dropped.
-                        stop = Some(StopKind::Dropped);
-                    } else {
-                        stop = *self.stop.borrow_and_update();
-                    }
-                    if stop == Some(StopKind::Dropped) {
-                        REACH.signal(group, Signal::SIGKILL);
-                    } else if stop.is_some() {
-                        self.shared.push(TranscriptEntry::Note("stop requested".into()));
-                        self.begin_stop(group, &mut stopping);
-                    }
-                },
+        (pipes, live)
+    }
+
+    /// Output (`Some`) or the end of stdout (`None`).
+    fn on_stdout(&self, live: &mut RunningAttempt, bytes: Option<&[u8]>) {
+        match bytes {
+            Some(bytes) => {
+                live.seen_output = true;
+                let events = live.parser.feed(bytes);
+                self.on_events(live, events);
+                self.publish(live);
+            }
+            None => {
+                live.stdout_open = false;
+                let events = live.parser.finish();
+                self.on_events(live, events);
             }
         }
+    }
+
+    fn on_exit(&self, live: &mut RunningAttempt, status: std::io::Result<ExitStatus>) {
+        live.exit = Some(status);
+        // The leader is gone; whatever it left in its group goes too, which also closes the
+        // pipes those processes held.
+        if live.group.alive() {
+            live.kill();
+        }
+        // Nothing of the group runs any more: `Drop` must not signal a reused id.
         self.group.clear();
-        let (exit, wait_error) = match exit {
-            Some(Ok(status)) => (
-                ExitInfo {
-                    pid: Some(pid),
-                    code: status.code(),
-                    signal: status
-                        .signal()
-                        .and_then(|sig| Signal::try_from(sig).ok())
-                        .map(|sig| sig.as_str().to_string()),
-                },
-                None,
-            ),
-            Some(Err(err)) => (
-                ExitInfo {
-                    pid: Some(pid),
-                    ..ExitInfo::default()
-                },
-                Some(format!("could not wait for the helper: {err}")),
-            ),
-            None => (ExitInfo::default(), None),
+        live.commands = None;
+        self.shared.close_steering("the run has ended");
+        live.drain_until = Some(Instant::now() + PIPE_DRAIN);
+    }
+
+    /// The pipes stayed open [`PIPE_DRAIN`] after the exit: stop reading them.
+    fn on_drain_over(&self, live: &mut RunningAttempt) {
+        if live.stdout_open {
+            tracing::debug!(
+                "helper {}: stdout still open after exit; not read",
+                live.pid
+            );
+            let events = live.parser.finish();
+            self.on_events(live, events);
+        }
+        (live.stdout_open, live.stderr_open) = (false, false);
+    }
+
+    fn on_deadline(&self, live: &mut RunningAttempt) {
+        live.stop = Some(StopKind::Deadline);
+        self.shared.push(TranscriptEntry::Note(
+            "run deadline reached; stopping".into(),
+        ));
+        self.begin_stop(live);
+    }
+
+    /// The handle or the board asked for a stop (`open` false: every sender is gone).
+    fn on_stop_request(&mut self, live: &mut RunningAttempt, open: bool) {
+        live.stop = if open {
+            *self.stop.borrow_and_update()
+        } else {
+            // Every sender is gone without a request: treat it as dropped.
+            Some(StopKind::Dropped)
         };
-        Attempt {
-            exit,
-            wait_error,
-            stderr_tail: stderr_tail.text(),
-            stop,
-            idle,
-            rpc,
-            settled: live.settle.is_settled(),
-            session_file: live.settle.session_file().map(PathBuf::from),
-            summary: live.summary,
-            prompt_error: live.prompt_error,
-            budget_exceeded: live.budget_exceeded,
+        if live.stop == Some(StopKind::Dropped) {
+            live.kill();
+        } else if live.stop.is_some() {
+            self.shared
+                .push(TranscriptEntry::Note("stop requested".into()));
+            self.begin_stop(live);
         }
     }
 
@@ -841,7 +942,7 @@ impl Supervisor {
                     live.send(json!({ "type": "abort" }).to_string());
                     live.end_kill_at = Some(Instant::now() + self.spec.end_grace);
                 } else {
-                    REACH.signal(live.group, Signal::SIGKILL);
+                    live.kill();
                 }
                 live.budget_exceeded = Some(reason);
             }
@@ -892,8 +993,8 @@ impl Supervisor {
     }
 
     /// SIGTERM to the tree, SIGKILL after the kill grace, beside the attempt's other work.
-    fn begin_stop(&self, group: ProcessGroup, stopping: &mut GroupStop) {
-        stopping.start(group, self.spec.kill_grace, REACH);
+    fn begin_stop(&self, live: &mut RunningAttempt) {
+        live.stopping.start(live.group, self.spec.kill_grace, REACH);
     }
 
     fn publish(&self, live: &RunningAttempt) {
@@ -1072,6 +1173,14 @@ fn error_lines(stderr: &str) -> Option<String> {
             .skip(count.saturating_sub(STDERR_ERROR_CHARS))
             .collect(),
     )
+}
+
+/// The bytes a pipe read gave; `None` at its end (or a read error, which ends it as well).
+fn read_bytes(read: std::io::Result<usize>, buf: &[u8]) -> Option<&[u8]> {
+    match read {
+        Ok(0) | Err(_) => None,
+        Ok(n) => Some(&buf[..n]),
+    }
 }
 
 /// The last [`StderrTail::KEEP`] bytes of stderr.

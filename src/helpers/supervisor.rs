@@ -13,13 +13,14 @@
 //! timeout. Such a question is answered at once with that explanation.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
 use super::names::SUPERVISOR_MESSAGE_TYPE;
 use super::results::{error_output, escape_xml};
-use super::runs::Caller;
+use super::runs::{Caller, RunInfo};
 use super::service::HelperService;
 use crate::bridge::AgentNotice;
 use crate::bridge::{ToolCall, ToolError, ToolOutput};
@@ -76,6 +77,52 @@ pub fn message_content(
     lines.join("\n")
 }
 
+/// The `<helper-supervisor-message>` that brings a helper's question or note to its parent (a
+/// question starts a turn).
+fn supervisor_notice(
+    run_id: &str,
+    info: &RunInfo,
+    kind: Kind,
+    message: &str,
+    timeout: Duration,
+) -> AgentNotice {
+    AgentNotice {
+        agent: info.parent_agent.clone(),
+        id: run_id.to_string(),
+        custom_type: SUPERVISOR_MESSAGE_TYPE.to_string(),
+        content: message_content(
+            run_id,
+            &info.agent_type,
+            &info.description,
+            kind,
+            message,
+            timeout.as_secs(),
+        ),
+        details: json!({
+            "runId": run_id,
+            "type": info.agent_type,
+            "description": info.description,
+            "kind": kind.as_str(),
+            "message": message,
+        }),
+        trigger_turn: kind == Kind::Question,
+    }
+}
+
+/// What the helper reads back: the parent's answer, or that none came in time.
+fn answered(reply: Option<String>, timeout: Duration) -> ToolOutput {
+    match reply {
+        Some(reply) => ToolOutput::text(format!("Your supervisor answered:\n{reply}"))
+            .with_details(json!({"status": "answered", "reply": reply})),
+        None => ToolOutput::text(format!(
+            "No answer from your supervisor within {} s. Proceed with your best judgement \
+             and state your assumptions in your final answer.",
+            timeout.as_secs()
+        ))
+        .with_details(json!({"status": "unanswered", "reason": "timeout"})),
+    }
+}
+
 impl HelperService {
     pub(super) async fn contact_supervisor(
         self: Arc<Self>,
@@ -118,28 +165,8 @@ impl HelperService {
         } else {
             None
         };
-        self.notify(AgentNotice {
-            agent: info.parent_agent.clone(),
-            id: run_id.clone(),
-            custom_type: SUPERVISOR_MESSAGE_TYPE.to_string(),
-            content: message_content(
-                &run_id,
-                &info.agent_type,
-                &info.description,
-                kind,
-                &message,
-                timeout.as_secs(),
-            ),
-            details: json!({
-                "runId": run_id,
-                "type": info.agent_type,
-                "description": info.description,
-                "kind": kind.as_str(),
-                "message": message,
-            }),
-            trigger_turn: kind == Kind::Question,
-        })
-        .await;
+        self.notify(supervisor_notice(&run_id, &info, kind, &message, timeout))
+            .await;
         let Some(rx) = answer else {
             return Ok(ToolOutput::text("Status note sent to your supervisor.")
                 .with_details(json!({"status": "sent"})));
@@ -149,16 +176,7 @@ impl HelperService {
             () = call.cancel.cancelled() => None,
         };
         self.ledger().take_question(&run_id);
-        Ok(match reply {
-            Some(reply) => ToolOutput::text(format!("Your supervisor answered:\n{reply}"))
-                .with_details(json!({"status": "answered", "reply": reply})),
-            None => ToolOutput::text(format!(
-                "No answer from your supervisor within {} s. Proceed with your best judgement \
-                 and state your assumptions in your final answer.",
-                timeout.as_secs()
-            ))
-            .with_details(json!({"status": "unanswered", "reason": "timeout"})),
-        })
+        Ok(answered(reply, timeout))
     }
 
     /// `spawn_helper` `action: "reply"`: the parent answers run `id`'s open question.

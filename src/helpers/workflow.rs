@@ -263,30 +263,15 @@ impl HelperService {
             }
             let mut waiting_for_slot = false;
             if !cancelled {
-                for index in ready {
-                    if running.len() >= script.max_parallel {
-                        break;
-                    }
-                    match self.clone().start_step(&caller, script, index, &ends).await {
-                        StepStart::Started(started_run) => {
-                            started.insert(index);
-                            let inner = self.clone();
-                            let token = step_cancel.clone();
-                            running.spawn(async move {
-                                let result = inner.finish(*started_run, &token, None).await;
-                                (index, StepEnd::Done(Box::new(result)))
-                            });
-                        }
-                        StepStart::NoSlot => {
-                            waiting_for_slot = true;
-                            break;
-                        }
-                        StepStart::Failed(reason) => {
-                            started.insert(index);
-                            ends.insert(script.steps[index].id.clone(), StepEnd::Failed { reason });
-                        }
-                    }
-                }
+                let mut steps = Steps {
+                    script,
+                    started: &mut started,
+                    ends: &mut ends,
+                    running: &mut running,
+                };
+                waiting_for_slot = self
+                    .start_ready(&caller, &mut steps, ready, &step_cancel)
+                    .await;
             }
             if running.is_empty() && !waiting_for_slot {
                 let (ready, skip) = ready_steps(script, &started, &ends);
@@ -305,60 +290,49 @@ impl HelperService {
                 }
             };
             if let Some(joined) = next {
-                match joined {
-                    Ok((index, end)) => {
-                        ends.insert(script.steps[index].id.clone(), end);
-                    }
-                    Err(err) => tracing::warn!("a workflow step task failed: {err}"),
+                record_end(script, &mut ends, joined, call);
+            }
+        }
+        fail_unstarted(script, &mut ends, cancelled);
+        workflow_report(script, &ends, began, cancelled)
+    }
+
+    /// Starts the ready steps while a parallel slot is free; true when one waits for a
+    /// helper slot (retried after [`SLOT_RETRY`]).
+    async fn start_ready(
+        self: &Arc<Self>,
+        caller: &Caller,
+        steps: &mut Steps<'_>,
+        ready: Vec<usize>,
+        step_cancel: &CancelToken,
+    ) -> bool {
+        for index in ready {
+            if steps.running.len() >= steps.script.max_parallel {
+                break;
+            }
+            match self
+                .clone()
+                .start_step(caller, steps.script, index, steps.ends)
+                .await
+            {
+                StepStart::Started(started_run) => {
+                    steps.started.insert(index);
+                    let inner = self.clone();
+                    let token = step_cancel.clone();
+                    steps.running.spawn(async move {
+                        let result = inner.finish(*started_run, &token, None).await;
+                        (index, StepEnd::Done(Box::new(result)))
+                    });
                 }
-                if let Some(call) = call {
-                    call.updates.send(ToolOutput::text(format!(
-                        "workflow · {} of {} steps ended",
-                        ends.len(),
-                        script.steps.len()
-                    )));
+                StepStart::NoSlot => return true,
+                StepStart::Failed(reason) => {
+                    steps.started.insert(index);
+                    let id = steps.script.steps[index].id.clone();
+                    steps.ends.insert(id, StepEnd::Failed { reason });
                 }
             }
         }
-        for (index, step) in script.steps.iter().enumerate() {
-            if !ends.contains_key(&step.id) {
-                ends.insert(
-                    step.id.clone(),
-                    StepEnd::Failed {
-                        reason: if cancelled {
-                            "cancelled before it started".to_string()
-                        } else {
-                            format!("step {} never became ready", index + 1)
-                        },
-                    },
-                );
-            }
-        }
-        let limit = script.max_output.unwrap_or_default();
-        let (text, truncated) =
-            truncate_output(&combined_text(script, &ends), limit.bytes, limit.lines);
-        let completed = ends.values().filter(|end| end.ok()).count();
-        let steps: Vec<Value> = script
-            .steps
-            .iter()
-            .map(|step| {
-                let end = &ends[&step.id];
-                let mut row = json!({"id": step.id, "status": end.status()});
-                if let StepEnd::Done(result) = end {
-                    row["runId"] = json!(result.run_id);
-                    row["usage"] = usage_json(&result.usage);
-                }
-                row
-            })
-            .collect();
-        let details = json!({
-            "status": if completed == script.steps.len() { "completed" } else { "error" },
-            "summary": format!("{completed}/{} steps · {:.1}s", script.steps.len(), began.elapsed().as_secs_f64()),
-            "steps": steps,
-            "truncated": truncated,
-            "cancelled": cancelled,
-        });
-        (text, details)
+        false
     }
 
     async fn start_step(
@@ -408,6 +382,87 @@ impl HelperService {
             Err((reason, _)) => StepStart::Failed(reason),
         }
     }
+}
+
+/// The workflow's bookkeeping a step start touches.
+struct Steps<'a> {
+    script: &'a WorkflowScript,
+    started: &'a mut HashSet<usize>,
+    ends: &'a mut HashMap<String, StepEnd>,
+    running: &'a mut JoinSet<(usize, StepEnd)>,
+}
+
+/// Records a step's end and tells the call how far the workflow is.
+fn record_end(
+    script: &WorkflowScript,
+    ends: &mut HashMap<String, StepEnd>,
+    joined: Result<(usize, StepEnd), tokio::task::JoinError>,
+    call: Option<&ToolCall>,
+) {
+    match joined {
+        Ok((index, end)) => {
+            ends.insert(script.steps[index].id.clone(), end);
+        }
+        Err(err) => tracing::warn!("a workflow step task failed: {err}"),
+    }
+    if let Some(call) = call {
+        call.updates.send(ToolOutput::text(format!(
+            "workflow · {} of {} steps ended",
+            ends.len(),
+            script.steps.len()
+        )));
+    }
+}
+
+/// Gives every step that never ran its reason: cancelled, or never ready.
+fn fail_unstarted(script: &WorkflowScript, ends: &mut HashMap<String, StepEnd>, cancelled: bool) {
+    for (index, step) in script.steps.iter().enumerate() {
+        if !ends.contains_key(&step.id) {
+            ends.insert(
+                step.id.clone(),
+                StepEnd::Failed {
+                    reason: if cancelled {
+                        "cancelled before it started".to_string()
+                    } else {
+                        format!("step {} never became ready", index + 1)
+                    },
+                },
+            );
+        }
+    }
+}
+
+/// The workflow's combined text (cut to its output limit) and details.
+fn workflow_report(
+    script: &WorkflowScript,
+    ends: &HashMap<String, StepEnd>,
+    began: Instant,
+    cancelled: bool,
+) -> (String, Value) {
+    let limit = script.max_output.unwrap_or_default();
+    let (text, truncated) = truncate_output(&combined_text(script, ends), limit.bytes, limit.lines);
+    let completed = ends.values().filter(|end| end.ok()).count();
+    let steps: Vec<Value> = script
+        .steps
+        .iter()
+        .map(|step| {
+            let end = &ends[&step.id];
+            let mut row = json!({"id": step.id, "status": end.status()});
+            if let StepEnd::Done(result) = end {
+                row["runId"] = json!(result.run_id);
+                row["usage"] = usage_json(&result.usage);
+            }
+            row
+        })
+        .collect();
+    let details = json!({
+        "status": if completed == script.steps.len() { "completed" } else { "error" },
+        "summary": format!("{completed}/{} steps · {:.1}s", script.steps.len(), began.elapsed().as_secs_f64()),
+        "steps": steps,
+        "truncated": truncated,
+        "cancelled": cancelled,
+    });
+    (text, details)
 }
 
 enum StepStart {

@@ -15,14 +15,14 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail};
 use futures_util::future::join_all;
-use tokio::sync::{broadcast, mpsc, watch};
+use tokio::sync::{broadcast, mpsc};
 use tokio::task::JoinHandle;
 
 pub use super::call::{CallOutcome, McpContent, ProgressUpdate};
 use super::client::{CallFailure, Connection, ListedTool, StderrTail};
 use super::config::{McpConfig, ServerConfig};
 use super::naming::bridged_tool_name;
-use crate::sys::lock;
+use crate::sys::{Changed, lock};
 
 /// A server's lifecycle state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,7 +120,7 @@ impl McpManager {
                 servers: Mutex::new(servers),
                 signals: Signals {
                     events,
-                    changed: Arc::new(watch::channel(0).0),
+                    changed: Changed::default(),
                 },
             }),
         }
@@ -391,7 +391,7 @@ impl Drop for ServerSet {
 struct Signals {
     events: broadcast::Sender<McpEvent>,
     /// Bumped on every state change; `wait_settled` and `restart` watch it.
-    changed: Arc<watch::Sender<u64>>,
+    changed: Changed,
 }
 
 impl Signals {
@@ -401,7 +401,7 @@ impl Signals {
     }
 
     fn bump(&self) {
-        self.changed.send_modify(|n| *n = n.wrapping_add(1));
+        self.changed.bump();
     }
 }
 

@@ -31,7 +31,7 @@ use crate::bridge::{
     AgentId, BridgeHost, CommandSpec, ContentBlock, Module, Registry, ToolCall, ToolError,
     ToolOutput, ToolSpec,
 };
-use crate::sys::lock;
+use crate::sys::{Changed, lock};
 
 /// The module's name in the registry (and `/unipi:info`).
 pub const MODULE_NAME: &str = "mcp";
@@ -178,7 +178,7 @@ struct McpBridge {
     state: Mutex<Routing>,
     link: OnceLock<Link>,
     /// Bumped after every change the overlay or footer shows.
-    changes: watch::Sender<u64>,
+    changes: Changed,
     /// One re-plan at a time, so declarations go out in the order they were computed.
     sync_lock: tokio::sync::Mutex<()>,
 }
@@ -203,7 +203,7 @@ impl McpModule {
                 manager,
                 state: Mutex::new(Routing::default()),
                 link: OnceLock::new(),
-                changes: watch::channel(0).0,
+                changes: Changed::default(),
                 sync_lock: tokio::sync::Mutex::new(()),
             }),
         }
@@ -492,7 +492,7 @@ impl McpModule {
 
     /// Tells [`McpModule::subscribe`]rs that something they show changed.
     pub fn changed(&self) {
-        self.inner.changes.send_modify(|version| *version += 1);
+        self.inner.changes.bump();
     }
 
     fn state(&self) -> MutexGuard<'_, Routing> {

@@ -1,4 +1,5 @@
-//! Wall-clock time as plain integers, for timestamps written to files and shown in lists.
+//! Wall-clock time as plain integers, for timestamps written to files and shown in lists, and
+//! the one optional timer a `select!` loop arms only while it has a deadline.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -29,6 +30,16 @@ pub fn utc_clock(ms: u64) -> String {
     )
 }
 
+/// Sleeps until `at`; never completes for `None`. A `select!` arm over it fires only while a
+/// deadline is set, so a loop keeps its timers as `Option<Instant>`s and arms none when idle.
+/// Takes tokio's or std's `Instant`.
+pub async fn sleep_until_some<I: Into<tokio::time::Instant>>(at: Option<I>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -38,6 +49,20 @@ mod tests {
         assert_eq!(utc_clock(3_600_000), "01:00:00 UTC");
         assert_eq!(utc_clock(86_399_999), "23:59:59 UTC");
         assert_eq!(utc_clock(86_400_000 + 61_000), "00:01:01 UTC");
+    }
+
+    #[tokio::test]
+    async fn an_unset_deadline_never_fires_and_a_passed_one_does() {
+        use futures_util::FutureExt;
+        let unset = sleep_until_some(None::<tokio::time::Instant>);
+        assert!(unset.now_or_never().is_none(), "an unset deadline fired");
+        let passed = std::time::Instant::now();
+        tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            sleep_until_some(Some(passed)),
+        )
+        .await
+        .unwrap();
     }
 
     #[test]

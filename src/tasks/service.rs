@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -34,8 +34,8 @@ use super::notify::{self, SharedSink};
 use crate::bridge::{AgentId, BridgeHost, HEADLESS_WAIT_LIMIT, NoticeSink, WakePromise, WakeReach};
 use crate::sys::private_dir::{create_new_file, create_owned, ensure_private};
 use crate::sys::{
-    GroupGuard, GroupStop, ProcessGroup, ProcessId, Reach, SpawnGrouped as _, lock, now_ms,
-    random_u64, write_atomic,
+    Changed, GroupGuard, GroupStop, ProcessGroup, ProcessId, Reach, SpawnGrouped as _, lock,
+    now_ms, random_u64, write_atomic,
 };
 
 /// Default output cap: 20 MiB.
@@ -160,14 +160,12 @@ impl TaskService {
             .with_context(|| {
                 format!("create a task directory in {}", settings.root_dir.display())
             })?;
-        let (changes, _) = watch::channel(0);
         Ok(Self {
             inner: Arc::new(TaskLedger {
                 settings,
                 run_dir,
                 tasks: Mutex::new(HashMap::new()),
-                changes,
-                version: AtomicU64::new(0),
+                changes: Changed::default(),
                 sink: Mutex::new(None),
                 shutting_down: AtomicBool::new(false),
                 monitors: TaskTracker::new(),
@@ -484,8 +482,7 @@ struct TaskLedger {
     settings: TaskSettings,
     run_dir: PathBuf,
     tasks: Mutex<HashMap<String, Entry>>,
-    changes: watch::Sender<u64>,
-    version: AtomicU64,
+    changes: Changed,
     sink: Mutex<Option<SharedSink>>,
     shutting_down: AtomicBool,
     /// Every task's monitor, so [`TaskService::shutdown`] can wait for the last ones to write
@@ -501,8 +498,7 @@ struct Entry {
 
 impl TaskLedger {
     fn changed(&self) {
-        let version = self.version.fetch_add(1, Ordering::SeqCst) + 1;
-        self.changes.send_replace(version);
+        self.changes.bump();
     }
 
     fn new_id(&self) -> String {

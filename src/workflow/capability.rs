@@ -18,8 +18,8 @@ use super::ralph;
 use super::run::{Active, Delivery, Tracker};
 use super::skills;
 use crate::bridge::{
-    AgentId, BridgeError, BusEvent, CommandCall, CommandReply, DeliverAs, HostCall, Module,
-    NotifyLevel, PathRule,
+    AgentId, BridgeError, BridgeHost, BusEvent, CommandCall, CommandReply, DeliverAs, HostCall,
+    Module, NotifyLevel, PathRule,
 };
 use crate::capability::{
     BridgeLink, Capability, Changed, GlobalAction, Otherwise, Registration, StartContext, Ui,
@@ -187,70 +187,18 @@ impl Shared {
             Ok(link) => link.clone(),
             Err(reply) => return reply,
         };
-        let (workspace, home, store) = (
-            self.workspace.clone(),
-            self.home.clone(),
-            Arc::clone(&self.store),
-        );
-        let args = call.args.clone();
-        let prepared = tokio::task::spawn_blocking(move || {
-            let skill = skills::load(command.name, home.as_deref(), &workspace);
-            let refs = commands::referenced_docs(&args, &workspace);
-            let folders = store.create_folders();
-            (skill, refs, folders)
-        })
-        .await;
-        let Ok((skill, (docs, missing), folders)) = prepared else {
-            return CommandReply::Failed {
-                message: "preparing the step failed".to_owned(),
-            };
-        };
-        if !missing.is_empty() {
-            return CommandReply::Failed {
-                message: format!("/unipi:{}: {}", command.name, missing.join("; ")),
-            };
-        }
-        if let Err(err) = folders {
-            return CommandReply::Failed {
-                message: format!("cannot create {}: {err}", self.store.docs_dir().display()),
-            };
-        }
-        let Some(skill) = skill else {
-            return CommandReply::Failed {
-                message: format!("no skill for {}", command.name),
-            };
+        let (skill, docs) = match self.prepare_step(command, &call).await {
+            Ok(prepared) => prepared,
+            Err(reply) => return reply,
         };
         self.store.watch();
         let host = &link.host;
         let agent = call.agent.clone();
-        let before = match host.call(&agent, HostCall::GetActiveTools).await {
-            Ok(value) => serde_json::from_value::<Vec<String>>(value).unwrap_or_default(),
-            Err(err) => return failed(command, err),
-        };
-        let restore = lock(&self.tracker).restore_list().unwrap_or(before);
-        let allowed = command.level.allowed(&restore);
-        let tools = allowed.clone().unwrap_or_else(|| restore.clone());
         let full_name = format!("unipi:{}", command.name);
-        let paths = command.level.writes_under_unipi_only().then(|| PathRule {
-            tools: vec!["write".to_owned(), "edit".to_owned()],
-            root: self.workspace.join(WRITE_ROOT),
-            reason: command.level.path_reason(&full_name),
-        });
-        let policy = HostCall::SetToolPolicy {
-            reason: command.level.block_reason(&full_name, &tools),
-            allowed: allowed.clone(),
-            paths,
+        let (restore, tools) = match self.restrict_tools(command, host, &agent, &full_name).await {
+            Ok(restricted) => restricted,
+            Err(reply) => return reply,
         };
-        for call in [
-            HostCall::SetActiveTools {
-                names: tools.clone(),
-            },
-            policy,
-        ] {
-            if let Err(err) = host.call(&agent, call).await {
-                return failed(command, err);
-            }
-        }
         let marker = format!("Execute the {} workflow.", command.name);
         lock(&self.tracker).begin(Active {
             command: full_name.clone(),
@@ -286,6 +234,88 @@ impl Shared {
             ),
             level: NotifyLevel::Info,
         }
+    }
+
+    /// Off the async workers: loads the step's skill, reads the docs its arguments name and
+    /// creates the board's folders; a reply when any of it fails.
+    async fn prepare_step(
+        &self,
+        command: &'static WorkflowCommand,
+        call: &CommandCall,
+    ) -> Result<(skills::Skill, Vec<(String, PathBuf)>), CommandReply> {
+        let (workspace, home, store) = (
+            self.workspace.clone(),
+            self.home.clone(),
+            Arc::clone(&self.store),
+        );
+        let args = call.args.clone();
+        let prepared = tokio::task::spawn_blocking(move || {
+            let skill = skills::load(command.name, home.as_deref(), &workspace);
+            let refs = commands::referenced_docs(&args, &workspace);
+            let folders = store.create_folders();
+            (skill, refs, folders)
+        })
+        .await;
+        let Ok((skill, (docs, missing), folders)) = prepared else {
+            return Err(CommandReply::Failed {
+                message: "preparing the step failed".to_owned(),
+            });
+        };
+        if !missing.is_empty() {
+            return Err(CommandReply::Failed {
+                message: format!("/unipi:{}: {}", command.name, missing.join("; ")),
+            });
+        }
+        if let Err(err) = folders {
+            return Err(CommandReply::Failed {
+                message: format!("cannot create {}: {err}", self.store.docs_dir().display()),
+            });
+        }
+        let Some(skill) = skill else {
+            return Err(CommandReply::Failed {
+                message: format!("no skill for {}", command.name),
+            });
+        };
+        Ok((skill, docs))
+    }
+
+    /// Restricts the agent's tools to what the step's level allows (and, for a level that
+    /// writes only under `.unipi`, its paths); returns the tools to restore and the step's.
+    async fn restrict_tools(
+        &self,
+        command: &'static WorkflowCommand,
+        host: &BridgeHost,
+        agent: &AgentId,
+        full_name: &str,
+    ) -> Result<(Vec<String>, Vec<String>), CommandReply> {
+        let before = match host.call(agent, HostCall::GetActiveTools).await {
+            Ok(value) => serde_json::from_value::<Vec<String>>(value).unwrap_or_default(),
+            Err(err) => return Err(failed(command, err)),
+        };
+        let restore = lock(&self.tracker).restore_list().unwrap_or(before);
+        let allowed = command.level.allowed(&restore);
+        let tools = allowed.clone().unwrap_or_else(|| restore.clone());
+        let paths = command.level.writes_under_unipi_only().then(|| PathRule {
+            tools: vec!["write".to_owned(), "edit".to_owned()],
+            root: self.workspace.join(WRITE_ROOT),
+            reason: command.level.path_reason(full_name),
+        });
+        let policy = HostCall::SetToolPolicy {
+            reason: command.level.block_reason(full_name, &tools),
+            allowed: allowed.clone(),
+            paths,
+        };
+        for call in [
+            HostCall::SetActiveTools {
+                names: tools.clone(),
+            },
+            policy,
+        ] {
+            if let Err(err) = host.call(agent, call).await {
+                return Err(failed(command, err));
+            }
+        }
+        Ok((restore, tools))
     }
 
     /// A step ended: restore the tools and lift the policy, then say so on the bus.
