@@ -10,11 +10,15 @@
 //! `module` is the bridge module's tool surface. Behind it, `service` starts and finishes runs,
 //! with its management `actions`, workflow scripts (`workflow`), the `supervisor` channel and the
 //! `acceptance` gate beside it; `ledger` keeps the counters, runs and open questions behind one
-//! lock (reached through its methods); `config`, `preflight`, `results`, `notice`, `names`,
-//! `runs` and `run_status` are the configuration, the checks before a spawn, what the model
-//! reads, the messages outside a call, the names, and the plain records of callers and runs.
-//! `board` is where runs meet the dock: rows and per-run controls, owned by neither side. See
-//! `docs/helpers.md`.
+//! lock (reached through its methods); `config`, `preflight`, `results`, `names`, `runs` and
+//! `run_status` are the configuration, the checks before a spawn, what the model reads, the
+//! names, and the plain records of callers and runs. `orphans` settles the runs an earlier
+//! workbench left unfinished on disk.
+//! Model fusion reaches the helpers over the bus only: `sidekick` follows its status, `pool`
+//! keeps idle sidekick Pis ready while fusion is on, and `warm` is a launch as a value and a Pi
+//! started ahead of its task. `bus` is what the helpers publish.
+//! `board` is where runs meet the dock: rows and per-run controls, owned by neither side; `dock`
+//! turns the board into the dock's section and carries out its requests. See `docs/helpers.md`.
 
 pub mod acceptance;
 mod actions;

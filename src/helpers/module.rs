@@ -116,11 +116,6 @@ impl HelpersModule {
         self.service.pool().model()
     }
 
-    /// The process groups of the warm processes waiting now.
-    pub fn warm_groups(&self) -> Vec<crate::sys::ProcessGroup> {
-        self.service.pool().idle_groups()
-    }
-
     /// Records `file` as `agent`'s session file (what [`HelpersModule::watch_sessions`] does).
     pub fn set_session_file(&self, agent: AgentId, file: PathBuf) {
         self.service.ledger().set_session_file(agent, Some(file));

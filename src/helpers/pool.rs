@@ -211,8 +211,9 @@ impl WarmPool {
         std::mem::take(&mut state.idle)
     }
 
-    /// The idle processes' groups (the benchmark measures their memory).
-    pub(super) fn idle_groups(&self) -> Vec<crate::sys::ProcessGroup> {
+    /// The idle processes' groups.
+    #[cfg(test)]
+    fn idle_groups(&self) -> Vec<crate::sys::ProcessGroup> {
         lock(&self.state)
             .idle
             .iter()

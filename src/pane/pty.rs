@@ -15,7 +15,6 @@ use std::sync::mpsc as std_mpsc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use nix::sys::signal::Signal;
 use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::Pid;
 use portable_pty::{CommandBuilder, MasterPty, PtySize, native_pty_system};
@@ -168,14 +167,6 @@ impl Pty {
 
     pub fn pid(&self) -> u32 {
         self.pid.as_raw().unsigned_abs()
-    }
-
-    /// Sends a signal to the child's whole process group: descendants such as shells Pi started
-    /// get it too.
-    pub fn signal_group(&self, signal: Signal) {
-        if let Err(err) = self.group.signal(signal) {
-            tracing::debug!("killpg({}, {signal}) failed: {err}", self.pid);
-        }
     }
 
     /// Asks the child to stop (SIGHUP; if it is still there a moment later, the shared stop:

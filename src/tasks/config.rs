@@ -68,8 +68,6 @@ impl ModuleConfig for TasksConfig {
     }
 }
 
-/// The module name the settings overlay saves under (`ViewRequest::SaveSettings::module`).
-pub const TASKS_SETTINGS_MODULE: &str = "background-tasks";
 /// The overlay's title.
 pub const TASKS_SETTINGS_TITLE: &str = "Background tasks settings";
 

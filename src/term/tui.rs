@@ -235,11 +235,6 @@ pub fn restore() -> Result<(), RestoreError> {
     }
 }
 
-/// True while [`enter`] is in effect.
-pub fn is_active() -> bool {
-    ACTIVE.load(Ordering::SeqCst)
-}
-
 /// The panic hook: the terminal restored, the child's group and whatever was registered
 /// ([`register_panic_cleanup`]) stopped, then the default hook. Installed once.
 pub(crate) fn install_panic_hook() {
