@@ -221,21 +221,6 @@ struct Pending {
 
 fn plan(body: &Body<'_>, doc: &mut Doc) {
     let mut pending: Option<Pending> = None;
-    let unfinished = |pending: Pending, doc: &mut Doc| {
-        doc.warnings.push(Warning {
-            line: Some(pending.line),
-            message: format!("`{}` has no `- **Status:** …` line", pending.text),
-        });
-        doc.items.push(Item {
-            text: pending.text,
-            status: ItemStatus::Todo,
-            line: pending.line,
-            marker_line: pending.line,
-            marker: Marker::Header,
-            phase: None,
-            marker_source: pending.source,
-        });
-    };
     for &(number, line) in &body.lines {
         if let Some(found) = HEADED_TASK.captures(line) {
             if let Some(previous) = pending.take() {
@@ -247,49 +232,9 @@ fn plan(body: &Body<'_>, doc: &mut Doc) {
                 source: line.to_owned(),
             });
         } else if let Some(found) = STATUS_LINE.captures(line) {
-            let Some(task) = pending.take() else {
-                doc.warnings.push(Warning {
-                    line: Some(number),
-                    message: "a `**Status:**` line outside any `### Task N — …` heading".to_owned(),
-                });
-                continue;
-            };
-            match TaskStatus::from_keyword(&found[1]) {
-                Some(status) => doc.items.push(Item {
-                    text: task.text,
-                    status: status.column(),
-                    line: task.line,
-                    marker_line: number,
-                    marker: Marker::Keyword(status),
-                    phase: None,
-                    marker_source: line.to_owned(),
-                }),
-                None => {
-                    doc.warnings.push(unknown_status(number, &found[1]));
-                    pending = Some(task);
-                }
-            }
+            pending = status_line(pending.take(), number, line, &found[1], doc);
         } else if let Some(found) = KEYWORD_TASK.captures(line) {
-            let (word, text) = (&found[1], &found[2]);
-            match TaskStatus::from_keyword(word) {
-                Some(status) if !text.is_empty() => doc.items.push(Item {
-                    text: text.to_owned(),
-                    status: status.column(),
-                    line: number,
-                    marker_line: number,
-                    marker: Marker::Keyword(status),
-                    phase: None,
-                    marker_source: line.to_owned(),
-                }),
-                Some(_) => doc.warnings.push(Warning {
-                    line: Some(number),
-                    message: "a task status without a task".to_owned(),
-                }),
-                // `- Description: …` is a task's detail; only a line that names a task is one
-                // with a misspelt status.
-                None if TASK_TEXT.is_match(text) => doc.warnings.push(unknown_status(number, word)),
-                None => {}
-            }
+            keyword_task(number, line, &found[1], &found[2], doc);
         } else if let Some(remark) = line.trim().strip_prefix("REVIEWER-REMARK:") {
             doc.metadata
                 .insert("reviewer-remark".to_owned(), remark.trim().to_owned());
@@ -306,6 +251,83 @@ fn plan(body: &Body<'_>, doc: &mut Doc) {
                       headings each with a `- **Status:** …` line)"
                     .to_owned(),
         });
+    }
+}
+
+/// A headed task that never got its status line: a to-do item, with a warning.
+fn unfinished(pending: Pending, doc: &mut Doc) {
+    doc.warnings.push(Warning {
+        line: Some(pending.line),
+        message: format!("`{}` has no `- **Status:** …` line", pending.text),
+    });
+    doc.items.push(Item {
+        text: pending.text,
+        status: ItemStatus::Todo,
+        line: pending.line,
+        marker_line: pending.line,
+        marker: Marker::Header,
+        phase: None,
+        marker_source: pending.source,
+    });
+}
+
+/// A `- **Status:** word` line at `number`: it completes the pending headed task, or warns. The
+/// task stays pending (returned) when the word is no known status.
+fn status_line(
+    pending: Option<Pending>,
+    number: usize,
+    line: &str,
+    word: &str,
+    doc: &mut Doc,
+) -> Option<Pending> {
+    let Some(task) = pending else {
+        doc.warnings.push(Warning {
+            line: Some(number),
+            message: "a `**Status:**` line outside any `### Task N — …` heading".to_owned(),
+        });
+        return None;
+    };
+    match TaskStatus::from_keyword(word) {
+        Some(status) => {
+            doc.items.push(Item {
+                text: task.text,
+                status: status.column(),
+                line: task.line,
+                marker_line: number,
+                marker: Marker::Keyword(status),
+                phase: None,
+                marker_source: line.to_owned(),
+            });
+            None
+        }
+        None => {
+            doc.warnings.push(unknown_status(number, word));
+            Some(task)
+        }
+    }
+}
+
+/// A `- word: text` line at `number`: a task when `word` is a status, a warning when it names a
+/// task with a misspelt status.
+fn keyword_task(number: usize, line: &str, word: &str, text: &str, doc: &mut Doc) {
+    match TaskStatus::from_keyword(word) {
+        Some(status) if !text.is_empty() => doc.items.push(Item {
+            text: text.to_owned(),
+            status: status.column(),
+            line: number,
+            marker_line: number,
+            marker: Marker::Keyword(status),
+            phase: None,
+            marker_source: line.to_owned(),
+        }),
+        Some(_) => doc.warnings.push(Warning {
+            line: Some(number),
+            message: "a task status without a task".to_owned(),
+        }),
+        // `- Description: …` is a task's detail; only a line that names a task is one
+        // with a misspelt status.
+        None if TASK_TEXT.is_match(text) => doc.warnings.push(unknown_status(number, word)),
+        None => {}
     }
 }
 
