@@ -166,24 +166,7 @@ const WAITING: &str = "waiting for the model";
 /// reload of the same one) starts them again.
 pub fn apply_pi_event(data: &mut FooterData, event: &PiEvent) {
     match event {
-        PiEvent::SessionStart(start) => {
-            if start.reason != "reload" {
-                data.tokens_in = 0;
-                data.tokens_out = 0;
-                data.cost = None;
-            }
-            data.session_name = start.session_name.clone();
-            if let Some(model) = &start.model {
-                data.model = Some(model.id.clone());
-            }
-            if let Some(level) = &start.thinking_level {
-                data.thinking_level = Some(level.clone());
-            }
-            if let Some(usage) = &start.context_usage {
-                data.context = Some(context(usage));
-            }
-            data.activity = Some(Activity::Idle);
-        }
+        PiEvent::SessionStart(start) => start_session(data, start),
         PiEvent::SessionName { name } => data.session_name = name.clone(),
         PiEvent::AgentStart => {
             data.activity = Some(Activity::Working);
@@ -193,17 +176,7 @@ pub fn apply_pi_event(data: &mut FooterData, event: &PiEvent) {
             data.activity = Some(Activity::Idle);
             data.doing = None;
         }
-        PiEvent::StreamPhase { phase } => {
-            data.doing = Some(
-                match phase.as_str() {
-                    "thinking" => "thinking",
-                    "writing" => "writing",
-                    "calling_tool" => "calling a tool",
-                    _ => WAITING,
-                }
-                .to_owned(),
-            );
-        }
+        PiEvent::StreamPhase { phase } => data.doing = Some(doing(phase).to_owned()),
         PiEvent::ToolExecutionStart(tool) => data.doing = Some(format!("running {}", tool.tool)),
         PiEvent::ToolExecutionEnd(_) => data.doing = Some(WAITING.to_owned()),
         PiEvent::FooterStatus(status) => {
@@ -225,14 +198,7 @@ pub fn apply_pi_event(data: &mut FooterData, event: &PiEvent) {
                 data.context = Some(context(usage));
             }
         }
-        PiEvent::MessageEnd(end) => {
-            data.tokens_in += end.usage.input + end.usage.cache_read + end.usage.cache_write;
-            data.tokens_out += end.usage.output;
-            data.cost = Some(data.cost.unwrap_or(0.0) + end.usage.cost);
-            if let Some(model) = &end.model {
-                data.model = Some(model.clone());
-            }
-        }
+        PiEvent::MessageEnd(end) => add_usage(data, end),
         PiEvent::TurnEnd(turn) => {
             if let Some(usage) = &turn.context_usage {
                 data.context = Some(context(usage));
@@ -252,6 +218,46 @@ pub fn apply_pi_event(data: &mut FooterData, event: &PiEvent) {
         | PiEvent::UserInput(_)
         | PiEvent::QueueUpdate { .. }
         | PiEvent::Other { .. } => {}
+    }
+}
+
+/// A session started or was reloaded: a new one (not a reload) starts the totals again.
+fn start_session(data: &mut FooterData, start: &bridge::SessionStart) {
+    if start.reason != "reload" {
+        data.tokens_in = 0;
+        data.tokens_out = 0;
+        data.cost = None;
+    }
+    data.session_name = start.session_name.clone();
+    if let Some(model) = &start.model {
+        data.model = Some(model.id.clone());
+    }
+    if let Some(level) = &start.thinking_level {
+        data.thinking_level = Some(level.clone());
+    }
+    if let Some(usage) = &start.context_usage {
+        data.context = Some(context(usage));
+    }
+    data.activity = Some(Activity::Idle);
+}
+
+/// What the footer says the model is doing in a stream phase.
+fn doing(phase: &str) -> &'static str {
+    match phase {
+        "thinking" => "thinking",
+        "writing" => "writing",
+        "calling_tool" => "calling a tool",
+        _ => WAITING,
+    }
+}
+
+/// A message's usage added to the session's totals; its model is the one in use.
+fn add_usage(data: &mut FooterData, end: &bridge::MessageEnd) {
+    data.tokens_in += end.usage.input + end.usage.cache_read + end.usage.cache_write;
+    data.tokens_out += end.usage.output;
+    data.cost = Some(data.cost.unwrap_or(0.0) + end.usage.cost);
+    if let Some(model) = &end.model {
+        data.model = Some(model.clone());
     }
 }
 

@@ -22,8 +22,8 @@ use ratatui::layout::{Position, Rect};
 use unipi_widgets::ask::{AskEditor, AskModel, AskRow, RowMark, cursor_position, render};
 use unipi_widgets::theme::Theme;
 
-use super::form::{Form, Input, LAUNCH_CHOICES, Step};
-use super::params::OptionAction;
+use super::form::{Form, FormView, Input, LAUNCH_CHOICES, Step};
+use super::params::{OptionAction, Question};
 use super::queue::{AskQueue, Shown};
 use crate::config::keymap::{Key, KeyTable, KeyTableSpec, Keymap, TableAction};
 use crate::views::line_edit::EditAction;
@@ -290,33 +290,7 @@ impl AskView {
         let current = self.current.as_ref()?;
         let form = current.form.view();
         let shown = &current.shown;
-        let mut title = if shown.agent == crate::bridge::AgentId::main() {
-            "Question from the agent".to_owned()
-        } else {
-            format!("Question from {}", shown.agent)
-        };
-        let total = shown.request.questions.len();
-        if total > 1 {
-            title.push_str(&format!(" · {} of {total}", shown.index + 1));
-        }
-        if shown.waiting > 0 {
-            title.push_str(&format!(" · {} more waiting", shown.waiting));
-        }
-        let countdown = shown.deadline.map(|deadline| {
-            let left = deadline.saturating_duration_since(now).as_secs_f64().ceil() as u64;
-            let recommended: Vec<String> = form
-                .question
-                .options
-                .iter()
-                .filter(|option| option.recommended && !option.is_final())
-                .map(|option| option.label.clone())
-                .collect();
-            if recommended.is_empty() {
-                format!("⏱ {left}s left · then it times out")
-            } else {
-                format!("⏱ {left}s left · then: {}", recommended.join(", "))
-            }
-        });
+        let countdown = countdown(shown, form.question, now);
         if let Some((prefill, cursor)) = form.launcher {
             return Some(AskModel {
                 title: "Start a new task".to_owned(),
@@ -334,40 +308,12 @@ impl AskView {
             });
         }
         let multi = form.question.allow_multiple;
-        let mut rows: Vec<AskRow> = form
-            .question
-            .options
-            .iter()
-            .enumerate()
-            .map(|(index, option)| AskRow {
-                label: option.label.clone(),
-                description: option.description.clone(),
-                tick: multi.then(|| form.ticked[index]),
-                note: form.notes[index].clone(),
-                mark: match option.action {
-                    OptionAction::Select => RowMark::None,
-                    OptionAction::Input => RowMark::TakesText,
-                    OptionAction::EndTurn => RowMark::EndsTurn,
-                    OptionAction::NewSession => RowMark::NewTask,
-                },
-                recommended: option.recommended && !option.is_final(),
-            })
-            .collect();
-        if form.question.allow_freeform {
-            let last = rows.len();
-            rows.push(AskRow {
-                tick: multi.then(|| form.ticked[last]),
-                note: form.notes[last].clone(),
-                mark: RowMark::TakesText,
-                ..plain_row(OWN_ANSWER)
-            });
-        }
         let editing = form.editing.is_some();
         Some(AskModel {
-            title,
+            title: title(shown),
             context: form.question.context.clone(),
             question: form.question.question.clone(),
-            rows,
+            rows: option_rows(&form),
             cursor: form.cursor,
             editor: form.editing.map(|(row, text, cursor)| AskEditor {
                 row,
@@ -464,6 +410,76 @@ impl AskView {
     fn editing(&self) -> bool {
         self.current.as_ref().is_some_and(|c| c.form.editing())
     }
+}
+
+/// The box's title: who asks, which of several questions, how many more wait.
+fn title(shown: &Shown) -> String {
+    let mut title = if shown.agent == crate::bridge::AgentId::main() {
+        "Question from the agent".to_owned()
+    } else {
+        format!("Question from {}", shown.agent)
+    };
+    let total = shown.request.questions.len();
+    if total > 1 {
+        title.push_str(&format!(" · {} of {total}", shown.index + 1));
+    }
+    if shown.waiting > 0 {
+        title.push_str(&format!(" · {} more waiting", shown.waiting));
+    }
+    title
+}
+
+/// The seconds left before the question times out, and what is answered then (the recommended
+/// options), when it has a deadline.
+fn countdown(shown: &Shown, question: &Question, now: Instant) -> Option<String> {
+    shown.deadline.map(|deadline| {
+        let left = deadline.saturating_duration_since(now).as_secs_f64().ceil() as u64;
+        let recommended: Vec<String> = question
+            .options
+            .iter()
+            .filter(|option| option.recommended && !option.is_final())
+            .map(|option| option.label.clone())
+            .collect();
+        if recommended.is_empty() {
+            format!("⏱ {left}s left · then it times out")
+        } else {
+            format!("⏱ {left}s left · then: {}", recommended.join(", "))
+        }
+    })
+}
+
+/// One row per option, then the own-answer row when the question takes free text.
+fn option_rows(form: &FormView) -> Vec<AskRow> {
+    let multi = form.question.allow_multiple;
+    let mut rows: Vec<AskRow> = form
+        .question
+        .options
+        .iter()
+        .enumerate()
+        .map(|(index, option)| AskRow {
+            label: option.label.clone(),
+            description: option.description.clone(),
+            tick: multi.then(|| form.ticked[index]),
+            note: form.notes[index].clone(),
+            mark: match option.action {
+                OptionAction::Select => RowMark::None,
+                OptionAction::Input => RowMark::TakesText,
+                OptionAction::EndTurn => RowMark::EndsTurn,
+                OptionAction::NewSession => RowMark::NewTask,
+            },
+            recommended: option.recommended && !option.is_final(),
+        })
+        .collect();
+    if form.question.allow_freeform {
+        let last = rows.len();
+        rows.push(AskRow {
+            tick: multi.then(|| form.ticked[last]),
+            note: form.notes[last].clone(),
+            mark: RowMark::TakesText,
+            ..plain_row(OWN_ANSWER)
+        });
+    }
+    rows
 }
 
 fn plain_row(label: &str) -> AskRow {

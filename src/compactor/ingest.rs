@@ -19,7 +19,7 @@ use anyhow::{Context as _, anyhow};
 use regex::Regex;
 use serde_json::Value;
 
-use super::entries::{Block, EntryKind, Role, SessionEntry, parse_entry};
+use super::entries::{Block, EntryKind, Message, Role, SessionEntry, parse_entry};
 use super::normalize::literal_regex;
 use crate::sessiondb::{DocKind, EventKind, IndexDoc, NewEvent, Recovered, SessionDb, SessionMeta};
 
@@ -285,90 +285,107 @@ pub struct Extracted {
 pub fn extract(entries: &[SessionEntry]) -> Extracted {
     let mut out = Extracted::default();
     for entry in entries {
-        let at_ms = entry.timestamp.as_deref().and_then(iso_to_ms);
-        let doc = |kind: DocKind, tool: Option<String>, text: String| IndexDoc {
-            entry_id: entry.id.clone(),
-            kind,
-            tool,
-            text: clip(&text, MAX_DOC_CHARS),
-            at_ms,
-        };
-        let event = |kind: EventKind, priority: u8, data: String| NewEvent {
-            kind,
-            priority,
-            data: clip(data.trim(), MAX_EVENT_CHARS),
-            entry_id: Some(entry.id.clone()),
+        let origin = Origin {
+            entry_id: &entry.id,
+            at_ms: entry.timestamp.as_deref().and_then(iso_to_ms),
         };
         match &entry.kind {
-            EntryKind::Message(message) => {
-                let text = message.text();
-                match &message.role {
-                    Role::User => {
-                        for line in decision_lines(&text) {
-                            out.events.push(event(EventKind::Decision, 3, line));
-                        }
-                        if !text.trim().is_empty() {
-                            out.docs.push(doc(DocKind::User, None, text));
-                        }
-                    }
-                    Role::Assistant => {
-                        for block in &message.content {
-                            if let Block::ToolCall {
-                                name, arguments, ..
-                            } = block
-                            {
-                                out.events.extend(
-                                    tool_call_events(name, arguments)
-                                        .into_iter()
-                                        .map(|(kind, priority, data)| event(kind, priority, data)),
-                                );
-                            }
-                        }
-                        if !text.trim().is_empty() {
-                            out.docs.push(doc(DocKind::Assistant, None, text));
-                        }
-                    }
-                    Role::ToolResult => {
-                        let tool = message.tool_name.clone();
-                        if message.is_error {
-                            let name = tool.as_deref().unwrap_or("tool");
-                            let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-                            out.events
-                                .push(event(EventKind::Error, 4, format!("{name}: {first}")));
-                        }
-                        if !text.trim().is_empty() {
-                            out.docs.push(doc(DocKind::ToolResult, tool, text));
-                        }
-                    }
-                    Role::BashExecution => {
-                        let command = text.lines().next().unwrap_or("").trim_start_matches("$ ");
-                        out.events
-                            .push(event(EventKind::Bash, 2, command.to_owned()));
-                        if message.is_error {
-                            out.events.push(event(
-                                EventKind::Error,
-                                4,
-                                format!("$ {command} failed"),
-                            ));
-                        }
-                        out.docs
-                            .push(doc(DocKind::ToolResult, Some("bash".to_owned()), text));
-                    }
-                    Role::Custom | Role::Other(_) => {}
-                }
-            }
+            EntryKind::Message(message) => extract_message(message, &origin, &mut out),
             EntryKind::Compaction(compaction) => {
                 let ours = compaction.details.get("compactor").and_then(Value::as_str)
                     == Some(OWN_COMPACTOR);
                 if !ours && !compaction.summary.trim().is_empty() {
                     out.docs
-                        .push(doc(DocKind::Summary, None, compaction.summary.clone()));
+                        .push(origin.doc(DocKind::Summary, None, compaction.summary.clone()));
                 }
             }
             EntryKind::CustomMessage { .. } | EntryKind::Other { .. } => {}
         }
     }
     out
+}
+
+/// The entry a document or an event comes from.
+struct Origin<'a> {
+    entry_id: &'a str,
+    at_ms: Option<i64>,
+}
+
+impl Origin<'_> {
+    fn doc(&self, kind: DocKind, tool: Option<String>, text: String) -> IndexDoc {
+        IndexDoc {
+            entry_id: self.entry_id.to_owned(),
+            kind,
+            tool,
+            text: clip(&text, MAX_DOC_CHARS),
+            at_ms: self.at_ms,
+        }
+    }
+
+    fn event(&self, kind: EventKind, priority: u8, data: String) -> NewEvent {
+        NewEvent {
+            kind,
+            priority,
+            data: clip(data.trim(), MAX_EVENT_CHARS),
+            entry_id: Some(self.entry_id.to_owned()),
+        }
+    }
+}
+
+/// One message's events (decisions, tool calls, errors, commands) and its document.
+fn extract_message(message: &Message, origin: &Origin, out: &mut Extracted) {
+    let text = message.text();
+    match &message.role {
+        Role::User => {
+            for line in decision_lines(&text) {
+                out.events.push(origin.event(EventKind::Decision, 3, line));
+            }
+            if !text.trim().is_empty() {
+                out.docs.push(origin.doc(DocKind::User, None, text));
+            }
+        }
+        Role::Assistant => {
+            for block in &message.content {
+                if let Block::ToolCall {
+                    name, arguments, ..
+                } = block
+                {
+                    out.events.extend(
+                        tool_call_events(name, arguments)
+                            .into_iter()
+                            .map(|(kind, priority, data)| origin.event(kind, priority, data)),
+                    );
+                }
+            }
+            if !text.trim().is_empty() {
+                out.docs.push(origin.doc(DocKind::Assistant, None, text));
+            }
+        }
+        Role::ToolResult => {
+            let tool = message.tool_name.clone();
+            if message.is_error {
+                let name = tool.as_deref().unwrap_or("tool");
+                let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+                out.events
+                    .push(origin.event(EventKind::Error, 4, format!("{name}: {first}")));
+            }
+            if !text.trim().is_empty() {
+                out.docs.push(origin.doc(DocKind::ToolResult, tool, text));
+            }
+        }
+        Role::BashExecution => {
+            let command = text.lines().next().unwrap_or("").trim_start_matches("$ ");
+            out.events
+                .push(origin.event(EventKind::Bash, 2, command.to_owned()));
+            if message.is_error {
+                out.events
+                    .push(origin.event(EventKind::Error, 4, format!("$ {command} failed")));
+            }
+            out.docs
+                .push(origin.doc(DocKind::ToolResult, Some("bash".to_owned()), text));
+        }
+        Role::Custom | Role::Other(_) => {}
+    }
 }
 
 /// The events one tool call stands for: always the call itself, plus the file or command it

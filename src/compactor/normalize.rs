@@ -10,7 +10,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::Value;
 
-use super::entries::{Block, EntryKind, Role, SessionEntry};
+use super::entries::{Block, EntryKind, Message, Role, SessionEntry};
 
 /// The custom message type of the invisible "continue" nudge sent after an automatic
 /// compaction; it carries no information, so it never reaches a summary.
@@ -66,9 +66,6 @@ pub struct NormBlock {
 pub fn normalize(entries: &[&SessionEntry]) -> Vec<NormBlock> {
     let mut blocks = Vec::with_capacity(entries.len() * 2);
     for (source, entry) in entries.iter().enumerate() {
-        let push = |blocks: &mut Vec<NormBlock>, kind, text: String| {
-            blocks.push(NormBlock::new(kind, text, source));
-        };
         match &entry.kind {
             EntryKind::CustomMessage {
                 custom_type, text, ..
@@ -78,51 +75,8 @@ pub fn normalize(entries: &[&SessionEntry]) -> Vec<NormBlock> {
                 blocks.push(block);
             }
             EntryKind::Message(message) => match message.role {
-                Role::User => {
-                    let text = message.text();
-                    let images = message.content.iter().filter_map(|block| match block {
-                        Block::Image { mime } => Some(format!("[image: {mime}]")),
-                        _ => None,
-                    });
-                    let images: Vec<String> = images.collect();
-                    // An empty user message still yields a block (it marks a turn).
-                    if !text.is_empty() || images.is_empty() {
-                        push(&mut blocks, BlockKind::User, sanitize(&text));
-                    }
-                    for image in images {
-                        push(&mut blocks, BlockKind::User, image);
-                    }
-                }
-                Role::Assistant => {
-                    for block in &message.content {
-                        match block {
-                            Block::Text(text) => {
-                                push(&mut blocks, BlockKind::Assistant, sanitize(text));
-                            }
-                            Block::Thinking(_) => {
-                                push(&mut blocks, BlockKind::Thinking, String::new());
-                            }
-                            Block::ToolCall {
-                                name, arguments, ..
-                            } => {
-                                let mut call =
-                                    NormBlock::new(BlockKind::ToolCall, String::new(), source);
-                                call.text = name.clone();
-                                call.tool = Some(name.clone());
-                                call.arguments = Some(kept_arguments(arguments));
-                                blocks.push(call);
-                            }
-                            Block::Image { mime } => {
-                                push(
-                                    &mut blocks,
-                                    BlockKind::Assistant,
-                                    format!("[image: {mime}]"),
-                                );
-                            }
-                            Block::Other(_) => {}
-                        }
-                    }
-                }
+                Role::User => push_user(&mut blocks, message, source),
+                Role::Assistant => push_assistant(&mut blocks, message, source),
                 Role::ToolResult => {
                     let raw = tool_text(&message.content, MAX_TOOL_TEXT_CHARS);
                     let mut result = NormBlock::new(BlockKind::ToolResult, String::new(), source);
@@ -134,24 +88,7 @@ pub fn normalize(entries: &[&SessionEntry]) -> Vec<NormBlock> {
                     result.is_error = message.is_error;
                     blocks.push(result);
                 }
-                Role::BashExecution => {
-                    // Stored as "$ command\noutput": a call and its result, like a bash tool.
-                    let raw = message.text();
-                    let (command_line, output) = raw.split_once('\n').unwrap_or((&raw, ""));
-                    let command = command_line.strip_prefix("$ ").unwrap_or(command_line);
-                    let mut call = NormBlock::new(BlockKind::ToolCall, "bash".into(), source);
-                    call.tool = Some("bash".into());
-                    call.arguments = Some(serde_json::json!({ "command": command }));
-                    blocks.push(call);
-                    let mut result = NormBlock::new(BlockKind::ToolResult, String::new(), source);
-                    if message.is_error {
-                        result.head = first_line(output);
-                    }
-                    result.text = sanitize(clip_chars(output, MAX_TOOL_TEXT_CHARS));
-                    result.tool = Some("bash".into());
-                    result.is_error = message.is_error;
-                    blocks.push(result);
-                }
+                Role::BashExecution => push_bash(&mut blocks, message, source),
                 Role::Custom => {
                     let mut block =
                         NormBlock::new(BlockKind::Custom, sanitize(&message.text()), source);
@@ -164,6 +101,72 @@ pub fn normalize(entries: &[&SessionEntry]) -> Vec<NormBlock> {
         }
     }
     blocks
+}
+
+/// A user message: its text (even empty: it marks a turn, unless images stand for it), then one
+/// block per image.
+fn push_user(blocks: &mut Vec<NormBlock>, message: &Message, source: usize) {
+    let text = message.text();
+    let images = message.content.iter().filter_map(|block| match block {
+        Block::Image { mime } => Some(format!("[image: {mime}]")),
+        _ => None,
+    });
+    let images: Vec<String> = images.collect();
+    // An empty user message still yields a block (it marks a turn).
+    if !text.is_empty() || images.is_empty() {
+        blocks.push(NormBlock::new(BlockKind::User, sanitize(&text), source));
+    }
+    for image in images {
+        blocks.push(NormBlock::new(BlockKind::User, image, source));
+    }
+}
+
+/// An assistant message: one block per text, thinking part, tool call or image.
+fn push_assistant(blocks: &mut Vec<NormBlock>, message: &Message, source: usize) {
+    for block in &message.content {
+        match block {
+            Block::Text(text) => {
+                blocks.push(NormBlock::new(BlockKind::Assistant, sanitize(text), source));
+            }
+            Block::Thinking(_) => {
+                blocks.push(NormBlock::new(BlockKind::Thinking, String::new(), source));
+            }
+            Block::ToolCall {
+                name, arguments, ..
+            } => {
+                let mut call = NormBlock::new(BlockKind::ToolCall, String::new(), source);
+                call.text = name.clone();
+                call.tool = Some(name.clone());
+                call.arguments = Some(kept_arguments(arguments));
+                blocks.push(call);
+            }
+            Block::Image { mime } => {
+                let text = format!("[image: {mime}]");
+                blocks.push(NormBlock::new(BlockKind::Assistant, text, source));
+            }
+            Block::Other(_) => {}
+        }
+    }
+}
+
+/// A `!command` the user ran, stored as "$ command\noutput": a call and its result, like a bash
+/// tool.
+fn push_bash(blocks: &mut Vec<NormBlock>, message: &Message, source: usize) {
+    let raw = message.text();
+    let (command_line, output) = raw.split_once('\n').unwrap_or((&raw, ""));
+    let command = command_line.strip_prefix("$ ").unwrap_or(command_line);
+    let mut call = NormBlock::new(BlockKind::ToolCall, "bash".into(), source);
+    call.tool = Some("bash".into());
+    call.arguments = Some(serde_json::json!({ "command": command }));
+    blocks.push(call);
+    let mut result = NormBlock::new(BlockKind::ToolResult, String::new(), source);
+    if message.is_error {
+        result.head = first_line(output);
+    }
+    result.text = sanitize(clip_chars(output, MAX_TOOL_TEXT_CHARS));
+    result.tool = Some("bash".into());
+    result.is_error = message.is_error;
+    blocks.push(result);
 }
 
 /// Stage 2: drops thinking, bookkeeping tools, harness boilerplate, wrapper-only user text and

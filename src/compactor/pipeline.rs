@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::brief::{budget_tokens, compile_ranked};
-use super::cut::{KeepTurns, choose_cut, is_user, live_entries, smart_keep_turns};
+use super::cut::{Cut, KeepTurns, LiveBranch, choose_cut, is_user, live_entries, smart_keep_turns};
 use super::entries::{Block, EntryKind, Message, Role, SessionEntry};
 use super::format::{
     SummaryParts, format_summary, merge_previous, parse_summary, strip_recall_note,
@@ -120,13 +120,64 @@ pub struct CompactionStats {
 
 pub fn compact(request: &CompactRequest) -> Result<Compaction, Refusal> {
     let started = Instant::now();
-    let settings = request.settings;
     let live = live_entries(request.entries);
-    let live_chars = live.suffix_chars[0];
-    let context_chars = live_chars + live.previous_summary.map_or(0, str::len);
+    let context_chars = live.suffix_chars[0] + live.previous_summary.map_or(0, str::len);
     let chars_per_token = calibrate(context_chars, request.tokens_before);
-    let tail_budget_chars = (settings.max_smart_tail_tokens as f64 * chars_per_token) as usize;
+    let cut = cut_branch(request, &live, context_chars, chars_per_token)?;
+    let (summarized, kept) = live.entries.split_at(cut.index);
+    let latest_user_request = latest_user_request(summarized, kept);
+    let compiled = compile(
+        summarized,
+        live.previous_summary,
+        latest_user_request.clone(),
+        request.settings,
+        chars_per_token,
+    );
+    let summary = format!(
+        "{}\n\n---\n\n{RECALL_NOTE}",
+        format_summary(&compiled.parts)
+    );
+    let manifest = manifest(&live, summarized);
+    let kept_chars = live.suffix_chars[cut.index];
+    let tokens_after = ((summary.len() + kept_chars) as f64 / chars_per_token).ceil() as u64;
+    let stats = CompactionStats {
+        tokens_before: request.tokens_before,
+        tokens_after,
+        messages_summarized: summarized.len(),
+        messages_kept: kept.len(),
+        blocks_kept: compiled.blocks_kept,
+        blocks_dropped: compiled.blocks_dropped,
+        kept_user_turns: kept.iter().filter(|entry| is_user(entry)).count(),
+        chars_per_token,
+        duration: started.elapsed(),
+    };
+    let details = details(
+        &compiled.parts,
+        &live,
+        &cut,
+        latest_user_request.is_some(),
+        &stats,
+    );
+    Ok(Compaction {
+        summary,
+        details,
+        first_kept_entry_id: cut.first_kept_entry_id,
+        tokens_before: request.tokens_before,
+        manifest,
+        stats,
+    })
+}
 
+/// Where the branch is cut: an explicit `keep:N` as given, otherwise the most recent user turns
+/// (one on overflow) whose tail is cheap, with the tail budget applied.
+fn cut_branch(
+    request: &CompactRequest,
+    live: &LiveBranch,
+    context_chars: usize,
+    chars_per_token: f64,
+) -> Result<Cut, Refusal> {
+    let tail_budget_chars =
+        (request.settings.max_smart_tail_tokens as f64 * chars_per_token) as usize;
     let keep = match request.keep_user_turns {
         Some(turns) => KeepTurns::Explicit(turns),
         None => {
@@ -138,19 +189,38 @@ pub fn compact(request: &CompactRequest) -> Result<Compaction, Refusal> {
             // A second kept turn only when it is cheap: a kept tail that dominates the context
             // would make the compaction pointless.
             let cheap_tail = tail_budget_chars.min(context_chars / SMART_TAIL_SHARE);
-            KeepTurns::Smart(smart_keep_turns(&live, max_turns, cheap_tail))
+            KeepTurns::Smart(smart_keep_turns(live, max_turns, cheap_tail))
         }
     };
     let budget = matches!(keep, KeepTurns::Smart(_)).then_some(tail_budget_chars);
-    let cut = choose_cut(&live, keep, budget)?;
-    let (summarized, kept) = live.entries.split_at(cut.index);
+    choose_cut(live, keep, budget)
+}
 
-    let latest_user_request = summarized
+/// The user's latest request, verbatim, when the cut summarizes it away (no user turn is kept).
+fn latest_user_request(summarized: &[&SessionEntry], kept: &[&SessionEntry]) -> Option<String> {
+    summarized
         .iter()
         .rposition(|entry| is_user(entry))
         .filter(|_| !kept.iter().any(|entry| is_user(entry)))
-        .map(|at| verbatim_request(summarized[at]));
+        .map(|at| verbatim_request(summarized[at]))
+}
 
+/// The summarized range compiled into summary parts, with how many blocks the brief kept.
+struct Compiled {
+    parts: SummaryParts,
+    blocks_kept: usize,
+    blocks_dropped: usize,
+}
+
+/// Normalizes the summarized range, filters noise, ranks the brief within its budget, builds
+/// the sections and merges them with the previous summary.
+fn compile(
+    summarized: &[&SessionEntry],
+    previous_summary: Option<&str>,
+    latest_user_request: Option<String>,
+    settings: &PipelineSettings,
+    chars_per_token: f64,
+) -> Compiled {
     let blocks = normalize(summarized);
     let total_blocks = blocks.len();
     let blocks = filter_noise(blocks, &settings.custom_noise_patterns);
@@ -164,19 +234,25 @@ pub fn compact(request: &CompactRequest) -> Result<Compaction, Refusal> {
     let refs: Vec<String> = summarized.iter().map(|entry| entry.id.clone()).collect();
     let brief = compile_ranked(&blocks, &refs, max_brief_chars);
     let sections = build_sections(&blocks);
-    let fresh = SummaryParts::from_sections(&sections, latest_user_request.clone(), brief.text);
-
+    let fresh = SummaryParts::from_sections(&sections, latest_user_request, brief.text);
     let ceiling_chars = (settings.brief_ceiling_tokens as f64 * chars_per_token) as usize;
-    let parts = match live.previous_summary {
+    let parts = match previous_summary {
         Some(previous) => {
             let previous = parse_summary(strip_recall_note(previous, RECALL_NOTE));
             merge_previous(&previous, fresh, ceiling_chars)
         }
         None => fresh,
     };
-    let summary = format!("{}\n\n---\n\n{RECALL_NOTE}", format_summary(&parts));
+    Compiled {
+        parts,
+        blocks_kept: brief.blocks_kept,
+        blocks_dropped: total_blocks - brief.blocks_kept,
+    }
+}
 
-    let manifest = Manifest {
+/// One manifest entry per summarized entry, with its characters.
+fn manifest(live: &LiveBranch, summarized: &[&SessionEntry]) -> Manifest {
+    Manifest {
         entries: summarized
             .iter()
             .enumerate()
@@ -185,30 +261,27 @@ pub fn compact(request: &CompactRequest) -> Result<Compaction, Refusal> {
                 manifest_entry(entry, chars)
             })
             .collect(),
-    };
-    let kept_chars = live.suffix_chars[cut.index];
-    let tokens_after = ((summary.len() + kept_chars) as f64 / chars_per_token).ceil() as u64;
-    let stats = CompactionStats {
-        tokens_before: request.tokens_before,
-        tokens_after,
-        messages_summarized: summarized.len(),
-        messages_kept: kept.len(),
-        blocks_kept: brief.blocks_kept,
-        blocks_dropped: total_blocks - brief.blocks_kept,
-        kept_user_turns: kept.iter().filter(|entry| is_user(entry)).count(),
-        chars_per_token,
-        duration: started.elapsed(),
-    };
-    let details = json!({
+    }
+}
+
+/// The compaction's `details` as Pi stores them.
+fn details(
+    parts: &SummaryParts,
+    live: &LiveBranch,
+    cut: &Cut,
+    latest_user_request_verbatim: bool,
+    stats: &CompactionStats,
+) -> Value {
+    json!({
         "compactor": "unipi-tui",
         "version": 1,
         "sections": parts.titles(),
-        "sourceMessageCount": summarized.len(),
+        "sourceMessageCount": stats.messages_summarized,
         "previousSummaryUsed": live.previous_summary.is_some(),
         "orphanRecovered": live.orphan && live.previous_summary.is_some(),
         "compactAll": cut.compact_all,
         "tailRescued": cut.tail_rescued,
-        "latestUserRequestVerbatim": latest_user_request.is_some(),
+        "latestUserRequestVerbatim": latest_user_request_verbatim,
         "stats": {
             "tokensBefore": stats.tokens_before,
             "tokensAfter": stats.tokens_after,
@@ -219,14 +292,6 @@ pub fn compact(request: &CompactRequest) -> Result<Compaction, Refusal> {
             "keptUserTurns": stats.kept_user_turns,
             "charsPerToken": stats.chars_per_token,
         },
-    });
-    Ok(Compaction {
-        summary,
-        details,
-        first_kept_entry_id: cut.first_kept_entry_id,
-        tokens_before: request.tokens_before,
-        manifest,
-        stats,
     })
 }
 

@@ -593,38 +593,7 @@ fn encode_kitty(key: &PressedKey, modes: KeyboardModes) -> Option<Vec<u8>> {
     };
     let mods = key.mods;
     match key.kind {
-        KeyKind::Text { base, text } => {
-            let types_text = mods.without(Mods::SHIFT).is_empty();
-            if types_text && !all_keys {
-                // Text is sent as text; only its release needs an escape code.
-                if action != Action::Release {
-                    return Some(text.to_string().into_bytes());
-                }
-            }
-            let shifted =
-                (flags & KITTY_ALTERNATE_KEYS != 0 && mods.has(Mods::SHIFT) && text != base)
-                    .then_some(text);
-            // Without disambiguate, presses keep the legacy bytes where legacy has some.
-            let legacy = (!disambiguate && action == Action::Press && shifted.is_none())
-                .then(|| legacy_text(base, text, mods).into_bytes())
-                .flatten();
-            if legacy.is_some() {
-                return legacy;
-            }
-            let associated = (flags & KITTY_ASSOCIATED_TEXT != 0
-                && all_keys
-                && types_text
-                && action != Action::Release)
-                .then_some(text);
-            Some(kitty_csi(
-                u32::from(base),
-                shifted.map(u32::from),
-                mods,
-                action,
-                associated,
-                b'u',
-            ))
-        }
+        KeyKind::Text { base, text } => kitty_text(base, text, mods, action, flags),
         KeyKind::Enter | KeyKind::Tab | KeyKind::Backspace => {
             // These keep their legacy byte so a shell can still run `reset` after a crashed
             // child left the mode on, and so their unmodified release is not reported.
@@ -634,30 +603,9 @@ fn encode_kitty(key: &PressedKey, modes: KeyboardModes) -> Option<Vec<u8>> {
                 }
                 return legacy_c0(key.kind, mods).into_bytes();
             }
-            let legacy = (!disambiguate && action == Action::Press)
-                .then(|| legacy_c0(key.kind, mods).into_bytes())
-                .flatten();
-            if legacy.is_some() {
-                return legacy;
-            }
-            Some(kitty_csi(
-                kitty_key_code(key.kind),
-                None,
-                mods,
-                action,
-                None,
-                b'u',
-            ))
+            kitty_c0(key.kind, mods, action, disambiguate)
         }
-        KeyKind::Escape => {
-            let legacy = (!disambiguate && action == Action::Press)
-                .then(|| legacy_c0(key.kind, mods).into_bytes())
-                .flatten();
-            if legacy.is_some() {
-                return legacy;
-            }
-            Some(kitty_csi(27, None, mods, action, None, b'u'))
-        }
+        KeyKind::Escape => kitty_c0(key.kind, mods, action, disambiguate),
         KeyKind::Functional(f) => {
             if !disambiguate && !event_types {
                 return Some(legacy_functional(f, mods, modes.application_cursor));
@@ -669,6 +617,60 @@ fn encode_kitty(key: &PressedKey, modes: KeyboardModes) -> Option<Vec<u8>> {
             all_keys.then(|| kitty_csi(code, None, mods, action, None, b'u'))
         }
     }
+}
+
+/// A key that types `text` (`base` unshifted) under kitty `flags`: the text itself when it types
+/// and not every key is reported, the legacy bytes for a press without disambiguate, otherwise
+/// `CSI u` with the shifted key and the associated text as the flags ask.
+fn kitty_text(base: char, text: char, mods: Mods, action: Action, flags: u8) -> Option<Vec<u8>> {
+    let disambiguate = flags & (KITTY_DISAMBIGUATE | KITTY_ALL_KEYS) != 0;
+    let all_keys = flags & KITTY_ALL_KEYS != 0;
+    let types_text = mods.without(Mods::SHIFT).is_empty();
+    if types_text && !all_keys {
+        // Text is sent as text; only its release needs an escape code.
+        if action != Action::Release {
+            return Some(text.to_string().into_bytes());
+        }
+    }
+    let shifted = (flags & KITTY_ALTERNATE_KEYS != 0 && mods.has(Mods::SHIFT) && text != base)
+        .then_some(text);
+    // Without disambiguate, presses keep the legacy bytes where legacy has some.
+    let legacy = (!disambiguate && action == Action::Press && shifted.is_none())
+        .then(|| legacy_text(base, text, mods).into_bytes())
+        .flatten();
+    if legacy.is_some() {
+        return legacy;
+    }
+    let associated =
+        (flags & KITTY_ASSOCIATED_TEXT != 0 && all_keys && types_text && action != Action::Release)
+            .then_some(text);
+    Some(kitty_csi(
+        u32::from(base),
+        shifted.map(u32::from),
+        mods,
+        action,
+        associated,
+        b'u',
+    ))
+}
+
+/// Enter, Tab, Backspace or Escape as `CSI u`, or its legacy bytes for a press without
+/// disambiguate where legacy has some.
+fn kitty_c0(kind: KeyKind, mods: Mods, action: Action, disambiguate: bool) -> Option<Vec<u8>> {
+    let legacy = (!disambiguate && action == Action::Press)
+        .then(|| legacy_c0(kind, mods).into_bytes())
+        .flatten();
+    if legacy.is_some() {
+        return legacy;
+    }
+    Some(kitty_csi(
+        kitty_key_code(kind),
+        None,
+        mods,
+        action,
+        None,
+        b'u',
+    ))
 }
 
 fn kitty_key_code(kind: KeyKind) -> u32 {

@@ -189,57 +189,28 @@ impl Scenario {
 
     /// Parses scenario text; `origin` names it in errors (a path, or a label).
     pub fn from_toml_str(text: &str, origin: &str) -> Result<Self, ScenarioError> {
-        let invalid = |span: Option<Range<usize>>, message: String| ScenarioError::Invalid {
+        let invalid = |(span, message): Problem| ScenarioError::Invalid {
             origin: origin.to_string(),
-            line: span.map_or(1, |span| line_of(text, span.start)),
+            line: span.map_or(1, |span: Range<usize>| line_of(text, span.start)),
             message,
         };
         let raw: RawScenario =
-            toml::from_str(text).map_err(|err| invalid(err.span(), err.message().to_string()))?;
-        let models = match raw.model.get_ref() {
-            OneOrMany::One(id) => vec![id.clone()],
-            OneOrMany::Many(ids) => ids.clone(),
-        };
-        if models.is_empty() || models.iter().any(|id| id.trim().is_empty()) {
-            return Err(invalid(
-                Some(raw.model.span()),
-                "`model` needs at least one non-empty model id".to_string(),
-            ));
-        }
+            toml::from_str(text).map_err(|err| invalid((err.span(), err.message().to_string())))?;
+        Self::from_raw(raw).map_err(invalid)
+    }
+
+    /// Validates a parsed scenario: models, pacing defaults, prices, rules, then the fallback.
+    fn from_raw(raw: RawScenario) -> Result<Self, Problem> {
+        let models = served_models(&raw.model)?;
         let defaults = Pacing {
             delay_ms: 0,
             chunk_chars: raw.chunk_chars.unwrap_or(DEFAULT_CHUNK_CHARS),
             chunk_delay_ms: raw.chunk_delay_ms.unwrap_or(0),
         };
         if defaults.chunk_chars == 0 {
-            return Err(invalid(
-                None,
-                "`chunk_chars` must be at least 1".to_string(),
-            ));
+            return Err((None, "`chunk_chars` must be at least 1".to_string()));
         }
-        let mut prices = BTreeMap::new();
-        for (id, price) in raw.price {
-            let (span, price) = (price.span(), price.into_inner());
-            if !models.contains(&id) {
-                return Err(invalid(
-                    Some(span),
-                    format!("[price.{id}]: `{id}` is not a served model (`model` lists them)"),
-                ));
-            }
-            let parts = [
-                price.input,
-                price.output,
-                price.cache_read,
-                price.cache_write,
-            ];
-            if parts.iter().any(|part| !part.is_finite() || *part < 0.0) {
-                return Err(invalid(
-                    Some(span),
-                    format!("[price.{id}]: prices are dollars per million tokens, 0 or more"),
-                ));
-            }
-            prices.insert(id, price);
-        }
+        let prices = build_prices(raw.price, &models)?;
         let rules = raw
             .rules
             .into_iter()
@@ -247,39 +218,11 @@ impl Scenario {
             .map(|(index, raw_rule)| {
                 let span = raw_rule.span();
                 build_rule(raw_rule.into_inner(), defaults, &models).map_err(|(at, message)| {
-                    invalid(at.or(Some(span)), format!("rule {}: {message}", index + 1))
+                    (at.or(Some(span)), format!("rule {}: {message}", index + 1))
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let fallback = match raw.fallback {
-            Some(raw_fallback) => {
-                let span = raw_fallback.span();
-                let raw_fallback = raw_fallback.into_inner();
-                if raw_fallback.when.is_some()
-                    || raw_fallback.role.is_some()
-                    || raw_fallback.model.is_some()
-                    || raw_fallback.times.is_some()
-                {
-                    return Err(invalid(
-                        Some(span),
-                        "[fallback] takes no `when`, `role`, `model` or `times`; it answers whatever no rule matched"
-                            .to_string(),
-                    ));
-                }
-                build_reply(raw_fallback, defaults).map_err(|(at, message)| {
-                    invalid(at.or(Some(span)), format!("[fallback]: {message}"))
-                })?
-            }
-            None => Reply {
-                outcome: Outcome::Answer {
-                    text: "(scripted model: no rule of this scenario matches the last message)"
-                        .to_string(),
-                    tool_calls: Vec::new(),
-                },
-                pacing: defaults,
-                usage: UsageSpec::default(),
-            },
-        };
+        let fallback = build_fallback(raw.fallback, defaults)?;
         Ok(Self {
             models,
             prices,
@@ -476,6 +419,83 @@ struct RawError {
 
 /// A validation failure: where (if more precise than the whole rule) and what.
 type Problem = (Option<Range<usize>>, String);
+
+/// The served model ids (`model`, one or a list), none empty.
+fn served_models(model: &Spanned<OneOrMany>) -> Result<Vec<String>, Problem> {
+    let models = match model.get_ref() {
+        OneOrMany::One(id) => vec![id.clone()],
+        OneOrMany::Many(ids) => ids.clone(),
+    };
+    if models.is_empty() || models.iter().any(|id| id.trim().is_empty()) {
+        return Err((
+            Some(model.span()),
+            "`model` needs at least one non-empty model id".to_string(),
+        ));
+    }
+    Ok(models)
+}
+
+/// The `[price.<id>]` tables: each for a served model, every part a finite price of 0 or more.
+fn build_prices(
+    raw: BTreeMap<String, Spanned<Price>>,
+    models: &[String],
+) -> Result<BTreeMap<String, Price>, Problem> {
+    let mut prices = BTreeMap::new();
+    for (id, price) in raw {
+        let (span, price) = (price.span(), price.into_inner());
+        if !models.contains(&id) {
+            return Err((
+                Some(span),
+                format!("[price.{id}]: `{id}` is not a served model (`model` lists them)"),
+            ));
+        }
+        let parts = [
+            price.input,
+            price.output,
+            price.cache_read,
+            price.cache_write,
+        ];
+        if parts.iter().any(|part| !part.is_finite() || *part < 0.0) {
+            return Err((
+                Some(span),
+                format!("[price.{id}]: prices are dollars per million tokens, 0 or more"),
+            ));
+        }
+        prices.insert(id, price);
+    }
+    Ok(prices)
+}
+
+/// The `[fallback]` reply (it takes none of a rule's matching keys), or the built-in one that
+/// says no rule matched.
+fn build_fallback(raw: Option<Spanned<RawRule>>, defaults: Pacing) -> Result<Reply, Problem> {
+    let Some(raw_fallback) = raw else {
+        return Ok(Reply {
+            outcome: Outcome::Answer {
+                text: "(scripted model: no rule of this scenario matches the last message)"
+                    .to_string(),
+                tool_calls: Vec::new(),
+            },
+            pacing: defaults,
+            usage: UsageSpec::default(),
+        });
+    };
+    let span = raw_fallback.span();
+    let raw_fallback = raw_fallback.into_inner();
+    if raw_fallback.when.is_some()
+        || raw_fallback.role.is_some()
+        || raw_fallback.model.is_some()
+        || raw_fallback.times.is_some()
+    {
+        return Err((
+            Some(span),
+            "[fallback] takes no `when`, `role`, `model` or `times`; it answers whatever no rule matched"
+                .to_string(),
+        ));
+    }
+    build_reply(raw_fallback, defaults)
+        .map_err(|(at, message)| (at.or(Some(span)), format!("[fallback]: {message}")))
+}
 
 fn build_rule(raw: RawRule, defaults: Pacing, models: &[String]) -> Result<Rule, Problem> {
     let when = match &raw.when {

@@ -15,7 +15,7 @@
 
 use std::path::Path;
 
-use rusqlite::params;
+use rusqlite::{Connection, params};
 
 use super::{
     DbError, DocKind, RecallHit, RecallQuery, RecallResult, RecallScope, SessionDb, session_token,
@@ -203,77 +203,16 @@ fn search(
             session_token(id)
         ),
     };
-    let rows = (|| -> rusqlite::Result<(usize, Vec<(RecallHit, String)>)> {
+    let (total, rows) = (|| -> rusqlite::Result<(usize, Vec<(RecallHit, String)>)> {
         let conn = db.conn();
-        // The newest window of matches, newest first: its size is the total when it is not
-        // full, and its last rowid bounds the ranking when it is.
-        let newest: Vec<i64> = conn
-            .prepare_cached(
-                "SELECT rowid FROM content_fts WHERE content_fts MATCH ?1
-                 ORDER BY rowid DESC LIMIT ?2",
-            )?
-            .query_map(params![&expression, RANK_WINDOW], |row| row.get(0))?
-            .collect::<rusqlite::Result<_>>()?;
-        let window_full = newest.len() == usize::try_from(RANK_WINDOW).unwrap_or(usize::MAX);
-        let (total, oldest_ranked) = match newest.last() {
-            Some(&oldest) if window_full => {
-                let total: i64 = conn
-                    .prepare_cached(
-                        "SELECT count(*) FROM (
-                             SELECT 1 FROM content_fts WHERE content_fts MATCH ?1 LIMIT ?2)",
-                    )?
-                    .query_row(params![&expression, TOTAL_CAP], |row| row.get(0))?;
-                (total, oldest)
-            }
-            _ => (super::to_i64(newest.len()), i64::MIN),
-        };
+        let (total, oldest_ranked) = count_matches(conn, &expression)?;
         if total == 0 {
             return Ok((0, Vec::new()));
         }
-        let mut stmt = conn.prepare_cached(
-            "SELECT d.session_id, d.entry_id, d.kind, d.tool, d.at_ms,
-                 COALESCE(s.project_dir, ''),
-                 snippet(content_fts, 0, ?6, ?7, '…', ?5),
-                 content_fts.rank
-             FROM content_fts
-             CROSS JOIN content_chunks c ON c.id = content_fts.rowid
-             CROSS JOIN content_docs d ON d.id = c.doc_id
-             LEFT JOIN sessions s ON s.session_id = d.session_id
-             WHERE content_fts MATCH ?1 AND content_fts.rowid >= ?2
-             ORDER BY content_fts.rank
-             LIMIT ?3 OFFSET ?4",
-        )?;
-        let hits = stmt
-            .query_map(
-                params![
-                    &expression,
-                    oldest_ranked,
-                    super::to_i64(page.limit),
-                    super::to_i64(page.offset),
-                    SNIPPET_TOKENS,
-                    MATCH_START.to_string(),
-                    MATCH_END.to_string()
-                ],
-                |row| {
-                    let rank: f64 = row.get(7)?;
-                    let hit = RecallHit {
-                        session_id: row.get(0)?,
-                        entry_id: row.get(1)?,
-                        kind: DocKind::Summary,
-                        tool: row.get(3)?,
-                        snippet: bound_snippet(&row.get::<_, String>(6)?),
-                        score: -rank,
-                        at_ms: row.get(4)?,
-                        project_dir: row.get(5)?,
-                    };
-                    Ok((hit, row.get::<_, String>(2)?))
-                },
-            )?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let hits = ranked_page(conn, &expression, oldest_ranked, page)?;
         Ok((usize::try_from(total).unwrap_or(0), hits))
     })()
     .map_err(|e| db.sqlite(e))?;
-    let (total, rows) = rows;
     let hits = rows
         .into_iter()
         .map(|(hit, kind)| {
@@ -283,6 +222,81 @@ fn search(
         })
         .collect::<Result<Vec<_>, DbError>>()?;
     Ok(RecallResult { hits, total })
+}
+
+/// How many chunks match (capped at [`TOTAL_CAP`]) and the oldest rowid ranked: the newest
+/// window of matches, newest first, gives the total when it is not full, and its last rowid
+/// bounds the ranking when it is.
+fn count_matches(conn: &Connection, expression: &str) -> rusqlite::Result<(i64, i64)> {
+    let newest: Vec<i64> = conn
+        .prepare_cached(
+            "SELECT rowid FROM content_fts WHERE content_fts MATCH ?1
+             ORDER BY rowid DESC LIMIT ?2",
+        )?
+        .query_map(params![expression, RANK_WINDOW], |row| row.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    let window_full = newest.len() == usize::try_from(RANK_WINDOW).unwrap_or(usize::MAX);
+    match newest.last() {
+        Some(&oldest) if window_full => {
+            let total: i64 = conn
+                .prepare_cached(
+                    "SELECT count(*) FROM (
+                         SELECT 1 FROM content_fts WHERE content_fts MATCH ?1 LIMIT ?2)",
+                )?
+                .query_row(params![expression, TOTAL_CAP], |row| row.get(0))?;
+            Ok((total, oldest))
+        }
+        _ => Ok((super::to_i64(newest.len()), i64::MIN)),
+    }
+}
+
+/// One page of the matches from rowid `oldest_ranked` on, best first, each with its snippet and
+/// its kind as stored (parsed by the caller).
+fn ranked_page(
+    conn: &Connection,
+    expression: &str,
+    oldest_ranked: i64,
+    page: Page,
+) -> rusqlite::Result<Vec<(RecallHit, String)>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT d.session_id, d.entry_id, d.kind, d.tool, d.at_ms,
+             COALESCE(s.project_dir, ''),
+             snippet(content_fts, 0, ?6, ?7, '…', ?5),
+             content_fts.rank
+         FROM content_fts
+         CROSS JOIN content_chunks c ON c.id = content_fts.rowid
+         CROSS JOIN content_docs d ON d.id = c.doc_id
+         LEFT JOIN sessions s ON s.session_id = d.session_id
+         WHERE content_fts MATCH ?1 AND content_fts.rowid >= ?2
+         ORDER BY content_fts.rank
+         LIMIT ?3 OFFSET ?4",
+    )?;
+    stmt.query_map(
+        params![
+            expression,
+            oldest_ranked,
+            super::to_i64(page.limit),
+            super::to_i64(page.offset),
+            SNIPPET_TOKENS,
+            MATCH_START.to_string(),
+            MATCH_END.to_string()
+        ],
+        |row| {
+            let rank: f64 = row.get(7)?;
+            let hit = RecallHit {
+                session_id: row.get(0)?,
+                entry_id: row.get(1)?,
+                kind: DocKind::Summary,
+                tool: row.get(3)?,
+                snippet: bound_snippet(&row.get::<_, String>(6)?),
+                score: -rank,
+                at_ms: row.get(4)?,
+                project_dir: row.get(5)?,
+            };
+            Ok((hit, row.get::<_, String>(2)?))
+        },
+    )?
+    .collect()
 }
 
 /// Marks the match in snippet() output (private-use characters, removed again here) so the

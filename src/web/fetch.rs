@@ -256,22 +256,11 @@ impl Fetcher {
         body: Body,
         options: &FetchOptions,
     ) -> Result<Processed, FetchError> {
-        let page = |kind, mime: String, content| Page {
-            url: asked.to_owned(),
-            final_url: url.to_string(),
-            meta: PageMeta::default(),
-            mime_type: mime,
-            kind,
-            extraction: None,
-            content,
-        };
+        let processed =
+            |kind, mime: String, content| Processed::Page(page(asked, url, kind, mime, content));
         if let Some(length) = body.binary_length {
             let content = content::binary_placeholder(&body.mime, length);
-            return Ok(Processed::Page(page(
-                ContentKind::Binary,
-                body.mime,
-                content,
-            )));
+            return Ok(processed(ContentKind::Binary, body.mime, content));
         }
         let charset = body.charset.as_deref();
         let length = u64::try_from(body.bytes.len()).unwrap_or(u64::MAX);
@@ -280,8 +269,7 @@ impl Fetcher {
                 // Served as text, but it is not: named for what it is, never decoded.
                 if let Some(real) = content::binary_type(&body.bytes, charset) {
                     let content = content::mislabelled_placeholder(real, &body.mime, length);
-                    let page = page(ContentKind::Binary, real.to_owned(), content);
-                    return Ok(Processed::Page(page));
+                    return Ok(processed(ContentKind::Binary, real.to_owned(), content));
                 }
                 (kind, body.mime)
             }
@@ -294,50 +282,74 @@ impl Fetcher {
         match kind {
             BodyKind::Binary => {
                 let content = content::binary_placeholder(&mime, Some(length));
-                Ok(Processed::Page(page(ContentKind::Binary, mime, content)))
+                Ok(processed(ContentKind::Binary, mime, content))
             }
             BodyKind::Json => {
                 let text = charset::decode(&body.bytes, charset, false, host);
                 let content = content::pretty_json(&text);
-                Ok(Processed::Page(page(ContentKind::Json, mime, content)))
+                Ok(processed(ContentKind::Json, mime, content))
             }
             BodyKind::Text => {
                 let content = charset::decode(&body.bytes, charset, false, host);
-                Ok(Processed::Page(page(ContentKind::Text, mime, content)))
+                Ok(processed(ContentKind::Text, mime, content))
             }
             BodyKind::Html => {
                 let html = charset::decode(&body.bytes, charset, true, host);
-                let at = url.clone();
-                let (format, images) = (options.format, options.include_images);
-                let outcome = tokio::task::spawn_blocking(move || {
-                    extract::extract_html(&html, &at, format, images)
-                })
-                .await
-                .map_err(|err| {
-                    FetchError::new(
-                        ErrorCode::UnexpectedResponse,
-                        Phase::Processing,
-                        false,
-                        asked,
-                        format!("extracting the content of {url} failed: {err}"),
-                    )
-                    .at(url.as_str())
-                })?;
-                match outcome {
-                    HtmlOutcome::Refresh(next) => Ok(Processed::Refresh(next)),
-                    HtmlOutcome::Content(extracted) => {
-                        let kind = match options.format {
-                            Format::Markdown => ContentKind::Markdown,
-                            Format::Text => ContentKind::Text,
-                            Format::Html => ContentKind::Html,
-                        };
-                        let mut page = page(kind, mime, extracted.content);
-                        page.meta = extracted.meta;
-                        page.extraction = Some(extracted.method);
-                        Ok(Processed::Page(page))
-                    }
-                }
+                process_html(asked, url, html, mime, options).await
             }
+        }
+    }
+}
+
+/// A page of `kind` with no metadata yet.
+fn page(asked: &str, url: &Url, kind: ContentKind, mime: String, content: String) -> Page {
+    Page {
+        url: asked.to_owned(),
+        final_url: url.to_string(),
+        meta: PageMeta::default(),
+        mime_type: mime,
+        kind,
+        extraction: None,
+        content,
+    }
+}
+
+/// An HTML page's main content in the asked format (off the runtime: extraction is CPU work),
+/// or the target of its meta refresh.
+async fn process_html(
+    asked: &str,
+    url: &Url,
+    html: String,
+    mime: String,
+    options: &FetchOptions,
+) -> Result<Processed, FetchError> {
+    let at = url.clone();
+    let (format, images) = (options.format, options.include_images);
+    let outcome =
+        tokio::task::spawn_blocking(move || extract::extract_html(&html, &at, format, images))
+            .await
+            .map_err(|err| {
+                FetchError::new(
+                    ErrorCode::UnexpectedResponse,
+                    Phase::Processing,
+                    false,
+                    asked,
+                    format!("extracting the content of {url} failed: {err}"),
+                )
+                .at(url.as_str())
+            })?;
+    match outcome {
+        HtmlOutcome::Refresh(next) => Ok(Processed::Refresh(next)),
+        HtmlOutcome::Content(extracted) => {
+            let kind = match options.format {
+                Format::Markdown => ContentKind::Markdown,
+                Format::Text => ContentKind::Text,
+                Format::Html => ContentKind::Html,
+            };
+            let mut page = page(asked, url, kind, mime, extracted.content);
+            page.meta = extracted.meta;
+            page.extraction = Some(extracted.method);
+            Ok(Processed::Page(page))
         }
     }
 }

@@ -173,98 +173,10 @@ impl Module for WebModule {
 
     fn tools(&self) -> Vec<ToolSpec> {
         let defaults = self.config.get();
-        let common = |spec: ToolSpec, max_chars_text: &str| {
-            spec.param(
-                "format",
-                json!({
-                    "type": "string",
-                    "enum": ["markdown", "text", "html"],
-                    "description": "How an HTML page's main content is given (default markdown); \
-                                    JSON is pretty-printed and plain text given as it is",
-                }),
-                false,
-            )
-            .integer_param("maxChars", max_chars_text, false)
-            .boolean_param(
-                "includeImages",
-                "Keep images as ![alt](url) (default true)",
-                false,
-            )
-            .number_param(
-                "timeoutSeconds",
-                &format!(
-                    "Give up after this many seconds, redirects included (default {})",
-                    defaults.timeout.as_secs()
-                ),
-                false,
-            )
-            .timeout(MAX_TIMEOUT + Duration::from_secs(60))
-        };
-        let single_chars = format!(
-            "Cut the content to this many characters on a clean boundary (default {})",
-            defaults.max_chars
-        );
-        let batch_chars = format!(
-            "Characters for all pages together, shared fairly (default {})",
-            defaults.max_chars
-        );
-        let concurrency = json!({
-            "type": "integer",
-            "description": format!(
-                "Pages fetched at the same time (default {}, at most {MAX_BATCH_CONCURRENCY})",
-                defaults.batch_concurrency
-            ),
-        });
-        let batch_timeout = MAX_TIMEOUT * 4;
-        let urls_schema = json!({
-            "type": "array",
-            "items": {"type": "string"},
-            "minItems": 1,
-            "maxItems": MAX_BATCH_URLS,
-            "description": "The http:// or https:// URLs",
-        });
         vec![
-            common(
-                ToolSpec::new(
-                    Self::FETCH,
-                    "Web Fetch",
-                    "Read a web page as clean markdown: the main content without navigation, \
-                     ads or footers, with title, author, date and site. Follows redirects and \
-                     meta refreshes; JSON comes pretty-printed, text as is, binary files as a \
-                     placeholder. A failure names its code and whether retrying helps.",
-                )
-                .string_param("url", "The http:// or https:// URL", true),
-                &single_chars,
-            )
-            .prompt_snippet("web_fetch: read a web page (or JSON/text URL) as clean markdown")
-            .guideline("Use web_fetch to read a specific URL; use web_fetch_batch for several URLs at once rather than many web_fetch calls.")
-            .guideline("When web_fetch fails with retryable: no, do not retry the same URL."),
-            common(
-                ToolSpec::new(
-                    Self::BATCH,
-                    "Web Fetch Batch",
-                    "Read several web pages at once (a bounded number in parallel). Results come \
-                     in the order of the URLs; a failed URL is reported in its place and does \
-                     not fail the others.",
-                )
-                .param("urls", urls_schema.clone(), true)
-                .param("concurrency", concurrency.clone(), false),
-                &batch_chars,
-            )
-            .timeout(batch_timeout),
-            common(
-                ToolSpec::new(
-                    Self::READ,
-                    "Web Read",
-                    "Same as web_fetch for one URL (`url`) and as web_fetch_batch for a list \
-                     (`urls`).",
-                )
-                .string_param("url", "One http:// or https:// URL", false)
-                .param("urls", urls_schema.clone(), false)
-                .param("concurrency", concurrency, false),
-                &single_chars,
-            )
-            .timeout(batch_timeout),
+            fetch_tool(&defaults),
+            batch_tool(&defaults),
+            read_tool(&defaults),
         ]
     }
 
@@ -489,6 +401,126 @@ fn batch_output(results: &[Result<Fetched, FetchError>], max_chars: usize) -> To
             "items": items,
         }))
         .with_card(&card)
+}
+
+/// `web_fetch`: one URL.
+fn fetch_tool(defaults: &WebConfig) -> ToolSpec {
+    common_params(
+        ToolSpec::new(
+            WebModule::FETCH,
+            "Web Fetch",
+            "Read a web page as clean markdown: the main content without navigation, \
+             ads or footers, with title, author, date and site. Follows redirects and \
+             meta refreshes; JSON comes pretty-printed, text as is, binary files as a \
+             placeholder. A failure names its code and whether retrying helps.",
+        )
+        .string_param("url", "The http:// or https:// URL", true),
+        &single_chars(defaults),
+        defaults,
+    )
+    .prompt_snippet("web_fetch: read a web page (or JSON/text URL) as clean markdown")
+    .guideline("Use web_fetch to read a specific URL; use web_fetch_batch for several URLs at once rather than many web_fetch calls.")
+    .guideline("When web_fetch fails with retryable: no, do not retry the same URL.")
+}
+
+/// `web_fetch_batch`: several URLs, a bounded number in parallel.
+fn batch_tool(defaults: &WebConfig) -> ToolSpec {
+    let batch_chars = format!(
+        "Characters for all pages together, shared fairly (default {})",
+        defaults.max_chars
+    );
+    common_params(
+        ToolSpec::new(
+            WebModule::BATCH,
+            "Web Fetch Batch",
+            "Read several web pages at once (a bounded number in parallel). Results come \
+             in the order of the URLs; a failed URL is reported in its place and does \
+             not fail the others.",
+        )
+        .param("urls", urls_schema(), true)
+        .param("concurrency", concurrency_schema(defaults), false),
+        &batch_chars,
+        defaults,
+    )
+    .timeout(BATCH_TIMEOUT)
+}
+
+/// `web_read`: `web_fetch` or `web_fetch_batch`, by which of `url` and `urls` is given.
+fn read_tool(defaults: &WebConfig) -> ToolSpec {
+    common_params(
+        ToolSpec::new(
+            WebModule::READ,
+            "Web Read",
+            "Same as web_fetch for one URL (`url`) and as web_fetch_batch for a list \
+             (`urls`).",
+        )
+        .string_param("url", "One http:// or https:// URL", false)
+        .param("urls", urls_schema(), false)
+        .param("concurrency", concurrency_schema(defaults), false),
+        &single_chars(defaults),
+        defaults,
+    )
+    .timeout(BATCH_TIMEOUT)
+}
+
+/// A batch's time limit: more than one page's.
+const BATCH_TIMEOUT: Duration = MAX_TIMEOUT.saturating_mul(4);
+
+/// The parameters every web tool takes (format, characters, images, timeout) and its time limit.
+fn common_params(spec: ToolSpec, max_chars_text: &str, defaults: &WebConfig) -> ToolSpec {
+    spec.param(
+        "format",
+        json!({
+            "type": "string",
+            "enum": ["markdown", "text", "html"],
+            "description": "How an HTML page's main content is given (default markdown); \
+                            JSON is pretty-printed and plain text given as it is",
+        }),
+        false,
+    )
+    .integer_param("maxChars", max_chars_text, false)
+    .boolean_param(
+        "includeImages",
+        "Keep images as ![alt](url) (default true)",
+        false,
+    )
+    .number_param(
+        "timeoutSeconds",
+        &format!(
+            "Give up after this many seconds, redirects included (default {})",
+            defaults.timeout.as_secs()
+        ),
+        false,
+    )
+    .timeout(MAX_TIMEOUT + Duration::from_secs(60))
+}
+
+/// `maxChars` of a tool that reads one page.
+fn single_chars(defaults: &WebConfig) -> String {
+    format!(
+        "Cut the content to this many characters on a clean boundary (default {})",
+        defaults.max_chars
+    )
+}
+
+fn urls_schema() -> Value {
+    json!({
+        "type": "array",
+        "items": {"type": "string"},
+        "minItems": 1,
+        "maxItems": MAX_BATCH_URLS,
+        "description": "The http:// or https:// URLs",
+    })
+}
+
+fn concurrency_schema(defaults: &WebConfig) -> Value {
+    json!({
+        "type": "integer",
+        "description": format!(
+            "Pages fetched at the same time (default {}, at most {MAX_BATCH_CONCURRENCY})",
+            defaults.batch_concurrency
+        ),
+    })
 }
 
 #[cfg(test)]

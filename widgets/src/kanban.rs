@@ -261,7 +261,7 @@ fn render_columns(model: &BoardModel, theme: &Theme, area: Rect, buf: &mut Buffe
 fn render_column(
     column: &Column,
     selected: Option<usize>,
-    (more_left, more_right): (bool, bool),
+    more: (bool, bool),
     theme: &Theme,
     area: Rect,
     buf: &mut Buffer,
@@ -270,30 +270,7 @@ fn render_column(
         return;
     }
     let inner_width = usize::from(area.width.saturating_sub(2));
-    let title = format!(
-        "{}{} ({}){}",
-        if more_left { "◂ " } else { "" },
-        column.title,
-        column.cards.len(),
-        if more_right { " ▸" } else { "" }
-    );
-    let title_style = if selected.is_some() {
-        theme.overlay_title
-    } else {
-        theme.accent
-    };
-    buf.set_string(
-        area.x + 1,
-        area.y,
-        truncate_end(&title, inner_width),
-        title_style,
-    );
-    buf.set_string(
-        area.x + 1,
-        area.y + 1,
-        "─".repeat(inner_width),
-        theme.overlay_border,
-    );
+    render_column_head(column, selected.is_some(), more, theme, area, buf);
     // Two rows per card: its text, then where it comes from.
     let rows = usize::from(area.height.saturating_sub(2));
     let mut per_page = (rows / 2).max(1);
@@ -314,36 +291,86 @@ fn render_column(
         .enumerate()
     {
         let y = area.y + 2 + 2 * slot as u16;
-        let is_selected = selected == Some(index);
-        let text_style = if is_selected {
-            theme.overlay_text.add_modifier(Modifier::REVERSED)
-        } else {
-            Style::new()
-        };
-        let mark = if is_selected { "▸ " } else { "  " };
-        let text = truncate_end(&format!("{mark}{}", card.text), inner_width);
-        let pad = inner_width.saturating_sub(width(&text));
-        buf.set_string(
-            area.x + 1,
-            y,
-            format!("{text}{}", " ".repeat(pad)),
-            text_style,
-        );
-        if y + 1 < area.y + area.height {
-            // The type stays whole; the file name gives up its middle (its line number stays).
-            let kind = format!("  {} · ", card.kind);
-            let room = inner_width.saturating_sub(width(&kind));
-            let source = truncate_end(
-                &format!("{kind}{}", crate::text::truncate_middle(&card.source, room)),
-                inner_width,
-            );
-            buf.set_string(area.x + 1, y + 1, source, theme.muted);
-        }
+        render_card(card, selected == Some(index), y, theme, area, buf);
     }
     if column.cards.len() > first + per_page {
         let more = format!("+{} more", column.cards.len() - first - per_page);
         let y = area.y + area.height - 1;
         buf.set_string(area.x + 1, y, truncate_end(&more, inner_width), theme.muted);
+    }
+}
+
+/// The column's title with its card count (arrows when more columns are off screen), and the
+/// rule under it.
+fn render_column_head(
+    column: &Column,
+    is_selected: bool,
+    (more_left, more_right): (bool, bool),
+    theme: &Theme,
+    area: Rect,
+    buf: &mut Buffer,
+) {
+    let inner_width = usize::from(area.width.saturating_sub(2));
+    let title = format!(
+        "{}{} ({}){}",
+        if more_left { "◂ " } else { "" },
+        column.title,
+        column.cards.len(),
+        if more_right { " ▸" } else { "" }
+    );
+    let title_style = if is_selected {
+        theme.overlay_title
+    } else {
+        theme.accent
+    };
+    buf.set_string(
+        area.x + 1,
+        area.y,
+        truncate_end(&title, inner_width),
+        title_style,
+    );
+    buf.set_string(
+        area.x + 1,
+        area.y + 1,
+        "─".repeat(inner_width),
+        theme.overlay_border,
+    );
+}
+
+/// One card at row `y` of the column: its text, then (when the column has room) its type and
+/// where it comes from.
+fn render_card(
+    card: &Card,
+    is_selected: bool,
+    y: u16,
+    theme: &Theme,
+    area: Rect,
+    buf: &mut Buffer,
+) {
+    let inner_width = usize::from(area.width.saturating_sub(2));
+    let text_style = if is_selected {
+        theme.overlay_text.add_modifier(Modifier::REVERSED)
+    } else {
+        Style::new()
+    };
+    let mark = if is_selected { "▸ " } else { "  " };
+    let text = truncate_end(&format!("{mark}{}", card.text), inner_width);
+    let pad = inner_width.saturating_sub(width(&text));
+    buf.set_string(
+        area.x + 1,
+        y,
+        format!("{text}{}", " ".repeat(pad)),
+        text_style,
+    );
+    if y + 1 < area.y + area.height {
+        // The type stays whole; the file name gives up its middle (its line number stays).
+        let kind = format!("  {} · ", card.kind);
+        let room = inner_width.saturating_sub(width(&kind));
+        let source = truncate_end(
+            &format!("{kind}{}", crate::text::truncate_middle(&card.source, room)),
+            inner_width,
+        );
+        buf.set_string(area.x + 1, y + 1, source, theme.muted);
     }
 }
 

@@ -270,55 +270,9 @@ fn server_lines(
     theme: &Theme,
     lines: &mut Vec<Line<'static>>,
 ) {
-    let state = server.state.unwrap_or(ServerState::Stopped);
-    let marker = if is_selected { "▶ " } else { "  " };
-    let name = truncate_end(&server.name, name_width);
-    let pad = " ".repeat(name_width.saturating_sub(width(&name)));
-    let mut facts = vec![state.label().to_owned()];
-    let noun = if server.tools == 1 { "tool" } else { "tools" };
-    match (state, server.declared) {
-        (ServerState::Running, true) => facts.push(format!("{} {noun} declared", server.tools)),
-        (ServerState::Running, false) => {
-            facts.push(format!("{} {noun}, not declared", server.tools))
-        }
-        (ServerState::Stopped, _) => {
-            facts.push("tools withdrawn (Pi keeps them registered until it restarts)".to_owned())
-        }
-        _ => {}
-    }
-    if let Some(pid) = server.pid {
-        facts.push(format!("pid {pid}"));
-    }
-    if server.restarts > 0 {
-        facts.push(format!("{} restarts", server.restarts));
-    }
-    let name_style = if is_selected {
-        theme.overlay_title.add_modifier(Modifier::REVERSED)
-    } else {
-        theme.overlay_title
-    };
-    let head_used = width(marker) + name_width + 3;
-    lines.push(Line::from(vec![
-        Span::styled(marker.to_owned(), theme.accent),
-        Span::styled(format!("{name}{pad}"), name_style),
-        Span::raw(" "),
-        Span::styled(state.icon().to_owned(), state.style(theme)),
-        Span::raw(" "),
-        Span::styled(
-            truncate_end(&facts.join(" · "), max.saturating_sub(head_used)),
-            state.style(theme),
-        ),
-    ]));
+    lines.push(head_line(server, is_selected, name_width, max, theme));
     let mut field = |label: &str, text: &str, style: Style| {
-        let room = max.saturating_sub(4 + LABEL_WIDTH);
-        for (row, part) in wrap(text, room).into_iter().enumerate() {
-            let label = if row == 0 { label } else { "" };
-            lines.push(Line::from(vec![
-                Span::raw("    "),
-                Span::styled(format!("{label:<LABEL_WIDTH$}"), theme.muted),
-                Span::styled(part, style),
-            ]));
-        }
+        field_lines(label, text, style, max, theme, lines);
     };
     field("source", &server.source, Style::new());
     field("runs", &server.target, Style::new());
@@ -343,19 +297,98 @@ fn server_lines(
         field("error", error, theme.error);
     }
     if is_selected && !server.stderr_tail.trim().is_empty() {
-        let tail: Vec<&str> = server.stderr_tail.trim_end().lines().collect();
-        let shown = &tail[tail.len().saturating_sub(STDERR_LINES)..];
-        for (row, line) in shown.iter().enumerate() {
-            let label = if row == 0 { "stderr" } else { "" };
-            lines.push(Line::from(vec![
-                Span::raw("    "),
-                Span::styled(format!("{label:<LABEL_WIDTH$}"), theme.muted),
-                Span::styled(
-                    truncate_end(line, max.saturating_sub(4 + LABEL_WIDTH)),
-                    theme.muted,
-                ),
-            ]));
+        stderr_lines(&server.stderr_tail, max, theme, lines);
+    }
+}
+
+/// The server's first row: marker, name, state icon and its facts (state, tools, pid, restarts).
+fn head_line(
+    server: &McpServerRow,
+    is_selected: bool,
+    name_width: usize,
+    max: usize,
+    theme: &Theme,
+) -> Line<'static> {
+    let state = server.state.unwrap_or(ServerState::Stopped);
+    let marker = if is_selected { "▶ " } else { "  " };
+    let name = truncate_end(&server.name, name_width);
+    let pad = " ".repeat(name_width.saturating_sub(width(&name)));
+    let name_style = if is_selected {
+        theme.overlay_title.add_modifier(Modifier::REVERSED)
+    } else {
+        theme.overlay_title
+    };
+    let head_used = width(marker) + name_width + 3;
+    Line::from(vec![
+        Span::styled(marker.to_owned(), theme.accent),
+        Span::styled(format!("{name}{pad}"), name_style),
+        Span::raw(" "),
+        Span::styled(state.icon().to_owned(), state.style(theme)),
+        Span::raw(" "),
+        Span::styled(
+            truncate_end(&facts(server, state), max.saturating_sub(head_used)),
+            state.style(theme),
+        ),
+    ])
+}
+
+/// `state · tools · pid · restarts`, as far as they are known.
+fn facts(server: &McpServerRow, state: ServerState) -> String {
+    let mut facts = vec![state.label().to_owned()];
+    let noun = if server.tools == 1 { "tool" } else { "tools" };
+    match (state, server.declared) {
+        (ServerState::Running, true) => facts.push(format!("{} {noun} declared", server.tools)),
+        (ServerState::Running, false) => {
+            facts.push(format!("{} {noun}, not declared", server.tools))
         }
+        (ServerState::Stopped, _) => {
+            facts.push("tools withdrawn (Pi keeps them registered until it restarts)".to_owned())
+        }
+        _ => {}
+    }
+    if let Some(pid) = server.pid {
+        facts.push(format!("pid {pid}"));
+    }
+    if server.restarts > 0 {
+        facts.push(format!("{} restarts", server.restarts));
+    }
+    facts.join(" · ")
+}
+
+/// One labelled field under the head, wrapped; the label on its first row only.
+fn field_lines(
+    label: &str,
+    text: &str,
+    style: Style,
+    max: usize,
+    theme: &Theme,
+    lines: &mut Vec<Line<'static>>,
+) {
+    let room = max.saturating_sub(4 + LABEL_WIDTH);
+    for (row, part) in wrap(text, room).into_iter().enumerate() {
+        let label = if row == 0 { label } else { "" };
+        lines.push(Line::from(vec![
+            Span::raw("    "),
+            Span::styled(format!("{label:<LABEL_WIDTH$}"), theme.muted),
+            Span::styled(part, style),
+        ]));
+    }
+}
+
+/// The last [`STDERR_LINES`] of the server's stderr, each cut to the width.
+fn stderr_lines(stderr_tail: &str, max: usize, theme: &Theme, lines: &mut Vec<Line<'static>>) {
+    let tail: Vec<&str> = stderr_tail.trim_end().lines().collect();
+    let shown = &tail[tail.len().saturating_sub(STDERR_LINES)..];
+    for (row, line) in shown.iter().enumerate() {
+        let label = if row == 0 { "stderr" } else { "" };
+        lines.push(Line::from(vec![
+            Span::raw("    "),
+            Span::styled(format!("{label:<LABEL_WIDTH$}"), theme.muted),
+            Span::styled(
+                truncate_end(line, max.saturating_sub(4 + LABEL_WIDTH)),
+                theme.muted,
+            ),
+        ]));
     }
 }
 

@@ -116,84 +116,33 @@ pub fn render(model: &PickerModel, theme: &Theme, screen: Rect, buf: &mut Buffer
     let Some(layout) = layout(model, screen) else {
         return;
     };
-    Clear.render(layout.area, buf);
-    let position = (model.rows.len() > layout.visible).then(|| {
-        format!(
-            " {}-{}/{} ",
-            layout.first + 1,
-            (layout.first + layout.visible).min(model.rows.len()),
-            model.rows.len()
-        )
-    });
-    crate::overlay::frame(TITLE, "", 0, 0, theme, layout.area, buf);
-    if let Some(position) = position {
-        let x = (layout.area.x + layout.area.width).saturating_sub(width(&position) as u16 + 1);
-        buf.set_string(
-            x,
-            layout.area.y + layout.area.height - 1,
-            position,
-            theme.overlay_border,
-        );
-    }
+    render_frame(model, &layout, theme, buf);
     let max = usize::from(layout.text.width);
-    let mut lines: Vec<Line<'static>> = Vec::new();
-    lines.push(slot_line(
-        "Primary",
-        model.primary.as_ref(),
-        model.slot == Slot::Primary,
-        max,
-        theme,
-    ));
-    lines.push(slot_line(
-        "Sidekick",
-        model.sidekick.as_ref(),
-        model.slot == Slot::Sidekick,
-        max,
-        theme,
-    ));
-    let confirm_ready = model.primary.is_some() && model.sidekick.is_some();
-    let confirm_style = if confirm_ready {
-        theme.status_done
-    } else {
-        theme.muted
-    };
-    let marker = if model.slot == Slot::Confirm {
-        "▶ "
-    } else {
-        "  "
-    };
-    lines.push(Line::from(vec![
-        Span::styled(marker, theme.accent),
-        Span::styled(
-            truncate_end(
-                if confirm_ready {
-                    "✓ Confirm this pair"
-                } else {
-                    "✓ Confirm (once both are set)"
-                },
-                max.saturating_sub(2),
-            ),
-            confirm_style,
-        ),
-    ]));
-    lines.push(Line::styled(
-        truncate_end(model.preview.as_deref().unwrap_or(""), max),
-        theme.accent,
-    ));
-    lines.push(Line::default());
-    let count = format!("{} of {} models", model.rows.len(), model.total);
-    let filter_room = max.saturating_sub(width(&count) + 1 + width(FILTER_PROMPT));
-    let filter = truncate_end(&model.filter, filter_room);
-    let pad = max.saturating_sub(width(FILTER_PROMPT) + width(&filter) + width(&count));
-    lines.push(Line::from(vec![
-        Span::styled(FILTER_PROMPT, theme.overlay_key),
-        Span::raw(filter),
-        Span::raw(" ".repeat(pad)),
-        Span::styled(count, theme.muted),
-    ]));
     let columns = Columns::for_width(max);
+    let mut lines = vec![
+        slot_line(
+            "Primary",
+            model.primary.as_ref(),
+            model.slot == Slot::Primary,
+            max,
+            theme,
+        ),
+        slot_line(
+            "Sidekick",
+            model.sidekick.as_ref(),
+            model.slot == Slot::Sidekick,
+            max,
+            theme,
+        ),
+        confirm_line(model, max, theme),
+        Line::styled(
+            truncate_end(model.preview.as_deref().unwrap_or(""), max),
+            theme.accent,
+        ),
+        Line::default(),
+        filter_line(model, max, theme),
+    ];
     lines.push(Line::styled(columns.header(), theme.muted));
-    let top = lines.len();
     for (row, line) in lines.iter().enumerate() {
         buf.set_line(
             layout.text.x,
@@ -202,6 +151,79 @@ pub fn render(model: &PickerModel, theme: &Theme, screen: Rect, buf: &mut Buffer
             layout.text.width,
         );
     }
+    render_rows(model, &layout, &columns, lines.len(), theme, buf);
+    let notice = model
+        .notice
+        .as_deref()
+        .map(|notice| (notice, theme.warning));
+    super::notice_and_keys(buf, layout.text, max, notice, &model.keys, theme);
+}
+
+/// Clears the box and draws its frame, with the rows shown (`first-last/all`) on the bottom
+/// border when the list scrolls.
+fn render_frame(model: &PickerModel, layout: &Layout, theme: &Theme, buf: &mut Buffer) {
+    Clear.render(layout.area, buf);
+    crate::overlay::frame(TITLE, "", 0, 0, theme, layout.area, buf);
+    if model.rows.len() > layout.visible {
+        let position = format!(
+            " {}-{}/{} ",
+            layout.first + 1,
+            (layout.first + layout.visible).min(model.rows.len()),
+            model.rows.len()
+        );
+        let x = (layout.area.x + layout.area.width).saturating_sub(width(&position) as u16 + 1);
+        buf.set_string(
+            x,
+            layout.area.y + layout.area.height - 1,
+            position,
+            theme.overlay_border,
+        );
+    }
+}
+
+/// The "confirm" step, marked when it is the active one, muted until both slots are set.
+fn confirm_line(model: &PickerModel, max: usize, theme: &Theme) -> Line<'static> {
+    let confirm_ready = model.primary.is_some() && model.sidekick.is_some();
+    let (text, style) = if confirm_ready {
+        ("✓ Confirm this pair", theme.status_done)
+    } else {
+        ("✓ Confirm (once both are set)", theme.muted)
+    };
+    let marker = if model.slot == Slot::Confirm {
+        "▶ "
+    } else {
+        "  "
+    };
+    Line::from(vec![
+        Span::styled(marker, theme.accent),
+        Span::styled(truncate_end(text, max.saturating_sub(2)), style),
+    ])
+}
+
+/// The filter the user types, with the count of matching models flush right.
+fn filter_line(model: &PickerModel, max: usize, theme: &Theme) -> Line<'static> {
+    let count = format!("{} of {} models", model.rows.len(), model.total);
+    let filter_room = max.saturating_sub(width(&count) + 1 + width(FILTER_PROMPT));
+    let filter = truncate_end(&model.filter, filter_room);
+    let pad = max.saturating_sub(width(FILTER_PROMPT) + width(&filter) + width(&count));
+    Line::from(vec![
+        Span::styled(FILTER_PROMPT, theme.overlay_key),
+        Span::raw(filter),
+        Span::raw(" ".repeat(pad)),
+        Span::styled(count, theme.muted),
+    ])
+}
+
+/// The model rows in view from text row `top` on (or a line saying none matches).
+fn render_rows(
+    model: &PickerModel,
+    layout: &Layout,
+    columns: &Columns,
+    top: usize,
+    theme: &Theme,
+    buf: &mut Buffer,
+) {
+    let max = usize::from(layout.text.width);
     if model.rows.is_empty() {
         buf.set_line(
             layout.text.x,
@@ -213,15 +235,13 @@ pub fn render(model: &PickerModel, theme: &Theme, screen: Rect, buf: &mut Buffer
             layout.text.width,
         );
     }
-    for (offset, row) in model
+    let shown = model
         .rows
         .iter()
         .enumerate()
         .skip(layout.first)
-        .take(layout.visible)
-        .map(|(index, row)| (index - layout.first, (index, row)))
-    {
-        let (index, row) = row;
+        .take(layout.visible);
+    for (offset, (index, row)) in shown.enumerate() {
         let line = columns.row(row, index == model.selected, theme);
         buf.set_line(
             layout.text.x,
@@ -230,11 +250,6 @@ pub fn render(model: &PickerModel, theme: &Theme, screen: Rect, buf: &mut Buffer
             layout.text.width,
         );
     }
-    let notice = model
-        .notice
-        .as_deref()
-        .map(|notice| (notice, theme.warning));
-    super::notice_and_keys(buf, layout.text, max, notice, &model.keys, theme);
 }
 
 /// Where the terminal cursor goes: in the filter, at its cursor.
