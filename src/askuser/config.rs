@@ -8,7 +8,7 @@
 //!   "notifyOnAsk": true }
 //! ```
 //!
-//! A key of the wrong type is a [`ConfigError`] naming file, line and column, and its default
+//! A key of the wrong type is a [`ConfigError`](crate::config::ConfigError) naming file, line and column, and its default
 //! stays in force. `/unipi:ask-user-settings` edits the same keys ([`settings_fields`],
 //! [`apply_settings`]) and saves them into the user's file, keeping keys it does not know.
 

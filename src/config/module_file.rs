@@ -127,7 +127,7 @@ pub enum Wording {
     Backticks,
     /// "\"key\" must be …", at the key.
     Quotes,
-    /// "key must be …, found <the value>", at the key.
+    /// "key must be …, found `<the value>`", at the key.
     Found,
     /// "expected … for key", at the value.
     Expected,

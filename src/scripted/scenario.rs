@@ -43,7 +43,7 @@
 //! Errors name the file and the line of the offending key, so a typo in a scenario is found
 //! without reading the server. Users read the format in the README ("Scenario files") and in
 //! `--help`; tests load the README's example and check that both name every key this parser
-//! takes ([`undocumented_keys`]), so neither can drift from it.
+//! takes (`undocumented_keys`), so neither can drift from it.
 
 use std::collections::BTreeMap;
 use std::ops::Range;

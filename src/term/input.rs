@@ -549,7 +549,7 @@ fn step_ss3(input: &[u8], at_end: bool, out: &mut Vec<InputEvent>) -> Option<usi
     }
 }
 
-/// Whether `ESC <intro> <next>` starts a reply string rather than being Alt+<intro>.
+/// Whether `ESC <intro> <next>` starts a reply string rather than being `Alt+<intro>`.
 fn opens_string(intro: u8, next: u8) -> bool {
     match intro {
         b']' => next.is_ascii_digit(),

@@ -1,5 +1,5 @@
 //! The web settings file: `~/.unipi/config/web.json`, overridden key by key by
-//! `<workspace>/.unipi/config/web.json`. A bad file or key is a [`ConfigError`] with path, line
+//! `<workspace>/.unipi/config/web.json`. A bad file or key is a [`ConfigError`](crate::config::ConfigError) with path, line
 //! and column, and the default stays in force for it.
 //!
 //! ```json

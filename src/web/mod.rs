@@ -6,7 +6,7 @@
 //!
 //! The flow: [`module`] (tools, arguments) → [`fetch`] (URL checks, requests, redirects, body)
 //! → [`content`] and [`charset`] (what the body is, as text) → [`extract`] (HTML's main content
-//! and metadata) → [`format`] (truncation and what the model reads).
+//! and metadata) → [`format`](mod@format) (truncation and what the model reads).
 
 pub mod batch;
 pub mod cache;
