@@ -16,6 +16,8 @@ pub mod detach;
 mod dock_tests;
 pub mod fusion;
 pub mod headless;
+#[cfg(test)]
+pub mod hello;
 pub mod helpers;
 pub mod http;
 #[cfg(test)]

@@ -160,6 +160,8 @@ pub fn registrations() -> Vec<Registration> {
         crate::web::REGISTRATION,
         crate::detach::REGISTRATION,
         crate::workflow::REGISTRATION,
+        #[cfg(test)]
+        crate::hello::REGISTRATION,
     ]
 }
 

@@ -8,6 +8,7 @@ pub mod compactor;
 pub mod dock;
 pub mod footer;
 pub mod fusion;
+pub mod hello;
 pub mod help;
 pub mod info;
 pub mod kanban;
