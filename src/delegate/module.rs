@@ -39,8 +39,8 @@ use super::report::{Launch, notification, receipt, running_view, terminal_view};
 use super::seed::{SeedInput, build_seed, sha256_hex};
 use crate::bridge::{
     AgentId, AgentNotice, BridgeHost, BusEvent, CancelToken, EventBus, HostCall, MessageTypeSpec,
-    ModelInfo, Module, NoticeSink, PiEvent, ToolCall, ToolError, ToolOutput, ToolSpec, WakeReach,
-    send_to,
+    ModelInfo, Module, NoticeSink, PiEvent, Refusal, ToolCall, ToolError, ToolOutput, ToolSpec,
+    WakeReach, send_to,
 };
 use crate::config::live::LiveConfig;
 use crate::helpers::board::{BoardRow, HelperBoard, RowKind, RunControl, TranscriptEntry};
@@ -556,8 +556,8 @@ struct Control {
 }
 
 impl RunControl for Control {
-    fn steer(&self, _message: String) -> Result<(), String> {
-        Err("delegates cannot be steered".to_string())
+    fn steer(&self, _message: String) -> Result<(), Refusal> {
+        Err("delegates cannot be steered".into())
     }
 
     fn stop(&self) {
