@@ -183,7 +183,7 @@ impl Card {
 /// error a person or the model reads; a caller that branches on the kind gets a named enum
 /// instead, and internal failures stay `anyhow` with context until they become a refusal
 /// (`From<anyhow::Error>` keeps the whole chain, `{:#}`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Refusal(String);
 
 impl Refusal {

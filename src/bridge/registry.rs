@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::bus::{EventBus, names};
-use super::module::{CommandSpec, MessageTypeSpec, Module, ToolSpec};
+use super::module::{CommandSpec, MessageTypeSpec, Module, Refusal, ToolSpec};
 use super::protocol::{Declarations, ToolDecl};
 
 /// A module's state as `/unipi:info` shows it.
@@ -238,7 +238,7 @@ impl Registry {
     }
 
     /// The module that handles `tool`, and the tool's own timeout; or why it cannot run.
-    pub(crate) fn tool(&self, tool: &str) -> Result<(Arc<dyn Module>, Option<Duration>), String> {
+    pub(crate) fn tool(&self, tool: &str) -> Result<(Arc<dyn Module>, Option<Duration>), Refusal> {
         let entries = self.entries.read().unwrap_or_else(PoisonError::into_inner);
         for entry in entries.iter() {
             if let Some(spec) = entry.tools.iter().find(|spec| spec.name == tool) {
@@ -247,15 +247,17 @@ impl Registry {
                     ModuleStatus::Disabled { reason } => Err(format!(
                         "the unipi-tui module `{}` that provides `{tool}` is disabled: {reason}",
                         entry.module.name()
-                    )),
+                    )
+                    .into()),
                     ModuleStatus::Error { message } => Err(format!(
                         "the unipi-tui module `{}` that provides `{tool}` failed: {message}",
                         entry.module.name()
-                    )),
+                    )
+                    .into()),
                 };
             }
         }
-        Err(format!("unipi-tui has no tool named `{tool}`"))
+        Err(format!("unipi-tui has no tool named `{tool}`").into())
     }
 
     /// The first ready module that answers `hook`, with its answer's future.
