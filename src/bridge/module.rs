@@ -255,12 +255,6 @@ impl From<anyhow::Error> for Refusal {
     }
 }
 
-impl From<super::host::BridgeError> for Refusal {
-    fn from(err: super::host::BridgeError) -> Self {
-        anyhow::Error::from(err).into()
-    }
-}
-
 impl From<Refusal> for ToolError {
     fn from(refusal: Refusal) -> Self {
         Self::new(refusal.0)
