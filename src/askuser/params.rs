@@ -15,6 +15,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::config::AskUserConfig;
+use crate::bridge::Refusal;
 
 /// The longest a question may wait: the bridge's backstop on the call (a JavaScript timer holds
 /// at most 2^31 ms, about 24 days; a week is plenty for a question).
@@ -156,30 +157,34 @@ pub fn schema() -> Value {
 
 /// Parses and validates the arguments of one call against the settings; `has_screen` says
 /// whether a modal can be shown. The error is the text the model reads.
-pub fn parse(args: &Value, config: &AskUserConfig, has_screen: bool) -> Result<AskRequest, String> {
+pub fn parse(
+    args: &Value,
+    config: &AskUserConfig,
+    has_screen: bool,
+) -> Result<AskRequest, Refusal> {
     let Some(args) = args.as_object() else {
-        return Err("Error: ask_user needs an object of arguments".to_owned());
+        return Err("Error: ask_user needs an object of arguments".into());
     };
     let timeout = parse_timeout(args.get("timeout"))?;
     let raw: Vec<(&Map<String, Value>, String)> =
         match (args.get("question"), args.get("questions")) {
             (Some(_), Some(_)) => {
-                return Err("Error: give either `question` or `questions`, not both".to_owned());
+                return Err("Error: give either `question` or `questions`, not both".into());
             }
-            (None, None) => return Err("Error: `question` is required".to_owned()),
+            (None, None) => return Err("Error: `question` is required".into()),
             (Some(_), None) => vec![(args, String::new())],
             (None, Some(Value::Array(items))) if !items.is_empty() => {
                 let mut raw = Vec::new();
                 for (index, item) in items.iter().enumerate() {
                     let Some(item) = item.as_object() else {
-                        return Err(format!("Error: questions[{index}] must be an object"));
+                        return Err(format!("Error: questions[{index}] must be an object").into());
                     };
                     raw.push((item, format!("questions[{index}].")));
                 }
                 raw
             }
             (None, Some(_)) => {
-                return Err("Error: `questions` must be a non-empty array of questions".to_owned());
+                return Err("Error: `questions` must be a non-empty array of questions".into());
             }
         };
     let mut questions = Vec::new();
@@ -199,30 +204,33 @@ pub fn parse(args: &Value, config: &AskUserConfig, has_screen: bool) -> Result<A
         }
     };
     if !config.enabled {
-        return Err("Error: ask_user tool is disabled in settings.".to_owned());
+        return Err("Error: ask_user tool is disabled in settings.".into());
     }
     for (index, question) in questions.iter().enumerate() {
         if question.allow_multiple && !config.multi_select {
             return Err(format!(
                 "Error: {}Multi-select questions are disabled in settings.",
                 which(index)
-            ));
+            )
+            .into());
         }
         if !question.allow_multiple && !config.single_select {
             return Err(format!(
                 "Error: {}Single-select questions are disabled in settings.",
                 which(index)
-            ));
+            )
+            .into());
         }
         if question.allow_freeform && freeform_stated[index] && !config.freeform {
             return Err(format!(
                 "Error: {}Freeform questions are disabled in settings.",
                 which(index)
-            ));
+            )
+            .into());
         }
     }
     if !has_screen {
-        return Err("Error: UI not available (running in non-interactive mode)".to_owned());
+        return Err("Error: UI not available (running in non-interactive mode)".into());
     }
     for (index, question) in questions.iter().enumerate() {
         if question.options.is_empty() && !question.allow_freeform {
@@ -230,7 +238,8 @@ pub fn parse(args: &Value, config: &AskUserConfig, has_screen: bool) -> Result<A
                 "Error: {}No options provided and allowFreeform is false. Provide options or \
                  enable freeform.",
                 which(index)
-            ));
+            )
+            .into());
         }
     }
     Ok(AskRequest { questions, timeout })
@@ -241,10 +250,10 @@ fn parse_question(
     item: &Map<String, Value>,
     at: &str,
     config: &AskUserConfig,
-) -> Result<(Question, bool), String> {
+) -> Result<(Question, bool), Refusal> {
     let question = match item.get("question") {
         Some(Value::String(text)) if !text.trim().is_empty() => text.trim().to_owned(),
-        _ => return Err(format!("Error: `{at}question` must be a non-empty string")),
+        _ => return Err(format!("Error: `{at}question` must be a non-empty string").into()),
     };
     let context = optional_text(item.get("context"), &format!("{at}context"))?;
     let allow_multiple =
@@ -258,7 +267,7 @@ fn parse_question(
             .enumerate()
             .map(|(index, option)| parse_option(option, &format!("{at}options[{index}]")))
             .collect::<Result<Vec<_>, _>>()?,
-        Some(_) => return Err(format!("Error: `{at}options` must be an array")),
+        Some(_) => return Err(format!("Error: `{at}options` must be an array").into()),
     };
     Ok((
         Question {
@@ -272,13 +281,13 @@ fn parse_question(
     ))
 }
 
-fn parse_option(option: &Value, at: &str) -> Result<AskOption, String> {
+fn parse_option(option: &Value, at: &str) -> Result<AskOption, Refusal> {
     let Some(option) = option.as_object() else {
-        return Err(format!("Error: `{at}` must be an object with a label"));
+        return Err(format!("Error: `{at}` must be an object with a label").into());
     };
     let label = match option.get("label") {
         Some(Value::String(text)) if !text.trim().is_empty() => text.trim().to_owned(),
-        _ => return Err(format!("Error: `{at}.label` must be a non-empty string")),
+        _ => return Err(format!("Error: `{at}.label` must be a non-empty string").into()),
     };
     let value = optional_text(option.get("value"), &format!("{at}.value"))?
         .unwrap_or_else(|| label.clone());
@@ -292,7 +301,7 @@ fn parse_option(option: &Value, at: &str) -> Result<AskOption, String> {
                  {text:?}"
             )
         })?),
-        Some(_) => return Err(format!("Error: `{at}.action` must be a string")),
+        Some(_) => return Err(format!("Error: `{at}.action` must be a string").into()),
     };
     // The explicit non-select action wins; else `allowCustom` makes it an input option.
     let action = match action {
@@ -304,7 +313,8 @@ fn parse_option(option: &Value, at: &str) -> Result<AskOption, String> {
     if action == OptionAction::NewSession && prefill.is_none() {
         return Err(format!(
             "Error: `{at}` starts a new session but has no `prefill` (the new task's prompt)"
-        ));
+        )
+        .into());
     }
     Ok(AskOption {
         label,
@@ -317,24 +327,24 @@ fn parse_option(option: &Value, at: &str) -> Result<AskOption, String> {
     })
 }
 
-fn optional_text(value: Option<&Value>, at: &str) -> Result<Option<String>, String> {
+fn optional_text(value: Option<&Value>, at: &str) -> Result<Option<String>, Refusal> {
     match value {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(text)) if text.trim().is_empty() => Ok(None),
         Some(Value::String(text)) => Ok(Some(text.trim().to_owned())),
-        Some(_) => Err(format!("Error: `{at}` must be a string")),
+        Some(_) => Err(format!("Error: `{at}` must be a string").into()),
     }
 }
 
-fn optional_flag(value: Option<&Value>, at: &str) -> Result<Option<bool>, String> {
+fn optional_flag(value: Option<&Value>, at: &str) -> Result<Option<bool>, Refusal> {
     match value {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Bool(flag)) => Ok(Some(*flag)),
-        Some(_) => Err(format!("Error: `{at}` must be true or false")),
+        Some(_) => Err(format!("Error: `{at}` must be true or false").into()),
     }
 }
 
-fn parse_timeout(value: Option<&Value>) -> Result<Option<Duration>, String> {
+fn parse_timeout(value: Option<&Value>) -> Result<Option<Duration>, Refusal> {
     match value {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Number(ms)) => match ms.as_f64() {
@@ -342,9 +352,9 @@ fn parse_timeout(value: Option<&Value>) -> Result<Option<Duration>, String> {
             Some(ms) if ms > 0.0 && ms.is_finite() => {
                 Ok(Some(Duration::from_millis(ms as u64).min(LONGEST_WAIT)))
             }
-            _ => Err("Error: `timeout` must be a positive number of milliseconds".to_owned()),
+            _ => Err("Error: `timeout` must be a positive number of milliseconds".into()),
         },
-        Some(_) => Err("Error: `timeout` must be a number of milliseconds".to_owned()),
+        Some(_) => Err("Error: `timeout` must be a number of milliseconds".into()),
     }
 }
 
@@ -512,11 +522,7 @@ mod tests {
             ),
         ];
         for (name, args, config, screen, want) in cases {
-            assert_eq!(
-                parse(&args, &config, screen),
-                Err(want.to_owned()),
-                "{name}"
-            );
+            assert_eq!(parse(&args, &config, screen), Err(want.into()), "{name}");
         }
     }
 

@@ -203,6 +203,13 @@ pub enum BridgeError {
     },
 }
 
+/// A failed host call, read by the user or the model as the error says it.
+impl From<BridgeError> for super::module::Refusal {
+    fn from(err: BridgeError) -> Self {
+        anyhow::Error::from(err).into()
+    }
+}
+
 /// The bridge host. Cheap to clone; the socket and runtime directory live until
 /// [`BridgeHost::shutdown`] or until the last clone is dropped.
 #[derive(Debug, Clone)]

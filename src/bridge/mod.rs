@@ -49,7 +49,8 @@ pub use host_state::{AgentInfo, HostOptions};
 pub use info::InfoModule;
 pub use module::{
     CancelHandle, CancelToken, Card, CardTint, CommandCall, CommandSpec, Completion, ContentBlock,
-    HookCall, MessageTypeSpec, Module, ToolCall, ToolError, ToolOutput, ToolSpec, UpdateSender,
+    HookCall, MessageTypeSpec, Module, Refusal, ToolCall, ToolError, ToolOutput, ToolSpec,
+    UpdateSender,
 };
 pub use notice::{AgentNotice, ChannelSink, NoticeSink, send_to};
 pub use registry::{ModuleInfo, ModuleStatus, Registry, RegistryError};

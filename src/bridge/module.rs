@@ -178,6 +178,102 @@ impl Card {
     }
 }
 
+/// Text meant for the user or the model, read as is: why a request was refused or failed, worded
+/// where it was found (`"the bridge to Pi is not up"`). The one error type of the functions whose
+/// error a person or the model reads; a caller that branches on the kind gets a named enum
+/// instead, and internal failures stay `anyhow` with context until they become a refusal
+/// (`From<anyhow::Error>` keeps the whole chain, `{:#}`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Refusal(String);
+
+impl Refusal {
+    pub fn new(text: impl Into<String>) -> Self {
+        Self(text.into())
+    }
+
+    /// The text, exactly as it is shown.
+    pub fn text(&self) -> &str {
+        &self.0
+    }
+
+    pub fn into_text(self) -> String {
+        self.0
+    }
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Refusal {}
+
+/// Read as the text it is: `refusal.starts_with(…)`, `&refusal[..]`.
+impl std::ops::Deref for Refusal {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl PartialEq<str> for Refusal {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl PartialEq<&str> for Refusal {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
+impl PartialEq<String> for Refusal {
+    fn eq(&self, other: &String) -> bool {
+        &self.0 == other
+    }
+}
+
+impl From<String> for Refusal {
+    fn from(text: String) -> Self {
+        Self(text)
+    }
+}
+
+impl From<&str> for Refusal {
+    fn from(text: &str) -> Self {
+        Self(text.to_owned())
+    }
+}
+
+impl From<anyhow::Error> for Refusal {
+    fn from(err: anyhow::Error) -> Self {
+        // `{:#}` keeps the context chain: the reader sees why, not just the last step.
+        Self(format!("{err:#}"))
+    }
+}
+
+impl From<Refusal> for ToolError {
+    fn from(refusal: Refusal) -> Self {
+        Self::new(refusal.0)
+    }
+}
+
+/// A refused command answers Pi with the refusal's text.
+impl From<Refusal> for CommandReply {
+    fn from(refusal: Refusal) -> Self {
+        CommandReply::Failed { message: refusal.0 }
+    }
+}
+
+impl From<Refusal> for String {
+    fn from(refusal: Refusal) -> Self {
+        refusal.0
+    }
+}
+
 /// A failed tool call: becomes an error result (`isError`) whose text is `message`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolError {

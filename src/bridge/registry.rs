@@ -9,7 +9,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use super::bus::{EventBus, ModuleAnnouncement, ModuleGone, ModuleReady};
-use super::module::{CommandSpec, MessageTypeSpec, Module, ToolSpec};
+use super::module::{CommandSpec, MessageTypeSpec, Module, Refusal, ToolSpec};
 use super::protocol::{Declarations, ToolDecl};
 
 /// A module's state as `/unipi:info` shows it.
@@ -236,7 +236,7 @@ impl Registry {
     }
 
     /// The module that handles `tool`, and the tool's own timeout; or why it cannot run.
-    pub(crate) fn tool(&self, tool: &str) -> Result<(Arc<dyn Module>, Option<Duration>), String> {
+    pub(crate) fn tool(&self, tool: &str) -> Result<(Arc<dyn Module>, Option<Duration>), Refusal> {
         let entries = self.entries.read().unwrap_or_else(PoisonError::into_inner);
         for entry in entries.iter() {
             if let Some(spec) = entry.tools.iter().find(|spec| spec.name == tool) {
@@ -245,15 +245,17 @@ impl Registry {
                     ModuleStatus::Disabled { reason } => Err(format!(
                         "the unipi-tui module `{}` that provides `{tool}` is disabled: {reason}",
                         entry.module.name()
-                    )),
+                    )
+                    .into()),
                     ModuleStatus::Error { message } => Err(format!(
                         "the unipi-tui module `{}` that provides `{tool}` failed: {message}",
                         entry.module.name()
-                    )),
+                    )
+                    .into()),
                 };
             }
         }
-        Err(format!("unipi-tui has no tool named `{tool}`"))
+        Err(format!("unipi-tui has no tool named `{tool}`").into())
     }
 
     /// The first ready module that answers `hook`, with its answer's future.

@@ -99,7 +99,7 @@ async fn run_command(capability: CompactorCapability, call: CommandCall) -> Comm
                 message: text,
                 level: NotifyLevel::Info,
             },
-            Err(message) => CommandReply::Failed { message },
+            Err(refusal) => refusal.into(),
         },
         VIEW_COMMAND => match module.last_view() {
             Some(model) if ui.has_screen() => {

@@ -3,7 +3,7 @@
 //! compaction's custom instructions and comes back in `session_before_compact`, so the hook knows
 //! the compaction is ours and what to do once it is done.
 
-use crate::bridge::{CommandSpec, Completion};
+use crate::bridge::{CommandSpec, Completion, Refusal};
 
 pub const COMPACT_COMMAND: &str = "unipi:compact";
 pub const STATS_COMMAND: &str = "unipi:compact-stats";
@@ -72,7 +72,7 @@ impl Marker {
 }
 
 /// `/unipi:compact [keep:N] [instructions]`: the marker for the request, or why not.
-pub fn parse_command_args(args: &str) -> Result<Marker, String> {
+pub fn parse_command_args(args: &str) -> Result<Marker, Refusal> {
     let args = args.trim();
     let (first, rest) = args
         .split_once(char::is_whitespace)
@@ -83,7 +83,8 @@ pub fn parse_command_args(args: &str) -> Result<Marker, String> {
             _ => {
                 return Err(format!(
                     "keep:N takes a number of user turns from 1 to {MAX_KEEP}, got `{first}`"
-                ));
+                )
+                .into());
             }
         },
         None => (None, args),

@@ -41,7 +41,8 @@ use super::resume::{RESUME_TYPE, resume_summary};
 use super::text::{stats_text, toast_text, view_model};
 use crate::bridge::{
     AgentId, BridgeHost, BusEvent, CommandSpec, DeliverAs, EventBus, HookCall, HostCall,
-    MessageTypeSpec, Module, NotifyLevel, PiEvent, ToolCall, ToolError, ToolOutput, ToolSpec,
+    MessageTypeSpec, Module, NotifyLevel, PiEvent, Refusal, ToolCall, ToolError, ToolOutput,
+    ToolSpec,
 };
 use crate::config::live::LiveConfig;
 use crate::config::module_file::ModuleConfig;
@@ -72,7 +73,7 @@ struct Compactor {
     settings: PipelineSettings,
     workspace: PathBuf,
     /// The database, or why there is none (recall then answers with that reason).
-    db: Result<DbWorker, String>,
+    db: Result<DbWorker, Refusal>,
     /// Where every project's database lives (the `all` recall scope).
     db_dir: Option<PathBuf>,
     host: OnceLock<BridgeHost>,
@@ -125,7 +126,7 @@ impl CompactorModule {
     pub fn new(
         config: impl Into<LiveConfig<CompactorConfig>>,
         workspace: PathBuf,
-        db: Result<DbWorker, String>,
+        db: Result<DbWorker, Refusal>,
         db_dir: Option<PathBuf>,
     ) -> Self {
         CompactorModule {
@@ -195,11 +196,11 @@ impl CompactorModule {
                             path.display()
                         );
                         notices.push(message.clone());
-                        Err(message)
+                        Err(message.into())
                     }
                 }
             }
-            None => Err("no home directory, so no session database".to_owned()),
+            None => Err("no home directory, so no session database".into()),
         };
         Started {
             module: CompactorModule::new(config, workspace.to_path_buf(), db, db_dir),
@@ -254,8 +255,8 @@ impl CompactorModule {
 
     /// Asks Pi to compact with `marker` (the outcome arrives as `compaction_end`). A failure is
     /// also shown in Pi, since the command has already been answered.
-    pub async fn request_compaction(&self, marker: &Marker) -> Result<(), String> {
-        let host = self.compactor.host().map_err(|err| err.to_string())?;
+    pub async fn request_compaction(&self, marker: &Marker) -> Result<(), Refusal> {
+        let host = self.compactor.host()?;
         self.compactor.lock().requested = Some(marker.clone());
         let call = HostCall::Compact {
             instructions: Some(marker.to_instructions()),
@@ -264,12 +265,12 @@ impl CompactorModule {
         result.map(|_| ()).map_err(|err| {
             let message = format!("compactor: could not start the compaction: {err}");
             self.compactor.notify(message.clone(), NotifyLevel::Warning);
-            message
+            message.into()
         })
     }
 
     /// `/unipi:compact-stats`'s text.
-    pub async fn stats(&self) -> Result<String, String> {
+    pub async fn stats(&self) -> Result<String, Refusal> {
         let db = self.compactor.db.clone()?;
         let (session_id, last) = {
             let state = self.compactor.lock();
@@ -286,8 +287,7 @@ impl CompactorModule {
                 };
                 Ok((session, db.compaction_totals(None)?))
             })
-            .await
-            .map_err(|err| format!("{err:#}"))?
+            .await?
             .map_err(|err| err.to_string())?;
         Ok(stats_text(&session, &project, last.as_ref()))
     }
@@ -851,7 +851,7 @@ mod tests {
             )
         });
         assert_eq!(view, Some(("u2".to_owned(), 4, true)));
-        let stats = module.stats().await.unwrap_or_else(|err| err);
+        let stats = module.stats().await.unwrap_or_else(Refusal::into_text);
         assert!(stats.contains("This project: 1 compaction"), "{stats}");
 
         let call = |args: Value| ToolCall {

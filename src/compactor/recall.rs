@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use super::config::RecallLimits;
 use super::ingest::DbWorker;
 use super::text::format_utc;
-use crate::bridge::{ToolError, ToolOutput, ToolSpec};
+use crate::bridge::{Refusal, ToolError, ToolOutput, ToolSpec};
 use crate::sessiondb::{DocKind, RecallQuery, RecallResult, RecallScope};
 use crate::text::non_blank_str;
 
@@ -33,7 +33,7 @@ pub struct RecallArgs {
     pub offset: usize,
 }
 
-pub fn parse_recall_args(args: &Value, limits: &RecallLimits) -> Result<RecallArgs, String> {
+pub fn parse_recall_args(args: &Value, limits: &RecallLimits) -> Result<RecallArgs, Refusal> {
     let query = non_blank_str(args.get("query"))
         .ok_or("`query` is required: the words to look for")?
         .to_owned();
@@ -42,9 +42,7 @@ pub fn parse_recall_args(args: &Value, limits: &RecallLimits) -> Result<RecallAr
         Some("project") => ScopeArg::Project,
         Some("all") => ScopeArg::All,
         Some(other) => {
-            return Err(format!(
-                "`scope` must be session, project or all, got `{other}`"
-            ));
+            return Err(format!("`scope` must be session, project or all, got `{other}`").into());
         }
     };
     let number = |key: &str| args.get(key).and_then(Value::as_u64).map(|n| n as usize);
@@ -185,7 +183,7 @@ pub fn recall_tool_spec(limits: &RecallLimits) -> ToolSpec {
 /// database (the `all` scope), and the main Pi's session (the `session` scope; the project when
 /// there is none yet).
 pub struct RecallSources {
-    pub db: Result<DbWorker, String>,
+    pub db: Result<DbWorker, Refusal>,
     pub db_dir: Option<PathBuf>,
     pub session_id: Option<String>,
 }

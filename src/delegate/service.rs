@@ -41,8 +41,8 @@ pub(super) struct Control {
 }
 
 impl RunControl for Control {
-    fn steer(&self, _message: String) -> Result<(), String> {
-        Err("delegates cannot be steered".to_string())
+    fn steer(&self, _message: String) -> Result<(), crate::bridge::Refusal> {
+        Err("delegates cannot be steered".into())
     }
 
     fn stop(&self) {

@@ -99,7 +99,7 @@ impl SideExchange {
                         usage,
                     }
                 }
-                Err(error) => BtwAnswer::Failed(error),
+                Err(error) => BtwAnswer::Failed(error.into_text()),
             };
             lock(&asking.state).0 = answer;
             asking.engine.changed().bump();

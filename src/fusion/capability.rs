@@ -23,7 +23,7 @@ use super::module::{BTW_COMMAND, FusionModule, MODEL_COMMAND, PRESET_COMMAND, ST
 use super::picker::{PICKER_KEYS, PickerPort, PickerView};
 use super::presets_view::{NAME_KEYS, PRESETS_KEYS, PresetsPort, PresetsView};
 use super::runtime::SidekickRuntime;
-use crate::bridge::{CommandCall, CommandReply, Module, NotifyLevel};
+use crate::bridge::{CommandCall, CommandReply, Module, NotifyLevel, Refusal};
 use crate::capability::settings::live_reporting;
 use crate::capability::{
     BridgeLink, Capability, GlobalAction, Otherwise, Registration, StartContext, WithCommands,
@@ -169,7 +169,7 @@ async fn run_command(engine: Arc<Engine>, call: CommandCall) -> CommandReply {
             }
         }
         BTW_COMMAND => side_question(&engine, &args).await,
-        other => Err(format!("unipi-tui has no command /{other}")),
+        other => Err(format!("unipi-tui has no command /{other}").into()),
     };
     match reply {
         Ok(None) => CommandReply::Done,
@@ -177,12 +177,12 @@ async fn run_command(engine: Arc<Engine>, call: CommandCall) -> CommandReply {
             message,
             level: NotifyLevel::Info,
         },
-        Err(message) => CommandReply::Failed { message },
+        Err(refusal) => refusal.into(),
     }
 }
 
 /// Lists Pi's models and opens the picker over them, with the pair in force in its slots.
-async fn open_picker(engine: &Arc<Engine>) -> Result<(), String> {
+async fn open_picker(engine: &Arc<Engine>) -> Result<(), Refusal> {
     let models = engine.models().await?;
     let state = engine.state();
     let current = state.primary.clone().zip(state.sidekick.clone());
@@ -193,10 +193,10 @@ async fn open_picker(engine: &Arc<Engine>) -> Result<(), String> {
 }
 
 /// `/unipi:model <primary> <sidekick>`.
-async fn apply_pair_from_args(engine: &Arc<Engine>, args: &str) -> Result<String, String> {
+async fn apply_pair_from_args(engine: &Arc<Engine>, args: &str) -> Result<String, Refusal> {
     let parts: Vec<&str> = args.split_whitespace().collect();
     let [primary, sidekick] = parts.as_slice() else {
-        return Err("Usage: /unipi:model <provider/primary> <provider/sidekick>".to_owned());
+        return Err("Usage: /unipi:model <provider/primary> <provider/sidekick>".into());
     };
     let parse = |text: &str| {
         ModelRef::parse(text).ok_or_else(|| format!("`{text}` is not a model as provider/id"))
@@ -209,7 +209,7 @@ async fn apply_picked(
     engine: &Arc<Engine>,
     primary: ModelRef,
     sidekick: ModelRef,
-) -> Result<String, String> {
+) -> Result<String, Refusal> {
     let config = engine.config();
     let name = config
         .active
@@ -224,7 +224,7 @@ async fn apply_picked(
 }
 
 /// `/unipi:fusion-preset <name>`.
-async fn apply_preset(engine: &Arc<Engine>, name: &str) -> Result<String, String> {
+async fn apply_preset(engine: &Arc<Engine>, name: &str) -> Result<String, Refusal> {
     let preset = engine
         .config()
         .presets
@@ -251,15 +251,15 @@ fn preset_list(engine: &Engine) -> String {
 }
 
 /// `/btw <question>`: the answer box over the pane, or (headless) the answer in words.
-async fn side_question(engine: &Arc<Engine>, question: &str) -> Result<Option<String>, String> {
+async fn side_question(engine: &Arc<Engine>, question: &str) -> Result<Option<String>, Refusal> {
     if question.is_empty() {
         return Err(
-            "Usage: /btw <question> — the sidekick answers outside the conversation".to_owned(),
+            "Usage: /btw <question> — the sidekick answers outside the conversation".into(),
         );
     }
     let Some(sidekick) = engine.runtime().model() else {
         return Err(
-            "Model fusion is off: pick a primary and a sidekick with /unipi:model first".to_owned(),
+            "Model fusion is off: pick a primary and a sidekick with /unipi:model first".into(),
         );
     };
     let ui = engine.ui().clone();
@@ -280,7 +280,7 @@ async fn side_question(engine: &Arc<Engine>, question: &str) -> Result<Option<St
         use unipi_widgets::fusion::btw::BtwAnswer;
         match exchange.answer().0 {
             BtwAnswer::Answered { text, .. } => return Ok(Some(text)),
-            BtwAnswer::Failed(error) => return Err(error),
+            BtwAnswer::Failed(error) => return Err(error.into()),
             BtwAnswer::Asking => {}
         }
         if tokio::time::timeout_at(deadline, changes.changed())
@@ -297,7 +297,7 @@ async fn side_question(engine: &Arc<Engine>, question: &str) -> Result<Option<St
 /// The status overlay's lines (and the headless answer).
 fn status_lines(
     engine: &Engine,
-    breakdown: Option<Result<super::ledger::Breakdown, String>>,
+    breakdown: Option<Result<super::ledger::Breakdown, Refusal>>,
 ) -> Vec<String> {
     let state = engine.state();
     let config = engine.config();
@@ -394,7 +394,8 @@ impl PickerPort for EnginePicker {
         let engine = self.0.clone();
         tokio::spawn(async move {
             let notice = match apply_picked(&engine, primary, sidekick).await {
-                Ok(message) | Err(message) => message,
+                Ok(message) => message,
+                Err(refusal) => refusal.into_text(),
             };
             engine.ui().notice(notice);
         });
@@ -424,9 +425,9 @@ impl EnginePresets {
     /// the write's outcome is the next notice.
     fn edit(
         &self,
-        edit: impl FnOnce(&mut super::config::FusionConfig) -> Result<(), String>,
+        edit: impl FnOnce(&mut super::config::FusionConfig) -> Result<(), Refusal>,
         done: String,
-    ) -> Result<(), String> {
+    ) -> Result<(), Refusal> {
         let write = self.engine.edit_config(edit)?;
         self.spawn(async move { write.finish().await.map(|()| done) });
         Ok(())
@@ -435,14 +436,15 @@ impl EnginePresets {
     /// Runs `work` in the background; its message is the next notice.
     fn spawn(
         &self,
-        work: impl std::future::Future<Output = Result<String, String>> + Send + 'static,
+        work: impl std::future::Future<Output = Result<String, Refusal>> + Send + 'static,
     ) {
         let (engine, notice) = (self.engine.clone(), self.notice.clone());
         let (done, next) = tokio::sync::oneshot::channel();
         let previous = lock(&self.previous).replace(next);
         tokio::spawn(async move {
             let text = match work.await {
-                Ok(message) | Err(message) => message,
+                Ok(message) => message,
+                Err(refusal) => refusal.into_text(),
             };
             if let Some(previous) = previous {
                 // A job that panicked drops its sender: its turn is over too.
@@ -455,12 +457,12 @@ impl EnginePresets {
     }
 }
 
-fn check_name(name: &str) -> Result<(), String> {
+fn check_name(name: &str) -> Result<(), Refusal> {
     if name.trim().is_empty() {
-        return Err("A preset needs a name".to_owned());
+        return Err("A preset needs a name".into());
     }
     if name.chars().any(char::is_control) {
-        return Err("A preset's name cannot hold control characters".to_owned());
+        return Err("A preset's name cannot hold control characters".into());
     }
     Ok(())
 }
@@ -497,11 +499,11 @@ impl PresetsPort for EnginePresets {
         self.spawn(async move { apply_preset(&engine, &name).await });
     }
 
-    fn save_current(&self, name: &str) -> Result<(), String> {
+    fn save_current(&self, name: &str) -> Result<(), Refusal> {
         check_name(name)?;
         let state = self.engine.state();
         let (Some(primary), Some(sidekick)) = (&state.primary, &state.sidekick) else {
-            return Err("No pair is in force to save: /unipi:model picks one".to_owned());
+            return Err("No pair is in force to save: /unipi:model picks one".into());
         };
         let mut preset = Preset::new(
             super::engine::model_ref(primary),
@@ -512,9 +514,9 @@ impl PresetsPort for EnginePresets {
         self.edit(
             |config| {
                 if config.presets.contains_key(name) {
-                    return Err(format!(
-                        "A preset named {name} exists: rename or delete it first"
-                    ));
+                    return Err(
+                        format!("A preset named {name} exists: rename or delete it first").into(),
+                    );
                 }
                 config.presets.insert(name.to_owned(), preset);
                 Ok(())
@@ -523,7 +525,7 @@ impl PresetsPort for EnginePresets {
         )
     }
 
-    fn rename(&self, from: &str, to: &str) -> Result<(), String> {
+    fn rename(&self, from: &str, to: &str) -> Result<(), Refusal> {
         check_name(to)?;
         if from == to {
             return Ok(());
@@ -531,7 +533,7 @@ impl PresetsPort for EnginePresets {
         self.edit(
             |config| {
                 if config.presets.contains_key(to) {
-                    return Err(format!("A preset named {to} exists"));
+                    return Err(format!("A preset named {to} exists").into());
                 }
                 let preset = config
                     .presets
@@ -550,13 +552,14 @@ impl PresetsPort for EnginePresets {
         Ok(())
     }
 
-    fn delete(&self, name: &str) -> Result<(), String> {
+    fn delete(&self, name: &str) -> Result<(), Refusal> {
         self.edit(
             |config| {
                 if config.active.as_deref() == Some(name) {
                     return Err(format!(
                         "{name} is the active preset: apply another or turn fusion off first"
-                    ));
+                    )
+                    .into());
                 }
                 config
                     .presets

@@ -26,6 +26,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use anyhow::Context as _;
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 use unipi_widgets::footer::Segment;
@@ -42,7 +43,7 @@ use super::runtime::{Answer, SidekickRuntime};
 use super::savings::{CallCost, Tokens, call_cost};
 use super::side;
 use crate::bridge::{
-    AgentId, BridgeHost, BusEvent, EventBus, HostCall, ModelInfo, NotifyLevel, PiEvent,
+    AgentId, BridgeHost, BusEvent, EventBus, HostCall, ModelInfo, NotifyLevel, PiEvent, Refusal,
 };
 use crate::capability::{Changed, Ui};
 use crate::config::live::LiveConfig;
@@ -59,20 +60,16 @@ pub const MODULE: &str = "fusion";
 /// The main Pi, as the engine reaches it.
 pub trait MainPi: Send + Sync {
     /// A host call to the main agent; the error says why it failed.
-    fn call(&self, call: HostCall) -> BoxFuture<'static, Result<Value, String>>;
+    fn call(&self, call: HostCall) -> BoxFuture<'static, Result<Value, Refusal>>;
 }
 
 /// The main Pi through the bridge host.
 pub struct BridgeMainPi(pub BridgeHost);
 
 impl MainPi for BridgeMainPi {
-    fn call(&self, call: HostCall) -> BoxFuture<'static, Result<Value, String>> {
+    fn call(&self, call: HostCall) -> BoxFuture<'static, Result<Value, Refusal>> {
         let host = self.0.clone();
-        Box::pin(async move {
-            host.call(&AgentId::main(), call)
-                .await
-                .map_err(|err| err.to_string())
-        })
+        Box::pin(async move { Ok(host.call(&AgentId::main(), call).await?) })
     }
 }
 
@@ -151,19 +148,19 @@ pub struct ConfigWrite {
 impl ConfigWrite {
     /// Writes the file, unless a later edit was written already (writes may finish in any
     /// order; the file ends as the last edit left it).
-    pub async fn finish(self) -> Result<(), String> {
-        tokio::task::spawn_blocking(move || {
+    pub async fn finish(self) -> Result<(), Refusal> {
+        let saved = tokio::task::spawn_blocking(move || {
             let mut written = lock(&self.written);
             if *written > self.generation {
                 return Ok(());
             }
             self.config.save()?;
             *written = self.generation;
-            Ok(())
+            anyhow::Ok(())
         })
         .await
-        .map_err(|err| format!("the config writer panicked: {err}"))?
-        .map_err(|err: anyhow::Error| format!("could not save the presets: {err:#}"))
+        .context("the config writer panicked")?;
+        Ok(saved.context("could not save the presets")?)
     }
 }
 
@@ -245,23 +242,27 @@ impl Engine {
         *lock(&self.bus) = Some(bus);
     }
 
-    fn main_pi(&self) -> Result<Arc<dyn MainPi>, String> {
+    fn main_pi(&self) -> Result<Arc<dyn MainPi>, Refusal> {
         lock(&self.main)
             .clone()
-            .ok_or_else(|| "the bridge to Pi is not up".to_owned())
+            .ok_or_else(|| "the bridge to Pi is not up".into())
     }
 
     /// Every model Pi knows, with whether it has a key for each.
-    pub async fn models(&self) -> Result<Vec<ModelInfo>, String> {
+    pub async fn models(&self) -> Result<Vec<ModelInfo>, Refusal> {
         let value = self.main_pi()?.call(HostCall::ListAllModels).await?;
-        serde_json::from_value(value)
-            .map_err(|err| format!("Pi's model list did not decode: {err}"))
+        Ok(serde_json::from_value(value).context("Pi's model list did not decode")?)
     }
 
     /// Applies `preset` (named `name`): the primary becomes Pi's model, the sidekick runtime
     /// starts. Refused with the reason, and nothing changed, when Pi does not know a model or
     /// has no key for it. With `persist`, the config file records it as the active preset.
-    pub async fn apply(&self, name: &str, preset: Preset, persist: bool) -> Result<String, String> {
+    pub async fn apply(
+        &self,
+        name: &str,
+        preset: Preset,
+        persist: bool,
+    ) -> Result<String, Refusal> {
         let models = self.models().await?;
         let primary = usable(&models, &preset.primary, "primary")?;
         let sidekick = usable(&models, &preset.sidekick, "sidekick")?;
@@ -297,12 +298,13 @@ impl Engine {
             Err(err) => Err(format!(
                 "{} is the primary, but the sidekick {} could not start: {err:#}",
                 preset.primary, preset.sidekick
-            )),
+            )
+            .into()),
         }
     }
 
     /// Fusion off: the sidekick stops, no preset is active (Pi keeps its model).
-    pub async fn turn_off(&self) -> Result<String, String> {
+    pub async fn turn_off(&self) -> Result<String, Refusal> {
         self.runtime.stop().await;
         lock(&self.fallback).reset();
         {
@@ -335,8 +337,8 @@ impl Engine {
     /// changes nothing.
     pub fn edit_config(
         &self,
-        edit: impl FnOnce(&mut FusionConfig) -> Result<(), String>,
-    ) -> Result<ConfigWrite, String> {
+        edit: impl FnOnce(&mut FusionConfig) -> Result<(), Refusal>,
+    ) -> Result<ConfigWrite, Refusal> {
         let mut config = lock(&self.config);
         self.take_file_edits(&mut config);
         let mut next = config.clone();
@@ -352,7 +354,7 @@ impl Engine {
         })
     }
 
-    async fn set_main_model(&self, model: &ModelRef) -> Result<(), String> {
+    async fn set_main_model(&self, model: &ModelRef) -> Result<(), Refusal> {
         let call = HostCall::SetModel {
             provider: model.provider.clone(),
             id: model.id.clone(),
@@ -363,7 +365,8 @@ impl Engine {
                 "Pi did not switch to {model}: it has no credentials for provider `{}`; nothing \
                  changed",
                 model.provider
-            )),
+            )
+            .into()),
         }
     }
 
@@ -430,7 +433,7 @@ impl Engine {
     pub async fn ask_side_question(
         &self,
         question: &str,
-    ) -> Result<(Answer, Option<CallCost>), String> {
+    ) -> Result<(Answer, Option<CallCost>), Refusal> {
         let file = lock(&self.state).session_file.clone();
         let excerpt = match file {
             Some(file) => tokio::task::spawn_blocking(move || side::conversation_excerpt(&file))
@@ -463,7 +466,7 @@ impl Engine {
 
     /// Adds a side exchange to the main conversation (shown, and in the model's context from its
     /// next turn; it starts no turn).
-    pub async fn inject(&self, question: &str, answer: &str) -> Result<(), String> {
+    pub async fn inject(&self, question: &str, answer: &str) -> Result<(), Refusal> {
         let sidekick = self
             .runtime
             .model()
@@ -543,12 +546,9 @@ impl Engine {
     }
 
     /// Per-source totals for the session and all time, from the database.
-    pub async fn breakdown(&self) -> Result<Breakdown, String> {
+    pub async fn breakdown(&self) -> Result<Breakdown, Refusal> {
         let session = lock(&self.state).session_id.clone();
-        self.ledger
-            .breakdown(session)
-            .await
-            .map_err(|err| format!("{err:#}"))
+        Ok(self.ledger.breakdown(session).await?)
     }
 
     /// One event from the bus.
@@ -803,7 +803,7 @@ fn same_model(reported: &str, model: &ModelInfo) -> bool {
 }
 
 /// The model `wanted` among `models`, or why it cannot be used for `role`.
-fn usable(models: &[ModelInfo], wanted: &ModelRef, role: &str) -> Result<ModelInfo, String> {
+fn usable(models: &[ModelInfo], wanted: &ModelRef, role: &str) -> Result<ModelInfo, Refusal> {
     let model = models
         .iter()
         .find(|model| model.provider == wanted.provider && model.id == wanted.id)
@@ -813,7 +813,8 @@ fn usable(models: &[ModelInfo], wanted: &ModelRef, role: &str) -> Result<ModelIn
             "No API key for {wanted} (the {role}): Pi has no credentials for provider `{}` — \
              log in with /login or set its key, then pick again; nothing changed",
             wanted.provider
-        ));
+        )
+        .into());
     }
     Ok(model.clone())
 }

@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use serde_json::json;
 
 use super::*;
-use crate::bridge::{BusMessage, MessageEnd, NotifyLevel, SessionStart, UserInput};
+use crate::bridge::{BusMessage, MessageEnd, NotifyLevel, Refusal, SessionStart, UserInput};
 use crate::capability::ChildPi;
 use crate::config::keymap::Keymap;
 use crate::config::module_file::ModuleConfig;
@@ -22,7 +22,7 @@ struct FakeMain {
 }
 
 impl MainPi for FakeMain {
-    fn call(&self, call: HostCall) -> BoxFuture<'static, Result<Value, String>> {
+    fn call(&self, call: HostCall) -> BoxFuture<'static, Result<Value, Refusal>> {
         self.calls.lock().unwrap().push(call.clone());
         let answer = match call {
             HostCall::ListAllModels => json!([

@@ -13,6 +13,7 @@ use ratatui::layout::{Position, Rect};
 use unipi_widgets::fusion::presets::{NameField, PresetRow, PresetsModel, cursor_position, render};
 use unipi_widgets::theme::Theme;
 
+use crate::bridge::Refusal;
 use crate::config::keymap::{KeyTable, KeyTableSpec, Keymap, key_table};
 use crate::views::line_edit::{EditAction, LineEdit};
 use crate::views::{RefreshContext, View, ViewAction};
@@ -83,9 +84,9 @@ pub trait PresetsPort: Send + Sync {
     /// Applies preset `name` in the background.
     fn apply(&self, name: &str);
     /// Saves the pair in force as `name`; the error says why not (no pair, a taken name).
-    fn save_current(&self, name: &str) -> Result<(), String>;
-    fn rename(&self, from: &str, to: &str) -> Result<(), String>;
-    fn delete(&self, name: &str) -> Result<(), String>;
+    fn save_current(&self, name: &str) -> Result<(), Refusal>;
+    fn rename(&self, from: &str, to: &str) -> Result<(), Refusal>;
+    fn delete(&self, name: &str) -> Result<(), Refusal>;
     fn off(&self);
     /// What the last background edit did, taken once.
     fn take_notice(&self) -> Option<String>;
@@ -203,7 +204,7 @@ impl PresetsView {
                         self.model.notice = Some(format!("Saving {name}…"));
                         self.end_naming();
                     }
-                    Err(reason) => self.model.notice = Some(reason),
+                    Err(reason) => self.model.notice = Some(reason.into_text()),
                 }
                 return ViewAction::Consumed;
             }
@@ -275,7 +276,7 @@ impl View for PresetsView {
                     self.delete_armed = None;
                     self.model.notice = Some(match self.port.delete(&name) {
                         Ok(()) => format!("Deleting {name}…"),
-                        Err(reason) => reason,
+                        Err(reason) => reason.into_text(),
                     });
                 }
                 Some(name) => {
@@ -345,21 +346,21 @@ mod tests {
         fn apply(&self, name: &str) {
             self.asked.lock().unwrap().push(format!("apply {name}"));
         }
-        fn save_current(&self, name: &str) -> Result<(), String> {
+        fn save_current(&self, name: &str) -> Result<(), Refusal> {
             if name.is_empty() {
                 return Err("A preset needs a name".into());
             }
             self.asked.lock().unwrap().push(format!("save {name}"));
             Ok(())
         }
-        fn rename(&self, from: &str, to: &str) -> Result<(), String> {
+        fn rename(&self, from: &str, to: &str) -> Result<(), Refusal> {
             self.asked
                 .lock()
                 .unwrap()
                 .push(format!("rename {from} {to}"));
             Ok(())
         }
-        fn delete(&self, name: &str) -> Result<(), String> {
+        fn delete(&self, name: &str) -> Result<(), Refusal> {
             self.asked.lock().unwrap().push(format!("delete {name}"));
             Ok(())
         }

@@ -24,6 +24,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::config::ModelRef;
+use crate::bridge::Refusal;
 use crate::capability::ChildPi;
 use crate::helpers::events::{
     EventParser, PROMPT_ID, PiEvent, RunSummary, SettleStep, SettleWatch, Usage,
@@ -75,7 +76,7 @@ impl Process {
     }
 
     /// Writes one command (a JSON object's text) and a line feed.
-    async fn send(&mut self, command: &str) -> Result<(), String> {
+    async fn send(&mut self, command: &str) -> Result<(), Refusal> {
         let mut line = command.to_owned();
         line.push('\n');
         self.stdin.write_all(line.as_bytes()).await.map_err(|err| {
@@ -87,7 +88,7 @@ impl Process {
         self.stdin
             .flush()
             .await
-            .map_err(|err| format!("the sidekick's input is closed ({err})"))
+            .map_err(|err| format!("the sidekick's input is closed ({err})").into())
     }
 
     fn stderr_tail(&self) -> String {
@@ -169,7 +170,7 @@ impl SidekickRuntime {
     }
 
     /// Asks `prompt` in a fresh session and waits for the answer, at most `limit`.
-    pub async fn ask(&self, prompt: &str, limit: Duration) -> Result<Answer, String> {
+    pub async fn ask(&self, prompt: &str, limit: Duration) -> Result<Answer, Refusal> {
         let deadline = Instant::now() + limit;
         let mut slot = self.process.lock().await;
         let model = self
@@ -184,10 +185,10 @@ impl SidekickRuntime {
                 self.group.clear();
                 dead.stop().await;
             }
-            *slot = Some(self.spawn(&model).map_err(|err| format!("{err:#}"))?);
+            *slot = Some(self.spawn(&model)?);
         }
         let Some(process) = slot.as_mut() else {
-            return Err("the sidekick could not be started".to_owned());
+            return Err("the sidekick could not be started".into());
         };
         while process.events.try_recv().is_ok() {}
         let outcome = tokio::time::timeout_at(deadline, converse(process, prompt)).await;
@@ -196,7 +197,7 @@ impl SidekickRuntime {
             Err(_) => {
                 // Whatever it was doing is abandoned; the next question starts afresh.
                 let _ = process.send(&json!({"type": "abort"}).to_string()).await;
-                Err(format!("the sidekick did not answer within {limit:?}"))
+                Err(format!("the sidekick did not answer within {limit:?}").into())
             }
         }
     }
@@ -280,7 +281,7 @@ impl SidekickRuntime {
 }
 
 /// One question: a fresh session, the prompt, the run followed to its end.
-async fn converse(process: &mut Process, prompt: &str) -> Result<Answer, String> {
+async fn converse(process: &mut Process, prompt: &str) -> Result<Answer, Refusal> {
     process
         .send(&json!({"id": "fresh", "type": "new_session"}).to_string())
         .await?;
@@ -290,13 +291,14 @@ async fn converse(process: &mut Process, prompt: &str) -> Result<Answer, String>
             .await
             .map_err(|_| "the sidekick did not start a fresh session".to_owned())?;
         match event {
-            None => return Err(format!("the sidekick exited{}", process.stderr_tail())),
+            None => return Err(format!("the sidekick exited{}", process.stderr_tail()).into()),
             Some(PiEvent::Response(response)) if response.id.as_deref() == Some("fresh") => {
                 if !response.success {
                     return Err(format!(
                         "the sidekick refused a fresh session: {}",
                         response.error.unwrap_or_default()
-                    ));
+                    )
+                    .into());
                 }
                 break;
             }
@@ -314,7 +316,7 @@ async fn converse(process: &mut Process, prompt: &str) -> Result<Answer, String>
         tokio::select! {
             event = process.next_event() => {
                 let Some(event) = event else {
-                    return Err(format!("the sidekick exited{}", process.stderr_tail()));
+                    return Err(format!("the sidekick exited{}", process.stderr_tail()).into());
                 };
                 summary.apply(&event);
                 if let PiEvent::MessageEnd(message) = &event
@@ -331,7 +333,7 @@ async fn converse(process: &mut Process, prompt: &str) -> Result<Answer, String>
                     SettleStep::ProbeLater => probe_at = Some(Instant::now() + PROBE_PAUSE),
                     SettleStep::Settled => break,
                     SettleStep::PromptFailed(error) => {
-                        return Err(format!("the sidekick refused the question: {error}"));
+                        return Err(format!("the sidekick refused the question: {error}").into());
                     }
                 }
             }
@@ -344,7 +346,7 @@ async fn converse(process: &mut Process, prompt: &str) -> Result<Answer, String>
         }
     }
     match summary.error {
-        Some(error) if summary.final_text.trim().is_empty() => Err(error),
+        Some(error) if summary.final_text.trim().is_empty() => Err(error.into()),
         _ => Ok(Answer {
             text: summary.final_text.trim().to_owned(),
             usage: summary.usage,

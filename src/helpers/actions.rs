@@ -16,7 +16,7 @@ use super::preflight::check_caps;
 use super::results::{error_output, refusal_output, spend, usage_json};
 use super::runs::Caller;
 use super::service::{HelperService, Launch, SessionStart};
-use crate::bridge::{ToolCall, ToolOutput};
+use crate::bridge::{Refusal, ToolCall, ToolOutput};
 
 /// What `action: "guide"` answers.
 pub const GUIDE: &str = "\
@@ -214,19 +214,21 @@ impl HelperService {
     }
 
     /// Whether `caller` may act on run `id` (its parent, or the root session).
-    fn may_manage(&self, caller: &Caller, id: &str) -> Result<(), String> {
+    fn may_manage(&self, caller: &Caller, id: &str) -> Result<(), Refusal> {
         let ledger = self.ledger();
         let Some(entry) = ledger.run(id) else {
             return Err(format!(
                 "no helper run with id {id:?} in this session (spawn_helper action list shows them)"
-            ));
+            )
+            .into());
         };
         if caller.is_root() || entry.info().parent_agent == caller.agent {
             Ok(())
         } else {
             Err(format!(
                 "run {id} was not spawned by you; only its parent or the root session may manage it"
-            ))
+            )
+            .into())
         }
     }
 
@@ -437,17 +439,19 @@ impl HelperService {
         &self,
         caller: &Caller,
         id: &str,
-    ) -> Result<(super::agents::AgentType, String, bool), String> {
+    ) -> Result<(super::agents::AgentType, String, bool), Refusal> {
         let Some(status) = self.status_on_disk(id) else {
             return Err(format!(
                 "no helper run with id {id:?} in this session or an earlier one (spawn_helper \
                  action list shows this session's runs)"
-            ));
+            )
+            .into());
         };
         if !caller.is_root() {
             return Err(format!(
                 "run {id} is from an earlier session; only the root session may resume it"
-            ));
+            )
+            .into());
         }
         if let super::orphans::Follower::Alive(owner) = super::orphans::follower(&status)
             && super::orphans::unfinished(&status)
@@ -456,7 +460,8 @@ impl HelperService {
                 "run {id} is still running in another unipi-tui session (pid {}); resume \
                  continues a run that has ended",
                 owner.pid
-            ));
+            )
+            .into());
         }
         let name = status["agent"].as_str().unwrap_or_default();
         let agent = self

@@ -25,6 +25,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::agents::THINKING_LEVELS;
+use crate::bridge::Refusal;
 use crate::config::references::replace_references;
 
 /// Default truncation of a result the model reads.
@@ -168,9 +169,9 @@ pub struct WorkflowScript {
 }
 
 /// Reads a call's arguments into a [`Request`]; the error says which argument is wrong.
-pub fn parse_request(args: &Value) -> Result<Request, String> {
+pub fn parse_request(args: &Value) -> Result<Request, Refusal> {
     if !args.is_object() {
-        return Err("spawn_helper arguments must be an object".to_string());
+        return Err("spawn_helper arguments must be an object".into());
     }
     if let Some(action) = text(args, "action")? {
         return parse_action(args, action.trim()).map(Request::Action);
@@ -184,9 +185,9 @@ pub fn parse_request(args: &Value) -> Result<Request, String> {
 }
 
 /// Reads a single helper's arguments.
-pub fn parse_spawn_args(args: &Value) -> Result<SpawnArgs, String> {
+pub fn parse_spawn_args(args: &Value) -> Result<SpawnArgs, Refusal> {
     if !args.is_object() {
-        return Err("spawn_helper arguments must be an object".to_string());
+        return Err("spawn_helper arguments must be an object".into());
     }
     let agent_type = text(args, "type")?
         .map(|name| name.trim().to_string())
@@ -204,20 +205,21 @@ pub fn parse_spawn_args(args: &Value) -> Result<SpawnArgs, String> {
         return Err(format!(
             "thinking must be one of {}, found {level:?}",
             THINKING_LEVELS.join(", ")
-        ));
+        )
+        .into());
     }
     let context = match text(args, "context")?.as_deref().map(str::trim) {
         None => None,
         Some("fresh") => Some(ContextMode::Fresh),
         Some("fork") => Some(ContextMode::Fork),
-        Some(other) => return Err(format!("context must be fresh or fork, found {other:?}")),
+        Some(other) => return Err(format!("context must be fresh or fork, found {other:?}").into()),
     };
     let acceptance = match (args.get("gate"), args.get("acceptance")) {
         (Some(gate), Some(acceptance)) if !gate.is_null() && !acceptance.is_null() => {
             return Err(
                 "gate and acceptance are mutually exclusive: gate is the shorthand for one \
                  verify command, acceptance the full form; give one"
-                    .to_string(),
+                    .into(),
             );
         }
         (Some(gate), _) if !gate.is_null() => Some(parse_gate(gate)?),
@@ -250,17 +252,17 @@ pub fn parse_spawn_args(args: &Value) -> Result<SpawnArgs, String> {
     })
 }
 
-fn parse_action(args: &Value, name: &str) -> Result<Action, String> {
-    let id = || -> Result<String, String> {
+fn parse_action(args: &Value, name: &str) -> Result<Action, Refusal> {
+    let id = || -> Result<String, Refusal> {
         text(args, "id")?
             .map(|id| id.trim().to_string())
             .filter(|id| !id.is_empty())
-            .ok_or_else(|| format!("action {name} needs id (a run id)"))
+            .ok_or_else(|| format!("action {name} needs id (a run id)").into())
     };
-    let message = || -> Result<String, String> {
+    let message = || -> Result<String, Refusal> {
         text(args, "message")?
             .filter(|message| !message.trim().is_empty())
-            .ok_or_else(|| format!("action {name} needs message"))
+            .ok_or_else(|| format!("action {name} needs message").into())
     };
     Ok(match name {
         "list" => Action::List,
@@ -291,12 +293,13 @@ fn parse_action(args: &Value, name: &str) -> Result<Action, String> {
             return Err(format!(
                 "unknown action {other:?}; actions are {}",
                 ACTIONS.join(", ")
-            ));
+            )
+            .into());
         }
     })
 }
 
-fn parse_workflow(args: &Value, script: &Value) -> Result<WorkflowScript, String> {
+fn parse_workflow(args: &Value, script: &Value) -> Result<WorkflowScript, Refusal> {
     // Models often send the script as a JSON string; both are the same script.
     let parsed;
     let script = match script {
@@ -316,13 +319,14 @@ fn parse_workflow(args: &Value, script: &Value) -> Result<WorkflowScript, String
         return Err(format!(
             "workflowScript has {} steps; at most {MAX_WORKFLOW_STEPS}",
             steps.len()
-        ));
+        )
+        .into());
     }
     let mut seen = HashSet::new();
     let mut parsed_steps = Vec::with_capacity(steps.len());
     for (index, step) in steps.iter().enumerate() {
         let step = parse_step(step, &seen)
-            .map_err(|message| format!("workflowScript step {}: {message}", index + 1))?;
+            .map_err(|refusal| format!("workflowScript step {}: {refusal}", index + 1))?;
         seen.insert(step.id.clone());
         parsed_steps.push(step);
     }
@@ -346,7 +350,7 @@ fn parse_workflow(args: &Value, script: &Value) -> Result<WorkflowScript, String
 }
 
 /// One step of a workflow script; `seen` holds the ids of the steps before it.
-fn parse_step(step: &Value, seen: &HashSet<String>) -> Result<WorkflowStep, String> {
+fn parse_step(step: &Value, seen: &HashSet<String>) -> Result<WorkflowStep, Refusal> {
     let id = step
         .get("id")
         .and_then(Value::as_str)
@@ -362,11 +366,11 @@ fn parse_step(step: &Value, seen: &HashSet<String>) -> Result<WorkflowStep, Stri
     let args = parse_spawn_args(step)?;
     if args.background == Some(true) {
         return Err(
-            "a step cannot run in the background; set run_in_background on the script".to_string(),
+            "a step cannot run in the background; set run_in_background on the script".into(),
         );
     }
     if args.context == Some(ContextMode::Fork) {
-        return Err("workflow steps start fresh; context fork is for single helpers".to_string());
+        return Err("workflow steps start fresh; context fork is for single helpers".into());
     }
     let after: Vec<String> = match step.get("after") {
         None | Some(Value::Null) => Vec::new(),
@@ -377,23 +381,23 @@ fn parse_step(step: &Value, seen: &HashSet<String>) -> Result<WorkflowStep, Stri
                     .map(str::to_string)
                     .ok_or_else(|| format!("after must list step ids, found {id}"))
             })
-            .collect::<Result<_, _>>()?,
-        Some(other) => return Err(format!("after must be an array, found {other}")),
+            .collect::<Result<_, String>>()?,
+        Some(other) => return Err(format!("after must be an array, found {other}").into()),
     };
     for dep in &after {
         if !seen.contains(dep) {
-            return Err(format!("after names {dep:?}, which is not an earlier step"));
+            return Err(format!("after names {dep:?}, which is not an earlier step").into());
         }
     }
     for mark in template_marks(&args.prompt) {
         if !after.contains(&mark) {
-            return Err(format!(
-                "the prompt uses {{{{{mark}}}}} but {mark:?} is not in after"
-            ));
+            return Err(
+                format!("the prompt uses {{{{{mark}}}}} but {mark:?} is not in after").into(),
+            );
         }
     }
     if seen.contains(&id) {
-        return Err(format!("id {id:?} is used twice"));
+        return Err(format!("id {id:?} is used twice").into());
     }
     Ok(WorkflowStep { id, args, after })
 }
@@ -427,7 +431,7 @@ pub fn fill_template(prompt: &str, answer: impl Fn(&str) -> Option<String>) -> S
     filled
 }
 
-fn parse_gate(gate: &Value) -> Result<Acceptance, String> {
+fn parse_gate(gate: &Value) -> Result<Acceptance, Refusal> {
     match gate {
         Value::String(command) if !command.trim().is_empty() => Ok(Acceptance {
             commands: vec![command.clone()],
@@ -435,11 +439,12 @@ fn parse_gate(gate: &Value) -> Result<Acceptance, String> {
         }),
         other => Err(format!(
             "gate must be one verify command (a non-empty string), found {other}"
-        )),
+        )
+        .into()),
     }
 }
 
-fn parse_acceptance(acceptance: &Value) -> Result<Acceptance, String> {
+fn parse_acceptance(acceptance: &Value) -> Result<Acceptance, Refusal> {
     let commands: Vec<String> = acceptance
         .get("commands")
         .and_then(Value::as_array)
@@ -455,7 +460,7 @@ fn parse_acceptance(acceptance: &Value) -> Result<Acceptance, String> {
     if commands.is_empty() {
         return Err(
             "acceptance needs commands: a non-empty array of shell commands that must exit 0"
-                .to_string(),
+                .into(),
         );
     }
     let timeout = match acceptance.get("timeoutSeconds") {
@@ -469,7 +474,7 @@ fn parse_acceptance(acceptance: &Value) -> Result<Acceptance, String> {
     Ok(Acceptance { commands, timeout })
 }
 
-fn parse_max_output(args: &Value) -> Result<Option<OutputLimit>, String> {
+fn parse_max_output(args: &Value) -> Result<Option<OutputLimit>, Refusal> {
     let bad = |value: &Value| {
         format!(
             "maxOutput must be a byte count or {{\"bytes\": n, \"lines\": n}} with positive \
@@ -495,41 +500,41 @@ fn parse_max_output(args: &Value) -> Result<Option<OutputLimit>, String> {
             bytes: count(limit.get("bytes"), MAX_OUTPUT_BYTES).ok_or_else(|| bad(value))?,
             lines: count(limit.get("lines"), MAX_OUTPUT_LINES).ok_or_else(|| bad(value))?,
         })),
-        Some(value) => Err(bad(value)),
+        Some(value) => Err(bad(value).into()),
     }
 }
 
-fn text(args: &Value, key: &str) -> Result<Option<String>, String> {
+fn text(args: &Value, key: &str) -> Result<Option<String>, Refusal> {
     match args.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(text)) => Ok(Some(text.clone())),
-        Some(other) => Err(format!("{key} must be a string, found {other}")),
+        Some(other) => Err(format!("{key} must be a string, found {other}").into()),
     }
 }
 
-fn flag(args: &Value, key: &str) -> Result<Option<bool>, String> {
+fn flag(args: &Value, key: &str) -> Result<Option<bool>, Refusal> {
     match args.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Bool(flag)) => Ok(Some(*flag)),
-        Some(other) => Err(format!("{key} must be true or false, found {other}")),
+        Some(other) => Err(format!("{key} must be true or false, found {other}").into()),
     }
 }
 
-fn positive(args: &Value, key: &str) -> Result<Option<u64>, String> {
+fn positive(args: &Value, key: &str) -> Result<Option<u64>, Refusal> {
     match args.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(value) => value
             .as_u64()
             .filter(|n| *n >= 1)
             .map(Some)
-            .ok_or_else(|| format!("{key} must be a positive integer, found {value}")),
+            .ok_or_else(|| format!("{key} must be a positive integer, found {value}").into()),
     }
 }
 
-fn background(args: &Value) -> Result<Option<bool>, String> {
+fn background(args: &Value) -> Result<Option<bool>, Refusal> {
     match (flag(args, "run_in_background")?, flag(args, "async")?) {
         (Some(a), Some(b)) if a != b => {
-            Err("run_in_background and async disagree; give one".to_string())
+            Err("run_in_background and async disagree; give one".into())
         }
         (a, b) => Ok(a.or(b)),
     }
@@ -619,7 +624,7 @@ mod tests {
             let got = parse_request(&args);
             match expected {
                 Ok(action) => assert_eq!(got, Ok(Request::Action(action)), "{args}"),
-                Err(message) => assert_eq!(got, Err(message.to_string()), "{args}"),
+                Err(message) => assert_eq!(got, Err(message.into()), "{args}"),
             }
         }
         let unknown = parse_request(&json!({"action": "explode"})).unwrap_err();

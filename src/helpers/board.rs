@@ -14,6 +14,7 @@ use tokio::sync::watch;
 
 use super::events::Usage;
 use super::run_status::RunStatus;
+use crate::bridge::Refusal;
 use crate::sys::{Changed, lock};
 
 /// What kind of child a row is.
@@ -123,7 +124,7 @@ pub enum TranscriptEntry {
 pub trait RunControl: Send + Sync + 'static {
     /// Delivers `message` to the child before its next model call. An error says why it cannot
     /// (the run ended, the child has no steering channel).
-    fn steer(&self, message: String) -> Result<(), String>;
+    fn steer(&self, message: String) -> Result<(), Refusal>;
     /// Asks the run to stop (SIGTERM to its group, SIGKILL after the grace). Returns at once.
     fn stop(&self);
     /// [`RunControl::stop`] because the workbench is exiting (the run's result says so).
@@ -216,10 +217,10 @@ impl HelperBoard {
     }
 
     /// Steers run `id`; the error names why not.
-    pub fn steer(&self, id: &str, message: String) -> Result<(), String> {
+    pub fn steer(&self, id: &str, message: String) -> Result<(), Refusal> {
         match self.control(id) {
             Some(control) => control.steer(message),
-            None => Err(format!("run {id} is not running")),
+            None => Err(format!("run {id} is not running").into()),
         }
     }
 
@@ -262,7 +263,7 @@ mod tests {
     struct Recorder(Mutex<Vec<String>>);
 
     impl RunControl for Recorder {
-        fn steer(&self, message: String) -> Result<(), String> {
+        fn steer(&self, message: String) -> Result<(), Refusal> {
             self.0.lock().unwrap().push(format!("steer {message}"));
             Ok(())
         }

@@ -12,6 +12,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use unipi_widgets::agents::{AgentKind, AgentRow, AgentStatus, TranscriptItem};
 
+use crate::bridge::Refusal;
 use crate::capability::Changed;
 use crate::helpers::board::{BoardRow, HelperBoard, RowKind, TranscriptEntry};
 use crate::helpers::runner::RunStatus;
@@ -208,7 +209,7 @@ impl DockSource for HelperDock {
                 if let Err(err) = &result {
                     tracing::info!("steer {id}: {err}");
                 }
-                return result;
+                return result.map_err(Refusal::into_text);
             }
             DockRequest::Stop(id) if listed(id) => {
                 if !self.board.stop(id) {
@@ -334,11 +335,11 @@ mod tests {
     /// A RunControl that records what the dock asked of it and answers steers with `answer`.
     struct Recorder {
         calls: Mutex<Vec<String>>,
-        answer: Result<(), String>,
+        answer: Result<(), Refusal>,
     }
 
     impl Recorder {
-        fn new(answer: Result<(), String>) -> Arc<Self> {
+        fn new(answer: Result<(), Refusal>) -> Arc<Self> {
             Arc::new(Recorder {
                 calls: Mutex::new(Vec::new()),
                 answer,
@@ -351,7 +352,7 @@ mod tests {
     }
 
     impl RunControl for Recorder {
-        fn steer(&self, message: String) -> Result<(), String> {
+        fn steer(&self, message: String) -> Result<(), Refusal> {
             self.calls.lock().unwrap().push(format!("steer {message}"));
             self.answer.clone()
         }
@@ -438,7 +439,7 @@ mod tests {
 
     #[test]
     fn a_refused_steer_shows_the_boards_error_inline() {
-        let recorder = Recorder::new(Err("the child has no steering channel".to_owned()));
+        let recorder = Recorder::new(Err("the child has no steering channel".into()));
         let (board, mut dock) = make_board_dock(Arc::clone(&recorder));
         drive(&board, &mut dock, &steer_keys("hurry"));
         assert_eq!(recorder.calls(), ["steer hurry"]);

@@ -51,6 +51,7 @@ use super::events::{EventParser, PROMPT_ID, PiEvent, RunSummary, SettleStep, Set
 pub use super::run_status::RunStatus;
 use super::spec::{RunSpec, SessionMode};
 use super::warm::{LaunchKey, Prewarmed, Started};
+use crate::bridge::Refusal;
 use crate::sys::{
     CurrentGroup, GroupGuard, GroupStop, ProcessGroup, ProcessId, Reach, lock, now_ms,
     sleep_until_some, write_atomic,
@@ -290,7 +291,7 @@ impl RunHandle {
 
     /// Sends `message` to the child as an RPC `steer`: Pi delivers it before its next model
     /// call. The error says why it cannot (the run ended, the attempt runs in print mode).
-    pub fn steer(&self, message: String) -> Result<(), String> {
+    pub fn steer(&self, message: String) -> Result<(), Refusal> {
         self.shared.steer(message)
     }
 
@@ -326,7 +327,7 @@ struct Control {
 }
 
 impl RunControl for Control {
-    fn steer(&self, message: String) -> Result<(), String> {
+    fn steer(&self, message: String) -> Result<(), Refusal> {
         self.shared.steer(message)
     }
 
@@ -387,13 +388,14 @@ struct ConversationLog {
 }
 
 impl Conversation {
-    fn steer(&self, message: String) -> Result<(), String> {
+    fn steer(&self, message: String) -> Result<(), Refusal> {
         let mut state = self.lock();
         let Some(commands) = &state.commands else {
             return Err(state
                 .no_steering
                 .clone()
-                .unwrap_or_else(|| "the helper is not running".to_string()));
+                .unwrap_or_else(|| "the helper is not running".to_string())
+                .into());
         };
         let line = json!({ "type": "steer", "message": message }).to_string();
         commands

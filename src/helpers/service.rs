@@ -177,7 +177,7 @@ impl HelperService {
     pub(super) async fn spawn_helper(self: Arc<Self>, call: ToolCall) -> ToolOutput {
         let request = match parse_request(&call.args) {
             Ok(request) => request,
-            Err(reason) => return refusal_output(&Refusal::BadArguments(reason)),
+            Err(reason) => return refusal_output(&Refusal::BadArguments(reason.into_text())),
         };
         let caller = self.caller(&call.agent);
         match request {

@@ -23,7 +23,7 @@ use super::results::{error_output, escape_xml};
 use super::runs::{Caller, RunInfo};
 use super::service::HelperService;
 use crate::bridge::AgentNotice;
-use crate::bridge::{ToolCall, ToolError, ToolOutput};
+use crate::bridge::{Refusal, ToolCall, ToolError, ToolOutput};
 
 /// What a helper wants from its supervisor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,11 +33,11 @@ pub enum Kind {
 }
 
 impl Kind {
-    fn parse(args: &Value) -> Result<Self, String> {
+    fn parse(args: &Value) -> Result<Self, Refusal> {
         match args.get("kind").and_then(Value::as_str) {
             None | Some("question") => Ok(Self::Question),
             Some("status") => Ok(Self::Status),
-            Some(other) => Err(format!("kind must be question or status, found {other:?}")),
+            Some(other) => Err(format!("kind must be question or status, found {other:?}").into()),
         }
     }
 

@@ -17,7 +17,8 @@ use super::notify::NOTIFICATION_TYPE;
 use super::service::{RunRequest, TaskService};
 use crate::bridge::{
     AgentId, Card, CardTint, CommandReply, CommandSpec, Completion, HEADLESS_WAIT_LIMIT,
-    MessageTypeSpec, Module, NotifyLevel, ToolCall, ToolError, ToolOutput, ToolSpec, WakeReach,
+    MessageTypeSpec, Module, NotifyLevel, Refusal, ToolCall, ToolError, ToolOutput, ToolSpec,
+    WakeReach,
 };
 use crate::config::live::LiveConfig;
 use crate::text::non_blank_str;
@@ -319,16 +320,16 @@ pub(crate) fn parse_run_args(
     args: &Value,
     config: &TasksConfig,
     agent: AgentId,
-) -> Result<RunRequest, String> {
+) -> Result<RunRequest, Refusal> {
     let Some(object) = args.as_object() else {
-        return Err("bg_run arguments must be an object".to_string());
+        return Err("bg_run arguments must be an object".into());
     };
     let Some(command) = object.get("command").and_then(Value::as_str) else {
-        return Err("bg_run requires command string".to_string());
+        return Err("bg_run requires command string".into());
     };
     let command = command.trim().to_string();
     if command.is_empty() {
-        return Err("Background command is empty".to_string());
+        return Err("Background command is empty".into());
     }
     let text = |key: &str| non_blank_str(object.get(key)).map(str::to_string);
     let flag = |key: &str, default: bool| match object.get(key) {
@@ -365,7 +366,7 @@ pub(crate) fn parse_run_args(
 pub(crate) fn fit_to_run(
     request: &mut RunRequest,
     reach: WakeReach,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, Refusal> {
     let wakes = request.notify_on_completion && request.trigger_on_completion;
     let max = HEADLESS_WAIT_LIMIT.as_secs();
     let foreground = "run the command in the foreground (bash) instead";
@@ -384,7 +385,8 @@ pub(crate) fn fit_to_run(
                      not wait for (it is stopped when the run ends)"
                 ),
             )
-            .unwrap_or_default()),
+            .unwrap_or_default()
+            .into()),
         (WakeReach::WithinRun, true) => {
             let asked = request.timeout_seconds.map(Duration::from_secs);
             if let Some(refused) = reach.refusal_for(
@@ -392,7 +394,7 @@ pub(crate) fn fit_to_run(
                 asked,
                 &format!("set timeoutSeconds to at most {max}, or {foreground}"),
             ) {
-                return Err(refused);
+                return Err(refused.into());
             }
             if request.timeout_seconds.is_none() {
                 request.timeout_seconds = Some(max);
@@ -457,7 +459,7 @@ pub struct BgCommand {
 }
 
 /// Parses `[--agent|--llm-agent] [--script|--no-agent] [--name v|--name=v|-n v|-n=v] [--] <cmd>`.
-pub fn parse_bg_command(input: &str) -> Result<BgCommand, String> {
+pub fn parse_bg_command(input: &str) -> Result<BgCommand, Refusal> {
     let mut rest = input.trim();
     let mut name = None;
     let mut is_agent = false;
@@ -492,7 +494,7 @@ pub fn parse_bg_command(input: &str) -> Result<BgCommand, String> {
     }
     let command = rest.trim().to_string();
     if command.is_empty() {
-        return Err("Background command is empty".to_string());
+        return Err("Background command is empty".into());
     }
     Ok(BgCommand {
         name,

@@ -24,7 +24,7 @@ use super::fetch::{Fetched, Fetcher, FetcherSettings};
 use super::format::{self, MIN_MAX_CHARS};
 use super::page::{FetchOptions, Format};
 use crate::bridge::{
-    Card, CardTint, CommandCall, CommandReply, CommandSpec, Module, NotifyLevel, ToolCall,
+    Card, CardTint, CommandCall, CommandReply, CommandSpec, Module, NotifyLevel, Refusal, ToolCall,
     ToolError, ToolOutput, ToolSpec,
 };
 use crate::config::live::LiveConfig;
@@ -251,31 +251,32 @@ fn required_string(args: &Value, key: &str) -> Result<String, ToolError> {
 }
 
 /// A non-empty list of at most [`MAX_BATCH_URLS`] strings under `key`.
-pub fn parse_urls(value: Option<&Value>, key: &str) -> Result<Vec<String>, String> {
+pub fn parse_urls(value: Option<&Value>, key: &str) -> Result<Vec<String>, Refusal> {
     let Some(Value::Array(items)) = value else {
-        return Err(format!("`{key}` must be a list of URLs"));
+        return Err(format!("`{key}` must be a list of URLs").into());
     };
     if items.is_empty() {
-        return Err(format!("`{key}` is empty: give at least one URL"));
+        return Err(format!("`{key}` is empty: give at least one URL").into());
     }
     if items.len() > MAX_BATCH_URLS {
         return Err(format!(
             "`{key}` has {} URLs; at most {MAX_BATCH_URLS} per call",
             items.len()
-        ));
+        )
+        .into());
     }
     items
         .iter()
         .enumerate()
         .map(|(index, item)| match item.as_str() {
             Some(url) if !url.trim().is_empty() => Ok(url.trim().to_owned()),
-            _ => Err(format!("`{key}[{index}]` must be a URL string")),
+            _ => Err(format!("`{key}[{index}]` must be a URL string").into()),
         })
         .collect()
 }
 
 /// The options shared by every tool, with the config's defaults.
-pub fn parse_options(args: &Value, config: &WebConfig) -> Result<CallOptions, String> {
+pub fn parse_options(args: &Value, config: &WebConfig) -> Result<CallOptions, Refusal> {
     let format = match args.get("format") {
         None | Some(Value::Null) => Format::default(),
         Some(value) => value

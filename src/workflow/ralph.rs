@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::docs::{self, Doc, DocType, ItemStatus, Marker};
 use super::run::Delivery;
-use crate::bridge::{AgentId, PiEvent};
+use crate::bridge::{AgentId, PiEvent, Refusal};
 
 /// Iterations a loop may run unless `--max-iterations` says otherwise.
 pub const DEFAULT_MAX_ITERATIONS: u32 = 50;
@@ -118,7 +118,7 @@ pub fn state_file(workspace: &Path, name: &str) -> PathBuf {
 }
 
 /// Parses `/unipi:ralph-start`'s arguments: `plan:<file> [--max-iterations N]`.
-pub fn parse_args(args: &str) -> Result<(String, u32), String> {
+pub fn parse_args(args: &str) -> Result<(String, u32), Refusal> {
     let mut plan = None;
     let mut max = DEFAULT_MAX_ITERATIONS;
     let mut words = args.split_whitespace();
@@ -133,18 +133,19 @@ pub fn parse_args(args: &str) -> Result<(String, u32), String> {
         } else {
             return Err(format!(
                 "unexpected {word:?}: use /unipi:ralph-start plan:<file> [--max-iterations N]"
-            ));
+            )
+            .into());
         }
     }
     let plan = plan.ok_or("name the plan: /unipi:ralph-start plan:<file>")?;
     if plan.is_empty() || plan.contains("..") || plan.contains('/') {
-        return Err(format!("{plan:?} is not a plan file name"));
+        return Err(format!("{plan:?} is not a plan file name").into());
     }
     Ok((plan, max))
 }
 
 /// Reads the plan at `relative` (to the workspace).
-pub fn read_plan(workspace: &Path, relative: &Path) -> Result<Doc, String> {
+pub fn read_plan(workspace: &Path, relative: &Path) -> Result<Doc, Refusal> {
     let bytes = std::fs::read(workspace.join(relative))
         .map_err(|err| format!("cannot read {}: {err}", relative.display()))?;
     let inside = relative.strip_prefix(docs::DOCS_DIR).unwrap_or(relative);

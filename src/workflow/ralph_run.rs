@@ -25,7 +25,7 @@ impl Shared {
         };
         let (file, max) = match ralph::parse_args(&call.args) {
             Ok(parsed) => parsed,
-            Err(message) => return CommandReply::Failed { message },
+            Err(refusal) => return refusal.into(),
         };
         let workspace = self.workspace.clone();
         let name = file.trim_end_matches(".md").to_owned();
