@@ -79,13 +79,15 @@ impl DockSource for Recorder {
         }
     }
 
-    fn request(&self, request: &DockRequest) -> Result<(), String> {
+    fn request(&self, request: &DockRequest) -> Result<(), crate::bridge::Refusal> {
         match request {
             DockRequest::Detail(target) => self.details.lock().unwrap().push(target.clone()),
             other => self.requests.lock().unwrap().push(other.clone()),
         }
         match (request, self.refuse.lock().unwrap().clone()) {
-            (DockRequest::Steer { .. } | DockRequest::Stop(_), Some(message)) => Err(message),
+            (DockRequest::Steer { .. } | DockRequest::Stop(_), Some(message)) => {
+                Err(message.into())
+            }
             _ => Ok(()),
         }
     }

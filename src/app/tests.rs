@@ -40,7 +40,7 @@ impl DockSource for FakeDock {
         ))
     }
 
-    fn request(&self, request: &DockRequest) -> Result<(), String> {
+    fn request(&self, request: &DockRequest) -> Result<(), crate::bridge::Refusal> {
         if !matches!(request, DockRequest::Detail(_)) {
             self.requests.lock().unwrap().push(request.clone());
         }

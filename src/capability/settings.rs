@@ -14,6 +14,7 @@ use unipi_widgets::settings::{SettingField, SettingValue};
 
 use super::{Changed, StartContext, Ui};
 use crate::bridge::CommandReply;
+use crate::bridge::Refusal;
 use crate::config::ConfigError;
 use crate::config::live::LiveConfig;
 use crate::views::settings::{SettingsStore, SettingsView, ToValues};
@@ -161,7 +162,7 @@ struct SaveStore {
     home: Option<PathBuf>,
     what: &'static str,
     save: Save,
-    outcome: Arc<Mutex<Option<Result<String, String>>>>,
+    outcome: Arc<Mutex<Option<Result<String, Refusal>>>>,
     changed: Changed,
 }
 
@@ -171,12 +172,12 @@ impl SettingsStore for SaveStore {
         let outcome = Arc::clone(&self.outcome);
         let changed = self.changed.clone();
         tokio::spawn(async move {
-            let result = match home {
-                None => Err("no home directory".to_owned()),
+            let result: Result<String, Refusal> = match home {
+                None => Err("no home directory".into()),
                 Some(home) => tokio::task::spawn_blocking(move || save(&home, values))
                     .await
-                    .map_err(|err| format!("the save did not finish: {err}"))
-                    .and_then(|saved| saved.map_err(|err| format!("{err:#}"))),
+                    .map_err(|err| format!("the save did not finish: {err}").into())
+                    .and_then(|saved| saved.map_err(|err| format!("{err:#}").into())),
             };
             if let Err(err) = &result {
                 tracing::warn!("saving {what}: {err}");
@@ -186,7 +187,7 @@ impl SettingsStore for SaveStore {
         });
     }
 
-    fn take_outcome(&self) -> Option<Result<String, String>> {
+    fn take_outcome(&self) -> Option<Result<String, Refusal>> {
         crate::sys::lock(&self.outcome).take()
     }
 }
@@ -250,7 +251,7 @@ mod tests {
     }
 
     /// Saves `values` through a store and waits for its outcome.
-    async fn saved(home: Option<&Path>, save: Save, values: Value) -> Result<String, String> {
+    async fn saved(home: Option<&Path>, save: Save, values: Value) -> Result<String, Refusal> {
         let store = SaveStore {
             home: home.map(Path::to_path_buf),
             what: "test settings",
@@ -292,6 +293,6 @@ mod tests {
         );
 
         let outcome = saved(None, keep(&true), json!({})).await;
-        assert_eq!(outcome, Err("no home directory".to_owned()));
+        assert_eq!(outcome, Err("no home directory".into()));
     }
 }

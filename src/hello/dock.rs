@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::bridge::Refusal;
 use crate::views::RefreshContext;
 use crate::views::dock::{
     DockAction, DockRequest, DockSection, DockSource, HintTable, Hints, SCROLL, SELECT, Verbs,
@@ -42,7 +43,7 @@ impl DockSource for HelloDock {
         })
     }
 
-    fn request(&self, _request: &DockRequest) -> Result<(), String> {
+    fn request(&self, _request: &DockRequest) -> Result<(), Refusal> {
         Ok(())
     }
 }

@@ -192,7 +192,7 @@ impl DockSource for HelperDock {
         Some(section(rows))
     }
 
-    fn request(&self, request: &DockRequest) -> Result<(), String> {
+    fn request(&self, request: &DockRequest) -> Result<(), Refusal> {
         let listed = |id: &str| self.board.row(id).is_some();
         match request {
             DockRequest::Detail(target) => {
@@ -209,11 +209,11 @@ impl DockSource for HelperDock {
                 if let Err(err) = &result {
                     tracing::info!("steer {id}: {err}");
                 }
-                return result.map_err(Refusal::into_text);
+                return result;
             }
             DockRequest::Stop(id) if listed(id) => {
                 if !self.board.stop(id) {
-                    return Err(format!("{id} has no live process to stop."));
+                    return Err(format!("{id} has no live process to stop.").into());
                 }
             }
             DockRequest::ClearFinished => {

@@ -7,6 +7,7 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+use crate::bridge::Refusal;
 use crate::sys::lock;
 
 use tokio::sync::watch;
@@ -246,7 +247,7 @@ impl DockSource for TaskDock {
         Some(section(self.rows()))
     }
 
-    fn request(&self, request: &DockRequest) -> Result<(), String> {
+    fn request(&self, request: &DockRequest) -> Result<(), Refusal> {
         let registry = self.service.registry();
         let listed = |id: &str| registry.get(id).is_some();
         match request {

@@ -24,6 +24,7 @@ use unipi_widgets::theme::Theme;
 
 use super::line_edit::{EditAction, LineEdit};
 use super::{RefreshContext, View, ViewAction};
+use crate::bridge::Refusal;
 
 /// Shown after the first Esc with unsaved changes.
 pub const DISCARD_NOTICE: &str = "Unsaved changes — Esc again to discard, s to save.";
@@ -37,7 +38,7 @@ pub trait SettingsStore: Send + Sync {
     /// When done, the store signals its capability's change so the view pulls the outcome.
     fn save(&self, values: Value);
     /// The outcome of the last save once it is done, taken once: `Ok(notice)` or `Err(why)`.
-    fn take_outcome(&self) -> Option<Result<String, String>>;
+    fn take_outcome(&self) -> Option<Result<String, Refusal>>;
 }
 
 pub struct SettingsView {
@@ -85,7 +86,7 @@ impl SettingsView {
 
     /// The store's report on the last save: `Ok(notice)` (e.g. "Saved to ~/.unipi/…")
     /// makes the saved values the new baseline, `Err(message)` is shown and leaves them dirty.
-    pub fn save_finished(&mut self, result: Result<String, String>) {
+    pub fn save_finished(&mut self, result: Result<String, Refusal>) {
         let saving = self.saving.take();
         match result {
             Ok(notice) => {
@@ -355,20 +356,20 @@ mod tests {
     #[derive(Default)]
     struct Store {
         saved: Mutex<Vec<Value>>,
-        outcome: Mutex<Option<Result<String, String>>>,
+        outcome: Mutex<Option<Result<String, Refusal>>>,
     }
 
     impl SettingsStore for Store {
         fn save(&self, values: Value) {
             self.saved.lock().unwrap().push(values);
         }
-        fn take_outcome(&self) -> Option<Result<String, String>> {
+        fn take_outcome(&self) -> Option<Result<String, Refusal>> {
             self.outcome.lock().unwrap().take()
         }
     }
 
     impl Store {
-        fn answer(&self, outcome: Result<String, String>) {
+        fn answer(&self, outcome: Result<String, Refusal>) {
             *self.outcome.lock().unwrap() = Some(outcome);
         }
         fn take_saved(&self) -> Vec<Value> {
@@ -573,7 +574,7 @@ mod tests {
         assert_eq!(store.take_saved(), [want.clone(), want]);
         refresh(&mut view);
         assert!(view.model().dirty, "not saved until the store says so");
-        store.answer(Err("disk full".to_owned()));
+        store.answer(Err("disk full".into()));
         refresh(&mut view);
         assert!(view.model().dirty);
         assert_eq!(view.model().notice.as_deref(), Some("Not saved: disk full"));

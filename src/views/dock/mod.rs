@@ -38,6 +38,7 @@ use unipi_widgets::dock::{
 use unipi_widgets::theme::Theme;
 
 use super::{RefreshContext, View, ViewAction, ViewEffect};
+use crate::bridge::Refusal;
 use crate::config::keymap::Keymap;
 use keys::PLAIN_LIST;
 pub use keys::{DockAction, DockKeys, HintTable, SCROLL, SELECT};
@@ -214,7 +215,7 @@ impl DockView {
     }
 
     /// Sends `request` about entry `id` to the source that listed it.
-    fn send_to_owner(&self, id: &str, request: &DockRequest) -> Result<(), String> {
+    fn send_to_owner(&self, id: &str, request: &DockRequest) -> Result<(), Refusal> {
         let owner = self
             .rows()
             .find(|(_, row)| row.id == id)
@@ -246,7 +247,7 @@ impl DockView {
 
     /// The source's answer to a message for `id`: success closes the input and says so; an
     /// error is shown under the input, with the message kept for another try.
-    fn message_sent(&mut self, id: &str, result: Result<(), String>) {
+    fn message_sent(&mut self, id: &str, result: Result<(), Refusal>) {
         let Some(steer) = self.model.steer.as_mut().filter(|steer| steer.target == id) else {
             return;
         };
@@ -255,7 +256,7 @@ impl DockView {
                 self.model.notice = Some(format!("Sent to {}.", steer.label));
                 self.model.steer = None;
             }
-            Err(err) => steer.error = Some(err),
+            Err(err) => steer.error = Some(err.into_text()),
         }
         self.sync_keys();
     }
@@ -401,7 +402,7 @@ impl DockView {
     /// source's refusal. A stop it takes shows its "Stopping…" notice until the row has stopped.
     fn ask(&mut self, id: &str, request: &DockRequest, notice: String) -> String {
         match self.send_to_owner(id, request) {
-            Err(err) => err,
+            Err(err) => err.into_text(),
             Ok(()) => {
                 if matches!(request, DockRequest::Stop(_)) {
                     self.stopping = vec![id.to_owned()];
@@ -794,7 +795,7 @@ mod tests {
             })
         }
 
-        fn request(&self, request: &DockRequest) -> Result<(), String> {
+        fn request(&self, request: &DockRequest) -> Result<(), Refusal> {
             if !matches!(request, DockRequest::Detail(_)) {
                 self.requests.lock().unwrap().push(request.clone());
             }

@@ -15,6 +15,7 @@ use std::collections::{HashMap, HashSet};
 use unipi_widgets::dock::Section;
 
 use super::keys::{DockAction, HintTable};
+use crate::bridge::Refusal;
 use crate::views::RefreshContext;
 
 /// A capability's entries in the dock.
@@ -25,7 +26,7 @@ pub trait DockSource: Send + Sync {
 
     /// Carries out `request`. `Err` is shown to the user (a refused message, a run that has no
     /// live process); requests about entries the source does not list are ignored.
-    fn request(&self, request: &DockRequest) -> Result<(), String>;
+    fn request(&self, request: &DockRequest) -> Result<(), Refusal>;
 }
 
 /// One capability's part of the dock.
