@@ -1,12 +1,12 @@
 //! Bridge benchmark: the round trip of a bridged tool call, bridge → host → bridge, on this
 //! machine. Two paths are timed over N sequential calls (after a warm-up):
 //!
-//! - **extension**: the real `bridge/extension.ts`, loaded by Node 24 (type stripping, no
-//!   bundler) with a stub `pi` object, calls the `execute` of the tool it registered from the
-//!   host's `welcome`. That is everything Pi adds on top of its own tool dispatch: JSON encoding
-//!   in Node, the socket, the host's parse, a tokio task per call, the module, the answer back.
-//! - **rust client**: a tokio client in this process speaking the protocol by hand, which shows
-//!   the host's share without Node.
+//! - **extension**: the real `bridge/extension.ts`, loaded by Node 24 (type stripping, no bundler)
+//!   with a stub `pi` object, calls the `execute` of the tool it registered from the host's
+//!   `welcome`. That is everything Pi adds on top of its own tool dispatch: JSON encoding in Node,
+//!   the socket, the host's parse, a tokio task per call, the module, the answer back.
+//! - **rust client**: a tokio client in this process speaking the protocol by hand, which shows the
+//!   host's share without Node.
 //!
 //! The target is a p50 under 2 ms. Figures are printed, never asserted (a timing
 //! assertion flakes on a busy machine); they live in `docs/benchmarks.md`. Run with

@@ -1,14 +1,14 @@
 //! MCP benchmark, against the real `@modelcontextprotocol/server-everything` from `.test-deps/mcp`
 //! (`scripts/test-deps.sh`):
 //!
-//! - **start-up**: `McpManager::start_all` of 5 server-everything processes until all are
-//!   running (spawn, `initialize`, first `tools/list`), in parallel as the workbench does it;
-//!   one server alone for comparison. Several rounds; each round's time is printed.
-//! - **call**: N sequential `echo` calls, (a) straight through rmcp (`RunningService::call_tool`
-//!   on a `TokioChildProcess`, nothing of ours in the path) and (b) through
-//!   `McpManager::call_tool` (the manager's lookup, progress routing, timeout and cancellation
-//!   `select!`). The bridged call (Pi → bridge → module → manager) is measured against (a) in
-//!   the bridge work; its target is an overhead p50 under 3 ms.
+//! - **start-up**: `McpManager::start_all` of 5 server-everything processes until all are running
+//!   (spawn, `initialize`, first `tools/list`), in parallel as the workbench does it; one server
+//!   alone for comparison. Several rounds; each round's time is printed.
+//! - **call**: N sequential `echo` calls, (a) straight through rmcp (`RunningService::call_tool` on
+//!   a `TokioChildProcess`, nothing of ours in the path) and (b) through `McpManager::call_tool`
+//!   (the manager's lookup, progress routing, timeout and cancellation `select!`). The bridged call
+//!   (Pi → bridge → module → manager) is measured against (a) in the bridge work; its target is an
+//!   overhead p50 under 3 ms.
 //!
 //! Figures are printed, never asserted (timing assertions flake on a busy machine). Run with
 //! `cargo bench --bench mcp` (`UNIPI_BENCH_CALLS` overrides N = 1000). Under

@@ -1,11 +1,11 @@
 //! Web smart-fetch benchmark, on the fixtures of `tests/fixtures/web/`:
 //!
-//! - **extraction**: `extract_html` (parse, meta-refresh check, readability, metadata, markdown)
-//!   on each fixture page, and on a large page (the news article's paragraphs repeated to ~120 KB),
-//!   N rounds each; p50/p90/max per page.
-//! - **batch throughput**: `web_fetch_batch`-style fetches (`batch::fetch_all`, no cache) of M
-//!   URLs from the loopback fixture server (`tests/support/web.rs`), the five HTML fixtures in
-//!   turn, at concurrency 1 and 8; pages per second end to end (request, body, extraction).
+//! - **extraction**: `extract_html` (parse, meta-refresh check, readability, metadata, markdown) on
+//!   each fixture page, and on a large page (the news article's paragraphs repeated to ~120 KB), N
+//!   rounds each; p50/p90/max per page.
+//! - **batch throughput**: `web_fetch_batch`-style fetches (`batch::fetch_all`, no cache) of M URLs
+//!   from the loopback fixture server (`tests/support/web.rs`), the five HTML fixtures in turn, at
+//!   concurrency 1 and 8; pages per second end to end (request, body, extraction).
 //!
 //! Figures are printed, never asserted. Run with `cargo bench --bench web`
 //! (`UNIPI_BENCH_ROUNDS` overrides N = 200, `UNIPI_BENCH_PAGES` M = 400). Under

@@ -39,7 +39,8 @@ pub struct Cli {
     #[arg(long, value_name = "LEVEL", env = "UNIPI_LOG", default_value = "info")]
     pub log_level: String,
 
-    /// With `demo`: a scenario file (TOML, below) for the scripted model instead of the built-in tour.
+    /// With `demo`: a scenario file (TOML, below) for the scripted model instead of the built-in
+    /// tour.
     #[arg(long, value_name = "FILE")]
     pub scenario: Option<PathBuf>,
 

@@ -7,9 +7,10 @@
 //! the ntfy server (JSON, topic, title, priority high) and the terminal (OSC 777); keys answer
 //! (a note written on an option, then Enter); the model receives the answer as the tool's
 //! result, and Pi's transcript shows it as a card. Typing answers in the user's own words from
-//! the first key on (no letter is taken for a shortcut). A `new_session` option leads through the launcher ("Compact and run") to the new
-//! task arriving as the user's next message once the turn has ended. One of Pi's own dialogs (an
-//! extension's `confirm`) is reported by Pi as `blocked`, and that alerts too.
+//! the first key on (no letter is taken for a shortcut). A `new_session` option leads through the
+//! launcher ("Compact and run") to the new task arriving as the user's next message once the turn
+//! has ended. One of Pi's own dialogs (an extension's `confirm`) is reported by Pi as `blocked`,
+//! and that alerts too.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
 

@@ -3,9 +3,9 @@
 //! from the test so its request log is read directly). Three scripted turns put a fact in the
 //! session; `/compact` typed into Pi is answered by the compactor's hook — no model request is
 //! made for the summary (the scripted server records every request before answering, and Pi
-//! shows a compaction only after its summary arrived, so the log is complete by then) — Pi shows the compacted
-//! state, the project database under the test's HOME holds the statistics, and then the model
-//! calls `session_recall` and gets the early fact back from before the compaction. Then
+//! shows a compaction only after its summary arrived, so the log is complete by then) — Pi shows
+//! the compacted state, the project database under the test's HOME holds the statistics, and then
+//! the model calls `session_recall` and gets the early fact back from before the compaction. Then
 //! `/unipi:compact keep:1 <prompt>` compacts again and sends the prompt afterwards, and
 //! `/unipi:compact-view` shows the last compaction. A control run with `overrideDefaultCompaction`
 //! off shows Pi's own compaction does reach the model (so the request count means something).

@@ -2,7 +2,8 @@
 //! own host key and authorized key in a temporary directory, StrictModes and PAM off), the
 //! system's `ssh -tt` driven through a PTY, and a detachable session started over it. The SSH
 //! client is killed with SIGKILL in the middle of a turn; everything lives on (Pi, a background
-//! task, a helper and an MCP server), the turn finishes, and a new connection at another size attaches and sees the reply.
+//! task, a helper and an MCP server), the turn finishes, and a new connection at another size
+//! attaches and sees the reply.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
 

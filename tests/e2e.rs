@@ -2,9 +2,9 @@
 //! `scripts/test-deps.sh`) against the scripted model server (`unipi-tui demo --scenario …`), with
 //! assertions on the screen the outer terminal shows and on the modes it is left in.
 //!
-//! The outer terminal is `support::term` — a vt100 screen that answers queries like a kitty-protocol
-//! terminal, or like xterm (modifyOtherKeys) — so both ways a real terminal reports modified keys
-//! are driven.
+//! The outer terminal is `support::term` — a vt100 screen that answers queries like a
+//! kitty-protocol terminal, or like xterm (modifyOtherKeys) — so both ways a real terminal reports
+//! modified keys are driven.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
 

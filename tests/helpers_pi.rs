@@ -149,7 +149,8 @@ async fn run_helper(
     })
 }
 
-/// With `UNIPI_RECORD_PI_JSON` set, saves `stdout` as `tests/fixtures/pi-json/pi-<version>-<name>.jsonl`.
+/// With `UNIPI_RECORD_PI_JSON` set, saves `stdout` as
+/// `tests/fixtures/pi-json/pi-<version>-<name>.jsonl`.
 fn record(pi: &PiInstall, name: &str, stdout: &str) -> anyhow::Result<()> {
     if std::env::var_os("UNIPI_RECORD_PI_JSON").is_none() {
         return Ok(());

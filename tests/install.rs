@@ -1,7 +1,8 @@
 //! Finding Pi when none is installed: the workbench shows what it would install, asks, installs
 //! the pinned Pi with npm into the user's cache directory (taking Node from PyPI when the
-//! machine's Node is too old) with npm's and pip's output in the log, and then runs it. This is the real path — real npm, real pip — into
-//! a throwaway cache, with a PATH that holds only node, npm and python3 (no `pi`).
+//! machine's Node is too old) with npm's and pip's output in the log, and then runs it. This is the
+//! real path — real npm, real pip — into a throwaway cache, with a PATH that holds only node, npm
+//! and python3 (no `pi`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
 

@@ -1,8 +1,8 @@
-//! The pane's terminal protocol end to end, with a stand-in child (`tests/fixtures/bin/echo-child.py`)
-//! instead of Pi: it sets modes the way Pi does and echoes every byte it receives, so each test can
-//! check exactly what reaches the child (keys in its negotiated mode, focus, paste) and what reaches
-//! the outer terminal (clipboard, notifications, bell, title), plus exit codes, signals and terminal
-//! restoration on every exit path.
+//! The pane's terminal protocol end to end, with a stand-in child
+//! (`tests/fixtures/bin/echo-child.py`) instead of Pi: it sets modes the way Pi does and echoes
+//! every byte it receives, so each test can check exactly what reaches the child (keys in its
+//! negotiated mode, focus, paste) and what reaches the outer terminal (clipboard, notifications,
+//! bell, title), plus exit codes, signals and terminal restoration on every exit path.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
 

@@ -2,27 +2,28 @@
 //! 0.73.1 where said) and the scripted model served from the test (its request log read here).
 //!
 //! Proven:
-//! - `/unipi:plan` sends the plan skill as the user's message and restricts the tools — the
-//!   model's request lists exactly the write-unipi tools, no `bash`; the board (opened with Alt+K
-//!   while the model is still thinking) shows the plan's tasks once the model has written the
-//!   plan file with Pi's `write` tool, without being reopened (the watcher); when Pi settles the
-//!   step ends — the tools are restored (the next request lists `bash` again) and the end is
-//!   logged with its success.
-//! - A call the step's tool level forbids gets a reason naming the step and the level, in the
-//!   tool result the model reads and in Pi's pane: a tool the level hides (Pi itself would answer
-//!   "Tool bash not found"), and a `write`/`edit` outside `.unipi/` (plain, through `..`) under
-//!   write-unipi, which is refused with the file untouched; a write inside goes through. The
-//!   same for `edit` under read-only `/unipi:research`; after the steps a write anywhere works.
-//!   Both Pi lines.
+//! - `/unipi:plan` sends the plan skill as the user's message and restricts the tools — the model's
+//!   request lists exactly the write-unipi tools, no `bash`; the board (opened with Alt+K while the
+//!   model is still thinking) shows the plan's tasks once the model has written the plan file with
+//!   Pi's `write` tool, without being reopened (the watcher); when Pi settles the step ends — the
+//!   tools are restored (the next request lists `bash` again) and the end is logged with its
+//!   success.
+//! - A call the step's tool level forbids gets a reason naming the step and the level, in the tool
+//!   result the model reads and in Pi's pane: a tool the level hides (Pi itself would answer "Tool
+//!   bash not found"), and a `write`/`edit` outside `.unipi/` (plain, through `..`) under
+//!   write-unipi, which is refused with the file untouched; a write inside goes through. The same
+//!   for `edit` under read-only `/unipi:research`; after the steps a write anywhere works. Both Pi
+//!   lines.
 //! - The loop (`/unipi:ralph-start`) on a two-task plan: one iteration per turn, the model marking
 //!   a task done each time, the next iteration sent once Pi settles, the end when every task is
-//!   done (state `completed`, and `/unipi:ralph-status` says so), no further turn; `/unipi:ralph-stop` during an iteration stops it
-//!   (state `stopped`, no next iteration); `--max-iterations 1` ends it after one; started while
-//!   Pi is busy, the busy turn's end does not count as its first iteration. Both Pi lines.
-//! - A workflow command typed in full goes out on the first Enter, its words as typed, once Pi
-//!   has had the completions for the whole argument: words after a `plan:` reference (`finish
-//!   the tour`, though a plan's name has `tour`), `--max-iterations 2` (though the plan's name has
-//!   a `2`), and a reference typed to its last letter. Both Pi lines.
+//!   done (state `completed`, and `/unipi:ralph-status` says so), no further turn;
+//!   `/unipi:ralph-stop` during an iteration stops it (state `stopped`, no next iteration);
+//!   `--max-iterations 1` ends it after one; started while Pi is busy, the busy turn's end does not
+//!   count as its first iteration. Both Pi lines.
+//! - A workflow command typed in full goes out on the first Enter, its words as typed, once Pi has
+//!   had the completions for the whole argument: words after a `plan:` reference (`finish the
+//!   tour`, though a plan's name has `tour`), `--max-iterations 2` (though the plan's name has a
+//!   `2`), and a reference typed to its last letter. Both Pi lines.
 //! - The board's `c` puts the card's follow-up command in Pi's editor and it is on the screen
 //!   without another key (Pi is asked to draw); Enter then runs it. Both Pi lines.
 

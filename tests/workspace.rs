@@ -5,10 +5,11 @@
 //! so a child in the wrong one shows.
 //!
 //! Proven: Pi's working directory (`/proc/<pid>/cwd`) is the project; the project's `AGENTS.md`
-//! reaches the model; `-e ./ext.ts` (relative to the project) loads; Pi's bash, the user's `!command`, a helper's bash
-//! and an MCP server with a relative `cwd` (workbench-owned, and Pi-owned) run where Pi 1.x runs
-//! them; the session is saved as the project's, so plain `pi -c` in the project continues it;
-//! and the resume command printed at exit, `unipi-tui --session <id>`, names a session Pi finds.
+//! reaches the model; `-e ./ext.ts` (relative to the project) loads; Pi's bash, the user's
+//! `!command`, a helper's bash and an MCP server with a relative `cwd` (workbench-owned, and
+//! Pi-owned) run where Pi 1.x runs them; the session is saved as the project's, so plain `pi -c` in
+//! the project continues it; and the resume command printed at exit, `unipi-tui --session <id>`,
+//! names a session Pi finds.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
 

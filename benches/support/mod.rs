@@ -1,6 +1,6 @@
-//! What the benchmarks share: the full-or-smoke `main`, percentile statistics, and a Pi-like client on the bridge socket
-//! (hello, then tool calls answered by `tool_result`). Each bench binary compiles this module on
-//! its own and uses only part of it, hence the `dead_code` allowance.
+//! What the benchmarks share: the full-or-smoke `main`, percentile statistics, and a Pi-like client
+//! on the bridge socket (hello, then tool calls answered by `tool_result`). Each bench binary
+//! compiles this module on its own and uses only part of it, hence the `dead_code` allowance.
 #![allow(dead_code)]
 
 pub mod pi;

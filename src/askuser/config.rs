@@ -8,9 +8,10 @@
 //!   "notifyOnAsk": true }
 //! ```
 //!
-//! A key of the wrong type is a [`ConfigError`](crate::config::ConfigError) naming file, line and column, and its default
-//! stays in force. `/unipi:ask-user-settings` edits the same keys ([`settings_fields`],
-//! [`apply_settings`]) and saves them into the user's file, keeping keys it does not know.
+//! A key of the wrong type is a [`ConfigError`](crate::config::ConfigError) naming file, line and
+//! column, and its default stays in force. `/unipi:ask-user-settings` edits the same keys
+//! ([`settings_fields`], [`apply_settings`]) and saves them into the user's file, keeping keys it
+//! does not know.
 
 use serde_json::{Map, Value, json};
 use unipi_widgets::settings::{SettingField, SettingValue};

@@ -5,20 +5,20 @@
 //! says whether that answered the question ([`Step::Done`]).
 //!
 //! The rules, chosen so no key does two things by surprise:
-//! - Single-select: Enter (or a number) chooses the option under the cursor. An option taking
-//!   text, or the own-answer row, opens the editor first; Enter in the editor then answers.
+//! - Single-select: Enter (or a number) chooses the option under the cursor. An option taking text,
+//!   or the own-answer row, opens the editor first; Enter in the editor then answers.
 //! - Multi-select: Space (or a number) ticks and unticks; Enter sends what is ticked and never
 //!   ticks. With nothing ticked, Enter says so instead of sending an empty answer (except on an
-//!   option that ends the question, which it runs). Ticking an option that takes text opens
-//!   the editor; an empty text leaves it unticked.
-//! - A question that takes the user's own words takes them as soon as they type: a plain
-//!   character (or a paste) starts — or goes on with — the own answer, whatever row the cursor
-//!   is on, so no option or note shortcut can eat the first letters of an answer. The view sends
-//!   only such keys as [`Input::Type`] ([`Form::typing_answers`] says when).
+//!   option that ends the question, which it runs). Ticking an option that takes text opens the
+//!   editor; an empty text leaves it unticked.
+//! - A question that takes the user's own words takes them as soon as they type: a plain character
+//!   (or a paste) starts — or goes on with — the own answer, whatever row the cursor is on, so no
+//!   option or note shortcut can eat the first letters of an answer. The view sends only such keys
+//!   as [`Input::Type`] ([`Form::typing_answers`] says when).
 //! - The note key (Tab) writes a note on any option (shown under it, and sent with it).
 //! - End-turn and new-session options act at once, in both modes.
-//! - A recommended option starts under the cursor (ticked, in multi-select) and is what a
-//!   timeout chooses.
+//! - A recommended option starts under the cursor (ticked, in multi-select) and is what a timeout
+//!   chooses.
 
 use super::params::{OptionAction, Question};
 use super::response::{Answer, LAUNCH_CANCELLED, Launch};

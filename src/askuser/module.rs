@@ -2,9 +2,10 @@
 //! declaration. A call is validated ([`parse`]), announced on the bus ([`AskUserPrompt`], when
 //! the settings say to notify), queued for the modal, and waited for: the user's answers, its
 //! timeout, or Pi aborting it — whichever comes first settles it in the queue. The answer's
-//! settling is announced too ([`AskUserAnswered`]), so a waiting notification can stand down. A `new_session` answer is carried out after the call returns: once the agent's turn
-//! has ended, the session is compacted if the user chose so, then the prefill is sent as the
-//! user's next message — what the original promised and never did.
+//! settling is announced too ([`AskUserAnswered`]), so a waiting notification can stand down. A
+//! `new_session` answer is carried out after the call returns: once the agent's turn has ended, the
+//! session is compacted if the user chose so, then the prefill is sent as the user's next message —
+//! what the original promised and never did.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;

@@ -118,8 +118,9 @@ impl ToolSpec {
     }
 }
 
-/// A `/unipi:*` command. Invocations go to the declaring module's [`Module::command`](crate::bridge::Module::command);
-/// completions come from the static list and from [`Module::complete`](crate::bridge::Module::complete).
+/// A `/unipi:*` command. Invocations go to the declaring module's
+/// [`Module::command`](crate::bridge::Module::command); completions come from the static list and
+/// from [`Module::complete`](crate::bridge::Module::complete).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CommandSpec {
     /// The full name without the slash, e.g. `unipi:info`.

@@ -4,8 +4,8 @@
 //! none of them by name.
 //!
 //! What a capability gives the workbench, and how:
-//! - **Start** — [`Registration::start`] builds it from its config, given a [`StartContext`]
-//!   (home, workspace, how Pi is launched, the [`Ui`] handle); config errors go to
+//! - **Start** — [`Registration::start`] builds it from its config, given a [`StartContext`] (home,
+//!   workspace, how Pi is launched, the [`Ui`] handle); config errors go to
 //!   [`StartContext::report`], which logs them and shows them once the screen is up.
 //! - **Pi** — [`Capability::modules`]: bridge [`Module`]s with its tools, `/unipi:*` commands and
 //!   hooks. A command runs in the declaring module ([`Module::command`]), so the app routes no
@@ -13,8 +13,8 @@
 //! - **The bridge** — [`Capability::attach`] hands it the running host, registry, bus and the
 //!   extension file once the bridge is up.
 //! - **The screen** — [`Capability::footer_segments`] (read from memory every frame),
-//!   [`Capability::dock`] (its rows in the dock, and the port the dock sends requests to), views
-//!   it opens with [`Ui::open`], and [`Capability::changes`], the one signal the app's single
+//!   [`Capability::dock`] (its rows in the dock, and the port the dock sends requests to), views it
+//!   opens with [`Ui::open`], and [`Capability::changes`], the one signal the app's single
 //!   forwarder turns into a redraw and a refresh of the open views.
 //! - **Keys** — each of its views owns a key table ([`KeyTableSpec`], listed in
 //!   [`Registration::key_tables`]); the keymap file can rebind them like the workbench's own. A

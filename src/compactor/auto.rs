@@ -9,12 +9,12 @@
 //!
 //! State changes, branch by branch (anything not named stays as it was):
 //! - disabled, in flight, unknown usage: nothing changes (the baseline is preserved).
-//! - post-compaction sample: `awaiting_post_compaction_sample` is cleared and
-//!   `previous_percent` set; at or above the threshold the tokens become the repeat baseline,
-//!   below it the baseline is reset like any below-threshold sample.
+//! - post-compaction sample: `awaiting_post_compaction_sample` is cleared and `previous_percent`
+//!   set; at or above the threshold the tokens become the repeat baseline, below it the baseline is
+//!   reset like any below-threshold sample.
 //! - below threshold: `previous_percent` set, `repeat_baseline_tokens` reset.
-//! - cooldown, repeat growth needed: `previous_percent` set (and a missing repeat baseline is
-//!   taken from this sample, so growth is measured from here on).
+//! - cooldown, repeat growth needed: `previous_percent` set (and a missing repeat baseline is taken
+//!   from this sample, so growth is measured from here on).
 //! - trigger: `in_flight`, `last_trigger_at_ms = now`, `repeat_baseline_tokens = tokens`,
 //!   `previous_percent` set.
 

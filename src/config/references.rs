@@ -4,7 +4,8 @@
 
 /// `text` with each reference written `open`…`close` replaced by what `resolve` makes of the
 /// text between the markers: `Ok(Some(value))` puts `value` in, `Ok(None)` keeps the reference as
-/// written, `Err` stops. An `open` with no `close` after it is not a reference and stays as written.
+/// written, `Err` stops. An `open` with no `close` after it is not a reference and stays as
+/// written.
 pub fn replace_references<E>(
     text: &str,
     open: &str,

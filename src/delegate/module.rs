@@ -496,7 +496,8 @@ mod tests {
             !workspace.path().join(".unipi").exists(),
             "a directory was created"
         );
-        // Without the wake it is not refused for it (it goes on, here to a child that cannot start).
+        // Without the wake it is not refused for it (it goes on, here to a child that cannot
+        // start).
         let err = module
             .call_tool(call(
                 json!({"name": "a", "prompt": "q", "triggerOnCompletion": false}),

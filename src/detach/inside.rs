@@ -2,16 +2,16 @@
 //! environment ([`SESSION_ENV`]) that a session process runs it, and keeps a control link to
 //! that process over the session's socket. It plugs in as a capability:
 //!
-//! - **attach and detach**: the session says a terminal attached ([`Control::Attached`]) or
-//!   none is ([`Control::Away`]); both go to the app through the [`Ui`] handle
-//!   ([`Ui::terminal_attached`]), which re-emits every terminal mode and repaints on an attach,
-//!   and publishes `attached` in the screen's state — which the notifications read to treat
-//!   "nobody attached" like "the user is away";
+//! - **attach and detach**: the session says a terminal attached ([`Control::Attached`]) or none is
+//!   ([`Control::Away`]); both go to the app through the [`Ui`] handle ([`Ui::terminal_attached`]),
+//!   which re-emits every terminal mode and repaints on an attach, and publishes `attached` in the
+//!   screen's state — which the notifications read to treat "nobody attached" like "the user is
+//!   away";
 //! - **the detach key**: the keymap's `session.detach` reaches this capability through
 //!   [`Capability::action`] and asks the session to let its client go; outside a session this
 //!   capability does not start, so the key goes to Pi;
-//! - **Pi's state for `ls`**: idle, working or waiting for input, followed from the bridge's
-//!   events and Pi's own `blocked` status, sent when it changes.
+//! - **Pi's state for `ls`**: idle, working or waiting for input, followed from the bridge's events
+//!   and Pi's own `blocked` status, sent when it changes.
 //!
 //! Only the session process's own child takes the link: whatever the workbench starts inherits
 //! the variables, so the session's pid is checked against our parent's.

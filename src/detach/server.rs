@@ -1,26 +1,25 @@
 //! The session's core, run by the session process: it owns the PTY the workbench runs in, the
 //! listening socket, and at most one attached client, and pumps bytes between the two.
 //!
-//! - **Connections** are accepted only from our own user: the socket's directory is private,
-//!   and the peer's credentials (`SO_PEERCRED`) are checked on accept too, so a socket reached
-//!   some other way still refuses another user. The first frame says what the connection is for
+//! - **Connections** are accepted only from our own user: the socket's directory is private, and
+//!   the peer's credentials (`SO_PEERCRED`) are checked on accept too, so a socket reached some
+//!   other way still refuses another user. The first frame says what the connection is for
 //!   ([`Role`]): a terminal attaching, `ls` asking for the status, `kill`, or the workbench's
 //!   control link (accepted only from the workbench's own pid).
 //! - **The relay** is a byte pump: the client's input goes to the PTY unchanged, the PTY's output
 //!   to the client in chunks. While nobody is attached the output is dropped: the workbench
 //!   repaints everything when a terminal attaches, so nothing shown is lost.
 //! - **Attach, detach, takeover.** The first attach starts the workbench at that terminal's size
-//!   and `TERM`. A later one resizes the PTY and tells the workbench ([`Control::Attached`]),
-//!   which writes a marker ([`attach_marker`]), sets up every terminal mode again and repaints;
-//!   output is forwarded from the marker on, so nothing half-written before reaches the new
-//!   terminal. An attach while a client is attached takes over: the first is told
-//!   ([`Control::Detached`]) and let go. The detach key (the workbench says [`Control::Detach`])
-//!   and a client that goes away detach; a client that stops reading its output for
-//!   [`SLOW_CLIENT`] is dropped, so a frozen connection never stalls the workbench.
+//!   and `TERM`. A later one resizes the PTY and tells the workbench ([`Control::Attached`]), which
+//!   writes a marker ([`attach_marker`]), sets up every terminal mode again and repaints; output is
+//!   forwarded from the marker on, so nothing half-written before reaches the new terminal. An
+//!   attach while a client is attached takes over: the first is told ([`Control::Detached`]) and
+//!   let go. The detach key (the workbench says [`Control::Detach`]) and a client that goes away
+//!   detach; a client that stops reading its output for [`SLOW_CLIENT`] is dropped, so a frozen
+//!   connection never stalls the workbench.
 //! - **The end.** When the workbench exits (Pi exited, or `kill` stopped it) the client and the
 //!   `kill` callers get its exit code ([`Control::Exit`]), the workbench's process group is made
-//!   sure to be empty, and [`serve`] returns the code; the caller removes the session's
-//!   directory.
+//!   sure to be empty, and [`serve`] returns the code; the caller removes the session's directory.
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};

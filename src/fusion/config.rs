@@ -11,10 +11,10 @@
 //! ```
 //!
 //! `fallback` and `cooldownSeconds` are optional (no fallback; 300 s); `nameSessions` (default
-//! true) lets the sidekick name a session that has no name after its first turn. A bad preset or key is a
-//! [`ConfigError`] naming file, line and column; the rest of the file still applies. Edits (the
-//! picker's confirm, the preset editor) are written back with the crash-safe JSON merge into the
-//! workspace file when it exists, else the home file, keeping keys this module does not know.
+//! true) lets the sidekick name a session that has no name after its first turn. A bad preset or
+//! key is a [`ConfigError`] naming file, line and column; the rest of the file still applies. Edits
+//! (the picker's confirm, the preset editor) are written back with the crash-safe JSON merge into
+//! the workspace file when it exists, else the home file, keeping keys this module does not know.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -1,19 +1,19 @@
 //! The fusion engine: the pair in force and everything that follows from it.
 //!
-//! - **Applying a pair** ([`Engine::apply`]): the models Pi knows are listed (with whether Pi has
-//!   a key for each); a model Pi does not know, or one without a key, is refused in words and
-//!   nothing changes. Then the primary becomes the main Pi's model (`set_model` through the
-//!   bridge), the previous sidekick runtime stops and one starts on the sidekick, and the pair is
-//!   published. The active preset is applied when the main Pi first connects.
-//! - **Savings** ([`Engine::record`]): every call the sidekick serves — a helper's run reported
-//!   on the bus (`unipi:model:usage`), a side question, a session name — is priced on the
-//!   sidekick (Pi's own figure when it gave one) and on the primary at the prices Pi lists, added
-//!   to the session's and the all-time totals in memory (the footer reads them every frame) and
-//!   appended to the session database.
+//! - **Applying a pair** ([`Engine::apply`]): the models Pi knows are listed (with whether Pi has a
+//!   key for each); a model Pi does not know, or one without a key, is refused in words and nothing
+//!   changes. Then the primary becomes the main Pi's model (`set_model` through the bridge), the
+//!   previous sidekick runtime stops and one starts on the sidekick, and the pair is published. The
+//!   active preset is applied when the main Pi first connects.
+//! - **Savings** ([`Engine::record`]): every call the sidekick serves — a helper's run reported on
+//!   the bus (`unipi:model:usage`), a side question, a session name — is priced on the sidekick
+//!   (Pi's own figure when it gave one) and on the primary at the prices Pi lists, added to the
+//!   session's and the all-time totals in memory (the footer reads them every frame) and appended
+//!   to the session database.
 //! - **Fallback**: a rate-limit or quota error from the main Pi's model moves it to the preset's
-//!   fallback, and a timer brings it back after the cooldown (`fallback.rs`). Each move is told
-//!   in Pi's conversation, naming both models, and in short in the footer (`Engine::tell`):
-//!   a footer notice alone lasts a few seconds and has no room for two `provider/id` names.
+//!   fallback, and a timer brings it back after the cooldown (`fallback.rs`). Each move is told in
+//!   Pi's conversation, naming both models, and in short in the footer (`Engine::tell`): a footer
+//!   notice alone lasts a few seconds and has no room for two `provider/id` names.
 //! - **Session names**: after the first turn of a session without a name, the sidekick names it.
 //! - **Status**: [`Engine::publish`] puts the pair, the fallback, the warm pool's size and the
 //!   savings on the event bus as `unipi:fusion:status`, and again whenever a module asks.

@@ -4,15 +4,15 @@
 //! - `config.rs`: the presets file (`~/.unipi/config/fusion.json`, workspace override).
 //! - `engine.rs`: applying a pair (the primary through the bridge, the sidekick runtime), the
 //!   savings of every call the sidekick serves, the fallback while the primary is rate-limited,
-//!   session naming, and the status published on the event bus (`unipi:fusion:status`) — which
-//!   is how the helpers, the footer and later modules learn the pair, never by importing this.
-//! - `bus.rs`: fusion's messages on the bus (the status, the query for it, the model usage
-//!   others report), the one thing of fusion other capabilities import.
+//!   session naming, and the status published on the event bus (`unipi:fusion:status`) — which is
+//!   how the helpers, the footer and later modules learn the pair, never by importing this.
+//! - `bus.rs`: fusion's messages on the bus (the status, the query for it, the model usage others
+//!   report), the one thing of fusion other capabilities import.
 //! - `runtime.rs`: the sidekick's own long-lived Pi in RPC mode (side questions, names).
 //! - `savings.rs`, `fuzzy.rs`, `fallback.rs`: the pure parts (arithmetic, the picker's filter,
 //!   which errors are rate limits).
-//! - `picker.rs`, `presets_view.rs`, `btw.rs`: the views (the status is a read-only pager); `module.rs` the
-//!   commands; `capability.rs` the registration.
+//! - `picker.rs`, `presets_view.rs`, `btw.rs`: the views (the status is a read-only pager);
+//!   `module.rs` the commands; `capability.rs` the registration.
 //!
 //! `docs/fusion.md` describes it for users.
 

@@ -4,8 +4,8 @@
 //! terminal to draw on. [`mode::decide`] picks the way from Pi's arguments and the terminal;
 //! this module runs the two pane-less ways:
 //!
-//! - [`run_direct`]: `--help`, `--version`, `--list-models`, `--export` and Pi's subcommands —
-//!   Pi alone, nothing of the workbench around it.
+//! - [`run_direct`]: `--help`, `--version`, `--list-models`, `--export` and Pi's subcommands — Pi
+//!   alone, nothing of the workbench around it.
 //! - [`run`]: `-p`, `--mode json|rpc`, or no terminal — Pi as a plain child with the bridge
 //!   extension loaded and the same modules as in the workbench behind it (background tasks,
 //!   helpers, delegates, MCP, compactor and recall), so a script gets the workbench's tools. Its

@@ -2,7 +2,8 @@
 //! `contact_supervisor` tools. It owns the decisions around a run — routing (management action →
 //! workflow script → single helper), the preflight and the caps' counters, budgets, the
 //! acceptance gate, truncation, the result the model reads, the follow-up notification of a
-//! background run, the supervisor channel — and leaves the process to [`HelperRunner`](super::runner::HelperRunner).
+//! background run, the supervisor channel — and leaves the process to
+//! [`HelperRunner`](super::runner::HelperRunner).
 //!
 //! `spawn_helper` never fails as a tool call: a refusal or a failed run is an ordinary result
 //! whose `details.status` is `"error"` with a `reason`, as in the TypeScript original, so the

@@ -25,9 +25,9 @@
 //! has no stdin channel, so it cannot be steered and a budget abort kills its group. Once events
 //! flow, silence is normal (a long `bash` tool call prints nothing) and only the deadline applies.
 //!
-//! Budgets ([`Budget`](super::budget::Budget)) are stated in the child's system prompt and enforced here: the
-//! [`BudgetWatch`] is fed the totals after every event; its steer goes out as an RPC `steer`, its
-//! abort as an RPC `abort` (then the normal end, or a kill after the end grace).
+//! Budgets ([`Budget`](super::budget::Budget)) are stated in the child's system prompt and enforced
+//! here: the [`BudgetWatch`] is fed the totals after every event; its steer goes out as an RPC
+//! `steer`, its abort as an RPC `abort` (then the normal end, or a kill after the end grace).
 
 use std::collections::VecDeque;
 use std::os::unix::process::ExitStatusExt as _;

@@ -1,13 +1,13 @@
 //! The notification settings, in the original's files and keys so Unipi users keep theirs:
 //!
 //! - `~/.unipi/config/notify/config.json`: `defaultPlatforms`, `events` (`{key: {enabled,
-//!   platforms, priority?}}`), `native`, `gotify` (`serverUrl`, `appToken`, `priority`),
-//!   `telegram` (`botToken`, `chatId`), plus what the workbench adds beside them: `terminal`
-//!   (`enabled`, `method`), `telegram.apiUrl` (a self-hosted Bot API server),
-//!   `silenceAfterInputSeconds`, `sendTimeoutSeconds` and `headlessAgentEnd`. Keys it does not
-//!   know (`recap`, `native.windowsAppId`) are kept when the settings overlay saves.
-//! - `ntfy.json`, its own file: the project's (`<workspace>/.unipi/config/notify/ntfy.json`) if
-//!   it exists, else the global one (`~/.unipi/config/notify/ntfy.json`), each merged over the
+//!   platforms, priority?}}`), `native`, `gotify` (`serverUrl`, `appToken`, `priority`), `telegram`
+//!   (`botToken`, `chatId`), plus what the workbench adds beside them: `terminal` (`enabled`,
+//!   `method`), `telegram.apiUrl` (a self-hosted Bot API server), `silenceAfterInputSeconds`,
+//!   `sendTimeoutSeconds` and `headlessAgentEnd`. Keys it does not know (`recap`,
+//!   `native.windowsAppId`) are kept when the settings overlay saves.
+//! - `ntfy.json`, its own file: the project's (`<workspace>/.unipi/config/notify/ntfy.json`) if it
+//!   exists, else the global one (`~/.unipi/config/notify/ntfy.json`), each merged over the
 //!   defaults; without either, an `ntfy` section in `config.json` that was ever set up (the
 //!   original's legacy place) is read instead of being migrated on disk.
 //!

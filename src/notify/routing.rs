@@ -4,21 +4,21 @@
 //! it alerts ([`Alerting`], attached by the capability that publishes it), so the router knows no
 //! other capability.
 //!
-//! - The event's settings: enabled, its platforms (else every enabled one, else the defaults),
-//!   its priority (a question = high, failures = normal, everything else = low).
+//! - The event's settings: enabled, its platforms (else every enabled one, else the defaults), its
+//!   priority (a question = high, failures = normal, everything else = low).
 //! - Needs-input (a question a capability's alert waits on, or Pi's own `blocked` program status,
 //!   which covers Pi's and other extensions' dialogs) waits out the silence after input and goes
 //!   only if the question still waits and the keyboard has been quiet that long: at the keyboard
 //!   you are not buzzed, away you are.
 //! - Everything else goes at once, unless the user typed within the silence (they are there).
-//! - Nobody attached (a session whose terminal left) is "away": nothing is held
-//!   back and nothing waits out the silence — the question reaches the phone at once, also one
-//!   that was already waiting when the terminal left (the wait follows the screen's state).
+//! - Nobody attached (a session whose terminal left) is "away": nothing is held back and nothing
+//!   waits out the silence — the question reaches the phone at once, also one that was already
+//!   waiting when the terminal left (the wait follows the screen's state).
 //! - "Agent done" is not sent by a run without the workbench's screen (`-p`, `--mode json`: a
 //!   script learns of the end from the exit) unless `headlessAgentEnd` says so.
-//! - "Agent done" is not sent while running work will wake the agent anyway (its publisher says
-//!   how much, [`Alerting::PendingWakes`]), nor after a run the user aborted; a run that ended in
-//!   an error says so instead ("errors", never for an aborted run).
+//! - "Agent done" is not sent while running work will wake the agent anyway (its publisher says how
+//!   much, [`Alerting::PendingWakes`]), nor after a run the user aborted; a run that ended in an
+//!   error says so instead ("errors", never for an aborted run).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};

@@ -12,16 +12,16 @@
 //! the bytes before it when `osc.rs` answers, and replies keep stream order.
 //!
 //! What Pi sends at start-up (recorded in `tests/fixtures/pi-*.startup`):
-//! - Pi 1.6.0, fullscreen and `--tui-mode regular`: `CSI > 7 u` + `CSI ? u` (kitty keyboard),
-//!   `OSC 7501 ; ? ST` (Program Status support), `CSI c` (DA1, the sentinel for both),
-//!   `CSI ? 2031 h`, `OSC 10/11 ; ? BEL` and `OSC 4 ; 0..15 ; ? BEL` followed by another
-//!   `CSI c`; with a DA1 but no kitty reply it falls back to `CSI > 4 ; 2 m`. Fullscreen also
-//!   enters the alternate screen (1049), mouse modes 1000/1002/1003/1006 and focus (1004)
-//!   before the kitty push, so its kitty flags live on the alternate screen's stack. `CSI 16 t`
-//!   is sent only when Pi thinks the terminal shows images (decided from environment variables).
-//! - Pi 0.73.1: only `CSI ? u`. Any `CSI ? flags u` reply (even 0) makes it push `CSI > 7 u`
-//!   (on the main screen: 0.73 has no fullscreen mode); without one it sends `CSI > 4 ; 2 m`
-//!   after 150 ms. No DA1, colour or Program Status queries.
+//! - Pi 1.6.0, fullscreen and `--tui-mode regular`: `CSI > 7 u` + `CSI ? u` (kitty keyboard), `OSC
+//!   7501 ; ? ST` (Program Status support), `CSI c` (DA1, the sentinel for both), `CSI ? 2031 h`,
+//!   `OSC 10/11 ; ? BEL` and `OSC 4 ; 0..15 ; ? BEL` followed by another `CSI c`; with a DA1 but no
+//!   kitty reply it falls back to `CSI > 4 ; 2 m`. Fullscreen also enters the alternate screen
+//!   (1049), mouse modes 1000/1002/1003/1006 and focus (1004) before the kitty push, so its kitty
+//!   flags live on the alternate screen's stack. `CSI 16 t` is sent only when Pi thinks the
+//!   terminal shows images (decided from environment variables).
+//! - Pi 0.73.1: only `CSI ? u`. Any `CSI ? flags u` reply (even 0) makes it push `CSI > 7 u` (on
+//!   the main screen: 0.73 has no fullscreen mode); without one it sends `CSI > 4 ; 2 m` after 150
+//!   ms. No DA1, colour or Program Status queries.
 //! - Both use `CSI ? 2026 h … l` around every frame and set the title with `OSC 0 ; … BEL`.
 //!
 //! The pane's scrollback is ours, not vt100's ([`History`] says why): vt100 runs with none and

@@ -7,10 +7,10 @@
 //!   1/2/4/8/16. F1–F4 use the spec's `CSI 11~`…`CSI 14~` spelling rather than `CSI P`…: both are
 //!   allowed, the `~` form never collides with a cursor position report (`CSI 1;5R` is both F3 and
 //!   a CPR), and Pi 0.7x decodes only the `~` form (of unmodified F-keys).
-//! - **modifyOtherKeys** (`CSI > 4 ; 1|2 m`, Pi's fallback, at level 2): modified keys become
-//!   `CSI 27 ; mods ; codepoint ~`. Level 2 does so for every modified key except Shift on a
-//!   printable key (the shifted text) and Shift+Tab (`CSI Z`); level 1 only where the legacy bytes
-//!   would lose a modifier.
+//! - **modifyOtherKeys** (`CSI > 4 ; 1|2 m`, Pi's fallback, at level 2): modified keys become `CSI
+//!   27 ; mods ; codepoint ~`. Level 2 does so for every modified key except Shift on a printable
+//!   key (the shifted text) and Shift+Tab (`CSI Z`); level 1 only where the legacy bytes would lose
+//!   a modifier.
 //! - **legacy**: xterm bytes as the kitty spec tabulates them (C0 controls for Ctrl, an `ESC`
 //!   prefix for Alt, `CSI 1;m X` and `CSI n;m~` for functional keys). Like the kitty terminal, a
 //!   combination legacy has no bytes for (Shift+Enter, Ctrl+Tab, Ctrl+Shift+letter, Super+…) goes

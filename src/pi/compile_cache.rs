@@ -2,13 +2,13 @@
 //!
 //! Two caches hold code a Pi runs without compiling it again ([`CacheKind`]), both by default in
 //! the shared temporary directory (`<tmp>`, Node's `os.tmpdir()`) at names anyone can predict:
-//! - jiti's: Pi loads every extension — our bridge, the user's `-e` files, the ones it
-//!   discovers — with jiti, which compiles a TypeScript file once and keeps the result in
-//!   `<tmp>/jiti/`, under a name made from the file's path and stamped with a hash of its source;
+//! - jiti's: Pi loads every extension — our bridge, the user's `-e` files, the ones it discovers —
+//!   with jiti, which compiles a TypeScript file once and keeps the result in `<tmp>/jiti/`, under
+//!   a name made from the file's path and stamped with a hash of its source;
 //! - Node's: Pi 1.6 calls `module.enableCompileCache()`, so Node keeps V8's code cache of every
-//!   module Pi loads in `<tmp>/node-compile-cache/<Node's version and our uid>/<hash of the
-//!   path>` (in `$NODE_COMPILE_CACHE` instead when that is set), checked only against hashes
-//!   anyone can compute.
+//!   module Pi loads in `<tmp>/node-compile-cache/<Node's version and our uid>/<hash of the path>`
+//!   (in `$NODE_COMPILE_CACHE` instead when that is set), checked only against hashes anyone can
+//!   compute.
 //!
 //! Another local user who creates either directory first (mode 0777) owns what lands in it: they
 //! can swap in their own code, and Pi runs it as us, with the bridge's socket and token in its
@@ -78,8 +78,8 @@ impl CacheKind {
     ///   `JITI_RESPECT_TMPDIR_ENV` is set. (jiti prefers a `node_modules/.cache` beside its caller
     ///   when there is one; Pi's loader has none.)
     /// - Node: a non-empty `NODE_COMPILE_CACHE` (relative to the working directory), else
-    ///   `<tmpdir>/node-compile-cache`; none when `NODE_DISABLE_COMPILE_CACHE` is set, to
-    ///   anything (Node only asks whether it is there).
+    ///   `<tmpdir>/node-compile-cache`; none when `NODE_DISABLE_COMPILE_CACHE` is set, to anything
+    ///   (Node only asks whether it is there).
     pub fn place(self, var: impl Fn(&str) -> Option<OsString>, cwd: &Path) -> Option<Place> {
         let set = |name: &str| var(name).filter(|value| !value.is_empty());
         let tmpdir = |names: &[&str]| {

@@ -80,7 +80,8 @@ pub fn write_priced_agent_dir(
             "PI_CODING_AGENT_SESSION_DIR",
             dir.join("sessions").display().to_string(),
         ),
-        // No update check, package check, catalog refresh or install ping: nothing leaves the host.
+        // No update check, package check, catalog refresh or install ping: nothing leaves the
+        // host.
         ("PI_OFFLINE", "1".to_string()),
         ("PI_SKIP_VERSION_CHECK", "1".to_string()),
         ("PI_TELEMETRY", "0".to_string()),

@@ -1,9 +1,9 @@
-//! Crash-safe file writes, and the stamp that tells a file changed without reading it. The bytes go to a temp file in the target's own directory (a rename
-//! is only atomic within one file system), which is fsynced before it takes the final name and
-//! the directory is fsynced after, so after a crash the path holds the old file or the new one,
-//! never a torn one, and a successful return means the new one survives a power cut. Errors are
-//! the failing step's `io::Error` (its kind intact, for callers that branch on it); the caller
-//! names the file in its context.
+//! Crash-safe file writes, and the stamp that tells a file changed without reading it. The bytes go
+//! to a temp file in the target's own directory (a rename is only atomic within one file system),
+//! which is fsynced before it takes the final name and the directory is fsynced after, so after a
+//! crash the path holds the old file or the new one, never a torn one, and a successful return
+//! means the new one survives a power cut. Errors are the failing step's `io::Error` (its kind
+//! intact, for callers that branch on it); the caller names the file in its context.
 //!
 //! A [`FileStamp`] (size, modification and change times, inode) moves with every write: an
 //! in-place edit changes the size or the times, a crash-safe replace the inode.

@@ -11,9 +11,9 @@ use nix::unistd::Pid;
 pub struct ProcessGroup(Pid);
 
 impl ProcessGroup {
-    /// The group led by `pid` (a child spawned with [`SpawnGrouped`](super::SpawnGrouped), or a PTY child that is a
-    /// session leader). `None` for ids that `killpg` would read as something else: 0 is our own
-    /// group, 1 is init, and ids past `i32::MAX` do not exist.
+    /// The group led by `pid` (a child spawned with [`SpawnGrouped`](super::SpawnGrouped), or a PTY
+    /// child that is a session leader). `None` for ids that `killpg` would read as something
+    /// else: 0 is our own group, 1 is init, and ids past `i32::MAX` do not exist.
     pub fn of_leader(pid: u32) -> Option<Self> {
         i32::try_from(pid)
             .ok()
@@ -31,8 +31,9 @@ impl ProcessGroup {
         self.0.as_raw()
     }
 
-    /// The group whose id [`raw`](Self::raw) gave; `None` for the ids [`of_leader`](Self::of_leader)
-    /// refuses (0, which also stands for "none held", 1, negatives).
+    /// The group whose id [`raw`](Self::raw) gave; `None` for the ids
+    /// [`of_leader`](Self::of_leader) refuses (0, which also stands for "none held", 1,
+    /// negatives).
     pub fn from_raw(raw: i32) -> Option<Self> {
         u32::try_from(raw).ok().and_then(Self::of_leader)
     }

@@ -446,9 +446,9 @@ pub fn leave_owned_dir(dir: &Path, owner: ProcessId) {
     std::fs::write(dir.join(OWNER_FILE), owner.to_text()).unwrap();
 }
 
-/// The directories `<parent>/<prefix>-*` (any, for an empty prefix) whose owner has ended (its pid is gone, or now
-/// names a process with another start time), with that owner. Directories without an owner
-/// file are left alone: nobody can say whose they are.
+/// The directories `<parent>/<prefix>-*` (any, for an empty prefix) whose owner has ended (its pid
+/// is gone, or now names a process with another start time), with that owner. Directories without
+/// an owner file are left alone: nobody can say whose they are.
 pub fn stale_dirs(parent: &Path, prefix: &str) -> Vec<(PathBuf, ProcessId)> {
     let Ok(entries) = std::fs::read_dir(parent) else {
         return Vec::new();

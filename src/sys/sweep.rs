@@ -5,8 +5,8 @@
 //!
 //! The sweep repeats until a look at `/proc` finds nothing left (a process forking while it is
 //! killed shows up in the next round), at most [`SWEEP_LIMIT`]. Each round's targets:
-//! - the members of every registered group whose leader is still the process that was
-//!   registered (same pid, same start time: a reused group id is never touched);
+//! - the members of every registered group whose leader is still the process that was registered
+//!   (same pid, same start time: a reused group id is never touched);
 //! - every process whose environment carries this workbench's token;
 //! - every descendant of those.
 //!

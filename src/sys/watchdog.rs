@@ -9,15 +9,15 @@
 //!
 //! What it kills is known two ways, because either alone misses something:
 //! - **a registry of process groups**, kept current over the pipe: [`watch`] when a group is
-//!   spawned (every [`SpawnGrouped`](super::SpawnGrouped) spawn and Pi's PTY), [`unwatch`] when
-//!   its owner reaped it ([`CurrentGroup::clear`](super::CurrentGroup::clear),
-//!   [`GroupGuard::disarm`](super::GroupGuard::disarm)). Each group is sent with its leader's
-//!   start time, so a group id reused after a reap is never killed. A group reaches grandchildren
-//!   that stayed in it (`sleep 600 &` in a task), and from it the sweep walks every descendant;
+//!   spawned (every [`SpawnGrouped`](super::SpawnGrouped) spawn and Pi's PTY), [`unwatch`] when its
+//!   owner reaped it ([`CurrentGroup::clear`](super::CurrentGroup::clear),
+//!   [`GroupGuard::disarm`](super::GroupGuard::disarm)). Each group is sent with its leader's start
+//!   time, so a group id reused after a reap is never killed. A group reaches grandchildren that
+//!   stayed in it (`sleep 600 &` in a task), and from it the sweep walks every descendant;
 //! - **an environment tag**, [`TOKEN_ENV`]`=<random>`, that every spawn adds to its child's
-//!   environment and children pass on: it finds what left its group and lost its parent link
-//!   (Pi starts each `bash` tool call in a session of its own; once Pi dies those calls belong to
-//!   PID 1, and only the tag still says whose they are).
+//!   environment and children pass on: it finds what left its group and lost its parent link (Pi
+//!   starts each `bash` tool call in a session of its own; once Pi dies those calls belong to PID
+//!   1, and only the tag still says whose they are).
 //!
 //! `PR_SET_PDEATHSIG` is not used: it fires when the *thread* that spawned the child exits, and
 //! children are spawned from runtime threads that come and go.

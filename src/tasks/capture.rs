@@ -5,9 +5,9 @@
 //! writes: each chunk is checked against the cap before it is written, the part past the cap is
 //! never written, and at the cap the copier closes its end of the pipe (a writer then gets
 //! EPIPE, as under `| head`) and tells the monitor, which stops the task at once. The
-//! workbench's own notices (the cap, a timeout) fit in the cap too: the output's end makes room. It also keeps
-//! the last bytes in memory ([`Capture::last_lines`]), so the completion notification quotes
-//! what the workbench itself captured, never a re-read of a file.
+//! workbench's own notices (the cap, a timeout) fit in the cap too: the output's end makes room. It
+//! also keeps the last bytes in memory ([`Capture::last_lines`]), so the completion notification
+//! quotes what the workbench itself captured, never a re-read of a file.
 //!
 //! The copier is an OS thread (blocking reads and writes, never on the runtime). It ends at EOF
 //! — every writer is gone — or when the monitor asks ([`Capture::finish`]): a process that left

@@ -1,7 +1,8 @@
 //! The background-task settings file: `~/.unipi/config/background-tasks.json`, overridden key by
 //! key by `<workspace>/.unipi/config/background-tasks.json`. `enabled: false` turns the whole
 //! feature off (the app then registers no module, no commands, no dock). A bad file or key is a
-//! [`ConfigError`](crate::config::ConfigError) with path, line and column; the default stays in force for it.
+//! [`ConfigError`](crate::config::ConfigError) with path, line and column; the default stays in
+//! force for it.
 //!
 //! The settings overlay (`/unipi:bg-settings`) edits the same keys: [`settings_fields`] turns a
 //! config into the overlay's fields, [`apply_settings`] turns the edited fields back into the

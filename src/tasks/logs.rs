@@ -1,7 +1,7 @@
 //! Bounded reads of a task's output file: the model and the dock read the head or the tail of a
 //! file that may be gigabytes long, so a read seeks and takes at most `max_bytes`, never the
-//! whole file, and never through a symbolic link. The `bg_logs` text (content plus a notice naming what was left out and where the
-//! full output is) is built here too.
+//! whole file, and never through a symbolic link. The `bg_logs` text (content plus a notice naming
+//! what was left out and where the full output is) is built here too.
 
 use std::io::{Read as _, Seek as _, SeekFrom};
 use std::path::Path;

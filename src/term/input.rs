@@ -17,22 +17,22 @@
 //! - `\x1c..\x1f` are Ctrl+`\` `]` `^` `_` (crossterm says Ctrl+4..7; the punctuation is what the
 //!   keys are called in xterm's and Pi's tables).
 //! - `ESC ESC` is two Esc presses (as crossterm decodes it), so each Esc in a burst acts: tmux's
-//!   `send-keys Escape Escape Escape`, or a fast typist, delivers them in one read, and each
-//!   must step back (close the dock from a task's detail, not leave it open for the next
-//!   letters). Legacy Alt+Esc is the same two bytes and is given up for that; kitty and
-//!   modifyOtherKeys still report it. `ESC ESC [ A` is Alt+Up (rxvt style).
+//!   `send-keys Escape Escape Escape`, or a fast typist, delivers them in one read, and each must
+//!   step back (close the dock from a task's detail, not leave it open for the next letters).
+//!   Legacy Alt+Esc is the same two bytes and is given up for that; kitty and modifyOtherKeys still
+//!   report it. `ESC ESC [ A` is Alt+Up (rxvt style).
 //! - Shifted characters are reported as the character produced, with SHIFT only when it is an
-//!   upper-case letter: legacy `A`, kitty `CSI 97:65;2u` and modifyOtherKeys `CSI 27;2;97~` are
-//!   all `Char('A')` + SHIFT; kitty `CSI 49:33;2u` is `Char('!')` like a legacy `!`. (crossterm
-//!   reports the kitty `A` without SHIFT; we keep it so all three encodings agree.)
+//!   upper-case letter: legacy `A`, kitty `CSI 97:65;2u` and modifyOtherKeys `CSI 27;2;97~` are all
+//!   `Char('A')` + SHIFT; kitty `CSI 49:33;2u` is `Char('!')` like a legacy `!`. (crossterm reports
+//!   the kitty `A` without SHIFT; we keep it so all three encodings agree.)
 //! - `CSI 1;m R` is legacy modified F3 and `CSI r;c R` a cursor report: see
 //!   [`InputDecoder::expect_cursor_report`] for the rule.
 //! - `ESC ]`, `ESC P` and `ESC _` open OSC/DCS/APC strings only when the next byte looks like a
 //!   reply (a digit for OSC, a parameter byte for DCS, a letter for APC); otherwise they are
 //!   Alt+`]`, Alt+Shift+P, Alt+`_`. A string still open at the timeout is resolved as those Alt
 //!   keys followed by its bytes as text, so typed text is never lost.
-//! - A bracketed paste waits for its end marker however long it takes; the timeout does not
-//!   end it ([`InputDecoder::has_pending`] is false inside a paste).
+//! - A bracketed paste waits for its end marker however long it takes; the timeout does not end it
+//!   ([`InputDecoder::has_pending`] is false inside a paste).
 
 use std::time::Duration;
 

@@ -6,8 +6,9 @@
 //! The view is generic over the module: it is given the module's fields, the module's function
 //! from fields to config keys, and its store. It keeps the fields as last saved, so "dirty"
 //! means "differs from the file" rather than "was touched"; a save only counts once the store
-//! reports it done (pulled in [`View::refresh`], then [`SettingsView::save_finished`]). Closing with unsaved changes takes a second
-//! Esc, with any other key in between calling the discard off, so one stray Esc loses nothing.
+//! reports it done (pulled in [`View::refresh`], then [`SettingsView::save_finished`]). Closing
+//! with unsaved changes takes a second Esc, with any other key in between calling the discard off,
+//! so one stray Esc loses nothing.
 //!
 //! Text and secret fields are typed in place (Enter or Space starts, Enter keeps, Esc leaves it
 //! as it was; Backspace on the row clears the value): a secret starts empty, shows dots while it

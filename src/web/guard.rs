@@ -6,8 +6,8 @@
 //!   redirect hop, HTTP or meta refresh ([`check_host`]);
 //! - a host name is checked where it is resolved: the HTTP client resolves through
 //!   [`GuardedResolver`], which drops private addresses and fails when none is left. The client
-//!   connects to exactly the addresses the resolver returned, so a name cannot resolve to a
-//!   public address for the check and a private one for the connection.
+//!   connects to exactly the addresses the resolver returned, so a name cannot resolve to a public
+//!   address for the check and a private one for the connection.
 //!
 //! The client is built without proxies (a proxy would resolve names itself, out of the guard's
 //! sight).
