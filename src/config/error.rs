@@ -42,6 +42,24 @@ impl ConfigError {
     }
 }
 
+/// What is wrong with one value of a config file, in words; the reader places it at its key (a
+/// [`ConfigError`] with path, line and column).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct BadValue(pub String);
+
+impl From<String> for BadValue {
+    fn from(text: String) -> Self {
+        BadValue(text)
+    }
+}
+
+impl From<&str> for BadValue {
+    fn from(text: &str) -> Self {
+        BadValue(text.to_owned())
+    }
+}
+
 /// A position in a config file, kept with an entry so an error found after parsing (a bad value,
 /// a missing colour) still names where it was written.
 #[derive(Clone, Debug)]

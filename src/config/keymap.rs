@@ -21,7 +21,7 @@ use std::sync::LazyLock;
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use toml::de::{DeTable, DeValue};
 
-use super::error::{self, ConfigError};
+use super::error::{self, BadValue, ConfigError};
 use crate::capability::GlobalAction;
 
 /// The embedded default keymap.
@@ -370,7 +370,7 @@ impl Key {
     }
 
     /// Parse one key in keymap notation: `f1`, `shift+pageup`, `ctrl+g`, `alt+?`.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, BadValue> {
         let mut modifiers = KeyModifiers::NONE;
         let mut rest = text;
         'prefixes: loop {
@@ -429,13 +429,13 @@ impl fmt::Display for Key {
 }
 
 /// Parse a key sequence: keys separated by whitespace (`"ctrl+g h"`).
-pub fn parse_sequence(text: &str) -> Result<Vec<Key>, String> {
+pub fn parse_sequence(text: &str) -> Result<Vec<Key>, BadValue> {
     let keys = text
         .split_whitespace()
         .map(Key::parse)
         .collect::<Result<Vec<_>, _>>()?;
     if keys.is_empty() {
-        return Err("expected a key, e.g. \"f1\" or \"shift+pageup\"".to_owned());
+        return Err("expected a key, e.g. \"f1\" or \"shift+pageup\"".into());
     }
     Ok(keys)
 }
@@ -856,16 +856,17 @@ fn normalise(code: KeyCode, modifiers: KeyModifiers) -> Key {
     Key { code, modifiers }
 }
 
-fn parse_code(name: &str, modifiers: KeyModifiers) -> Result<KeyCode, String> {
+fn parse_code(name: &str, modifiers: KeyModifiers) -> Result<KeyCode, BadValue> {
     let mut chars = name.chars();
     if let (Some(c), None) = (chars.next(), chars.next()) {
         if !c.is_alphanumeric() && !c.is_whitespace() && modifiers.contains(KeyModifiers::SHIFT) {
             return Err(format!(
                 "\"shift+{c}\": write the shifted symbol itself (e.g. \"?\" rather than \"shift+/\")"
-            ));
+            )
+            .into());
         }
         if c.is_control() || c.is_whitespace() {
-            return Err(format!("unknown key {name:?}; write \"space\", \"tab\", …"));
+            return Err(format!("unknown key {name:?}; write \"space\", \"tab\", …").into());
         }
         return Ok(KeyCode::Char(c));
     }
@@ -884,12 +885,13 @@ fn parse_code(name: &str, modifiers: KeyModifiers) -> Result<KeyCode, String> {
         return Ok(KeyCode::F(n));
     }
     if name.is_empty() {
-        return Err("expected a key after the modifiers".to_owned());
+        return Err("expected a key after the modifiers".into());
     }
     Err(format!(
         "unknown key {name:?}; expected a letter, digit or symbol, f1-f24, or one of esc, enter, \
          tab, space, backspace, delete, insert, home, end, pageup, pagedown, up, down, left, right"
-    ))
+    )
+    .into())
 }
 
 /// The name of a non-letter key, for people (`display`) or for keymap files.
@@ -991,7 +993,7 @@ fn parse_table<'a, A>(
         let offset = keys.span().start;
         let parsed_keys = match parse_sequence(keys.get_ref()) {
             Ok(parsed) => parsed,
-            Err(message) => {
+            Err(BadValue(message)) => {
                 errors.push(source.error_at(offset, message));
                 continue;
             }
@@ -1201,6 +1203,7 @@ mod tests {
         assert!(
             parse_sequence("   ")
                 .unwrap_err()
+                .0
                 .contains("expected a key")
         );
     }

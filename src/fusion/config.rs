@@ -22,6 +22,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
+use crate::config::error::BadValue;
 use crate::config::json::Doc;
 use crate::config::module_file::{ModuleConfig, Object, Style};
 use crate::config::{ConfigError, read_module_config};
@@ -224,20 +225,20 @@ impl ModuleConfig for FusionConfig {
     }
 }
 
-fn parse_preset(value: &Value) -> Result<Preset, String> {
+fn parse_preset(value: &Value) -> Result<Preset, BadValue> {
     let object = value
         .as_object()
         .ok_or("must be an object with `primary` and `sidekick`")?;
-    let model = |key: &str, required: bool| -> Result<Option<ModelRef>, String> {
+    let model = |key: &str, required: bool| -> Result<Option<ModelRef>, BadValue> {
         match object.get(key) {
             None | Some(Value::Null) if !required => Ok(None),
-            None | Some(Value::Null) => Err(format!("`{key}` is missing")),
+            None | Some(Value::Null) => Err(format!("`{key}` is missing").into()),
             Some(Value::String(text)) => ModelRef::parse(text)
                 .map(Some)
-                .ok_or_else(|| format!("`{key}` must be `provider/id`, not {text:?}")),
-            Some(other) => Err(format!(
-                "`{key}` must be a string `provider/id`, not {other}"
-            )),
+                .ok_or_else(|| format!("`{key}` must be `provider/id`, not {text:?}").into()),
+            Some(other) => {
+                Err(format!("`{key}` must be a string `provider/id`, not {other}").into())
+            }
         }
     };
     let primary = model("primary", true)?.ok_or("`primary` is missing")?;
@@ -260,7 +261,7 @@ fn parse_preset(value: &Value) -> Result<Preset, String> {
     })
 }
 
-fn parse_pool(value: &Value, mut pool: PoolSettings) -> Result<PoolSettings, String> {
+fn parse_pool(value: &Value, mut pool: PoolSettings) -> Result<PoolSettings, BadValue> {
     let object = value
         .as_object()
         .ok_or("must be an object with `size` and `idleSeconds`")?;

@@ -18,7 +18,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::config::error::ConfigError;
+use crate::config::error::{BadValue, ConfigError};
 use crate::text::unquote;
 
 /// Pi's built-in tools, in the order Pi lists them.
@@ -480,7 +480,7 @@ fn line_spans(text: &str, from: usize) -> impl Iterator<Item = (usize, &str)> {
     })
 }
 
-fn apply_entry(agent: &mut AgentType, entry: &Entry) -> Result<(), String> {
+fn apply_entry(agent: &mut AgentType, entry: &Entry) -> Result<(), BadValue> {
     match entry.key.as_str() {
         "tools" => agent.tools = tool_list(&entry.value)?,
         "disallowed_tools" | "disallowedTools" => agent.disallowed_tools = tool_list(&entry.value)?,
@@ -489,10 +489,10 @@ fn apply_entry(agent: &mut AgentType, entry: &Entry) -> Result<(), String> {
         "thinking" => {
             let level = scalar(&entry.value)?;
             if !THINKING_LEVELS.contains(&level) {
-                return Err(format!(
+                return Err(BadValue(format!(
                     "expected one of {}, found {level:?}",
                     THINKING_LEVELS.join(", ")
-                ));
+                )));
             }
             agent.thinking = Some(level.to_string());
         }
@@ -501,9 +501,9 @@ fn apply_entry(agent: &mut AgentType, entry: &Entry) -> Result<(), String> {
             match text.parse::<u32>() {
                 Ok(turns) if turns > 0 => agent.max_turns = Some(turns),
                 _ => {
-                    return Err(format!(
+                    return Err(BadValue(format!(
                         "expected a whole number of turns ≥ 1, found {text:?}"
-                    ));
+                    )));
                 }
             }
         }
@@ -511,7 +511,11 @@ fn apply_entry(agent: &mut AgentType, entry: &Entry) -> Result<(), String> {
             agent.prompt_mode = match scalar(&entry.value)? {
                 "append" => PromptMode::Append,
                 "replace" => PromptMode::Replace,
-                other => return Err(format!("expected append or replace, found {other:?}")),
+                other => {
+                    return Err(BadValue(format!(
+                        "expected append or replace, found {other:?}"
+                    )));
+                }
             }
         }
         "run_in_background" | "runInBackground" => agent.run_in_background = boolean(&entry.value)?,
@@ -520,40 +524,42 @@ fn apply_entry(agent: &mut AgentType, entry: &Entry) -> Result<(), String> {
         "name" | "display_name" | "displayName" | "extensions" | "skills" | "inherit_context"
         | "inheritContext" | "isolated" | "memory" => {}
         other => {
-            return Err(format!(
+            return Err(BadValue(format!(
                 "unknown key {other:?}; expected tools, disallowed_tools, model, thinking, \
                  max_turns, prompt_mode, run_in_background, enabled or description"
-            ));
+            )));
         }
     }
     Ok(())
 }
 
-fn scalar(value: &Value) -> Result<&str, String> {
+fn scalar(value: &Value) -> Result<&str, BadValue> {
     match value {
         Value::Scalar(text) => Ok(text),
         Value::List(items) if items.is_empty() => Ok(""),
-        Value::List(_) => Err("expected a single value, found a list".to_string()),
+        Value::List(_) => Err(BadValue(
+            "expected a single value, found a list".to_string(),
+        )),
     }
 }
 
-fn boolean(value: &Value) -> Result<bool, String> {
+fn boolean(value: &Value) -> Result<bool, BadValue> {
     match scalar(value)? {
         "true" | "yes" | "on" => Ok(true),
         "false" | "no" | "off" => Ok(false),
-        other => Err(format!("expected true or false, found {other:?}")),
+        other => Err(BadValue(format!("expected true or false, found {other:?}"))),
     }
 }
 
-fn tool_list(value: &Value) -> Result<Vec<String>, String> {
+fn tool_list(value: &Value) -> Result<Vec<String>, BadValue> {
     let items = match value {
         Value::Scalar(text) => split_list(text),
         Value::List(items) => items.clone(),
     };
     if let Some(bad) = items.iter().find(|item| !is_valid_tool_name(item)) {
-        return Err(format!(
+        return Err(BadValue(format!(
             "{bad:?} is not a tool name (letters, digits, '_', '-', '.', '*')"
-        ));
+        )));
     }
     Ok(items)
 }

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use super::config::{Platform, Priority};
 use super::dispatch::Dispatcher;
 use super::platforms::Notice;
-use crate::bridge::{CommandSpec, Module, ToolCall, ToolError, ToolOutput, ToolSpec};
+use crate::bridge::{CommandSpec, Module, Refusal, ToolCall, ToolError, ToolOutput, ToolSpec};
 
 pub const MODULE_NAME: &str = "notify";
 pub const TOOL: &str = "notify_user";
@@ -29,21 +29,21 @@ pub struct NotifyArgs {
     pub platforms: Vec<Platform>,
 }
 
-pub fn parse_args(args: &Value) -> Result<NotifyArgs, String> {
+pub fn parse_args(args: &Value) -> Result<NotifyArgs, Refusal> {
     let message = match args.get("message") {
         Some(Value::String(text)) if !text.trim().is_empty() => text.trim().to_owned(),
-        _ => return Err("notify_user needs `message` (a non-empty string)".to_owned()),
+        _ => return Err("notify_user needs `message` (a non-empty string)".into()),
     };
     let title = match args.get("title") {
         None | Some(Value::Null) => "Pi Notification".to_owned(),
         Some(Value::String(text)) if !text.trim().is_empty() => text.trim().to_owned(),
-        Some(_) => return Err("`title` must be a non-empty string".to_owned()),
+        Some(_) => return Err("`title` must be a non-empty string".into()),
     };
     let priority = match args.get("priority") {
         None | Some(Value::Null) => Priority::Normal,
         Some(Value::String(text)) => Priority::parse(text)
             .ok_or_else(|| format!("`priority` must be low, normal or high, not {text:?}"))?,
-        Some(_) => return Err("`priority` must be low, normal or high".to_owned()),
+        Some(_) => return Err("`priority` must be low, normal or high".into()),
     };
     let platforms = match args.get("platforms") {
         None | Some(Value::Null) => Vec::new(),
@@ -56,8 +56,8 @@ pub fn parse_args(args: &Value) -> Result<NotifyArgs, String> {
                     )
                 })
             })
-            .collect::<Result<Vec<_>, _>>()?,
-        Some(_) => return Err("`platforms` must be a list".to_owned()),
+            .collect::<Result<Vec<_>, String>>()?,
+        Some(_) => return Err("`platforms` must be a list".into()),
     };
     Ok(NotifyArgs {
         notice: Notice::new(title, message, priority),
@@ -72,7 +72,7 @@ impl NotifyModule {
 
     /// One `notify_user` call: resolved, handed to the dispatcher, answered at once.
     pub fn notify(&self, args: &Value) -> Result<ToolOutput, ToolError> {
-        let args = parse_args(args).map_err(ToolError::new)?;
+        let args = parse_args(args)?;
         let platforms = self.dispatcher.config().platforms_for(&args.platforms);
         let names: Vec<&str> = platforms.iter().map(|p| p.key()).collect();
         if platforms.is_empty() {
@@ -189,7 +189,7 @@ mod tests {
             ),
         ];
         for (args, want) in errors {
-            assert_eq!(parse_args(&args), Err(want.to_owned()), "{args}");
+            assert_eq!(parse_args(&args), Err(want.into()), "{args}");
         }
     }
 }
