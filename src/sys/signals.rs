@@ -60,6 +60,11 @@ mod tests {
         let mut signals = Signals::listen(&[Signal::SIGWINCH, Signal::SIGURG]).unwrap();
         nix::sys::signal::raise(Signal::SIGURG).unwrap();
         nix::sys::signal::raise(Signal::SIGWINCH).unwrap();
+        // Both must be delivered before the first wait, or this does not test the order: the
+        // handlers' wake-up pipe is shared by every runtime in the process, and another test's
+        // runtime may pass SIGURG on before SIGWINCH has arrived. While this runtime sleeps its
+        // own signal driver reads whatever is left in the pipe.
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
         assert_eq!(signals.next().await, Signal::SIGWINCH);
         assert_eq!(signals.next().await, Signal::SIGURG);
         assert_eq!(exit_code(Signal::SIGTERM), 143);
