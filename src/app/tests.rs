@@ -114,7 +114,32 @@ fn make_app_with(
         dock: dock.clone(),
         changed: Changed::default(),
     });
-    let keymap = Arc::new(Keymap::defaults());
+    let mut app = new_app(AppParts {
+        keymap: Keymap::defaults(),
+        capabilities: vec![capability],
+        config_errors,
+        footer,
+        commands: vec![("unipi:bg".to_owned(), "Run in the background".to_owned())],
+    });
+    // Pi has drawn its first screen.
+    app.update(AppEvent::Pty(PtyEvent::Output(
+        b"\x1b[1mpi\x1b[0m v1.6.0\r\n\r\n> hello from the editor".to_vec(),
+    )));
+    (app, dock)
+}
+
+/// What differs between the tests' apps.
+pub(crate) struct AppParts {
+    pub keymap: Keymap,
+    pub capabilities: Vec<Arc<dyn Capability>>,
+    pub config_errors: Vec<String>,
+    pub footer: crate::config::live::LiveConfig<crate::config::footer::FooterConfig>,
+    pub commands: Vec<(String, String)>,
+}
+
+/// A real app over a 100x30 terminal, before Pi drew anything, running Pi 1.6.0 from `PATH`.
+pub(crate) fn new_app(parts: AppParts) -> App {
+    let keymap = Arc::new(parts.keymap);
     let (theme, _) = crate::config::theme::load_theme(None, true);
     let options = AppOptions {
         pi: PiCommand {
@@ -128,18 +153,18 @@ fn make_app_with(
         pi_env: Vec::new(),
         keymap: Arc::clone(&keymap),
         theme: theme.clone(),
-        footer,
-        config_errors,
+        footer: parts.footer,
+        config_errors: parts.config_errors,
         welcome: None,
         log_path: PathBuf::from("/home/ada/.local/state/unipi-tui/unipi-tui.log"),
         workspace: PathBuf::from("/home/ada/project"),
         keyboard_enhancement: true,
         scrollback: 100,
         bridge: None,
-        capabilities: vec![capability],
+        capabilities: parts.capabilities,
         ui: Ui::headless(keymap),
         ui_requests: None,
-        commands: vec![("unipi:bg".to_owned(), "Run in the background".to_owned())],
+        commands: parts.commands,
     };
     let layout = Layout::new(Rect::new(0, 0, WIDTH, HEIGHT), true);
     let emulator = Emulator::new(
@@ -149,12 +174,7 @@ fn make_app_with(
         theme.terminal.clone(),
         HostInfo { in_tmux: false },
     );
-    let mut app = App::new(emulator, &options);
-    // Pi has drawn its first screen.
-    app.update(AppEvent::Pty(PtyEvent::Output(
-        b"\x1b[1mpi\x1b[0m v1.6.0\r\n\r\n> hello from the editor".to_vec(),
-    )));
-    (app, dock)
+    App::new(emulator, &options)
 }
 
 /// The bytes a terminal sends for a key, as the app reads them.

@@ -6,19 +6,17 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use ratatui::layout::Rect;
 use tokio::sync::mpsc;
 
 use super::{HelloWaved, REGISTRATION};
-use crate::app::tests::{screen, send, to_pi};
-use crate::app::{App, AppOptions, Layout};
+use crate::app::App;
+use crate::app::tests::{AppParts, new_app, screen, send, to_pi};
 use crate::bridge::{BridgeHost, HostOptions, Registry};
 use crate::capability::{BridgeLink, Capability, StartContext, Ui};
 use crate::config::keymap::Keymap;
 use crate::notify::config::{NotifyConfig, TerminalMethod};
 use crate::notify::dispatch::Dispatcher;
 use crate::notify::routing::Router;
-use crate::pane::emulator::{Emulator, HostInfo};
 use crate::pi::{PiCommand, PiSource};
 use crate::views::test_keys::user_keymap;
 
@@ -55,36 +53,13 @@ fn start(workspace: &Path, config: Option<&str>) -> (Option<Arc<dyn Capability>>
 
 /// A real app over a 100x30 terminal with `keymap` and the capabilities that started.
 fn app(keymap: Keymap, capabilities: Vec<Arc<dyn Capability>>) -> App {
-    let keymap = Arc::new(keymap);
-    let (theme, _) = crate::config::theme::load_theme(None, true);
-    let options = AppOptions {
-        pi: pi(),
-        pi_args: Vec::new(),
-        pi_env: Vec::new(),
-        keymap: Arc::clone(&keymap),
-        theme: theme.clone(),
-        footer: crate::config::footer::FooterConfig::default().into(),
-        config_errors: Vec::new(),
-        welcome: None,
-        log_path: PathBuf::from("/home/ada/.local/state/unipi-tui/unipi-tui.log"),
-        workspace: PathBuf::from("/home/ada/project"),
-        keyboard_enhancement: true,
-        scrollback: 100,
-        bridge: None,
+    new_app(AppParts {
+        keymap,
         capabilities,
-        ui: Ui::headless(keymap),
-        ui_requests: None,
+        config_errors: Vec::new(),
+        footer: crate::config::footer::FooterConfig::default().into(),
         commands: Vec::new(),
-    };
-    let layout = Layout::new(Rect::new(0, 0, 100, 30), true);
-    let emulator = Emulator::new(
-        layout.pane.height,
-        layout.pane.width,
-        options.scrollback,
-        theme.terminal.clone(),
-        HostInfo { in_tmux: false },
-    );
-    App::new(emulator, &options)
+    })
 }
 
 /// A running bridge with no Pi: its bus is the one hello publishes on.
