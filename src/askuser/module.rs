@@ -320,39 +320,11 @@ impl Module for AskUserModule {
 
 #[cfg(test)]
 mod tests {
-    use std::path::PathBuf;
-
     use serde_json::Value;
-    use tokio::sync::mpsc;
 
     use super::*;
-    use crate::bridge::{
-        BridgeHost, BusMessage, CancelHandle, ContentBlock, HostOptions, Registry,
-    };
+    use crate::bridge::{BusMessage, CancelHandle, ContentBlock};
     use crate::capability::Changed;
-
-    /// A running bridge with no Pi, for the bus and (unused) host.
-    async fn link(
-        dir: &std::path::Path,
-    ) -> (BridgeLink, mpsc::Receiver<crate::bridge::BridgeEvent>) {
-        let registry = Arc::new(Registry::new());
-        let (tx, rx) = mpsc::channel(16);
-        let options = HostOptions {
-            runtime_base: Some(dir.to_path_buf()),
-            ..HostOptions::default()
-        };
-        let host = BridgeHost::start_with(Arc::clone(&registry), tx, options)
-            .await
-            .unwrap();
-        (
-            BridgeLink {
-                host,
-                registry,
-                extension: PathBuf::from("unused.ts"),
-            },
-            rx,
-        )
-    }
 
     fn module(config: AskUserConfig, screen: bool) -> AskUserModule {
         module_with(config.into(), screen)
@@ -386,7 +358,7 @@ mod tests {
     #[tokio::test]
     async fn a_call_is_announced_waits_for_the_answer_and_says_it_was_answered() {
         let dir = tempfile::tempdir().unwrap();
-        let (link, _rx) = link(dir.path()).await;
+        let (link, _rx) = BridgeLink::idle(dir.path()).await;
         let mut events = link.bus().subscribe();
         let module = module(AskUserConfig::default(), true);
         module.attach(link);
@@ -419,7 +391,7 @@ mod tests {
     #[tokio::test]
     async fn pi_aborting_the_call_cancels_it_and_no_prompt_when_notify_is_off() {
         let dir = tempfile::tempdir().unwrap();
-        let (link, _rx) = link(dir.path()).await;
+        let (link, _rx) = BridgeLink::idle(dir.path()).await;
         let mut events = link.bus().subscribe();
         let config = AskUserConfig {
             notify_on_ask: false,

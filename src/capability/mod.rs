@@ -275,6 +275,32 @@ impl BridgeLink {
     pub fn bus(&self) -> EventBus {
         self.registry.bus().clone()
     }
+
+    /// A running bridge with no Pi behind it, its runtime files under `dir` (tests): its bus and
+    /// host, and the events it would send the app.
+    #[cfg(test)]
+    pub(crate) async fn idle(
+        dir: &Path,
+    ) -> (
+        BridgeLink,
+        tokio::sync::mpsc::Receiver<crate::bridge::BridgeEvent>,
+    ) {
+        let registry = Arc::new(Registry::new());
+        let (events, received) = tokio::sync::mpsc::channel(16);
+        let options = crate::bridge::HostOptions {
+            runtime_base: Some(dir.to_path_buf()),
+            ..crate::bridge::HostOptions::default()
+        };
+        let host = BridgeHost::start_with(Arc::clone(&registry), events, options)
+            .await
+            .unwrap();
+        let link = BridgeLink {
+            host,
+            registry,
+            extension: std::path::PathBuf::from("unused.ts"),
+        };
+        (link, received)
+    }
 }
 
 /// Starts every registered capability, in order.

@@ -6,12 +6,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use tokio::sync::mpsc;
-
 use super::{HelloWaved, REGISTRATION};
 use crate::app::App;
 use crate::app::tests::{AppParts, new_app, screen, send, to_pi};
-use crate::bridge::{BridgeHost, HostOptions, Registry};
 use crate::capability::{BridgeLink, Capability, StartContext, Ui};
 use crate::config::keymap::Keymap;
 use crate::notify::config::{NotifyConfig, TerminalMethod};
@@ -62,24 +59,6 @@ fn app(keymap: Keymap, capabilities: Vec<Arc<dyn Capability>>) -> App {
     })
 }
 
-/// A running bridge with no Pi: its bus is the one hello publishes on.
-async fn bridge(dir: &Path) -> BridgeLink {
-    let registry = Arc::new(Registry::new());
-    let (events, _) = mpsc::channel(16);
-    let options = HostOptions {
-        runtime_base: Some(dir.to_path_buf()),
-        ..HostOptions::default()
-    };
-    let host = BridgeHost::start_with(Arc::clone(&registry), events, options)
-        .await
-        .unwrap();
-    BridgeLink {
-        host,
-        registry,
-        extension: PathBuf::from("unused.ts"),
-    }
-}
-
 #[test]
 fn it_starts_only_when_its_config_enables_it() {
     let dir = tempfile::tempdir().unwrap();
@@ -107,7 +86,7 @@ async fn its_key_bound_by_name_waves_and_the_wave_alerts() {
     let dir = tempfile::tempdir().unwrap();
     let (hello, _) = start(dir.path(), Some(r#"{ "enabled": true }"#));
     let hello = hello.unwrap();
-    let link = bridge(dir.path()).await;
+    let (link, _) = BridgeLink::idle(dir.path()).await;
     hello.attach(&link);
     let mut bus = link.bus().subscribe();
     let mut app = app(user_keymap(KEYMAP), vec![hello]);
