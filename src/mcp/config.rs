@@ -12,8 +12,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde_json::{Map, Value};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
 
+use crate::config::error::Origin;
 use crate::config::json::Doc;
 use crate::config::module_file::{Object, Style, positive, to_usize};
 use crate::config::references::replace_references;
@@ -199,7 +201,7 @@ pub fn parse(
     let mut servers: BTreeMap<String, ServerConfig> = BTreeMap::new();
     let mut errors = Vec::new();
     // Where each server was (last) defined, to point errors about it at its key.
-    let mut defined_at: BTreeMap<String, (PathBuf, String, usize)> = BTreeMap::new();
+    let mut defined_at: BTreeMap<String, Origin> = BTreeMap::new();
     for (path, text) in sources {
         let doc = match Doc::parse(path, text) {
             Ok(doc) => doc,
@@ -208,37 +210,29 @@ pub fn parse(
                 continue;
             }
         };
-        let file = FileParser {
-            doc: &doc,
-            workspace,
-            env,
-        };
-        let Some(entries) = file.entries(&mut errors) else {
-            continue;
-        };
-        for (name, offset, value) in entries {
-            let server = file.server(&name, offset, &value, &mut errors);
-            match server {
+        for (name, value) in entries(&doc) {
+            let mut entry = Entry {
+                doc: &doc,
+                name,
+                workspace,
+                env,
+                value,
+                failed: false,
+            };
+            match entry.read() {
                 Some(Parsed::Server(server)) => {
-                    defined_at.insert(name.clone(), (path.clone(), text.clone(), offset));
-                    servers.insert(name, *server);
+                    let at = doc.offset(&entry.keys(None), false);
+                    defined_at.insert(name.clone(), Origin::new(path, text, at));
+                    servers.insert(name.clone(), *server);
                 }
-                Some(Parsed::Override { enabled }) => match servers.get_mut(&name) {
-                    Some(server) => {
-                        if let Some(enabled) = enabled {
-                            server.enabled = enabled;
-                        }
-                    }
-                    None => errors.push(file.error(
-                        offset,
-                        &name,
-                        None,
-                        "needs either `command` (stdio) or `url` (streamable HTTP)",
-                    )),
+                Some(Parsed::Override { enabled }) => match servers.get_mut(name) {
+                    Some(server) => server.enabled = enabled.unwrap_or(server.enabled),
+                    None => entry.fail(None, NO_TRANSPORT),
                 },
                 None => {}
             }
         }
+        errors.extend(doc.take_errors(false));
     }
     refuse_beyond_maximum(&mut servers, settings.max_servers, &defined_at, &mut errors);
     McpConfig {
@@ -248,12 +242,14 @@ pub fn parse(
     }
 }
 
+const NO_TRANSPORT: &str = "needs either `command` (stdio) or `url` (streamable HTTP)";
+
 /// Enabled servers beyond `max` (in name order) are removed, with one message for all of them,
 /// placed at the first one refused.
 fn refuse_beyond_maximum(
     servers: &mut BTreeMap<String, ServerConfig>,
     max: usize,
-    defined_at: &BTreeMap<String, (PathBuf, String, usize)>,
+    defined_at: &BTreeMap<String, Origin>,
     errors: &mut Vec<ConfigError>,
 ) {
     let enabled: Vec<String> = servers
@@ -265,8 +261,8 @@ fn refuse_beyond_maximum(
     for name in refused {
         servers.remove(name);
     }
-    if let Some((path, text, offset)) = refused.first().and_then(|name| defined_at.get(name)) {
-        let message = format!(
+    if let Some(origin) = refused.first().and_then(|name| defined_at.get(name)) {
+        errors.push(origin.error(format!(
             "{} MCP servers are enabled, more than mcp.maxServers ({max}, in \
              {WORKBENCH_CONFIG_FILE}) allows: the first {max} by name were started, these \
              {} were not: {} (raise mcp.maxServers or set \"enabled\": false on servers you \
@@ -274,8 +270,7 @@ fn refuse_beyond_maximum(
             enabled.len(),
             refused.len(),
             refused.join(", ")
-        );
-        errors.push(ConfigError::at(path, text, *offset, message));
+        )));
     }
 }
 
@@ -286,18 +281,16 @@ pub fn settings_from_sources(sources: &[(PathBuf, String)]) -> (McpSettings, Vec
     let mut errors = Vec::new();
     let style = Style::BACKTICKS.dotted().unsorted();
     for (path, text) in sources {
-        let doc = match Doc::parse(path, text) {
-            Ok(doc) => doc,
-            Err(err) => {
-                errors.push(err);
-                continue;
+        match Doc::parse(path, text) {
+            Ok(doc) => {
+                let file = Object::root(&doc, style, false);
+                if let Some(mut mcp) = file.and_then(|mut file| file.section("mcp", "an object")) {
+                    settings.read(&mut mcp);
+                }
+                errors.extend(doc.take_errors(false));
             }
-        };
-        let file = Object::root(&doc, style, false);
-        if let Some(mut mcp) = file.and_then(|mut file| file.section("mcp", "an object")) {
-            settings.read(&mut mcp);
+            Err(err) => errors.push(err),
         }
-        errors.extend(doc.take_errors(false));
     }
     (settings, errors)
 }
@@ -306,12 +299,8 @@ impl McpSettings {
     /// The `mcp` object's keys (in the order the errors have always come: by name).
     fn read(&mut self, mcp: &mut Object<'_>) {
         let positive = |v: &Value| positive(v).map(to_usize);
-        mcp.set(
-            "maxServers",
-            "a positive integer",
-            &mut self.max_servers,
-            positive,
-        );
+        let max = &mut self.max_servers;
+        mcp.set("maxServers", "a positive integer", max, positive);
         let owner = |v: &Value| match v.as_str()? {
             "workbench" => Some(Owner::Workbench),
             "pi" => Some(Owner::Pi),
@@ -320,6 +309,26 @@ impl McpSettings {
         mcp.set("owner", "\"workbench\" or \"pi\"", &mut self.owner, owner);
         mcp.warn_unknown_with(|key, _| format!("unknown key `{key}` (expected owner, maxServers)"));
     }
+}
+
+/// The `mcpServers` entries of a file, in file order; a file that has none has none, one whose
+/// root or `mcpServers` is not an object is reported. Other keys (Pi's settings, comments some
+/// tools add) are not ours to judge.
+fn entries<'d>(doc: &'d Doc<'d>) -> impl Iterator<Item = (&'d String, &'d Value)> + use<'d> {
+    let servers = match doc.root.as_object().map(|root| root.get("mcpServers")) {
+        None => {
+            doc.report(0, "expected a JSON object with `mcpServers`");
+            None
+        }
+        Some(Some(Value::Object(servers))) => Some(servers),
+        Some(Some(_)) => {
+            let message = "`mcpServers` must be an object mapping server names to their settings";
+            doc.report(doc.offset(&["mcpServers".to_owned()], false), message);
+            None
+        }
+        Some(None) => None,
+    };
+    servers.into_iter().flatten()
 }
 
 /// What one entry of one file amounts to.
@@ -331,117 +340,46 @@ enum Parsed {
     },
 }
 
-/// One file being parsed: everything an error needs to point into it.
-struct FileParser<'a> {
+/// One server entry being read. Every problem is reported (at its field, naming the file, the
+/// server and the field), rather than stopping at the first; an entry with any is skipped.
+struct Entry<'a> {
     doc: &'a Doc<'a>,
+    name: &'a str,
     workspace: &'a Path,
     env: &'a dyn Fn(&str) -> Option<String>,
+    value: &'a Value,
+    failed: bool,
 }
 
-impl FileParser<'_> {
-    /// The `mcpServers` entries as (name, offset of the name, value), in file order.
-    fn entries(&self, errors: &mut Vec<ConfigError>) -> Option<Vec<(String, usize, Value)>> {
-        let (path, text) = (self.doc.path, self.doc.text);
-        let Some(object) = self.doc.root.as_object() else {
-            let message = "expected a JSON object with `mcpServers`";
-            errors.push(ConfigError::at(path, text, 0, message));
-            return None;
-        };
-        // Other keys (Pi's settings, comments some tools add) are not ours to judge.
-        let servers = object.get("mcpServers")?;
-        let Some(servers) = servers.as_object() else {
-            let message = "`mcpServers` must be an object mapping server names to their settings";
-            errors.push(ConfigError::at(path, text, self.at(&[]), message));
-            return None;
-        };
-        let entry =
-            |(name, value): (&String, &Value)| (name.clone(), self.at(&[name]), value.clone());
-        Some(servers.iter().map(entry).collect())
-    }
-
-    /// Where the key at `keys` below `mcpServers` is written.
-    fn at(&self, keys: &[&str]) -> usize {
-        let keys: Vec<String> = std::iter::once("mcpServers")
-            .chain(keys.iter().copied())
-            .map(str::to_owned)
-            .collect();
-        self.doc.offset(&keys, false)
-    }
-
-    /// The error `message` about `field` (None: the entry) of server `name` defined at `offset`.
-    fn error(&self, offset: usize, name: &str, field: Option<&str>, message: &str) -> ConfigError {
-        let (at, label) = match field {
-            Some(field) => (
-                self.at(&[name, field]),
-                format!("MCP server `{name}`, field `{field}`: {message}"),
-            ),
-            None => (offset, format!("MCP server `{name}`: {message}")),
-        };
-        ConfigError::at(self.doc.path, self.doc.text, at, label)
-    }
-
-    fn server(
-        &self,
-        name: &str,
-        offset: usize,
-        value: &Value,
-        errors: &mut Vec<ConfigError>,
-    ) -> Option<Parsed> {
-        if name.is_empty()
-            || !name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-        {
-            errors.push(self.error(
-                offset,
-                name,
+impl Entry<'_> {
+    fn read(&mut self) -> Option<Parsed> {
+        let valid = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+        if self.name.is_empty() || !self.name.chars().all(valid) {
+            self.fail(
                 None,
                 "invalid server name (use letters, digits, `_` and `-`)",
-            ));
+            );
             return None;
         }
-        let Some(entry) = value.as_object() else {
-            errors.push(self.error(offset, name, None, "must be an object"));
+        if !self.value.is_object() {
+            self.fail(None, "must be an object");
             return None;
-        };
-        let mut fields = EntryFields {
-            file: self,
-            name,
-            offset,
-            entry,
-            errors: Vec::new(),
-        };
-        let parsed = fields.parse();
-        let had_errors = !fields.errors.is_empty();
-        errors.append(&mut fields.errors);
-        if had_errors { None } else { parsed }
+        }
+        let parsed = self.fields();
+        parsed.filter(|_| !self.failed)
     }
-}
 
-/// The fields of one server entry, collecting every error rather than stopping at the first.
-struct EntryFields<'a, 'b> {
-    file: &'a FileParser<'b>,
-    name: &'a str,
-    offset: usize,
-    entry: &'a Map<String, Value>,
-    errors: Vec<ConfigError>,
-}
-
-impl EntryFields<'_, '_> {
-    fn parse(&mut self) -> Option<Parsed> {
-        let enabled = match (self.bool("enabled"), self.bool("disabled")) {
-            (Some(enabled), _) => Some(enabled),
-            (None, Some(disabled)) => Some(!disabled),
-            (None, None) => None,
-        };
+    fn fields(&mut self) -> Option<Parsed> {
+        let enabled = self.get::<bool>("enabled", "must be true or false");
+        let disabled = self.get::<bool>("disabled", "must be true or false");
+        let enabled = enabled.or(disabled.map(|disabled| !disabled));
         let kind = self.string("type");
         let command = self.string("command");
         let url = self.string("url");
         if kind.is_none() && command.is_none() && url.is_none() {
-            let has_transport = ["type", "command", "url"]
-                .iter()
-                .any(|key| self.entry.contains_key(*key));
-            return (!has_transport).then_some(Parsed::Override { enabled });
+            // A `type`, `command` or `url` that is not a string was reported, so the entry is
+            // skipped anyway.
+            return Some(Parsed::Override { enabled });
         }
         let timeout = self.duration("timeout", "timeoutMs", DEFAULT_CALL_TIMEOUT);
         let startup_timeout = self.duration(
@@ -450,14 +388,15 @@ impl EntryFields<'_, '_> {
             DEFAULT_STARTUP_TIMEOUT,
         );
         let enabled_tools = self
-            .entry
+            .value
             .get("enabledTools")
-            .map(|_| self.strings("enabledTools"));
+            .is_some()
+            .then(|| self.strings("enabledTools"));
         let disabled_tools = self.strings("disabledTools");
         let transport = self.transport(kind.as_deref(), command, url)?;
         Some(Parsed::Server(Box::new(ServerConfig {
             name: self.name.to_owned(),
-            source: self.file.doc.path.to_owned(),
+            source: self.doc.path.to_owned(),
             transport,
             enabled: enabled.unwrap_or(true),
             timeout,
@@ -475,23 +414,18 @@ impl EntryFields<'_, '_> {
         url: Option<String>,
     ) -> Option<Transport> {
         match (kind, command, url) {
-            (Some("sse"), _, _) => {
-                self.fail(
-                    Some("type"),
-                    "the legacy SSE transport is not supported; use the server's streamable \
-                     HTTP URL (often `/mcp` instead of `/sse`)",
-                );
-                None
-            }
+            (Some("sse"), _, _) => self.fail(
+                Some("type"),
+                "the legacy SSE transport is not supported; use the server's streamable \
+                 HTTP URL (often `/mcp` instead of `/sse`)",
+            ),
             (None | Some("http" | "streamable-http"), _, Some(url)) => {
                 let url = self.expand("url", &url);
                 if !(url.starts_with("http://") || url.starts_with("https://")) {
                     self.fail(Some("url"), "must be an http or https URL");
                 }
-                Some(Transport::Http {
-                    url,
-                    headers: self.string_map("headers"),
-                })
+                let headers = self.string_map("headers");
+                return Some(Transport::Http { url, headers });
             }
             (None | Some("stdio"), Some(command), _) => {
                 let command = self.expand("command", &command);
@@ -506,93 +440,72 @@ impl EntryFields<'_, '_> {
                 let cwd = match self.string("cwd") {
                     Some(cwd) => {
                         let cwd = self.expand("cwd", &cwd);
-                        self.file.workspace.join(self.home_path(&cwd))
+                        self.workspace.join(self.home_path(&cwd))
                     }
-                    None => self.file.workspace.to_path_buf(),
+                    None => self.workspace.to_path_buf(),
                 };
-                Some(Transport::Stdio {
+                let env = self.string_map("env");
+                return Some(Transport::Stdio {
                     command,
                     args,
-                    env: self.string_map("env"),
+                    env,
                     cwd,
-                })
+                });
             }
-            (Some(kind), _, _) if !matches!(kind, "stdio" | "http" | "streamable-http") => {
-                self.fail(
+            (Some(kind), _, _) if !matches!(kind, "stdio" | "http" | "streamable-http") => self
+                .fail(
                     Some("type"),
                     "must be \"stdio\", \"http\" or \"streamable-http\"",
-                );
-                None
-            }
-            _ => {
-                self.fail(
-                    None,
-                    "needs either `command` (stdio) or `url` (streamable HTTP)",
-                );
-                None
-            }
+                ),
+            _ => self.fail(None, NO_TRANSPORT),
         }
+        None
     }
 
+    /// The key path of `field` of this entry (`None`: the entry's own key).
+    fn keys(&self, field: Option<&str>) -> Vec<String> {
+        let keys = ["mcpServers", self.name].into_iter().chain(field);
+        keys.map(str::to_owned).collect()
+    }
+
+    /// Reports `message` about `field` (at its key), or about the entry (`None`, at its name).
     fn fail(&mut self, field: Option<&str>, message: &str) {
-        let error = self.file.error(self.offset, self.name, field, message);
-        self.errors.push(error);
+        let (name, at) = (self.name, self.doc.offset(&self.keys(field), false));
+        self.doc.report(
+            at,
+            match field {
+                Some(field) => format!("MCP server `{name}`, field `{field}`: {message}"),
+                None => format!("MCP server `{name}`: {message}"),
+            },
+        );
+        self.failed = true;
     }
 
-    fn bool(&mut self, key: &str) -> Option<bool> {
-        match self.entry.get(key) {
-            None => None,
-            Some(Value::Bool(flag)) => Some(*flag),
-            Some(_) => {
-                self.fail(Some(key), "must be true or false");
-                None
-            }
+    /// The value of `key` as a `T`; another value is reported as `must` says.
+    fn get<T: DeserializeOwned>(&mut self, key: &str, must: &str) -> Option<T> {
+        let read = T::deserialize(self.value.get(key)?).ok();
+        if read.is_none() {
+            self.fail(Some(key), must);
         }
+        read
     }
 
     fn string(&mut self, key: &str) -> Option<String> {
-        match self.entry.get(key) {
-            None => None,
-            Some(Value::String(text)) => Some(text.clone()),
-            Some(_) => {
-                self.fail(Some(key), "must be a string");
-                None
-            }
-        }
+        self.get(key, "must be a string")
     }
 
     fn strings(&mut self, key: &str) -> Vec<String> {
-        match self.entry.get(key) {
-            None => Vec::new(),
-            Some(Value::Array(items)) if items.iter().all(Value::is_string) => items
-                .iter()
-                .filter_map(|item| item.as_str().map(str::to_owned))
-                .collect(),
-            Some(_) => {
-                self.fail(Some(key), "must be an array of strings");
-                Vec::new()
-            }
-        }
+        self.get(key, "must be an array of strings")
+            .unwrap_or_default()
     }
 
     /// An object of strings (`env`, `headers`), each value `${VAR}`-expanded.
     fn string_map(&mut self, key: &str) -> BTreeMap<String, String> {
-        let Some(value) = self.entry.get(key) else {
-            return BTreeMap::new();
-        };
-        let Some(object) = value
-            .as_object()
-            .filter(|o| o.values().all(Value::is_string))
-        else {
-            self.fail(Some(key), "must map names to strings");
-            return BTreeMap::new();
-        };
-        object
-            .iter()
-            .map(|(name, value)| {
-                let text = value.as_str().unwrap_or_default();
-                (name.clone(), self.expand(key, text))
-            })
+        let map: BTreeMap<String, String> = self
+            .get(key, "must map names to strings")
+            .unwrap_or_default();
+        map.into_iter()
+            .map(|(name, text)| (name, self.expand(key, &text)))
             .collect()
     }
 
@@ -600,7 +513,7 @@ impl EntryFields<'_, '_> {
     fn duration(&mut self, seconds_key: &str, millis_key: &str, default: Duration) -> Duration {
         let mut duration = default;
         for (key, scale) in [(seconds_key, 1000.0), (millis_key, 1.0)] {
-            let Some(value) = self.entry.get(key) else {
+            let Some(value) = self.value.get(key) else {
                 continue;
             };
             match value.as_f64().filter(|n| *n > 0.0 && n.is_finite()) {
@@ -614,21 +527,16 @@ impl EntryFields<'_, '_> {
     /// `${VAR}` and `${VAR:-default}` in a value of `field`; an unset variable with no default is
     /// an error (the server would start with a wrong value otherwise).
     fn expand(&mut self, field: &str, text: &str) -> String {
-        match expand_vars(text, self.file.env) {
-            Ok(expanded) => expanded,
-            Err(missing) => {
-                self.fail(
-                    Some(field),
-                    &format!("environment variable `{missing}` is not set"),
-                );
-                text.to_owned()
-            }
-        }
+        expand_vars(text, self.env).unwrap_or_else(|missing| {
+            let message = format!("environment variable `{missing}` is not set");
+            self.fail(Some(field), &message);
+            text.to_owned()
+        })
     }
 
     /// `~` and a leading `~/` name the home directory, as in Pi.
     fn home_path(&self, text: &str) -> String {
-        let home = || (self.file.env)("HOME");
+        let home = || (self.env)("HOME");
         match (text, text.strip_prefix("~/")) {
             ("~", _) => home().unwrap_or_else(|| text.to_owned()),
             (_, Some(rest)) => match home() {
