@@ -6,7 +6,7 @@
 //! line and column and the inherited value is used instead. `NO_COLOR` drops widget colours
 //! (keeping bold/dim/reverse) but not the terminal colours, which are data for Pi, not paint.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use ratatui::style::{Color, Modifier, Style};
@@ -41,18 +41,14 @@ impl Default for Theme {
 /// Load the theme: the built-in one the user file `inherits` (default "dark") with the user file
 /// merged over it. Problems are returned and skipped, never fatal.
 pub fn load_theme(user_file: Option<&Path>, no_color: bool) -> (Theme, Vec<ConfigError>) {
-    match error::read_user_file(user_file) {
-        Ok(Some(text)) => {
-            let path = user_file.unwrap_or(Path::new("theme.toml"));
-            theme_from_sources(Some((path, &text)), no_color)
-        }
-        Ok(None) => theme_from_sources(None, no_color),
-        Err(err) => {
-            let (theme, mut errors) = theme_from_sources(None, no_color);
-            errors.insert(0, err);
-            (theme, errors)
-        }
-    }
+    let (text, unreadable) = match error::read_user_file(user_file) {
+        Ok(text) => (text, None),
+        Err(err) => (None, Some(err)),
+    };
+    let path = user_file.unwrap_or(Path::new("theme.toml"));
+    let (theme, mut errors) = theme_from_sources(text.as_deref().map(|t| (path, t)), no_color);
+    errors.splice(0..0, unreadable);
+    (theme, errors)
 }
 
 /// Build a theme from the built-ins and an optional user file given as (path, contents).
@@ -62,24 +58,20 @@ pub fn theme_from_sources(
 ) -> (Theme, Vec<ConfigError>) {
     let mut errors = Vec::new();
     let user = user.map(|(path, text)| parse_layer(path, text, &mut errors));
-
-    let (base_name, base_text) = match user.as_ref().and_then(|u| u.inherits.as_ref()) {
-        None => BUILTIN_THEMES[0],
-        Some(wanted) => match BUILTIN_THEMES
+    let inherits = user.as_ref().and_then(|user| user.inherits.as_ref());
+    let found = inherits.map(|wanted| {
+        BUILTIN_THEMES
             .iter()
             .find(|(name, _)| *name == wanted.value)
-        {
-            Some(found) => *found,
-            None => {
-                errors.push(wanted.origin.error(format!(
-                    "unknown theme {:?} to inherit; expected {}",
-                    wanted.value,
-                    quoted_list(BUILTIN_THEMES.iter().map(|(name, _)| *name))
-                )));
-                BUILTIN_THEMES[0]
-            }
-        },
-    };
+    });
+    if let (Some(wanted), Some(None)) = (inherits, found) {
+        errors.push(wanted.origin.error(format!(
+            "unknown theme {:?} to inherit; expected {}",
+            wanted.value,
+            quoted_list(BUILTIN_THEMES.map(|(name, _)| name))
+        )));
+    }
+    let (base_name, base_text) = found.flatten().copied().unwrap_or(BUILTIN_THEMES[0]);
     let base_path = PathBuf::from(format!("<built-in>/themes/{base_name}.toml"));
     let base = parse_layer(&base_path, base_text, &mut errors);
     let name = user
@@ -90,58 +82,63 @@ pub fn theme_from_sources(
 
     let palette = resolve_palette(&layers, &mut errors);
     let mut widgets = WidgetTheme::plain();
-    for role in ROLES {
+    for (role, field) in ROLE_FIELDS {
         let candidates = layers.iter().filter_map(|layer| layer.ui.get(role));
         let resolved = newest_that_resolves(candidates, &mut errors, |spec| {
             resolve_style(&spec.value, &palette)
         });
-        if let (Some(style), Some(slot)) = (resolved, role_mut(&mut widgets, role)) {
-            *slot = style;
+        if let Some(style) = resolved {
+            *field(&mut widgets) = style;
         }
     }
-    let mut terminal = fallback_terminal_colors();
-    for (index, key) in TERMINAL_KEYS.iter().enumerate() {
-        let candidates = layers.iter().filter_map(|layer| layer.terminal.get(*key));
+    let mut colours = XTERM_COLOURS.map(|rgb| {
+        let [_, r, g, b] = rgb.to_be_bytes();
+        Rgb(r, g, b)
+    });
+    for (slot, key) in colours.iter_mut().zip(TERMINAL_KEYS) {
+        let candidates = layers.iter().filter_map(|layer| layer.terminal.get(key));
         let resolved = newest_that_resolves(candidates, &mut errors, |colour| {
             resolve_rgb(colour, &palette)
         });
-        if let Some(rgb) = resolved {
-            match index {
-                0 => terminal.foreground = rgb,
-                1 => terminal.background = rgb,
-                n => terminal.palette[n - 2] = rgb,
-            }
-        }
+        *slot = resolved.unwrap_or(*slot);
     }
+    let [foreground, background, palette @ ..] = colours;
     if no_color {
         widgets = WidgetTheme::plain();
     }
     let theme = Theme {
         widgets,
-        terminal,
+        terminal: TerminalColors {
+            foreground,
+            background,
+            palette,
+        },
         name,
     };
     (theme, errors)
 }
 
-/// The `[ui]` role names, as theme files write them.
-pub const ROLES: [&str; 16] = [
-    "footer",
-    "accent",
-    "muted",
-    "key_hint",
-    "status.working",
-    "status.blocked",
-    "status.done",
-    "status.error",
-    "status.idle",
-    "overlay.border",
-    "overlay.title",
-    "overlay.key",
-    "overlay.text",
-    "scrollback.badge",
-    "warning",
-    "error",
+/// The style a `[ui]` role sets.
+type Field = fn(&mut WidgetTheme) -> &mut Style;
+
+/// The `[ui]` roles as theme files name them, each with the style it sets.
+const ROLE_FIELDS: [(&str, Field); 16] = [
+    ("footer", |theme| &mut theme.footer),
+    ("accent", |theme| &mut theme.accent),
+    ("muted", |theme| &mut theme.muted),
+    ("key_hint", |theme| &mut theme.key_hint),
+    ("status.working", |theme| &mut theme.status_working),
+    ("status.blocked", |theme| &mut theme.status_blocked),
+    ("status.done", |theme| &mut theme.status_done),
+    ("status.error", |theme| &mut theme.status_error),
+    ("status.idle", |theme| &mut theme.status_idle),
+    ("overlay.border", |theme| &mut theme.overlay_border),
+    ("overlay.title", |theme| &mut theme.overlay_title),
+    ("overlay.key", |theme| &mut theme.overlay_key),
+    ("overlay.text", |theme| &mut theme.overlay_text),
+    ("scrollback.badge", |theme| &mut theme.scrollback_badge),
+    ("warning", |theme| &mut theme.warning),
+    ("error", |theme| &mut theme.error),
 ];
 
 /// The `[terminal]` keys, in `TerminalColors` order: foreground, background, ANSI 0..=15.
@@ -155,6 +152,13 @@ pub const TERMINAL_KEYS: [&str; 18] = {
     }
     keys
 };
+
+/// xterm's default colours, in [`TERMINAL_KEYS`] order: what the terminal colours are if even
+/// the built-in theme lacks one.
+const XTERM_COLOURS: [u32; 18] = [
+    0xe5e5e5, 0x000000, 0x000000, 0xcd0000, 0x00cd00, 0xcdcd00, 0x0000ee, 0xcd00cd, 0x00cdcd,
+    0xe5e5e5, 0x7f7f7f, 0xff0000, 0x00ff00, 0xffff00, 0x5c5cff, 0xff00ff, 0x00ffff, 0xffffff,
+];
 
 /// ANSI colour names, in index order (the outer terminal's palette decides what they look like).
 const ANSI_NAMES: [(&str, Color); 16] = [
@@ -217,189 +221,181 @@ struct Layer {
 }
 
 fn parse_layer(path: &Path, text: &str, errors: &mut Vec<ConfigError>) -> Layer {
-    let mut layer = Layer::default();
-    let document = match DeTable::parse(text) {
-        Ok(document) => document,
+    match DeTable::parse(text) {
+        Ok(document) => File { path, text, errors }.layer(document.get_ref()),
         Err(err) => {
             errors.push(error::from_toml(path, text, &err));
-            return layer;
+            Layer::default()
         }
-    };
-    let at = |offset: usize| Origin::new(path, text, offset);
-    for (key, value) in document.get_ref() {
-        let value_origin = at(value.span().start);
-        match (key.get_ref().as_ref(), value.get_ref()) {
-            ("name", DeValue::String(name)) => layer.name = Some(name.to_string()),
-            ("inherits", DeValue::String(name)) => {
-                layer.inherits = Some(Located {
-                    value: name.to_string(),
-                    origin: value_origin,
-                });
+    }
+}
+
+/// One theme file being read; each problem is reported where it is written (a value's at the
+/// value, an unknown name's at the name) and its entry is left out.
+struct File<'a> {
+    path: &'a Path,
+    text: &'a str,
+    errors: &'a mut Vec<ConfigError>,
+}
+
+impl File<'_> {
+    fn layer(&mut self, document: &DeTable<'_>) -> Layer {
+        let mut layer = Layer::default();
+        for (key, value) in document {
+            let at = value.span().start;
+            match (key.get_ref().as_ref(), value.get_ref()) {
+                ("name", DeValue::String(name)) => layer.name = Some(name.to_string()),
+                ("inherits", DeValue::String(name)) => {
+                    layer.inherits = Some(self.located(name, at))
+                }
+                ("name" | "inherits", other) => {
+                    self.report(
+                        at,
+                        format!("expected a string, found a {}", other.type_str()),
+                    );
+                }
+                ("palette", DeValue::Table(table)) => {
+                    let expected = format!("expected {COLOUR_FORMS}");
+                    self.colours(table, &mut layer.palette, |_| None, &expected);
+                }
+                ("ui", DeValue::Table(table)) => self.ui(table, &mut layer.ui),
+                ("terminal", DeValue::Table(table)) => {
+                    let expected = "expected a colour as \"#rrggbb\"";
+                    self.colours(table, &mut layer.terminal, unknown_terminal, expected);
+                }
+                ("palette" | "ui" | "terminal", _) => self.report(at, "expected a table"),
+                (other, _) => self.report(
+                    key.span().start,
+                    format!(
+                        "unknown key `{other}`; expected name, inherits, [palette], [ui] or \
+                         [terminal]"
+                    ),
+                ),
             }
-            ("name" | "inherits", other) => {
-                errors.push(
-                    value_origin.error(format!("expected a string, found a {}", other.type_str())),
-                );
+        }
+        layer
+    }
+
+    /// A table of colours by name (`[palette]`, `[terminal]`): `unknown` says why a name is
+    /// refused, `expected` what a value that is not a string should have been; both at the value.
+    fn colours(
+        &mut self,
+        table: &DeTable<'_>,
+        colours: &mut BTreeMap<String, Located<String>>,
+        unknown: fn(&str) -> Option<String>,
+        expected: &str,
+    ) {
+        for (name, colour) in table {
+            let (name, at) = (name.get_ref().as_ref(), colour.span().start);
+            match (unknown(name), colour.get_ref().as_str()) {
+                (Some(message), _) => self.report(at, message),
+                (None, Some(value)) => {
+                    colours.insert(name.to_owned(), self.located(value, at));
+                }
+                (None, None) => self.report(at, expected),
             }
-            ("palette", DeValue::Table(table)) => {
-                let expected = format!("expected {COLOUR_FORMS}");
-                let colours = colour_table(table, &at, errors, |_| None, &expected);
-                layer.palette.extend(colours);
-            }
-            ("ui", DeValue::Table(table)) => parse_ui(table, &at, errors, &mut layer.ui),
-            ("terminal", DeValue::Table(table)) => {
-                let unknown = |name: &str| {
-                    (!TERMINAL_KEYS.contains(&name)).then(|| {
-                        format!(
-                            "unknown terminal colour {name:?}; expected one of {}",
-                            quoted_list(TERMINAL_KEYS)
-                        )
-                    })
+        }
+    }
+
+    /// The `[ui]` table: a style for each known role.
+    fn ui(&mut self, table: &DeTable<'_>, ui: &mut BTreeMap<String, Located<StyleSpec>>) {
+        let roles = ROLE_FIELDS.map(|(role, _)| role);
+        for (role, spec) in table {
+            let name = role.get_ref().as_ref();
+            if !roles.contains(&name) {
+                let dotted = format!("{name}.");
+                let message = match roles.iter().find(|known| known.starts_with(&dotted)) {
+                    // `status.working = …` unquoted is a nested table in TOML.
+                    Some(example) => format!(
+                        "unknown role {name:?}; put dotted roles in quotes: \"{example}\" = …"
+                    ),
+                    None => format!(
+                        "unknown role {name:?}; expected one of {}",
+                        quoted_list(roles)
+                    ),
                 };
-                let expected = "expected a colour as \"#rrggbb\"";
-                let colours = colour_table(table, &at, errors, unknown, expected);
-                layer.terminal.extend(colours);
+                self.report(role.span().start, message);
+                continue;
             }
-            ("palette" | "ui" | "terminal", _) => {
-                errors.push(value_origin.error("expected a table"));
+            let at = spec.span().start;
+            if let Some(value) = self.style(spec.get_ref(), at) {
+                let origin = self.origin(at);
+                ui.insert(name.to_owned(), Located { value, origin });
             }
-            (other, _) => errors.push(at(key.span().start).error(format!(
-                "unknown key `{other}`; expected name, inherits, [palette], [ui] or [terminal]"
-            ))),
         }
     }
-    layer
-}
 
-/// A table of colours by name (`[palette]`, `[terminal]`): `unknown` says why a name is refused,
-/// `expected` what a value that is not a string should have been; both at the value.
-fn colour_table(
-    table: &DeTable<'_>,
-    at: &dyn Fn(usize) -> Origin,
-    errors: &mut Vec<ConfigError>,
-    unknown: impl Fn(&str) -> Option<String>,
-    expected: &str,
-) -> BTreeMap<String, Located<String>> {
-    let mut colours = BTreeMap::new();
-    for (name, colour) in table {
-        let name = name.get_ref().as_ref();
-        let origin = at(colour.span().start);
-        if let Some(message) = unknown(name) {
-            errors.push(origin.error(message));
-            continue;
-        }
-        match colour.get_ref().as_str() {
-            Some(value) => {
-                let value = value.to_owned();
-                colours.insert(name.to_owned(), Located { value, origin });
+    /// A `[ui]` value, written at `at`: a colour string (the foreground) or
+    /// `{ fg, bg, modifiers }`.
+    fn style(&mut self, value: &DeValue<'_>, at: usize) -> Option<StyleSpec> {
+        let expected = "expected a colour or a table { fg = …, bg = …, modifiers = [...] }";
+        let mut spec = StyleSpec::default();
+        let table = match value {
+            DeValue::String(colour) => {
+                spec.fg = Some(self.located(colour, at));
+                return Some(spec);
             }
-            None => errors.push(origin.error(expected)),
-        }
-    }
-    colours
-}
-
-/// The `[ui]` table: a style for each known role.
-fn parse_ui(
-    table: &DeTable<'_>,
-    at: &dyn Fn(usize) -> Origin,
-    errors: &mut Vec<ConfigError>,
-    ui: &mut BTreeMap<String, Located<StyleSpec>>,
-) {
-    for (role, spec) in table {
-        let role_name = role.get_ref().as_ref();
-        if !ROLES.contains(&role_name) {
-            let dotted = format!("{role_name}.");
-            let message = match ROLES.iter().find(|r| r.starts_with(&dotted)) {
-                // `status.working = …` unquoted is a nested table in TOML.
-                Some(example) => format!(
-                    "unknown role {role_name:?}; put dotted roles in quotes: \"{example}\" = …"
-                ),
-                None => format!(
-                    "unknown role {role_name:?}; expected one of {}",
-                    quoted_list(ROLES)
-                ),
-            };
-            errors.push(at(role.span().start).error(message));
-            continue;
-        }
-        let origin = at(spec.span().start);
-        if let Some(value) = parse_style_spec(spec.get_ref(), &origin, at, errors) {
-            ui.insert(role_name.to_owned(), Located { value, origin });
-        }
-    }
-}
-
-/// A `[ui]` value: a colour string (the foreground) or `{ fg, bg, modifiers }`.
-fn parse_style_spec(
-    value: &DeValue<'_>,
-    origin: &Origin,
-    at: &dyn Fn(usize) -> Origin,
-    errors: &mut Vec<ConfigError>,
-) -> Option<StyleSpec> {
-    let expected = "expected a colour or a table { fg = …, bg = …, modifiers = [...] }";
-    match value {
-        DeValue::String(colour) => Some(StyleSpec {
-            fg: Some(Located {
-                value: colour.to_string(),
-                origin: origin.clone(),
-            }),
-            ..StyleSpec::default()
-        }),
-        DeValue::Table(table) => {
-            let mut spec = StyleSpec::default();
-            for (field, value) in table {
-                let value_origin = at(value.span().start);
-                match (field.get_ref().as_ref(), value.get_ref()) {
-                    ("fg" | "bg", DeValue::String(colour)) => {
-                        let located = Some(Located {
-                            value: colour.to_string(),
-                            origin: value_origin,
-                        });
-                        if field.get_ref() == "fg" {
-                            spec.fg = located;
-                        } else {
-                            spec.bg = located;
-                        }
-                    }
-                    ("fg" | "bg", _) => {
-                        errors.push(value_origin.error(format!("expected {COLOUR_FORMS}")));
-                        return None;
-                    }
-                    ("modifiers", DeValue::Array(items)) => {
-                        for item in items.iter() {
-                            let name = item.get_ref().as_str().unwrap_or_default();
-                            match MODIFIER_NAMES.iter().find(|(known, _)| *known == name) {
-                                Some((_, modifier)) => spec.modifiers |= *modifier,
-                                None => {
-                                    errors.push(at(item.span().start).error(format!(
-                                        "unknown modifier; expected one of {}",
-                                        quoted_list(MODIFIER_NAMES.iter().map(|(n, _)| *n))
-                                    )));
-                                    return None;
-                                }
+            DeValue::Table(table) => table,
+            other => return self.refuse(at, format!("{expected}, found a {}", other.type_str())),
+        };
+        for (field, value) in table {
+            let at = value.span().start;
+            match (field.get_ref().as_ref(), value.get_ref()) {
+                ("fg", DeValue::String(colour)) => spec.fg = Some(self.located(colour, at)),
+                ("bg", DeValue::String(colour)) => spec.bg = Some(self.located(colour, at)),
+                ("fg" | "bg", _) => return self.refuse(at, format!("expected {COLOUR_FORMS}")),
+                ("modifiers", DeValue::Array(items)) => {
+                    for item in items.iter() {
+                        let name = item.get_ref().as_str().unwrap_or_default();
+                        match MODIFIER_NAMES.iter().find(|(known, _)| *known == name) {
+                            Some((_, modifier)) => spec.modifiers |= *modifier,
+                            None => {
+                                let names = quoted_list(MODIFIER_NAMES.map(|(name, _)| name));
+                                let message = format!("unknown modifier; expected one of {names}");
+                                return self.refuse(item.span().start, message);
                             }
                         }
                     }
-                    ("modifiers", _) => {
-                        errors.push(value_origin.error("expected a list such as [\"bold\"]"));
-                        return None;
-                    }
-                    (other, _) => {
-                        errors.push(at(field.span().start).error(format!(
-                            "unknown style field `{other}`; expected fg, bg or modifiers"
-                        )));
-                        return None;
-                    }
+                }
+                ("modifiers", _) => return self.refuse(at, "expected a list such as [\"bold\"]"),
+                (other, _) => {
+                    let message =
+                        format!("unknown style field `{other}`; expected fg, bg or modifiers");
+                    return self.refuse(field.span().start, message);
                 }
             }
-            Some(spec)
         }
-        other => {
-            errors.push(origin.error(format!("{expected}, found a {}", other.type_str())));
-            None
-        }
+        Some(spec)
     }
+
+    fn origin(&self, offset: usize) -> Origin {
+        Origin::new(self.path, self.text, offset)
+    }
+
+    /// `value`, written at `offset`.
+    fn located(&self, value: &str, offset: usize) -> Located<String> {
+        let origin = self.origin(offset);
+        let value = value.to_owned();
+        Located { value, origin }
+    }
+
+    fn report(&mut self, offset: usize, message: impl Into<String>) {
+        let error = self.origin(offset).error(message);
+        self.errors.push(error);
+    }
+
+    /// [`File::report`], for an entry that is then left out.
+    fn refuse<T>(&mut self, offset: usize, message: impl Into<String>) -> Option<T> {
+        self.report(offset, message);
+        None
+    }
+}
+
+/// Why a `[terminal]` key is refused, if it is.
+fn unknown_terminal(name: &str) -> Option<String> {
+    let known = quoted_list(TERMINAL_KEYS);
+    (!TERMINAL_KEYS.contains(&name))
+        .then(|| format!("unknown terminal colour {name:?}; expected one of {known}"))
 }
 
 /// Try the candidates newest first; report each that fails and use the first that resolves.
@@ -418,14 +414,8 @@ fn newest_that_resolves<'a, T: 'a, R>(
 }
 
 fn resolve_palette(layers: &[&Layer], errors: &mut Vec<ConfigError>) -> BTreeMap<String, Color> {
-    let mut names: Vec<&String> = layers
-        .iter()
-        .flat_map(|layer| layer.palette.keys())
-        .collect();
-    names.sort();
-    names.dedup();
-    let mut palette = BTreeMap::new();
-    for name in names {
+    let names: BTreeSet<&String> = layers.iter().flat_map(|l| l.palette.keys()).collect();
+    let resolve = |name: &String| {
         let candidates = layers.iter().filter_map(|layer| layer.palette.get(name));
         // Palette entries are plain colours: naming another palette entry would allow cycles.
         let resolved = newest_that_resolves(candidates, errors, |colour| {
@@ -437,11 +427,9 @@ fn resolve_palette(layers: &[&Layer], errors: &mut Vec<ConfigError>) -> BTreeMap
                 ))
             })
         });
-        if let Some(colour) = resolved {
-            palette.insert(name.clone(), colour);
-        }
-    }
-    palette
+        Some((name.clone(), resolved?))
+    };
+    names.into_iter().filter_map(resolve).collect()
 }
 
 fn resolve_style(
@@ -508,54 +496,6 @@ fn hex_colour(text: &str) -> Option<Color> {
     Some(Color::Rgb(channel(0)?, channel(2)?, channel(4)?))
 }
 
-fn role_mut<'a>(theme: &'a mut WidgetTheme, role: &str) -> Option<&'a mut Style> {
-    Some(match role {
-        "footer" => &mut theme.footer,
-        "accent" => &mut theme.accent,
-        "muted" => &mut theme.muted,
-        "key_hint" => &mut theme.key_hint,
-        "status.working" => &mut theme.status_working,
-        "status.blocked" => &mut theme.status_blocked,
-        "status.done" => &mut theme.status_done,
-        "status.error" => &mut theme.status_error,
-        "status.idle" => &mut theme.status_idle,
-        "overlay.border" => &mut theme.overlay_border,
-        "overlay.title" => &mut theme.overlay_title,
-        "overlay.key" => &mut theme.overlay_key,
-        "overlay.text" => &mut theme.overlay_text,
-        "scrollback.badge" => &mut theme.scrollback_badge,
-        "warning" => &mut theme.warning,
-        "error" => &mut theme.error,
-        _ => return None,
-    })
-}
-
-/// xterm's default colours: what the terminal colours are if even the built-in theme lacks one.
-fn fallback_terminal_colors() -> TerminalColors {
-    TerminalColors {
-        foreground: Rgb(0xe5, 0xe5, 0xe5),
-        background: Rgb(0x00, 0x00, 0x00),
-        palette: [
-            Rgb(0x00, 0x00, 0x00),
-            Rgb(0xcd, 0x00, 0x00),
-            Rgb(0x00, 0xcd, 0x00),
-            Rgb(0xcd, 0xcd, 0x00),
-            Rgb(0x00, 0x00, 0xee),
-            Rgb(0xcd, 0x00, 0xcd),
-            Rgb(0x00, 0xcd, 0xcd),
-            Rgb(0xe5, 0xe5, 0xe5),
-            Rgb(0x7f, 0x7f, 0x7f),
-            Rgb(0xff, 0x00, 0x00),
-            Rgb(0x00, 0xff, 0x00),
-            Rgb(0xff, 0xff, 0x00),
-            Rgb(0x5c, 0x5c, 0xff),
-            Rgb(0xff, 0x00, 0xff),
-            Rgb(0x00, 0xff, 0xff),
-            Rgb(0xff, 0xff, 0xff),
-        ],
-    }
-}
-
 fn quoted_list<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
     names
         .into_iter()
@@ -569,6 +509,23 @@ fn quoted_list<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
 mod tests {
     use super::*;
     use crate::test_table::check_table;
+
+    /// The `[ui]` role names, as theme files write them.
+    const ROLES: [&str; 16] = {
+        let mut roles = [""; 16];
+        let mut index = 0;
+        while index < ROLE_FIELDS.len() {
+            roles[index] = ROLE_FIELDS[index].0;
+            index += 1;
+        }
+        roles
+    };
+
+    /// The style `role` sets.
+    fn role_mut<'a>(theme: &'a mut WidgetTheme, role: &str) -> Option<&'a mut Style> {
+        let (_, field) = ROLE_FIELDS.iter().find(|(name, _)| *name == role)?;
+        Some(field(theme))
+    }
 
     fn with_user(toml: &str, no_color: bool) -> (Theme, Vec<String>) {
         let (theme, errors) =
