@@ -500,71 +500,53 @@ fn build_fallback(raw: Option<Spanned<RawRule>>, defaults: Pacing) -> Result<Rep
 fn build_rule(raw: RawRule, defaults: Pacing, models: &[String]) -> Result<Rule, Problem> {
     let when = match &raw.when {
         Some(pattern) => Some(Regex::new(pattern.get_ref()).map_err(|err| {
-            (
-                Some(pattern.span()),
-                format!("`when` is not a valid regex: {err}"),
-            )
+            let message = format!("`when` is not a valid regex: {err}");
+            (Some(pattern.span()), message)
         })?),
         None => None,
     };
-    let (role, times) = (raw.role, raw.times);
-    let model = match &raw.model {
-        Some(model) if !models.contains(model.get_ref()) => {
-            return Err((
-                Some(model.span()),
-                format!(
-                    "`model = {:?}` is not a served model (serves: {})",
-                    model.get_ref(),
-                    models.join(", ")
-                ),
-            ));
-        }
-        Some(model) => Some(model.get_ref().clone()),
-        None => None,
-    };
-    if times == Some(0) {
-        return Err((
-            None,
-            "`times = 0` would never fire; remove the rule instead".to_string(),
-        ));
+    if let Some(model) = raw.model.as_ref().filter(|m| !models.contains(m.get_ref())) {
+        let (id, served) = (model.get_ref(), models.join(", "));
+        let message = format!("`model = {id:?}` is not a served model (serves: {served})");
+        return Err((Some(model.span()), message));
+    }
+    if raw.times == Some(0) {
+        let message = "`times = 0` would never fire; remove the rule instead";
+        return Err((None, message.to_string()));
     }
     Ok(Rule {
         when,
-        role,
-        model,
-        times,
+        role: raw.role,
+        model: raw.model.clone().map(Spanned::into_inner),
+        times: raw.times,
         reply: build_reply(raw, defaults)?,
     })
 }
 
 fn build_reply(raw: RawRule, defaults: Pacing) -> Result<Reply, Problem> {
-    let chunk_chars = match &raw.chunk_chars {
-        Some(chars) if *chars.get_ref() == 0 => {
-            return Err((
-                Some(chars.span()),
-                "`chunk_chars` must be at least 1".to_string(),
-            ));
-        }
-        Some(chars) => *chars.get_ref(),
-        None => defaults.chunk_chars,
-    };
+    if let Some(chars) = raw
+        .chunk_chars
+        .as_ref()
+        .filter(|chars| *chars.get_ref() == 0)
+    {
+        let message = "`chunk_chars` must be at least 1";
+        return Err((Some(chars.span()), message.to_string()));
+    }
     let pacing = Pacing {
         delay_ms: raw.delay_ms.unwrap_or(defaults.delay_ms),
-        chunk_chars,
+        chunk_chars: raw
+            .chunk_chars
+            .map_or(defaults.chunk_chars, Spanned::into_inner),
         chunk_delay_ms: raw.chunk_delay_ms.unwrap_or(defaults.chunk_delay_ms),
     };
     let outcome = match (raw.error, raw.reply, raw.tool_calls) {
         (Some(error), None, None) => {
-            let span = error.span();
-            let error = error.into_inner();
+            let (span, error) = (error.span(), error.into_inner());
             if !(400..=599).contains(&error.status) {
-                return Err((
-                    Some(span),
-                    format!(
-                        "`error.status` must be an HTTP error status (400-599), not {}",
-                        error.status
-                    ),
-                ));
+                let status = error.status;
+                let message =
+                    format!("`error.status` must be an HTTP error status (400-599), not {status}");
+                return Err((Some(span), message));
             }
             Outcome::Fail {
                 status: error.status,
@@ -572,28 +554,21 @@ fn build_reply(raw: RawRule, defaults: Pacing) -> Result<Reply, Problem> {
             }
         }
         (Some(error), _, _) => {
-            return Err((
-                Some(error.span()),
-                "`error` cannot be combined with `reply` or `tool_calls`".to_string(),
-            ));
+            let message = "`error` cannot be combined with `reply` or `tool_calls`";
+            return Err((Some(error.span()), message.to_string()));
         }
         (None, None, None) => {
             return Err((None, "needs `reply`, `tool_calls` or `error`".to_string()));
         }
         (None, text, tool_calls) => {
-            let tool_calls = match tool_calls {
-                Some(calls) => {
-                    let span = calls.span();
-                    calls
-                        .into_inner()
-                        .into_iter()
-                        .map(|call| {
-                            build_tool_call(call).map_err(|message| (Some(span.clone()), message))
-                        })
-                        .collect::<Result<Vec<_>, _>>()?
-                }
-                None => Vec::new(),
-            };
+            let span = tool_calls.as_ref().map(Spanned::span);
+            let tool_calls = (tool_calls
+                .map(Spanned::into_inner)
+                .unwrap_or_default()
+                .into_iter())
+            .map(build_tool_call)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|message| (span, message))?;
             Outcome::Answer {
                 text: text.unwrap_or_default(),
                 tool_calls,
