@@ -24,7 +24,7 @@ use serde_json::{Map, Value, json};
 
 use crate::config::error::BadValue;
 use crate::config::json::Doc;
-use crate::config::module_file::{ModuleConfig, Object, Style};
+use crate::config::module_file::{ModuleConfig, Object, Style, positive, to_usize};
 use crate::config::{ConfigError, read_module_config};
 
 /// The file's path below the home or workspace directory.
@@ -229,10 +229,9 @@ fn parse_preset(value: &Value) -> Result<Preset, BadValue> {
     let object = value
         .as_object()
         .ok_or("must be an object with `primary` and `sidekick`")?;
-    let model = |key: &str, required: bool| -> Result<Option<ModelRef>, BadValue> {
+    let model = |key: &str| -> Result<Option<ModelRef>, BadValue> {
         match object.get(key) {
-            None | Some(Value::Null) if !required => Ok(None),
-            None | Some(Value::Null) => Err(format!("`{key}` is missing").into()),
+            None | Some(Value::Null) => Ok(None),
             Some(Value::String(text)) => ModelRef::parse(text)
                 .map(Some)
                 .ok_or_else(|| format!("`{key}` must be `provider/id`, not {text:?}").into()),
@@ -241,23 +240,15 @@ fn parse_preset(value: &Value) -> Result<Preset, BadValue> {
             }
         }
     };
-    let primary = model("primary", true)?.ok_or("`primary` is missing")?;
-    let sidekick = model("sidekick", true)?.ok_or("`sidekick` is missing")?;
-    let fallback = model("fallback", false)?;
     let cooldown = match object.get("cooldownSeconds") {
-        None | Some(Value::Null) => DEFAULT_COOLDOWN,
-        Some(value) => Duration::from_secs(
-            value
-                .as_u64()
-                .filter(|secs| *secs > 0)
-                .ok_or("`cooldownSeconds` must be a whole number of seconds above 0")?,
-        ),
+        None | Some(Value::Null) => Ok(DEFAULT_COOLDOWN),
+        Some(value) => seconds(value, "cooldownSeconds"),
     };
     Ok(Preset {
-        primary,
-        sidekick,
-        fallback,
-        cooldown,
+        primary: model("primary")?.ok_or("`primary` is missing")?,
+        sidekick: model("sidekick")?.ok_or("`sidekick` is missing")?,
+        fallback: model("fallback")?,
+        cooldown: cooldown?,
     })
 }
 
@@ -266,22 +257,20 @@ fn parse_pool(value: &Value, mut pool: PoolSettings) -> Result<PoolSettings, Bad
         .as_object()
         .ok_or("must be an object with `size` and `idleSeconds`")?;
     if let Some(size) = object.get("size") {
-        pool.size = size
-            .as_u64()
-            .and_then(|size| usize::try_from(size).ok())
-            .filter(|size| *size <= MAX_POOL_SIZE)
-            .ok_or(format!(
-                "`size` must be a whole number from 0 to {MAX_POOL_SIZE}"
-            ))?;
+        let max = MAX_POOL_SIZE;
+        pool.size = (size.as_u64().map(to_usize).filter(|size| *size <= max))
+            .ok_or(format!("`size` must be a whole number from 0 to {max}"))?;
     }
     if let Some(idle) = object.get("idleSeconds") {
-        pool.idle = Duration::from_secs(
-            idle.as_u64()
-                .filter(|secs| *secs > 0)
-                .ok_or("`idleSeconds` must be a whole number of seconds above 0")?,
-        );
+        pool.idle = seconds(idle, "idleSeconds")?;
     }
     Ok(pool)
+}
+
+/// `key`'s value, a whole number of seconds above 0.
+fn seconds(value: &Value, key: &str) -> Result<Duration, BadValue> {
+    let message = || format!("`{key}` must be a whole number of seconds above 0").into();
+    positive(value).map(Duration::from_secs).ok_or_else(message)
 }
 
 #[cfg(test)]
