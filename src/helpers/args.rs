@@ -26,6 +26,7 @@ use serde_json::Value;
 
 use super::agents::THINKING_LEVELS;
 use crate::bridge::Refusal;
+use crate::config::module_file::to_usize;
 use crate::config::references::replace_references;
 
 /// Default truncation of a result the model reads.
@@ -301,13 +302,9 @@ fn parse_action(args: &Value, name: &str) -> Result<Action, Refusal> {
 
 fn parse_workflow(args: &Value, script: &Value) -> Result<WorkflowScript, Refusal> {
     // Models often send the script as a JSON string; both are the same script.
-    let parsed;
     let script = match script {
-        Value::String(source) => {
-            parsed = serde_json::from_str::<Value>(source)
-                .map_err(|err| format!("workflowScript is not valid JSON: {err}"))?;
-            &parsed
-        }
+        Value::String(source) => &serde_json::from_str::<Value>(source)
+            .map_err(|err| format!("workflowScript is not valid JSON: {err}"))?,
         other => other,
     };
     let steps = script
@@ -315,12 +312,10 @@ fn parse_workflow(args: &Value, script: &Value) -> Result<WorkflowScript, Refusa
         .and_then(Value::as_array)
         .filter(|steps| !steps.is_empty())
         .ok_or("workflowScript needs steps: a non-empty array of {id, type, prompt}")?;
-    if steps.len() > MAX_WORKFLOW_STEPS {
-        return Err(format!(
-            "workflowScript has {} steps; at most {MAX_WORKFLOW_STEPS}",
-            steps.len()
-        )
-        .into());
+    let count = steps.len();
+    if count > MAX_WORKFLOW_STEPS {
+        let message = format!("workflowScript has {count} steps; at most {MAX_WORKFLOW_STEPS}");
+        return Err(message.into());
     }
     let mut seen = HashSet::new();
     let mut parsed_steps = Vec::with_capacity(steps.len());
@@ -332,10 +327,7 @@ fn parse_workflow(args: &Value, script: &Value) -> Result<WorkflowScript, Refusa
     }
     let max_parallel = match script.get("maxParallel") {
         None | Some(Value::Null) => 4,
-        Some(value) => value
-            .as_u64()
-            .filter(|n| *n >= 1)
-            .and_then(|n| usize::try_from(n).ok())
+        Some(value) => (value.as_u64().filter(|n| *n >= 1).map(to_usize))
             .ok_or_else(|| format!("maxParallel must be a positive integer, found {value}"))?,
     };
     Ok(WorkflowScript {
