@@ -135,18 +135,17 @@ pub fn config_files(
     pi_agent_dir: Option<&Path>,
     workspace: &Path,
 ) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    match (pi_agent_dir, home) {
-        (Some(dir), _) => files.push(dir.join("mcp.json")),
-        (None, Some(home)) => files.push(home.join(".pi/agent/mcp.json")),
-        (None, None) => {}
-    }
-    if let Some(home) = home {
-        files.push(home.join(".unipi/config/mcp.json"));
-    }
-    files.push(workspace.join(".pi/mcp.json"));
-    files.push(workspace.join(".unipi/config/mcp.json"));
-    files
+    let pi_user = match (pi_agent_dir, home) {
+        (Some(dir), _) => Some(dir.join("mcp.json")),
+        (None, home) => home.map(|home| home.join(".pi/agent/mcp.json")),
+    };
+    let unipi_user = home.map(|home| home.join(".unipi/config/mcp.json"));
+    let project = [".pi/mcp.json", ".unipi/config/mcp.json"].map(|file| workspace.join(file));
+    [pi_user, unipi_user]
+        .into_iter()
+        .flatten()
+        .chain(project)
+        .collect()
 }
 
 /// Reads the MCP files and the workbench settings; `${VAR}` comes from the process environment,
