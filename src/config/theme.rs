@@ -97,9 +97,7 @@ pub fn theme_from_sources(
     });
     for (slot, key) in colours.iter_mut().zip(TERMINAL_KEYS) {
         let candidates = layers.iter().filter_map(|layer| layer.terminal.get(key));
-        let resolved = newest_that_resolves(candidates, &mut errors, |colour| {
-            resolve_rgb(colour, &palette)
-        });
+        let resolved = newest_that_resolves(candidates, &mut errors, |c| c.rgb(&palette));
         *slot = resolved.unwrap_or(*slot);
     }
     let [foreground, background, palette @ ..] = colours;
@@ -413,7 +411,7 @@ fn newest_that_resolves<'a, T: 'a, R>(
     None
 }
 
-fn resolve_palette(layers: &[&Layer], errors: &mut Vec<ConfigError>) -> BTreeMap<String, Color> {
+fn resolve_palette(layers: &[&Layer], errors: &mut Vec<ConfigError>) -> Palette {
     let names: BTreeSet<&String> = layers.iter().flat_map(|l| l.palette.keys()).collect();
     let resolve = |name: &String| {
         let candidates = layers.iter().filter_map(|layer| layer.palette.get(name));
@@ -432,46 +430,40 @@ fn resolve_palette(layers: &[&Layer], errors: &mut Vec<ConfigError>) -> BTreeMap
     names.into_iter().filter_map(resolve).collect()
 }
 
-fn resolve_style(
-    spec: &StyleSpec,
-    palette: &BTreeMap<String, Color>,
-) -> Result<Style, ConfigError> {
+/// Colours by palette name.
+type Palette = BTreeMap<String, Color>;
+
+fn resolve_style(spec: &StyleSpec, palette: &Palette) -> Result<Style, ConfigError> {
     let mut style = Style::new().add_modifier(spec.modifiers);
     if let Some(fg) = &spec.fg {
-        style = style.fg(resolve_colour(fg, palette)?);
+        style = style.fg(fg.colour(palette)?);
     }
     if let Some(bg) = &spec.bg {
-        style = style.bg(resolve_colour(bg, palette)?);
+        style = style.bg(bg.colour(palette)?);
     }
     Ok(style)
 }
 
-fn resolve_colour(
-    colour: &Located<String>,
-    palette: &BTreeMap<String, Color>,
-) -> Result<Color, ConfigError> {
-    palette
-        .get(&colour.value)
-        .copied()
-        .or_else(|| plain_colour(&colour.value))
-        .ok_or_else(|| {
-            colour.origin.error(format!(
-                "unknown colour {:?}; expected {COLOUR_FORMS}",
-                colour.value
-            ))
+impl Located<String> {
+    /// A palette name or a plain colour.
+    fn colour(&self, palette: &Palette) -> Result<Color, ConfigError> {
+        let value = &self.value;
+        let colour = palette.get(value).copied().or_else(|| plain_colour(value));
+        colour.ok_or_else(|| {
+            let message = format!("unknown colour {value:?}; expected {COLOUR_FORMS}");
+            self.origin.error(message)
         })
-}
+    }
 
-fn resolve_rgb(
-    colour: &Located<String>,
-    palette: &BTreeMap<String, Color>,
-) -> Result<Rgb, ConfigError> {
-    let value = &colour.value;
-    match palette.get(value).copied().or_else(|| hex_colour(value)) {
-        Some(Color::Rgb(r, g, b)) => Ok(Rgb(r, g, b)),
-        _ => Err(colour.origin.error(format!(
-            "expected a colour as \"#rrggbb\" (or a palette name holding one), found {value:?}"
-        ))),
+    /// `"#rrggbb"`, or a palette name holding one.
+    fn rgb(&self, palette: &Palette) -> Result<Rgb, ConfigError> {
+        let value = &self.value;
+        match palette.get(value).copied().or_else(|| hex_colour(value)) {
+            Some(Color::Rgb(r, g, b)) => Ok(Rgb(r, g, b)),
+            _ => Err(self.origin.error(format!(
+                "expected a colour as \"#rrggbb\" (or a palette name holding one), found {value:?}"
+            ))),
+        }
     }
 }
 
