@@ -197,10 +197,9 @@ pub fn parse(
     workspace: &Path,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> McpConfig {
-    let mut servers: BTreeMap<String, ServerConfig> = BTreeMap::new();
+    // Each server with where it was (last) defined, to point errors about it at its key.
+    let mut servers: BTreeMap<String, (ServerConfig, Origin)> = BTreeMap::new();
     let mut errors = Vec::new();
-    // Where each server was (last) defined, to point errors about it at its key.
-    let mut defined_at: BTreeMap<String, Origin> = BTreeMap::new();
     for (path, text) in sources {
         let doc = match Doc::parse(path, text) {
             Ok(doc) => doc,
@@ -221,11 +220,10 @@ pub fn parse(
             match entry.read() {
                 Some(Parsed::Server(server)) => {
                     let at = doc.offset(&entry.keys(None), false);
-                    defined_at.insert(name.clone(), Origin::new(path, text, at));
-                    servers.insert(name.clone(), *server);
+                    servers.insert(name.clone(), (*server, Origin::new(path, text, at)));
                 }
                 Some(Parsed::Override { enabled }) => match servers.get_mut(name) {
-                    Some(server) => server.enabled = enabled.unwrap_or(server.enabled),
+                    Some((server, _)) => server.enabled = enabled.unwrap_or(server.enabled),
                     None => entry.fail(None, NO_TRANSPORT),
                 },
                 None => {}
@@ -233,9 +231,9 @@ pub fn parse(
         }
         errors.extend(doc.take_errors(false));
     }
-    refuse_beyond_maximum(&mut servers, settings.max_servers, &defined_at, &mut errors);
+    refuse_beyond_maximum(&mut servers, settings.max_servers, &mut errors);
     McpConfig {
-        servers: servers.into_values().collect(),
+        servers: servers.into_values().map(|(server, _)| server).collect(),
         settings,
         errors,
     }
@@ -246,21 +244,21 @@ const NO_TRANSPORT: &str = "needs either `command` (stdio) or `url` (streamable 
 /// Enabled servers beyond `max` (in name order) are removed, with one message for all of them,
 /// placed at the first one refused.
 fn refuse_beyond_maximum(
-    servers: &mut BTreeMap<String, ServerConfig>,
+    servers: &mut BTreeMap<String, (ServerConfig, Origin)>,
     max: usize,
-    defined_at: &BTreeMap<String, Origin>,
     errors: &mut Vec<ConfigError>,
 ) {
     let enabled: Vec<String> = servers
         .values()
-        .filter(|server| server.enabled)
-        .map(|server| server.name.clone())
+        .filter(|(server, _)| server.enabled)
+        .map(|(server, _)| server.name.clone())
         .collect();
     let refused = enabled.get(max..).unwrap_or_default();
-    for name in refused {
-        servers.remove(name);
-    }
-    if let Some(origin) = refused.first().and_then(|name| defined_at.get(name)) {
+    let removed: Vec<_> = refused
+        .iter()
+        .filter_map(|name| servers.remove(name))
+        .collect();
+    if let Some((_, origin)) = removed.first() {
         errors.push(origin.error(format!(
             "{} MCP servers are enabled, more than mcp.maxServers ({max}, in \
              {WORKBENCH_CONFIG_FILE}) allows: the first {max} by name were started, these \
