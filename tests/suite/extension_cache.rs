@@ -8,7 +8,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
 
-mod support;
+use crate::support;
 
 use std::fs::FileTimes;
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};

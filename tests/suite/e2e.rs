@@ -8,7 +8,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -366,7 +366,9 @@ fn snapshot_cards(screen: &str) {
     settings.add_filter(r"bg-[0-9a-f]{6}", "bg-XXXXXX");
     settings.add_filter(r"\S*/unipi-\d+/tasks/[^/]+/", "[RUNTIME]/tasks/[RUN]/");
     settings.add_filter(r"· \d+s ·", "· Ns ·");
-    settings.bind(|| insta::assert_snapshot!("background_task_cards", text.join("\n")));
+    // Named as when this suite was a test binary of its own.
+    settings.set_prepend_module_to_snapshot(false);
+    settings.bind(|| insta::assert_snapshot!("e2e__background_task_cards", text.join("\n")));
 }
 
 #[test]

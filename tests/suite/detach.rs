@@ -1,10 +1,10 @@
 //! Detachable sessions, end to end on this machine: the real `unipi-tui` (session process,
 //! workbench, clients), the real Pi 1.6.0 and the scripted model, every terminal a PTY the test
-//! reads like a terminal does. The same over a real SSH connection is `tests/detach_ssh.rs`.
+//! reads like a terminal does. The same over a real SSH connection is `tests/suite/detach_ssh.rs`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
 
-mod support;
+use crate::support;
 
 use std::io::BufRead as _;
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
