@@ -266,8 +266,12 @@ mod tests {
             let wakes = wakes.clone();
             async move { wakes.kept(&main).await }
         });
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        assert!(!waiter.is_finished(), "returned while the build was owed");
+        crate::test_wait::stays_quiet(
+            "returned while the build was owed",
+            Duration::from_millis(300),
+            || waiter.is_finished(),
+        )
+        .await;
         drop(build);
         tokio::time::timeout(Duration::from_secs(20), waiter)
             .await

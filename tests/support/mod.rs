@@ -9,5 +9,6 @@ pub mod pi;
 pub mod procs;
 pub mod sandbox;
 pub mod term;
+pub mod wait;
 pub mod web;
 pub mod workbench;
