@@ -255,7 +255,7 @@ mod tests {
         assert!(never.contains("could not wake you"), "{never}");
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn kept_waits_for_the_promises_of_that_agent_only() {
         let wakes = Wakes::default();
         let (main, other) = (AgentId::main(), AgentId::new("helper:1"));
@@ -279,7 +279,7 @@ mod tests {
             .unwrap();
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_promise_past_its_limit_is_not_waited_for() {
         let wakes = Wakes::default();
         let main = AgentId::main();
