@@ -44,12 +44,12 @@ for bin in mcp-server-everything mcp-server-filesystem; do
   [ -x "$mcp_dir/node_modules/.bin/$bin" ] || { echo "test-deps: $mcp_dir/node_modules/.bin/$bin is missing after the install" >&2; exit 1; }
 done
 
-# The desktop-notification test (tests/notify_native.rs): dbus-daemon, dunst + dunstctl, Xvfb.
+# The desktop-notification test (tests/suite/notify_native.rs): dbus-daemon, dunst + dunstctl, Xvfb.
 missing_packages=()
 command -v dbus-daemon >/dev/null 2>&1 || missing_packages+=(dbus-daemon)
 { command -v dunst >/dev/null 2>&1 && command -v dunstctl >/dev/null 2>&1; } || missing_packages+=(dunst)
 command -v Xvfb >/dev/null 2>&1 || missing_packages+=(xvfb)
-# The detach test (tests/detach_ssh.rs): sshd, ssh and ssh-keygen.
+# The detach test (tests/suite/detach_ssh.rs): sshd, ssh and ssh-keygen.
 [ -x /usr/sbin/sshd ] || missing_packages+=(openssh-server)
 { command -v ssh >/dev/null 2>&1 && command -v ssh-keygen >/dev/null 2>&1; } || missing_packages+=(openssh-client)
 if [ "${#missing_packages[@]}" -gt 0 ]; then

@@ -33,6 +33,8 @@ pub mod tasks;
 pub mod term;
 #[cfg(test)]
 pub(crate) mod test_table;
+#[cfg(test)]
+pub(crate) mod test_wait;
 pub mod text;
 pub mod views;
 pub mod web;

@@ -255,7 +255,7 @@ mod tests {
         assert!(never.contains("could not wake you"), "{never}");
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn kept_waits_for_the_promises_of_that_agent_only() {
         let wakes = Wakes::default();
         let (main, other) = (AgentId::main(), AgentId::new("helper:1"));
@@ -266,8 +266,12 @@ mod tests {
             let wakes = wakes.clone();
             async move { wakes.kept(&main).await }
         });
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        assert!(!waiter.is_finished(), "returned while the build was owed");
+        crate::test_wait::stays_quiet(
+            "returned while the build was owed",
+            Duration::from_millis(300),
+            || waiter.is_finished(),
+        )
+        .await;
         drop(build);
         tokio::time::timeout(Duration::from_secs(20), waiter)
             .await
@@ -275,7 +279,7 @@ mod tests {
             .unwrap();
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_promise_past_its_limit_is_not_waited_for() {
         let wakes = Wakes::default();
         let main = AgentId::main();

@@ -14,6 +14,7 @@ use crate::capability::ChildPi;
 use crate::config::keymap::Keymap;
 use crate::config::module_file::ModuleConfig;
 use crate::fusion::config::FusionConfig;
+use crate::test_wait::{WAIT, eventually};
 
 /// Answers host calls like a Pi with three models (no key for `anthropic/claude-opus`).
 #[derive(Default)]
@@ -189,15 +190,6 @@ fn model(text: &str) -> ModelRef {
     ModelRef::parse(text).unwrap()
 }
 
-/// Waits (polling, bounded) until `check` holds.
-async fn until(what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !check() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
 #[tokio::test]
 async fn a_model_pi_does_not_know_or_has_no_key_for_is_refused_and_nothing_changes() {
     let rig = rig("{}");
@@ -314,7 +306,7 @@ async fn calls_the_sidekick_served_are_priced_summed_and_stored_and_others_are_n
                 ..SessionStart::default()
             },
         ))));
-    until("both calls read back", || {
+    eventually("both calls read back", WAIT, || {
         rig.engine.state().session_totals().calls == 2
     })
     .await;
@@ -333,9 +325,11 @@ async fn a_rate_limit_moves_the_primary_to_its_fallback_and_back_after_the_coold
         agent: AgentId::main(),
         pi_version: "1.6.0".into(),
     });
-    until("the active preset applied at the first connection", || {
-        rig.engine.state().is_on()
-    })
+    eventually(
+        "the active preset applied at the first connection",
+        WAIT,
+        || rig.engine.state().is_on(),
+    )
     .await;
     let error = |message: &str| {
         BusEvent::main_pi(PiEvent::MessageEnd(MessageEnd {
@@ -347,7 +341,10 @@ async fn a_rate_limit_moves_the_primary_to_its_fallback_and_back_after_the_coold
     rig.engine.on_bus(error("500 upstream broke"));
     rig.engine
         .on_bus(error("429 Too Many Requests: rate limit"));
-    until("the fallback set", || rig.main.set_models().len() == 2).await;
+    eventually("the fallback set", WAIT, || {
+        rig.main.set_models().len() == 2
+    })
+    .await;
     assert_eq!(rig.main.set_models()[1], "unipi-scripted/spare");
     let segment = rig.engine.segment().unwrap();
     assert!(
@@ -357,7 +354,10 @@ async fn a_rate_limit_moves_the_primary_to_its_fallback_and_back_after_the_coold
         "{segment:?}"
     );
     // A notice names both models: in full in Pi's conversation, short in the footer.
-    until("the fallback's notice", || rig.pi_notices().len() == 1).await;
+    eventually("the fallback's notice", WAIT, || {
+        rig.pi_notices().len() == 1
+    })
+    .await;
     assert_eq!(
         rig.pi_notices(),
         [(
@@ -371,9 +371,12 @@ async fn a_rate_limit_moves_the_primary_to_its_fallback_and_back_after_the_coold
         rig.footer_notices()
             .contains(&"big rate-limited: on spare".to_owned())
     );
-    until("back on the primary", || rig.main.set_models().len() == 3).await;
+    eventually("back on the primary", WAIT, || {
+        rig.main.set_models().len() == 3
+    })
+    .await;
     assert_eq!(rig.main.set_models()[2], "unipi-scripted/big");
-    until("the return's notice", || rig.pi_notices().len() == 2).await;
+    eventually("the return's notice", WAIT, || rig.pi_notices().len() == 2).await;
     assert_eq!(
         rig.pi_notices()[1],
         (
@@ -412,7 +415,7 @@ async fn the_sidekick_names_a_session_without_a_name_after_its_first_turn() {
                 _ => None,
             })
     };
-    until("the session named", || named().is_some()).await;
+    eventually("the session named", WAIT, || named().is_some()).await;
     assert_eq!(named().as_deref(), Some("Fix the flaky test"));
     // Once only.
     rig.engine.on_bus(BusEvent::main_pi(PiEvent::AgentSettled {

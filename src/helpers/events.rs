@@ -1194,7 +1194,7 @@ mod tests {
     }
 
     /// Streams recorded from the real Pi of both lines against the scripted server
-    /// (`UNIPI_RECORD_PI_JSON=1 cargo test --test helpers_pi` rewrites them).
+    /// (`UNIPI_RECORD_PI_JSON=1 cargo test --test all suite::helpers_pi` rewrites them).
     #[test]
     fn recorded_streams_table() {
         struct Case {

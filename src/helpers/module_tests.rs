@@ -14,6 +14,7 @@ use crate::helpers::agents::{AgentCatalog, AgentError};
 use crate::helpers::bus::HelperFinished;
 use crate::helpers::runner::RunStatus;
 use crate::test_table::check_errors;
+use crate::test_wait::{WAIT, eventually, stays_quiet};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -538,8 +539,10 @@ async fn background_run_notifies_once_and_get_result_waits() {
         notice.content
     );
     assert_eq!(notice.details["card"]["tint"], "success");
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    assert!(notices.try_recv().is_err(), "a second notification");
+    stays_quiet("a second notification", Duration::from_millis(200), || {
+        notices.try_recv().is_ok()
+    })
+    .await;
     let counters = module.service.ledger().counters();
     assert_eq!((counters.running, counters.background), (0, 0));
 }
@@ -629,16 +632,6 @@ fn child_of(id: &str) -> AgentId {
 /// Calls one of `module`'s tools; the call itself must not fail (refusals are results).
 async fn ask(module: &HelpersModule, call: ToolCall) -> ToolOutput {
     module.call_tool(call).await.unwrap()
-}
-
-async fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    for _ in 0..200 {
-        if done() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("timed out waiting for {what}");
 }
 
 #[tokio::test]
@@ -807,7 +800,7 @@ async fn stop_ends_a_background_run_as_stopped() {
     let mut notices = notices_of(&module);
     let id = start_forever(&module).await;
     let board = module.board();
-    wait_until("turns on the board", || {
+    eventually("turns on the board", WAIT, || {
         board.row(&id).is_some_and(|row| row.turns >= 1)
     })
     .await;
@@ -934,7 +927,7 @@ async fn an_unanswered_question_times_out_and_a_foreground_one_is_answered_at_on
     let fg_id = {
         let module = module.clone();
         let mut found = None;
-        wait_until("the foreground run", || {
+        eventually("the foreground run", WAIT, || {
             found = module
                 .service
                 .ledger()

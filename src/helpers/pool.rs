@@ -390,20 +390,18 @@ mod tests {
         let trimmed = pool.configure(Some("p/small".into()), settings(2, 50));
         assert_eq!(run_ids(&trimmed), ["a"]);
         // "b" exited by itself: once it is a zombie, a take hands it back as dead.
-        let deadline = Instant::now() + Duration::from_secs(10);
         let zombie = || {
             std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
                 stat.rsplit_once(')')
                     .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
             })
         };
-        while !zombie() {
-            assert!(
-                Instant::now() < deadline,
-                "the exiting process did not exit"
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        crate::test_wait::eventually(
+            "the exiting process to exit",
+            crate::test_wait::WAIT,
+            zombie,
+        )
+        .await;
         let (served, dead) = pool.take(&small);
         assert_eq!(run_ids(&dead), ["b"]);
         assert_eq!(served.as_ref().map(|slot| slot.run_id.as_str()), Some("c"));

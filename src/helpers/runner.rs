@@ -1539,10 +1539,12 @@ mod tests {
         let handle = start(&spec).await;
         let pid = handle.pid().unwrap();
         drop(handle);
-        let limit = Instant::now() + Duration::from_secs(3);
-        while !group_gone(pid) && Instant::now() < limit {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        crate::test_wait::eventually(
+            "no orphan after the handle is dropped",
+            Duration::from_secs(3),
+            || group_gone(pid),
+        )
+        .await;
         assert!(group_gone(pid), "no orphan after the handle is dropped");
     }
 

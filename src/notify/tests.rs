@@ -793,11 +793,12 @@ async fn with_no_terminal_attached_a_question_reaches_the_phone_at_once() {
     );
     let loopback = &server;
     let seen = move |count: usize| async move {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while loopback.seen().len() < count {
-            assert!(Instant::now() < deadline, "{:?}", loopback.seen());
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        crate::test_wait::eventually(
+            format!("{count} alerts at the server"),
+            crate::test_wait::WAIT,
+            || loopback.seen().len() >= count,
+        )
+        .await;
     };
     seen(1).await;
     let done = Alert {
@@ -837,11 +838,12 @@ async fn a_question_waiting_when_the_terminal_leaves_reaches_the_phone_at_once()
         panic!("a question waits for the user to be away");
     };
     // Still at the terminal: it waits.
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    assert!(
-        !task.is_finished(),
-        "sent while the user was at the terminal"
-    );
+    crate::test_wait::stays_quiet(
+        "sent while the user was at the terminal",
+        Duration::from_millis(200),
+        || task.is_finished(),
+    )
+    .await;
     assert!(server.seen().is_empty());
     ui.update_screen(|state| state.attached = false);
     let sent = tokio::time::timeout(Duration::from_secs(10), task)
@@ -849,11 +851,10 @@ async fn a_question_waiting_when_the_terminal_leaves_reaches_the_phone_at_once()
         .expect("sent when the terminal left, not after the hour of silence")
         .unwrap();
     assert!(sent);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while server.seen().is_empty() {
-        assert!(Instant::now() < deadline, "ntfy got nothing");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    crate::test_wait::eventually("an alert at ntfy", crate::test_wait::WAIT, || {
+        !server.seen().is_empty()
+    })
+    .await;
     assert_eq!(server.seen()[0].body["message"], "Agent asks: Ship it?");
 }
 

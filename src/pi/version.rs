@@ -328,14 +328,11 @@ mod tests {
             .parse()
             .unwrap();
         let group = crate::sys::ProcessGroup::of_leader(pid).unwrap();
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while group.alive() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the lingering program ({pid}) was left running"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        crate::test_wait::eventually_blocking(
+            format!("the lingering program ({pid}) to end"),
+            crate::test_wait::WAIT,
+            || !group.alive(),
+        );
     }
 
     /// A program without a version is asked once: its answer is kept like a version.

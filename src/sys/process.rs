@@ -362,11 +362,12 @@ mod tests {
     const STUBBORN: &str = "trap '' TERM; echo ready; exec sleep 30";
 
     async fn wait_gone(group: ProcessGroup) {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while group.alive() {
-            assert!(Instant::now() < deadline, "group {} survived", group.raw());
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        crate::test_wait::eventually(
+            format!("group {} to end", group.raw()),
+            crate::test_wait::WAIT,
+            || !group.alive(),
+        )
+        .await;
     }
 
     #[tokio::test]

@@ -6,9 +6,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use super::procs::{cmdline, processes_with_env, wait_until};
+use super::procs::{cmdline, processes_with_env};
 use super::sandbox::Sandbox;
 use super::term::{OuterModes, OuterOptions, Session};
+use super::wait::{eventually, eventually_or};
 
 /// The scenario with a turn that is in flight when the terminal goes.
 pub fn scenario() -> PathBuf {
@@ -54,7 +55,7 @@ pub fn ls_line(sandbox: &Sandbox, name: &str) -> Option<String> {
 pub fn wait_for_ls(sandbox: &Sandbox, name: &str, words: &[&str], timeout: Duration) {
     let mut last = String::new();
     let what = format!("`ls` shows {name} with {words:?}");
-    wait_until(&what, timeout, || {
+    eventually(&what, timeout, || {
         last = ls(sandbox);
         last.lines().any(|line| {
             let cells: Vec<&str> = line.split("  ").map(str::trim).collect();
@@ -98,20 +99,18 @@ pub fn describe(pids: &[u32]) -> String {
 
 /// Waits until nothing of the sandbox runs any more.
 pub fn wait_all_gone(sandbox: &Sandbox, timeout: Duration) {
-    let deadline = std::time::Instant::now() + timeout;
-    loop {
-        let left = sandbox_processes(sandbox);
-        if left.is_empty() {
-            return;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "still running {timeout:?} after the end:\n{}\nsession log:\n{}",
-            describe(&left),
-            session_log_tail(sandbox, 30)
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    eventually_or(
+        "nothing of the sandbox running",
+        timeout,
+        || sandbox_processes(sandbox).is_empty(),
+        || {
+            format!(
+                "still running:\n{}\nsession log:\n{}",
+                describe(&sandbox_processes(sandbox)),
+                session_log_tail(sandbox, 30)
+            )
+        },
+    );
 }
 
 /// The session processes' log.

@@ -1,6 +1,5 @@
-//! Helpers shared by the integration tests. Each test binary compiles this module on its own and
-//! uses only part of it, hence the `dead_code` allowance.
-#![allow(dead_code, clippy::expect_used, clippy::unwrap_used)]
+//! Helpers shared by the integration tests' suites.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
 
 pub mod demo;
 pub mod detach;
@@ -10,4 +9,6 @@ pub mod pi;
 pub mod procs;
 pub mod sandbox;
 pub mod term;
+pub mod wait;
+pub mod web;
 pub mod workbench;

@@ -26,7 +26,6 @@ pub enum PiLine {
 /// A located, version-checked Pi install.
 #[derive(Debug, Clone)]
 pub struct PiInstall {
-    pub line: PiLine,
     pub version: String,
     /// The `pi` launcher script.
     pub bin: PathBuf,
@@ -94,7 +93,6 @@ pub fn pi_install(line: PiLine) -> anyhow::Result<PiInstall> {
         PiLine::Legacy => None,
     };
     Ok(PiInstall {
-        line,
         version,
         bin,
         node_bin_dir,

@@ -2,7 +2,9 @@
 //! children run.
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use super::wait::eventually;
 
 /// Direct children of `pid`, apart from a workbench's watchdog (which outlives the workbench
 /// by design, for as long as it takes to kill what the workbench left): see [`watchdog_of`].
@@ -90,35 +92,10 @@ pub fn processes_running(needle: &str) -> Vec<u32> {
         .collect()
 }
 
-/// Polls `check` until it holds; fails naming `what` after `timeout`.
-pub fn wait_until(what: &str, timeout: Duration, check: impl FnMut() -> bool) {
-    wait_until_or(what, timeout, check, String::new);
-}
-
-/// [`wait_until`], the failure also telling what `context` says then (a screen, a log's tail).
-pub fn wait_until_or(
-    what: &str,
-    timeout: Duration,
-    mut check: impl FnMut() -> bool,
-    context: impl Fn() -> String,
-) {
-    let deadline = Instant::now() + timeout;
-    while !check() {
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {timeout:?}: {what}\n{}",
-            context()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 /// Waits until a process whose command line contains `needle` runs; returns their pids.
 pub fn wait_for_process(needle: &str, timeout: Duration) -> Vec<u32> {
-    let mut found = Vec::new();
-    wait_until(&format!("a process `{needle}` runs"), timeout, || {
-        found = processes_running(needle);
-        !found.is_empty()
-    });
-    found
+    eventually(format!("a process `{needle}` runs"), timeout, || {
+        let found = processes_running(needle);
+        (!found.is_empty()).then_some(found)
+    })
 }

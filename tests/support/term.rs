@@ -158,7 +158,7 @@ impl Session {
         cmd.env_remove("TMUX");
         cmd.env_remove("NO_COLOR");
         // No desktop of the machine running the tests: a test that wants a session bus starts
-        // its own and passes its address (tests/notify_native.rs).
+        // its own and passes its address (tests/suite/notify_native.rs).
         cmd.env_remove("DBUS_SESSION_BUS_ADDRESS");
         for (key, value) in env {
             cmd.env(key, value);

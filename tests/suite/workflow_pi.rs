@@ -29,7 +29,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 
@@ -143,7 +143,7 @@ impl Bench {
 
     /// Waits until `check` holds, failing with the screen and the log's tail.
     fn wait_until(&self, what: &str, check: impl Fn() -> bool) {
-        support::procs::wait_until_or(what, REPLY, check, || {
+        support::wait::eventually_or(what, REPLY, check, || {
             format!(
                 "{}\n{}",
                 self.session.screen_text(),
@@ -168,7 +168,7 @@ fn plan_restricts_the_tools_and_the_board_shows_the_written_plan_live() {
 
     slash(&session, "/unipi:plan build the search", REPLY);
     // The step's message reached the model: the plan skill, with the restricted tools.
-    support::procs::wait_until("the plan step's request", REPLY, || {
+    support::wait::eventually("the plan step's request", REPLY, || {
         model
             .server
             .requests()
@@ -210,7 +210,7 @@ fn plan_restricts_the_tools_and_the_board_shows_the_written_plan_live() {
     let plan = sandbox
         .project
         .join(".unipi/docs/plans/2026-05-02-e2e-plan.md");
-    support::procs::wait_until("the plan file", REPLY, || plan.is_file());
+    support::wait::eventually("the plan file", REPLY, || plan.is_file());
     let written = Instant::now();
     session
         .wait_for(
@@ -239,7 +239,7 @@ fn plan_restricts_the_tools_and_the_board_shows_the_written_plan_live() {
             s.contents().contains("PLAN-WRITTEN") && settled(s)
         })
         .unwrap_or_else(|err| panic!("{err:#}\n{}", sandbox.log_tail(40)));
-    support::procs::wait_until("the step's end in the log", REPLY, || {
+    support::wait::eventually("the step's end in the log", REPLY, || {
         sandbox
             .log()
             .contains("workflow: /unipi:plan ended (success true)")
@@ -333,7 +333,7 @@ fn blocked_calls_get_a_reason_naming_the_step_and_the_level(line: PiLine) {
     let readme = std::fs::read_to_string(project.join("README.md")).unwrap();
     assert_eq!(readme, "original\n");
     bench.wait_settled();
-    support::procs::wait_until("the plan step's end in the log", REPLY, || {
+    support::wait::eventually("the plan step's end in the log", REPLY, || {
         bench.sandbox.log().contains("workflow: /unipi:plan ended")
     });
 
@@ -359,7 +359,7 @@ fn blocked_calls_get_a_reason_naming_the_step_and_the_level(line: PiLine) {
         "original\n"
     );
     bench.wait_settled();
-    support::procs::wait_until("the research step's end in the log", REPLY, || {
+    support::wait::eventually("the research step's end in the log", REPLY, || {
         bench
             .sandbox
             .log()

@@ -13,7 +13,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -21,9 +21,10 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use support::demo::{OfflineModel, outer_40_rows, wait_for_idle_prompt};
 use support::pi::{PiLine, pi_install};
-use support::procs::{children, cwd, has_env, processes_with_env, wait_until};
+use support::procs::{children, cwd, has_env, processes_with_env};
 use support::sandbox::Sandbox;
 use support::term::Session;
+use support::wait::eventually;
 use support::workbench::{KITTY_CTRL_D, exit_pi};
 use unipi_tui::scripted::message_text;
 
@@ -279,7 +280,7 @@ fn a_server_pi_owns_resolves_its_relative_cwd_against_the_project() {
     });
     let tag = format!("WS_E2E_TAG={}", wb.tag);
     let mut servers = Vec::new();
-    wait_until("Pi started its `where` server", REPLY, || {
+    eventually("Pi started its `where` server", REPLY, || {
         servers = processes_with_env(&[&tag]);
         !servers.is_empty()
     });

@@ -9,8 +9,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
 
-#[path = "support/web.rs"]
-mod web_fixtures;
+use crate::support::web as web_fixtures;
 
 use serde_json::{Value, json};
 use unipi_tui::bridge::{
@@ -106,7 +105,9 @@ fn snapshot(name: &str, value: &str, server: &FixtureServer) {
     let mut settings = insta::Settings::clone_current();
     settings.set_snapshot_path(concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots"));
     settings.add_filter(&regex_escape(&server.addr.to_string()), "127.0.0.1:PORT");
-    settings.bind(|| insta::assert_snapshot!(name, value));
+    // Named as when this suite was a test binary of its own.
+    settings.set_prepend_module_to_snapshot(false);
+    settings.bind(|| insta::assert_snapshot!(format!("web_fetch__{name}"), value));
 }
 
 fn regex_escape(text: &str) -> String {

@@ -6,11 +6,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context as _;
 use support::ntfy::NtfyServer;
@@ -495,16 +495,13 @@ async fn sigterm_reaches_pi_and_the_run_ends_with_its_code() {
     let mut child = s.unipi(&["-p", "wait forever"]).spawn().unwrap();
     let pid = child.id().unwrap();
     // Pi is running once the scripted model has the request.
-    let deadline = Instant::now() + RUN;
-    while !s
-        .server
-        .requests()
-        .iter()
-        .any(|r| r.to_string().contains("wait forever"))
-    {
-        assert!(Instant::now() < deadline, "Pi never asked the model");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    support::wait::eventually_async("Pi to ask the model", RUN, async || {
+        s.server
+            .requests()
+            .iter()
+            .any(|r| r.to_string().contains("wait forever"))
+    })
+    .await;
     let pi_pids = support::procs::children(pid);
     assert!(!pi_pids.is_empty(), "Pi is not a child of unipi-tui");
     nix::sys::signal::kill(

@@ -8,7 +8,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
 
-mod support;
+use crate::support;
 
 use std::fs::FileTimes;
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
@@ -313,7 +313,7 @@ fn start_demo(sandbox: &Sandbox) -> Session {
 
 /// Waits until the log says the main agent's bridge connected (its extension was loaded).
 fn wait_for_bridge(sandbox: &Sandbox) {
-    support::procs::wait_until("the main Pi's bridge to connect", START, || {
+    support::wait::eventually("the main Pi's bridge to connect", START, || {
         sandbox.log().contains("agent `main` connected")
     });
 }

@@ -14,7 +14,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -24,9 +24,10 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use support::demo::{OfflineModel, START, outer_40_rows};
 use support::pi::{PiLine, mcp_bin};
-use support::procs::{cmdline, processes_with_env, wait_until};
+use support::procs::{cmdline, processes_with_env};
 use support::sandbox::Sandbox;
 use support::term::Session;
+use support::wait::eventually;
 use support::workbench::{KITTY_CTRL_D, exit_pi, footer_row, slash};
 
 const REPLY: Duration = Duration::from_secs(60);
@@ -127,7 +128,7 @@ impl McpWorkbench {
     /// Waits (up to 10 s) until exactly `count` server processes run.
     fn wait_server_processes(&self, count: usize) {
         let what = format!("{count} MCP server processes\n{}", self.log_tail());
-        wait_until(&what, Duration::from_secs(10), || {
+        eventually(&what, Duration::from_secs(10), || {
             self.server_processes().len() == count
         });
     }
@@ -300,8 +301,8 @@ fn four_helpers_and_the_main_agent_share_three_server_processes() {
             .filter(|pid| cmdline(*pid).contains("sleep 316"))
             .count()
     };
-    wait_until(
-        &format!("four helpers sleeping\n{}", wb.log_tail()),
+    eventually(
+        format!("four helpers sleeping\n{}", wb.log_tail()),
         Duration::from_secs(60),
         || sleepers() == 4,
     );
@@ -313,7 +314,7 @@ fn four_helpers_and_the_main_agent_share_three_server_processes() {
     let code = wb.exit();
     assert_eq!(code, 0, "screen:\n{}", wb.session.screen_text());
     wb.wait_server_processes(0);
-    wait_until(
+    eventually(
         "no helper's tool call outlives the workbench",
         Duration::from_secs(10),
         || sleepers() == 0,

@@ -8,16 +8,17 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use support::demo::spawn_demo;
 use support::pi::PiLine;
-use support::procs::{processes_running, processes_with_env, wait_for_process, wait_until};
+use support::procs::{processes_running, processes_with_env, wait_for_process};
 use support::sandbox::Sandbox;
 use support::term::{OuterModes, OuterOptions, Session};
+use support::wait::eventually;
 use support::workbench::{exit_pi, footer_row, slash};
 
 const START: Duration = Duration::from_secs(90);
@@ -333,7 +334,7 @@ fn bridge_footer_tool_round_trip_reload_and_info_with_current_pi() {
     // After /reload, Pi re-instantiates the extension; the tool still works.
     wb.slash("/reload");
     // The reloaded extension connects again before the next prompt is worth sending.
-    wait_until("the bridge reconnected after /reload", REPLY, || {
+    eventually("the bridge reconnected after /reload", REPLY, || {
         wb.log().matches("bridge: main connected").count() >= 2
     });
     wb.ask("which workbench now?", "ROUNDTRIP-2");
@@ -366,7 +367,9 @@ fn snapshot_cards(screen: &str) {
     settings.add_filter(r"bg-[0-9a-f]{6}", "bg-XXXXXX");
     settings.add_filter(r"\S*/unipi-\d+/tasks/[^/]+/", "[RUNTIME]/tasks/[RUN]/");
     settings.add_filter(r"· \d+s ·", "· Ns ·");
-    settings.bind(|| insta::assert_snapshot!("background_task_cards", text.join("\n")));
+    // Named as when this suite was a test binary of its own.
+    settings.set_prepend_module_to_snapshot(false);
+    settings.bind(|| insta::assert_snapshot!("e2e__background_task_cards", text.join("\n")));
 }
 
 #[test]
@@ -457,7 +460,7 @@ fn background_task_wakes_the_agent_shows_in_the_dock_and_dies_with_the_workbench
     );
     let code = wb.exit_with(keys::KITTY_CTRL_D);
     assert_eq!(code, 0, "screen:\n{}", wb.session.screen_text());
-    wait_until("the task gone after the exit", EXIT, || {
+    eventually("the task gone after the exit", EXIT, || {
         processes_running("sleep 311").is_empty()
     });
 }
@@ -481,7 +484,7 @@ fn a_sighup_to_the_workbench_stops_running_background_tasks() {
     )
     .unwrap();
     assert_eq!(wb.session.wait_exit(EXIT).unwrap(), 129);
-    wait_until("the task gone after the hangup", EXIT, || {
+    eventually("the task gone after the hangup", EXIT, || {
         processes_running("sleep 312").is_empty()
     });
 }
@@ -630,7 +633,7 @@ fn no_helper_process_outlives_the_workbench() {
     }
     let code = wb.exit_with(keys::KITTY_CTRL_D);
     assert_eq!(code, 0, "screen:\n{}", wb.session.screen_text());
-    wait_until(
+    eventually(
         "the helper and its tool call gone after the exit",
         EXIT,
         || processes_running("sleep 314").is_empty() && wb.helper_pis().is_empty(),
@@ -666,7 +669,7 @@ fn a_helper_stopped_from_the_dock_leaves_no_process() {
             s.contents().contains("stopped")
         })
         .unwrap_or_else(|err| panic!("{err:#}\n{}", wb.session.screen_text()));
-    wait_until(
+    eventually(
         "the helper and its tool call gone after the stop",
         REPLY,
         || processes_running("sleep 314").is_empty() && wb.helper_pis().is_empty(),

@@ -10,7 +10,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 
@@ -107,8 +107,9 @@ fn golden_text(compaction: &Compaction) -> String {
 fn assert_golden(name: &str, text: String) {
     let mut settings = insta::Settings::clone_current();
     settings.set_snapshot_path(concat!(env!("CARGO_MANIFEST_DIR"), "/snapshots"));
-    settings.set_prepend_module_to_snapshot(true);
-    settings.bind(|| insta::assert_snapshot!(name, text));
+    // Named as when this suite was a test binary of its own.
+    settings.set_prepend_module_to_snapshot(false);
+    settings.bind(|| insta::assert_snapshot!(format!("compactor_golden__{name}"), text));
 }
 
 /// The invariants every compaction keeps, checked against the branch it compacted.

@@ -20,6 +20,8 @@ use unipi_tui::mcp::manager::{
     CallOutcome, McpCallError, McpContent, McpEvent, McpManager, ServerSnapshot, ServerStatus,
 };
 
+use crate::support::wait::try_eventually_async;
+
 /// Generous: `npx`-free, but Node still takes a second or two to start on a busy machine.
 const SETTLE: Duration = Duration::from_secs(60);
 
@@ -216,9 +218,11 @@ async fn everything_over_streamable_http() -> Result<()> {
         .stderr(std::process::Stdio::null())
         .kill_on_drop(true)
         .spawn()?;
-    wait_until(Duration::from_secs(30), || {
-        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-    })
+    try_eventually_async(
+        "server-everything to listen",
+        Duration::from_secs(30),
+        async || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok(),
+    )
     .await
     .context("server-everything did not listen")?;
     let config = ServerConfig {
@@ -336,9 +340,11 @@ async fn broken_servers_fail_alone_with_their_stderr() -> Result<()> {
     assert!(error.contains("start-up timeout"), "{error}");
     assert!(stuck.stderr_tail.contains("answering none"), "{stuck:?}");
     // The stuck process is killed, not left waiting.
-    wait_until(Duration::from_secs(10), || {
-        processes_with(&marker).is_empty()
-    })
+    try_eventually_async(
+        "never_initializes.py to be killed",
+        Duration::from_secs(10),
+        async || processes_with(&marker).is_empty(),
+    )
     .await
     .context("never_initializes.py still runs after its start-up timeout")?;
 
@@ -453,9 +459,11 @@ async fn a_server_dying_mid_call_fails_the_call_at_once_then_reconnects() -> Res
     assert_eq!(text_of(&echo), "Echo: unaffected");
 
     // It had been running, so it is reconnected after a backoff.
-    wait_until(Duration::from_secs(15), || {
-        status_of(&manager, "fragile").ok() == Some(ServerStatus::Running)
-    })
+    try_eventually_async(
+        "fragile to be reconnected",
+        Duration::from_secs(15),
+        async || status_of(&manager, "fragile").ok() == Some(ServerStatus::Running),
+    )
     .await
     .context("fragile was not reconnected")?;
     let fragile = snapshot_of(&manager, "fragile")?;
@@ -489,9 +497,11 @@ async fn a_call_times_out_and_the_server_hears_the_cancellation() -> Result<()> 
         "took {:?}",
         at.elapsed()
     );
-    wait_until(Duration::from_secs(5), || {
-        stderr_of(&manager, "fragile").contains(": timeout")
-    })
+    try_eventually_async(
+        "the timeout in fragile's stderr",
+        Duration::from_secs(5),
+        async || stderr_of(&manager, "fragile").contains(": timeout"),
+    )
     .await
     .context("the server never logged the cancellation")?;
     // Progress restarts the same timeout: 1 s of work with a 300 ms timeout succeeds.
@@ -544,9 +554,11 @@ async fn cancellation_reaches_the_server() -> Result<()> {
         "took {:?}",
         at.elapsed()
     );
-    wait_until(Duration::from_secs(5), || {
-        stderr_of(&manager, "fragile").contains(": cancelled by the user")
-    })
+    try_eventually_async(
+        "the cancellation in fragile's stderr",
+        Duration::from_secs(5),
+        async || stderr_of(&manager, "fragile").contains(": cancelled by the user"),
+    )
     .await
     .with_context(|| format!("no cancellation in {:?}", stderr_of(&manager, "fragile")))?;
     manager.shutdown().await;
@@ -593,9 +605,13 @@ async fn stop_kills_the_whole_process_group_and_restart_brings_it_back() -> Resu
     let manager = started(vec![stdio("wrapped", "sh", &["-c", &script])]).await?;
     let mut events = manager.subscribe();
     let pid = snapshot_of(&manager, "wrapped")?.pid.context("pid")?;
-    wait_until(Duration::from_secs(5), || group_members(pid).len() >= 2)
-        .await
-        .with_context(|| format!("group {pid}: {:?}", group_members(pid)))?;
+    try_eventually_async(
+        format!("the wrapper and its child in group {pid}"),
+        Duration::from_secs(5),
+        async || group_members(pid).len() >= 2,
+    )
+    .await
+    .with_context(|| format!("group {pid}: {:?}", group_members(pid)))?;
 
     manager.stop("wrapped").await?;
     assert_eq!(
@@ -644,9 +660,13 @@ async fn dropping_the_manager_without_shutdown_kills_its_servers() -> Result<()>
     let pid = snapshot_of(&manager, "fragile")?.pid.context("pid")?;
     assert!(!group_members(pid).is_empty());
     drop(manager);
-    wait_until(Duration::from_secs(5), || group_members(pid).is_empty())
-        .await
-        .context("the server outlived its manager")?;
+    try_eventually_async(
+        format!("group {pid} to empty"),
+        Duration::from_secs(5),
+        async || group_members(pid).is_empty(),
+    )
+    .await
+    .context("the server outlived its manager")?;
     Ok(())
 }
 
@@ -841,18 +861,6 @@ fn tool_names(manager: &McpManager, name: &str) -> Result<Vec<String>> {
         .into_iter()
         .map(|t| t.name)
         .collect())
-}
-
-/// Polls `done` every 20 ms for at most `limit`.
-async fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> Result<()> {
-    let deadline = Instant::now() + limit;
-    while !done() {
-        if Instant::now() > deadline {
-            bail!("not done after {limit:?}");
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    Ok(())
 }
 
 /// Live (not zombie) processes whose process group is `pgid`.

@@ -7,7 +7,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -19,9 +19,10 @@ use support::detach::{
     session_log_tail, session_pid, sessions_dir, wait_all_gone, wait_for_ls,
 };
 use support::pi::{PiLine, mcp_bin, pi_install};
-use support::procs::{alive, children, processes_running, wait_until};
+use support::procs::{alive, children, processes_running};
 use support::sandbox::Sandbox;
 use support::term::{OuterOptions, Session};
+use support::wait::eventually;
 use support::workbench::settled;
 
 const START: Duration = Duration::from_secs(90);
@@ -97,7 +98,7 @@ impl Sshd {
             port,
             user,
         };
-        wait_until("sshd listens", Duration::from_secs(10), || {
+        eventually("sshd listens", Duration::from_secs(10), || {
             sshd.log()
                 .contains(&format!("Server listening on 127.0.0.1 port {port}"))
         });
@@ -229,7 +230,7 @@ fn a_session_survives_its_ssh_client_killed_mid_turn_and_a_new_connection_sees_t
         });
     first.type_text("detach test");
     first.send(b"\r");
-    wait_until("the bash call runs", REPLY, || {
+    eventually("the bash call runs", REPLY, || {
         !processes_running("sleep 3.31").is_empty()
     });
     let session = session_pid(&sandbox, "far");
@@ -238,8 +239,8 @@ fn a_session_survives_its_ssh_client_killed_mid_turn_and_a_new_connection_sees_t
     let workbench = workbench[0];
     // The background task, the helper's tool call (its Pi above it) and the MCP server.
     for needle in ["sleep 731", "sleep 733", "mcp-server-everything"] {
-        wait_until(
-            &format!("`{needle}` runs under the workbench"),
+        eventually(
+            format!("`{needle}` runs under the workbench"),
             REPLY,
             || describe(&descendants(workbench)).contains(needle),
         );
@@ -262,7 +263,7 @@ fn a_session_survives_its_ssh_client_killed_mid_turn_and_a_new_connection_sees_t
     .unwrap();
     first.wait_exit(REPLY).unwrap();
     // sshd hangs up the far side's terminal: the client there leaves…
-    wait_until("the far client leaves", REPLY, || {
+    eventually("the far client leaves", REPLY, || {
         client.iter().all(|pid| !alive(*pid))
     });
     // …and everything else lives on: the session, the workbench, Pi, the task, the turn.
@@ -295,7 +296,7 @@ fn a_session_survives_its_ssh_client_killed_mid_turn_and_a_new_connection_sees_t
     assert_eq!(second.wait_exit(REPLY).unwrap(), 0);
     wait_all_gone(&sandbox, Duration::from_secs(5));
     // A process in the middle of exiting has no environment left but is not a zombie yet.
-    wait_until(
+    eventually(
         "every process of the session gone",
         Duration::from_secs(5),
         || running.iter().all(|pid| !alive(*pid)),

@@ -1,10 +1,10 @@
 //! Detachable sessions, end to end on this machine: the real `unipi-tui` (session process,
 //! workbench, clients), the real Pi 1.6.0 and the scripted model, every terminal a PTY the test
-//! reads like a terminal does. The same over a real SSH connection is `tests/detach_ssh.rs`.
+//! reads like a terminal does. The same over a real SSH connection is `tests/suite/detach_ssh.rs`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
 
-mod support;
+use crate::support;
 
 use std::io::BufRead as _;
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
@@ -21,9 +21,10 @@ use support::detach::{
 use support::nobody;
 use support::ntfy::NtfyServer;
 use support::pi::PiLine;
-use support::procs::{alive, processes_running, wait_until};
+use support::procs::{alive, processes_running};
 use support::sandbox::Sandbox;
 use support::term::{OuterModes, OuterOptions, Session};
+use support::wait::eventually;
 use support::workbench::settled;
 
 const START: Duration = Duration::from_secs(90);
@@ -72,7 +73,7 @@ fn detach_key_then_attach_elsewhere_shows_the_turn_that_finished_meanwhile_at_th
     // A turn in flight: a background task and a slow bash call.
     first.type_text("detach test");
     first.send(b"\r");
-    wait_until("the bash call runs", REPLY, || {
+    eventually("the bash call runs", REPLY, || {
         !processes_running("sleep 3.31").is_empty()
     });
     // The key detaches from under an overlay too (the help, here).
@@ -107,7 +108,7 @@ fn detach_key_then_attach_elsewhere_shows_the_turn_that_finished_meanwhile_at_th
         !processes_running("sleep 731").is_empty(),
         "the task runs on"
     );
-    wait_until("the helper's tool call runs on", REPLY, || {
+    eventually("the helper's tool call runs on", REPLY, || {
         !processes_running("sleep 733").is_empty()
     });
 
@@ -249,7 +250,7 @@ fn a_killed_session_process_leaves_nothing_and_never_blocks_its_name() {
     );
     wait_all_gone(&sandbox, GONE);
     // A process in the middle of exiting has no environment left but is not a zombie yet.
-    wait_until("the session process gone", GONE, || !alive(new_pid));
+    eventually("the session process gone", GONE, || !alive(new_pid));
     assert_eq!(
         std::fs::read_dir(sessions_dir(&sandbox)).unwrap().count(),
         0
@@ -304,14 +305,14 @@ fn the_relay_passes_every_byte_both_ways_unchanged() {
     for piece in sent.chunks(5) {
         client.send(piece);
     }
-    wait_until("the program got every byte", REPLY, || {
+    eventually("the program got every byte", REPLY, || {
         std::fs::metadata(&received).is_ok_and(|meta| meta.len() == sent.len() as u64)
     });
     assert_eq!(std::fs::read(&received).unwrap(), sent, "client → program");
     let mut echoed = b"ECHO:".to_vec();
     echoed.extend_from_slice(&sent);
     echoed.extend_from_slice(b":DONE");
-    wait_until("the echo reached the terminal", REPLY, || {
+    eventually("the echo reached the terminal", REPLY, || {
         client
             .raw_output()
             .windows(echoed.len())
@@ -405,7 +406,7 @@ fn the_client_gives_the_terminal_back_on_every_signal_a_panic_and_a_lost_termina
         .unwrap();
         wait_for_ls(&sandbox, "modes", &["yes"], REPLY);
         client.send(set_modes);
-        wait_until("the modes are set", REPLY, || {
+        eventually("the modes are set", REPLY, || {
             let modes = client.modes();
             modes.alternate_screen && modes.kitty_stack_depth == 1 && modes.focus_reporting
         });
@@ -441,7 +442,7 @@ fn the_client_gives_the_terminal_back_on_every_signal_a_panic_and_a_lost_termina
     let mut client = with_modes(&[]);
     let pid = client.pid().unwrap();
     client.hang_up();
-    wait_until("the client leaves with its terminal", REPLY, || !alive(pid));
+    eventually("the client leaves with its terminal", REPLY, || !alive(pid));
     wait_for_ls(&sandbox, "modes", &["no"], REPLY);
     let killed = unipi(&sandbox, &["kill", "modes"]);
     assert!(killed.status.success(), "{killed:?}");
@@ -474,13 +475,13 @@ fn while_nobody_is_attached_the_agents_question_reaches_ntfy_at_once() {
     let mut first = start(&sandbox, "away", OuterOptions::default());
     first.type_text("ask me while away");
     first.send(b"\r");
-    wait_until("the turn runs", REPLY, || {
+    eventually("the turn runs", REPLY, || {
         !processes_running("sleep 2.47").is_empty()
     });
     first.send(KITTY_DETACH);
     assert_eq!(first.wait_exit(REPLY).unwrap(), 0);
 
-    wait_until("the question reached ntfy", REPLY, || {
+    eventually("the question reached ntfy", REPLY, || {
         !ntfy.received().is_empty()
     });
     let (_, _, body) = &ntfy.received()[0];
@@ -504,7 +505,7 @@ fn while_nobody_is_attached_the_agents_question_reaches_ntfy_at_once() {
     back.wait_for_text("Roll back the release?", REPLY).unwrap();
     back.send(KITTY_DETACH);
     assert_eq!(back.wait_exit(REPLY).unwrap(), 0);
-    wait_until("the open question reached ntfy", REPLY, || {
+    eventually("the open question reached ntfy", REPLY, || {
         ntfy.received().len() >= 2
     });
     assert_eq!(
@@ -738,7 +739,7 @@ fn bad_detach_settings_are_shown_in_the_start_up_box_and_logged() {
                     screen_words(s).contains(&line)
                 })
                 .unwrap_or_else(|err| panic!("{err:#}\n{}", session.screen_text()));
-            wait_until(&format!("{line} in the log"), REPLY, || {
+            eventually(format!("{line} in the log"), REPLY, || {
                 sandbox
                     .log()
                     .lines()

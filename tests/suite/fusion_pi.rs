@@ -13,7 +13,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::time::Duration;
@@ -21,9 +21,10 @@ use std::time::Duration;
 use serde_json::Value;
 use support::demo::{OfflineModel, START, outer_40_rows};
 use support::pi::PiLine;
-use support::procs::{processes_with_env, wait_until};
+use support::procs::processes_with_env;
 use support::sandbox::Sandbox;
 use support::term::Session;
+use support::wait::eventually;
 use support::workbench::{KITTY_CTRL_D, footer_row, settled, slash};
 use unipi_tui::scripted::message_text;
 
@@ -119,7 +120,7 @@ impl Workbench {
         };
         assert_eq!(code, 0, "screen:\n{}", self.session.screen_text());
         let agent_dir = format!("PI_CODING_AGENT_DIR={}", self.model.agent.dir.display());
-        wait_until("no Pi of this workbench left", EXIT, || {
+        eventually("no Pi of this workbench left", EXIT, || {
             processes_with_env(&[agent_dir.as_str()]).is_empty()
         });
     }
@@ -138,7 +139,7 @@ impl Workbench {
 
     /// Waits until a request whose last message contains `needle` has been made.
     fn wait_request(&self, needle: &str) -> Value {
-        wait_until(&format!("a request ending with {needle:?}"), REPLY, || {
+        eventually(format!("a request ending with {needle:?}"), REPLY, || {
             !self.requests_ending_with(needle).is_empty()
         });
         self.requests_ending_with(needle).remove(0)
@@ -263,7 +264,7 @@ fn a_picked_pair_sends_side_work_to_the_sidekick_and_the_footer_shows_the_saving
     // The presets file is written after the pair is in force (in order, off the loop).
     let presets = wb.sandbox.home.join(".unipi/config/fusion.json");
     let mut saved = String::new();
-    wait_until("the pair saved in fusion.json", REPLY, || {
+    eventually("the pair saved in fusion.json", REPLY, || {
         saved = std::fs::read_to_string(&presets).unwrap_or_default();
         saved.contains("\"sidekick\": \"unipi-scripted/scripted-small\"")
     });
@@ -304,7 +305,7 @@ fn a_picked_pair_sends_side_work_to_the_sidekick_and_the_footer_shows_the_saving
     assert_eq!(model_of(&hello), "scripted-big");
     let naming = wb.wait_request("Reply with a short title");
     assert_eq!(model_of(&naming), "scripted-small");
-    wait_until("the session named in Pi's session file", REPLY, || {
+    eventually("the session named in Pi's session file", REPLY, || {
         session_files_contain(&wb.model.agent.dir.join("sessions"), "Fusion end to end")
     });
 

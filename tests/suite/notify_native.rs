@@ -14,7 +14,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
 
-mod support;
+use crate::support;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -24,9 +24,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use support::demo::{OfflineModel, START, wait_for_idle_prompt};
 use support::pi::PiLine;
-use support::procs::wait_until;
 use support::sandbox::Sandbox;
 use support::term::OuterOptions;
+use support::wait::eventually;
 use support::workbench::{KITTY_CTRL_D, exit_pi, slash};
 
 const REPLY: Duration = Duration::from_secs(60);
@@ -124,7 +124,7 @@ impl Desktop {
             display,
             _dir: dir,
         };
-        wait_until("dunst owns org.freedesktop.Notifications", START, || {
+        eventually("dunst owns org.freedesktop.Notifications", START, || {
             desktop.dunstctl(&["is-paused"]).trim() == "false"
         });
         desktop
@@ -206,7 +206,7 @@ fn desktop_notifications_reach_a_real_daemon_and_wait_for_the_terminal_to_lose_f
     // The test command goes to the desktop whatever the focus.
     slash(&session, "/unipi:notify-test", REPLY);
     session.wait_for_text("✓ Native: sent", REPLY).unwrap();
-    wait_until("the daemon got the test notification", REPLY, || {
+    eventually("the daemon got the test notification", REPLY, || {
         desktop.received().iter().any(|(app, summary, body, _)| {
             app == "unipi-tui"
                 && summary == "Pi — Test Notification"
@@ -221,7 +221,7 @@ fn desktop_notifications_reach_a_real_daemon_and_wait_for_the_terminal_to_lose_f
     };
     ask(&session);
     session.wait_for_text("NOTIFY-CALLED", REPLY).unwrap();
-    wait_until("the dispatcher's outcome in the log", REPLY, || {
+    eventually("the dispatcher's outcome in the log", REPLY, || {
         sandbox
             .log()
             .contains("notify: agent_tool → native: Suppressed(\"the terminal has focus\")")
@@ -237,7 +237,7 @@ fn desktop_notifications_reach_a_real_daemon_and_wait_for_the_terminal_to_lose_f
     // The terminal reports it lost focus: now the notification reaches the desktop.
     session.send(b"\x1b[O");
     ask(&session);
-    wait_until("the daemon got the agent's notification", REPLY, || {
+    eventually("the daemon got the agent's notification", REPLY, || {
         desktop
             .received()
             .iter()
@@ -295,7 +295,7 @@ fn without_a_bus(env: &[(&str, &str)], told: &str) {
 
     // The next notification does not try the desktop again, and says nothing more.
     ask(&session);
-    wait_until("the second notification skipped the desktop", REPLY, || {
+    eventually("the second notification skipped the desktop", REPLY, || {
         sandbox
             .log()
             .contains("notify: agent_tool → native: Suppressed(\"no D-Bus session bus\")")

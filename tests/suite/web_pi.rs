@@ -9,9 +9,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
 
-mod support;
-#[path = "support/web.rs"]
-mod web_fixtures;
+use crate::support;
+use crate::support::web as web_fixtures;
 
 use std::time::Duration;
 

@@ -14,7 +14,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::time::Duration;
@@ -23,9 +23,9 @@ use serde_json::{Value, json};
 use support::demo::{OfflineModel, outer_40_rows, wait_for_idle_prompt};
 use support::ntfy::NtfyServer;
 use support::pi::PiLine;
-use support::procs::wait_until;
 use support::sandbox::Sandbox;
 use support::term::Session;
+use support::wait::eventually;
 use support::workbench::{KITTY_CTRL_D, exit_pi};
 
 const REPLY: Duration = Duration::from_secs(60);
@@ -122,7 +122,7 @@ fn the_model_asks_the_modal_answers_and_the_alert_reaches_ntfy_while_the_user_is
     wb.wait_text("PostgreSQL");
 
     // Nobody types: after the silence the needs-input alert goes out, once.
-    wait_until("the ntfy server got the question", REPLY, || {
+    eventually("the ntfy server got the question", REPLY, || {
         !wb.ntfy.received().is_empty()
     });
     let received = wb.ntfy.received();
@@ -251,7 +251,7 @@ fn a_dialog_pi_reports_as_blocked_alerts_once_the_keyboard_is_quiet() {
     support::workbench::slash(&wb.session, "/confirm-deploy", REPLY);
     wb.wait_text("DIALOG-BODY: all checks passed");
     // Pi says it is blocked (the footer shows it); nobody types; the alert goes out.
-    wait_until("the ntfy server got Pi's dialog", REPLY, || {
+    eventually("the ntfy server got Pi's dialog", REPLY, || {
         !wb.ntfy.received().is_empty()
     });
     let received = wb.ntfy.received();

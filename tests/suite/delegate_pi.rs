@@ -8,11 +8,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::pi::{PRINT_TIMEOUT, PiInstall, PiLine, pi_install};
@@ -455,14 +454,10 @@ async fn stopping_a_delegate_leaves_no_process_and_records_cancelled() -> anyhow
     let dir = TaskDir::at(receipt.details["artifact_dir"].as_str().unwrap());
     let child_pid = dir.read_manifest()?.child_pid.unwrap();
     // Wait until the model was asked, so Pi is really running.
-    let deadline = std::time::Instant::now() + PRINT_TIMEOUT;
-    while sandbox.server.requests().is_empty() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "Pi never called the model"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    support::wait::eventually_async("Pi to call the model", PRINT_TIMEOUT, async || {
+        !sandbox.server.requests().is_empty()
+    })
+    .await;
     let pi_pid = pi_pid_of(&dir).expect("the runner recorded Pi's pid");
     // The delegate and its Pi run in the project (the workspace), not where the test runs.
     assert_ne!(std::env::current_dir()?, sandbox.cwd);

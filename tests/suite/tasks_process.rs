@@ -19,6 +19,8 @@ use unipi_tui::tasks::{
     TasksConfig, TasksModule,
 };
 
+use crate::support::wait::{eventually, eventually_async, stays_quiet_async, try_eventually_async};
+
 struct Harness {
     _dir: tempfile::TempDir,
     work: PathBuf,
@@ -95,18 +97,16 @@ impl Harness {
     /// Waits until the file holds a pid per line, `count` of them.
     async fn pids_in(&self, name: &str, count: usize) -> Result<Vec<i32>> {
         let path = self.work.join(name);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let text = std::fs::read_to_string(&path).unwrap_or_default();
-            let pids: Vec<i32> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
-            if pids.len() >= count {
-                return Ok(pids);
-            }
-            if Instant::now() > deadline {
-                bail!("{} never listed {count} pids: {text:?}", path.display());
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        try_eventually_async(
+            format!("{} to list {count} pids", path.display()),
+            Duration::from_secs(10),
+            async || {
+                let text = std::fs::read_to_string(&path).unwrap_or_default();
+                let pids: Vec<i32> = text.lines().filter_map(|l| l.trim().parse().ok()).collect();
+                (pids.len() >= count).then_some(pids)
+            },
+        )
+        .await
     }
 }
 
@@ -125,14 +125,13 @@ fn alive(pid: i32) -> bool {
 }
 
 async fn all_gone(pids: &[i32]) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < deadline {
-        if pids.iter().all(|pid| !alive(*pid)) {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    false
+    try_eventually_async(
+        "the processes to be gone",
+        Duration::from_secs(5),
+        async || pids.iter().all(|pid| !alive(*pid)),
+    )
+    .await
+    .is_ok()
 }
 
 fn read_json(path: &Path) -> Result<Value> {
@@ -189,7 +188,10 @@ async fn stop_reaches_grandchildren_and_a_task_lives_while_its_group_does() -> R
         .run("sleep 300 & echo $! >> kids; sh -c 'sleep 300 & echo $! >> kids; wait' & exit 0")
         .await?;
     let kids = h.pids_in("kids", 2).await?;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    stays_quiet_async("the task ended", Duration::from_millis(300), async || {
+        h.service.registry().get(&task.id).map(|t| t.status) != Some(TaskStatus::Running)
+    })
+    .await;
     assert_eq!(
         h.service.registry().get(&task.id).map(|t| t.status),
         Some(TaskStatus::Running)
@@ -371,14 +373,12 @@ async fn the_notification_quotes_the_output_the_workbench_captured_not_the_file(
         .run("echo REAL-OUTPUT; while [ ! -e go ]; do sleep 0.05; done")
         .await?;
     let path = PathBuf::from(&task.output_path);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !std::fs::read_to_string(&path)
-        .unwrap_or_default()
-        .contains("REAL-OUTPUT")
-    {
-        assert!(Instant::now() < deadline, "the task never wrote");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually_async("the task to write", Duration::from_secs(10), async || {
+        std::fs::read_to_string(&path)
+            .unwrap_or_default()
+            .contains("REAL-OUTPUT")
+    })
+    .await;
     // Someone replaces the log with words of their own before the task ends.
     let forged = path.with_extension("forged");
     std::fs::write(
@@ -449,8 +449,12 @@ async fn shutdown_kills_every_group_and_sends_no_notification() -> Result<()> {
         )?;
         assert_eq!(json["killKind"], "shutdown");
     }
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    assert!(h.notices.try_recv().is_err(), "a shutdown kill notified");
+    stays_quiet_async(
+        "a shutdown kill notified",
+        Duration::from_millis(200),
+        async || h.notices.try_recv().is_ok(),
+    )
+    .await;
     assert_eq!(
         h.service.start(request("true")).await.unwrap_err(),
         TaskError::ShuttingDown
@@ -476,22 +480,19 @@ fn a_dropped_runtime_kills_the_group() -> Result<()> {
             .await?;
         anyhow::Ok(service)
     })?;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let pids: Vec<i32> = loop {
+    let pids: Vec<i32> = eventually("two pids in `kids`", Duration::from_secs(10), || {
         let text = std::fs::read_to_string(&kids).unwrap_or_default();
         let pids: Vec<i32> = text.lines().filter_map(|l| l.parse().ok()).collect();
-        if pids.len() == 2 || Instant::now() > deadline {
-            break pids;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+        (pids.len() == 2).then_some(pids)
+    });
     assert_eq!(pids.len(), 2);
     drop(runtime);
     drop(service);
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while pids.iter().any(|pid| alive(*pid)) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    eventually(
+        format!("{pids:?} to be gone"),
+        Duration::from_secs(5),
+        || pids.iter().all(|pid| !alive(*pid)),
+    );
     assert!(pids.iter().all(|pid| !alive(*pid)), "left behind: {pids:?}");
     Ok(())
 }
@@ -523,16 +524,17 @@ async fn notification_is_sent_once_with_the_wake_flag_of_the_delivery_table() ->
                         .content
                         .contains(&format!("<task-id>{}</task-id>", task.id))
                 );
-                let deadline = Instant::now() + Duration::from_secs(5);
-                while !h
-                    .service
-                    .registry()
-                    .get(&task.id)
-                    .is_some_and(|t| t.notified)
-                {
-                    assert!(Instant::now() < deadline, "never marked notified");
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                }
+                eventually_async(
+                    "the task marked notified",
+                    Duration::from_secs(5),
+                    async || {
+                        h.service
+                            .registry()
+                            .get(&task.id)
+                            .is_some_and(|t| t.notified)
+                    },
+                )
+                .await;
             }
             None => assert!(
                 notice.is_err(),
@@ -541,8 +543,12 @@ async fn notification_is_sent_once_with_the_wake_flag_of_the_delivery_table() ->
         }
         assert_ne!(done.status, TaskStatus::Running);
     }
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(h.notices.try_recv().is_err(), "a second notification");
+    stays_quiet_async(
+        "a second notification",
+        Duration::from_millis(300),
+        async || h.notices.try_recv().is_ok(),
+    )
+    .await;
     h.close().await;
     Ok(())
 }
@@ -590,16 +596,17 @@ async fn the_tools_run_status_read_and_kill_tasks() -> Result<()> {
     assert!(text_of(&run).starts_with(&format!("Started background task count up ({id})")));
     assert!(text_of(&run).contains("Automatic follow-up turn: enabled."));
 
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while h
-        .service
-        .registry()
-        .get(&id)
-        .is_none_or(|t| t.bytes_written < 23_893)
-    {
-        assert!(Instant::now() < deadline, "no output");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually_async(
+        "the task's whole output",
+        Duration::from_secs(10),
+        async || {
+            h.service
+                .registry()
+                .get(&id)
+                .is_some_and(|t| t.bytes_written >= 23_893)
+        },
+    )
+    .await;
     let status = module
         .call_tool(call("bg_status", json!({"taskId": &id[3..]})))
         .await;
@@ -796,11 +803,12 @@ async fn through_the_bridge_bg_run_returns_and_the_end_arrives_as_one_follow_up_
         "{settled}"
     );
 
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !h.service.registry().get(&id).is_some_and(|t| t.notified) {
-        assert!(Instant::now() < deadline, "never marked notified");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually_async(
+        "the task marked notified",
+        Duration::from_secs(5),
+        async || h.service.registry().get(&id).is_some_and(|t| t.notified),
+    )
+    .await;
     // Exactly one: nothing else arrives.
     let more = tokio::time::timeout(Duration::from_millis(500), recv()).await;
     assert!(more.is_err(), "a second message: {more:?}");

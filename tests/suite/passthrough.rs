@@ -6,14 +6,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use support::procs::{alive, children, wait_until};
+use support::procs::{alive, children};
 use support::sandbox::Sandbox;
 use support::term::{OuterModes, OuterOptions, Session};
+use support::wait::eventually;
 
 const WAIT: Duration = Duration::from_secs(20);
 
@@ -239,7 +240,7 @@ fn a_panic_restores_the_terminal_and_stops_the_child() {
     assert_ne!(code, 0);
     assert_eq!(child.session.modes(), OuterModes::restored());
     for pid in grandchild {
-        wait_until(&format!("child {pid} gone after the panic"), WAIT, || {
+        eventually(format!("child {pid} gone after the panic"), WAIT, || {
             !alive(pid)
         });
     }

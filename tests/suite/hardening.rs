@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -13,9 +13,10 @@ use serde_json::json;
 use support::demo::spawn_demo;
 use support::nobody;
 use support::pi::{PiLine, mcp_bin};
-use support::procs::{cmdline, processes_running, processes_with_env, wait_until, watchdog_of};
+use support::procs::{cmdline, processes_running, processes_with_env, watchdog_of};
 use support::sandbox::Sandbox;
 use support::term::{OuterOptions, Session};
+use support::wait::eventually;
 use support::workbench::{KITTY_CTRL_D, exit_pi};
 
 const START: Duration = Duration::from_secs(90);
@@ -97,7 +98,7 @@ fn after_kill_9_nothing_it_started_runs_within_2_seconds_and_the_next_start_clea
     let sandbox = Sandbox::new();
     let mut session = start_with_mcp(&sandbox);
     let home = format!("HOME={}", sandbox.home.display());
-    wait_until("the MCP server runs", START, || {
+    eventually("the MCP server runs", START, || {
         sandbox_processes(&sandbox)
             .iter()
             .any(|pid| cmdline(*pid).contains("mcp-server-everything"))
@@ -106,7 +107,7 @@ fn after_kill_9_nothing_it_started_runs_within_2_seconds_and_the_next_start_clea
     session.type_text("start the crash set-up");
     session.send(b"\r");
     for needle in ["sleep 617", "sleep 618", "sleep 619"] {
-        wait_until(&format!("`{needle}` runs"), REPLY, || {
+        eventually(format!("`{needle}` runs"), REPLY, || {
             !processes_running(needle).is_empty()
         });
     }
@@ -152,7 +153,7 @@ fn after_kill_9_nothing_it_started_runs_within_2_seconds_and_the_next_start_clea
         killed_at.elapsed()
     );
     // The watchdog ends too, once its sweep is done, and says what it killed.
-    wait_until("the watchdog exits", AFTER_DEATH, || {
+    eventually("the watchdog exits", AFTER_DEATH, || {
         !support::procs::alive(watchdog)
     });
     assert!(
@@ -235,7 +236,7 @@ fn a_helper_run_ends_with_a_final_state_on_ctrl_d_and_the_next_session_reads_and
         "start a sleeping helper",
         "BGHELPER-STARTED",
     );
-    wait_until("the helper's tool call runs", REPLY, || {
+    eventually("the helper's tool call runs", REPLY, || {
         !processes_running("sleep 314").is_empty()
     });
     assert_eq!(exit_pi(&mut first, KITTY_CTRL_D, REPLY), 0);
@@ -354,7 +355,7 @@ fn another_user_can_read_neither_the_session_database_nor_the_logs() {
     ask(&session, &sandbox, "hello there", "SCRIPTED-REPLY");
     // While it runs: the project's database with its write-ahead log and shared memory.
     let wal = |db: &Path| PathBuf::from(format!("{}-wal", db.display()));
-    wait_until("the project's database and its WAL", REPLY, || {
+    eventually("the project's database and its WAL", REPLY, || {
         std::fs::read_dir(&db_dir).unwrap().flatten().any(|entry| {
             let path = entry.path();
             path != old_db

@@ -1,0 +1,29 @@
+//! The integration test suites, one module per area (`cargo test --test all suite::<name>::`).
+
+mod askuser_pi;
+mod bridge_pi;
+mod bridge_protocol;
+mod bridge_tokens;
+mod compactor_golden;
+mod compactor_pi;
+mod delegate_pi;
+mod detach;
+mod detach_ssh;
+mod e2e;
+mod extension_cache;
+mod fusion_pi;
+mod hardening;
+mod headless;
+mod helpers_pi;
+mod install;
+mod mcp_pi;
+mod mcp_servers;
+mod notify_native;
+mod passthrough;
+mod scripted_server;
+mod startup;
+mod tasks_process;
+mod web_fetch;
+mod web_pi;
+mod workflow_pi;
+mod workspace;
