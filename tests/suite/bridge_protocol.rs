@@ -1222,9 +1222,18 @@ fn node_binary() -> PathBuf {
 /// that neither counts the other's.
 static BULK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-/// This process's open file descriptors.
-fn open_fds() -> usize {
-    std::fs::read_dir("/proc/self/fd").map_or(0, |dir| dir.count())
+/// The connections the host holds open on `socket`: the sockets of `/proc/net/unix` bound to its
+/// path (an accepted connection carries the listener's path), less the listener itself. Other
+/// tests share this process, so its own descriptor count would count their pipes and sockets too.
+fn host_connections(socket: &std::path::Path) -> usize {
+    let path = socket.to_string_lossy();
+    let table = std::fs::read_to_string("/proc/net/unix").unwrap_or_default();
+    let bound = table
+        .lines()
+        .skip(1)
+        .filter(|line| line.split_whitespace().nth(7) == Some(path.as_ref()))
+        .count();
+    bound.saturating_sub(1)
 }
 
 /// This process's resident memory, in KiB.
@@ -1260,7 +1269,7 @@ async fn connections_awaiting_hello_are_bounded_and_a_good_client_still_gets_in(
     let limit = options.max_unauthenticated;
     let _bulk = BULK.lock().await;
     let mut h = harness_with(options).await?;
-    let (fds_before, rss_before) = (open_fds(), rss_kib());
+    let rss_before = rss_kib();
     let mut silent = Vec::new();
     for _ in 0..1000 {
         silent.push(UnixStream::connect(h.socket()).await?);
@@ -1284,7 +1293,7 @@ async fn connections_awaiting_hello_are_bounded_and_a_good_client_still_gets_in(
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     // The test holds its 1,000 ends; the host holds only the ones it keeps.
-    let host_fds = open_fds().saturating_sub(fds_before + silent.len());
+    let host_fds = host_connections(&h.socket());
     eprintln!(
         "1000 silent connections: the host holds {host_fds} fds; RSS {rss_before} → {} KiB",
         rss_kib()
