@@ -84,7 +84,8 @@ impl Capability for Workflow {
         vec![Arc::new(WorkflowModule)]
     }
 
-    /// The twenty steps in `/unipi:`'s order, then the board and the loop.
+    /// The twenty steps in `/unipi:`'s order, then the board and the loop; each completes its
+    /// argument from the documents (or worktrees) it refers to.
     fn commands(&self) -> Vec<Command> {
         let shared = &self.shared;
         let workspace = &shared.workspace;
@@ -96,21 +97,22 @@ impl Capability for Workflow {
                     (Arc::clone(shared), command),
                     |(shared, command), call| shared.run_step(command, call),
                 );
-                match command.completes {
-                    Some(refs) => step.completer(completer(refs, workspace.clone())),
-                    None => step,
-                }
+                completing(step, command.completes, workspace)
             })
             .collect();
-        commands.push(Command::new(
-            CommandSpec::new(
-                "unipi:kanboard",
-                "The kanban board of the workflow documents",
+        commands.push(completing(
+            Command::new(
+                CommandSpec::new(
+                    "unipi:kanboard",
+                    "The kanban board of the workflow documents",
+                ),
+                Arc::clone(shared),
+                |shared, _| shared.open_board(),
             ),
-            Arc::clone(shared),
-            |shared, _| shared.open_board(),
+            None,
+            workspace,
         ));
-        commands.push(
+        commands.push(completing(
             Command::new(
                 CommandSpec::new(
                     "unipi:ralph-start",
@@ -118,21 +120,30 @@ impl Capability for Workflow {
                 ),
                 Arc::clone(shared),
                 Shared::ralph_start,
-            )
-            .completer(completer(Refs::Plans, workspace.clone())),
-        );
-        commands.push(Command::new(
-            CommandSpec::new("unipi:ralph-stop", "Stop the running loop"),
-            Arc::clone(shared),
-            |shared, _| async move { shared.ralph_stop() },
-        ));
-        commands.push(Command::new(
-            CommandSpec::new(
-                "unipi:ralph-status",
-                "Show the running loop, or the last one and how it ended",
             ),
-            Arc::clone(shared),
-            |shared, _| async move { shared.ralph_status().await },
+            Some(Refs::Plans),
+            workspace,
+        ));
+        commands.push(completing(
+            Command::new(
+                CommandSpec::new("unipi:ralph-stop", "Stop the running loop"),
+                Arc::clone(shared),
+                |shared, _| async move { shared.ralph_stop() },
+            ),
+            None,
+            workspace,
+        ));
+        commands.push(completing(
+            Command::new(
+                CommandSpec::new(
+                    "unipi:ralph-status",
+                    "Show the running loop, or the last one and how it ended",
+                ),
+                Arc::clone(shared),
+                |shared, _| async move { shared.ralph_status().await },
+            ),
+            None,
+            workspace,
         ));
         commands
     }
@@ -180,16 +191,21 @@ fn step_spec(command: &WorkflowCommand) -> CommandSpec {
     )
 }
 
-/// Completes a command's argument from the documents (or worktrees) `refs` names.
-fn completer(refs: Refs, workspace: PathBuf) -> impl Fn(&str) -> Vec<Completion> {
-    move |prefix| {
-        let items = refs::complete(refs, prefix, &workspace);
+/// `command`, completing its argument from the documents (or worktrees) `refs` names (nothing
+/// without), and logging what it offered.
+fn completing(command: Command, refs: Option<Refs>, workspace: &std::path::Path) -> Command {
+    let name = command.spec.name.clone();
+    let workspace = workspace.to_path_buf();
+    command.completer(move |prefix: &str| -> Vec<Completion> {
+        let items = refs
+            .map(|refs| refs::complete(refs, prefix, &workspace))
+            .unwrap_or_default();
         tracing::debug!(
-            "workflow: {refs:?} {prefix:?} completes to {} items",
+            "workflow: /{name} {prefix:?} completes to {} items",
             items.len()
         );
         items
-    }
+    })
 }
 
 impl Shared {
