@@ -331,11 +331,11 @@ pub fn start_all(context: &mut StartContext<'_>) -> Vec<Arc<dyn Capability>> {
 pub fn modules(capabilities: &[Arc<dyn Capability>]) -> Vec<(Arc<dyn Module>, Vec<Command>)> {
     let mut modules = Vec::new();
     for capability in capabilities {
-        let mut commands = Some(capability.commands());
+        let mut commands = capability.commands();
         for module in capability.modules() {
-            modules.push((module, commands.take().unwrap_or_default()));
+            modules.push((module, std::mem::take(&mut commands)));
         }
-        if commands.is_some_and(|commands| !commands.is_empty()) {
+        if !commands.is_empty() {
             tracing::error!("a capability with commands has no module to list them under");
         }
     }
