@@ -51,6 +51,31 @@ impl Capability for CompactorCapability {
         vec![Arc::new(self.module.clone())]
     }
 
+    fn attach(&self, bridge: &BridgeLink) {
+        self.module.attach_host(bridge.host.clone());
+        self.module.watch(&bridge.bus());
+    }
+
+    fn changes(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        Some(self.module.subscribe())
+    }
+
+    /// `🗜 2 · 41.2k saved` once the session had a compaction, or `🗜 indexing 12/40 sessions`
+    /// while the index is rebuilt from Pi's session files.
+    fn footer_segments(&self) -> Vec<Segment> {
+        let indexing = self
+            .module
+            .indexing()
+            .map(|progress| unipi_widgets::compactor::Indexing {
+                done: progress.done,
+                total: progress.total,
+            });
+        unipi_widgets::compactor::compactor_segment(&self.module.tally(), indexing)
+            .into_iter()
+            .collect()
+    }
+
+    /// `/unipi:compact [keep:N] [prompt]`, `/unipi:compact-stats` and `/unipi:compact-view`.
     fn commands(&self) -> Vec<Command> {
         vec![
             Command::new(
@@ -80,30 +105,6 @@ impl Capability for CompactorCapability {
                 view,
             ),
         ]
-    }
-
-    fn attach(&self, bridge: &BridgeLink) {
-        self.module.attach_host(bridge.host.clone());
-        self.module.watch(&bridge.bus());
-    }
-
-    fn changes(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
-        Some(self.module.subscribe())
-    }
-
-    /// `🗜 2 · 41.2k saved` once the session had a compaction, or `🗜 indexing 12/40 sessions`
-    /// while the index is rebuilt from Pi's session files.
-    fn footer_segments(&self) -> Vec<Segment> {
-        let indexing = self
-            .module
-            .indexing()
-            .map(|progress| unipi_widgets::compactor::Indexing {
-                done: progress.done,
-                total: progress.total,
-            });
-        unipi_widgets::compactor::compactor_segment(&self.module.tally(), indexing)
-            .into_iter()
-            .collect()
     }
 }
 
