@@ -461,14 +461,18 @@ fn print_ending(outcome: &mut AppOutcome, workspace: &Path) {
     }
 }
 
-/// Every `/unipi:*` command the modules declare (and `/unipi:info`), for the help overlay.
-fn command_help(modules: &[std::sync::Arc<dyn crate::bridge::Module>]) -> Vec<(String, String)> {
-    let info = crate::bridge::InfoModule;
+/// Every `/unipi:*` command listed under the modules (and `/unipi:info`), for the help overlay.
+fn command_help(
+    modules: &[(
+        std::sync::Arc<dyn crate::bridge::Module>,
+        Vec<crate::bridge::Command>,
+    )],
+) -> Vec<(String, String)> {
     modules
         .iter()
-        .flat_map(|module| module.commands())
-        .chain(crate::bridge::Module::commands(&info))
-        .map(|command| (command.name, command.description))
+        .flat_map(|(_, commands)| commands.iter().map(|command| command.spec.clone()))
+        .chain([crate::app::bridge::info_spec()])
+        .map(|spec| (spec.name, spec.description))
         .collect()
 }
 

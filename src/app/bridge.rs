@@ -7,16 +7,15 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use anyhow::{Context, Result};
-use futures_util::future::BoxFuture;
 use tokio::sync::mpsc;
 use unipi_widgets::footer::{Activity, BridgeLink, ContextUsage, FooterData};
 use unipi_widgets::info::{InfoModel, InfoPaths, ModuleInfo, ModuleState};
 
 use crate::bridge::{
-    self, AgentId, BridgeEvent, BridgeHost, CommandCall, CommandReply, InfoModule, ModuleStatus,
-    NotifyLevel, PiEvent, Registry,
+    self, AgentId, BridgeEvent, BridgeHost, Command, CommandCall, CommandReply, CommandSpec,
+    InfoModule, Module, ModuleStatus, NotifyLevel, PiEvent, Registry,
 };
-use crate::capability::{self, Ui, WithCommands};
+use crate::capability::{self, Ui};
 
 /// A started bridge, with the events for the loop and what connects the main Pi to it.
 pub struct Started {
@@ -28,31 +27,30 @@ pub struct Started {
     pub pi_env: Vec<(OsString, OsString)>,
 }
 
-/// Starts the bridge host with the capabilities' `modules` (and `/unipi:info`) and returns it
-/// with the Pi arguments (`-e <extension>`) and environment (socket, token) that connect the
-/// main Pi to it.
+/// Starts the bridge host with the capabilities' `modules`, each with the commands listed under
+/// it (and `/unipi:info`), and returns it with the Pi arguments (`-e <extension>`) and
+/// environment (socket, token) that connect the main Pi to it.
 pub async fn start(
     cache_dir: &Path,
-    modules: Vec<Arc<dyn crate::bridge::Module>>,
+    modules: Vec<(Arc<dyn Module>, Vec<Command>)>,
     theme: &unipi_widgets::Theme,
     ui: Ui,
     log_path: PathBuf,
 ) -> Result<Started> {
     let registry = Arc::new(Registry::new());
-    let running: Arc<OnceLock<(Arc<Registry>, BridgeHost)>> = Arc::new(OnceLock::new());
-    let info = {
-        let running = Arc::clone(&running);
-        let handler =
-            Arc::new(move |call: CommandCall| info_command(&running, &ui, log_path.clone(), call));
-        WithCommands::wrap(Arc::new(InfoModule), handler)
-    };
+    let running: Running = Arc::new(OnceLock::new());
+    let info = Command::new(
+        info_spec(),
+        (Arc::clone(&running), ui, log_path),
+        info_command,
+    );
     registry
-        .register(info)
+        .register_with_commands(Arc::new(InfoModule), vec![info])
         .context("failed to register the info module")?;
-    for module in modules {
+    for (module, commands) in modules {
         let name = module.name();
         registry
-            .register(module)
+            .register_with_commands(module, commands)
             .with_context(|| format!("failed to register the {name} module"))?;
     }
     let (tx, events) = mpsc::channel(256);
@@ -82,32 +80,32 @@ pub async fn start(
     })
 }
 
+/// The registry and host, once the host runs (what `/unipi:info` lists).
+type Running = Arc<OnceLock<(Arc<Registry>, BridgeHost)>>;
+
+/// `/unipi:info`, as Pi and F1 describe it.
+pub fn info_spec() -> CommandSpec {
+    CommandSpec::new(
+        "unipi:info",
+        "Workbench modules, their tools and commands, versions and paths",
+    )
+}
+
 /// `/unipi:info`: the overlay, or the same facts in words without a screen.
-fn info_command(
-    running: &Arc<OnceLock<(Arc<Registry>, BridgeHost)>>,
-    ui: &Ui,
-    log_path: PathBuf,
-    call: CommandCall,
-) -> BoxFuture<'static, CommandReply> {
-    let running = Arc::clone(running);
-    let ui = ui.clone();
-    Box::pin(async move {
-        if call.name != InfoModule::COMMAND {
-            return CommandReply::Failed {
-                message: format!("unipi-tui has no command /{}", call.name),
-            };
+async fn info_command(
+    (running, ui, log_path): (Running, Ui, PathBuf),
+    _call: CommandCall,
+) -> CommandReply {
+    let model = info_model(running.get().map(|(r, h)| (r.as_ref(), h)), &log_path);
+    if ui.has_screen() {
+        ui.open(crate::views::info::InfoView::new(model, ui.keymap()));
+        CommandReply::Done
+    } else {
+        CommandReply::Notify {
+            message: info_text(&model),
+            level: NotifyLevel::Info,
         }
-        let model = info_model(running.get().map(|(r, h)| (r.as_ref(), h)), &log_path);
-        if ui.has_screen() {
-            ui.open(crate::views::info::InfoView::new(model, ui.keymap()));
-            CommandReply::Done
-        } else {
-            CommandReply::Notify {
-                message: info_text(&model),
-                level: NotifyLevel::Info,
-            }
-        }
-    })
+    }
 }
 
 /// What `/unipi:info` says, in words.

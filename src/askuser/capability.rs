@@ -9,14 +9,12 @@ use tokio::sync::watch;
 use super::config::{
     ASK_USER_CONFIG_FILE, ASK_USER_SETTINGS_TITLE, AskUserConfig, apply_settings, settings_fields,
 };
-use super::module::{AskUserModule, SETTINGS_COMMAND};
+use super::module::AskUserModule;
 use super::queue::{AskQueue, Opener};
 use super::view::{ASK_INPUT_KEYS, ASK_KEYS, AskView};
-use crate::bridge::{CommandCall, CommandReply, Module};
+use crate::bridge::{Command, CommandCall, CommandReply, CommandSpec, Module};
 use crate::capability::settings::{Save, SettingsHome, SettingsPage, live_reporting};
-use crate::capability::{
-    BridgeLink, Capability, Changed, Registration, StartContext, WithCommands,
-};
+use crate::capability::{BridgeLink, Capability, Changed, Registration, StartContext};
 use crate::config::module_file::ModuleConfig;
 
 pub const REGISTRATION: Registration = Registration {
@@ -62,8 +60,15 @@ struct AskUserCapability {
 
 impl Capability for AskUserCapability {
     fn modules(&self) -> Vec<Arc<dyn Module>> {
-        let module = Arc::new(self.module.clone());
-        vec![WithCommands::answered_by(module, self.clone(), Self::run)]
+        vec![Arc::new(self.module.clone())]
+    }
+
+    fn commands(&self) -> Vec<Command> {
+        let spec = CommandSpec::new(
+            "unipi:ask-user-settings",
+            "Ask-user settings: the tool, the question formats, notifications",
+        );
+        vec![Command::new(spec, self.clone(), Self::edit_settings)]
     }
 
     fn attach(&self, bridge: &BridgeLink) {
@@ -76,12 +81,8 @@ impl Capability for AskUserCapability {
 }
 
 impl AskUserCapability {
-    async fn run(self, call: CommandCall) -> CommandReply {
-        if call.name != SETTINGS_COMMAND {
-            return CommandReply::Failed {
-                message: format!("unipi-tui has no command /{}", call.name),
-            };
-        }
+    /// `/unipi:ask-user-settings`: the settings overlay.
+    async fn edit_settings(self, _call: CommandCall) -> CommandReply {
         let module = self.module.clone();
         // A save takes effect at once.
         let save: Save = Arc::new(move |home, values| {

@@ -1,11 +1,10 @@
-//! The bridge face of ask-user: the `ask_user` tool and the `/unipi:ask-user-settings` command
-//! declaration. A call is validated ([`parse`]), announced on the bus ([`AskUserPrompt`], when
-//! the settings say to notify), queued for the modal, and waited for: the user's answers, its
-//! timeout, or Pi aborting it — whichever comes first settles it in the queue. The answer's
-//! settling is announced too ([`AskUserAnswered`]), so a waiting notification can stand down. A
-//! `new_session` answer is carried out after the call returns: once the agent's turn has ended, the
-//! session is compacted if the user chose so, then the prefill is sent as the user's next message —
-//! what the original promised and never did.
+//! The bridge face of ask-user: the `ask_user` tool. A call is validated ([`parse`]), announced on
+//! the bus ([`AskUserPrompt`], when the settings say to notify), queued for the modal, and waited
+//! for: the user's answers, its timeout, or Pi aborting it — whichever comes first settles it in
+//! the queue. The answer's settling is announced too ([`AskUserAnswered`]), so a waiting
+//! notification can stand down. A `new_session` answer is carried out after the call returns: once
+//! the agent's turn has ended, the session is compacted if the user chose so, then the prefill is
+//! sent as the user's next message — what the original promised and never did.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -19,8 +18,8 @@ use super::params::{AskRequest, LONGEST_WAIT, parse, schema};
 use super::queue::{AskQueue, Pending};
 use super::response::{Answer, Launch, output, refusal};
 use crate::bridge::{
-    AgentId, BusEvent, CancelToken, CommandSpec, DeliverAs, HostCall, Module, PiEvent, ToolCall,
-    ToolError, ToolOutput, ToolSpec,
+    AgentId, BusEvent, CancelToken, DeliverAs, HostCall, Module, PiEvent, ToolCall, ToolError,
+    ToolOutput, ToolSpec,
 };
 use crate::capability::BridgeLink;
 use crate::config::live::LiveConfig;
@@ -28,7 +27,6 @@ use crate::sys::sleep_until_some;
 
 pub const MODULE_NAME: &str = "ask-user";
 pub const TOOL: &str = "ask_user";
-pub const SETTINGS_COMMAND: &str = "unipi:ask-user-settings";
 
 /// How long a new-session launch waits for the agent to end its turn, and for the compaction.
 const LAUNCH_WAIT: Duration = Duration::from_secs(600);
@@ -295,13 +293,6 @@ impl Module for AskUserModule {
             )
             .timeout(LONGEST_WAIT),
         ]
-    }
-
-    fn commands(&self) -> Vec<CommandSpec> {
-        vec![CommandSpec::new(
-            SETTINGS_COMMAND,
-            "Ask-user settings: the tool, the question formats, notifications",
-        )]
     }
 
     fn call_tool(&self, call: ToolCall) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {

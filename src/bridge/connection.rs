@@ -20,12 +20,13 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, mpsc, oneshot, watch};
 
 use super::AgentId;
 use super::bus::BusEvent;
+use super::command::CommandCall;
 use super::events::{
     BridgeEvent, Capabilities, CommandReply, DisconnectReason, NotifyLevel, PiEvent,
 };
 use super::host_state::{AgentEntry, AgentInfo, ConnectionHandle, HostState};
 use super::log_limit::clip;
-use super::module::{CancelHandle, CommandCall, Completion};
+use super::module::{CancelHandle, Completion};
 use super::protocol::{
     CallResultMsg, ClientMessage, CommandMsg, CompleteMsg, ErrorCode, ErrorMsg, EventMsg,
     GoodbyeMsg, Hello, HostMessage, LineRead, MAX_HELLO_BYTES, MAX_LINE_BYTES, PROTOCOL_VERSION,
@@ -482,8 +483,8 @@ impl Connection {
         );
     }
 
-    /// Runs a `/unipi:*` invocation on the module that declared it, in a task of its own (a
-    /// panic or a timeout becomes an error Pi shows), and answers Pi with what it returns.
+    /// Runs a `/unipi:*` invocation on the handler of the command of that name, in a task of its
+    /// own (a panic or a timeout becomes an error Pi shows), and answers Pi with what it returns.
     fn forward_command(&self, agent: &AgentId, command: CommandMsg) {
         let state = self.state.clone();
         let out = self.out.clone();
@@ -499,15 +500,15 @@ impl Connection {
                 None => CommandReply::Failed {
                     message: format!("unipi-tui has no command /{name}"),
                 },
-                Some((module, _)) => {
+                Some((module, command)) => {
                     let timeout = state.options.command_timeout;
                     let agent = call.agent.clone();
-                    let task = tokio::spawn(module.command(call));
+                    let task = tokio::spawn(command.run(call));
                     match tokio::time::timeout(timeout, task).await {
                         Ok(Ok(reply)) => reply,
                         Ok(Err(err)) => {
                             let message =
-                                format!("module `{}` failed running /{name}: {err}", module.name());
+                                format!("module `{module}` failed running /{name}: {err}");
                             tracing::error!("bridge: {message}");
                             state.fault(Some(agent), message.clone());
                             CommandReply::Failed { message }
@@ -546,26 +547,22 @@ impl Connection {
         });
     }
 
-    /// Completions for a command argument: the static ones that match, then the module's.
+    /// Completions for a command argument: the static ones that match, then its completer's.
     fn complete(&self, request: &CompleteMsg) -> Vec<Completion> {
-        let Some((module, spec)) = self.state.registry.command(&request.command) else {
+        let Some((module, command)) = self.state.registry.command(&request.command) else {
             return Vec::new();
         };
-        let mut items: Vec<Completion> = spec
+        let mut items: Vec<Completion> = command
+            .spec
             .completions
-            .into_iter()
+            .iter()
             .filter(|item| item.value.starts_with(&request.prefix))
+            .cloned()
             .collect();
         // Module code runs on this connection's task: a panic must not take the connection.
-        match std::panic::catch_unwind(AssertUnwindSafe(|| {
-            module.complete(&request.command, &request.prefix)
-        })) {
+        match std::panic::catch_unwind(AssertUnwindSafe(|| command.complete(&request.prefix))) {
             Ok(more) => items.extend(more),
-            Err(_) => tracing::error!(
-                "module `{}` panicked completing /{}",
-                module.name(),
-                request.command
-            ),
+            Err(_) => tracing::error!("module `{module}` panicked completing /{}", request.command),
         }
         items
     }

@@ -1,21 +1,18 @@
-//! The workbench's own module: it declares `/unipi:info`, the overlay that lists the modules,
-//! their state and declarations, the bridge protocol, Pi's version and the workbench's paths,
-//! and the `unipi_info` tool, which tells the model which workbench it runs in. The overlay is a
-//! view of the app; this module only makes the command exist in Pi, which forwards each
-//! invocation to the app as [`BridgeEvent::Command`](super::BridgeEvent).
+//! The workbench's own module: the `unipi_info` tool, which tells the model which workbench it
+//! runs in. `/unipi:info` (the overlay that lists the modules, their state and declarations, the
+//! bridge protocol, Pi's version and the workbench's paths) is listed under it; the app declares
+//! it beside its handler (`app/bridge.rs`), since it opens a view.
 
 use futures_util::future::BoxFuture;
 use serde_json::json;
 
-use super::module::{CommandSpec, Module, ToolCall, ToolError, ToolOutput, ToolSpec};
+use super::module::{Module, ToolCall, ToolError, ToolOutput, ToolSpec};
 
-/// Declares `/unipi:info` and `unipi_info`.
+/// Declares `unipi_info`.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct InfoModule;
 
 impl InfoModule {
-    /// The command's full name.
-    pub const COMMAND: &'static str = "unipi:info";
     /// The tool's name.
     pub const TOOL: &'static str = "unipi_info";
 }
@@ -23,13 +20,6 @@ impl InfoModule {
 impl Module for InfoModule {
     fn name(&self) -> &'static str {
         "info"
-    }
-
-    fn commands(&self) -> Vec<CommandSpec> {
-        vec![CommandSpec::new(
-            Self::COMMAND,
-            "Workbench modules, their tools and commands, versions and paths",
-        )]
     }
 
     fn tools(&self) -> Vec<ToolSpec> {

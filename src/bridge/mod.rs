@@ -4,8 +4,9 @@
 //! small, generic TypeScript extension (`bridge/extension.ts`, embedded here and written to the
 //! cache by [`extension_file`]) that connects back over a Unix socket and speaks newline-delimited
 //! JSON (`docs/bridge-protocol.md`). Everything with meaning lives on this side: a capability is a
-//! Rust [`Module`] that declares tools and `/unipi:*` commands in a [`Registry`]; the
-//! [`BridgeHost`] declares them to each connected Pi, runs tool calls against the modules (with
+//! Rust [`Module`] that declares tools in a [`Registry`], with the `/unipi:*` [`Command`]s listed
+//! under it; the [`BridgeHost`] declares them to each connected Pi, runs tool calls against the
+//! modules and commands by name against their handlers (with
 //! timeouts, cancellation, streaming updates and panic isolation), forwards Pi's lifecycle events
 //! to the app as typed [`BridgeEvent`]s and onto the [`EventBus`], and carries the app's calls
 //! into Pi ([`HostCall`]).
@@ -17,6 +18,7 @@
 
 mod alert;
 mod bus;
+mod command;
 mod connection;
 mod events;
 mod extension;
@@ -38,6 +40,7 @@ use std::sync::Arc;
 
 pub use alert::{AlertPriority, Alerting};
 pub use bus::{BusEvent, BusMessage, EventBus};
+pub use command::{Command, CommandCall};
 pub use events::{
     BridgeEvent, Capabilities, CommandReply, CompactionEnd, ContextUsage, DisconnectReason,
     ExtensionStatus, FooterStatus, MessageEnd, ModelCost, ModelInfo, ModelSelect, NotifyLevel,
@@ -48,9 +51,8 @@ pub use host::{BridgeError, BridgeHost, DeliverAs, HostCall, PathRule};
 pub use host_state::{AgentInfo, HostOptions};
 pub use info::InfoModule;
 pub use module::{
-    CancelHandle, CancelToken, Card, CardTint, CommandCall, CommandSpec, Completion, ContentBlock,
-    HookCall, MessageTypeSpec, Module, Refusal, ToolCall, ToolError, ToolOutput, ToolSpec,
-    UpdateSender,
+    CancelHandle, CancelToken, Card, CardTint, CommandSpec, Completion, ContentBlock, HookCall,
+    MessageTypeSpec, Module, Refusal, ToolCall, ToolError, ToolOutput, ToolSpec, UpdateSender,
 };
 pub use notice::{AgentNotice, ChannelSink, NoticeSink, send_to};
 pub use registry::{ModuleInfo, ModuleStatus, Registry, RegistryError};

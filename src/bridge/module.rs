@@ -1,8 +1,9 @@
 //! The one interface every workbench capability implements to reach Pi: a [`Module`] names
-//! itself, declares tools (JSON Schema parameters), `/unipi:*` commands and custom message
-//! types, and handles its tool calls. It is deliberately small — the bridge does the plumbing
-//! (correlation ids, timeouts, cancellation, panic isolation, streaming) — so a module is its
-//! feature logic and nothing else.
+//! itself, declares tools (JSON Schema parameters) and custom message types, and handles its tool
+//! calls and hooks; the `/unipi:*` commands listed under it are [`Command`](super::Command)s,
+//! registered beside it, each with its handler. It is deliberately small — the bridge does the
+//! plumbing (correlation ids, timeouts, cancellation, panic isolation, streaming) — so a module is
+//! its feature logic and nothing else.
 //!
 //! A tool call runs as its own task with a [`ToolCall`]: the arguments, an [`UpdateSender`] for
 //! progress that reaches Pi's `onUpdate`, and a [`CancelToken`] that fires when Pi aborts the call
@@ -32,11 +33,6 @@ pub trait Module: Send + Sync + 'static {
         vec![]
     }
 
-    /// The slash commands this module offers, with their full names (`unipi:info`).
-    fn commands(&self) -> Vec<CommandSpec> {
-        vec![]
-    }
-
     /// Custom message types this module sends into the session (rendered as generic cards).
     fn message_types(&self) -> Vec<MessageTypeSpec> {
         vec![]
@@ -54,25 +50,6 @@ pub trait Module: Send + Sync + 'static {
     /// is returned from Pi's handler as is (`null`: no opinion).
     fn hook(&self, _hook: HookCall) -> Option<BoxFuture<'static, Value>> {
         None
-    }
-
-    /// Runs one of this module's `/unipi:*` commands. The future runs in its own task under the
-    /// host's command timeout (a panic or a timeout answers Pi with an error); what it returns is
-    /// what Pi shows. A command that opens a view does so through the workbench's UI handle,
-    /// which the module keeps from its start.
-    fn command(&self, call: CommandCall) -> BoxFuture<'static, CommandReply> {
-        let message = format!(
-            "module `{}` declares no command /{}",
-            self.name(),
-            call.name
-        );
-        Box::pin(async move { CommandReply::Failed { message } })
-    }
-
-    /// Argument completions for one of this module's commands, given what is typed so far.
-    /// Called on the connection's task: answer from memory, quickly.
-    fn complete(&self, _command: &str, _prefix: &str) -> Vec<Completion> {
-        vec![]
     }
 }
 
@@ -301,17 +278,6 @@ impl From<anyhow::Error> for ToolError {
         // `{:#}` keeps the context chain: the model sees why, not just the last step.
         Self::new(format!("{err:#}"))
     }
-}
-
-/// One invocation of a `/unipi:*` command, handed to [`Module::command`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CommandCall {
-    /// The Pi process whose user ran it.
-    pub agent: AgentId,
-    /// The full name without the slash (`unipi:info`).
-    pub name: String,
-    /// Everything typed after the name, as Pi passes it.
-    pub args: String,
 }
 
 /// One invocation of a tool, handed to [`Module::call_tool`].

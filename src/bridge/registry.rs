@@ -1,6 +1,7 @@
-//! The set of workbench modules and their state. A module's declarations (tools, commands,
-//! message types) are read once when it registers and checked for clashes, so the bridge's hot
-//! path (a tool call looking up its module) never calls into module code; only modules that are
+//! The set of workbench modules and their state. A module's declarations (tools, message types,
+//! and the [`Command`]s registered beside it) are read once when it registers and checked for
+//! clashes, so the bridge's hot path (a tool call looking up its module, a command its handler)
+//! never calls into module code; only modules that are
 //! [`ModuleStatus::Ready`] are declared to Pi. Registering and status changes are announced on the
 //! [`EventBus`] under Unipi's names (`unipi:module:ready` / `unipi:module:gone`).
 
@@ -9,7 +10,8 @@ use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use super::bus::{EventBus, ModuleAnnouncement, ModuleGone, ModuleReady};
-use super::module::{CommandSpec, MessageTypeSpec, Module, Refusal, ToolSpec};
+use super::command::Command;
+use super::module::{MessageTypeSpec, Module, Refusal, ToolSpec};
 use super::protocol::{Declarations, ToolDecl};
 
 /// A module's state as `/unipi:info` shows it.
@@ -80,7 +82,8 @@ struct Entry {
     module: Arc<dyn Module>,
     status: ModuleStatus,
     tools: Vec<ToolSpec>,
-    commands: Vec<CommandSpec>,
+    /// Its `/unipi:*` commands, given at registration (a refresh keeps them).
+    commands: Vec<Command>,
     message_types: Vec<MessageTypeSpec>,
 }
 
@@ -112,20 +115,31 @@ impl Registry {
         &self.bus
     }
 
-    /// Adds a ready module.
+    /// Adds a ready module with no commands.
     pub fn register(&self, module: Arc<dyn Module>) -> Result<(), RegistryError> {
-        self.register_with_status(module, ModuleStatus::Ready)
+        self.register_with_commands(module, Vec::new())
     }
 
-    /// Adds a module in the given state (a disabled module is listed but not declared to Pi).
+    /// Adds a ready module and the `/unipi:*` commands listed under it.
+    pub fn register_with_commands(
+        &self,
+        module: Arc<dyn Module>,
+        commands: Vec<Command>,
+    ) -> Result<(), RegistryError> {
+        self.register_with_status(module, commands, ModuleStatus::Ready)
+    }
+
+    /// Adds a module and its commands in the given state (a disabled module is listed but not
+    /// declared to Pi).
     pub fn register_with_status(
         &self,
         module: Arc<dyn Module>,
+        commands: Vec<Command>,
         status: ModuleStatus,
     ) -> Result<(), RegistryError> {
         let entry = Entry {
             tools: module.tools(),
-            commands: module.commands(),
+            commands,
             message_types: module.message_types(),
             module,
             status,
@@ -162,7 +176,7 @@ impl Registry {
         found
     }
 
-    /// Re-reads a module's tools, commands and message types (a module whose tools change at run
+    /// Re-reads a module's tools and message types (a module whose tools change at run
     /// time, like MCP servers arriving, calls this and then `BridgeHost::redeclare`). They are
     /// checked as at registration, against the other modules; on an error the old declarations
     /// stay and the error says which name clashed.
@@ -178,7 +192,7 @@ impl Registry {
             let current = entries.remove(index);
             let fresh = Entry {
                 tools: current.module.tools(),
-                commands: current.module.commands(),
+                commands: current.commands.clone(),
                 message_types: current.module.message_types(),
                 module: current.module.clone(),
                 status: current.status.clone(),
@@ -227,7 +241,9 @@ impl Registry {
                     timeout_ms: millis(spec.timeout.unwrap_or(default_tool_timeout)),
                     spec: spec.clone(),
                 }));
-            declarations.commands.extend(entry.commands.iter().cloned());
+            declarations
+                .commands
+                .extend(entry.commands.iter().map(|command| command.spec.clone()));
             declarations
                 .message_types
                 .extend(entry.message_types.iter().cloned());
@@ -281,15 +297,15 @@ impl Registry {
         })
     }
 
-    /// The module that declares `command` (full name), with the command's spec.
-    pub(crate) fn command(&self, command: &str) -> Option<(Arc<dyn Module>, CommandSpec)> {
+    /// The command named `command` (full name), with the name of the module it is listed under.
+    pub(crate) fn command(&self, command: &str) -> Option<(&'static str, Command)> {
         let entries = self.entries.read().unwrap_or_else(PoisonError::into_inner);
         entries.iter().find_map(|entry| {
             entry
                 .commands
                 .iter()
-                .find(|spec| spec.name == command)
-                .map(|spec| (entry.module.clone(), spec.clone()))
+                .find(|listed| listed.spec.name == command)
+                .map(|listed| (entry.module.name(), listed.clone()))
         })
     }
 
@@ -330,7 +346,11 @@ impl Entry {
             name: self.module.name(),
             status: self.status.clone(),
             tools: self.tools.iter().map(|spec| spec.name.clone()).collect(),
-            commands: self.commands.iter().map(|spec| spec.name.clone()).collect(),
+            commands: self
+                .commands
+                .iter()
+                .map(|command| command.spec.name.clone())
+                .collect(),
         }
     }
 }
@@ -356,7 +376,7 @@ fn check_new_entry(entries: &[Entry], entry: &Entry) -> Result<(), RegistryError
         entry
             .commands
             .iter()
-            .map(|spec| spec.name.clone())
+            .map(|command| command.spec.name.clone())
             .collect()
     };
     match first_clash(entries, entry, commands, is_command_name) {
@@ -427,14 +447,14 @@ fn millis(duration: Duration) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bridge::CommandReply;
     use crate::bridge::bus::{BusEvent, BusMessage};
-    use crate::bridge::module::ToolSpec;
+    use crate::bridge::module::{CommandSpec, ToolSpec};
     use serde_json::json;
 
     struct Fixed {
         name: &'static str,
         tools: Vec<&'static str>,
-        commands: Vec<&'static str>,
     }
 
     impl Module for Fixed {
@@ -447,24 +467,33 @@ mod tests {
                 .map(|name| ToolSpec::new(*name, *name, "test tool"))
                 .collect()
         }
-        fn commands(&self) -> Vec<CommandSpec> {
-            self.commands
-                .iter()
-                .map(|name| CommandSpec::new(*name, "test command"))
-                .collect()
-        }
     }
 
+    /// A module with these tools, and these commands listed under it.
     fn fixed(
         name: &'static str,
         tools: &[&'static str],
         commands: &[&'static str],
-    ) -> Arc<dyn Module> {
-        Arc::new(Fixed {
+    ) -> (Arc<dyn Module>, Vec<Command>) {
+        let module = Arc::new(Fixed {
             name,
             tools: tools.to_vec(),
-            commands: commands.to_vec(),
-        })
+        });
+        let commands = commands
+            .iter()
+            .map(|name| {
+                let spec = CommandSpec::new(*name, "test command");
+                Command::new(spec, (), |(), _| async { CommandReply::Done })
+            })
+            .collect();
+        (module, commands)
+    }
+
+    fn register(
+        registry: &Registry,
+        (module, commands): (Arc<dyn Module>, Vec<Command>),
+    ) -> Result<(), RegistryError> {
+        registry.register_with_commands(module, commands)
     }
 
     /// A module whose tools change at run time (MCP servers arriving and leaving).
@@ -488,9 +517,7 @@ mod tests {
     #[test]
     fn refresh_rereads_tools_and_keeps_the_old_ones_on_a_clash() {
         let registry = Registry::new();
-        registry
-            .register(fixed("a", &["taken"], &[]))
-            .expect("register a");
+        register(&registry, fixed("a", &["taken"], &[])).expect("register a");
         let changing = Arc::new(Changing {
             tools: std::sync::Mutex::new(vec!["first"]),
         });
@@ -538,7 +565,7 @@ mod tests {
     fn refuses_clashes_and_bad_names() {
         let registry = Registry::new();
         assert_eq!(
-            registry.register(fixed("a", &["one"], &["unipi:a"])),
+            register(&registry, fixed("a", &["one"], &["unipi:a"])),
             Ok(())
         );
         // (module, expected error)
@@ -598,7 +625,7 @@ mod tests {
             ),
         ];
         for (module, expected) in cases {
-            assert_eq!(registry.register(module), Err(expected));
+            assert_eq!(register(&registry, module), Err(expected));
         }
         assert_eq!(registry.modules().len(), 1, "refused modules are not kept");
     }
@@ -606,10 +633,12 @@ mod tests {
     #[test]
     fn only_ready_modules_are_declared_and_callable() {
         let registry = Registry::new();
-        let ok = registry.register(fixed("a", &["one"], &["unipi:a"]));
+        let ok = register(&registry, fixed("a", &["one"], &["unipi:a"]));
         assert_eq!(ok, Ok(()));
+        let (module, commands) = fixed("b", &["two"], &["unipi:b"]);
         let ok = registry.register_with_status(
-            fixed("b", &["two"], &["unipi:b"]),
+            module,
+            commands,
             ModuleStatus::Disabled {
                 reason: "no config".into(),
             },
@@ -643,7 +672,7 @@ mod tests {
     async fn announces_ready_and_gone_on_the_bus() -> anyhow::Result<()> {
         let registry = Registry::new();
         let mut events = registry.bus().subscribe();
-        registry.register(fixed("a", &["one"], &["unipi:a"]))?;
+        register(&registry, fixed("a", &["one"], &["unipi:a"]))?;
         registry.set_status(
             "a",
             ModuleStatus::Error {

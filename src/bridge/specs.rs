@@ -118,9 +118,8 @@ impl ToolSpec {
     }
 }
 
-/// A `/unipi:*` command. Invocations go to the declaring module's
-/// [`Module::command`](crate::bridge::Module::command); completions come from the static list and
-/// from [`Module::complete`](crate::bridge::Module::complete).
+/// What Pi is told of a `/unipi:*` command; the [`Command`](crate::bridge::Command) it belongs to
+/// holds its handler and completer. Completions come from the static list, then the completer.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CommandSpec {
     /// The full name without the slash, e.g. `unipi:info`.

@@ -7,9 +7,10 @@
 //! - **Start** — [`Registration::start`] builds it from its config, given a [`StartContext`] (home,
 //!   workspace, how Pi is launched, the [`Ui`] handle); config errors go to
 //!   [`StartContext::report`], which logs them and shows them once the screen is up.
-//! - **Pi** — [`Capability::modules`]: bridge [`Module`]s with its tools, `/unipi:*` commands and
-//!   hooks. A command runs in the declaring module ([`Module::command`]), so the app routes no
-//!   command by name; one that needs the screen opens a view through the [`Ui`] handle.
+//! - **Pi** — [`Capability::modules`]: bridge [`Module`]s with its tools and hooks; and
+//!   [`Capability::commands`]: its `/unipi:*` commands, each a [`Command`] declared once with its
+//!   handler (and completer), which the bridge looks up by name, so nothing matches command names;
+//!   one that needs the screen opens a view through the [`Ui`] handle.
 //! - **The bridge** — [`Capability::attach`] hands it the running host, registry, bus and the
 //!   extension file once the bridge is up.
 //! - **The screen** — [`Capability::footer_segments`] (read from memory every frame),
@@ -35,7 +36,7 @@ use futures_util::future::BoxFuture;
 use tokio::sync::watch;
 use unipi_widgets::footer::Segment;
 
-use crate::bridge::{BridgeHost, CommandCall, CommandReply, EventBus, Module, Registry};
+use crate::bridge::{BridgeHost, Command, EventBus, Module, Registry};
 use crate::config::keymap::KeyTableSpec;
 use crate::pi::PiCommand;
 use crate::views::dock::{DockRequest, DockSource};
@@ -48,9 +49,15 @@ mod tests;
 
 /// A workbench capability, as the app and the bridge see it.
 pub trait Capability: Send + Sync + 'static {
-    /// The bridge modules that offer its tools, commands and hooks to Pi. Read once, before the
-    /// bridge starts.
+    /// The bridge modules that offer its tools and hooks to Pi. Read once, before the bridge
+    /// starts.
     fn modules(&self) -> Vec<Arc<dyn Module>> {
+        Vec::new()
+    }
+
+    /// Its `/unipi:*` commands, each declared once with its handler; listed (`/unipi:info`) under
+    /// its first module. Read once, before the bridge starts.
+    fn commands(&self) -> Vec<Command> {
         Vec::new()
     }
 
@@ -319,85 +326,25 @@ pub fn start_all(context: &mut StartContext<'_>) -> Vec<Arc<dyn Capability>> {
         .collect()
 }
 
-/// Every capability's bridge modules, in registration order.
-pub fn modules(capabilities: &[Arc<dyn Capability>]) -> Vec<Arc<dyn Module>> {
-    capabilities
-        .iter()
-        .flat_map(|capability| capability.modules())
-        .collect()
+/// Every capability's bridge modules, in registration order, each with the commands listed
+/// under it: a capability's commands go with its first module.
+pub fn modules(capabilities: &[Arc<dyn Capability>]) -> Vec<(Arc<dyn Module>, Vec<Command>)> {
+    let mut modules = Vec::new();
+    for capability in capabilities {
+        let mut commands = capability.commands();
+        for module in capability.modules() {
+            modules.push((module, std::mem::take(&mut commands)));
+        }
+        if !commands.is_empty() {
+            tracing::error!("a capability with commands has no module to list them under");
+        }
+    }
+    modules
 }
 
 /// Stops every capability, the last started first.
 pub async fn shutdown_all(capabilities: &[Arc<dyn Capability>]) {
     for capability in capabilities.iter().rev() {
         capability.shutdown().await;
-    }
-}
-
-/// Answers a capability's `/unipi:*` commands.
-pub type CommandHandler =
-    Arc<dyn Fn(CommandCall) -> BoxFuture<'static, CommandReply> + Send + Sync>;
-
-/// A bridge module whose `/unipi:*` commands are answered by its capability — which holds the
-/// screen handle and the ports its views need — and everything else by the module itself. The
-/// module declares the commands (names, descriptions, completions) as before; only running them
-/// moves, so a module stays free of UI.
-pub struct WithCommands {
-    module: Arc<dyn Module>,
-    handler: CommandHandler,
-}
-
-impl WithCommands {
-    pub fn wrap(module: Arc<dyn Module>, handler: CommandHandler) -> Arc<dyn Module> {
-        Arc::new(WithCommands { module, handler })
-    }
-
-    /// `module`, with its commands answered by `run` over a clone of `state` taken for each call
-    /// (the answer is awaited after the call returns, so it owns what it uses).
-    pub fn answered_by<S, F, Fut>(module: Arc<dyn Module>, state: S, run: F) -> Arc<dyn Module>
-    where
-        S: Clone + Send + Sync + 'static,
-        F: Fn(S, CommandCall) -> Fut + Send + Sync + 'static,
-        Fut: std::future::Future<Output = CommandReply> + Send + 'static,
-    {
-        let handler: CommandHandler = Arc::new(move |call| Box::pin(run(state.clone(), call)));
-        WithCommands::wrap(module, handler)
-    }
-}
-
-impl Module for WithCommands {
-    fn name(&self) -> &'static str {
-        self.module.name()
-    }
-
-    fn tools(&self) -> Vec<crate::bridge::ToolSpec> {
-        self.module.tools()
-    }
-
-    fn commands(&self) -> Vec<crate::bridge::CommandSpec> {
-        self.module.commands()
-    }
-
-    fn message_types(&self) -> Vec<crate::bridge::MessageTypeSpec> {
-        self.module.message_types()
-    }
-
-    fn call_tool(
-        &self,
-        call: crate::bridge::ToolCall,
-    ) -> BoxFuture<'static, Result<crate::bridge::ToolOutput, crate::bridge::ToolError>> {
-        self.module.call_tool(call)
-    }
-
-    fn hook(&self, hook: crate::bridge::HookCall) -> Option<BoxFuture<'static, serde_json::Value>> {
-        self.module.hook(hook)
-    }
-
-    fn command(&self, call: CommandCall) -> BoxFuture<'static, CommandReply> {
-        (self.handler)(call)
-    }
-
-    fn complete(&self, command: &str, prefix: &str) -> Vec<crate::bridge::Completion> {
-        self.module.complete(command, prefix)
     }
 }

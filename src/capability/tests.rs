@@ -141,3 +141,47 @@ fn in_a_session_the_detach_key_is_the_sessions_even_under_a_view() {
     assert_eq!(view_titles(&app), ["the key help"]);
     assert!(!screen(&mut app).contains("does nothing in the key help"));
 }
+
+/// A capability's commands are listed under its first module, in their order; the bridge gets
+/// every module once.
+#[test]
+fn a_capabilitys_commands_are_listed_under_its_first_module() {
+    use crate::bridge::{Command, CommandReply, CommandSpec, Module};
+
+    struct Named(&'static str);
+    impl Module for Named {
+        fn name(&self) -> &'static str {
+            self.0
+        }
+    }
+    struct Two;
+    impl Capability for Two {
+        fn modules(&self) -> Vec<Arc<dyn Module>> {
+            vec![Arc::new(Named("first")), Arc::new(Named("second"))]
+        }
+        fn commands(&self) -> Vec<Command> {
+            ["unipi:a", "unipi:b"]
+                .into_iter()
+                .map(|name| {
+                    let spec = CommandSpec::new(name, "test command");
+                    Command::new(spec, (), |(), _| async { CommandReply::Done })
+                })
+                .collect()
+        }
+    }
+    let capabilities: Vec<Arc<dyn Capability>> = vec![Arc::new(Two)];
+    let listed: Vec<(&str, Vec<String>)> = super::modules(&capabilities)
+        .iter()
+        .map(|(module, commands)| {
+            let names = commands.iter().map(|c| c.spec.name.clone()).collect();
+            (module.name(), names)
+        })
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            ("first", vec!["unipi:a".to_owned(), "unipi:b".to_owned()]),
+            ("second", Vec::new())
+        ]
+    );
+}

@@ -3,19 +3,21 @@
 //! becomes a start-up notice. It offers `/unipi:compact`, `/unipi:compact-stats` and
 //! `/unipi:compact-view` (the overlay of the last compaction) and the footer's `🗜 2 · 41.2k
 //! saved`. The module (`module.rs`) owns the compaction state, the database and the calls into
-//! Pi; this file only reads its tally and last compaction and answers the commands.
+//! Pi; this file only reads its tally and last compaction, and declares and answers the commands.
 
 use std::sync::Arc;
 
 use unipi_widgets::footer::Segment;
 
-use super::command::{COMPACT_COMMAND, STATS_COMMAND, VIEW_COMMAND, parse_command_args};
+use super::command::parse_command_args;
 use super::config::{CONFIG_FILE, CompactorConfig};
 use super::module::CompactorModule;
 use super::view::CompactionView;
-use crate::bridge::{CommandCall, CommandReply, Module, NotifyLevel};
+use crate::bridge::{
+    Command, CommandCall, CommandReply, CommandSpec, Completion, Module, NotifyLevel,
+};
 use crate::capability::settings::live_reporting;
-use crate::capability::{BridgeLink, Capability, Registration, StartContext, Ui, WithCommands};
+use crate::capability::{BridgeLink, Capability, Registration, StartContext, Ui};
 use crate::config::module_file::ModuleConfig;
 
 pub const REGISTRATION: Registration = Registration {
@@ -46,8 +48,7 @@ struct CompactorCapability {
 
 impl Capability for CompactorCapability {
     fn modules(&self) -> Vec<Arc<dyn Module>> {
-        let module = Arc::new(self.module.clone());
-        vec![WithCommands::answered_by(module, self.clone(), run_command)]
+        vec![Arc::new(self.module.clone())]
     }
 
     fn attach(&self, bridge: &BridgeLink) {
@@ -73,50 +74,86 @@ impl Capability for CompactorCapability {
             .into_iter()
             .collect()
     }
+
+    /// `/unipi:compact [keep:N] [prompt]`, `/unipi:compact-stats` and `/unipi:compact-view`.
+    fn commands(&self) -> Vec<Command> {
+        vec![
+            Command::new(
+                CommandSpec::new(
+                    "unipi:compact",
+                    "Compact now without a model call: [keep:N] user turns to keep, then an optional prompt to send afterwards",
+                )
+                .completion(Completion::new("keep:1").describe("keep only the latest user turn"))
+                .completion(Completion::new("keep:2").describe("keep the last two user turns")),
+                self.module.clone(),
+                compact,
+            ),
+            Command::new(
+                CommandSpec::new(
+                    "unipi:compact-stats",
+                    "Compaction statistics: this session and this project",
+                ),
+                self.module.clone(),
+                stats,
+            ),
+            Command::new(
+                CommandSpec::new(
+                    "unipi:compact-view",
+                    "Show the last compaction: its summary and what was summarized away",
+                ),
+                self.clone(),
+                view,
+            ),
+        ]
+    }
 }
 
-/// `/unipi:compact`, `/unipi:compact-stats` and `/unipi:compact-view`.
-async fn run_command(capability: CompactorCapability, call: CommandCall) -> CommandReply {
+/// `/unipi:compact [keep:N] [prompt]`: asks Pi for a compaction, ours.
+async fn compact(module: CompactorModule, call: CommandCall) -> CommandReply {
+    let name = call.name;
+    match parse_command_args(&call.args) {
+        Ok(marker) => {
+            // Pi's command handler must finish before Pi can start the compaction.
+            tokio::spawn(async move {
+                if let Err(message) = module.request_compaction(&marker).await {
+                    tracing::warn!("/{name}: {message}");
+                }
+            });
+            CommandReply::Done
+        }
+        Err(message) => CommandReply::Notify {
+            message: format!("/{name}: {message}"),
+            level: NotifyLevel::Warning,
+        },
+    }
+}
+
+/// `/unipi:compact-stats`: this session's and this project's compactions, in words.
+async fn stats(module: CompactorModule, _call: CommandCall) -> CommandReply {
+    match module.stats().await {
+        Ok(text) => CommandReply::Notify {
+            message: text,
+            level: NotifyLevel::Info,
+        },
+        Err(refusal) => refusal.into(),
+    }
+}
+
+/// `/unipi:compact-view`: the overlay of the last compaction (its summary headless).
+async fn view(capability: CompactorCapability, _call: CommandCall) -> CommandReply {
     let CompactorCapability { module, ui } = capability;
-    match call.name.as_str() {
-        COMPACT_COMMAND => match parse_command_args(&call.args) {
-            Ok(marker) => {
-                // Pi's command handler must finish before Pi can start the compaction.
-                tokio::spawn(async move {
-                    if let Err(message) = module.request_compaction(&marker).await {
-                        tracing::warn!("/{COMPACT_COMMAND}: {message}");
-                    }
-                });
-                CommandReply::Done
-            }
-            Err(message) => CommandReply::Notify {
-                message: format!("/{COMPACT_COMMAND}: {message}"),
-                level: NotifyLevel::Warning,
-            },
+    match module.last_view() {
+        Some(model) if ui.has_screen() => {
+            ui.open(CompactionView::new(model, ui.keymap()));
+            CommandReply::Done
+        }
+        Some(model) => CommandReply::Notify {
+            message: model.summary,
+            level: NotifyLevel::Info,
         },
-        STATS_COMMAND => match module.stats().await {
-            Ok(text) => CommandReply::Notify {
-                message: text,
-                level: NotifyLevel::Info,
-            },
-            Err(refusal) => refusal.into(),
-        },
-        VIEW_COMMAND => match module.last_view() {
-            Some(model) if ui.has_screen() => {
-                ui.open(CompactionView::new(model, ui.keymap()));
-                CommandReply::Done
-            }
-            Some(model) => CommandReply::Notify {
-                message: model.summary,
-                level: NotifyLevel::Info,
-            },
-            None => CommandReply::Notify {
-                message: "No compaction yet in this session.".to_owned(),
-                level: NotifyLevel::Info,
-            },
-        },
-        other => CommandReply::Failed {
-            message: format!("the compactor has no command /{other}"),
+        None => CommandReply::Notify {
+            message: "No compaction yet in this session.".to_owned(),
+            level: NotifyLevel::Info,
         },
     }
 }

@@ -1,13 +1,10 @@
-//! The compactor's commands and the marker that tags this workbench's own compaction requests.
-//! `/unipi:compact [keep:N] [prompt]` becomes a [`Marker`], which travels through Pi in the
-//! compaction's custom instructions and comes back in `session_before_compact`, so the hook knows
-//! the compaction is ours and what to do once it is done.
+//! The arguments of `/unipi:compact` and the marker that tags this workbench's own compaction
+//! requests. `/unipi:compact [keep:N] [prompt]` becomes a [`Marker`], which travels through Pi in
+//! the compaction's custom instructions and comes back in `session_before_compact`, so the hook
+//! knows the compaction is ours and what to do once it is done.
 
-use crate::bridge::{CommandSpec, Completion, Refusal};
+use crate::bridge::Refusal;
 
-pub const COMPACT_COMMAND: &str = "unipi:compact";
-pub const STATS_COMMAND: &str = "unipi:compact-stats";
-pub const VIEW_COMMAND: &str = "unipi:compact-view";
 /// Starts the instructions of every compaction this module asks Pi for.
 pub const MARKER: &str = "__unipi_compact__";
 
@@ -94,26 +91,6 @@ pub fn parse_command_args(args: &str) -> Result<Marker, Refusal> {
         auto: false,
         follow_up: (!follow_up.is_empty()).then(|| follow_up.to_owned()),
     })
-}
-
-/// The commands' declarations for Pi (the capability answers them: it holds the screen).
-pub fn command_specs() -> Vec<CommandSpec> {
-    vec![
-        CommandSpec::new(
-            COMPACT_COMMAND,
-            "Compact now without a model call: [keep:N] user turns to keep, then an optional prompt to send afterwards",
-        )
-        .completion(Completion::new("keep:1").describe("keep only the latest user turn"))
-        .completion(Completion::new("keep:2").describe("keep the last two user turns")),
-        CommandSpec::new(
-            STATS_COMMAND,
-            "Compaction statistics: this session and this project",
-        ),
-        CommandSpec::new(
-            VIEW_COMMAND,
-            "Show the last compaction: its summary and what was summarized away",
-        ),
-    ]
 }
 
 #[cfg(test)]

@@ -9,12 +9,12 @@
 //! serves `session_recall` ([`super::recall`]) from that database.
 //!
 //! Shape: the pure parts live beside it — the config ([`super::config`]), the marker and the
-//! commands ([`super::command`]), the hook's plan and answer ([`super::hook`]), recall
-//! ([`super::recall`]), the texts ([`super::text`]), the resume check ([`super::resume`]), each
-//! with table tests. This file holds the only state: [`CompactorModule`] is a cheap handle to
-//! one [`Compactor`], which moves data between those functions, the bridge and the database
-//! thread. What it tracks of the main session is behind one mutex that is never held across an
-//! await, and only this file touches it.
+//! arguments of `/unipi:compact` ([`super::command`]), the hook's plan and answer
+//! ([`super::hook`]), recall ([`super::recall`]), the texts ([`super::text`]), the resume check
+//! ([`super::resume`]), each with table tests. This file holds the only state: [`CompactorModule`]
+//! is a cheap handle to one [`Compactor`], which moves data between those functions, the bridge and
+//! the database thread. What it tracks of the main session is behind one mutex that is never held
+//! across an await, and only this file touches it.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 use unipi_widgets::compactor::{CompactionModel, CompactorTally};
 
 use super::auto::{self, AutoState, UsageSample};
-use super::command::{Marker, command_specs};
+use super::command::Marker;
 use super::config::{CONFIG_FILE, CompactorConfig};
 use super::entries;
 use super::hook::{
@@ -40,9 +40,8 @@ use super::reindex::{self, Progress};
 use super::resume::{RESUME_TYPE, resume_summary};
 use super::text::{stats_text, toast_text, view_model};
 use crate::bridge::{
-    AgentId, BridgeHost, BusEvent, CommandSpec, DeliverAs, EventBus, HookCall, HostCall,
-    MessageTypeSpec, Module, NotifyLevel, PiEvent, Refusal, ToolCall, ToolError, ToolOutput,
-    ToolSpec,
+    AgentId, BridgeHost, BusEvent, DeliverAs, EventBus, HookCall, HostCall, MessageTypeSpec,
+    Module, NotifyLevel, PiEvent, Refusal, ToolCall, ToolError, ToolOutput, ToolSpec,
 };
 use crate::config::live::LiveConfig;
 use crate::config::module_file::ModuleConfig;
@@ -766,10 +765,6 @@ impl Module for CompactorModule {
 
     fn tools(&self) -> Vec<ToolSpec> {
         vec![recall_tool_spec(&self.compactor.config.get().recall)]
-    }
-
-    fn commands(&self) -> Vec<CommandSpec> {
-        command_specs()
     }
 
     fn message_types(&self) -> Vec<MessageTypeSpec> {

@@ -1,5 +1,6 @@
 //! Model fusion as a workbench capability: started from the presets file (always: the picker
-//! and the commands work before any preset exists), its bridge module with the commands, the
+//! and the commands work before any preset exists), its bridge module, the commands (with the
+//! preset names as completions), the
 //! footer segment, Alt+M for the picker, the views' ports over the engine, the bus follower
 //! (the main Pi's events, the helpers' usage, status queries), and stopping the sidekick on every
 //! exit path.
@@ -19,14 +20,16 @@ use super::btw::{BTW_KEYS, BtwView, SideExchange};
 use super::config::{FUSION_CONFIG_FILE, FusionConfig, ModelRef, Preset};
 use super::engine::{BridgeMainPi, Engine, minutes, shown_path};
 use super::ledger::Ledger;
-use super::module::{BTW_COMMAND, FusionModule, MODEL_COMMAND, PRESET_COMMAND, STATUS_COMMAND};
+use super::module::FusionModule;
 use super::picker::{PICKER_KEYS, PickerPort, PickerView};
 use super::presets_view::{NAME_KEYS, PRESETS_KEYS, PresetsPort, PresetsView};
 use super::runtime::SidekickRuntime;
-use crate::bridge::{CommandCall, CommandReply, Module, NotifyLevel, Refusal};
+use crate::bridge::{
+    Command, CommandCall, CommandReply, CommandSpec, Completion, Module, NotifyLevel, Refusal,
+};
 use crate::capability::settings::live_reporting;
 use crate::capability::{
-    BridgeLink, Capability, GlobalAction, Otherwise, Registration, StartContext, WithCommands,
+    BridgeLink, Capability, GlobalAction, Otherwise, Registration, StartContext,
 };
 use crate::config::module_file::ModuleConfig;
 use crate::sessiondb::SidekickTotals;
@@ -62,25 +65,56 @@ fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
     let runtime = SidekickRuntime::new(context.child_pi(), context.workspace.to_path_buf());
     let ledger = Ledger::for_project(context.home, context.workspace);
     let engine = Arc::new(Engine::new(context.ui.clone(), config, runtime, ledger));
-    Some(Arc::new(FusionCapability {
-        module: FusionModule::new(engine.clone()),
-        engine,
-    }))
+    Some(Arc::new(FusionCapability { engine }))
 }
 
 struct FusionCapability {
     engine: Arc<Engine>,
-    module: FusionModule,
 }
 
 impl Capability for FusionCapability {
     fn modules(&self) -> Vec<Arc<dyn Module>> {
-        let module = Arc::new(self.module.clone());
-        vec![WithCommands::answered_by(
-            module,
-            self.engine.clone(),
-            run_command,
-        )]
+        vec![Arc::new(FusionModule)]
+    }
+
+    fn commands(&self) -> Vec<Command> {
+        let engine = &self.engine;
+        let presets = Arc::clone(engine);
+        vec![
+            Command::new(
+                CommandSpec::new(
+                    "unipi:model",
+                    "Pick the primary and sidekick models (or: /unipi:model <primary> <sidekick>)",
+                ),
+                Arc::clone(engine),
+                model_command,
+            ),
+            Command::new(
+                CommandSpec::new(
+                    "unipi:fusion-preset",
+                    "Edit the model-fusion presets (or: /unipi:fusion-preset <name> applies one)",
+                ),
+                Arc::clone(engine),
+                preset_command,
+            )
+            .completer(move |prefix| preset_names(&presets, prefix)),
+            Command::new(
+                CommandSpec::new(
+                    "unipi:fusion-status",
+                    "Model fusion: the pair, the fallback and what the sidekick saved",
+                ),
+                Arc::clone(engine),
+                status_command,
+            ),
+            Command::new(
+                CommandSpec::new(
+                    "btw",
+                    "Ask the sidekick a side question, outside the conversation",
+                ),
+                Arc::clone(engine),
+                btw_command,
+            ),
+        ]
     }
 
     fn attach(&self, bridge: &BridgeLink) {
@@ -135,43 +169,74 @@ impl Capability for FusionCapability {
     }
 }
 
-/// The fusion commands.
-async fn run_command(engine: Arc<Engine>, call: CommandCall) -> CommandReply {
-    let args = call.args.trim().to_owned();
+/// `/unipi:model`: the picker; its words headless; `<primary> <sidekick>` applies that pair.
+async fn model_command(engine: Arc<Engine>, call: CommandCall) -> CommandReply {
+    let args = call.args.trim();
+    reply(if !args.is_empty() {
+        apply_pair_from_args(&engine, args).await.map(Some)
+    } else if engine.ui().has_screen() {
+        open_picker(&engine).await.map(|()| None)
+    } else {
+        Ok(Some(status_lines(&engine, None).join("\n")))
+    })
+}
+
+/// `/unipi:fusion-preset`: the presets editor; the list headless; `<name>` applies that preset.
+async fn preset_command(engine: Arc<Engine>, call: CommandCall) -> CommandReply {
+    let args = call.args.trim();
     let ui = engine.ui().clone();
-    let reply = match call.name.as_str() {
-        MODEL_COMMAND if args.is_empty() && ui.has_screen() => {
-            open_picker(&engine).await.map(|()| None)
-        }
-        MODEL_COMMAND if args.is_empty() => Ok(Some(status_lines(&engine, None).join("\n"))),
-        MODEL_COMMAND => apply_pair_from_args(&engine, &args).await.map(Some),
-        PRESET_COMMAND if args.is_empty() && ui.has_screen() => {
-            let port = Arc::new(EnginePresets::new(engine.clone()));
-            ui.open(PresetsView::new(port, ui.keymap()));
-            Ok(None)
-        }
-        PRESET_COMMAND if args.is_empty() => Ok(Some(preset_list(&engine))),
-        PRESET_COMMAND => apply_preset(&engine, &args).await.map(Some),
-        STATUS_COMMAND => {
-            let breakdown = engine.breakdown().await;
-            let lines = status_lines(&engine, Some(breakdown));
-            if ui.has_screen() {
-                let model = NoticeModel {
-                    title: "Model fusion".to_owned(),
-                    messages: lines,
-                    hint: String::new(),
-                    scroll: 0,
-                };
-                ui.open(PagedView::new(model, ui.keymap()));
-                Ok(None)
-            } else {
-                Ok(Some(lines.join("\n")))
-            }
-        }
-        BTW_COMMAND => side_question(&engine, &args).await,
-        other => Err(format!("unipi-tui has no command /{other}").into()),
-    };
-    match reply {
+    reply(if !args.is_empty() {
+        apply_preset(&engine, args).await.map(Some)
+    } else if ui.has_screen() {
+        let port = Arc::new(EnginePresets::new(engine.clone()));
+        ui.open(PresetsView::new(port, ui.keymap()));
+        Ok(None)
+    } else {
+        Ok(Some(preset_list(&engine)))
+    })
+}
+
+/// `/unipi:fusion-preset <name>` completes the preset names.
+fn preset_names(engine: &Engine, prefix: &str) -> Vec<Completion> {
+    let config = engine.config();
+    config
+        .presets
+        .iter()
+        .filter(|(name, _)| name.starts_with(prefix.trim()))
+        .map(|(name, preset)| {
+            Completion::new(name.clone())
+                .describe(format!("{} + {}", preset.primary, preset.sidekick))
+        })
+        .collect()
+}
+
+/// `/unipi:fusion-status`: the pair, the fallback and the savings, in a pager (words headless).
+async fn status_command(engine: Arc<Engine>, _call: CommandCall) -> CommandReply {
+    let ui = engine.ui().clone();
+    let breakdown = engine.breakdown().await;
+    let lines = status_lines(&engine, Some(breakdown));
+    if ui.has_screen() {
+        let model = NoticeModel {
+            title: "Model fusion".to_owned(),
+            messages: lines,
+            hint: String::new(),
+            scroll: 0,
+        };
+        ui.open(PagedView::new(model, ui.keymap()));
+        reply(Ok(None))
+    } else {
+        reply(Ok(Some(lines.join("\n"))))
+    }
+}
+
+/// `/btw <question>`: a side question to the sidekick.
+async fn btw_command(engine: Arc<Engine>, call: CommandCall) -> CommandReply {
+    reply(side_question(&engine, call.args.trim()).await)
+}
+
+/// A fusion command's outcome as Pi's answer: nothing to say, a notice, or the refusal.
+fn reply(outcome: Result<Option<String>, Refusal>) -> CommandReply {
+    match outcome {
         Ok(None) => CommandReply::Done,
         Ok(Some(message)) => CommandReply::Notify {
             message,

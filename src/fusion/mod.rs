@@ -12,7 +12,8 @@
 //! - `savings.rs`, `fuzzy.rs`, `fallback.rs`: the pure parts (arithmetic, the picker's filter,
 //!   which errors are rate limits).
 //! - `picker.rs`, `presets_view.rs`, `btw.rs`: the views (the status is a read-only pager);
-//!   `module.rs` the commands; `capability.rs` the registration.
+//!   `module.rs` the bridge module (the side exchange's card); `capability.rs` the registration and
+//!   the commands.
 //!
 //! `docs/fusion.md` describes it for users.
 

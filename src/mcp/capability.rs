@@ -19,8 +19,8 @@ use unipi_widgets::mcp::mcp_segment;
 
 use super::module::{McpModule, McpStatus, RELOAD_COMMAND, STATUS_COMMAND};
 use super::view::{MCP_KEYS, McpPort, McpView};
-use crate::bridge::{CommandCall, CommandReply, Module, NotifyLevel};
-use crate::capability::{BridgeLink, Capability, Registration, StartContext, Ui, WithCommands};
+use crate::bridge::{Command, CommandCall, CommandReply, CommandSpec, Module, NotifyLevel};
+use crate::capability::{BridgeLink, Capability, Registration, StartContext, Ui};
 
 pub const REGISTRATION: Registration = Registration {
     name: "mcp",
@@ -81,14 +81,16 @@ struct McpCapability {
 
 impl Capability for McpCapability {
     fn modules(&self) -> Vec<Arc<dyn Module>> {
-        let commands = Commands {
-            module: self.module.clone(),
-            ui: self.ui.clone(),
-            home: self.home.clone(),
-            workspace: self.workspace.clone(),
-        };
-        let module = Arc::new(self.module.clone());
-        vec![WithCommands::answered_by(module, commands, run_command)]
+        vec![Arc::new(self.module.clone())]
+    }
+
+    fn commands(&self) -> Vec<Command> {
+        commands(
+            self.module.clone(),
+            self.ui.clone(),
+            self.home.clone(),
+            self.workspace.clone(),
+        )
     }
 
     fn attach(&self, bridge: &BridgeLink) {
@@ -119,55 +121,67 @@ impl Capability for McpCapability {
     }
 }
 
-/// What `/unipi:mcp-status` and `/unipi:mcp-reload` need.
-#[derive(Clone)]
-struct Commands {
+/// `/unipi:mcp-status` and `/unipi:mcp-reload` over `module`, with the screen in `ui` and the
+/// config files below `home` and `workspace`.
+pub(super) fn commands(
     module: McpModule,
     ui: Ui,
     home: Option<PathBuf>,
     workspace: PathBuf,
+) -> Vec<Command> {
+    vec![
+        Command::new(
+            CommandSpec::new(
+                STATUS_COMMAND,
+                "MCP servers: state, tools, errors; restart or stop one",
+            ),
+            (module.clone(), ui),
+            status,
+        ),
+        Command::new(
+            CommandSpec::new(
+                RELOAD_COMMAND,
+                "Re-read the MCP config files and apply them",
+            ),
+            (module, home, workspace),
+            reload,
+        ),
+    ]
 }
 
-/// `/unipi:mcp-status` and `/unipi:mcp-reload`.
-async fn run_command(commands: Commands, call: CommandCall) -> CommandReply {
-    let Commands {
-        module,
-        ui,
-        home,
-        workspace,
-    } = commands;
-    match call.name.as_str() {
-        STATUS_COMMAND if ui.has_screen() => {
-            ui.open(McpView::new(Arc::new(McpPort::new(module)), ui.keymap()));
-            CommandReply::Done
-        }
-        // Headless (no pane to draw on): the same facts in words.
-        STATUS_COMMAND => CommandReply::Notify {
+/// `/unipi:mcp-status`: the overlay; headless (no pane to draw on), the same facts in words.
+async fn status((module, ui): (McpModule, Ui), _call: CommandCall) -> CommandReply {
+    if ui.has_screen() {
+        ui.open(McpView::new(Arc::new(McpPort::new(module)), ui.keymap()));
+        CommandReply::Done
+    } else {
+        CommandReply::Notify {
             message: status_text(&module.status()),
             level: NotifyLevel::Info,
-        },
-        RELOAD_COMMAND => {
-            let reload =
-                tokio::spawn(async move { module.reload(home.as_deref(), &workspace).await });
-            match tokio::time::timeout(RELOAD_ANSWER_WITHIN, reload).await {
-                Ok(Ok(summary)) => CommandReply::Notify {
-                    message: summary,
-                    level: NotifyLevel::Info,
-                },
-                Ok(Err(err)) => CommandReply::Failed {
-                    message: format!("MCP reload failed: {err}"),
-                },
-                Err(_) => CommandReply::Notify {
-                    message: format!(
-                        "MCP reload is still starting servers; /{STATUS_COMMAND} shows their \
-                         state"
-                    ),
-                    level: NotifyLevel::Info,
-                },
-            }
         }
-        other => CommandReply::Failed {
-            message: format!("unipi-tui has no command /{other}"),
+    }
+}
+
+/// `/unipi:mcp-reload`: re-reads the config files and applies them, answering within
+/// [`RELOAD_ANSWER_WITHIN`].
+async fn reload(
+    (module, home, workspace): (McpModule, Option<PathBuf>, PathBuf),
+    _call: CommandCall,
+) -> CommandReply {
+    let reload = tokio::spawn(async move { module.reload(home.as_deref(), &workspace).await });
+    match tokio::time::timeout(RELOAD_ANSWER_WITHIN, reload).await {
+        Ok(Ok(summary)) => CommandReply::Notify {
+            message: summary,
+            level: NotifyLevel::Info,
+        },
+        Ok(Err(err)) => CommandReply::Failed {
+            message: format!("MCP reload failed: {err}"),
+        },
+        Err(_) => CommandReply::Notify {
+            message: format!(
+                "MCP reload is still starting servers; /{STATUS_COMMAND} shows their state"
+            ),
+            level: NotifyLevel::Info,
         },
     }
 }

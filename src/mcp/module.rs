@@ -28,8 +28,7 @@ use super::manager::{
     ServerStatus,
 };
 use crate::bridge::{
-    AgentId, BridgeHost, CommandSpec, ContentBlock, Module, Registry, ToolCall, ToolError,
-    ToolOutput, ToolSpec,
+    AgentId, BridgeHost, ContentBlock, Module, Registry, ToolCall, ToolError, ToolOutput, ToolSpec,
 };
 use crate::sys::{Changed, lock};
 
@@ -513,19 +512,6 @@ impl Module for McpModule {
             .iter()
             .map(|tool| tool.spec.clone())
             .collect()
-    }
-
-    fn commands(&self) -> Vec<CommandSpec> {
-        vec![
-            CommandSpec::new(
-                STATUS_COMMAND,
-                "MCP servers: state, tools, errors; restart or stop one",
-            ),
-            CommandSpec::new(
-                RELOAD_COMMAND,
-                "Re-read the MCP config files and apply them",
-            ),
-        ]
     }
 
     fn call_tool(&self, call: ToolCall) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
@@ -1309,7 +1295,10 @@ mod tests {
         // its commands are registered.
         let module = McpModule::new(McpManager::new(super::super::config::McpConfig::default()));
         let registry = Registry::new();
-        registry.register(Arc::new(module.clone()))?;
+        let ui =
+            crate::capability::Ui::headless(Arc::new(crate::config::keymap::Keymap::defaults()));
+        let commands = super::super::capability::commands(module.clone(), ui, None, PathBuf::new());
+        registry.register_with_commands(Arc::new(module.clone()), commands)?;
         let info = registry.modules();
         assert_eq!(info[0].tools, Vec::<String>::new());
         assert_eq!(info[0].commands, vec![STATUS_COMMAND, RELOAD_COMMAND]);

@@ -8,15 +8,13 @@ use tokio::sync::watch;
 
 use super::config::{CONFIG_FILE, NTFY_FILE, NotifyConfig};
 use super::dispatch::{Dispatcher, test_report};
-use super::module::{NotifyModule, SETTINGS_COMMAND, TEST_COMMAND};
+use super::module::NotifyModule;
 use super::platforms::terminal;
 use super::routing::Router;
 use super::settings::{SETTINGS_TITLE, apply_settings, save, settings_fields};
-use crate::bridge::{CommandCall, CommandReply, Module, NotifyLevel};
+use crate::bridge::{Command, CommandCall, CommandReply, CommandSpec, Module, NotifyLevel};
 use crate::capability::settings::{Save, SettingsHome, SettingsPage, live_reporting};
-use crate::capability::{
-    BridgeLink, Capability, Changed, Registration, StartContext, WithCommands,
-};
+use crate::capability::{BridgeLink, Capability, Changed, Registration, StartContext};
 use crate::config::module_file::ModuleConfig;
 
 pub const REGISTRATION: Registration = Registration {
@@ -58,8 +56,28 @@ struct NotifyCapability {
 
 impl Capability for NotifyCapability {
     fn modules(&self) -> Vec<Arc<dyn Module>> {
-        let module = Arc::new(self.module.clone());
-        vec![WithCommands::answered_by(module, self.clone(), Self::run)]
+        vec![Arc::new(self.module.clone())]
+    }
+
+    fn commands(&self) -> Vec<Command> {
+        vec![
+            Command::new(
+                CommandSpec::new(
+                    "unipi:notify-settings",
+                    "Notification settings: platforms, tokens, events",
+                ),
+                self.clone(),
+                Self::edit_settings,
+            ),
+            Command::new(
+                CommandSpec::new(
+                    "unipi:notify-test",
+                    "Send a test notification to every enabled platform",
+                ),
+                self.clone(),
+                Self::test,
+            ),
+        ]
     }
 
     fn attach(&self, bridge: &BridgeLink) {
@@ -74,28 +92,24 @@ impl Capability for NotifyCapability {
 }
 
 impl NotifyCapability {
-    async fn run(self, call: CommandCall) -> CommandReply {
-        match call.name.as_str() {
-            TEST_COMMAND => {
-                let results = self.dispatcher.test().await;
-                let failed = results.iter().any(|result| !result.ok());
-                CommandReply::Notify {
-                    message: test_report(&results),
-                    level: if results.is_empty() || failed {
-                        NotifyLevel::Warning
-                    } else {
-                        NotifyLevel::Info
-                    },
-                }
-            }
-            SETTINGS_COMMAND => {
-                let save = self.save();
-                self.settings.open_settings(&SETTINGS_PAGE, save).await
-            }
-            other => CommandReply::Failed {
-                message: format!("unipi-tui has no command /{other}"),
+    /// `/unipi:notify-test`: a test notification to every enabled platform, and how each went.
+    async fn test(self, _call: CommandCall) -> CommandReply {
+        let results = self.dispatcher.test().await;
+        let failed = results.iter().any(|result| !result.ok());
+        CommandReply::Notify {
+            message: test_report(&results),
+            level: if results.is_empty() || failed {
+                NotifyLevel::Warning
+            } else {
+                NotifyLevel::Info
             },
         }
+    }
+
+    /// `/unipi:notify-settings`: the settings overlay.
+    async fn edit_settings(self, _call: CommandCall) -> CommandReply {
+        let save = self.save();
+        self.settings.open_settings(&SETTINGS_PAGE, save).await
     }
 
     /// Saves into the notify files (the ntfy settings where `config` read them from); the new

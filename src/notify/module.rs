@@ -1,6 +1,5 @@
 //! The bridge face of the notifications: the `notify_user` tool (title, message, priority and
-//! platforms honoured; it answers at once and the sending goes on in the background) and the
-//! declarations of `/unipi:notify-settings` and `/unipi:notify-test`, which the capability runs.
+//! platforms honoured; it answers at once and the sending goes on in the background).
 
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
@@ -8,12 +7,10 @@ use serde_json::{Value, json};
 use super::config::{Platform, Priority};
 use super::dispatch::Dispatcher;
 use super::platforms::Notice;
-use crate::bridge::{CommandSpec, Module, Refusal, ToolCall, ToolError, ToolOutput, ToolSpec};
+use crate::bridge::{Module, Refusal, ToolCall, ToolError, ToolOutput, ToolSpec};
 
 pub const MODULE_NAME: &str = "notify";
 pub const TOOL: &str = "notify_user";
-pub const SETTINGS_COMMAND: &str = "unipi:notify-settings";
-pub const TEST_COMMAND: &str = "unipi:notify-test";
 /// The event type of the tool's notifications (the original's).
 pub const TOOL_EVENT: &str = "agent_tool";
 
@@ -126,19 +123,6 @@ impl Module for NotifyModule {
             .guideline(
                 "Use notify_user sparingly, for what the user must learn while away; do not \
                  use notify_user to ask a question (ask_user does that and notifies by itself).",
-            ),
-        ]
-    }
-
-    fn commands(&self) -> Vec<CommandSpec> {
-        vec![
-            CommandSpec::new(
-                SETTINGS_COMMAND,
-                "Notification settings: platforms, tokens, events",
-            ),
-            CommandSpec::new(
-                TEST_COMMAND,
-                "Send a test notification to every enabled platform",
             ),
         ]
     }

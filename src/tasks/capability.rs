@@ -16,17 +16,18 @@ use unipi_widgets::pending::{PendingTask, pending_text, tasks_segment};
 
 use super::bus::{BgTaskFinished, BgTasksChanged};
 use super::dock::TaskDock;
+use super::model::truncate_chars;
 use super::{
     TASKS_CONFIG_FILE, TASKS_SETTINGS_TITLE, TaskService, TaskSettings, TasksConfig, TasksModule,
     apply_settings, format_task_list, save_tasks_config, settings_fields,
 };
 use crate::bridge::{
-    AgentId, BusEvent, CommandCall, CommandReply, EventBus, HostCall, Module, NotifyLevel, PiEvent,
+    AgentId, BusEvent, Command, CommandCall, CommandReply, CommandSpec, Completion, EventBus,
+    HostCall, Module, NotifyLevel, PiEvent,
 };
 use crate::capability::settings::{Save, SettingsHome, SettingsPage, live_reporting};
 use crate::capability::{
     BridgeLink, Capability, Changed, GlobalAction, Otherwise, Registration, StartContext, Ui,
-    WithCommands,
 };
 use crate::config::module_file::ModuleConfig;
 use crate::views::dock::{DockRequest, DockSource};
@@ -107,16 +108,11 @@ struct TasksCapability {
 
 impl Capability for TasksCapability {
     fn modules(&self) -> Vec<Arc<dyn Module>> {
-        let commands = Commands {
-            module: Arc::clone(&self.module),
-            service: self.service.clone(),
-            settings: self.settings.clone(),
-        };
-        vec![WithCommands::answered_by(
-            self.module.clone(),
-            commands,
-            Commands::run,
-        )]
+        vec![self.module.clone()]
+    }
+
+    fn commands(&self) -> Vec<Command> {
+        commands(Arc::clone(&self.module), self.settings.clone())
     }
 
     fn attach(&self, bridge: &BridgeLink) {
@@ -155,47 +151,95 @@ impl Capability for TasksCapability {
     }
 }
 
+/// The `/unipi:bg*` commands over the tasks' `module`, with the screen and the settings'
+/// home in `settings`.
+pub fn commands(module: Arc<TasksModule>, settings: SettingsHome) -> Vec<Command> {
+    let service = module.service().clone();
+    let commands = Commands { module, settings };
+    vec![
+        Command::new(
+            CommandSpec::new(
+                "unipi:bg",
+                "Start a background shell task: /unipi:bg [--name NAME] [--] <command>",
+            ),
+            commands.clone(),
+            Commands::bg,
+        ),
+        Command::new(
+            CommandSpec::new("unipi:bg-tasks", "Open the background task dock"),
+            commands.clone(),
+            Commands::tasks,
+        )
+        .completer(move |prefix| task_ids(&service, prefix)),
+        Command::new(
+            CommandSpec::new("unipi:bg-settings", "Background task settings"),
+            commands,
+            Commands::edit_settings,
+        ),
+    ]
+}
+
 /// What the `/unipi:bg*` commands need.
 #[derive(Clone)]
 struct Commands {
     module: Arc<TasksModule>,
-    service: TaskService,
     settings: SettingsHome,
 }
 
 impl Commands {
-    async fn run(self, call: CommandCall) -> CommandReply {
-        match call.name.as_str() {
-            TasksModule::COMMAND_BG => self.module.run_user_command(call.agent, &call.args).await,
-            TasksModule::COMMAND_TASKS => {
-                let detail = Some(call.args.trim().to_owned()).filter(|id| !id.is_empty());
-                if self.settings.ui.open_dock(detail) {
-                    CommandReply::Done
-                } else {
-                    let tasks = self.service.registry().snapshot();
-                    CommandReply::Notify {
-                        message: format_task_list(&tasks, crate::sys::now_ms()),
-                        level: NotifyLevel::Info,
-                    }
-                }
+    /// `/unipi:bg <command>`: start a task from the user (notification only, no wake).
+    async fn bg(self, call: CommandCall) -> CommandReply {
+        self.module.run_user_command(call.agent, &call.args).await
+    }
+
+    /// `/unipi:bg-tasks [id]`: the dock (at that task's detail), or the list in words headless.
+    async fn tasks(self, call: CommandCall) -> CommandReply {
+        let detail = Some(call.args.trim().to_owned()).filter(|id| !id.is_empty());
+        if self.settings.ui.open_dock(detail) {
+            CommandReply::Done
+        } else {
+            let tasks = self.module.service().registry().snapshot();
+            CommandReply::Notify {
+                message: format_task_list(&tasks, crate::sys::now_ms()),
+                level: NotifyLevel::Info,
             }
-            TasksModule::COMMAND_SETTINGS => {
-                // The user's `background-tasks.json`, written crash-safe.
-                let save: Save = Arc::new(|home, values| {
-                    save_tasks_config(&home.join(TASKS_CONFIG_FILE), &values)?;
-                    Ok(
-                        "Saved. The task defaults apply to the next task; on/off and the \
-                        output cap at the next start."
-                            .to_owned(),
-                    )
-                });
-                self.settings.open_settings(&SETTINGS_PAGE, |_| save).await
-            }
-            other => CommandReply::Failed {
-                message: format!("unipi-tui has no command /{other}"),
-            },
         }
     }
+
+    /// `/unipi:bg-settings`: the settings overlay.
+    async fn edit_settings(self, _call: CommandCall) -> CommandReply {
+        // The user's `background-tasks.json`, written crash-safe.
+        let save: Save = Arc::new(|home, values| {
+            save_tasks_config(&home.join(TASKS_CONFIG_FILE), &values)?;
+            Ok(
+                "Saved. The task defaults apply to the next task; on/off and the \
+                output cap at the next start."
+                    .to_owned(),
+            )
+        });
+        self.settings.open_settings(&SETTINGS_PAGE, |_| save).await
+    }
+}
+
+/// `/unipi:bg-tasks <id>` opens that task's detail: offer the ids (up to 20).
+fn task_ids(service: &TaskService, prefix: &str) -> Vec<Completion> {
+    let prefix = prefix.trim();
+    service
+        .registry()
+        .snapshot()
+        .into_iter()
+        .filter(|task| task.id.starts_with(prefix))
+        .take(20)
+        .map(|task| Completion {
+            label: format!("{} {}", task.id, task.name),
+            description: Some(format!(
+                "{} — {}",
+                task.status.as_str(),
+                truncate_chars(&task.command, 60)
+            )),
+            value: task.id,
+        })
+        .collect()
 }
 
 /// Keeps the pending-wake line in Pi's widget area true: shown while the main agent is idle but

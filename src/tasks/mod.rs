@@ -5,8 +5,8 @@
 //! durable JSON snapshot per task) and is the only thing that starts or stops them;
 //! [`TaskRegistry`] is its read-only view (a snapshot plus a change signal) for the dock, the
 //! footer and other modules; [`TasksModule`] is the bridge face (`bg_run`, `bg_status`,
-//! `bg_logs`, `bg_kill`, the `/unipi:bg*` commands and the notification card). Pure text —
-//! names, guidance, status lines, the notification block — lives in `model`, `logs` and
+//! `bg_logs`, `bg_kill` and the notification card), and [`commands`] the `/unipi:bg*` commands.
+//! Pure text — names, guidance, status lines, the notification block — lives in `model`, `logs` and
 //! `notify` so it is table-tested without processes. What the tasks tell other capabilities goes
 //! on the event bus as the messages in `bus` (a task's end, the running counts).
 
@@ -22,7 +22,7 @@ mod notify;
 mod orphans;
 mod service;
 
-pub use capability::REGISTRATION;
+pub use capability::{REGISTRATION, commands};
 pub use config::{
     TASKS_CONFIG_FILE, TASKS_SETTINGS_TITLE, TasksConfig, apply_settings, save_tasks_config,
     settings_fields,

@@ -1,4 +1,4 @@
-//! The bridge face of the background tasks: the `bg_*` tools, the `/unipi:bg*` commands and the
+//! The bridge face of the background tasks: the `bg_*` tools, what `/unipi:bg` starts and the
 //! notification's message type. Argument handling is pure (`parse_run_args`,
 //! [`parse_bg_command`]) and worded as the reference so the model sees the same errors; the
 //! work is the [`TaskService`]'s.
@@ -16,14 +16,13 @@ use super::model::{
 use super::notify::NOTIFICATION_TYPE;
 use super::service::{RunRequest, TaskService};
 use crate::bridge::{
-    AgentId, Card, CardTint, CommandReply, CommandSpec, Completion, HEADLESS_WAIT_LIMIT,
-    MessageTypeSpec, Module, NotifyLevel, Refusal, ToolCall, ToolError, ToolOutput, ToolSpec,
-    WakeReach,
+    AgentId, Card, CardTint, CommandReply, HEADLESS_WAIT_LIMIT, MessageTypeSpec, Module,
+    NotifyLevel, Refusal, ToolCall, ToolError, ToolOutput, ToolSpec, WakeReach,
 };
 use crate::config::live::LiveConfig;
 use crate::text::non_blank_str;
 
-/// Declares the tools, commands and message type, and runs the tools against the service.
+/// Declares the tools and message type, and runs the tools against the service.
 #[derive(Clone)]
 pub struct TasksModule {
     service: TaskService,
@@ -36,12 +35,6 @@ impl TasksModule {
     pub const STATUS: &'static str = "bg_status";
     pub const LOGS: &'static str = "bg_logs";
     pub const KILL: &'static str = "bg_kill";
-    /// `/unipi:bg <command>`: start a task from the user (notification only, no wake).
-    pub const COMMAND_BG: &'static str = "unipi:bg";
-    /// `/unipi:bg-tasks`: open the dock (handled by the app).
-    pub const COMMAND_TASKS: &'static str = "unipi:bg-tasks";
-    /// `/unipi:bg-settings`: open the settings overlay (handled by the app).
-    pub const COMMAND_SETTINGS: &'static str = "unipi:bg-settings";
 
     pub fn new(service: TaskService, config: impl Into<LiveConfig<TasksConfig>>) -> Self {
         Self {
@@ -254,43 +247,8 @@ impl Module for TasksModule {
         ]
     }
 
-    fn commands(&self) -> Vec<CommandSpec> {
-        vec![
-            CommandSpec::new(
-                Self::COMMAND_BG,
-                "Start a background shell task: /unipi:bg [--name NAME] [--] <command>",
-            ),
-            CommandSpec::new(Self::COMMAND_TASKS, "Open the background task dock"),
-            CommandSpec::new(Self::COMMAND_SETTINGS, "Background task settings"),
-        ]
-    }
-
     fn message_types(&self) -> Vec<MessageTypeSpec> {
         vec![MessageTypeSpec::new(NOTIFICATION_TYPE, "Background task")]
-    }
-
-    /// `/unipi:bg-tasks <id>` opens that task's detail: offer the ids (up to 20).
-    fn complete(&self, command: &str, prefix: &str) -> Vec<Completion> {
-        if command != Self::COMMAND_TASKS {
-            return Vec::new();
-        }
-        let prefix = prefix.trim();
-        self.service
-            .registry()
-            .snapshot()
-            .into_iter()
-            .filter(|task| task.id.starts_with(prefix))
-            .take(20)
-            .map(|task| Completion {
-                label: format!("{} {}", task.id, task.name),
-                description: Some(format!(
-                    "{} — {}",
-                    task.status.as_str(),
-                    truncate_chars(&task.command, 60)
-                )),
-                value: task.id,
-            })
-            .collect()
     }
 
     fn call_tool(&self, call: ToolCall) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::cache::Cache;
 use super::config::{WEB_CONFIG_FILE, WebConfig};
 use super::module::WebModule;
-use crate::bridge::Module;
+use crate::bridge::{Command, Module};
 use crate::capability::settings::live_reporting;
 use crate::capability::{Capability, Registration, StartContext};
 use crate::config::module_file::ModuleConfig;
@@ -40,6 +40,10 @@ struct WebCapability {
 impl Capability for WebCapability {
     fn modules(&self) -> Vec<Arc<dyn Module>> {
         vec![Arc::clone(&self.module) as _]
+    }
+
+    fn commands(&self) -> Vec<Command> {
+        self.module.commands()
     }
 }
 

@@ -24,7 +24,7 @@ use super::fetch::{Fetched, Fetcher, FetcherSettings};
 use super::format::{self, MIN_MAX_CHARS};
 use super::page::{FetchOptions, Format};
 use crate::bridge::{
-    Card, CardTint, CommandCall, CommandReply, CommandSpec, Module, NotifyLevel, Refusal, ToolCall,
+    Card, CardTint, Command, CommandReply, CommandSpec, Module, NotifyLevel, Refusal, ToolCall,
     ToolError, ToolOutput, ToolSpec,
 };
 use crate::config::live::LiveConfig;
@@ -56,7 +56,6 @@ impl WebModule {
     pub const BATCH: &'static str = "web_fetch_batch";
     /// The original's name, kept so prompts written for it still work.
     pub const READ: &'static str = "web_read";
-    pub const CACHE_CLEAR: &'static str = "unipi:web-cache-clear";
 
     /// The module for `config` (followed as its files change), its cache in `cache_dir`.
     pub fn new(config: impl Into<LiveConfig<WebConfig>>, cache_dir: Option<PathBuf>) -> Self {
@@ -141,6 +140,14 @@ impl WebModule {
         Ok(batch_output(&results, options.max_chars))
     }
 
+    /// Its `/unipi:*` command (it needs no screen): `/unipi:web-cache-clear`.
+    pub fn commands(&self) -> Vec<Command> {
+        let spec = CommandSpec::new("unipi:web-cache-clear", "Remove every cached web page");
+        vec![Command::new(spec, self.clone(), |module, _| async move {
+            module.clear_cache().await
+        })]
+    }
+
     /// `/unipi:web-cache-clear`.
     pub async fn clear_cache(&self) -> CommandReply {
         let (_, fetcher) = self.current();
@@ -180,13 +187,6 @@ impl Module for WebModule {
         ]
     }
 
-    fn commands(&self) -> Vec<CommandSpec> {
-        vec![CommandSpec::new(
-            Self::CACHE_CLEAR,
-            "Remove every cached web page",
-        )]
-    }
-
     fn call_tool(&self, call: ToolCall) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
         let module = self.clone();
         Box::pin(async move {
@@ -224,18 +224,6 @@ impl Module for WebModule {
                 other => Err(ToolError::new(format!(
                     "module `web` declares no tool `{other}`"
                 ))),
-            }
-        })
-    }
-
-    fn command(&self, call: CommandCall) -> BoxFuture<'static, CommandReply> {
-        let module = self.clone();
-        Box::pin(async move {
-            match call.name.as_str() {
-                Self::CACHE_CLEAR => module.clear_cache().await,
-                other => CommandReply::Failed {
-                    message: format!("the web module has no command /{other}"),
-                },
             }
         })
     }
@@ -600,7 +588,7 @@ mod tests {
                 tool.name
             );
         }
-        let commands: Vec<String> = module.commands().into_iter().map(|c| c.name).collect();
+        let commands: Vec<String> = module.commands().into_iter().map(|c| c.spec.name).collect();
         assert_eq!(commands, ["unipi:web-cache-clear"]);
     }
 

@@ -1,5 +1,6 @@
-//! The workflow as a workbench capability: the commands (each step restricts the tools through
-//! the bridge, sends its skill, and ends with restored tools when Pi settles), the board
+//! The workflow as a workbench capability: the commands, declared here with their completions
+//! (each step restricts the tools through the bridge, sends its skill, and ends with restored
+//! tools when Pi settles), the board
 //! (`/unipi:kanboard` and the global key), the documents watcher, and the loop (its commands and
 //! turns are `ralph_run.rs`'s).
 
@@ -11,19 +12,19 @@ use tokio::sync::{broadcast, watch};
 
 use super::board::{BoardStore, BoardView, KANBAN_KEYS, WorkbenchBoard};
 use super::bus::{WorkflowEnd, WorkflowStart};
-use super::commands::{self, WorkflowCommand};
+use super::commands::{self, COMMANDS, Refs, WorkflowCommand};
 use super::levels::WRITE_ROOT;
-use super::module::{KANBOARD, RALPH_START, RALPH_STATUS, RALPH_STOP, WorkflowModule};
+use super::module::WorkflowModule;
 use super::ralph;
+use super::refs;
 use super::run::{Active, Delivery, Tracker};
 use super::skills;
 use crate::bridge::{
-    AgentId, BridgeError, BridgeHost, BusEvent, CommandCall, CommandReply, DeliverAs, HostCall,
-    Module, NotifyLevel, PathRule,
+    AgentId, BridgeError, BridgeHost, BusEvent, Command, CommandCall, CommandReply, CommandSpec,
+    Completion, DeliverAs, HostCall, Module, NotifyLevel, PathRule,
 };
 use crate::capability::{
     BridgeLink, Capability, Changed, GlobalAction, Otherwise, Registration, StartContext, Ui,
-    WithCommands,
 };
 use crate::sys::{lock, now_ms};
 
@@ -80,15 +81,71 @@ pub(super) struct Shared {
 
 impl Capability for Workflow {
     fn modules(&self) -> Vec<Arc<dyn Module>> {
-        let module = WorkflowModule {
-            workspace: self.shared.workspace.clone(),
-        };
-        let shared = Arc::clone(&self.shared);
-        vec![WithCommands::answered_by(
-            Arc::new(module),
-            shared,
-            Shared::run,
-        )]
+        vec![Arc::new(WorkflowModule)]
+    }
+
+    /// The twenty steps in `/unipi:`'s order, then the board and the loop; each completes its
+    /// argument from the documents (or worktrees) it refers to.
+    fn commands(&self) -> Vec<Command> {
+        let shared = &self.shared;
+        let workspace = &shared.workspace;
+        let mut commands: Vec<Command> = COMMANDS
+            .iter()
+            .map(|command| {
+                let step = Command::new(
+                    step_spec(command),
+                    (Arc::clone(shared), command),
+                    |(shared, command), call| shared.run_step(command, call),
+                );
+                completing(step, command.completes, workspace)
+            })
+            .collect();
+        commands.push(completing(
+            Command::new(
+                CommandSpec::new(
+                    "unipi:kanboard",
+                    "The kanban board of the workflow documents",
+                ),
+                Arc::clone(shared),
+                |shared, _| shared.open_board(),
+            ),
+            None,
+            workspace,
+        ));
+        commands.push(completing(
+            Command::new(
+                CommandSpec::new(
+                    "unipi:ralph-start",
+                    "Loop over a plan's tasks across turns: plan:<file> [--max-iterations N]",
+                ),
+                Arc::clone(shared),
+                Shared::ralph_start,
+            ),
+            Some(Refs::Plans),
+            workspace,
+        ));
+        commands.push(completing(
+            Command::new(
+                CommandSpec::new("unipi:ralph-stop", "Stop the running loop"),
+                Arc::clone(shared),
+                |shared, _| async move { shared.ralph_stop() },
+            ),
+            None,
+            workspace,
+        ));
+        commands.push(completing(
+            Command::new(
+                CommandSpec::new(
+                    "unipi:ralph-status",
+                    "Show the running loop, or the last one and how it ended",
+                ),
+                Arc::clone(shared),
+                |shared, _| async move { shared.ralph_status().await },
+            ),
+            None,
+            workspace,
+        ));
+        commands
     }
 
     fn attach(&self, bridge: &BridgeLink) {
@@ -117,22 +174,41 @@ impl Capability for Workflow {
     }
 }
 
-impl Shared {
-    async fn run(self: Arc<Self>, call: CommandCall) -> CommandReply {
-        match call.name.as_str() {
-            KANBOARD => self.open_board().await,
-            RALPH_START => self.ralph_start(call).await,
-            RALPH_STOP => self.ralph_stop(),
-            RALPH_STATUS => self.ralph_status().await,
-            name => match commands::find(name) {
-                Some(command) => self.run_step(command, call).await,
-                None => CommandReply::Failed {
-                    message: format!("unipi-tui has no command /{name}"),
-                },
-            },
-        }
-    }
+/// A step's command: `/unipi:<step>`, described with its argument and its tool level.
+fn step_spec(command: &WorkflowCommand) -> CommandSpec {
+    let hint = if command.arg_hint.is_empty() {
+        String::new()
+    } else {
+        format!(" {}", command.arg_hint)
+    };
+    CommandSpec::new(
+        format!("unipi:{}", command.name),
+        format!(
+            "{}{hint} [{} tools]",
+            command.description,
+            command.level.name()
+        ),
+    )
+}
 
+/// `command`, completing its argument from the documents (or worktrees) `refs` names (nothing
+/// without), and logging what it offered.
+fn completing(command: Command, refs: Option<Refs>, workspace: &std::path::Path) -> Command {
+    let name = command.spec.name.clone();
+    let workspace = workspace.to_path_buf();
+    command.completer(move |prefix: &str| -> Vec<Completion> {
+        let items = refs
+            .map(|refs| refs::complete(refs, prefix, &workspace))
+            .unwrap_or_default();
+        tracing::debug!(
+            "workflow: /{name} {prefix:?} completes to {} items",
+            items.len()
+        );
+        items
+    })
+}
+
+impl Shared {
     /// Scans the documents and opens the board (or says what it would show, headless).
     async fn open_board(self: Arc<Self>) -> CommandReply {
         let store = Arc::clone(&self.store);

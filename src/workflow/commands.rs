@@ -76,12 +76,6 @@ commands! {
     "auto", Full, "<description> plan:<file> specs:<file>", Some(Refs::Plans), "Brainstorm, plan, work and review in one go";
 }
 
-/// The workflow command `/unipi:<name>` answers to, if any.
-pub fn find(full_name: &str) -> Option<&'static WorkflowCommand> {
-    let name = full_name.strip_prefix("unipi:")?;
-    COMMANDS.iter().find(|command| command.name == name)
-}
-
 /// The folder under `.unipi/docs/` a `<prefix>:<file>` argument names a file of (`plan:` and
 /// `plans:` → `plans`), or `None` when the word is no document reference.
 pub fn ref_folder(prefix: &str) -> Option<&'static str> {
@@ -147,6 +141,13 @@ pub fn message(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The workflow command `/unipi:<name>` answers to, if any (the bridge finds a command by
+    /// name; the tests, a step).
+    fn find(full_name: &str) -> Option<&'static WorkflowCommand> {
+        let name = full_name.strip_prefix("unipi:")?;
+        COMMANDS.iter().find(|command| command.name == name)
+    }
 
     #[test]
     fn there_are_twenty_commands_each_with_a_skill() {

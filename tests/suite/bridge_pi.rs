@@ -20,9 +20,9 @@ use support::sandbox::Sandbox;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use unipi_tui::bridge::{
-    AgentId, BridgeEvent, BridgeHost, Capabilities, Card, CardTint, CommandCall, CommandReply,
-    CommandSpec, DisconnectReason, HostCall, HostOptions, ModelInfo, Module, PiEvent, Registry,
-    ToolCall, ToolError, ToolOutput, ToolSpec, extension_file,
+    AgentId, BridgeEvent, BridgeHost, Capabilities, Card, CardTint, Command, CommandCall,
+    CommandReply, CommandSpec, DisconnectReason, HostCall, HostOptions, ModelInfo, Module, PiEvent,
+    Registry, ToolCall, ToolError, ToolOutput, ToolSpec, extension_file,
 };
 use unipi_tui::pi::offline::{OfflineAgent, write_agent_dir};
 use unipi_tui::scripted::{Scenario, ServerHandle, start};
@@ -70,6 +70,30 @@ struct EchoModule {
     commands: Arc<Mutex<Vec<(String, String, String)>>>,
 }
 
+impl EchoModule {
+    /// `/unipi:probe`: records the invocation and answers with a notice.
+    fn probe(&self) -> Command {
+        let spec = CommandSpec::new("unipi:probe", "Bridge test command");
+        Command::new(
+            spec,
+            self.commands.clone(),
+            |commands, call: CommandCall| {
+                commands.lock().unwrap().push((
+                    call.agent.to_string(),
+                    call.name.clone(),
+                    call.args.clone(),
+                ));
+                async move {
+                    CommandReply::Notify {
+                        message: "probe answered".into(),
+                        level: unipi_tui::bridge::NotifyLevel::Info,
+                    }
+                }
+            },
+        )
+    }
+}
+
 impl Module for EchoModule {
     fn name(&self) -> &'static str {
         "echo"
@@ -86,24 +110,6 @@ impl Module for EchoModule {
             .prompt_snippet("Echo text back through unipi-tui"),
             ToolSpec::new("unipi_wait", "Wait", "Waits until it is cancelled."),
         ]
-    }
-
-    fn commands(&self) -> Vec<CommandSpec> {
-        vec![CommandSpec::new("unipi:probe", "Bridge test command")]
-    }
-
-    fn command(&self, call: CommandCall) -> BoxFuture<'static, CommandReply> {
-        self.commands.lock().unwrap().push((
-            call.agent.to_string(),
-            call.name.clone(),
-            call.args.clone(),
-        ));
-        Box::pin(async move {
-            CommandReply::Notify {
-                message: "probe answered".into(),
-                level: unipi_tui::bridge::NotifyLevel::Info,
-            }
-        })
     }
 
     fn call_tool(&self, call: ToolCall) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
@@ -157,7 +163,8 @@ async fn run_pi(line: PiLine, prompt: &str) -> anyhow::Result<Run> {
     let module = EchoModule::default();
     let tool_calls = module.calls.clone();
     let commands = module.commands.clone();
-    registry.register(Arc::new(module))?;
+    let probe = module.probe();
+    registry.register_with_commands(Arc::new(module), vec![probe])?;
     let (tx, rx) = mpsc::channel(256);
     let host = BridgeHost::start_with(
         registry,
@@ -561,7 +568,8 @@ async fn survives_reload_interactively(line: PiLine) -> anyhow::Result<()> {
     let tool_calls = module.calls.clone();
     let commands = module.commands.clone();
     let (waiting, cancelled) = (module.waiting.clone(), module.cancelled.clone());
-    registry.register(Arc::new(module))?;
+    let probe = module.probe();
+    registry.register_with_commands(Arc::new(module), vec![probe])?;
     let (tx, mut rx) = mpsc::channel(256);
     let host = BridgeHost::start_with(
         registry,

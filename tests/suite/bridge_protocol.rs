@@ -20,7 +20,7 @@ use tokio::net::UnixStream;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::mpsc;
 use unipi_tui::bridge::{
-    AgentId, BridgeError, BridgeEvent, BridgeHost, BusEvent, CommandCall, CommandReply,
+    AgentId, BridgeError, BridgeEvent, BridgeHost, BusEvent, Command, CommandCall, CommandReply,
     CommandSpec, Completion, DisconnectReason, HookCall, HostCall, HostOptions, Module,
     NotifyLevel, PiEvent, Registry, ToolCall, ToolError, ToolOutput, ToolSpec,
 };
@@ -58,14 +58,6 @@ impl Module for Probe {
                 .timeout(Duration::from_millis(300)),
             ToolSpec::new("t_wait_cancel", "Wait", "Runs until cancelled"),
             ToolSpec::new("t_stream", "Stream", "Three updates, then a result"),
-        ]
-    }
-
-    fn commands(&self) -> Vec<CommandSpec> {
-        vec![
-            CommandSpec::new("unipi:probe", "Probe command")
-                .completion(Completion::new("alpha"))
-                .completion(Completion::new("beta").describe("the second")),
         ]
     }
 
@@ -114,35 +106,42 @@ impl Module for Probe {
             _ => None,
         }
     }
+}
 
-    /// `now` answers with a warning notice, `panic` panics, `slow` never answers.
-    fn command(&self, call: CommandCall) -> BoxFuture<'static, CommandReply> {
-        self.seen.commands.lock().unwrap().push((
-            call.agent.to_string(),
-            call.name.clone(),
-            call.args.clone(),
-        ));
-        Box::pin(async move {
-            match call.args.as_str() {
-                "panic" => panic!("probe command panic"),
-                "slow" => {
-                    tokio::time::sleep(Duration::from_secs(30)).await;
-                    CommandReply::Done
+impl Probe {
+    /// `/unipi:probe`: `now` answers with a warning notice, `panic` panics, `slow` never
+    /// answers; it completes `alpha` and `beta` (fixed) and `gamma` (its completer).
+    fn command(&self) -> Command {
+        let spec = CommandSpec::new("unipi:probe", "Probe command")
+            .completion(Completion::new("alpha"))
+            .completion(Completion::new("beta").describe("the second"));
+        Command::new(spec, self.seen.clone(), |seen, call: CommandCall| {
+            seen.commands.lock().unwrap().push((
+                call.agent.to_string(),
+                call.name.clone(),
+                call.args.clone(),
+            ));
+            async move {
+                match call.args.as_str() {
+                    "panic" => panic!("probe command panic"),
+                    "slow" => {
+                        tokio::time::sleep(Duration::from_secs(30)).await;
+                        CommandReply::Done
+                    }
+                    _ => CommandReply::Notify {
+                        message: "probed".into(),
+                        level: NotifyLevel::Warning,
+                    },
                 }
-                _ => CommandReply::Notify {
-                    message: "probed".into(),
-                    level: NotifyLevel::Warning,
-                },
             }
         })
-    }
-
-    fn complete(&self, _command: &str, prefix: &str) -> Vec<Completion> {
-        if "gamma".starts_with(prefix) {
-            vec![Completion::new("gamma")]
-        } else {
-            vec![]
-        }
+        .completer(|prefix| {
+            if "gamma".starts_with(prefix) {
+                vec![Completion::new("gamma")]
+            } else {
+                vec![]
+            }
+        })
     }
 }
 
@@ -180,7 +179,8 @@ async fn harness_with(mut options: HostOptions) -> anyhow::Result<Harness> {
     let registry = Arc::new(Registry::new());
     let probe = Probe::default();
     let seen = probe.seen.clone();
-    registry.register(Arc::new(probe))?;
+    let command = probe.command();
+    registry.register_with_commands(Arc::new(probe), vec![command])?;
     let (tx, events) = mpsc::channel(256);
     let host = BridgeHost::start_with(registry.clone(), tx, options).await?;
     let token = token_of(&host.register_agent(AgentId::main())?)?;

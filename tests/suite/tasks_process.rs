@@ -12,8 +12,12 @@ use anyhow::{Context as _, Result, bail};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use unipi_tui::bridge::{
-    AgentId, AgentNotice, CancelToken, ChannelSink, Module, ToolCall, UpdateSender,
+    AgentId, AgentNotice, CancelToken, ChannelSink, Command, Completion, Module, ToolCall,
+    UpdateSender,
 };
+use unipi_tui::capability::settings::SettingsHome;
+use unipi_tui::capability::{Changed, Ui};
+use unipi_tui::config::keymap::Keymap;
 use unipi_tui::tasks::{
     KillKind, RunRequest, TaskError, TaskInfo, TaskOrigin, TaskService, TaskSettings, TaskStatus,
     TasksConfig, TasksModule,
@@ -58,6 +62,23 @@ fn harness_with(edit: impl FnOnce(&mut TaskSettings)) -> Result<Harness> {
 
 fn harness() -> Result<Harness> {
     harness_with(|_| {})
+}
+
+/// The `/unipi:bg*` commands over `module`, without a screen, settings under `work`.
+fn bg_commands(module: &Arc<TasksModule>, work: &Path) -> Vec<Command> {
+    let settings = SettingsHome {
+        ui: Ui::headless(Arc::new(Keymap::defaults())),
+        home: None,
+        workspace: work.to_path_buf(),
+        changed: Changed::default(),
+    };
+    unipi_tui::tasks::commands(Arc::clone(module), settings)
+}
+
+/// What the command `name` of `commands` completes `prefix` to.
+fn complete(commands: &[Command], name: &str, prefix: &str) -> Result<Vec<Completion>> {
+    let command = commands.iter().find(|command| command.spec.name == name);
+    Ok(command.context("a declared command")?.complete(prefix))
 }
 
 fn request(command: &str) -> RunRequest {
@@ -578,7 +599,7 @@ fn text_of(output: &unipi_tui::bridge::ToolOutput) -> String {
 #[tokio::test]
 async fn the_tools_run_status_read_and_kill_tasks() -> Result<()> {
     let h = harness()?;
-    let module = TasksModule::new(h.service.clone(), TasksConfig::default());
+    let module = Arc::new(TasksModule::new(h.service.clone(), TasksConfig::default()));
     let names: Vec<String> = module.tools().into_iter().map(|t| t.name).collect();
     assert_eq!(names, ["bg_run", "bg_status", "bg_logs", "bg_kill"]);
 
@@ -632,11 +653,12 @@ async fn the_tools_run_status_read_and_kill_tasks() -> Result<()> {
         text_of(&logs)
     );
 
-    let offered = module.complete("unipi:bg-tasks", &id[..5]);
+    let commands = bg_commands(&module, &h.work);
+    let offered = complete(&commands, "unipi:bg-tasks", &id[..5])?;
     assert_eq!(offered.len(), 1);
     assert_eq!(offered[0].value, id);
     assert_eq!(offered[0].label, format!("{id} count up"));
-    assert!(module.complete("unipi:bg", "").is_empty());
+    assert!(complete(&commands, "unipi:bg", "")?.is_empty());
 
     let kill = module
         .call_tool(call("bg_kill", json!({"taskId": id})))
@@ -699,10 +721,8 @@ async fn through_the_bridge_bg_run_returns_and_the_end_arrives_as_one_follow_up_
     let h = harness()?;
     let base = tempfile::tempdir()?;
     let registry = Arc::new(Registry::new());
-    registry.register(Arc::new(TasksModule::new(
-        h.service.clone(),
-        TasksConfig::default(),
-    )))?;
+    let module = Arc::new(TasksModule::new(h.service.clone(), TasksConfig::default()));
+    registry.register_with_commands(module.clone(), bg_commands(&module, &h.work))?;
     let (events_tx, _events) = mpsc::channel(256);
     let options = HostOptions {
         runtime_base: Some(base.path().to_path_buf()),

@@ -687,9 +687,13 @@ async fn the_cache_serves_repeat_fetches_until_cleared() {
     let entries = std::fs::read_dir(&s.cache_dir).unwrap().count();
     assert_eq!(entries, 2, "one file per URL and options");
 
-    let reply = s
-        .module
-        .command(CommandCall {
+    let commands = s.module.commands();
+    let clear = commands
+        .iter()
+        .find(|command| command.spec.name == "unipi:web-cache-clear")
+        .expect("the cache-clear command");
+    let reply = clear
+        .run(CommandCall {
             agent: AgentId::main(),
             name: "unipi:web-cache-clear".to_owned(),
             args: String::new(),
