@@ -45,6 +45,8 @@ pub use crate::sys::Changed;
 pub use ui::{NewTerminal, ScreenState, Ui, UiReceiver, UiRequest};
 
 #[cfg(test)]
+pub(crate) mod fake;
+#[cfg(test)]
 mod tests;
 
 /// A workbench capability, as the app and the bridge see it.
