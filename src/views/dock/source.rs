@@ -126,7 +126,7 @@ pub struct DockWords {
 impl DockWords {
     /// What F1 says `action` does, from the words of `all` ([`DockWords::keys`]); `None` when
     /// none speaks of it.
-    pub fn of_key(all: &[&DockWords], action: DockAction) -> Option<String> {
+    pub(crate) fn of_key(all: &[&DockWords], action: DockAction) -> Option<String> {
         let words: Vec<&str> = all
             .iter()
             .flat_map(|words| words.keys)
