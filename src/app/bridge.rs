@@ -329,7 +329,7 @@ mod tests {
     #[test]
     fn only_the_main_pi_moves_the_footers_link() {
         use crate::bridge::DisconnectReason;
-        let helper = AgentId::new("helper:h1");
+        let child = AgentId::new("child:c1");
         let gone = |agent: &AgentId| BridgeEvent::Disconnected {
             agent: agent.clone(),
             reason: DisconnectReason::Closed,
@@ -338,7 +338,7 @@ mod tests {
             link_after(&gone(&AgentId::main())),
             Some(BridgeLink::Disconnected)
         );
-        assert_eq!(link_after(&gone(&helper)), None);
+        assert_eq!(link_after(&gone(&child)), None);
         let up = |agent: &AgentId| BridgeEvent::Connected {
             agent: agent.clone(),
             pi_version: "1.6.0".into(),
@@ -349,7 +349,7 @@ mod tests {
             link_after(&up(&AgentId::main())),
             Some(BridgeLink::Connected)
         );
-        assert_eq!(link_after(&up(&helper)), None);
+        assert_eq!(link_after(&up(&child)), None);
     }
 
     #[test]

@@ -96,7 +96,7 @@ pub async fn run(mut options: AppOptions) -> Result<AppOutcome> {
     if app.pi_exit.is_none() {
         session.pty.terminate(STOP_GRACE).await;
     }
-    // Every capability stops what it started (task groups, MCP servers), the last first.
+    // Every capability stops what it started (process groups, servers), the last first.
     crate::capability::shutdown_all(&options.capabilities).await;
     if let Some(link) = link {
         // Removes the socket and the runtime directory.

@@ -35,7 +35,7 @@ use crate::pane::pty::{ChildExit, PtyEvent};
 use crate::pane::render::{PaneSource, render_pane};
 use crate::pi::PiCommand;
 use crate::term::input::{InputDecoder, InputEvent};
-use crate::views::dock::{DockSource, DockView};
+use crate::views::dock::{DockSource, DockView, DockWords};
 use crate::views::help::{CommandHelp, HelpView};
 use crate::views::notice::notice_view;
 use crate::views::{KeyOutcome, RefreshContext, ViewEffect, ViewStack};
@@ -383,13 +383,13 @@ impl App {
     }
 
     /// Opens the dock (on `detail`'s entry when given). It lists what the capabilities' dock
-    /// sources list — background tasks, the main agent and its helpers; with none there is
-    /// nothing to dock.
+    /// sources list; with none running there is nothing to dock, and the notice names what the
+    /// registrations would list ([`DockWords`]).
     fn open_dock(&mut self, detail: Option<&str>) {
         let sources = self.dock_sources();
         if sources.is_empty() {
-            self.footer
-                .set_notice("Nothing to dock: background tasks and helpers are off");
+            let notice = DockWords::nothing_to_dock(&crate::capability::dock_words());
+            self.footer.set_notice(&notice);
             return;
         }
         let mut dock = DockView::open(

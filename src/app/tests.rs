@@ -1,98 +1,27 @@
 //! The app as a unit: built without a PTY or a Pi, driven with the bytes a terminal sends, and
 //! checked through the effects it returns and the frame it draws (gitui's and codex-rs's way of
-//! testing a TUI). A fake capability stands in for the real ones: it shows a footer segment and
-//! lists tasks in the dock, and records what the dock asks of it.
+//! testing a TUI). A fake capability ([`crate::capability::fake`]) stands in for the real ones: it
+//! shows a footer segment and lists entries in the dock, and records what the dock asks of it.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use crossterm::event::{KeyModifiers, MouseButton};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
-use unipi_widgets::footer::Segment;
-use unipi_widgets::tasks::{TaskRow, TaskStatus};
 
 use super::*;
-use crate::capability::{Capability, Changed};
+use crate::capability::Capability;
+use crate::capability::fake::{FakeCapability, FakeDock};
 use crate::pane::emulator::HostInfo;
 use crate::pi::{PiCommand, PiSource};
-use crate::views::RefreshContext;
-use crate::views::dock::{DockRequest, DockSection};
+use crate::views::dock::DockRequest;
 use crate::views::info::InfoView;
 
 const WIDTH: u16 = 100;
 const HEIGHT: u16 = 30;
 
-/// The fake capability's dock source (and the record of the workbench keys it took).
-#[derive(Default)]
-pub(crate) struct FakeDock {
-    rows: Mutex<Vec<TaskRow>>,
-    requests: Mutex<Vec<DockRequest>>,
-    /// Whether the capability acts on workbench keys, and the ones it got.
-    pub(crate) takes_key_actions: std::sync::atomic::AtomicBool,
-    pub(crate) key_actions: Mutex<Vec<String>>,
-}
-
-impl DockSource for FakeDock {
-    fn section(&self, _context: &RefreshContext<'_>) -> Option<DockSection> {
-        Some(crate::tasks::dock::section(
-            self.rows.lock().unwrap().clone(),
-        ))
-    }
-
-    fn request(&self, request: &DockRequest) -> Result<(), crate::bridge::Refusal> {
-        if !matches!(request, DockRequest::Detail(_)) {
-            self.requests.lock().unwrap().push(request.clone());
-        }
-        Ok(())
-    }
-}
-
-struct FakeCapability {
-    dock: Arc<FakeDock>,
-    changed: Changed,
-}
-
-impl Capability for FakeCapability {
-    fn changes(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
-        Some(self.changed.subscribe())
-    }
-
-    fn footer_segments(&self) -> Vec<Segment> {
-        unipi_widgets::pending::tasks_segment(1, 1)
-            .into_iter()
-            .collect()
-    }
-
-    fn dock(&self) -> Option<Arc<dyn DockSource>> {
-        Some(self.dock.clone())
-    }
-
-    fn action(&self, name: &str) -> bool {
-        let takes = self
-            .dock
-            .takes_key_actions
-            .load(std::sync::atomic::Ordering::SeqCst);
-        if takes {
-            self.dock.key_actions.lock().unwrap().push(name.to_owned());
-        }
-        takes
-    }
-}
-
-fn make_row(id: &str, name: &str, status: TaskStatus) -> TaskRow {
-    TaskRow {
-        id: id.to_owned(),
-        name: name.to_owned(),
-        command: format!("{name} --all"),
-        status,
-        is_shell: true,
-        output_path: format!("/tmp/unipi/{id}.output"),
-        ..TaskRow::default()
-    }
-}
-
-/// An app over a 100x30 terminal with one fake capability listing two tasks.
+/// An app over a 100x30 terminal with one fake capability listing two entries.
 pub(crate) fn make_app(config_errors: Vec<String>) -> (App, Arc<FakeDock>) {
     make_app_with(
         config_errors,
@@ -106,14 +35,9 @@ fn make_app_with(
     footer: crate::config::live::LiveConfig<crate::config::footer::FooterConfig>,
 ) -> (App, Arc<FakeDock>) {
     let dock = Arc::new(FakeDock::default());
-    *dock.rows.lock().unwrap() = vec![
-        make_row("bg-1", "build", TaskStatus::Running),
-        make_row("bg-2", "lint", TaskStatus::Done),
-    ];
-    let capability: Arc<dyn Capability> = Arc::new(FakeCapability {
-        dock: dock.clone(),
-        changed: Changed::default(),
-    });
+    dock.list("bg-1", "build", true);
+    dock.list("bg-2", "lint", false);
+    let capability: Arc<dyn Capability> = Arc::new(FakeCapability::new(dock.clone()));
     let mut app = new_app(AppParts {
         keymap: Keymap::defaults(),
         capabilities: vec![capability],
@@ -233,7 +157,7 @@ fn keys_go_to_the_top_view_then_the_keymap_then_pi() {
     assert!(to_pi(&app.take_effects()).is_empty());
     assert!(app.views.is_empty());
     assert_eq!(to_pi(&send(&mut app, b"b")), b"b");
-    // Shift+Down opens the dock over the capability's tasks; its keys go to the source.
+    // Shift+Down opens the dock over the capability's entries; its keys go to the source.
     assert!(to_pi(&send(&mut app, b"\x1b[1;2B")).is_empty());
     assert_eq!(app.views.titles(), ["the dock"]);
     send(&mut app, b"s");
@@ -277,10 +201,7 @@ fn capabilities_reach_the_screen_through_ui_requests_and_changes() {
     assert_eq!(app.views.titles(), ["/unipi:info", "the dock"]);
     assert!(screen(&mut app).contains("lint"));
     // A change in the capability reaches the open dock without a key.
-    dock.rows
-        .lock()
-        .unwrap()
-        .push(make_row("bg-3", "deploy", TaskStatus::Running));
+    dock.list("bg-3", "deploy", true);
     app.update(AppEvent::Changed);
     send(&mut app, b"\x1b");
     for event in app.decoder.flush_pending() {

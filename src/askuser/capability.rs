@@ -22,6 +22,7 @@ pub const REGISTRATION: Registration = Registration {
     start,
     key_tables: &[&ASK_KEYS, &ASK_INPUT_KEYS],
     actions: &[],
+    dock: None,
 };
 
 const SETTINGS_PAGE: SettingsPage<AskUserConfig> = SettingsPage {

@@ -21,7 +21,7 @@
 //!   chooses.
 
 use super::params::{OptionAction, Question};
-use super::response::{Answer, LAUNCH_CANCELLED, Launch};
+use super::response::{Answer, Chosen, LAUNCH_CANCELLED, Launch};
 use crate::views::line_edit::{EditAction, LineEdit};
 
 /// What the user did, as the view decoded it from keys.
@@ -162,14 +162,13 @@ impl Form {
                 comment: format!("Timed out after {after_ms}ms"),
             }
         } else {
-            Answer::Chosen {
+            Answer::Chosen(Chosen {
                 selections: recommended,
-                notes: Vec::new(),
-                text: None,
                 comment: Some(format!(
                     "Timed out after {after_ms}ms; the recommended option was taken"
                 )),
-            }
+                ..Chosen::default()
+            })
         }
     }
 
@@ -250,15 +249,14 @@ impl Form {
         let option = &self.question.options[row];
         match (option.takes_text(), note) {
             (true, None) => self.open_editor(row, true),
-            (_, note) => Step::Done(Answer::Chosen {
+            (_, note) => Step::Done(Answer::Chosen(Chosen {
                 selections: vec![option.value.clone()],
                 notes: note
                     .map(|n| (option.value.clone(), n))
                     .into_iter()
                     .collect(),
-                text: None,
-                comment: None,
-            }),
+                ..Chosen::default()
+            })),
         }
     }
 
@@ -301,12 +299,12 @@ impl Form {
             }
             selections.push(value);
         }
-        Step::Done(Answer::Chosen {
+        Step::Done(Answer::Chosen(Chosen {
             selections,
             notes,
             text,
             comment: None,
-        })
+        }))
     }
 
     /// The note key: write (or change) the note on the row under the cursor.
@@ -380,12 +378,11 @@ impl Form {
             return Step::Done(own_answer(text));
         }
         let value = self.question.options[row].value.clone();
-        Step::Done(Answer::Chosen {
+        Step::Done(Answer::Chosen(Chosen {
             selections: vec![value.clone()],
             notes: vec![(value, text)],
-            text: None,
-            comment: None,
-        })
+            ..Chosen::default()
+        }))
     }
 
     fn handle_launcher(&mut self, input: Input) -> Step {
@@ -425,12 +422,10 @@ impl Form {
 }
 
 fn own_answer(text: String) -> Answer {
-    Answer::Chosen {
-        selections: Vec::new(),
-        notes: Vec::new(),
+    Answer::Chosen(Chosen {
         text: Some(text),
-        comment: None,
-    }
+        ..Chosen::default()
+    })
 }
 
 #[cfg(test)]
@@ -595,12 +590,12 @@ mod tests {
         assert_eq!(form.view().ticked, &[false, true, false]);
         assert_eq!(
             Form::timeout_answer(&q, 500),
-            Answer::Chosen {
+            Answer::Chosen(Chosen {
                 selections: vec!["B".into()],
                 notes: vec![],
                 text: None,
                 comment: Some("Timed out after 500ms; the recommended option was taken".into()),
-            }
+            })
         );
         assert_eq!(
             Form::timeout_answer(&three(false), 500),

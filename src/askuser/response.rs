@@ -30,41 +30,102 @@ impl Launch {
 /// The answer to one question.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Answer {
-    /// Options picked; `notes` are (value, text) for options the user wrote on; `text` is the
-    /// user's own answer; `comment` says why when the workbench chose (a timeout).
-    Chosen {
-        selections: Vec<String>,
-        notes: Vec<(String, String)>,
-        text: Option<String>,
-        comment: Option<String>,
-    },
+    Chosen(Chosen),
     EndTurn,
-    NewSession {
-        prefill: String,
-        launch: Launch,
-    },
-    TimedOut {
-        comment: String,
-    },
-    Cancelled {
-        comment: String,
-    },
+    NewSession { prefill: String, launch: Launch },
+    TimedOut { comment: String },
+    Cancelled { comment: String },
+}
+
+/// Options picked; `notes` are (value, text) for options the user wrote on; `text` is the user's
+/// own answer; `comment` says why when the workbench chose (a timeout).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Chosen {
+    pub selections: Vec<String>,
+    pub notes: Vec<(String, String)>,
+    pub text: Option<String>,
+    pub comment: Option<String>,
+}
+
+impl Chosen {
+    fn kind(&self) -> &'static str {
+        let wrote = self.text.is_some() || !self.notes.is_empty();
+        match (self.selections.is_empty(), wrote) {
+            (true, true) => "freeform",
+            (false, true) => "combined",
+            _ => "selection",
+        }
+    }
+
+    /// The sentence the model reads.
+    fn text(&self) -> String {
+        let mut written: Vec<String> = self
+            .notes
+            .iter()
+            .map(|(value, note)| format!("{value}: {note}"))
+            .collect();
+        written.extend(self.text.iter().cloned());
+        let written = written.join("\n");
+        let selected = self.selections.join(", ");
+        let sentence = match (self.selections.is_empty(), written.is_empty()) {
+            (true, false) => format!("User wrote: {written}"),
+            (false, false) => format!("User selected: {selected} and wrote: {written}"),
+            _ => format!("User selected: {selected}"),
+        };
+        match &self.comment {
+            Some(comment) => format!("{comment}. {sentence}"),
+            None => sentence,
+        }
+    }
+
+    /// Its fields of the structured response.
+    fn details(&self, response: &mut Value) {
+        if !self.selections.is_empty() {
+            response["selections"] = json!(self.selections);
+        }
+        if let Some(text) = &self.text {
+            response["text"] = json!(text);
+        }
+        if !self.notes.is_empty() {
+            response["notes"] = self
+                .notes
+                .iter()
+                .map(|(value, note)| json!({"value": value, "note": note}))
+                .collect();
+        }
+        if let Some(comment) = &self.comment {
+            response["comment"] = json!(comment);
+        }
+    }
+
+    /// Each chosen option with the note written on it, then the user's own words.
+    fn brief(&self) -> String {
+        let noted = |value: &String| self.notes.iter().find(|(v, _)| v == value);
+        let mut items: Vec<String> = self
+            .selections
+            .iter()
+            .map(|value| match noted(value) {
+                Some((_, note)) => format!("{value} (“{}”)", one_line(note)),
+                None => value.clone(),
+            })
+            .collect();
+        // A note on an option not chosen (never made by the form) still shows.
+        items.extend(
+            self.notes
+                .iter()
+                .filter(|(value, _)| !self.selections.contains(value))
+                .map(|(value, note)| format!("{value} (“{}”)", one_line(note))),
+        );
+        items.extend(self.text.iter().map(|text| format!("“{}”", one_line(text))));
+        items.join(", ")
+    }
 }
 
 impl Answer {
     /// The original's kind.
     pub fn kind(&self) -> &'static str {
         match self {
-            Answer::Chosen {
-                selections,
-                notes,
-                text,
-                ..
-            } => match (selections.is_empty(), text.is_some() || !notes.is_empty()) {
-                (true, true) => "freeform",
-                (false, true) => "combined",
-                _ => "selection",
-            },
+            Answer::Chosen(chosen) => chosen.kind(),
             Answer::EndTurn => "end_turn",
             Answer::NewSession { .. } => "new_session",
             Answer::TimedOut { .. } => "timed_out",
@@ -74,39 +135,13 @@ impl Answer {
 
     /// Ends the call: no further question is asked after it.
     pub fn ends_call(&self) -> bool {
-        !matches!(self, Answer::Chosen { .. })
+        !matches!(self, Answer::Chosen(_))
     }
 
     /// The sentence the model reads.
     pub fn text(&self) -> String {
         match self {
-            Answer::Chosen {
-                selections,
-                notes,
-                text,
-                comment,
-            } => {
-                let mut written: Vec<String> = notes
-                    .iter()
-                    .map(|(value, note)| format!("{value}: {note}"))
-                    .collect();
-                written.extend(text.iter().cloned());
-                let written = written.join("\n");
-                let sentence = match (selections.is_empty(), written.is_empty()) {
-                    (true, false) => format!("User wrote: {written}"),
-                    (false, false) => {
-                        format!(
-                            "User selected: {} and wrote: {written}",
-                            selections.join(", ")
-                        )
-                    }
-                    _ => format!("User selected: {}", selections.join(", ")),
-                };
-                match comment {
-                    Some(comment) => format!("{comment}. {sentence}"),
-                    None => sentence,
-                }
-            }
+            Answer::Chosen(chosen) => chosen.text(),
             Answer::EndTurn => "User chose to end the turn.".to_owned(),
             Answer::NewSession { prefill, launch } => {
                 let then = match launch {
@@ -132,28 +167,7 @@ impl Answer {
     pub fn details(&self) -> Value {
         let mut response = json!({"kind": self.kind()});
         match self {
-            Answer::Chosen {
-                selections,
-                notes,
-                text,
-                comment,
-            } => {
-                if !selections.is_empty() {
-                    response["selections"] = json!(selections);
-                }
-                if let Some(text) = text {
-                    response["text"] = json!(text);
-                }
-                if !notes.is_empty() {
-                    response["notes"] = notes
-                        .iter()
-                        .map(|(value, note)| json!({"value": value, "note": note}))
-                        .collect();
-                }
-                if let Some(comment) = comment {
-                    response["comment"] = json!(comment);
-                }
-            }
+            Answer::Chosen(chosen) => chosen.details(&mut response),
             Answer::NewSession { prefill, launch } => {
                 response["prefill"] = json!(prefill);
                 response["launchedWith"] = json!(match launch {
@@ -175,30 +189,7 @@ impl Answer {
     /// the new task`, `Timed out`, `Cancelled`.
     fn brief(&self) -> (String, CardTint) {
         match self {
-            Answer::Chosen {
-                selections,
-                notes,
-                text,
-                ..
-            } => {
-                let noted = |value: &String| notes.iter().find(|(v, _)| v == value);
-                let mut items: Vec<String> = selections
-                    .iter()
-                    .map(|value| match noted(value) {
-                        Some((_, note)) => format!("{value} (“{}”)", one_line(note)),
-                        None => value.clone(),
-                    })
-                    .collect();
-                // A note on an option not chosen (never made by the form) still shows.
-                items.extend(
-                    notes
-                        .iter()
-                        .filter(|(value, _)| !selections.contains(value))
-                        .map(|(value, note)| format!("{value} (“{}”)", one_line(note))),
-                );
-                items.extend(text.iter().map(|text| format!("“{}”", one_line(text))));
-                (items.join(", "), CardTint::Success)
-            }
+            Answer::Chosen(chosen) => (chosen.brief(), CardTint::Success),
             Answer::EndTurn => ("end turn".to_owned(), CardTint::Success),
             Answer::NewSession { prefill, launch } => (
                 format!("{} → {}", launch.word(), one_line(prefill)),
@@ -311,7 +302,7 @@ impl Answer {
     /// The options `selections` picked, with `notes` as (value, note) and the user's own `text`,
     /// as the user gave them (no comment): the answer tests expect.
     pub fn chosen(selections: &[&str], notes: &[(&str, &str)], text: Option<&str>) -> Answer {
-        Answer::Chosen {
+        Answer::Chosen(Chosen {
             selections: selections.iter().map(|s| (*s).to_owned()).collect(),
             notes: notes
                 .iter()
@@ -319,7 +310,7 @@ impl Answer {
                 .collect(),
             text: text.map(str::to_owned),
             comment: None,
-        }
+        })
     }
 }
 

@@ -14,7 +14,8 @@
 //! - **The bridge** — [`Capability::attach`] hands it the running host, registry, bus and the
 //!   extension file once the bridge is up.
 //! - **The screen** — [`Capability::footer_segments`] (read from memory every frame),
-//!   [`Capability::dock`] (its rows in the dock, and the port the dock sends requests to), views it
+//!   [`Capability::dock`] (its rows in the dock, and the port the dock sends requests to; what its
+//!   rows are called and what the dock's row keys do on them is [`Registration::dock`]), views it
 //!   opens with [`Ui::open`], and [`Capability::changes`], the one signal the app's single
 //!   forwarder turns into a redraw and a refresh of the open views.
 //! - **Keys** — each of its views owns a key table ([`KeyTableSpec`], listed in
@@ -39,11 +40,13 @@ use unipi_widgets::footer::Segment;
 use crate::bridge::{BridgeHost, Command, EventBus, Module, Registry};
 use crate::config::keymap::KeyTableSpec;
 use crate::pi::PiCommand;
-use crate::views::dock::{DockRequest, DockSource};
+use crate::views::dock::{DockRequest, DockSource, DockWords};
 
 pub use crate::sys::Changed;
 pub use ui::{NewTerminal, ScreenState, Ui, UiReceiver, UiRequest};
 
+#[cfg(test)]
+pub(crate) mod fake;
 #[cfg(test)]
 mod tests;
 
@@ -110,6 +113,9 @@ pub struct Registration {
     pub key_tables: &'static [&'static KeyTableSpec],
     /// The workbench-wide key actions it offers (keymap files bind them by name; F1 lists them).
     pub actions: &'static [&'static GlobalAction],
+    /// When it lists rows in the dock: what they are called and what the dock's row keys do on
+    /// them (F1's lines, the notice when nothing can be docked), whether it started or not.
+    pub dock: Option<&'static DockWords>,
 }
 
 /// A workbench-wide key action a capability offers (`board`, `session.detach`), declared once in
@@ -181,6 +187,14 @@ pub fn global_actions() -> Vec<&'static GlobalAction> {
     // Stable: equal ranks keep registration order.
     actions.sort_by_key(|action| action.help_order);
     actions
+}
+
+/// Every registration's words for its rows in the dock, in registration order.
+pub fn dock_words() -> Vec<&'static DockWords> {
+    registrations()
+        .iter()
+        .filter_map(|registration| registration.dock)
+        .collect()
 }
 
 /// Every key table a view owns: the workbench's own and every capability's.

@@ -185,3 +185,27 @@ fn a_capabilitys_commands_are_listed_under_its_first_module() {
         ]
     );
 }
+
+/// F1 says what the dock's row keys do in the words of the capabilities whose rows they act on
+/// (their registrations' `DockWords`), and the notice when nothing can be docked names what they
+/// list, whether they run or not.
+#[test]
+fn the_dock_speaks_of_rows_in_the_words_of_their_registrations() {
+    use crate::views::dock::DockWords;
+    use crate::views::help::HelpView;
+    let view = HelpView::new(&Keymap::defaults(), String::new(), Vec::new());
+    let dock = view
+        .model()
+        .sections
+        .iter()
+        .find(|section| section.title.contains("The dock"))
+        .map(|section| section.rows.clone())
+        .unwrap_or_default();
+    let has = |keys: &str, what: &str| dock.iter().any(|(k, w)| k == keys && w.contains(what));
+    assert!(has("s", "Stop the selected task"), "{dock:?}");
+    assert!(has("S", "Stop every running task"), "{dock:?}");
+    assert_eq!(
+        DockWords::nothing_to_dock(&super::dock_words()),
+        "Nothing to dock: background tasks and helpers are off"
+    );
+}

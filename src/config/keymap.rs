@@ -337,9 +337,12 @@ impl<A: TableAction> KeyTable<A> {
 /// One view's keys as the help overlay lists them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ViewKeysHelp {
+    /// The table's name in keymap files.
+    pub table: &'static str,
     pub title: &'static str,
-    /// (keys, what they do), in the table's action order; unbound actions are left out.
-    pub rows: Vec<(String, &'static str)>,
+    /// (keys, action name, what it does), in the table's action order; unbound actions are left
+    /// out.
+    pub rows: Vec<(String, &'static str, &'static str)>,
 }
 
 /// What one key did to the keymap.
@@ -569,10 +572,11 @@ impl Keymap {
                             .filter(|(_, name)| name == action)
                             .map(|(key, _)| hint_display(key))
                             .collect();
-                        (!keys.is_empty()).then(|| (join_hint_keys(&keys), *what))
+                        (!keys.is_empty()).then(|| (join_hint_keys(&keys), *action, *what))
                     })
                     .collect();
                 ViewKeysHelp {
+                    table: spec.table,
                     title: spec.title,
                     rows,
                 }

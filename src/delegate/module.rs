@@ -428,6 +428,20 @@ mod tests {
         (module, rx)
     }
 
+    /// The main agent's session `id`, written to `file`, on model p/m.
+    fn session_on(id: &str, file: PathBuf) -> ParentSession {
+        ParentSession {
+            session_id: Some(id.into()),
+            session_file: Some(file),
+            model: Some(pair("p", "m")),
+        }
+    }
+
+    /// The message of the error `module` answers a delegate call with `args` with.
+    async fn refusal(module: &DelegateModule, args: Value) -> String {
+        module.call_tool(call(args)).await.unwrap_err().message
+    }
+
     fn call(args: Value) -> ToolCall {
         ToolCall {
             agent: AgentId::main(),
@@ -469,28 +483,12 @@ mod tests {
             "m",
             Some(128_000),
         )])));
-        module.set_session(
-            &AgentId::main(),
-            ParentSession {
-                session_id: Some("s1".into()),
-                session_file: Some(file),
-                model: Some(pair("p", "m")),
-            },
-        );
-        let err = module
-            .call_tool(call(json!({"name": "a", "prompt": "q"})))
-            .await
-            .unwrap_err();
+        module.set_session(&AgentId::main(), session_on("s1", file));
+        let err = refusal(&module, json!({"name": "a", "prompt": "q"})).await;
+        assert!(err.contains("could not wake you"), "{err}");
         assert!(
-            err.message.contains("could not wake you"),
-            "{}",
-            err.message
-        );
-        assert!(
-            err.message
-                .contains("pass triggerOnCompletion: false and wait for its answer with bg_result"),
-            "{}",
-            err.message
+            err.contains("pass triggerOnCompletion: false and wait for its answer with bg_result"),
+            "{err}"
         );
         assert!(
             !workspace.path().join(".unipi").exists(),
@@ -498,19 +496,17 @@ mod tests {
         );
         // Without the wake it is not refused for it (it goes on, here to a child that cannot
         // start).
-        let err = module
-            .call_tool(call(
-                json!({"name": "a", "prompt": "q", "triggerOnCompletion": false}),
-            ))
-            .await
-            .unwrap_err();
+        let err = refusal(
+            &module,
+            json!({"name": "a", "prompt": "q", "triggerOnCompletion": false}),
+        )
+        .await;
         assert!(
-            err.message.starts_with(&format!(
+            err.starts_with(&format!(
                 "[{}]",
                 DelegateErrorCode::ChildSpawnFailed.as_str()
             )),
-            "{}",
-            err.message
+            "{err}"
         );
     }
 
@@ -519,11 +515,7 @@ mod tests {
         let workspace = tempfile::tempdir().unwrap();
         let file = session_file(workspace.path());
         let listed = vec![model("p", "m", Some(128_000))];
-        let with_session = ParentSession {
-            session_id: Some("s1".into()),
-            session_file: Some(file.clone()),
-            model: Some(pair("p", "m")),
-        };
+        let with_session = session_on("s1", file);
         let no_file = ParentSession {
             session_file: None,
             ..with_session.clone()
@@ -561,13 +553,12 @@ mod tests {
         for (name, models, session, args, want) in cases {
             let (module, _rx) = module_in(workspace.path(), models);
             module.set_session(&AgentId::main(), session);
-            let err = module.call_tool(call(args)).await.unwrap_err();
+            let err = refusal(&module, args).await;
             assert!(
-                err.message.starts_with(&format!("[{}]", want.as_str())),
-                "{name}: {}",
-                err.message
+                err.starts_with(&format!("[{}]", want.as_str())),
+                "{name}: {err}"
             );
-            assert!(err.message.contains("Child process created: no"), "{name}");
+            assert!(err.contains("Child process created: no"), "{name}");
             assert!(
                 !workspace.path().join(".unipi").exists(),
                 "{name}: a directory was created"
@@ -580,23 +571,9 @@ mod tests {
         let workspace = tempfile::tempdir().unwrap();
         let file = session_file(workspace.path());
         let (module, _rx) = module_in(workspace.path(), vec![model("p", "m", Some(128_000))]);
-        module.set_session(
-            &AgentId::main(),
-            ParentSession {
-                session_id: Some("s/1".into()),
-                session_file: Some(file),
-                model: Some(pair("p", "m")),
-            },
-        );
-        let err = module
-            .call_tool(call(json!({"name": "a", "prompt": "q"})))
-            .await
-            .unwrap_err();
-        assert!(
-            err.message.starts_with("[child_spawn_failed]"),
-            "{}",
-            err.message
-        );
+        module.set_session(&AgentId::main(), session_on("s/1", file));
+        let err = refusal(&module, json!({"name": "a", "prompt": "q"})).await;
+        assert!(err.starts_with("[child_spawn_failed]"), "{err}");
         let run = workspace
             .path()
             .join(format!(".unipi/delegate/s_1-{}", std::process::id()));

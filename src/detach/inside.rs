@@ -39,6 +39,7 @@ pub const REGISTRATION: Registration = Registration {
     start,
     key_tables: &[],
     actions: &[&DETACH],
+    dock: None,
 };
 
 /// Ctrl+Alt+D: let the attached terminal go. It works from under any overlay; outside a session

@@ -41,6 +41,7 @@ pub const REGISTRATION: Registration = Registration {
     start,
     key_tables: &[&PICKER_KEYS, &PRESETS_KEYS, &NAME_KEYS, &BTW_KEYS],
     actions: &[&PICKER_ACTION],
+    dock: None,
 };
 
 /// Alt+M: the picker, as `/unipi:model` with no arguments opens it.

@@ -20,6 +20,8 @@ pub const REGISTRATION: Registration = Registration {
     start,
     key_tables: &[],
     actions: &[&WAVE],
+    // No row key acts on a wave: its rows need no words in F1 (`DockWords`).
+    dock: None,
 };
 
 /// Waves: no default key (a keymap file binds it by name, `"alt+h" = "hello.wave"`).

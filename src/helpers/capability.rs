@@ -27,6 +27,7 @@ pub const REGISTRATION: Registration = Registration {
     start,
     key_tables: &[],
     actions: &[],
+    dock: Some(&super::dock::WORDS),
 };
 
 fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {

@@ -19,12 +19,30 @@ use crate::helpers::runner::RunStatus;
 use crate::sys::lock;
 use crate::views::RefreshContext;
 use crate::views::dock::{
-    DockAction, DockRequest, DockSection, DockSource, HintTable, Hints, Marks, SCROLL, SELECT,
-    Verb, Verbs,
+    DockAction, DockRequest, DockSection, DockSource, DockWords, HintTable, Hints, Marks, SCROLL,
+    SELECT, Verb, Verbs,
 };
 
 /// The agents are listed first, above the tasks.
 const RANK: u8 = 0;
+
+/// What the agents' rows are called, and what the row keys do on them as F1 says it (after the
+/// tasks' words on the keys both act on: the helpers are registered after them).
+pub(super) static WORDS: DockWords = DockWords {
+    lists: "helpers",
+    keys: &[
+        (DockAction::Stop, "(a helper: press twice)"),
+        (DockAction::CopyPath, "(a helper's run id)"),
+        (
+            DockAction::Steer,
+            "Type a message to the selected running helper",
+        ),
+        (
+            DockAction::Transcript,
+            "Open the selected helper's live transcript",
+        ),
+    ],
+};
 
 /// The list's hints while an agent (main, helper, delegate) is selected.
 pub const LIST_HINTS: HintTable = &[

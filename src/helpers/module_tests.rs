@@ -1,6 +1,6 @@
 //! The helpers module's tests, through its tools with a fake or real Pi.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -119,13 +119,30 @@ async fn finished(
 /// A module whose helpers never end by themselves and whose questions wait `timeout` for their
 /// supervisor.
 fn supervised(dir: &Path, timeout: Duration) -> HelpersModule {
-    let mut settings = rpc_settings(dir, "forever");
-    settings.config = HelpersConfig {
-        supervisor_timeout: timeout,
-        ..HelpersConfig::default()
-    }
-    .into();
+    with_config(
+        rpc_settings(dir, "forever"),
+        HelpersConfig {
+            supervisor_timeout: timeout,
+            ..HelpersConfig::default()
+        },
+    )
+}
+
+/// A module over `settings` with `config` for its config.
+fn with_config(mut settings: HelperSettings, config: HelpersConfig) -> HelpersModule {
+    settings.config = config.into();
     HelpersModule::new(settings)
+}
+
+/// A module whose helper waits for the file `go` in `dir` (the test lets it go), then replays
+/// the fixture's answer.
+fn gated(dir: &Path) -> (HelpersModule, PathBuf) {
+    let gate = dir.join("go");
+    let script = then_replay(&format!(
+        "while [ ! -e '{}' ]; do sleep 0.05; done",
+        gate.display()
+    ));
+    (HelpersModule::new(settings(dir, &script)), gate)
 }
 
 #[track_caller]
@@ -392,13 +409,13 @@ fn truncation_table() {
 #[tokio::test]
 async fn refusals_are_error_results_and_start_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let mut settings = settings(dir.path(), "exit 1");
-    settings.config = HelpersConfig {
-        max_spawns_per_session: 0,
-        ..HelpersConfig::default()
-    }
-    .into();
-    let module = HelpersModule::new(settings);
+    let module = with_config(
+        settings(dir.path(), "exit 1"),
+        HelpersConfig {
+            max_spawns_per_session: 0,
+            ..HelpersConfig::default()
+        },
+    );
     let cases = [
         (
             json!({"type": "nope", "prompt": "x"}),
@@ -494,12 +511,7 @@ async fn foreground_run_returns_the_answer_and_streams_progress() {
 async fn background_run_notifies_once_and_get_result_waits() {
     let dir = tempfile::tempdir().unwrap();
     // Holds the answer back until the test lets it go, so `wait` really waits.
-    let gate = dir.path().join("go");
-    let script = then_replay(&format!(
-        "while [ ! -e '{}' ]; do sleep 0.05; done",
-        gate.display()
-    ));
-    let module = HelpersModule::new(settings(dir.path(), &script));
+    let (module, gate) = gated(dir.path());
     let mut notices = notices_of(&module);
     let started = spawn(
         &module,
@@ -681,13 +693,13 @@ async fn a_single_helper_is_told_its_boundaries_and_a_workflow_step_is_not() {
 #[tokio::test]
 async fn a_workflow_that_does_not_fit_the_budget_is_refused_before_anything_starts() {
     let dir = tempfile::tempdir().unwrap();
-    let mut settings = rpc_settings(dir.path(), "answer");
-    settings.config = HelpersConfig {
-        max_spawns_per_session: 2,
-        ..HelpersConfig::default()
-    }
-    .into();
-    let module = HelpersModule::new(settings);
+    let module = with_config(
+        rpc_settings(dir.path(), "answer"),
+        HelpersConfig {
+            max_spawns_per_session: 2,
+            ..HelpersConfig::default()
+        },
+    );
     let script = json!({"workflowScript": {"steps": [
         {"id": "a", "type": "explore", "prompt": "x"},
         {"id": "b", "type": "explore", "prompt": "y"},
@@ -1126,12 +1138,7 @@ fn no_entries(dir: &Path) -> bool {
 #[tokio::test]
 async fn a_background_helper_keeps_its_callers_run_waiting_until_its_notice() {
     let dir = tempfile::tempdir().unwrap();
-    let gate = dir.path().join("go");
-    let script = then_replay(&format!(
-        "while [ ! -e '{}' ]; do sleep 0.05; done",
-        gate.display()
-    ));
-    let module = HelpersModule::new(settings(dir.path(), &script));
+    let (module, gate) = gated(dir.path());
     let (wakes, mut notices) = in_run(&module, crate::bridge::WakeReach::WithinRun);
     let started = spawn(
         &module,

@@ -1260,27 +1260,19 @@ fn spawn(spec: &RunSpec, args: &[String], rpc: bool) -> anyhow::Result<Spawned> 
 /// A spawned child with its stdin (if it has one) taken over by a writer task that has the task
 /// queued as the first RPC command.
 fn with_task(started: Started, spec: &RunSpec) -> Spawned {
-    let Started {
-        child,
-        group,
-        pid,
-        stdin,
-        stdout,
-        stderr,
-    } = started;
-    let commands = stdin.map(|stdin| {
+    let commands = started.stdin.map(|stdin| {
         let commands = start_writer(stdin);
         let prompt = json!({ "id": PROMPT_ID, "type": "prompt", "message": spec.prompt });
         let _ = commands.send(StdinCommand::Line(prompt.to_string()));
         commands
     });
     Spawned {
-        child,
-        group,
-        pid,
+        child: started.child,
+        group: started.group,
+        pid: started.pid,
         commands,
-        stdout,
-        stderr,
+        stdout: started.stdout,
+        stderr: started.stderr,
     }
 }
 
@@ -1333,6 +1325,26 @@ mod tests {
         spec
     }
 
+    /// A fresh temporary directory (kept for as long as the test holds it) and a [`fake`] spec
+    /// in it.
+    fn temp_fake(script: &str) -> (tempfile::TempDir, RunSpec) {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = fake(dir.path(), script);
+        (dir, spec)
+    }
+
+    /// Like [`temp_fake`], with a [`fake_rpc`] spec.
+    fn temp_fake_rpc(mode: &str, legacy: bool) -> (tempfile::TempDir, RunSpec) {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = fake_rpc(dir.path(), mode, legacy);
+        (dir, spec)
+    }
+
+    /// A script that replays the fixture `name` (Pi's JSON stream), then runs `then`.
+    fn replay(name: &str, then: &str) -> String {
+        format!("cat '{}'; {then}", fixture(name).display())
+    }
+
     /// Starts the run of `spec`.
     async fn start(spec: &RunSpec) -> RunHandle {
         HelperRunner::start(spec.clone()).await.unwrap()
@@ -1366,12 +1378,10 @@ mod tests {
 
     #[tokio::test]
     async fn recorded_stream_completes_and_is_written_down() {
-        let dir = tempfile::tempdir().unwrap();
-        let script = format!(
-            "cat '{}'; echo 'Warning: noise' >&2",
-            fixture("pi-1.6.0-explore.jsonl").display()
-        );
-        let spec = fake(dir.path(), &script);
+        let (_dir, spec) = temp_fake(&replay(
+            "pi-1.6.0-explore.jsonl",
+            "echo 'Warning: noise' >&2",
+        ));
         let mut handle = start(&spec).await;
         let mut progress = handle.progress();
         let outcome = handle.wait().await;
@@ -1444,8 +1454,7 @@ mod tests {
 
     #[tokio::test]
     async fn child_silent_after_the_retry_fails() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut spec = fake(dir.path(), "sleep 30");
+        let (_dir, mut spec) = temp_fake("sleep 30");
         spec.idle_timeout = Duration::from_millis(300);
         let outcome = run(&spec).await;
         assert_eq!(outcome.status, RunStatus::Failed, "{outcome:#?}");
@@ -1460,12 +1469,9 @@ mod tests {
 
     #[tokio::test]
     async fn stop_escalates_to_sigkill_when_sigterm_is_ignored() {
-        let dir = tempfile::tempdir().unwrap();
         // The ignored disposition is inherited: the `sleep` in the group ignores SIGTERM too.
-        let spec = fake(
-            dir.path(),
-            "trap '' TERM; echo '{\"type\":\"agent_start\"}'; sleep 30 & sleep 30; wait",
-        );
+        let (_dir, spec) =
+            temp_fake("trap '' TERM; echo '{\"type\":\"agent_start\"}'; sleep 30 & sleep 30; wait");
         let mut handle = start(&spec).await;
         let pid = handle.pid().unwrap();
         let mut progress = handle.progress();
@@ -1485,9 +1491,7 @@ mod tests {
 
     #[tokio::test]
     async fn non_zero_exit_keeps_the_stderr_error_lines() {
-        let dir = tempfile::tempdir().unwrap();
-        let spec = fake(
-            dir.path(),
+        let (_dir, spec) = temp_fake(
             "echo '{\"type\":\"agent_start\"}'; echo 'Warning: deprecated' >&2; \
              echo 'Error: No API key found for scripted' >&2; exit 3",
         );
@@ -1505,11 +1509,7 @@ mod tests {
 
     #[tokio::test]
     async fn deadline_times_the_run_out() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut spec = fake(
-            dir.path(),
-            "echo '{\"type\":\"agent_start\"}'; exec sleep 30",
-        );
+        let (_dir, mut spec) = temp_fake("echo '{\"type\":\"agent_start\"}'; exec sleep 30");
         spec.deadline = Duration::from_millis(500);
         let outcome = run(&spec).await;
         assert_eq!(outcome.status, RunStatus::TimedOut, "{outcome:#?}");
@@ -1519,12 +1519,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_detached_process_holding_stdout_does_not_hang_the_run() {
-        let dir = tempfile::tempdir().unwrap();
-        let script = format!(
-            "cat '{}'; setsid sleep 5 & exit 0",
-            fixture("pi-1.6.0-hello.jsonl").display()
-        );
-        let spec = fake(dir.path(), &script);
+        let (_dir, spec) = temp_fake(&replay("pi-1.6.0-hello.jsonl", "setsid sleep 5 & exit 0"));
         let started = Instant::now();
         let outcome = run(&spec).await;
         assert!(started.elapsed() < Duration::from_secs(4), "{outcome:#?}");
@@ -1534,8 +1529,7 @@ mod tests {
 
     #[tokio::test]
     async fn dropping_the_handle_kills_the_group() {
-        let dir = tempfile::tempdir().unwrap();
-        let spec = fake(dir.path(), "sleep 30 & sleep 30; wait");
+        let (_dir, spec) = temp_fake("sleep 30 & sleep 30; wait");
         let handle = start(&spec).await;
         let pid = handle.pid().unwrap();
         drop(handle);
@@ -1603,8 +1597,7 @@ mod tests {
     #[tokio::test]
     async fn rpc_prompt_events_settle_on_both_lines() {
         for legacy in [false, true] {
-            let dir = tempfile::tempdir().unwrap();
-            let spec = fake_rpc(dir.path(), "answer", legacy);
+            let (dir, spec) = temp_fake_rpc("answer", legacy);
             let mut handle = start(&spec).await;
             let progress = handle.progress();
             let outcome = handle.wait().await;
@@ -1678,8 +1671,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_refused_prompt_fails_the_run_with_pis_error() {
-        let dir = tempfile::tempdir().unwrap();
-        let spec = fake_rpc(dir.path(), "reject", false);
+        let (_dir, spec) = temp_fake_rpc("reject", false);
         let started = Instant::now();
         let outcome = run(&spec).await;
         assert_eq!(outcome.status, RunStatus::Failed, "{outcome:#?}");
@@ -1697,8 +1689,7 @@ mod tests {
     #[tokio::test]
     async fn steering_reaches_the_child_and_its_control_outlives_the_run() {
         for legacy in [false, true] {
-            let dir = tempfile::tempdir().unwrap();
-            let spec = fake_rpc(dir.path(), "echo-steer", legacy);
+            let (dir, spec) = temp_fake_rpc("echo-steer", legacy);
             let mut handle = start(&spec).await;
             let control = handle.control();
             wait_for_turns(&handle, 2).await;
@@ -1728,8 +1719,7 @@ mod tests {
     #[tokio::test]
     async fn a_turn_budget_steers_then_aborts() {
         for legacy in [false, true] {
-            let dir = tempfile::tempdir().unwrap();
-            let mut spec = fake_rpc(dir.path(), "forever", legacy);
+            let (dir, mut spec) = temp_fake_rpc("forever", legacy);
             spec.budget = Budget::turns(3);
             let mut handle = start(&spec).await;
             let pid = handle.pid().unwrap();
@@ -1828,8 +1818,7 @@ mod tests {
 
     #[tokio::test]
     async fn stop_ends_an_rpc_run() {
-        let dir = tempfile::tempdir().unwrap();
-        let spec = fake_rpc(dir.path(), "forever", false);
+        let (_dir, spec) = temp_fake_rpc("forever", false);
         let mut handle = start(&spec).await;
         let pid = handle.pid().unwrap();
         wait_for_turns(&handle, 1).await;
@@ -1847,8 +1836,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_child_that_ignores_eof_is_killed_after_the_end_grace() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut spec = fake_rpc(dir.path(), "linger", false);
+        let (_dir, mut spec) = temp_fake_rpc("linger", false);
         spec.end_grace = Duration::from_millis(500);
         let started = Instant::now();
         let outcome = run(&spec).await;
@@ -1859,8 +1847,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_warm_process_runs_the_task_exactly_as_a_fresh_child_and_a_misfit_starts_cold() {
-        let dir = tempfile::tempdir().unwrap();
-        let spec = fake_rpc(dir.path(), "answer", false);
+        let (dir, spec) = temp_fake_rpc("answer", false);
         let cold = run(&spec).await;
         let cold_log = child_log(dir.path());
         std::fs::remove_file(dir.path().join("stdin.log")).unwrap();

@@ -27,6 +27,7 @@ pub const REGISTRATION: Registration = Registration {
     start,
     key_tables: &[&MCP_KEYS],
     actions: &[],
+    dock: None,
 };
 
 /// How long `/unipi:mcp-reload` waits before answering Pi (the bridge gives commands 10 s); a

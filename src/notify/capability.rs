@@ -22,6 +22,7 @@ pub const REGISTRATION: Registration = Registration {
     start,
     key_tables: &[],
     actions: &[],
+    dock: None,
 };
 
 const SETTINGS_PAGE: SettingsPage<NotifyConfig> = SettingsPage {

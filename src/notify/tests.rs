@@ -767,18 +767,24 @@ async fn wait_for_terminal(rx: &mut UiReceiver) -> Vec<u8> {
     .unwrap_or_else(|_| panic!("no terminal notification within {deadline:?}"))
 }
 
+/// A router that sends to ntfy at `server` alone and holds alerts back for an hour after the
+/// user's last input.
+fn ntfy_router(server: &str) -> (Router, UiReceiver, Ui) {
+    let mut config = http_config(server);
+    config.gotify.enabled = false;
+    config.telegram.enabled = false;
+    config.silence_after_input = Duration::from_secs(3600);
+    let (dispatcher, rx, ui) = dispatcher(config, false);
+    (Router::new(dispatcher), rx, ui)
+}
+
 /// A detachable session with no terminal attached: the user is away, whatever the keyboard
 /// said last. The question reaches ntfy at once, not after the silence, and an informational
 /// alert is not held back by typing done before the terminal left.
 #[tokio::test]
 async fn with_no_terminal_attached_a_question_reaches_the_phone_at_once() {
     let server = Loopback::start(HashMap::new()).await;
-    let mut config = http_config(&server.url);
-    config.gotify.enabled = false;
-    config.telegram.enabled = false;
-    config.silence_after_input = Duration::from_secs(3600);
-    let (dispatcher, _rx, ui) = dispatcher(config, false);
-    let router = Router::new(dispatcher);
+    let (router, _rx, ui) = ntfy_router(&server.url);
     ui.update_screen(|state| {
         state.last_input = Some(Instant::now());
         state.attached = false;
@@ -824,12 +830,7 @@ async fn with_no_terminal_attached_a_question_reaches_the_phone_at_once() {
 #[tokio::test]
 async fn a_question_waiting_when_the_terminal_leaves_reaches_the_phone_at_once() {
     let server = Loopback::start(HashMap::new()).await;
-    let mut config = http_config(&server.url);
-    config.gotify.enabled = false;
-    config.telegram.enabled = false;
-    config.silence_after_input = Duration::from_secs(3600);
-    let (dispatcher, _rx, ui) = dispatcher(config, false);
-    let router = Router::new(dispatcher);
+    let (router, _rx, ui) = ntfy_router(&server.url);
     ui.update_screen(|state| state.last_input = Some(Instant::now()));
     let asked = router
         .route(&question(11, "main", "Ship it?", None))

@@ -37,6 +37,7 @@ pub const REGISTRATION: Registration = Registration {
     start,
     key_tables: &[],
     actions: &[&CLEAR_NOTICES],
+    dock: Some(&super::dock::WORDS),
 };
 
 /// Ctrl+Alt+C: the dock's "clear finished notices" without opening it. No capability takes it:

@@ -18,8 +18,8 @@ use crate::capability::Changed;
 use crate::tasks::{KillKind, RunRequest, TaskInfo, TaskOrigin, TaskService, TaskStatus};
 use crate::views::RefreshContext;
 use crate::views::dock::{
-    DockAction, DockRequest, DockSection, DockSource, HintTable, Hints, Marks, SCROLL, SELECT,
-    StopAll, Verb, Verbs,
+    DockAction, DockRequest, DockSection, DockSource, DockWords, HintTable, Hints, Marks, SCROLL,
+    SELECT, StopAll, Verb, Verbs,
 };
 
 /// Lines of output shown in the dock's detail view.
@@ -73,6 +73,17 @@ pub fn dock_rows(tasks: &[TaskInfo], marks: &Marks, tail: Option<&Tail>) -> Vec<
 
 /// Tasks are listed below the agents (a delegate, listed by both, shows as the agent).
 const RANK: u8 = 1;
+
+/// What the tasks' rows are called, and what the row keys do on them as F1 says it.
+pub(super) static WORDS: DockWords = DockWords {
+    lists: "background tasks",
+    keys: &[
+        (DockAction::Stop, "Stop the selected task"),
+        (DockAction::StopAll, "Stop every running task (press twice)"),
+        (DockAction::Rerun, "Rerun the selected shell task"),
+        (DockAction::CopyPath, "Copy the output path"),
+    ],
+};
 
 /// The list's hints while a task is selected.
 pub const LIST_HINTS: HintTable = &[

@@ -12,9 +12,11 @@ use ratatui::layout::Rect;
 use unipi_widgets::help::{HelpModel, HelpSection, max_scroll, render};
 use unipi_widgets::theme::Theme;
 
+use super::dock::keys::DOCK_KEYS;
+use super::dock::{DockAction, DockWords};
 use super::pager::{Pager, PagerStep};
 use super::{View, ViewAction};
-use crate::config::keymap::{Action, Key, KeyTableSpec, Keymap};
+use crate::config::keymap::{Action, Key, KeyTableSpec, Keymap, TableAction};
 
 /// A `/unipi:*` command for the help overlay: its name (without the slash) and description.
 pub type CommandHelp = (String, String);
@@ -49,16 +51,26 @@ impl HelpView {
                 rows,
             });
         }
+        let dock_words = crate::capability::dock_words();
         for view in keymap.views_help(&crate::capability::key_tables()) {
             if view.rows.is_empty() {
                 continue;
             }
+            // The dock's row keys in the words of the capabilities whose rows they act on.
+            let words = |action: &str| {
+                let action = (view.table == DOCK_KEYS.table)
+                    .then(|| DockAction::from_name(action))
+                    .flatten()?;
+                DockWords::of_key(&dock_words, action)
+            };
             sections.push(HelpSection {
                 title: view.title.to_owned(),
                 rows: view
                     .rows
                     .into_iter()
-                    .map(|(keys, what)| (keys, what.to_owned()))
+                    .map(|(keys, action, what)| {
+                        (keys, words(action).unwrap_or_else(|| what.to_owned()))
+                    })
                     .collect(),
             });
         }
@@ -168,10 +180,9 @@ mod tests {
                 ("/unipi:info".to_owned(), "Workbench info".to_owned()),
             ]
         );
+        // What the row keys do is the capabilities' words (`capability::tests`).
         let dock = rows_of(model, "The dock");
         let has = |keys: &str, what: &str| dock.iter().any(|(k, w)| k == keys && w.contains(what));
-        assert!(has("s", "Stop the selected task"), "{dock:?}");
-        assert!(has("S", "Stop every running task"), "{dock:?}");
         assert!(has("t", "transcript"), "{dock:?}");
         assert!(has("m", "message"), "{dock:?}");
         // Each action once, with all its keys on one row.

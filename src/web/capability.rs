@@ -18,6 +18,7 @@ pub const REGISTRATION: Registration = Registration {
     start,
     key_tables: &[],
     actions: &[],
+    dock: None,
 };
 
 fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {

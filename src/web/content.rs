@@ -93,7 +93,7 @@ const SNIFF_BYTES: usize = 1445;
 /// carriage return or escape) — random bytes have one in ten, a text file with a stray one
 /// stays text. A body declared as UTF-16 (`charset`) is text with NULs in it.
 pub fn binary_type(body: &[u8], charset: Option<&str>) -> Option<&'static str> {
-    if let Some(mime) = signature(body, STRONG_SIGNATURES) {
+    if let Some(mime) = signature(body, Strong) {
         return Some(mime);
     }
     let head = &body[..body.len().min(SNIFF_BYTES)];
@@ -109,7 +109,7 @@ pub fn binary_type(body: &[u8], charset: Option<&str>) -> Option<&'static str> {
         .filter(|byte| is_binary_data_byte(**byte))
         .count();
     let binary = head.contains(&0) || controls * CONTROLS_PER_TEXT > head.len();
-    binary.then(|| signature(body, WEAK_SIGNATURES).unwrap_or("application/octet-stream"))
+    binary.then(|| signature(body, Weak).unwrap_or("application/octet-stream"))
 }
 
 /// More control bytes than one in this many makes a body binary ([`binary_type`]).
@@ -119,57 +119,66 @@ fn is_binary_data_byte(byte: u8) -> bool {
     matches!(byte, 0x00..=0x08 | 0x0b | 0x0e..=0x1a | 0x1c..=0x1f)
 }
 
-/// A file signature: `magic` at `offset`.
-type Signature = (usize, &'static [u8], &'static str);
+/// What a file signature tells of a body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Sign {
+    /// A text could start with it too: it only names a body already found binary.
+    Weak,
+    /// No text starts with it: the body is binary whatever else it holds.
+    Strong,
+}
+use Sign::{Strong, Weak};
 
-/// Signatures no text starts with: the body is binary whatever else it holds.
-const STRONG_SIGNATURES: &[Signature] = &[
-    (0, b"%PDF-", "application/pdf"),
-    (0, b"\x89PNG\r\n\x1a\n", "image/png"),
-    (0, b"GIF87a", "image/gif"),
-    (0, b"GIF89a", "image/gif"),
-    (0, b"\xff\xd8\xff", "image/jpeg"),
-    (8, b"WEBP", "image/webp"),
-    (8, b"WAVE", "audio/wav"),
-    (8, b"AVI ", "video/x-msvideo"),
-    (0, b"OggS\0", "application/ogg"),
-    (0, b"\x1a\x45\xdf\xa3", "video/webm"),
-    (4, b"ftyp", "video/mp4"),
-    (0, b"PK\x03\x04", "application/zip"),
-    (0, b"\x1f\x8b\x08", "application/gzip"),
-    (0, b"Rar!\x1a\x07", "application/vnd.rar"),
-    (0, b"7z\xbc\xaf\x27\x1c", "application/x-7z-compressed"),
-    (0, b"\xfd7zXZ\0", "application/x-xz"),
-    (0, b"\x28\xb5\x2f\xfd", "application/zstd"),
-    (0, b"wOFF", "font/woff"),
-    (0, b"wOF2", "font/woff2"),
-    (0, b"\x7fELF", "application/x-executable"),
-    (0, b"\0asm", "application/wasm"),
-    (0, b"SQLite format 3\0", "application/vnd.sqlite3"),
+/// A file signature: `magic` at `offset`, and what it tells.
+type Signature = (Sign, usize, &'static [u8], &'static str);
+
+#[rustfmt::skip]
+const SIGNATURES: &[Signature] = &[
+    (Strong, 0, b"%PDF-", "application/pdf"),
+    (Strong, 0, b"\x89PNG\r\n\x1a\n", "image/png"),
+    (Strong, 0, b"GIF87a", "image/gif"),
+    (Strong, 0, b"GIF89a", "image/gif"),
+    (Strong, 0, b"\xff\xd8\xff", "image/jpeg"),
+    (Strong, 8, b"WEBP", "image/webp"),
+    (Strong, 8, b"WAVE", "audio/wav"),
+    (Strong, 8, b"AVI ", "video/x-msvideo"),
+    (Strong, 0, b"OggS\0", "application/ogg"),
+    (Strong, 0, b"\x1a\x45\xdf\xa3", "video/webm"),
+    (Strong, 4, b"ftyp", "video/mp4"),
+    (Strong, 0, b"PK\x03\x04", "application/zip"),
+    (Strong, 0, b"\x1f\x8b\x08", "application/gzip"),
+    (Strong, 0, b"Rar!\x1a\x07", "application/vnd.rar"),
+    (Strong, 0, b"7z\xbc\xaf\x27\x1c", "application/x-7z-compressed"),
+    (Strong, 0, b"\xfd7zXZ\0", "application/x-xz"),
+    (Strong, 0, b"\x28\xb5\x2f\xfd", "application/zstd"),
+    (Strong, 0, b"wOFF", "font/woff"),
+    (Strong, 0, b"wOF2", "font/woff2"),
+    (Strong, 0, b"\x7fELF", "application/x-executable"),
+    (Strong, 0, b"\0asm", "application/wasm"),
+    (Strong, 0, b"SQLite format 3\0", "application/vnd.sqlite3"),
+    (Weak, 0, b"BM", "image/bmp"),
+    (Weak, 0, b"\0\0\x01\0", "image/x-icon"),
+    (Weak, 0, b"ID3", "audio/mpeg"),
+    (Weak, 0, b"OTTO", "font/otf"),
+    (Weak, 0, b"\0\x01\0\0", "font/ttf"),
+    (Weak, 0, b"BZh", "application/x-bzip2"),
 ];
 
-/// Signatures a text could start with too: they only name a body already found binary.
-const WEAK_SIGNATURES: &[Signature] = &[
-    (0, b"BM", "image/bmp"),
-    (0, b"\0\0\x01\0", "image/x-icon"),
-    (0, b"ID3", "audio/mpeg"),
-    (0, b"OTTO", "font/otf"),
-    (0, b"\0\x01\0\0", "font/ttf"),
-    (0, b"BZh", "application/x-bzip2"),
-];
-
-fn signature(body: &[u8], signatures: &[Signature]) -> Option<&'static str> {
+/// The MIME type of the first of the [`SIGNATURES`] at least as strong as `sign` that `body`
+/// starts with.
+fn signature(body: &[u8], sign: Sign) -> Option<&'static str> {
     // The RIFF containers (WebP, WAV, AVI) say what they hold at offset 8.
     let riff = body.starts_with(b"RIFF");
-    signatures
+    SIGNATURES
         .iter()
-        .find(|(offset, magic, _)| {
-            (*offset != 8 || riff)
+        .find(|(strength, offset, magic, _)| {
+            *strength >= sign
+                && (*offset != 8 || riff)
                 && body
                     .get(*offset..*offset + magic.len())
                     .is_some_and(|found| found == *magic)
         })
-        .map(|(_, _, mime)| *mime)
+        .map(|(_, _, _, mime)| *mime)
 }
 
 /// A JSON body pretty-printed with two spaces; a body that is not valid JSON is given as it is,

@@ -33,6 +33,7 @@ pub const REGISTRATION: Registration = Registration {
     start,
     key_tables: &[&KANBAN_KEYS],
     actions: &[&BOARD],
+    dock: None,
 };
 
 /// Alt+K: the board, as `/unipi:kanboard` opens it.

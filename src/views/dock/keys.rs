@@ -3,7 +3,8 @@
 //! ([`KeyTable`]). The actions are the dock's verbs: moving and opening are the dock's own, the
 //! row keys (stop, stop all, rerun, copy, message) mean what each section's [`super::Verb`]s say
 //! on its rows, and each section gives the hint lines for its rows. The descriptions are what F1
-//! shows, in the words users know them by.
+//! shows, except the row keys': F1 says what those do in the words of the capabilities whose rows
+//! they act on ([`super::DockWords`]), and the ones here stand when no capability speaks of a key.
 
 use std::fmt;
 
@@ -23,10 +24,10 @@ key_table! {
         /// Detail → list, list → close.
         Back => "dock.back", "Detail → list; list → close the dock";
         Close => "dock.close", "Close the dock (focus returns to Pi)";
-        Stop => "dock.stop", "Stop the selected task (a helper: press twice)";
-        StopAll => "dock.stop_all", "Stop every running task (press twice)";
-        Rerun => "dock.rerun", "Rerun the selected shell task";
-        CopyPath => "dock.copy_path", "Copy the output path (a helper's run id)";
+        Stop => "dock.stop", "Stop the selected entry";
+        StopAll => "dock.stop_all", "Stop every running entry (press twice)";
+        Rerun => "dock.rerun", "Rerun the selected entry";
+        CopyPath => "dock.copy_path", "Copy the selected entry's path";
         History => "dock.history", "Show or hide cleared finished entries";
         ClearNotices => "dock.clear_notices", "Clear finished notices";
         PageUp => "dock.page_up", "A page up";
@@ -35,9 +36,9 @@ key_table! {
         /// The last row in the list; follow the output in the detail.
         Bottom => "dock.bottom", "Last entry / follow the output";
         /// Open the message input for the selected row.
-        Steer => "dock.steer", "Type a message to the selected running helper";
+        Steer => "dock.steer", "Type a message to the selected running entry";
         /// Open the selected row's detail, like `Open`.
-        Transcript => "dock.transcript", "Open the selected helper's live transcript";
+        Transcript => "dock.transcript", "Open the selected entry's live transcript";
     }
 }
 

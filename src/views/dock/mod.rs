@@ -42,7 +42,9 @@ use crate::bridge::Refusal;
 use crate::config::keymap::Keymap;
 use keys::PLAIN_LIST;
 pub use keys::{DockAction, DockKeys, HintTable, SCROLL, SELECT};
-pub use source::{DockRequest, DockSection, DockSource, Hints, Marks, StopAll, Verb, Verbs};
+pub use source::{
+    DockRequest, DockSection, DockSource, DockWords, Hints, Marks, StopAll, Verb, Verbs,
+};
 
 /// How often an open dock refreshes while something in it runs (runtimes move).
 pub(crate) const RUNNING_TICK: Duration = Duration::from_secs(1);

@@ -108,6 +108,48 @@ pub struct StopAll {
     pub none: &'static str,
 }
 
+/// What a capability that lists rows in the dock says of them before there is any row to show,
+/// declared once in its registration ([`crate::capability::Registration::dock`]): the dock
+/// itself names no kind of row.
+#[derive(Debug)]
+pub struct DockWords {
+    /// What it lists, in the plural: the notice when no capability that lists rows is running
+    /// names each.
+    pub lists: &'static str,
+    /// What the dock's row keys do on its rows, as F1 says it. F1 joins the words of every
+    /// registration for a key with a space, in registration order: the first says what the key
+    /// does, a later one adds in parentheses what differs on its rows. A key no registration
+    /// speaks of keeps its table's description.
+    pub keys: &'static [(DockAction, &'static str)],
+}
+
+impl DockWords {
+    /// What F1 says `action` does, from the words of `all` ([`DockWords::keys`]); `None` when
+    /// none speaks of it.
+    pub(crate) fn of_key(all: &[&DockWords], action: DockAction) -> Option<String> {
+        let words: Vec<&str> = all
+            .iter()
+            .flat_map(|words| words.keys)
+            .filter(|(bound, _)| *bound == action)
+            .map(|(_, words)| *words)
+            .collect();
+        (!words.is_empty()).then(|| words.join(" "))
+    }
+
+    /// The notice when the dock would list nothing because no capability that lists rows runs:
+    /// "Nothing to dock: a, b and c are off".
+    pub fn nothing_to_dock(all: &[&DockWords]) -> String {
+        let lists: Vec<&str> = all.iter().map(|words| words.lists).collect();
+        match lists.split_last() {
+            None => "Nothing to dock".to_owned(),
+            Some((only, [])) => format!("Nothing to dock: {only} is off"),
+            Some((last, rest)) => {
+                format!("Nothing to dock: {} and {last} are off", rest.join(", "))
+            }
+        }
+    }
+}
+
 /// What the dock asks of the source that listed an entry.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DockRequest {

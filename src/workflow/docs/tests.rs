@@ -233,6 +233,17 @@ fn plan_on_disk() -> (tempfile::TempDir, PathBuf, Doc) {
     (dir, file, plan)
 }
 
+/// Moves `item` of the plan in `file` to done, running `meanwhile` after the board has read the
+/// file and before it replaces it (another writer at work).
+fn done_meanwhile(
+    dir: &tempfile::TempDir,
+    file: &Path,
+    item: &Item,
+    meanwhile: impl FnMut(&Path),
+) -> Result<(), MoveError> {
+    move_item_with(dir.path(), file, item, ItemStatus::Done, meanwhile)
+}
+
 fn append(file: &Path, line: &str) {
     let mut text = std::fs::read_to_string(file).unwrap_or_else(|err| panic!("{err}"));
     text.push_str(line);
@@ -245,18 +256,12 @@ fn a_change_made_while_the_card_moves_is_kept() {
     // Another writer (the model, an editor) changes another line after the board read the
     // file and before it is replaced: the move starts again from the new text.
     let mut writes = 0;
-    move_item_with(
-        dir.path(),
-        &file,
-        &plan.items[0],
-        ItemStatus::Done,
-        |file| {
-            if writes == 0 {
-                append(file, "- unstarted: Task 3 — Three, added meanwhile\n");
-            }
-            writes += 1;
-        },
-    )
+    done_meanwhile(&dir, &file, &plan.items[0], |file| {
+        if writes == 0 {
+            append(file, "- unstarted: Task 3 — Three, added meanwhile\n");
+        }
+        writes += 1;
+    })
     .unwrap_or_else(|err| panic!("{err}"));
     assert_eq!(
         std::fs::read_to_string(&file).unwrap_or_default(),
@@ -269,16 +274,10 @@ fn a_change_made_while_the_card_moves_is_kept() {
 fn a_file_that_keeps_changing_while_the_card_moves_is_refused_and_kept() {
     let (dir, file, plan) = plan_on_disk();
     let mut writes = 0;
-    let refused = move_item_with(
-        dir.path(),
-        &file,
-        &plan.items[0],
-        ItemStatus::Done,
-        |file| {
-            writes += 1;
-            append(file, &format!("- note {writes}\n"));
-        },
-    );
+    let refused = done_meanwhile(&dir, &file, &plan.items[0], |file| {
+        writes += 1;
+        append(file, &format!("- note {writes}\n"));
+    });
     match refused {
         Err(MoveError::Busy { attempts, .. }) => assert_eq!(attempts, writes),
         other => panic!("expected a refusal, got {other:?}"),
@@ -290,17 +289,11 @@ fn a_file_that_keeps_changing_while_the_card_moves_is_refused_and_kept() {
     );
     assert!(text.ends_with(&format!("- note {writes}\n")), "{text}");
     // A change of the card's own line in that window is a conflict, as before the move began.
-    let refused = move_item_with(
-        dir.path(),
-        &file,
-        &plan.items[1],
-        ItemStatus::Done,
-        |file| {
-            let text = std::fs::read_to_string(file).unwrap_or_default();
-            std::fs::write(file, text.replace("unstarted: Task 2", "blocked: Task 2"))
-                .unwrap_or_else(|err| panic!("{err}"));
-        },
-    );
+    let refused = done_meanwhile(&dir, &file, &plan.items[1], |file| {
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        std::fs::write(file, text.replace("unstarted: Task 2", "blocked: Task 2"))
+            .unwrap_or_else(|err| panic!("{err}"));
+    });
     assert!(
         matches!(refused, Err(MoveError::Conflict { line: 3, .. })),
         "{refused:?}"
@@ -310,15 +303,9 @@ fn a_file_that_keeps_changing_while_the_card_moves_is_refused_and_kept() {
 #[test]
 fn a_file_deleted_while_the_card_moves_is_not_recreated() {
     let (dir, file, plan) = plan_on_disk();
-    let refused = move_item_with(
-        dir.path(),
-        &file,
-        &plan.items[0],
-        ItemStatus::Done,
-        |file| {
-            std::fs::remove_file(file).unwrap_or_else(|err| panic!("{err}"));
-        },
-    );
+    let refused = done_meanwhile(&dir, &file, &plan.items[0], |file| {
+        std::fs::remove_file(file).unwrap_or_else(|err| panic!("{err}"));
+    });
     match refused {
         Err(MoveError::Io { path, source }) => {
             assert_eq!(path, file);
