@@ -6,14 +6,12 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use super::config::{
-    ASK_USER_CONFIG_FILE, ASK_USER_SETTINGS_TITLE, AskUserConfig, apply_settings, settings_fields,
-};
+use super::config::{ASK_USER_CONFIG_FILE, AskUserConfig, SETTINGS_PAGE};
 use super::module::{AskUserModule, SETTINGS_COMMAND};
 use super::queue::{AskQueue, Opener};
 use super::view::{ASK_INPUT_KEYS, ASK_KEYS, AskView};
 use crate::bridge::{CommandCall, CommandReply, Module};
-use crate::capability::settings::{Save, SettingsHome, SettingsPage, live_reporting};
+use crate::capability::settings::{Save, SettingsHome, live_reporting};
 use crate::capability::{
     BridgeLink, Capability, Changed, Registration, StartContext, WithCommands,
 };
@@ -24,15 +22,6 @@ pub const REGISTRATION: Registration = Registration {
     start,
     key_tables: &[&ASK_KEYS, &ASK_INPUT_KEYS],
     actions: &[],
-};
-
-const SETTINGS_PAGE: SettingsPage<AskUserConfig> = SettingsPage {
-    title: ASK_USER_SETTINGS_TITLE,
-    file: ASK_USER_CONFIG_FILE,
-    what: "ask-user settings",
-    load: AskUserConfig::load,
-    fields: settings_fields,
-    to_values: apply_settings,
 };
 
 fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {

@@ -240,19 +240,20 @@ pub struct NotifyConfig {
     pub headless_agent_end: bool,
 }
 
-/// Every event key with its default (enabled): the original's, and the workbench's own.
-pub const EVENT_DEFAULTS: &[(&str, bool)] = &[
-    ("agent_end", true),
-    ("ask_user_prompt", true),
-    ("agent_error", true),
-    ("bg_task_finished", true),
-    ("helper_finished", false),
-    ("mcp_server_error", true),
-    ("compaction_done", false),
-    ("session_shutdown", false),
-    ("workflow_end", true),
-    ("ralph_loop_end", true),
-    ("memory_consolidated", false),
+/// Every event key with its default (enabled) and what the overlay calls it: the original's, and
+/// the workbench's own.
+pub const EVENT_DEFAULTS: &[(&str, bool, &str)] = &[
+    ("agent_end", true, "agent done"),
+    ("ask_user_prompt", true, "needs your input"),
+    ("agent_error", true, "agent error"),
+    ("bg_task_finished", true, "background task done"),
+    ("helper_finished", false, "helper done"),
+    ("mcp_server_error", true, "MCP server failed"),
+    ("compaction_done", false, "compaction done"),
+    ("session_shutdown", false, "session end"),
+    ("workflow_end", true, "workflow end"),
+    ("ralph_loop_end", true, "ralph loop end"),
+    ("memory_consolidated", false, "memory consolidated"),
 ];
 
 impl Default for NotifyConfig {
@@ -261,7 +262,7 @@ impl Default for NotifyConfig {
             default_platforms: vec![Platform::Native],
             events: EVENT_DEFAULTS
                 .iter()
-                .map(|(key, enabled)| {
+                .map(|(key, enabled, _)| {
                     (
                         (*key).to_owned(),
                         EventConfig {
