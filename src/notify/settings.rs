@@ -13,6 +13,7 @@ use serde_json::{Map, Value, json};
 
 use super::config::{
     CONFIG_FILE, DEFAULT_NTFY_SERVER, EVENT_DEFAULTS, NTFY_FILE, NotifyConfig, NtfySource,
+    TerminalMethod,
 };
 use crate::capability::settings::{Kind, Setting, SettingsPage};
 
@@ -27,7 +28,7 @@ pub const SETTINGS_PAGE: SettingsPage<NotifyConfig> = SettingsPage {
 };
 
 fn settings() -> Vec<Setting> {
-    let methods = Kind::Choice(&["auto", "osc9", "osc777", "osc99", "bell"]);
+    let methods = Kind::Choice(TerminalMethod::KEYS);
     let mut settings = vec![
         Setting::flag(
             "native.enabled",
@@ -243,7 +244,7 @@ mod tests {
 
     use super::*;
     use crate::config::module_file::ModuleConfig;
-    use crate::notify::config::{Platform, TerminalMethod};
+    use crate::notify::config::Platform;
 
     fn set(fields: &mut [SettingField], key: &str, value: SettingValue) {
         let field = fields.iter_mut().find(|f| f.key == key).unwrap();
