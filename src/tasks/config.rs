@@ -66,6 +66,10 @@ impl ModuleConfig for TasksConfig {
 }
 
 const MIB: u64 = 1024 * 1024;
+/// The largest output cap the overlay offers, in MiB (the file itself may say more).
+const MAX_OUTPUT_MIB: u64 = 10 * 1024;
+/// The longest default timeout the overlay offers: a day.
+const MAX_TIMEOUT_SECONDS: u64 = 24 * 60 * 60;
 
 /// The overlay: its fields are keyed by the file's keys; the output cap is shown in MiB, rounded
 /// up (with none set, the built-in default), a timeout of 0 is written as `null` (none).
@@ -79,7 +83,8 @@ pub const SETTINGS_PAGE: SettingsPage<TasksConfig> = SettingsPage {
             Setting::flag(
                 "enabled",
                 "Enabled",
-                "Background tasks on or off: tools, commands and the dock. Takes effect on next start.",
+                "Background tasks on or off: tools, commands and the dock. Takes effect on next \
+                 start.",
             ),
             Setting::flag(
                 "notifyOnCompletion",
@@ -94,7 +99,6 @@ pub const SETTINGS_PAGE: SettingsPage<TasksConfig> = SettingsPage {
             Setting::new(
                 "defaultTimeoutSeconds",
                 "Default timeout",
-                // At most a day.
                 Kind::Number {
                     unit: "s",
                     min: 0,
@@ -108,7 +112,6 @@ pub const SETTINGS_PAGE: SettingsPage<TasksConfig> = SettingsPage {
             Setting::new(
                 "maxOutputBytes",
                 "Max output",
-                // The largest cap offered is 10 GiB (the file itself may say more).
                 Kind::Number {
                     unit: "MiB",
                     min: 1,
@@ -117,24 +120,25 @@ pub const SETTINGS_PAGE: SettingsPage<TasksConfig> = SettingsPage {
                     scale: MIB,
                     zero_is_null: false,
                 },
-                "A task writing more output than this is stopped. UNIPI_BG_MAX_OUTPUT_BYTES overrides \
-             it. Takes effect on next start.",
+                "A task writing more output than this is stopped. UNIPI_BG_MAX_OUTPUT_BYTES \
+                 overrides it. Takes effect on next start.",
             ),
         ]
     },
     values: |config| {
         let cap = config.max_output_bytes.unwrap_or(DEFAULT_MAX_OUTPUT_BYTES);
+        let timeout = config
+            .default_timeout_seconds
+            .map(|s| s.min(MAX_TIMEOUT_SECONDS));
         json!({
             "enabled": config.enabled,
             "notifyOnCompletion": config.notify_on_completion,
             "triggerOnCompletion": config.trigger_on_completion,
-            "defaultTimeoutSeconds": config.default_timeout_seconds.map(|s| s.min(MAX_TIMEOUT_SECONDS)),
+            "defaultTimeoutSeconds": timeout,
             "maxOutputBytes": cap.clamp(MIB, MAX_OUTPUT_MIB * MIB),
         })
     },
 };
-const MAX_OUTPUT_MIB: u64 = 10 * 1024;
-const MAX_TIMEOUT_SECONDS: u64 = 24 * 60 * 60;
 
 #[cfg(test)]
 mod tests {
