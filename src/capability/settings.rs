@@ -1,12 +1,11 @@
 //! A capability's own JSON config file, the one way it is handled: read at start with its
 //! problems reported ([`load_reporting`]), and edited through the settings overlay from a
 //! `/unipi:*-settings` command ([`SettingsHome::open_settings`]). Ask-user, notifications and
-//! background tasks differ only in their config, its fields and what a save does, so the rest —
+//! background tasks differ only in their config, its settings and what a save does, so the rest —
 //! reading the file off the UI loop, the word to a headless run, the store that saves off the UI
-//! loop and hands the overlay its outcome — lives here once, with the constructors of the
-//! overlay's fields.
+//! loop and hands the overlay its outcome, and the table of settings ([`Setting`]) that makes the
+//! overlay's fields and turns them back into the file's keys — lives here once.
 
-use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -89,8 +88,8 @@ impl<C> SettingsPage<C> {
 /// is `topic` in the `ntfy` object), the label and help the overlay shows, and its kind, which
 /// turns the file's value into the overlay's and back ([`to_values`]).
 pub struct Setting {
-    pub key: Cow<'static, str>,
-    pub label: Cow<'static, str>,
+    pub key: String,
+    pub label: String,
     pub kind: Kind,
     pub help: &'static str,
 }
@@ -121,26 +120,18 @@ pub enum Kind {
 const TYPE: &str = " Enter to type; Backspace clears.";
 
 impl Setting {
-    pub fn new(
-        key: impl Into<Cow<'static, str>>,
-        label: impl Into<Cow<'static, str>>,
-        kind: Kind,
-        help: &'static str,
-    ) -> Self {
+    pub fn new(key: &str, label: &str, kind: Kind, help: &'static str) -> Self {
+        let (key, label) = (key.to_owned(), label.to_owned());
         Setting {
-            key: key.into(),
-            label: label.into(),
+            key,
+            label,
             kind,
             help,
         }
     }
 
     /// An on/off setting.
-    pub fn flag(
-        key: impl Into<Cow<'static, str>>,
-        label: impl Into<Cow<'static, str>>,
-        help: &'static str,
-    ) -> Self {
+    pub fn flag(key: &str, label: &str, help: &'static str) -> Self {
         Setting::new(key, label, Kind::Flag, help)
     }
 
@@ -197,8 +188,8 @@ impl Setting {
             },
         };
         SettingField {
-            key: self.key.to_string(),
-            label: self.label.to_string(),
+            key: self.key.clone(),
+            label: self.label.clone(),
             value,
             help,
         }

@@ -129,12 +129,8 @@ fn settings() -> Vec<Setting> {
         ),
     ];
     settings.extend(EVENT_DEFAULTS.iter().map(|(key, _, label)| {
-        let help = "Whether this event notifies you.";
-        Setting::flag(
-            format!("events.{key}.enabled"),
-            format!("Event: {label}"),
-            help,
-        )
+        let (key, label) = (format!("events.{key}.enabled"), format!("Event: {label}"));
+        Setting::flag(&key, &label, "Whether this event notifies you.")
     }));
     settings
 }
