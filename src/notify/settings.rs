@@ -27,6 +27,7 @@ pub const SETTINGS_PAGE: SettingsPage<NotifyConfig> = SettingsPage {
     values,
 };
 
+/// The platforms' settings, then the silence after input, then each event's.
 fn settings() -> Vec<Setting> {
     let methods = Kind::Choice(TerminalMethod::KEYS);
     let mut settings = vec![
@@ -78,6 +79,26 @@ fn settings() -> Vec<Setting> {
             "",
             "What a normal notification is sent as (low is 2, high is 5).",
         ),
+    ];
+    settings.extend(bot_settings());
+    settings.push(Setting::number(
+        "silenceAfterInputSeconds",
+        "Silence after input",
+        (0, 600),
+        "s",
+        "While you typed this recently you are at the keyboard: no alerts; a question alerts \
+         only once you are away this long.",
+    ));
+    settings.extend(EVENT_DEFAULTS.iter().map(|(key, _, label)| {
+        let (key, label) = (format!("events.{key}.enabled"), format!("Event: {label}"));
+        Setting::flag(&key, &label, "Whether this event notifies you.")
+    }));
+    settings
+}
+
+/// Gotify's and Telegram's settings: where, and with what token.
+fn bot_settings() -> Vec<Setting> {
+    vec![
         Setting::flag(
             "gotify.enabled",
             "Gotify",
@@ -119,20 +140,7 @@ fn settings() -> Vec<Setting> {
             Kind::Text,
             "The chat the bot writes to.",
         ),
-        Setting::number(
-            "silenceAfterInputSeconds",
-            "Silence after input",
-            (0, 600),
-            "s",
-            "While you typed this recently you are at the keyboard: no alerts; a question alerts \
-             only once you are away this long.",
-        ),
-    ];
-    settings.extend(EVENT_DEFAULTS.iter().map(|(key, _, label)| {
-        let (key, label) = (format!("events.{key}.enabled"), format!("Event: {label}"));
-        Setting::flag(&key, &label, "Whether this event notifies you.")
-    }));
-    settings
+    ]
 }
 
 /// `config` as the files write it.
