@@ -6,14 +6,12 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use super::config::{
-    ASK_USER_CONFIG_FILE, ASK_USER_SETTINGS_TITLE, AskUserConfig, apply_settings, settings_fields,
-};
+use super::config::{ASK_USER_CONFIG_FILE, AskUserConfig, SETTINGS_PAGE};
 use super::module::AskUserModule;
 use super::queue::{AskQueue, Opener};
 use super::view::{ASK_INPUT_KEYS, ASK_KEYS, AskView};
 use crate::bridge::{Command, CommandCall, CommandReply, CommandSpec, Module};
-use crate::capability::settings::{Save, SettingsHome, SettingsPage, live_reporting};
+use crate::capability::settings::{Save, SettingsHome, live_reporting};
 use crate::capability::{BridgeLink, Capability, Changed, Registration, StartContext};
 use crate::config::module_file::ModuleConfig;
 
@@ -23,15 +21,6 @@ pub const REGISTRATION: Registration = Registration {
     key_tables: &[&ASK_KEYS, &ASK_INPUT_KEYS],
     actions: &[],
     dock: None,
-};
-
-const SETTINGS_PAGE: SettingsPage<AskUserConfig> = SettingsPage {
-    title: ASK_USER_SETTINGS_TITLE,
-    file: ASK_USER_CONFIG_FILE,
-    what: "ask-user settings",
-    load: AskUserConfig::load,
-    fields: settings_fields,
-    to_values: apply_settings,
 };
 
 fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {

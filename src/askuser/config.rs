@@ -10,13 +10,11 @@
 //!
 //! A key of the wrong type is a [`ConfigError`](crate::config::ConfigError) naming file, line and
 //! column, and its default stays in force. `/unipi:ask-user-settings` edits the same keys
-//! ([`settings_fields`], [`apply_settings`]) and saves them into the user's file, keeping keys it
-//! does not know.
+//! ([`SETTINGS_PAGE`]) and saves them into the user's file, keeping keys it does not know.
 
-use serde_json::{Map, Value, json};
-use unipi_widgets::settings::{SettingField, SettingValue};
+use serde_json::json;
 
-use crate::capability::settings::flag;
+use crate::capability::settings::{Setting, SettingsPage};
 use crate::config::module_file::{ModuleConfig, Object};
 
 /// The file's path below the home or workspace directory.
@@ -62,72 +60,53 @@ impl ModuleConfig for AskUserConfig {
     }
 }
 
-/// The overlay's title.
-pub const ASK_USER_SETTINGS_TITLE: &str = "Ask-user settings";
-
-/// The overlay's fields for `config`.
-pub fn settings_fields(config: &AskUserConfig) -> Vec<SettingField> {
-    vec![
-        flag(
-            "enabled",
-            "Enable the ask_user tool",
-            config.enabled,
-            "Off: the model is told the tool is disabled and has to decide alone.",
-        ),
-        flag(
-            "singleSelect",
-            "Allow single-select",
-            config.single_select,
-            "Questions where the user picks one option.",
-        ),
-        flag(
-            "multiSelect",
-            "Allow multi-select",
-            config.multi_select,
-            "Questions where the user ticks several options.",
-        ),
-        flag(
-            "freeform",
-            "Allow freeform text",
-            config.freeform,
-            "Questions the user may answer in their own words.",
-        ),
-        flag(
-            "notifyOnAsk",
-            "Notify when asking",
-            config.notify_on_ask,
-            "Alert you (desktop, phone, terminal) when a question waits and you are away.",
-        ),
-    ]
-}
-
-/// The file's keys for the edited `fields`.
-pub fn apply_settings(fields: &[SettingField]) -> Value {
-    let flag = |key: &str| {
-        fields
-            .iter()
-            .find_map(|field| match (&field.key, &field.value) {
-                (name, SettingValue::Bool(on)) if name == key => Some(*on),
-                _ => None,
-            })
-    };
-    let mut object = Map::new();
-    for key in ["enabled", "notifyOnAsk"] {
-        if let Some(on) = flag(key) {
-            object.insert(key.to_owned(), Value::Bool(on));
-        }
-    }
-    let defaults = AskUserConfig::default();
-    object.insert(
-        "allowedFormats".to_owned(),
+/// The `/unipi:ask-user-settings` overlay.
+pub const SETTINGS_PAGE: SettingsPage<AskUserConfig> = SettingsPage {
+    title: "Ask-user settings",
+    file: ASK_USER_CONFIG_FILE,
+    what: "ask-user settings",
+    load: AskUserConfig::load,
+    settings: || {
+        vec![
+            Setting::flag(
+                "enabled",
+                "Enable the ask_user tool",
+                "Off: the model is told the tool is disabled and has to decide alone.",
+            ),
+            Setting::flag(
+                "allowedFormats.singleSelect",
+                "Allow single-select",
+                "Questions where the user picks one option.",
+            ),
+            Setting::flag(
+                "allowedFormats.multiSelect",
+                "Allow multi-select",
+                "Questions where the user ticks several options.",
+            ),
+            Setting::flag(
+                "allowedFormats.freeform",
+                "Allow freeform text",
+                "Questions the user may answer in their own words.",
+            ),
+            Setting::flag(
+                "notifyOnAsk",
+                "Notify when asking",
+                "Alert you (desktop, phone, terminal) when a question waits and you are away.",
+            ),
+        ]
+    },
+    values: |config| {
         json!({
-            "singleSelect": flag("singleSelect").unwrap_or(defaults.single_select),
-            "multiSelect": flag("multiSelect").unwrap_or(defaults.multi_select),
-            "freeform": flag("freeform").unwrap_or(defaults.freeform),
-        }),
-    );
-    Value::Object(object)
-}
+            "enabled": config.enabled,
+            "notifyOnAsk": config.notify_on_ask,
+            "allowedFormats": {
+                "singleSelect": config.single_select,
+                "multiSelect": config.multi_select,
+                "freeform": config.freeform,
+            },
+        })
+    },
+};
 
 #[cfg(test)]
 mod tests {
@@ -174,7 +153,7 @@ mod tests {
             multi_select: false,
             ..AskUserConfig::default()
         };
-        let values = apply_settings(&settings_fields(&config));
+        let values = SETTINGS_PAGE.to_values(&SETTINGS_PAGE.fields(&config));
         assert_eq!(
             values,
             json!({"enabled": true, "notifyOnAsk": true,

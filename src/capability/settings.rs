@@ -1,10 +1,10 @@
 //! A capability's own JSON config file, the one way it is handled: read at start with its
 //! problems reported ([`load_reporting`]), and edited through the settings overlay from a
 //! `/unipi:*-settings` command ([`SettingsHome::open_settings`]). Ask-user, notifications and
-//! background tasks differ only in their config, its fields and what a save does, so the rest —
+//! background tasks differ only in their config, its settings and what a save does, so the rest —
 //! reading the file off the UI loop, the word to a headless run, the store that saves off the UI
-//! loop and hands the overlay its outcome — lives here once, with the constructors of the
-//! overlay's fields.
+//! loop and hands the overlay its outcome, and the table of settings ([`Setting`]) that makes the
+//! overlay's fields and turns them back into the file's keys — lives here once.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -17,7 +17,7 @@ use crate::bridge::CommandReply;
 use crate::bridge::Refusal;
 use crate::config::ConfigError;
 use crate::config::live::LiveConfig;
-use crate::views::settings::{SettingsStore, SettingsView, ToValues};
+use crate::views::settings::{SettingsStore, SettingsView};
 
 /// A capability's config loader: defaults, then the home file, then the workspace file.
 pub type LoadConfig<C> = fn(Option<&Path>, &Path) -> (C, Vec<ConfigError>);
@@ -61,37 +61,174 @@ pub struct SettingsPage<C> {
     /// What the settings are called in messages and logs ("ask-user settings").
     pub what: &'static str,
     pub load: LoadConfig<C>,
-    /// The overlay's fields for a config.
-    pub fields: fn(&C) -> Vec<SettingField>,
-    /// The edited fields back into the file's keys.
-    pub to_values: ToValues,
+    /// The overlay's settings, in the order it shows them.
+    pub settings: fn() -> Vec<Setting>,
+    /// A config's values as its file writes them (the settings' keys look into it).
+    pub values: fn(&C) -> Value,
 }
 
-/// The overlay's field for the file's `key`, shown as `label` with `help` under it.
-pub fn field(key: &str, label: &str, value: SettingValue, help: &str) -> SettingField {
-    SettingField {
-        key: key.to_owned(),
-        label: label.to_owned(),
-        value,
-        help: help.to_owned(),
+impl<C> SettingsPage<C> {
+    /// The overlay's fields for `config`.
+    pub fn fields(&self, config: &C) -> Vec<SettingField> {
+        let values = (self.values)(config);
+        let settings = (self.settings)();
+        settings
+            .iter()
+            .map(|setting| setting.field(&values))
+            .collect()
+    }
+
+    /// The edited `fields` as the file's keys ([`to_values`]).
+    pub fn to_values(&self, fields: &[SettingField]) -> Value {
+        to_values(&(self.settings)(), fields)
     }
 }
 
-/// An on/off field.
-pub fn flag(key: &str, label: &str, on: bool, help: &str) -> SettingField {
-    field(key, label, SettingValue::Bool(on), help)
+/// One setting of an overlay, declared once: the file's key (a dotted one is nested: `ntfy.topic`
+/// is `topic` in the `ntfy` object), the label and help the overlay shows, and its kind, which
+/// turns the file's value into the overlay's and back ([`to_values`]).
+pub struct Setting {
+    pub key: String,
+    pub label: String,
+    pub kind: Kind,
+    pub help: &'static str,
 }
 
-/// A text field; not set shows empty.
-pub fn text(key: &str, label: &str, value: Option<&str>, help: &str) -> SettingField {
-    let value = value.unwrap_or_default().to_owned();
-    field(key, label, SettingValue::Text(value), help)
+/// What a setting's value is.
+#[derive(Clone, Copy)]
+pub enum Kind {
+    Flag,
+    /// A whole number within `min..=max`, stepped by `step`, shown in `unit`; the file holds it
+    /// times `scale` (shown rounded up), and 0 as null (none) when `zero_is_null`.
+    Number {
+        unit: &'static str,
+        min: u64,
+        max: u64,
+        step: u64,
+        scale: u64,
+        zero_is_null: bool,
+    },
+    /// Typed in; the file holds it trimmed, a cleared one as null (not set).
+    Text,
+    /// A token: typed, never shown; held as a text is.
+    Secret,
+    /// One of the names.
+    Choice(&'static [&'static str]),
 }
 
-/// A secret field (a token): typed, never shown.
-pub fn secret(key: &str, label: &str, value: Option<&str>, help: &str) -> SettingField {
-    let value = value.unwrap_or_default().to_owned();
-    field(key, label, SettingValue::Secret(value), help)
+/// Said under a field the user types into.
+const TYPE: &str = " Enter to type; Backspace clears.";
+
+impl Setting {
+    pub fn new(key: &str, label: &str, kind: Kind, help: &'static str) -> Self {
+        let (key, label) = (key.to_owned(), label.to_owned());
+        Setting {
+            key,
+            label,
+            kind,
+            help,
+        }
+    }
+
+    /// An on/off setting.
+    pub fn flag(key: &str, label: &str, help: &'static str) -> Self {
+        Setting::new(key, label, Kind::Flag, help)
+    }
+
+    /// A number stepped by one within `min..=max`.
+    pub fn number(
+        key: &'static str,
+        label: &'static str,
+        (min, max): (u64, u64),
+        unit: &'static str,
+        help: &'static str,
+    ) -> Self {
+        let kind = Kind::Number {
+            unit,
+            min,
+            max,
+            step: 1,
+            scale: 1,
+            zero_is_null: false,
+        };
+        Setting::new(key, label, kind, help)
+    }
+
+    /// The overlay's field for the file's `values`.
+    fn field(&self, values: &Value) -> SettingField {
+        let value = self.key.split('.').fold(values, |value, key| &value[key]);
+        let text = || value.as_str().unwrap_or_default().to_owned();
+        let mut help = self.help.to_owned();
+        let value = match self.kind {
+            Kind::Flag => SettingValue::Bool(value.as_bool().unwrap_or_default()),
+            Kind::Number {
+                unit,
+                min,
+                max,
+                step,
+                scale,
+                ..
+            } => SettingValue::Number {
+                value: value.as_u64().unwrap_or_default().div_ceil(scale),
+                unit: unit.to_owned(),
+                min,
+                max,
+                step,
+            },
+            Kind::Text | Kind::Secret => {
+                help.push_str(TYPE);
+                match self.kind {
+                    Kind::Text => SettingValue::Text(text()),
+                    _ => SettingValue::Secret(text()),
+                }
+            }
+            Kind::Choice(options) => SettingValue::Choice {
+                value: text(),
+                options: options.iter().map(|option| (*option).to_owned()).collect(),
+            },
+        };
+        SettingField {
+            key: self.key.clone(),
+            label: self.label.clone(),
+            value,
+            help,
+        }
+    }
+}
+
+/// The edited `fields` as the file's keys, nested as their dotted keys say; fields `settings`
+/// does not declare are left out.
+pub fn to_values(settings: &[Setting], fields: &[SettingField]) -> Value {
+    let mut values = Value::Object(serde_json::Map::new());
+    for field in fields {
+        let Some(setting) = settings.iter().find(|setting| setting.key == field.key) else {
+            continue;
+        };
+        let value = match (&field.value, setting.kind) {
+            (
+                SettingValue::Number { value: 0, .. },
+                Kind::Number {
+                    zero_is_null: true, ..
+                },
+            ) => Value::Null,
+            (SettingValue::Number { value, .. }, Kind::Number { min, scale, .. }) => {
+                Value::from((*value).max(min).saturating_mul(scale))
+            }
+            (SettingValue::Bool(on), _) => Value::Bool(*on),
+            (SettingValue::Text(text) | SettingValue::Secret(text), _) => match text.trim() {
+                "" => Value::Null,
+                text => Value::from(text),
+            },
+            (SettingValue::Choice { value, .. }, _) => Value::from(value.as_str()),
+            _ => continue,
+        };
+        let slot = setting
+            .key
+            .split('.')
+            .fold(&mut values, |object, key| &mut object[key]);
+        *slot = value;
+    }
+    values
 }
 
 /// Writes the overlay's values under the home directory (blocking I/O, run off the UI loop),
@@ -146,10 +283,11 @@ impl SettingsHome {
             outcome: Arc::new(Mutex::new(None)),
             changed: self.changed.clone(),
         });
+        let settings = (page.settings)();
         self.ui.open(SettingsView::new(
             page.title,
-            (page.fields)(&config),
-            page.to_values,
+            page.fields(&config),
+            move |fields: &[SettingField]| to_values(&settings, fields),
             store,
         ));
         CommandReply::Done
@@ -213,8 +351,8 @@ mod tests {
         file: ".unipi/config/test.json",
         what: "test settings",
         load,
-        fields: |on| vec![flag("on", "On", *on, "")],
-        to_values: |_| json!({}),
+        settings: || vec![Setting::flag("on", "On", "")],
+        values: |on| json!({ "on": on }),
     };
 
     fn home(ui: Ui, home: Option<&Path>) -> SettingsHome {

@@ -91,20 +91,11 @@ impl ModuleConfig for CompactorConfig {
         if let Some(mut section) = file.section("recall", "an object") {
             let recall = &mut self.recall;
             let count = |v: &Value| positive(v).map(to_usize);
-            section.set(
-                "defaultLimit",
-                "a positive integer",
-                &mut recall.default_limit,
-                count,
-            );
-            section.set(
-                "maxLimit",
-                "a positive integer",
-                &mut recall.max_limit,
-                count,
-            );
+            let expected = "a positive integer";
+            section.set("defaultLimit", expected, &mut recall.default_limit, count);
+            section.set("maxLimit", expected, &mut recall.max_limit, count);
             let bytes = &mut recall.max_output_bytes;
-            section.set("maxOutputBytes", "a positive integer", bytes, count);
+            section.set("maxOutputBytes", expected, bytes, count);
             section.warn_unknown();
             recall.max_limit = recall.max_limit.min(crate::sessiondb::recall::MAX_LIMIT);
             recall.default_limit = recall.default_limit.min(recall.max_limit);

@@ -86,7 +86,6 @@ pub(super) struct Position {
 pub(super) fn positions(text: &str) -> HashMap<Vec<String>, Position> {
     let mut scanner = Scanner {
         text,
-        bytes: text.as_bytes(),
         at: 0,
         found: HashMap::new(),
     };
@@ -105,75 +104,61 @@ pub(super) fn positions(text: &str) -> HashMap<Vec<String>, Position> {
 /// stops early rather than guessing.
 struct Scanner<'a> {
     text: &'a str,
-    bytes: &'a [u8],
     at: usize,
     found: HashMap<Vec<String>, Position>,
 }
 
 impl Scanner<'_> {
+    fn peek(&self) -> Option<u8> {
+        self.text.as_bytes().get(self.at).copied()
+    }
+
     fn value(&mut self, keys: &mut Vec<String>) {
         self.skip_space();
-        match self.bytes.get(self.at) {
-            Some(b'{') => self.object(keys),
-            Some(b'[') => self.array(keys),
+        match self.peek() {
+            Some(open @ (b'{' | b'[')) => self.members(keys, open == b'{'),
             Some(b'"') => {
                 self.string();
             }
-            Some(_) => {
-                while let Some(byte) = self.bytes.get(self.at) {
-                    if matches!(byte, b',' | b'}' | b']') || byte.is_ascii_whitespace() {
-                        break;
-                    }
+            _ => {
+                let end =
+                    |byte: u8| matches!(byte, b',' | b'}' | b']') || byte.is_ascii_whitespace();
+                while self.peek().is_some_and(|byte| !end(byte)) {
                     self.at += 1;
                 }
             }
-            None => {}
         }
     }
 
-    fn object(&mut self, keys: &mut Vec<String>) {
+    /// An object's members (each one's position found) or an array's items (keyed by their
+    /// index), from the opening bracket past the closing one.
+    fn members(&mut self, keys: &mut Vec<String>, object: bool) {
         self.at += 1;
-        loop {
+        for index in 0usize.. {
             self.skip_space();
-            if self.bytes.get(self.at) != Some(&b'"') {
-                self.at += 1; // the closing brace (or give up on a malformed object)
+            if matches!(self.peek(), Some(b'}' | b']') | None) {
+                self.at += 1;
                 return;
             }
             let key = self.at;
-            let name = self.string();
-            self.skip_space();
-            self.at += 1; // ':'
-            self.skip_space();
-            keys.push(name);
-            let value = self.at;
-            self.found.insert(keys.clone(), Position { key, value });
+            if object {
+                let name = self.string();
+                self.skip_space();
+                self.at += 1; // ':'
+                self.skip_space();
+                keys.push(name);
+                let value = self.at;
+                self.found.insert(keys.clone(), Position { key, value });
+            } else {
+                keys.push(index.to_string());
+            }
             self.value(keys);
             keys.pop();
             self.skip_space();
-            if self.bytes.get(self.at) == Some(&b',') {
-                self.at += 1;
-            }
-        }
-    }
-
-    fn array(&mut self, keys: &mut Vec<String>) {
-        self.at += 1;
-        let mut index = 0;
-        loop {
-            self.skip_space();
-            if matches!(self.bytes.get(self.at), Some(b']') | None) {
-                self.at += 1;
-                return;
-            }
-            keys.push(index.to_string());
-            self.value(keys);
-            keys.pop();
-            index += 1;
-            self.skip_space();
-            if self.bytes.get(self.at) == Some(&b',') {
-                self.at += 1;
-            } else if self.bytes.get(self.at) != Some(&b']') {
-                return;
+            match self.peek() {
+                Some(b',') => self.at += 1,
+                Some(b'}' | b']') => {}
+                _ => return,
             }
         }
     }
@@ -182,14 +167,10 @@ impl Scanner<'_> {
     fn string(&mut self) -> String {
         let start = self.at;
         self.at += 1;
-        while let Some(byte) = self.bytes.get(self.at) {
-            match byte {
-                b'\\' => self.at += 2,
-                b'"' => {
-                    self.at += 1;
-                    break;
-                }
-                _ => self.at += 1,
+        while let Some(byte) = self.peek() {
+            self.at += if byte == b'\\' { 2 } else { 1 };
+            if byte == b'"' {
+                break;
             }
         }
         let end = self.at.min(self.text.len());
@@ -200,11 +181,7 @@ impl Scanner<'_> {
     }
 
     fn skip_space(&mut self) {
-        while self
-            .bytes
-            .get(self.at)
-            .is_some_and(|byte| byte.is_ascii_whitespace())
-        {
+        while self.peek().is_some_and(|byte| byte.is_ascii_whitespace()) {
             self.at += 1;
         }
     }

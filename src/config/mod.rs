@@ -17,6 +17,35 @@ use std::path::{Path, PathBuf};
 
 pub use error::ConfigError;
 
+/// An enum whose variants a config file names by key: `KEYS` and `ALL` in declaration order,
+/// `key()` and `parse()` (a variant whose key it is).
+macro_rules! keyed_enum {
+    ($(#[$meta:meta])* pub enum $name:ident {
+        $($(#[$doc:meta])* $variant:ident = $key:literal,)+
+    }) => {
+        $(#[$meta])*
+        pub enum $name {
+            $($(#[$doc])* $variant,)+
+        }
+
+        impl $name {
+            pub const ALL: &[$name] = &[$($name::$variant),+];
+            pub const KEYS: &[&str] = &[$($key),+];
+
+            pub fn key(self) -> &'static str {
+                match self {
+                    $($name::$variant => $key,)+
+                }
+            }
+
+            pub fn parse(text: &str) -> Option<$name> {
+                Self::ALL.iter().copied().find(|variant| variant.key() == text)
+            }
+        }
+    };
+}
+pub(crate) use keyed_enum;
+
 /// Reads a module's Unipi config file (`relative`, e.g. `.unipi/config/footer.json`) from the home
 /// directory and then from the workspace, which overrides it (read once when both are the same
 /// file). Returns the files that exist as (path, text), lowest precedence first, and the files

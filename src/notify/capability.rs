@@ -11,9 +11,9 @@ use super::dispatch::{Dispatcher, test_report};
 use super::module::NotifyModule;
 use super::platforms::terminal;
 use super::routing::Router;
-use super::settings::{SETTINGS_TITLE, apply_settings, save, settings_fields};
+use super::settings::{SETTINGS_PAGE, save};
 use crate::bridge::{Command, CommandCall, CommandReply, CommandSpec, Module, NotifyLevel};
-use crate::capability::settings::{Save, SettingsHome, SettingsPage, live_reporting};
+use crate::capability::settings::{Save, SettingsHome, live_reporting};
 use crate::capability::{BridgeLink, Capability, Changed, Registration, StartContext};
 use crate::config::module_file::ModuleConfig;
 
@@ -23,15 +23,6 @@ pub const REGISTRATION: Registration = Registration {
     key_tables: &[],
     actions: &[],
     dock: None,
-};
-
-const SETTINGS_PAGE: SettingsPage<NotifyConfig> = SettingsPage {
-    title: SETTINGS_TITLE,
-    file: CONFIG_FILE,
-    what: "notification settings",
-    load: NotifyConfig::load,
-    fields: settings_fields,
-    to_values: apply_settings,
 };
 
 fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
@@ -120,7 +111,7 @@ impl NotifyCapability {
         move |config| {
             let source = config.ntfy_source.clone();
             Arc::new(move |home, values| {
-                save(home, &source, &values)?;
+                save(home, &source, values)?;
                 dispatcher.reload_config();
                 Ok("Saved. In force now.".to_owned())
             })

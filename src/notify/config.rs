@@ -16,6 +16,7 @@
 //! display shows of them.
 
 use std::collections::BTreeMap;
+use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -32,35 +33,19 @@ pub const NTFY_FILE: &str = ".unipi/config/notify/ntfy.json";
 pub const DEFAULT_NTFY_SERVER: &str = "https://ntfy.sh";
 pub const DEFAULT_TELEGRAM_API: &str = "https://api.telegram.org";
 
-/// A place a notification can go.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Platform {
-    Native,
-    Terminal,
-    Ntfy,
-    Gotify,
-    Telegram,
+crate::config::keyed_enum! {
+    /// A place a notification can go.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+    pub enum Platform {
+        Native = "native",
+        Terminal = "terminal",
+        Ntfy = "ntfy",
+        Gotify = "gotify",
+        Telegram = "telegram",
+    }
 }
 
 impl Platform {
-    pub const ALL: [Platform; 5] = [
-        Platform::Native,
-        Platform::Terminal,
-        Platform::Ntfy,
-        Platform::Gotify,
-        Platform::Telegram,
-    ];
-
-    pub fn key(self) -> &'static str {
-        match self {
-            Platform::Native => "native",
-            Platform::Terminal => "terminal",
-            Platform::Ntfy => "ntfy",
-            Platform::Gotify => "gotify",
-            Platform::Telegram => "telegram",
-        }
-    }
-
     pub fn label(self) -> &'static str {
         match self {
             Platform::Native => "Native",
@@ -70,77 +55,34 @@ impl Platform {
             Platform::Telegram => "Telegram",
         }
     }
+}
 
-    pub fn parse(text: &str) -> Option<Platform> {
-        Platform::ALL.into_iter().find(|p| p.key() == text)
+crate::config::keyed_enum! {
+    /// How urgent a notification is.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+    pub enum Priority {
+        Low = "low",
+        Normal = "normal",
+        High = "high",
     }
 }
 
-/// How urgent a notification is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Priority {
-    Low,
-    Normal,
-    High,
-}
-
-impl Priority {
-    pub fn parse(text: &str) -> Option<Priority> {
-        match text {
-            "low" => Some(Priority::Low),
-            "normal" => Some(Priority::Normal),
-            "high" => Some(Priority::High),
-            _ => None,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Priority::Low => "low",
-            Priority::Normal => "normal",
-            Priority::High => "high",
-        }
-    }
-}
-
-/// Which terminal notification the terminal channel sends.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TerminalMethod {
-    /// Chosen from the environment (kitty: OSC 99; iTerm2, WezTerm, Ghostty: OSC 9; foot,
-    /// urxvt: OSC 777; anything else: BEL).
-    Auto,
-    Osc9,
-    Osc777,
-    Osc99,
-    Bell,
-}
-
-impl TerminalMethod {
-    pub const ALL: [TerminalMethod; 5] = [
-        TerminalMethod::Auto,
-        TerminalMethod::Osc9,
-        TerminalMethod::Osc777,
-        TerminalMethod::Osc99,
-        TerminalMethod::Bell,
-    ];
-
-    pub fn key(self) -> &'static str {
-        match self {
-            TerminalMethod::Auto => "auto",
-            TerminalMethod::Osc9 => "osc9",
-            TerminalMethod::Osc777 => "osc777",
-            TerminalMethod::Osc99 => "osc99",
-            TerminalMethod::Bell => "bell",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<TerminalMethod> {
-        TerminalMethod::ALL.into_iter().find(|m| m.key() == text)
+crate::config::keyed_enum! {
+    /// Which terminal notification the terminal channel sends.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum TerminalMethod {
+        /// Chosen from the environment (kitty: OSC 99; iTerm2, WezTerm, Ghostty: OSC 9; foot,
+        /// urxvt: OSC 777; anything else: BEL).
+        Auto = "auto",
+        Osc9 = "osc9",
+        Osc777 = "osc777",
+        Osc99 = "osc99",
+        Bell = "bell",
     }
 }
 
 /// One event's routing.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct EventConfig {
     pub enabled: bool,
     /// Where it goes; empty: every enabled platform.
@@ -210,6 +152,16 @@ impl Default for TelegramConfig {
     }
 }
 
+impl EventConfig {
+    /// On or off, everywhere, at the event's own priority.
+    fn on(enabled: bool) -> Self {
+        EventConfig {
+            enabled,
+            ..EventConfig::default()
+        }
+    }
+}
+
 /// Where the ntfy settings came from (and where the overlay saves them).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum NtfySource {
@@ -240,19 +192,20 @@ pub struct NotifyConfig {
     pub headless_agent_end: bool,
 }
 
-/// Every event key with its default (enabled): the original's, and the workbench's own.
-pub const EVENT_DEFAULTS: &[(&str, bool)] = &[
-    ("agent_end", true),
-    ("ask_user_prompt", true),
-    ("agent_error", true),
-    ("bg_task_finished", true),
-    ("helper_finished", false),
-    ("mcp_server_error", true),
-    ("compaction_done", false),
-    ("session_shutdown", false),
-    ("workflow_end", true),
-    ("ralph_loop_end", true),
-    ("memory_consolidated", false),
+/// Every event key with its default (enabled) and what the overlay calls it: the original's, and
+/// the workbench's own.
+pub const EVENT_DEFAULTS: &[(&str, bool, &str)] = &[
+    ("agent_end", true, "agent done"),
+    ("ask_user_prompt", true, "needs your input"),
+    ("agent_error", true, "agent error"),
+    ("bg_task_finished", true, "background task done"),
+    ("helper_finished", false, "helper done"),
+    ("mcp_server_error", true, "MCP server failed"),
+    ("compaction_done", false, "compaction done"),
+    ("session_shutdown", false, "session end"),
+    ("workflow_end", true, "workflow end"),
+    ("ralph_loop_end", true, "ralph loop end"),
+    ("memory_consolidated", false, "memory consolidated"),
 ];
 
 impl Default for NotifyConfig {
@@ -261,16 +214,7 @@ impl Default for NotifyConfig {
             default_platforms: vec![Platform::Native],
             events: EVENT_DEFAULTS
                 .iter()
-                .map(|(key, enabled)| {
-                    (
-                        (*key).to_owned(),
-                        EventConfig {
-                            enabled: *enabled,
-                            platforms: Vec::new(),
-                            priority: None,
-                        },
-                    )
-                })
+                .map(|(key, enabled, _)| ((*key).to_owned(), EventConfig::on(*enabled)))
                 .collect(),
             native: true,
             terminal: true,
@@ -289,11 +233,10 @@ impl Default for NotifyConfig {
 impl NotifyConfig {
     /// The event's routing (an unknown event: enabled, everywhere).
     pub fn event(&self, key: &str) -> EventConfig {
-        self.events.get(key).cloned().unwrap_or(EventConfig {
-            enabled: true,
-            platforms: Vec::new(),
-            priority: None,
-        })
+        self.events
+            .get(key)
+            .cloned()
+            .unwrap_or(EventConfig::on(true))
     }
 
     pub fn enabled(&self, platform: Platform) -> bool {
@@ -331,7 +274,8 @@ impl NotifyConfig {
     /// list — then only those enabled.
     pub fn platforms_for(&self, requested: &[Platform]) -> Vec<Platform> {
         let all_enabled: Vec<Platform> = Platform::ALL
-            .into_iter()
+            .iter()
+            .copied()
             .filter(|p| self.enabled(*p))
             .collect();
         let chosen = if !requested.is_empty() {
@@ -367,12 +311,8 @@ impl ModuleConfig for NotifyConfig {
 
     fn read(&mut self, file: &mut Object<'_>) {
         let platforms = "a list of native, terminal, ntfy, gotify, telegram";
-        file.set(
-            "defaultPlatforms",
-            platforms,
-            &mut self.default_platforms,
-            platform_list,
-        );
+        let defaults = &mut self.default_platforms;
+        file.set("defaultPlatforms", platforms, defaults, platform_list);
         if let Some(mut events) = file.section("events", "an object") {
             for (name, _) in events.members() {
                 let mut routing = self.event(name);
@@ -380,12 +320,8 @@ impl ModuleConfig for NotifyConfig {
                     continue;
                 };
                 fields.flag("enabled", &mut routing.enabled);
-                fields.set(
-                    "platforms",
-                    platforms,
-                    &mut routing.platforms,
-                    platform_list,
-                );
+                let routed = &mut routing.platforms;
+                fields.set("platforms", platforms, routed, platform_list);
                 let priority = "\"low\", \"normal\" or \"high\"";
                 fields.set("priority", priority, &mut routing.priority, |v| {
                     v.as_str().and_then(Priority::parse).map(Some)
@@ -416,26 +352,12 @@ impl ModuleConfig for NotifyConfig {
                 self.ntfy = ntfy;
             }
         }
-        let seconds = |range: std::ops::RangeInclusive<u64>| {
-            let expected = format!("a whole number from {} to {}", range.start(), range.end());
-            (expected, move |v: &Value| {
-                whole_in(range.clone())(v).map(Duration::from_secs)
-            })
-        };
-        let (expected, silence) = seconds(0..=3600);
-        file.set(
-            "silenceAfterInputSeconds",
-            &expected,
-            &mut self.silence_after_input,
-            silence,
-        );
-        let (expected, timeout) = seconds(1..=300);
-        file.set(
-            "sendTimeoutSeconds",
-            &expected,
-            &mut self.send_timeout,
-            timeout,
-        );
+        if let Some(seconds) = whole(file, "silenceAfterInputSeconds", 0..=3600) {
+            self.silence_after_input = Duration::from_secs(seconds);
+        }
+        if let Some(seconds) = whole(file, "sendTimeoutSeconds", 1..=300) {
+            self.send_timeout = Duration::from_secs(seconds);
+        }
         file.flag("headlessAgentEnd", &mut self.headless_agent_end);
     }
 
@@ -446,32 +368,22 @@ impl ModuleConfig for NotifyConfig {
             Ok(None) => Default::default(),
             Err(err) => (Self::default(), vec![err]),
         };
-        let project = workspace.join(NTFY_FILE);
-        let global = home.map(|home| home.join(NTFY_FILE));
-        let candidates = [
-            (Some(project.clone()), NtfySource::Project(project)),
-            (
-                global.clone(),
-                NtfySource::Global(global.unwrap_or_default()),
-            ),
-        ];
-        for (path, source) in candidates {
-            let text = match read_user_file(path.as_deref()) {
-                Ok(None) => continue,
-                Ok(Some(text)) => text,
-                Err(err) => {
-                    errors.push(err);
-                    config.ntfy = NtfyConfig::default();
-                    break;
-                }
+        let project = NtfySource::Project(workspace.join(NTFY_FILE));
+        let global = home.map(|home| NtfySource::Global(home.join(NTFY_FILE)));
+        for source in [Some(project), global].into_iter().flatten() {
+            let (NtfySource::Project(path) | NtfySource::Global(path)) = &source else {
+                continue;
+            };
+            let Some(read) = read_user_file(Some(path)).transpose() else {
+                continue;
             };
             config.ntfy = NtfyConfig::default();
-            let path = path.unwrap_or_default();
-            if read_json_file(&path, &text, Self::STYLE, &mut errors, |object| {
-                config.ntfy.read(object)
-            })
-            .is_some()
-            {
+            let read = read.map_err(|err| errors.push(err)).ok().and_then(|text| {
+                read_json_file(path, &text, Self::STYLE, &mut errors, |object| {
+                    config.ntfy.read(object)
+                })
+            });
+            if read.is_some() {
                 config.ntfy_source = source;
             }
             break;
@@ -532,10 +444,15 @@ fn text(fields: &mut Object<'_>, key: &str, slot: &mut Option<String>) {
 
 /// What `normal` maps to on a platform whose priorities run from 1 to `max`.
 fn priority(fields: &mut Object<'_>, max: u64, slot: &mut u8) {
-    let expected = format!("a whole number from 1 to {max}");
-    fields.set("priority", &expected, slot, |v| {
-        whole_in(1..=max)(v).and_then(|n| u8::try_from(n).ok())
-    });
+    if let Some(priority) = whole(fields, "priority", 1..=max) {
+        *slot = u8::try_from(priority).unwrap_or(u8::MAX);
+    }
+}
+
+/// A whole number within `range`.
+fn whole(fields: &mut Object<'_>, key: &str, range: RangeInclusive<u64>) -> Option<u64> {
+    let expected = format!("a whole number from {} to {}", range.start(), range.end());
+    fields.get(key, &expected, whole_in(range))
 }
 
 fn platform_list(value: &Value) -> Option<Vec<Platform>> {

@@ -293,7 +293,8 @@ impl Dispatcher {
         );
         let wait = test_wait(&config);
         let platforms: Vec<Platform> = Platform::ALL
-            .into_iter()
+            .iter()
+            .copied()
             .filter(|platform| config.enabled(*platform))
             .collect();
         join_all(platforms.into_iter().map(|platform| {

@@ -6,324 +6,246 @@
 //! global one). A platform turned on without what it needs is refused with the reason, as the
 //! original's validation did.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::bail;
 use serde_json::{Map, Value, json};
-use unipi_widgets::settings::{SettingField, SettingValue};
 
 use super::config::{
     CONFIG_FILE, DEFAULT_NTFY_SERVER, EVENT_DEFAULTS, NTFY_FILE, NotifyConfig, NtfySource,
     TerminalMethod,
 };
-use crate::capability::settings::{field, flag, secret, text};
+use crate::capability::settings::{Kind, Setting, SettingsPage};
 
-pub const SETTINGS_TITLE: &str = "Notification settings";
+/// The overlay: the platforms, the silence after input, then each event.
+pub const SETTINGS_PAGE: SettingsPage<NotifyConfig> = SettingsPage {
+    title: "Notification settings",
+    file: CONFIG_FILE,
+    what: "notification settings",
+    load: <NotifyConfig as crate::config::module_file::ModuleConfig>::load,
+    settings,
+    values,
+};
 
-/// A number stepped by one within `min..=max`.
-fn number(
-    key: &str,
-    label: &str,
-    value: u64,
-    (min, max): (u64, u64),
-    unit: &str,
-    help: &str,
-) -> SettingField {
-    field(
-        key,
-        label,
-        SettingValue::Number {
-            value,
-            unit: unit.to_owned(),
-            min,
-            max,
-            step: 1,
-        },
-        help,
-    )
-}
-
-/// What an event key is called in the overlay.
-fn event_label(key: &str) -> String {
-    match key {
-        "agent_end" => "Event: agent done".to_owned(),
-        "ask_user_prompt" => "Event: needs your input".to_owned(),
-        "agent_error" => "Event: agent error".to_owned(),
-        "bg_task_finished" => "Event: background task done".to_owned(),
-        "helper_finished" => "Event: helper done".to_owned(),
-        "mcp_server_error" => "Event: MCP server failed".to_owned(),
-        "compaction_done" => "Event: compaction done".to_owned(),
-        "session_shutdown" => "Event: session end".to_owned(),
-        other => format!("Event: {}", other.replace('_', " ")),
-    }
-}
-
-pub fn settings_fields(config: &NotifyConfig) -> Vec<SettingField> {
-    let methods = TerminalMethod::ALL
-        .iter()
-        .map(|m| m.key().to_owned())
-        .collect();
-    let mut fields = vec![
-        flag(
+/// The platforms' settings, then the silence after input, then each event's.
+fn settings() -> Vec<Setting> {
+    let methods = Kind::Choice(TerminalMethod::KEYS);
+    let mut settings = vec![
+        Setting::flag(
             "native.enabled",
             "Desktop (native)",
-            config.native,
             "The desktop's own notifications; held back while this terminal has focus.",
         ),
-        flag(
+        Setting::flag(
             "terminal.enabled",
             "Terminal",
-            config.terminal,
-            "The terminal's own notification (works over SSH; inside tmux it needs allow-passthrough on).",
+            "The terminal's own notification (works over SSH; inside tmux it needs \
+             allow-passthrough on).",
         ),
-        field(
+        Setting::new(
             "terminal.method",
             "Terminal method",
-            SettingValue::Choice {
-                value: config.terminal_method.key().to_owned(),
-                options: methods,
-            },
-            "auto picks OSC 99 for kitty, OSC 9 for iTerm2/WezTerm/Ghostty, OSC 777 for foot/urxvt, else the bell.",
+            methods,
+            "auto picks OSC 99 for kitty, OSC 9 for iTerm2/WezTerm/Ghostty, OSC 777 for \
+             foot/urxvt, else the bell.",
         ),
-    ];
-    fields.extend(ntfy_fields(config));
-    fields.extend(bot_fields(config));
-    fields.push(
-        number(
-            "silenceAfterInputSeconds",
-            "Silence after input",
-            config.silence_after_input.as_secs(),
-            (0, 600),
-            "s",
-            "While you typed this recently you are at the keyboard: no alerts; a question alerts only once you are away this long.",
-        ),
-    );
-    for (key, _) in EVENT_DEFAULTS {
-        fields.push(flag(
-            &format!("events.{key}.enabled"),
-            &event_label(key),
-            config.event(key).enabled,
-            "Whether this event notifies you.",
-        ));
-    }
-    fields
-}
-
-/// Said under a field the user types into.
-const TYPE: &str = " Enter to type; Backspace clears.";
-
-/// ntfy's fields: its server, topic and token.
-fn ntfy_fields(config: &NotifyConfig) -> Vec<SettingField> {
-    vec![
-        flag(
+        Setting::flag(
             "ntfy.enabled",
             "ntfy",
-            config.ntfy.enabled,
             "Push to your phone through an ntfy server (ntfy.sh or your own).",
         ),
-        text(
+        Setting::new(
             "ntfy.serverUrl",
             "ntfy server",
-            Some(&config.ntfy.server_url),
-            &format!("The server's address.{TYPE}"),
+            Kind::Text,
+            "The server's address.",
         ),
-        text(
+        Setting::new(
             "ntfy.topic",
             "ntfy topic",
-            config.ntfy.topic.as_deref(),
-            &format!("The topic your phone subscribes to.{TYPE}"),
+            Kind::Text,
+            "The topic your phone subscribes to.",
         ),
-        secret(
+        Setting::new(
             "ntfy.token",
             "ntfy token",
-            config.ntfy.token.as_deref(),
-            &format!("Access token for a protected topic (optional).{TYPE}"),
+            Kind::Secret,
+            "Access token for a protected topic (optional).",
         ),
-        number(
+        Setting::number(
             "ntfy.priority",
             "ntfy normal priority",
-            u64::from(config.ntfy.priority),
             (1, 5),
             "",
             "What a normal notification is sent as (low is 2, high is 5).",
         ),
-    ]
+    ];
+    settings.extend(bot_settings());
+    settings.push(Setting::number(
+        "silenceAfterInputSeconds",
+        "Silence after input",
+        (0, 600),
+        "s",
+        "While you typed this recently you are at the keyboard: no alerts; a question alerts \
+         only once you are away this long.",
+    ));
+    settings.extend(EVENT_DEFAULTS.iter().map(|(key, _, label)| {
+        let (key, label) = (format!("events.{key}.enabled"), format!("Event: {label}"));
+        Setting::flag(&key, &label, "Whether this event notifies you.")
+    }));
+    settings
 }
 
-/// Gotify's and Telegram's fields: where, and with what token.
-fn bot_fields(config: &NotifyConfig) -> Vec<SettingField> {
+/// Gotify's and Telegram's settings: where, and with what token.
+fn bot_settings() -> Vec<Setting> {
     vec![
-        flag(
+        Setting::flag(
             "gotify.enabled",
             "Gotify",
-            config.gotify.enabled,
             "Push through your Gotify server.",
         ),
-        text(
+        Setting::new(
             "gotify.serverUrl",
             "Gotify server",
-            config.gotify.server_url.as_deref(),
-            &format!("The server's address.{TYPE}"),
+            Kind::Text,
+            "The server's address.",
         ),
-        secret(
+        Setting::new(
             "gotify.appToken",
             "Gotify app token",
-            config.gotify.app_token.as_deref(),
-            &format!("The application's token.{TYPE}"),
+            Kind::Secret,
+            "The application's token.",
         ),
-        number(
+        Setting::number(
             "gotify.priority",
             "Gotify normal priority",
-            u64::from(config.gotify.priority),
             (1, 10),
             "",
             "What a normal notification is sent as (low is 2, high is 8).",
         ),
-        flag(
+        Setting::flag(
             "telegram.enabled",
             "Telegram",
-            config.telegram.enabled,
             "Messages from your Telegram bot.",
         ),
-        secret(
+        Setting::new(
             "telegram.botToken",
             "Telegram bot token",
-            config.telegram.bot_token.as_deref(),
-            &format!("From @BotFather.{TYPE}"),
+            Kind::Secret,
+            "From @BotFather.",
         ),
-        text(
+        Setting::new(
             "telegram.chatId",
             "Telegram chat id",
-            config.telegram.chat_id.as_deref(),
-            &format!("The chat the bot writes to.{TYPE}"),
+            Kind::Text,
+            "The chat the bot writes to.",
         ),
     ]
 }
 
-/// The edited fields as `{"dotted.key": value}`.
-pub fn apply_settings(fields: &[SettingField]) -> Value {
-    let object: Map<String, Value> = fields
+/// `config` as the files write it.
+fn values(config: &NotifyConfig) -> Value {
+    let events: Map<String, Value> = EVENT_DEFAULTS
         .iter()
-        .map(|field| {
-            let value = match &field.value {
-                SettingValue::Bool(on) => json!(on),
-                SettingValue::Number { value, .. } => json!(value),
-                SettingValue::Text(text) | SettingValue::Secret(text) => json!(text.trim()),
-                SettingValue::Choice { value, .. } => json!(value),
-            };
-            (field.key.clone(), value)
+        .map(|(key, ..)| {
+            (
+                (*key).to_owned(),
+                json!({"enabled": config.event(key).enabled}),
+            )
         })
         .collect();
-    Value::Object(object)
+    let (ntfy, gotify, telegram) = (&config.ntfy, &config.gotify, &config.telegram);
+    json!({
+        "native": {"enabled": config.native},
+        "terminal": {"enabled": config.terminal, "method": config.terminal_method.key()},
+        "ntfy": {"enabled": ntfy.enabled, "serverUrl": ntfy.server_url, "topic": ntfy.topic,
+                 "token": ntfy.token, "priority": ntfy.priority},
+        "gotify": {"enabled": gotify.enabled, "serverUrl": gotify.server_url,
+                   "appToken": gotify.app_token, "priority": gotify.priority},
+        "telegram": {"enabled": telegram.enabled, "botToken": telegram.bot_token,
+                     "chatId": telegram.chat_id},
+        "silenceAfterInputSeconds": config.silence_after_input.as_secs(),
+        "events": events,
+    })
 }
 
-/// Why `values` cannot be saved: a platform on without what it needs.
-pub fn validate(values: &Value) -> Result<(), String> {
-    let on = |key: &str| values.get(key) == Some(&Value::Bool(true));
-    let set = |key: &str| {
-        values
-            .get(key)
-            .and_then(Value::as_str)
-            .is_some_and(|v| !v.is_empty())
-    };
-    let mut problems = Vec::new();
-    if on("ntfy.enabled") && !(set("ntfy.serverUrl") && set("ntfy.topic")) {
-        problems.push("ntfy needs a server and a topic");
-    }
-    if on("gotify.enabled") && !(set("gotify.serverUrl") && set("gotify.appToken")) {
-        problems.push("Gotify needs a server and an app token");
-    }
-    if on("telegram.enabled") && !(set("telegram.botToken") && set("telegram.chatId")) {
-        problems.push("Telegram needs a bot token and a chat id");
-    }
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(problems.join("; "))
-    }
-}
-
-/// Writes `values` into the files: `config.json` under `home`, and `ntfy.json` where the ntfy
+/// Writes `values` (the overlay's, [`SettingsPage::to_values`]) into the files, each section
+/// merged into what the file holds: `config.json` under `home`, and `ntfy.json` where the ntfy
 /// settings came from (the global file when they came from nowhere or from `config.json`). A
-/// cleared text is written as `null`, which reads as "not set".
-pub fn save(home: &Path, source: &NtfySource, values: &Value) -> anyhow::Result<()> {
-    if let Err(problems) = validate(values) {
-        bail!("{problems}");
+/// cleared text is written as `null`, which reads as "not set"; a cleared ntfy server as the
+/// default one.
+pub fn save(home: &Path, source: &NtfySource, mut values: Value) -> anyhow::Result<()> {
+    // A platform on without what it needs is refused, as the original's validation did.
+    let set = |platform: &str, key: &str| values[platform][key].is_string();
+    let problems: Vec<&str> = [
+        (
+            "ntfy",
+            ["serverUrl", "topic"],
+            "ntfy needs a server and a topic",
+        ),
+        (
+            "gotify",
+            ["serverUrl", "appToken"],
+            "Gotify needs a server and an app token",
+        ),
+        (
+            "telegram",
+            ["botToken", "chatId"],
+            "Telegram needs a bot token and a chat id",
+        ),
+    ]
+    .into_iter()
+    .filter(|(platform, needs, _)| {
+        values[platform]["enabled"] == true && !needs.iter().all(|key| set(platform, key))
+    })
+    .map(|(.., problem)| problem)
+    .collect();
+    if !problems.is_empty() {
+        bail!("{}", problems.join("; "));
     }
-    let Some(values) = values.as_object() else {
+    let Some(values) = values.as_object_mut() else {
         bail!("the notification settings must be an object");
     };
+    let mut ntfy = values.remove("ntfy").unwrap_or_else(|| json!({}));
+    if ntfy.get("serverUrl") == Some(&Value::Null) {
+        ntfy["serverUrl"] = json!(DEFAULT_NTFY_SERVER);
+    }
+    // Each section is merged into what the file holds, so keys not shown here are kept; an
+    // event the file does not list yet is written whole, as the original writes it.
     let config_path = home.join(CONFIG_FILE);
-    let existing = crate::config::module_file::read_json_object(&config_path)?;
-    // Each section starts from what the file holds, so keys not shown here are kept.
-    let mut sections: BTreeMap<String, Map<String, Value>> = BTreeMap::new();
-    let mut top = Map::new();
-    let mut ntfy = Map::new();
-    let blank_is_null = |value: &Value| match value {
-        Value::String(text) if text.is_empty() => Value::Null,
-        other => other.clone(),
-    };
-    for (key, value) in values {
-        let parts: Vec<&str> = key.split('.').collect();
-        match parts.as_slice() {
-            ["ntfy", "serverUrl"] if value.as_str() == Some("") => {
-                ntfy.insert("serverUrl".to_owned(), json!(DEFAULT_NTFY_SERVER));
+    let mut file = Value::Object(crate::config::module_file::read_json_object(&config_path)?);
+    if let Some(Value::Object(events)) = values.get_mut("events") {
+        for (name, entry) in events.iter_mut() {
+            if file["events"].get(name).is_none() {
+                entry["platforms"] = json!([]);
             }
-            ["ntfy", name] => {
-                ntfy.insert((*name).to_owned(), blank_is_null(value));
-            }
-            ["events", event, name] => {
-                let events = section(&mut sections, &existing, "events");
-                let entry = events
-                    .entry((*event).to_owned())
-                    .or_insert_with(|| json!({"enabled": true, "platforms": []}));
-                if !entry.is_object() {
-                    *entry = json!({});
-                }
-                if let Value::Object(entry) = entry {
-                    entry.insert((*name).to_owned(), value.clone());
-                }
-            }
-            [group, name] => {
-                section(&mut sections, &existing, group)
-                    .insert((*name).to_owned(), blank_is_null(value));
-            }
-            [name] => {
-                top.insert((*name).to_owned(), value.clone());
-            }
-            _ => bail!("unknown notification setting `{key}`"),
         }
     }
-    top.extend(
-        sections
-            .into_iter()
-            .map(|(name, object)| (name, Value::Object(object))),
-    );
-    crate::config::merge_json_file(&config_path, &Value::Object(top))?;
+    merge(&mut file, &Value::Object(std::mem::take(values)));
+    crate::config::merge_json_file(&config_path, &file)?;
     let ntfy_path = match source {
         NtfySource::Project(path) | NtfySource::Global(path) => path.clone(),
         NtfySource::Legacy => home.join(NTFY_FILE),
     };
-    crate::config::merge_json_file(&ntfy_path, &Value::Object(ntfy))
+    crate::config::merge_json_file(&ntfy_path, &ntfy)
 }
 
-/// A section of `config.json` as it will be written: what the file has, to be updated.
-fn section<'a>(
-    sections: &'a mut BTreeMap<String, Map<String, Value>>,
-    existing: &Map<String, Value>,
-    name: &str,
-) -> &'a mut Map<String, Value> {
-    sections
-        .entry(name.to_owned())
-        .or_insert_with(|| match existing.get(name) {
-            Some(Value::Object(object)) => object.clone(),
-            _ => Map::new(),
-        })
+/// `value` into `into`, object into object (keys only in `into` stay), else replacing it.
+fn merge(into: &mut Value, value: &Value) {
+    match (into, value) {
+        (Value::Object(into), Value::Object(values)) => {
+            for (key, value) in values {
+                merge(into.entry(key.clone()).or_insert(Value::Null), value);
+            }
+        }
+        (into, value) => *into = value.clone(),
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use unipi_widgets::settings::{SettingField, SettingValue};
+
     use super::*;
     use crate::config::module_file::ModuleConfig;
     use crate::notify::config::Platform;
@@ -357,7 +279,7 @@ mod tests {
 
         let (config, errors) = NotifyConfig::load(Some(&home), &work);
         assert!(errors.is_empty(), "{errors:?}");
-        let mut fields = settings_fields(&config);
+        let mut fields = SETTINGS_PAGE.fields(&config);
         set(&mut fields, "native.enabled", SettingValue::Bool(false));
         set(&mut fields, "ntfy.enabled", SettingValue::Bool(true));
         set(
@@ -391,7 +313,7 @@ mod tests {
                     .collect(),
             },
         );
-        save(&home, &config.ntfy_source, &apply_settings(&fields)).unwrap();
+        save(&home, &config.ntfy_source, SETTINGS_PAGE.to_values(&fields)).unwrap();
 
         let written: Value =
             serde_json::from_str(&std::fs::read_to_string(&config_path).unwrap()).unwrap();
@@ -429,7 +351,7 @@ mod tests {
         assert!(!reloaded.event("agent_end").enabled);
         assert_eq!(reloaded.event("agent_end").platforms, vec![Platform::Ntfy]);
         assert_eq!(
-            settings_fields(&reloaded),
+            SETTINGS_PAGE.fields(&reloaded),
             fields,
             "what was saved is what loads"
         );
@@ -438,10 +360,15 @@ mod tests {
     #[test]
     fn a_platform_on_without_what_it_needs_is_not_saved() {
         let dir = tempfile::tempdir().unwrap();
-        let mut fields = settings_fields(&NotifyConfig::default());
+        let mut fields = SETTINGS_PAGE.fields(&NotifyConfig::default());
         set(&mut fields, "gotify.enabled", SettingValue::Bool(true));
         set(&mut fields, "telegram.enabled", SettingValue::Bool(true));
-        let err = save(dir.path(), &NtfySource::Legacy, &apply_settings(&fields)).unwrap_err();
+        let err = save(
+            dir.path(),
+            &NtfySource::Legacy,
+            SETTINGS_PAGE.to_values(&fields),
+        )
+        .unwrap_err();
         assert_eq!(
             err.to_string(),
             "Gotify needs a server and an app token; Telegram needs a bot token and a chat id"
@@ -451,8 +378,13 @@ mod tests {
         let path = dir.path().join(CONFIG_FILE);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, "{ broken").unwrap();
-        let fields = settings_fields(&NotifyConfig::default());
-        let err = save(dir.path(), &NtfySource::Legacy, &apply_settings(&fields)).unwrap_err();
+        let fields = SETTINGS_PAGE.fields(&NotifyConfig::default());
+        let err = save(
+            dir.path(),
+            &NtfySource::Legacy,
+            SETTINGS_PAGE.to_values(&fields),
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("not overwriting it"), "{err}");
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "{ broken");
     }

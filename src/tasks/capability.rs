@@ -15,17 +15,17 @@ use unipi_widgets::footer::Segment;
 use unipi_widgets::pending::{PendingTask, pending_text, tasks_segment};
 
 use super::bus::{BgTaskFinished, BgTasksChanged};
+use super::config::SETTINGS_PAGE;
 use super::dock::TaskDock;
 use super::model::truncate_chars;
 use super::{
-    TASKS_CONFIG_FILE, TASKS_SETTINGS_TITLE, TaskService, TaskSettings, TasksConfig, TasksModule,
-    apply_settings, format_task_list, save_tasks_config, settings_fields,
+    TASKS_CONFIG_FILE, TaskService, TaskSettings, TasksConfig, TasksModule, format_task_list,
 };
 use crate::bridge::{
     AgentId, BusEvent, Command, CommandCall, CommandReply, CommandSpec, Completion, EventBus,
     HostCall, Module, NotifyLevel, PiEvent,
 };
-use crate::capability::settings::{Save, SettingsHome, SettingsPage, live_reporting};
+use crate::capability::settings::{Save, SettingsHome, live_reporting};
 use crate::capability::{
     BridgeLink, Capability, Changed, GlobalAction, Otherwise, Registration, StartContext, Ui,
 };
@@ -53,15 +53,6 @@ static CLEAR_NOTICES: GlobalAction = GlobalAction {
         notice: "Finished background-task notices cleared",
     },
     help_order: 10,
-};
-
-const SETTINGS_PAGE: SettingsPage<TasksConfig> = SettingsPage {
-    title: TASKS_SETTINGS_TITLE,
-    file: TASKS_CONFIG_FILE,
-    what: "background-task settings",
-    load: TasksConfig::load,
-    fields: settings_fields,
-    to_values: apply_settings,
 };
 
 /// The key of the pending-wake line in Pi's widget area.
@@ -211,7 +202,7 @@ impl Commands {
     async fn edit_settings(self, _call: CommandCall) -> CommandReply {
         // The user's `background-tasks.json`, written crash-safe.
         let save: Save = Arc::new(|home, values| {
-            save_tasks_config(&home.join(TASKS_CONFIG_FILE), &values)?;
+            crate::config::merge_json_file(&home.join(TASKS_CONFIG_FILE), &values)?;
             Ok(
                 "Saved. The task defaults apply to the next task; on/off and the \
                 output cap at the next start."

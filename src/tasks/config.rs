@@ -4,17 +4,13 @@
 //! [`ConfigError`](crate::config::ConfigError) with path, line and column; the default stays in
 //! force for it.
 //!
-//! The settings overlay (`/unipi:bg-settings`) edits the same keys: [`settings_fields`] turns a
-//! config into the overlay's fields, [`apply_settings`] turns the edited fields back into the
-//! file's keys, and [`save_tasks_config`] merges those into the file on disk crash-safe, keeping
-//! keys it does not know and refusing to replace a file it cannot parse.
+//! The settings overlay (`/unipi:bg-settings`, [`SETTINGS_PAGE`]) edits the same keys; a save
+//! merges them into the home file crash-safe ([`crate::config::merge_json_file`]), keeping keys it
+//! does not know and refusing to replace a file it cannot parse.
 
-use std::path::Path;
+use serde_json::json;
 
-use serde_json::{Map, Value};
-use unipi_widgets::settings::{SettingField, SettingValue};
-
-use crate::capability::settings::{field, flag};
+use crate::capability::settings::{Kind, Setting, SettingsPage};
 use crate::config::module_file::{ModuleConfig, Object, or_null, positive};
 use crate::tasks::DEFAULT_MAX_OUTPUT_BYTES;
 
@@ -69,108 +65,91 @@ impl ModuleConfig for TasksConfig {
     }
 }
 
-/// The overlay's title.
-pub const TASKS_SETTINGS_TITLE: &str = "Background tasks settings";
-
 const MIB: u64 = 1024 * 1024;
 /// The largest output cap the overlay offers, in MiB (the file itself may say more).
 const MAX_OUTPUT_MIB: u64 = 10 * 1024;
 /// The longest default timeout the overlay offers: a day.
 const MAX_TIMEOUT_SECONDS: u64 = 24 * 60 * 60;
-const TIMEOUT_STEP_SECONDS: u64 = 30;
 
-/// The overlay's fields for `config`, keyed by the file's keys. The output cap is shown in MiB,
-/// rounded up; with none set it shows the built-in default.
-pub fn settings_fields(config: &TasksConfig) -> Vec<SettingField> {
-    let output_mib = config
-        .max_output_bytes
-        .unwrap_or(DEFAULT_MAX_OUTPUT_BYTES)
-        .div_ceil(MIB)
-        .clamp(1, MAX_OUTPUT_MIB);
-    vec![
-        flag(
-            "enabled",
-            "Enabled",
-            config.enabled,
-            "Background tasks on or off: tools, commands and the dock. \
-             Takes effect on next start.",
-        ),
-        flag(
-            "notifyOnCompletion",
-            "Notify on completion",
-            config.notify_on_completion,
-            "Default for bg_run: tell the agent when a task ends.",
-        ),
-        flag(
-            "triggerOnCompletion",
-            "Wake agent on completion",
-            config.trigger_on_completion,
-            "Default for bg_run: a task's end starts a turn of the agent.",
-        ),
-        field(
-            "defaultTimeoutSeconds",
-            "Default timeout",
-            SettingValue::Number {
-                value: config
-                    .default_timeout_seconds
-                    .unwrap_or(0)
-                    .min(MAX_TIMEOUT_SECONDS),
-                unit: "s".to_owned(),
-                min: 0,
-                max: MAX_TIMEOUT_SECONDS,
-                step: TIMEOUT_STEP_SECONDS,
-            },
-            "Stops a task started without its own timeout after this long; 0 = none.",
-        ),
-        field(
-            "maxOutputBytes",
-            "Max output",
-            SettingValue::Number {
-                value: output_mib,
-                unit: "MiB".to_owned(),
-                min: 1,
-                max: MAX_OUTPUT_MIB,
-                step: 1,
-            },
-            "A task writing more output than this is stopped. \
-             UNIPI_BG_MAX_OUTPUT_BYTES overrides it. Takes effect on next start.",
-        ),
-    ]
-}
-
-/// The file's keys for the edited `fields` (a JSON object to merge into the file). A timeout of
-/// 0 is written as `null` (none), the output cap in bytes; fields this module does not know are
-/// left out.
-pub fn apply_settings(fields: &[SettingField]) -> Value {
-    let mut object = Map::new();
-    for field in fields {
-        let value = match (field.key.as_str(), &field.value) {
-            (
-                "enabled" | "notifyOnCompletion" | "triggerOnCompletion",
-                SettingValue::Bool(flag),
-            ) => Value::Bool(*flag),
-            ("defaultTimeoutSeconds", SettingValue::Number { value: 0, .. }) => Value::Null,
-            ("defaultTimeoutSeconds", SettingValue::Number { value, .. }) => Value::from(*value),
-            ("maxOutputBytes", SettingValue::Number { value, .. }) => {
-                Value::from(value.max(&1).saturating_mul(MIB))
-            }
-            _ => continue,
-        };
-        object.insert(field.key.clone(), value);
-    }
-    Value::Object(object)
-}
-
-/// Merge the keys of `values` (a JSON object) into the background-task config file at `path`,
-/// crash-safe, keeping the keys it does not name ([`crate::config::merge_json_file`]).
-pub fn save_tasks_config(path: &Path, values: &Value) -> anyhow::Result<()> {
-    crate::config::merge_json_file(path, values)
-}
+/// The overlay: its fields are keyed by the file's keys; the output cap is shown in MiB, rounded
+/// up (with none set, the built-in default), a timeout of 0 is written as `null` (none).
+pub const SETTINGS_PAGE: SettingsPage<TasksConfig> = SettingsPage {
+    title: "Background tasks settings",
+    file: TASKS_CONFIG_FILE,
+    what: "background-task settings",
+    load: TasksConfig::load,
+    settings: || {
+        vec![
+            Setting::flag(
+                "enabled",
+                "Enabled",
+                "Background tasks on or off: tools, commands and the dock. Takes effect on next \
+                 start.",
+            ),
+            Setting::flag(
+                "notifyOnCompletion",
+                "Notify on completion",
+                "Default for bg_run: tell the agent when a task ends.",
+            ),
+            Setting::flag(
+                "triggerOnCompletion",
+                "Wake agent on completion",
+                "Default for bg_run: a task's end starts a turn of the agent.",
+            ),
+            Setting::new(
+                "defaultTimeoutSeconds",
+                "Default timeout",
+                Kind::Number {
+                    unit: "s",
+                    min: 0,
+                    max: MAX_TIMEOUT_SECONDS,
+                    step: 30,
+                    scale: 1,
+                    zero_is_null: true,
+                },
+                "Stops a task started without its own timeout after this long; 0 = none.",
+            ),
+            Setting::new(
+                "maxOutputBytes",
+                "Max output",
+                Kind::Number {
+                    unit: "MiB",
+                    min: 1,
+                    max: MAX_OUTPUT_MIB,
+                    step: 1,
+                    scale: MIB,
+                    zero_is_null: false,
+                },
+                "A task writing more output than this is stopped. UNIPI_BG_MAX_OUTPUT_BYTES \
+                 overrides it. Takes effect on next start.",
+            ),
+        ]
+    },
+    values: |config| {
+        let cap = config.max_output_bytes.unwrap_or(DEFAULT_MAX_OUTPUT_BYTES);
+        let timeout = config
+            .default_timeout_seconds
+            .map(|s| s.min(MAX_TIMEOUT_SECONDS));
+        json!({
+            "enabled": config.enabled,
+            "notifyOnCompletion": config.notify_on_completion,
+            "triggerOnCompletion": config.trigger_on_completion,
+            "defaultTimeoutSeconds": timeout,
+            "maxOutputBytes": cap.clamp(MIB, MAX_OUTPUT_MIB * MIB),
+        })
+    },
+};
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
+    use serde_json::Value;
+    use unipi_widgets::settings::{SettingField, SettingValue};
+
     use super::*;
     use crate::config::error::assert_one_error_at;
+    use crate::config::merge_json_file;
     use crate::config::module_file::write_module_file;
 
     #[test]
@@ -236,7 +215,8 @@ mod tests {
     #[test]
     fn fields_show_the_config_and_defaults() {
         let shown = |config: &TasksConfig| -> Vec<(String, String)> {
-            settings_fields(config)
+            SETTINGS_PAGE
+                .fields(config)
                 .iter()
                 .map(|field| (field.key.clone(), field.value.display()))
                 .collect()
@@ -289,7 +269,7 @@ mod tests {
             },
         ];
         for want in cases {
-            let values = apply_settings(&settings_fields(&want));
+            let values = SETTINGS_PAGE.to_values(&SETTINGS_PAGE.fields(&want));
             let text = values.to_string();
             let (got, errors) = TasksConfig::from_sources(&[(Path::new("/s.json"), &text)]);
             assert_eq!(errors, vec![], "{text}");
@@ -304,7 +284,7 @@ mod tests {
 
     #[test]
     fn apply_maps_zero_timeout_to_null_and_skips_unknown_fields() {
-        let mut fields = settings_fields(&TasksConfig::default());
+        let mut fields = SETTINGS_PAGE.fields(&TasksConfig::default());
         set(&mut fields, "defaultTimeoutSeconds", number(0));
         set(&mut fields, "maxOutputBytes", number(3));
         fields.push(SettingField {
@@ -313,7 +293,7 @@ mod tests {
             value: SettingValue::Text("red".to_owned()),
             help: String::new(),
         });
-        let values = apply_settings(&fields);
+        let values = SETTINGS_PAGE.to_values(&fields);
         assert_eq!(values["defaultTimeoutSeconds"], Value::Null);
         assert_eq!(values["maxOutputBytes"], Value::from(3 * MIB));
         assert_eq!(values.get("colour"), None);
@@ -323,7 +303,7 @@ mod tests {
     fn save_creates_parents_and_merges_keeping_unknown_keys() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(TASKS_CONFIG_FILE);
-        save_tasks_config(&path, &serde_json::json!({"enabled": false})).unwrap();
+        merge_json_file(&path, &serde_json::json!({"enabled": false})).unwrap();
         let read =
             || -> Value { serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap() };
         assert_eq!(read(), serde_json::json!({"enabled": false}));
@@ -332,7 +312,7 @@ mod tests {
             r#"{"enabled": false, "maxOutputBytes": 5, "futureKey": {"a": 1}}"#,
         )
         .unwrap();
-        save_tasks_config(
+        merge_json_file(
             &path,
             &serde_json::json!({"enabled": true, "defaultTimeoutSeconds": null}),
         )
@@ -367,14 +347,14 @@ mod tests {
         ];
         for (text, want) in cases {
             std::fs::write(&path, text).unwrap();
-            let err = save_tasks_config(&path, &serde_json::json!({"enabled": true}))
+            let err = merge_json_file(&path, &serde_json::json!({"enabled": true}))
                 .unwrap_err()
                 .to_string();
             assert!(err.contains(want), "{err}");
             assert!(err.contains("not overwriting"), "{err}");
             assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
         }
-        let err = save_tasks_config(&path, &serde_json::json!([true])).unwrap_err();
+        let err = merge_json_file(&path, &serde_json::json!([true])).unwrap_err();
         assert!(err.to_string().contains("must be a JSON object"), "{err}");
     }
 }

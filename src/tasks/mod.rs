@@ -23,10 +23,7 @@ mod orphans;
 mod service;
 
 pub use capability::{REGISTRATION, commands};
-pub use config::{
-    TASKS_CONFIG_FILE, TASKS_SETTINGS_TITLE, TasksConfig, apply_settings, save_tasks_config,
-    settings_fields,
-};
+pub use config::{TASKS_CONFIG_FILE, TasksConfig};
 pub use logs::{
     LogRead, MAX_LOG_BYTES, bounded_read, format_log_text, last_line, last_lines, last_lines_of,
     normalize_max_bytes,

@@ -30,9 +30,6 @@ use crate::bridge::Refusal;
 /// Shown after the first Esc with unsaved changes.
 pub const DISCARD_NOTICE: &str = "Unsaved changes — Esc again to discard, s to save.";
 
-/// Turns the edited fields into the module's config keys (a capability's `apply_settings`).
-pub type ToValues = fn(&[SettingField]) -> Value;
-
 /// Where a settings view saves: the module's config file, written off the UI loop.
 pub trait SettingsStore: Send + Sync {
     /// Starts writing `values` (a JSON object of the module's config keys); returns at once.
@@ -41,6 +38,9 @@ pub trait SettingsStore: Send + Sync {
     /// The outcome of the last save once it is done, taken once: `Ok(notice)` or `Err(why)`.
     fn take_outcome(&self) -> Option<Result<String, Refusal>>;
 }
+
+/// Turns the edited fields into the module's config keys (its settings table does).
+pub type ToValues = Box<dyn Fn(&[SettingField]) -> Value + Send + Sync>;
 
 pub struct SettingsView {
     store: Arc<dyn SettingsStore>,
@@ -62,7 +62,7 @@ impl SettingsView {
     pub fn new(
         title: impl Into<String>,
         fields: Vec<SettingField>,
-        to_values: ToValues,
+        to_values: impl Fn(&[SettingField]) -> Value + Send + Sync + 'static,
         store: Arc<dyn SettingsStore>,
     ) -> Self {
         SettingsView {
@@ -74,7 +74,7 @@ impl SettingsView {
                 keys: hints(),
                 ..SettingsModel::default()
             },
-            to_values,
+            to_values: Box::new(to_values),
             saving: None,
             discard_armed: false,
             editing: None,
