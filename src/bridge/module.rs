@@ -391,7 +391,8 @@ impl CancelHandle {
         self.fire.send_replace(true);
     }
 
-    pub fn is_cancelled(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_cancelled(&self) -> bool {
         *self.fire.borrow()
     }
 }
@@ -402,7 +403,8 @@ impl CancelToken {
         CancelHandle::pair().1
     }
 
-    pub fn is_cancelled(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_cancelled(&self) -> bool {
         *self.fired.borrow()
     }
 

@@ -5,9 +5,9 @@
 
 use crate::bridge::{CommandSpec, Completion, Refusal};
 
-pub const COMPACT_COMMAND: &str = "unipi:compact";
-pub const STATS_COMMAND: &str = "unipi:compact-stats";
-pub const VIEW_COMMAND: &str = "unipi:compact-view";
+pub(crate) const COMPACT_COMMAND: &str = "unipi:compact";
+pub(crate) const STATS_COMMAND: &str = "unipi:compact-stats";
+pub(crate) const VIEW_COMMAND: &str = "unipi:compact-view";
 /// Starts the instructions of every compaction this module asks Pi for.
 pub const MARKER: &str = "__unipi_compact__";
 
@@ -24,11 +24,11 @@ pub struct Marker {
 }
 
 /// The most user turns `keep:N` may ask for.
-pub const MAX_KEEP: usize = 50;
+pub(crate) const MAX_KEEP: usize = 50;
 
 impl Marker {
     /// The custom instructions that carry this marker.
-    pub fn to_instructions(&self) -> String {
+    pub(crate) fn to_instructions(&self) -> String {
         let mut text = MARKER.to_owned();
         if self.auto {
             text.push_str(" auto");
@@ -72,7 +72,7 @@ impl Marker {
 }
 
 /// `/unipi:compact [keep:N] [instructions]`: the marker for the request, or why not.
-pub fn parse_command_args(args: &str) -> Result<Marker, Refusal> {
+pub(crate) fn parse_command_args(args: &str) -> Result<Marker, Refusal> {
     let args = args.trim();
     let (first, rest) = args
         .split_once(char::is_whitespace)
@@ -97,7 +97,7 @@ pub fn parse_command_args(args: &str) -> Result<Marker, Refusal> {
 }
 
 /// The commands' declarations for Pi (the capability answers them: it holds the screen).
-pub fn command_specs() -> Vec<CommandSpec> {
+pub(crate) fn command_specs() -> Vec<CommandSpec> {
     vec![
         CommandSpec::new(
             COMPACT_COMMAND,

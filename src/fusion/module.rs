@@ -12,14 +12,14 @@ use crate::bridge::{CommandSpec, Completion, MessageTypeSpec, Module};
 use super::engine::Engine;
 use super::side::BTW_MESSAGE_TYPE;
 
-pub const MODEL_COMMAND: &str = "unipi:model";
-pub const PRESET_COMMAND: &str = "unipi:fusion-preset";
+pub(crate) const MODEL_COMMAND: &str = "unipi:model";
+pub(crate) const PRESET_COMMAND: &str = "unipi:fusion-preset";
 pub const STATUS_COMMAND: &str = "unipi:fusion-status";
-pub const BTW_COMMAND: &str = "btw";
+pub(crate) const BTW_COMMAND: &str = "btw";
 
 /// The module (cheap to clone).
 #[derive(Clone)]
-pub struct FusionModule {
+pub(crate) struct FusionModule {
     engine: Arc<Engine>,
 }
 

@@ -33,15 +33,15 @@ pub struct TasksModule {
 
 impl TasksModule {
     pub const RUN: &'static str = "bg_run";
-    pub const STATUS: &'static str = "bg_status";
-    pub const LOGS: &'static str = "bg_logs";
-    pub const KILL: &'static str = "bg_kill";
+    pub(crate) const STATUS: &'static str = "bg_status";
+    pub(crate) const LOGS: &'static str = "bg_logs";
+    pub(crate) const KILL: &'static str = "bg_kill";
     /// `/unipi:bg <command>`: start a task from the user (notification only, no wake).
-    pub const COMMAND_BG: &'static str = "unipi:bg";
+    pub(crate) const COMMAND_BG: &'static str = "unipi:bg";
     /// `/unipi:bg-tasks`: open the dock (handled by the app).
-    pub const COMMAND_TASKS: &'static str = "unipi:bg-tasks";
+    pub(crate) const COMMAND_TASKS: &'static str = "unipi:bg-tasks";
     /// `/unipi:bg-settings`: open the settings overlay (handled by the app).
-    pub const COMMAND_SETTINGS: &'static str = "unipi:bg-settings";
+    pub(crate) const COMMAND_SETTINGS: &'static str = "unipi:bg-settings";
 
     pub fn new(service: TaskService, config: impl Into<LiveConfig<TasksConfig>>) -> Self {
         Self {
@@ -452,14 +452,14 @@ const CARD_COMMAND_CHARS: usize = 200;
 
 /// `/unipi:bg`'s arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BgCommand {
+pub(crate) struct BgCommand {
     pub name: Option<String>,
     pub is_agent: bool,
     pub command: String,
 }
 
 /// Parses `[--agent|--llm-agent] [--script|--no-agent] [--name v|--name=v|-n v|-n=v] [--] <cmd>`.
-pub fn parse_bg_command(input: &str) -> Result<BgCommand, Refusal> {
+pub(crate) fn parse_bg_command(input: &str) -> Result<BgCommand, Refusal> {
     let mut rest = input.trim();
     let mut name = None;
     let mut is_agent = false;

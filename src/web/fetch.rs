@@ -24,11 +24,11 @@ use super::page::{ContentKind, FetchOptions, Format, Page, PageMeta};
 use crate::http::LazyClient;
 
 /// Redirects followed, HTTP and meta refresh together (the original's limit).
-pub const MAX_REDIRECTS: usize = 5;
+pub(crate) const MAX_REDIRECTS: usize = 5;
 /// The largest body read; a larger one is refused rather than cut mid-document.
 pub const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
 /// What a desktop Chrome on Windows says (the original's default profile).
-pub const BROWSER_USER_AGENT: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) \
+pub(crate) const BROWSER_USER_AGENT: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) \
      AppleWebKit/537.36 (KHTML, like Gecko) Chrome/145.0.0.0 Safari/537.36";
 /// Connecting gets at most this long of the fetch's timeout.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);

@@ -9,12 +9,12 @@ use crate::bridge::{CommandSpec, Completion, Module};
 use super::commands::{COMMANDS, Refs, find};
 use super::refs;
 
-pub const KANBOARD: &str = "unipi:kanboard";
-pub const RALPH_START: &str = "unipi:ralph-start";
-pub const RALPH_STOP: &str = "unipi:ralph-stop";
-pub const RALPH_STATUS: &str = "unipi:ralph-status";
+pub(crate) const KANBOARD: &str = "unipi:kanboard";
+pub(crate) const RALPH_START: &str = "unipi:ralph-start";
+pub(crate) const RALPH_STOP: &str = "unipi:ralph-stop";
+pub(crate) const RALPH_STATUS: &str = "unipi:ralph-status";
 
-pub struct WorkflowModule {
+pub(crate) struct WorkflowModule {
     pub workspace: PathBuf,
 }
 
