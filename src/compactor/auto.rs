@@ -26,7 +26,7 @@ pub(crate) const MAX_COOLDOWN_MS: u64 = 24 * 60 * 60 * 1000;
 /// The `autoCompaction` settings, clamped with [`AutoConfig::clamped`] before use.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-pub(crate) struct AutoConfig {
+pub struct AutoConfig {
     pub enabled: bool,
     pub threshold_percent: f64,
     pub cooldown_ms: u64,
@@ -114,10 +114,10 @@ impl DecisionReason {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct Decision {
+pub(crate) struct Decision {
     pub trigger: bool,
-    pub(crate) reason: DecisionReason,
-    pub(crate) state: AutoState,
+    pub reason: DecisionReason,
+    pub state: AutoState,
 }
 
 /// Decides on one usage sample; see the module doc for the order and the state changes.

@@ -38,7 +38,7 @@ impl Default for RecallLimits {
 #[derive(Debug, Clone, PartialEq)]
 pub struct CompactorConfig {
     pub override_default_compaction: bool,
-    pub(crate) auto: AutoConfig,
+    pub auto: AutoConfig,
     pub recall: RecallLimits,
 }
 

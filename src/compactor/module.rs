@@ -120,8 +120,8 @@ struct PendingAfter {
 }
 
 /// What starting the module produced besides the module: problems worth a notice.
-pub struct Started {
-    pub(crate) module: CompactorModule,
+pub(crate) struct Started {
+    pub module: CompactorModule,
     pub notices: Vec<String>,
 }
 

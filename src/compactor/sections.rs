@@ -24,14 +24,14 @@ pub(crate) const OUTSTANDING_WINDOW: usize = 20;
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Sections {
     pub goals: Vec<String>,
-    pub(crate) files: FileActivity,
+    pub files: FileActivity,
     pub commits: Vec<String>,
     pub outstanding: Vec<String>,
     pub preferences: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct FileActivity {
+pub struct FileActivity {
     pub modified: Vec<String>,
     pub created: Vec<String>,
     pub read: Vec<String>,
