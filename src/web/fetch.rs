@@ -132,7 +132,7 @@ impl Fetcher {
     }
 
     /// `url` as a page, from the network.
-    pub async fn fetch_uncached(
+    pub(crate) async fn fetch_uncached(
         &self,
         asked: &str,
         options: &FetchOptions,
@@ -415,7 +415,7 @@ fn browser_headers() -> HeaderMap {
 }
 
 /// `text` as an http(s) URL, or why not.
-pub fn parse_url(text: &str) -> Result<Url, FetchError> {
+pub(crate) fn parse_url(text: &str) -> Result<Url, FetchError> {
     let url = Url::parse(text).map_err(|err| {
         FetchError::new(
             ErrorCode::InvalidUrl,
