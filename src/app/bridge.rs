@@ -147,7 +147,7 @@ pub fn card_colors(theme: &unipi_widgets::Theme) -> std::collections::BTreeMap<S
 }
 
 /// The session a `session_start` names (`None` for other events and in-memory sessions).
-pub fn session_of(event: &PiEvent) -> Option<crate::pi::resume::PiSession> {
+pub(crate) fn session_of(event: &PiEvent) -> Option<crate::pi::resume::PiSession> {
     let PiEvent::SessionStart(start) = event else {
         return None;
     };
@@ -162,7 +162,7 @@ const WAITING: &str = "waiting for the model";
 
 /// Applies one Pi event to the footer's data. Totals are per session: a new session (not a
 /// reload of the same one) starts them again.
-pub fn apply_pi_event(data: &mut FooterData, event: &PiEvent) {
+pub(crate) fn apply_pi_event(data: &mut FooterData, event: &PiEvent) {
     match event {
         PiEvent::SessionStart(start) => start_session(data, start),
         PiEvent::SessionName { name } => data.session_name = name.clone(),
@@ -268,7 +268,7 @@ fn context(usage: &bridge::ContextUsage) -> ContextUsage {
 }
 
 /// The footer's view of the link after a connect or disconnect.
-pub fn link_after(event: &BridgeEvent) -> Option<BridgeLink> {
+pub(crate) fn link_after(event: &BridgeEvent) -> Option<BridgeLink> {
     // Child Pis connect with their own agent ids; the footer's link is the main Pi's.
     let main = AgentId::main();
     match event {
@@ -282,7 +282,7 @@ pub fn link_after(event: &BridgeEvent) -> Option<BridgeLink> {
 }
 
 /// What `/unipi:info` shows.
-pub fn info_model(bridge: Option<(&Registry, &BridgeHost)>, log_path: &Path) -> InfoModel {
+pub(crate) fn info_model(bridge: Option<(&Registry, &BridgeHost)>, log_path: &Path) -> InfoModel {
     let modules = bridge
         .map(|(registry, _)| registry.modules())
         .unwrap_or_default()

@@ -20,7 +20,7 @@ use crate::pane::pty::ChildExit;
 /// How long a notice replaces the key hint.
 const NOTICE_FOR: Duration = Duration::from_secs(4);
 
-pub struct FooterState {
+pub(crate) struct FooterState {
     /// `footer.json`, followed: read again when the terminal regains focus or the agent
     /// settles (the moments a user who edited it comes back to look), never per frame.
     source: LiveConfig<FooterConfig>,
@@ -71,13 +71,13 @@ impl FooterState {
         }
     }
 
-    pub fn pi_output_seen(&mut self) {
+    pub(crate) fn pi_output_seen(&mut self) {
         if self.pi == PiRunState::Starting {
             self.pi = PiRunState::Running;
         }
     }
 
-    pub fn pi_exited(&mut self, exit: ChildExit) {
+    pub(crate) fn pi_exited(&mut self, exit: ChildExit) {
         self.pi = PiRunState::Exited {
             code: match exit {
                 ChildExit::Code(code) => Some(code),
@@ -86,7 +86,7 @@ impl FooterState {
         };
     }
 
-    pub fn set_program_status(&mut self, status: ProgramStatus) {
+    pub(crate) fn set_program_status(&mut self, status: ProgramStatus) {
         self.status = Some(StatusSegment {
             state: match status.state {
                 PiState::Idle => ProgramState::Idle,
@@ -101,16 +101,16 @@ impl FooterState {
         self.refresh_git_branch();
     }
 
-    pub fn clear_program_status(&mut self) {
+    pub(crate) fn clear_program_status(&mut self) {
         self.status = None;
     }
 
-    pub fn refresh_git_branch(&mut self) {
+    pub(crate) fn refresh_git_branch(&mut self) {
         self.git_branch = git_branch(&self.cwd);
     }
 
     /// Takes `footer.json` as it is now (a few `stat` calls; read only when it changed).
-    pub fn refresh_config(&mut self) {
+    pub(crate) fn refresh_config(&mut self) {
         self.config = self.source.get();
     }
 
@@ -159,7 +159,7 @@ impl FooterState {
     }
 
     /// When the notice must disappear (the loop schedules a frame for it).
-    pub fn notice_deadline(&self) -> Option<Instant> {
+    pub(crate) fn notice_deadline(&self) -> Option<Instant> {
         self.notice.as_ref().map(|(_, at)| *at + NOTICE_FOR)
     }
 }

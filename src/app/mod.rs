@@ -47,7 +47,7 @@ pub(crate) mod tests;
 
 /// Everything the loop reacts to.
 #[derive(Debug)]
-pub enum AppEvent {
+pub(crate) enum AppEvent {
     /// Raw bytes from the outer terminal.
     Input(Vec<u8>),
     /// The outer terminal's input ended (the SSH connection dropped, or stdin closed).
@@ -252,7 +252,7 @@ impl App {
 
     /// Handles one event and returns what the loop must carry out. [`App::stop`] says whether
     /// the session is over.
-    pub fn update(&mut self, event: AppEvent) -> Vec<Effect> {
+    pub(crate) fn update(&mut self, event: AppEvent) -> Vec<Effect> {
         match event {
             AppEvent::Input(bytes) => {
                 for ev in self.decoder.feed(&bytes) {
@@ -728,7 +728,7 @@ impl Layout {
 }
 
 /// OSC 52: put `text` on the outer terminal's clipboard (this is how copy works over SSH).
-pub fn osc52(text: &str) -> Vec<u8> {
+pub(crate) fn osc52(text: &str) -> Vec<u8> {
     use base64::Engine as _;
     let encoded = base64::engine::general_purpose::STANDARD.encode(text);
     format!("\x1b]52;c;{encoded}\x07").into_bytes()

@@ -52,7 +52,7 @@ pub enum Step {
 }
 
 /// The launcher's choices, in order.
-pub const LAUNCH_CHOICES: [&str; 3] = ["Compact and run", "Run directly", "Cancel"];
+pub(crate) const LAUNCH_CHOICES: [&str; 3] = ["Compact and run", "Run directly", "Cancel"];
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Editing {
@@ -78,7 +78,7 @@ pub struct Form {
 
 /// What the view draws: the rows and the state around them.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FormView<'a> {
+pub(crate) struct FormView<'a> {
     pub question: &'a Question,
     pub cursor: usize,
     pub ticked: &'a [bool],
@@ -123,7 +123,7 @@ impl Form {
 
     /// Typed characters start (or go on with) the own answer: the question takes the user's
     /// own words and neither the editor nor the launcher is open.
-    pub fn typing_answers(&self) -> bool {
+    pub(crate) fn typing_answers(&self) -> bool {
         self.question.allow_freeform && self.editing.is_none() && self.launcher.is_none()
     }
 
@@ -136,7 +136,7 @@ impl Form {
         &self.question
     }
 
-    pub fn view(&self) -> FormView<'_> {
+    pub(crate) fn view(&self) -> FormView<'_> {
         FormView {
             question: &self.question,
             cursor: self.cursor,
@@ -155,7 +155,7 @@ impl Form {
     }
 
     /// What a timeout answers: the recommended options, else `timed_out`.
-    pub fn timeout_answer(question: &Question, after_ms: u128) -> Answer {
+    pub(crate) fn timeout_answer(question: &Question, after_ms: u128) -> Answer {
         let recommended = question.recommended();
         if recommended.is_empty() {
             Answer::TimedOut {

@@ -40,10 +40,10 @@ fn compaction_instructions(prefill: &str) -> String {
 }
 
 /// Whether a screen can show the modal now.
-pub type HasScreen = Arc<dyn Fn() -> bool + Send + Sync>;
+pub(crate) type HasScreen = Arc<dyn Fn() -> bool + Send + Sync>;
 
 #[derive(Clone)]
-pub struct AskUserModule {
+pub(crate) struct AskUserModule {
     inner: Arc<Inner>,
 }
 
@@ -86,6 +86,7 @@ impl AskUserModule {
         self.inner.config.reload();
     }
 
+    #[cfg(test)]
     pub fn queue(&self) -> &AskQueue {
         &self.inner.queue
     }

@@ -19,11 +19,11 @@ use crate::bridge::Refusal;
 
 /// The longest a question may wait: the bridge's backstop on the call (a JavaScript timer holds
 /// at most 2^31 ms, about 24 days; a week is plenty for a question).
-pub const LONGEST_WAIT: Duration = Duration::from_secs(7 * 24 * 3600);
+pub(crate) const LONGEST_WAIT: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// What choosing an option does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum OptionAction {
+pub(crate) enum OptionAction {
     /// Picks it (ticks it, in a multi-select question).
     Select,
     /// Picks it with text the user types (a note on the option).
@@ -47,7 +47,7 @@ impl OptionAction {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AskOption {
+pub(crate) struct AskOption {
     pub label: String,
     pub description: Option<String>,
     /// What the model gets back (the label when not given).
@@ -61,12 +61,12 @@ pub struct AskOption {
 
 impl AskOption {
     /// Choosing it asks for text (a note).
-    pub fn takes_text(&self) -> bool {
+    pub(crate) fn takes_text(&self) -> bool {
         self.action == OptionAction::Input
     }
 
     /// Choosing it ends the question at once (it is not ticked).
-    pub fn is_final(&self) -> bool {
+    pub(crate) fn is_final(&self) -> bool {
         matches!(
             self.action,
             OptionAction::EndTurn | OptionAction::NewSession
@@ -78,7 +78,7 @@ impl AskOption {
 pub struct Question {
     pub question: String,
     pub context: Option<String>,
-    pub options: Vec<AskOption>,
+    pub(crate) options: Vec<AskOption>,
     pub allow_multiple: bool,
     pub allow_freeform: bool,
 }
@@ -100,7 +100,7 @@ impl Question {
 
 /// One validated call.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AskRequest {
+pub(crate) struct AskRequest {
     pub questions: Vec<Question>,
     /// How long the user has, from when the question is shown; `None` waits for them.
     pub timeout: Option<Duration>,
@@ -157,7 +157,7 @@ pub fn schema() -> Value {
 
 /// Parses and validates the arguments of one call against the settings; `has_screen` says
 /// whether a modal can be shown. The error is the text the model reads.
-pub fn parse(
+pub(crate) fn parse(
     args: &Value,
     config: &AskUserConfig,
     has_screen: bool,

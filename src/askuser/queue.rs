@@ -27,7 +27,7 @@ use crate::capability::Changed;
 pub struct Shown {
     pub id: u64,
     pub agent: AgentId,
-    pub request: Arc<AskRequest>,
+    pub(crate) request: Arc<AskRequest>,
     /// The question to answer now (earlier ones are answered).
     pub index: usize,
     pub deadline: Option<Instant>,
@@ -59,11 +59,11 @@ struct State {
 }
 
 /// Opens the modal over the queue; `false` when there is no screen to open it on.
-pub type Opener = Arc<dyn Fn(AskQueue) -> bool + Send + Sync>;
+pub(crate) type Opener = Arc<dyn Fn(AskQueue) -> bool + Send + Sync>;
 
 /// The queue. Cheap to clone.
 #[derive(Clone)]
-pub struct AskQueue {
+pub(crate) struct AskQueue {
     state: Arc<Mutex<State>>,
     changed: Changed,
     opener: Opener,
@@ -124,10 +124,12 @@ impl AskQueue {
         })
     }
 
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.lock().entries.len()
     }
 
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -147,7 +149,7 @@ impl AskQueue {
 
     /// The call was withdrawn (Pi aborted it, the modal closed without an answer): the questions
     /// answered so far, then `answer`. `false` when it was settled already.
-    pub fn withdraw(&self, id: u64, answer: Answer) -> bool {
+    pub(crate) fn withdraw(&self, id: u64, answer: Answer) -> bool {
         self.settle(id, |entry| {
             entry.answers.push(answer);
             true
@@ -156,7 +158,7 @@ impl AskQueue {
 
     /// The call's time ran out: each open question takes its recommended options, and the first
     /// without any times out (which ends the call).
-    pub fn expire(&self, id: u64, after_ms: u128) -> bool {
+    pub(crate) fn expire(&self, id: u64, after_ms: u128) -> bool {
         self.settle(id, |entry| {
             let request = Arc::clone(&entry.request);
             for question in &request.questions[entry.answers.len()..] {
@@ -200,7 +202,7 @@ impl AskQueue {
     /// The modal closed; `shown` is the call it showed, if it was not answered. That call is
     /// cancelled (a question must not wait with nothing on screen), and the modal opens again
     /// for whatever else waits.
-    pub fn view_closed(&self, shown: Option<u64>) {
+    pub(crate) fn view_closed(&self, shown: Option<u64>) {
         self.lock().view_open = false;
         if let Some(id) = shown {
             self.withdraw(

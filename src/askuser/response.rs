@@ -249,7 +249,7 @@ fn card(request: &AskRequest, answers: &[Answer]) -> Option<Card> {
 }
 
 /// The comment of a cancelled session launch.
-pub const LAUNCH_CANCELLED: &str = "Session launcher cancelled";
+pub(crate) const LAUNCH_CANCELLED: &str = "Session launcher cancelled";
 
 /// A failed validation: the text, and `details.response = {kind: cancelled, comment}` (not an
 /// error result, as in the original).
@@ -261,7 +261,7 @@ pub fn refusal(message: &str) -> ToolOutput {
 
 /// The tool's result for `request` answered with `answers` (one per question asked; a call
 /// ended early has fewer).
-pub fn output(request: &AskRequest, answers: &[Answer]) -> ToolOutput {
+pub(crate) fn output(request: &AskRequest, answers: &[Answer]) -> ToolOutput {
     let single = request.questions.len() == 1;
     let one = |question: &Question, answer: &Answer| {
         json!({

@@ -30,7 +30,7 @@ use crate::views::line_edit::EditAction;
 use crate::views::{RefreshContext, View, ViewAction};
 
 /// The `[ask]` key table: choosing.
-pub static ASK_KEYS: KeyTableSpec = KeyTableSpec {
+pub(crate) static ASK_KEYS: KeyTableSpec = KeyTableSpec {
     table: "ask",
     title: "A question from the agent (ask_user)",
     actions: &[
@@ -72,7 +72,7 @@ pub static ASK_KEYS: KeyTableSpec = KeyTableSpec {
 };
 
 /// The `[ask-input]` key table: typing an answer or a note.
-pub static ASK_INPUT_KEYS: KeyTableSpec = KeyTableSpec {
+pub(crate) static ASK_INPUT_KEYS: KeyTableSpec = KeyTableSpec {
     table: "ask-input",
     title: "Typing an answer to the agent's question",
     actions: &[
@@ -127,7 +127,7 @@ pub static ASK_INPUT_KEYS: KeyTableSpec = KeyTableSpec {
 };
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AskAction {
+pub(crate) enum AskAction {
     Up,
     Down,
     Toggle,
@@ -180,7 +180,7 @@ impl TableAction for AskAction {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum InputAction {
+pub(crate) enum InputAction {
     Confirm,
     Back,
     Edit(EditAction),
@@ -232,14 +232,14 @@ impl TableAction for InputAction {
 /// How often the countdown moves.
 const COUNTDOWN_TICK: Duration = Duration::from_millis(500);
 /// The own-answer row's label.
-pub const OWN_ANSWER: &str = "Type your own answer";
+pub(crate) const OWN_ANSWER: &str = "Type your own answer";
 
 struct Current {
     shown: Shown,
     form: Form,
 }
 
-pub struct AskView {
+pub(crate) struct AskView {
     queue: AskQueue,
     keys: KeyTable<AskAction>,
     /// `keys` without the keys that type: the table of a question that takes the user's words.

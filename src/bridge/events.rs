@@ -190,7 +190,7 @@ pub enum PiEvent {
 impl PiEvent {
     /// Decodes an `event` message. A known name with a payload that does not decode is an
     /// error; the caller keeps it as [`PiEvent::Other`].
-    pub fn from_wire(name: &str, data: &Value) -> Result<Self, serde_json::Error> {
+    pub(crate) fn from_wire(name: &str, data: &Value) -> Result<Self, serde_json::Error> {
         use payload::{Name, Phase, Queue, Reason, Settled, Thinking, decode};
         Ok(match name {
             "session_start" => Self::SessionStart(Box::new(decode(data)?)),

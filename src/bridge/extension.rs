@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 
 /// `bridge/extension.ts`, as compiled in.
-pub const EXTENSION_SOURCE: &str = include_str!("../../bridge/extension.ts");
+pub(crate) const EXTENSION_SOURCE: &str = include_str!("../../bridge/extension.ts");
 
 /// The extension's file name: `unipi-bridge-<16 hex digits of FNV-1a 64 of the content>.ts`.
 /// A content-addressed name, not a security boundary: the cache directory is the user's own.
-pub fn extension_file_name() -> String {
+pub(crate) fn extension_file_name() -> String {
     format!(
         "unipi-bridge-{:016x}.ts",
         fnv1a64(EXTENSION_SOURCE.as_bytes())

@@ -170,7 +170,7 @@ impl HostCall {
     }
 
     /// How long [`BridgeHost::call`] waits for the answer.
-    pub fn default_timeout(&self) -> Duration {
+    pub(crate) fn default_timeout(&self) -> Duration {
         match self {
             // Setting a model may resolve credentials; everything else is in-process.
             Self::SetModel { .. } => Duration::from_secs(30),
@@ -320,7 +320,7 @@ impl BridgeHost {
     /// Delivers a host-made custom message to `agent` as a follow-up (after the current turn),
     /// shown in the transcript, optionally starting a new turn: how every module's durable
     /// notifications (background tasks, helpers) reach the agent.
-    pub async fn send_follow_up(
+    pub(crate) async fn send_follow_up(
         &self,
         agent: &AgentId,
         custom_type: &str,

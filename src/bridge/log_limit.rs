@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use crate::sys::lock;
 
 /// The most characters of a client's text that go into one log line.
-pub const CLIP_CHARS: usize = 300;
+pub(crate) const CLIP_CHARS: usize = 300;
 
 /// `text` as it may go into the log: at most [`CLIP_CHARS`] characters, then how much more
 /// there was.
@@ -28,7 +28,7 @@ pub fn clip(text: &str) -> String {
 
 /// How many refusals may be logged now.
 #[derive(Debug)]
-pub struct RefusalLog {
+pub(crate) struct RefusalLog {
     state: Mutex<Window>,
 }
 
@@ -42,7 +42,7 @@ struct Window {
 
 /// What to do with one refusal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Admit {
+pub(crate) enum Admit {
     /// Log it, after saying that `left_out` refusals before it were not logged.
     Log { left_out: u64 },
     /// Leave it out (it is counted).
@@ -63,12 +63,12 @@ impl Default for RefusalLog {
 
 impl RefusalLog {
     /// Refusals logged per window.
-    pub const BURST: u32 = 5;
+    pub(crate) const BURST: u32 = 5;
     /// The window.
-    pub const WINDOW: Duration = Duration::from_secs(10);
+    pub(crate) const WINDOW: Duration = Duration::from_secs(10);
 
     /// Whether the refusal happening `now` goes into the log.
-    pub fn admit(&self, now: Instant) -> Admit {
+    pub(crate) fn admit(&self, now: Instant) -> Admit {
         let mut window = lock(&self.state);
         let expired = window
             .started

@@ -25,7 +25,7 @@ mod extension;
 mod host;
 mod host_state;
 mod info;
-pub mod log_limit;
+pub(crate) mod log_limit;
 mod module;
 mod notice;
 pub mod protocol;
@@ -46,7 +46,7 @@ pub use events::{
     ExtensionStatus, FooterStatus, MessageEnd, ModelCost, ModelInfo, ModelSelect, NotifyLevel,
     PiEvent, SessionShutdown, SessionStart, ToolExecution, TurnEnd, Usage, UserInput,
 };
-pub use extension::{EXTENSION_SOURCE, extension_file, extension_file_name};
+pub use extension::extension_file;
 pub use host::{BridgeError, BridgeHost, DeliverAs, HostCall, PathRule};
 pub use host_state::{AgentInfo, HostOptions};
 pub use info::InfoModule;

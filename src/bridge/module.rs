@@ -357,7 +357,8 @@ impl CancelHandle {
         self.fire.send_replace(true);
     }
 
-    pub fn is_cancelled(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_cancelled(&self) -> bool {
         *self.fire.borrow()
     }
 }
@@ -368,7 +369,8 @@ impl CancelToken {
         CancelHandle::pair().1
     }
 
-    pub fn is_cancelled(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_cancelled(&self) -> bool {
         *self.fired.borrow()
     }
 

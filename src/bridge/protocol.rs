@@ -20,7 +20,7 @@ pub const MAX_LINE_BYTES: usize = 8 * 1024 * 1024;
 
 /// The longest `hello` line accepted from a client that has not authenticated yet: 64 KiB, so a
 /// stranger cannot make the host buffer megabytes.
-pub const MAX_HELLO_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_HELLO_BYTES: usize = 64 * 1024;
 
 /// One block of tool output, in Pi's content shape (`{"type":"text","text":…}`,
 /// `{"type":"image","data":…,"mimeType":…}`).
@@ -105,7 +105,7 @@ impl ErrorCode {
 
 /// A refusal: what is sent back as an `error` line and logged.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WireError {
+pub(crate) struct WireError {
     pub code: ErrorCode,
     pub message: String,
 }
@@ -123,7 +123,7 @@ impl WireError {
 
 /// A message from the extension, parsed and typed.
 #[derive(Debug, Clone, PartialEq)]
-pub enum ClientMessage {
+pub(crate) enum ClientMessage {
     Hello(Hello),
     Event(EventMsg),
     ToolCall(ToolCallMsg),
@@ -154,14 +154,14 @@ pub struct Hello {
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct EventMsg {
+pub(crate) struct EventMsg {
     pub name: String,
     #[serde(default)]
     pub data: Value,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct ToolCallMsg {
+pub(crate) struct ToolCallMsg {
     /// The bridge's correlation id (unique per connection while in flight).
     pub id: u64,
     pub tool: String,
@@ -173,12 +173,12 @@ pub struct ToolCallMsg {
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct IdMsg {
+pub(crate) struct IdMsg {
     pub id: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct CommandMsg {
+pub(crate) struct CommandMsg {
     pub id: u64,
     /// The full command name, e.g. `unipi:info`.
     pub name: String,
@@ -187,7 +187,7 @@ pub struct CommandMsg {
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct CompleteMsg {
+pub(crate) struct CompleteMsg {
     pub id: u64,
     pub command: String,
     #[serde(default)]
@@ -195,7 +195,7 @@ pub struct CompleteMsg {
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct CallResultMsg {
+pub(crate) struct CallResultMsg {
     pub id: u64,
     pub ok: bool,
     #[serde(default)]
@@ -206,7 +206,7 @@ pub struct CallResultMsg {
 
 /// One of Pi's hooks, waiting for the host's answer (`hook_result` with the same id).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct HookMsg {
+pub(crate) struct HookMsg {
     pub id: u64,
     pub name: String,
     #[serde(default)]
@@ -214,19 +214,19 @@ pub struct HookMsg {
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct GoodbyeMsg {
+pub(crate) struct GoodbyeMsg {
     #[serde(default)]
     pub reason: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ErrorMsg {
+pub(crate) struct ErrorMsg {
     pub code: String,
     pub message: String,
 }
 
 /// Parses one line (without its `\n`). Each failure carries the code the host answers with.
-pub fn parse_client_line(line: &[u8]) -> Result<ClientMessage, WireError> {
+pub(crate) fn parse_client_line(line: &[u8]) -> Result<ClientMessage, WireError> {
     let text = std::str::from_utf8(line).map_err(|err| {
         WireError::new(
             ErrorCode::InvalidUtf8,
@@ -282,7 +282,7 @@ fn decode<T: serde::de::DeserializeOwned>(kind: &str, value: Value) -> Result<T,
 
 /// What the host declares to a Pi: sent in `welcome` and again in `declare` when it changes.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct Declarations {
+pub(crate) struct Declarations {
     pub tools: Vec<ToolDecl>,
     pub commands: Vec<CommandSpec>,
     pub message_types: Vec<MessageTypeSpec>,
@@ -291,7 +291,7 @@ pub struct Declarations {
 /// A tool as declared on the wire: the module's spec plus the effective timeout, which the
 /// extension uses only as a backstop should the host stop answering.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ToolDecl {
+pub(crate) struct ToolDecl {
     #[serde(flatten)]
     pub spec: ToolSpec,
     pub timeout_ms: u64,
@@ -299,7 +299,7 @@ pub struct ToolDecl {
 
 /// Options for the extension, sent in `welcome`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct WelcomeOptions {
+pub(crate) struct WelcomeOptions {
     /// Replace Pi's built-in footer with an empty one (the workbench draws its own).
     pub hide_footer: bool,
     /// The workbench theme's colour for each card tint (`info`, `success`, `warning`, `error`)
@@ -311,7 +311,7 @@ pub struct WelcomeOptions {
 /// A message from the host.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum HostMessage {
+pub(crate) enum HostMessage {
     Welcome {
         protocol: u32,
         agent: String,
@@ -366,7 +366,7 @@ pub enum HostMessage {
 
 impl HostMessage {
     /// The message as one wire line, `\n` included.
-    pub fn to_line(&self) -> String {
+    pub(crate) fn to_line(&self) -> String {
         // Serializing these types cannot fail: every map key is a string and every value is
         // plain data. Should it ever, an `internal` error line keeps the stream well-formed.
         let mut line = serde_json::to_string(self).unwrap_or_else(|err| {
@@ -390,7 +390,7 @@ impl HostMessage {
 
 /// One read from [`read_line`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LineRead {
+pub(crate) enum LineRead {
     /// A complete line is in the buffer (without its `\n`).
     Line,
     /// The line was longer than the limit; it has been consumed and dropped.
@@ -401,7 +401,7 @@ pub enum LineRead {
 
 /// Reads one `\n`-terminated line into `buf` (cleared first), never holding more than `max`
 /// bytes: an over-long line is skipped to its end and reported, so the stream stays in step.
-pub async fn read_line<R: AsyncBufRead + Unpin>(
+pub(crate) async fn read_line<R: AsyncBufRead + Unpin>(
     reader: &mut R,
     buf: &mut Vec<u8>,
     max: usize,

@@ -103,7 +103,7 @@ impl Registry {
     }
 
     /// An empty registry announcing on `bus`.
-    pub fn with_bus(bus: EventBus) -> Self {
+    pub(crate) fn with_bus(bus: EventBus) -> Self {
         Self {
             entries: RwLock::new(Vec::new()),
             bus,
@@ -156,7 +156,8 @@ impl Registry {
     }
 
     /// Changes a module's state; `false` when there is no such module.
-    pub fn set_status(&self, module: &str, status: ModuleStatus) -> bool {
+    #[cfg(test)]
+    pub(crate) fn set_status(&self, module: &str, status: ModuleStatus) -> bool {
         let found = {
             let mut entries = self.entries.write().unwrap_or_else(PoisonError::into_inner);
             match entries
@@ -228,7 +229,7 @@ impl Registry {
 
     /// What to declare to Pi: the ready modules' tools (with their effective timeout),
     /// commands and message types.
-    pub fn declarations(&self, default_tool_timeout: Duration) -> Declarations {
+    pub(crate) fn declarations(&self, default_tool_timeout: Duration) -> Declarations {
         let entries = self.entries.read().unwrap_or_else(PoisonError::into_inner);
         let ready = entries
             .iter()

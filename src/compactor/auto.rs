@@ -21,7 +21,7 @@
 use serde::{Deserialize, Serialize};
 
 /// The longest cooldown a config may ask for: a day.
-pub const MAX_COOLDOWN_MS: u64 = 24 * 60 * 60 * 1000;
+pub(crate) const MAX_COOLDOWN_MS: u64 = 24 * 60 * 60 * 1000;
 
 /// The `autoCompaction` settings, clamped with [`AutoConfig::clamped`] before use.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -66,14 +66,14 @@ impl AutoConfig {
 
 /// One context-usage sample (Pi's `ctx.getContextUsage()`); either field may be unknown.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
-pub struct UsageSample {
+pub(crate) struct UsageSample {
     pub tokens: Option<f64>,
     pub percent: Option<f64>,
 }
 
 /// What the decision remembers between samples; `Default` is a fresh session.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct AutoState {
+pub(crate) struct AutoState {
     pub in_flight: bool,
     pub awaiting_post_compaction_sample: bool,
     pub last_trigger_at_ms: Option<u64>,
@@ -83,7 +83,7 @@ pub struct AutoState {
 
 /// Why the decision came out as it did; [`DecisionReason::code`] gives the seed's snake-case name.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub enum DecisionReason {
+pub(crate) enum DecisionReason {
     Disabled,
     InFlight,
     UnknownUsage,
@@ -114,7 +114,7 @@ impl DecisionReason {
 }
 
 #[derive(Debug, Clone, PartialEq)]
-pub struct Decision {
+pub(crate) struct Decision {
     pub trigger: bool,
     pub reason: DecisionReason,
     pub state: AutoState,
@@ -122,7 +122,7 @@ pub struct Decision {
 
 /// Decides on one usage sample; see the module doc for the order and the state changes.
 /// `config` is clamped here too, so a caller cannot forget it.
-pub fn decide(
+pub(crate) fn decide(
     config: &AutoConfig,
     usage: &UsageSample,
     state: &AutoState,
@@ -202,7 +202,7 @@ pub fn decide(
 }
 
 /// Pi reported the compaction done: release the mutex; the next sample is the new baseline.
-pub fn mark_complete(state: &AutoState) -> AutoState {
+pub(crate) fn mark_complete(state: &AutoState) -> AutoState {
     AutoState {
         in_flight: false,
         awaiting_post_compaction_sample: true,
@@ -212,7 +212,7 @@ pub fn mark_complete(state: &AutoState) -> AutoState {
 
 /// The compaction failed: release the mutex but keep `last_trigger_at_ms`, so the cooldown
 /// still spaces out the retries.
-pub fn mark_error(state: &AutoState) -> AutoState {
+pub(crate) fn mark_error(state: &AutoState) -> AutoState {
     AutoState {
         in_flight: false,
         ..state.clone()

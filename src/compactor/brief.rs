@@ -15,10 +15,10 @@ use super::normalize::{BlockKind, NormBlock, clip_chars, clip_sentence, literal_
 use super::sections::path_argument;
 
 /// Word limits (non-stopwords) for one user or assistant text.
-pub const USER_WORD_LIMIT: usize = 256;
-pub const ASSISTANT_WORD_LIMIT: usize = 200;
+pub(crate) const USER_WORD_LIMIT: usize = 256;
+pub(crate) const ASSISTANT_WORD_LIMIT: usize = 200;
 /// At most this many tool lines per assistant section; older ones are counted instead.
-pub const MAX_TOOL_LINES_PER_SECTION: usize = 8;
+pub(crate) const MAX_TOOL_LINES_PER_SECTION: usize = 8;
 
 /// The rendered brief and what the budget did.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -32,7 +32,12 @@ pub struct Brief {
 
 /// The brief budget in tokens for `candidates` blocks: `tokens_per_block` each, clamped to
 /// `[target, ceiling]`.
-pub fn budget_tokens(candidates: usize, target: u64, ceiling: u64, tokens_per_block: u64) -> u64 {
+pub(crate) fn budget_tokens(
+    candidates: usize,
+    target: u64,
+    ceiling: u64,
+    tokens_per_block: u64,
+) -> u64 {
     (candidates as u64)
         .saturating_mul(tokens_per_block)
         .clamp(target.min(ceiling), ceiling)
@@ -86,7 +91,7 @@ pub fn compile_ranked(blocks: &[NormBlock], refs: &[String], max_chars: usize) -
 
 /// Keeps the end of `brief` within `max_chars`, starting at a section header, with a note of
 /// what was cut. Also used when merging a previous brief.
-pub fn cap_brief(brief: &str, max_chars: usize) -> String {
+pub(crate) fn cap_brief(brief: &str, max_chars: usize) -> String {
     if brief.len() <= max_chars {
         return brief.to_string();
     }
@@ -113,7 +118,7 @@ pub fn cap_brief(brief: &str, max_chars: usize) -> String {
 }
 
 /// A brief section header line (`[user]`, `[assistant]`, `[tool_error] …`, `[custom: …]`).
-pub fn is_header(line: &str) -> bool {
+pub(crate) fn is_header(line: &str) -> bool {
     line.starts_with('[') && line.contains(']') && !line.starts_with("[image:")
 }
 

@@ -21,11 +21,11 @@ pub struct Marker {
 }
 
 /// The most user turns `keep:N` may ask for.
-pub const MAX_KEEP: usize = 50;
+pub(crate) const MAX_KEEP: usize = 50;
 
 impl Marker {
     /// The custom instructions that carry this marker.
-    pub fn to_instructions(&self) -> String {
+    pub(crate) fn to_instructions(&self) -> String {
         let mut text = MARKER.to_owned();
         if self.auto {
             text.push_str(" auto");
@@ -69,7 +69,7 @@ impl Marker {
 }
 
 /// `/unipi:compact [keep:N] [instructions]`: the marker for the request, or why not.
-pub fn parse_command_args(args: &str) -> Result<Marker, Refusal> {
+pub(crate) fn parse_command_args(args: &str) -> Result<Marker, Refusal> {
     let args = args.trim();
     let (first, rest) = args
         .split_once(char::is_whitespace)

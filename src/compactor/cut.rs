@@ -9,7 +9,7 @@ use super::entries::{Block, EntryKind, Role, SessionEntry};
 use super::refusal::Refusal;
 
 /// What an image counts as, in characters (Pi estimates about 1,200 tokens per image).
-pub const IMAGE_CHARS: usize = 4_800;
+pub(crate) const IMAGE_CHARS: usize = 4_800;
 
 /// The live part of a branch.
 #[derive(Debug, Clone)]
@@ -39,7 +39,7 @@ pub struct Cut {
 
 /// How many user turns the kept tail starts with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum KeepTurns {
+pub(crate) enum KeepTurns {
     /// `keep:N` from the user: respected as given, no tail rescue.
     Explicit(usize),
     /// Chosen by [`smart_keep_turns`]; the tail budget applies.
@@ -82,7 +82,11 @@ pub fn live_entries(branch: &[SessionEntry]) -> LiveBranch<'_> {
 
 /// The largest number of recent user turns, up to `max_turns`, whose tail fits `tail_budget_chars`
 /// while leaving something to summarize; at least one.
-pub fn smart_keep_turns(live: &LiveBranch, max_turns: usize, tail_budget_chars: usize) -> usize {
+pub(crate) fn smart_keep_turns(
+    live: &LiveBranch,
+    max_turns: usize,
+    tail_budget_chars: usize,
+) -> usize {
     let users = user_positions(&live.entries);
     (1..=max_turns.max(1))
         .rev()
@@ -95,7 +99,7 @@ pub fn smart_keep_turns(live: &LiveBranch, max_turns: usize, tail_budget_chars: 
 }
 
 /// Chooses the cut. `tail_budget_chars` is `None` for an explicit `keep:N`.
-pub fn choose_cut(
+pub(crate) fn choose_cut(
     live_part: &LiveBranch,
     keep: KeepTurns,
     tail_budget_chars: Option<usize>,

@@ -7,23 +7,23 @@
 use super::brief::cap_brief;
 use super::sections::{FileActivity, MAX_COMMITS, MAX_FILES_PER_CATEGORY, Sections};
 
-pub const SESSION_GOAL: &str = "Session Goal";
-pub const FILES_AND_CHANGES: &str = "Files And Changes";
-pub const COMMITS: &str = "Commits";
-pub const OUTSTANDING_CONTEXT: &str = "Outstanding Context";
-pub const USER_PREFERENCES: &str = "User Preferences";
-pub const LATEST_USER_REQUEST: &str = "Latest User Request";
+pub(crate) const SESSION_GOAL: &str = "Session Goal";
+pub(crate) const FILES_AND_CHANGES: &str = "Files And Changes";
+pub(crate) const COMMITS: &str = "Commits";
+pub(crate) const OUTSTANDING_CONTEXT: &str = "Outstanding Context";
+pub(crate) const USER_PREFERENCES: &str = "User Preferences";
+pub(crate) const LATEST_USER_REQUEST: &str = "Latest User Request";
 
 /// Merge caps: goals and preferences accumulate over compactions, a bit beyond one compaction's.
-pub const MERGED_GOALS: usize = 8;
-pub const MERGED_PREFERENCES: usize = 15;
+pub(crate) const MERGED_GOALS: usize = 8;
+pub(crate) const MERGED_PREFERENCES: usize = 15;
 
 /// Separates the sections from the brief; always present, so parsing needs no guessing.
-pub const BRIEF_RULE: &str = "\n\n---\n\n";
+pub(crate) const BRIEF_RULE: &str = "\n\n---\n\n";
 
 /// A summary in parts.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct SummaryParts {
+pub(crate) struct SummaryParts {
     /// `(title, items)` in output order; empty sections are left out when formatting.
     pub sections: Vec<(String, Vec<String>)>,
     /// The user's latest request, verbatim, when the cut summarized it away.
@@ -33,7 +33,7 @@ pub struct SummaryParts {
 
 impl SummaryParts {
     /// The parts of a fresh summary.
-    pub fn from_sections(
+    pub(crate) fn from_sections(
         sections: &Sections,
         latest_user_request: Option<String>,
         brief: String,
@@ -75,7 +75,7 @@ impl SummaryParts {
 }
 
 /// The summary text (without the recall note).
-pub fn format_summary(parts: &SummaryParts) -> String {
+pub(crate) fn format_summary(parts: &SummaryParts) -> String {
     let mut out = String::new();
     for (title, items) in &parts.sections {
         if items.is_empty() {
@@ -106,7 +106,7 @@ pub fn format_summary(parts: &SummaryParts) -> String {
 }
 
 /// `summary` without a trailing recall note (and the rule before it), however many were stacked.
-pub fn strip_recall_note<'a>(summary: &'a str, recall_note: &str) -> &'a str {
+pub(crate) fn strip_recall_note<'a>(summary: &'a str, recall_note: &str) -> &'a str {
     let mut text = summary.trim_end();
     while let Some(rest) = text.strip_suffix(recall_note) {
         text = rest.trim_end();
@@ -117,7 +117,7 @@ pub fn strip_recall_note<'a>(summary: &'a str, recall_note: &str) -> &'a str {
 
 /// Parses a summary made by [`format_summary`]. Text in another format (Pi's own LLM summary)
 /// has no sections and becomes the brief, so it is carried on rather than lost.
-pub fn parse_summary(summary: &str) -> SummaryParts {
+pub(crate) fn parse_summary(summary: &str) -> SummaryParts {
     let Some(rule) = summary.rfind(BRIEF_RULE) else {
         return SummaryParts {
             brief: summary.trim().to_string(),
@@ -160,7 +160,7 @@ pub fn parse_summary(summary: &str) -> SummaryParts {
 /// request are the fresh ones only; files are unioned per category; other sections unioned and
 /// the most recent kept. The fresh brief is kept whole and the previous brief gets what is left
 /// of `max_brief_chars`.
-pub fn merge_previous(
+pub(crate) fn merge_previous(
     previous: &SummaryParts,
     fresh: SummaryParts,
     max_brief_chars: usize,

@@ -18,12 +18,12 @@ use crate::bridge::{DeliverAs, HostCall, NotifyLevel};
 use crate::sessiondb::CompactionRecord;
 
 /// The hook this module answers.
-pub const BEFORE_COMPACT_HOOK: &str = "session_before_compact";
+pub(crate) const BEFORE_COMPACT_HOOK: &str = "session_before_compact";
 
 /// `session_before_compact` as the extension forwards it.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
-pub struct BeforeCompact {
+pub(crate) struct BeforeCompact {
     /// manual, threshold, overflow (Pi 1.x; null in 0.7x).
     pub reason: Option<String>,
     pub custom_instructions: Option<String>,
@@ -54,7 +54,7 @@ pub enum Plan {
 }
 
 /// Ours when the instructions carry the marker, or when `overrideDefaultCompaction` is on.
-pub fn plan(config: &CompactorConfig, input: &BeforeCompact) -> Plan {
+pub(crate) fn plan(config: &CompactorConfig, input: &BeforeCompact) -> Plan {
     let marker = input.custom_instructions.as_deref().and_then(Marker::parse);
     if marker.is_none() && !config.override_default_compaction {
         return Plan::LeaveToPi;
@@ -64,7 +64,7 @@ pub fn plan(config: &CompactorConfig, input: &BeforeCompact) -> Plan {
 
 /// The hook's answer.
 #[derive(Debug, Clone, PartialEq)]
-pub enum HookAnswer {
+pub(crate) enum HookAnswer {
     Compacted(Box<Compaction>),
     /// No valid cut on an overflow: Pi's own compaction gets its turn (`null`).
     LetPiRetry,
@@ -75,7 +75,11 @@ pub enum HookAnswer {
 }
 
 /// The answer for the pipeline's `result`.
-pub fn answer(result: Result<Compaction, Refusal>, overflow: bool, ours: bool) -> HookAnswer {
+pub(crate) fn answer(
+    result: Result<Compaction, Refusal>,
+    overflow: bool,
+    ours: bool,
+) -> HookAnswer {
     match result {
         Ok(compaction) => HookAnswer::Compacted(Box::new(compaction)),
         Err(refusal) if overflow && !ours && refusal.lets_pi_retry(overflow) => {
@@ -104,7 +108,7 @@ impl HookAnswer {
 }
 
 /// The branch to compact: Pi's entries when it sent them, else the session file's branch.
-pub fn branch_entries(input: &BeforeCompact) -> anyhow::Result<Vec<SessionEntry>> {
+pub(crate) fn branch_entries(input: &BeforeCompact) -> anyhow::Result<Vec<SessionEntry>> {
     if let Some(raw) = &input.branch_entries {
         return Ok(raw.iter().filter_map(entries::parse_entry).collect());
     }
@@ -116,7 +120,7 @@ pub fn branch_entries(input: &BeforeCompact) -> anyhow::Result<Vec<SessionEntry>
 }
 
 /// The database row for a compaction.
-pub fn record_for(
+pub(crate) fn record_for(
     compaction: &Compaction,
     session_id: &str,
     reason: &str,
@@ -145,7 +149,7 @@ pub fn record_for(
 /// whatever an extension would answer), or the hook cancelled it (its warning was shown then).
 /// A short warning for Pi's refusal, and the follow-up prompt is sent all the same: the user
 /// asked for it either way.
-pub fn after_unfinished(marker: &Marker, error: Option<&str>) -> Vec<HostCall> {
+pub(crate) fn after_unfinished(marker: &Marker, error: Option<&str>) -> Vec<HostCall> {
     let mut calls = Vec::new();
     if let Some(error) = error {
         let reason = if error.contains("session too small") {
@@ -176,7 +180,11 @@ pub fn after_unfinished(marker: &Marker, error: Option<&str>) -> Vec<HostCall> {
 
 /// A hook input with Pi's figures for `branch` (tests of the hook and the module).
 #[cfg(test)]
-pub fn hook_input(reason: &str, instructions: Option<&str>, branch: Vec<Value>) -> BeforeCompact {
+pub(crate) fn hook_input(
+    reason: &str,
+    instructions: Option<&str>,
+    branch: Vec<Value>,
+) -> BeforeCompact {
     BeforeCompact {
         reason: Some(reason.to_owned()),
         custom_instructions: instructions.map(str::to_owned),

@@ -11,7 +11,7 @@
 //! nothing blocking ever runs on the runtime's workers.
 
 use std::io::{Read as _, Seek as _, SeekFrom};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
@@ -25,9 +25,9 @@ use crate::sessiondb::{DocKind, EventKind, IndexDoc, NewEvent, Recovered, Sessio
 
 /// The `details.compactor` value of summaries this workbench made: they are indexed when they
 /// are recorded, so ingestion skips them.
-pub const OWN_COMPACTOR: &str = "unipi-tui";
+pub(crate) const OWN_COMPACTOR: &str = "unipi-tui";
 /// The most of one tool result that is indexed (a 5 MB `cat` is not worth 5 MB of index).
-pub const MAX_DOC_CHARS: usize = 64 * 1024;
+pub(crate) const MAX_DOC_CHARS: usize = 64 * 1024;
 /// The most of one event's data (a path, a command, an error line).
 const MAX_EVENT_CHARS: usize = 300;
 
@@ -37,9 +37,8 @@ type DbJob = Box<dyn FnOnce(&SessionDb) + Send>;
 /// The thread that owns the session database. Cheap to clone; the thread ends when the last
 /// clone is dropped.
 #[derive(Clone, Debug)]
-pub struct DbWorker {
+pub(crate) struct DbWorker {
     jobs: std::sync::mpsc::Sender<DbJob>,
-    path: Option<PathBuf>,
     health: Arc<FileHealth>,
 }
 
@@ -77,18 +76,12 @@ impl DbWorker {
             .recv()
             .map_err(|_| anyhow!("the session database thread stopped while opening"))?
             .map_err(|err| anyhow!(err))?;
-        Ok((
-            DbWorker {
-                jobs,
-                path: Some(path.to_path_buf()),
-                health,
-            },
-            recovered,
-        ))
+        Ok((DbWorker { jobs, health }, recovered))
     }
 
     /// A worker around an already open database (tests use an in-memory one).
-    pub fn from_db(db: SessionDb) -> anyhow::Result<DbWorker> {
+    #[cfg(test)]
+    pub(crate) fn from_db(db: SessionDb) -> anyhow::Result<DbWorker> {
         let (jobs, queue) = std::sync::mpsc::channel::<DbJob>();
         let health = Arc::new(FileHealth::default());
         let served = Arc::clone(&health);
@@ -96,16 +89,12 @@ impl DbWorker {
             .name("unipi-sessiondb".into())
             .spawn(move || serve(db, &queue, None, &served))
             .context("cannot start the session database thread")?;
-        Ok(DbWorker {
-            jobs,
-            path: None,
-            health,
-        })
+        Ok(DbWorker { jobs, health })
     }
 
     /// How many times a file found damaged while open was replaced by a fresh, empty one: the
     /// owner rebuilds the index when it changes.
-    pub fn replacements(&self) -> u64 {
+    pub(crate) fn replacements(&self) -> u64 {
         self.health.replaced.load(Ordering::Relaxed)
     }
 
@@ -117,11 +106,6 @@ impl DbWorker {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
-    }
-
-    /// The database file, when it has one.
-    pub fn path(&self) -> Option<&Path> {
-        self.path.as_deref()
     }
 
     /// Runs `job` on the database thread and returns its value.
@@ -189,7 +173,7 @@ fn serve(
 
 /// What one ingestion pass did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct IngestReport {
+pub(crate) struct IngestReport {
     pub entries: usize,
     pub events: usize,
     pub chunks: usize,
@@ -201,7 +185,10 @@ pub struct IngestReport {
 /// Reads what was appended to `meta`'s session file since the last pass and stores it. Runs on
 /// the database thread (it blocks). A file that does not exist yet (Pi writes it with the first
 /// reply) has nothing to read.
-pub fn ingest_session_file(db: &SessionDb, meta: &SessionMeta) -> anyhow::Result<IngestReport> {
+pub(crate) fn ingest_session_file(
+    db: &SessionDb,
+    meta: &SessionMeta,
+) -> anyhow::Result<IngestReport> {
     let Some(file) = meta.session_file.as_deref() else {
         return Ok(IngestReport::default());
     };
@@ -237,7 +224,7 @@ pub fn ingest_session_file(db: &SessionDb, meta: &SessionMeta) -> anyhow::Result
 
 /// The complete lines appended to a file after `offset`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Appended {
+pub(crate) struct Appended {
     pub lines: Vec<String>,
     /// Where the next pass starts: just after the last complete line.
     pub next_offset: u64,
@@ -247,7 +234,7 @@ pub struct Appended {
 
 /// Reads the complete lines of `path` after byte `offset`. A half-written last line is left for
 /// the next pass; a file shorter than `offset` is read from the start.
-pub fn read_appended(path: &Path, offset: u64) -> anyhow::Result<Appended> {
+pub(crate) fn read_appended(path: &Path, offset: u64) -> anyhow::Result<Appended> {
     let mut file = std::fs::File::open(path)
         .with_context(|| format!("cannot open the Pi session file {}", path.display()))?;
     let len = file
@@ -463,7 +450,7 @@ fn clip(text: &str, max: usize) -> String {
 
 /// Milliseconds since the epoch of an RFC 3339 UTC time as Pi writes it
 /// (`2026-11-30T10:12:03.456Z`); `None` for anything else.
-pub fn iso_to_ms(text: &str) -> Option<i64> {
+pub(crate) fn iso_to_ms(text: &str) -> Option<i64> {
     let (date, time) = text.split_once('T')?;
     let mut date_parts = date.splitn(3, '-');
     let year: i64 = date_parts.next()?.parse().ok()?;

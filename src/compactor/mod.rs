@@ -23,7 +23,7 @@ pub mod normalize;
 pub mod pipeline;
 pub mod recall;
 pub mod refusal;
-pub mod reindex;
+pub(crate) mod reindex;
 pub mod resume;
 pub mod sections;
 #[cfg(test)]

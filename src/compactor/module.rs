@@ -26,7 +26,9 @@ use unipi_widgets::compactor::{CompactionModel, CompactorTally};
 
 use super::auto::{self, AutoState, UsageSample};
 use super::command::Marker;
-use super::config::{CONFIG_FILE, CompactorConfig};
+#[cfg(test)]
+use super::config::CONFIG_FILE;
+use super::config::CompactorConfig;
 use super::entries;
 use super::hook::{
     BEFORE_COMPACT_HOOK, BeforeCompact, HookAnswer, Plan, after_unfinished, answer, branch_entries,
@@ -44,6 +46,7 @@ use crate::bridge::{
     Module, NotifyLevel, PiEvent, Refusal, ToolCall, ToolError, ToolOutput, ToolSpec,
 };
 use crate::config::live::LiveConfig;
+#[cfg(test)]
 use crate::config::module_file::ModuleConfig;
 use crate::sessiondb::{CompactionRecord, CompactionTotals, SessionMeta};
 use crate::sys::{Changed, now_ms};
@@ -60,7 +63,7 @@ const AUTO_STUCK_MS: u64 = 5 * 60 * 1000;
 
 /// The compactor module: a cheap handle to the one [`Compactor`] (clones share it).
 #[derive(Clone)]
-pub struct CompactorModule {
+pub(crate) struct CompactorModule {
     compactor: Arc<Compactor>,
 }
 
@@ -116,7 +119,7 @@ struct PendingAfter {
 }
 
 /// What starting the module produced besides the module: problems worth a notice.
-pub struct Started {
+pub(crate) struct Started {
     pub module: CompactorModule,
     pub notices: Vec<String>,
 }
@@ -157,6 +160,7 @@ impl CompactorModule {
     /// Loads the config (followed from now on) and opens the project's database
     /// (`<home>/.unipi/db/…`). Never fails: a bad config keeps the defaults, a database that
     /// cannot open leaves recall off; both come back as notices.
+    #[cfg(test)]
     pub fn start(home: Option<&Path>, workspace: &Path) -> Started {
         let (config, errors) =
             LiveConfig::module(home, workspace, &[CONFIG_FILE], CompactorConfig::load);
@@ -237,24 +241,19 @@ impl CompactorModule {
         });
     }
 
-    /// The config as the file is now.
-    pub fn config(&self) -> Arc<CompactorConfig> {
-        self.compactor.config.get()
-    }
-
     /// This session's compactions and tokens saved (the footer segment).
     pub fn tally(&self) -> CompactorTally {
         self.compactor.lock().tally
     }
 
     /// The last compaction of this session, as the overlay shows it.
-    pub fn last_view(&self) -> Option<CompactionModel> {
+    pub(crate) fn last_view(&self) -> Option<CompactionModel> {
         self.compactor.lock().last.as_ref().map(view_model)
     }
 
     /// Asks Pi to compact with `marker` (the outcome arrives as `compaction_end`). A failure is
     /// also shown in Pi, since the command has already been answered.
-    pub async fn request_compaction(&self, marker: &Marker) -> Result<(), Refusal> {
+    pub(crate) async fn request_compaction(&self, marker: &Marker) -> Result<(), Refusal> {
         let host = self.compactor.host()?;
         self.compactor.lock().requested = Some(marker.clone());
         let call = HostCall::Compact {
@@ -292,7 +291,8 @@ impl CompactorModule {
     }
 
     /// Answers `session_before_compact` (the whole hook, for tests and the bridge).
-    pub async fn before_compact(&self, data: Value) -> Value {
+    #[cfg(test)]
+    pub(crate) async fn before_compact(&self, data: Value) -> Value {
         self.compactor.clone().before_compact(data).await
     }
 }

@@ -14,14 +14,14 @@ use super::entries::{Block, EntryKind, Message, Role, SessionEntry};
 
 /// The custom message type of the invisible "continue" nudge sent after an automatic
 /// compaction; it carries no information, so it never reaches a summary.
-pub const AUTO_CONTINUE_TYPE: &str = "compactor-auto-continue";
+pub(crate) const AUTO_CONTINUE_TYPE: &str = "compactor-auto-continue";
 
 /// How much of one tool result is looked at (sections scan it for errors and commits).
-pub const MAX_TOOL_TEXT_CHARS: usize = 2_000;
+pub(crate) const MAX_TOOL_TEXT_CHARS: usize = 2_000;
 
 /// The tool-call arguments later stages read (paths, commands, search terms); the rest (a
 /// written file's content, an edit's text) is not copied.
-pub const KEPT_ARGUMENTS: [&str; 8] = [
+pub(crate) const KEPT_ARGUMENTS: [&str; 8] = [
     "file_path",
     "path",
     "filePath",
@@ -229,7 +229,7 @@ pub fn sanitize(text: &str) -> String {
 }
 
 /// At most `max` characters of `text`, cut on a character boundary.
-pub fn clip_chars(text: &str, max: usize) -> &str {
+pub(crate) fn clip_chars(text: &str, max: usize) -> &str {
     if text.len() <= max {
         return text; // bytes ≥ characters
     }
@@ -240,7 +240,7 @@ pub fn clip_chars(text: &str, max: usize) -> &str {
 }
 
 /// `text` cut to about `max` characters, preferring a sentence or word end, with `…` when cut.
-pub fn clip_sentence(text: &str, max: usize) -> String {
+pub(crate) fn clip_sentence(text: &str, max: usize) -> String {
     let clipped = clip_chars(text, max);
     if clipped.len() == text.len() {
         return text.to_string();
@@ -276,7 +276,7 @@ const NOISE_TEXTS: [&str; 3] = [
 
 /// The compactor's fixed patterns, compiled once each (in a `LazyLock`). Each is a literal the
 /// tests exercise, so a bad one fails them rather than a user's session.
-pub fn literal_regex(pattern: &str) -> Regex {
+pub(crate) fn literal_regex(pattern: &str) -> Regex {
     Regex::new(pattern).unwrap_or_else(|err| panic!("invalid literal pattern {pattern:?}: {err}"))
 }
 

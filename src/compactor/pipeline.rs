@@ -26,16 +26,16 @@ use super::sections::build_sections;
 pub const RECALL_NOTE: &str = "Use `session_recall` to search for prior work, decisions, and context from before this summary. Do not redo work already completed.";
 
 /// How many recent user turns a smart cut keeps at most.
-pub const SMART_MAX_KEEP_USER_TURNS: usize = 2;
+pub(crate) const SMART_MAX_KEEP_USER_TURNS: usize = 2;
 /// More than one turn is kept only while the kept tail is at most this fraction (1/n) of the
 /// live context.
-pub const SMART_TAIL_SHARE: usize = 4;
+pub(crate) const SMART_TAIL_SHARE: usize = 4;
 /// Characters per token when Pi gives no usable figure.
-pub const DEFAULT_CHARS_PER_TOKEN: f64 = 4.0;
+pub(crate) const DEFAULT_CHARS_PER_TOKEN: f64 = 4.0;
 /// Calibration is clamped: Pi's `tokensBefore` also counts the system prompt and tools, which
 /// the branch does not show.
-pub const MIN_CHARS_PER_TOKEN: f64 = 1.5;
-pub const MAX_CHARS_PER_TOKEN: f64 = 8.0;
+pub(crate) const MIN_CHARS_PER_TOKEN: f64 = 1.5;
+pub(crate) const MAX_CHARS_PER_TOKEN: f64 = 8.0;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PipelineSettings {
@@ -297,7 +297,7 @@ fn details(
 
 /// Characters per token of this session: the live context's characters over Pi's token count,
 /// clamped; the default when either is missing.
-pub fn calibrate(context_chars: usize, tokens_before: u64) -> f64 {
+pub(crate) fn calibrate(context_chars: usize, tokens_before: u64) -> f64 {
     if context_chars == 0 || tokens_before == 0 {
         return DEFAULT_CHARS_PER_TOKEN;
     }

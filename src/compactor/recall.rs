@@ -14,11 +14,11 @@ use crate::bridge::{Refusal, ToolError, ToolOutput, ToolSpec};
 use crate::sessiondb::{DocKind, RecallQuery, RecallResult, RecallScope};
 use crate::text::non_blank_str;
 
-pub const RECALL_TOOL: &str = "session_recall";
+pub(crate) const RECALL_TOOL: &str = "session_recall";
 
 /// `session_recall`'s `scope`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ScopeArg {
+pub(crate) enum ScopeArg {
     Session,
     Project,
     All,
@@ -26,14 +26,17 @@ pub enum ScopeArg {
 
 /// The arguments of one `session_recall` call, validated.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RecallArgs {
+pub(crate) struct RecallArgs {
     pub query: String,
     pub scope: ScopeArg,
     pub limit: usize,
     pub offset: usize,
 }
 
-pub fn parse_recall_args(args: &Value, limits: &RecallLimits) -> Result<RecallArgs, Refusal> {
+pub(crate) fn parse_recall_args(
+    args: &Value,
+    limits: &RecallLimits,
+) -> Result<RecallArgs, Refusal> {
     let query = non_blank_str(args.get("query"))
         .ok_or("`query` is required: the words to look for")?
         .to_owned();
@@ -58,7 +61,7 @@ pub fn parse_recall_args(args: &Value, limits: &RecallLimits) -> Result<RecallAr
 
 /// The model's view of a recall result: numbered hits with where each came from, cut to
 /// `max_bytes`, or a clear "nothing found".
-pub fn format_recall(
+pub(crate) fn format_recall(
     args: &RecallArgs,
     scope_label: &str,
     result: &RecallResult,
@@ -150,7 +153,7 @@ fn short_id(id: &str) -> &str {
 }
 
 /// The tool's declaration, with the configured limits in its description.
-pub fn recall_tool_spec(limits: &RecallLimits) -> ToolSpec {
+pub(crate) fn recall_tool_spec(limits: &RecallLimits) -> ToolSpec {
     ToolSpec::new(
         RECALL_TOOL,
         "Session recall",
@@ -182,14 +185,14 @@ pub fn recall_tool_spec(limits: &RecallLimits) -> ToolSpec {
 /// Where one recall looks: the database (or why there is none), the folder of every project's
 /// database (the `all` scope), and the main Pi's session (the `session` scope; the project when
 /// there is none yet).
-pub struct RecallSources {
+pub(crate) struct RecallSources {
     pub db: Result<DbWorker, Refusal>,
     pub db_dir: Option<PathBuf>,
     pub session_id: Option<String>,
 }
 
 /// Runs one `session_recall` call: checks `args`, searches, and formats the answer.
-pub async fn run_recall(
+pub(crate) async fn run_recall(
     args: Value,
     limits: &RecallLimits,
     sources: RecallSources,

@@ -17,7 +17,7 @@ pub enum Refusal {
 impl Refusal {
     /// An overflow must shrink the context, so Pi's own compaction gets its turn; a manual or
     /// threshold compaction is cancelled with the warning instead.
-    pub fn lets_pi_retry(&self, overflow: bool) -> bool {
+    pub(crate) fn lets_pi_retry(&self, overflow: bool) -> bool {
         overflow
     }
 }

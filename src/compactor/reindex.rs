@@ -27,7 +27,7 @@ const MAX_HEADER_BYTES: u64 = 64 * 1024;
 
 /// One of the project's session files.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SessionFile {
+pub(crate) struct SessionFile {
     pub path: PathBuf,
     /// The session id from the file's header.
     pub session_id: String,
@@ -36,7 +36,7 @@ pub struct SessionFile {
 /// The session files in `dir` whose header says they belong to `project`, oldest name first (Pi
 /// names them `<timestamp>_<id>.jsonl`). A missing directory has none; unreadable files and
 /// headers are skipped.
-pub fn project_session_files(dir: &Path, project: &Path) -> Vec<SessionFile> {
+pub(crate) fn project_session_files(dir: &Path, project: &Path) -> Vec<SessionFile> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
@@ -55,7 +55,7 @@ pub fn project_session_files(dir: &Path, project: &Path) -> Vec<SessionFile> {
 }
 
 /// A session file's id and working directory, from its first line.
-pub fn read_header(path: &Path) -> Option<(String, String)> {
+pub(crate) fn read_header(path: &Path) -> Option<(String, String)> {
     let file = std::fs::File::open(path).ok()?;
     let mut line = String::new();
     std::io::BufReader::new(file.take(MAX_HEADER_BYTES))
@@ -83,7 +83,7 @@ pub struct Progress {
 
 /// What a rebuild did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Rebuilt {
+pub(crate) struct Rebuilt {
     /// Files that needed ingesting (the others were read to their end already).
     pub ingested: usize,
     /// Files whose ingestion failed (logged; they are tried again at the next rebuild).

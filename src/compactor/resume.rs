@@ -10,12 +10,15 @@ use super::ingest::iso_to_ms;
 use crate::sessiondb::StoredCompaction;
 
 /// The displayed message that re-injects a summary Pi's session file lacks.
-pub const RESUME_TYPE: &str = "compactor-resume";
+pub(crate) const RESUME_TYPE: &str = "compactor-resume";
 
 /// the branch lacks it (no compaction entry with that summary, no earlier re-injection of it,
 /// no newer compaction) and the branch is the one it was made for (it holds the first kept
 /// entry). See the module doc.
-pub fn resume_summary(branch: &[SessionEntry], last: Option<&StoredCompaction>) -> Option<String> {
+pub(crate) fn resume_summary(
+    branch: &[SessionEntry],
+    last: Option<&StoredCompaction>,
+) -> Option<String> {
     let last = &last?.record;
     if last.summary.trim().is_empty()
         || !branch

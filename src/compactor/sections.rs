@@ -12,13 +12,13 @@ use serde_json::Value;
 
 use super::normalize::{BlockKind, NormBlock, clip_sentence, literal_regex};
 
-pub const MAX_GOALS: usize = 6;
-pub const MAX_PREFERENCES: usize = 10;
-pub const MAX_OUTSTANDING: usize = 5;
-pub const MAX_FILES_PER_CATEGORY: usize = 10;
-pub const MAX_COMMITS: usize = 8;
+pub(crate) const MAX_GOALS: usize = 6;
+pub(crate) const MAX_PREFERENCES: usize = 10;
+pub(crate) const MAX_OUTSTANDING: usize = 5;
+pub(crate) const MAX_FILES_PER_CATEGORY: usize = 10;
+pub(crate) const MAX_COMMITS: usize = 8;
 /// Outstanding context looks only at the end of the summarized range.
-pub const OUTSTANDING_WINDOW: usize = 20;
+pub(crate) const OUTSTANDING_WINDOW: usize = 20;
 
 /// The extracted sections; lists are in first-seen order, deduplicated.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -9,7 +9,7 @@ use crate::sessiondb::{CompactionRecord, CompactionTotals};
 
 /// The toast after a compaction: `🗜 Compacted 52.3k → 6.1k tokens · 9 blocks kept, 31
 /// dropped · 12 ms`.
-pub fn toast_text(record: &CompactionRecord) -> String {
+pub(crate) fn toast_text(record: &CompactionRecord) -> String {
     format!(
         "🗜 Compacted {} → {} tokens · {} blocks kept, {} dropped · {} ms",
         format_tokens(record.tokens_before),
@@ -21,7 +21,7 @@ pub fn toast_text(record: &CompactionRecord) -> String {
 }
 
 /// `2026-11-30 10:12 UTC` for milliseconds since the epoch.
-pub fn format_utc(ms: i64) -> String {
+pub(crate) fn format_utc(ms: i64) -> String {
     let secs = ms.div_euclid(1000);
     let days = secs.div_euclid(86_400);
     let of_day = secs.rem_euclid(86_400);
@@ -43,7 +43,7 @@ pub fn format_utc(ms: i64) -> String {
 }
 
 /// `/unipi:compact-stats`: this session's and this project's totals and the last compaction.
-pub fn stats_text(
+pub(crate) fn stats_text(
     session: &CompactionTotals,
     project: &CompactionTotals,
     last: Option<&CompactionRecord>,
@@ -80,7 +80,7 @@ pub fn stats_text(
 }
 
 /// The overlay's model for a recorded compaction.
-pub fn view_model(record: &CompactionRecord) -> CompactionModel {
+pub(crate) fn view_model(record: &CompactionRecord) -> CompactionModel {
     // The stored manifest is the pipeline's, serialized by `record_for`.
     let manifest: Vec<ManifestEntry> =
         serde_json::from_str(&record.manifest_json).unwrap_or_default();

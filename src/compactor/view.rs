@@ -12,7 +12,7 @@ use unipi_widgets::theme::Theme;
 use crate::views::pager::{PagedModel, PagedView};
 
 /// The `/unipi:compact-view` overlay.
-pub type CompactionView = PagedView<CompactionModel>;
+pub(crate) type CompactionView = PagedView<CompactionModel>;
 
 impl PagedModel for CompactionModel {
     fn title(&self) -> &str {

@@ -167,7 +167,7 @@ impl KeyTableSpec {
     }
 }
 
-/// Declares a view's key table in one place: the actions enum (with `ALL` and `name()`), its
+/// Declares a view's key table in one place: the actions enum (with `name()`), its
 /// [`TableAction`] impl and its [`KeyTableSpec`] static, from one list of
 /// `Variant => "table.name", "what it does";` lines.
 ///
@@ -198,9 +198,6 @@ macro_rules! key_table {
         }
 
         impl $ty {
-            /// Every action, in the order the help overlay lists them.
-            pub const ALL: &'static [$ty] = &[$($ty::$variant),*];
-
             /// The action's name in keymap files.
             pub fn name(self) -> &'static str {
                 match self {

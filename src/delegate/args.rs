@@ -20,7 +20,7 @@ const DELEGATE_KEYS: [&str; 7] = [
 
 /// `bg_delegate`'s arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DelegateArgs {
+pub(crate) struct DelegateArgs {
     pub name: String,
     pub prompt: String,
     pub route: Option<(String, String)>,
@@ -31,7 +31,7 @@ pub struct DelegateArgs {
 }
 
 /// Reads `bg_delegate`'s arguments (a closed schema).
-pub fn parse_delegate_args(args: &Value) -> Result<DelegateArgs, DelegateError> {
+pub(crate) fn parse_delegate_args(args: &Value) -> Result<DelegateArgs, DelegateError> {
     let Some(object) = args.as_object() else {
         return Err(DelegateError::invalid(
             "bg_delegate arguments must be an object",

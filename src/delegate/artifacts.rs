@@ -23,30 +23,30 @@ use crate::sys::{now_ms, write_atomic, write_new_atomic};
 
 /// Schemas of the files.
 pub const MANIFEST_SCHEMA: &str = "unipi.delegate-manifest.v1";
-pub const RESULT_SCHEMA: &str = "unipi.delegate-result.v1";
-pub const TERMINAL_SCHEMA: &str = "unipi.delegate-child-terminal.v1";
-pub const OUTCOME_SCHEMA: &str = "unipi.delegate-outcome.v1";
+pub(crate) const RESULT_SCHEMA: &str = "unipi.delegate-result.v1";
+pub(crate) const TERMINAL_SCHEMA: &str = "unipi.delegate-child-terminal.v1";
+pub(crate) const OUTCOME_SCHEMA: &str = "unipi.delegate-outcome.v1";
 
 /// File names inside a task directory.
-pub const MANIFEST_FILE: &str = "manifest.json";
+pub(crate) const MANIFEST_FILE: &str = "manifest.json";
 pub const SEED_FILE: &str = "seed.json";
 pub const RESULT_FILE: &str = "result.json";
 pub const TERMINAL_FILE: &str = "child-terminal.json";
 pub const OUTCOME_FILE: &str = "outcome.json";
-pub const CHILD_LOG_FILE: &str = "child-stderr.log";
+pub(crate) const CHILD_LOG_FILE: &str = "child-stderr.log";
 /// The child's helper-run directory (the runner keeps Pi's session inside it).
-pub const CHILD_RUN_DIR: &str = "child-run";
+pub(crate) const CHILD_RUN_DIR: &str = "child-run";
 
 /// The inline answer cap (`DELEGATE_INLINE_ANSWER_BYTES`).
-pub const INLINE_ANSWER_BYTES: usize = 49_152;
+pub(crate) const INLINE_ANSWER_BYTES: usize = 49_152;
 /// The largest answer the child commits (answer capture cap).
-pub const MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
+pub(crate) const MAX_ANSWER_BYTES: usize = 4 * 1024 * 1024;
 /// Reserves subtracted from the route's window (output, framing, safety) and the least usable
 /// input that is left.
-pub const RESERVED_OUTPUT_TOKENS: u64 = 16_384;
-pub const RESERVED_FRAMING_TOKENS: u64 = 8_192;
-pub const RESERVED_SAFETY_TOKENS: u64 = 4_096;
-pub const MIN_INPUT_TOKENS: u64 = 8_192;
+pub(crate) const RESERVED_OUTPUT_TOKENS: u64 = 16_384;
+pub(crate) const RESERVED_FRAMING_TOKENS: u64 = 8_192;
+pub(crate) const RESERVED_SAFETY_TOKENS: u64 = 4_096;
+pub(crate) const MIN_INPUT_TOKENS: u64 = 8_192;
 
 /// The pinned model of a delegate.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -146,7 +146,7 @@ impl ManifestState {
     /// The legal moves: launched → running; running → committed | failed | cancelled; a launch
     /// that never ran may fail or be cancelled. Nothing leaves a terminal state, and only a run
     /// can commit.
-    pub fn can_become(self, next: ManifestState) -> bool {
+    pub(crate) fn can_become(self, next: ManifestState) -> bool {
         use ManifestState::*;
         matches!(
             (self, next),
@@ -235,7 +235,7 @@ pub struct RoutePin {
 
 /// `child-terminal.json`: the child's failure record.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ChildTerminal {
+pub(crate) struct ChildTerminal {
     pub schema_version: String,
     pub task_id: String,
     pub launch_nonce: String,
@@ -304,7 +304,7 @@ impl TaskDir {
 
     /// Moves the manifest to `next` (with an error record for a failure), refusing an illegal
     /// transition. Returns the manifest as written.
-    pub fn transition(
+    pub(crate) fn transition(
         &self,
         next: ManifestState,
         error: Option<ErrorRecord>,
@@ -351,12 +351,12 @@ impl TaskDir {
 }
 
 /// `<workspace>/.unipi/delegate/<run>`.
-pub fn run_root(workspace: &Path, run: &str) -> PathBuf {
+pub(crate) fn run_root(workspace: &Path, run: &str) -> PathBuf {
     workspace.join(".unipi").join("delegate").join(run)
 }
 
 /// Canonical JSON of `value` plus a newline.
-pub fn canonical_line(value: &impl Serialize) -> Vec<u8> {
+pub(crate) fn canonical_line(value: &impl Serialize) -> Vec<u8> {
     let value = serde_json::to_value(value).unwrap_or(Value::Null);
     let mut text = canonical_json(&value);
     text.push('\n');
@@ -460,7 +460,7 @@ impl Delivery {
 
 /// Inline when the exact answer fits `cap` bytes, else an artifact reference — never shortened.
 /// Asking for inline when it does not fit is `result_too_large_for_inline`.
-pub fn decide_delivery(
+pub(crate) fn decide_delivery(
     answer_bytes: usize,
     requested: Option<Delivery>,
     cap: usize,

@@ -10,7 +10,7 @@ use sha2::{Digest as _, Sha256};
 
 /// `JSON.stringify` with recursively sorted keys and no whitespace: the same value gives the
 /// same bytes whatever map order serde_json was built with.
-pub fn canonical_json(value: &Value) -> String {
+pub(crate) fn canonical_json(value: &Value) -> String {
     let mut out = String::new();
     write_canonical(value, &mut out);
     out

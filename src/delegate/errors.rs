@@ -80,7 +80,7 @@ impl DelegateErrorCode {
     }
 
     /// What the model should do about it. Empty for codes whose message already says it.
-    pub fn remediation(self) -> &'static [&'static str] {
+    pub(crate) fn remediation(self) -> &'static [&'static str] {
         match self {
             Self::RouteUnresolved => &[
                 "Name a provider/model pair that appears in the current model registry.",
@@ -162,7 +162,7 @@ impl DelegateError {
     }
 
     /// The same failure, about a task whose child existed and whose artifacts are at `dir`.
-    pub fn with_artifacts(mut self, dir: PathBuf, preserved: Vec<String>) -> Self {
+    pub(crate) fn with_artifacts(mut self, dir: PathBuf, preserved: Vec<String>) -> Self {
         self.child_created = true;
         self.artifact_dir = Some(dir);
         self.preserved = preserved;

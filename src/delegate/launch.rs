@@ -22,7 +22,7 @@ use crate::bridge::{AgentId, ModelInfo, ToolCall, ToolOutput, WakeReach};
 use crate::sys::{lock, now_ms, random_u64, write_new_atomic};
 
 /// The child's task must fit one command-line argument (Linux: 128 KiB); this leaves room.
-pub const MAX_CHILD_PROMPT_BYTES: usize = 120 * 1024;
+pub(crate) const MAX_CHILD_PROMPT_BYTES: usize = 120 * 1024;
 /// The framing around the seed in the child's task, in bytes (generous).
 const PROMPT_FRAME_BYTES: usize = 1024;
 /// What a delegate's wake promise allows past its deadline: the stop and the notification.

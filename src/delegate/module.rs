@@ -37,11 +37,12 @@ use crate::helpers::board::{HelperBoard, RunControl as _};
 use crate::sys::lock;
 use crate::tasks::TASKS_CONFIG_FILE;
 
-pub use super::args::{DelegateArgs, parse_delegate_args};
+#[cfg(test)]
+pub(crate) use super::args::parse_delegate_args;
 pub use super::host::{ChannelHost, DelegateHost, DelegateSettings, ParentSession};
-pub use super::launch::MAX_CHILD_PROMPT_BYTES;
-pub use super::report::{LAUNCH_SCHEMA, NOTIFICATION_TYPE, RESULT_VIEW_SCHEMA};
-pub use super::route::resolve_route;
+pub use super::report::NOTIFICATION_TYPE;
+#[cfg(test)]
+pub(crate) use super::route::resolve_route;
 pub use super::supervise::STOP_GRACE;
 
 /// The tool names.
@@ -107,7 +108,7 @@ impl DelegateModule {
     }
 
     /// Follows `session_start` and `model_select` on the bus (runs until the bus closes).
-    pub fn watch_bus(&self, bus: &EventBus) -> tokio::task::JoinHandle<()> {
+    pub(crate) fn watch_bus(&self, bus: &EventBus) -> tokio::task::JoinHandle<()> {
         let module = self.clone();
         let mut events = bus.subscribe();
         tokio::spawn(async move {

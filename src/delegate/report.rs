@@ -20,8 +20,8 @@ use crate::bridge::{AgentId, Card, CardTint, ToolOutput, WakePromise};
 /// The custom message type of a delegate's completion.
 pub const NOTIFICATION_TYPE: &str = "delegate-result-notification";
 /// Schemas of the tool details.
-pub const LAUNCH_SCHEMA: &str = "unipi.delegate-launch.v1";
-pub const RESULT_VIEW_SCHEMA: &str = "unipi.delegate-result-view.v1";
+pub(crate) const LAUNCH_SCHEMA: &str = "unipi.delegate-launch.v1";
+pub(crate) const RESULT_VIEW_SCHEMA: &str = "unipi.delegate-result-view.v1";
 
 /// Everything a launch decided: what the supervisor follows and the receipt describes.
 pub(super) struct Launch {

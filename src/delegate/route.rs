@@ -7,7 +7,7 @@ use crate::bridge::ModelInfo;
 
 /// Pins the route: an explicit one must be listed exactly; an omitted one is the session's
 /// current model, which must be listed too (its window is needed). No fallback, ever.
-pub fn resolve_route(
+pub(crate) fn resolve_route(
     requested: Option<&(String, String)>,
     current: Option<&(String, String)>,
     models: &[ModelInfo],

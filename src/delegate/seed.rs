@@ -22,15 +22,16 @@ use std::path::Path;
 use serde_json::{Map, Value, json};
 
 use super::artifacts::{Limits, Route};
-pub use super::canonical::{canonical_json, sha256_hex};
+pub(crate) use super::canonical::canonical_json;
+pub use super::canonical::sha256_hex;
 use super::errors::{DelegateError, DelegateErrorCode};
 
 /// The seed's schema name.
-pub const SEED_SCHEMA: &str = "unipi.delegate-seed.v1";
+pub(crate) const SEED_SCHEMA: &str = "unipi.delegate-seed.v1";
 /// The projection policy's name (what is kept verbatim, what only counted).
-pub const PROJECTION_POLICY: &str = "unipi-visible-conversation-v1";
+pub(crate) const PROJECTION_POLICY: &str = "unipi-visible-conversation-v1";
 /// The most of one tool result's text the seed carries.
-pub const TOOL_RESULT_PREVIEW_BYTES: usize = 4096;
+pub(crate) const TOOL_RESULT_PREVIEW_BYTES: usize = 4096;
 /// The tool whose active call is excluded from the seed.
 pub const DELEGATE_TOOL: &str = "bg_delegate";
 

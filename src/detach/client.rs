@@ -323,7 +323,7 @@ pub fn kill(name: &str) -> Result<i32> {
 
 /// `ls`'s table: name, Pi's state, attached, started, session pid, working directory; a
 /// session that did not answer gets its name and why.
-pub fn format_list(listed: &[Listed], now_ms: u64) -> String {
+pub(crate) fn format_list(listed: &[Listed], now_ms: u64) -> String {
     if listed.is_empty() {
         return "No sessions. Start one with `unipi-tui --detachable NAME`.\n".to_owned();
     }

@@ -27,12 +27,12 @@ use crate::pane::pty::SpawnSpec;
 /// The hidden subcommand that runs the session process.
 pub const SUBCOMMAND: &str = "__session";
 /// Set for the workbench a session runs: the session's socket (its control link).
-pub const SESSION_ENV: &str = "UNIPI_TUI_SESSION";
+pub(crate) const SESSION_ENV: &str = "UNIPI_TUI_SESSION";
 /// Set beside [`SESSION_ENV`]: the session process's pid. Only its direct child is the
 /// session's workbench; anything it starts inherits the variables and must not take them.
-pub const SESSION_PID_ENV: &str = "UNIPI_TUI_SESSION_PID";
+pub(crate) const SESSION_PID_ENV: &str = "UNIPI_TUI_SESSION_PID";
 /// Set beside [`SESSION_ENV`]: the session's name.
-pub const SESSION_NAME_ENV: &str = "UNIPI_TUI_SESSION_NAME";
+pub(crate) const SESSION_NAME_ENV: &str = "UNIPI_TUI_SESSION_NAME";
 /// What the session process prints on its stdout once its socket listens.
 pub const READY: &str = "ready";
 /// Nobody attached this soon after start: the launcher died; the session ends.

@@ -11,7 +11,7 @@
 
 /// The modes set on the terminal, as the output so far set them.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ModeTracker {
+pub(crate) struct ModeTracker {
     alternate_screen: bool,
     /// DEC private mouse modes set (1000, 1002, 1003, 1005, 1006, 1015, 1016).
     mouse: Vec<u16>,
@@ -170,7 +170,8 @@ impl ModeTracker {
     }
 
     /// Whether any mode is set (the terminal needs resets).
-    pub fn is_clean(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_clean(&self) -> bool {
         self.resets() == b"\x1b[m"
     }
 

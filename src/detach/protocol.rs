@@ -15,9 +15,9 @@ use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _};
 
 /// Bumped when a frame or control message changes incompatibly.
-pub const VERSION: u32 = 1;
+pub(crate) const VERSION: u32 = 1;
 /// The largest payload a peer may send.
-pub const MAX_PAYLOAD: usize = 1 << 20;
+pub(crate) const MAX_PAYLOAD: usize = 1 << 20;
 /// Type byte and length.
 const HEADER: usize = 5;
 
@@ -27,7 +27,7 @@ const CONTROL: u8 = 3;
 
 /// One frame.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Frame {
+pub(crate) enum Frame {
     /// Bytes the user typed or pasted, for the workbench's terminal.
     Input(Vec<u8>),
     /// Bytes the workbench wrote to its terminal, for the user's.
@@ -90,7 +90,7 @@ impl PiState {
 /// Why the session let a client go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum DetachReason {
+pub(crate) enum DetachReason {
     /// The user pressed the detach key.
     Key,
     /// Another terminal attached.
@@ -115,7 +115,7 @@ pub struct Status {
 /// A control message.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum Control {
+pub(crate) enum Control {
     /// The first frame of every connection.
     Hello {
         version: u32,
@@ -156,7 +156,7 @@ pub fn attach_marker(generation: u64) -> Vec<u8> {
 
 /// Why a frame could not be read. Every variant names the peer.
 #[derive(Debug, thiserror::Error)]
-pub enum FrameError {
+pub(crate) enum FrameError {
     #[error("{peer} sent a frame of unknown type {kind:#04x}")]
     UnknownType { peer: String, kind: u8 },
     #[error("{peer} sent a frame of {len} bytes, more than the {MAX_PAYLOAD} allowed")]
@@ -203,7 +203,7 @@ impl Frame {
 
 /// Turns received bytes into frames, in order.
 #[derive(Debug, Default)]
-pub struct FrameDecoder {
+pub(crate) struct FrameDecoder {
     buf: Vec<u8>,
 }
 
@@ -213,7 +213,7 @@ impl FrameDecoder {
     }
 
     /// The next whole frame, `None` until one has arrived.
-    pub fn next_frame(&mut self, peer: &str) -> Result<Option<Frame>, FrameError> {
+    pub(crate) fn next_frame(&mut self, peer: &str) -> Result<Option<Frame>, FrameError> {
         let Some(&kind) = self.buf.first() else {
             return Ok(None);
         };
@@ -267,7 +267,7 @@ impl FrameDecoder {
 }
 
 /// Reads frames from one peer.
-pub struct FrameReader<R> {
+pub(crate) struct FrameReader<R> {
     reader: R,
     decoder: FrameDecoder,
     peer: String,
@@ -282,10 +282,6 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             peer: peer.into(),
             chunk: vec![0; 64 * 1024],
         }
-    }
-
-    pub fn peer(&self) -> &str {
-        &self.peer
     }
 
     /// The next frame; `None` when the peer closed the connection between frames.
@@ -312,7 +308,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
 }
 
 /// Writes one frame.
-pub async fn write_frame(
+pub(crate) async fn write_frame(
     writer: &mut (impl AsyncWrite + Unpin),
     frame: &Frame,
 ) -> std::io::Result<()> {

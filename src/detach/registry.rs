@@ -23,13 +23,13 @@ use crate::sys::ProcessId;
 use crate::sys::private_dir::{create_owned, ensure_private, owner_of, remove_stale};
 
 /// The session's listening socket, in its directory.
-pub const SOCKET_FILE: &str = "socket";
+pub(crate) const SOCKET_FILE: &str = "socket";
 /// What the session runs (written once, when it starts).
-pub const INFO_FILE: &str = "info.json";
+pub(crate) const INFO_FILE: &str = "info.json";
 /// The prefix of a directory still being built (see the module doc).
 const BUILDING_PREFIX: &str = ".new";
 /// The longest name; with the runtime root it must fit a socket path (108 bytes on Linux).
-pub const MAX_NAME: usize = 48;
+pub(crate) const MAX_NAME: usize = 48;
 /// `sun_path` is 108 bytes with its terminating NUL.
 const MAX_SOCKET_PATH: usize = 107;
 
@@ -98,7 +98,7 @@ pub fn check_name(name: &str) -> Result<()> {
 }
 
 /// A name made of a folder's name: the characters a name may hold, the rest as `-`.
-pub fn name_from_folder(folder: &Path) -> String {
+pub(crate) fn name_from_folder(folder: &Path) -> String {
     let base = folder
         .file_name()
         .map(|name| name.to_string_lossy().into_owned())
@@ -188,7 +188,7 @@ impl Registry {
     }
 
     /// `base`, or `base-2`, `base-3`, … : the first name no live session has.
-    pub fn free_name(&self, base: &str) -> String {
+    pub(crate) fn free_name(&self, base: &str) -> String {
         let taken: Vec<String> = self.list().into_iter().map(|entry| entry.name).collect();
         std::iter::once(base.to_owned())
             .chain((2..).map(|n| format!("{base}-{n}")))
@@ -279,7 +279,7 @@ impl Published {
     }
 
     /// The listening socket (once).
-    pub fn take_listener(&mut self) -> Option<std::os::unix::net::UnixListener> {
+    pub(crate) fn take_listener(&mut self) -> Option<std::os::unix::net::UnixListener> {
         self.listener.take()
     }
 }

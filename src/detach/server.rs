@@ -39,7 +39,7 @@ use crate::pane::pty::{ChildExit, Pty, PtyEvent, SpawnSpec, terminate_group};
 use crate::sys::{lock, sleep_until_some};
 
 /// A client whose output queue stays full this long is dropped.
-pub const SLOW_CLIENT: Duration = Duration::from_secs(5);
+pub(crate) const SLOW_CLIENT: Duration = Duration::from_secs(5);
 /// How long a new connection has to say what it is for.
 const HELLO_WITHIN: Duration = Duration::from_secs(5);
 /// How long the workbench gets to stop (it stops Pi, helpers, tasks and MCP servers first).
@@ -53,17 +53,17 @@ const QUEUE: usize = 64;
 
 /// What the first attaching terminal is like, for the program the session starts.
 #[derive(Clone, Debug)]
-pub struct FirstAttach {
+pub(crate) struct FirstAttach {
     pub rows: u16,
     pub cols: u16,
     pub term: Option<String>,
 }
 
 /// Builds what runs in the session's terminal, once the first terminal attached.
-pub type Program = Box<dyn FnOnce(&FirstAttach) -> SpawnSpec + Send>;
+pub(crate) type Program = Box<dyn FnOnce(&FirstAttach) -> SpawnSpec + Send>;
 
 /// What [`serve`] runs.
-pub struct ServerOptions {
+pub(crate) struct ServerOptions {
     /// The session's status as `ls` shows it (name, pid, cwd, start); kept current here.
     pub status: Status,
     pub listener: tokio::net::UnixListener,
@@ -74,7 +74,10 @@ pub struct ServerOptions {
 
 /// Runs the session until its program exits (or nobody attached in time, or it was killed);
 /// returns the program's exit code. `terminate` resolving (SIGTERM) ends it like `kill`.
-pub async fn serve(options: ServerOptions, terminate: impl Future<Output = ()>) -> Result<i32> {
+pub(crate) async fn serve(
+    options: ServerOptions,
+    terminate: impl Future<Output = ()>,
+) -> Result<i32> {
     let (events_tx, mut events) = mpsc::channel::<Event>(64);
     let status = Arc::new(Mutex::new(options.status));
     let accept = tokio::spawn(accept_loop(

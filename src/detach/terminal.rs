@@ -47,7 +47,7 @@ pub fn enter() -> Result<Keyboard> {
 
 /// Writes relayed output to the terminal and follows the modes it sets. An error means the
 /// terminal refused it (gone, if [`tui::terminal_gone`]).
-pub fn write_output(out: &mut impl std::io::Write, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_output(out: &mut impl std::io::Write, bytes: &[u8]) -> std::io::Result<()> {
     out.write_all(bytes)?;
     out.flush()?;
     lock(&MODES).feed(bytes);

@@ -22,8 +22,8 @@ use crate::views::{RefreshContext, View, ViewAction, ViewEffect};
 
 key_table! {
     /// The `[fusion-btw]` key table.
-    pub static BTW_KEYS,
-    pub enum BtwAction,
+    pub(crate) static BTW_KEYS,
+    pub(crate) enum BtwAction,
     table "fusion-btw", title "A side question's answer (/btw)",
     defaults [
         ("i", "fusion-btw.inject"),
@@ -52,7 +52,7 @@ key_table! {
 const PAGE: usize = 10;
 
 /// What the view reads and asks for.
-pub trait BtwPort: Send + Sync {
+pub(crate) trait BtwPort: Send + Sync {
     /// The answer as it stands, and the notice of the last action.
     fn answer(&self) -> (BtwAnswer, Option<String>);
     /// Adds the exchange to the conversation, in the background.
@@ -60,7 +60,7 @@ pub trait BtwPort: Send + Sync {
 }
 
 /// One side question on its way to the sidekick and back.
-pub struct SideExchange {
+pub(crate) struct SideExchange {
     engine: Arc<Engine>,
     question: String,
     /// The answer and the notice of the last action (shared with the tasks that write them).
@@ -106,10 +106,6 @@ impl SideExchange {
         });
         exchange
     }
-
-    pub fn question(&self) -> &str {
-        &self.question
-    }
 }
 
 impl BtwPort for SideExchange {
@@ -145,7 +141,7 @@ impl BtwPort for SideExchange {
     }
 }
 
-pub struct BtwView {
+pub(crate) struct BtwView {
     model: BtwModel,
     keys: KeyTable<BtwAction>,
     port: Arc<dyn BtwPort>,
@@ -174,10 +170,6 @@ impl BtwView {
         };
         view.pull();
         view
-    }
-
-    pub fn model(&self) -> &BtwModel {
-        &self.model
     }
 
     fn pull(&mut self) {

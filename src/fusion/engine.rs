@@ -51,20 +51,20 @@ use crate::sessiondb::{SidekickCall, SidekickTotals};
 use crate::sys::{lock, now_ms};
 
 /// How long a side question may take.
-pub const BTW_LIMIT: Duration = Duration::from_secs(120);
+pub(crate) const BTW_LIMIT: Duration = Duration::from_secs(120);
 /// How long naming a session may take.
 const NAMING_LIMIT: Duration = Duration::from_secs(60);
 /// The module name fusion's bus events carry.
-pub const MODULE: &str = "fusion";
+pub(crate) const MODULE: &str = "fusion";
 
 /// The main Pi, as the engine reaches it.
-pub trait MainPi: Send + Sync {
+pub(crate) trait MainPi: Send + Sync {
     /// A host call to the main agent; the error says why it failed.
     fn call(&self, call: HostCall) -> BoxFuture<'static, Result<Value, Refusal>>;
 }
 
 /// The main Pi through the bridge host.
-pub struct BridgeMainPi(pub BridgeHost);
+pub(crate) struct BridgeMainPi(pub BridgeHost);
 
 impl MainPi for BridgeMainPi {
     fn call(&self, call: HostCall) -> BoxFuture<'static, Result<Value, Refusal>> {
@@ -75,7 +75,7 @@ impl MainPi for BridgeMainPi {
 
 /// The pair in force and what the engine knows of the main session.
 #[derive(Debug, Clone, Default)]
-pub struct PairState {
+pub(crate) struct PairState {
     /// The preset it came from (a pair from the picker is saved as the active preset).
     pub preset: Option<String>,
     pub primary: Option<ModelInfo>,
@@ -98,17 +98,17 @@ pub struct PairState {
 }
 
 impl PairState {
-    pub fn is_on(&self) -> bool {
+    pub(crate) fn is_on(&self) -> bool {
         self.primary.is_some() && self.sidekick.is_some()
     }
 
     /// What the sidekick served this session.
-    pub fn session_totals(&self) -> SidekickTotals {
+    pub(crate) fn session_totals(&self) -> SidekickTotals {
         self.session_stored.plus(self.session_since)
     }
 
     /// What it served in this project, ever.
-    pub fn all_totals(&self) -> SidekickTotals {
+    pub(crate) fn all_totals(&self) -> SidekickTotals {
         self.all_stored.plus(self.all_since)
     }
 }
@@ -139,7 +139,7 @@ pub struct Engine {
 
 /// An edit of the presets file, made in memory, to be written (crash-safe).
 #[must_use = "the edit is not on disk until finished"]
-pub struct ConfigWrite {
+pub(crate) struct ConfigWrite {
     config: FusionConfig,
     generation: u64,
     written: Arc<Mutex<u64>>,
@@ -199,7 +199,7 @@ impl Engine {
         &self.ui
     }
 
-    pub fn state(&self) -> PairState {
+    pub(crate) fn state(&self) -> PairState {
         lock(&self.state).clone()
     }
 
@@ -230,14 +230,14 @@ impl Engine {
     }
 
     /// The fallback standing in for the primary, and when it returns.
-    pub fn active_fallback(&self) -> Option<(ModelRef, Instant)> {
+    pub(crate) fn active_fallback(&self) -> Option<(ModelRef, Instant)> {
         lock(&self.fallback)
             .active()
             .map(|active| (active.model.clone(), active.until))
     }
 
     /// The bridge is up: the main Pi and the bus.
-    pub fn connect(&self, main: Arc<dyn MainPi>, bus: EventBus) {
+    pub(crate) fn connect(&self, main: Arc<dyn MainPi>, bus: EventBus) {
         *lock(&self.main) = Some(main);
         *lock(&self.bus) = Some(bus);
     }
@@ -304,7 +304,7 @@ impl Engine {
     }
 
     /// Fusion off: the sidekick stops, no preset is active (Pi keeps its model).
-    pub async fn turn_off(&self) -> Result<String, Refusal> {
+    pub(crate) async fn turn_off(&self) -> Result<String, Refusal> {
         self.runtime.stop().await;
         lock(&self.fallback).reset();
         {
@@ -325,7 +325,7 @@ impl Engine {
     }
 
     /// The active preset was renamed.
-    pub fn renamed_preset(&self, from: &str, to: &str) {
+    pub(crate) fn renamed_preset(&self, from: &str, to: &str) {
         let mut state = lock(&self.state);
         if state.preset.as_deref() == Some(from) {
             state.preset = Some(to.to_owned());
@@ -335,7 +335,7 @@ impl Engine {
     /// Changes the config at once, under its lock — so the next edit starts from this one, even
     /// before this one is on disk — and returns the file write to finish. `edit` refusing
     /// changes nothing.
-    pub fn edit_config(
+    pub(crate) fn edit_config(
         &self,
         edit: impl FnOnce(&mut FusionConfig) -> Result<(), Refusal>,
     ) -> Result<ConfigWrite, Refusal> {
@@ -372,7 +372,7 @@ impl Engine {
 
     /// Prices a call the sidekick served and adds it to the totals and the database. Calls on
     /// another model (a helper with a model of its own) are not the sidekick's and are skipped.
-    pub fn record(
+    pub(crate) fn record(
         &self,
         source: &str,
         model: &str,
@@ -430,7 +430,7 @@ impl Engine {
 
     /// Asks the sidekick a side question, with an excerpt of the main conversation; the call is
     /// recorded as a `btw`.
-    pub async fn ask_side_question(
+    pub(crate) async fn ask_side_question(
         &self,
         question: &str,
     ) -> Result<(Answer, Option<CallCost>), Refusal> {
@@ -466,7 +466,7 @@ impl Engine {
 
     /// Adds a side exchange to the main conversation (shown, and in the model's context from its
     /// next turn; it starts no turn).
-    pub async fn inject(&self, question: &str, answer: &str) -> Result<(), Refusal> {
+    pub(crate) async fn inject(&self, question: &str, answer: &str) -> Result<(), Refusal> {
         let sidekick = self
             .runtime
             .model()
@@ -552,7 +552,7 @@ impl Engine {
     }
 
     /// One event from the bus.
-    pub fn on_bus(self: &Arc<Self>, event: BusEvent) {
+    pub(crate) fn on_bus(self: &Arc<Self>, event: BusEvent) {
         match event {
             BusEvent::AgentConnected { agent, .. } if agent == AgentId::main() => {
                 if !self.started.swap(true, Ordering::SeqCst) {
@@ -790,7 +790,7 @@ pub fn minutes(duration: Duration) -> u64 {
 }
 
 /// `model` as a preset names it.
-pub fn model_ref(model: &ModelInfo) -> ModelRef {
+pub(crate) fn model_ref(model: &ModelInfo) -> ModelRef {
     ModelRef {
         provider: model.provider.clone(),
         id: model.id.clone(),
@@ -820,7 +820,7 @@ fn usable(models: &[ModelInfo], wanted: &ModelRef, role: &str) -> Result<ModelIn
 }
 
 /// Where a preset file's path shows in notices: `~/…` under the home directory.
-pub fn shown_path(path: &Path) -> String {
+pub(crate) fn shown_path(path: &Path) -> String {
     match dirs::home_dir().and_then(|home| path.strip_prefix(home).ok().map(Path::to_path_buf)) {
         Some(rest) => format!("~/{}", rest.display()),
         None => path.display().to_string(),

@@ -12,7 +12,7 @@ use super::config::ModelRef;
 
 /// Whether an error message from a model call says the provider is rate-limiting or out of
 /// quota (as opposed to a bad request, an outage or an auth failure).
-pub fn is_rate_limit(message: &str) -> bool {
+pub(crate) fn is_rate_limit(message: &str) -> bool {
     let lower = message.to_lowercase();
     let words = [
         "429",
@@ -29,7 +29,7 @@ pub fn is_rate_limit(message: &str) -> bool {
 
 /// The fallback standing in for the primary.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ActiveFallback {
+pub(crate) struct ActiveFallback {
     pub model: ModelRef,
     pub until: Instant,
     /// Which switch this is, so a stale return does nothing.
@@ -54,7 +54,7 @@ pub enum Step {
 
 /// The fallback state of the pair.
 #[derive(Debug, Default)]
-pub struct FallbackState {
+pub(crate) struct FallbackState {
     active: Option<ActiveFallback>,
     generation: u64,
 }
@@ -65,7 +65,7 @@ impl FallbackState {
     }
 
     /// A main-model call failed with `error`. `fallback` and `cooldown` come from the preset.
-    pub fn on_error(
+    pub(crate) fn on_error(
         &mut self,
         error: &str,
         fallback: Option<&ModelRef>,
@@ -93,7 +93,7 @@ impl FallbackState {
     }
 
     /// The cooldown of switch `generation` is over: back to `primary`.
-    pub fn on_cooldown_over(&mut self, generation: u64, primary: &ModelRef) -> Step {
+    pub(crate) fn on_cooldown_over(&mut self, generation: u64, primary: &ModelRef) -> Step {
         match &self.active {
             Some(active) if active.generation == generation => {
                 self.active = None;

@@ -58,7 +58,7 @@ pub fn rank<'a>(query: &str, candidates: impl IntoIterator<Item = &'a str>) -> V
 
 /// [`rank`] over `(text, usable)` candidates, with every usable match before every unusable
 /// one (each group best first, ties in their order).
-pub fn rank_usable_first<'a>(
+pub(crate) fn rank_usable_first<'a>(
     query: &str,
     candidates: impl IntoIterator<Item = (&'a str, bool)>,
 ) -> Vec<usize> {

@@ -17,7 +17,7 @@ use crate::sessiondb::{SessionDb, SidekickCall, SidekickTotals};
 use crate::sys::lock;
 
 /// Totals per source, for the session and for all time.
-pub type Breakdown = (Vec<(String, SidekickTotals)>, Vec<(String, SidekickTotals)>);
+pub(crate) type Breakdown = (Vec<(String, SidekickTotals)>, Vec<(String, SidekickTotals)>);
 
 /// One piece of database work, run on the ledger's thread.
 type Job = Box<dyn FnOnce(&mut Option<SessionDb>) + Send>;
@@ -32,7 +32,7 @@ pub struct Ledger {
 
 impl Ledger {
     /// The project's database under `home` (none without a home: nothing is stored).
-    pub fn for_project(home: Option<&Path>, workspace: &Path) -> Self {
+    pub(crate) fn for_project(home: Option<&Path>, workspace: &Path) -> Self {
         let path = home.map(|home| {
             crate::sessiondb::project_db_path(&crate::sessiondb::default_db_dir(home), workspace)
         });

@@ -22,8 +22,8 @@ use crate::views::{View, ViewAction};
 
 key_table! {
     /// The `[fusion-picker]` key table.
-    pub static PICKER_KEYS,
-    pub enum PickerAction,
+    pub(crate) static PICKER_KEYS,
+    pub(crate) enum PickerAction,
     table "fusion-picker", title "The model picker (/unipi:model, Alt+M)",
     defaults [
         ("up", "fusion-picker.up"),
@@ -59,12 +59,12 @@ key_table! {
 const PAGE: usize = 10;
 
 /// Where a confirmed pair goes.
-pub trait PickerPort: Send + Sync {
+pub(crate) trait PickerPort: Send + Sync {
     /// Applies the pair in the background (the outcome is a footer notice).
     fn apply(&self, primary: ModelRef, sidekick: ModelRef);
 }
 
-pub struct PickerView {
+pub(crate) struct PickerView {
     models: Vec<ModelInfo>,
     /// Each model's filter text (`provider/id name`), in `models` order.
     haystacks: Vec<String>,
@@ -128,6 +128,7 @@ impl PickerView {
         view
     }
 
+    #[cfg(test)]
     pub fn model(&self) -> &PickerModel {
         &self.model
     }

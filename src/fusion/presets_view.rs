@@ -20,8 +20,8 @@ use crate::views::{RefreshContext, View, ViewAction};
 
 key_table! {
     /// The `[fusion-presets]` key table.
-    pub static PRESETS_KEYS,
-    pub enum PresetsAction,
+    pub(crate) static PRESETS_KEYS,
+    pub(crate) enum PresetsAction,
     table "fusion-presets", title "The fusion presets (/unipi:fusion-preset)",
     defaults [
         ("up", "fusion-presets.up"),
@@ -50,8 +50,8 @@ key_table! {
 
 key_table! {
     /// The `[fusion-name]` key table: typing a preset's name.
-    pub static NAME_KEYS,
-    pub enum NameAction,
+    pub(crate) static NAME_KEYS,
+    pub(crate) enum NameAction,
     table "fusion-name", title "Typing a fusion preset's name",
     defaults [
         ("enter", "fusion-name.confirm"),
@@ -78,7 +78,7 @@ key_table! {
 }
 
 /// What the editor reads and asks for.
-pub trait PresetsPort: Send + Sync {
+pub(crate) trait PresetsPort: Send + Sync {
     /// The presets and a line saying what is in force.
     fn rows(&self) -> (Vec<PresetRow>, String);
     /// Applies preset `name` in the background.
@@ -99,7 +99,7 @@ enum Naming {
     Rename(String),
 }
 
-pub struct PresetsView {
+pub(crate) struct PresetsView {
     model: PresetsModel,
     keys: KeyTable<PresetsAction>,
     name_keys: KeyTable<NameAction>,
@@ -136,6 +136,7 @@ impl PresetsView {
         view
     }
 
+    #[cfg(test)]
     pub fn model(&self) -> &PresetsModel {
         &self.model
     }

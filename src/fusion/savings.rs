@@ -21,7 +21,7 @@ impl Tokens {
 }
 
 /// What `tokens` cost at `price` (dollars).
-pub fn cost_at(tokens: &Tokens, price: &ModelCost) -> f64 {
+pub(crate) fn cost_at(tokens: &Tokens, price: &ModelCost) -> f64 {
     let per = |count: u64, dollars_per_million: f64| count as f64 * dollars_per_million / 1e6;
     per(tokens.input, price.input)
         + per(tokens.output, price.output)
@@ -31,7 +31,7 @@ pub fn cost_at(tokens: &Tokens, price: &ModelCost) -> f64 {
 
 /// One served call's cost on the sidekick and the primary's cost of the same tokens.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct CallCost {
+pub(crate) struct CallCost {
     pub sidekick: f64,
     pub primary: f64,
 }
@@ -45,7 +45,7 @@ impl CallCost {
 /// A served call's costs. The sidekick's is what Pi reported for the call when it reported one
 /// (it priced the call itself); otherwise it is worked out from the sidekick's prices. A model
 /// Pi lists without prices costs nothing.
-pub fn call_cost(
+pub(crate) fn call_cost(
     tokens: &Tokens,
     reported: Option<f64>,
     sidekick: Option<&ModelCost>,
@@ -64,7 +64,7 @@ pub fn call_cost(
 
 /// How much dearer the primary is than the sidekick.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct PriceRatio {
+pub(crate) struct PriceRatio {
     pub input: Option<f64>,
     pub output: Option<f64>,
     /// Over a typical mix of three input tokens to one output token.
@@ -76,7 +76,7 @@ pub struct PriceRatio {
 const INPUT_PER_OUTPUT: f64 = 3.0;
 
 /// The primary's prices over the sidekick's; `None` where the sidekick's price is zero.
-pub fn price_ratio(primary: &ModelCost, sidekick: &ModelCost) -> PriceRatio {
+pub(crate) fn price_ratio(primary: &ModelCost, sidekick: &ModelCost) -> PriceRatio {
     let ratio = |dear: f64, cheap: f64| (cheap > 0.0).then(|| dear / cheap);
     let blend = |price: &ModelCost| (INPUT_PER_OUTPUT * price.input + price.output) / 4.0;
     PriceRatio {
@@ -87,7 +87,7 @@ pub fn price_ratio(primary: &ModelCost, sidekick: &ModelCost) -> PriceRatio {
 }
 
 /// The picker's preview line for a pair.
-pub fn ratio_line(primary: Option<&ModelCost>, sidekick: Option<&ModelCost>) -> String {
+pub(crate) fn ratio_line(primary: Option<&ModelCost>, sidekick: Option<&ModelCost>) -> String {
     let (Some(primary), Some(sidekick)) = (primary, sidekick) else {
         return "No prices listed for this pair: savings cannot be worked out".to_owned();
     };

@@ -21,11 +21,11 @@ const NAMING_INPUT_CHARS: usize = 2_000;
 const TITLE_CHARS: usize = 60;
 
 /// The custom message type of an injected side exchange.
-pub const BTW_MESSAGE_TYPE: &str = "fusion-btw";
+pub(crate) const BTW_MESSAGE_TYPE: &str = "fusion-btw";
 
 /// The main conversation's last user and assistant texts, oldest first, as `role: text` blocks
 /// within the limits; empty when the file cannot be read (a side question still gets answered).
-pub fn conversation_excerpt(session_file: &Path) -> String {
+pub(crate) fn conversation_excerpt(session_file: &Path) -> String {
     let entries = match read_session_file(session_file) {
         Ok(entries) => entries,
         Err(err) => {
@@ -61,7 +61,7 @@ pub fn conversation_excerpt(session_file: &Path) -> String {
 }
 
 /// The `/btw` prompt: the question, after the conversation excerpt when there is one.
-pub fn btw_prompt(question: &str, excerpt: &str) -> String {
+pub(crate) fn btw_prompt(question: &str, excerpt: &str) -> String {
     let mut prompt = String::from(
         "You answer a side question about an ongoing coding session, briefly and directly. \
          Your answer is shown to the user beside the session; it is not part of it.\n\n",
@@ -77,7 +77,7 @@ pub fn btw_prompt(question: &str, excerpt: &str) -> String {
 }
 
 /// The naming prompt for a session whose first request was `first_request`.
-pub fn naming_prompt(first_request: &str) -> String {
+pub(crate) fn naming_prompt(first_request: &str) -> String {
     format!(
         "Reply with a short title (at most six words) for a coding session that begins with the \
          request below. Reply with the title only: no quotes, no punctuation at the end.\n\n\
@@ -88,7 +88,7 @@ pub fn naming_prompt(first_request: &str) -> String {
 
 /// The title in a model's reply: its first non-empty line without quotes, markdown marks or a
 /// `Title:` label, at most [`TITLE_CHARS`]; `None` when nothing is left.
-pub fn clean_title(reply: &str) -> Option<String> {
+pub(crate) fn clean_title(reply: &str) -> Option<String> {
     let line = reply.lines().map(str::trim).find(|line| !line.is_empty())?;
     let line = line
         .strip_prefix("Title:")
@@ -104,7 +104,7 @@ pub fn clean_title(reply: &str) -> Option<String> {
 }
 
 /// The text an injected side exchange carries into the conversation.
-pub fn injected_text(question: &str, answer: &str, sidekick: &str) -> String {
+pub(crate) fn injected_text(question: &str, answer: &str, sidekick: &str) -> String {
     format!(
         "Side question the user asked (answered by the sidekick model {sidekick}, outside this \
          conversation):\n{}\n\nIts answer:\n{}",

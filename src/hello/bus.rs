@@ -6,7 +6,7 @@ use crate::bridge::{AlertPriority, Alerting, BusMessage};
 
 /// Hello waved: `unipi:hello:waved {waves}` (how many times so far).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HelloWaved {
+pub(crate) struct HelloWaved {
     pub waves: u64,
 }
 

@@ -22,7 +22,7 @@ const LIST_HINTS: HintTable = &[
 const DETAIL_HINTS: HintTable = &[SCROLL, (&[DockAction::Back], "back")];
 
 /// Hello's [`DockSource`]: its waves, read from memory.
-pub struct HelloDock {
+pub(crate) struct HelloDock {
     pub waves: Arc<AtomicU64>,
 }
 

@@ -10,5 +10,5 @@ mod dock;
 #[cfg(test)]
 mod tests;
 
-pub use bus::HelloWaved;
+pub(crate) use bus::HelloWaved;
 pub use capability::REGISTRATION;

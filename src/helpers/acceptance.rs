@@ -19,11 +19,11 @@ use crate::bridge::CancelToken;
 use crate::sys::{GroupGuard, Reach, SpawnGrouped as _};
 
 /// The most output kept from a failing command.
-pub const OUTPUT_TAIL_BYTES: usize = 4_000;
+pub(crate) const OUTPUT_TAIL_BYTES: usize = 4_000;
 
 /// Why the gate rejected a run.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Rejection {
+pub(crate) struct Rejection {
     pub command: String,
     /// `exit 1`, `killed after the 300 s timeout`, `could not start: …`.
     pub outcome: String,
@@ -50,7 +50,7 @@ impl std::fmt::Display for Rejection {
 }
 
 /// Runs the gate's commands in order in `cwd`; the first that does not exit 0 rejects.
-pub async fn evaluate(
+pub(crate) async fn evaluate(
     acceptance: &Acceptance,
     cwd: &Path,
     cancel: &CancelToken,

@@ -19,7 +19,7 @@ use super::service::{HelperService, Launch, SessionStart};
 use crate::bridge::{Refusal, ToolCall, ToolOutput};
 
 /// What `action: "guide"` answers.
-pub const GUIDE: &str = "\
+pub(crate) const GUIDE: &str = "\
 spawn_helper — delegate work to helper agents (separate Pi processes with their own context).
 
 Single helper: {type, prompt, description}. type: explore (read-only) or work (may edit), or a

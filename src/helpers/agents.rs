@@ -22,10 +22,10 @@ use crate::config::error::{BadValue, ConfigError};
 use crate::text::unquote;
 
 /// Pi's built-in tools, in the order Pi lists them.
-pub const BUILTIN_TOOLS: [&str; 7] = ["read", "bash", "edit", "write", "grep", "find", "ls"];
+pub(crate) const BUILTIN_TOOLS: [&str; 7] = ["read", "bash", "edit", "write", "grep", "find", "ls"];
 
 /// Thinking levels Pi accepts on both lines.
-pub const THINKING_LEVELS: [&str; 6] = ["off", "minimal", "low", "medium", "high", "xhigh"];
+pub(crate) const THINKING_LEVELS: [&str; 6] = ["off", "minimal", "low", "medium", "high", "xhigh"];
 
 /// How the type's system prompt combines with Pi's own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,7 +138,10 @@ impl AgentCatalog {
 /// The built-in types, then `<home>/.unipi/config/agents/*.md`, then
 /// `<workspace>/.unipi/config/agents/*.md`, each replacing a type of the same name. Files are
 /// read in name order so the result does not depend on the directory's order.
-pub fn load_agents(home: Option<&Path>, workspace: &Path) -> (AgentCatalog, Vec<ConfigError>) {
+pub(crate) fn load_agents(
+    home: Option<&Path>,
+    workspace: &Path,
+) -> (AgentCatalog, Vec<ConfigError>) {
     let mut catalog = AgentCatalog::builtin();
     let mut errors = Vec::new();
     let dirs = home
@@ -175,12 +178,12 @@ pub fn load_agents(home: Option<&Path>, workspace: &Path) -> (AgentCatalog, Vec<
 }
 
 /// `<root>/.unipi/config/agents`.
-pub fn agents_dir(root: &Path) -> PathBuf {
+pub(crate) fn agents_dir(root: &Path) -> PathBuf {
     root.join(".unipi").join("config").join("agents")
 }
 
 /// Parses one agent file; the type is named after the file (without `.md`).
-pub fn parse_agent_file(
+pub(crate) fn parse_agent_file(
     path: &Path,
     text: &str,
     source: AgentSource,
@@ -231,7 +234,7 @@ pub fn parse_agent_file(
 
 impl AgentType {
     /// The tools the child is offered: `tools` without `disallowed_tools`.
-    pub fn allowed_tools(&self) -> Vec<String> {
+    pub(crate) fn allowed_tools(&self) -> Vec<String> {
         self.tools
             .iter()
             .filter(|tool| !self.disallowed_tools.contains(tool))
@@ -250,7 +253,7 @@ impl AgentType {
 
     /// Arguments for `pi` running this type in RPC mode: the same type flags as [`Self::pi_args`]
     /// and no message (RPC mode takes the task as a `prompt` command on stdin).
-    pub fn pi_rpc_args(&self) -> Vec<String> {
+    pub(crate) fn pi_rpc_args(&self) -> Vec<String> {
         let mut args = vec!["--mode".to_string(), "rpc".to_string()];
         self.push_type_flags(&mut args);
         args
@@ -258,7 +261,7 @@ impl AgentType {
 
     /// This type with `extra` added after its system prompt (a blank line between), e.g. the
     /// budget sentences. With no system prompt of its own, `extra` becomes it.
-    pub fn with_prompt_appended(&self, extra: &str) -> AgentType {
+    pub(crate) fn with_prompt_appended(&self, extra: &str) -> AgentType {
         let system_prompt = match (self.system_prompt.is_empty(), extra.is_empty()) {
             (_, true) => self.system_prompt.clone(),
             (true, false) => extra.to_string(),

@@ -30,16 +30,16 @@ use crate::config::module_file::to_usize;
 use crate::config::references::replace_references;
 
 /// Default truncation of a result the model reads.
-pub const MAX_OUTPUT_BYTES: usize = 200 * 1024;
-pub const MAX_OUTPUT_LINES: usize = 5_000;
+pub(crate) const MAX_OUTPUT_BYTES: usize = 200 * 1024;
+pub(crate) const MAX_OUTPUT_LINES: usize = 5_000;
 /// Default time an acceptance command may take.
-pub const DEFAULT_ACCEPTANCE_TIMEOUT: Duration = Duration::from_secs(300);
+pub(crate) const DEFAULT_ACCEPTANCE_TIMEOUT: Duration = Duration::from_secs(300);
 /// The most steps one workflow script may declare, whatever the budgets say.
-pub const MAX_WORKFLOW_STEPS: usize = 64;
+pub(crate) const MAX_WORKFLOW_STEPS: usize = 64;
 
 /// What one `spawn_helper` call asks for.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Request {
+pub(crate) enum Request {
     Action(Action),
     Workflow(Box<WorkflowScript>),
     Single(Box<SpawnArgs>),
@@ -85,7 +85,7 @@ pub enum Action {
 }
 
 /// The action names, in the order the guide lists them.
-pub const ACTIONS: [&str; 10] = [
+pub(crate) const ACTIONS: [&str; 10] = [
     "list",
     "get",
     "status",
@@ -100,7 +100,7 @@ pub const ACTIONS: [&str; 10] = [
 
 /// Where a helper's conversation starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ContextMode {
+pub(crate) enum ContextMode {
     /// An empty conversation: the prompt is all it knows.
     Fresh,
     /// A copy of the caller's conversation so far.
@@ -109,7 +109,7 @@ pub enum ContextMode {
 
 /// How much of a result the model reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct OutputLimit {
+pub(crate) struct OutputLimit {
     pub bytes: usize,
     pub lines: usize,
 }
@@ -125,7 +125,7 @@ impl Default for OutputLimit {
 
 /// Commands that must pass for a run's answer to be accepted.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Acceptance {
+pub(crate) struct Acceptance {
     /// Shell commands, run in order in the workspace; the first non-zero exit rejects.
     pub commands: Vec<String>,
     pub timeout: Duration,
@@ -133,7 +133,7 @@ pub struct Acceptance {
 
 /// A single helper's arguments after normalization.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct SpawnArgs {
+pub(crate) struct SpawnArgs {
     pub agent_type: String,
     pub prompt: String,
     pub description: String,
@@ -151,7 +151,7 @@ pub struct SpawnArgs {
 
 /// One step of a workflow script.
 #[derive(Debug, Clone, PartialEq)]
-pub struct WorkflowStep {
+pub(crate) struct WorkflowStep {
     pub id: String,
     /// The step's helper, as a single spawn would take it (prompt still with `{{id}}` marks).
     pub args: SpawnArgs,
@@ -160,7 +160,7 @@ pub struct WorkflowStep {
 
 /// A declared fan-out.
 #[derive(Debug, Clone, PartialEq)]
-pub struct WorkflowScript {
+pub(crate) struct WorkflowScript {
     pub steps: Vec<WorkflowStep>,
     /// How many steps may run at once (also bounded by the concurrency cap).
     pub max_parallel: usize,
@@ -170,7 +170,7 @@ pub struct WorkflowScript {
 }
 
 /// Reads a call's arguments into a [`Request`]; the error says which argument is wrong.
-pub fn parse_request(args: &Value) -> Result<Request, Refusal> {
+pub(crate) fn parse_request(args: &Value) -> Result<Request, Refusal> {
     if !args.is_object() {
         return Err("spawn_helper arguments must be an object".into());
     }
@@ -186,7 +186,7 @@ pub fn parse_request(args: &Value) -> Result<Request, Refusal> {
 }
 
 /// Reads a single helper's arguments.
-pub fn parse_spawn_args(args: &Value) -> Result<SpawnArgs, Refusal> {
+pub(crate) fn parse_spawn_args(args: &Value) -> Result<SpawnArgs, Refusal> {
     if !args.is_object() {
         return Err("spawn_helper arguments must be an object".into());
     }
@@ -395,7 +395,7 @@ fn parse_step(step: &Value, seen: &HashSet<String>) -> Result<WorkflowStep, Refu
 }
 
 /// The `{{id}}` marks of a prompt, in order.
-pub fn template_marks(prompt: &str) -> Vec<String> {
+pub(crate) fn template_marks(prompt: &str) -> Vec<String> {
     let mut marks = Vec::new();
     let mut rest = prompt;
     while let Some(start) = rest.find("{{") {
@@ -415,7 +415,7 @@ pub fn template_marks(prompt: &str) -> Vec<String> {
 }
 
 /// `prompt` with each `{{id}}` replaced by `answer(id)`.
-pub fn fill_template(prompt: &str, answer: impl Fn(&str) -> Option<String>) -> String {
+pub(crate) fn fill_template(prompt: &str, answer: impl Fn(&str) -> Option<String>) -> String {
     let filled = replace_references(prompt, "{{", "}}", |id| {
         Ok::<_, std::convert::Infallible>(answer(id.trim()))
     });

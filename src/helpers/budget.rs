@@ -57,7 +57,8 @@ impl Budget {
     }
 
     /// No limit is set.
-    pub fn is_unlimited(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_unlimited(&self) -> bool {
         self.max_turns.is_none()
             && self.max_tool_uses.is_none()
             && self.max_tokens.is_none()
@@ -76,7 +77,7 @@ pub struct Totals {
 
 /// What the runner must do now.
 #[derive(Debug, Clone, PartialEq)]
-pub enum BudgetAction {
+pub(crate) enum BudgetAction {
     /// Deliver this message to the child before its next model call.
     Steer(String),
     /// End the run; the reason is the run's error (`turn budget exceeded: 7 turns (limit 5)`).
@@ -85,7 +86,7 @@ pub enum BudgetAction {
 
 /// Which limit was reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BudgetKind {
+pub(crate) enum BudgetKind {
     Turns,
     ToolUses,
     Tokens,
@@ -106,7 +107,7 @@ impl BudgetKind {
 
 /// Watches one run's totals against its budget.
 #[derive(Debug, Clone, PartialEq)]
-pub struct BudgetWatch {
+pub(crate) struct BudgetWatch {
     budget: Budget,
     /// The limit that was reached and the turn count when the steer went out.
     steered: Option<(BudgetKind, u32)>,
@@ -120,10 +121,6 @@ impl BudgetWatch {
             steered: None,
             aborted: None,
         }
-    }
-
-    pub fn budget(&self) -> &Budget {
-        &self.budget
     }
 
     /// Feeds the totals after an event; returns the action due now, if any. Each action is
@@ -154,11 +151,13 @@ impl BudgetWatch {
     }
 
     /// The limit that was reached, once the steer went out.
-    pub fn reached_kind(&self) -> Option<BudgetKind> {
+    #[cfg(test)]
+    pub(crate) fn reached_kind(&self) -> Option<BudgetKind> {
         self.steered.map(|(kind, _)| kind)
     }
 
     /// The abort reason, once aborted.
+    #[cfg(test)]
     pub fn exceeded(&self) -> Option<&str> {
         self.aborted.as_deref()
     }
@@ -185,7 +184,7 @@ impl BudgetWatch {
 
 /// The sentences appended to the child's system prompt stating its budgets; `None` when the
 /// budget sets no limit.
-pub fn budget_prompt(budget: &Budget) -> Option<String> {
+pub(crate) fn budget_prompt(budget: &Budget) -> Option<String> {
     let mut limits = Vec::new();
     if let Some(turns) = budget.max_turns {
         limits.push(plural(u64::from(turns), "turn"));

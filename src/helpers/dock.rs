@@ -133,7 +133,7 @@ fn verbs(row: &AgentRow) -> Verbs {
 }
 
 /// The helpers' [`DockSource`].
-pub struct HelperDock {
+pub(crate) struct HelperDock {
     board: HelperBoard,
     marks: Mutex<Marks>,
     /// The run the dock's detail shows.
@@ -179,7 +179,7 @@ impl HelperDock {
     }
 
     /// The board's runs as agent rows (the transcript filled in for the run the detail shows).
-    pub fn agent_rows(&self) -> Vec<AgentRow> {
+    pub(crate) fn agent_rows(&self) -> Vec<AgentRow> {
         let now = SystemTime::now();
         let marks = lock(&self.marks).clone();
         let mut rows: Vec<AgentRow> = self
@@ -257,7 +257,7 @@ impl DockSource for HelperDock {
 
 /// One board row as the dock shows it. `marks` says which finished runs were looked at or
 /// cleared (the same marks as for tasks: ids do not collide).
-pub fn agent_row(row: &BoardRow, marks: &Marks, now: SystemTime) -> AgentRow {
+pub(crate) fn agent_row(row: &BoardRow, marks: &Marks, now: SystemTime) -> AgentRow {
     let status = match row.status {
         RunStatus::Queued => AgentStatus::Queued,
         RunStatus::Running => AgentStatus::Running,
@@ -308,7 +308,7 @@ pub fn agent_row(row: &BoardRow, marks: &Marks, now: SystemTime) -> AgentRow {
 }
 
 /// The board's transcript entries as the dock's items.
-pub fn transcript_items(entries: &[TranscriptEntry]) -> Vec<TranscriptItem> {
+pub(crate) fn transcript_items(entries: &[TranscriptEntry]) -> Vec<TranscriptItem> {
     entries
         .iter()
         .map(|entry| match entry {

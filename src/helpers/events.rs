@@ -21,7 +21,7 @@ use unipi_widgets::text::truncate_chars;
 pub const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
 
 /// The longest tool-argument summary kept for the dock and the tool result, in characters.
-pub const ARGS_SUMMARY_CHARS: usize = 80;
+pub(crate) const ARGS_SUMMARY_CHARS: usize = 80;
 
 /// One event from the stream.
 #[derive(Debug, Clone, PartialEq)]
@@ -237,7 +237,7 @@ pub enum SettleStep {
 
 /// Which end marker the child's Pi line has.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum EndMarker {
+pub(crate) enum EndMarker {
     /// Not known yet (the prompt response has not arrived).
     #[default]
     Unknown,
@@ -270,11 +270,12 @@ impl SettleWatch {
         Self::default()
     }
 
-    pub fn marker(&self) -> EndMarker {
+    #[cfg(test)]
+    pub(crate) fn marker(&self) -> EndMarker {
         self.marker
     }
 
-    pub fn is_settled(&self) -> bool {
+    pub(crate) fn is_settled(&self) -> bool {
         self.settled
     }
 
@@ -494,7 +495,7 @@ impl EventParser {
 }
 
 /// Parses line number `line` of the stream; `None` for a blank line.
-pub fn parse_line(line: usize, text: &str) -> Option<PiEvent> {
+pub(crate) fn parse_line(line: usize, text: &str) -> Option<PiEvent> {
     if text.trim().is_empty() {
         return None;
     }
@@ -519,7 +520,7 @@ pub fn parse_line(line: usize, text: &str) -> Option<PiEvent> {
 /// A one-line summary of tool arguments: the argument that says what the call does (the command,
 /// the pattern, the path) when there is one, else the compact JSON; at most
 /// [`ARGS_SUMMARY_CHARS`] characters.
-pub fn summarize_args(args: &Value) -> String {
+pub(crate) fn summarize_args(args: &Value) -> String {
     const TELLING_KEYS: [&str; 6] = ["command", "pattern", "query", "url", "path", "file_path"];
     let telling = TELLING_KEYS
         .iter()
@@ -537,7 +538,7 @@ pub fn summarize_args(args: &Value) -> String {
 }
 
 /// Reads usage from a Pi `usage` object in either naming; `None` when it has no counts at all.
-pub fn usage_from(value: &Value) -> Option<Usage> {
+pub(crate) fn usage_from(value: &Value) -> Option<Usage> {
     let count = |names: &[&str]| {
         names
             .iter()

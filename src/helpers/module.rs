@@ -34,25 +34,26 @@ use serde_json::json;
 use super::agents::THINKING_LEVELS;
 use super::board::HelperBoard;
 use super::service::{ChildBridge, HelperService};
+#[cfg(test)]
+use crate::bridge::AgentId;
 use crate::bridge::{
-    AgentId, BridgeHost, MessageTypeSpec, Module, NoticeSink, ToolCall, ToolError, ToolOutput,
-    ToolSpec,
+    BridgeHost, MessageTypeSpec, Module, NoticeSink, ToolCall, ToolError, ToolOutput, ToolSpec,
 };
 
-pub use super::args::{
-    Acceptance, ContextMode, MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES, OutputLimit, Request, SpawnArgs,
-    parse_request, parse_spawn_args,
-};
+#[cfg(test)]
+pub(crate) use super::args::{ContextMode, SpawnArgs, parse_spawn_args};
 pub use super::config::{
     CONFIG_FILE, DEPTH_ENV, HelperSettings, HelpersConfig, PiLaunch, depth_from_env,
 };
-pub use super::names::{
-    CHILD_AGENT_PREFIX, NOTIFICATION_TYPE, RESULT_TOOL, SPAWN_TOOL, SUPERVISOR_MESSAGE_TYPE,
-    SUPERVISOR_TOOL,
-};
-pub use super::preflight::{Admission, Counters, Refusal, preflight};
-pub use super::results::{HelperResult, spend, truncate_output};
-pub use super::service::BOUNDARY_INSTRUCTIONS;
+#[cfg(test)]
+pub(crate) use super::names::CHILD_AGENT_PREFIX;
+pub use super::names::{NOTIFICATION_TYPE, RESULT_TOOL, SPAWN_TOOL};
+pub(crate) use super::names::{SUPERVISOR_MESSAGE_TYPE, SUPERVISOR_TOOL};
+#[cfg(test)]
+pub(crate) use super::preflight::{Admission, Counters, Refusal, preflight};
+pub use super::results::spend;
+#[cfg(test)]
+pub(crate) use super::results::truncate_output;
 
 /// The `helpers` module. Cheap to clone (shared state).
 #[derive(Clone)]
@@ -82,7 +83,7 @@ impl HelpersModule {
 
     /// Keeps the agents' session files (from `session_start` on `bus`), which `context: fork`
     /// copies, until the bus closes; background runs announce their end on `bus`.
-    pub fn watch_sessions(&self, bus: &crate::bridge::EventBus) {
+    pub(crate) fn watch_sessions(&self, bus: &crate::bridge::EventBus) {
         self.service.set_bus(bus.clone());
         let mut events = bus.subscribe();
         let service = Arc::downgrade(&self.service);
@@ -108,7 +109,7 @@ impl HelpersModule {
 
     /// Follows model fusion's status on `bus`: its sidekick becomes the model of helpers that
     /// name none, and a warm pool of sidekick Pis serves them while fusion is on.
-    pub fn follow_fusion(&self, bus: &crate::bridge::EventBus) {
+    pub(crate) fn follow_fusion(&self, bus: &crate::bridge::EventBus) {
         super::sidekick::follow(&self.service, bus);
     }
 
@@ -118,13 +119,14 @@ impl HelpersModule {
     }
 
     /// Records `file` as `agent`'s session file (what [`HelpersModule::watch_sessions`] does).
-    pub fn set_session_file(&self, agent: AgentId, file: PathBuf) {
+    #[cfg(test)]
+    pub(crate) fn set_session_file(&self, agent: AgentId, file: PathBuf) {
         self.service.ledger().set_session_file(agent, Some(file));
     }
 
     /// Writes the final state of runs an earlier workbench left `running` when it died (see
     /// `orphans`); returns their ids.
-    pub fn finalize_orphaned_runs(&self) -> Vec<String> {
+    pub(crate) fn finalize_orphaned_runs(&self) -> Vec<String> {
         super::orphans::finalize_orphans(&self.service.settings().runs_root)
     }
 

@@ -5,10 +5,10 @@
 /// The tool names.
 pub const SPAWN_TOOL: &str = "spawn_helper";
 pub const RESULT_TOOL: &str = "get_helper_result";
-pub const SUPERVISOR_TOOL: &str = "contact_supervisor";
+pub(crate) const SUPERVISOR_TOOL: &str = "contact_supervisor";
 /// The custom message type of a background run's completion.
 pub const NOTIFICATION_TYPE: &str = "helper-result-notification";
 /// The custom message type of a helper's message to its parent.
-pub const SUPERVISOR_MESSAGE_TYPE: &str = "helper-supervisor-message";
+pub(crate) const SUPERVISOR_MESSAGE_TYPE: &str = "helper-supervisor-message";
 /// The bridge agent id prefix of a helper's own Pi.
-pub const CHILD_AGENT_PREFIX: &str = "helper:";
+pub(crate) const CHILD_AGENT_PREFIX: &str = "helper:";

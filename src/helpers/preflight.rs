@@ -9,7 +9,7 @@ use super::config::HelpersConfig;
 
 /// Why a spawn was refused before any process existed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     #[error("{0}")]
     BadArguments(String),
     #[error("{0}")]
@@ -66,7 +66,7 @@ pub enum Refusal {
 
 /// The counters the caps look at.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Counters {
+pub(crate) struct Counters {
     pub spawns: u32,
     pub running: usize,
     pub background: usize,
@@ -75,7 +75,7 @@ pub struct Counters {
 /// What the caps see for one call: the caller's depth, the session counters, the session cap
 /// (config plus grants) and, for a call from inside a run tree, that tree's spawns so far.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Admission {
+pub(crate) struct Admission {
     pub depth: u32,
     pub counters: Counters,
     pub spawn_cap: u32,
@@ -84,6 +84,7 @@ pub struct Admission {
 
 impl Admission {
     /// A root caller at `depth` with `counters` and the config's session cap.
+    #[cfg(test)]
     pub fn root(config: &HelpersConfig, depth: u32, counters: Counters) -> Self {
         Self {
             depth,
@@ -97,7 +98,7 @@ impl Admission {
 /// The preflight, in the documented order: type → enabled → depth → prompt → context → session
 /// spawn cap → run spawn cap → concurrency. Returns the type with the call's overrides applied
 /// and whether the run goes to the background.
-pub fn preflight(
+pub(crate) fn preflight(
     catalog: &AgentCatalog,
     config: &HelpersConfig,
     admission: Admission,

@@ -15,7 +15,7 @@ use crate::bridge::{Card, CardTint, ToolOutput};
 
 /// `text` cut to `max_lines` lines and then `max_bytes` bytes (on a character boundary), and
 /// whether anything was cut.
-pub fn truncate_output(text: &str, max_bytes: usize, max_lines: usize) -> (String, bool) {
+pub(crate) fn truncate_output(text: &str, max_bytes: usize, max_lines: usize) -> (String, bool) {
     let mut end = text.len();
     if let Some((index, _)) = text.match_indices('\n').nth(max_lines.saturating_sub(1)) {
         end = index;
@@ -33,7 +33,7 @@ pub fn truncate_output(text: &str, max_bytes: usize, max_lines: usize) -> (Strin
 
 /// A run's end as the tools report it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct HelperResult {
+pub(crate) struct HelperResult {
     pub run_id: String,
     pub agent_type: String,
     pub description: String,

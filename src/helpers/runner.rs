@@ -62,29 +62,29 @@ use crate::sys::{
 const REACH: Reach = Reach::Tree;
 
 /// How long [`RunHandle::stop`] waits beyond the grace for the run to end.
-pub const STOP_SLACK: Duration = Duration::from_millis(1500);
+pub(crate) const STOP_SLACK: Duration = Duration::from_millis(1500);
 /// How long the pipes are still read after the child exited.
-pub const PIPE_DRAIN: Duration = Duration::from_secs(2);
+pub(crate) const PIPE_DRAIN: Duration = Duration::from_secs(2);
 /// How long the settled run waits for the `get_state` answer naming its session file.
-pub const SESSION_QUERY_WAIT: Duration = Duration::from_secs(2);
+pub(crate) const SESSION_QUERY_WAIT: Duration = Duration::from_secs(2);
 /// The pause before a `get_state` probe is repeated while Pi 0.7x still reports work.
 pub const PROBE_PAUSE: Duration = Duration::from_millis(300);
 /// The most characters of stderr error lines kept as a failed run's error.
-pub const STDERR_ERROR_CHARS: usize = 500;
+pub(crate) const STDERR_ERROR_CHARS: usize = 500;
 /// The most transcript entries kept (the oldest go first).
-pub const TRANSCRIPT_ENTRIES: usize = 2000;
+pub(crate) const TRANSCRIPT_ENTRIES: usize = 2000;
 /// The most characters of one tool result in the transcript.
-pub const TRANSCRIPT_RESULT_CHARS: usize = 2000;
+pub(crate) const TRANSCRIPT_RESULT_CHARS: usize = 2000;
 /// The most characters of one assistant text in the transcript.
-pub const TRANSCRIPT_TEXT_CHARS: usize = 8000;
+pub(crate) const TRANSCRIPT_TEXT_CHARS: usize = 8000;
 
 /// The file names inside a run directory.
-pub const STATUS_FILE: &str = "status.json";
-pub const PROCESS_FILE: &str = "process.json";
-pub const OUTPUT_FILE: &str = "output.txt";
-pub const PROMPT_FILE: &str = "prompt.md";
+pub(crate) const STATUS_FILE: &str = "status.json";
+pub(crate) const PROCESS_FILE: &str = "process.json";
+pub(crate) const OUTPUT_FILE: &str = "output.txt";
+pub(crate) const PROMPT_FILE: &str = "prompt.md";
 /// The `status.json` field naming the workbench that follows the run (`<pid>:<start time>`).
-pub const OWNER_FIELD: &str = "owner";
+pub(crate) const OWNER_FIELD: &str = "owner";
 /// The error of a run stopped because the workbench exited.
 pub const STOPPED_AT_EXIT: &str = "stopped: the workbench exited before the run ended";
 
@@ -1229,7 +1229,7 @@ impl Record {
 
 /// Merges `fields` onto the `status.json` at `path` (what is there stays unless overwritten),
 /// stamps `updatedAt` and writes it crash-safely.
-pub fn merge_status_file(path: &Path, fields: &Value) -> anyhow::Result<()> {
+pub(crate) fn merge_status_file(path: &Path, fields: &Value) -> anyhow::Result<()> {
     let mut current: Map<String, Value> = std::fs::read(path)
         .ok()
         .and_then(|bytes| serde_json::from_slice(&bytes).ok())

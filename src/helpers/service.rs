@@ -48,7 +48,7 @@ use crate::sys::{lock, now_ms};
 use crate::text::non_blank_str;
 
 /// What a helper that is not a workflow step is told about its place, after its task.
-pub const BOUNDARY_INSTRUCTIONS: &str = "\n\n---\nBoundaries: you are a helper agent working \
+pub(crate) const BOUNDARY_INSTRUCTIONS: &str = "\n\n---\nBoundaries: you are a helper agent working \
 for another agent, not for the user directly. Do this task and nothing beyond it. You cannot \
 ask the user anything: when you are blocked and contact_supervisor is available, ask your \
 supervisor with it; otherwise say in your answer what blocked you. Finish with a concise final \

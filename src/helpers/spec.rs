@@ -9,15 +9,15 @@ use super::agents::AgentType;
 use super::budget::{Budget, budget_prompt};
 
 /// Default run deadline.
-pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(30 * 60);
+pub(crate) const DEFAULT_DEADLINE: Duration = Duration::from_secs(30 * 60);
 /// Default zero-activity limit at the start of an attempt.
-pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(20);
+pub(crate) const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(20);
 /// Time between SIGTERM and SIGKILL.
 pub const KILL_GRACE: Duration = Duration::from_secs(3);
 /// Default time the child has to exit after its stdin is closed, and to end after a budget abort.
-pub const END_GRACE: Duration = Duration::from_secs(5);
+pub(crate) const END_GRACE: Duration = Duration::from_secs(5);
 /// The default session directory inside a run directory.
-pub const SESSION_DIR: &str = "session";
+pub(crate) const SESSION_DIR: &str = "session";
 
 /// Where the child keeps its session.
 #[derive(Debug, Clone, PartialEq, Eq)]

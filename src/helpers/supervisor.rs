@@ -27,7 +27,7 @@ use crate::bridge::{Refusal, ToolCall, ToolError, ToolOutput};
 
 /// What a helper wants from its supervisor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     Question,
     Status,
 }
@@ -50,7 +50,7 @@ impl Kind {
 }
 
 /// The follow-up the parent reads.
-pub fn message_content(
+pub(crate) fn message_content(
     run_id: &str,
     agent_type: &str,
     description: &str,

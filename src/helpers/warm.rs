@@ -24,7 +24,7 @@ const DISCARD_GRACE: Duration = Duration::from_secs(2);
 
 /// Everything a child is started with.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LaunchKey {
+pub(crate) struct LaunchKey {
     pub program: PathBuf,
     pub args: Vec<String>,
     pub env: Vec<(String, String)>,
@@ -44,7 +44,7 @@ pub(super) struct Started {
 
 impl LaunchKey {
     /// `spec`'s launch with the type's arguments `args` after the leading and session ones.
-    pub fn with_args(spec: &RunSpec, args: &[String]) -> Self {
+    pub(crate) fn with_args(spec: &RunSpec, args: &[String]) -> Self {
         let mut all = spec.leading_args.clone();
         all.extend(spec.session.pi_args(&spec.run_dir));
         all.extend(args.iter().cloned());
@@ -125,12 +125,12 @@ impl Prewarmed {
         })
     }
 
-    pub fn key(&self) -> &LaunchKey {
+    pub(crate) fn key(&self) -> &LaunchKey {
         &self.key
     }
 
     /// Since when it waits.
-    pub fn born(&self) -> Instant {
+    pub(crate) fn born(&self) -> Instant {
         self.born
     }
 

@@ -32,7 +32,7 @@ const SLOT_RETRY: Duration = Duration::from_millis(200);
 
 /// One step's end.
 #[derive(Debug, Clone, PartialEq)]
-pub enum StepEnd {
+pub(crate) enum StepEnd {
     Done(Box<HelperResult>),
     /// Not run: a step it depends on did not complete.
     Skipped {
@@ -62,7 +62,7 @@ impl StepEnd {
 
 /// The steps that may start now: not started, and every `after` step completed. Steps whose
 /// `after` includes a step that ended without completing are returned separately (to skip).
-pub fn ready_steps(
+pub(crate) fn ready_steps(
     script: &WorkflowScript,
     started: &HashSet<usize>,
     ends: &HashMap<String, StepEnd>,
@@ -87,7 +87,7 @@ pub fn ready_steps(
 }
 
 /// The combined answer of a script.
-pub fn combined_text(script: &WorkflowScript, ends: &HashMap<String, StepEnd>) -> String {
+pub(crate) fn combined_text(script: &WorkflowScript, ends: &HashMap<String, StepEnd>) -> String {
     let completed = script
         .steps
         .iter()

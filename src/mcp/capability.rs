@@ -213,7 +213,7 @@ fn status_text(status: &McpStatus) -> String {
 }
 
 /// `MCP 2/3 · 14 tools`, when servers are configured.
-pub fn footer_segment(status: &McpStatus) -> Option<Segment> {
+pub(crate) fn footer_segment(status: &McpStatus) -> Option<Segment> {
     mcp_segment(
         status.running(),
         status.configured(),

@@ -37,7 +37,7 @@ use super::config::{ServerConfig, Transport};
 use crate::sys::{GroupGuard, ProcessGroup, Reach, SpawnGrouped as _, stop_group};
 
 /// Over this many characters the stderr tail is cut back to [`STDERR_KEEP`].
-pub const STDERR_LIMIT: usize = 10_000;
+pub(crate) const STDERR_LIMIT: usize = 10_000;
 /// What is left of a trimmed stderr tail: its last characters.
 pub const STDERR_KEEP: usize = 5_000;
 /// Between SIGTERM and SIGKILL to a stopping server's process group.
@@ -45,7 +45,7 @@ pub const STOP_GRACE: Duration = Duration::from_secs(2);
 
 /// A tool as the server lists it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ListedTool {
+pub(crate) struct ListedTool {
     pub name: String,
     pub description: String,
     pub input_schema: Value,
@@ -53,7 +53,7 @@ pub struct ListedTool {
 
 /// Why a call produced no result, before the manager names the server and tool.
 #[derive(Debug, Clone, PartialEq)]
-pub enum CallFailure {
+pub(crate) enum CallFailure {
     Timeout,
     Cancelled,
     /// The process exited or the connection closed; the reason says how.
@@ -92,7 +92,7 @@ impl StderrTail {
 
     /// Waits (at most `limit`) for stderr to end, so an error text carries the last words of a
     /// dying process rather than whatever had been read when the exit was noticed.
-    pub async fn wait_ended(&self, limit: Duration) {
+    pub(crate) async fn wait_ended(&self, limit: Duration) {
         let mut ended = self.ended.subscribe();
         let _ = tokio::time::timeout(limit, ended.wait_for(|ended| *ended)).await;
     }
@@ -138,7 +138,7 @@ pub struct Connection {
 /// that ticks on every `notifications/tools/list_changed`.
 pub struct Connected {
     pub connection: Connection,
-    pub tools: Vec<ListedTool>,
+    pub(crate) tools: Vec<ListedTool>,
     pub tools_changed: mpsc::UnboundedReceiver<()>,
 }
 
@@ -229,7 +229,7 @@ impl Connection {
     }
 
     /// `Some(reason)` once the server went away.
-    pub fn closed_reason(&self) -> Option<String> {
+    pub(crate) fn closed_reason(&self) -> Option<String> {
         self.closed.borrow().clone()
     }
 
@@ -245,7 +245,7 @@ impl Connection {
     }
 
     /// The server's tools, sorted by name.
-    pub async fn list_tools(&self) -> anyhow::Result<Vec<ListedTool>> {
+    pub(crate) async fn list_tools(&self) -> anyhow::Result<Vec<ListedTool>> {
         let tools = self
             .peer
             .list_all_tools()
@@ -275,7 +275,7 @@ impl Connection {
 
     /// Calls `tool`. `timeout` is an idle timeout: every progress notification restarts it.
     /// `cancelled` resolving sends `notifications/cancelled` and ends the call at once.
-    pub async fn call(
+    pub(crate) async fn call(
         &self,
         tool: &str,
         arguments: Value,
@@ -443,7 +443,7 @@ impl Drop for Connection {
 
 /// A stdio server's process group. Dropping it while armed SIGKILLs the group: the last resort
 /// when the workbench goes away without stopping its servers.
-pub struct ChildGroup {
+pub(crate) struct ChildGroup {
     group: ProcessGroup,
     guard: GroupGuard,
     /// How the leader ended, once it has (from its watcher task).
@@ -645,7 +645,7 @@ fn timeout_failure(after: Duration, stderr: &StderrTail) -> anyhow::Error {
 }
 
 /// Cuts `text` to its last [`STDERR_KEEP`] characters once it is over [`STDERR_LIMIT`].
-pub fn trim_tail(text: &mut String) {
+pub(crate) fn trim_tail(text: &mut String) {
     if text.chars().count() <= STDERR_LIMIT {
         return;
     }

@@ -37,18 +37,18 @@ pub const MODULE_NAME: &str = "mcp";
 /// Opens the status overlay.
 pub const STATUS_COMMAND: &str = "unipi:mcp-status";
 /// Re-reads the MCP config files and applies the difference.
-pub const RELOAD_COMMAND: &str = "unipi:mcp-reload";
+pub(crate) const RELOAD_COMMAND: &str = "unipi:mcp-reload";
 
 /// The `--tools` entry that keeps every bridged MCP tool for a helper with a tool allow-list
 /// (Pi 1.x matches `*` in `--tools`; Pi 0.7x takes it as a name and offers none of them).
 pub const HELPER_TOOLS_PATTERN: &str = "mcp__*";
 /// What the bridge's call timeout adds to the server's own per-call timeout: the manager's
 /// timeout (which progress restarts) is the one that should fire, with its clearer error.
-pub const CALL_TIMEOUT_MARGIN: Duration = Duration::from_secs(5);
+pub(crate) const CALL_TIMEOUT_MARGIN: Duration = Duration::from_secs(5);
 /// The least the bridge allows a bridged call. The bridge's timeout is a fixed ceiling (progress
 /// does not restart it), so it must not cut a long operation that keeps reporting progress; an
 /// idle server is still stopped at its own timeout by the manager.
-pub const CALL_CEILING: Duration = Duration::from_secs(60 * 60);
+pub(crate) const CALL_CEILING: Duration = Duration::from_secs(60 * 60);
 /// Stderr the model gets with a "server exited" error (the overlay shows the whole tail).
 const MODEL_STDERR_CHARS: usize = 2_000;
 
@@ -60,7 +60,7 @@ pub struct McpModule {
 
 /// One bridged tool that is (or would be) declared.
 #[derive(Debug, Clone, PartialEq)]
-pub struct PlannedTool {
+pub(crate) struct PlannedTool {
     pub server: String,
     /// The server's own name for it (what `tools/call` needs).
     pub tool: String,
@@ -71,12 +71,12 @@ pub struct PlannedTool {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Clash {
     pub name: String,
-    pub with: ClashWith,
+    pub(crate) with: ClashWith,
 }
 
 /// What a bridged name collided with.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ClashWith {
+pub(crate) enum ClashWith {
     /// A tool of another workbench module.
     Module(String),
     /// A tool of a server earlier in name order.
@@ -110,14 +110,14 @@ impl std::fmt::Display for Clash {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Plan {
     /// In server order, then the server's tool order.
-    pub tools: Vec<PlannedTool>,
+    pub(crate) tools: Vec<PlannedTool>,
     /// Servers whose batch was left out, with every clashing name.
     pub clashes: BTreeMap<String, Vec<Clash>>,
 }
 
 /// One server as the status overlay shows it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ServerView {
+pub(crate) struct ServerView {
     pub snapshot: ServerSnapshot,
     /// Enabled in the config (a disabled server is listed, never started).
     pub enabled: bool,
@@ -131,7 +131,7 @@ pub struct ServerView {
 
 /// Everything the overlay and footer read.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct McpStatus {
+pub(crate) struct McpStatus {
     pub servers: Vec<ServerView>,
     /// Connected Pi processes: every one of them has the declared tools.
     pub connected_agents: Vec<AgentId>,
@@ -233,7 +233,7 @@ impl McpModule {
     }
 
     /// What the overlay and footer show, now.
-    pub fn status(&self) -> McpStatus {
+    pub(crate) fn status(&self) -> McpStatus {
         let snapshots = self.inner.manager.snapshot();
         let config = self.inner.manager.config();
         let config_errors = config.errors.iter().map(ToString::to_string).collect();
@@ -632,7 +632,7 @@ pub fn plan(
 
 /// An MCP tool's input schema as Pi's parameters: always an `object` schema with `properties`
 /// (providers reject anything else), without the `$schema` marker some servers add.
-pub fn object_schema(schema: &Value) -> Value {
+pub(crate) fn object_schema(schema: &Value) -> Value {
     let Value::Object(object) = schema else {
         return empty_object_schema();
     };
@@ -658,7 +658,7 @@ pub fn object_schema(schema: &Value) -> Value {
 /// A finished call as Pi's tool result: text and images as they are, a resource as its URI (and
 /// text), structured content as a JSON text block unless the server already sent it as text,
 /// and an error result as a [`ToolError`] with the server's own words.
-pub fn map_outcome(
+pub(crate) fn map_outcome(
     server: &str,
     tool: &str,
     outcome: CallOutcome,
@@ -717,7 +717,7 @@ pub fn map_outcome(
 }
 
 /// A call that produced no result, in words the model (and the user) can act on.
-pub fn map_call_error(server: &str, tool: &str, err: McpCallError) -> ToolError {
+pub(crate) fn map_call_error(server: &str, tool: &str, err: McpCallError) -> ToolError {
     let message = match err {
         McpCallError::UnknownServer(_) => format!(
             "MCP server `{server}` is no longer configured (the config was reloaded); \
@@ -756,7 +756,7 @@ pub fn map_call_error(server: &str, tool: &str, err: McpCallError) -> ToolError 
 }
 
 /// A lower-case word for a state, as the overlay and errors say it.
-pub fn status_word(status: ServerStatus) -> &'static str {
+pub(crate) fn status_word(status: ServerStatus) -> &'static str {
     match status {
         ServerStatus::Starting => "starting",
         ServerStatus::Running => "running",
@@ -766,7 +766,7 @@ pub fn status_word(status: ServerStatus) -> &'static str {
 }
 
 /// One sentence naming every clashing name.
-pub fn clash_message(clashes: &[Clash]) -> String {
+pub(crate) fn clash_message(clashes: &[Clash]) -> String {
     let list: Vec<String> = clashes.iter().map(ToString::to_string).collect();
     format!(
         "tool name clash, none of its tools were declared: {}",

@@ -8,10 +8,10 @@
 use sha2::{Digest, Sha256};
 
 /// The longest tool name model providers accept.
-pub const MAX_TOOL_NAME_LEN: usize = 64;
+pub(crate) const MAX_TOOL_NAME_LEN: usize = 64;
 
 /// The bridged name of `tool` on `server`.
-pub fn bridged_tool_name(server: &str, tool: &str) -> String {
+pub(crate) fn bridged_tool_name(server: &str, tool: &str) -> String {
     let mut name = String::new();
     for c in format!("mcp__{server}__{tool}").chars() {
         if c.is_ascii_alphanumeric() || c == '_' {

@@ -21,8 +21,8 @@ use crate::views::{RefreshContext, View, ViewAction};
 
 key_table! {
     /// The `[mcp]` key table.
-    pub static MCP_KEYS,
-    pub enum McpAction,
+    pub(crate) static MCP_KEYS,
+    pub(crate) enum McpAction,
     table "mcp", title "The MCP servers overlay (/unipi:mcp-status)",
     defaults [
         ("up", "mcp.up"),
@@ -51,7 +51,7 @@ key_table! {
 }
 
 /// What the overlay reads and acts on.
-pub trait McpActions: Send + Sync {
+pub(crate) trait McpActions: Send + Sync {
     /// The servers' rows and the config problems, from memory.
     fn rows(&self) -> (Vec<McpServerRow>, Vec<String>);
     /// Starts restarting / stopping server `name` in the background.
@@ -61,7 +61,7 @@ pub trait McpActions: Send + Sync {
     fn take_notice(&self) -> Option<String>;
 }
 
-pub struct McpView {
+pub(crate) struct McpView {
     model: McpStatusModel,
     keys: KeyTable<McpAction>,
     port: Arc<dyn McpActions>,
@@ -92,7 +92,7 @@ impl McpView {
 
     /// New rows (the servers changed); the selection stays on the same server when it is still
     /// listed.
-    pub fn set_servers(&mut self, servers: Vec<McpServerRow>, config_errors: Vec<String>) {
+    pub(crate) fn set_servers(&mut self, servers: Vec<McpServerRow>, config_errors: Vec<String>) {
         let selected_name = self.selected_name().map(str::to_owned);
         self.model.selected = selected_name
             .and_then(|name| servers.iter().position(|server| server.name == name))
@@ -102,6 +102,7 @@ impl McpView {
         self.model.config_errors = config_errors;
     }
 
+    #[cfg(test)]
     pub fn model(&self) -> &McpStatusModel {
         &self.model
     }
@@ -169,7 +170,7 @@ impl View for McpView {
 
 /// The overlay's port in the workbench: the MCP module, and the outcome of the last action.
 #[derive(Clone)]
-pub struct McpPort {
+pub(crate) struct McpPort {
     module: McpModule,
     notice: Arc<Mutex<Option<String>>>,
 }
@@ -245,7 +246,7 @@ fn outcome(result: anyhow::Result<()>, verb: &str, name: &str, done: String) -> 
 
 /// The overlay's rows from the module's status. Agents: those that called the server, then —
 /// when its tools are declared — every other connected Pi (each one has them).
-pub fn server_rows(status: &McpStatus) -> Vec<McpServerRow> {
+pub(crate) fn server_rows(status: &McpStatus) -> Vec<McpServerRow> {
     let home = dirs::home_dir();
     status
         .servers

@@ -86,11 +86,11 @@ struct Inner {
 }
 
 /// What an alert's desktop notification is, once there proved to be no session bus.
-pub const NO_BUS: &str = "no D-Bus session bus";
+pub(crate) const NO_BUS: &str = "no D-Bus session bus";
 
 /// The most `/unipi:notify-test` waits for a platform: well inside the bridge's budget for a
 /// command, so the report always gets back to Pi (the platforms are tried at once).
-pub fn test_wait(config: &NotifyConfig) -> Duration {
+pub(crate) fn test_wait(config: &NotifyConfig) -> Duration {
     let budget = HostOptions::default().command_timeout;
     config
         .send_timeout
@@ -195,7 +195,7 @@ impl Dispatcher {
     }
 
     /// Sends to every platform at once and collects each outcome.
-    pub async fn send_all(
+    pub(crate) async fn send_all(
         &self,
         notice: &Notice,
         platforms: &[Platform],
@@ -211,7 +211,7 @@ impl Dispatcher {
     }
 
     /// Sends to one platform under the timeout.
-    pub async fn send_one(
+    pub(crate) async fn send_one(
         &self,
         platform: Platform,
         notice: &Notice,
@@ -371,7 +371,7 @@ fn clock_utc() -> String {
 }
 
 /// The test's report: `✓ Native: sent` / `✗ Gotify: <why>`, one line each.
-pub fn test_report(results: &[Delivery]) -> String {
+pub(crate) fn test_report(results: &[Delivery]) -> String {
     if results.is_empty() {
         return "No platforms enabled. Use /unipi:notify-settings first.".to_owned();
     }

@@ -12,21 +12,21 @@ use crate::bridge::{Module, Refusal, ToolCall, ToolError, ToolOutput, ToolSpec};
 pub const MODULE_NAME: &str = "notify";
 pub const TOOL: &str = "notify_user";
 /// The event type of the tool's notifications (the original's).
-pub const TOOL_EVENT: &str = "agent_tool";
+pub(crate) const TOOL_EVENT: &str = "agent_tool";
 
 #[derive(Clone)]
-pub struct NotifyModule {
+pub(crate) struct NotifyModule {
     dispatcher: Dispatcher,
 }
 
 /// `notify_user`'s arguments, checked.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NotifyArgs {
+pub(crate) struct NotifyArgs {
     pub notice: Notice,
     pub platforms: Vec<Platform>,
 }
 
-pub fn parse_args(args: &Value) -> Result<NotifyArgs, Refusal> {
+pub(crate) fn parse_args(args: &Value) -> Result<NotifyArgs, Refusal> {
     let message = match args.get("message") {
         Some(Value::String(text)) if !text.trim().is_empty() => text.trim().to_owned(),
         _ => return Err("notify_user needs `message` (a non-empty string)".into()),

@@ -163,7 +163,7 @@ impl Router {
     }
 
     /// Sends `alert` by the rules: its event's settings, then now, or once the user is away.
-    pub fn fire(&self, alert: Alert) -> Fired {
+    pub(crate) fn fire(&self, alert: Alert) -> Fired {
         let config = self.dispatcher.config();
         let event = config.event(alert.event);
         if !event.enabled {

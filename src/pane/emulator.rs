@@ -53,7 +53,9 @@ use std::time::{Duration, Instant};
 
 pub use osc::tmux_passthrough;
 pub use program_status::{ProgramState, ProgramStatus};
-use responder::{CellSize, Responder};
+#[cfg(test)]
+use responder::CellSize;
+use responder::Responder;
 use scanner::{EscapeScanner, ScanEvent};
 
 use crate::pane::history::History;
@@ -61,7 +63,7 @@ use crate::pane::{KeyboardModes, TerminalColors};
 
 /// How long a synchronized-output block may hold back drawing. A child that dies or stalls
 /// between `CSI ? 2026 h` and `l` must not freeze the pane.
-pub const SYNCHRONIZED_UPDATE_TIMEOUT: Duration = Duration::from_secs(1);
+pub(crate) const SYNCHRONIZED_UPDATE_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Facts about the terminal the workbench itself runs in.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -168,7 +170,7 @@ impl Emulator {
     }
 
     /// The key encoding the child asked for, on the screen it is drawing on now.
-    pub fn keyboard_modes(&self) -> KeyboardModes {
+    pub(crate) fn keyboard_modes(&self) -> KeyboardModes {
         let screen = self.parser.screen();
         let modes = &self.parser.callbacks().modes;
         KeyboardModes {
@@ -185,7 +187,8 @@ impl Emulator {
 
     /// True while the child is inside a `CSI ? 2026 h … l` block, for at most
     /// [`SYNCHRONIZED_UPDATE_TIMEOUT`]: hold drawing the pane until it turns false.
-    pub fn synchronized_update(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn synchronized_update(&self) -> bool {
         self.synchronized_update_at(Instant::now())
     }
 
@@ -202,13 +205,15 @@ impl Emulator {
         Some(since + SYNCHRONIZED_UPDATE_TIMEOUT)
     }
 
-    pub fn program_status(&self) -> Option<&ProgramStatus> {
+    #[cfg(test)]
+    pub(crate) fn program_status(&self) -> Option<&ProgramStatus> {
         self.parser.callbacks().program_status.as_ref()
     }
 
     /// The theme changed. If the child enabled colour-scheme reports (`CSI ? 2031 h`), tell it
     /// (`CSI ? 997 ; 1|2 n`) so it can query the new colours.
-    pub fn set_colors(&mut self, colors: TerminalColors) {
+    #[cfg(test)]
+    pub(crate) fn set_colors(&mut self, colors: TerminalColors) {
         let responder = self.parser.callbacks_mut();
         if responder.colors == colors {
             return;
@@ -221,7 +226,8 @@ impl Emulator {
 
     /// The outer terminal's cell size in pixels, for `CSI 14 t` / `CSI 16 t` (Pi sizes images
     /// with it). Until set, or when a dimension is 0 (the host did not say), 8x16 is claimed.
-    pub fn set_cell_pixel_size(&mut self, width: u16, height: u16) {
+    #[cfg(test)]
+    pub(crate) fn set_cell_pixel_size(&mut self, width: u16, height: u16) {
         if width > 0 && height > 0 {
             self.parser.callbacks_mut().cell_size = CellSize { width, height };
         }

@@ -31,7 +31,7 @@ use super::KeyboardModes;
 
 /// The bytes for `key` in the mode the child negotiated. `None` when the event must not be sent:
 /// a release or a lone modifier the child did not ask for, or a key with no encoding in this mode.
-pub fn encode_key(key: &KeyEvent, modes: KeyboardModes) -> Option<Vec<u8>> {
+pub(crate) fn encode_key(key: &KeyEvent, modes: KeyboardModes) -> Option<Vec<u8>> {
     let pressed = PressedKey::from_crossterm(key)?;
     if modes.kitty_flags & KITTY_KNOWN_FLAGS != 0 {
         encode_kitty(&pressed, modes)

@@ -66,7 +66,8 @@ impl History {
     }
 
     /// Stores an already formatted row (text with SGR codes, no newline).
-    pub fn push_formatted(&mut self, text: String) {
+    #[cfg(test)]
+    pub(crate) fn push_formatted(&mut self, text: String) {
         if self.capacity == 0 {
             return;
         }
@@ -102,7 +103,8 @@ impl History {
     }
 
     /// Bytes of row text held (for the memory benchmark and logs).
-    pub fn text_bytes(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn text_bytes(&self) -> usize {
         self.bytes
     }
 
@@ -112,7 +114,12 @@ impl History {
     }
 
     /// Decodes row `index` (0 = oldest) and calls `each(col, cell)` for its first `cols` cells.
-    pub fn with_row_cells(&self, index: usize, cols: u16, mut each: impl FnMut(u16, &vt100::Cell)) {
+    pub(crate) fn with_row_cells(
+        &self,
+        index: usize,
+        cols: u16,
+        mut each: impl FnMut(u16, &vt100::Cell),
+    ) {
         let Some(text) = self.rows.get(index) else {
             return;
         };
@@ -134,7 +141,8 @@ impl History {
     }
 
     /// The plain text of row `index` (tests, search later).
-    pub fn row_text(&self, index: usize) -> Option<String> {
+    #[cfg(test)]
+    pub(crate) fn row_text(&self, index: usize) -> Option<String> {
         let mut out = String::new();
         self.with_row_cells(index, DECODE_WIDTH.get(), |_, cell| {
             if !cell.is_wide_continuation() {

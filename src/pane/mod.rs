@@ -10,7 +10,7 @@ pub mod render;
 /// Keyboard modes the child negotiated with its terminal (us). The encoder turns keys into the
 /// bytes these modes call for; the emulator tracks them from the child's output.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct KeyboardModes {
+pub(crate) struct KeyboardModes {
     /// Current (top of stack) kitty keyboard flags: 1 disambiguate, 2 report event types,
     /// 4 report alternate keys, 8 report all keys as escape codes, 16 report associated text.
     pub kitty_flags: u8,

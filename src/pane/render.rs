@@ -57,7 +57,7 @@ fn clear_row(buf: &mut Buffer, area: Rect, y: u16) {
 }
 
 /// Converts one vt100 cell into a ratatui cell.
-pub fn apply_cell(cell: &vt100::Cell, out: &mut BufCell) {
+pub(crate) fn apply_cell(cell: &vt100::Cell, out: &mut BufCell) {
     if cell.is_wide_continuation() {
         // The wide glyph to the left covers this cell; ratatui skips it when diffing.
         out.set_symbol("");

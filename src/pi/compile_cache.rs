@@ -40,7 +40,7 @@ use crate::sys::lock;
 
 /// A cache of compiled code a Pi reads at start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CacheKind {
+pub(crate) enum CacheKind {
     /// jiti's, of the extensions it compiled from TypeScript.
     Jiti,
     /// Node's, of V8's code for the modules Pi loads.
@@ -49,7 +49,7 @@ pub enum CacheKind {
 
 /// Where a cache is for one Pi.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Place {
+pub(crate) struct Place {
     pub dir: PathBuf,
     /// The variable that names `dir` itself (`NODE_COMPILE_CACHE`): the user's own directory,
     /// never emptied nor changed. `None`: the cache's own directory in the temporary directory.
@@ -58,7 +58,7 @@ pub struct Place {
 
 /// One cache of one Pi, after [`prepare`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CompileCache {
+pub(crate) struct CompileCache {
     pub kind: CacheKind,
     pub place: Place,
     /// Why it is off: its directory could not be made ours. `None`: only we can write to it.
@@ -113,7 +113,7 @@ impl CacheKind {
     }
 
     /// What turns this cache off in Pi's environment (for jiti, jiti 2's and jiti 1's switch).
-    pub fn off_env(self) -> &'static [(&'static str, &'static str)] {
+    pub(crate) fn off_env(self) -> &'static [(&'static str, &'static str)] {
         match self {
             Self::Jiti => &[("JITI_FS_CACHE", "false"), ("JITI_CACHE", "false")],
             Self::Node => &[("NODE_DISABLE_COMPILE_CACHE", "1")],
@@ -188,7 +188,7 @@ where
 }
 
 /// [`env_for`] without the log: the caches a Pi started in `cwd` with `child_env` would use.
-pub fn prepare_for<K, V>(cwd: &Path, child_env: &[(K, V)]) -> Vec<CompileCache>
+pub(crate) fn prepare_for<K, V>(cwd: &Path, child_env: &[(K, V)]) -> Vec<CompileCache>
 where
     K: AsRef<OsStr>,
     V: AsRef<OsStr>,
@@ -212,7 +212,7 @@ where
 }
 
 /// Makes `place` a cache only we can write to, or says why it cannot be one.
-pub fn prepare(place: &Place) -> Result<(), String> {
+pub(crate) fn prepare(place: &Place) -> Result<(), String> {
     let dir = &place.dir;
     let Some(parent) = dir.parent() else {
         return Err(format!("{} has no parent directory", dir.display()));

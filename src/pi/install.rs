@@ -21,7 +21,7 @@ use super::{
 };
 
 /// Set to `1` (or any value but `0` and empty) to never install Pi or Node.
-pub const NO_INSTALL_ENV: &str = "UNIPI_TUI_NO_INSTALL";
+pub(crate) const NO_INSTALL_ENV: &str = "UNIPI_TUI_NO_INSTALL";
 
 /// Approximate installed sizes, for the plan shown before installing.
 const CURRENT_PI_SIZE: &str = "about 170 MB";
@@ -30,7 +30,7 @@ const NODE_WHEEL_SIZE: &str = "about 200 MB";
 
 /// Whether a first install may go ahead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Consent {
+pub(crate) enum Consent {
     /// Ask y/N on the terminal (stdin and stderr are terminals).
     Ask,
     /// No terminal to ask: print the plan and install.
@@ -42,7 +42,7 @@ pub enum Consent {
 /// How a missing Pi may be installed.
 #[derive(Debug, Clone)]
 pub struct InstallPolicy {
-    pub consent: Consent,
+    pub(crate) consent: Consent,
     /// Where npm's and pip's output is written (the log file), named in the progress line.
     pub log_path: PathBuf,
 }
@@ -80,7 +80,7 @@ fn node_wheel_dir(cache: &Path) -> (PathBuf, PathBuf) {
 }
 
 /// A pinned Pi already installed in the cache (current line first) and its version.
-pub fn installed_in_cache(cache: &Path) -> Option<(PathBuf, String)> {
+pub(crate) fn installed_in_cache(cache: &Path) -> Option<(PathBuf, String)> {
     let v = versions();
     [
         (&v.current_package, &v.current_version),

@@ -17,8 +17,13 @@ pub mod offline;
 pub mod resume;
 mod version;
 
-pub use install::{Consent, InstallPolicy, NO_INSTALL_ENV, installed_in_cache};
-pub use version::{package_version_near, version_of};
+#[cfg(test)]
+pub(crate) use install::Consent;
+pub use install::InstallPolicy;
+pub(crate) use install::installed_in_cache;
+#[cfg(test)]
+pub(crate) use version::package_version_near;
+pub(crate) use version::version_of;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -148,7 +153,7 @@ pub fn cache_dir() -> Option<PathBuf> {
 }
 
 /// The text that tells a user how to get Pi by hand.
-pub fn install_hint() -> String {
+pub(crate) fn install_hint() -> String {
     let v = versions();
     format!(
         "install Pi with `npm install -g {}@{}` (needs Node >= {}), or `npm install -g {}@{}` on \

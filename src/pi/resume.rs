@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 /// Pi's label before its resume command (1.x; 0.7x prints none).
 const PI_RESUME_LABEL: &str = "To resume this session:";
 /// Our label, printed after Pi's transcript.
-pub const WORKBENCH_RESUME_LABEL: &str = "To resume in the workbench:";
+pub(crate) const WORKBENCH_RESUME_LABEL: &str = "To resume in the workbench:";
 
 /// The main Pi's session, as its last `session_start` reported it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,14 +22,14 @@ pub struct PiSession {
 
 /// What the workbench prints when it ends: Pi's transcript, then the resume line if any.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExitOutput {
+pub(crate) struct ExitOutput {
     pub transcript: Vec<u8>,
     pub resume: Option<String>,
 }
 
 /// The exit output for `transcript` and the session Pi last reported, for a workbench started in
 /// `workspace` with the process environment (where Pi's agent and session directories come from).
-pub fn exit_output(
+pub(crate) fn exit_output(
     transcript: Vec<u8>,
     session: Option<&PiSession>,
     workspace: &Path,
@@ -40,7 +40,7 @@ pub fn exit_output(
 }
 
 /// [`exit_output`] with the environment given.
-pub fn exit_output_with(
+pub(crate) fn exit_output_with(
     transcript: Vec<u8>,
     session: Option<&PiSession>,
     workspace: &Path,
@@ -111,7 +111,7 @@ fn searched_session_dir(workspace: &Path, env: &dyn Fn(&str) -> Option<String>) 
 }
 
 /// Pi's default session folder for `cwd`: `<agent dir>/sessions/--<cwd with / as ->--`.
-pub fn default_session_dir(agent_dir: &Path, cwd: &Path) -> PathBuf {
+pub(crate) fn default_session_dir(agent_dir: &Path, cwd: &Path) -> PathBuf {
     let cwd = cwd.to_string_lossy();
     let safe: String = cwd
         .strip_prefix('/')

@@ -27,7 +27,7 @@ const CACHE_FILE: &str = "pi-versions.json";
 
 /// The version of the Pi that `program` runs: from its package when one is near the resolved
 /// file, else by running `program --version` with `env` added (cached in `cache_dir`).
-pub fn version_of(
+pub(crate) fn version_of(
     program: &Path,
     env: &[(OsString, OsString)],
     cache_dir: Option<&Path>,
@@ -37,7 +37,7 @@ pub fn version_of(
 
 /// Reads the version of the Pi package that `program` belongs to (a `.bin/pi` symlink or the
 /// CLI script), by walking up from the resolved file to the package.json naming a Pi package.
-pub fn package_version_near(program: &Path) -> Option<String> {
+pub(crate) fn package_version_near(program: &Path) -> Option<String> {
     let resolved = std::fs::canonicalize(program).ok()?;
     for dir in resolved.ancestors().skip(1).take(6) {
         let Ok(text) = std::fs::read_to_string(dir.join("package.json")) else {

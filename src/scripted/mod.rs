@@ -8,14 +8,11 @@
 mod scenario;
 mod server;
 
-pub use scenario::{
-    DEFAULT_CHUNK_CHARS, Outcome, Pacing, Price, Reply, Role, Scenario, ScenarioError, Selection,
-    ToolCall, UsageSpec, message_text,
-};
+pub use scenario::{Outcome, Price, Reply, Role, Scenario, Selection, ToolCall, message_text};
 pub use server::{ServedModel, ServerHandle, start, start_on};
 
 #[cfg(test)]
 pub(crate) use scenario::undocumented_keys;
 
 /// The built-in demo scenario, embedded so `unipi-tui demo` needs no files on disk.
-pub const BUILTIN_DEMO_TOML: &str = include_str!("demo.toml");
+pub(crate) const BUILTIN_DEMO_TOML: &str = include_str!("demo.toml");

@@ -55,7 +55,7 @@ use serde_json::Value;
 use toml::Spanned;
 
 /// Characters per streamed delta when neither the rule nor the scenario says.
-pub const DEFAULT_CHUNK_CHARS: usize = 8;
+pub(crate) const DEFAULT_CHUNK_CHARS: usize = 8;
 
 /// A parsed, validated scenario. Immutable: per-run state (how often a rule fired) lives in the
 /// server, so one scenario can back several servers.
@@ -82,7 +82,7 @@ pub struct Price {
 /// One `[[rule]]`: a condition on the last message (and the model asked) and the reply it
 /// produces.
 #[derive(Debug, Clone)]
-pub struct Rule {
+pub(crate) struct Rule {
     when: Option<Regex>,
     role: Option<Role>,
     model: Option<String>,
@@ -94,9 +94,9 @@ pub struct Rule {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reply {
     pub outcome: Outcome,
-    pub pacing: Pacing,
+    pub(crate) pacing: Pacing,
     /// Token counts to report; a `None` count is derived from character counts.
-    pub usage: UsageSpec,
+    pub(crate) usage: UsageSpec,
 }
 
 /// The answer proper: an assistant message, or a scripted HTTP failure.
@@ -121,7 +121,7 @@ pub struct ToolCall {
 
 /// Streaming pace of a reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Pacing {
+pub(crate) struct Pacing {
     pub delay_ms: u64,
     pub chunk_chars: usize,
     pub chunk_delay_ms: u64,
@@ -130,7 +130,7 @@ pub struct Pacing {
 /// Scripted token counts; `None` means "derive from characters".
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct UsageSpec {
+pub(crate) struct UsageSpec {
     pub prompt_tokens: Option<u64>,
     pub completion_tokens: Option<u64>,
 }
@@ -242,7 +242,7 @@ impl Scenario {
     }
 
     /// Number of rules, so callers can size their firing counters.
-    pub fn rule_count(&self) -> usize {
+    pub(crate) fn rule_count(&self) -> usize {
         self.rules.len()
     }
 
@@ -255,7 +255,7 @@ impl Scenario {
     /// Chooses the reply for a request to `model` whose last message has `role` and `text`.
     /// `fired[i]` is how often rule `i` already fired (missing entries count as zero); exhausted
     /// rules are skipped.
-    pub fn select_for(
+    pub(crate) fn select_for(
         &self,
         model: Option<&str>,
         role: &str,
@@ -285,7 +285,12 @@ impl Scenario {
     /// `arguments` with each `${1}` / `${name}` replaced by that capture group of rule `rule`'s
     /// `when` over `text`, escaped for a JSON string. Unbraced `$` is left alone (shell commands
     /// in arguments use it), as is a group that did not match.
-    pub fn expand_arguments(&self, rule: Option<usize>, text: &str, arguments: &str) -> String {
+    pub(crate) fn expand_arguments(
+        &self,
+        rule: Option<usize>,
+        text: &str,
+        arguments: &str,
+    ) -> String {
         let captures = rule
             .and_then(|index| self.rules.get(index))
             .and_then(|rule| rule.when.as_ref())

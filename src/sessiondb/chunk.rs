@@ -5,10 +5,10 @@
 //! line break, else whitespace, else at a character boundary.
 
 /// The target chunk size in bytes (close to characters for the mostly-ASCII text of sessions).
-pub const CHUNK_BYTES: usize = 2_000;
+pub(crate) const CHUNK_BYTES: usize = 2_000;
 
 /// The non-blank chunks of `text`, each at most `max_bytes` long (unless one character is longer).
-pub fn chunk_text(text: &str, max_bytes: usize) -> Vec<&str> {
+pub(crate) fn chunk_text(text: &str, max_bytes: usize) -> Vec<&str> {
     let max_bytes = max_bytes.max(1);
     let mut chunks = Vec::new();
     let mut rest = text;

@@ -25,16 +25,16 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::sys::now_ms;
-pub use chunk::{CHUNK_BYTES, chunk_text};
+pub(crate) use chunk::{CHUNK_BYTES, chunk_text};
 pub use paths::{default_db_dir, project_db_path};
 pub use recall::recall_all_projects;
 use schema::OpenFailure;
 pub use sidekick::{SidekickCall, SidekickTotals};
 
 /// Events kept per session; past it the lowest-priority, oldest one is evicted.
-pub const MAX_EVENTS_PER_SESSION: i64 = 1_000;
+pub(crate) const MAX_EVENTS_PER_SESSION: i64 = 1_000;
 /// An event equal (kind and data) to one of this many latest events of its session is skipped.
-pub const DEDUP_WINDOW: i64 = 5;
+pub(crate) const DEDUP_WINDOW: i64 = 5;
 
 /// An open session database.
 #[derive(Debug)]
@@ -119,7 +119,7 @@ impl DbError {
     }
 
     /// Whether the file cannot be written: recall would only ever search stale content.
-    pub fn is_read_only(&self) -> bool {
+    pub(crate) fn is_read_only(&self) -> bool {
         match self {
             DbError::ReadOnly { .. } => true,
             DbError::Sqlite { source, .. } | DbError::Migration { source, .. } => {
@@ -189,8 +189,9 @@ pub struct NewEvent {
     pub entry_id: Option<String>,
 }
 
+#[cfg(test)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StoredEvent {
+pub(crate) struct StoredEvent {
     pub id: i64,
     pub session_id: String,
     pub kind: EventKind,
@@ -467,7 +468,12 @@ impl SessionDb {
     }
 
     /// The session's latest `limit` events, oldest first.
-    pub fn events(&self, session_id: &str, limit: usize) -> Result<Vec<StoredEvent>, DbError> {
+    #[cfg(test)]
+    pub(crate) fn events(
+        &self,
+        session_id: &str,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>, DbError> {
         let rows = (|| -> rusqlite::Result<Vec<(StoredEvent, String)>> {
             let mut stmt = self.conn.prepare_cached(
                 "SELECT * FROM (

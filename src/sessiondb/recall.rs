@@ -22,7 +22,7 @@ use super::{
 };
 
 /// The longest snippet returned, in characters, ellipses included.
-pub const SNIPPET_MAX_CHARS: usize = 300;
+pub(crate) const SNIPPET_MAX_CHARS: usize = 300;
 /// The most hits one query returns, whatever limit is asked for.
 pub const MAX_LIMIT: usize = 50;
 /// Phrases kept from one query; more only slows the search without sharpening it.
@@ -31,7 +31,7 @@ const MAX_PHRASES: usize = 16;
 const MAX_PHRASE_WORDS: usize = 8;
 const MAX_WORD_CHARS: usize = 64;
 /// Matches counted at most: counting a word in every chunk costs more than the number is worth.
-pub const TOTAL_CAP: i64 = 10_000;
+pub(crate) const TOTAL_CAP: i64 = 10_000;
 /// English function words dropped from a query that has other words.
 const STOPWORDS: &[&str] = &[
     "a", "an", "and", "are", "as", "at", "be", "but", "by", "did", "do", "does", "for", "from",
@@ -40,12 +40,12 @@ const STOPWORDS: &[&str] = &[
     "were", "what", "when", "where", "which", "who", "why", "will", "with", "you", "your",
 ];
 /// Matches ranked per query at most (the newest ones); see `search`.
-pub const RANK_WINDOW: i64 = 2_000;
+pub(crate) const RANK_WINDOW: i64 = 2_000;
 /// Tokens FTS5's snippet() shows around the match (its own cap is 64).
 const SNIPPET_TOKENS: i64 = 48;
 
 /// The FTS5 phrases of a free-text query, each quoted; empty when nothing searchable is left.
-pub fn sanitize_query(text: &str) -> Vec<String> {
+pub(crate) fn sanitize_query(text: &str) -> Vec<String> {
     let mut phrases: Vec<String> = Vec::new();
     for token in text.split_whitespace() {
         if ["AND", "OR", "NOT", "NEAR"]

@@ -19,19 +19,19 @@ use std::time::Duration;
 use rusqlite::{Connection, ErrorCode, Transaction, TransactionBehavior};
 
 /// The schema version this build reads and writes.
-pub const CURRENT_VERSION: i64 = 3;
+pub(crate) const CURRENT_VERSION: i64 = 3;
 
 /// How long a writer waits for another process's lock before failing with "database is busy".
-pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// One migration step: the SQL that brings a database to `version`.
 #[derive(Debug, Clone, Copy)]
-pub struct Migration {
+pub(crate) struct Migration {
     pub version: i64,
     pub sql: &'static str,
 }
 
-pub const MIGRATIONS: &[Migration] = &[
+pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration {
         version: 1,
         sql: V1_SQL,

@@ -70,7 +70,7 @@ fn probe_says_alive(probe: nix::Result<()>) -> bool {
 
 /// SIGKILL to group `pgid` now, synchronously, ignoring errors: for exits that cannot await (a
 /// panic hook, `Drop`).
-pub fn kill_group_now(pgid: Pid) {
+pub(crate) fn kill_group_now(pgid: Pid) {
     if let Err(err) = killpg(pgid, Signal::SIGKILL)
         && err != Errno::ESRCH
     {

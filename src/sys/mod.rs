@@ -19,7 +19,7 @@ pub mod listing;
 pub mod path_trust;
 pub mod private_dir;
 pub mod process;
-pub mod procfs;
+pub(crate) mod procfs;
 pub mod random;
 pub mod signals;
 pub mod sweep;
@@ -30,11 +30,11 @@ pub mod watchdog;
 
 pub use changed::Changed;
 pub use fs::{replace_if_unchanged, write_atomic, write_new_atomic};
-pub use group::{ProcessGroup, group_alive, kill_group_now};
+pub use group::{ProcessGroup, group_alive};
 pub use listing::files_with_extension;
 pub use process::{
     CurrentGroup, GroupGuard, GroupStop, Reach, SpawnGrouped, StopOutcome, hang_up_group,
-    stop_group, stop_reaching,
+    stop_group,
 };
 pub use procfs::ProcessId;
 pub use random::random_u64;

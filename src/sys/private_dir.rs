@@ -40,18 +40,18 @@ pub const OWNER_FILE: &str = "owner";
 
 /// The per-user root and, when the usual place could not be used, why.
 #[derive(Debug, Clone)]
-pub struct RuntimeRoot {
+pub(crate) struct RuntimeRoot {
     pub path: PathBuf,
     /// Said to the user once: the usual directory was refused and a fresh one is used.
     pub notice: Option<String>,
 }
 
 /// The file in the user's state directory that records the fallback root.
-pub const RECORD_FILE: &str = "runtime-dir";
+pub(crate) const RECORD_FILE: &str = "runtime-dir";
 
 /// The root for this process, resolved once (from `XDG_RUNTIME_DIR`, `TMPDIR` and the
 /// [`record_file`]); the error says why no private directory could be had at all.
-pub fn runtime_root() -> Result<&'static RuntimeRoot, String> {
+pub(crate) fn runtime_root() -> Result<&'static RuntimeRoot, String> {
     static ROOT: OnceLock<Result<RuntimeRoot, String>> = OnceLock::new();
     ROOT.get_or_init(|| {
         let xdg = std::env::var_os("XDG_RUNTIME_DIR")
@@ -70,7 +70,7 @@ pub fn runtime_root() -> Result<&'static RuntimeRoot, String> {
 
 /// Where the fallback root is recorded: `unipi-tui/runtime-dir` in the user's state directory
 /// (else the cache directory), both under HOME; never in a shared temporary directory.
-pub fn record_file() -> Option<PathBuf> {
+pub(crate) fn record_file() -> Option<PathBuf> {
     dirs::state_dir()
         .or_else(dirs::cache_dir)
         .map(|dir| dir.join("unipi-tui").join(RECORD_FILE))
@@ -79,7 +79,7 @@ pub fn record_file() -> Option<PathBuf> {
 /// Picks the root: `<xdg>/unipi-tui` if `xdg` is a private directory of ours, else
 /// `<tmp>/unipi-<uid>`, else the fallback `<tmp>/unipi-<uid>-<random>` that `record` names (made
 /// and recorded if there is none). The notice says what was refused and where the files are.
-pub fn choose_root(
+pub(crate) fn choose_root(
     xdg: Option<&Path>,
     tmp: &Path,
     record: Option<&Path>,

@@ -33,7 +33,7 @@ const EMPTY_POLL: Duration = Duration::from_millis(20);
 /// After SIGKILL, how long a stop waits for the group to be empty. Bounded: a killed member
 /// whose parent died too is a zombie until PID 1 reaps it, and some PID 1s (in containers)
 /// never do, so the group can stay non-empty with nothing left running.
-pub const KILL_WAIT: Duration = Duration::from_secs(1);
+pub(crate) const KILL_WAIT: Duration = Duration::from_secs(1);
 
 /// Which processes a signal reaches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,7 +74,7 @@ pub enum StopOutcome {
 }
 
 /// How long a hang-up waits for the group to leave before [`stop_group`]'s SIGTERM follows.
-pub const HANGUP_WAIT: Duration = Duration::from_secs(1);
+pub(crate) const HANGUP_WAIT: Duration = Duration::from_secs(1);
 
 /// Hangs up on `group` (SIGHUP, as a closed terminal does) and, if it is not empty within
 /// [`HANGUP_WAIT`], stops it ([`stop_group`]). The pause keeps the two requests apart: sent
@@ -103,7 +103,11 @@ pub async fn stop_group(group: ProcessGroup, grace: Duration) -> StopOutcome {
 }
 
 /// [`stop_group`] with each signal going as far as `reach`.
-pub async fn stop_reaching(group: ProcessGroup, grace: Duration, reach: Reach) -> StopOutcome {
+pub(crate) async fn stop_reaching(
+    group: ProcessGroup,
+    grace: Duration,
+    reach: Reach,
+) -> StopOutcome {
     if !group.alive() {
         return StopOutcome::Ended;
     }

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 /// One process's line in `/proc/<pid>/stat`, the fields we use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ProcStat {
+pub(crate) struct ProcStat {
     pub pid: i32,
     pub ppid: i32,
     pub pgid: i32,
@@ -52,7 +52,7 @@ pub fn table() -> Vec<ProcStat> {
 
 /// Whether the environment of `pid` holds exactly `entry` (`NAME=value`). False when it cannot
 /// be read (gone, another user's).
-pub fn environ_has(pid: i32, entry: &[u8]) -> bool {
+pub(crate) fn environ_has(pid: i32, entry: &[u8]) -> bool {
     std::fs::read(format!("/proc/{pid}/environ"))
         .is_ok_and(|raw| raw.split(|byte| *byte == 0).any(|var| var == entry))
 }

@@ -27,7 +27,7 @@ use super::tree::descendants_in;
 use super::watchdog::{Message, TOKEN_ENV};
 
 /// How long a sweep may go on: the promise is "gone within 2 s of the workbench's death".
-pub const SWEEP_LIMIT: Duration = Duration::from_millis(1500);
+pub(crate) const SWEEP_LIMIT: Duration = Duration::from_millis(1500);
 /// The pause between two rounds of a sweep.
 const ROUND_PAUSE: Duration = Duration::from_millis(20);
 /// Registered groups are checked for leaders that are gone every this many registrations, so a

@@ -12,7 +12,7 @@ use super::procfs::{self, ProcStat};
 /// process groups of their own, so signalling Pi's group alone would leave them running; the
 /// tree is walked before anything is signalled, while the parent links still exist.
 /// Best effort: processes that are already gone are skipped.
-pub fn signal_tree(root_pgid: Pid, signal: nix::sys::signal::Signal) {
+pub(crate) fn signal_tree(root_pgid: Pid, signal: nix::sys::signal::Signal) {
     let own_group = nix::unistd::getpgrp();
     let members = group_members(root_pgid);
     let descendants = descendants_of(&members);

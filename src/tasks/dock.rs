@@ -27,7 +27,7 @@ const DETAIL_TAIL_LINES: usize = 200;
 
 /// The dock's rows. `tail` is the output tail of the task the detail shows (read only for that
 /// one: reading every log on every change would be wasted I/O).
-pub fn dock_rows(tasks: &[TaskInfo], marks: &Marks, tail: Option<&Tail>) -> Vec<TaskRow> {
+pub(crate) fn dock_rows(tasks: &[TaskInfo], marks: &Marks, tail: Option<&Tail>) -> Vec<TaskRow> {
     let now = crate::sys::now_ms();
     tasks
         .iter()
@@ -179,7 +179,7 @@ fn not_steered() -> Verb {
 
 /// A rerun of a finished shell task: same command and settings, started by the user (so it
 /// notifies without waking the agent).
-pub fn rerun_request(task: &TaskInfo) -> RunRequest {
+pub(crate) fn rerun_request(task: &TaskInfo) -> RunRequest {
     RunRequest {
         name: task.name.clone(),
         command: task.command.clone(),
@@ -195,7 +195,7 @@ pub fn rerun_request(task: &TaskInfo) -> RunRequest {
 
 /// The last output lines of one task, as last read.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Tail {
+pub(crate) struct Tail {
     pub id: String,
     pub lines: Vec<String>,
 }

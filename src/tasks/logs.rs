@@ -11,11 +11,11 @@ use anyhow::Context as _;
 use super::model::format_size;
 
 /// The most `bg_logs` returns (and its default): 50 KiB.
-pub const MAX_LOG_BYTES: u64 = 50 * 1024;
+pub(crate) const MAX_LOG_BYTES: u64 = 50 * 1024;
 
 /// What one bounded read got.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LogRead {
+pub(crate) struct LogRead {
     /// UTF-8 (lossy: a cut may split a character).
     pub content: String,
     pub bytes_read: u64,
@@ -24,7 +24,7 @@ pub struct LogRead {
 }
 
 /// Reads at most `max_bytes` from the start (`tail == false`) or the end of `path`.
-pub fn bounded_read(path: &Path, max_bytes: u64, tail: bool) -> anyhow::Result<LogRead> {
+pub(crate) fn bounded_read(path: &Path, max_bytes: u64, tail: bool) -> anyhow::Result<LogRead> {
     // Not through a link someone put in the file's place.
     let mut file = crate::sys::private_dir::open_no_follow(path)
         .with_context(|| format!("open {}", path.display()))?;
@@ -52,7 +52,7 @@ pub fn bounded_read(path: &Path, max_bytes: u64, tail: bool) -> anyhow::Result<L
 
 /// `maxBytes` as the model gave it: absent or not a positive number → 50 KiB; else floored and
 /// clamped to `1..=50 KiB`.
-pub fn normalize_max_bytes(value: Option<f64>) -> u64 {
+pub(crate) fn normalize_max_bytes(value: Option<f64>) -> u64 {
     match value {
         Some(v) if v.is_finite() => (v.floor().max(1.0) as u64).min(MAX_LOG_BYTES),
         _ => MAX_LOG_BYTES,
@@ -61,7 +61,7 @@ pub fn normalize_max_bytes(value: Option<f64>) -> u64 {
 
 /// The `bg_logs` text: the content with a notice. A truncated tail read puts the notice first
 /// (the model reads what it skipped before the end), a head read puts it last.
-pub fn format_log_text(read: &LogRead, tail: bool, output_path: &str) -> String {
+pub(crate) fn format_log_text(read: &LogRead, tail: bool, output_path: &str) -> String {
     if read.content.is_empty() && read.total_bytes == 0 {
         return format!("(no output yet)\n\n[Full output: {output_path}]");
     }
@@ -96,7 +96,7 @@ pub fn last_lines(path: &Path, count: usize) -> Vec<String> {
 }
 
 /// Up to `count` last non-empty lines of `text`, each cut to 200 characters.
-pub fn last_lines_of(text: &str, count: usize) -> Vec<String> {
+pub(crate) fn last_lines_of(text: &str, count: usize) -> Vec<String> {
     let mut lines: Vec<String> = text
         .lines()
         .rev()

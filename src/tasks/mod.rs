@@ -24,21 +24,10 @@ mod service;
 
 pub use capability::{REGISTRATION, commands};
 pub use config::{TASKS_CONFIG_FILE, TasksConfig};
-pub use logs::{
-    LogRead, MAX_LOG_BYTES, bounded_read, format_log_text, last_line, last_lines, last_lines_of,
-    normalize_max_bytes,
-};
-pub use model::{
-    DeliveryMode, KillKind, TaskInfo, TaskOrigin, TaskStatus, delivery_guidance,
-    derive_task_name_from_command, format_duration, format_size, format_task_line,
-    format_task_list, normalize_task_name, resolve_task_name, sort_tasks,
-};
-pub use module::{BgCommand, TasksModule, parse_bg_command};
-pub use notify::{
-    NOTIFICATION_GUIDANCE, NOTIFICATION_TYPE, build_notice, notification_content,
-    notification_details,
-};
-pub use service::{
-    DEFAULT_MAX_OUTPUT_BYTES, KILL_GRACE, MAX_RECENT_TASKS, RunRequest, STOP_WAIT, TaskError,
-    TaskRegistry, TaskService, TaskSettings,
-};
+pub use logs::{last_line, last_lines};
+pub(crate) use model::format_task_list;
+pub use model::{KillKind, TaskInfo, TaskOrigin, TaskStatus, format_size};
+pub use module::TasksModule;
+pub use notify::{NOTIFICATION_TYPE, notification_content};
+pub(crate) use service::DEFAULT_MAX_OUTPUT_BYTES;
+pub use service::{KILL_GRACE, RunRequest, TaskError, TaskRegistry, TaskService, TaskSettings};

@@ -129,7 +129,7 @@ impl TaskInfo {
     }
 
     /// Runtime so far (running) or in total, in milliseconds.
-    pub fn runtime_ms(&self, now_ms: u64) -> u64 {
+    pub(crate) fn runtime_ms(&self, now_ms: u64) -> u64 {
         self.end_time
             .unwrap_or(now_ms)
             .saturating_sub(self.start_time)
@@ -142,7 +142,7 @@ impl TaskInfo {
 }
 
 /// Orders tasks for lists: running first, then failed, stopped, done; newest first within each.
-pub fn sort_tasks(tasks: &mut [TaskInfo]) {
+pub(crate) fn sort_tasks(tasks: &mut [TaskInfo]) {
     tasks.sort_by(|a, b| {
         a.status
             .rank()
@@ -153,13 +153,15 @@ pub fn sort_tasks(tasks: &mut [TaskInfo]) {
 }
 
 /// How a task's end is delivered (the seed's delivery table).
+#[cfg(test)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DeliveryMode {
+pub(crate) enum DeliveryMode {
     NotificationAndWake,
     NotificationOnly,
     ManualMonitoring,
 }
 
+#[cfg(test)]
 impl DeliveryMode {
     pub fn of(notify: bool, trigger: bool) -> Self {
         match (notify, trigger) {
@@ -171,7 +173,7 @@ impl DeliveryMode {
 }
 
 /// The three guidance lines `bg_run` returns, worded as the reference's.
-pub fn delivery_guidance(notify: bool, trigger: bool) -> [&'static str; 3] {
+pub(crate) fn delivery_guidance(notify: bool, trigger: bool) -> [&'static str; 3] {
     match (notify, trigger) {
         (true, true) => [
             "Terminal notification: enabled.",
@@ -202,7 +204,7 @@ pub fn delivery_guidance(notify: bool, trigger: bool) -> [&'static str; 3] {
 
 /// A user-given name: outer quotes stripped, whitespace compacted, at most 80 characters.
 /// `None` when nothing is left.
-pub fn normalize_task_name(name: &str) -> Option<String> {
+pub(crate) fn normalize_task_name(name: &str) -> Option<String> {
     let trimmed = name.trim();
     let unquoted = unquote(trimmed);
     let compact = unquoted.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -211,7 +213,7 @@ pub fn normalize_task_name(name: &str) -> Option<String> {
 
 /// A name for a task started without one: `npm run build` → `npm run build`, otherwise the
 /// command's first five words, at most 48 characters.
-pub fn derive_task_name_from_command(command: &str) -> String {
+pub(crate) fn derive_task_name_from_command(command: &str) -> String {
     let words: Vec<&str> = command.split_whitespace().collect();
     let name = runner_script_name(&words)
         .unwrap_or_else(|| words.iter().take(5).copied().collect::<Vec<_>>().join(" "));
@@ -237,14 +239,18 @@ fn runner_script_name(words: &[&str]) -> Option<String> {
 }
 
 /// The task's name: the given one, else from the description, else from the command.
-pub fn resolve_task_name(name: Option<&str>, description: Option<&str>, command: &str) -> String {
+pub(crate) fn resolve_task_name(
+    name: Option<&str>,
+    description: Option<&str>,
+    command: &str,
+) -> String {
     name.and_then(normalize_task_name)
         .or_else(|| description.and_then(normalize_task_name))
         .unwrap_or_else(|| derive_task_name_from_command(command))
 }
 
 /// `<1000` → `Nms`; `<60s` → `Ns`; `<60m` → `Nm[Ss]`; else `Nh[Mm]`.
-pub fn format_duration(ms: u64) -> String {
+pub(crate) fn format_duration(ms: u64) -> String {
     if ms < 1000 {
         return format!("{ms}ms");
     }
@@ -283,7 +289,7 @@ pub fn format_size(bytes: u64) -> String {
 }
 
 /// One task as `bg_status` lists it (two lines: summary and output path).
-pub fn format_task_line(task: &TaskInfo, now_ms: u64) -> String {
+pub(crate) fn format_task_line(task: &TaskInfo, now_ms: u64) -> String {
     let mut line = format!(
         "{} {} {} {}",
         task.status.icon(),
@@ -306,7 +312,7 @@ pub fn format_task_line(task: &TaskInfo, now_ms: u64) -> String {
 }
 
 /// The `bg_status` text for a list of tasks (already in display order).
-pub fn format_task_list(tasks: &[TaskInfo], now_ms: u64) -> String {
+pub(crate) fn format_task_list(tasks: &[TaskInfo], now_ms: u64) -> String {
     if tasks.is_empty() {
         return "No background tasks in this workbench session.".to_string();
     }

@@ -410,14 +410,14 @@ const CARD_COMMAND_CHARS: usize = 200;
 
 /// `/unipi:bg`'s arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BgCommand {
+pub(crate) struct BgCommand {
     pub name: Option<String>,
     pub is_agent: bool,
     pub command: String,
 }
 
 /// Parses `[--agent|--llm-agent] [--script|--no-agent] [--name v|--name=v|-n v|-n=v] [--] <cmd>`.
-pub fn parse_bg_command(input: &str) -> Result<BgCommand, Refusal> {
+pub(crate) fn parse_bg_command(input: &str) -> Result<BgCommand, Refusal> {
     let mut rest = input.trim();
     let mut name = None;
     let mut is_agent = false;

@@ -13,14 +13,14 @@ use crate::bridge::{AgentId, AgentNotice, Card, CardTint, NoticeSink};
 pub const NOTIFICATION_TYPE: &str = "background-task-notification";
 
 /// What the model is told to do with a notification.
-pub const NOTIFICATION_GUIDANCE: &str = "Terminal state and output metadata are durable. Do not \
+pub(crate) const NOTIFICATION_GUIDANCE: &str = "Terminal state and output metadata are durable. Do not \
      call bg_status to reconfirm; use bg_logs only if output is needed.";
 
 pub(crate) type SharedSink = Arc<dyn NoticeSink>;
 
 /// The notification for a finished task (its status is terminal), quoting `last_lines`: the
 /// output as the workbench captured it, never a re-read of the file.
-pub fn build_notice(task: &TaskInfo, last_lines: &[String]) -> AgentNotice {
+pub(crate) fn build_notice(task: &TaskInfo, last_lines: &[String]) -> AgentNotice {
     AgentNotice {
         agent: AgentId::new(task.agent.clone()),
         id: task.id.clone(),
@@ -67,7 +67,7 @@ pub fn notification_content(task: &TaskInfo, last_lines: &[String]) -> String {
 
 /// The card's fields: the snapshot plus duration, whether the agent is woken, last lines, and
 /// the rendered [`completion_card`] as `card`.
-pub fn notification_details(task: &TaskInfo, last_lines: &[String]) -> Value {
+pub(crate) fn notification_details(task: &TaskInfo, last_lines: &[String]) -> Value {
     let runtime = runtime_ms(task);
     json!({
         "card": completion_card(task, last_lines),
@@ -84,7 +84,7 @@ pub fn notification_details(task: &TaskInfo, last_lines: &[String]) -> Value {
 
 /// The completion card: `✓ bg done <name> · exit 0 · 25s · agent woken` and the last output
 /// lines; failed and stopped tasks get the error tint, and the error (if any) as the footer.
-pub fn completion_card(task: &TaskInfo, last_lines: &[String]) -> Card {
+pub(crate) fn completion_card(task: &TaskInfo, last_lines: &[String]) -> Card {
     let tint = match task.status {
         TaskStatus::Done => CardTint::Success,
         TaskStatus::Running => CardTint::Info,

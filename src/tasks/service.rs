@@ -39,13 +39,13 @@ use crate::sys::{
 };
 
 /// Default output cap: 20 MiB.
-pub const DEFAULT_MAX_OUTPUT_BYTES: u64 = 20 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_OUTPUT_BYTES: u64 = 20 * 1024 * 1024;
 /// Time between SIGTERM and SIGKILL.
 pub const KILL_GRACE: Duration = Duration::from_secs(3);
 /// How long a stop waits for the task to end.
-pub const STOP_WAIT: Duration = Duration::from_millis(4500);
+pub(crate) const STOP_WAIT: Duration = Duration::from_millis(4500);
 /// Finished tasks kept in memory (their files stay on disk).
-pub const MAX_RECENT_TASKS: usize = 100;
+pub(crate) const MAX_RECENT_TASKS: usize = 100;
 
 /// How tasks are run and where their files go.
 #[derive(Debug, Clone)]
@@ -315,7 +315,7 @@ impl TaskService {
     /// Stops a running task for the user (the dock, `Ctrl+C` on a task): like
     /// [`TaskService::stop`], but its notification does not wake the agent — a turn the user did
     /// not ask for costs money; the model reads the notification with its next turn.
-    pub async fn stop_by_user(&self, query: &str) -> Result<TaskInfo, TaskError> {
+    pub(crate) async fn stop_by_user(&self, query: &str) -> Result<TaskInfo, TaskError> {
         let task = self.resolve(query)?;
         if task.is_running() {
             self.inner
@@ -460,7 +460,7 @@ impl TaskRegistry {
         self.inner.changes.subscribe()
     }
 
-    pub fn running_count(&self) -> usize {
+    pub(crate) fn running_count(&self) -> usize {
         lock(&self.inner.tasks)
             .values()
             .filter(|e| e.info.is_running())
@@ -468,7 +468,7 @@ impl TaskRegistry {
     }
 
     /// Running tasks whose end will start an agent turn.
-    pub fn waking_count(&self) -> usize {
+    pub(crate) fn waking_count(&self) -> usize {
         lock(&self.inner.tasks)
             .values()
             .filter(|e| e.info.is_running() && e.info.wakes_agent())

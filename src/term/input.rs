@@ -48,7 +48,7 @@ pub const ESC_TIMEOUT: Duration = Duration::from_millis(25);
 
 /// One decoded piece of terminal input.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum InputEvent {
+pub(crate) enum InputEvent {
     /// A key, mouse, paste or focus event, in crossterm's types.
     Event(Event),
     /// A reply from the outer terminal to a query the workbench sent (never forwarded to Pi as
@@ -58,7 +58,7 @@ pub enum InputEvent {
 
 /// A terminal's answer to one of our queries.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TerminalReply {
+pub(crate) enum TerminalReply {
     /// `CSI ? flags u`: the kitty keyboard flags in effect.
     KittyFlags(u8),
     /// `CSI ? 6x ; … c` (DA1): every parameter as sent; the first is the conformance level.
@@ -75,7 +75,7 @@ pub enum TerminalReply {
 
 /// Which colour an OSC colour reply is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ColorSlot {
+pub(crate) enum ColorSlot {
     Foreground,
     Background,
     Palette(u8),
@@ -99,7 +99,7 @@ impl InputDecoder {
 
     /// Feed bytes as they arrive (sequences may be split anywhere, even inside UTF-8 or a
     /// paste).
-    pub fn feed(&mut self, bytes: &[u8]) -> Vec<InputEvent> {
+    pub(crate) fn feed(&mut self, bytes: &[u8]) -> Vec<InputEvent> {
         let mut out = Vec::new();
         self.held.extend_from_slice(bytes);
         self.run(false, &mut out);
@@ -118,14 +118,15 @@ impl InputDecoder {
     }
 
     /// True between `CSI 200~` and `CSI 201~`.
-    pub fn in_paste(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn in_paste(&self) -> bool {
         matches!(self.mode, Mode::Paste(_))
     }
 
     /// Called by the app when no more bytes arrived for [`ESC_TIMEOUT`]: resolve what is held
     /// back. A lone ESC becomes the Esc key; ESC + a partial sequence becomes Alt + its second
     /// byte followed by the rest as text; a split char that never completed is dropped.
-    pub fn flush_pending(&mut self) -> Vec<InputEvent> {
+    pub(crate) fn flush_pending(&mut self) -> Vec<InputEvent> {
         let mut out = Vec::new();
         match std::mem::take(&mut self.mode) {
             Mode::Ground => {}
@@ -154,7 +155,8 @@ impl InputDecoder {
     /// `CSI R` and `CSI 1 ; m R` are (modified) F3, as legacy xterm sends them, and any other
     /// `CSI r ; c R` is a cursor report. `CSI ? r ; c R` (DECXCPR, asked with `CSI ? 6 n`) is
     /// always a cursor report, so prefer that query where the terminal supports it.
-    pub fn expect_cursor_report(&mut self) {
+    #[cfg(test)]
+    pub(crate) fn expect_cursor_report(&mut self) {
         self.cursor_reports_expected = self.cursor_reports_expected.saturating_add(1);
     }
 }

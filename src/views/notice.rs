@@ -13,7 +13,7 @@ use super::pager::{PagedModel, PagedView};
 use crate::config::keymap::Keymap;
 
 /// A box of messages; typing closes it and goes on to Pi.
-pub type NoticeView = PagedView<NoticeModel>;
+pub(crate) type NoticeView = PagedView<NoticeModel>;
 
 /// The box titled `title` listing `messages`.
 pub fn notice_view(title: &str, messages: Vec<String>, keymap: &Keymap) -> NoticeView {

@@ -14,8 +14,8 @@ use crate::config::keymap::{KeyTable, KeyTableSpec, Keymap, key_table};
 
 key_table! {
     /// The `[pager]` table (its defaults are in `keymaps/default.toml`).
-    pub static PAGER_KEYS,
-    pub enum PagerAction,
+    pub(crate) static PAGER_KEYS,
+    pub(crate) enum PagerAction,
     table "pager", title "Read-only overlays (help, info, reports)",
     defaults [],
     actions {
@@ -30,11 +30,11 @@ key_table! {
 }
 
 /// Rows a page key scrolls in a read-only overlay.
-pub const OVERLAY_PAGE: usize = 10;
+pub(crate) const OVERLAY_PAGE: usize = 10;
 
 /// What a pager key means for a scrolled overlay.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PagerStep {
+pub(crate) enum PagerStep {
     Close,
     /// Rows to scroll by (`isize::MIN` / `isize::MAX` for the top and the end).
     Scroll(isize),
@@ -44,7 +44,7 @@ pub enum PagerStep {
 
 /// A read-only overlay's keys.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Pager {
+pub(crate) struct Pager {
     keys: KeyTable<PagerAction>,
 }
 

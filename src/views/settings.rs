@@ -28,7 +28,7 @@ use super::{RefreshContext, View, ViewAction};
 use crate::bridge::Refusal;
 
 /// Shown after the first Esc with unsaved changes.
-pub const DISCARD_NOTICE: &str = "Unsaved changes — Esc again to discard, s to save.";
+pub(crate) const DISCARD_NOTICE: &str = "Unsaved changes — Esc again to discard, s to save.";
 
 /// Where a settings view saves: the module's config file, written off the UI loop.
 pub trait SettingsStore: Send + Sync {
@@ -87,7 +87,7 @@ impl SettingsView {
 
     /// The store's report on the last save: `Ok(notice)` (e.g. "Saved to ~/.unipi/…")
     /// makes the saved values the new baseline, `Err(message)` is shown and leaves them dirty.
-    pub fn save_finished(&mut self, result: Result<String, Refusal>) {
+    pub(crate) fn save_finished(&mut self, result: Result<String, Refusal>) {
         let saving = self.saving.take();
         match result {
             Ok(notice) => {

@@ -57,12 +57,12 @@ impl Cache {
 
     /// The cache of a fetcher that may reach private addresses (its entries are not served to
     /// one that may not).
-    pub fn reaching_private(self, private: bool) -> Self {
+    pub(crate) fn reaching_private(self, private: bool) -> Self {
         Cache { private, ..self }
     }
 
     /// The default directory: `unipi-tui/web` in the user's cache directory.
-    pub fn default_dir(home: Option<&Path>) -> Option<PathBuf> {
+    pub(crate) fn default_dir(home: Option<&Path>) -> Option<PathBuf> {
         dirs::cache_dir()
             .or_else(|| home.map(|home| home.join(".cache")))
             .map(|dir| dir.join("unipi-tui").join("web"))

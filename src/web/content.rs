@@ -8,7 +8,7 @@ use super::charset;
 
 /// How a body is handled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BodyKind {
+pub(crate) enum BodyKind {
     Html,
     Json,
     Text,
@@ -17,7 +17,7 @@ pub enum BodyKind {
 
 /// The MIME type (lower case, without parameters) and the `charset` parameter of a
 /// `Content-Type` header value.
-pub fn parse_content_type(value: &str) -> (String, Option<String>) {
+pub(crate) fn parse_content_type(value: &str) -> (String, Option<String>) {
     let mut parts = value.split(';');
     let mime = parts.next().unwrap_or_default().trim().to_ascii_lowercase();
     let charset = parts.find_map(|part| {
@@ -31,7 +31,7 @@ pub fn parse_content_type(value: &str) -> (String, Option<String>) {
 }
 
 /// The kind a declared MIME type means; `None` when there is none to go by.
-pub fn classify(mime: &str) -> Option<BodyKind> {
+pub(crate) fn classify(mime: &str) -> Option<BodyKind> {
     if mime.is_empty() {
         return None;
     }
@@ -64,7 +64,7 @@ pub fn classify(mime: &str) -> Option<BodyKind> {
 }
 
 /// The kind and MIME type of a body the server did not label, from its first bytes.
-pub fn sniff(body: &[u8]) -> (BodyKind, &'static str) {
+pub(crate) fn sniff(body: &[u8]) -> (BodyKind, &'static str) {
     if let Some(mime) = binary_type(body, None) {
         return (BodyKind::Binary, mime);
     }
@@ -183,7 +183,7 @@ fn signature(body: &[u8], sign: Sign) -> Option<&'static str> {
 
 /// A JSON body pretty-printed with two spaces; a body that is not valid JSON is given as it is,
 /// with a note saying why (nothing is lost).
-pub fn pretty_json(text: &str) -> String {
+pub(crate) fn pretty_json(text: &str) -> String {
     match serde_json::from_str::<serde_json::Value>(text) {
         Ok(value) => serde_json::to_string_pretty(&value).unwrap_or_else(|_| text.to_owned()),
         Err(err) => format!("[The body is not valid JSON ({err}); shown as it is.]\n\n{text}"),
@@ -191,7 +191,7 @@ pub fn pretty_json(text: &str) -> String {
 }
 
 /// The placeholder for a binary body.
-pub fn binary_placeholder(mime: &str, length: Option<u64>) -> String {
+pub(crate) fn binary_placeholder(mime: &str, length: Option<u64>) -> String {
     match length {
         Some(bytes) => format!("[Binary file: {mime}, {}]", human_bytes(bytes)),
         None => format!("[Binary file: {mime}]"),
@@ -199,7 +199,7 @@ pub fn binary_placeholder(mime: &str, length: Option<u64>) -> String {
 }
 
 /// The placeholder for a body served as text (`declared`) whose bytes are not text.
-pub fn mislabelled_placeholder(mime: &str, declared: &str, length: u64) -> String {
+pub(crate) fn mislabelled_placeholder(mime: &str, declared: &str, length: u64) -> String {
     format!(
         "[Binary file: {mime}, {} — served as {declared}, but the bytes are not text]",
         human_bytes(length)

@@ -156,7 +156,7 @@ impl FetchError {
     }
 
     /// The failed tool call: the described message, the error in `details.error`, and a card.
-    pub fn into_tool_error(self) -> ToolError {
+    pub(crate) fn into_tool_error(self) -> ToolError {
         let card = Card::new(format!("✗ {}", self.code.as_str()), CardTint::Error)
             .line(self.url.clone())
             .line(self.message.clone())

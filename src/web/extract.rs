@@ -30,11 +30,12 @@ pub struct Extracted {
     pub content: String,
     /// `readability`, or `fallback: <selector>`.
     pub method: String,
-    pub meta: PageMeta,
+    pub(crate) meta: PageMeta,
 }
 
 /// The containers tried, in order, when readability finds nothing.
-pub const FALLBACK_CHAIN: [&str; 5] = ["article", "main", "[role=main]", ".content", "#content"];
+pub(crate) const FALLBACK_CHAIN: [&str; 5] =
+    ["article", "main", "[role=main]", ".content", "#content"];
 
 /// Elements that are never content.
 const NEVER_CONTENT: &str = "script, style, noscript, template, iframe, object, embed";

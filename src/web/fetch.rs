@@ -24,11 +24,11 @@ use super::page::{ContentKind, FetchOptions, Format, Page, PageMeta};
 use crate::http::LazyClient;
 
 /// Redirects followed, HTTP and meta refresh together (the original's limit).
-pub const MAX_REDIRECTS: usize = 5;
+pub(crate) const MAX_REDIRECTS: usize = 5;
 /// The largest body read; a larger one is refused rather than cut mid-document.
 pub const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
 /// What a desktop Chrome on Windows says (the original's default profile).
-pub const BROWSER_USER_AGENT: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) \
+pub(crate) const BROWSER_USER_AGENT: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) \
      AppleWebKit/537.36 (KHTML, like Gecko) Chrome/145.0.0.0 Safari/537.36";
 /// Connecting gets at most this long of the fetch's timeout.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -132,7 +132,7 @@ impl Fetcher {
     }
 
     /// `url` as a page, from the network.
-    pub async fn fetch_uncached(
+    pub(crate) async fn fetch_uncached(
         &self,
         asked: &str,
         options: &FetchOptions,
@@ -415,7 +415,7 @@ fn browser_headers() -> HeaderMap {
 }
 
 /// `text` as an http(s) URL, or why not.
-pub fn parse_url(text: &str) -> Result<Url, FetchError> {
+pub(crate) fn parse_url(text: &str) -> Result<Url, FetchError> {
     let url = Url::parse(text).map_err(|err| {
         FetchError::new(
             ErrorCode::InvalidUrl,

@@ -10,11 +10,11 @@ use super::page::Page;
 /// No cut lands earlier than this share of the budget to find a clean boundary.
 const BOUNDARY_SEARCH: f64 = 0.7;
 /// The smallest budget worth showing (a note and a few lines).
-pub const MIN_MAX_CHARS: usize = 500;
+pub(crate) const MIN_MAX_CHARS: usize = 500;
 
 /// Content cut to a budget.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Truncated {
+pub(crate) struct Truncated {
     pub text: String,
     /// Characters of the content shown (the note not counted).
     pub shown: usize,
@@ -23,13 +23,13 @@ pub struct Truncated {
 }
 
 impl Truncated {
-    pub fn was_cut(&self) -> bool {
+    pub(crate) fn was_cut(&self) -> bool {
         self.shown < self.total
     }
 }
 
 /// `content` in at most `max_chars` characters, note included.
-pub fn truncate(content: &str, max_chars: usize) -> Truncated {
+pub(crate) fn truncate(content: &str, max_chars: usize) -> Truncated {
     let total = content.chars().count();
     if total <= max_chars {
         return Truncated {
@@ -74,7 +74,7 @@ fn note(shown: usize, total: usize) -> String {
 }
 
 /// One page for the model: the header, then the content within `max_chars`.
-pub fn page_text(fetched: &Fetched, max_chars: usize) -> (String, Truncated) {
+pub(crate) fn page_text(fetched: &Fetched, max_chars: usize) -> (String, Truncated) {
     let page = &fetched.page;
     let body = truncate(&page.content, max_chars);
     let mut text = header(page, 1);
@@ -112,7 +112,7 @@ fn header(page: &Page, level: usize) -> String {
 /// A whole batch for the model: totals, then each URL's section in input order. `max_chars`
 /// is shared out fairly between the pages' contents: a short page keeps all of its text and
 /// leaves the rest to the long ones.
-pub fn batch_text(results: &[Result<Fetched, FetchError>], max_chars: usize) -> String {
+pub(crate) fn batch_text(results: &[Result<Fetched, FetchError>], max_chars: usize) -> String {
     let total = results.len();
     let succeeded = results.iter().filter(|result| result.is_ok()).count();
     let lengths: Vec<usize> = results
@@ -148,7 +148,7 @@ pub fn batch_text(results: &[Result<Fetched, FetchError>], max_chars: usize) -> 
 
 /// `budget` split between contents of `lengths`: whoever needs less than an equal share gets
 /// what it needs, and what is left is split again between the others.
-pub fn fair_shares(lengths: &[usize], budget: usize) -> Vec<usize> {
+pub(crate) fn fair_shares(lengths: &[usize], budget: usize) -> Vec<usize> {
     let mut order: Vec<usize> = (0..lengths.len()).collect();
     order.sort_by_key(|&index| lengths[index]);
     let mut shares = vec![0; lengths.len()];

@@ -56,7 +56,7 @@ impl AddressPolicy {
 
 /// Refuses a URL whose host is an IP literal the policy refuses (host names are checked by the
 /// resolver, when they are resolved).
-pub fn check_host(
+pub(crate) fn check_host(
     policy: &AddressPolicy,
     asked: &str,
     url: &Url,
@@ -82,7 +82,7 @@ pub fn check_host(
 }
 
 /// The refusal, worded so the user knows the switch (or the file that keeps it off).
-pub fn blocked(
+pub(crate) fn blocked(
     policy: &AddressPolicy,
     asked: &str,
     current: &str,
@@ -107,13 +107,13 @@ pub fn blocked(
 /// refused address from a network failure.
 #[derive(Debug, thiserror::Error)]
 #[error("{host} resolves only to non-public addresses ({addresses})")]
-pub struct BlockedResolution {
+pub(crate) struct BlockedResolution {
     pub host: String,
     pub addresses: String,
 }
 
 /// Resolves names with the system resolver and keeps only the addresses the policy allows.
-pub struct GuardedResolver {
+pub(crate) struct GuardedResolver {
     policy: Arc<AddressPolicy>,
 }
 
@@ -150,7 +150,7 @@ impl Resolve for GuardedResolver {
 }
 
 /// The blocked resolution somewhere in `error`'s source chain, if that is why it failed.
-pub fn find_blocked<'a>(
+pub(crate) fn find_blocked<'a>(
     error: &'a (dyn std::error::Error + 'static),
 ) -> Option<&'a BlockedResolution> {
     let mut current = Some(error);
@@ -164,7 +164,7 @@ pub fn find_blocked<'a>(
 }
 
 /// Whether `ip` is a globally reachable unicast address.
-pub fn is_public(ip: IpAddr) -> bool {
+pub(crate) fn is_public(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(ip) => is_public_v4(ip),
         IpAddr::V6(ip) => is_public_v6(ip),

@@ -30,9 +30,9 @@ use crate::bridge::{
 use crate::config::live::LiveConfig;
 
 /// The largest `maxChars` a call may ask for.
-pub const MAX_MAX_CHARS: usize = 1_000_000;
+pub(crate) const MAX_MAX_CHARS: usize = 1_000_000;
 /// The most URLs one batch may hold.
-pub const MAX_BATCH_URLS: usize = 50;
+pub(crate) const MAX_BATCH_URLS: usize = 50;
 
 /// Declares the tools and the command, and runs them with the fetcher of the config in force.
 #[derive(Clone)]
@@ -46,14 +46,14 @@ pub struct WebModule {
 
 /// One call's options and its output budget.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CallOptions {
+pub(crate) struct CallOptions {
     pub fetch: FetchOptions,
     pub max_chars: usize,
 }
 
 impl WebModule {
-    pub const FETCH: &'static str = "web_fetch";
-    pub const BATCH: &'static str = "web_fetch_batch";
+    pub(crate) const FETCH: &'static str = "web_fetch";
+    pub(crate) const BATCH: &'static str = "web_fetch_batch";
     /// The original's name, kept so prompts written for it still work.
     pub const READ: &'static str = "web_read";
 
@@ -94,7 +94,11 @@ impl WebModule {
     }
 
     /// One URL.
-    pub async fn fetch_one(&self, call: &ToolCall, url: &str) -> Result<ToolOutput, ToolError> {
+    pub(crate) async fn fetch_one(
+        &self,
+        call: &ToolCall,
+        url: &str,
+    ) -> Result<ToolOutput, ToolError> {
         let (config, fetcher) = self.enabled()?;
         let options = parse_options(&call.args, &config).map_err(ToolError::new)?;
         call.updates
@@ -107,7 +111,7 @@ impl WebModule {
     }
 
     /// Many URLs, `concurrency` at a time.
-    pub async fn fetch_many(
+    pub(crate) async fn fetch_many(
         &self,
         call: &ToolCall,
         urls: &[String],
@@ -149,7 +153,7 @@ impl WebModule {
     }
 
     /// `/unipi:web-cache-clear`.
-    pub async fn clear_cache(&self) -> CommandReply {
+    pub(crate) async fn clear_cache(&self) -> CommandReply {
         let (_, fetcher) = self.current();
         let Some(cache) = fetcher.cache() else {
             return CommandReply::Notify {
@@ -239,7 +243,7 @@ fn required_string(args: &Value, key: &str) -> Result<String, ToolError> {
 }
 
 /// A non-empty list of at most [`MAX_BATCH_URLS`] strings under `key`.
-pub fn parse_urls(value: Option<&Value>, key: &str) -> Result<Vec<String>, Refusal> {
+pub(crate) fn parse_urls(value: Option<&Value>, key: &str) -> Result<Vec<String>, Refusal> {
     let Some(Value::Array(items)) = value else {
         return Err(format!("`{key}` must be a list of URLs").into());
     };
@@ -264,7 +268,7 @@ pub fn parse_urls(value: Option<&Value>, key: &str) -> Result<Vec<String>, Refus
 }
 
 /// The options shared by every tool, with the config's defaults.
-pub fn parse_options(args: &Value, config: &WebConfig) -> Result<CallOptions, Refusal> {
+pub(crate) fn parse_options(args: &Value, config: &WebConfig) -> Result<CallOptions, Refusal> {
     let format = match args.get("format") {
         None | Some(Value::Null) => Format::default(),
         Some(value) => value

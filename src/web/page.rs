@@ -48,7 +48,7 @@ pub struct FetchOptions {
 /// What the content is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum ContentKind {
+pub(crate) enum ContentKind {
     Markdown,
     Text,
     Html,
@@ -60,7 +60,7 @@ pub enum ContentKind {
 
 /// What a page says about itself, each part when it was found.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct PageMeta {
+pub(crate) struct PageMeta {
     pub title: Option<String>,
     pub author: Option<String>,
     pub published: Option<String>,
@@ -90,10 +90,10 @@ pub struct Page {
     /// Where the content came from, after redirects and meta refreshes.
     pub final_url: String,
     #[serde(flatten)]
-    pub meta: PageMeta,
+    pub(crate) meta: PageMeta,
     /// The MIME type the server gave (or the one sniffed from the body when it gave none).
     pub mime_type: String,
-    pub kind: ContentKind,
+    pub(crate) kind: ContentKind,
     /// How the content was found: `readability`, `fallback: main`, … (HTML only).
     pub extraction: Option<String>,
     /// The content, in full.
@@ -102,7 +102,7 @@ pub struct Page {
 
 impl Page {
     /// Words in the content (runs of non-whitespace).
-    pub fn word_count(&self) -> usize {
+    pub(crate) fn word_count(&self) -> usize {
         self.content.split_whitespace().count()
     }
 }

@@ -8,7 +8,7 @@ use super::levels::ToolLevel;
 
 /// What a command's argument refers to, for completions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Refs {
+pub(crate) enum Refs {
     Specs,
     Plans,
     Debug,
@@ -18,7 +18,7 @@ pub enum Refs {
 
 impl Refs {
     /// The `<prefix>:` written before a file name, and the folder under `.unipi/docs/`.
-    pub fn prefix_and_folder(self) -> Option<(&'static str, &'static str)> {
+    pub(crate) fn prefix_and_folder(self) -> Option<(&'static str, &'static str)> {
         match self {
             Refs::Specs => Some(("specs", "specs")),
             Refs::Plans => Some(("plan", "plans")),
@@ -31,7 +31,7 @@ impl Refs {
 
 /// One workflow command.
 #[derive(Clone, Copy, Debug)]
-pub struct WorkflowCommand {
+pub(crate) struct WorkflowCommand {
     /// The step's name: the command is `/unipi:<name>` and the skill is `<name>`.
     pub name: &'static str,
     pub level: ToolLevel,
@@ -43,7 +43,7 @@ pub struct WorkflowCommand {
 macro_rules! commands {
     ($($name:literal, $level:ident, $hint:literal, $refs:expr, $what:literal;)*) => {
         /// Every workflow command, in the order `/unipi:` lists them.
-        pub const COMMANDS: &[WorkflowCommand] = &[$(WorkflowCommand {
+        pub(crate) const COMMANDS: &[WorkflowCommand] = &[$(WorkflowCommand {
             name: $name,
             level: ToolLevel::$level,
             arg_hint: $hint,
@@ -78,7 +78,7 @@ commands! {
 
 /// The folder under `.unipi/docs/` a `<prefix>:<file>` argument names a file of (`plan:` and
 /// `plans:` → `plans`), or `None` when the word is no document reference.
-pub fn ref_folder(prefix: &str) -> Option<&'static str> {
+pub(crate) fn ref_folder(prefix: &str) -> Option<&'static str> {
     match prefix {
         "specs" | "spec" => Some("specs"),
         "plan" | "plans" => Some("plans"),
@@ -90,7 +90,10 @@ pub fn ref_folder(prefix: &str) -> Option<&'static str> {
 
 /// The documents the arguments name (`plan:x.md`, `specs:y.md`, …) as paths relative to the
 /// workspace, with a problem for each one that does not exist.
-pub fn referenced_docs(args: &str, workspace: &Path) -> (Vec<(String, PathBuf)>, Vec<String>) {
+pub(crate) fn referenced_docs(
+    args: &str,
+    workspace: &Path,
+) -> (Vec<(String, PathBuf)>, Vec<String>) {
     let mut found = Vec::new();
     let mut missing = Vec::new();
     for word in args.split_whitespace() {
@@ -114,7 +117,7 @@ pub fn referenced_docs(args: &str, workspace: &Path) -> (Vec<(String, PathBuf)>,
 }
 
 /// The user message that runs `command` with `args` under `skill`.
-pub fn message(
+pub(crate) fn message(
     command: &WorkflowCommand,
     args: &str,
     skill: &str,

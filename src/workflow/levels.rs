@@ -8,7 +8,7 @@
 
 /// How much a workflow step may do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ToolLevel {
+pub(crate) enum ToolLevel {
     ReadOnly,
     Brainstorm,
     WriteUnipi,
@@ -18,7 +18,7 @@ pub enum ToolLevel {
 
 /// The folder (in the workspace) that `write` and `edit` are kept inside by the levels that
 /// promise it.
-pub const WRITE_ROOT: &str = ".unipi";
+pub(crate) const WRITE_ROOT: &str = ".unipi";
 
 /// Tools every restricted level keeps: they ask the user or read, and change nothing.
 const ASK_AND_READ: &[&str] = &["ask_user", "web_fetch", "web_fetch_batch", "web_read"];
@@ -77,7 +77,7 @@ impl ToolLevel {
 
     /// Whether `write` and `edit` may only touch files under [`WRITE_ROOT`] (enforced by the
     /// bridge's tool policy). Bash, where a level allows it, is not path-checked.
-    pub fn writes_under_unipi_only(self) -> bool {
+    pub(crate) fn writes_under_unipi_only(self) -> bool {
         matches!(
             self,
             ToolLevel::Brainstorm | ToolLevel::WriteUnipi | ToolLevel::Review
@@ -86,7 +86,7 @@ impl ToolLevel {
 
     /// What the model reads when it calls a tool this level does not allow (`{tool}` is filled
     /// in by the bridge).
-    pub fn block_reason(self, command: &str, allowed: &[String]) -> String {
+    pub(crate) fn block_reason(self, command: &str, allowed: &[String]) -> String {
         format!(
             "`{{tool}}` is not available during /{command} (tool level {}: {}). Available \
              tools: {}. Finish this step with them, or ask the user to run a command that allows \
@@ -99,7 +99,7 @@ impl ToolLevel {
 
     /// What the model reads when it writes outside [`WRITE_ROOT`] (`{tool}` and `{path}` are
     /// filled in by the bridge).
-    pub fn path_reason(self, command: &str) -> String {
+    pub(crate) fn path_reason(self, command: &str) -> String {
         format!(
             "`{{tool}}` of {{path}} is refused during /{command} (tool level {}: {}). Write under \
              {WRITE_ROOT}/ instead, or ask the user to run a command that allows changing that \

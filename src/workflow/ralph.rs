@@ -15,10 +15,10 @@ use super::run::Delivery;
 use crate::bridge::{AgentId, PiEvent, Refusal};
 
 /// Iterations a loop may run unless `--max-iterations` says otherwise.
-pub const DEFAULT_MAX_ITERATIONS: u32 = 50;
+pub(crate) const DEFAULT_MAX_ITERATIONS: u32 = 50;
 
 /// Where loop states live, relative to the workspace.
-pub const RALPH_DIR: &str = ".unipi/ralph";
+pub(crate) const RALPH_DIR: &str = ".unipi/ralph";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -32,7 +32,7 @@ pub enum LoopStatus {
 
 impl LoopStatus {
     /// Whether `/unipi:ralph-start` picks the loop up where it was (rather than anew).
-    pub fn resumable(self) -> bool {
+    pub(crate) fn resumable(self) -> bool {
         matches!(self, LoopStatus::Active | LoopStatus::Paused)
     }
 }
@@ -40,7 +40,7 @@ impl LoopStatus {
 /// One loop, as persisted.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Loop {
+pub(crate) struct Loop {
     pub name: String,
     /// The plan, relative to the workspace.
     pub plan: PathBuf,
@@ -58,7 +58,7 @@ pub struct Loop {
 /// (or continued) while Pi was busy counts from the first turn it started itself.
 #[derive(Clone, Debug)]
 pub struct Running {
-    pub state: Loop,
+    pub(crate) state: Loop,
     pub agent: AgentId,
     /// Tells this run of the loop from a later one (stopped and started again while a settled
     /// turn was being looked at).
@@ -68,7 +68,7 @@ pub struct Running {
 
 impl Running {
     /// The loop at `state`, whose message is about to be sent to `agent`.
-    pub fn new(state: Loop, agent: AgentId, id: u64) -> Self {
+    pub(crate) fn new(state: Loop, agent: AgentId, id: u64) -> Self {
         let delivery = Delivery::new(heading(&state));
         Running {
             state,
@@ -95,7 +95,7 @@ impl Running {
     }
 
     /// The next iteration, as `state` says, is about to be sent.
-    pub fn next(&mut self, state: Loop) {
+    pub(crate) fn next(&mut self, state: Loop) {
         self.delivery = Delivery::new(heading(&state));
         self.state = state;
     }
@@ -113,7 +113,7 @@ pub enum Next {
 }
 
 /// The state file of loop `name`.
-pub fn state_file(workspace: &Path, name: &str) -> PathBuf {
+pub(crate) fn state_file(workspace: &Path, name: &str) -> PathBuf {
     workspace.join(RALPH_DIR).join(format!("{name}.state.json"))
 }
 
@@ -145,7 +145,7 @@ pub fn parse_args(args: &str) -> Result<(String, u32), Refusal> {
 }
 
 /// Reads the plan at `relative` (to the workspace).
-pub fn read_plan(workspace: &Path, relative: &Path) -> Result<Doc, Refusal> {
+pub(crate) fn read_plan(workspace: &Path, relative: &Path) -> Result<Doc, Refusal> {
     let bytes = std::fs::read(workspace.join(relative))
         .map_err(|err| format!("cannot read {}: {err}", relative.display()))?;
     let inside = relative.strip_prefix(docs::DOCS_DIR).unwrap_or(relative);
@@ -162,7 +162,7 @@ fn open_tasks(plan: &Doc) -> Vec<&docs::Item> {
 }
 
 /// The message of the loop's current iteration.
-pub fn prompt(state: &Loop, plan: &Doc) -> String {
+pub(crate) fn prompt(state: &Loop, plan: &Doc) -> String {
     let open: Vec<String> = open_tasks(plan)
         .iter()
         .map(|item| {
@@ -194,7 +194,7 @@ fn heading(state: &Loop) -> String {
 }
 
 /// What follows a settled turn, given the plan as it is now; advances `state`.
-pub fn after_turn(state: &mut Loop, plan: &Doc, aborted: bool, now_ms: u64) -> Next {
+pub(crate) fn after_turn(state: &mut Loop, plan: &Doc, aborted: bool, now_ms: u64) -> Next {
     state.updated_at_ms = now_ms;
     if aborted {
         state.status = LoopStatus::Paused;
@@ -222,7 +222,7 @@ pub fn after_turn(state: &mut Loop, plan: &Doc, aborted: bool, now_ms: u64) -> N
 }
 
 /// Reads loop `name`'s state, if there is one.
-pub fn load(workspace: &Path, name: &str) -> Option<Loop> {
+pub(crate) fn load(workspace: &Path, name: &str) -> Option<Loop> {
     let text = std::fs::read_to_string(state_file(workspace, name)).ok()?;
     serde_json::from_str(&text)
         .map_err(|err| tracing::warn!("ralph state {name}: {err}"))
@@ -231,7 +231,7 @@ pub fn load(workspace: &Path, name: &str) -> Option<Loop> {
 
 /// Writes the state crash-safe, inside the project only (a `.unipi/ralph` or a state file that
 /// links out of it is refused, see [`crate::sys::confine`]).
-pub fn save(workspace: &Path, state: &Loop) -> anyhow::Result<()> {
+pub(crate) fn save(workspace: &Path, state: &Loop) -> anyhow::Result<()> {
     use crate::sys::confine;
     use anyhow::Context as _;
     let path = state_file(workspace, &state.name);
@@ -244,7 +244,7 @@ pub fn save(workspace: &Path, state: &Loop) -> anyhow::Result<()> {
 }
 
 /// The loop of this project that changed last (running, paused or over), from its state files.
-pub fn last_loop(workspace: &Path) -> Option<Loop> {
+pub(crate) fn last_loop(workspace: &Path) -> Option<Loop> {
     let files = crate::sys::files_with_extension(&workspace.join(RALPH_DIR), "json").ok()?;
     files
         .iter()
@@ -257,7 +257,7 @@ pub fn last_loop(workspace: &Path) -> Option<Loop> {
 
 /// What `/unipi:ralph-status` says: the running loop, else the last one and how it ended (or
 /// what resumes it), else how to start one.
-pub fn status_text(running: Option<&Loop>, last: Option<&Loop>, now_ms: u64) -> String {
+pub(crate) fn status_text(running: Option<&Loop>, last: Option<&Loop>, now_ms: u64) -> String {
     if let Some(state) = running {
         return format!(
             "Ralph loop {} is running: iteration {}/{} on {} — /unipi:ralph-stop ends it",

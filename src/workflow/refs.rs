@@ -20,7 +20,7 @@ use crate::bridge::Completion;
 const WORKTREE_DEPTH: usize = 4;
 
 /// Completions for an argument of kind `refs`, given what is typed so far.
-pub fn complete(refs: Refs, typed: &str, workspace: &Path) -> Vec<Completion> {
+pub(crate) fn complete(refs: Refs, typed: &str, workspace: &Path) -> Vec<Completion> {
     // The completion replaces the whole argument: keep what comes before the last word.
     let (before, last) = match typed.rfind(char::is_whitespace) {
         Some(at) => (&typed[..=at], &typed[at + 1..]),

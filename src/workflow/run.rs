@@ -70,7 +70,7 @@ impl Delivery {
 
 /// The step in force.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Active {
+pub(crate) struct Active {
     /// `unipi:plan`.
     pub command: String,
     pub level: ToolLevel,
@@ -87,14 +87,14 @@ pub struct Active {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Ended {
     pub command: String,
-    pub level: ToolLevel,
+    pub(crate) level: ToolLevel,
     pub restore: Vec<String>,
     pub success: bool,
     pub duration_ms: u64,
 }
 
 #[derive(Default, Debug)]
-pub struct Tracker {
+pub(crate) struct Tracker {
     active: Option<Active>,
 }
 
@@ -108,12 +108,13 @@ impl Tracker {
         self.active = Some(step);
     }
 
+    #[cfg(test)]
     pub fn active(&self) -> Option<&Active> {
         self.active.as_ref()
     }
 
     /// The tools active before the step in force, if one is.
-    pub fn restore_list(&self) -> Option<Vec<String>> {
+    pub(crate) fn restore_list(&self) -> Option<Vec<String>> {
         self.active.as_ref().map(|step| step.restore.clone())
     }
 
@@ -141,7 +142,7 @@ impl Tracker {
     }
 
     /// Pi went away or replaced its session: the step is over, nothing to restore into.
-    pub fn abandon(&mut self) -> Option<Active> {
+    pub(crate) fn abandon(&mut self) -> Option<Active> {
         self.active.take()
     }
 }

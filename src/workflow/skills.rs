@@ -33,14 +33,14 @@ pub fn embedded(name: &str) -> Option<&'static str> {
 
 /// A skill as it will be sent, and where it came from (`embedded` or the override's path).
 #[derive(Debug, PartialEq, Eq)]
-pub struct Skill {
+pub(crate) struct Skill {
     pub text: String,
     pub source: String,
 }
 
 /// The skill of step `name`: the project's override, else the user's, else the embedded one.
 /// An override that cannot be read is skipped with a warning in the log.
-pub fn load(name: &str, home: Option<&Path>, workspace: &Path) -> Option<Skill> {
+pub(crate) fn load(name: &str, home: Option<&Path>, workspace: &Path) -> Option<Skill> {
     let roots = [Some(workspace), home].into_iter().flatten();
     for root in roots {
         let dir = root.join(".unipi/skills");

@@ -27,7 +27,7 @@ pub struct Request {
     pub body: Value,
 }
 
-pub fn ntfy_request(config: &NtfyConfig, notice: &Notice) -> Request {
+pub(crate) fn ntfy_request(config: &NtfyConfig, notice: &Notice) -> Request {
     let priority = match notice.priority {
         Priority::Low => 2,
         Priority::Normal => config.priority.clamp(1, 5),
@@ -50,7 +50,7 @@ pub fn ntfy_request(config: &NtfyConfig, notice: &Notice) -> Request {
     }
 }
 
-pub fn gotify_request(config: &GotifyConfig, notice: &Notice) -> Request {
+pub(crate) fn gotify_request(config: &GotifyConfig, notice: &Notice) -> Request {
     let priority = match notice.priority {
         Priority::Low => 2,
         Priority::Normal => config.priority.clamp(1, 10),
@@ -65,7 +65,7 @@ pub fn gotify_request(config: &GotifyConfig, notice: &Notice) -> Request {
     }
 }
 
-pub fn telegram_request(config: &TelegramConfig, notice: &Notice) -> Request {
+pub(crate) fn telegram_request(config: &TelegramConfig, notice: &Notice) -> Request {
     let token = config.bot_token.clone().unwrap_or_default();
     let chat_id = config.chat_id.clone().unwrap_or_default();
     // A numeric chat id goes as a number, as Telegram's own examples send it.
@@ -89,7 +89,7 @@ pub fn telegram_request(config: &TelegramConfig, notice: &Notice) -> Request {
 }
 
 /// Telegram's MarkdownV2: every one of `_*[]()~`>#+-=|{}.!\` is escaped with a backslash.
-pub fn escape_markdown_v2(text: &str) -> String {
+pub(crate) fn escape_markdown_v2(text: &str) -> String {
     const SPECIAL: &str = "_*[]()~`>#+-=|{}.!\\";
     let mut out = String::with_capacity(text.len());
     for ch in text.chars() {

@@ -14,26 +14,18 @@ use super::Notice;
 use crate::notify::config::Priority;
 
 /// The application name the desktop shows.
-pub const APP_NAME: &str = "unipi-tui";
+pub(crate) const APP_NAME: &str = "unipi-tui";
 
 /// Why a desktop notification was not shown.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum NativeError {
+pub(crate) enum NativeError {
     /// There is no D-Bus session bus to reach the desktop through: trying again will not help.
     NoBus(String),
     /// The bus is there; the notification failed on it (no notification daemon, …).
     Failed(String),
 }
 
-impl NativeError {
-    pub fn message(&self) -> &str {
-        match self {
-            NativeError::NoBus(why) | NativeError::Failed(why) => why,
-        }
-    }
-}
-
-pub async fn send(notice: &Notice) -> Result<(), NativeError> {
+pub(crate) async fn send(notice: &Notice) -> Result<(), NativeError> {
     let mut notification = notify_rust::Notification::new();
     notification
         .appname(APP_NAME)
@@ -69,7 +61,7 @@ pub async fn send(notice: &Notice) -> Result<(), NativeError> {
 
 /// What a missing session bus is called: where it was looked for (`address`, the value of
 /// `DBUS_SESSION_BUS_ADDRESS`), and the connection's `error`.
-pub fn no_bus(address: Option<&str>, error: &str) -> String {
+pub(crate) fn no_bus(address: Option<&str>, error: &str) -> String {
     match address {
         None => format!(
             "no D-Bus session bus: DBUS_SESSION_BUS_ADDRESS is not set and the default one \

@@ -19,7 +19,7 @@ const ST: &str = "\x1b\\";
 const BEL: u8 = 0x07;
 
 /// The method `auto` stands for, from the environment the workbench was started in.
-pub fn detect(env: impl Fn(&str) -> Option<String>) -> TerminalMethod {
+pub(crate) fn detect(env: impl Fn(&str) -> Option<String>) -> TerminalMethod {
     let term = env("TERM").unwrap_or_default();
     let program = env("TERM_PROGRAM").unwrap_or_default();
     // Under tmux, TERM_PROGRAM is tmux; iTerm2 also says who it is in LC_TERMINAL.

@@ -11,15 +11,15 @@ use crate::bridge::{AgentId, HostCall};
 use crate::capability::{BridgeLink, Ui};
 use crate::sys::lock;
 use crate::workflow::docs::{Doc, Item, ItemStatus};
-pub use store::BoardStore;
-pub use view::{BoardPort, BoardView, KANBAN_KEYS};
+pub(crate) use store::BoardStore;
+pub(crate) use view::{BoardPort, BoardView, KANBAN_KEYS};
 
 /// What the footer says once the board put a follow-up command in Pi's editor.
-pub const EDITOR_NOTICE: &str = "The command is in Pi's editor: Enter runs it";
+pub(crate) const EDITOR_NOTICE: &str = "The command is in Pi's editor: Enter runs it";
 
 /// The board's port in the workbench: moves and reads run on blocking threads, and their
 /// outcome is a notice the view pulls when the store signals a change.
-pub struct WorkbenchBoard {
+pub(crate) struct WorkbenchBoard {
     pub store: Arc<BoardStore>,
     pub ui: Ui,
     pub bridge: Arc<OnceLock<BridgeLink>>,

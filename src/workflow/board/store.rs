@@ -21,7 +21,7 @@ use crate::workflow::docs::{DOCS_DIR, Doc, Item, ItemStatus};
 const DEBOUNCE: Duration = Duration::from_millis(120);
 
 /// The folders the workflow steps write into, made when a step first runs.
-pub const DOC_FOLDERS: &[&str] = &[
+pub(crate) const DOC_FOLDERS: &[&str] = &[
     "specs",
     "plans",
     "quick-work",
@@ -32,7 +32,7 @@ pub const DOC_FOLDERS: &[&str] = &[
     "generated",
 ];
 
-pub struct BoardStore {
+pub(crate) struct BoardStore {
     /// The project: what a move may write into (links followed) and what a scan follows links
     /// within.
     workspace: PathBuf,
@@ -61,7 +61,7 @@ impl BoardStore {
         })
     }
 
-    pub fn docs_dir(&self) -> &Path {
+    pub(crate) fn docs_dir(&self) -> &Path {
         &self.docs_dir
     }
 
@@ -71,7 +71,7 @@ impl BoardStore {
     }
 
     /// Rescans the tree (blocking I/O); signals a change when the documents differ.
-    pub fn rescan(&self) -> bool {
+    pub(crate) fn rescan(&self) -> bool {
         let mut state = lock(&self.state);
         let docs = state.cache.scan(&self.docs_dir, &self.workspace);
         let different = !state.scanned || *state.docs != docs;
@@ -85,18 +85,19 @@ impl BoardStore {
     }
 
     /// Signals a change (a notice for the view).
-    pub fn changed_now(&self) {
+    pub(crate) fn changed_now(&self) {
         self.changed.bump();
     }
 
     /// How many files were parsed so far.
+    #[cfg(test)]
     pub fn parsed(&self) -> usize {
         lock(&self.state).cache.parsed()
     }
 
     /// Makes the docs folders (a step is about to write) — blocking I/O. None is made outside
     /// the project (a `.unipi` or `.unipi/docs` that links out is refused).
-    pub fn create_folders(&self) -> std::io::Result<()> {
+    pub(crate) fn create_folders(&self) -> std::io::Result<()> {
         for folder in DOC_FOLDERS {
             let dir = Path::new(DOCS_DIR).join(folder);
             crate::sys::confine::create_dir_all(&self.workspace, &dir).map_err(|err| {
@@ -150,7 +151,12 @@ impl BoardStore {
 
     /// Moves `item` of `doc` to column `to`, in the file (blocking I/O), then rescans. Errors
     /// name the file relative to the project (`.unipi/docs/plans/x.md`).
-    pub fn move_card(&self, doc: &Doc, item: &Item, to: ItemStatus) -> Result<(), MoveError> {
+    pub(crate) fn move_card(
+        &self,
+        doc: &Doc,
+        item: &Item,
+        to: ItemStatus,
+    ) -> Result<(), MoveError> {
         let file = Path::new(DOCS_DIR).join(&doc.path);
         let moved = move_item(&self.workspace, &file, item, to);
         self.rescan();

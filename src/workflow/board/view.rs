@@ -18,8 +18,8 @@ use crate::workflow::docs::{Doc, DocType, Item, ItemStatus, Marker};
 
 key_table! {
     /// The `[kanban]` key table.
-    pub static KANBAN_KEYS,
-    pub enum KanbanAction,
+    pub(crate) static KANBAN_KEYS,
+    pub(crate) enum KanbanAction,
     table "kanban", title "The kanban board (/unipi:kanboard)",
     defaults [
         ("left", "kanban.left"),
@@ -71,7 +71,7 @@ key_table! {
 }
 
 /// What the board reads and acts on.
-pub trait BoardPort: Send + Sync {
+pub(crate) trait BoardPort: Send + Sync {
     /// The documents as last scanned (memory).
     fn docs(&self) -> Arc<Vec<Doc>>;
     /// Moves a card in its file, in the background.
@@ -86,7 +86,7 @@ pub trait BoardPort: Send + Sync {
     fn take_notice(&self) -> Option<String>;
 }
 
-pub struct BoardView {
+pub(crate) struct BoardView {
     port: Arc<dyn BoardPort>,
     keys: KeyTable<KanbanAction>,
     docs: Arc<Vec<Doc>>,
@@ -211,7 +211,7 @@ impl BoardView {
     }
 
     /// The selected card's document and item.
-    pub fn selected_card(&self) -> Option<(&Doc, &Item)> {
+    pub(crate) fn selected_card(&self) -> Option<(&Doc, &Item)> {
         let (_, cards) = self.columns.get(self.selected.0)?;
         let &(d, i) = cards.get(self.selected.1)?;
         Some((&self.docs[d], &self.docs[d].items[i]))

@@ -13,7 +13,7 @@ use crate::views::pager::{PagedModel, PagedView};
 /// Lines shown above the card's line when the viewer opens.
 const CONTEXT_ABOVE: usize = 3;
 
-pub struct DocViewer {
+pub(crate) struct DocViewer {
     title: String,
     lines: Vec<String>,
     /// The card's line (1-based).
@@ -22,7 +22,12 @@ pub struct DocViewer {
 }
 
 /// The viewer of `text` (the document at `path`), opened at 1-based `line`.
-pub fn doc_viewer(path: &str, text: &str, line: usize, keymap: &Keymap) -> PagedView<DocViewer> {
+pub(crate) fn doc_viewer(
+    path: &str,
+    text: &str,
+    line: usize,
+    keymap: &Keymap,
+) -> PagedView<DocViewer> {
     let model = DocViewer {
         title: format!("{path}:{line} (read-only)"),
         lines: text.lines().map(str::to_owned).collect(),

@@ -20,7 +20,7 @@ const ATTEMPTS: usize = 3;
 
 /// Why a card did not move.
 #[derive(Debug, thiserror::Error)]
-pub enum MoveError {
+pub(crate) enum MoveError {
     #[error("{0}")]
     NotMovable(String),
     #[error(
@@ -48,7 +48,7 @@ pub enum MoveError {
 }
 
 /// The marker line of `item` with its status set for column `to`.
-pub fn rewrite_line(item: &Item, to: ItemStatus) -> Result<String, MoveError> {
+pub(crate) fn rewrite_line(item: &Item, to: ItemStatus) -> Result<String, MoveError> {
     let line = &item.marker_source;
     match item.marker {
         Marker::Checkbox { .. } => {
@@ -92,7 +92,12 @@ pub fn rewrite_line(item: &Item, to: ItemStatus) -> Result<String, MoveError> {
 /// column `to`: rewrites its marker line if that line is still what the board read, and writes
 /// the file crash-safe, if it is a regular file inside `root`. Moving to the column it is in
 /// changes nothing. Errors name `file` as given.
-pub fn move_item(root: &Path, file: &Path, item: &Item, to: ItemStatus) -> Result<(), MoveError> {
+pub(crate) fn move_item(
+    root: &Path,
+    file: &Path,
+    item: &Item,
+    to: ItemStatus,
+) -> Result<(), MoveError> {
     move_item_with(root, file, item, to, |_| {})
 }
 

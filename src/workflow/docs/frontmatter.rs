@@ -26,7 +26,7 @@ static LIST_ITEM: LazyLock<Regex> = LazyLock::new(|| {
 
 /// The front matter read from `lines`: its keys, the index of the first body line, and a warning
 /// when it never closes (then the whole file is body and no key is read).
-pub struct FrontMatter {
+pub(crate) struct FrontMatter {
     pub metadata: BTreeMap<String, String>,
     pub body_start: usize,
     pub warning: Option<Warning>,

@@ -19,17 +19,17 @@ pub mod scan;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-pub use parse::parse;
+pub(crate) use parse::parse;
 
 /// Where the workflow's documents live, relative to the workspace.
-pub const DOCS_DIR: &str = ".unipi/docs";
+pub(crate) const DOCS_DIR: &str = ".unipi/docs";
 
 /// The milestones file, relative to the docs directory.
-pub const MILESTONES_FILE: &str = "MILESTONES.md";
+pub(crate) const MILESTONES_FILE: &str = "MILESTONES.md";
 
 /// What kind of document a file is, from where it lives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum DocType {
+pub(crate) enum DocType {
     Spec,
     Plan,
     Milestone,
@@ -109,7 +109,7 @@ impl DocType {
 
 /// The board's columns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum ItemStatus {
+pub(crate) enum ItemStatus {
     Todo,
     InProgress,
     Done,
@@ -174,7 +174,7 @@ impl TaskStatus {
         TaskStatus::Reviewed,
     ];
 
-    pub fn keyword(self) -> &'static str {
+    pub(crate) fn keyword(self) -> &'static str {
         match self {
             TaskStatus::Unstarted => "unstarted",
             TaskStatus::InProgress => "in-progress",
@@ -187,14 +187,14 @@ impl TaskStatus {
         }
     }
 
-    pub fn from_keyword(word: &str) -> Option<TaskStatus> {
+    pub(crate) fn from_keyword(word: &str) -> Option<TaskStatus> {
         TaskStatus::ALL
             .into_iter()
             .find(|status| status.keyword() == word)
     }
 
     /// The column a task with this status is shown in.
-    pub fn column(self) -> ItemStatus {
+    pub(crate) fn column(self) -> ItemStatus {
         match self {
             TaskStatus::Unstarted | TaskStatus::Failed => ItemStatus::Todo,
             TaskStatus::InProgress | TaskStatus::AwaitingUser | TaskStatus::Blocked => {
@@ -206,7 +206,7 @@ impl TaskStatus {
     }
 
     /// The keyword a card moved into `column` gets.
-    pub fn for_column(column: ItemStatus) -> TaskStatus {
+    pub(crate) fn for_column(column: ItemStatus) -> TaskStatus {
         match column {
             ItemStatus::Todo => TaskStatus::Unstarted,
             ItemStatus::InProgress => TaskStatus::InProgress,
@@ -231,7 +231,7 @@ pub enum Marker {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Item {
     pub text: String,
-    pub status: ItemStatus,
+    pub(crate) status: ItemStatus,
     /// The 1-based line the item is on (what Enter opens).
     pub line: usize,
     /// The 1-based line of its marker (a headed plan task's `**Status:**` line; else `line`).
@@ -262,7 +262,7 @@ impl std::fmt::Display for Warning {
 /// One parsed document.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Doc {
-    pub kind: DocType,
+    pub(crate) kind: DocType,
     pub title: String,
     /// Path relative to the docs directory (`plans/2026-01-02-auth-plan.md`).
     pub path: PathBuf,

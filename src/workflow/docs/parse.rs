@@ -33,7 +33,7 @@ pattern!(QUOTE, r"^>\s?(.*)$");
 
 /// Parses `bytes`, the content of the `kind` document at `path` (relative to the docs
 /// directory). Never fails: problems are warnings on the document.
-pub fn parse(kind: DocType, path: &Path, bytes: &[u8]) -> Doc {
+pub(crate) fn parse(kind: DocType, path: &Path, bytes: &[u8]) -> Doc {
     let mut warnings = Vec::new();
     let text = match std::str::from_utf8(bytes) {
         Ok(text) => std::borrow::Cow::Borrowed(text),

@@ -19,7 +19,7 @@ const MAX_DEPTH: usize = 6;
 
 /// The parsed documents of one docs directory, kept between scans.
 #[derive(Default)]
-pub struct DocCache {
+pub(crate) struct DocCache {
     entries: HashMap<PathBuf, (Stamp, Doc)>,
     /// Files parsed since the cache was made (tests read it to prove unchanged files are not).
     parsed: usize,
@@ -86,6 +86,7 @@ impl DocCache {
     }
 
     /// How many files were read and parsed so far.
+    #[cfg(test)]
     pub fn parsed(&self) -> usize {
         self.parsed
     }
