@@ -18,11 +18,11 @@ use crate::capability::settings::{Setting, SettingsPage};
 use crate::config::module_file::{ModuleConfig, Object};
 
 /// The file's path below the home or workspace directory.
-pub const ASK_USER_CONFIG_FILE: &str = ".unipi/config/ask-user.json";
+pub(crate) const ASK_USER_CONFIG_FILE: &str = ".unipi/config/ask-user.json";
 
 /// What the file can set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AskUserConfig {
+pub(crate) struct AskUserConfig {
     /// The `ask_user` tool answers at all (it stays declared, so the model is told why not).
     pub enabled: bool,
     pub single_select: bool,
@@ -61,7 +61,7 @@ impl ModuleConfig for AskUserConfig {
 }
 
 /// The `/unipi:ask-user-settings` overlay.
-pub const SETTINGS_PAGE: SettingsPage<AskUserConfig> = SettingsPage {
+pub(crate) const SETTINGS_PAGE: SettingsPage<AskUserConfig> = SettingsPage {
     title: "Ask-user settings",
     file: ASK_USER_CONFIG_FILE,
     what: "ask-user settings",

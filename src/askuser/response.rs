@@ -134,7 +134,7 @@ impl Answer {
     }
 
     /// Ends the call: no further question is asked after it.
-    pub fn ends_call(&self) -> bool {
+    pub(crate) fn ends_call(&self) -> bool {
         !matches!(self, Answer::Chosen(_))
     }
 

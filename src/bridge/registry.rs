@@ -131,7 +131,7 @@ impl Registry {
 
     /// Adds a module and its commands in the given state (a disabled module is listed but not
     /// declared to Pi).
-    pub fn register_with_status(
+    pub(crate) fn register_with_status(
         &self,
         module: Arc<dyn Module>,
         commands: Vec<Command>,

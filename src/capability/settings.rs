@@ -1,10 +1,10 @@
 //! A capability's own JSON config file, the one way it is handled: read at start with its
-//! problems reported ([`load_reporting`]), and edited through the settings overlay from a
-//! `/unipi:*-settings` command ([`SettingsHome::open_settings`]). Ask-user, notifications and
-//! background tasks differ only in their config, its settings and what a save does, so the rest —
-//! reading the file off the UI loop, the word to a headless run, the store that saves off the UI
-//! loop and hands the overlay its outcome, and the table of settings ([`Setting`]) that makes the
-//! overlay's fields and turns them back into the file's keys — lives here once.
+//! problems reported ([`live_reporting`], followed from then on), and edited through the settings
+//! overlay from a `/unipi:*-settings` command ([`SettingsHome::open_settings`]). Ask-user,
+//! notifications and background tasks differ only in their config, its settings and what a save
+//! does, so the rest — reading the file off the UI loop, the word to a headless run, the store that
+//! saves off the UI loop and hands the overlay its outcome, and the table of settings ([`Setting`])
+//! that makes the overlay's fields and turns them back into the file's keys — lives here once.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -20,7 +20,7 @@ use crate::config::live::LiveConfig;
 use crate::views::settings::{SettingsStore, SettingsView};
 
 /// A capability's config loader: defaults, then the home file, then the workspace file.
-pub type LoadConfig<C> = fn(Option<&Path>, &Path) -> (C, Vec<ConfigError>);
+pub(crate) type LoadConfig<C> = fn(Option<&Path>, &Path) -> (C, Vec<ConfigError>);
 
 /// A capability's config that follows its files (`relative`: the file or files `load` reads,
 /// below the home directory and the workspace), so an edit takes effect at the next use without
@@ -41,15 +41,6 @@ pub fn live_reporting<C: Send + Sync + 'static>(
             ui.notice(error.to_string());
         }
     })
-}
-
-/// Loads a capability's config at start; each problem becomes a start-up notice.
-pub fn load_reporting<C>(context: &mut StartContext<'_>, load: LoadConfig<C>) -> C {
-    let (config, errors) = load(context.home, context.workspace);
-    for error in &errors {
-        context.report(error);
-    }
-    config
 }
 
 /// What one capability's settings overlay shows and reads.

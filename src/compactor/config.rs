@@ -16,7 +16,7 @@ pub const CONFIG_FILE: &str = ".unipi/config/compactor.json";
 
 /// Limits of `session_recall`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RecallLimits {
+pub(crate) struct RecallLimits {
     pub default_limit: usize,
     pub max_limit: usize,
     /// The most text one recall answer returns.
@@ -36,7 +36,7 @@ impl Default for RecallLimits {
 /// `compactor.json`, as this module reads it. Unipi's other compactor keys (strategies,
 /// presets, sandbox) are accepted and ignored, so a Unipi config file works unchanged.
 #[derive(Debug, Clone, PartialEq)]
-pub struct CompactorConfig {
+pub(crate) struct CompactorConfig {
     pub override_default_compaction: bool,
     pub auto: AutoConfig,
     pub recall: RecallLimits,

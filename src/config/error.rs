@@ -92,7 +92,7 @@ impl Origin {
 
 /// Orders errors as they stand in their files (line, then column), whatever order the JSON map
 /// iterated its keys in; an unreadable file's error comes first.
-pub fn sort_by_position(errors: &mut [ConfigError]) {
+pub(crate) fn sort_by_position(errors: &mut [ConfigError]) {
     errors.sort_by_key(|err| match err {
         ConfigError::Invalid { line, column, .. } => (*line, *column),
         ConfigError::Unreadable { .. } => (0, 0),
@@ -101,7 +101,7 @@ pub fn sort_by_position(errors: &mut [ConfigError]) {
 
 /// 1-based line and column (in characters) of byte `offset` in `text`; an offset past the end or
 /// inside a character points at the position just before it.
-pub fn line_column(text: &str, offset: usize) -> (usize, usize) {
+pub(crate) fn line_column(text: &str, offset: usize) -> (usize, usize) {
     let mut offset = offset.min(text.len());
     while !text.is_char_boundary(offset) {
         offset -= 1;
@@ -130,7 +130,7 @@ pub fn read_user_file(path: Option<&Path>) -> Result<Option<String>, ConfigError
 }
 
 /// A TOML syntax error from the `toml` crate as a [`ConfigError`] at the span it reports.
-pub fn from_toml(path: &Path, text: &str, err: &toml::de::Error) -> ConfigError {
+pub(crate) fn from_toml(path: &Path, text: &str, err: &toml::de::Error) -> ConfigError {
     let offset = err.span().map_or(0, |span| span.start);
     // The crate's message may span lines (it quotes the source); the first one says what it is.
     let message = err

@@ -25,7 +25,7 @@ use super::error::{self, BadValue, ConfigError};
 use crate::capability::GlobalAction;
 
 /// The embedded default keymap.
-pub const DEFAULT_KEYMAP: &str = include_str!("../../keymaps/default.toml");
+pub(crate) const DEFAULT_KEYMAP: &str = include_str!("../../keymaps/default.toml");
 
 /// What a binding does: one of the app's own actions (the help, scrolling Pi's history, the
 /// dock), or a capability's, declared in its registration and bound by its name. Keymap files
@@ -333,7 +333,7 @@ impl<A: TableAction> KeyTable<A> {
 
 /// One view's keys as the help overlay lists them.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ViewKeysHelp {
+pub(crate) struct ViewKeysHelp {
     /// The table's name in keymap files.
     pub table: &'static str,
     pub title: &'static str,
@@ -441,7 +441,7 @@ pub fn parse_sequence(text: &str) -> Result<Vec<Key>, BadValue> {
 }
 
 /// The display form of a key sequence: `Ctrl+G H`.
-pub fn display_sequence(keys: &[Key]) -> String {
+pub(crate) fn display_sequence(keys: &[Key]) -> String {
     keys.iter().map(Key::display).collect::<Vec<_>>().join(" ")
 }
 
@@ -555,7 +555,7 @@ impl Keymap {
     }
 
     /// Every view's keys for the help overlay, one entry per table, in `specs` order.
-    pub fn views_help(&self, specs: &[&'static KeyTableSpec]) -> Vec<ViewKeysHelp> {
+    pub(crate) fn views_help(&self, specs: &[&'static KeyTableSpec]) -> Vec<ViewKeysHelp> {
         specs
             .iter()
             .map(|spec| {

@@ -20,25 +20,24 @@ pub use error::ConfigError;
 /// An enum whose variants a config file names by key: `KEYS` and `ALL` in declaration order,
 /// `key()` and `parse()` (a variant whose key it is).
 macro_rules! keyed_enum {
-    ($(#[$meta:meta])* pub enum $name:ident {
+    ($(#[$meta:meta])* $vis:vis enum $name:ident {
         $($(#[$doc:meta])* $variant:ident = $key:literal,)+
     }) => {
         $(#[$meta])*
-        pub enum $name {
+        $vis enum $name {
             $($(#[$doc])* $variant,)+
         }
 
         impl $name {
-            pub const ALL: &[$name] = &[$($name::$variant),+];
-            pub const KEYS: &[&str] = &[$($key),+];
+            $vis const ALL: &[$name] = &[$($name::$variant),+];
+            $vis const KEYS: &[&str] = &[$($key),+];
 
-            pub fn key(self) -> &'static str {
-                match self {
-                    $($name::$variant => $key,)+
-                }
+            $vis fn key(self) -> &'static str {
+                // The variants carry no values, so each one's discriminant is its place in KEYS.
+                Self::KEYS[self as usize]
             }
 
-            pub fn parse(text: &str) -> Option<$name> {
+            $vis fn parse(text: &str) -> Option<$name> {
                 Self::ALL.iter().copied().find(|variant| variant.key() == text)
             }
         }

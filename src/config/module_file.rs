@@ -224,7 +224,7 @@ impl<'d> Object<'d> {
     }
 
     /// The object at `key`; another value is reported as `message` says, word for word.
-    pub fn section_or(&mut self, key: &str, message: &str) -> Option<Object<'d>> {
+    pub(crate) fn section_or(&mut self, key: &str, message: &str) -> Option<Object<'d>> {
         match self.value(key)? {
             Value::Object(map) => Some(Object::new(self.doc, self.style, self.at(key), map)),
             _ => {
@@ -318,7 +318,7 @@ pub fn non_empty(value: &Value) -> Option<String> {
 }
 
 /// "a, b or c".
-pub fn or_list(items: impl IntoIterator<Item = impl AsRef<str>>) -> String {
+pub(crate) fn or_list(items: impl IntoIterator<Item = impl AsRef<str>>) -> String {
     let items: Vec<String> = items
         .into_iter()
         .map(|item| item.as_ref().to_owned())

@@ -17,7 +17,7 @@ use super::error::{self, ConfigError, Origin};
 use crate::pane::{Rgb, TerminalColors};
 
 /// The embedded built-in themes, by name. The first is the default.
-pub const BUILTIN_THEMES: [(&str, &str); 2] = [
+pub(crate) const BUILTIN_THEMES: [(&str, &str); 2] = [
     ("dark", include_str!("../../themes/dark.toml")),
     ("light", include_str!("../../themes/light.toml")),
 ];
@@ -52,7 +52,7 @@ pub fn load_theme(user_file: Option<&Path>, no_color: bool) -> (Theme, Vec<Confi
 }
 
 /// Build a theme from the built-ins and an optional user file given as (path, contents).
-pub fn theme_from_sources(
+pub(crate) fn theme_from_sources(
     user: Option<(&Path, &str)>,
     no_color: bool,
 ) -> (Theme, Vec<ConfigError>) {
@@ -140,7 +140,7 @@ const ROLE_FIELDS: [(&str, Field); 16] = [
 ];
 
 /// The `[terminal]` keys, in `TerminalColors` order: foreground, background, ANSI 0..=15.
-pub const TERMINAL_KEYS: [&str; 18] = {
+pub(crate) const TERMINAL_KEYS: [&str; 18] = {
     let mut keys = ["foreground"; 18];
     keys[1] = "background";
     let mut index = 0;

@@ -11,7 +11,7 @@ use crate::tasks::TASKS_CONFIG_FILE;
 
 /// The default seed budget in bytes. It also bounds the child's task, which reaches Pi as one
 /// command-line argument (Linux caps one argument at 128 KiB).
-pub const DEFAULT_SEED_BUDGET_BYTES: usize = 64 * 1024;
+pub(crate) const DEFAULT_SEED_BUDGET_BYTES: usize = 64 * 1024;
 
 /// Delegate defaults.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -28,16 +28,16 @@ use crate::config::module_file::{ModuleConfig, Object, Style, positive, to_usize
 use crate::config::{ConfigError, read_module_config};
 
 /// The file's path below the home or workspace directory.
-pub const FUSION_CONFIG_FILE: &str = ".unipi/config/fusion.json";
+pub(crate) const FUSION_CONFIG_FILE: &str = ".unipi/config/fusion.json";
 
 /// How long the pair stays on its fallback after a rate-limit or quota error, by default.
-pub const DEFAULT_COOLDOWN: Duration = Duration::from_secs(300);
+pub(crate) const DEFAULT_COOLDOWN: Duration = Duration::from_secs(300);
 /// Idle sidekick Pi processes kept warm for helpers, by default.
 pub const DEFAULT_POOL_SIZE: usize = 2;
 /// The most a pool may hold, whatever the file says (each idle Pi is a Node process).
-pub const MAX_POOL_SIZE: usize = 8;
+pub(crate) const MAX_POOL_SIZE: usize = 8;
 /// How long a warm process may wait unused before it is stopped, by default.
-pub const DEFAULT_POOL_IDLE: Duration = Duration::from_secs(600);
+pub(crate) const DEFAULT_POOL_IDLE: Duration = Duration::from_secs(600);
 
 /// A model as presets name it: `provider/id` (the id may hold further slashes).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -116,7 +116,7 @@ impl Default for PoolSettings {
 
 /// What the files say, merged.
 #[derive(Debug, Clone, PartialEq)]
-pub struct FusionConfig {
+pub(crate) struct FusionConfig {
     /// The preset applied at start-up (it names one in `presets`).
     pub active: Option<String>,
     pub presets: BTreeMap<String, Preset>,
@@ -141,7 +141,7 @@ impl Default for FusionConfig {
 
 impl FusionConfig {
     /// The active preset, if one is set and exists.
-    pub fn active_preset(&self) -> Option<(&str, &Preset)> {
+    pub(crate) fn active_preset(&self) -> Option<(&str, &Preset)> {
         let name = self.active.as_deref()?;
         self.presets.get(name).map(|preset| (name, preset))
     }

@@ -165,7 +165,7 @@ impl ConfigWrite {
 }
 
 impl Engine {
-    pub fn new(
+    pub(crate) fn new(
         ui: Ui,
         config: impl Into<LiveConfig<FusionConfig>>,
         runtime: SidekickRuntime,
@@ -204,7 +204,7 @@ impl Engine {
     }
 
     /// The config in force; a file edited by hand since the last look is taken first.
-    pub fn config(&self) -> FusionConfig {
+    pub(crate) fn config(&self) -> FusionConfig {
         let mut config = lock(&self.config);
         self.take_file_edits(&mut config);
         config.clone()

@@ -8,7 +8,7 @@ use super::side::BTW_MESSAGE_TYPE;
 
 /// The module.
 #[derive(Clone, Copy, Default)]
-pub struct FusionModule;
+pub(crate) struct FusionModule;
 
 impl Module for FusionModule {
     fn name(&self) -> &'static str {

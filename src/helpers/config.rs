@@ -12,7 +12,7 @@ use crate::config::live::LiveConfig;
 use crate::config::module_file::{ModuleConfig, Object, Style, Wording, to_u32, to_usize};
 
 /// The nesting depth of the process reading it (unset: the root session, depth 0).
-pub const DEPTH_ENV: &str = "UNIPI_HELPER_DEPTH";
+pub(crate) const DEPTH_ENV: &str = "UNIPI_HELPER_DEPTH";
 /// The config file, relative to the home directory and to the workspace.
 pub const CONFIG_FILE: &str = ".unipi/config/subagents.json";
 /// Caps and defaults from `subagents.json`.
@@ -131,7 +131,7 @@ impl HelperSettings {
 }
 
 /// [`DEPTH_ENV`] as a number; unset or unreadable is the root, 0.
-pub fn depth_from_env() -> u32 {
+pub(crate) fn depth_from_env() -> u32 {
     std::env::var(DEPTH_ENV)
         .ok()
         .and_then(|value| value.trim().parse().ok())

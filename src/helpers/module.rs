@@ -42,9 +42,7 @@ use crate::bridge::{
 
 #[cfg(test)]
 pub(crate) use super::args::{ContextMode, SpawnArgs, parse_spawn_args};
-pub use super::config::{
-    CONFIG_FILE, DEPTH_ENV, HelperSettings, HelpersConfig, PiLaunch, depth_from_env,
-};
+pub use super::config::{CONFIG_FILE, HelperSettings, HelpersConfig, PiLaunch};
 #[cfg(test)]
 pub(crate) use super::names::CHILD_AGENT_PREFIX;
 pub use super::names::{NOTIFICATION_TYPE, RESULT_TOOL, SPAWN_TOOL};

@@ -71,7 +71,7 @@ impl ServerConfig {
     }
 
     /// Whether the enabled/disabled tool filters let `tool` through.
-    pub fn offers_tool(&self, tool: &str) -> bool {
+    pub(crate) fn offers_tool(&self, tool: &str) -> bool {
         let enabled = self
             .enabled_tools
             .as_ref()
@@ -82,7 +82,7 @@ impl ServerConfig {
 
 /// Who runs MCP servers: the workbench (Pi 1.x then starts with `--no-mcp`) or each Pi itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Owner {
+pub(crate) enum Owner {
     #[default]
     Workbench,
     Pi,
@@ -91,7 +91,7 @@ pub enum Owner {
 /// Workbench-wide MCP settings, from `.unipi/config/workbench.json` `{"mcp": {…}}`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct McpSettings {
-    pub owner: Owner,
+    pub(crate) owner: Owner,
     /// Enabled servers beyond this many (in name order) are refused with an error.
     pub max_servers: usize,
 }
@@ -121,16 +121,16 @@ impl McpConfig {
     }
 }
 
-pub const DEFAULT_MAX_SERVERS: usize = 20;
-pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
-pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_MAX_SERVERS: usize = 20;
+pub(crate) const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 /// The workbench settings file (home, then workspace), relative to either.
-pub const WORKBENCH_CONFIG_FILE: &str = ".unipi/config/workbench.json";
+pub(crate) const WORKBENCH_CONFIG_FILE: &str = ".unipi/config/workbench.json";
 
 /// The MCP files, lowest precedence first: Pi's user file (in Pi's agent directory:
 /// `pi_agent_dir`, i.e. `PI_CODING_AGENT_DIR`, else `~/.pi/agent`), Unipi's user file, Pi's
 /// project file, Unipi's project file.
-pub fn config_files(
+pub(crate) fn config_files(
     home: Option<&Path>,
     pi_agent_dir: Option<&Path>,
     workspace: &Path,
@@ -158,7 +158,7 @@ pub fn load(home: Option<&Path>, workspace: &Path) -> McpConfig {
 }
 
 /// [`load`] with Pi's agent directory given (the demo's throwaway one).
-pub fn load_with_agent_dir(
+pub(crate) fn load_with_agent_dir(
     home: Option<&Path>,
     pi_agent_dir: Option<&Path>,
     workspace: &Path,
@@ -273,7 +273,9 @@ fn refuse_beyond_maximum(
 
 /// The workbench's MCP settings from `workbench.json` texts, lowest precedence first, key by key.
 /// The file's other keys are other modules', and so is a file that is not an object.
-pub fn settings_from_sources(sources: &[(PathBuf, String)]) -> (McpSettings, Vec<ConfigError>) {
+pub(crate) fn settings_from_sources(
+    sources: &[(PathBuf, String)],
+) -> (McpSettings, Vec<ConfigError>) {
     let mut settings = McpSettings::default();
     let mut errors = Vec::new();
     let style = Style::BACKTICKS.dotted().unsorted();
@@ -546,7 +548,10 @@ impl Entry<'_> {
 }
 
 /// Expands `${VAR}` and `${VAR:-default}`; Err(name) of the first unset variable with no default.
-pub fn expand_vars(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+pub(crate) fn expand_vars(
+    text: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<String, String> {
     replace_references(text, "${", "}", |reference| {
         let (name, default) = match reference.split_once(":-") {
             Some((name, default)) => (name, Some(default)),

@@ -35,7 +35,7 @@ use crate::sys::{Changed, lock};
 /// The module's name in the registry (and `/unipi:info`).
 pub const MODULE_NAME: &str = "mcp";
 /// Opens the status overlay.
-pub const STATUS_COMMAND: &str = "unipi:mcp-status";
+pub(crate) const STATUS_COMMAND: &str = "unipi:mcp-status";
 /// Re-reads the MCP config files and applies the difference.
 pub(crate) const RELOAD_COMMAND: &str = "unipi:mcp-reload";
 

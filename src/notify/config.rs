@@ -28,15 +28,15 @@ use crate::config::module_file::{ModuleConfig, Object, non_empty, read_json_file
 /// `config.json` below the home directory.
 pub const CONFIG_FILE: &str = ".unipi/config/notify/config.json";
 /// `ntfy.json` below the home or workspace directory.
-pub const NTFY_FILE: &str = ".unipi/config/notify/ntfy.json";
+pub(crate) const NTFY_FILE: &str = ".unipi/config/notify/ntfy.json";
 
-pub const DEFAULT_NTFY_SERVER: &str = "https://ntfy.sh";
-pub const DEFAULT_TELEGRAM_API: &str = "https://api.telegram.org";
+pub(crate) const DEFAULT_NTFY_SERVER: &str = "https://ntfy.sh";
+pub(crate) const DEFAULT_TELEGRAM_API: &str = "https://api.telegram.org";
 
 crate::config::keyed_enum! {
     /// A place a notification can go.
     #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-    pub enum Platform {
+    pub(crate) enum Platform {
         Native = "native",
         Terminal = "terminal",
         Ntfy = "ntfy",
@@ -60,7 +60,7 @@ impl Platform {
 crate::config::keyed_enum! {
     /// How urgent a notification is.
     #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-    pub enum Priority {
+    pub(crate) enum Priority {
         Low = "low",
         Normal = "normal",
         High = "high",
@@ -83,7 +83,7 @@ crate::config::keyed_enum! {
 
 /// One event's routing.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct EventConfig {
+pub(crate) struct EventConfig {
     pub enabled: bool,
     /// Where it goes; empty: every enabled platform.
     pub platforms: Vec<Platform>,
@@ -92,7 +92,7 @@ pub struct EventConfig {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NtfyConfig {
+pub(crate) struct NtfyConfig {
     pub enabled: bool,
     pub server_url: String,
     pub topic: Option<String>,
@@ -114,7 +114,7 @@ impl Default for NtfyConfig {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct GotifyConfig {
+pub(crate) struct GotifyConfig {
     pub enabled: bool,
     pub server_url: Option<String>,
     pub app_token: Option<String>,
@@ -134,7 +134,7 @@ impl Default for GotifyConfig {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TelegramConfig {
+pub(crate) struct TelegramConfig {
     pub enabled: bool,
     pub bot_token: Option<String>,
     pub chat_id: Option<String>,
@@ -164,7 +164,7 @@ impl EventConfig {
 
 /// Where the ntfy settings came from (and where the overlay saves them).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum NtfySource {
+pub(crate) enum NtfySource {
     Project(PathBuf),
     Global(PathBuf),
     /// `config.json`'s legacy `ntfy` section, or nothing: saved to the global file.
@@ -173,15 +173,15 @@ pub enum NtfySource {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NotifyConfig {
-    pub default_platforms: Vec<Platform>,
-    pub events: BTreeMap<String, EventConfig>,
+    pub(crate) default_platforms: Vec<Platform>,
+    pub(crate) events: BTreeMap<String, EventConfig>,
     pub native: bool,
     pub terminal: bool,
     pub terminal_method: TerminalMethod,
-    pub ntfy: NtfyConfig,
-    pub ntfy_source: NtfySource,
-    pub gotify: GotifyConfig,
-    pub telegram: TelegramConfig,
+    pub(crate) ntfy: NtfyConfig,
+    pub(crate) ntfy_source: NtfySource,
+    pub(crate) gotify: GotifyConfig,
+    pub(crate) telegram: TelegramConfig,
     /// How long after the user's last keystroke alerts hold back.
     pub silence_after_input: Duration,
     /// How long one platform may take to deliver.
@@ -194,7 +194,7 @@ pub struct NotifyConfig {
 
 /// Every event key with its default (enabled) and what the overlay calls it: the original's, and
 /// the workbench's own.
-pub const EVENT_DEFAULTS: &[(&str, bool, &str)] = &[
+pub(crate) const EVENT_DEFAULTS: &[(&str, bool, &str)] = &[
     ("agent_end", true, "agent done"),
     ("ask_user_prompt", true, "needs your input"),
     ("agent_error", true, "agent error"),
@@ -232,14 +232,14 @@ impl Default for NotifyConfig {
 
 impl NotifyConfig {
     /// The event's routing (an unknown event: enabled, everywhere).
-    pub fn event(&self, key: &str) -> EventConfig {
+    pub(crate) fn event(&self, key: &str) -> EventConfig {
         self.events
             .get(key)
             .cloned()
             .unwrap_or(EventConfig::on(true))
     }
 
-    pub fn enabled(&self, platform: Platform) -> bool {
+    pub(crate) fn enabled(&self, platform: Platform) -> bool {
         match platform {
             Platform::Native => self.native,
             Platform::Terminal => self.terminal,
@@ -250,7 +250,7 @@ impl NotifyConfig {
     }
 
     /// What a platform still needs before it can send; `None` when it is set up.
-    pub fn missing(&self, platform: Platform) -> Option<&'static str> {
+    pub(crate) fn missing(&self, platform: Platform) -> Option<&'static str> {
         match platform {
             Platform::Native | Platform::Terminal => None,
             Platform::Ntfy if self.ntfy.topic.is_none() => {
@@ -272,7 +272,7 @@ impl NotifyConfig {
 
     /// The platforms an event goes to: its own list, else every enabled one, else the default
     /// list — then only those enabled.
-    pub fn platforms_for(&self, requested: &[Platform]) -> Vec<Platform> {
+    pub(crate) fn platforms_for(&self, requested: &[Platform]) -> Vec<Platform> {
         let all_enabled: Vec<Platform> = Platform::ALL
             .iter()
             .copied()

@@ -33,7 +33,7 @@ pub enum Sent {
 /// One platform's outcome.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Delivery {
-    pub platform: Platform,
+    pub(crate) platform: Platform,
     pub outcome: Result<Sent, String>,
 }
 
@@ -163,7 +163,7 @@ impl Dispatcher {
 
     /// Sends `notice` for `event_type` to `platforms` in the background and announces the
     /// outcome on the bus. Returns at once.
-    pub fn dispatch(&self, event_type: &str, notice: Notice, platforms: Vec<Platform>) {
+    pub(crate) fn dispatch(&self, event_type: &str, notice: Notice, platforms: Vec<Platform>) {
         let this = self.clone();
         let event_type = event_type.to_owned();
         tokio::spawn(async move {

@@ -174,7 +174,7 @@ fn values(config: &NotifyConfig) -> Value {
 /// settings came from (the global file when they came from nowhere or from `config.json`). A
 /// cleared text is written as `null`, which reads as "not set"; a cleared ntfy server as the
 /// default one.
-pub fn save(home: &Path, source: &NtfySource, mut values: Value) -> anyhow::Result<()> {
+pub(crate) fn save(home: &Path, source: &NtfySource, mut values: Value) -> anyhow::Result<()> {
     // A platform on without what it needs is refused, as the original's validation did.
     let set = |platform: &str, key: &str| values[platform][key].is_string();
     let problems: Vec<&str> = [

@@ -32,9 +32,9 @@ pub struct TasksModule {
 
 impl TasksModule {
     pub const RUN: &'static str = "bg_run";
-    pub const STATUS: &'static str = "bg_status";
-    pub const LOGS: &'static str = "bg_logs";
-    pub const KILL: &'static str = "bg_kill";
+    pub(crate) const STATUS: &'static str = "bg_status";
+    pub(crate) const LOGS: &'static str = "bg_logs";
+    pub(crate) const KILL: &'static str = "bg_kill";
 
     pub fn new(service: TaskService, config: impl Into<LiveConfig<TasksConfig>>) -> Self {
         Self {

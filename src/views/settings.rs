@@ -40,7 +40,7 @@ pub trait SettingsStore: Send + Sync {
 }
 
 /// Turns the edited fields into the module's config keys (its settings table does).
-pub type ToValues = Box<dyn Fn(&[SettingField]) -> Value + Send + Sync>;
+pub(crate) type ToValues = Box<dyn Fn(&[SettingField]) -> Value + Send + Sync>;
 
 pub struct SettingsView {
     store: Arc<dyn SettingsStore>,

@@ -19,14 +19,14 @@ use crate::config::module_file::{ModuleConfig, Object, non_empty, to_usize, whol
 pub const WEB_CONFIG_FILE: &str = ".unipi/config/web.json";
 
 /// The original's defaults.
-pub const DEFAULT_MAX_CHARS: usize = 50_000;
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(15);
-pub const DEFAULT_BATCH_CONCURRENCY: usize = 8;
-pub const DEFAULT_CACHE_TTL: Duration = Duration::from_secs(60 * 60);
+pub(crate) const DEFAULT_MAX_CHARS: usize = 50_000;
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(15);
+pub(crate) const DEFAULT_BATCH_CONCURRENCY: usize = 8;
+pub(crate) const DEFAULT_CACHE_TTL: Duration = Duration::from_secs(60 * 60);
 /// The largest batch worker pool the file or a call may ask for.
-pub const MAX_BATCH_CONCURRENCY: usize = 32;
+pub(crate) const MAX_BATCH_CONCURRENCY: usize = 32;
 /// The longest timeout a call may ask for.
-pub const MAX_TIMEOUT: Duration = Duration::from_secs(300);
+pub(crate) const MAX_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// What the file can set.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,7 +49,7 @@ pub struct WebConfig {
 impl WebConfig {
     /// How a refusal tells the user to allow private addresses: where the switch is, or the file
     /// whose value keeps it off (never "set the key" when a file already sets it).
-    pub fn private_network_remedy(&self) -> String {
+    pub(crate) fn private_network_remedy(&self) -> String {
         match &self.allow_private_given {
             None => "set \"allowPrivateNetwork\": true in ~/.unipi/config/web.json or the \
                      workspace's .unipi/config/web.json to allow it"

@@ -92,7 +92,7 @@ const SNIFF_BYTES: usize = 1445;
 /// no text uses (the WHATWG standard's "binary data bytes": not tab, newline, form feed,
 /// carriage return or escape) — random bytes have one in ten, a text file with a stray one
 /// stays text. A body declared as UTF-16 (`charset`) is text with NULs in it.
-pub fn binary_type(body: &[u8], charset: Option<&str>) -> Option<&'static str> {
+pub(crate) fn binary_type(body: &[u8], charset: Option<&str>) -> Option<&'static str> {
     if let Some(mime) = signature(body, Strong) {
         return Some(mime);
     }

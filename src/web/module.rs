@@ -55,7 +55,7 @@ impl WebModule {
     pub(crate) const FETCH: &'static str = "web_fetch";
     pub(crate) const BATCH: &'static str = "web_fetch_batch";
     /// The original's name, kept so prompts written for it still work.
-    pub const READ: &'static str = "web_read";
+    pub(crate) const READ: &'static str = "web_read";
 
     /// The module for `config` (followed as its files change), its cache in `cache_dir`.
     pub fn new(config: impl Into<LiveConfig<WebConfig>>, cache_dir: Option<PathBuf>) -> Self {

@@ -5,7 +5,7 @@
 
 use crate::bridge::Module;
 
-pub struct WorkflowModule;
+pub(crate) struct WorkflowModule;
 
 impl Module for WorkflowModule {
     fn name(&self) -> &'static str {

@@ -15,11 +15,15 @@ use super::config::Priority;
 pub struct Notice {
     pub title: String,
     pub message: String,
-    pub priority: Priority,
+    pub(crate) priority: Priority,
 }
 
 impl Notice {
-    pub fn new(title: impl Into<String>, message: impl Into<String>, priority: Priority) -> Self {
+    pub(crate) fn new(
+        title: impl Into<String>,
+        message: impl Into<String>,
+        priority: Priority,
+    ) -> Self {
         Notice {
             title: title.into(),
             message: message.into(),
