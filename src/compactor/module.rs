@@ -167,7 +167,7 @@ impl CompactorModule {
         Self::start_with(config, errors, home, workspace)
     }
 
-    /// [`CompactorModule::start`] with the config already loaded (and the problems found in it).
+    /// Starts the module with the config already loaded (and the problems found in it).
     pub fn start_with(
         config: LiveConfig<CompactorConfig>,
         errors: Vec<crate::config::ConfigError>,

@@ -75,7 +75,7 @@ pub struct HostInfo {
 /// Something the child did that the workbench reacts to, in stream order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EmulatorEvent {
-    /// An OSC 7501 report; [`Emulator::program_status`] has the same value.
+    /// An OSC 7501 report.
     ProgramStatus(ProgramStatus),
     /// OSC 7501 `state=clear`: the child withdrew its status.
     ProgramStatusCleared,
@@ -185,14 +185,14 @@ impl Emulator {
         self.parser.callbacks().modes.focus_reporting
     }
 
-    /// True while the child is inside a `CSI ? 2026 h … l` block, for at most
-    /// [`SYNCHRONIZED_UPDATE_TIMEOUT`]: hold drawing the pane until it turns false.
+    /// [`Self::synchronized_update_at`] now.
     #[cfg(test)]
     pub(crate) fn synchronized_update(&self) -> bool {
         self.synchronized_update_at(Instant::now())
     }
 
-    /// [`Self::synchronized_update`] as seen at `now`.
+    /// True while the child is inside a `CSI ? 2026 h … l` block at `now`, for at most
+    /// [`SYNCHRONIZED_UPDATE_TIMEOUT`]: hold drawing the pane until it turns false.
     pub fn synchronized_update_at(&self, now: Instant) -> bool {
         self.synchronized_update_deadline()
             .is_some_and(|deadline| now < deadline)

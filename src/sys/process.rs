@@ -9,7 +9,7 @@
 //! a bounded wait until it is empty. It polls with async sleeps (never a blocking sleep on the
 //! runtime) and holds a [`GroupGuard`] while it waits, so a stop that is cancelled half way still
 //! kills the group. Synchronous exits (a panic hook, `Drop`) use
-//! [`kill_group_now`](super::kill_group_now).
+//! [`kill_group_now`](super::group::kill_group_now).
 //!
 //! Group ids are reused by the kernel once a group is empty and its leader reaped, so an owner
 //! signals a group only while it knows it is there: it clears its [`CurrentGroup`] or disarms its

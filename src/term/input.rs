@@ -26,7 +26,7 @@
 //!   `Char('A')` + SHIFT; kitty `CSI 49:33;2u` is `Char('!')` like a legacy `!`. (crossterm reports
 //!   the kitty `A` without SHIFT; we keep it so all three encodings agree.)
 //! - `CSI 1;m R` is legacy modified F3 and `CSI r;c R` a cursor report: see
-//!   [`InputDecoder::expect_cursor_report`] for the rule.
+//!   [`InputDecoder::cursor_report`] for the rule.
 //! - `ESC ]`, `ESC P` and `ESC _` open OSC/DCS/APC strings only when the next byte looks like a
 //!   reply (a digit for OSC, a parameter byte for DCS, a letter for APC); otherwise they are
 //!   Alt+`]`, Alt+Shift+P, Alt+`_`. A string still open at the timeout is resolved as those Alt
@@ -150,11 +150,8 @@ impl InputDecoder {
         out
     }
 
-    /// Tell the decoder the app sent a cursor position query (`CSI 6 n`). Until that many
-    /// reports arrived, every `CSI r ; c R` is a [`TerminalReply::CursorPosition`]. Otherwise
-    /// `CSI R` and `CSI 1 ; m R` are (modified) F3, as legacy xterm sends them, and any other
-    /// `CSI r ; c R` is a cursor report. `CSI ? r ; c R` (DECXCPR, asked with `CSI ? 6 n`) is
-    /// always a cursor report, so prefer that query where the terminal supports it.
+    /// Tell the decoder the app sent a cursor position query (`CSI 6 n`): the next report is read
+    /// as one ([`Self::cursor_report`] has the rule).
     #[cfg(test)]
     pub(crate) fn expect_cursor_report(&mut self) {
         self.cursor_reports_expected = self.cursor_reports_expected.saturating_add(1);
@@ -462,7 +459,11 @@ impl InputDecoder {
         Some(event)
     }
 
-    /// Applies the rule documented on [`Self::expect_cursor_report`]; None means "a key".
+    /// Until as many reports arrived as cursor position queries (`CSI 6 n`) were sent, every
+    /// `CSI r ; c R` is a [`TerminalReply::CursorPosition`]. Otherwise `CSI R` and `CSI 1 ; m R`
+    /// are (modified) F3, as legacy xterm sends them, and any other `CSI r ; c R` is a cursor
+    /// report. `CSI ? r ; c R` (DECXCPR, asked with `CSI ? 6 n`) is always a cursor report, so
+    /// prefer that query where the terminal supports it. None means "a key".
     fn cursor_report(&mut self, prefix: Option<u8>, fields: &Fields) -> Option<TerminalReply> {
         let row = field(fields, 0);
         let col = field(fields, 1);
