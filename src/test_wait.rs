@@ -2,7 +2,8 @@
 //! [`eventually`] polls a check until it holds and fails naming what it waited for;
 //! [`stays_quiet`] watches for something that must not happen for a while and fails naming it
 //! the moment it does. Both sleep on tokio's clock, so under a paused clock they take no time;
-//! [`eventually_blocking`] is for tests outside a runtime.
+//! [`eventually_async`] is for a check that awaits, [`eventually_blocking`] for tests outside a
+//! runtime.
 
 use std::fmt::Display;
 use std::time::Duration;
@@ -22,6 +23,22 @@ pub(crate) async fn eventually(
 ) {
     let deadline = tokio::time::Instant::now() + timeout;
     while !check() {
+        assert!(
+            tokio::time::Instant::now() <= deadline,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// [`eventually`] for a check that awaits (asks a server, reads a channel).
+pub(crate) async fn eventually_async(
+    what: impl Display,
+    timeout: Duration,
+    mut check: impl AsyncFnMut() -> bool,
+) {
+    let deadline = tokio::time::Instant::now() + timeout;
+    while !check().await {
         assert!(
             tokio::time::Instant::now() <= deadline,
             "timed out after {timeout:?} waiting for {what}"

@@ -76,14 +76,10 @@ impl TestSession {
 
     /// Waits until the status says nobody is attached.
     async fn wait_detached(&self) {
-        let deadline = tokio::time::Instant::now() + WITHIN;
-        while self.status().await.attached {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "detached when the client left"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        crate::test_wait::eventually_async("detached when the client left", WITHIN, async || {
+            !self.status().await.attached
+        })
+        .await;
     }
 
     /// Waits for the session to end on its own (never asked to stop); returns the exit code.

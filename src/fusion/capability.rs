@@ -672,13 +672,14 @@ mod tests {
     /// last notice is `last` — and returns the presets file as it is then.
     async fn written(port: &EnginePresets, dir: &std::path::Path, last: &str) -> FusionConfig {
         let mut changes = port.engine.changed().subscribe();
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        while port.take_notice().as_deref() != Some(last) {
-            tokio::time::timeout_at(deadline, changes.changed())
-                .await
-                .expect("the edits end within 10 s")
-                .unwrap();
-        }
+        let done = async {
+            while port.take_notice().as_deref() != Some(last) {
+                changes.changed().await.unwrap();
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(10), done)
+            .await
+            .expect("the edits end within 10 s");
         FusionConfig::load(Some(&dir.join("home")), &dir.join("work")).0
     }
 

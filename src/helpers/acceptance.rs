@@ -204,16 +204,13 @@ mod tests {
             .parse()
             .unwrap();
         // The grandchild `sleep` was in the killed group.
-        let mut gone = false;
-        for _ in 0..50 {
-            // A killed orphan may linger as a zombie where PID 1 does not reap: that is gone too.
-            if crate::sys::tree::has_ended(pid) {
-                gone = true;
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        assert!(gone, "sleep {pid} survived the gate's timeout");
+        // A killed orphan may linger as a zombie where PID 1 does not reap: that is gone too.
+        crate::test_wait::eventually(
+            format!("sleep {pid} to end after the gate's timeout"),
+            Duration::from_secs(1),
+            || crate::sys::tree::has_ended(pid),
+        )
+        .await;
     }
 
     #[tokio::test]

@@ -408,13 +408,10 @@ mod tests {
         // The background sleep ignored SIGTERM/SIGHUP too; it must be dead (gone, or a zombie
         // waiting for a reaper that is not us).
         let sleep_pid: i32 = sleep_pid.parse().unwrap();
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while !crate::sys::tree::has_ended(sleep_pid) {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "sleep {sleep_pid} still running"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        crate::test_wait::eventually_blocking(
+            format!("sleep {sleep_pid} to end"),
+            Duration::from_secs(10),
+            || crate::sys::tree::has_ended(sleep_pid),
+        );
     }
 }

@@ -69,6 +69,7 @@ pub(crate) fn has_ended(pid: i32) -> bool {
 #[allow(clippy::unwrap_used)] // test code: a failed step should panic
 mod tests {
     use super::*;
+    use crate::test_wait::eventually_blocking;
 
     #[test]
     fn signal_tree_reaches_a_grandchild_in_its_own_group() {
@@ -86,43 +87,30 @@ mod tests {
             .process_group(0)
             .spawn()
             .unwrap();
+        let two_seconds = std::time::Duration::from_secs(2);
         let mut grandchild = None;
-        for _ in 0..100 {
-            if let Some(pid) = std::fs::read_to_string(&pid_file)
+        eventually_blocking("the grandchild's pid", two_seconds, || {
+            grandchild = std::fs::read_to_string(&pid_file)
                 .ok()
-                .and_then(|text| text.trim().parse::<i32>().ok())
-            {
-                grandchild = Some(pid);
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
+                .and_then(|text| text.trim().parse::<i32>().ok());
+            grandchild.is_some()
+        });
         let grandchild = grandchild.unwrap();
         let leader = Pid::from_raw(i32::try_from(child.id()).unwrap());
         // `$!` is known before `setsid` has run: wait until the grandchild left the group.
-        for _ in 0..100 {
-            if nix::unistd::getpgid(Some(Pid::from_raw(grandchild))).is_ok_and(|g| g != leader) {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
+        eventually_blocking("the grandchild to leave the group", two_seconds, || {
+            nix::unistd::getpgid(Some(Pid::from_raw(grandchild))).is_ok_and(|g| g != leader)
+        });
         assert_ne!(
             nix::unistd::getpgid(Some(Pid::from_raw(grandchild))).unwrap(),
             leader
         );
         signal_tree(leader, nix::sys::signal::Signal::SIGKILL);
         child.wait().unwrap();
-        let mut gone = false;
-        for _ in 0..100 {
-            if has_ended(grandchild) {
-                gone = true;
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        assert!(
-            gone,
-            "the grandchild {grandchild} in its own group survived"
+        eventually_blocking(
+            format!("the grandchild {grandchild} in its own group to end"),
+            two_seconds,
+            || has_ended(grandchild),
         );
     }
 }

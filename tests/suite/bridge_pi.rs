@@ -12,11 +12,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use anyhow::{Context as _, bail};
+use anyhow::{Context as _, anyhow, bail};
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 use support::pi::{PiLine, PiOutput, pi_install};
 use support::sandbox::Sandbox;
+use support::wait::try_eventually_async;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use unipi_tui::bridge::{
@@ -763,21 +764,23 @@ async fn expect_event(
     what: &str,
     wanted: impl Fn(&BridgeEvent) -> bool,
 ) -> anyhow::Result<BridgeEvent> {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let event = tokio::time::timeout_at(deadline, rx.recv())
-            .await
-            .with_context(|| {
-                format!(
-                    "no {what} event in time; screen:\n{}",
-                    session.screen_text()
-                )
-            })?
-            .context("the host's channel closed")?;
-        if wanted(&event) {
-            return Ok(event);
+    let matching = async {
+        while let Some(event) = rx.recv().await {
+            if wanted(&event) {
+                return Some(event);
+            }
         }
-    }
+        None
+    };
+    tokio::time::timeout(Duration::from_secs(30), matching)
+        .await
+        .with_context(|| {
+            format!(
+                "no {what} event in time; screen:\n{}",
+                session.screen_text()
+            )
+        })?
+        .context("the host's channel closed")
 }
 
 async fn wait_screen(
@@ -785,17 +788,11 @@ async fn wait_screen(
     what: &str,
     check: impl Fn(&str) -> bool,
 ) -> anyhow::Result<()> {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let screen = session.screen_text();
-        if check(&screen) {
-            return Ok(());
-        }
-        if tokio::time::Instant::now() > deadline {
-            bail!("timed out waiting for {what}; screen:\n{screen}");
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    try_eventually_async(what, Duration::from_secs(30), async || {
+        check(&session.screen_text())
+    })
+    .await
+    .map_err(|err| anyhow!("{err}; screen:\n{}", session.screen_text()))
 }
 
 async fn wait_flag(
@@ -803,17 +800,11 @@ async fn wait_flag(
     what: &str,
     session: &support::term::Session,
 ) -> anyhow::Result<()> {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while !flag.load(Ordering::SeqCst) {
-        if tokio::time::Instant::now() > deadline {
-            bail!(
-                "timed out waiting for {what}; screen:\n{}",
-                session.screen_text()
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    Ok(())
+    try_eventually_async(what, Duration::from_secs(30), async || {
+        flag.load(Ordering::SeqCst)
+    })
+    .await
+    .map_err(|err| anyhow!("{err}; screen:\n{}", session.screen_text()))
 }
 
 /// Types a slash command and presses Enter only once Pi's editor shows it whole: Enter before

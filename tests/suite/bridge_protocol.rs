@@ -25,6 +25,8 @@ use unipi_tui::bridge::{
     NotifyLevel, PiEvent, Registry, ToolCall, ToolError, ToolOutput, ToolSpec,
 };
 
+use crate::support::wait::try_eventually_async;
+
 /// How long any single expected thing may take before the test fails.
 const WAIT: Duration = Duration::from_secs(5);
 
@@ -220,16 +222,20 @@ impl Harness {
 
     /// Waits for a fault whose message contains `fragment` (skipping other events).
     async fn fault(&mut self, fragment: &str) -> anyhow::Result<String> {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match tokio::time::timeout(left, self.events.recv()).await {
-                Ok(Some(BridgeEvent::Fault { message, .. })) if message.contains(fragment) => {
-                    return Ok(message);
+        let fault = async {
+            loop {
+                match self.events.recv().await {
+                    Some(BridgeEvent::Fault { message, .. }) if message.contains(fragment) => {
+                        return Some(message);
+                    }
+                    Some(_) => continue,
+                    None => return None,
                 }
-                Ok(Some(_)) => continue,
-                _ => bail!("no fault mentioning {fragment:?} within {WAIT:?}"),
             }
+        };
+        match tokio::time::timeout(WAIT, fault).await {
+            Ok(Some(message)) => Ok(message),
+            _ => bail!("no fault mentioning {fragment:?} within {WAIT:?}"),
         }
     }
 
@@ -559,13 +565,12 @@ async fn a_call_past_its_timeout_is_failed_and_the_module_is_cancelled() -> anyh
         lines[0]
     );
     // The module saw its cancel token fire before it was dropped.
-    tokio::time::timeout(Duration::from_secs(5), async {
-        while h.seen.cancellations.load(Ordering::SeqCst) == 0 {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await
-    .context("the module never saw its cancel token fire")?;
+    try_eventually_async(
+        "the module to see its cancel token fire",
+        Duration::from_secs(5),
+        async || h.seen.cancellations.load(Ordering::SeqCst) > 0,
+    )
+    .await?;
     assert_eq!(h.seen.cancellations.load(Ordering::SeqCst), 1);
     client.echo_works(2).await
 }
@@ -1275,23 +1280,22 @@ async fn connections_awaiting_hello_are_bounded_and_a_good_client_still_gets_in(
         silent.push(UnixStream::connect(h.socket()).await?);
     }
     // All but `limit` are closed by the host at once; the rest wait for their hello.
-    let deadline = Instant::now() + WAIT;
     let mut closed = vec![false; silent.len()];
-    loop {
-        tokio::task::yield_now().await;
-        for (stream, done) in silent.iter().zip(closed.iter_mut()) {
-            *done = *done || closed_by_host(stream);
-        }
-        let open = closed.iter().filter(|done| !**done).count();
-        if open <= limit {
-            assert_eq!(open, limit, "the host closed connections within its limit");
-            break;
-        }
-        if Instant::now() > deadline {
-            bail!("{open} connections are held open awaiting hello (limit {limit})");
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
+    let mut open = silent.len();
+    let within_limit =
+        try_eventually_async("the host to close all but its limit", WAIT, async || {
+            tokio::task::yield_now().await;
+            for (stream, done) in silent.iter().zip(closed.iter_mut()) {
+                *done = *done || closed_by_host(stream);
+            }
+            open = closed.iter().filter(|done| !**done).count();
+            open <= limit
+        })
+        .await;
+    if within_limit.is_err() {
+        bail!("{open} connections are held open awaiting hello (limit {limit})");
     }
+    assert_eq!(open, limit, "the host closed connections within its limit");
     // The test holds its 1,000 ends; the host holds only the ones it keeps.
     let host_fds = host_connections(&h.socket());
     eprintln!(
@@ -1301,16 +1305,18 @@ async fn connections_awaiting_hello_are_bounded_and_a_good_client_still_gets_in(
     assert!(host_fds <= limit + 4, "the host holds {host_fds} fds");
     // Once the silent ones go, a good client gets in.
     drop(silent);
-    let deadline = Instant::now() + WAIT;
-    let (mut client, _) = loop {
-        match h.connect().await {
-            Ok(connected) => break connected,
-            Err(err) if Instant::now() < deadline => {
-                tracing::debug!("not yet: {err:#}");
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-            Err(err) => return Err(err),
-        }
+    let mut refused = None;
+    let connected = try_eventually_async("a good client to get in", WAIT, async || {
+        h.connect()
+            .await
+            .inspect_err(|err| tracing::debug!("not yet: {err:#}"))
+            .map_err(|err| refused = Some(err))
+            .ok()
+    })
+    .await;
+    let (mut client, _) = match connected {
+        Ok(connected) => connected,
+        Err(timeout) => return Err(refused.unwrap_or(timeout)),
     };
     client.echo_works(1).await
 }

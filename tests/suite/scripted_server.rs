@@ -12,6 +12,7 @@ use anyhow::{Context as _, bail};
 use serde_json::{Value, json};
 use support::pi::{PiLine, pi_install};
 use support::sandbox::Sandbox;
+use support::wait::try_eventually_async;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 use unipi_tui::pi::offline::write_agent_dir;
@@ -342,13 +343,12 @@ async fn dropping_the_handle_stops_the_server() -> anyhow::Result<()> {
     let addr = server.addr;
     drop(server);
     // The stop is signalled on drop and takes effect on the server task; give it a moment.
-    for _ in 0..100 {
-        if TcpStream::connect(addr).await.is_err() {
-            return Ok(());
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    bail!("{addr} still accepts connections 2 s after the handle was dropped")
+    try_eventually_async(
+        format!("{addr} to refuse connections after the handle was dropped"),
+        std::time::Duration::from_secs(2),
+        async || TcpStream::connect(addr).await.is_err(),
+    )
+    .await
 }
 
 // --- the real Pi ---------------------------------------------------------------------------

@@ -15,9 +15,11 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Context as _, Result, anyhow, bail};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use portable_pty::{Child, CommandBuilder, MasterPty, PtySize, native_pty_system};
+
+use super::wait::try_eventually;
 
 /// How the fake terminal behaves.
 #[derive(Debug, Clone, Copy)]
@@ -284,22 +286,10 @@ impl Session {
         timeout: Duration,
         check: impl Fn(&vt100::Screen) -> bool,
     ) -> Result<()> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            {
-                let parser = self.parser.lock().expect("parser lock");
-                if check(parser.screen()) {
-                    return Ok(());
-                }
-                if Instant::now() > deadline {
-                    bail!(
-                        "timed out after {timeout:?} waiting for {what}; screen:\n{}",
-                        parser.screen().contents()
-                    );
-                }
-            }
-            std::thread::sleep(Duration::from_millis(25));
-        }
+        try_eventually(what, timeout, || {
+            check(self.parser.lock().expect("parser lock").screen())
+        })
+        .map_err(|err| anyhow!("{err}; screen:\n{}", self.screen_text()))
     }
 
     pub fn wait_for_text(&self, needle: &str, timeout: Duration) -> Result<()> {
@@ -328,33 +318,33 @@ impl Session {
 
     /// Waits for the program to exit and returns its exit code (signals map to 128 + N).
     pub fn wait_exit(&mut self, timeout: Duration) -> Result<u32> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(status) = self.child.try_wait().context("try_wait")? {
-                // What was written last (the restore sequences, Pi's transcript) is parsed once
-                // the reader reached the end of the output: the PTY closes when the program and
-                // everything that inherited the terminal are gone.
-                while !self.output_ended.load(Ordering::Acquire) && self.reader.is_some() {
-                    if Instant::now() > deadline {
-                        bail!(
-                            "the program exited but its terminal stayed open for {timeout:?} \
-                             (a process outlived it holding the terminal); screen:\n{}",
-                            self.screen_text()
-                        );
-                    }
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-                return Ok(status.exit_code());
-            }
-            if Instant::now() > deadline {
-                let _ = self.child.kill();
-                bail!(
-                    "program did not exit within {timeout:?}; screen:\n{}",
-                    self.screen_text()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(25));
-        }
+        let started = Instant::now();
+        let exited = try_eventually("the program's exit", timeout, || {
+            self.child.try_wait().transpose()
+        });
+        let Ok(status) = exited else {
+            let _ = self.child.kill();
+            bail!(
+                "program did not exit within {timeout:?}; screen:\n{}",
+                self.screen_text()
+            );
+        };
+        let status = status.context("try_wait")?;
+        // What was written last (the restore sequences, Pi's transcript) is parsed once the
+        // reader reached the end of the output: the PTY closes when the program and everything
+        // that inherited the terminal are gone.
+        let remaining = timeout.saturating_sub(started.elapsed());
+        try_eventually("the end of its output", remaining, || {
+            self.output_ended.load(Ordering::Acquire) || self.reader.is_none()
+        })
+        .map_err(|_| {
+            anyhow!(
+                "the program exited but its terminal stayed open for {timeout:?} (a process \
+                 outlived it holding the terminal); screen:\n{}",
+                self.screen_text()
+            )
+        })?;
+        Ok(status.exit_code())
     }
 
     /// The terminal modes as the program left them.

@@ -15,7 +15,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
@@ -288,10 +288,19 @@ async fn hold(state: &Shared, item: &str) -> Response {
     let now = state.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
     state.max_in_flight.fetch_max(now, Ordering::SeqCst);
     state.moved.notify_waiters();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while state.in_flight.load(Ordering::SeqCst) < HOLD_UNTIL && Instant::now() < deadline {
-        let _ = tokio::time::timeout(Duration::from_millis(50), state.moved.notified()).await;
-    }
+    let _ = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            // Listening before the check, so an arrival between the two still wakes this one.
+            let moved = state.moved.notified();
+            let mut moved = std::pin::pin!(moved);
+            moved.as_mut().enable();
+            if state.in_flight.load(Ordering::SeqCst) >= HOLD_UNTIL {
+                return;
+            }
+            moved.await;
+        }
+    })
+    .await;
     // Answer a little after the others have arrived, so a pool that is too large is seen.
     tokio::time::sleep(Duration::from_millis(20)).await;
     state.in_flight.fetch_sub(1, Ordering::SeqCst);
