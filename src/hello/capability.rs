@@ -1,5 +1,5 @@
 //! Hello as the workbench sees it: its registration (a global key action, no key tables), its
-//! start from its config, and what it does when its key is pressed.
+//! start from its config, and what it does when its key is pressed or its command is run.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -8,7 +8,9 @@ use tokio::sync::watch;
 
 use super::bus::HelloWaved;
 use super::dock::HelloDock;
-use crate::bridge::EventBus;
+use crate::bridge::{
+    Command, CommandCall, CommandReply, CommandSpec, EventBus, Module, NotifyLevel,
+};
 use crate::capability::{
     BridgeLink, Capability, Changed, GlobalAction, Otherwise, Registration, StartContext,
 };
@@ -57,15 +59,55 @@ fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
     config.enabled.then(|| Arc::new(Hello::default()) as _)
 }
 
-#[derive(Default)]
+/// Hello's bridge module: it declares no tool; its command is listed under it (`/unipi:info`).
+struct HelloModule;
+
+impl Module for HelloModule {
+    fn name(&self) -> &'static str {
+        "hello"
+    }
+}
+
+/// The capability, and the state its command runs over (cheap to clone: it is all shared).
+#[derive(Clone, Default)]
 struct Hello {
     waves: Arc<AtomicU64>,
     /// The bridge's bus, once it is up.
-    bus: OnceLock<EventBus>,
+    bus: Arc<OnceLock<EventBus>>,
     changed: Changed,
 }
 
+impl Hello {
+    /// One wave: counted, published on the bus, redrawn. Returns how many so far.
+    fn wave(&self) -> u64 {
+        let waves = self.waves.fetch_add(1, Ordering::SeqCst) + 1;
+        if let Some(bus) = self.bus.get() {
+            bus.publish("hello", &HelloWaved { waves });
+        }
+        self.changed.bump();
+        waves
+    }
+
+    /// `/unipi:hello`: waves as its key does, and Pi says so.
+    async fn wave_command(self, _call: CommandCall) -> CommandReply {
+        let waves = self.wave();
+        CommandReply::Notify {
+            message: format!("Hello waved ({waves} so far)"),
+            level: NotifyLevel::Info,
+        }
+    }
+}
+
 impl Capability for Hello {
+    fn modules(&self) -> Vec<Arc<dyn Module>> {
+        vec![Arc::new(HelloModule)]
+    }
+
+    fn commands(&self) -> Vec<Command> {
+        let spec = CommandSpec::new("unipi:hello", "Wave hello");
+        vec![Command::new(spec, self.clone(), Self::wave_command)]
+    }
+
     fn attach(&self, bridge: &BridgeLink) {
         // Attached once; a second attach would be the same bus.
         let _ = self.bus.set(bridge.bus());
@@ -85,11 +127,7 @@ impl Capability for Hello {
         if name != WAVE.name {
             return false;
         }
-        let waves = self.waves.fetch_add(1, Ordering::SeqCst) + 1;
-        if let Some(bus) = self.bus.get() {
-            bus.publish("hello", &HelloWaved { waves });
-        }
-        self.changed.bump();
+        self.wave();
         true
     }
 }

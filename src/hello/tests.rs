@@ -1,7 +1,8 @@
 //! The worked example run through the real pieces: hello starts only when its config file says
 //! so; a keymap file binds its action by name and a real app hands it the key; the message it
 //! publishes becomes an alert in the notifications' router, which knows no hello; its waves are
-//! rows in the dock the app opens.
+//! rows in the dock the app opens; its command, registered as the app registers every
+//! capability's, is dispatched by name as the bridge does when Pi runs it.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -9,6 +10,7 @@ use std::sync::Arc;
 use super::{HelloWaved, REGISTRATION};
 use crate::app::App;
 use crate::app::tests::{AppParts, new_app, screen, send, to_pi};
+use crate::bridge::{AgentId, CommandCall, CommandReply, NotifyLevel};
 use crate::capability::{BridgeLink, Capability, StartContext, Ui};
 use crate::config::keymap::Keymap;
 use crate::notify::config::{NotifyConfig, TerminalMethod};
@@ -142,4 +144,49 @@ fn the_worked_example_in_the_docs_quotes_this_code() {
         quoted >= 4,
         "the worked example quotes {quoted} parts of src/hello/"
     );
+}
+
+#[tokio::test]
+async fn its_command_registered_through_the_seam_waves() {
+    let dir = tempfile::tempdir().unwrap();
+    let (hello, _) = start(dir.path(), Some(r#"{ "enabled": true }"#));
+    let hello = hello.unwrap();
+    let (link, _) = BridgeLink::idle(dir.path()).await;
+    hello.attach(&link);
+    // As the app starts the bridge: each capability's modules, its commands under the first.
+    for (module, commands) in crate::capability::modules(std::slice::from_ref(&hello)) {
+        link.registry
+            .register_with_commands(module, commands)
+            .unwrap();
+    }
+    let mut bus = link.bus().subscribe();
+
+    // Pi is told of the command, and the host finds its handler by name.
+    let declared = link
+        .registry
+        .declarations(std::time::Duration::from_secs(1));
+    let names: Vec<&str> = declared.commands.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["unipi:hello"]);
+    let (module, command) = link.registry.command("unipi:hello").unwrap();
+    assert_eq!(module, "hello");
+    let call = CommandCall {
+        agent: AgentId::main(),
+        name: "unipi:hello".to_owned(),
+        args: String::new(),
+    };
+    let reply = command.run(call).await;
+    assert_eq!(
+        reply,
+        CommandReply::Notify {
+            message: "Hello waved (1 so far)".to_owned(),
+            level: NotifyLevel::Info,
+        }
+    );
+    // It waved as its key does: the message is on the bus, and the dock counts it.
+    let event = bus.try_recv().unwrap();
+    assert_eq!(event.decode::<HelloWaved>(), Some(HelloWaved { waves: 1 }));
+    let mut app = app(user_keymap(KEYMAP), vec![hello]);
+    assert!(to_pi(&send(&mut app, b"\x1b[1;2B")).is_empty());
+    let shown = screen(&mut app);
+    assert!(shown.contains("wave 1"), "{shown}");
 }
