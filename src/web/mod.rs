@@ -21,5 +21,6 @@ pub mod format;
 pub mod guard;
 pub mod module;
 pub mod page;
+pub mod search;
 
 pub use capability::REGISTRATION;

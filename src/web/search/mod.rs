@@ -1,0 +1,28 @@
+//! `web_search`: finding pages, where the fetch reads them. A query goes to the configured
+//! providers ([`provider`]: DuckDuckGo's HTML endpoint without a key by default; SearXNG, Brave,
+//! Tavily, Jina and SerpAPI as `web.json` or their environment variables configure them), and
+//! comes back as [`SearchResult`]s: title, URL, snippet, provider. Failures are typed
+//! ([`SearchError`]: code, provider, retryable). Results are not checked against the
+//! private-network guard (the provider's URL is the user's choice); every page fetched
+//! afterwards is.
+
+mod duckduckgo;
+mod error;
+mod provider;
+#[cfg(test)]
+mod tests;
+
+use serde::{Deserialize, Serialize};
+
+pub use error::{SearchError, SearchErrorCode};
+pub use provider::{Provider, ProviderKind, mask};
+
+/// One result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SearchResult {
+    pub title: String,
+    pub url: String,
+    pub snippet: String,
+    /// The provider that found it.
+    pub provider: String,
+}
