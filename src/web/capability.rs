@@ -89,7 +89,10 @@ mod tests {
     fn it_starts_from_web_json_reports_its_errors_and_can_be_switched_off() {
         let (notices, tools) = started("{}");
         assert_eq!(notices, Vec::<String>::new());
-        assert_eq!(tools.unwrap(), ["web_fetch", "web_fetch_batch", "web_read"]);
+        assert_eq!(
+            tools.unwrap(),
+            ["web_fetch", "web_fetch_batch", "web_read", "web_search"]
+        );
 
         let (notices, tools) = started("{\n  \"timeoutSeconds\": -1\n}");
         assert_eq!(notices.len(), 1, "{notices:?}");

@@ -5,14 +5,18 @@
 //!
 //! ```json
 //! { "enabled": true, "allowPrivateNetwork": false, "maxChars": 50000, "timeoutSeconds": 15,
-//!   "batchConcurrency": 8, "cacheTtlSeconds": 3600, "userAgent": "…" }
+//!   "batchConcurrency": 8, "cacheTtlSeconds": 3600, "userAgent": "…",
+//!   "search": { "default": "duckduckgo", "providers": { "brave": { "apiKey": "…" } } } }
 //! ```
+//!
+//! `search` is [`SearchConfig`]'s.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::Value;
 
+use super::search::SearchConfig;
 use crate::config::module_file::{ModuleConfig, Object, non_empty, to_usize, whole_in};
 
 /// The file's path below the home or workspace directory.
@@ -44,6 +48,8 @@ pub struct WebConfig {
     pub user_agent: Option<String>,
     /// The file that gave `allowPrivateNetwork` last, and what it gave (a refusal points there).
     pub allow_private_given: Option<(PathBuf, Value)>,
+    /// The `search` section: providers and their keys.
+    pub search: SearchConfig,
 }
 
 impl WebConfig {
@@ -78,6 +84,7 @@ impl Default for WebConfig {
             cache_ttl: DEFAULT_CACHE_TTL,
             user_agent: None,
             allow_private_given: None,
+            search: SearchConfig::default(),
         }
     }
 }
@@ -117,6 +124,9 @@ impl ModuleConfig for WebConfig {
         file.set("userAgent", agent, &mut self.user_agent, |v| {
             non_empty(v).map(Some)
         });
+        if let Some(mut search) = file.section("search", "an object") {
+            self.search.read(&mut search);
+        }
         file.warn_unknown();
     }
 }
@@ -163,7 +173,7 @@ mod tests {
                 "/w/web.json:2:3: `allowPrivateNetwork` must be true or false",
                 "/w/web.json:3:3: `batchConcurrency` must be an integer from 1 to 32",
                 "/w/web.json:4:3: unknown key `proxy` (expected enabled, allowPrivateNetwork, \
-                 maxChars, timeoutSeconds, batchConcurrency, cacheTtlSeconds, userAgent)",
+                 maxChars, timeoutSeconds, batchConcurrency, cacheTtlSeconds, userAgent, search)",
             ]
         );
         let (_, errors) =

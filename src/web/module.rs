@@ -1,6 +1,7 @@
-//! The bridge face of the web capability: the tools `web_fetch`, `web_fetch_batch` and
+//! The bridge face of the web capability: the tools `web_fetch`, `web_fetch_batch`,
 //! `web_read` (the original Unipi's name: one URL like `web_fetch`, a list like the batch) and
-//! the `/unipi:web-cache-clear` command. Argument handling is pure ([`parse_options`],
+//! `web_search` (the [`search`](super::search) providers), and the `/unipi:web-cache-clear`
+//! command. Argument handling is pure ([`parse_options`],
 //! [`parse_urls`]); the work is the [`Fetcher`]'s. A failed fetch is an error result whose text
 //! names the code, phase and whether retrying helps, with the typed error in `details.error`.
 //!
@@ -23,6 +24,7 @@ use super::error::FetchError;
 use super::fetch::{Fetched, Fetcher, FetcherSettings};
 use super::format::{self, MIN_MAX_CHARS};
 use super::page::{FetchOptions, Format};
+use super::search::{ProviderKind, SearchError, SearchOutcome, Searcher};
 use crate::bridge::{
     Card, CardTint, Command, CommandReply, CommandSpec, Module, NotifyLevel, Refusal, ToolCall,
     ToolError, ToolOutput, ToolSpec,
@@ -42,6 +44,7 @@ pub struct WebModule {
     cache_dir: Option<PathBuf>,
     /// The fetcher built for a config (shared by the calls while the config stays).
     fetcher: Arc<Mutex<(Arc<WebConfig>, Fetcher)>>,
+    searcher: Searcher,
 }
 
 /// One call's options and its output budget.
@@ -56,6 +59,7 @@ impl WebModule {
     pub(crate) const BATCH: &'static str = "web_fetch_batch";
     /// The original's name, kept so prompts written for it still work.
     pub(crate) const READ: &'static str = "web_read";
+    pub(crate) const SEARCH: &'static str = "web_search";
 
     /// The module for `config` (followed as its files change), its cache in `cache_dir`.
     pub fn new(config: impl Into<LiveConfig<WebConfig>>, cache_dir: Option<PathBuf>) -> Self {
@@ -66,6 +70,7 @@ impl WebModule {
             config,
             cache_dir,
             fetcher: Arc::new(Mutex::new((now, fetcher))),
+            searcher: Searcher::default(),
         }
     }
 
@@ -144,6 +149,37 @@ impl WebModule {
         Ok(batch_output(&results, options.max_chars))
     }
 
+    /// `web_search`: the providers of the config in force, the one asked for (or the default)
+    /// first; keys missing from the config come from the environment.
+    pub(crate) async fn search(&self, call: &ToolCall) -> Result<ToolOutput, ToolError> {
+        let (config, _) = self.enabled()?;
+        let query = required_text(&call.args, "query", "the search query")?;
+        let count = parse_count(call.args.get("count")).map_err(ToolError::new)?;
+        let first =
+            match call.args.get("provider") {
+                None | Some(Value::Null) => None,
+                Some(value) => Some(value.as_str().and_then(ProviderKind::parse).ok_or_else(
+                    || {
+                        let names: Vec<&str> = ProviderKind::ALL.iter().map(|k| k.name()).collect();
+                        ToolError::new(format!(
+                            "`provider` must be one of {}, not {value}",
+                            names.join(", ")
+                        ))
+                    },
+                )?),
+            };
+        let env = |name: &str| std::env::var(name).ok();
+        let (providers, unavailable) = config.search.order(first, &env);
+        call.updates
+            .send(ToolOutput::text(format!("Searching for {query}…")));
+        let outcome = self
+            .searcher
+            .search(&providers, unavailable, &query, count, config.timeout)
+            .await
+            .map_err(SearchError::into_tool_error)?;
+        Ok(search_output(&query, &outcome))
+    }
+
     /// Its `/unipi:*` command (it needs no screen): `/unipi:web-cache-clear`.
     pub fn commands(&self) -> Vec<Command> {
         let spec = CommandSpec::new("unipi:web-cache-clear", "Remove every cached web page");
@@ -188,6 +224,7 @@ impl Module for WebModule {
             fetch_tool(&defaults),
             batch_tool(&defaults),
             read_tool(&defaults),
+            search_tool(),
         ]
     }
 
@@ -225,6 +262,7 @@ impl Module for WebModule {
                         module.fetch_one(&call, &url).await
                     }
                 },
+                Self::SEARCH => module.search(&call).await,
                 other => Err(ToolError::new(format!(
                     "module `web` declares no tool `{other}`"
                 ))),
@@ -234,12 +272,81 @@ impl Module for WebModule {
 }
 
 fn required_string(args: &Value, key: &str) -> Result<String, ToolError> {
+    required_text(args, key, "an http:// or https:// URL")
+}
+
+fn required_text(args: &Value, key: &str, what: &str) -> Result<String, ToolError> {
     match args.get(key) {
         Some(Value::String(text)) if !text.trim().is_empty() => Ok(text.trim().to_owned()),
-        _ => Err(ToolError::new(format!(
-            "`{key}` is required: an http:// or https:// URL"
-        ))),
+        _ => Err(ToolError::new(format!("`{key}` is required: {what}"))),
     }
+}
+
+/// Results a search gives unless the call asks for another number.
+pub(crate) const DEFAULT_SEARCH_COUNT: usize = 5;
+
+/// `count`: 1 to [`MAX_COUNT`](super::search::MAX_COUNT) results.
+fn parse_count(value: Option<&Value>) -> Result<usize, Refusal> {
+    let most = super::search::MAX_COUNT;
+    match value {
+        None | Some(Value::Null) => Ok(DEFAULT_SEARCH_COUNT),
+        Some(value) => value
+            .as_u64()
+            .and_then(|n| usize::try_from(n).ok())
+            .filter(|n| (1..=most).contains(n))
+            .ok_or_else(|| {
+                format!("`count` must be an integer from 1 to {most}, not {value}").into()
+            }),
+    }
+}
+
+/// What the model reads of a search: a numbered list, and which providers it fell back from.
+fn search_output(query: &str, outcome: &SearchOutcome) -> ToolOutput {
+    let mut text = format!(
+        "Search results for {query:?} ({}, {} results)",
+        outcome.provider,
+        outcome.results.len()
+    );
+    if !outcome.fell_back.is_empty() {
+        text.push_str(&format!(
+            "\nFell back to {}: {}",
+            outcome.provider,
+            outcome.fell_back.join("; ")
+        ));
+    }
+    if outcome.results.is_empty() {
+        text.push_str("\nNo results.");
+    }
+    for (rank, result) in outcome.results.iter().enumerate() {
+        text.push_str(&format!(
+            "\n\n{}. {}\n   {}",
+            rank + 1,
+            result.title,
+            result.url
+        ));
+        if !result.snippet.is_empty() {
+            text.push_str(&format!("\n   {}", result.snippet));
+        }
+    }
+    let mut card = Card::new(format!("🔎 {query}"), CardTint::Info).footer(format!(
+        "{} results · {}",
+        outcome.results.len(),
+        outcome.provider
+    ));
+    if !outcome.fell_back.is_empty() {
+        card = card.line(format!("fell back to {}", outcome.provider));
+    }
+    for result in outcome.results.iter().take(8) {
+        card = card.line(format!("{} — {}", result.title, result.url));
+    }
+    ToolOutput::text(text)
+        .with_details(json!({
+            "query": query,
+            "provider": outcome.provider,
+            "fellBack": outcome.fell_back,
+            "results": outcome.results,
+        }))
+        .with_card(&card)
 }
 
 /// A non-empty list of at most [`MAX_BATCH_URLS`] strings under `key`.
@@ -456,6 +563,40 @@ fn read_tool(defaults: &WebConfig) -> ToolSpec {
     .timeout(BATCH_TIMEOUT)
 }
 
+/// `web_search`: a query to the configured providers.
+fn search_tool() -> ToolSpec {
+    let names: Vec<&str> = ProviderKind::ALL.iter().map(|kind| kind.name()).collect();
+    ToolSpec::new(
+        WebModule::SEARCH,
+        "Web Search",
+        "Search the web: results with title, URL and a snippet, deduplicated, in the \
+         provider's ranking. Read a result with web_fetch. If a provider fails the next \
+         configured one is tried, and the result says so.",
+    )
+    .string_param("query", "What to search for", true)
+    .integer_param(
+        "count",
+        &format!(
+            "How many results (default {DEFAULT_SEARCH_COUNT}, at most {})",
+            super::search::MAX_COUNT
+        ),
+        false,
+    )
+    .param(
+        "provider",
+        json!({
+            "type": "string",
+            "enum": names,
+            "description": "The provider to ask first (default: the configured one, \
+                            DuckDuckGo unless web.json says otherwise)",
+        }),
+        false,
+    )
+    .timeout(MAX_TIMEOUT + Duration::from_secs(60))
+    .prompt_snippet("web_search: search the web; read results with web_fetch")
+    .guideline("Use web_search to find pages, then web_fetch (or web_fetch_batch) to read the ones that matter.")
+}
+
 /// A batch's time limit: more than one page's.
 const BATCH_TIMEOUT: Duration = MAX_TIMEOUT.saturating_mul(4);
 
@@ -564,7 +705,7 @@ mod tests {
     }
 
     #[test]
-    fn three_tools_and_one_command_are_declared() {
+    fn four_tools_and_one_command_are_declared() {
         let module = WebModule::new(WebConfig::default(), None);
         let tools = module.tools();
         let declared: Vec<(&str, Value)> = tools
@@ -577,6 +718,7 @@ mod tests {
                 ("web_fetch", json!(["url"])),
                 ("web_fetch_batch", json!(["urls"])),
                 ("web_read", Value::Null),
+                ("web_search", json!(["query"])),
             ]
         );
         for tool in &tools {

@@ -7,6 +7,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::bridge::{Card, CardTint, ToolError};
+
 /// What went wrong.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -124,6 +126,21 @@ impl SearchError {
     pub fn to_json(&self) -> Value {
         serde_json::to_value(self).unwrap_or(Value::Null)
     }
+
+    /// The failed tool call: the described message, the error in `details.error`, and a card.
+    pub(crate) fn into_tool_error(self) -> ToolError {
+        let card = Card::new(format!("✗ {}", self.code.as_str()), CardTint::Error)
+            .line(self.message.clone())
+            .footer(if self.retryable {
+                "retrying may help"
+            } else {
+                "retrying will not help"
+            });
+        ToolError {
+            message: format!("Search failed: {}", self.describe()),
+            details: card.attach(serde_json::json!({ "error": self.to_json() })),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -155,10 +172,13 @@ mod tests {
                 error.message
             );
         }
+        let tool = SearchError::http_status("tavily", 429).into_tool_error();
         assert_eq!(
-            SearchError::http_status("tavily", 429).describe(),
-            "tavily answered HTTP 429: it is rate limited or out of quota; try again later \
-             [code: rate_limited, retryable: yes]"
+            tool.message,
+            "Search failed: tavily answered HTTP 429: it is rate limited or out of quota; try \
+             again later [code: rate_limited, retryable: yes]"
         );
+        assert_eq!(tool.details["error"]["provider"], "tavily");
+        assert_eq!(tool.details["error"]["code"], "rate_limited");
     }
 }

@@ -6,16 +6,20 @@
 //! private-network guard (the provider's URL is the user's choice); every page fetched
 //! afterwards is.
 
+mod config;
 mod duckduckgo;
 mod error;
 mod provider;
+mod searcher;
 #[cfg(test)]
 mod tests;
 
 use serde::{Deserialize, Serialize};
 
+pub use config::{ProviderSettings, SearchConfig};
 pub use error::{SearchError, SearchErrorCode};
-pub use provider::{Provider, ProviderKind, mask};
+pub use provider::{MAX_COUNT, Provider, ProviderKind, mask};
+pub use searcher::{SearchOutcome, Searcher};
 
 /// One result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

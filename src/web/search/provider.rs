@@ -25,7 +25,7 @@ use super::error::{SearchError, SearchErrorCode};
 use crate::web::config::WEB_CONFIG_FILE;
 
 /// The most results a call may ask for (the keyed APIs' own per-request limit is 20).
-pub(crate) const MAX_COUNT: usize = 20;
+pub const MAX_COUNT: usize = 20;
 
 /// Which search service.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
