@@ -24,7 +24,7 @@ use super::error::FetchError;
 use super::fetch::{Fetched, Fetcher, FetcherSettings};
 use super::format::{self, MIN_MAX_CHARS};
 use super::page::{FetchOptions, Format};
-use super::search::{ProviderKind, SearchError, SearchOutcome, Searcher};
+use super::search::{ProviderKind, SearchCache, SearchError, SearchOutcome, Searcher};
 use crate::bridge::{
     Card, CardTint, Command, CommandReply, CommandSpec, Module, NotifyLevel, Refusal, ToolCall,
     ToolError, ToolOutput, ToolSpec,
@@ -172,9 +172,20 @@ impl WebModule {
         let (providers, unavailable) = config.search.order(first, &env);
         call.updates
             .send(ToolOutput::text(format!("Searching for {query}…")));
+        // Cached like the pages: same directory and TTL, cleared with them.
+        let cache = (self.cache_dir.as_ref())
+            .filter(|_| !config.cache_ttl.is_zero())
+            .map(|dir| SearchCache::new(dir.clone(), config.cache_ttl));
         let outcome = self
             .searcher
-            .search(&providers, unavailable, &query, count, config.timeout)
+            .search(
+                &providers,
+                unavailable,
+                &query,
+                count,
+                config.timeout,
+                cache.as_ref(),
+            )
             .await
             .map_err(SearchError::into_tool_error)?;
         Ok(search_output(&query, &outcome))
@@ -329,9 +340,10 @@ fn search_output(query: &str, outcome: &SearchOutcome) -> ToolOutput {
         }
     }
     let mut card = Card::new(format!("🔎 {query}"), CardTint::Info).footer(format!(
-        "{} results · {}",
+        "{} results · {}{}",
         outcome.results.len(),
-        outcome.provider
+        outcome.provider,
+        if outcome.cached { " · cached" } else { "" }
     ));
     if !outcome.fell_back.is_empty() {
         card = card.line(format!("fell back to {}", outcome.provider));
@@ -344,6 +356,7 @@ fn search_output(query: &str, outcome: &SearchOutcome) -> ToolOutput {
             "query": query,
             "provider": outcome.provider,
             "fellBack": outcome.fell_back,
+            "cached": outcome.cached,
             "results": outcome.results,
         }))
         .with_card(&card)

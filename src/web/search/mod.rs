@@ -6,6 +6,7 @@
 //! private-network guard (the provider's URL is the user's choice); every page fetched
 //! afterwards is.
 
+mod cache;
 mod config;
 mod duckduckgo;
 mod error;
@@ -16,6 +17,7 @@ mod tests;
 
 use serde::{Deserialize, Serialize};
 
+pub use cache::SearchCache;
 pub use config::{ProviderSettings, SearchConfig};
 pub use error::{SearchError, SearchErrorCode};
 pub use provider::{MAX_COUNT, Provider, ProviderKind, mask};

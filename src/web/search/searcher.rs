@@ -1,5 +1,6 @@
-//! One search, start to results: the providers in order, each tried until one answers; what the
-//! ones before it said is kept, so the result says it fell back and why. Results are
+//! One search, start to results: from the cache when it holds it, else the providers in order,
+//! each tried until one answers; what the ones before it said is kept, so the result says it
+//! fell back and why. Results are
 //! deduplicated by address (the provider's ranking kept, the first of two equal addresses
 //! wins) and cut to the count asked for.
 
@@ -10,6 +11,7 @@ use std::time::Duration;
 use reqwest::Url;
 
 use super::SearchResult;
+use super::cache::{Cached, SearchCache};
 use super::error::{SearchError, SearchErrorCode};
 use super::provider::Provider;
 use crate::http::LazyClient;
@@ -31,6 +33,8 @@ pub struct SearchOutcome {
     /// Why the providers before it gave nothing (the first one asked for that could not run
     /// included), in order.
     pub fell_back: Vec<String>,
+    /// Served from the cache (nothing was asked).
+    pub cached: bool,
 }
 
 impl Searcher {
@@ -51,9 +55,42 @@ impl Searcher {
             })
     }
 
-    /// Up to `count` results for `query` from the first of `providers` that answers.
-    /// `unavailable` is why the provider asked for first cannot run, when it cannot.
+    /// Up to `count` results for `query` from the first of `providers` that answers, or from
+    /// `cache` when it holds this search. `unavailable` is why the provider asked for first
+    /// cannot run, when it cannot.
     pub async fn search(
+        &self,
+        providers: &[Provider],
+        unavailable: Option<String>,
+        query: &str,
+        count: usize,
+        timeout: Duration,
+        cache: Option<&SearchCache>,
+    ) -> Result<SearchOutcome, SearchError> {
+        if let Some(cache) = cache
+            && let Some(found) = cache.get(query, count, providers).await
+        {
+            return Ok(SearchOutcome {
+                results: found.results,
+                provider: found.provider,
+                fell_back: unavailable.into_iter().collect(),
+                cached: true,
+            });
+        }
+        let outcome = self
+            .search_uncached(providers, unavailable, query, count, timeout)
+            .await?;
+        if let Some(cache) = cache {
+            let found = Cached {
+                results: outcome.results.clone(),
+                provider: outcome.provider.clone(),
+            };
+            cache.put(query, count, providers, found).await;
+        }
+        Ok(outcome)
+    }
+
+    async fn search_uncached(
         &self,
         providers: &[Provider],
         unavailable: Option<String>,
@@ -87,6 +124,7 @@ impl Searcher {
                         results: deduplicated(results, count),
                         provider: provider.name().to_owned(),
                         fell_back,
+                        cached: false,
                     });
                 }
                 Err(err) => {

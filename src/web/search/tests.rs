@@ -609,4 +609,50 @@ mod tool {
         assert_eq!(failed.details["error"]["code"], "not_configured");
         assert_eq!(failed.details["error"]["retryable"], false);
     }
+
+    #[tokio::test]
+    async fn results_are_cached_like_pages_and_cleared_with_them() {
+        let (searxng, seen) = stand_in(200, "application/json", searxng_answer()).await;
+        let dir = tempfile::tempdir().unwrap();
+        let text = format!(
+            r#"{{"search": {{"default": "searxng", "providers": {{"searxng": {{"url": "{searxng}"}}}}}}}}"#
+        );
+        let (config, _) = WebConfig::from_sources(&[(Path::new("/w/web.json"), text.as_str())]);
+        let module = WebModule::new(config, Some(dir.path().to_path_buf()));
+        let first = search(&module, json!({"query": "rust async"}))
+            .await
+            .unwrap();
+        let again = search(&module, json!({"query": "rust async"}))
+            .await
+            .unwrap();
+        assert_eq!(
+            seen.lock().unwrap().len(),
+            1,
+            "the second came from the cache"
+        );
+        assert_eq!(
+            (
+                first.details["cached"].clone(),
+                again.details["cached"].clone()
+            ),
+            (json!(false), json!(true))
+        );
+        assert_eq!(first.details["results"], again.details["results"]);
+        // Another count is another search.
+        search(&module, json!({"query": "rust async", "count": 1}))
+            .await
+            .unwrap();
+        assert_eq!(seen.lock().unwrap().len(), 2);
+
+        let reply = module.clear_cache().await;
+        assert!(
+            matches!(&reply, crate::bridge::CommandReply::Notify { message, .. }
+                if message.starts_with("Web cache cleared: 2 entries removed")),
+            "{reply:?}"
+        );
+        search(&module, json!({"query": "rust async"}))
+            .await
+            .unwrap();
+        assert_eq!(seen.lock().unwrap().len(), 3);
+    }
 }

@@ -1,0 +1,107 @@
+//! Search results on disk, beside the fetched pages and like them (`web/cache.rs`): one JSON
+//! file per query, named `search-<SHA-256>.json` of the query, the count and the providers in
+//! the order they would be asked (names and addresses, never keys), served while younger than
+//! `cacheTtlSeconds`, written crash-safe; an expired or unreadable entry goes when it is looked
+//! up, and `/unipi:web-cache-clear` removes them with the pages.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::SearchResult;
+use super::provider::Provider;
+use crate::sys::now_ms;
+
+/// A version in every key: a change to the stored shape changes every name.
+const KEY_VERSION: u32 = 1;
+
+#[derive(Debug, Clone)]
+pub struct SearchCache {
+    dir: PathBuf,
+    ttl: Duration,
+}
+
+/// What is kept of a search: what it found and who answered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Cached {
+    pub results: Vec<SearchResult>,
+    pub provider: String,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Entry {
+    query: String,
+    stored_at_ms: u64,
+    ttl_ms: u64,
+    found: Cached,
+}
+
+impl SearchCache {
+    pub fn new(dir: PathBuf, ttl: Duration) -> Self {
+        SearchCache { dir, ttl }
+    }
+
+    fn path(&self, query: &str, count: usize, providers: &[Provider]) -> PathBuf {
+        let order: Vec<(&str, &str)> = providers
+            .iter()
+            .map(|provider| (provider.name(), provider.url.as_str()))
+            .collect();
+        let key = serde_json::json!({
+            "v": KEY_VERSION,
+            "query": query,
+            "count": count,
+            "providers": order,
+        });
+        let digest = Sha256::digest(key.to_string().as_bytes());
+        let name: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
+        self.dir.join(format!("search-{name}.json"))
+    }
+
+    /// The results kept for this search, if they are fresh.
+    pub async fn get(&self, query: &str, count: usize, providers: &[Provider]) -> Option<Cached> {
+        let path = self.path(query, count, providers);
+        let text = tokio::fs::read(&path).await.ok()?;
+        match serde_json::from_slice::<Entry>(&text) {
+            Ok(entry)
+                if entry.query == query
+                    && now_ms() < entry.stored_at_ms.saturating_add(entry.ttl_ms) =>
+            {
+                Some(entry.found)
+            }
+            Ok(_) | Err(_) => {
+                // Expired, or not ours to read: it will not be served, so it goes.
+                let _ = tokio::fs::remove_file(&path).await;
+                None
+            }
+        }
+    }
+
+    /// Keeps `found`; a failure only costs the next search a request, so it is logged.
+    pub async fn put(&self, query: &str, count: usize, providers: &[Provider], found: Cached) {
+        let path = self.path(query, count, providers);
+        let entry = Entry {
+            query: query.to_owned(),
+            stored_at_ms: now_ms(),
+            ttl_ms: u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX),
+            found,
+        };
+        let dir = self.dir.clone();
+        let written = tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
+            let bytes = serde_json::to_vec(&entry).context("encoding the search entry")?;
+            std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+            crate::sys::write_atomic(&path, &bytes)
+                .with_context(|| format!("writing {}", path.display()))
+        })
+        .await;
+        match written {
+            Ok(Ok(())) => {}
+            Ok(Err(err)) => tracing::warn!("web search cache: {err:#}"),
+            Err(err) => tracing::warn!("web search cache: the writer failed: {err}"),
+        }
+    }
+}
