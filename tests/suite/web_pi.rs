@@ -5,7 +5,8 @@
 //! workspace's `.unipi/config/web.json` the same call reaches the model as a typed refusal, and
 //! the loopback server sees no request. The file is followed while the workbench runs: when the
 //! model itself writes `allowPrivateNetwork` into it (through Pi's bash tool) after a refusal,
-//! its next `web_fetch` in the same run reads the page.
+//! its next `web_fetch` in the same run reads the page. And the model can find the page first:
+//! `web_search` on a SearXNG stand-in, then `web_fetch` on the result.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
 
@@ -241,5 +242,62 @@ async fn switching_private_network_on_during_a_run_lets_the_next_fetch_through()
     assert!(
         last.contains("# Harbour city switches on tidal energy pilot"),
         "{last}"
+    );
+}
+
+/// The model searches (SearXNG, the fixture server's stand-in), then reads the result it got.
+fn search_scenario(url: &str) -> Scenario {
+    let text = r#"
+model = "scripted-web"
+chunk_chars = 32
+
+[[rule]]
+role = "user"
+when = '(?i)^read the harbour article'
+tool_calls = [{ name = "web_search", arguments = { query = "harbour tidal energy pilot" } }]
+
+[[rule]]
+role = "tool"
+when = '(?s)Search results for .*1\. Harbour city switches on tidal energy pilot\n   URL'
+tool_calls = [{ name = "web_fetch", arguments = { url = "URL" } }]
+
+[[rule]]
+role = "tool"
+when = '## Predictable, if not constant'
+reply = "WEB-SEARCHED-AND-READ"
+
+[[rule]]
+role = "tool"
+reply = "WEB-SOMETHING-ELSE"
+
+[fallback]
+reply = "WEB-FALLBACK"
+"#
+    .replace("URL", url);
+    Scenario::from_toml_str(&text, "web_pi search scenario").unwrap()
+}
+
+#[tokio::test]
+async fn the_scripted_model_searches_then_reads_a_result() {
+    let server = FixtureServer::start().await;
+    let config = format!(
+        r#"{{ "allowPrivateNetwork": true, "search": {{ "default": "searxng", "providers": {{
+            "searxng": {{ "url": "{}" }}, "duckduckgo": {{ "enabled": false }} }} }} }}"#,
+        server.url("/searxng")
+    );
+    let run = run_scenario(search_scenario(&server.url("/news")), Some(&config)).await;
+    assert_eq!(
+        (run.code, run.stdout.trim()),
+        (Some(0), "WEB-SEARCHED-AND-READ"),
+        "stderr:\n{}\nlog:\n{}",
+        run.stderr,
+        run.log
+    );
+    assert_eq!(server.hits("/searxng/search"), 1);
+    assert_eq!(server.hits("/news"), 1);
+    let results = tool_result(&run.requests);
+    assert!(
+        results.contains("Search results for \"harbour tidal energy pilot\" (searxng, 1 results)"),
+        "{results}"
     );
 }

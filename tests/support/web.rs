@@ -136,6 +136,17 @@ async fn serve(State(state): State<Arc<Shared>>, uri: Uri, headers: HeaderMap) -
     let ok = StatusCode::OK;
     match path.as_str() {
         "/news" => answer(ok, HTML, fixture("news-article.html")),
+        // A SearXNG instance (`/search?q=…&format=json`) whose one result is the article here.
+        "/searxng/search" => {
+            let host = headers
+                .get(header::HOST)
+                .and_then(|host| host.to_str().ok())
+                .unwrap_or("127.0.0.1");
+            let results = format!(
+                r#"{{"query": "harbour", "number_of_results": 1, "results": [{{"url": "http://{host}/news", "title": "Harbour city switches on tidal energy pilot", "content": "A tidal energy pilot starts in the harbour.", "engine": "fixture"}}], "answers": [], "suggestions": []}}"#
+            );
+            answer(ok, Some("application/json"), results)
+        }
         "/docs" => answer(ok, HTML, fixture("docs-page.html")),
         "/forum" => answer(ok, HTML, fixture("forum-thread.html")),
         "/main-only" => answer(ok, HTML, fixture("main-only.html")),
