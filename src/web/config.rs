@@ -49,7 +49,7 @@ pub struct WebConfig {
     /// The file that gave `allowPrivateNetwork` last, and what it gave (a refusal points there).
     pub allow_private_given: Option<(PathBuf, Value)>,
     /// The `search` section: providers and their keys.
-    pub search: SearchConfig,
+    pub(crate) search: SearchConfig,
 }
 
 impl WebConfig {

@@ -19,7 +19,7 @@ use crate::sys::now_ms;
 const KEY_VERSION: u32 = 1;
 
 #[derive(Debug, Clone)]
-pub struct SearchCache {
+pub(crate) struct SearchCache {
     dir: PathBuf,
     ttl: Duration,
 }
@@ -27,7 +27,7 @@ pub struct SearchCache {
 /// What is kept of a search: what it found and who answered.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Cached {
+pub(crate) struct Cached {
     pub results: Vec<SearchResult>,
     pub provider: String,
 }
@@ -42,7 +42,7 @@ struct Entry {
 }
 
 impl SearchCache {
-    pub fn new(dir: PathBuf, ttl: Duration) -> Self {
+    pub(crate) fn new(dir: PathBuf, ttl: Duration) -> Self {
         SearchCache { dir, ttl }
     }
 
@@ -63,7 +63,12 @@ impl SearchCache {
     }
 
     /// The results kept for this search, if they are fresh.
-    pub async fn get(&self, query: &str, count: usize, providers: &[Provider]) -> Option<Cached> {
+    pub(crate) async fn get(
+        &self,
+        query: &str,
+        count: usize,
+        providers: &[Provider],
+    ) -> Option<Cached> {
         let path = self.path(query, count, providers);
         let text = tokio::fs::read(&path).await.ok()?;
         match serde_json::from_slice::<Entry>(&text) {
@@ -82,7 +87,13 @@ impl SearchCache {
     }
 
     /// Keeps `found`; a failure only costs the next search a request, so it is logged.
-    pub async fn put(&self, query: &str, count: usize, providers: &[Provider], found: Cached) {
+    pub(crate) async fn put(
+        &self,
+        query: &str,
+        count: usize,
+        providers: &[Provider],
+        found: Cached,
+    ) {
         let path = self.path(query, count, providers);
         let entry = Entry {
             query: query.to_owned(),

@@ -15,12 +15,13 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use super::provider::{Provider, ProviderKind, mask};
+use crate::bridge::Refusal;
 use crate::config::module_file::{Object, non_empty};
 use crate::web::config::WEB_CONFIG_FILE;
 
 /// What the files say about search.
 #[derive(Clone, PartialEq, Eq, Default)]
-pub struct SearchConfig {
+pub(crate) struct SearchConfig {
     /// The provider tried first (DuckDuckGo when the files name none).
     pub default: Option<ProviderKind>,
     /// What the files set for each provider they mention.
@@ -29,7 +30,7 @@ pub struct SearchConfig {
 
 /// One provider's settings.
 #[derive(Clone, PartialEq, Eq)]
-pub struct ProviderSettings {
+pub(crate) struct ProviderSettings {
     /// Off: never tried.
     pub enabled: bool,
     pub url: Option<String>,
@@ -110,27 +111,27 @@ impl SearchConfig {
 
     /// `kind` ready to search, or why it cannot (what to set, and where). `env` reads an
     /// environment variable.
-    pub fn provider(
+    pub(crate) fn provider(
         &self,
         kind: ProviderKind,
         env: &dyn Fn(&str) -> Option<String>,
-    ) -> Result<Provider, String> {
+    ) -> Result<Provider, Refusal> {
         let name = kind.name();
         let settings = self.settings(kind);
         if !settings.enabled {
-            return Err(format!(
+            return Err(Refusal::new(format!(
                 "{name} is switched off (\"enabled\": false under search.providers.{name} in \
                  {WEB_CONFIG_FILE})"
-            ));
+            )));
         }
         let url = settings
             .url
             .or_else(|| kind.default_url().map(str::to_owned))
             .ok_or_else(|| {
-                format!(
+                Refusal::new(format!(
                     "{name} needs the address of an instance: set search.providers.{name}.url \
                      in ~/{WEB_CONFIG_FILE} or the workspace's {WEB_CONFIG_FILE}"
-                )
+                ))
             })?;
         let key = match kind.key_env() {
             None => None,
@@ -139,11 +140,11 @@ impl SearchConfig {
                     .api_key
                     .or_else(|| env(variable).filter(|key| !key.trim().is_empty()))
                     .ok_or_else(|| {
-                        format!(
+                        Refusal::new(format!(
                             "{name} needs an API key: set search.providers.{name}.apiKey in \
                              ~/{WEB_CONFIG_FILE} or the workspace's {WEB_CONFIG_FILE}, or \
                              {variable} in the environment"
-                        )
+                        ))
                     })?,
             ),
         };
@@ -152,7 +153,7 @@ impl SearchConfig {
 
     /// The providers that can search, in the order they are tried: `first` (or the default),
     /// then every other one that is configured. Why the first one cannot run, when it cannot.
-    pub fn order(
+    pub(crate) fn order(
         &self,
         first: Option<ProviderKind>,
         env: &dyn Fn(&str) -> Option<String>,
@@ -162,7 +163,7 @@ impl SearchConfig {
         let mut missing = None;
         match self.provider(first, env) {
             Ok(provider) => order.push(provider),
-            Err(why) => missing = Some(why),
+            Err(why) => missing = Some(why.into_text()),
         }
         for kind in ProviderKind::ALL {
             if kind != first
@@ -233,7 +234,7 @@ mod tests {
         let config = SearchConfig::default();
         let why = config.provider(ProviderKind::Brave, &no_env).unwrap_err();
         assert_eq!(
-            why,
+            why.text(),
             "brave needs an API key: set search.providers.brave.apiKey in \
              ~/.unipi/config/web.json or the workspace's .unipi/config/web.json, or \
              BRAVE_API_KEY in the environment"

@@ -12,7 +12,7 @@ use crate::bridge::{Card, CardTint, ToolError};
 /// What went wrong.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum SearchErrorCode {
+pub(crate) enum SearchErrorCode {
     /// No provider can run: none configured, or the one asked for lacks its key or URL.
     NotConfigured,
     /// A provider name that is not one of the providers.
@@ -33,7 +33,7 @@ pub enum SearchErrorCode {
 }
 
 impl SearchErrorCode {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             SearchErrorCode::NotConfigured => "not_configured",
             SearchErrorCode::UnknownProvider => "unknown_provider",
@@ -52,7 +52,7 @@ impl SearchErrorCode {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 #[serde(rename_all = "camelCase")]
 #[error("{message}")]
-pub struct SearchError {
+pub(crate) struct SearchError {
     pub code: SearchErrorCode,
     /// The provider that failed (none for a failure before any provider ran).
     #[serde(skip_serializing_if = "Option::is_none", default)]
@@ -66,7 +66,7 @@ pub struct SearchError {
 }
 
 impl SearchError {
-    pub fn new(
+    pub(crate) fn new(
         code: SearchErrorCode,
         provider: Option<&str>,
         retryable: bool,
@@ -82,7 +82,7 @@ impl SearchError {
     }
 
     /// A non-success status from `provider`: a refused key and a rate limit say what to do.
-    pub fn http_status(provider: &str, status: u16) -> Self {
+    pub(crate) fn http_status(provider: &str, status: u16) -> Self {
         let (code, retryable, what) = match status {
             401 | 403 => (
                 SearchErrorCode::Unauthorized,
@@ -113,7 +113,7 @@ impl SearchError {
     }
 
     /// One line for the model: the message, then the code and whether to retry.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         format!(
             "{} [code: {}, retryable: {}]",
             self.message,
@@ -123,7 +123,7 @@ impl SearchError {
     }
 
     /// As JSON (`details.error` of a tool result).
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         serde_json::to_value(self).unwrap_or(Value::Null)
     }
 

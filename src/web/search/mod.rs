@@ -17,15 +17,15 @@ mod tests;
 
 use serde::{Deserialize, Serialize};
 
-pub use cache::SearchCache;
-pub use config::{ProviderSettings, SearchConfig};
-pub use error::{SearchError, SearchErrorCode};
-pub use provider::{MAX_COUNT, Provider, ProviderKind, mask};
-pub use searcher::{SearchOutcome, Searcher};
+pub(crate) use cache::SearchCache;
+pub(crate) use config::SearchConfig;
+pub(crate) use error::SearchError;
+pub(crate) use provider::{MAX_COUNT, ProviderKind};
+pub(crate) use searcher::{SearchOutcome, Searcher};
 
 /// One result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SearchResult {
+pub(crate) struct SearchResult {
     pub title: String,
     pub url: String,
     pub snippet: String,

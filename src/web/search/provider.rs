@@ -16,6 +16,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use anyhow::Context as _;
 use reqwest::{Url, header};
 use serde_json::{Value, json};
 
@@ -25,11 +26,11 @@ use super::error::{SearchError, SearchErrorCode};
 use crate::web::config::WEB_CONFIG_FILE;
 
 /// The most results a call may ask for (the keyed APIs' own per-request limit is 20).
-pub const MAX_COUNT: usize = 20;
+pub(crate) const MAX_COUNT: usize = 20;
 
 /// Which search service.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ProviderKind {
+pub(crate) enum ProviderKind {
     DuckDuckGo,
     Searxng,
     Brave,
@@ -40,7 +41,7 @@ pub enum ProviderKind {
 
 impl ProviderKind {
     /// Every provider, in the order they are tried after the default.
-    pub const ALL: [ProviderKind; 6] = [
+    pub(crate) const ALL: [ProviderKind; 6] = [
         ProviderKind::DuckDuckGo,
         ProviderKind::Searxng,
         ProviderKind::Brave,
@@ -50,7 +51,7 @@ impl ProviderKind {
     ];
 
     /// Its name in `web.json` and in the tool's `provider`.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             ProviderKind::DuckDuckGo => "duckduckgo",
             ProviderKind::Searxng => "searxng",
@@ -61,13 +62,13 @@ impl ProviderKind {
         }
     }
 
-    pub fn parse(name: &str) -> Option<ProviderKind> {
+    pub(crate) fn parse(name: &str) -> Option<ProviderKind> {
         let name = name.trim().to_ascii_lowercase();
         Self::ALL.into_iter().find(|kind| kind.name() == name)
     }
 
     /// Where it answers unless `url` says otherwise (SearXNG is self-hosted: none).
-    pub fn default_url(self) -> Option<&'static str> {
+    pub(crate) fn default_url(self) -> Option<&'static str> {
         match self {
             ProviderKind::DuckDuckGo => Some("https://html.duckduckgo.com/html/"),
             ProviderKind::Searxng => None,
@@ -80,7 +81,7 @@ impl ProviderKind {
 
     /// The environment variable its key is read from when `web.json` gives none (keyed
     /// providers only).
-    pub fn key_env(self) -> Option<&'static str> {
+    pub(crate) fn key_env(self) -> Option<&'static str> {
         match self {
             ProviderKind::DuckDuckGo | ProviderKind::Searxng => None,
             ProviderKind::Brave => Some("BRAVE_API_KEY"),
@@ -93,7 +94,7 @@ impl ProviderKind {
 
 /// A provider ready to search: where it answers and its key.
 #[derive(Clone, PartialEq, Eq)]
-pub struct Provider {
+pub(crate) struct Provider {
     pub kind: ProviderKind,
     pub url: String,
     pub key: Option<String>,
@@ -111,7 +112,7 @@ impl fmt::Debug for Provider {
 }
 
 /// A key as it may be shown: its last four characters at most.
-pub fn mask(key: &str) -> String {
+pub(crate) fn mask(key: &str) -> String {
     let chars: Vec<char> = key.chars().collect();
     if chars.len() <= 8 {
         return "••••".to_owned();
@@ -121,12 +122,12 @@ pub fn mask(key: &str) -> String {
 }
 
 impl Provider {
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         self.kind.name()
     }
 
     /// Up to `count` results for `query`, in the provider's order.
-    pub async fn search(
+    pub(crate) async fn search(
         &self,
         client: &reqwest::Client,
         query: &str,
@@ -149,7 +150,7 @@ impl Provider {
                 SearchErrorCode::BadResponse,
                 Some(name),
                 false,
-                format!("{name} answered in an unexpected shape: {why}"),
+                format!("{name} answered in an unexpected shape: {why:#}"),
             )
         })?;
         results.retain(|result| !result.url.is_empty());
@@ -246,11 +247,11 @@ impl Provider {
     }
 
     /// The results in a success answer's `body`.
-    pub(crate) fn parse(&self, body: &str) -> Result<Vec<SearchResult>, String> {
+    pub(crate) fn parse(&self, body: &str) -> anyhow::Result<Vec<SearchResult>> {
         if self.kind == ProviderKind::DuckDuckGo {
             return Ok(duckduckgo::results(body, self.name()));
         }
-        let json: Value = serde_json::from_str(body).map_err(|err| format!("not JSON ({err})"))?;
+        let json: Value = serde_json::from_str(body).context("not JSON")?;
         // Where the list is, and the keys of its title, address and snippet.
         let (list, url_key, snippet_key) = match self.kind {
             ProviderKind::Searxng => (json.get("results"), "url", "content"),
@@ -272,7 +273,7 @@ impl Provider {
         let items = match list {
             Some(Value::Array(items)) => items.as_slice(),
             Some(Value::Null) => &[],
-            _ => return Err("no list of results".to_owned()),
+            _ => anyhow::bail!("no list of results"),
         };
         let text = |item: &Value, key: &str| {
             item.get(key)

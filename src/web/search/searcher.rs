@@ -20,13 +20,13 @@ use crate::web::fetch::BROWSER_USER_AGENT;
 
 /// Runs searches; cheap to clone (one HTTP client, built at the first search).
 #[derive(Clone, Default)]
-pub struct Searcher {
+pub(crate) struct Searcher {
     client: Arc<LazyClient>,
 }
 
 /// What a search found, and how.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SearchOutcome {
+pub(crate) struct SearchOutcome {
     pub results: Vec<SearchResult>,
     /// The provider that answered.
     pub provider: String,
@@ -58,7 +58,7 @@ impl Searcher {
     /// Up to `count` results for `query` from the first of `providers` that answers, or from
     /// `cache` when it holds this search. `unavailable` is why the provider asked for first
     /// cannot run, when it cannot.
-    pub async fn search(
+    pub(crate) async fn search(
         &self,
         providers: &[Provider],
         unavailable: Option<String>,

@@ -8,6 +8,8 @@ use std::time::Duration;
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use serde_json::{Value, json};
 
+use super::error::SearchErrorCode;
+use super::provider::{Provider, mask};
 use super::*;
 
 /// What the stand-in was asked.
