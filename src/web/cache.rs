@@ -116,19 +116,7 @@ impl Cache {
             ttl_ms: u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX),
             page: page.clone(),
         };
-        let dir = self.dir.clone();
-        let written = tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
-            let bytes = serde_json::to_vec(&entry).context("encoding the cache entry")?;
-            std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-            crate::sys::write_atomic(&path, &bytes)
-                .with_context(|| format!("writing {}", path.display()))
-        })
-        .await;
-        match written {
-            Ok(Ok(())) => {}
-            Ok(Err(err)) => tracing::warn!("web cache: {err:#}"),
-            Err(err) => tracing::warn!("web cache: the writer failed: {err}"),
-        }
+        write_entry(self.dir.clone(), path, entry).await;
     }
 
     /// Removes every entry (and leftovers of interrupted writes).
@@ -162,6 +150,27 @@ impl Cache {
         })
         .await
         .context("the cache cleaner failed")?
+    }
+}
+
+/// Writes `entry` as JSON to `path` in `dir`, crash-safe, off the runtime; a failure only costs
+/// the next lookup a request, so it is logged, not raised (the pages' and the searches' entries).
+pub(crate) async fn write_entry(
+    dir: PathBuf,
+    path: PathBuf,
+    entry: impl Serialize + Send + 'static,
+) {
+    let written = tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
+        let bytes = serde_json::to_vec(&entry).context("encoding the cache entry")?;
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        crate::sys::write_atomic(&path, &bytes)
+            .with_context(|| format!("writing {}", path.display()))
+    })
+    .await;
+    match written {
+        Ok(Ok(())) => {}
+        Ok(Err(err)) => tracing::warn!("web cache: {err:#}"),
+        Err(err) => tracing::warn!("web cache: the writer failed: {err}"),
     }
 }
 

@@ -157,18 +157,35 @@ impl FetchError {
 
     /// The failed tool call: the described message, the error in `details.error`, and a card.
     pub(crate) fn into_tool_error(self) -> ToolError {
-        let card = Card::new(format!("✗ {}", self.code.as_str()), CardTint::Error)
-            .line(self.url.clone())
-            .line(self.message.clone())
-            .footer(if self.retryable {
-                "retrying may help"
-            } else {
-                "retrying will not help"
-            });
-        ToolError {
-            message: format!("Fetch failed: {}", self.describe()),
-            details: card.attach(serde_json::json!({ "error": self.to_json() })),
-        }
+        let lines = [self.url.clone(), self.message.clone()];
+        let message = format!("Fetch failed: {}", self.describe());
+        let (code, error) = (self.code.as_str(), self.to_json());
+        typed_tool_error(code, &lines, self.retryable, message, error)
+    }
+}
+
+/// A typed failure as a failed tool call (a fetch's or a search's): `message` for the model,
+/// `error` in `details.error`, and a card headed by the `code` with `lines` and whether
+/// retrying may help.
+pub(crate) fn typed_tool_error(
+    code: &str,
+    lines: &[String],
+    retryable: bool,
+    message: String,
+    error: Value,
+) -> ToolError {
+    let card = lines.iter().fold(
+        Card::new(format!("✗ {code}"), CardTint::Error),
+        |card, line| card.line(line.clone()),
+    );
+    let card = card.footer(if retryable {
+        "retrying may help"
+    } else {
+        "retrying will not help"
+    });
+    ToolError {
+        message,
+        details: card.attach(serde_json::json!({ "error": error })),
     }
 }
 

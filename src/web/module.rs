@@ -24,7 +24,9 @@ use super::error::FetchError;
 use super::fetch::{Fetched, Fetcher, FetcherSettings};
 use super::format::{self, MIN_MAX_CHARS};
 use super::page::{FetchOptions, Format};
-use super::search::{ProviderKind, SearchCache, SearchError, SearchOutcome, Searcher};
+use super::search::{
+    ProviderKind, SearchCache, SearchError, SearchOutcome, SearchRequest, Searcher,
+};
 use crate::bridge::{
     Card, CardTint, Command, CommandReply, CommandSpec, Module, NotifyLevel, Refusal, ToolCall,
     ToolError, ToolOutput, ToolSpec,
@@ -176,16 +178,16 @@ impl WebModule {
         let cache = (self.cache_dir.as_ref())
             .filter(|_| !config.cache_ttl.is_zero())
             .map(|dir| SearchCache::new(dir.clone(), config.cache_ttl));
+        let request = SearchRequest {
+            providers: &providers,
+            unavailable,
+            query: &query,
+            count,
+            timeout: config.timeout,
+        };
         let outcome = self
             .searcher
-            .search(
-                &providers,
-                unavailable,
-                &query,
-                count,
-                config.timeout,
-                cache.as_ref(),
-            )
+            .search(request, cache.as_ref())
             .await
             .map_err(SearchError::into_tool_error)?;
         Ok(search_output(&query, &outcome))

@@ -7,13 +7,13 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::SearchResult;
 use super::provider::Provider;
 use crate::sys::now_ms;
+use crate::web::cache::write_entry;
 
 /// A version in every key: a change to the stored shape changes every name.
 const KEY_VERSION: u32 = 1;
@@ -86,7 +86,7 @@ impl SearchCache {
         }
     }
 
-    /// Keeps `found`; a failure only costs the next search a request, so it is logged.
+    /// Keeps `found` (a failure is logged: it only costs the next search a request).
     pub(crate) async fn put(
         &self,
         query: &str,
@@ -101,18 +101,6 @@ impl SearchCache {
             ttl_ms: u64::try_from(self.ttl.as_millis()).unwrap_or(u64::MAX),
             found,
         };
-        let dir = self.dir.clone();
-        let written = tokio::task::spawn_blocking(move || -> anyhow::Result<()> {
-            let bytes = serde_json::to_vec(&entry).context("encoding the search entry")?;
-            std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-            crate::sys::write_atomic(&path, &bytes)
-                .with_context(|| format!("writing {}", path.display()))
-        })
-        .await;
-        match written {
-            Ok(Ok(())) => {}
-            Ok(Err(err)) => tracing::warn!("web search cache: {err:#}"),
-            Err(err) => tracing::warn!("web search cache: the writer failed: {err}"),
-        }
+        write_entry(self.dir.clone(), path, entry).await;
     }
 }

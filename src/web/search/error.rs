@@ -7,7 +7,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::bridge::{Card, CardTint, ToolError};
+use crate::bridge::ToolError;
+use crate::web::error::typed_tool_error;
 
 /// What went wrong.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -129,17 +130,10 @@ impl SearchError {
 
     /// The failed tool call: the described message, the error in `details.error`, and a card.
     pub(crate) fn into_tool_error(self) -> ToolError {
-        let card = Card::new(format!("✗ {}", self.code.as_str()), CardTint::Error)
-            .line(self.message.clone())
-            .footer(if self.retryable {
-                "retrying may help"
-            } else {
-                "retrying will not help"
-            });
-        ToolError {
-            message: format!("Search failed: {}", self.describe()),
-            details: card.attach(serde_json::json!({ "error": self.to_json() })),
-        }
+        let message = format!("Search failed: {}", self.describe());
+        let lines = [self.message.clone()];
+        let (code, error) = (self.code.as_str(), self.to_json());
+        typed_tool_error(code, &lines, self.retryable, message, error)
     }
 }
 

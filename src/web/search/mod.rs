@@ -21,7 +21,7 @@ pub(crate) use cache::SearchCache;
 pub(crate) use config::SearchConfig;
 pub(crate) use error::SearchError;
 pub(crate) use provider::{MAX_COUNT, ProviderKind};
-pub(crate) use searcher::{SearchOutcome, Searcher};
+pub(crate) use searcher::{SearchOutcome, SearchRequest, Searcher};
 
 /// One result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

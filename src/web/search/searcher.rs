@@ -24,6 +24,19 @@ pub(crate) struct Searcher {
     client: Arc<LazyClient>,
 }
 
+/// One search as asked.
+pub(crate) struct SearchRequest<'a> {
+    /// The providers, in the order they are tried.
+    pub providers: &'a [Provider],
+    /// Why the provider asked for first cannot run, when it cannot.
+    pub unavailable: Option<String>,
+    pub query: &'a str,
+    /// Results wanted, at most.
+    pub count: usize,
+    /// Each provider's time limit.
+    pub timeout: Duration,
+}
+
 /// What a search found, and how.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SearchOutcome {
@@ -56,30 +69,29 @@ impl Searcher {
     }
 
     /// Up to `count` results for `query` from the first of `providers` that answers, or from
-    /// `cache` when it holds this search. `unavailable` is why the provider asked for first
-    /// cannot run, when it cannot.
+    /// `cache` when it holds this search.
     pub(crate) async fn search(
         &self,
-        providers: &[Provider],
-        unavailable: Option<String>,
-        query: &str,
-        count: usize,
-        timeout: Duration,
+        request: SearchRequest<'_>,
         cache: Option<&SearchCache>,
     ) -> Result<SearchOutcome, SearchError> {
+        let SearchRequest {
+            providers,
+            query,
+            count,
+            ..
+        } = request;
         if let Some(cache) = cache
             && let Some(found) = cache.get(query, count, providers).await
         {
             return Ok(SearchOutcome {
                 results: found.results,
                 provider: found.provider,
-                fell_back: unavailable.into_iter().collect(),
+                fell_back: request.unavailable.into_iter().collect(),
                 cached: true,
             });
         }
-        let outcome = self
-            .search_uncached(providers, unavailable, query, count, timeout)
-            .await?;
+        let outcome = self.search_uncached(request).await?;
         if let Some(cache) = cache {
             let found = Cached {
                 results: outcome.results.clone(),
@@ -92,12 +104,15 @@ impl Searcher {
 
     async fn search_uncached(
         &self,
-        providers: &[Provider],
-        unavailable: Option<String>,
-        query: &str,
-        count: usize,
-        timeout: Duration,
+        request: SearchRequest<'_>,
     ) -> Result<SearchOutcome, SearchError> {
+        let SearchRequest {
+            providers,
+            unavailable,
+            query,
+            count,
+            timeout,
+        } = request;
         let mut fell_back: Vec<String> = unavailable.iter().cloned().collect();
         if providers.is_empty() {
             let why = unavailable
