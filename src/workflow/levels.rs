@@ -2,9 +2,9 @@
 //! original's (`read-only`, `brainstorm`, `write-unipi`, `review`, `full`), with two changes:
 //! `full` keeps every tool that was active (the original's list left out grep, find, ls and
 //! every extension tool), and every restricted level keeps the tools that only ask or read —
-//! the user's `ask_user`, the web readers — since a step that may read may also ask. Where a
-//! level says "write only under `.unipi/`" it is enforced, not only asked for: the bridge's tool
-//! policy refuses a `write`/`edit` outside it (the original only told the model).
+//! the user's `ask_user`, the web readers and `web_search` — since a step that may read may also
+//! ask. Where a level says "write only under `.unipi/`" it is enforced, not only asked for: the
+//! bridge's tool policy refuses a `write`/`edit` outside it (the original only told the model).
 
 /// How much a workflow step may do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -21,7 +21,13 @@ pub(crate) enum ToolLevel {
 pub(crate) const WRITE_ROOT: &str = ".unipi";
 
 /// Tools every restricted level keeps: they ask the user or read, and change nothing.
-const ASK_AND_READ: &[&str] = &["ask_user", "web_fetch", "web_fetch_batch", "web_read"];
+const ASK_AND_READ: &[&str] = &[
+    "ask_user",
+    "web_fetch",
+    "web_fetch_batch",
+    "web_read",
+    "web_search",
+];
 
 impl ToolLevel {
     pub fn name(self) -> &'static str {
