@@ -1,16 +1,18 @@
 //! Web smart-fetch as a workbench capability: started from `web.json` (off when it says so),
-//! it offers the web tools and `/unipi:web-cache-clear` through its bridge module, and follows
-//! the file while it runs (an edit takes effect at the next fetch). It has no
-//! screen of its own: the tool results carry their cards, and the command answers in words.
+//! it offers the web tools and `/unipi:web-cache-clear` through its bridge module, and
+//! `/unipi:web-settings` (the settings overlay), and follows the file while it runs (an edit,
+//! the overlay's included, takes effect at the next fetch or search). The tool results carry
+//! their cards.
 
 use std::sync::Arc;
 
 use super::cache::Cache;
 use super::config::{WEB_CONFIG_FILE, WebConfig};
 use super::module::WebModule;
-use crate::bridge::{Command, Module};
-use crate::capability::settings::live_reporting;
-use crate::capability::{Capability, Registration, StartContext};
+use super::settings::{SETTINGS_PAGE, save};
+use crate::bridge::{Command, CommandCall, CommandReply, CommandSpec, Module};
+use crate::capability::settings::{Save, SettingsHome, live_reporting};
+use crate::capability::{Capability, Changed, Registration, StartContext};
 use crate::config::module_file::ModuleConfig;
 
 pub const REGISTRATION: Registration = Registration {
@@ -31,11 +33,14 @@ fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
     let cache_dir = Cache::default_dir(context.home);
     Some(Arc::new(WebCapability {
         module: Arc::new(WebModule::new(config, cache_dir)),
+        settings: SettingsHome::new(context, Changed::default()),
     }))
 }
 
+#[derive(Clone)]
 struct WebCapability {
     module: Arc<WebModule>,
+    settings: SettingsHome,
 }
 
 impl Capability for WebCapability {
@@ -44,7 +49,25 @@ impl Capability for WebCapability {
     }
 
     fn commands(&self) -> Vec<Command> {
-        self.module.commands()
+        let spec = CommandSpec::new(
+            "unipi:web-settings",
+            "Web settings: search provider and keys, fetch defaults",
+        );
+        let mut commands = self.module.commands();
+        commands.push(Command::new(spec, self.clone(), Self::edit_settings));
+        commands
+    }
+
+    fn changes(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        Some(self.settings.changed.subscribe())
+    }
+}
+
+impl WebCapability {
+    /// `/unipi:web-settings`: the settings overlay (a save is followed like any edit of the file).
+    async fn edit_settings(self, _call: CommandCall) -> CommandReply {
+        let save: Save = std::sync::Arc::new(save);
+        self.settings.open_settings(&SETTINGS_PAGE, |_| save).await
     }
 }
 

@@ -22,5 +22,6 @@ pub mod guard;
 pub mod module;
 pub mod page;
 pub mod search;
+mod settings;
 
 pub use capability::REGISTRATION;

@@ -16,7 +16,9 @@ use std::fmt;
 
 use super::provider::{Provider, ProviderKind, mask};
 use crate::bridge::Refusal;
-use crate::config::module_file::{Object, non_empty};
+use serde_json::Value;
+
+use crate::config::module_file::{Object, non_empty, or_null};
 use crate::web::config::WEB_CONFIG_FILE;
 
 /// What the files say about search.
@@ -87,16 +89,17 @@ impl SearchConfig {
                 let settings = self.providers.entry(kind.name()).or_default();
                 one.flag("enabled", &mut settings.enabled);
                 let url = "an http:// or https:// URL";
-                one.set("url", url, &mut settings.url, |v| {
-                    non_empty(v)
+                // null: not set (the overlay writes a cleared field so).
+                one.set("url", url, &mut settings.url, |v| match v {
+                    Value::Null => Some(None),
+                    _ => non_empty(v)
                         .filter(|u| u.starts_with("http://") || u.starts_with("https://"))
-                        .map(Some)
+                        .map(Some),
                 });
                 if kind.key_env().is_some() {
                     let key = "a non-empty string";
-                    one.set("apiKey", key, &mut settings.api_key, |v| {
-                        non_empty(v).map(Some)
-                    });
+                    let read = or_null(non_empty);
+                    one.set("apiKey", key, &mut settings.api_key, read);
                 }
                 one.warn_unknown();
             }
