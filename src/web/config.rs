@@ -19,8 +19,7 @@ use serde_json::Value;
 use super::search::SearchConfig;
 use crate::config::module_file::{ModuleConfig, Object, non_empty, to_usize, whole_in};
 
-/// The file's path below the home or workspace directory.
-pub const WEB_CONFIG_FILE: &str = ".unipi/config/web.json";
+pub use super::names::WEB_CONFIG_FILE;
 
 /// The original's defaults.
 pub(crate) const DEFAULT_MAX_CHARS: usize = 50_000;

@@ -27,9 +27,7 @@ use crate::http::LazyClient;
 pub(crate) const MAX_REDIRECTS: usize = 5;
 /// The largest body read; a larger one is refused rather than cut mid-document.
 pub const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
-/// What a desktop Chrome on Windows says (the original's default profile).
-pub(crate) const BROWSER_USER_AGENT: &str = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) \
-     AppleWebKit/537.36 (KHTML, like Gecko) Chrome/145.0.0.0 Safari/537.36";
+pub(crate) use super::names::BROWSER_USER_AGENT;
 /// Connecting gets at most this long of the fetch's timeout.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 

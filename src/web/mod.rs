@@ -20,8 +20,11 @@ pub mod fetch;
 pub mod format;
 pub mod guard;
 pub mod module;
+mod names;
 pub mod page;
 pub mod search;
+#[cfg(test)]
+mod search_tool_tests;
 mod settings;
 
 pub use capability::REGISTRATION;

@@ -19,7 +19,7 @@ use crate::bridge::Refusal;
 use serde_json::Value;
 
 use crate::config::module_file::{Object, non_empty, or_null};
-use crate::web::config::WEB_CONFIG_FILE;
+use crate::web::names::WEB_CONFIG_FILE;
 
 /// What the files say about search.
 #[derive(Clone, PartialEq, Eq, Default)]
@@ -184,8 +184,24 @@ mod tests {
     use std::path::Path;
 
     use super::*;
-    use crate::config::module_file::ModuleConfig as _;
-    use crate::web::config::WebConfig;
+    use crate::config::module_file::ModuleConfig;
+
+    /// A settings file with only the `search` section, read as `web.json` reads it.
+    #[derive(Debug, Default)]
+    struct WebConfig {
+        search: SearchConfig,
+    }
+
+    impl ModuleConfig for WebConfig {
+        const FILE: &'static str = WEB_CONFIG_FILE;
+
+        fn read(&mut self, file: &mut Object<'_>) {
+            if let Some(mut search) = file.section("search", "an object") {
+                self.search.read(&mut search);
+            }
+            file.warn_unknown();
+        }
+    }
 
     fn no_env(_: &str) -> Option<String> {
         None

@@ -7,7 +7,6 @@ use dom_query::Document;
 use reqwest::Url;
 
 use super::SearchResult;
-use super::provider::plain;
 
 /// The results on a DuckDuckGo HTML page, in its order.
 pub(super) fn results(html: &str, provider: &str) -> Vec<SearchResult> {
@@ -51,4 +50,17 @@ fn target(href: &str) -> Option<String> {
         None => url,
     };
     matches!(url.scheme(), "http" | "https").then(|| url.to_string())
+}
+
+/// `text` without markup (Brave marks matches with `<strong>`) or entities, on one line.
+pub(super) fn plain(text: &str) -> String {
+    let text = if text.contains('<') || text.contains('&') {
+        dom_query::Document::from(format!("<body>{text}</body>"))
+            .select("body")
+            .text()
+            .to_string()
+    } else {
+        text.to_owned()
+    };
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }

@@ -13,7 +13,7 @@ mod error;
 mod provider;
 mod searcher;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use serde::{Deserialize, Serialize};
 

@@ -21,9 +21,9 @@ use reqwest::{Url, header};
 use serde_json::{Value, json};
 
 use super::SearchResult;
-use super::duckduckgo;
+use super::duckduckgo::{self, plain};
 use super::error::{SearchError, SearchErrorCode};
-use crate::web::config::WEB_CONFIG_FILE;
+use crate::web::names::WEB_CONFIG_FILE;
 
 /// The most results a call may ask for (the keyed APIs' own per-request limit is 20).
 pub(crate) const MAX_COUNT: usize = 20;
@@ -291,17 +291,4 @@ impl Provider {
             })
             .collect())
     }
-}
-
-/// `text` without markup (Brave marks matches with `<strong>`) or entities, on one line.
-pub(crate) fn plain(text: &str) -> String {
-    let text = if text.contains('<') || text.contains('&') {
-        dom_query::Document::from(format!("<body>{text}</body>"))
-            .select("body")
-            .text()
-            .to_string()
-    } else {
-        text.to_owned()
-    };
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }

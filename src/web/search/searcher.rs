@@ -15,8 +15,8 @@ use super::cache::{Cached, SearchCache};
 use super::error::{SearchError, SearchErrorCode};
 use super::provider::Provider;
 use crate::http::LazyClient;
-use crate::web::config::WEB_CONFIG_FILE;
-use crate::web::fetch::BROWSER_USER_AGENT;
+use crate::web::names::BROWSER_USER_AGENT;
+use crate::web::names::WEB_CONFIG_FILE;
 
 /// Runs searches; cheap to clone (one HTTP client, built at the first search).
 #[derive(Clone, Default)]
