@@ -14,7 +14,7 @@ pub(crate) const MIN_MAX_CHARS: usize = 500;
 
 /// Content cut to a budget.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Truncated {
+pub struct Truncated {
     pub text: String,
     /// Characters of the content shown (the note not counted).
     pub shown: usize,
@@ -23,7 +23,7 @@ pub(crate) struct Truncated {
 }
 
 impl Truncated {
-    pub(crate) fn was_cut(&self) -> bool {
+    pub fn was_cut(&self) -> bool {
         self.shown < self.total
     }
 }
@@ -74,7 +74,7 @@ fn note(shown: usize, total: usize) -> String {
 }
 
 /// One page for the model: the header, then the content within `max_chars`.
-pub(crate) fn page_text(fetched: &Fetched, max_chars: usize) -> (String, Truncated) {
+pub fn page_text(fetched: &Fetched, max_chars: usize) -> (String, Truncated) {
     let page = &fetched.page;
     let body = truncate(&page.content, max_chars);
     let mut text = header(page, 1);
@@ -112,7 +112,7 @@ fn header(page: &Page, level: usize) -> String {
 /// A whole batch for the model: totals, then each URL's section in input order. `max_chars`
 /// is shared out fairly between the pages' contents: a short page keeps all of its text and
 /// leaves the rest to the long ones.
-pub(crate) fn batch_text(results: &[Result<Fetched, FetchError>], max_chars: usize) -> String {
+pub fn batch_text(results: &[Result<Fetched, FetchError>], max_chars: usize) -> String {
     let total = results.len();
     let succeeded = results.iter().filter(|result| result.is_ok()).count();
     let lengths: Vec<usize> = results
