@@ -14,13 +14,18 @@ in-body subheadings, lists and quotes, one block a line; not the headline, bylin
 credits or any of the furniture around them (the convention of the public article-extraction
 benchmarks).
 
+The last pages have every `class` and `id` hashed (as CSS-in-JS sites do), so only what the
+page says and its tags tell its parts apart: the rules that go by class names cannot help there.
+
 Deterministic: `python3 benches/web_corpus/generate.py` rewrites the same files.
 """
 
 import gzip
+import hashlib
 import html
 import json
 import random
+import re
 from pathlib import Path
 
 OUT = Path(__file__).resolve().parent
@@ -425,11 +430,30 @@ def page(index):
     return layout(a, rnd, modes, top, bottom), a
 
 
+def hashed_names(document):
+    """Every `class` and `id` replaced by a hash, as CSS-in-JS sites write them (`css-1q2w3e`):
+    the page says what its parts are only by their text, tags and roles."""
+    def rename(match):
+        names = " ".join("css-" + hashlib.sha1(name.encode()).hexdigest()[:6]
+                         for name in match.group(2).split())
+        return f'{match.group(1)}="{names}"'
+    return re.sub(r'\b(class|id)="([^"]*)"', rename, document)
+
+
+#: Pages with ordinary class names, then pages whose names are hashed.
+NAMED_PAGES = 40
+HASHED_PAGES = 12
+
+
 def main():
     truth = {}
-    for index in range(40):
+    for index in range(NAMED_PAGES + HASHED_PAGES):
         document, article = page(index)
-        page_id = f"{index:02d}-{article.key}-{layout_of(index).__name__[7:]}"
+        layout = layout_of(index).__name__[7:]
+        if index >= NAMED_PAGES:
+            document = hashed_names(document)
+            layout += "-hashed"
+        page_id = f"{index:02d}-{article.key}-{layout}"
         # Gzipped with no name or time in the header: the same bytes every run.
         with open(OUT / f"{page_id}.html.gz", "wb") as raw, \
                 gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as packed:

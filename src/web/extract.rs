@@ -8,7 +8,7 @@
 //!
 //! Pure and CPU-bound: the fetch runs it on a blocking thread.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use dom_query::{Document, NodeRef};
@@ -16,6 +16,8 @@ use dom_smoothie::{Config, Readability, TextMode};
 use reqwest::Url;
 
 use super::page::{Format, PageMeta};
+
+mod clean;
 
 /// What an HTML document is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,32 +138,44 @@ fn declared_main(document: &Document, format: Format) -> Option<(&'static str, S
     })
 }
 
-/// Whether readability's content is clearly larger than the declared main container's.
+/// Whether readability's content has text the declared main container's has not — at least
+/// [`SPILL_WORDS`] words more of some word (a menu, a sign-in link, a footer).
 fn spills_past(readable: &str, declared: &str) -> bool {
-    let (readable, declared) = (readable.chars().count(), declared.chars().count());
-    readable > declared + declared / 10 + 20
+    let mut counts: HashMap<String, isize> = HashMap::new();
+    for word in words(readable) {
+        *counts.entry(word).or_insert(0) += 1;
+    }
+    for word in words(declared) {
+        *counts.entry(word).or_insert(0) -= 1;
+    }
+    let extra: isize = counts.values().filter(|count| **count > 0).sum();
+    extra >= SPILL_WORDS
 }
+
+/// Words readability may have beyond the declared container before it counts as spilling.
+const SPILL_WORDS: isize = 3;
 
 /// Whether most of `part`'s text is in `whole`: the share of its runs of four words that
 /// `whole` has too.
 fn mostly_within(part: &str, whole: &str) -> bool {
-    let words = |text: &str| -> Vec<String> {
-        text.split(|c: char| !c.is_alphanumeric())
-            .filter(|word| !word.is_empty())
-            .map(str::to_lowercase)
-            .collect()
-    };
-    let (part, whole) = (words(part), words(whole));
     let runs = |words: &[String]| -> Vec<String> {
         words
             .windows(4.min(words.len()).max(1))
             .map(|run| run.join(" "))
             .collect()
     };
-    let whole: HashSet<String> = runs(&whole).into_iter().collect();
-    let part = runs(&part);
+    let whole: HashSet<String> = runs(&words(whole)).into_iter().collect();
+    let part = runs(&words(part));
     let shared = part.iter().filter(|run| whole.contains(*run)).count();
     shared * 2 >= part.len()
+}
+
+/// The runs of letters and digits of `text`, lower-cased.
+fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|word| !word.is_empty())
+        .map(str::to_lowercase)
+        .collect()
 }
 
 /// The first container of [`FALLBACK_CHAIN`] with text, else the body without its furniture,
@@ -278,6 +292,7 @@ fn prepare(document: &Document, base: &Url, include_images: bool) {
         document.select(IMAGES).remove();
     }
     unplayable_figures(document);
+    clean::declutter(document);
     for (selector, attribute) in [("a[href]", "href"), ("img[src]", "src")] {
         for node in document.select(selector).nodes() {
             let Some(value) = node.attr(attribute) else {

@@ -52,7 +52,7 @@ pub(crate) fn truncate(content: &str, max_chars: usize) -> Truncated {
             .filter(|at| *at >= floor)
             .map(|at| at + separator.trim_end().len())
     });
-    let mut text = head[..boundary.unwrap_or(limit)].trim_end().to_owned();
+    let mut text = without_trailing_headings(&head[..boundary.unwrap_or(limit)]).to_owned();
     let shown = text.chars().count();
     // A cut inside a fenced code block would leave the rest of the answer as code.
     let fences = text
@@ -64,6 +64,19 @@ pub(crate) fn truncate(content: &str, max_chars: usize) -> Truncated {
     }
     text.push_str(&note(shown, total));
     Truncated { text, shown, total }
+}
+
+/// `text` trimmed, without the markdown headings at its end: a heading with nothing under it
+/// says only what was cut (kept when it is all there is).
+fn without_trailing_headings(text: &str) -> &str {
+    let mut text = text.trim_end();
+    while let Some((before, last)) = text.rsplit_once('\n') {
+        if !last.trim_start().starts_with('#') || before.trim().is_empty() {
+            break;
+        }
+        text = before.trim_end();
+    }
+    text
 }
 
 fn note(shown: usize, total: usize) -> String {
@@ -209,6 +222,19 @@ mod tests {
         let wide = "é".repeat(2000);
         let cut = truncate(&wide, 700);
         assert!(cut.text.chars().count() <= 700);
+    }
+
+    #[test]
+    fn a_cut_does_not_end_on_a_heading() {
+        let content = format!(
+            "{}\n\n## Next part\n\n{}",
+            "First words here. ".repeat(25).trim_end(),
+            "More words follow. ".repeat(40)
+        );
+        let cut = truncate(&content, 580);
+        let kept = cut.text.split("\n\n[… truncated").next().unwrap();
+        assert!(kept.ends_with("First words here."), "{kept:?}");
+        assert!(cut.was_cut());
     }
 
     #[test]
