@@ -16,6 +16,7 @@ benchmarks).
 
 The last pages have every `class` and `id` hashed (as CSS-in-JS sites do), so only what the
 page says and its tags tell its parts apart: the rules that go by class names cannot help there.
+Four long reads close the corpus.
 
 Deterministic: `python3 benches/web_corpus/generate.py` rewrites the same files.
 """
@@ -415,7 +416,8 @@ def page(index):
     rnd = random.Random(1000 + index)
     topic = TOPICS[index % len(TOPICS)]
     town = TOWNS[index % len(TOWNS)]
-    a = Article(rnd, topic, town, rnd.randint(7, 14))
+    long_read = index >= NAMED_PAGES + HASHED_PAGES
+    a = Article(rnd, topic, town, rnd.randint(90, 120) if long_read else rnd.randint(7, 14))
     layout = layout_of(index)
     # Two or three body failure modes and four to seven furniture pieces per page, in turn.
     modes = {BODY_MODES[index % len(BODY_MODES)], BODY_MODES[(index * 5 + 2) % len(BODY_MODES)]}
@@ -440,17 +442,21 @@ def hashed_names(document):
     return re.sub(r'\b(class|id)="([^"]*)"', rename, document)
 
 
-#: Pages with ordinary class names, then pages whose names are hashed.
+#: Pages with ordinary class names, then pages whose names are hashed, then long reads (some
+#: 20,000 characters: ten pages of a `web_fetch_batch` call together pass its 50,000).
 NAMED_PAGES = 40
 HASHED_PAGES = 12
+LONG_PAGES = 4
 
 
 def main():
     truth = {}
-    for index in range(NAMED_PAGES + HASHED_PAGES):
+    for index in range(NAMED_PAGES + HASHED_PAGES + LONG_PAGES):
         document, article = page(index)
         layout = layout_of(index).__name__[7:]
-        if index >= NAMED_PAGES:
+        if index >= NAMED_PAGES + HASHED_PAGES:
+            layout += "-long"
+        elif index >= NAMED_PAGES:
             document = hashed_names(document)
             layout += "-hashed"
         page_id = f"{index:02d}-{article.key}-{layout}"
