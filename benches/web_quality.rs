@@ -17,7 +17,10 @@
 //! - `trafilatura (Python)`: `trafilatura.extract(html, url=…, include_comments=False)` when
 //!   `python3` can import it (with `.test-deps/python` on its path: `scripts/test-deps.sh` installs
 //!   it there); "not installed" otherwise.
-//! - `rs-trafilatura`: not built here (see `docs/benchmarks.md`).
+//! - `rs-trafilatura`: `rs_trafilatura::extract_bytes(html).content_text` (its defaults), by a
+//!   helper built apart (`benches/web_corpus/rs-trafilatura`: its HTML stack is a second copy of
+//!   ours, so it is not one of our dependencies) that `UNIPI_WEB_QUALITY_RS_TRAFILATURA` names;
+//!   "not built" otherwise.
 //!
 //! **The score.** Markdown is reduced to words: images (`![alt](src)`) are dropped, a link
 //! `[text](url)` keeps its text; then a text's tokens are its runs of Unicode word characters
@@ -123,8 +126,8 @@ fn run(full: bool) -> Result<()> {
             texts: trafilatura(&corpus, &samples),
         });
         runs.push(Run {
-            engine: "rs-trafilatura",
-            texts: Err("not built (see docs/benchmarks.md)".to_owned()),
+            engine: "rs-trafilatura 0.2.2",
+            texts: rs_trafilatura(&corpus, &samples),
         });
     }
     println!(
@@ -387,7 +390,7 @@ fn trafilatura(corpus: &Path, samples: &[Sample]) -> Result<Vec<String>, String>
     const SCRIPT: &str = r#"
 import gzip, json, os, sys
 import trafilatura
-corpus, ids = sys.argv[1], json.loads(sys.stdin.read())
+corpus, ids = sys.argv[-1], json.loads(sys.stdin.read())
 truth = json.load(open(os.path.join(corpus, "ground-truth.json"), encoding="utf-8"))
 out = {}
 for page in ids:
@@ -414,16 +417,42 @@ print(json.dumps({"version": trafilatura.__version__, "texts": out}))
     if !probe.is_ok_and(|status| status.success()) {
         return Err("not installed (scripts/test-deps.sh installs it)".to_owned());
     }
-    let ids: Vec<&str> = samples.iter().map(|sample| sample.id.as_str()).collect();
-    let mut child = Command::new("python3")
+    let mut command = Command::new("python3");
+    command
         .arg("-c")
         .arg(SCRIPT)
+        .env("PYTHONPATH", &python_path);
+    external(command, corpus, samples)
+}
+
+/// rs-trafilatura's extraction of every page, by the helper in `benches/web_corpus/rs-trafilatura`
+/// (built apart: its HTML stack is a second copy of ours) that `UNIPI_WEB_QUALITY_RS_TRAFILATURA`
+/// names.
+fn rs_trafilatura(corpus: &Path, samples: &[Sample]) -> Result<Vec<String>, String> {
+    let Some(helper) = std::env::var_os("UNIPI_WEB_QUALITY_RS_TRAFILATURA") else {
+        return Err("not built (see benches/web_corpus/rs-trafilatura/Cargo.toml)".to_owned());
+    };
+    external(Command::new(helper), corpus, samples)
+}
+
+/// Another extractor's text of every page: `command` is given the corpus folder as its last
+/// argument and the page ids as a JSON list on stdin, and prints
+/// `{"version": …, "texts": {id: text}}`.
+fn external(
+    mut command: Command,
+    corpus: &Path,
+    samples: &[Sample],
+) -> Result<Vec<String>, String> {
+    let ids: Vec<&str> = samples.iter().map(|sample| sample.id.as_str()).collect();
+    let program = command.get_program().to_string_lossy().into_owned();
+    let mut child = command
         .arg(corpus)
-        .env("PYTHONPATH", &python_path)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
+        // Its diagnostics are shown only when it fails (rs-trafilatura's debug build talks).
+        .stderr(Stdio::piped())
         .spawn()
-        .map_err(|err| format!("python3: {err}"))?;
+        .map_err(|err| format!("{program}: {err}"))?;
     if let Some(mut stdin) = child.stdin.take() {
         use std::io::Write as _;
         let ids = serde_json::to_vec(&ids).map_err(|err| err.to_string())?;
@@ -431,14 +460,15 @@ print(json.dumps({"version": trafilatura.__version__, "texts": out}))
     }
     let output = child
         .wait_with_output()
-        .map_err(|err| format!("python3: {err}"))?;
+        .map_err(|err| format!("{program}: {err}"))?;
     if !output.status.success() {
+        eprintln!("{}", String::from_utf8_lossy(&output.stderr));
         return Err(format!("failed ({})", output.status));
     }
     let answer: serde_json::Value =
         serde_json::from_slice(&output.stdout).map_err(|err| err.to_string())?;
     eprintln!(
-        "web_quality: trafilatura {}",
+        "web_quality: {program} {}",
         answer["version"].as_str().unwrap_or("?")
     );
     Ok(ids
