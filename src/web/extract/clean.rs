@@ -21,10 +21,13 @@ use std::sync::LazyLock;
 use dom_query::{Document, NodeRef};
 use regex::Regex;
 
-/// Never content: controls, pop-ups and what is hidden (but a caption's hidden full text, which
-/// [`captions`] prefers to its truncated twin).
+/// Never content: form fields, pop-ups and what is hidden (but a caption's hidden full text,
+/// which [`captions`] prefers to its truncated twin).
 const CONTROLS: &str =
-    "button, input, select, textarea, [role=tooltip], [hidden]:not(figcaption *), dialog";
+    "input, select, textarea, [role=tooltip], [hidden]:not(figcaption *), dialog";
+/// A button of at most this many words is a control ("Copy link", "more", "Show 42 comments"); a
+/// longer one may be a question that opens its answer, and stays.
+const BUTTON_WORDS: usize = 5;
 
 /// A `class` or `id` with one of these as a part (split at `-`, `_` and case changes) names
 /// furniture.
@@ -57,7 +60,6 @@ const FURNITURE_WORDS: &[&str] = &[
     "carousel",
     "copyright",
     "timestamp",
-    "dateline",
     "tags",
     "sponsored",
     "outbrain",
@@ -111,7 +113,7 @@ pattern!(
 const STAMP_LENGTH: usize = 120;
 pattern!(
     PROMOTION,
-    r"(?i)(newsletter.{0,80}(inbox|sign up|subscribe)|(sign up|subscribe).{0,80}(newsletter|inbox)|by signing up|all rights reserved|©\s*\d{4}|\(c\)\s*\d{4}|(a tip|a story|story idea).{0,80}(email|contact|message|send)|(email|contact|message) us.{0,80}\btips?\b)"
+    r"(?i)(newsletter.{0,80}(inbox|sign up|subscribe)|(sign up|subscribe).{0,80}(newsletter|inbox)|by signing up|all rights reserved|©\s*\d{4}|\(c\)\s*\d{4}|(have|got) a (news )?tip\b|\btips@|story (ideas?|tips?)\b.{0,80}(email|contact|message|send)|(email|contact|message) us.{0,80}\btips?\b)"
 );
 pattern!(
     CREDIT,
@@ -121,11 +123,11 @@ pattern!(
 const CREDIT_LENGTH: usize = 120;
 pattern!(
     COMMENT_POLICY,
-    r"(?i)(comments (are|will be) (moderated|reviewed|closed)|(community|commenting) (guidelines|standards|rules))"
+    r"(?i)(comments (are|will be|is) (moderated|reviewed|closed)|comment.{0,100}(guidelines|standards|rules|policy)|(guidelines|standards|rules|policy).{0,100}\bcomment)"
 );
 pattern!(
     COMMENTS_HEADING,
-    r"(?i)^(\d+ )?(comments?|responses|replies|leave a (comment|reply)|join the (conversation|discussion)|discussion)\s*(\(\d+\))?:?$"
+    r"(?i)^(\d+ )?(comments?|responses|replies|leave a (comment|reply)|join the (conversation|discussion))\s*(\(\d+\))?:?$"
 );
 pattern!(
     RELATED_HEADING,
@@ -135,9 +137,15 @@ pattern!(
 /// Takes the furniture out of `document`.
 pub(super) fn declutter(document: &Document) {
     document.select(CONTROLS).remove();
+    for button in document.select("button").nodes() {
+        if button.text().split_whitespace().count() <= BUTTON_WORDS {
+            button.remove_from_parent();
+        }
+    }
     let total = text_len(&document.root()).max(1);
     let small = |node: &NodeRef| (text_len(node) as f64) < MAX_SHARE * total as f64;
-    let protected = |node: &NodeRef| node.is("html, body, main, article, [role=main]");
+    // The story's own containers: a furniture-like name on one of them is not furniture.
+    let protected = |node: &NodeRef| node.is("html, body, main, article, [role=main], :has(h1)");
 
     for node in document.select("[class], [id]").nodes() {
         if !protected(node) && named_furniture(node) && small(node) {
@@ -171,7 +179,8 @@ pub(super) fn declutter(document: &Document) {
     captions(document);
 }
 
-/// A list whose every item is a picture (with its caption and credit) is a gallery.
+/// A list whose every item is a picture with a short caption is a gallery (a list of pictures
+/// with paragraphs of their own — a buyer's guide — is not).
 fn galleries(document: &Document) {
     for list in document.select("ul, ol").nodes() {
         let items: Vec<NodeRef> = list
@@ -179,11 +188,16 @@ fn galleries(document: &Document) {
             .into_iter()
             .filter(|child| child.is("li"))
             .collect();
-        if items.len() >= 2 && items.iter().all(|item| item.is("li:has(img, picture)")) {
+        let slide =
+            |item: &NodeRef| item.is("li:has(img, picture)") && text_len(item) <= GALLERY_CAPTION;
+        if items.len() >= 2 && items.iter().all(slide) {
             list.remove_from_parent();
         }
     }
 }
+
+/// The longest caption (with its credit) of a gallery's picture.
+const GALLERY_CAPTION: usize = 250;
 
 /// Short labels just before the headline (a kicker, a section label, a date): the few
 /// elements before the first `<h1>`, beside it, of a few words each.
@@ -271,12 +285,14 @@ fn related_lists(document: &Document, small: &impl Fn(&NodeRef) -> bool) {
         // A comment section may be long; a related list is short.
         let container = heading.parent().filter(|parent| {
             parent.is("section, aside, div, nav")
-                && !parent.is("main, article, body, [role=main]")
+                && !parent.is("main, article, body, [role=main], :has(h1)")
                 && small(parent)
                 && (comments || text_len(parent) < RELATED_LENGTH)
         });
         match container {
             Some(container) => container.remove_from_parent(),
+            // A "Comments" heading inside the story may be about comments in code.
+            None if comments => {}
             None => {
                 if let Some(next) = heading.next_element_sibling()
                     && next.is("ul, ol")
@@ -373,10 +389,6 @@ mod tests {
         // Words that only contain a furniture word are not it.
         assert_eq!(cleaned("<p class=shared-values>Kept.</p>"), "Kept.");
         assert_eq!(cleaned("<p class=adjacent>Kept too.</p>"), "Kept too.");
-        assert_eq!(
-            cleaned("<p>Published in 1998, the book sold well.</p>"),
-            "Published in 1998, the book sold well."
-        );
     }
 
     #[test]
@@ -391,6 +403,43 @@ mod tests {
                 .select("body")
                 .text()
                 .contains("Paragraph of the story")
+        );
+        // Nor is one with the headline in it, however much else the page has.
+        let menu = "<li><a href=/x>A link of the site's very long menu</a></li>".repeat(40);
+        let document = Document::from(format!(
+            "<body><ul>{menu}</ul><div class=post-has-comments><h1>Title</h1>{story}</div></body>"
+        ));
+        declutter(&document);
+        assert!(
+            document
+                .select("body")
+                .text()
+                .contains("Paragraph of the story")
+        );
+    }
+
+    #[test]
+    fn what_looks_like_furniture_in_a_story_stays() {
+        for html in [
+            "<p>He sent a story to his editor by email before the deadline.</p>",
+            "<p>YouTube said the video broke its community guidelines.</p>",
+            "<p>Published in 1998, the book sold well.</p>",
+            "<button>What does the warranty cover when the screen cracks?</button>",
+            "<ul><li><img src=a.jpg><p>The first laptop has a long section of its own, with \
+             enough words about its keyboard, battery, screen, ports, weight and price that \
+             it is plainly a paragraph of the guide and not the caption of a gallery's slide, \
+             which would be a line or two at most.</p></li><li><img src=b.jpg><p>The second \
+             laptop likewise gets a full paragraph about its trackpad, speakers, webcam, fan \
+             noise, repairability and the warranty that comes with it in most countries.</p>\
+             </li></ul>",
+        ] {
+            let whole = squeezed(&Document::from(html).root().text());
+            assert_eq!(cleaned(html), whole, "{html}");
+        }
+        // A "Comments" heading inside the story (about comments in code) stays.
+        assert_eq!(
+            cleaned("<h2>Comments</h2> <p>Write comments that say why.</p>"),
+            "Comments Write comments that say why."
         );
     }
 
