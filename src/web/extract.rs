@@ -1,5 +1,7 @@
 //! An HTML page to its main content: a meta refresh is reported (the fetch follows it like a
-//! redirect); otherwise `dom_smoothie` (a port of Mozilla's readability.js) picks the article,
+//! redirect); otherwise the page furniture is taken out ([`clean`]: bylines, share tools,
+//! newsletter lines, related lists, galleries, …) and `dom_smoothie` (a port of Mozilla's
+//! readability.js) picks the article,
 //! and when it finds nothing — or gives up on the page — a fallback chain takes the first of
 //! `article`, `main`, `[role=main]`, `.content`, `#content` that has text, else the body without
 //! its navigation, header, footer and asides. Metadata comes from readability (JSON-LD, Open

@@ -148,7 +148,8 @@ pub(super) fn declutter(document: &Document) {
     let protected = |node: &NodeRef| node.is("html, body, main, article, [role=main], :has(h1)");
 
     for node in document.select("[class], [id]").nodes() {
-        if !protected(node) && named_furniture(node) && small(node) {
+        // Cheapest test first: `protected` and `small` walk the element's subtree.
+        if named_furniture(node) && !protected(node) && small(node) {
             node.remove_from_parent();
         }
     }
