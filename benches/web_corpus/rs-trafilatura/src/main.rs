@@ -5,7 +5,9 @@ use std::io::Read as _;
 use std::path::Path;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let corpus = std::env::args().nth(1).ok_or("usage: rs-trafilatura-corpus <folder>")?;
+    let corpus = std::env::args()
+        .nth(1)
+        .ok_or("usage: rs-trafilatura-corpus <folder>")?;
     let mut input = String::new();
     std::io::stdin().read_to_string(&mut input)?;
     let ids: Vec<String> = serde_json::from_str(&input)?;
