@@ -18,7 +18,7 @@
 
 use std::sync::LazyLock;
 
-use dom_query::{Document, NodeRef};
+use dom_query::{Document, NodeRef, Selection};
 use regex::Regex;
 
 /// Never content: form fields, pop-ups and what is hidden (but a caption's hidden full text,
@@ -149,7 +149,7 @@ pub(super) fn declutter(document: &Document) {
 
     for node in document.select("[class], [id]").nodes() {
         // Cheapest test first: `protected` and `small` walk the element's subtree.
-        if named_furniture(node) && !protected(node) && small(node) {
+        if named_furniture(node) && !protected(node) && small(node) && !prose(node) {
             node.remove_from_parent();
         }
     }
@@ -220,6 +220,38 @@ fn labels_over_the_headline(document: &Document) {
 
 /// How many elements before the headline may be labels.
 const LABELS_OVER_THE_HEADLINE: usize = 3;
+
+/// Whether `node` holds paragraphs of prose ([`PROSE_PARAGRAPHS`] of [`PROSE_LENGTH`]
+/// characters): a story in a container whose name only looks like furniture
+/// (`credit-card-guide`, `gallery-review`), kept — unless the name is a comment section's, whose
+/// prose is the readers'.
+fn prose(node: &NodeRef) -> bool {
+    let comments = [node.attr("class"), node.attr("id")]
+        .iter()
+        .flatten()
+        .flat_map(|value| {
+            value
+                .split_whitespace()
+                .flat_map(name_parts)
+                .collect::<Vec<_>>()
+        })
+        .any(|part| part == "comments" || part == "disqus");
+    if comments {
+        return false;
+    }
+    let long = Selection::from(*node)
+        .select("p")
+        .nodes()
+        .iter()
+        .filter(|paragraph| text_len(paragraph) >= PROSE_LENGTH)
+        .count();
+    long >= PROSE_PARAGRAPHS
+}
+
+/// Paragraphs that make a container prose.
+const PROSE_PARAGRAPHS: usize = 3;
+/// The shortest paragraph of prose, in characters.
+const PROSE_LENGTH: usize = 200;
 
 /// Whether `node`'s `class` or `id` names furniture.
 fn named_furniture(node: &NodeRef) -> bool {
@@ -362,9 +394,15 @@ mod tests {
 
     /// `body` decluttered, as text with whitespace squeezed.
     fn cleaned(body: &str) -> String {
+        cleaned_beside(body, 4)
+    }
+
+    /// `body` decluttered beside a story of `paragraphs` paragraphs, as text with whitespace
+    /// squeezed (the story left out).
+    fn cleaned_beside(body: &str, paragraphs: usize) -> String {
         let story = "<p>The story itself, long enough to be most of the page, tells how the \
                      harbour wall was rebuilt after the storms and who paid for the work.</p>"
-            .repeat(4);
+            .repeat(paragraphs);
         let document = Document::from(format!("<body><article>{story}{body}</article></body>"));
         declutter(&document);
         let text = squeezed(&document.select("article").text());
@@ -390,6 +428,16 @@ mod tests {
         // Words that only contain a furniture word are not it.
         assert_eq!(cleaned("<p class=shared-values>Kept.</p>"), "Kept.");
         assert_eq!(cleaned("<p class=adjacent>Kept too.</p>"), "Kept too.");
+    }
+
+    #[test]
+    fn a_comment_section_goes_however_long_its_comments() {
+        let comment = "<p>I have lived by the harbour for thirty years and have never seen the \
+                       wall in such a state; the council should have acted after the first storm \
+                       instead of waiting for the insurers to argue it out.</p>"
+            .repeat(3);
+        let section = format!("<section id=comments>{comment}</section>");
+        assert_eq!(cleaned_beside(&section, 20), "");
     }
 
     #[test]
@@ -421,6 +469,15 @@ mod tests {
 
     #[test]
     fn what_looks_like_furniture_in_a_story_stays() {
+        let guide = "<p>Paying off a card in full each month avoids interest entirely, and the \
+                     statement shows the date by which the balance must be cleared to keep that \
+                     grace period; missing it once brings back interest on the whole sum.</p>"
+            .repeat(3);
+        let guide = format!("<div class=credit-card-guide>{guide}</div>");
+        assert_eq!(
+            cleaned_beside(&guide, 20),
+            squeezed(&Document::from(guide.as_str()).root().text())
+        );
         for html in [
             "<p>He sent a story to his editor by email before the deadline.</p>",
             "<p>YouTube said the video broke its community guidelines.</p>",
