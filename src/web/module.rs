@@ -471,9 +471,11 @@ fn single_output(fetched: &Fetched, max_chars: usize) -> ToolOutput {
 fn batch_output(results: &[Result<Fetched, FetchError>], max_chars: usize) -> ToolOutput {
     let succeeded = results.iter().filter(|result| result.is_ok()).count();
     let failed = results.len() - succeeded;
+    let (text, cuts) = format::batch_view(results, max_chars);
     let items: Vec<Value> = results
         .iter()
-        .map(|result| match result {
+        .zip(&cuts)
+        .map(|(result, cut)| match result {
             Ok(fetched) => json!({
                 "url": fetched.page.url,
                 "ok": true,
@@ -481,6 +483,9 @@ fn batch_output(results: &[Result<Fetched, FetchError>], max_chars: usize) -> To
                 "title": fetched.page.meta.title,
                 "wordCount": fetched.page.word_count(),
                 "cached": fetched.cached,
+                "truncated": cut.as_ref().is_some_and(format::Truncated::was_cut),
+                "shownChars": cut.as_ref().map(|cut| cut.shown),
+                "totalChars": cut.as_ref().map(|cut| cut.total),
             }),
             Err(error) => json!({"url": error.url, "ok": false, "error": error.to_json()}),
         })
@@ -508,7 +513,7 @@ fn batch_output(results: &[Result<Fetched, FetchError>], max_chars: usize) -> To
             Err(error) => format!("✗ {} ({})", error.url, error.code.as_str()),
         });
     }
-    ToolOutput::text(format::batch_text(results, max_chars))
+    ToolOutput::text(text)
         .with_details(json!({
             "total": results.len(),
             "succeeded": succeeded,
@@ -541,7 +546,8 @@ fn fetch_tool(defaults: &WebConfig) -> ToolSpec {
 /// `web_fetch_batch`: several URLs, a bounded number in parallel.
 fn batch_tool(defaults: &WebConfig) -> ToolSpec {
     let batch_chars = format!(
-        "Characters for all pages together, shared fairly (default {})",
+        "Characters per page, as for one page; what a short page leaves goes to the long ones \
+         (default {})",
         defaults.max_chars
     );
     common_params(

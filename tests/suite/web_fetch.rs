@@ -593,6 +593,45 @@ async fn long_pages_are_cut_on_a_clean_boundary_with_a_note() {
 }
 
 #[tokio::test]
+async fn each_page_of_a_batch_has_its_own_budget_and_the_result_names_the_cuts() {
+    let server = FixtureServer::start().await;
+    let s = setup(Some(ALLOW));
+    let urls = vec![
+        server.url("/news"),
+        server.url("/docs"),
+        server.url("/data.json"),
+    ];
+    let output = call(
+        &s.module,
+        "web_fetch_batch",
+        json!({"urls": urls, "maxChars": 900}),
+    )
+    .await
+    .unwrap();
+    let items = output.details["items"].as_array().unwrap();
+    // As much of each page as web_fetch with the same maxChars gives (at least 900 characters
+    // less the note), not a third of 900.
+    for item in items {
+        let (shown, total) = (
+            item["shownChars"].as_u64().unwrap(),
+            item["totalChars"].as_u64().unwrap(),
+        );
+        assert!(shown >= total.min(750), "{item}");
+        assert_eq!(item["truncated"], shown < total, "{item}");
+    }
+    let shown = text(&output);
+    let summary = shown.lines().nth(1).unwrap();
+    assert!(
+        summary.starts_with("Cut to fit (each page has maxChars = 900 of its own): [1/3] "),
+        "{shown}"
+    );
+    for (index, item) in items.iter().enumerate() {
+        let named = summary.contains(&format!("[{}/3]", index + 1));
+        assert_eq!(named, item["truncated"] == true, "{summary}");
+    }
+}
+
+#[tokio::test]
 async fn a_batch_keeps_input_order_isolates_failures_and_bounds_its_pool() {
     let server = FixtureServer::start().await;
     let s = setup(Some(ALLOW));
