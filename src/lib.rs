@@ -2,6 +2,10 @@
 //! widgets around it. The binary (`src/main.rs`) is a thin wrapper over [`run`]; everything lives
 //! in this library so integration tests and benchmarks can reach the pieces.
 
+// A `pub` item must be reachable from the crate root; one used only inside the crate is
+// `pub(crate)` (or narrower), so the compiler finds it when it becomes dead code.
+#![warn(unreachable_pub)]
+
 pub mod app;
 pub mod askuser;
 pub mod bridge;

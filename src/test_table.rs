@@ -7,7 +7,7 @@ use std::fmt::{Debug, Display};
 /// Asserts `f(input) == want` for each `(input, want)` of `cases`, in order; a failure names the
 /// input.
 #[track_caller]
-pub fn check_table<I: Debug, W: Debug, O: PartialEq<W> + Debug>(
+pub(crate) fn check_table<I: Debug, W: Debug, O: PartialEq<W> + Debug>(
     cases: impl IntoIterator<Item = (I, W)>,
     mut f: impl FnMut(&I) -> O,
 ) {
@@ -19,7 +19,7 @@ pub fn check_table<I: Debug, W: Debug, O: PartialEq<W> + Debug>(
 /// Asserts that `f(input)` fails, with an error containing `want`, for each `(input, want)` of
 /// `cases`, in order; a failure names the input and shows the error.
 #[track_caller]
-pub fn check_errors<I: Debug, T: Debug, E: Display>(
+pub(crate) fn check_errors<I: Debug, T: Debug, E: Display>(
     cases: impl IntoIterator<Item = (I, &'static str)>,
     mut f: impl FnMut(&I) -> Result<T, E>,
 ) {

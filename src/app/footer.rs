@@ -39,7 +39,7 @@ pub(crate) struct FooterState {
 
 impl FooterState {
     /// The footer for a session in `workspace`.
-    pub fn new(keymap: &Keymap, source: LiveConfig<FooterConfig>, workspace: &Path) -> Self {
+    pub(super) fn new(keymap: &Keymap, source: LiveConfig<FooterConfig>, workspace: &Path) -> Self {
         let cwd = workspace.to_path_buf();
         let bindings = keymap.bindings();
         let keys_for = |action: Action| {
@@ -114,22 +114,22 @@ impl FooterState {
         self.config = self.source.get();
     }
 
-    pub fn set_notice(&mut self, text: &str) {
+    pub(super) fn set_notice(&mut self, text: &str) {
         self.notice = Some((text.to_string(), Instant::now()));
     }
 
     /// The keys that return from scrollback to live output, for the scrollback badge.
-    pub fn return_keys(&self) -> Option<String> {
+    pub(super) fn return_keys(&self) -> Option<String> {
         self.return_keys.clone()
     }
 
     /// Whether the footer row is shown at all (`enabled` in footer.json).
-    pub fn enabled(&self) -> bool {
+    pub(super) fn enabled(&self) -> bool {
         self.config.enabled
     }
 
     /// The segments to draw this frame: the workbench's own plus `extra` from modules.
-    pub fn segments(
+    pub(super) fn segments(
         &mut self,
         scrolled_back: usize,
         extra: impl IntoIterator<Item = Segment>,
@@ -174,7 +174,7 @@ fn hostname() -> Option<String> {
 
 /// The branch checked out in the repository containing `dir` (`None` outside git; a short hash
 /// when HEAD is detached). Reads `.git/HEAD` directly: no git process per frame.
-pub fn git_branch(dir: &Path) -> Option<String> {
+pub(super) fn git_branch(dir: &Path) -> Option<String> {
     for candidate in dir.ancestors() {
         let dot_git = candidate.join(".git");
         let git_dir = if dot_git.is_dir() {

@@ -56,7 +56,7 @@ struct Inner {
 }
 
 impl AskUserModule {
-    pub fn new(
+    pub(crate) fn new(
         config: impl Into<LiveConfig<AskUserConfig>>,
         queue: AskQueue,
         has_screen: HasScreen,
@@ -71,23 +71,23 @@ impl AskUserModule {
         }
     }
 
-    pub fn attach(&self, link: BridgeLink) {
+    pub(crate) fn attach(&self, link: BridgeLink) {
         // A second attach (never done by the app) keeps the first link.
         let _ = self.inner.link.set(link);
     }
 
     /// The settings as the files are now.
-    pub fn config(&self) -> AskUserConfig {
+    pub(crate) fn config(&self) -> AskUserConfig {
         *self.inner.config.get()
     }
 
     /// The settings overlay saved: later calls follow the new settings at once.
-    pub fn reload_config(&self) {
+    pub(crate) fn reload_config(&self) {
         self.inner.config.reload();
     }
 
     #[cfg(test)]
-    pub fn queue(&self) -> &AskQueue {
+    pub(crate) fn queue(&self) -> &AskQueue {
         &self.inner.queue
     }
 
@@ -98,7 +98,7 @@ impl AskUserModule {
     }
 
     /// One `ask_user` call, start to end.
-    pub async fn ask(
+    pub(crate) async fn ask(
         &self,
         agent: AgentId,
         args: serde_json::Value,

@@ -70,7 +70,7 @@ pub(crate) struct AskQueue {
 }
 
 impl AskQueue {
-    pub fn new(changed: Changed, opener: Opener) -> Self {
+    pub(crate) fn new(changed: Changed, opener: Opener) -> Self {
         AskQueue {
             state: Arc::new(Mutex::new(State::default())),
             changed,
@@ -83,7 +83,7 @@ impl AskQueue {
     }
 
     /// Adds a call's questions behind the others, opening the modal if it is not open.
-    pub fn push(&self, agent: AgentId, request: AskRequest) -> Pending {
+    pub(crate) fn push(&self, agent: AgentId, request: AskRequest) -> Pending {
         let (done, answers) = oneshot::channel();
         let (deadline_tx, deadline) = watch::channel(None);
         let id = {
@@ -111,7 +111,7 @@ impl AskQueue {
     }
 
     /// The head, if a question waits.
-    pub fn head(&self) -> Option<Shown> {
+    pub(crate) fn head(&self) -> Option<Shown> {
         let state = self.lock();
         let entry = state.entries.front()?;
         Some(Shown {
@@ -125,18 +125,18 @@ impl AskQueue {
     }
 
     #[cfg(test)]
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.lock().entries.len()
     }
 
     #[cfg(test)]
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// The user answered question `index` of call `id`; the call is settled once every question
     /// is answered or the answer ends it. An answer to a question no longer shown is ignored.
-    pub fn answer(&self, id: u64, index: usize, answer: Answer) {
+    pub(crate) fn answer(&self, id: u64, index: usize, answer: Answer) {
         self.settle(id, |entry| {
             if entry.answers.len() != index {
                 return false;

@@ -251,7 +251,7 @@ pub(crate) struct AskView {
 }
 
 impl AskView {
-    pub fn new(queue: AskQueue, keymap: &Keymap) -> Self {
+    pub(crate) fn new(queue: AskQueue, keymap: &Keymap) -> Self {
         let keys = KeyTable::from_keymap(keymap);
         let mut view = AskView {
             queue,
@@ -286,7 +286,7 @@ impl AskView {
     }
 
     /// What the widget draws at `now`, if a question is shown.
-    pub fn model(&self, now: Instant) -> Option<AskModel> {
+    pub(crate) fn model(&self, now: Instant) -> Option<AskModel> {
         let current = self.current.as_ref()?;
         let form = current.form.view();
         let shown = &current.shown;

@@ -15,7 +15,7 @@ pub(crate) const CLIP_CHARS: usize = 300;
 
 /// `text` as it may go into the log: at most [`CLIP_CHARS`] characters, then how much more
 /// there was.
-pub fn clip(text: &str) -> String {
+pub(crate) fn clip(text: &str) -> String {
     match text.char_indices().nth(CLIP_CHARS) {
         None => text.to_string(),
         Some((cut, _)) => format!(

@@ -111,7 +111,7 @@ pub(crate) struct WireError {
 }
 
 impl WireError {
-    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+    pub(crate) fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         Self {
             code,
             message: message.into(),
@@ -378,7 +378,7 @@ impl HostMessage {
         line
     }
 
-    pub fn error(err: &WireError) -> Self {
+    pub(crate) fn error(err: &WireError) -> Self {
         Self::Error {
             code: err.code,
             message: err.message.clone(),

@@ -97,7 +97,7 @@ pub(crate) enum DecisionReason {
 }
 
 impl DecisionReason {
-    pub fn code(&self) -> &'static str {
+    pub(crate) fn code(&self) -> &'static str {
         match self {
             DecisionReason::Disabled => "disabled",
             DecisionReason::InFlight => "in_flight",

@@ -53,7 +53,7 @@ impl SummaryParts {
     }
 
     /// The titles of the non-empty sections, in order (for the compaction details).
-    pub fn titles(&self) -> Vec<String> {
+    pub(crate) fn titles(&self) -> Vec<String> {
         let mut titles: Vec<String> = self
             .sections
             .iter()

@@ -39,7 +39,7 @@ pub(crate) struct BeforeCompact {
 }
 
 impl BeforeCompact {
-    pub fn overflow(&self) -> bool {
+    pub(crate) fn overflow(&self) -> bool {
         self.reason.as_deref() == Some("overflow")
     }
 }
@@ -93,7 +93,7 @@ pub(crate) fn answer(
 
 impl HookAnswer {
     /// What the extension returns from Pi's handler.
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         match self {
             HookAnswer::Compacted(compaction) => json!({"compaction": {
                 "summary": compaction.summary,

@@ -54,7 +54,7 @@ struct FileHealth {
 impl DbWorker {
     /// Opens (or creates, or recovers) the database at `path` on a new thread. `recovered` says
     /// when a corrupt file was moved aside.
-    pub fn open(path: &Path) -> anyhow::Result<(DbWorker, Option<Recovered>)> {
+    pub(crate) fn open(path: &Path) -> anyhow::Result<(DbWorker, Option<Recovered>)> {
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let (jobs, queue) = std::sync::mpsc::channel::<DbJob>();
         let db_path = path.to_path_buf();
@@ -100,7 +100,7 @@ impl DbWorker {
 
     /// Why the file cannot be written, once a write failed for that reason (recall would only
     /// search stale content then).
-    pub fn unwritable(&self) -> Option<String> {
+    pub(crate) fn unwritable(&self) -> Option<String> {
         self.health
             .unwritable
             .lock()
@@ -109,7 +109,7 @@ impl DbWorker {
     }
 
     /// Runs `job` on the database thread and returns its value.
-    pub async fn run<T: Send + 'static>(
+    pub(crate) async fn run<T: Send + 'static>(
         &self,
         job: impl FnOnce(&SessionDb) -> T + Send + 'static,
     ) -> anyhow::Result<T> {

@@ -125,7 +125,7 @@ pub(crate) struct Started {
 }
 
 impl CompactorModule {
-    pub fn new(
+    pub(crate) fn new(
         config: impl Into<LiveConfig<CompactorConfig>>,
         workspace: PathBuf,
         db: Result<DbWorker, Refusal>,
@@ -148,12 +148,12 @@ impl CompactorModule {
     }
 
     /// Changes of what the footer shows (indexing progress, compaction counts); the app redraws.
-    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+    pub(crate) fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
         self.compactor.changes.subscribe()
     }
 
     /// How far a running rebuild of the index got (the footer shows it until done).
-    pub fn indexing(&self) -> Option<Progress> {
+    pub(crate) fn indexing(&self) -> Option<Progress> {
         self.compactor.lock().indexing
     }
 
@@ -161,14 +161,14 @@ impl CompactorModule {
     /// (`<home>/.unipi/db/…`). Never fails: a bad config keeps the defaults, a database that
     /// cannot open leaves recall off; both come back as notices.
     #[cfg(test)]
-    pub fn start(home: Option<&Path>, workspace: &Path) -> Started {
+    pub(crate) fn start(home: Option<&Path>, workspace: &Path) -> Started {
         let (config, errors) =
             LiveConfig::module(home, workspace, &[CONFIG_FILE], CompactorConfig::load);
         Self::start_with(config, errors, home, workspace)
     }
 
     /// Starts the module with the config already loaded (and the problems found in it).
-    pub fn start_with(
+    pub(crate) fn start_with(
         config: LiveConfig<CompactorConfig>,
         errors: Vec<crate::config::ConfigError>,
         home: Option<&Path>,
@@ -212,13 +212,13 @@ impl CompactorModule {
     }
 
     /// Gives the module the bridge: toasts, follow-ups and compaction requests go through it.
-    pub fn attach_host(&self, host: BridgeHost) {
+    pub(crate) fn attach_host(&self, host: BridgeHost) {
         let _ = self.compactor.host.set(host);
     }
 
     /// Follows the main Pi's events on `bus` (session start, turns, compactions) until the bus
     /// closes. Events are handled in order, so ingestion passes never overlap.
-    pub fn watch(&self, bus: &EventBus) {
+    pub(crate) fn watch(&self, bus: &EventBus) {
         let mut events = bus.subscribe();
         let compactor = Arc::downgrade(&self.compactor);
         tokio::spawn(async move {
@@ -242,7 +242,7 @@ impl CompactorModule {
     }
 
     /// This session's compactions and tokens saved (the footer segment).
-    pub fn tally(&self) -> CompactorTally {
+    pub(crate) fn tally(&self) -> CompactorTally {
         self.compactor.lock().tally
     }
 
@@ -268,7 +268,7 @@ impl CompactorModule {
     }
 
     /// `/unipi:compact-stats`'s text.
-    pub async fn stats(&self) -> Result<String, Refusal> {
+    pub(crate) async fn stats(&self) -> Result<String, Refusal> {
         let db = self.compactor.db.clone()?;
         let (session_id, last) = {
             let state = self.compactor.lock();

@@ -76,7 +76,7 @@ fn canonical(path: &Path) -> PathBuf {
 
 /// How far a rebuild got: `done` of `total` files ingested.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Progress {
+pub(crate) struct Progress {
     pub done: usize,
     pub total: usize,
 }
@@ -92,7 +92,7 @@ pub(crate) struct Rebuilt {
 
 /// Ingests every session file of `project` in `dir` that the database has not read to its end,
 /// oldest first, reporting progress after each file (and once at the start when there is work).
-pub async fn rebuild(
+pub(crate) async fn rebuild(
     db: &DbWorker,
     dir: PathBuf,
     project: PathBuf,

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use super::entries::{SessionEntry, parse_entry};
 
 /// A small branch: three user turns with answers, the first one with an early fact.
-pub fn small_branch() -> Vec<Value> {
+pub(super) fn small_branch() -> Vec<Value> {
     let mut entries = Vec::new();
     let mut parent = Value::Null;
     for turn in 0..3 {
@@ -26,6 +26,6 @@ pub fn small_branch() -> Vec<Value> {
 }
 
 /// [`small_branch`], parsed.
-pub fn small_branch_entries() -> Vec<SessionEntry> {
+pub(super) fn small_branch_entries() -> Vec<SessionEntry> {
     small_branch().iter().filter_map(parse_entry).collect()
 }

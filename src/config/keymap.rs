@@ -199,7 +199,7 @@ macro_rules! key_table {
 
         impl $ty {
             /// The action's name in keymap files.
-            pub fn name(self) -> &'static str {
+            $enum_vis fn name(self) -> &'static str {
                 match self {
                     $($ty::$variant => $name,)*
                 }

@@ -499,7 +499,7 @@ fn artifact_error(path: &Path, err: &std::io::Error) -> DelegateError {
 pub(crate) mod tests_support {
     use super::*;
 
-    pub fn manifest() -> Manifest {
+    pub(crate) fn manifest() -> Manifest {
         Manifest {
             schema_version: MANIFEST_SCHEMA.into(),
             task_id: "d1".into(),

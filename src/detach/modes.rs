@@ -43,7 +43,7 @@ const MOUSE_MODES: [u16; 7] = [1000, 1002, 1003, 1005, 1006, 1015, 1016];
 
 impl ModeTracker {
     /// A terminal with none of the modes set.
-    pub const fn new() -> Self {
+    pub(crate) const fn new() -> Self {
         ModeTracker {
             alternate_screen: false,
             mouse: Vec::new(),
@@ -58,7 +58,7 @@ impl ModeTracker {
     }
 
     /// Follows `bytes`, the next output written to the terminal.
-    pub fn feed(&mut self, mut bytes: &[u8]) {
+    pub(crate) fn feed(&mut self, mut bytes: &[u8]) {
         while !bytes.is_empty() {
             if self.parser == Parser::Ground {
                 // Plain text is most of the output: skip to the next escape at once.
@@ -178,7 +178,7 @@ impl ModeTracker {
     /// The bytes that undo every mode set, in the order a careful program restores: cancel a
     /// sequence cut off half way, keyboard reporting, input reporting, the cursor, and the
     /// alternate screen last. Always ends attributes (`SGR 0`), which is harmless.
-    pub fn resets(&self) -> Vec<u8> {
+    pub(crate) fn resets(&self) -> Vec<u8> {
         let mut out = Vec::new();
         if self.parser != Parser::Ground {
             out.push(0x18); // CAN: the terminal drops the sequence it was reading
@@ -212,7 +212,7 @@ impl ModeTracker {
     }
 
     /// Everything is undone (after [`ModeTracker::resets`] was written).
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         *self = ModeTracker::new();
     }
 }

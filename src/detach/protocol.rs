@@ -179,7 +179,7 @@ pub(crate) enum FrameError {
 
 impl Frame {
     /// The frame on the wire.
-    pub fn encode(&self) -> Vec<u8> {
+    pub(crate) fn encode(&self) -> Vec<u8> {
         let (kind, payload) = match self {
             Frame::Input(bytes) => (INPUT, std::borrow::Cow::Borrowed(bytes.as_slice())),
             Frame::Output(bytes) => (OUTPUT, std::borrow::Cow::Borrowed(bytes.as_slice())),
@@ -208,7 +208,7 @@ pub(crate) struct FrameDecoder {
 }
 
 impl FrameDecoder {
-    pub fn push(&mut self, bytes: &[u8]) {
+    pub(crate) fn push(&mut self, bytes: &[u8]) {
         self.buf.extend_from_slice(bytes);
     }
 
@@ -250,7 +250,7 @@ impl FrameDecoder {
     }
 
     /// The connection ended: an error if it ended inside a frame.
-    pub fn finish(&self, peer: &str) -> Result<(), FrameError> {
+    pub(crate) fn finish(&self, peer: &str) -> Result<(), FrameError> {
         if self.buf.is_empty() {
             return Ok(());
         }
@@ -275,7 +275,7 @@ pub(crate) struct FrameReader<R> {
 }
 
 impl<R: AsyncRead + Unpin> FrameReader<R> {
-    pub fn new(reader: R, peer: impl Into<String>) -> Self {
+    pub(crate) fn new(reader: R, peer: impl Into<String>) -> Self {
         FrameReader {
             reader,
             decoder: FrameDecoder::default(),
@@ -285,7 +285,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
     }
 
     /// The next frame; `None` when the peer closed the connection between frames.
-    pub async fn next(&mut self) -> Result<Option<Frame>, FrameError> {
+    pub(crate) async fn next(&mut self) -> Result<Option<Frame>, FrameError> {
         loop {
             if let Some(frame) = self.decoder.next_frame(&self.peer)? {
                 return Ok(Some(frame));

@@ -70,7 +70,7 @@ pub(crate) struct SideExchange {
 
 impl SideExchange {
     /// Starts asking `question`; the answer arrives with a change signal.
-    pub fn start(engine: Arc<Engine>, question: String) -> Arc<Self> {
+    pub(crate) fn start(engine: Arc<Engine>, question: String) -> Arc<Self> {
         let exchange = Arc::new(SideExchange {
             engine,
             question,
@@ -149,7 +149,12 @@ pub(crate) struct BtwView {
 }
 
 impl BtwView {
-    pub fn new(port: Arc<dyn BtwPort>, question: &str, sidekick: &str, keymap: &Keymap) -> Self {
+    pub(crate) fn new(
+        port: Arc<dyn BtwPort>,
+        question: &str,
+        sidekick: &str,
+        keymap: &Keymap,
+    ) -> Self {
         let keys = KeyTable::<BtwAction>::from_keymap(keymap);
         let hint = keys.hint_line(&[
             (&[BtwAction::Inject], "add to the conversation"),

@@ -147,7 +147,7 @@ impl FusionConfig {
     }
 
     /// Saves `presets` and `active` into [`FusionConfig::target`] (crash-safe, other keys kept).
-    pub fn save(&self) -> anyhow::Result<()> {
+    pub(crate) fn save(&self) -> anyhow::Result<()> {
         let presets: Map<String, Value> = self
             .presets
             .iter()

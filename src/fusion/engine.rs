@@ -148,7 +148,7 @@ pub(crate) struct ConfigWrite {
 impl ConfigWrite {
     /// Writes the file, unless a later edit was written already (writes may finish in any
     /// order; the file ends as the last edit left it).
-    pub async fn finish(self) -> Result<(), Refusal> {
+    pub(crate) async fn finish(self) -> Result<(), Refusal> {
         let saved = tokio::task::spawn_blocking(move || {
             let mut written = lock(&self.written);
             if *written > self.generation {

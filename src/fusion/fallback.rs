@@ -60,7 +60,7 @@ pub(crate) struct FallbackState {
 }
 
 impl FallbackState {
-    pub fn active(&self) -> Option<&ActiveFallback> {
+    pub(crate) fn active(&self) -> Option<&ActiveFallback> {
         self.active.as_ref()
     }
 
@@ -106,7 +106,7 @@ impl FallbackState {
     }
 
     /// A new pair (or fusion off): whatever fallback ran is forgotten.
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.active = None;
     }
 }

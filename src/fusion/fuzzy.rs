@@ -10,7 +10,7 @@
 
 /// The score of `query` against `candidate`, or `None` when it does not match. An empty query
 /// matches everything with score 0.
-pub fn score(query: &str, candidate: &str) -> Option<i64> {
+pub(crate) fn score(query: &str, candidate: &str) -> Option<i64> {
     let wanted: Vec<char> = query
         .chars()
         .filter(|ch| !ch.is_whitespace())
@@ -46,7 +46,7 @@ pub fn score(query: &str, candidate: &str) -> Option<i64> {
 }
 
 /// The indices of `candidates` that match `query`, best first (ties keep their order).
-pub fn rank<'a>(query: &str, candidates: impl IntoIterator<Item = &'a str>) -> Vec<usize> {
+pub(crate) fn rank<'a>(query: &str, candidates: impl IntoIterator<Item = &'a str>) -> Vec<usize> {
     let mut scored: Vec<(i64, usize)> = candidates
         .into_iter()
         .enumerate()

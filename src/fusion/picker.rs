@@ -79,7 +79,7 @@ pub(crate) struct PickerView {
 
 impl PickerView {
     /// The picker over `models` (those with a key first), with the current pair in its slots.
-    pub fn new(
+    pub(crate) fn new(
         mut models: Vec<ModelInfo>,
         current: Option<(ModelInfo, ModelInfo)>,
         port: std::sync::Arc<dyn PickerPort>,
@@ -129,7 +129,7 @@ impl PickerView {
     }
 
     #[cfg(test)]
-    pub fn model(&self) -> &PickerModel {
+    pub(crate) fn model(&self) -> &PickerModel {
         &self.model
     }
 

@@ -110,7 +110,7 @@ pub(crate) struct PresetsView {
 }
 
 impl PresetsView {
-    pub fn new(port: Arc<dyn PresetsPort>, keymap: &Keymap) -> Self {
+    pub(crate) fn new(port: Arc<dyn PresetsPort>, keymap: &Keymap) -> Self {
         let keys = KeyTable::<PresetsAction>::from_keymap(keymap);
         let hint = keys.hint_line(&[
             (&[PresetsAction::Up, PresetsAction::Down], "select"),
@@ -137,7 +137,7 @@ impl PresetsView {
     }
 
     #[cfg(test)]
-    pub fn model(&self) -> &PresetsModel {
+    pub(crate) fn model(&self) -> &PresetsModel {
         &self.model
     }
 

@@ -37,7 +37,7 @@ pub(crate) struct CallCost {
 }
 
 impl CallCost {
-    pub fn saved(&self) -> f64 {
+    pub(crate) fn saved(&self) -> f64 {
         self.primary - self.sidekick
     }
 }

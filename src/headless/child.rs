@@ -22,7 +22,11 @@ use crate::sys::signals::Signals;
 
 /// Runs `program args` with `env` added, forwarding SIGINT, SIGTERM and SIGHUP to its process
 /// group, and returns its exit code the way a shell reports it (128 + N for a signal).
-pub async fn run(program: &Path, args: &[OsString], env: &[(OsString, OsString)]) -> Result<i32> {
+pub(super) async fn run(
+    program: &Path,
+    args: &[OsString],
+    env: &[(OsString, OsString)],
+) -> Result<i32> {
     // Handlers first, so a signal that arrives while Pi starts is forwarded, not fatal to us.
     let mut signals = Signals::listen(&[Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP])?;
 

@@ -95,7 +95,7 @@ pub(crate) enum BudgetKind {
 
 impl BudgetKind {
     /// `turn`, `tool-use`, `token`, `cost`: the word before "budget".
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Self::Turns => "turn",
             Self::ToolUses => "tool-use",
@@ -115,7 +115,7 @@ pub(crate) struct BudgetWatch {
 }
 
 impl BudgetWatch {
-    pub fn new(budget: Budget) -> Self {
+    pub(crate) fn new(budget: Budget) -> Self {
         Self {
             budget,
             steered: None,
@@ -125,7 +125,7 @@ impl BudgetWatch {
 
     /// Feeds the totals after an event; returns the action due now, if any. Each action is
     /// returned at most once; after the abort nothing more is returned.
-    pub fn observe(&mut self, totals: &Totals) -> Option<BudgetAction> {
+    pub(crate) fn observe(&mut self, totals: &Totals) -> Option<BudgetAction> {
         if self.aborted.is_some() {
             return None;
         }
@@ -158,7 +158,7 @@ impl BudgetWatch {
 
     /// The abort reason, once aborted.
     #[cfg(test)]
-    pub fn exceeded(&self) -> Option<&str> {
+    pub(crate) fn exceeded(&self) -> Option<&str> {
         self.aborted.as_deref()
     }
 

@@ -144,7 +144,7 @@ pub(crate) struct HelperDock {
 }
 
 impl HelperDock {
-    pub fn new(board: HelperBoard, changed: Changed) -> Self {
+    pub(crate) fn new(board: HelperBoard, changed: Changed) -> Self {
         HelperDock {
             board,
             marks: Mutex::new(Marks::default()),
@@ -155,7 +155,7 @@ impl HelperDock {
     }
 
     /// Run `id`'s transcript: live while its controls are attached, else the last one read.
-    pub fn transcript(&self, id: &str) -> Vec<TranscriptItem> {
+    pub(crate) fn transcript(&self, id: &str) -> Vec<TranscriptItem> {
         let live = transcript_items(&self.board.transcript(id));
         let mut kept = lock(&self.transcripts);
         if live.is_empty() {
@@ -166,7 +166,7 @@ impl HelperDock {
     }
 
     /// The board's runs as agent rows, without transcripts (the footer's spend).
-    pub fn spend(&self) -> unipi_widgets::agents::HelperSpend {
+    pub(crate) fn spend(&self) -> unipi_widgets::agents::HelperSpend {
         let marks = lock(&self.marks).clone();
         let now = SystemTime::now();
         let rows: Vec<AgentRow> = self

@@ -85,7 +85,7 @@ pub(crate) struct Admission {
 impl Admission {
     /// A root caller at `depth` with `counters` and the config's session cap.
     #[cfg(test)]
-    pub fn root(config: &HelpersConfig, depth: u32, counters: Counters) -> Self {
+    pub(crate) fn root(config: &HelpersConfig, depth: u32, counters: Counters) -> Self {
         Self {
             depth,
             counters,

@@ -74,12 +74,12 @@ impl HelperResult {
         }
     }
 
-    pub fn ok(&self) -> bool {
+    pub(crate) fn ok(&self) -> bool {
         self.status == RunStatus::Completed && self.accepted != Some(false)
     }
 
     /// What the model reads.
-    pub fn content(&self) -> String {
+    pub(crate) fn content(&self) -> String {
         let mut text = if self.ok() {
             self.text.clone()
         } else if self.accepted == Some(false) {
@@ -109,7 +109,7 @@ impl HelperResult {
     }
 
     /// `details` for renderers and state, with a card.
-    pub fn details(&self) -> Value {
+    pub(crate) fn details(&self) -> Value {
         let tool_uses: Vec<Value> = self
             .tool_uses
             .iter()
@@ -134,7 +134,7 @@ impl HelperResult {
     }
 
     /// `✓ helper explore · <description> · 2 tools · 3s`, with the answer's first lines.
-    pub fn card(&self) -> Card {
+    pub(crate) fn card(&self) -> Card {
         let (icon, tint) = match self.status {
             _ if self.accepted == Some(false) => ("✗", CardTint::Error),
             RunStatus::Completed => ("✓", CardTint::Success),
@@ -175,7 +175,7 @@ impl HelperResult {
     }
 
     /// The `<helper-result-notification>` block of a background run.
-    pub fn notification_content(&self) -> String {
+    pub(crate) fn notification_content(&self) -> String {
         let mut lines = vec![
             "<helper-result-notification>".to_string(),
             format!("  <run-id>{}</run-id>", self.run_id),

@@ -58,7 +58,7 @@ impl LaunchKey {
     }
 
     /// `spec`'s launch in RPC mode (what the runner's first attempt runs).
-    pub fn rpc(spec: &RunSpec) -> Self {
+    pub(crate) fn rpc(spec: &RunSpec) -> Self {
         Self::with_args(spec, &spec.budgeted_agent().pi_rpc_args())
     }
 

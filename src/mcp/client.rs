@@ -459,7 +459,7 @@ impl ChildGroup {
     /// SIGTERM to the group, SIGKILL after [`STOP_GRACE`] if any member is left; then disarmed.
     /// The leader is reaped by its watcher task meanwhile; the rest of the group by whoever
     /// adopted them.
-    pub async fn terminate(&self) {
+    pub(crate) async fn terminate(&self) {
         if let Some(group) = self.guard.group() {
             stop_group(group, STOP_GRACE).await;
         }

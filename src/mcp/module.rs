@@ -141,11 +141,11 @@ pub(crate) struct McpStatus {
 
 impl McpStatus {
     /// Enabled servers (what the footer counts as configured).
-    pub fn configured(&self) -> usize {
+    pub(crate) fn configured(&self) -> usize {
         self.servers.iter().filter(|server| server.enabled).count()
     }
 
-    pub fn running(&self) -> usize {
+    pub(crate) fn running(&self) -> usize {
         self.servers
             .iter()
             .filter(|server| server.snapshot.status == ServerStatus::Running)
@@ -153,7 +153,7 @@ impl McpStatus {
     }
 
     /// Servers in error or with clashing names.
-    pub fn failed(&self) -> usize {
+    pub(crate) fn failed(&self) -> usize {
         self.servers
             .iter()
             .filter(|server| {
@@ -163,7 +163,7 @@ impl McpStatus {
     }
 
     /// Tools declared to Pi.
-    pub fn tools(&self) -> usize {
+    pub(crate) fn tools(&self) -> usize {
         self.servers
             .iter()
             .filter(|server| server.declared)

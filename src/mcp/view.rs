@@ -68,7 +68,7 @@ pub(crate) struct McpView {
 }
 
 impl McpView {
-    pub fn new(port: Arc<dyn McpActions>, keymap: &Keymap) -> Self {
+    pub(crate) fn new(port: Arc<dyn McpActions>, keymap: &Keymap) -> Self {
         let keys = KeyTable::<McpAction>::from_keymap(keymap);
         let hint = keys.hint_line(&[
             (&[McpAction::Up, McpAction::Down], "select"),
@@ -103,7 +103,7 @@ impl McpView {
     }
 
     #[cfg(test)]
-    pub fn model(&self) -> &McpStatusModel {
+    pub(crate) fn model(&self) -> &McpStatusModel {
         &self.model
     }
 
@@ -176,7 +176,7 @@ pub(crate) struct McpPort {
 }
 
 impl McpPort {
-    pub fn new(module: McpModule) -> Self {
+    pub(crate) fn new(module: McpModule) -> Self {
         McpPort {
             module,
             notice: Arc::new(Mutex::new(None)),

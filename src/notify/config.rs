@@ -46,7 +46,7 @@ crate::config::keyed_enum! {
 }
 
 impl Platform {
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Platform::Native => "Native",
             Platform::Terminal => "Terminal",

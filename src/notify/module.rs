@@ -63,12 +63,12 @@ pub(crate) fn parse_args(args: &Value) -> Result<NotifyArgs, Refusal> {
 }
 
 impl NotifyModule {
-    pub fn new(dispatcher: Dispatcher) -> Self {
+    pub(crate) fn new(dispatcher: Dispatcher) -> Self {
         NotifyModule { dispatcher }
     }
 
     /// One `notify_user` call: resolved, handed to the dispatcher, answered at once.
-    pub fn notify(&self, args: &Value) -> Result<ToolOutput, ToolError> {
+    pub(crate) fn notify(&self, args: &Value) -> Result<ToolOutput, ToolError> {
         let args = parse_args(args)?;
         let platforms = self.dispatcher.config().platforms_for(&args.platforms);
         let names: Vec<&str> = platforms.iter().map(|p| p.key()).collect();

@@ -66,7 +66,7 @@ pub(crate) struct CompileCache {
 }
 
 impl CacheKind {
-    pub const ALL: [Self; 2] = [Self::Jiti, Self::Node];
+    pub(crate) const ALL: [Self; 2] = [Self::Jiti, Self::Node];
 
     /// Where this cache is for a Pi started in `cwd` whose environment `var` reads, or `None`
     /// when that environment has it off already.
@@ -80,7 +80,7 @@ impl CacheKind {
     /// - Node: a non-empty `NODE_COMPILE_CACHE` (relative to the working directory), else
     ///   `<tmpdir>/node-compile-cache`; none when `NODE_DISABLE_COMPILE_CACHE` is set, to anything
     ///   (Node only asks whether it is there).
-    pub fn place(self, var: impl Fn(&str) -> Option<OsString>, cwd: &Path) -> Option<Place> {
+    pub(crate) fn place(self, var: impl Fn(&str) -> Option<OsString>, cwd: &Path) -> Option<Place> {
         let set = |name: &str| var(name).filter(|value| !value.is_empty());
         let tmpdir = |names: &[&str]| {
             names
@@ -140,7 +140,7 @@ impl CacheKind {
 impl CompileCache {
     /// What Pi's environment gets: nothing for a private cache, the cache's switch turned off
     /// otherwise.
-    pub fn env(&self) -> Vec<(OsString, OsString)> {
+    pub(crate) fn env(&self) -> Vec<(OsString, OsString)> {
         let off = if self.off.is_some() {
             self.kind.off_env()
         } else {
@@ -152,7 +152,7 @@ impl CompileCache {
     }
 
     /// The start-up notice when the cache is off.
-    pub fn notice(&self) -> Option<String> {
+    pub(crate) fn notice(&self) -> Option<String> {
         let reason = self.off.as_ref()?;
         Some(format!(
             "{} (each start takes longer): {reason}. Remove {} if it is not yours, or set {} to \

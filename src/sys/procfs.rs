@@ -19,7 +19,7 @@ pub(crate) struct ProcStat {
 }
 
 /// The stat line of `pid`, while the process (or its zombie) exists.
-pub fn stat(pid: i32) -> Option<ProcStat> {
+pub(crate) fn stat(pid: i32) -> Option<ProcStat> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     parse_stat(pid, &text)
 }
@@ -40,7 +40,7 @@ fn parse_stat(pid: i32, text: &str) -> Option<ProcStat> {
 }
 
 /// Every process's stat line, one snapshot (processes that end while it is read are skipped).
-pub fn table() -> Vec<ProcStat> {
+pub(crate) fn table() -> Vec<ProcStat> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };

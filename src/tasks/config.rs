@@ -73,7 +73,7 @@ const MAX_TIMEOUT_SECONDS: u64 = 24 * 60 * 60;
 
 /// The overlay: its fields are keyed by the file's keys; the output cap is shown in MiB, rounded
 /// up (with none set, the built-in default), a timeout of 0 is written as `null` (none).
-pub const SETTINGS_PAGE: SettingsPage<TasksConfig> = SettingsPage {
+pub(super) const SETTINGS_PAGE: SettingsPage<TasksConfig> = SettingsPage {
     title: "Background tasks settings",
     file: TASKS_CONFIG_FILE,
     what: "background-task settings",

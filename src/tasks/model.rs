@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::text::unquote;
-pub use unipi_widgets::text::truncate_chars;
+pub(super) use unipi_widgets::text::truncate_chars;
 
 /// Where a task is in its life.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -163,7 +163,7 @@ pub(crate) enum DeliveryMode {
 
 #[cfg(test)]
 impl DeliveryMode {
-    pub fn of(notify: bool, trigger: bool) -> Self {
+    pub(super) fn of(notify: bool, trigger: bool) -> Self {
         match (notify, trigger) {
             (true, true) => Self::NotificationAndWake,
             (true, false) => Self::NotificationOnly,

@@ -125,7 +125,7 @@ fn runtime_ms(task: &TaskInfo) -> u64 {
 }
 
 /// Escapes `&`, `<` and `>` (the reference escapes only these).
-pub fn escape_xml(text: &str) -> String {
+pub(super) fn escape_xml(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")

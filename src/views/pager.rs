@@ -49,14 +49,14 @@ pub(crate) struct Pager {
 }
 
 impl Pager {
-    pub fn new(keymap: &Keymap) -> Self {
+    pub(crate) fn new(keymap: &Keymap) -> Self {
         Pager {
             keys: KeyTable::from_keymap(keymap),
         }
     }
 
     /// What `key` does, given a page of `page` rows.
-    pub fn step(&self, key: &KeyEvent, page: usize) -> PagerStep {
+    pub(crate) fn step(&self, key: &KeyEvent, page: usize) -> PagerStep {
         let page = isize::try_from(page.max(1)).unwrap_or(isize::MAX);
         match self.keys.action(key) {
             Some(PagerAction::Close) => PagerStep::Close,
@@ -72,7 +72,12 @@ impl Pager {
 
     /// Handles `key` for an overlay scrolled to `scroll` (at most `max`): closes, scrolls by the
     /// fixed page of read-only overlays (10 rows), or is not a pager key.
-    pub fn handle(&self, key: &KeyEvent, scroll: &mut usize, max: usize) -> super::ViewAction {
+    pub(crate) fn handle(
+        &self,
+        key: &KeyEvent,
+        scroll: &mut usize,
+        max: usize,
+    ) -> super::ViewAction {
         match self.step(key, OVERLAY_PAGE) {
             PagerStep::Close => super::ViewAction::Close,
             PagerStep::Scroll(delta) => {
@@ -84,18 +89,18 @@ impl Pager {
     }
 
     /// The close hint on the overlay's border ("Esc close").
-    pub fn close_hint(&self) -> String {
+    pub(crate) fn close_hint(&self) -> String {
         format!("{} close", self.close_key())
     }
 
     /// The key that closes the overlay, as a hint shows it.
-    pub fn close_key(&self) -> String {
+    pub(crate) fn close_key(&self) -> String {
         self.keys.close_key(PagerAction::Close)
     }
 
     /// The keys that scroll, as a hint shows them, most useful first: `↑↓`, `PgUp`, `PgDn`,
     /// `Home`, `End` with the default keymap (an unbound action is left out).
-    pub fn scroll_keys(&self) -> Vec<String> {
+    pub(crate) fn scroll_keys(&self) -> Vec<String> {
         self.keys
             .hints(&[
                 (&[PagerAction::Up, PagerAction::Down], ""),

@@ -118,7 +118,7 @@ pub(crate) struct GuardedResolver {
 }
 
 impl GuardedResolver {
-    pub fn new(policy: Arc<AddressPolicy>) -> Self {
+    pub(crate) fn new(policy: Arc<AddressPolicy>) -> Self {
         GuardedResolver { policy }
     }
 }

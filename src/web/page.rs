@@ -70,7 +70,7 @@ pub(crate) struct PageMeta {
 
 impl PageMeta {
     /// Each part of `self`, or `fallback`'s where `self` has none.
-    pub fn or(self, fallback: PageMeta) -> PageMeta {
+    pub(crate) fn or(self, fallback: PageMeta) -> PageMeta {
         PageMeta {
             title: self.title.or(fallback.title),
             author: self.author.or(fallback.author),

@@ -30,7 +30,7 @@ const ASK_AND_READ: &[&str] = &[
 ];
 
 impl ToolLevel {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             ToolLevel::ReadOnly => "read-only",
             ToolLevel::Brainstorm => "brainstorm",
@@ -54,7 +54,7 @@ impl ToolLevel {
     /// The tools to make active, given the ones active before: `None` leaves them as they are.
     /// Pi ignores names it does not know, so a tool missing here (no web capability) is simply
     /// not offered.
-    pub fn allowed(self, active_before: &[String]) -> Option<Vec<String>> {
+    pub(crate) fn allowed(self, active_before: &[String]) -> Option<Vec<String>> {
         let builtin = self.builtin()?;
         let mut allowed: Vec<String> = builtin.iter().map(|name| (*name).to_owned()).collect();
         allowed.extend(
@@ -67,7 +67,7 @@ impl ToolLevel {
     }
 
     /// The level in words, for the model and the user: what it allows and where it may write.
-    pub fn summary(self) -> &'static str {
+    pub(crate) fn summary(self) -> &'static str {
         match self {
             ToolLevel::ReadOnly => "read and search only; nothing may change",
             ToolLevel::Brainstorm => {
@@ -116,7 +116,7 @@ impl ToolLevel {
     }
 
     /// Extra rules for the model about where it may write.
-    pub fn rules(self) -> Option<&'static str> {
+    pub(crate) fn rules(self) -> Option<&'static str> {
         match self {
             ToolLevel::Brainstorm => Some(
                 "Write only the design document under `.unipi/docs/specs/` (writes outside \

@@ -101,7 +101,7 @@ pub(crate) struct Tracker {
 impl Tracker {
     /// A step starts. A step started while another is in force replaces it, and the tools to
     /// restore stay the ones from before the first.
-    pub fn begin(&mut self, mut step: Active) {
+    pub(crate) fn begin(&mut self, mut step: Active) {
         if let Some(previous) = self.active.take() {
             step.restore = previous.restore;
         }
@@ -109,7 +109,7 @@ impl Tracker {
     }
 
     #[cfg(test)]
-    pub fn active(&self) -> Option<&Active> {
+    pub(crate) fn active(&self) -> Option<&Active> {
         self.active.as_ref()
     }
 
@@ -119,7 +119,7 @@ impl Tracker {
     }
 
     /// Follows one of Pi's events; returns the step that ended with it.
-    pub fn on_event(&mut self, event: &PiEvent, now_ms: u64) -> Option<Ended> {
+    pub(crate) fn on_event(&mut self, event: &PiEvent, now_ms: u64) -> Option<Ended> {
         let step = self.active.as_mut()?;
         if let PiEvent::MessageEnd(end) = event
             && step.delivery.taken()

@@ -2,6 +2,10 @@
 //! `Buffer`: no I/O, no tasks, no global state — which is what makes every one of them
 //! snapshot-testable.
 
+// A `pub` item must be reachable from the crate root; one used only inside the crate is
+// `pub(crate)` (or narrower), so the compiler finds it when it becomes dead code.
+#![warn(unreachable_pub)]
+
 pub mod agents;
 pub mod ask;
 pub mod compactor;

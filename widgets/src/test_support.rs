@@ -7,7 +7,11 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 
 /// Render with `draw` into a `width` x `height` test terminal and return the screen as text.
-pub fn render_to_string(width: u16, height: u16, draw: impl FnOnce(Rect, &mut Buffer)) -> String {
+pub(crate) fn render_to_string(
+    width: u16,
+    height: u16,
+    draw: impl FnOnce(Rect, &mut Buffer),
+) -> String {
     let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
     terminal
         .draw(|frame| {

@@ -27,7 +27,7 @@ pub(crate) struct WorkbenchBoard {
 }
 
 impl WorkbenchBoard {
-    pub fn new(store: Arc<BoardStore>, ui: Ui, bridge: Arc<OnceLock<BridgeLink>>) -> Self {
+    pub(crate) fn new(store: Arc<BoardStore>, ui: Ui, bridge: Arc<OnceLock<BridgeLink>>) -> Self {
         WorkbenchBoard {
             store,
             ui,

@@ -51,7 +51,7 @@ struct State {
 
 impl BoardStore {
     /// The board of the project `workspace` (its documents under `.unipi/docs`).
-    pub fn new(workspace: PathBuf, changed: Changed) -> Arc<BoardStore> {
+    pub(crate) fn new(workspace: PathBuf, changed: Changed) -> Arc<BoardStore> {
         Arc::new(BoardStore {
             docs_dir: workspace.join(DOCS_DIR),
             workspace,
@@ -66,7 +66,7 @@ impl BoardStore {
     }
 
     /// The documents as last scanned (memory only).
-    pub fn docs(&self) -> Arc<Vec<Doc>> {
+    pub(crate) fn docs(&self) -> Arc<Vec<Doc>> {
         Arc::clone(&lock(&self.state).docs)
     }
 
@@ -91,7 +91,7 @@ impl BoardStore {
 
     /// How many files were parsed so far.
     #[cfg(test)]
-    pub fn parsed(&self) -> usize {
+    pub(crate) fn parsed(&self) -> usize {
         lock(&self.state).cache.parsed()
     }
 
@@ -112,7 +112,7 @@ impl BoardStore {
 
     /// Starts watching the docs folder if it exists and is not watched yet (needs a Tokio
     /// runtime). Returns whether it is watched now.
-    pub fn watch(self: &Arc<Self>) -> bool {
+    pub(crate) fn watch(self: &Arc<Self>) -> bool {
         let mut slot = lock(&self.watcher);
         if slot.is_some() {
             return true;
@@ -145,7 +145,7 @@ impl BoardStore {
     }
 
     /// Stops watching (shutdown).
-    pub fn unwatch(&self) {
+    pub(crate) fn unwatch(&self) {
         lock(&self.watcher).take();
     }
 

@@ -105,7 +105,7 @@ pub(crate) struct BoardView {
 }
 
 impl BoardView {
-    pub fn new(port: Arc<dyn BoardPort>, keymap: &Keymap) -> Self {
+    pub(crate) fn new(port: Arc<dyn BoardPort>, keymap: &Keymap) -> Self {
         let keys = KeyTable::<KanbanAction>::from_keymap(keymap);
         let hint = keys.hint_line(&[
             (
@@ -218,7 +218,7 @@ impl BoardView {
     }
 
     /// The widget's model.
-    pub fn model(&self) -> BoardModel {
+    pub(crate) fn model(&self) -> BoardModel {
         let columns = self
             .columns
             .iter()

@@ -32,7 +32,7 @@ pub(crate) struct FrontMatter {
     pub warning: Option<Warning>,
 }
 
-pub fn read(lines: &[&str]) -> FrontMatter {
+pub(super) fn read(lines: &[&str]) -> FrontMatter {
     let mut metadata = BTreeMap::new();
     if lines.first().map(|line| line.trim_end()) != Some("---") {
         return FrontMatter {

@@ -41,7 +41,7 @@ pub(crate) enum DocType {
 }
 
 impl DocType {
-    pub const ALL: [DocType; 8] = [
+    pub(crate) const ALL: [DocType; 8] = [
         DocType::Spec,
         DocType::Plan,
         DocType::Milestone,
@@ -54,7 +54,7 @@ impl DocType {
 
     /// The type of the document at `relative` (a path under the docs directory), or `None` for
     /// files the board does not read (`generated/`, `context-gathered/`, anything not `.md`).
-    pub fn of(relative: &Path) -> Option<DocType> {
+    pub(crate) fn of(relative: &Path) -> Option<DocType> {
         if relative.extension().and_then(|e| e.to_str()) != Some("md") {
             return None;
         }
@@ -79,7 +79,7 @@ impl DocType {
     }
 
     /// The name used in filters and labels.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             DocType::Spec => "spec",
             DocType::Plan => "plan",
@@ -93,7 +93,7 @@ impl DocType {
     }
 
     /// The follow-up command for a document of this type (`None`: there is none).
-    pub fn follow_up(self, file_name: &str) -> Option<String> {
+    pub(crate) fn follow_up(self, file_name: &str) -> Option<String> {
         match self {
             DocType::Spec => Some(format!("/unipi:plan specs:{file_name}")),
             DocType::Plan => Some(format!("/unipi:work plan:{file_name}")),
@@ -117,14 +117,14 @@ pub(crate) enum ItemStatus {
 }
 
 impl ItemStatus {
-    pub const ALL: [ItemStatus; 4] = [
+    pub(crate) const ALL: [ItemStatus; 4] = [
         ItemStatus::Todo,
         ItemStatus::InProgress,
         ItemStatus::Done,
         ItemStatus::Reviewed,
     ];
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             ItemStatus::Todo => "todo",
             ItemStatus::InProgress => "in-progress",
@@ -134,7 +134,7 @@ impl ItemStatus {
     }
 
     /// The column's title on the board (`In Progress`).
-    pub fn title(self) -> &'static str {
+    pub(crate) fn title(self) -> &'static str {
         match self {
             ItemStatus::Todo => "To Do",
             ItemStatus::InProgress => "In Progress",
@@ -144,7 +144,7 @@ impl ItemStatus {
     }
 
     /// Done or reviewed: counts as finished in progress figures.
-    pub fn is_finished(self) -> bool {
+    pub(crate) fn is_finished(self) -> bool {
         matches!(self, ItemStatus::Done | ItemStatus::Reviewed)
     }
 }

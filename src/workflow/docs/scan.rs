@@ -36,7 +36,7 @@ enum Found {
 impl DocCache {
     /// Scans `docs_dir` (inside the project `project`) and returns every document, sorted by
     /// type then path. A missing folder is an empty board.
-    pub fn scan(&mut self, docs_dir: &Path, project: &Path) -> Vec<Doc> {
+    pub(crate) fn scan(&mut self, docs_dir: &Path, project: &Path) -> Vec<Doc> {
         let project = std::fs::canonicalize(project).unwrap_or_else(|_| project.to_path_buf());
         let mut found = Vec::new();
         match std::fs::canonicalize(docs_dir) {
@@ -87,7 +87,7 @@ impl DocCache {
 
     /// How many files were read and parsed so far.
     #[cfg(test)]
-    pub fn parsed(&self) -> usize {
+    pub(crate) fn parsed(&self) -> usize {
         self.parsed
     }
 }
