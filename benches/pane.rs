@@ -13,6 +13,21 @@
 //!
 //! Everything written goes to one temp dir, and the workbench's config, state and cache
 //! directories point into it, so nothing of the user's is read or written.
+//!
+//! `UNIPI_BENCH_BIN=<binary>` measures another build; `UNIPI_BENCH_ONLY=memory` takes the idle
+//! and memory figures alone (seconds, not minutes), so two builds can be run in turns on one
+//! machine state. Reading the memory figures:
+//! - Most of VmRSS is the executable's code, which the table prints apart from the anonymous memory
+//!   (heap, stacks). Code pages are clean file pages shared by every run of the binary, and each
+//!   fault maps up to 64 KiB of the pages around it, so resident code follows the layout of the
+//!   text segment: a change to functions the bench never runs can move it by a few tenths of a MiB
+//!   in a `--release` build (16 codegen units, no LTO).
+//! - Compare the profile users get, `--profile dist` (fat LTO, one codegen unit; about 2 MiB less
+//!   code resident than `--release`), and compare two builds in turns, not against a figure from
+//!   another day: the same binary's resident code differed by more than 1 MiB between machine
+//!   states.
+//! - The workbench runs without `TMUX` whatever the bench's environment (see `Outer::spawn`); in
+//!   it, `TMUX` only chooses how notifications are wrapped, which none of these runs sends.
 
 mod support;
 
@@ -49,14 +64,20 @@ const IDLE_WINDOW: Duration = Duration::from_secs(5);
 
 fn main() -> ExitCode {
     support::bench_main("pane", |full| {
-        run(if full { Plan::FULL } else { Plan::SMOKE })
+        let only_memory = std::env::var_os("UNIPI_BENCH_ONLY").is_some_and(|v| v == "memory");
+        run(match (full, only_memory) {
+            (true, false) => Plan::FULL,
+            (true, true) => Plan::MEMORY,
+            (false, _) => Plan::SMOKE,
+        })
     })
 }
 
 /// How much to measure.
 #[derive(Clone, Copy)]
 struct Plan {
-    stream_bytes: usize,
+    /// The stream's size; none skips the throughput figures (the emulator's included).
+    stream_bytes: Option<usize>,
     runs: usize,
     tmux: bool,
     idle_and_memory: bool,
@@ -64,13 +85,20 @@ struct Plan {
 
 impl Plan {
     const FULL: Plan = Plan {
-        stream_bytes: 64_000_000,
+        stream_bytes: Some(64_000_000),
         runs: 5,
         tmux: true,
         idle_and_memory: true,
     };
+    /// `UNIPI_BENCH_ONLY=memory`: the idle and memory runs alone, in seconds rather than minutes.
+    const MEMORY: Plan = Plan {
+        stream_bytes: None,
+        runs: 0,
+        tmux: false,
+        idle_and_memory: true,
+    };
     const SMOKE: Plan = Plan {
-        stream_bytes: 1_000_000,
+        stream_bytes: Some(1_000_000),
         runs: 1,
         tmux: false,
         idle_and_memory: false,
@@ -90,8 +118,32 @@ fn run(plan: Plan) -> Result<()> {
     }
     let bench = Bench::new(bin, dir.path())?;
     let load_before = load_average();
-    let stream_path = dir.path().join("stream.ans");
-    let stream_len = write_file(&stream_path, |out| write_stream(out, plan.stream_bytes))?;
+    let speed = match plan.stream_bytes {
+        Some(bytes) => Some(speed(&bench, dir.path(), bytes, plan)?),
+        None => None,
+    };
+    let (idle, memory) = if plan.idle_and_memory {
+        (
+            Some(bench.idle_cpu()?),
+            Some(bench.memory_with_full_scrollback()?),
+        )
+    } else {
+        (None, None)
+    };
+
+    print_table(&Figures {
+        load: (load_before, load_average()),
+        speed: speed.as_ref(),
+        idle: idle.as_ref(),
+        memory: memory.as_ref(),
+    });
+    Ok(())
+}
+
+/// The stream through the emulator alone, bare vt100, the workbench and tmux.
+fn speed(bench: &Bench, dir: &Path, bytes: usize, plan: Plan) -> Result<Speed> {
+    let stream_path = dir.join("stream.ans");
+    let stream_len = write_file(&stream_path, |out| write_stream(out, bytes))?;
     let mb = stream_len as f64 / 1e6;
     eprintln!(
         "stream: {mb:.1} MB of truecolour text, cursor movement and redraws ({})",
@@ -107,27 +159,12 @@ fn run(plan: Plan) -> Result<()> {
     if plan.tmux && tmux_version.is_none() {
         eprintln!("tmux not found: no comparison");
     }
-    let throughput = bench.throughput(&stream_path, plan.runs, tmux_version)?;
-
-    let (idle, memory) = if plan.idle_and_memory {
-        (
-            Some(bench.idle_cpu()?),
-            Some(bench.memory_with_full_scrollback()?),
-        )
-    } else {
-        (None, None)
-    };
-
-    print_table(&Figures {
-        load: (load_before, load_average()),
+    Ok(Speed {
         mb,
         emulator,
         bare,
-        throughput: &throughput,
-        idle: idle.as_ref(),
-        memory: memory.as_ref(),
-    });
-    Ok(())
+        throughput: bench.throughput(&stream_path, plan.runs, tmux_version)?,
+    })
 }
 
 /// `$UNIPI_BENCH_BIN`, else the release binary cargo built for this benchmark, else
@@ -193,11 +230,13 @@ struct IdleFigure {
     /// Context switches of all the workbench's threads in the window: each is a wake-up.
     wakeups: u64,
     rss_kb: u64,
+    parts: RssParts,
 }
 
 struct MemoryFigure {
     rss_kb: u64,
     hwm_kb: u64,
+    parts: RssParts,
     /// Bytes of the coloured lines the child printed, for scale.
     printed_bytes: u64,
 }
@@ -342,11 +381,13 @@ impl Bench {
         let elapsed = start.elapsed().as_secs_f64();
         let wakeups = context_switches(pid)?.saturating_sub(switches_before);
         let rss_kb = status_kb(pid, "VmRSS")?;
+        let parts = rss_parts(pid, &self.bin)?;
         outer.stop()?;
         Ok(IdleFigure {
             cpu_percent: ticks as f64 / clock_ticks_per_sec() / elapsed * 100.0,
             wakeups,
             rss_kb,
+            parts,
         })
     }
 
@@ -362,6 +403,7 @@ impl Bench {
         let figure = MemoryFigure {
             rss_kb: status_kb(pid, "VmRSS")?,
             hwm_kb: status_kb(pid, "VmHWM")?,
+            parts: rss_parts(pid, &self.bin)?,
             printed_bytes,
         };
         outer.stop()?;
@@ -517,28 +559,91 @@ fn median_by_wall<T>(mut runs: Vec<T>, wall: impl Fn(&T) -> Duration) -> Option<
 struct Figures<'a> {
     /// The load average before and after: figures taken on a busy machine say so.
     load: (String, String),
-    mb: f64,
-    emulator: Duration,
-    bare: Duration,
-    throughput: &'a Throughput,
+    speed: Option<&'a Speed>,
     idle: Option<&'a IdleFigure>,
     memory: Option<&'a MemoryFigure>,
 }
 
+/// The throughput figures, over a stream of `mb` megabytes.
+struct Speed {
+    mb: f64,
+    emulator: Duration,
+    bare: Duration,
+    throughput: Throughput,
+}
+
+fn row(name: &str, value: String, target: String) {
+    println!("{name:<36} {value:<36} {target}");
+}
+
+fn mib(kb: u64) -> f64 {
+    kb as f64 / 1024.0
+}
+
 fn print_table(f: &Figures<'_>) {
-    let rate = |d: Duration| f.mb / d.as_secs_f64();
-    let row = |name: &str, value: String, target: String| {
-        println!("{name:<36} {value:<36} {target}");
-    };
     println!();
     println!(
-        "pane benchmarks: {:.1} MB stream, {OUTER_COLS}x{OUTER_ROWS} outer terminal, {} CPUs",
-        f.mb,
+        "pane benchmarks: {}, {OUTER_COLS}x{OUTER_ROWS} outer terminal, {} CPUs",
+        f.speed.map_or_else(
+            || "memory only".to_string(),
+            |speed| format!("{:.1} MB stream", speed.mb)
+        ),
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
     println!("load average {} before, {} after", f.load.0, f.load.1);
     row("figure", "value".into(), "target".into());
-    let mib = |kb: u64| kb as f64 / 1024.0;
+    if let Some(speed) = f.speed {
+        print_speed(speed);
+    }
+    if let Some(idle) = f.idle {
+        row(
+            &format!("idle CPU over {} s", IDLE_WINDOW.as_secs()),
+            format!("{:.2} % ({} wake-ups)", idle.cpu_percent, idle.wakeups),
+            verdict(idle.cpu_percent < 0.5, "~0 %"),
+        );
+        row(
+            "memory, one screenful",
+            format!("VmRSS {:.1} MiB", mib(idle.rss_kb)),
+            String::new(),
+        );
+        print_parts(&idle.parts);
+    }
+    if let Some(memory) = f.memory {
+        row(
+            "memory, full 10,000-row scrollback",
+            format!(
+                "VmRSS {:.1} MiB, VmHWM {:.1} MiB",
+                mib(memory.rss_kb),
+                mib(memory.hwm_kb)
+            ),
+            verdict(mib(memory.hwm_kb) < 30.0, "< 30 MiB"),
+        );
+        print_parts(&memory.parts);
+        row(
+            "  (lines printed)",
+            format!(
+                "{SCROLLBACK_FILL_LINES} lines, {:.1} MB",
+                memory.printed_bytes as f64 / 1e6
+            ),
+            String::new(),
+        );
+    }
+}
+
+fn print_parts(parts: &RssParts) {
+    row(
+        "  of which code / anonymous",
+        format!(
+            "{:.1} / {:.1} MiB",
+            mib(parts.code_kb),
+            mib(parts.anonymous_kb)
+        ),
+        String::new(),
+    );
+}
+
+fn print_speed(f: &Speed) {
+    let rate = |d: Duration| f.mb / d.as_secs_f64();
     row(
         "throughput, unipi-tui end to end",
         format!(
@@ -588,37 +693,6 @@ fn print_table(f: &Figures<'_>) {
         format!("{:.1} MB/s", rate(f.bare)),
         String::new(),
     );
-    if let Some(idle) = f.idle {
-        row(
-            &format!("idle CPU over {} s", IDLE_WINDOW.as_secs()),
-            format!("{:.2} % ({} wake-ups)", idle.cpu_percent, idle.wakeups),
-            verdict(idle.cpu_percent < 0.5, "~0 %"),
-        );
-        row(
-            "memory, one screenful",
-            format!("VmRSS {:.1} MiB", mib(idle.rss_kb)),
-            String::new(),
-        );
-    }
-    if let Some(memory) = f.memory {
-        row(
-            "memory, full 10,000-row scrollback",
-            format!(
-                "VmRSS {:.1} MiB, VmHWM {:.1} MiB",
-                mib(memory.rss_kb),
-                mib(memory.hwm_kb)
-            ),
-            verdict(mib(memory.hwm_kb) < 30.0, "< 30 MiB"),
-        );
-        row(
-            "  (lines printed)",
-            format!(
-                "{SCROLLBACK_FILL_LINES} lines, {:.1} MB",
-                memory.printed_bytes as f64 / 1e6
-            ),
-            String::new(),
-        );
-    }
 }
 
 fn verdict(met: bool, target: &str) -> String {
@@ -928,6 +1002,48 @@ fn status_kb(pid: i32, key: &str) -> Result<u64> {
             value.split_whitespace().next()?.parse().ok()
         })
         .with_context(|| format!("no {key} in {path}"))
+}
+
+/// Where VmRSS is, from `/proc/<pid>/smaps`.
+struct RssParts {
+    /// The executable's code mapping: clean file pages, shared with any other run of the binary,
+    /// and each fault maps up to 64 KiB of the pages around it that are in the page cache, so it
+    /// moves with the code's layout and with what of the binary the page cache holds.
+    code_kb: u64,
+    /// Mappings without a file: heap, stacks.
+    anonymous_kb: u64,
+}
+
+fn rss_parts(pid: i32, bin: &Path) -> Result<RssParts> {
+    let path = format!("/proc/{pid}/smaps");
+    let text = std::fs::read_to_string(&path).with_context(|| format!("failed to read {path}"))?;
+    let bin = std::fs::canonicalize(bin).with_context(|| format!("no {}", bin.display()))?;
+    let (mut code_kb, mut anonymous_kb) = (0, 0);
+    // Which of the two the current mapping's `Rss:` line adds to: (code, anonymous).
+    let mut counts = (false, false);
+    for line in text.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        match fields[..] {
+            ["Rss:", kb, ..] => {
+                let kb = kb.parse::<u64>().unwrap_or(0);
+                code_kb += if counts.0 { kb } else { 0 };
+                anonymous_kb += if counts.1 { kb } else { 0 };
+            }
+            // A mapping's header: `start-end perms offset dev inode [path]`.
+            [range, perms, _, _, _, ref rest @ ..] if range.contains('-') => {
+                let file = rest.first().copied().unwrap_or("");
+                counts = (
+                    file == bin.as_os_str() && perms.contains('x'),
+                    file.is_empty() || file == "[heap]" || file.starts_with("[stack"),
+                );
+            }
+            _ => {}
+        }
+    }
+    Ok(RssParts {
+        code_kb,
+        anonymous_kb,
+    })
 }
 
 /// `/proc` counts CPU time in USER_HZ ticks, 100 a second on every Linux ABI we run on (nix's
