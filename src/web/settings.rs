@@ -78,7 +78,7 @@ fn settings() -> Vec<Setting> {
         let name = kind.name();
         settings.push(Setting::new(
             &format!("search.providers.{name}.apiKey"),
-            &format!("{name} API key"),
+            &format!("{} API key", kind.label()),
             Kind::Secret,
             "Empty: the provider's environment variable, if set.",
         ));
@@ -239,5 +239,39 @@ mod tests {
         assert_eq!(config.max_chars, crate::web::config::DEFAULT_MAX_CHARS);
         let jina = config.search.providers.get("jina").unwrap();
         assert_eq!(jina.api_key, None);
+    }
+
+    /// The overlay as it opens with a key and SearXNG's address set: the key is shown masked.
+    #[test]
+    fn the_overlay_shows_keys_masked() {
+        use ratatui::buffer::Buffer;
+        use ratatui::layout::Rect;
+        use unipi_widgets::Theme;
+        use unipi_widgets::settings::{SettingsModel, render};
+
+        let text = r#"{"search": {"default": "searxng", "providers": {
+            "searxng": {"url": "http://127.0.0.1:8888"}, "brave": {"apiKey": "BSA-secret-0001"}}}}"#;
+        let (config, errors) = WebConfig::from_sources(&[(Path::new("/h/web.json"), text)]);
+        assert!(errors.is_empty(), "{errors:?}");
+        let model = SettingsModel {
+            title: SETTINGS_PAGE.title.to_owned(),
+            fields: SETTINGS_PAGE.fields(&config),
+            keys: vec![
+                ("s".to_owned(), "save".to_owned()),
+                ("Esc".to_owned(), "close".to_owned()),
+            ],
+            ..SettingsModel::default()
+        };
+        let mut buf = Buffer::empty(Rect::new(0, 0, 80, 24));
+        render(&model, &Theme::plain(), buf.area, &mut buf);
+        let screen: Vec<String> = (0..buf.area.height)
+            .map(|y| {
+                let row: String = (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect();
+                row.trim_end().to_owned()
+            })
+            .collect();
+        let screen = screen.join("\n");
+        assert!(!screen.contains("BSA-secret-0001"), "{screen}");
+        crate::assert_ui_snapshot!("web_settings_overlay_80x24", screen);
     }
 }

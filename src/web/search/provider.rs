@@ -62,6 +62,18 @@ impl ProviderKind {
         }
     }
 
+    /// Its name as people write it, for the settings overlay.
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            ProviderKind::DuckDuckGo => "DuckDuckGo",
+            ProviderKind::Searxng => "SearXNG",
+            ProviderKind::Brave => "Brave",
+            ProviderKind::Tavily => "Tavily",
+            ProviderKind::Jina => "Jina",
+            ProviderKind::SerpApi => "SerpAPI",
+        }
+    }
+
     pub(crate) fn parse(name: &str) -> Option<ProviderKind> {
         let name = name.trim().to_ascii_lowercase();
         Self::ALL.into_iter().find(|kind| kind.name() == name)
