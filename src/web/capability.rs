@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use super::cache::Cache;
-use super::config::{WEB_CONFIG_FILE, WebConfig};
+use super::config::{WEB_CONFIG_FILES, WebConfig};
 use super::module::WebModule;
 use super::settings::{SETTINGS_PAGE, save};
 use crate::bridge::{Command, CommandCall, CommandReply, CommandSpec, Module};
@@ -25,7 +25,7 @@ pub const REGISTRATION: Registration = Registration {
 
 fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
     // Followed: an edit of web.json takes effect at the next fetch (the module reads it).
-    let config = live_reporting(context, &[WEB_CONFIG_FILE], WebConfig::load);
+    let config = live_reporting(context, &WEB_CONFIG_FILES, WebConfig::load);
     if !config.get().enabled {
         tracing::info!("web: disabled in web.json");
         return None;

@@ -10,16 +10,26 @@
 //! ```
 //!
 //! `search` is [`SearchConfig`]'s.
+//!
+//! The original Unipi's files come first, home then workspace, so `web.json` wins wherever both
+//! set a value: `.unipi/config/web-api/config.json` (`smartFetch.maxChars`, `.timeoutMs`,
+//! `.batchConcurrency`; `cache.ttlMs`, `cache.enabled`; `providers.<id>.enabled`) and
+//! `.unipi/config/web-api/auth.json` (`{providerId: "apiKey"}`: the keys of Brave, Tavily, Jina
+//! and SerpAPI). Their problems are reported like `web.json`'s.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::Value;
 
 use super::search::SearchConfig;
+use crate::config::ConfigError;
 use crate::config::module_file::{ModuleConfig, Object, non_empty, to_usize, whole_in};
 
-pub use super::names::WEB_CONFIG_FILE;
+pub use super::names::{UNIPI_AUTH_FILE, UNIPI_CONFIG_FILE, WEB_CONFIG_FILE};
+
+/// The files read, lowest precedence first (each home, then workspace).
+pub const WEB_CONFIG_FILES: [&str; 3] = [UNIPI_CONFIG_FILE, UNIPI_AUTH_FILE, WEB_CONFIG_FILE];
 
 /// The original's defaults.
 pub(crate) const DEFAULT_MAX_CHARS: usize = 50_000;
@@ -72,6 +82,48 @@ impl WebConfig {
     }
 }
 
+impl WebConfig {
+    /// The original Unipi's `web-api/config.json`: its fetch defaults, cache and provider
+    /// switches (the browser, OS and reply settings have no counterpart and are passed over).
+    fn read_unipi_config(&mut self, file: &mut Object<'_>) {
+        if let Some(mut fetch) = file.section("smartFetch", "an object") {
+            let max_chars = whole_in(1..=u64::from(u32::MAX));
+            fetch.set("maxChars", "a positive integer", &mut self.max_chars, |v| {
+                max_chars(v).map(to_usize)
+            });
+            let most = MAX_TIMEOUT.as_millis() as u64;
+            let timeout = format!("an integer from 1 to {most}");
+            fetch.set("timeoutMs", &timeout, &mut self.timeout, |v| {
+                whole_in(1..=most)(v).map(Duration::from_millis)
+            });
+            let workers = format!("an integer from 1 to {MAX_BATCH_CONCURRENCY}");
+            let pool = whole_in(1..=MAX_BATCH_CONCURRENCY as u64);
+            fetch.set(
+                "batchConcurrency",
+                &workers,
+                &mut self.batch_concurrency,
+                |v| pool(v).map(to_usize),
+            );
+            fetch.ignore(&["browser", "os", "removeImages", "includeReplies"]);
+            fetch.warn_unknown();
+        }
+        if let Some(mut cache) = file.section("cache", "an object") {
+            let ttl = "a whole number of milliseconds";
+            cache.set("ttlMs", ttl, &mut self.cache_ttl, |v| {
+                v.as_u64().map(Duration::from_millis)
+            });
+            if cache.get("enabled", "true or false", Value::as_bool) == Some(false) {
+                self.cache_ttl = Duration::ZERO;
+            }
+            cache.warn_unknown();
+        }
+        if let Some(mut providers) = file.section("providers", "an object") {
+            self.search.read_unipi_providers(&mut providers);
+        }
+        file.warn_unknown();
+    }
+}
+
 impl Default for WebConfig {
     fn default() -> Self {
         WebConfig {
@@ -91,7 +143,27 @@ impl Default for WebConfig {
 impl ModuleConfig for WebConfig {
     const FILE: &'static str = WEB_CONFIG_FILE;
 
+    /// [`WEB_CONFIG_FILES`], each home then workspace.
+    fn load(home: Option<&Path>, workspace: &Path) -> (Self, Vec<ConfigError>) {
+        let mut sources = Vec::new();
+        let mut errors = Vec::new();
+        for file in WEB_CONFIG_FILES {
+            let (found, failed) = crate::config::read_module_config(home, workspace, file);
+            sources.extend(found);
+            errors.extend(failed);
+        }
+        let (config, more) = Self::from_sources(&sources);
+        errors.extend(more);
+        (config, errors)
+    }
+
     fn read(&mut self, file: &mut Object<'_>) {
+        if file.path().ends_with(UNIPI_CONFIG_FILE) {
+            return self.read_unipi_config(file);
+        }
+        if file.path().ends_with(UNIPI_AUTH_FILE) {
+            return self.search.read_unipi_auth(file);
+        }
         file.flag("enabled", &mut self.enabled);
         if let Some(given) = file.value("allowPrivateNetwork") {
             self.allow_private_given = Some((file.path().to_owned(), given.clone()));
@@ -132,8 +204,6 @@ impl ModuleConfig for WebConfig {
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
-
     use super::*;
     use crate::config::error::assert_one_error_at;
     use crate::config::module_file::write_module_file;
@@ -241,5 +311,109 @@ mod tests {
         assert!(errors.is_empty(), "{errors:?}");
         assert!(config.allow_private_network);
         assert_eq!(config.cache_ttl, Duration::ZERO);
+    }
+
+    /// The original Unipi's files, in a home that is not the working directory and in the
+    /// workspace: their values under web.json's, their keys mapped, their problems reported with
+    /// path, line and column, and nothing stopped by them.
+    #[test]
+    fn unipi_files_are_read_under_web_json() {
+        use crate::web::search::ProviderKind;
+
+        let home = tempfile::tempdir().unwrap();
+        let work = tempfile::tempdir().unwrap();
+        write_module_file(
+            home.path(),
+            UNIPI_CONFIG_FILE,
+            r#"{"providers": {"tavily": {"enabled": true}, "duckduckgo": {"enabled": false},
+                "firecrawl": {"enabled": true}},
+              "cache": {"enabled": true, "ttlMs": 120000},
+              "smartFetch": {"browser": "chrome_145", "maxChars": 9000, "timeoutMs": 2500,
+                             "batchConcurrency": 3, "removeImages": true}}"#,
+        );
+        write_module_file(
+            home.path(),
+            UNIPI_AUTH_FILE,
+            r#"{"tavily": "tvly-unipi-0001", "jina-reader": "jina-reader-0002",
+                "jina-search": "jina-search-0003", "serpapi": "serp-unipi-0004",
+                "firecrawl": "fc-0005"}"#,
+        );
+        write_module_file(
+            work.path(),
+            UNIPI_AUTH_FILE,
+            r#"{"brave": "BSA-workspace-0006"}"#,
+        );
+        write_module_file(
+            work.path(),
+            WEB_CONFIG_FILE,
+            r#"{"maxChars": 20000, "search": {"providers": {"serpapi": {"apiKey": "serp-ours"}}}}"#,
+        );
+        let (config, errors) = WebConfig::load(Some(home.path()), work.path());
+        assert_eq!(errors, vec![]);
+        assert_eq!(config.max_chars, 20_000, "web.json wins");
+        assert_eq!(config.timeout, Duration::from_millis(2500));
+        assert_eq!(config.batch_concurrency, 3);
+        assert_eq!(config.cache_ttl, Duration::from_secs(120));
+        let env = |_: &str| None;
+        let key = |kind| config.search.provider(kind, &env).unwrap().key;
+        assert_eq!(
+            key(ProviderKind::Tavily).as_deref(),
+            Some("tvly-unipi-0001")
+        );
+        assert_eq!(key(ProviderKind::Jina).as_deref(), Some("jina-search-0003"));
+        assert_eq!(key(ProviderKind::SerpApi).as_deref(), Some("serp-ours"));
+        assert_eq!(
+            key(ProviderKind::Brave).as_deref(),
+            Some("BSA-workspace-0006")
+        );
+        let off = config.search.provider(ProviderKind::DuckDuckGo, &env);
+        assert!(off.unwrap_err().starts_with("duckduckgo is switched off"));
+        assert!(!format!("{config:?}").contains("tvly-unipi"));
+
+        // The cache switched off there; bad values and unknown keys are reported, the rest read.
+        write_module_file(
+            home.path(),
+            UNIPI_CONFIG_FILE,
+            "{\"cache\": {\"enabled\": false},\n \"smartFetch\": {\"timeoutMs\": \"soon\", \"proxy\": \"x\"}}",
+        );
+        write_module_file(
+            home.path(),
+            UNIPI_AUTH_FILE,
+            "{\"tavily\": 7,\n \"bing\": \"k\"}",
+        );
+        write_module_file(work.path(), UNIPI_AUTH_FILE, "{\"brave\": ");
+        let (config, errors) = WebConfig::load(Some(home.path()), work.path());
+        assert_eq!(config.cache_ttl, Duration::ZERO);
+        assert_eq!(config.timeout, DEFAULT_TIMEOUT);
+        assert_eq!(config.max_chars, 20_000);
+        let shown: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        let (unipi_config, home_auth, work_auth) = (
+            home.path().join(UNIPI_CONFIG_FILE),
+            home.path().join(UNIPI_AUTH_FILE),
+            work.path().join(UNIPI_AUTH_FILE),
+        );
+        assert_eq!(shown.len(), 5, "{shown:#?}");
+        for (index, (path, at, message)) in [
+            (
+                &unipi_config,
+                "2:17",
+                "`timeoutMs` must be an integer from 1 to 300000",
+            ),
+            (&unipi_config, "2:38", "unknown key `proxy`"),
+            (&home_auth, "1:2", "`tavily` must be a non-empty string"),
+            (&home_auth, "2:2", "unknown key `bing`"),
+            (&work_auth, "1:", ""),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let want = format!("{}:{at}", path.display());
+            assert!(
+                shown
+                    .iter()
+                    .any(|e| e.starts_with(&want) && e.contains(message)),
+                "{index}: {want} {message} in {shown:#?}"
+            );
+        }
     }
 }

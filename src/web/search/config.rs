@@ -68,6 +68,22 @@ impl fmt::Debug for SearchConfig {
     }
 }
 
+/// The original Unipi's provider ids and ours for them, lowest precedence first; `None`: known
+/// there, with no counterpart here (its read and summarize providers).
+const UNIPI_PROVIDERS: [(&str, Option<ProviderKind>); 11] = [
+    ("duckduckgo", Some(ProviderKind::DuckDuckGo)),
+    ("jina-reader", Some(ProviderKind::Jina)),
+    ("jina-search", Some(ProviderKind::Jina)),
+    ("jina", Some(ProviderKind::Jina)),
+    ("serpapi", Some(ProviderKind::SerpApi)),
+    ("tavily", Some(ProviderKind::Tavily)),
+    ("brave", Some(ProviderKind::Brave)),
+    ("searxng", Some(ProviderKind::Searxng)),
+    ("firecrawl", None),
+    ("perplexity", None),
+    ("llm-summarize", None),
+];
+
 /// The provider names, as an error lists them.
 fn names() -> String {
     let names: Vec<&str> = ProviderKind::ALL.iter().map(|kind| kind.name()).collect();
@@ -106,6 +122,43 @@ impl SearchConfig {
             providers.warn_unknown();
         }
         section.warn_unknown();
+    }
+
+    /// The original Unipi's `web-api/config.json` `providers` object (`{id: {"enabled": bool}}`)
+    /// over what earlier files gave; ids as [`UNIPI_PROVIDERS`] maps them
+    /// (Jina Reader's switch is the reader's, not the search's).
+    pub(crate) fn read_unipi_providers(&mut self, providers: &mut Object<'_>) {
+        for (id, kind) in UNIPI_PROVIDERS {
+            let Some(mut one) = providers.section(id, "an object") else {
+                continue;
+            };
+            if let Some(kind) = kind.filter(|_| id != "jina-reader") {
+                one.flag(
+                    "enabled",
+                    &mut self.providers.entry(kind.name()).or_default().enabled,
+                );
+            }
+            one.ignore(&["enabled"]);
+            one.warn_unknown();
+        }
+        providers.warn_unknown();
+    }
+
+    /// The original Unipi's `web-api/auth.json` (`{providerId: "apiKey"}`) over what earlier
+    /// files gave: the keys of the providers we have (a Jina Reader key is Jina's key too, as it
+    /// is the same account; Jina Search's wins when both are there).
+    pub(crate) fn read_unipi_auth(&mut self, file: &mut Object<'_>) {
+        for (id, kind) in UNIPI_PROVIDERS {
+            let Some(kind) = kind.filter(|kind| kind.key_env().is_some()) else {
+                file.ignore(&[id]);
+                continue;
+            };
+            let settings = self.providers.entry(kind.name()).or_default();
+            file.set(id, "a non-empty string", &mut settings.api_key, |v| {
+                non_empty(v).map(Some)
+            });
+        }
+        file.warn_unknown();
     }
 
     fn settings(&self, kind: ProviderKind) -> ProviderSettings {
