@@ -114,7 +114,13 @@ mod tests {
         assert_eq!(notices, Vec::<String>::new());
         assert_eq!(
             tools.unwrap(),
-            ["web_fetch", "web_fetch_batch", "web_read", "web_search"]
+            [
+                "web_fetch",
+                "web_fetch_batch",
+                "web_read",
+                "web_search",
+                "multi_web_content_read"
+            ]
         );
 
         let (notices, tools) = started("{\n  \"timeoutSeconds\": -1\n}");

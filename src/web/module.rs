@@ -62,6 +62,8 @@ impl WebModule {
     /// The original's name, kept so prompts written for it still work.
     pub(crate) const READ: &'static str = "web_read";
     pub(crate) const SEARCH: &'static str = "web_search";
+    /// The original Unipi's tool, with its parameter names ([`unipi_args`]): `web_read` again.
+    pub(crate) const UNIPI_READ: &'static str = "multi_web_content_read";
 
     /// The module for `config` (followed as its files change), its cache in `cache_dir`.
     pub fn new(config: impl Into<LiveConfig<WebConfig>>, cache_dir: Option<PathBuf>) -> Self {
@@ -151,6 +153,26 @@ impl WebModule {
         Ok(batch_output(&results, options.max_chars))
     }
 
+    /// `web_read`: `urls` (or a list given as `url`, as the original accepted) is a batch, one
+    /// `url` a single fetch.
+    async fn read(&self, call: &ToolCall) -> Result<ToolOutput, ToolError> {
+        match (call.args.get("urls"), call.args.get("url")) {
+            (Some(list), _) | (None, Some(list @ Value::Array(_))) => {
+                let key = if call.args.get("urls").is_some() {
+                    "urls"
+                } else {
+                    "url"
+                };
+                let urls = parse_urls(Some(list), key).map_err(ToolError::new)?;
+                self.fetch_many(call, &urls).await
+            }
+            _ => {
+                let url = required_string(&call.args, "url")?;
+                self.fetch_one(call, &url).await
+            }
+        }
+    }
+
     /// `web_search`: the providers of the config in force, the one asked for (or the default)
     /// first; keys missing from the config come from the environment.
     pub(crate) async fn search(&self, call: &ToolCall) -> Result<ToolOutput, ToolError> {
@@ -238,6 +260,7 @@ impl Module for WebModule {
             batch_tool(&defaults),
             read_tool(&defaults),
             search_tool(),
+            unipi_read_tool(&defaults),
         ]
     }
 
@@ -259,23 +282,12 @@ impl Module for WebModule {
                     let urls = parse_urls(call.args.get("urls"), "urls").map_err(ToolError::new)?;
                     module.fetch_many(&call, &urls).await
                 }
-                // `urls` (or a list given as `url`, as the original accepted) is a batch.
-                Self::READ => match (call.args.get("urls"), call.args.get("url")) {
-                    (Some(list), _) | (None, Some(list @ Value::Array(_))) => {
-                        let key = if call.args.get("urls").is_some() {
-                            "urls"
-                        } else {
-                            "url"
-                        };
-                        let urls = parse_urls(Some(list), key).map_err(ToolError::new)?;
-                        module.fetch_many(&call, &urls).await
-                    }
-                    _ => {
-                        let url = required_string(&call.args, "url")?;
-                        module.fetch_one(&call, &url).await
-                    }
-                },
+                Self::READ => module.read(&call).await,
                 Self::SEARCH => module.search(&call).await,
+                Self::UNIPI_READ => {
+                    let args = unipi_args(&call.args).map_err(ToolError::new)?;
+                    module.read(&ToolCall { args, ..call }).await
+                }
                 other => Err(ToolError::new(format!(
                     "module `web` declares no tool `{other}`"
                 ))),
@@ -387,6 +399,43 @@ pub(crate) fn parse_urls(value: Option<&Value>, key: &str) -> Result<Vec<String>
             _ => Err(format!("`{key}[{index}]` must be a URL string").into()),
         })
         .collect()
+}
+
+/// The original `multi_web_content_read`'s arguments (an object) in `web_read`'s names:
+/// `timeoutMs` becomes `timeoutSeconds`, `removeImages` the opposite `includeImages`,
+/// `batchConcurrency` `concurrency`. `source` may only be 0 (the page read directly; the
+/// original's Jina Reader, Firecrawl and Perplexity reads are not here). `browser`, `os`,
+/// `includeReplies`, `proxy` and `verbose` have no counterpart and are passed over.
+pub(crate) fn unipi_args(args: &Value) -> Result<Value, Refusal> {
+    let mut ours = args.as_object().cloned().unwrap_or_default();
+    let given = |ours: &mut serde_json::Map<String, Value>, key: &str| {
+        ours.remove(key).filter(|value| !value.is_null())
+    };
+    if let Some(value) = given(&mut ours, "timeoutMs") {
+        let ms = (value.as_f64())
+            .filter(|ms| ms.is_finite() && *ms > 0.0)
+            .ok_or_else(|| format!("`timeoutMs` must be a positive number, not {value}"))?;
+        ours.insert("timeoutSeconds".to_owned(), json!(ms / 1000.0));
+    }
+    if let Some(value) = given(&mut ours, "removeImages") {
+        let remove = (value.as_bool())
+            .ok_or_else(|| format!("`removeImages` must be true or false, not {value}"))?;
+        ours.insert("includeImages".to_owned(), json!(!remove));
+    }
+    if let Some(value) = given(&mut ours, "batchConcurrency") {
+        ours.insert("concurrency".to_owned(), value);
+    }
+    if let Some(value) = given(&mut ours, "source")
+        && value.as_f64() != Some(0.0)
+    {
+        return Err(format!(
+            "`source` {value} is not available: only 0 (read the page directly) is; the \
+             original's Jina Reader (1), Firecrawl (2) and Perplexity (3) reads are not here. \
+             Leave `source` out."
+        )
+        .into());
+    }
+    Ok(Value::Object(ours))
 }
 
 /// The options shared by every tool, with the config's defaults.
@@ -618,36 +667,69 @@ fn search_tool() -> ToolSpec {
     .guideline("Use web_search to find pages, then web_fetch (or web_fetch_batch) to read the ones that matter.")
 }
 
+/// `multi_web_content_read`: `web_read` under the original Unipi's name and parameter names,
+/// so prompts and skills written for it keep working.
+fn unipi_read_tool(defaults: &WebConfig) -> ToolSpec {
+    ToolSpec::new(
+        WebModule::UNIPI_READ,
+        "Multi Web Content Read",
+        "The same tool as web_fetch / web_fetch_batch under the original Unipi's name: read a \
+         web page (or several at once, in parallel) as clean markdown, without navigation, ads \
+         or footers, with title, author, date and site. A failed URL is reported in its place.",
+    )
+    .param(
+        "url",
+        json!({
+            "description": "One http:// or https:// URL (a string), or a list of them (read \
+                            in parallel, results in the same order)",
+        }),
+        true,
+    )
+    .param("format", format_schema(), false)
+    .integer_param("maxChars", &single_chars(defaults), false)
+    .number_param(
+        "timeoutMs",
+        &format!(
+            "Give up after this many milliseconds, redirects included (default {})",
+            defaults.timeout.as_millis()
+        ),
+        false,
+    )
+    .boolean_param(
+        "removeImages",
+        "Leave images out (default false: kept as ![alt](url))",
+        false,
+    )
+    .param("batchConcurrency", concurrency_schema(defaults), false)
+    .integer_param(
+        "source",
+        "0 (the default): read the page directly, the only source here",
+        false,
+    )
+    .timeout(BATCH_TIMEOUT)
+}
+
 /// A batch's time limit: more than one page's.
 const BATCH_TIMEOUT: Duration = MAX_TIMEOUT.saturating_mul(4);
 
 /// The parameters every web tool takes (format, characters, images, timeout) and its time limit.
 fn common_params(spec: ToolSpec, max_chars_text: &str, defaults: &WebConfig) -> ToolSpec {
-    spec.param(
-        "format",
-        json!({
-            "type": "string",
-            "enum": ["markdown", "text", "html"],
-            "description": "How an HTML page's main content is given (default markdown); \
-                            JSON is pretty-printed and plain text given as it is",
-        }),
-        false,
-    )
-    .integer_param("maxChars", max_chars_text, false)
-    .boolean_param(
-        "includeImages",
-        "Keep images as ![alt](url) (default true)",
-        false,
-    )
-    .number_param(
-        "timeoutSeconds",
-        &format!(
-            "Give up after this many seconds, redirects included (default {})",
-            defaults.timeout.as_secs()
-        ),
-        false,
-    )
-    .timeout(MAX_TIMEOUT + Duration::from_secs(60))
+    spec.param("format", format_schema(), false)
+        .integer_param("maxChars", max_chars_text, false)
+        .boolean_param(
+            "includeImages",
+            "Keep images as ![alt](url) (default true)",
+            false,
+        )
+        .number_param(
+            "timeoutSeconds",
+            &format!(
+                "Give up after this many seconds, redirects included (default {})",
+                defaults.timeout.as_secs()
+            ),
+            false,
+        )
+        .timeout(MAX_TIMEOUT + Duration::from_secs(60))
 }
 
 /// `maxChars` of a tool that reads one page.
@@ -656,6 +738,16 @@ fn single_chars(defaults: &WebConfig) -> String {
         "Cut the content to this many characters on a clean boundary (default {})",
         defaults.max_chars
     )
+}
+
+/// `format`: how the content is given.
+fn format_schema() -> Value {
+    json!({
+        "type": "string",
+        "enum": ["markdown", "text", "html"],
+        "description": "How an HTML page's main content is given (default markdown); \
+                        JSON is pretty-printed and plain text given as it is",
+    })
 }
 
 fn urls_schema() -> Value {
@@ -726,7 +818,7 @@ mod tests {
     }
 
     #[test]
-    fn four_tools_and_one_command_are_declared() {
+    fn five_tools_and_one_command_are_declared() {
         let module = WebModule::new(WebConfig::default(), None);
         let tools = module.tools();
         let declared: Vec<(&str, Value)> = tools
@@ -740,6 +832,7 @@ mod tests {
                 ("web_fetch_batch", json!(["urls"])),
                 ("web_read", Value::Null),
                 ("web_search", json!(["query"])),
+                ("multi_web_content_read", json!(["url"])),
             ]
         );
         for tool in &tools {
@@ -782,5 +875,41 @@ mod tests {
                 .unwrap_err()
                 .contains("at most 50")
         );
+    }
+
+    /// The original's parameter names become ours; `source` other than 0 is refused.
+    #[test]
+    fn unipi_arguments_become_ours() {
+        let ours = unipi_args(&json!({
+            "url": ["http://a/"], "timeoutMs": 2500, "removeImages": true,
+            "batchConcurrency": 3, "source": 0, "browser": "chrome", "verbose": false,
+        }))
+        .unwrap();
+        assert_eq!(
+            ours,
+            json!({"url": ["http://a/"], "timeoutSeconds": 2.5, "includeImages": false,
+                   "concurrency": 3, "browser": "chrome", "verbose": false})
+        );
+        let options = parse_options(&ours, &WebConfig::default()).unwrap();
+        assert_eq!(options.fetch.timeout, Duration::from_millis(2500));
+        assert!(!options.fetch.include_images);
+        assert_eq!(
+            unipi_args(&json!({"url": "http://a/", "source": null})).unwrap(),
+            json!({"url": "http://a/"})
+        );
+        for (args, want) in [
+            (
+                json!({"timeoutMs": "soon"}),
+                "`timeoutMs` must be a positive number",
+            ),
+            (
+                json!({"removeImages": 1}),
+                "`removeImages` must be true or false",
+            ),
+            (json!({"source": 1}), "`source` 1 is not available"),
+        ] {
+            let err = unipi_args(&args).unwrap_err();
+            assert!(err.starts_with(want), "{args}: {err}");
+        }
     }
 }

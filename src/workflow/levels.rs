@@ -27,6 +27,7 @@ const ASK_AND_READ: &[&str] = &[
     "web_fetch_batch",
     "web_read",
     "web_search",
+    "multi_web_content_read",
 ];
 
 impl ToolLevel {

@@ -287,6 +287,42 @@ async fn formats_images_and_the_web_read_alias() {
     assert_eq!(many.details["succeeded"], 2);
 }
 
+/// The original Unipi's tool name and parameter names reach the same fetch.
+#[tokio::test]
+async fn the_original_unipi_tool_name_and_parameters() {
+    let server = FixtureServer::start().await;
+    let s = setup(Some(ALLOW));
+    let url = server.url("/news");
+    let ours = text(&fetch_ok(&s.module, json!({"url": url, "includeImages": false})).await);
+    let theirs = call(
+        &s.module,
+        "multi_web_content_read",
+        json!({"url": url, "removeImages": true, "timeoutMs": 5000, "source": 0}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(text(&theirs), ours);
+    let many = call(
+        &s.module,
+        "multi_web_content_read",
+        json!({"url": [url, server.url("/docs")], "batchConcurrency": 2}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(many.details["succeeded"], 2);
+    let refused = call(
+        &s.module,
+        "multi_web_content_read",
+        json!({"url": url, "source": 2}),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        refused.to_string().contains("`source` 2 is not available"),
+        "{refused}"
+    );
+}
+
 #[tokio::test]
 async fn json_text_binary_and_charsets() {
     let server = FixtureServer::start().await;
