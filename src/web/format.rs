@@ -4,6 +4,8 @@
 //! sentence or word boundary (in that order of preference) and closed with a note saying how much
 //! was left out and how to get more.
 
+use serde_json::{Value, json};
+
 use super::error::FetchError;
 use super::fetch::Fetched;
 use super::page::Page;
@@ -26,6 +28,12 @@ pub struct Truncated {
 impl Truncated {
     pub fn was_cut(&self) -> bool {
         self.shown < self.total
+    }
+
+    /// The text without the note saying what was cut (the `json` format says it in fields).
+    pub(crate) fn without_note(&self) -> &str {
+        let note = note(self.shown, self.total);
+        self.text.strip_suffix(note.as_str()).unwrap_or(&self.text)
     }
 }
 
@@ -176,6 +184,55 @@ pub fn batch_view(
         }
     }
     (text, cuts)
+}
+
+/// One page as the `json` format gives it: its address, metadata and content (cut as `cut`
+/// says, the cut in fields rather than a note).
+pub(crate) fn page_json(fetched: &Fetched, cut: &Truncated) -> Value {
+    let page = &fetched.page;
+    json!({
+        "url": page.url,
+        "finalUrl": page.final_url,
+        "title": page.meta.title,
+        "author": page.meta.author,
+        "published": page.meta.published,
+        "site": page.meta.site,
+        "language": page.meta.language,
+        "mimeType": page.mime_type,
+        "wordCount": page.word_count(),
+        "content": cut.without_note(),
+        "truncated": cut.was_cut(),
+        "shownChars": cut.shown,
+        "totalChars": cut.total,
+    })
+}
+
+/// A batch as the `json` format gives it: the totals and each URL's page or error, in input
+/// order, each page with the share of the budget [`batch_view`] gave it.
+pub(crate) fn batch_json(
+    results: &[Result<Fetched, FetchError>],
+    cuts: &[Option<Truncated>],
+) -> Value {
+    let succeeded = results.iter().filter(|result| result.is_ok()).count();
+    let pages: Vec<Value> = results
+        .iter()
+        .zip(cuts)
+        .map(|(result, cut)| match (result, cut) {
+            (Ok(fetched), Some(cut)) => {
+                let mut page = page_json(fetched, cut);
+                page["ok"] = Value::Bool(true);
+                page
+            }
+            (Ok(fetched), None) => json!({"url": fetched.page.url, "ok": true}),
+            (Err(error), _) => json!({"url": error.url, "ok": false, "error": error.to_json()}),
+        })
+        .collect();
+    json!({
+        "total": results.len(),
+        "succeeded": succeeded,
+        "failed": results.len() - succeeded,
+        "pages": pages,
+    })
 }
 
 /// The line under a batch's totals that names the pages that were cut (empty when none was).
@@ -393,5 +450,51 @@ mod tests {
         assert!(first < second && second < third, "{text}");
         assert!(text.contains("Error: http://b.example/ answered HTTP 404 Not Found [code: http_status, phase: waiting, retryable: no]"), "{text}");
         assert!(text.contains("First.") && text.contains("Third."));
+    }
+
+    /// The `json` format: the page's fields, its content without the note (the cut is in
+    /// fields), a batch's pages and errors in order.
+    #[test]
+    fn the_json_format_gives_fields_and_the_cut() {
+        let page = fetched("Some *content* here.");
+        let (_, body) = page_text(&page, 50_000);
+        assert_eq!(
+            page_json(&page, &body),
+            json!({
+                "url": "http://a.example/x", "finalUrl": "http://a.example/y",
+                "title": "A page", "author": "Ada", "published": null, "site": "A",
+                "language": "en", "mimeType": "text/html", "wordCount": 3,
+                "content": "Some *content* here.", "truncated": false,
+                "shownChars": 20, "totalChars": 20,
+            })
+        );
+        let long = fetched(&"A sentence of the long page. ".repeat(100));
+        let (_, cut) = page_text(&long, 600);
+        let value = page_json(&long, &cut);
+        let content = value["content"].as_str().unwrap();
+        assert!(content.ends_with("long page."), "{content}");
+        assert_eq!(content.chars().count(), cut.shown);
+        assert_eq!(
+            (value["truncated"].clone(), value["totalChars"].clone()),
+            (json!(true), json!(2900))
+        );
+
+        let error =
+            FetchError::http_status("http://b.example/", "http://b.example/", 404, "Not Found");
+        let results = [Ok(fetched("First.")), Err(error)];
+        let (_, cuts) = batch_view(&results, 50_000);
+        let batch = batch_json(&results, &cuts);
+        assert_eq!(
+            (
+                batch["total"].clone(),
+                batch["succeeded"].clone(),
+                batch["failed"].clone()
+            ),
+            (json!(2), json!(1), json!(1))
+        );
+        assert_eq!(batch["pages"][0]["content"], "First.");
+        assert_eq!(batch["pages"][0]["ok"], true);
+        assert_eq!(batch["pages"][1]["ok"], false);
+        assert_eq!(batch["pages"][1]["error"]["code"], "http_status");
     }
 }

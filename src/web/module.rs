@@ -54,6 +54,8 @@ pub struct WebModule {
 pub(crate) struct CallOptions {
     pub fetch: FetchOptions,
     pub max_chars: usize,
+    /// `format: "json"`: the page (or batch) as a JSON object, its content in markdown.
+    pub json: bool,
 }
 
 impl WebModule {
@@ -116,7 +118,7 @@ impl WebModule {
             .fetch(url, &options.fetch)
             .await
             .map_err(FetchError::into_tool_error)?;
-        Ok(single_output(&fetched, options.max_chars))
+        Ok(single_output(&fetched, &options))
     }
 
     /// Many URLs, `concurrency` at a time.
@@ -150,7 +152,7 @@ impl WebModule {
             },
         )
         .await;
-        Ok(batch_output(&results, options.max_chars))
+        Ok(batch_output(&results, &options))
     }
 
     /// `web_read`: `urls` (or a list given as `url`, as the original accepted) is a batch, one
@@ -440,12 +442,16 @@ pub(crate) fn unipi_args(args: &Value) -> Result<Value, Refusal> {
 
 /// The options shared by every tool, with the config's defaults.
 pub(crate) fn parse_options(args: &Value, config: &WebConfig) -> Result<CallOptions, Refusal> {
-    let format = match args.get("format") {
-        None | Some(Value::Null) => Format::default(),
+    let (format, json) = match args.get("format") {
+        None | Some(Value::Null) => (Format::default(), false),
+        Some(Value::String(name)) if name.trim().eq_ignore_ascii_case("json") => {
+            (Format::Markdown, true)
+        }
         Some(value) => value
             .as_str()
             .and_then(Format::parse)
-            .ok_or_else(|| format!("`format` must be markdown, text or html, not {value}"))?,
+            .map(|format| (format, false))
+            .ok_or_else(|| format!("`format` must be markdown, text, html or json, not {value}"))?,
     };
     let max_chars = match args.get("maxChars") {
         None | Some(Value::Null) => config.max_chars,
@@ -477,12 +483,16 @@ pub(crate) fn parse_options(args: &Value, config: &WebConfig) -> Result<CallOpti
             timeout,
         },
         max_chars,
+        json,
     })
 }
 
-fn single_output(fetched: &Fetched, max_chars: usize) -> ToolOutput {
+fn single_output(fetched: &Fetched, options: &CallOptions) -> ToolOutput {
     let page = &fetched.page;
-    let (text, body) = format::page_text(fetched, max_chars);
+    let (mut text, body) = format::page_text(fetched, options.max_chars);
+    if options.json {
+        text = pretty(&format::page_json(fetched, &body));
+    }
     let mut card = Card::new(
         format!("🌐 {}", page.meta.title.as_deref().unwrap_or("Untitled")),
         CardTint::Info,
@@ -517,10 +527,18 @@ fn single_output(fetched: &Fetched, max_chars: usize) -> ToolOutput {
         .with_card(&card)
 }
 
-fn batch_output(results: &[Result<Fetched, FetchError>], max_chars: usize) -> ToolOutput {
+/// `value` as the `json` format's text.
+fn pretty(value: &Value) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
+}
+
+fn batch_output(results: &[Result<Fetched, FetchError>], options: &CallOptions) -> ToolOutput {
     let succeeded = results.iter().filter(|result| result.is_ok()).count();
     let failed = results.len() - succeeded;
-    let (text, cuts) = format::batch_view(results, max_chars);
+    let (mut text, cuts) = format::batch_view(results, options.max_chars);
+    if options.json {
+        text = pretty(&format::batch_json(results, &cuts));
+    }
     let items: Vec<Value> = results
         .iter()
         .zip(&cuts)
@@ -744,9 +762,13 @@ fn single_chars(defaults: &WebConfig) -> String {
 fn format_schema() -> Value {
     json!({
         "type": "string",
-        "enum": ["markdown", "text", "html"],
+        "enum": ["markdown", "text", "html", "json"],
         "description": "How an HTML page's main content is given (default markdown); \
-                        JSON is pretty-printed and plain text given as it is",
+                        JSON is pretty-printed and plain text given as it is. json: the \
+                        page as a JSON object (url, finalUrl, title, author, published, \
+                        site, language, mimeType, wordCount, content in markdown, \
+                        truncated, shownChars, totalChars); a batch as {total, succeeded, \
+                        failed, pages}",
     })
 }
 
@@ -788,6 +810,9 @@ mod tests {
         )
         .unwrap();
         assert_eq!(given.fetch.format, Format::Text);
+        assert!(!given.json);
+        let json = parse_options(&json!({"format": "JSON"}), &config).unwrap();
+        assert_eq!((json.fetch.format, json.json), (Format::Markdown, true));
         assert_eq!(
             given.max_chars, MIN_MAX_CHARS,
             "clamped to the smallest useful budget"
@@ -797,7 +822,7 @@ mod tests {
         for (args, want) in [
             (
                 json!({"format": "pdf"}),
-                "`format` must be markdown, text or html",
+                "`format` must be markdown, text, html or json",
             ),
             (
                 json!({"maxChars": "lots"}),

@@ -287,6 +287,44 @@ async fn formats_images_and_the_web_read_alias() {
     assert_eq!(many.details["succeeded"], 2);
 }
 
+/// `format: "json"`: the page as a JSON object, its content the markdown; a batch as pages.
+#[tokio::test]
+async fn the_json_format() {
+    let server = FixtureServer::start().await;
+    let s = setup(Some(ALLOW));
+    let url = server.url("/news");
+    let page = fetch_ok(&s.module, json!({"url": url, "format": "json"})).await;
+    let value: Value = serde_json::from_str(&text(&page)).unwrap();
+    assert_eq!(value["url"], url);
+    assert_eq!(
+        value["title"],
+        "Harbour city switches on tidal energy pilot"
+    );
+    assert_eq!(value["author"], "Maren Holt");
+    assert_eq!(value["truncated"], false);
+    let content = value["content"].as_str().unwrap();
+    assert!(
+        content.contains("## Predictable, if not constant"),
+        "{content}"
+    );
+
+    let batch = call(
+        &s.module,
+        "multi_web_content_read",
+        json!({"url": [url, server.url("/missing")], "format": "json", "maxChars": 800}),
+    )
+    .await
+    .unwrap();
+    let value: Value = serde_json::from_str(&text(&batch)).unwrap();
+    assert_eq!(
+        (value["total"].clone(), value["succeeded"].clone()),
+        (json!(2), json!(1))
+    );
+    assert_eq!(value["pages"][0]["truncated"], true);
+    assert!(value["pages"][0]["shownChars"].as_u64().unwrap() <= 800);
+    assert_eq!(value["pages"][1]["ok"], false);
+}
+
 /// The original Unipi's tool name and parameter names reach the same fetch.
 #[tokio::test]
 async fn the_original_unipi_tool_name_and_parameters() {
@@ -598,7 +636,7 @@ async fn failures_are_typed_readable_and_say_whether_to_retry() {
     assert!(
         bad.unwrap_err()
             .message
-            .contains("`format` must be markdown, text or html")
+            .contains("`format` must be markdown, text, html or json")
     );
 }
 
