@@ -1,11 +1,11 @@
 //! The web settings file: `~/.unipi/config/web.json`, overridden key by key by
 //! `<workspace>/.unipi/config/web.json`. A bad file or key is a
-//! [`ConfigError`](crate::config::ConfigError) with path, line and column, and the default stays in
+//! [`ConfigError`] with path, line and column, and the default stays in
 //! force for it.
 //!
 //! ```json
 //! { "enabled": true, "allowPrivateNetwork": false, "maxChars": 50000, "timeoutSeconds": 15,
-//!   "batchConcurrency": 8, "cacheTtlSeconds": 3600, "userAgent": "…",
+//!   "batchConcurrency": 8, "cacheTtlSeconds": 3600, "userAgent": "…", "includeImages": true,
 //!   "search": { "default": "duckduckgo", "providers": { "brave": { "apiKey": "…" } } } }
 //! ```
 //!
@@ -13,8 +13,8 @@
 //!
 //! The original Unipi's files come first, home then workspace, so `web.json` wins wherever both
 //! set a value: `.unipi/config/web-api/config.json` (`smartFetch.maxChars`, `.timeoutMs`,
-//! `.batchConcurrency`; `cache.ttlMs`, `cache.enabled`; `providers.<id>.enabled`) and
-//! `.unipi/config/web-api/auth.json` (`{providerId: "apiKey"}`: the keys of Brave, Tavily, Jina
+//! `.batchConcurrency`, `.removeImages`; `cache.ttlMs`, `cache.enabled`; `providers.<id>.enabled`)
+//! and `.unipi/config/web-api/auth.json` (`{providerId: "apiKey"}`: the keys of Brave, Tavily, Jina
 //! and SerpAPI). Their problems are reported like `web.json`'s.
 
 use std::path::{Path, PathBuf};
@@ -51,6 +51,8 @@ pub struct WebConfig {
     pub max_chars: usize,
     pub timeout: Duration,
     pub batch_concurrency: usize,
+    /// Whether images are kept when a call does not say (`includeImages`).
+    pub include_images: bool,
     /// How long a fetched page is served from the cache; zero turns the cache off.
     pub cache_ttl: Duration,
     /// Replaces the browser-like User-Agent.
@@ -104,7 +106,10 @@ impl WebConfig {
                 &mut self.batch_concurrency,
                 |v| pool(v).map(to_usize),
             );
-            fetch.ignore(&["browser", "os", "removeImages", "includeReplies"]);
+            let mut remove = !self.include_images;
+            fetch.flag("removeImages", &mut remove);
+            self.include_images = !remove;
+            fetch.ignore(&["browser", "os", "includeReplies"]);
             fetch.warn_unknown();
         }
         if let Some(mut cache) = file.section("cache", "an object") {
@@ -132,6 +137,7 @@ impl Default for WebConfig {
             max_chars: DEFAULT_MAX_CHARS,
             timeout: DEFAULT_TIMEOUT,
             batch_concurrency: DEFAULT_BATCH_CONCURRENCY,
+            include_images: true,
             cache_ttl: DEFAULT_CACHE_TTL,
             user_agent: None,
             allow_private_given: None,
@@ -191,6 +197,7 @@ impl ModuleConfig for WebConfig {
         file.set("cacheTtlSeconds", ttl, &mut self.cache_ttl, |v| {
             v.as_u64().map(Duration::from_secs)
         });
+        file.flag("includeImages", &mut self.include_images);
         let agent = "a non-empty string";
         file.set("userAgent", agent, &mut self.user_agent, |v| {
             non_empty(v).map(Some)
@@ -242,7 +249,8 @@ mod tests {
                 "/w/web.json:2:3: `allowPrivateNetwork` must be true or false",
                 "/w/web.json:3:3: `batchConcurrency` must be an integer from 1 to 32",
                 "/w/web.json:4:3: unknown key `proxy` (expected enabled, allowPrivateNetwork, \
-                 maxChars, timeoutSeconds, batchConcurrency, cacheTtlSeconds, userAgent, search)",
+                 maxChars, timeoutSeconds, batchConcurrency, cacheTtlSeconds, includeImages, userAgent, \
+                 search)",
             ]
         );
         let (_, errors) =
@@ -353,6 +361,7 @@ mod tests {
         assert_eq!(config.max_chars, 20_000, "web.json wins");
         assert_eq!(config.timeout, Duration::from_millis(2500));
         assert_eq!(config.batch_concurrency, 3);
+        assert!(!config.include_images, "removeImages: true");
         assert_eq!(config.cache_ttl, Duration::from_secs(120));
         let env = |_: &str| None;
         let key = |kind| config.search.provider(kind, &env).unwrap().key;

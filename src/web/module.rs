@@ -463,7 +463,7 @@ pub(crate) fn parse_options(args: &Value, config: &WebConfig) -> Result<CallOpti
     }
     .clamp(MIN_MAX_CHARS, MAX_MAX_CHARS);
     let include_images = match args.get("includeImages") {
-        None | Some(Value::Null) => true,
+        None | Some(Value::Null) => config.include_images,
         Some(value) => value
             .as_bool()
             .ok_or_else(|| format!("`includeImages` must be true or false, not {value}"))?,
@@ -715,7 +715,10 @@ fn unipi_read_tool(defaults: &WebConfig) -> ToolSpec {
     )
     .boolean_param(
         "removeImages",
-        "Leave images out (default false: kept as ![alt](url))",
+        &format!(
+            "Leave images out (default {}; kept, they are ![alt](url))",
+            !defaults.include_images
+        ),
         false,
     )
     .param("batchConcurrency", concurrency_schema(defaults), false)
@@ -736,7 +739,10 @@ fn common_params(spec: ToolSpec, max_chars_text: &str, defaults: &WebConfig) -> 
         .integer_param("maxChars", max_chars_text, false)
         .boolean_param(
             "includeImages",
-            "Keep images as ![alt](url) (default true)",
+            &format!(
+                "Keep images as ![alt](url) (default {})",
+                defaults.include_images
+            ),
             false,
         )
         .number_param(
@@ -803,6 +809,12 @@ mod tests {
         assert_eq!(defaults.fetch.format, Format::Markdown);
         assert_eq!(defaults.max_chars, config.max_chars);
         assert!(defaults.fetch.include_images);
+        let no_images = WebConfig {
+            include_images: false,
+            ..WebConfig::default()
+        };
+        let options = parse_options(&json!({}), &no_images).unwrap();
+        assert!(!options.fetch.include_images, "the config's default");
         assert_eq!(defaults.fetch.timeout, config.timeout);
         let given = parse_options(
             &json!({"format": "TEXT", "maxChars": 10, "includeImages": false, "timeoutSeconds": 2.5}),
