@@ -84,9 +84,24 @@ mod tests {
 
     /// Starts the capability with `workspace_config` in the workspace; its notices and tools.
     fn started(workspace_config: &str) -> (Vec<String>, Option<Vec<String>>) {
+        started_with(&[], &[(WEB_CONFIG_FILE, workspace_config)])
+    }
+
+    /// Starts the capability with these files in the home and the workspace.
+    fn started_with(
+        home_files: &[(&str, &str)],
+        workspace_files: &[(&str, &str)],
+    ) -> (Vec<String>, Option<Vec<String>>) {
         let home = tempfile::tempdir().unwrap();
         let workspace = tempfile::tempdir().unwrap();
-        write_module_file(workspace.path(), WEB_CONFIG_FILE, workspace_config);
+        for (dir, files) in [
+            (home.path(), home_files),
+            (workspace.path(), workspace_files),
+        ] {
+            for (file, text) in files {
+                write_module_file(dir, file, text);
+            }
+        }
         let mut pi = PiCommand {
             program: Path::new("pi").to_path_buf(),
             args: Vec::new(),
@@ -137,5 +152,30 @@ mod tests {
         let (notices, tools) = started(r#"{"enabled": false}"#);
         assert!(notices.is_empty());
         assert_eq!(tools, None);
+    }
+
+    /// A broken Unipi file is a start notice with its place; the tools start all the same.
+    #[test]
+    fn a_bad_unipi_file_is_reported_and_stops_nothing() {
+        use crate::web::config::{UNIPI_AUTH_FILE, UNIPI_CONFIG_FILE};
+        let (notices, tools) = started_with(
+            &[
+                (UNIPI_AUTH_FILE, "{\"tavily\": \"tvly-1\",\n  \"brave\": }"),
+                (UNIPI_CONFIG_FILE, "[]"),
+            ],
+            &[],
+        );
+        assert_eq!(notices.len(), 2, "{notices:?}");
+        assert!(
+            notices.iter().any(|n| n.contains("web-api/auth.json:2:")),
+            "{notices:?}"
+        );
+        assert!(
+            notices
+                .iter()
+                .any(|n| n.contains("web-api/config.json:1:1: expected a JSON object")),
+            "{notices:?}"
+        );
+        assert_eq!(tools.map(|tools| tools.len()), Some(5));
     }
 }
