@@ -98,14 +98,7 @@ impl WebConfig {
             fetch.set("timeoutMs", &timeout, &mut self.timeout, |v| {
                 whole_in(1..=most)(v).map(Duration::from_millis)
             });
-            let workers = format!("an integer from 1 to {MAX_BATCH_CONCURRENCY}");
-            let pool = whole_in(1..=MAX_BATCH_CONCURRENCY as u64);
-            fetch.set(
-                "batchConcurrency",
-                &workers,
-                &mut self.batch_concurrency,
-                |v| pool(v).map(to_usize),
-            );
+            batch_concurrency(&mut fetch, &mut self.batch_concurrency);
             let mut remove = !self.include_images;
             fetch.flag("removeImages", &mut remove);
             self.include_images = !remove;
@@ -185,14 +178,7 @@ impl ModuleConfig for WebConfig {
         file.set("timeoutSeconds", &timeout, &mut self.timeout, |v| {
             seconds(v).map(Duration::from_secs)
         });
-        let workers = format!("an integer from 1 to {MAX_BATCH_CONCURRENCY}");
-        let most = whole_in(1..=MAX_BATCH_CONCURRENCY as u64);
-        file.set(
-            "batchConcurrency",
-            &workers,
-            &mut self.batch_concurrency,
-            |v| most(v).map(to_usize),
-        );
+        batch_concurrency(file, &mut self.batch_concurrency);
         let ttl = "a whole number of seconds (0 turns the cache off)";
         file.set("cacheTtlSeconds", ttl, &mut self.cache_ttl, |v| {
             v.as_u64().map(Duration::from_secs)
@@ -207,6 +193,16 @@ impl ModuleConfig for WebConfig {
         }
         file.warn_unknown();
     }
+}
+
+/// `batchConcurrency`, in `web.json` and in Unipi's `smartFetch`: how many pages a batch reads
+/// at once.
+fn batch_concurrency(object: &mut Object<'_>, slot: &mut usize) {
+    let workers = format!("an integer from 1 to {MAX_BATCH_CONCURRENCY}");
+    let most = whole_in(1..=MAX_BATCH_CONCURRENCY as u64);
+    object.set("batchConcurrency", &workers, slot, |v| {
+        most(v).map(to_usize)
+    });
 }
 
 #[cfg(test)]
