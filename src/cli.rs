@@ -26,7 +26,7 @@ use crate::pi;
     name = "unipi-tui",
     version,
     about = "A terminal workbench for the Pi coding agent: runs Pi in a pane with native widgets around it.",
-    override_usage = "unipi-tui [OPTIONS] [PI_ARGS]...\n       unipi-tui demo [--scenario FILE] [OPTIONS] [PI_ARGS]...\n       unipi-tui --detachable NAME [demo] [OPTIONS] [PI_ARGS]...\n       unipi-tui ls | attach NAME | kill NAME",
+    override_usage = "unipi-tui [OPTIONS] [PI_ARGS]...\n       unipi-tui demo [--scenario FILE] [OPTIONS] [PI_ARGS]...\n       unipi-tui --detachable NAME [demo] [OPTIONS] [PI_ARGS]...\n       unipi-tui ls | attach NAME | kill NAME\n       unipi-tui doctor [--pi-bin PATH] [--json] | completions bash|zsh|fish | man",
     disable_help_flag = true,
     disable_version_flag = true
 )]
@@ -122,6 +122,12 @@ pub fn run() -> ExitCode {
         Some(crate::delegate::CHILD_SUBCOMMAND) => return crate::delegate::child::main(&raw[1..]),
         Some(crate::sys::watchdog::SUBCOMMAND) => return crate::sys::sweep::main(&raw[1..]),
         Some(crate::detach::daemon::SUBCOMMAND) => return crate::detach::daemon::main(),
+        Some(crate::doctor::SUBCOMMAND) => {
+            return crate::doctor::main(&std::env::args_os().skip(2).collect::<Vec<_>>());
+        }
+        Some(word) if crate::manual::WORDS.contains(&word) => {
+            return crate::manual::main(&std::env::args_os().skip(1).collect::<Vec<_>>());
+        }
         Some(word) if crate::detach::commands::WORDS.contains(&word) => {
             let args: Vec<OsString> = std::env::args_os().skip(1).collect();
             return crate::detach::commands::main(&args);
@@ -478,7 +484,7 @@ fn command_help(
 
 /// Where the bridge extension is written (next to the pinned Pi); never a shared temporary
 /// directory, where another user could put their own extension in its place.
-fn bridge_cache_dir() -> PathBuf {
+pub(crate) fn bridge_cache_dir() -> PathBuf {
     pi::cache_dir()
         .or_else(|| {
             crate::sys::private_dir::runtime_root()
@@ -534,7 +540,7 @@ Scenario files (`demo --scenario FILE`): TOML that scripts the demo's model. The
 
 /// The command as `--help` shows it: our options, then how the rest goes to Pi, sessions, the
 /// scenario format, files and environment.
-fn help_command() -> clap::Command {
+pub(crate) fn help_command() -> clap::Command {
     let cmd = Cli::command();
     let paths = format!(
         "Every other argument goes to Pi unchanged (run `unipi-tui -- --help` for Pi's own help);\n\

@@ -18,6 +18,7 @@ pub mod demo;
 pub mod detach;
 #[cfg(test)]
 mod dock_tests;
+pub mod doctor;
 pub mod fusion;
 pub mod headless;
 #[cfg(test)]
@@ -26,6 +27,7 @@ pub mod helpers;
 pub mod http;
 #[cfg(test)]
 mod layering;
+pub mod manual;
 pub mod mcp;
 pub mod notify;
 pub mod pane;

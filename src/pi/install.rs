@@ -62,6 +62,19 @@ impl InstallPolicy {
         };
         InstallPolicy { consent, log_path }
     }
+
+    /// Whether a missing Pi stays missing (`UNIPI_TUI_NO_INSTALL=1`, or [`Self::never`]).
+    pub fn refuses(&self) -> bool {
+        self.consent == Consent::Refuse
+    }
+
+    /// A policy that never installs (`unipi-tui doctor` looks without touching the machine).
+    pub fn never(log_path: PathBuf) -> Self {
+        InstallPolicy {
+            consent: Consent::Refuse,
+            log_path,
+        }
+    }
 }
 
 /// The directory a pinned Pi package is installed in, and its `pi` launcher there.

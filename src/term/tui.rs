@@ -50,6 +50,20 @@ pub enum KeyboardProtocol {
     Legacy,
 }
 
+/// The keyboard protocol [`enter`] set up on the outer terminal, while the workbench has it.
+pub fn keyboard_protocol() -> Option<KeyboardProtocol> {
+    if !ACTIVE.load(Ordering::SeqCst) {
+        return None;
+    }
+    [
+        KeyboardProtocol::Kitty,
+        KeyboardProtocol::ModifyOtherKeys,
+        KeyboardProtocol::Legacy,
+    ]
+    .into_iter()
+    .find(|protocol| *protocol as i32 == KEYBOARD.load(Ordering::SeqCst))
+}
+
 /// Options for [`enter`].
 #[derive(Clone, Copy, Debug)]
 pub struct TerminalOptions {

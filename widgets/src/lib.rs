@@ -10,6 +10,7 @@ pub mod agents;
 pub mod ask;
 pub mod compactor;
 pub mod dock;
+pub mod doctor;
 pub mod footer;
 pub mod fusion;
 pub mod hello;
