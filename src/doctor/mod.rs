@@ -94,26 +94,33 @@ pub async fn examine(inputs: &Inputs) -> Vec<DoctorRow> {
             pi
         }
     };
-    if let Some(pi) = &pi {
-        rows.push(pi_checks::node(pi));
-    }
-    rows.push(match (&inputs.bridge, &pi) {
-        (BridgeProbe::Connected, _) => row(
-            DoctorStatus::Ok,
-            "bridge",
-            "loaded in this Pi (this command came through it)",
-            None,
+    let (bridge, node) = match (&inputs.bridge, &pi) {
+        (BridgeProbe::Connected, _) => (
+            row(
+                DoctorStatus::Ok,
+                "bridge",
+                "loaded in this Pi (this command came through it)",
+                None,
+            ),
+            probes::main_pi_node(),
         ),
         (BridgeProbe::Run, Some(pi)) => {
             probes::bridge(pi, &inputs.workspace, &inputs.cache_dir).await
         }
-        (BridgeProbe::Run, None) => row(
-            DoctorStatus::Warning,
-            "bridge",
-            "not checked: no Pi to load it",
-            Some("fix Pi first (above)"),
+        (BridgeProbe::Run, None) => (
+            row(
+                DoctorStatus::Warning,
+                "bridge",
+                "not checked: no Pi to load it",
+                Some("fix Pi first (above)"),
+            ),
+            None,
         ),
-    });
+    };
+    if let Some(pi) = &pi {
+        rows.push(pi_checks::node(pi, node));
+    }
+    rows.push(bridge);
     rows.extend(sources::config_files(
         inputs.home.as_deref(),
         &inputs.workspace,

@@ -96,10 +96,12 @@ fn launcher(pi: &PiCommand) -> PathBuf {
     }
 }
 
-/// The Node that runs `pi` (its own for a pinned Pi, else the first on Pi's PATH) and whether
-/// it is new enough for Pi's line.
-pub(super) fn node(pi: &PiCommand) -> DoctorRow {
-    let node = if pi.source == PiSource::Cache {
+/// The Node that runs `pi` — `seen` running it when the bridge check saw it, else its own for a
+/// pinned Pi, else the first on Pi's PATH — and whether it is new enough for Pi's line.
+pub(super) fn node(pi: &PiCommand, seen: Option<PathBuf>) -> DoctorRow {
+    let node = if seen.is_some() {
+        seen
+    } else if pi.source == PiSource::Cache {
         Some(pi.program.clone())
     } else {
         let path = pi

@@ -2,7 +2,7 @@
 //! until the extension connects), and each configured MCP server (started, its tools listed,
 //! stopped), each within a time limit.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,22 +26,34 @@ const MCP_LIMIT: Duration = Duration::from_secs(20);
 
 /// Starts the bridge host with nothing registered, then `pi --mode rpc -e <extension>` with the
 /// bridge's environment, and waits for the extension to connect.
-pub(super) async fn bridge(pi: &PiCommand, workspace: &Path, cache_dir: &Path) -> DoctorRow {
+/// With the Node executable that ran Pi, when it was seen.
+pub(super) async fn bridge(
+    pi: &PiCommand,
+    workspace: &Path,
+    cache_dir: &Path,
+) -> (DoctorRow, Option<PathBuf>) {
     match run_bridge(pi, workspace, cache_dir).await {
-        Ok(detail) => row(DoctorStatus::Ok, "bridge", detail, None),
-        Err(err) => row(
-            DoctorStatus::Broken,
-            "bridge",
-            format!("{err:#}"),
-            Some(
-                "run `unipi-tui --log-level debug` once and read the log file; a Pi older than \
+        Ok((detail, node)) => (row(DoctorStatus::Ok, "bridge", detail, None), node),
+        Err(err) => (
+            row(
+                DoctorStatus::Broken,
+                "bridge",
+                format!("{err:#}"),
+                Some(
+                    "run `unipi-tui --log-level debug` once and read the log file; a Pi older than \
                  the pinned lines may not load the extension",
+                ),
             ),
+            None,
         ),
     }
 }
 
-async fn run_bridge(pi: &PiCommand, workspace: &Path, cache_dir: &Path) -> anyhow::Result<String> {
+async fn run_bridge(
+    pi: &PiCommand,
+    workspace: &Path,
+    cache_dir: &Path,
+) -> anyhow::Result<(String, Option<PathBuf>)> {
     use anyhow::{Context as _, anyhow, bail};
     let (tx, mut events) = mpsc::channel(64);
     let host = BridgeHost::start(Arc::new(Registry::new()), tx)
@@ -80,10 +92,16 @@ async fn run_bridge(pi: &PiCommand, workspace: &Path, cache_dir: &Path) -> anyho
             tokio::select! {
                 event = events.recv() => match event {
                     Some(BridgeEvent::Connected { pi_version, protocol, .. }) => {
-                        return Ok(format!(
+                        // Pi's own process, however it was launched (a wrapper, a shim).
+                        let members = crate::sys::procfs::table()
+                            .into_iter()
+                            .filter(|stat| stat.pgid == group.raw())
+                            .map(|stat| stat.pid);
+                        let detail = format!(
                             "{} loaded in Pi {pi_version} (protocol {protocol})",
                             extension.display()
-                        ));
+                        );
+                        return Ok((detail, node_among(members)));
                     }
                     Some(BridgeEvent::Fault { message, .. }) => {
                         return Err(anyhow!("the extension was refused: {message}"));
@@ -133,6 +151,28 @@ async fn run_bridge(pi: &PiCommand, workspace: &Path, cache_dir: &Path) -> anyho
             with_tail(&tail.await)
         ),
     }
+}
+
+/// The Node executable among `pids` (what `/proc/<pid>/exe` names `node…`).
+pub(super) fn node_among(pids: impl IntoIterator<Item = i32>) -> Option<PathBuf> {
+    pids.into_iter()
+        .filter_map(|pid| std::fs::read_link(format!("/proc/{pid}/exe")).ok())
+        .find(|exe| {
+            exe.file_name()
+                .is_some_and(|name| name.to_string_lossy().starts_with("node"))
+        })
+}
+
+/// The Node running the workbench's main Pi: a process under this one whose environment names
+/// it the main agent.
+pub(super) fn main_pi_node() -> Option<PathBuf> {
+    let table = crate::sys::procfs::table();
+    let me = i32::try_from(std::process::id()).ok()?;
+    let entry = format!("{}=main", crate::bridge::env::AGENT);
+    let pids = crate::sys::tree::descendants_in(&table, &[me])
+        .into_iter()
+        .filter(|pid| crate::sys::procfs::environ_has(*pid, entry.as_bytes()));
+    node_among(pids)
 }
 
 fn with_tail(tail: &str) -> String {

@@ -9,6 +9,7 @@ mod compactor_pi;
 mod delegate_pi;
 mod detach;
 mod detach_ssh;
+mod doctor;
 mod e2e;
 mod extension_cache;
 mod fusion_pi;
