@@ -6,8 +6,9 @@
 #   .test-deps/python      Python trafilatura, which the web_quality bench compares with (optional)
 # and, from the system's packages (Debian: apt-get), what the desktop-notification test runs: a
 # session D-Bus (dbus-daemon), a notification daemon (dunst) and a virtual X server for it (Xvfb),
-# and what the detach test runs over a real SSH connection: sshd (openssh-server, run by the test
-# itself on a loopback port, never as a service) and the ssh client.
+# what the detach test runs over a real SSH connection: sshd (openssh-server, run by the test
+# itself on a loopback port, never as a service) and the ssh client, and PyYAML (python3-yaml),
+# which the CI workflow's test parses the workflow with.
 # Versions come from versions.env, the one place they are pinned.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -50,6 +51,8 @@ missing_packages=()
 command -v dbus-daemon >/dev/null 2>&1 || missing_packages+=(dbus-daemon)
 { command -v dunst >/dev/null 2>&1 && command -v dunstctl >/dev/null 2>&1; } || missing_packages+=(dunst)
 command -v Xvfb >/dev/null 2>&1 || missing_packages+=(xvfb)
+# The CI workflow's test (tests/suite/ci_workflow.rs) parses the YAML with PyYAML.
+python3 -c 'import yaml' >/dev/null 2>&1 || missing_packages+=(python3-yaml)
 # The detach test (tests/suite/detach_ssh.rs): sshd, ssh and ssh-keygen.
 [ -x /usr/sbin/sshd ] || missing_packages+=(openssh-server)
 { command -v ssh >/dev/null 2>&1 && command -v ssh-keygen >/dev/null 2>&1; } || missing_packages+=(openssh-client)
