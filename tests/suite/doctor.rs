@@ -318,3 +318,61 @@ fn the_man_page_renders() {
         Err(err) => assert_eq!(err.kind(), std::io::ErrorKind::NotFound, "{err}"),
     }
 }
+
+/// `/unipi:doctor` in the workbench (the real binary in a PTY, the real Pi 1.6.0 on the scripted
+/// model, a kitty-keyboard outer terminal): the report opens in the overlay — the bridge known
+/// loaded, the keyboard protocol the one in use, the broken config file at its line and the
+/// crashing MCP server — and Esc closes it.
+#[test]
+fn slash_doctor_shows_the_report_in_the_workbench() {
+    use crate::support::demo::{OfflineModel, START, outer_40_rows, wait_for_idle_prompt};
+    use crate::support::workbench::{KITTY_CTRL_D, exit_pi, slash};
+    use std::time::Duration;
+
+    let sandbox = Sandbox::new();
+    let file = sandbox.project.join(".unipi/config/background-tasks.json");
+    sandbox.write(&file, "{\n  \"maxOutputBytes\": \"lots\"\n}\n");
+    sandbox.write(
+        &sandbox.home.join(".unipi/config/mcp.json"),
+        &json!({"mcpServers": {"crashy": {
+            "command": "sh",
+            "args": ["-c", "echo 'crashy: GITHUB_TOKEN is not set' >&2; exit 3"],
+        }}})
+        .to_string(),
+    );
+    let model = OfflineModel::scenario("e2e.toml", &sandbox);
+    let mut session = model.spawn(PiLine::Current, &sandbox, &[], &[], outer_40_rows(120));
+    wait_for_idle_prompt(&session, &sandbox, "scripted-e2e");
+    slash(&session, "/unipi:doctor", START);
+    let at = format!("{}:2:", file.display());
+    session
+        .wait_for("the doctor's overlay", START, |s| {
+            let text = s.contents();
+            text.contains("unipi-tui doctor")
+                && text.contains("2 broken")
+                && text.contains(&at)
+                && text.contains("MCP crashy")
+                && text.contains("GITHUB_TOKEN is not set")
+                && text.contains("loaded in this Pi")
+                && text.contains("1.6.0, the current")
+        })
+        .unwrap_or_else(|err| panic!("{err:#}\n{}", sandbox.log_tail(40)));
+    // The end of the report: the terminal as the workbench set it up, and the directories.
+    session.send(b"\x1b[F");
+    session
+        .wait_for("the end of the report", START, |s| {
+            let text = s.contents();
+            text.contains("the kitty keyboard protocol is in use") && text.contains("log dir")
+        })
+        .unwrap_or_else(|err| panic!("{err:#}\n{}", sandbox.log_tail(40)));
+    session.send(b"\x1b");
+    session
+        .wait_for("the overlay closed", START, |s| {
+            !s.contents().contains("unipi-tui doctor")
+        })
+        .unwrap();
+    assert_eq!(
+        exit_pi(&mut session, KITTY_CTRL_D, Duration::from_secs(30)),
+        0
+    );
+}
