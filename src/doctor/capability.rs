@@ -1,5 +1,6 @@
 //! `/unipi:doctor`: the same report as `unipi-tui doctor`, made in the background (it starts
-//! MCP servers, which takes longer than a command may) and shown in a native overlay when done.
+//! MCP servers, which takes longer than a command may) and shown in a native overlay when done;
+//! in a run without the screen (`-p`), the report in words is the command's answer.
 //! Inside the workbench the bridge is known to load (the command came through it) and the
 //! terminal's keyboard protocol is the one the workbench set up.
 
@@ -57,10 +58,30 @@ impl Doctor {
         }
     }
 
-    /// Starts the checks and answers at once; the overlay opens when they are done (without a
-    /// screen, the totals and every row that is not ok come as a notice).
+    /// With a screen: starts the checks and answers at once; the overlay opens when they are
+    /// done. Without one (`-p`, `--mode json`), the report is the answer, if it is done within
+    /// [`HEADLESS_LIMIT`] (the command's own time limit is a little longer).
     async fn command(self, _call: CommandCall) -> CommandReply {
         let inputs = self.inputs();
+        if !self.ui.has_screen() {
+            return match tokio::time::timeout(HEADLESS_LIMIT, super::examine(&inputs)).await {
+                Ok(rows) => CommandReply::Notify {
+                    level: if super::is_broken(&rows) {
+                        NotifyLevel::Warning
+                    } else {
+                        NotifyLevel::Info
+                    },
+                    message: super::to_text(&rows).trim_end().to_owned(),
+                },
+                Err(_) => CommandReply::Failed {
+                    message: format!(
+                        "the checks took longer than {} s (a slow MCP server?): run `unipi-tui \
+                         doctor` in a shell for the whole report",
+                        HEADLESS_LIMIT.as_secs()
+                    ),
+                },
+            };
+        }
         let ui = self.ui.clone();
         tokio::spawn(async move {
             let rows = super::examine(&inputs).await;
@@ -73,12 +94,14 @@ impl Doctor {
     }
 }
 
-/// The report in the overlay, or in words where there is no screen.
+/// How long a run without a screen waits for the report.
+const HEADLESS_LIMIT: std::time::Duration = std::time::Duration::from_secs(8);
+
+/// The report in the overlay (or, should the screen have gone meanwhile, its totals as a
+/// notice, which the log keeps).
 pub(super) fn show(ui: &Ui, rows: Vec<super::DoctorRow>) {
-    if ui.has_screen() {
-        ui.open(super::view::doctor_view(rows, ui.keymap()));
-    } else {
-        ui.notice(super::to_text(&rows));
+    if !ui.open(super::view::doctor_view(rows.clone(), ui.keymap())) {
+        tracing::info!("doctor: {}", super::to_text(&rows));
     }
 }
 

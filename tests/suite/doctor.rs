@@ -376,3 +376,45 @@ fn slash_doctor_shows_the_report_in_the_workbench() {
         0
     );
 }
+
+/// `-p /unipi:doctor`: without the workbench's screen the report is the command's answer, on
+/// stderr (stdout stays Pi's: empty), the broken config file at its line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slash_doctor_in_a_print_run_answers_with_the_report_on_stderr() {
+    use std::time::Duration;
+    use unipi_tui::pi::offline::write_agent_dir;
+    use unipi_tui::scripted::Scenario;
+
+    let pi = pi_install(PiLine::Current).unwrap();
+    let scenario =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/scenarios/headless.toml");
+    let server = unipi_tui::scripted::start(Scenario::from_file(&scenario).unwrap())
+        .await
+        .unwrap();
+    let sandbox = Sandbox::new();
+    let agent =
+        write_agent_dir(&sandbox.dir("agent"), &server.base_url(), &server.models()).unwrap();
+    let file = sandbox.project.join(".unipi/config/background-tasks.json");
+    sandbox.write(&file, "{\n  \"maxOutputBytes\": \"lots\"\n}\n");
+    let child = pi
+        .workbench(&agent, &sandbox, &["-p", "/unipi:doctor"])
+        .spawn()
+        .unwrap();
+    let output = tokio::time::timeout(Duration::from_secs(90), child.wait_with_output())
+        .await
+        .expect("unipi-tui did not finish in time")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        (output.status.code(), output.stdout.as_slice()),
+        (Some(0), &b""[..]),
+        "{stderr}"
+    );
+    assert!(stderr.contains("unipi-tui: /unipi:doctor: ok"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("broken   config       {}:2:", file.display())),
+        "{stderr}"
+    );
+    assert!(stderr.contains("loaded in this Pi"), "{stderr}");
+    assert!(stderr.contains("1 broken"), "{stderr}");
+}
