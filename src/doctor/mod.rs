@@ -49,7 +49,7 @@ pub struct DoctorArgs {
 
 /// How the outer terminal is examined.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TerminalProbe {
+pub(crate) enum TerminalProbe {
     /// stdin and stdout are a terminal nobody else reads: query it.
     Query,
     /// Not a terminal: skipped.
@@ -60,7 +60,7 @@ pub enum TerminalProbe {
 
 /// How the bridge is examined.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum BridgeProbe {
+pub(crate) enum BridgeProbe {
     /// Start Pi briefly with the extension and wait for it to connect.
     Run,
     /// The command came through it: it is loaded, in this Pi.
@@ -68,7 +68,7 @@ pub enum BridgeProbe {
 }
 
 /// What the report is made from.
-pub struct Inputs {
+pub(crate) struct Inputs {
     pub home: Option<PathBuf>,
     pub workspace: PathBuf,
     pub pi_bin: Option<PathBuf>,
@@ -81,7 +81,7 @@ pub struct Inputs {
 }
 
 /// Every check, in the order shown.
-pub async fn examine(inputs: &Inputs) -> Vec<DoctorRow> {
+pub(crate) async fn examine(inputs: &Inputs) -> Vec<DoctorRow> {
     let mut rows = Vec::new();
     let pi = match &inputs.pi {
         Some(pi) => {
@@ -189,7 +189,7 @@ pub fn to_json(rows: &[DoctorRow]) -> serde_json::Value {
 }
 
 /// Whether the report fails the command.
-pub fn is_broken(rows: &[DoctorRow]) -> bool {
+pub(crate) fn is_broken(rows: &[DoctorRow]) -> bool {
     rows.iter().any(|r| r.status == DoctorStatus::Broken)
 }
 

@@ -54,68 +54,21 @@ async fn run_bridge(
     workspace: &Path,
     cache_dir: &Path,
 ) -> anyhow::Result<(String, Option<PathBuf>)> {
-    use anyhow::{Context as _, anyhow, bail};
+    use anyhow::{Context as _, bail};
     let (tx, mut events) = mpsc::channel(64);
     let host = BridgeHost::start(Arc::new(Registry::new()), tx)
         .await
         .context("the bridge host could not start")?;
     let extension = crate::bridge::extension_file(cache_dir)?;
     let env = host.register_agent(AgentId::main())?;
-    let mut command = tokio::process::Command::new(&pi.program);
-    command
-        .args(&pi.args)
-        .args(["--mode", "rpc", "--no-session"])
-        .arg("-e")
-        .arg(&extension)
-        .current_dir(workspace)
-        .envs(pi.env.iter().map(|(key, value)| (key, value)))
-        .envs(crate::pi::compile_cache::env_for(workspace, &pi.env))
-        .envs(env)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    // Pi 1.x would start its own MCP servers too; the workbench runs it with --no-mcp.
-    if pi
-        .version
-        .as_deref()
-        .is_some_and(|version| crate::pi::version_at_least(version, "1.0.0"))
-    {
-        command.arg("--no-mcp");
-    }
-    let (mut child, group) = command
+    let (mut child, group) = pi_with_bridge(pi, workspace, &extension, env)
         .spawn_grouped()
         .with_context(|| format!("cannot start {}", pi.program.display()))?;
     let mut stderr = child.stderr.take();
-    let outcome = tokio::time::timeout(BRIDGE_LIMIT, async {
-        loop {
-            tokio::select! {
-                event = events.recv() => match event {
-                    Some(BridgeEvent::Connected { pi_version, protocol, .. }) => {
-                        // Pi's own process, however it was launched (a wrapper, a shim).
-                        let members = crate::sys::procfs::table()
-                            .into_iter()
-                            .filter(|stat| stat.pgid == group.raw())
-                            .map(|stat| stat.pid);
-                        let detail = format!(
-                            "{} loaded in Pi {pi_version} (protocol {protocol})",
-                            extension.display()
-                        );
-                        return Ok((detail, node_among(members)));
-                    }
-                    Some(BridgeEvent::Fault { message, .. }) => {
-                        return Err(anyhow!("the extension was refused: {message}"));
-                    }
-                    Some(_) => {}
-                    None => return Err(anyhow!("the bridge host stopped")),
-                },
-                status = child.wait() => {
-                    let status = status.map_or_else(|e| e.to_string(), |s| s.to_string());
-                    return Err(anyhow!("Pi exited ({status}) before the extension connected"));
-                }
-            }
-        }
-    })
+    let outcome = tokio::time::timeout(
+        BRIDGE_LIMIT,
+        connected(&mut events, &mut child, group, &extension),
+    )
     .await;
     // Closing stdin ends an RPC-mode Pi; the group is killed in case it does not.
     drop(child.stdin.take());
@@ -127,29 +80,90 @@ async fn run_bridge(
     }
     let _ = child.wait().await;
     host.shutdown().await;
-    let tail = async {
-        let mut text = String::new();
-        if let Some(stderr) = stderr.as_mut() {
-            let _ = stderr.read_to_string(&mut text).await;
-        }
-        last_lines(&text)
-    };
+    let mut text = String::new();
+    if let Some(stderr) = stderr.as_mut() {
+        let _ = stderr.read_to_string(&mut text).await;
+    }
+    let tail = last_lines(&text);
     match outcome {
-        Ok(Ok(detail)) => Ok(detail),
-        Ok(Err(err)) => {
-            let tail = tail.await;
-            if tail.is_empty() {
-                Err(err)
-            } else {
-                bail!("{err:#}: {tail}")
-            }
-        }
+        Ok(Ok(found)) => Ok(found),
+        Ok(Err(err)) if tail.is_empty() => Err(err),
+        Ok(Err(err)) => bail!("{err:#}: {tail}"),
         Err(_) => bail!(
             "Pi did not load {} within {}s{}",
             extension.display(),
             BRIDGE_LIMIT.as_secs(),
-            with_tail(&tail.await)
+            with_tail(&tail)
         ),
+    }
+}
+
+/// `pi --mode rpc --no-session -e <extension>` as the workbench would start it, with the
+/// bridge's environment; Pi 1.x also gets `--no-mcp`, as in the workbench.
+fn pi_with_bridge(
+    pi: &PiCommand,
+    workspace: &Path,
+    extension: &Path,
+    bridge_env: Vec<(String, String)>,
+) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(&pi.program);
+    command
+        .args(&pi.args)
+        .args(["--mode", "rpc", "--no-session"])
+        .arg("-e")
+        .arg(extension)
+        .current_dir(workspace)
+        .envs(pi.env.iter().map(|(key, value)| (key, value)))
+        .envs(crate::pi::compile_cache::env_for(workspace, &pi.env))
+        .envs(bridge_env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    if pi
+        .version
+        .as_deref()
+        .is_some_and(|version| crate::pi::version_at_least(version, "1.0.0"))
+    {
+        command.arg("--no-mcp");
+    }
+    command
+}
+
+/// Waits for the extension in `child` to connect: what it said, and the Node running Pi.
+async fn connected(
+    events: &mut mpsc::Receiver<BridgeEvent>,
+    child: &mut tokio::process::Child,
+    group: crate::sys::ProcessGroup,
+    extension: &Path,
+) -> anyhow::Result<(String, Option<PathBuf>)> {
+    use anyhow::anyhow;
+    loop {
+        tokio::select! {
+            event = events.recv() => match event {
+                Some(BridgeEvent::Connected { pi_version, protocol, .. }) => {
+                    // Pi's own process, however it was launched (a wrapper, a shim).
+                    let members = crate::sys::procfs::table()
+                        .into_iter()
+                        .filter(|stat| stat.pgid == group.raw())
+                        .map(|stat| stat.pid);
+                    let detail = format!(
+                        "{} loaded in Pi {pi_version} (protocol {protocol})",
+                        extension.display()
+                    );
+                    return Ok((detail, node_among(members)));
+                }
+                Some(BridgeEvent::Fault { message, .. }) => {
+                    return Err(anyhow!("the extension was refused: {message}"));
+                }
+                Some(_) => {}
+                None => return Err(anyhow!("the bridge host stopped")),
+            },
+            status = child.wait() => {
+                let status = status.map_or_else(|e| e.to_string(), |s| s.to_string());
+                return Err(anyhow!("Pi exited ({status}) before the extension connected"));
+            }
+        }
     }
 }
 
