@@ -7,7 +7,7 @@ use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
-use crate::overlay::{BORDER, render_scrolled, text_width};
+use crate::overlay::{BORDER, centred_box, render_scrolled, text_width};
 use crate::text::{truncate_end, width, wrap};
 use crate::theme::Theme;
 
@@ -80,20 +80,9 @@ impl DoctorModel {
 /// Where the box goes on `screen`: centred, as wide as the screen allows up to 120 columns, as
 /// tall as its rows.
 pub fn doctor_area(model: &DoctorModel, screen: Rect) -> Rect {
-    let width = screen
-        .width
-        .saturating_sub(4)
-        .clamp(1, MAX_WIDTH)
-        .min(screen.width);
-    let rows = lines(model, text_width(width), &Theme::plain()).len();
-    let wanted = u16::try_from(rows + 2 * BORDER).unwrap_or(u16::MAX);
-    let height = wanted.min(screen.height);
-    Rect::new(
-        screen.x + (screen.width - width) / 2,
-        screen.y + (screen.height - height) / 2,
-        width,
-        height,
-    )
+    centred_box(screen, MAX_WIDTH, |width| {
+        lines(model, text_width(width), &Theme::plain()).len()
+    })
 }
 
 /// The largest useful `scroll` on `screen`.

@@ -6,7 +6,7 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
-use crate::overlay::{BORDER, render_scrolled, text_width};
+use crate::overlay::{BORDER, centred_box, render_scrolled, text_width};
 use crate::text::{width, wrap};
 use crate::theme::Theme;
 
@@ -26,20 +26,9 @@ pub struct NoticeModel {
 
 /// Where the box goes on `screen`: centred, as tall as its wrapped messages allow.
 pub fn notice_area(model: &NoticeModel, screen: Rect) -> Rect {
-    let width = screen
-        .width
-        .saturating_sub(4)
-        .clamp(1, MAX_WIDTH)
-        .min(screen.width);
-    let rows = lines(model, text_width(width)).len();
-    let wanted = u16::try_from(rows + 2 * BORDER).unwrap_or(u16::MAX);
-    let height = wanted.min(screen.height);
-    Rect::new(
-        screen.x + (screen.width - width) / 2,
-        screen.y + (screen.height - height) / 2,
-        width,
-        height,
-    )
+    centred_box(screen, MAX_WIDTH, |width| {
+        lines(model, text_width(width)).len()
+    })
 }
 
 /// The largest useful `scroll` on `screen`.

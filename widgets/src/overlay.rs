@@ -62,6 +62,25 @@ pub fn frame(
     }
 }
 
+/// A box centred on `screen`: as wide as the screen allows (two columns kept free on each side)
+/// up to `max_width`, and tall enough for the content rows `rows(width)` gives at that width
+/// (borders included), up to the screen's height.
+pub fn centred_box(screen: Rect, max_width: u16, rows: impl FnOnce(u16) -> usize) -> Rect {
+    let width = screen
+        .width
+        .saturating_sub(4)
+        .clamp(1, max_width)
+        .min(screen.width);
+    let wanted = u16::try_from(rows(width) + 2 * BORDER).unwrap_or(u16::MAX);
+    let height = wanted.min(screen.height);
+    Rect::new(
+        screen.x + (screen.width - width) / 2,
+        screen.y + (screen.height - height) / 2,
+        width,
+        height,
+    )
+}
+
 /// The columns a hint on the bottom border of a box `box_width` wide may take (the corners and
 /// the position marker keep the rest); a longer one is cut.
 pub fn hint_room(box_width: u16) -> usize {
