@@ -418,3 +418,55 @@ async fn slash_doctor_in_a_print_run_answers_with_the_report_on_stderr() {
     assert!(stderr.contains("loaded in this Pi"), "{stderr}");
     assert!(stderr.contains("1 broken"), "{stderr}");
 }
+
+/// In a terminal, `unipi-tui doctor` asks it for the kitty keyboard protocol: a terminal that
+/// answers (kitty) is ok, one that answers only DA1 (xterm) is a warning with the fix; the
+/// terminal is left as it was (no raw mode, nothing pushed).
+#[test]
+fn in_a_terminal_the_keyboard_protocol_is_asked_for() {
+    use crate::support::term::{OuterModes, OuterOptions, Session};
+    use std::time::Duration;
+
+    for (kitty, expected) in [
+        (
+            true,
+            "ok       keyboard     the terminal speaks the kitty keyboard protocol",
+        ),
+        (false, "warning  keyboard     no kitty keyboard protocol"),
+    ] {
+        let sandbox = Sandbox::new();
+        let pi = pi_install(PiLine::Current).unwrap();
+        let pi_bin = pi.bin.display().to_string();
+        let mut env = sandbox.env();
+        if let Some(node) = &pi.node_bin_dir {
+            let path = std::env::var("PATH").unwrap_or_default();
+            env.push(("PATH", format!("{}:{path}", node.display())));
+        }
+        env.push(("COLORTERM", "truecolor".to_owned()));
+        let mut session = Session::spawn(
+            Path::new(binary()),
+            &["doctor", "--pi-bin", &pi_bin],
+            &env,
+            &sandbox.project,
+            OuterOptions {
+                rows: 40,
+                cols: 160,
+                kitty,
+            },
+        )
+        .unwrap();
+        let code = session.wait_exit(Duration::from_secs(90)).unwrap();
+        let screen = session.screen_text();
+        assert_eq!(code, 0, "{screen}");
+        assert!(screen.contains(expected), "{screen}");
+        assert!(
+            screen.contains("ok       colour       24-bit colour (COLORTERM=truecolor)"),
+            "{screen}"
+        );
+        assert!(
+            screen.contains("ok       clipboard    copies go out as OSC 52 (TERM=xterm-256color)"),
+            "{screen}"
+        );
+        assert_eq!(session.modes(), OuterModes::restored(), "{screen}");
+    }
+}
