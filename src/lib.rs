@@ -27,6 +27,7 @@ pub mod http;
 #[cfg(test)]
 mod layering;
 pub mod mcp;
+pub mod migrate;
 pub mod notify;
 pub mod pane;
 pub mod pi;

@@ -72,7 +72,7 @@ pub fn read_module_config(
 }
 
 /// The same file, also through symlinks or `..`.
-fn same_file(a: &Path, b: &Path) -> bool {
+pub(crate) fn same_file(a: &Path, b: &Path) -> bool {
     a == b
         || matches!(
             (std::fs::canonicalize(a), std::fs::canonicalize(b)),
