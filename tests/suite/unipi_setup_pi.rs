@@ -112,3 +112,55 @@ fn a_unipi_users_mcp_files_start_the_same_servers_and_their_tools_answer_the_mod
         servers() == 0
     });
 }
+
+/// `unipi-tui migrate` as a user runs it: in the project, with HOME apart. The dry run writes
+/// nothing; `--apply` writes our `mcp.json` (0600) and says so; Unipi's file stays as it was.
+#[test]
+fn migrate_from_the_command_line_dry_run_then_apply() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let sandbox = Sandbox::new();
+    let (home, project) = (&sandbox.home, &sandbox.project);
+    let unipi = project.join(".unipi/config/mcp/mcp-config.json");
+    write_json(
+        &unipi,
+        &json!({"mcpServers": {"db": {"command": "db-mcp", "args": [], "env": {"TOKEN": "t"}}}}),
+    );
+    let ours = project.join(".unipi/config/mcp.json");
+    let migrate = |args: &[&str]| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_unipi-tui"))
+            .arg("migrate")
+            .args(args)
+            .current_dir(project)
+            .env_clear()
+            .envs(sandbox.env())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&output.stdout).into_owned();
+        assert!(
+            output.status.success(),
+            "{text}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        text
+    };
+    let dry = migrate(&[]);
+    assert!(dry.contains("dry run, nothing is written"), "{dry}");
+    let heading = format!("{} → {}", unipi.display(), ours.display());
+    assert!(dry.contains(&heading), "{dry}");
+    assert!(dry.contains("  mcpServers.db → mcpServers.db\n"), "{dry}");
+    assert!(!ours.exists() && !home.join(".unipi").exists());
+
+    let applied = migrate(&["--apply"]);
+    assert!(
+        applied.contains(&format!("wrote {}\n", ours.display())),
+        "{applied}"
+    );
+    let written: Value = serde_json::from_str(&std::fs::read_to_string(&ours).unwrap()).unwrap();
+    assert_eq!(
+        written,
+        json!({"mcpServers": {"db": {"command": "db-mcp", "args": [], "env": {"TOKEN": "t"}}}})
+    );
+    let mode = std::fs::metadata(&ours).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    assert!(unipi.exists(), "Unipi's file stays");
+}
