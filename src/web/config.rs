@@ -1,6 +1,6 @@
 //! The web settings file: `~/.unipi/config/web.json`, overridden key by key by
 //! `<workspace>/.unipi/config/web.json`. A bad file or key is a
-//! [`ConfigError`] with path, line and column, and the default stays in
+//! [`ConfigError`](crate::config::ConfigError) with path, line and column, and the default stays in
 //! force for it.
 //!
 //! ```json
