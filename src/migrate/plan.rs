@@ -13,6 +13,7 @@ use crate::compactor::config::{CONFIG_FILE as COMPACTOR_FILE, UNIPI_GLOBAL_FILE}
 use crate::config::footer::FOOTER_FILE;
 use crate::config::json::Doc;
 use crate::mcp::config::{UNIPI_SERVERS_FILE, UNIPI_SWITCHES_FILE};
+use crate::web::config::{UNIPI_AUTH_FILE, UNIPI_CONFIG_FILE, WEB_CONFIG_FILE};
 
 /// Our MCP file at each level.
 const MCP_FILE: &str = ".unipi/config/mcp.json";
@@ -136,15 +137,7 @@ pub fn plan(home: Option<&Path>, workspace: &Path, pi_settings: Option<&Path>) -
             let why = "read as it is (`enabled` and `types.<name>.enabled` are honoured)";
             plan.leave(&subagents, "", why);
         }
-        for file in crate::web::config::WEB_CONFIG_FILES
-            .iter()
-            .filter(|file| **file != crate::web::config::WEB_CONFIG_FILE)
-        {
-            let file = root.join(file);
-            if file.exists() {
-                plan.leave(&file, "", "read as it is, under web.json");
-            }
-        }
+        plan.web(root);
     }
     plan
 }
@@ -372,6 +365,63 @@ impl Plan {
         }
     }
 
+    /// Unipi's `web-api/config.json` and `auth.json` under `root` into our `web.json` there (which
+    /// holds the keys, so it is written 0600).
+    fn web(&mut self, root: &Path) {
+        let target = root.join(WEB_CONFIG_FILE);
+        let config_file = root.join(UNIPI_CONFIG_FILE);
+        let config = self.read(&config_file).map(Value::Object);
+        for (path, leaf) in config.iter().flat_map(|config| leaves(Vec::new(), config)) {
+            let from_key = path.join(".");
+            let to: Option<(&str, Value)> = match from_key.as_str() {
+                "smartFetch.maxChars" => Some(("maxChars", leaf.clone())),
+                "smartFetch.batchConcurrency" => Some(("batchConcurrency", leaf.clone())),
+                "smartFetch.timeoutMs" => Some(("timeoutSeconds", seconds(leaf))),
+                "smartFetch.removeImages" => leaf.as_bool().map(|r| ("includeImages", json!(!r))),
+                "cache.enabled" if leaf == &json!(false) => Some(("cacheTtlSeconds", json!(0))),
+                "cache.ttlMs" => Some(("cacheTtlSeconds", seconds(leaf))),
+                _ => None,
+            };
+            let provider = match path.as_slice() {
+                [providers, id, enabled] if providers == "providers" && enabled == "enabled" => {
+                    Some(id.as_str()).filter(|id| *id != "jina-reader")
+                }
+                _ => None,
+            };
+            let to = match (to, provider.map(|id| (id, web_provider(id)))) {
+                (Some((key, value)), _) => Some((vec![key.to_owned()], value)),
+                (None, Some((_, Some(name)))) => {
+                    Some((provider_key(name, "enabled"), leaf.clone()))
+                }
+                _ => None,
+            };
+            match to {
+                Some((to, value)) => {
+                    let change = moved(&config_file, &from_key, to).value(value);
+                    self.target(target.clone(), true).add(change);
+                }
+                None => self.leave(&config_file, &from_key, "no counterpart in web.json"),
+            }
+        }
+        let auth_file = root.join(UNIPI_AUTH_FILE);
+        let Some(auth) = self.read(&auth_file) else {
+            return;
+        };
+        // Jina Search's key before Jina Reader's: the first one given stays (as when reading).
+        let mut ids: Vec<&String> = auth.keys().collect();
+        ids.sort_by_key(|id| *id == "jina-reader");
+        for id in ids {
+            match web_provider(id).filter(|_| id != "duckduckgo" && id != "searxng") {
+                Some(name) => {
+                    let change = moved(&auth_file, id, provider_key(name, "apiKey"));
+                    self.target(target.clone(), true)
+                        .add(change.value(auth[id].clone()));
+                }
+                None => self.leave(&auth_file, id, "no such search provider in unipi-tui"),
+            }
+        }
+    }
+
     /// Writes every file of ours that changes; each with what came of it.
     pub fn apply(&self) -> Vec<(PathBuf, anyhow::Result<()>)> {
         let changed = self.targets.iter().filter(|target| target.changed());
@@ -470,6 +520,18 @@ impl Move {
     fn unit(self, unit: usize) -> Move {
         Move { unit, ..self }
     }
+}
+
+/// Our name of Unipi's provider `id`.
+fn web_provider(id: &str) -> Option<&'static str> {
+    crate::web::search::unipi_provider(id)
+}
+
+/// `search.providers.<name>.<key>` in `web.json`.
+fn provider_key(name: &str, key: &str) -> Vec<String> {
+    ["search", "providers", name, key]
+        .map(str::to_owned)
+        .to_vec()
 }
 
 fn cooldown_seconds() -> Vec<String> {

@@ -332,3 +332,58 @@ fn nothing_to_migrate() {
         "{report}"
     );
 }
+
+/// Unipi's `web-api/config.json` and `auth.json` move into `web.json` (0600: it holds the keys),
+/// and the web settings read the same after as before.
+#[test]
+fn web_api_files_move_into_web_json() {
+    let base = tempfile::tempdir().unwrap();
+    let (home, project) = (base.path().join("home"), base.path().join("p"));
+    std::fs::create_dir_all(&project).unwrap();
+    write(
+        &home.join(".unipi/config/web-api/config.json"),
+        &json!({"smartFetch": {"maxChars": 20_000, "timeoutMs": 8_000, "removeImages": true,
+                               "browser": "chrome_145"},
+                "cache": {"enabled": false, "ttlMs": 60_000},
+                "providers": {"brave": {"enabled": false}, "jina-reader": {"enabled": false},
+                              "firecrawl": {"enabled": true}}}),
+    );
+    write(
+        &home.join(".unipi/config/web-api/auth.json"),
+        &json!({"tavily": "tvly-1", "jina-reader": "jr-2", "jina-search": "js-3", "firecrawl": "fc-4"}),
+    );
+    let load = || crate::web::config::WebConfig::load(Some(&home), &project);
+    let (before, errors) = load();
+    assert_eq!(errors, []);
+    let (report, ok) = run(Some(&home), &project, true);
+    assert!(ok, "{report}");
+    for line in [
+        "~/.unipi/config/web-api/config.json → ~/.unipi/config/web.json\n",
+        "  smartFetch.timeoutMs → timeoutSeconds\n",
+        "  smartFetch.removeImages → includeImages\n",
+        "  cache.enabled → cacheTtlSeconds\n",
+        "  cache.ttlMs → cacheTtlSeconds: kept the value given above\n",
+        "  providers.brave.enabled → search.providers.brave.enabled\n",
+        "  jina-search → search.providers.jina.apiKey\n",
+        "  jina-reader → search.providers.jina.apiKey: kept the value given above\n",
+        "  ~/.unipi/config/web-api/config.json smartFetch.browser: no counterpart in web.json\n",
+        "  ~/.unipi/config/web-api/auth.json firecrawl: no such search provider in unipi-tui\n",
+        "wrote ~/.unipi/config/web.json\n",
+    ] {
+        assert!(report.contains(line), "{line:?} in\n{report}");
+    }
+    let web = home.join(".unipi/config/web.json");
+    assert_eq!(
+        read(&web),
+        json!({"maxChars": 20_000, "timeoutSeconds": 8, "includeImages": false,
+               "cacheTtlSeconds": 0,
+               "search": {"providers": {"brave": {"enabled": false},
+                                        "jina": {"apiKey": "js-3"},
+                                        "tavily": {"apiKey": "tvly-1"}}}})
+    );
+    let mode = std::fs::metadata(&web).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let (after, errors) = load();
+    assert_eq!(errors, []);
+    assert_eq!(after, before, "the same web settings");
+}
