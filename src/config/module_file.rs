@@ -96,7 +96,7 @@ pub trait ModuleConfig: Default + Sized {
 }
 
 /// Pi's settings file, in Pi's agent directory ([`super::pi_settings_file`]).
-pub const PI_SETTINGS: &str = "settings.json";
+pub(super) const PI_SETTINGS: &str = "settings.json";
 
 /// `text`, the contents of `path`, as a JSON object given to `read`; what is wrong with it is
 /// added to `errors` (in file order when the style says so). `None` when it is not a JSON object.

@@ -7,7 +7,8 @@
 //! Rules: a key our file already has is kept (ours wins, and the report says so); our file is
 //! merged into, never replaced, and one that is not a JSON object is not touched; every write is
 //! crash-safe ([`crate::sys::write_atomic`]) and a file that may hold secrets (`mcp.json`: its
-//! servers' `env` and `headers`) is made 0600; Unipi's own files are never changed or removed.
+//! servers' `env` and `headers`; `web.json`: the search keys) is made 0600; Unipi's own files are
+//! never changed or removed.
 
 mod plan;
 #[cfg(test)]
@@ -19,7 +20,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-pub use plan::{Outcome, Plan, plan};
+use plan::plan;
 
 /// The subcommand's word.
 pub const SUBCOMMAND: &str = "migrate";

@@ -22,11 +22,11 @@ const FOOTER_LOOKS: [&str; 4] = ["separator", "iconStyle", "zoneSeparator", "sho
 
 /// One key of a Unipi file and where it goes in ours.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Move {
-    pub from: PathBuf,
-    pub from_key: String,
-    pub to: Vec<String>,
-    pub value: Value,
+pub(super) struct Move {
+    pub(super) from: PathBuf,
+    pub(super) from_key: String,
+    pub(super) to: Vec<String>,
+    pub(super) value: Value,
     /// How much of `to` is one setting: a server (`mcpServers.<name>`, 2) is kept or moved whole,
     /// a flag (its whole path) alone.
     unit: usize,
@@ -36,7 +36,7 @@ pub struct Move {
 
 /// What a move comes to.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Outcome {
+pub(super) enum Outcome {
     /// Written to our file.
     Added,
     /// Our file already says the same.
@@ -52,14 +52,14 @@ pub enum Outcome {
 
 /// One file of ours and the moves into it.
 #[derive(Debug)]
-pub struct Target {
-    pub file: PathBuf,
+pub(super) struct Target {
+    pub(super) file: PathBuf,
     /// May hold secrets (`env`, `headers`): written 0600.
     secret: bool,
     /// The file as it is (empty when there is none); `None` when it is not a JSON object.
     original: Option<Map<String, Value>>,
     merged: Map<String, Value>,
-    pub moves: Vec<(Move, Outcome)>,
+    pub(super) moves: Vec<(Move, Outcome)>,
 }
 
 impl Target {
@@ -98,16 +98,16 @@ impl Target {
 
 /// Everything a migration would do.
 #[derive(Debug, Default)]
-pub struct Plan {
-    pub targets: Vec<Target>,
+pub(super) struct Plan {
+    pub(super) targets: Vec<Target>,
     /// (file, key, why): what stays where it is.
-    pub left_alone: Vec<(PathBuf, String, String)>,
+    pub(super) left_alone: Vec<(PathBuf, String, String)>,
     /// Files that could not be read, with where and why.
-    pub problems: Vec<String>,
+    pub(super) problems: Vec<String>,
 }
 
 /// The migration of `home` and `workspace`; `pi_settings` is Pi's user `settings.json`.
-pub fn plan(home: Option<&Path>, workspace: &Path, pi_settings: Option<&Path>) -> Plan {
+pub(super) fn plan(home: Option<&Path>, workspace: &Path, pi_settings: Option<&Path>) -> Plan {
     let mut plan = Plan::default();
     let same = home.is_some_and(|home| crate::config::same_file(home, workspace));
     let levels: Vec<&Path> = match home {
@@ -423,7 +423,7 @@ impl Plan {
     }
 
     /// Writes every file of ours that changes; each with what came of it.
-    pub fn apply(&self) -> Vec<(PathBuf, anyhow::Result<()>)> {
+    pub(super) fn apply(&self) -> Vec<(PathBuf, anyhow::Result<()>)> {
         let changed = self.targets.iter().filter(|target| target.changed());
         changed
             .map(|target| (target.file.clone(), write(target)))
@@ -431,7 +431,7 @@ impl Plan {
     }
 
     /// The report: each move (grouped by file → file), what is left alone, the problems.
-    pub fn render(&self, home: Option<&Path>, apply: bool) -> String {
+    pub(super) fn render(&self, home: Option<&Path>, apply: bool) -> String {
         let mut text = match apply {
             true => "unipi-tui migrate: moving the Unipi setup into unipi-tui's files\n".to_owned(),
             false => "unipi-tui migrate: dry run, nothing is written (`unipi-tui migrate \
@@ -485,7 +485,7 @@ impl Plan {
 }
 
 /// `path` with the home directory as `~`.
-pub(crate) fn show(home: Option<&Path>, path: &Path) -> String {
+pub(super) fn show(home: Option<&Path>, path: &Path) -> String {
     match home.and_then(|home| path.strip_prefix(home).ok()) {
         Some(rest) => format!("~/{}", rest.display()),
         None => path.display().to_string(),
