@@ -139,6 +139,7 @@ async fn startup(bin: &Path, count: usize) -> Result<Duration> {
         servers,
         settings: McpSettings::default(),
         errors: Vec::new(),
+        notices: Vec::new(),
     });
     let started = Instant::now();
     manager.start_all();
@@ -185,6 +186,7 @@ async fn manager_calls(bin: &Path, plan: &Plan) -> Result<Vec<Duration>> {
         servers: vec![server("everything", bin)],
         settings: McpSettings::default(),
         errors: Vec::new(),
+        notices: Vec::new(),
     });
     manager.start_all();
     if !manager.wait_settled(Duration::from_secs(120)).await {
@@ -269,6 +271,7 @@ async fn bridged_calls(bin: &Path, plan: &Plan) -> Result<Vec<Duration>> {
         servers: vec![server("everything", bin)],
         settings: McpSettings::default(),
         errors: Vec::new(),
+        notices: Vec::new(),
     });
     manager.start_all();
     let module = McpModule::new(manager.clone());

@@ -122,6 +122,10 @@ pub fn run() -> ExitCode {
         Some(crate::delegate::CHILD_SUBCOMMAND) => return crate::delegate::child::main(&raw[1..]),
         Some(crate::sys::watchdog::SUBCOMMAND) => return crate::sys::sweep::main(&raw[1..]),
         Some(crate::detach::daemon::SUBCOMMAND) => return crate::detach::daemon::main(),
+        Some(crate::migrate::SUBCOMMAND) => {
+            let args: Vec<OsString> = std::env::args_os().skip(1).collect();
+            return crate::migrate::main(&args);
+        }
         Some(crate::doctor::SUBCOMMAND) => {
             return crate::doctor::main(&std::env::args_os().skip(2).collect::<Vec<_>>());
         }

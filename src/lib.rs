@@ -29,6 +29,7 @@ pub mod http;
 mod layering;
 pub mod manual;
 pub mod mcp;
+pub mod migrate;
 pub mod notify;
 pub mod pane;
 pub mod pi;

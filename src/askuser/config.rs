@@ -47,6 +47,7 @@ impl Default for AskUserConfig {
 /// Keys this module does not know are left alone (the file may carry more of Unipi's).
 impl ModuleConfig for AskUserConfig {
     const FILE: &'static str = ASK_USER_CONFIG_FILE;
+    const PI_SETTINGS_KEY: Option<&'static str> = Some("askUser");
 
     fn read(&mut self, file: &mut Object<'_>) {
         file.flag("enabled", &mut self.enabled);
@@ -144,6 +145,39 @@ mod tests {
         assert!(
             errors[0].ends_with("ask-user.json:2:3: `enabled` must be true or false"),
             "{errors:?}"
+        );
+    }
+
+    /// The original Unipi kept these keys under `unipi.askUser` in Pi's `settings.json`: read
+    /// first (Pi's other keys left alone), so `ask-user.json` wins key by key; a bad value there
+    /// is named at its place.
+    #[test]
+    fn unipi_ask_user_in_pi_settings_is_read_under_ours() {
+        let dir = tempfile::tempdir().unwrap();
+        let (home, workspace) = (dir.path().join("home"), dir.path().join("work"));
+        let settings = crate::config::pi_settings_file(Some(&home)).unwrap();
+        std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+        std::fs::write(
+            &settings,
+            "{\"defaultModel\": \"x\", \"packages\": [],\n \"unipi\": {\"askUser\": {\"enabled\": false,\n  \"notifyOnAsk\": false, \"allowedFormats\": {\"freeform\": 0}}, \"info\": {}}}",
+        )
+        .unwrap();
+        let (config, errors) = AskUserConfig::load(Some(&home), &workspace);
+        assert!(!config.enabled && !config.notify_on_ask && config.freeform);
+        let errors: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            errors,
+            [format!(
+                "{}:3:44: `unipi.askUser.allowedFormats.freeform` must be true or false",
+                settings.display()
+            )]
+        );
+        write_module_file(&home, ASK_USER_CONFIG_FILE, r#"{"enabled": true}"#);
+        let (config, _) = AskUserConfig::load(Some(&home), &workspace);
+        assert!(config.enabled, "ours wins");
+        assert!(
+            !config.notify_on_ask,
+            "the rest still comes from Pi's settings"
         );
     }
 

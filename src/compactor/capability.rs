@@ -10,7 +10,7 @@ use std::sync::Arc;
 use unipi_widgets::footer::Segment;
 
 use super::command::parse_command_args;
-use super::config::{CONFIG_FILE, CompactorConfig};
+use super::config::{CONFIG_FILE, CompactorConfig, UNIPI_GLOBAL_FILE};
 use super::module::CompactorModule;
 use super::view::CompactionView;
 use crate::bridge::{
@@ -30,7 +30,11 @@ pub const REGISTRATION: Registration = Registration {
 
 fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
     // Followed: an edit of compactor.json applies to the next compaction or recall.
-    let config = live_reporting(context, &[CONFIG_FILE], CompactorConfig::load);
+    let config = live_reporting(
+        context,
+        &[UNIPI_GLOBAL_FILE, CONFIG_FILE],
+        CompactorConfig::load,
+    );
     let started = CompactorModule::start_with(config, Vec::new(), context.home, context.workspace);
     for notice in started.notices {
         context.report(notice);

@@ -2,7 +2,9 @@
 //! the auto-compaction settings and the limits of `session_recall`. Read from the home directory,
 //! then the workspace (which wins key by key); a bad value is reported with its file, line and
 //! key and the earlier value (or the default) kept. Unipi's other compactor keys (strategies,
-//! presets, sandbox) are accepted and ignored, so a Unipi config file works unchanged.
+//! presets, sandbox) are accepted and ignored, so a Unipi config file works unchanged: its global
+//! file, `~/.unipi/config/compactor/config.json`, is read first, and its `cooldownMs` beside our
+//! `cooldownSeconds` (which wins in the same object).
 
 use serde_json::Value;
 
@@ -13,6 +15,8 @@ use crate::config::module_file::{ModuleConfig, Object, Style, positive, to_usize
 
 /// The config file, under the home directory and the workspace.
 pub const CONFIG_FILE: &str = ".unipi/config/compactor.json";
+/// The original Unipi's global file (its project file was ours), read before ours.
+pub const UNIPI_GLOBAL_FILE: &str = ".unipi/config/compactor/config.json";
 
 /// Limits of `session_recall`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,6 +60,7 @@ impl Default for CompactorConfig {
 /// the errors come in the order the keys are read.
 impl ModuleConfig for CompactorConfig {
     const FILE: &'static str = CONFIG_FILE;
+    const UNIPI_FILES: &'static [&'static str] = &[UNIPI_GLOBAL_FILE];
     const STYLE: Style = Style::BACKTICKS.dotted().unsorted();
 
     fn read(&mut self, file: &mut Object<'_>) {
@@ -72,6 +77,13 @@ impl ModuleConfig for CompactorConfig {
                 percent,
                 &mut auto_config.threshold_percent,
                 |v| v.as_f64().filter(|p| (1.0..=99.0).contains(p)),
+            );
+            let cooldown = &mut auto_config.cooldown_ms;
+            auto.set(
+                "cooldownMs",
+                "a whole number of milliseconds",
+                cooldown,
+                Value::as_u64,
             );
             let seconds = "a whole number of seconds";
             auto.set(
@@ -124,6 +136,41 @@ mod tests {
                 )
             })
             .collect()
+    }
+
+    /// Unipi's `cooldownMs` is read beside our `cooldownSeconds`, which wins in the same object;
+    /// Unipi's global file comes before ours.
+    #[test]
+    fn unipi_cooldown_ms_and_global_file() {
+        let (config, errors) = CompactorConfig::from_sources(&sources(&[
+            r#"{"autoCompaction": {"cooldownMs": 90000}}"#,
+        ]));
+        assert_eq!((config.auto.cooldown_ms, errors), (90_000, vec![]));
+        let (config, _) = CompactorConfig::from_sources(&sources(&[
+            r#"{"autoCompaction": {"cooldownSeconds": 5, "cooldownMs": 90000}}"#,
+        ]));
+        assert_eq!(config.auto.cooldown_ms, 5_000, "ours wins");
+        let (_, errors) = CompactorConfig::from_sources(&sources(&[
+            "{\"autoCompaction\":\n {\"cooldownMs\": -1}}",
+        ]));
+        assert_eq!(
+            errors.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            [
+                "/cfg0/compactor.json:2:3: `autoCompaction.cooldownMs` must be a whole number of \
+              milliseconds"
+            ]
+        );
+
+        let (home, workspace) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let unipi = r#"{"overrideDefaultCompaction": false, "sessionGoals": {"enabled": true},
+            "autoCompaction": {"enabled": true, "cooldownMs": 2000}}"#;
+        crate::config::module_file::write_module_file(home.path(), UNIPI_GLOBAL_FILE, unipi);
+        let ours = r#"{"autoCompaction": {"cooldownSeconds": 30}}"#;
+        crate::config::module_file::write_module_file(workspace.path(), CONFIG_FILE, ours);
+        let (config, errors) = CompactorConfig::load(Some(home.path()), workspace.path());
+        assert_eq!(errors, []);
+        assert!(!config.override_default_compaction && config.auto.enabled);
+        assert_eq!(config.auto.cooldown_ms, 30_000);
     }
 
     #[test]

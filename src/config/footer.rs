@@ -54,6 +54,7 @@ impl Default for FooterConfig {
 /// An error names the value at fault ("expected true or false for enabled", at the value).
 impl ModuleConfig for FooterConfig {
     const FILE: &'static str = FOOTER_FILE;
+    const PI_SETTINGS_KEY: Option<&'static str> = Some("footer");
     const STYLE: Style = Style::BACKTICKS.wording(Wording::Expected);
 
     fn read(&mut self, file: &mut Object<'_>) {
@@ -437,6 +438,38 @@ mod tests {
             config.settings.groups.get("core"),
             Some(&toggles(Some(true), &[("clock", false)]))
         );
+    }
+
+    /// Unipi's `unipi.footer` where it was, in Pi's `settings.json`: read under `footer.json`.
+    #[test]
+    fn unipi_footer_in_pi_settings_is_read_under_ours() {
+        let home = tempfile::tempdir().unwrap();
+        let workspace = tempfile::tempdir().unwrap();
+        let settings = crate::config::pi_settings_file(Some(home.path())).unwrap();
+        std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+        let text = r#"{"theme": "dark", "unipi": {"footer": {"enabled": false, "preset": "minimal",
+            "separator": "slash", "groups": {"core": {"segments": {"clock": "no"}}}}}}"#;
+        std::fs::write(&settings, text).unwrap();
+        let (config, errors) = FooterConfig::load(Some(home.path()), workspace.path());
+        assert!(!config.enabled);
+        assert_eq!(config.settings.preset, Preset::Minimal);
+        let errors: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(
+            errors[0].starts_with(&format!(
+                "{}:2:77: expected true or false for unipi.footer.groups.core.segments.clock",
+                settings.display()
+            )),
+            "{errors:?}"
+        );
+        super::super::module_file::write_module_file(
+            workspace.path(),
+            FOOTER_FILE,
+            r#"{"enabled": true}"#,
+        );
+        let (config, _) = FooterConfig::load(Some(home.path()), workspace.path());
+        assert!(config.enabled, "ours wins");
+        assert_eq!(config.settings.preset, Preset::Minimal);
     }
 
     #[test]

@@ -72,12 +72,25 @@ pub fn read_module_config(
 }
 
 /// The same file, also through symlinks or `..`.
-fn same_file(a: &Path, b: &Path) -> bool {
+pub(crate) fn same_file(a: &Path, b: &Path) -> bool {
     a == b
         || matches!(
             (std::fs::canonicalize(a), std::fs::canonicalize(b)),
             (Ok(a), Ok(b)) if a == b
         )
+}
+
+/// Pi's agent directory: `PI_CODING_AGENT_DIR`, else `~/.pi/agent`.
+pub fn pi_agent_dir(home: Option<&Path>) -> Option<PathBuf> {
+    let dir = std::env::var_os("PI_CODING_AGENT_DIR").filter(|dir| !dir.is_empty());
+    dir.map(PathBuf::from)
+        .or_else(|| home.map(|home| home.join(".pi/agent")))
+}
+
+/// Pi's user `settings.json`, where the original Unipi kept `unipi.askUser`, `unipi.footer` and
+/// `unipi.info`.
+pub fn pi_settings_file(home: Option<&Path>) -> Option<PathBuf> {
+    pi_agent_dir(home).map(|dir| dir.join(module_file::PI_SETTINGS))
 }
 
 /// The workbench's config directory, if a home directory is known.

@@ -24,6 +24,13 @@ pub trait ModuleConfig: Default + Sized {
     /// Whether a file that is not JSON (or not an object) is reported here; `false` when the
     /// file is another module's, which reports it.
     const OWNS_FILE: bool = true;
+    /// The original Unipi's files of this module, read before [`ModuleConfig::FILE`] (each home,
+    /// then workspace), so ours wins where both set a key; [`ModuleConfig::read`] tells them by
+    /// [`Object::path`].
+    const UNIPI_FILES: &'static [&'static str] = &[];
+    /// The object under `unipi` in Pi's `settings.json` where the original Unipi kept this
+    /// module's settings (`askUser`), read first of all and given to [`ModuleConfig::read`].
+    const PI_SETTINGS_KEY: Option<&'static str> = None;
 
     /// One file's keys over the config read so far.
     fn read(&mut self, file: &mut Object<'_>);
@@ -31,10 +38,25 @@ pub trait ModuleConfig: Default + Sized {
     /// After every file was read (lowest precedence first): checks across keys and files.
     fn finish(&mut self, _files: &[Doc<'_>], _errors: &mut Vec<ConfigError>) {}
 
-    /// The defaults, then `<home>/FILE`, then `<workspace>/FILE` (read once when both are the
-    /// same file); the files that could not be read are reported first.
+    /// The defaults, then Pi's `settings.json` (with a [`ModuleConfig::PI_SETTINGS_KEY`]), then
+    /// each of [`ModuleConfig::UNIPI_FILES`] and `FILE`: `<home>/…`, then `<workspace>/…` (read
+    /// once when both are the same file); the files that could not be read are reported first.
     fn load(home: Option<&Path>, workspace: &Path) -> (Self, Vec<ConfigError>) {
-        let (sources, mut errors) = super::read_module_config(home, workspace, Self::FILE);
+        let mut sources = Vec::new();
+        let mut errors = Vec::new();
+        if let Some(file) =
+            super::pi_settings_file(home).filter(|_| Self::PI_SETTINGS_KEY.is_some())
+        {
+            // Pi's own file: Pi reports what is wrong with it, not each module again.
+            if let Ok(Some(text)) = super::error::read_user_file(Some(&file)) {
+                sources.push((file, text));
+            }
+        }
+        for file in Self::UNIPI_FILES.iter().chain([&Self::FILE]) {
+            let (found, failed) = super::read_module_config(home, workspace, file);
+            sources.extend(found);
+            errors.extend(failed);
+        }
         let (config, more) = Self::from_sources(&sources);
         errors.extend(more);
         (config, errors)
@@ -46,22 +68,35 @@ pub trait ModuleConfig: Default + Sized {
         let mut errors = Vec::new();
         let mut docs = Vec::new();
         for (path, text) in sources {
-            match Doc::parse(path.as_ref(), text.as_ref()) {
-                Ok(doc) => {
+            let path = path.as_ref();
+            let pi_settings = Self::PI_SETTINGS_KEY.filter(|_| path.ends_with(PI_SETTINGS));
+            match (pi_settings, Doc::parse(path, text.as_ref())) {
+                (Some(key), Ok(doc)) => {
+                    let unipi = Object::root(&doc, Self::STYLE.dotted(), false)
+                        .and_then(|mut file| file.section("unipi", "an object"));
+                    if let Some(mut object) = unipi.and_then(|mut u| u.section(key, "an object")) {
+                        config.read(&mut object);
+                    }
+                    errors.extend(doc.take_errors(Self::STYLE.sorted));
+                }
+                (None, Ok(doc)) => {
                     if let Some(mut object) = Object::root(&doc, Self::STYLE, Self::OWNS_FILE) {
                         config.read(&mut object);
                     }
                     errors.extend(doc.take_errors(Self::STYLE.sorted));
                     docs.push(doc);
                 }
-                Err(err) if Self::OWNS_FILE => errors.push(err),
-                Err(_) => {}
+                (None, Err(err)) if Self::OWNS_FILE => errors.push(err),
+                _ => {}
             }
         }
         config.finish(&docs, &mut errors);
         (config, errors)
     }
 }
+
+/// Pi's settings file, in Pi's agent directory ([`super::pi_settings_file`]).
+pub(super) const PI_SETTINGS: &str = "settings.json";
 
 /// `text`, the contents of `path`, as a JSON object given to `read`; what is wrong with it is
 /// added to `errors` (in file order when the style says so). `None` when it is not a JSON object.

@@ -42,13 +42,17 @@ pub enum AgentSource {
     Builtin,
     Home(PathBuf),
     Workspace(PathBuf),
+    /// Switched off in this `subagents.json`.
+    Switched(PathBuf),
 }
 
 impl std::fmt::Display for AgentSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Builtin => f.write_str("built in"),
-            Self::Home(path) | Self::Workspace(path) => write!(f, "{}", path.display()),
+            Self::Home(path) | Self::Workspace(path) | Self::Switched(path) => {
+                write!(f, "{}", path.display())
+            }
         }
     }
 }
@@ -127,6 +131,19 @@ impl AgentCatalog {
     /// Every type, enabled or not, by name.
     pub fn iter(&self) -> impl Iterator<Item = &AgentType> {
         self.agents.values()
+    }
+
+    /// `subagents.json`'s `types.<name>.enabled` (Unipi's): switches the types it names, a type
+    /// switched off naming `file` in its refusal; names of no type are passed over, as in Unipi.
+    pub fn switch(&mut self, types: &BTreeMap<String, (bool, PathBuf)>) {
+        for (name, (enabled, file)) in types {
+            if let Some(agent) = self.agents.get_mut(name) {
+                agent.enabled = *enabled;
+                if !enabled {
+                    agent.source = AgentSource::Switched(file.clone());
+                }
+            }
+        }
     }
 
     /// Adds or replaces a type (a later definition wins).

@@ -34,9 +34,15 @@ fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
     // subagents.json is followed (its caps apply to the next spawn); the agent types are read
     // here, once: Pi is told them with the tool, so a new or changed type needs a restart.
     let config = live_reporting(context, &[CONFIG_FILE], HelpersConfig::load);
-    let (catalog, agent_errors) = super::agents::load_agents(context.home, context.workspace);
+    let (mut catalog, agent_errors) = super::agents::load_agents(context.home, context.workspace);
     for error in &agent_errors {
         context.report(error);
+    }
+    // Unipi's switches, read once like the types: the tools are declared once.
+    let switches = config.get();
+    catalog.switch(&switches.types);
+    if !switches.enabled {
+        tracing::info!("helpers: `enabled: false` in subagents.json; no helper tools declared");
     }
     let child = context.child_pi();
     // Kept across sessions (`get` and `resume` of an earlier run read them); never in a shared
@@ -68,6 +74,7 @@ fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
     let changed = Changed::default();
     changed.follow(helpers.board().subscribe());
     Some(Arc::new(HelpersCapability {
+        enabled: switches.enabled,
         dock: Arc::new(HelperDock::new(helpers.board(), changed.clone())),
         helpers,
         delegate,
@@ -105,6 +112,8 @@ fn start_delegate(
 }
 
 struct HelpersCapability {
+    /// `subagents.json`'s `enabled` at start: off, the helpers module is not given to Pi.
+    enabled: bool,
     helpers: HelpersModule,
     delegate: Option<DelegateModule>,
     dock: Arc<HelperDock>,
@@ -113,7 +122,10 @@ struct HelpersCapability {
 
 impl Capability for HelpersCapability {
     fn modules(&self) -> Vec<Arc<dyn Module>> {
-        let mut modules: Vec<Arc<dyn Module>> = vec![Arc::new(self.helpers.clone())];
+        let mut modules: Vec<Arc<dyn Module>> = Vec::new();
+        if self.enabled {
+            modules.push(Arc::new(self.helpers.clone()));
+        }
         if let Some(delegate) = &self.delegate {
             modules.push(Arc::new(delegate.clone()));
         }
@@ -149,5 +161,47 @@ impl Capability for HelpersCapability {
 
     fn kill_now(&self) {
         self.helpers.kill_now();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::helpers::agents::AgentCatalog;
+    use crate::helpers::board::HelperBoard;
+
+    /// `enabled: false` in `subagents.json` (Unipi's master switch): no helper tool reaches Pi.
+    #[test]
+    fn a_switched_off_module_declares_no_tools() {
+        let dir = tempfile::tempdir().unwrap();
+        let tools = |enabled: bool| {
+            let helpers = HelpersModule::new(HelperSettings::new(
+                PiLaunch {
+                    program: "pi".into(),
+                    leading_args: Vec::new(),
+                    env: Vec::new(),
+                },
+                dir.path().to_path_buf(),
+                dir.path().join("runs"),
+                AgentCatalog::builtin(),
+                HelpersConfig::default(),
+            ));
+            let board: HelperBoard = helpers.board();
+            let capability = HelpersCapability {
+                enabled,
+                dock: Arc::new(HelperDock::new(board, Changed::default())),
+                helpers,
+                delegate: None,
+                changed: Changed::default(),
+            };
+            let modules = capability.modules();
+            modules
+                .iter()
+                .flat_map(|module| module.tools())
+                .map(|tool| tool.name)
+                .collect::<Vec<_>>()
+        };
+        assert!(tools(true).contains(&"spawn_helper".to_owned()));
+        assert_eq!(tools(false), Vec::<String>::new());
     }
 }

@@ -1,7 +1,9 @@
 //! The helpers module's configuration: the caps and defaults of `subagents.json` (home, then
-//! workspace), how Pi is launched for a helper, the settings the app hands the module, and the
+//! workspace) and the original Unipi's switches there (`enabled`, `types.<name>.enabled`, read
+//! at start), how Pi is launched for a helper, the settings the app hands the module, and the
 //! nesting depth this process runs at.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -9,6 +11,8 @@ use super::agents::AgentCatalog;
 use super::board::HelperBoard;
 use super::spec::DEFAULT_DEADLINE;
 use crate::config::live::LiveConfig;
+use serde_json::Value;
+
 use crate::config::module_file::{ModuleConfig, Object, Style, Wording, to_u32, to_usize};
 
 /// The nesting depth of the process reading it (unset: the root session, depth 0).
@@ -33,6 +37,11 @@ pub struct HelpersConfig {
     pub max_spawns_per_run: u32,
     /// `supervisorTimeoutSeconds`: how long a helper's question waits for its parent.
     pub supervisor_timeout: Duration,
+    /// `enabled` (Unipi's master switch): off, the helper tools are not declared at all.
+    pub enabled: bool,
+    /// `types.<name>.enabled` (Unipi's), with the file that said it last: a type switched off
+    /// is not offered and a call naming it is refused.
+    pub types: BTreeMap<String, (bool, PathBuf)>,
 }
 
 impl Default for HelpersConfig {
@@ -45,6 +54,8 @@ impl Default for HelpersConfig {
             deadline: DEFAULT_DEADLINE,
             max_spawns_per_run: 64,
             supervisor_timeout: Duration::from_secs(300),
+            enabled: true,
+            types: BTreeMap::new(),
         }
     }
 }
@@ -53,7 +64,7 @@ impl Default for HelpersConfig {
 /// file is shared with settings this module does not own).
 impl ModuleConfig for HelpersConfig {
     const FILE: &'static str = CONFIG_FILE;
-    const STYLE: Style = Style::BACKTICKS.wording(Wording::Found);
+    const STYLE: Style = Style::BACKTICKS.wording(Wording::Found).dotted();
 
     fn read(&mut self, file: &mut Object<'_>) {
         let mut number = |key: &str, min: u64| {
@@ -75,6 +86,19 @@ impl ModuleConfig for HelpersConfig {
         self.deadline = deadline.unwrap_or(self.deadline);
         self.max_spawns_per_run = per_run.unwrap_or(self.max_spawns_per_run);
         self.supervisor_timeout = supervisor.unwrap_or(self.supervisor_timeout);
+        file.flag("enabled", &mut self.enabled);
+        let Some(mut types) = file.section("types", "an object of helper types") else {
+            return;
+        };
+        for (name, _) in types.members() {
+            let Some(mut entry) = types.section(name, "an object") else {
+                continue;
+            };
+            if let Some(on) = entry.get("enabled", "true or false", Value::as_bool) {
+                self.types
+                    .insert(name.clone(), (on, entry.path().to_owned()));
+            }
+        }
     }
 }
 

@@ -1,5 +1,6 @@
 //! The helpers module's tests, through its tools with a fake or real Pi.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -1188,4 +1189,61 @@ async fn an_edit_of_subagents_json_applies_to_the_next_spawn() {
     let output = spawn(&module, json!({"type": "explore", "prompt": "x"})).await;
     assert!(!refused_for_budget(&output), "{}", text(&output));
     assert!(dir.path().join("runs").exists(), "the spawn started a run");
+}
+
+/// Unipi's switches in `subagents.json`: `enabled` (the whole module) and `types.<name>.enabled`,
+/// merged type by type (workspace over home); a bad one is named at its place.
+#[test]
+fn unipi_switches_are_read_type_by_type() {
+    let (home, workspace) = home_and_workspace(
+        CONFIG_FILE,
+        r#"{"enabled": false, "maxConcurrent": 4, "types": {"explore": {"enabled": false},
+            "work": {"enabled": false}}}"#,
+        "{\"types\": {\"explore\": {\"enabled\": true},\n  \"work\": {\"enabled\": \"no\"}}}",
+    );
+    let (config, errors) = HelpersConfig::load(Some(home.path()), workspace.path());
+    assert!(!config.enabled);
+    let home_file = home.path().join(CONFIG_FILE);
+    let workspace_file = workspace.path().join(CONFIG_FILE);
+    assert_eq!(
+        config.types,
+        BTreeMap::from([
+            ("explore".to_owned(), (true, workspace_file.clone())),
+            ("work".to_owned(), (false, home_file.clone())),
+        ])
+    );
+    let errors: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        errors,
+        [format!(
+            "{}:2:12: types.work.enabled must be true or false, found \"no\"",
+            workspace_file.display()
+        )]
+    );
+}
+
+/// A type switched off is not offered to the model, and a call naming it is refused, naming the
+/// file that switched it off.
+#[tokio::test]
+async fn a_type_switched_off_is_not_offered_and_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("subagents.json");
+    let mut settings = settings(dir.path(), "exit 1");
+    let switches = BTreeMap::from([("work".to_owned(), (false, file.clone()))]);
+    settings.catalog.switch(&switches);
+    let module = HelpersModule::new(settings);
+    let spawn_tool = module.tools().into_iter().next().unwrap();
+    let offered = serde_json::to_string(&spawn_tool).unwrap();
+    assert!(offered.contains("explore ("), "{offered}");
+    assert!(!offered.contains("work ("), "{offered}");
+    let output = spawn(&module, json!({"type": "work", "prompt": "x"})).await;
+    assert_eq!(output.details["status"], "error");
+    assert_eq!(
+        text(&output),
+        format!(
+            "spawn_helper refused: helper type \"work\" is disabled (enabled: false in {})",
+            file.display()
+        ),
+    );
+    assert!(!dir.path().join("runs").exists(), "a refusal created a run");
 }

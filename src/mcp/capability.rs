@@ -41,8 +41,11 @@ fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
         Some(demo) => load_with_agent_dir(context.home, Some(demo.agent_dir()), context.workspace),
         None => load(context.home, context.workspace),
     };
-    for error in &config.errors {
-        context.report(error);
+    for problem in config.errors.iter().map(ToString::to_string) {
+        context.report(problem);
+    }
+    for notice in &config.notices {
+        context.report(notice);
     }
     if config.settings.owner == Owner::Pi {
         tracing::info!("mcp: owned by Pi (mcp.owner = \"pi\"); the workbench starts no server");

@@ -112,6 +112,8 @@ pub struct McpConfig {
     pub servers: Vec<ServerConfig>,
     pub settings: McpSettings,
     pub errors: Vec<ConfigError>,
+    /// Which file was used where ours and Unipi's both define a server (shown at start).
+    pub notices: Vec<String>,
 }
 
 impl McpConfig {
@@ -127,9 +129,14 @@ pub(crate) const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
 /// The workbench settings file (home, then workspace), relative to either.
 pub(crate) const WORKBENCH_CONFIG_FILE: &str = ".unipi/config/workbench.json";
 
-/// The MCP files, lowest precedence first: Pi's user file (in Pi's agent directory:
-/// `pi_agent_dir`, i.e. `PI_CODING_AGENT_DIR`, else `~/.pi/agent`), Unipi's user file, Pi's
-/// project file, Unipi's project file.
+/// The original Unipi's MCP files, relative to the home directory and to the workspace: its
+/// servers (the `mcpServers` shape) and its switches (`{"servers": {name: {"enabled": bool}}}`).
+pub(crate) const UNIPI_SERVERS_FILE: &str = ".unipi/config/mcp/mcp-config.json";
+pub(crate) const UNIPI_SWITCHES_FILE: &str = ".unipi/config/mcp/config.json";
+
+/// The MCP files, lowest precedence first, home then workspace and at each level Unipi's before
+/// ours: Unipi's servers and switches, Pi's user file (in Pi's agent directory: `pi_agent_dir`,
+/// i.e. `PI_CODING_AGENT_DIR`, else `~/.pi/agent`), our user file; then the same in the workspace.
 pub(crate) fn config_files(
     home: Option<&Path>,
     pi_agent_dir: Option<&Path>,
@@ -139,12 +146,15 @@ pub(crate) fn config_files(
         (Some(dir), _) => Some(dir.join("mcp.json")),
         (None, home) => home.map(|home| home.join(".pi/agent/mcp.json")),
     };
-    let unipi_user = home.map(|home| home.join(".unipi/config/mcp.json"));
-    let project = [".pi/mcp.json", ".unipi/config/mcp.json"].map(|file| workspace.join(file));
-    [pi_user, unipi_user]
+    let unipi = [UNIPI_SERVERS_FILE, UNIPI_SWITCHES_FILE];
+    let home_files = home
         .into_iter()
-        .flatten()
-        .chain(project)
+        .flat_map(|home| unipi.map(|file| home.join(file)));
+    let user = home.map(|home| home.join(".unipi/config/mcp.json"));
+    let project = [unipi[0], unipi[1], ".pi/mcp.json", ".unipi/config/mcp.json"];
+    home_files
+        .chain([pi_user, user].into_iter().flatten())
+        .chain(project.map(|file| workspace.join(file)))
         .collect()
 }
 
@@ -200,6 +210,7 @@ pub fn parse(
     // Each server with where it was (last) defined, to point errors about it at its key.
     let mut servers: BTreeMap<String, (ServerConfig, Origin)> = BTreeMap::new();
     let mut errors = Vec::new();
+    let mut notices = Vec::new();
     for (path, text) in sources {
         let doc = match Doc::parse(path, text) {
             Ok(doc) => doc,
@@ -208,6 +219,11 @@ pub fn parse(
                 continue;
             }
         };
+        if path.ends_with(UNIPI_SWITCHES_FILE) {
+            read_unipi_switches(&doc, &mut servers);
+            errors.extend(doc.take_errors(true));
+            continue;
+        }
         for (name, value) in entries(&doc) {
             let mut entry = Entry {
                 doc: &doc,
@@ -220,7 +236,10 @@ pub fn parse(
             match entry.read() {
                 Some(Parsed::Server(server)) => {
                     let at = doc.offset(&entry.keys(None), false);
-                    servers.insert(name.clone(), (*server, Origin::new(path, text, at)));
+                    let new = (*server, Origin::new(path, text, at));
+                    if let Some((old, _)) = servers.insert(name.clone(), new) {
+                        notices.extend(ours_over_unipi(&old, &servers[name].0));
+                    }
                 }
                 Some(Parsed::Override { enabled }) => match servers.get_mut(name) {
                     Some((server, _)) => server.enabled = enabled.unwrap_or(server.enabled),
@@ -236,7 +255,51 @@ pub fn parse(
         servers: servers.into_values().map(|(server, _)| server).collect(),
         settings,
         errors,
+        notices,
     }
+}
+
+/// The one-line notice when our file's definition of a server replaces a different one of
+/// Unipi's `mcp-config.json` (none when `unipi-tui migrate` copied it unchanged).
+fn ours_over_unipi(old: &ServerConfig, new: &ServerConfig) -> Option<String> {
+    let unipi = |server: &ServerConfig| server.source.ends_with(UNIPI_SERVERS_FILE);
+    let same = ServerConfig {
+        source: old.source.clone(),
+        ..new.clone()
+    };
+    (unipi(old) && !unipi(new) && same != *old).then(|| {
+        format!(
+            "MCP server `{}`: using {}, not Unipi's {}",
+            new.name,
+            new.source.display(),
+            old.source.display()
+        )
+    })
+}
+
+/// Unipi's `mcp/config.json`: `servers.<name>.enabled` switches a server defined so far (Unipi's
+/// own metadata, `addedAt` and `sync`, is passed over; a name nobody defines is ignored, as in
+/// Unipi).
+fn read_unipi_switches(doc: &Doc<'_>, servers: &mut BTreeMap<String, (ServerConfig, Origin)>) {
+    let Some(mut file) = Object::root(doc, Style::BACKTICKS.dotted(), true) else {
+        return;
+    };
+    file.ignore(&["sync"]);
+    if let Some(mut list) = file.section("servers", "an object of servers") {
+        let names: Vec<&String> = list.members().map(|(name, _)| name).collect();
+        for name in names {
+            let Some(mut entry) = list.section(name, "an object") else {
+                continue;
+            };
+            let enabled = entry.get("enabled", "true or false", Value::as_bool);
+            entry.ignore(&["addedAt"]);
+            entry.warn_unknown();
+            if let (Some(enabled), Some((server, _))) = (enabled, servers.get_mut(name.as_str())) {
+                server.enabled = enabled;
+            }
+        }
+    }
+    file.warn_unknown();
 }
 
 const NO_TRANSPORT: &str = "needs either `command` (stdio) or `url` (streamable HTTP)";
@@ -601,8 +664,12 @@ mod tests {
     fn config_files_are_in_precedence_order() {
         let files = config_files(Some(Path::new("/h")), None, Path::new("/w"));
         let expected: Vec<PathBuf> = [
+            "/h/.unipi/config/mcp/mcp-config.json",
+            "/h/.unipi/config/mcp/config.json",
             "/h/.pi/agent/mcp.json",
             "/h/.unipi/config/mcp.json",
+            "/w/.unipi/config/mcp/mcp-config.json",
+            "/w/.unipi/config/mcp/config.json",
             "/w/.pi/mcp.json",
             "/w/.unipi/config/mcp.json",
         ]
@@ -612,7 +679,7 @@ mod tests {
         assert_eq!(files, expected);
         assert_eq!(
             config_files(None, None, Path::new("/w")),
-            expected[2..].to_vec()
+            expected[4..].to_vec()
         );
         // Pi's agent directory moved with PI_CODING_AGENT_DIR: its mcp.json is Pi's user file.
         let moved = config_files(
@@ -620,8 +687,9 @@ mod tests {
             Some(Path::new("/pi")),
             Path::new("/w"),
         );
-        assert_eq!(moved[0], PathBuf::from("/pi/mcp.json"));
-        assert_eq!(moved[1..], expected[1..]);
+        assert_eq!(moved[2], PathBuf::from("/pi/mcp.json"));
+        assert_eq!(moved[..2], expected[..2]);
+        assert_eq!(moved[3..], expected[3..]);
     }
 
     /// Pi 1.x starts a stdio server in `resolve(sessionCwd, expandHome(cwd ?? "."))`: a relative
@@ -931,6 +999,117 @@ mod tests {
                 "/w.json:1:25: `mcp.maxServers` must be a positive integer",
                 "/w.json:1:10: `mcp.owner` must be \"workbench\" or \"pi\"",
                 "/w.json:1:42: unknown key `mcp.x` (expected owner, maxServers)",
+            ]
+        );
+    }
+
+    /// Unipi's `mcp/mcp-config.json` and `mcp/config.json`, home then workspace: the project's
+    /// server replaces the home one whole, and each level's switches turn servers off or on.
+    #[test]
+    fn unipi_mcp_files_are_read_with_their_switches() {
+        let config = parse_files(&[
+            (
+                "/h/.unipi/config/mcp/mcp-config.json",
+                r#"{"mcpServers": {"fs": {"command": "npx", "args": ["-y", "fs"]},
+                    "git": {"command": "git-mcp", "args": []}, "off": {"command": "o", "args": []}}}"#,
+            ),
+            (
+                "/h/.unipi/config/mcp/config.json",
+                r#"{"servers": {"off": {"enabled": false, "addedAt": "2026-01-01T00:00:00Z"},
+                    "gone": {"enabled": false}}, "sync": {"enabled": true, "lastSyncAt": null}}"#,
+            ),
+            (
+                "/w/.unipi/config/mcp/mcp-config.json",
+                r#"{"mcpServers": {"fs": {"command": "fs-local", "args": ["."], "env": {"K": "${TOKEN}"}}}}"#,
+            ),
+            (
+                "/w/.unipi/config/mcp/config.json",
+                r#"{"servers": {"git": {"enabled": false}}}"#,
+            ),
+        ]);
+        assert_eq!(errors(&config), Vec::<String>::new());
+        assert_eq!(config.notices, Vec::<String>::new());
+        let summary: Vec<(&str, String, bool)> = config
+            .servers
+            .iter()
+            .map(|s| (s.name.as_str(), s.target(), s.enabled))
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                ("fs", "fs-local .".to_owned(), true),
+                ("git", "git-mcp".to_owned(), false),
+                ("off", "o".to_owned(), false),
+            ]
+        );
+        let fs = config.server("fs").unwrap();
+        assert_eq!(
+            fs.source,
+            PathBuf::from("/w/.unipi/config/mcp/mcp-config.json")
+        );
+        let Transport::Stdio { env, .. } = &fs.transport else {
+            panic!("fs is stdio")
+        };
+        assert_eq!(env["K"], "secret");
+    }
+
+    #[test]
+    fn broken_unipi_mcp_files_name_path_line_and_column() {
+        let config = parse_files(&[
+            (
+                "/h/.unipi/config/mcp/mcp-config.json",
+                "{\n  \"mcpServers\": {\n    \"fs\": {\"command\": 7}\n  }\n}",
+            ),
+            (
+                "/h/.unipi/config/mcp/config.json",
+                "{\"servers\": {\"fs\": {\"enabled\": \"no\"}}, \"extra\": 1}",
+            ),
+            (
+                "/w/.unipi/config/mcp/mcp-config.json",
+                "{\n  \"mcpServers\": ",
+            ),
+        ]);
+        let errors = errors(&config);
+        assert_eq!(errors.len(), 4, "{errors:#?}");
+        assert_eq!(
+            errors[0],
+            "/h/.unipi/config/mcp/mcp-config.json:3:12: MCP server `fs`, field `command`: must be \
+             a string"
+        );
+        assert_eq!(
+            errors[1],
+            "/h/.unipi/config/mcp/config.json:1:21: `servers.fs.enabled` must be true or false"
+        );
+        assert_eq!(
+            errors[2],
+            "/h/.unipi/config/mcp/config.json:1:40: unknown key `extra` (expected servers)"
+        );
+        assert!(
+            errors[3].starts_with("/w/.unipi/config/mcp/mcp-config.json:2:16: invalid JSON"),
+            "{}",
+            errors[3]
+        );
+        assert!(config.servers.is_empty());
+    }
+
+    /// Where our file and Unipi's both define a server, ours wins, and the start notice says
+    /// which file was used; a copy made by `migrate` (the same server) says nothing.
+    #[test]
+    fn ours_wins_over_unipi_with_a_notice() {
+        let unipi = r#"{"mcpServers": {"fs": {"command": "old", "args": []},
+            "same": {"command": "s", "args": ["1"]}}}"#;
+        let ours = r#"{"mcpServers": {"fs": {"command": "new"}, "same": {"command": "s", "args": ["1"]}}}"#;
+        let config = parse_files(&[
+            ("/h/.unipi/config/mcp/mcp-config.json", unipi),
+            ("/h/.unipi/config/mcp.json", ours),
+        ]);
+        assert_eq!(errors(&config), Vec::<String>::new());
+        assert_eq!(config.server("fs").unwrap().target(), "new");
+        assert_eq!(
+            config.notices,
+            [
+                "MCP server `fs`: using /h/.unipi/config/mcp.json, not Unipi's \
+              /h/.unipi/config/mcp/mcp-config.json"
             ]
         );
     }

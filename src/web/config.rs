@@ -1,6 +1,6 @@
 //! The web settings file: `~/.unipi/config/web.json`, overridden key by key by
 //! `<workspace>/.unipi/config/web.json`. A bad file or key is a
-//! [`ConfigError`] with path, line and column, and the default stays in
+//! [`ConfigError`](crate::config::ConfigError) with path, line and column, and the default stays in
 //! force for it.
 //!
 //! ```json
@@ -17,13 +17,12 @@
 //! and `.unipi/config/web-api/auth.json` (`{providerId: "apiKey"}`: the keys of Brave, Tavily, Jina
 //! and SerpAPI). Their problems are reported like `web.json`'s.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::Value;
 
 use super::search::SearchConfig;
-use crate::config::ConfigError;
 use crate::config::module_file::{ModuleConfig, Object, non_empty, to_usize, whole_in};
 
 pub use super::names::{UNIPI_AUTH_FILE, UNIPI_CONFIG_FILE, WEB_CONFIG_FILE};
@@ -141,20 +140,7 @@ impl Default for WebConfig {
 
 impl ModuleConfig for WebConfig {
     const FILE: &'static str = WEB_CONFIG_FILE;
-
-    /// [`WEB_CONFIG_FILES`], each home then workspace.
-    fn load(home: Option<&Path>, workspace: &Path) -> (Self, Vec<ConfigError>) {
-        let mut sources = Vec::new();
-        let mut errors = Vec::new();
-        for file in WEB_CONFIG_FILES {
-            let (found, failed) = crate::config::read_module_config(home, workspace, file);
-            sources.extend(found);
-            errors.extend(failed);
-        }
-        let (config, more) = Self::from_sources(&sources);
-        errors.extend(more);
-        (config, errors)
-    }
+    const UNIPI_FILES: &'static [&'static str] = &[UNIPI_CONFIG_FILE, UNIPI_AUTH_FILE];
 
     fn read(&mut self, file: &mut Object<'_>) {
         if file.path().ends_with(UNIPI_CONFIG_FILE) {
@@ -207,6 +193,8 @@ fn batch_concurrency(object: &mut Object<'_>, slot: &mut usize) {
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
     use crate::config::error::assert_one_error_at;
     use crate::config::module_file::write_module_file;

@@ -779,6 +779,7 @@ fn config_of(mut servers: Vec<ServerConfig>) -> McpConfig {
         servers,
         settings: McpSettings::default(),
         errors: Vec::new(),
+        notices: Vec::new(),
     }
 }
 

@@ -25,6 +25,7 @@ mod passthrough;
 mod scripted_server;
 mod startup;
 mod tasks_process;
+mod unipi_setup_pi;
 mod web_fetch;
 mod web_pi;
 mod workflow_pi;

@@ -84,6 +84,12 @@ const UNIPI_PROVIDERS: [(&str, Option<ProviderKind>); 11] = [
     ("llm-summarize", None),
 ];
 
+/// Our name of the provider the original Unipi called `id`, if we have it (`migrate`).
+pub(crate) fn unipi_provider(id: &str) -> Option<&'static str> {
+    let found = UNIPI_PROVIDERS.iter().find(|(unipi, _)| *unipi == id);
+    found.and_then(|(_, kind)| kind.map(ProviderKind::name))
+}
+
 /// The provider names, as an error lists them.
 fn names() -> String {
     let names: Vec<&str> = ProviderKind::ALL.iter().map(|kind| kind.name()).collect();

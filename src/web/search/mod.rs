@@ -18,7 +18,7 @@ pub(crate) mod tests;
 use serde::{Deserialize, Serialize};
 
 pub(crate) use cache::SearchCache;
-pub(crate) use config::SearchConfig;
+pub(crate) use config::{SearchConfig, unipi_provider};
 pub(crate) use error::SearchError;
 pub(crate) use provider::{MAX_COUNT, ProviderKind};
 pub(crate) use searcher::{SearchOutcome, SearchRequest, Searcher};
