@@ -619,6 +619,8 @@ mod tests {
                 scope: RecallScope::Project,
                 limit: 5,
                 offset: 0,
+                mode: crate::sessiondb::RecallMode::Words,
+                expand: false,
             }
         }
         worker
@@ -718,6 +720,8 @@ mod tests {
                     scope: crate::sessiondb::RecallScope::Session("s1".into()),
                     limit: 5,
                     offset: 0,
+                    mode: crate::sessiondb::RecallMode::Words,
+                    expand: false,
                 })
             })
             .await??;

@@ -37,7 +37,10 @@ use super::hook::{
 use super::ingest::{DbWorker, ingest_session_file};
 use super::normalize::AUTO_CONTINUE_TYPE;
 use super::pipeline::{self, CompactRequest, Compaction, PipelineSettings};
-use super::recall::{RECALL_TOOL, RecallSources, recall_tool_spec, run_recall};
+use super::recall::{
+    LEGACY_RECALL_TOOL, RECALL_TOOL, RecallSources, legacy_recall_tool_spec, recall_tool_spec,
+    run_recall,
+};
 use super::reindex::{self, Progress};
 use super::resume::{RESUME_TYPE, resume_summary};
 use super::text::{stats_text, toast_text, view_model};
@@ -764,7 +767,8 @@ impl Module for CompactorModule {
     }
 
     fn tools(&self) -> Vec<ToolSpec> {
-        vec![recall_tool_spec(&self.compactor.config.get().recall)]
+        let limits = &self.compactor.config.get().recall;
+        vec![recall_tool_spec(limits), legacy_recall_tool_spec(limits)]
     }
 
     fn message_types(&self) -> Vec<MessageTypeSpec> {
@@ -778,7 +782,7 @@ impl Module for CompactorModule {
         let compactor = Arc::clone(&self.compactor);
         Box::pin(async move {
             match call.tool.as_str() {
-                RECALL_TOOL => compactor.recall(call.args).await,
+                RECALL_TOOL | LEGACY_RECALL_TOOL => compactor.recall(call.args).await,
                 other => Err(ToolError::new(format!(
                     "module `{MODULE_NAME}` declares no tool `{other}`"
                 ))),

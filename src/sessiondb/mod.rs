@@ -287,6 +287,21 @@ pub struct RecallQuery {
     pub scope: RecallScope,
     pub limit: usize,
     pub offset: usize,
+    /// How `text` is matched.
+    pub mode: RecallMode,
+    /// Each hit's whole chunk instead of a snippet around the match.
+    pub expand: bool,
+}
+
+/// How a recall query's text is matched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum RecallMode {
+    /// Its words, bm25-ranked (see [`recall`]).
+    #[default]
+    Words,
+    /// A regular expression, case-insensitive, over the newest chunks, newest first
+    /// ([`recall::build_regex`]).
+    Regex,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -295,6 +295,8 @@ fn pi_s_own_threshold_compaction_is_answered_and_continues_invisibly() {
             scope: unipi_tui::sessiondb::RecallScope::Project,
             limit: 5,
             offset: 0,
+            mode: unipi_tui::sessiondb::RecallMode::Words,
+            expand: false,
         })
         .unwrap()
         .hits
