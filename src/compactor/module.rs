@@ -193,6 +193,7 @@ impl CompactorModule {
                                 recovered.moved_to.display()
                             ));
                         }
+                        notices.extend(import_legacy(&worker, home, workspace));
                         Ok(worker)
                     }
                     Err(err) => {
@@ -746,6 +747,23 @@ impl Compactor {
             Err(err) => tracing::warn!("compactor: ingestion failed: {err:#}"),
         }
     }
+}
+
+/// The original Unipi compactor's database under `home`, imported once into this project's
+/// ([`super::legacy`]); the notice about it, if any.
+fn import_legacy(worker: &DbWorker, home: Option<&Path>, workspace: &Path) -> Option<String> {
+    let legacy = super::legacy::legacy_path(home?);
+    if !legacy.exists() {
+        return None;
+    }
+    let (path, workspace) = (legacy.clone(), workspace.to_path_buf());
+    let outcome = worker
+        .run_blocking(move |db| super::legacy::import_once(db, &path, &workspace))
+        .unwrap_or_else(|err| super::legacy::Outcome::Failed {
+            reason: format!("{err:#}"),
+            again: true,
+        });
+    outcome.notice(&legacy)
 }
 
 impl Compactor {
