@@ -577,10 +577,12 @@ impl HelperService {
             // helpers of its own only while the depth limit allows.
             if !agent.tools.is_empty() {
                 agent.tools.push(SUPERVISOR_TOOL.to_string());
-                // Bridged MCP tools, as Pi 1.x keeps its own MCP tools under `--tools`.
+                // Bridged MCP tools, as Pi 1.x keeps its own MCP tools under `--tools`; under
+                // the original Unipi's naming (`server__tool`) by their names, as declared now.
                 agent
                     .tools
                     .push(crate::mcp::module::HELPER_TOOLS_PATTERN.to_string());
+                agent.tools.extend(unipi_named_mcp_tools(&bridge.host));
                 if child_depth < settings.config().max_depth {
                     agent.tools.push(SPAWN_TOOL.to_string());
                     agent.tools.push(RESULT_TOOL.to_string());
@@ -909,6 +911,18 @@ fn result_id(args: &Value) -> Result<&str, ToolError> {
              accepted too)",
         )),
     }
+}
+
+/// The bridged MCP tools declared now whose names [`crate::mcp::module::HELPER_TOOLS_PATTERN`]
+/// does not cover (`"toolNaming": "unipi"`).
+fn unipi_named_mcp_tools(host: &BridgeHost) -> Vec<String> {
+    host.tool_names()
+        .into_iter()
+        .filter(|(module, tool)| {
+            module == crate::mcp::module::MODULE_NAME && !tool.starts_with("mcp__")
+        })
+        .map(|(_, tool)| tool)
+        .collect()
 }
 
 /// A boolean argument, false when absent.

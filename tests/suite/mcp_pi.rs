@@ -289,7 +289,8 @@ fn mcp_tools_reach_the_model_a_helper_shares_the_server_and_clashes_are_reported
 
 /// `"toolNaming": "unipi"` in the project's Unipi MCP file: the model is offered the server's
 /// tools as `server__tool`, as the original Unipi named them (and not also as `mcp__…`), calls
-/// one by that name and reads the real server's answer.
+/// one by that name and reads the real server's answer; so does a helper whose agent type has a
+/// tool allow-list.
 #[test]
 fn unipi_tool_naming_offers_and_calls_unipi_style_names() {
     let sandbox = Sandbox::new();
@@ -326,6 +327,8 @@ fn unipi_tool_naming_offers_and_calls_unipi_style_names() {
         !offered.iter().any(|name| name.starts_with("mcp__")),
         "{offered:?}"
     );
+    // A helper whose type has a tool allow-list (explore) gets the same names.
+    wb.ask("helper with unipi names", "UNIPI-HELPER-OK");
     assert_eq!(wb.exit(), 0);
     wb.wait_server_processes(0);
 }
