@@ -232,6 +232,7 @@ fn server(name: &str, bin: &Path) -> ServerConfig {
         startup_timeout: Duration::from_secs(60),
         enabled_tools: None,
         disabled_tools: Vec::new(),
+        tool_naming: Default::default(),
     }
 }
 

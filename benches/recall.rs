@@ -224,6 +224,8 @@ fn query(text: &str, scope: RecallScope) -> RecallQuery {
         scope,
         limit: 10,
         offset: 0,
+        mode: unipi_tui::sessiondb::RecallMode::Words,
+        expand: false,
     }
 }
 

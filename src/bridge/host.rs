@@ -282,6 +282,11 @@ impl BridgeHost {
         self.inner.runtime.path()
     }
 
+    /// The tools the registry declares now, as (module, tool name).
+    pub fn tool_names(&self) -> Vec<(String, String)> {
+        self.inner.state.registry.tool_names()
+    }
+
     /// How many connections the host serves now: the authenticated ones and those awaiting (or
     /// being refused) their `hello`, which [`HostOptions::max_unauthenticated`] bounds. A
     /// connection that ended leaves nothing behind.

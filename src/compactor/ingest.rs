@@ -108,6 +108,23 @@ impl DbWorker {
             .clone()
     }
 
+    /// Runs `job` on the database thread and waits for its value, blocking this thread (at
+    /// start-up, before the runtime's work begins).
+    pub(crate) fn run_blocking<T: Send + 'static>(
+        &self,
+        job: impl FnOnce(&SessionDb) -> T + Send + 'static,
+    ) -> anyhow::Result<T> {
+        let (answer, answered) = std::sync::mpsc::channel();
+        self.jobs
+            .send(Box::new(move |db| {
+                let _ = answer.send(job(db));
+            }))
+            .map_err(|_| anyhow!("the session database thread has stopped"))?;
+        answered
+            .recv()
+            .map_err(|_| anyhow!("the session database job failed (see the log)"))
+    }
+
     /// Runs `job` on the database thread and returns its value.
     pub(crate) async fn run<T: Send + 'static>(
         &self,
@@ -619,6 +636,8 @@ mod tests {
                 scope: RecallScope::Project,
                 limit: 5,
                 offset: 0,
+                mode: crate::sessiondb::RecallMode::Words,
+                expand: false,
             }
         }
         worker
@@ -718,6 +737,8 @@ mod tests {
                     scope: crate::sessiondb::RecallScope::Session("s1".into()),
                     limit: 5,
                     offset: 0,
+                    mode: crate::sessiondb::RecallMode::Words,
+                    expand: false,
                 })
             })
             .await??;

@@ -18,6 +18,7 @@ pub mod entries;
 pub mod format;
 pub mod hook;
 pub mod ingest;
+pub(crate) mod legacy;
 pub mod module;
 pub mod normalize;
 pub mod pipeline;

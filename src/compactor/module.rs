@@ -37,7 +37,10 @@ use super::hook::{
 use super::ingest::{DbWorker, ingest_session_file};
 use super::normalize::AUTO_CONTINUE_TYPE;
 use super::pipeline::{self, CompactRequest, Compaction, PipelineSettings};
-use super::recall::{RECALL_TOOL, RecallSources, recall_tool_spec, run_recall};
+use super::recall::{
+    LEGACY_RECALL_TOOL, RECALL_TOOL, RecallSources, legacy_recall_tool_spec, recall_tool_spec,
+    run_recall,
+};
 use super::reindex::{self, Progress};
 use super::resume::{RESUME_TYPE, resume_summary};
 use super::text::{stats_text, toast_text, view_model};
@@ -190,6 +193,7 @@ impl CompactorModule {
                                 recovered.moved_to.display()
                             ));
                         }
+                        notices.extend(import_legacy(&worker, home, workspace));
                         Ok(worker)
                     }
                     Err(err) => {
@@ -745,6 +749,23 @@ impl Compactor {
     }
 }
 
+/// The original Unipi compactor's database under `home`, imported once into this project's
+/// ([`super::legacy`]); the notice about it, if any.
+fn import_legacy(worker: &DbWorker, home: Option<&Path>, workspace: &Path) -> Option<String> {
+    let legacy = super::legacy::legacy_path(home?);
+    if !legacy.exists() {
+        return None;
+    }
+    let (path, workspace) = (legacy.clone(), workspace.to_path_buf());
+    let outcome = worker
+        .run_blocking(move |db| super::legacy::import_once(db, &path, &workspace))
+        .unwrap_or_else(|err| super::legacy::Outcome::Failed {
+            reason: format!("{err:#}"),
+            again: true,
+        });
+    outcome.notice(&legacy)
+}
+
 impl Compactor {
     /// Runs one `session_recall` call on this module's database and the main session.
     async fn recall(self: Arc<Self>, args: Value) -> Result<ToolOutput, ToolError> {
@@ -764,7 +785,8 @@ impl Module for CompactorModule {
     }
 
     fn tools(&self) -> Vec<ToolSpec> {
-        vec![recall_tool_spec(&self.compactor.config.get().recall)]
+        let limits = &self.compactor.config.get().recall;
+        vec![recall_tool_spec(limits), legacy_recall_tool_spec(limits)]
     }
 
     fn message_types(&self) -> Vec<MessageTypeSpec> {
@@ -778,7 +800,7 @@ impl Module for CompactorModule {
         let compactor = Arc::clone(&self.compactor);
         Box::pin(async move {
             match call.tool.as_str() {
-                RECALL_TOOL => compactor.recall(call.args).await,
+                RECALL_TOOL | LEGACY_RECALL_TOOL => compactor.recall(call.args).await,
                 other => Err(ToolError::new(format!(
                     "module `{MODULE_NAME}` declares no tool `{other}`"
                 ))),

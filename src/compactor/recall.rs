@@ -11,10 +11,13 @@ use super::config::RecallLimits;
 use super::ingest::DbWorker;
 use super::text::format_utc;
 use crate::bridge::{Refusal, ToolError, ToolOutput, ToolSpec};
-use crate::sessiondb::{DocKind, RecallQuery, RecallResult, RecallScope};
+use crate::sessiondb::{DocKind, RecallMode, RecallQuery, RecallResult, RecallScope};
 use crate::text::non_blank_str;
 
 pub(crate) const RECALL_TOOL: &str = "session_recall";
+/// The original Unipi's name of the same tool, kept so prompts, skills and AGENTS.md rules
+/// written for it keep working: the same schema and the same executor.
+pub(crate) const LEGACY_RECALL_TOOL: &str = "vcc_recall";
 
 /// `session_recall`'s `scope`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,6 +34,8 @@ pub(crate) struct RecallArgs {
     pub scope: ScopeArg,
     pub limit: usize,
     pub offset: usize,
+    pub mode: RecallMode,
+    pub expand: bool,
 }
 
 pub(crate) fn parse_recall_args(
@@ -48,6 +53,27 @@ pub(crate) fn parse_recall_args(
             return Err(format!("`scope` must be session, project or all, got `{other}`").into());
         }
     };
+    // The original's names: bm25 (its ranked word search, ours too) and regex.
+    let mode = match args.get("mode") {
+        None | Some(Value::Null) => RecallMode::Words,
+        Some(Value::String(mode)) if mode == "bm25" => RecallMode::Words,
+        Some(Value::String(mode)) if mode == "regex" => RecallMode::Regex,
+        Some(other) => {
+            return Err(format!("`mode` must be bm25 or regex, got {other}").into());
+        }
+    };
+    if mode == RecallMode::Regex
+        && let Err(err) = crate::sessiondb::recall::build_regex(&query)
+    {
+        return Err(
+            format!("`query` is not a valid regular expression for mode regex: {err}").into(),
+        );
+    }
+    let expand = match args.get("expand") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(expand)) => *expand,
+        Some(other) => return Err(format!("`expand` must be true or false, got {other}").into()),
+    };
     let number = |key: &str| args.get(key).and_then(Value::as_u64).map(|n| n as usize);
     Ok(RecallArgs {
         query,
@@ -56,6 +82,8 @@ pub(crate) fn parse_recall_args(
             .unwrap_or(limits.default_limit)
             .clamp(1, limits.max_limit),
         offset: number("offset").unwrap_or(0),
+        mode,
+        expand,
     })
 }
 
@@ -162,7 +190,9 @@ pub(crate) fn recall_tool_spec(limits: &RecallLimits) -> ToolSpec {
              of the context: user and assistant messages, tool results and summaries. \
              Returns ranked snippets with the session, entry and time each came from. \
              scope: session (default), project (every session in this project) or all \
-             (every project). limit ≤ {} (default {}), offset pages.",
+             (every project). limit ≤ {} (default {}), offset pages. mode regex takes \
+             query as a case-insensitive regular expression (newest first); expand: true \
+             gives each hit's whole text instead of a snippet.",
             limits.max_limit, limits.default_limit
         ),
     )
@@ -175,11 +205,40 @@ pub(crate) fn recall_tool_spec(limits: &RecallLimits) -> ToolSpec {
     )
     .integer_param("limit", "How many results (default 8, at most 20)", false)
     .integer_param("offset", "Skip this many results (paging)", false)
+    .param(
+        "mode",
+        json!({"type": "string", "enum": ["bm25", "regex"],
+               "description": "bm25 (default): ranked word search; regex: query is a \
+                               case-insensitive regular expression, newest hits first"}),
+        false,
+    )
+    .boolean_param(
+        "expand",
+        "Each hit's whole text instead of a snippet around the match (default false)",
+        false,
+    )
     .prompt_snippet("search earlier work, decisions and context, also from before a compaction")
     .guideline(
         "Use session_recall before redoing work or asking the user again about something \
          a compaction summary mentions only briefly.",
     )
+}
+
+/// `vcc_recall`: [`recall_tool_spec`] under the original Unipi's name, without the system
+/// prompt's lines (the model is told of `session_recall` once; old prompts still reach it).
+pub(crate) fn legacy_recall_tool_spec(limits: &RecallLimits) -> ToolSpec {
+    let spec = recall_tool_spec(limits);
+    ToolSpec {
+        name: LEGACY_RECALL_TOOL.to_owned(),
+        label: "Session recall (vcc_recall)".to_owned(),
+        description: format!(
+            "The original Unipi's name of session_recall, the same tool. {}",
+            spec.description
+        ),
+        prompt_snippet: None,
+        prompt_guidelines: Vec::new(),
+        ..spec
+    }
 }
 
 /// Where one recall looks: the database (or why there is none), the folder of every project's
@@ -219,6 +278,8 @@ pub(crate) async fn run_recall(
         scope,
         limit: args.limit,
         offset: args.offset,
+        mode: args.mode,
+        expand: args.expand,
     };
     let result: anyhow::Result<RecallResult> = match (&query.scope, sources.db_dir) {
         (RecallScope::AllProjects, Some(dir)) => {
@@ -236,6 +297,11 @@ pub(crate) async fn run_recall(
     let text = format_recall(&args, label, &result, limits.max_output_bytes);
     Ok(ToolOutput::text(text).with_details(json!({
         "query": args.query,
+        "mode": match args.mode {
+            RecallMode::Words => "bm25",
+            RecallMode::Regex => "regex",
+        },
+        "expand": args.expand,
         "scope": label,
         "total": result.total,
         "returned": result.hits.len(),
@@ -270,7 +336,9 @@ mod tests {
                 query: "flag".into(),
                 scope: ScopeArg::Session,
                 limit: 20,
-                offset: 0
+                offset: 0,
+                mode: RecallMode::Words,
+                expand: false,
             })
         );
         assert!(parse_recall_args(&json!({"query": "x", "scope": "galaxy"}), &limits).is_err());
@@ -302,5 +370,51 @@ mod tests {
             empty,
             "No results for \"flag\" in this session. Try scope \"project\" or \"all\", or other words."
         );
+    }
+    /// The original Unipi's parameters: `mode` bm25 or regex (checked before any search),
+    /// `expand` a boolean; anything else is refused naming the parameter.
+    #[test]
+    fn unipi_mode_and_expand_are_accepted_and_checked() {
+        let limits = RecallLimits::default();
+        let parsed = |args: Value| parse_recall_args(&args, &limits);
+        let args = parsed(json!({"query": "e\\d+", "mode": "regex", "expand": true})).unwrap();
+        assert_eq!((args.mode, args.expand), (RecallMode::Regex, true));
+        let args = parsed(json!({"query": "x", "mode": "bm25", "expand": null})).unwrap();
+        assert_eq!((args.mode, args.expand), (RecallMode::Words, false));
+        for (args, want) in [
+            (
+                json!({"query": "(oops", "mode": "regex"}),
+                "`query` is not a valid regular expression for mode regex: regex parse error",
+            ),
+            (
+                json!({"query": "x", "mode": "fuzzy"}),
+                "`mode` must be bm25 or regex, got \"fuzzy\"",
+            ),
+            (
+                json!({"query": "x", "expand": "yes"}),
+                "`expand` must be true or false, got \"yes\"",
+            ),
+        ] {
+            let err = parsed(args.clone()).unwrap_err();
+            assert!(err.starts_with(want), "{args}: {err}");
+        }
+        // A pattern too big to compile is refused, not run.
+        assert!(parsed(json!({"query": "(a{1000}){1000}", "mode": "regex"})).is_err());
+    }
+
+    /// `vcc_recall` is `session_recall` under the old name: the same schema, no second line
+    /// in the system prompt.
+    #[test]
+    fn the_legacy_name_has_the_same_schema() {
+        let limits = RecallLimits::default();
+        let (ours, legacy) = (recall_tool_spec(&limits), legacy_recall_tool_spec(&limits));
+        assert_eq!(legacy.name, "vcc_recall");
+        assert_eq!(legacy.parameters, ours.parameters);
+        assert_eq!(legacy.timeout, ours.timeout);
+        assert!(legacy.prompt_snippet.is_none() && legacy.prompt_guidelines.is_empty());
+        assert!(legacy.description.contains("session_recall"));
+        let mode = &ours.parameters["properties"]["mode"];
+        assert_eq!(mode["enum"], json!(["bm25", "regex"]));
+        assert_eq!(ours.parameters["properties"]["expand"]["type"], "boolean");
     }
 }

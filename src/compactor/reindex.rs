@@ -153,7 +153,7 @@ pub(crate) async fn rebuild(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sessiondb::{RecallQuery, RecallScope, SessionDb};
+    use crate::sessiondb::{RecallMode, RecallQuery, RecallScope, SessionDb};
 
     fn fixture(name: &str) -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -231,6 +231,8 @@ mod tests {
                     scope: RecallScope::Project,
                     limit: 5,
                     offset: 0,
+                    mode: RecallMode::Words,
+                    expand: false,
                 })
             })
             .await??;

@@ -41,7 +41,10 @@ const READERS: &[Reader] = &[
         load: errors_of::<crate::helpers::config::HelpersConfig>,
     },
     Reader {
-        files: &[crate::compactor::config::CONFIG_FILE],
+        files: &[
+            crate::compactor::config::UNIPI_GLOBAL_FILE,
+            crate::compactor::config::CONFIG_FILE,
+        ],
         load: errors_of::<crate::compactor::config::CompactorConfig>,
     },
     Reader {
@@ -91,6 +94,10 @@ pub(super) fn config_files(home: Option<&Path>, workspace: &Path) -> Vec<DoctorR
             }
         }
         errors.extend((reader.load)(home, workspace));
+    }
+    // Pi's settings.json, where Unipi kept `unipi.askUser` and `unipi.footer`.
+    if let Some(settings) = crate::config::pi_settings_file(home) {
+        note(settings, &mut files);
     }
     // MCP: Pi's files and Unipi's, and the workbench's settings.
     let pi_agent_dir = std::env::var_os("PI_CODING_AGENT_DIR")

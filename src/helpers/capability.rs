@@ -70,6 +70,7 @@ fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
         config,
     ));
     helpers.finalize_orphaned_runs();
+    helpers.attach_ui(context.ui.clone());
     let delegate = start_delegate(context, &helpers);
     let changed = Changed::default();
     changed.follow(helpers.board().subscribe());

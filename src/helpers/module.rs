@@ -66,6 +66,11 @@ impl HelpersModule {
         }
     }
 
+    /// The screen: `get_helper_result`'s `view` opens the dock there.
+    pub fn attach_ui(&self, ui: crate::capability::Ui) {
+        self.service.set_ui(ui);
+    }
+
     /// Where background completions and supervisor messages go; without a sink they are only
     /// recorded.
     pub fn attach_sink(&self, sink: Arc<dyn NoticeSink>) {
@@ -189,7 +194,7 @@ impl Module for HelpersModule {
         Box::pin(async move {
             match call.tool.as_str() {
                 SPAWN_TOOL => Ok(service.spawn_helper(call).await),
-                RESULT_TOOL => service.result(&call.args, &call.cancel).await,
+                RESULT_TOOL => service.result(&call.agent, &call.args, &call.cancel).await,
                 SUPERVISOR_TOOL => service.contact_supervisor(call).await,
                 other => Err(ToolError::new(format!(
                     "module `helpers` declares no tool `{other}`"
@@ -337,8 +342,18 @@ fn result_tool(timeout: Duration) -> ToolSpec {
         "Helper result",
         "Read a helper run's result by its run id; wait: true waits for a running one.",
     )
-    .string_param("id", "The run id spawn_helper returned", true)
+    .string_param("id", "The run id spawn_helper returned", false)
+    .string_param(
+        "agent_id",
+        "The same run id under the original Unipi's name (give id or agent_id)",
+        false,
+    )
     .boolean_param("wait", "Wait until the run ends (default false)", false)
+    .boolean_param(
+        "view",
+        "Also show the run's transcript to the user in the workbench's dock (default false)",
+        false,
+    )
     .timeout(timeout)
 }
 

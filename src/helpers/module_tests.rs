@@ -1247,3 +1247,83 @@ async fn a_type_switched_off_is_not_offered_and_is_refused() {
     );
     assert!(!dir.path().join("runs").exists(), "a refusal created a run");
 }
+
+/// The original Unipi's `agent_id` reads the same run as `id`; its `view` opens the dock on
+/// the run's transcript (the main agent's call, with a screen) and says when it cannot.
+#[tokio::test]
+async fn agent_id_and_view_are_the_original_unipi_names() {
+    use crate::capability::{Ui, UiRequest};
+    use crate::config::keymap::Keymap;
+    let dir = tempfile::tempdir().unwrap();
+    let module = HelpersModule::new(settings(dir.path(), &replay_script()));
+    let done = spawn(
+        &module,
+        json!({"type": "explore", "prompt": "Summarize the notes"}),
+    )
+    .await;
+    let id = run_id(&done);
+    let by_id = ask(&module, call(RESULT_TOOL, json!({"id": id}))).await;
+    let by_agent_id = ask(&module, call(RESULT_TOOL, json!({"agent_id": id}))).await;
+    assert_eq!(by_agent_id, by_id);
+    assert_eq!(text(&by_id), "The notes say: helpers are read-only.");
+    let both = ask(
+        &module,
+        call(RESULT_TOOL, json!({"id": id, "agent_id": id})),
+    )
+    .await;
+    assert_eq!(both, by_id);
+
+    // No screen attached yet: the result all the same, and why nothing was shown.
+    let viewed = ask(
+        &module,
+        call(RESULT_TOOL, json!({"agent_id": id, "view": true})),
+    )
+    .await;
+    assert!(text(&viewed).starts_with(&text(&by_id)));
+    assert!(text(&viewed).ends_with("(view: no screen here, so the transcript was not shown)"));
+    assert_eq!(viewed.details["viewed"], false);
+
+    let (ui, mut requests) = Ui::channel(Arc::new(Keymap::defaults()));
+    module.attach_ui(ui);
+    let viewed = ask(
+        &module,
+        call(RESULT_TOOL, json!({"agent_id": id, "view": true})),
+    )
+    .await;
+    assert_eq!(viewed.details["viewed"], true);
+    assert!(
+        text(&viewed).contains("the dock shows run"),
+        "{}",
+        text(&viewed)
+    );
+    match requests.try_recv() {
+        Ok(UiRequest::OpenDock { detail }) => assert_eq!(detail.as_deref(), Some(id.as_str())),
+        other => panic!("expected the dock on the run, got {other:?}"),
+    }
+    // A helper's call does not open the user's dock.
+    let from_helper = ask(
+        &module,
+        call_as(&child_of("x"), RESULT_TOOL, json!({"id": id, "view": true})),
+    )
+    .await;
+    assert_eq!(from_helper.details["viewed"], false);
+    assert!(requests.try_recv().is_err());
+
+    for (args, want) in [
+        (json!({}), "get_helper_result needs id"),
+        (
+            json!({"id": "a", "agent_id": "b"}),
+            "get_helper_result got two run ids",
+        ),
+        (
+            json!({"id": id, "view": "yes"}),
+            "view must be true or false",
+        ),
+    ] {
+        let err = module
+            .call_tool(call(RESULT_TOOL, args.clone()))
+            .await
+            .unwrap_err();
+        assert!(err.message.contains(want), "{args}: {err}");
+    }
+}

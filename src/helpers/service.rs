@@ -72,6 +72,8 @@ pub(super) struct HelperService {
     next_id: AtomicU64,
     /// Model fusion's sidekick (the default model) and the warm processes kept for it.
     pool: WarmPool,
+    /// The screen, for `get_helper_result`'s `view` (the dock on the run's transcript).
+    ui: Mutex<Option<crate::capability::Ui>>,
 }
 
 /// Where a run's conversation starts.
@@ -122,7 +124,12 @@ impl HelperService {
             bus: Mutex::new(None),
             next_id: AtomicU64::new(1),
             pool: WarmPool::default(),
+            ui: Mutex::new(None),
         }
+    }
+
+    pub(super) fn set_ui(&self, ui: crate::capability::Ui) {
+        *lock(&self.ui) = Some(ui);
     }
 
     pub(super) fn pool(&self) -> &WarmPool {
@@ -570,10 +577,12 @@ impl HelperService {
             // helpers of its own only while the depth limit allows.
             if !agent.tools.is_empty() {
                 agent.tools.push(SUPERVISOR_TOOL.to_string());
-                // Bridged MCP tools, as Pi 1.x keeps its own MCP tools under `--tools`.
+                // Bridged MCP tools, as Pi 1.x keeps its own MCP tools under `--tools`; under
+                // the original Unipi's naming (`server__tool`) by their names, as declared now.
                 agent
                     .tools
                     .push(crate::mcp::module::HELPER_TOOLS_PATTERN.to_string());
+                agent.tools.extend(unipi_named_mcp_tools(&bridge.host));
                 if child_depth < settings.config().max_depth {
                     agent.tools.push(SPAWN_TOOL.to_string());
                     agent.tools.push(RESULT_TOOL.to_string());
@@ -621,22 +630,65 @@ impl HelperService {
         refusal_output(refusal)
     }
 
+    /// `get_helper_result`: the run's result (`wait` for a running one); `view` (the original
+    /// Unipi's, which opened the run's conversation over the screen) opens the dock on the
+    /// run's transcript when `agent` is the main agent and there is a screen.
     pub(super) async fn result(
         &self,
+        agent: &AgentId,
         args: &Value,
         cancel: &CancelToken,
     ) -> Result<ToolOutput, ToolError> {
-        let id = non_blank_str(args.get("id"))
-            .ok_or_else(|| ToolError::new("get_helper_result needs id (the run id)"))?;
-        let wait = match args.get("wait") {
-            None | Some(Value::Null) => false,
-            Some(Value::Bool(wait)) => *wait,
-            Some(other) => {
-                return Err(ToolError::new(format!(
-                    "wait must be true or false, found {other}"
-                )));
+        let id = result_id(args)?;
+        let wait = flag(args, "wait")?;
+        let view = flag(args, "view")?;
+        let mut output = self.result_of(id, wait, cancel).await?;
+        if view {
+            let (shown, note) = self.view(agent, id);
+            output.content.push(crate::bridge::ContentBlock::text(note));
+            if let Value::Object(details) = &mut output.details {
+                details.insert("viewed".to_owned(), Value::Bool(shown));
             }
-        };
+        }
+        Ok(output)
+    }
+
+    /// Opens the dock on run `id`'s transcript for `view`: whether it did, and the line that
+    /// says so (or why not).
+    fn view(&self, agent: &AgentId, id: &str) -> (bool, String) {
+        if *agent != AgentId::main() {
+            return (
+                false,
+                "(view: only the main agent's calls open the user's dock; not opened)".to_owned(),
+            );
+        }
+        let ui = lock(&self.ui).clone();
+        if self.ledger().run(id).is_none() {
+            return (
+                false,
+                format!(
+                    "(view: run {id} is from an earlier session; the dock shows this session's runs)"
+                ),
+            );
+        }
+        match ui {
+            Some(ui) if ui.open_dock(Some(id.to_owned())) => (
+                true,
+                format!("(view: the dock shows run {id}'s transcript to the user)"),
+            ),
+            _ => (
+                false,
+                "(view: no screen here, so the transcript was not shown)".to_owned(),
+            ),
+        }
+    }
+
+    async fn result_of(
+        &self,
+        id: &str,
+        wait: bool,
+        cancel: &CancelToken,
+    ) -> Result<ToolOutput, ToolError> {
         let entry = self.ledger().run(id).map(|entry| {
             let (progress, result) = entry.watches();
             (entry.info().clone(), progress, result)
@@ -840,5 +892,46 @@ fn apply_progress(row: &mut BoardRow, progress: &Progress) {
         .or(progress.last_tool.as_ref())
     {
         row.last_activity = activity.clone();
+    }
+}
+
+/// `get_helper_result`'s run id: `id`, or `agent_id` as the original Unipi named it (both given
+/// must agree).
+fn result_id(args: &Value) -> Result<&str, ToolError> {
+    match (
+        non_blank_str(args.get("id")),
+        non_blank_str(args.get("agent_id")),
+    ) {
+        (Some(id), Some(other)) if id != other => Err(ToolError::new(format!(
+            "get_helper_result got two run ids, id {id:?} and agent_id {other:?}; give one"
+        ))),
+        (Some(id), _) | (None, Some(id)) => Ok(id),
+        (None, None) => Err(ToolError::new(
+            "get_helper_result needs id (the run id spawn_helper returned; agent_id is \
+             accepted too)",
+        )),
+    }
+}
+
+/// The bridged MCP tools declared now whose names [`crate::mcp::module::HELPER_TOOLS_PATTERN`]
+/// does not cover (`"toolNaming": "unipi"`).
+fn unipi_named_mcp_tools(host: &BridgeHost) -> Vec<String> {
+    host.tool_names()
+        .into_iter()
+        .filter(|(module, tool)| {
+            module == crate::mcp::module::MODULE_NAME && !tool.starts_with("mcp__")
+        })
+        .map(|(_, tool)| tool)
+        .collect()
+}
+
+/// A boolean argument, false when absent.
+fn flag(args: &Value, key: &str) -> Result<bool, ToolError> {
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(value)) => Ok(*value),
+        Some(other) => Err(ToolError::new(format!(
+            "{key} must be true or false, found {other}"
+        ))),
     }
 }

@@ -56,6 +56,8 @@ pub struct ServerConfig {
     pub enabled_tools: Option<Vec<String>>,
     /// Never offered (applied after `enabled_tools`).
     pub disabled_tools: Vec<String>,
+    /// How its tools are named for the model (`"toolNaming"`, the same for every server).
+    pub tool_naming: super::naming::ToolNaming,
 }
 
 impl ServerConfig {
@@ -211,6 +213,7 @@ pub fn parse(
     let mut servers: BTreeMap<String, (ServerConfig, Origin)> = BTreeMap::new();
     let mut errors = Vec::new();
     let mut notices = Vec::new();
+    let mut naming = super::naming::ToolNaming::default();
     for (path, text) in sources {
         let doc = match Doc::parse(path, text) {
             Ok(doc) => doc,
@@ -224,6 +227,7 @@ pub fn parse(
             errors.extend(doc.take_errors(true));
             continue;
         }
+        naming = tool_naming(&doc).unwrap_or(naming);
         for (name, value) in entries(&doc) {
             let mut entry = Entry {
                 doc: &doc,
@@ -252,7 +256,12 @@ pub fn parse(
     }
     refuse_beyond_maximum(&mut servers, settings.max_servers, &mut errors);
     McpConfig {
-        servers: servers.into_values().map(|(server, _)| server).collect(),
+        servers: (servers.into_values())
+            .map(|(server, _)| ServerConfig {
+                tool_naming: naming,
+                ..server
+            })
+            .collect(),
         settings,
         errors,
         notices,
@@ -373,6 +382,24 @@ impl McpSettings {
     }
 }
 
+/// The file's `"toolNaming"` (`"pi"`: `mcp__server__tool`, `"unipi"`: `server__tool`), a later
+/// file's replacing an earlier one's; another value is reported at it and changes nothing.
+fn tool_naming(doc: &Doc<'_>) -> Option<super::naming::ToolNaming> {
+    let value = doc.root.get("toolNaming")?;
+    let naming = value.as_str().and_then(super::naming::ToolNaming::parse);
+    if naming.is_none() {
+        let at = doc.offset(&["toolNaming".to_owned()], true);
+        doc.report(
+            at,
+            format!(
+                "`toolNaming` must be \"pi\" (mcp__server__tool, the default) or \"unipi\" \
+                 (server__tool, as the original Unipi named MCP tools), not {value}"
+            ),
+        );
+    }
+    naming
+}
+
 /// The `mcpServers` entries of a file, in file order; a file that has none has none, one whose
 /// root or `mcpServers` is not an object is reported. Other keys (Pi's settings, comments some
 /// tools add) are not ours to judge.
@@ -465,6 +492,7 @@ impl Entry<'_> {
             startup_timeout,
             enabled_tools,
             disabled_tools,
+            tool_naming: super::naming::ToolNaming::default(),
         })))
     }
 
@@ -920,6 +948,50 @@ mod tests {
             "/c.json:1:2: `mcpServers` must be an object mapping server names to their settings"
         );
         assert_eq!(config.servers.len(), 1);
+    }
+
+    /// `"toolNaming"`: a later file's wins and applies to every server; a bad value is an
+    /// error at it and leaves the naming as it was.
+    #[test]
+    fn tool_naming_is_read_from_the_mcp_files() {
+        use crate::mcp::naming::ToolNaming;
+        let namings = |config: &McpConfig| -> Vec<ToolNaming> {
+            config.servers.iter().map(|s| s.tool_naming).collect()
+        };
+        let plain = parse_files(&[("/a.json", r#"{"mcpServers": {"a": {"command": "x"}}}"#)]);
+        assert_eq!(namings(&plain), [ToolNaming::Pi]);
+        let config = parse_files(&[
+            ("/a.json", r#"{"mcpServers": {"a": {"command": "x"}}}"#),
+            (
+                "/b.json",
+                r#"{"toolNaming": "unipi", "mcpServers": {"b": {"url": "http://x"}}}"#,
+            ),
+        ]);
+        assert_eq!(errors(&config), Vec::<String>::new());
+        assert_eq!(namings(&config), [ToolNaming::Unipi, ToolNaming::Unipi]);
+        let back = parse_files(&[
+            ("/a.json", r#"{"toolNaming": "unipi"}"#),
+            (
+                "/b.json",
+                r#"{"toolNaming": "pi", "mcpServers": {"b": {"command": "x"}}}"#,
+            ),
+        ]);
+        assert_eq!(namings(&back), [ToolNaming::Pi]);
+        let bad = parse_files(&[
+            ("/a.json", r#"{"toolNaming": "unipi"}"#),
+            (
+                "/b.json",
+                "{\n  \"mcpServers\": {\"b\": {\"command\": \"x\"}},\n  \"toolNaming\": \"claude\"\n}",
+            ),
+        ]);
+        assert_eq!(
+            errors(&bad),
+            [
+                "/b.json:3:17: `toolNaming` must be \"pi\" (mcp__server__tool, the default) or \
+              \"unipi\" (server__tool, as the original Unipi named MCP tools), not \"claude\""
+            ]
+        );
+        assert_eq!(namings(&bad), [ToolNaming::Unipi]);
     }
 
     #[test]

@@ -21,7 +21,7 @@ use tokio::task::JoinHandle;
 pub use super::call::{CallOutcome, McpContent, ProgressUpdate};
 use super::client::{CallFailure, Connection, ListedTool, StderrTail};
 use super::config::{McpConfig, ServerConfig};
-use super::naming::bridged_tool_name;
+use super::naming::named_tool;
 use crate::sys::{Changed, lock};
 
 /// A server's lifecycle state.
@@ -467,7 +467,7 @@ impl ServerEntry {
             .filter(|tool| self.config.offers_tool(&tool.name))
             .map(|tool| McpToolInfo {
                 server: self.config.name.clone(),
-                bridged_name: bridged_tool_name(&self.config.name, &tool.name),
+                bridged_name: named_tool(self.config.tool_naming, &self.config.name, &tool.name),
                 name: tool.name,
                 description: tool.description,
                 input_schema: tool.input_schema,

@@ -28,7 +28,7 @@ pub const SUBCOMMAND: &str = "migrate";
 /// Moves an original Unipi setup (home and the current project) into unipi-tui's files.
 #[derive(Debug, Parser)]
 #[command(name = "unipi-tui migrate")]
-struct Args {
+pub(crate) struct MigrateArgs {
     /// Write the changes (without it: print them and write nothing).
     #[arg(long)]
     apply: bool,
@@ -36,7 +36,7 @@ struct Args {
 
 /// `unipi-tui migrate …` (`args` after the program name, `migrate` first).
 pub fn main(args: &[OsString]) -> ExitCode {
-    let args = match Args::try_parse_from(args) {
+    let args = match MigrateArgs::try_parse_from(args) {
         Ok(args) => args,
         Err(err) => {
             let _ = err.print();

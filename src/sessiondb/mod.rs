@@ -287,6 +287,21 @@ pub struct RecallQuery {
     pub scope: RecallScope,
     pub limit: usize,
     pub offset: usize,
+    /// How `text` is matched.
+    pub mode: RecallMode,
+    /// Each hit's whole chunk instead of a snippet around the match.
+    pub expand: bool,
+}
+
+/// How a recall query's text is matched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum RecallMode {
+    /// Its words, bm25-ranked (see [`recall`]).
+    #[default]
+    Words,
+    /// A regular expression, case-insensitive, over the newest chunks, newest first
+    /// ([`recall::build_regex`]).
+    Regex,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -645,6 +660,42 @@ impl SessionDb {
             .map_err(|e| self.sqlite(e))
     }
 
+    /// When `source` (an old database) was imported into this file, if it was.
+    pub(crate) fn legacy_imported_at(&self, source: &str) -> Result<Option<i64>, DbError> {
+        self.conn
+            .prepare_cached("SELECT imported_at_ms FROM legacy_imports WHERE source = ?1")
+            .and_then(|mut stmt| stmt.query_row([source], |row| row.get(0)).optional())
+            .map_err(|e| self.sqlite(e))
+    }
+
+    /// Records that `source` was imported (`imported` rows, `skipped` unreadable ones), so it
+    /// is not imported again.
+    pub(crate) fn record_legacy_import(
+        &self,
+        source: &str,
+        imported: usize,
+        skipped: usize,
+        note: &str,
+    ) -> Result<(), DbError> {
+        self.conn
+            .prepare_cached(
+                "INSERT OR REPLACE INTO legacy_imports
+                     (source, imported_at_ms, imported, skipped, note)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+            )
+            .and_then(|mut stmt| {
+                stmt.execute(params![
+                    source,
+                    to_i64(now_ms()),
+                    to_i64(imported),
+                    to_i64(skipped),
+                    note
+                ])
+            })
+            .map_err(|e| self.sqlite(e))?;
+        Ok(())
+    }
+
     /// Full-text recall in this database. `Session` searches one session, `Project` (and
     /// `AllProjects`, which only [`recall_all_projects`] can widen) the whole file.
     pub fn recall(&self, query: &RecallQuery) -> Result<RecallResult, DbError> {
@@ -674,8 +725,9 @@ impl SessionDb {
         self.unwritable.borrow().clone()
     }
 
-    /// A read-only connection for searching another project's file: no migration, no writes,
-    /// and a version other than the current one is refused (its tables may differ).
+    /// A read-only connection for searching another project's file: no migration, no writes;
+    /// a version newer than this build, or older than the content index, is refused (its tables
+    /// may differ). Later versions only added tables recall does not read.
     pub(crate) fn open_read_only(path: &Path) -> Result<SessionDb, DbError> {
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let sqlite = |source| DbError::Sqlite {
@@ -692,7 +744,7 @@ impl SessionDb {
                 supported: schema::CURRENT_VERSION,
             });
         }
-        if found < schema::CURRENT_VERSION {
+        if found < schema::RECALL_SINCE_VERSION {
             return Err(DbError::BadData {
                 path: path.to_path_buf(),
                 detail: format!(

@@ -8,6 +8,10 @@
 //! whatever it matches (under 20 ms over 100,000 chunks): only the newest [`RANK_WINDOW`]
 //! matches are ranked, and the total is counted up to [`TOTAL_CAP`].
 //!
+//! A regular expression ([`RecallMode::Regex`], as the original Unipi's `mode: "regex"`) is
+//! matched case-insensitively against the newest [`REGEX_SCAN_CHUNKS`] chunks in scope, newest
+//! first (a regex cannot use the full-text index; the bound keeps a search under a second).
+//!
 //! The all-projects scope opens every `*.sqlite` in the database directory read-only and merges
 //! the hits by score. bm25 depends on each file's own statistics, so the merge is approximate,
 //! which is fine for "where did I see this before". A file that cannot be read is skipped with a
@@ -15,10 +19,12 @@
 
 use std::path::Path;
 
+use regex::{Regex, RegexBuilder};
 use rusqlite::{Connection, params};
 
 use super::{
-    DbError, DocKind, RecallHit, RecallQuery, RecallResult, RecallScope, SessionDb, session_token,
+    DbError, DocKind, RecallHit, RecallMode, RecallQuery, RecallResult, RecallScope, SessionDb,
+    session_token,
 };
 
 /// The longest snippet returned, in characters, ellipses included.
@@ -43,6 +49,19 @@ const STOPWORDS: &[&str] = &[
 pub(crate) const RANK_WINDOW: i64 = 2_000;
 /// Tokens FTS5's snippet() shows around the match (its own cap is 64).
 const SNIPPET_TOKENS: i64 = 48;
+/// Chunks a regex query looks at per database, the newest (about 40 MB of text at most).
+pub(crate) const REGEX_SCAN_CHUNKS: i64 = 20_000;
+/// The most memory a compiled regex may take: a pattern past it is refused, not run.
+const REGEX_SIZE_LIMIT: usize = 1 << 20;
+
+/// A regex query's pattern compiled as the original did (`new RegExp(query, "i")`):
+/// case-insensitive; an invalid or oversized pattern is the error to show.
+pub fn build_regex(pattern: &str) -> Result<Regex, regex::Error> {
+    RegexBuilder::new(pattern)
+        .case_insensitive(true)
+        .size_limit(REGEX_SIZE_LIMIT)
+        .build()
+}
 
 /// The FTS5 phrases of a free-text query, each quoted; empty when nothing searchable is left.
 pub(crate) fn sanitize_query(text: &str) -> Vec<String> {
@@ -84,7 +103,7 @@ pub(crate) fn sanitize_query(text: &str) -> Vec<String> {
 /// Recall across every project database in `db_dir` (read-only), merged by score.
 pub fn recall_all_projects(db_dir: &Path, query: &RecallQuery) -> Result<RecallResult, DbError> {
     let phrases = sanitize_query(&query.text);
-    if phrases.is_empty() {
+    if phrases.is_empty() && query.mode == RecallMode::Words {
         return Ok(RecallResult::default());
     }
     let files = match crate::sys::files_with_extension(db_dir, "sqlite") {
@@ -115,10 +134,31 @@ pub fn recall_all_projects(db_dir: &Path, query: &RecallQuery) -> Result<RecallR
         limit: page.offset + page.limit,
         offset: 0,
     };
+    if query.mode == RecallMode::Regex {
+        let regex = compiled(db_dir, &query.text)?;
+        let mut merged = RecallResult::default();
+        for db in &dbs {
+            match regex_search(db, &regex, None, fetch, query.expand) {
+                Ok(found) => {
+                    merged.total += found.total;
+                    merged.hits.extend(found.hits);
+                }
+                Err(err) => tracing::warn!("recall: skipping {}: {err}", db.path().display()),
+            }
+        }
+        merged.hits.sort_by_key(|hit| std::cmp::Reverse(hit.at_ms));
+        merged.hits = merged
+            .hits
+            .into_iter()
+            .skip(page.offset)
+            .take(page.limit)
+            .collect();
+        return Ok(merged);
+    }
     for mode in modes(&phrases) {
         let mut merged = RecallResult::default();
         for db in &dbs {
-            match search(db, &mode, None, fetch) {
+            match search(db, &mode, None, fetch, query.expand) {
                 Ok(found) => {
                     merged.total += found.total;
                     merged.hits.extend(found.hits);
@@ -146,13 +186,17 @@ pub fn recall_all_projects(db_dir: &Path, query: &RecallQuery) -> Result<RecallR
 
 /// [`SessionDb::recall`]: Session or (for `Project` and `AllProjects`) the whole file.
 pub(crate) fn recall_in(db: &SessionDb, query: &RecallQuery) -> Result<RecallResult, DbError> {
-    let phrases = sanitize_query(&query.text);
     let session = match &query.scope {
         RecallScope::Session(id) => Some(id.as_str()),
         RecallScope::Project | RecallScope::AllProjects => None,
     };
+    if query.mode == RecallMode::Regex {
+        let regex = compiled(db.path(), &query.text)?;
+        return regex_search(db, &regex, session, Page::of(query), query.expand);
+    }
+    let phrases = sanitize_query(&query.text);
     for mode in modes(&phrases) {
-        let found = search(db, &mode, session, Page::of(query))?;
+        let found = search(db, &mode, session, Page::of(query), query.expand)?;
         if found.total > 0 {
             return Ok(found);
         }
@@ -194,6 +238,7 @@ fn search(
     expression: &str,
     session: Option<&str>,
     page: Page,
+    expand: bool,
 ) -> Result<RecallResult, DbError> {
     // The query's words look only at the text column, never at the session tokens.
     let expression = match session {
@@ -209,7 +254,7 @@ fn search(
         if total == 0 {
             return Ok((0, Vec::new()));
         }
-        let hits = ranked_page(conn, &expression, oldest_ranked, page)?;
+        let hits = ranked_page(conn, &expression, oldest_ranked, page, expand)?;
         Ok((usize::try_from(total).unwrap_or(0), hits))
     })()
     .map_err(|e| db.sqlite(e))?;
@@ -257,11 +302,12 @@ fn ranked_page(
     expression: &str,
     oldest_ranked: i64,
     page: Page,
+    expand: bool,
 ) -> rusqlite::Result<Vec<(RecallHit, String)>> {
     let mut stmt = conn.prepare_cached(
         "SELECT d.session_id, d.entry_id, d.kind, d.tool, d.at_ms,
              COALESCE(s.project_dir, ''),
-             snippet(content_fts, 0, ?6, ?7, '…', ?5),
+             CASE WHEN ?8 THEN c.text ELSE snippet(content_fts, 0, ?6, ?7, '…', ?5) END,
              content_fts.rank
          FROM content_fts
          CROSS JOIN content_chunks c ON c.id = content_fts.rowid
@@ -279,16 +325,22 @@ fn ranked_page(
             super::to_i64(page.offset),
             SNIPPET_TOKENS,
             MATCH_START.to_string(),
-            MATCH_END.to_string()
+            MATCH_END.to_string(),
+            expand
         ],
         |row| {
             let rank: f64 = row.get(7)?;
+            let text: String = row.get(6)?;
             let hit = RecallHit {
                 session_id: row.get(0)?,
                 entry_id: row.get(1)?,
                 kind: DocKind::Summary,
                 tool: row.get(3)?,
-                snippet: bound_snippet(&row.get::<_, String>(6)?),
+                snippet: if expand {
+                    text.trim().to_owned()
+                } else {
+                    bound_snippet(&text)
+                },
                 score: -rank,
                 at_ms: row.get(4)?,
                 project_dir: row.get(5)?,
@@ -297,6 +349,82 @@ fn ranked_page(
         },
     )?
     .collect()
+}
+
+/// `pattern` compiled for a search in the database at `path` (validated by the tool already; a
+/// pattern that still fails is bad input, not a database fault).
+fn compiled(path: &Path, pattern: &str) -> Result<Regex, DbError> {
+    build_regex(pattern).map_err(|err| DbError::BadData {
+        path: path.to_path_buf(),
+        detail: format!("invalid regular expression: {err}"),
+    })
+}
+
+/// One regex query over one database: the newest [`REGEX_SCAN_CHUNKS`] chunks in scope, newest
+/// first, each matching chunk a hit (its score the number of matches in it).
+fn regex_search(
+    db: &SessionDb,
+    regex: &Regex,
+    session: Option<&str>,
+    page: Page,
+    expand: bool,
+) -> Result<RecallResult, DbError> {
+    let token = session.map(session_token);
+    let rows = (|| -> rusqlite::Result<Vec<(RecallHit, String)>> {
+        let mut stmt = db.conn().prepare_cached(
+            "SELECT d.session_id, d.entry_id, d.kind, d.tool, d.at_ms,
+                 COALESCE(s.project_dir, ''), c.text
+             FROM content_chunks c
+             JOIN content_docs d ON d.id = c.doc_id
+             LEFT JOIN sessions s ON s.session_id = d.session_id
+             WHERE ?1 IS NULL OR c.session = ?1
+             ORDER BY c.id DESC LIMIT ?2",
+        )?;
+        let mut rows = stmt.query(params![token, REGEX_SCAN_CHUNKS])?;
+        let mut found = Vec::new();
+        while let Some(row) = rows.next()? {
+            let text: String = row.get(6)?;
+            let Some(first) = regex.find(&text) else {
+                continue;
+            };
+            let snippet = if expand {
+                text.trim().to_owned()
+            } else {
+                let marked = format!(
+                    "{}{MATCH_START}{}{MATCH_END}{}",
+                    &text[..first.start()],
+                    first.as_str(),
+                    &text[first.end()..]
+                );
+                bound_snippet(&marked)
+            };
+            let hit = RecallHit {
+                session_id: row.get(0)?,
+                entry_id: row.get(1)?,
+                kind: DocKind::Summary,
+                tool: row.get(3)?,
+                snippet,
+                score: regex.find_iter(&text).count() as f64,
+                at_ms: row.get(4)?,
+                project_dir: row.get(5)?,
+            };
+            found.push((hit, row.get::<_, String>(2)?));
+        }
+        Ok(found)
+    })()
+    .map_err(|e| db.sqlite(e))?;
+    let total = rows.len();
+    let hits = rows
+        .into_iter()
+        .skip(page.offset)
+        .take(page.limit)
+        .map(|(hit, kind)| {
+            let kind = DocKind::parse(&kind)
+                .ok_or_else(|| db.bad_data(format!("unknown content kind {kind:?}")))?;
+            Ok(RecallHit { kind, ..hit })
+        })
+        .collect::<Result<Vec<_>, DbError>>()?;
+    Ok(RecallResult { hits, total })
 }
 
 /// Marks the match in snippet() output (private-use characters, removed again here) so the

@@ -5,7 +5,8 @@
 //! shipped, because users' files were made by it. Version 1 was the first layout (sessions,
 //! events, compaction counters); version 2 adds the content index, ingest offsets and the
 //! compaction manifest, and indexes the summaries version 1 already held; version 3 adds the
-//! calls model fusion's sidekick served and what they saved (`sidekick_calls`).
+//! calls model fusion's sidekick served and what they saved (`sidekick_calls`); version 4 adds
+//! the record of old databases imported once (`legacy_imports`: the original Unipi compactor's).
 //!
 //! The content index is an external-content FTS5 table over `content_chunks` (the text is stored
 //! once), kept in step by triggers. Its second column holds one token per chunk naming the
@@ -19,7 +20,9 @@ use std::time::Duration;
 use rusqlite::{Connection, ErrorCode, Transaction, TransactionBehavior};
 
 /// The schema version this build reads and writes.
-pub(crate) const CURRENT_VERSION: i64 = 3;
+pub(crate) const CURRENT_VERSION: i64 = 4;
+/// The first version with the content index: a file this new can be searched read-only.
+pub(crate) const RECALL_SINCE_VERSION: i64 = 2;
 
 /// How long a writer waits for another process's lock before failing with "database is busy".
 pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -43,6 +46,10 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     Migration {
         version: 3,
         sql: V3_SQL,
+    },
+    Migration {
+        version: 4,
+        sql: V4_SQL,
     },
 ];
 
@@ -147,6 +154,18 @@ CREATE TABLE sidekick_calls (
     primary_cost REAL NOT NULL
 );
 CREATE INDEX sidekick_calls_by_session ON sidekick_calls(session_id, source);
+";
+
+/// One row per old database imported into this project's file (the original Unipi compactor's
+/// `session.db`), so it is imported once: what was read and what could not be.
+const V4_SQL: &str = "
+CREATE TABLE legacy_imports (
+    source TEXT PRIMARY KEY,
+    imported_at_ms INTEGER NOT NULL,
+    imported INTEGER NOT NULL,
+    skipped INTEGER NOT NULL,
+    note TEXT NOT NULL
+);
 ";
 
 /// Why opening failed: a corrupt file is recoverable (moved aside), anything else is not.

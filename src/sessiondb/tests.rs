@@ -54,6 +54,8 @@ fn query(text: &str, scope: RecallScope) -> RecallQuery {
         scope,
         limit: 10,
         offset: 0,
+        mode: RecallMode::Words,
+        expand: false,
     }
 }
 
@@ -1019,4 +1021,98 @@ fn schema_sibling(path: &std::path::Path, suffix: &str) -> std::path::PathBuf {
     let mut name = path.as_os_str().to_owned();
     name.push(suffix);
     std::path::PathBuf::from(name)
+}
+
+/// `mode: regex` (the original Unipi's): a case-insensitive regular expression over the chunks
+/// in scope, newest first, with a snippet around the first match; paging and scopes as for
+/// words; `expand` gives the whole chunk in both modes.
+#[test]
+fn regex_mode_matches_patterns_newest_first_and_expand_gives_whole_chunks() {
+    let db = mem();
+    let filler = "filler words about nothing much at all ".repeat(20);
+    db.index_many(
+        "a",
+        &[
+            doc("e1", DocKind::User, "error E1042 in parser.rs line 10"),
+            doc("e2", DocKind::ToolResult, "no code here, only prose"),
+            doc(
+                "e3",
+                DocKind::Assistant,
+                &format!("{filler} saw ERROR e2077 near the end {filler}"),
+            ),
+        ],
+    )
+    .unwrap();
+    db.index_content("b", &doc("e9", DocKind::User, "error E0001 elsewhere"))
+        .unwrap();
+    let regex = |pattern: &str, scope: RecallScope| RecallQuery {
+        mode: RecallMode::Regex,
+        ..query(pattern, scope)
+    };
+
+    // Words cannot express "E, then four digits"; the regex can, case-insensitively.
+    let found = db
+        .recall(&regex(r"e\d{4}", RecallScope::Session("a".into())))
+        .unwrap();
+    assert_eq!(entry_ids(&found), ["e3", "e1"], "newest first");
+    assert_eq!(found.total, 2);
+    let long = &found.hits[0].snippet;
+    assert!(long.contains("ERROR e2077"), "{long}");
+    assert!(long.chars().count() <= SNIPPET_MAX_CHARS, "{long}");
+    assert!(long.starts_with('…') && long.ends_with('…'), "{long}");
+    assert_eq!(found.hits[0].kind, DocKind::Assistant);
+
+    let project = db.recall(&regex(r"e\d{4}", RecallScope::Project)).unwrap();
+    assert_eq!(entry_ids(&project), ["e9", "e3", "e1"]);
+    let page = db
+        .recall(&RecallQuery {
+            limit: 1,
+            offset: 1,
+            ..regex(r"e\d{4}", RecallScope::Project)
+        })
+        .unwrap();
+    assert_eq!((entry_ids(&page), page.total), (vec!["e3"], 3));
+    assert_eq!(
+        db.recall(&regex("^no code", RecallScope::Project))
+            .unwrap()
+            .hits[0]
+            .entry_id,
+        "e2"
+    );
+    assert_eq!(
+        db.recall(&regex("zzz+top", RecallScope::Project))
+            .unwrap()
+            .total,
+        0
+    );
+    // FTS5 syntax means nothing to a regex, and the reverse.
+    assert_eq!(
+        db.recall(&regex("\"parser\" OR", RecallScope::Project))
+            .unwrap()
+            .total,
+        0
+    );
+
+    // expand: the whole chunk, in regex mode and in words mode.
+    for mode in [RecallMode::Regex, RecallMode::Words] {
+        let expanded = db
+            .recall(&RecallQuery {
+                mode,
+                expand: true,
+                ..query("e2077", RecallScope::Project)
+            })
+            .unwrap();
+        let whole = &expanded.hits[0].snippet;
+        assert!(whole.chars().count() > SNIPPET_MAX_CHARS, "{mode:?}");
+        assert!(whole.starts_with("filler words") && whole.ends_with("at all"));
+    }
+
+    // An invalid pattern is an error naming it, never a panic.
+    let err = db
+        .recall(&regex("(unclosed", RecallScope::Project))
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("invalid regular expression"),
+        "{err}"
+    );
 }

@@ -200,6 +200,105 @@ fn compact_answers_without_the_model_and_recall_finds_what_was_compacted() {
     wb.exit();
 }
 
+/// Coming from Unipi: its compactor's `session.db` under HOME (built here with the schema the
+/// reference gives) is imported on the first start, which says so; the scripted model then calls
+/// `vcc_recall`, the old name, with `mode: "regex"` and a lower-case pattern, and gets the old
+/// history back (upper case: the regex is case-insensitive, as Unipi's was). The old file is not
+/// changed, and the second start imports nothing again.
+#[test]
+fn the_original_unipi_history_is_imported_once_and_vcc_recall_finds_it_by_regex() {
+    let mut legacy = PathBuf::new();
+    let mut wb = start(|sandbox| legacy = unipi_session_db(sandbox));
+    let before = std::fs::read(&legacy).unwrap();
+    wb.wait_ready();
+    wb.ask(
+        "Search the Unipi history for the codename.",
+        "LEGACY-RECALL-FOUND",
+    );
+    let log = wb.log();
+    assert!(
+        log.contains("start-up: Imported the original Unipi compactor's history of this project")
+            && log.contains("1 events and 1 resume snapshots of 1 sessions"),
+        "{log}"
+    );
+    wb.exit();
+    let Workbench { sandbox, .. } = wb;
+    let mut again = start_in(sandbox, &[]);
+    again.wait_ready();
+    again.ask(
+        "Search the Unipi history for the codename.",
+        "LEGACY-RECALL-FOUND",
+    );
+    again.exit();
+    let imports = again
+        .log()
+        .matches("start-up: Imported the original Unipi")
+        .count();
+    assert_eq!(imports, 1, "imported once, not at every start");
+    assert_eq!(
+        std::fs::read(&legacy).unwrap(),
+        before,
+        "the old file is unchanged"
+    );
+}
+
+/// `~/.unipi/db/compactor/session.db` as the original Unipi's compactor left it (schema version
+/// 1, WAL), with one event and a resume snapshot of a session in the sandbox's project and one
+/// event of another project; its path.
+fn unipi_session_db(sandbox: &Sandbox) -> PathBuf {
+    let path = sandbox.home.join(".unipi/db/compactor/session.db");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "PRAGMA journal_mode=WAL;
+         CREATE TABLE session_events (id INTEGER PRIMARY KEY AUTOINCREMENT,
+             session_id TEXT NOT NULL, type TEXT NOT NULL, category TEXT NOT NULL,
+             priority INTEGER NOT NULL DEFAULT 2, data TEXT NOT NULL,
+             project_dir TEXT NOT NULL DEFAULT '', source_hook TEXT NOT NULL,
+             created_at TEXT NOT NULL DEFAULT (datetime('now')),
+             attribution_source TEXT NOT NULL DEFAULT 'unknown',
+             attribution_confidence REAL NOT NULL DEFAULT 0,
+             data_hash TEXT NOT NULL DEFAULT '');
+         CREATE TABLE session_meta (session_id TEXT PRIMARY KEY, project_dir TEXT NOT NULL,
+             started_at TEXT NOT NULL DEFAULT (datetime('now')), last_event_at TEXT,
+             event_count INTEGER NOT NULL DEFAULT 0, compact_count INTEGER NOT NULL DEFAULT 0,
+             total_chars_before INTEGER NOT NULL DEFAULT 0,
+             total_chars_kept INTEGER NOT NULL DEFAULT 0,
+             total_messages_summarized INTEGER NOT NULL DEFAULT 0);
+         CREATE TABLE session_resume (id INTEGER PRIMARY KEY AUTOINCREMENT,
+             session_id TEXT NOT NULL UNIQUE, snapshot TEXT NOT NULL,
+             event_count INTEGER NOT NULL, created_at TEXT NOT NULL DEFAULT (datetime('now')),
+             consumed INTEGER NOT NULL DEFAULT 0);
+         PRAGMA user_version = 1;",
+    )
+    .unwrap();
+    let project = sandbox.project.display().to_string();
+    conn.execute(
+        "INSERT INTO session_events (session_id, type, category, priority, data, project_dir,
+             source_hook)
+         VALUES ('unipi-old-session', 'tool_error', 'error', 3,
+                 '[bash] release failed: codename AMBER-OWL-7 is already tagged', ?1,
+                 'PostToolUse'),
+                ('unipi-elsewhere', 'file_read', 'file', 2, 'notes.md', '/somewhere/else',
+                 'PostToolUse')",
+        [&project],
+    )
+    .unwrap();
+    conn.execute(
+        "INSERT INTO session_meta (session_id, project_dir) VALUES ('unipi-old-session', ?1)",
+        [&project],
+    )
+    .unwrap();
+    conn.execute(
+        "INSERT INTO session_resume (session_id, snapshot, event_count)
+         VALUES ('unipi-old-session', '<session_resume events=\"1\"><errors count=\"1\">\
+                  release failed</errors></session_resume>', 1)",
+        [],
+    )
+    .unwrap();
+    path
+}
+
 /// The control: with `overrideDefaultCompaction` off, `/compact` is Pi's own LLM compaction, and
 /// the request log shows it — so the count staying put above means something.
 #[test]
@@ -295,6 +394,8 @@ fn pi_s_own_threshold_compaction_is_answered_and_continues_invisibly() {
             scope: unipi_tui::sessiondb::RecallScope::Project,
             limit: 5,
             offset: 0,
+            mode: unipi_tui::sessiondb::RecallMode::Words,
+            expand: false,
         })
         .unwrap()
         .hits

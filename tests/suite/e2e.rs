@@ -562,6 +562,38 @@ fn a_background_helper_wakes_the_agent_and_an_explore_helper_cannot_edit() {
     assert_eq!(code, 0, "screen:\n{}", wb.session.screen_text());
 }
 
+/// The original Unipi's names: the model reads a background helper's result back with
+/// `agent_id` (the run id its notification named) and `view: true`, which opens the dock on the
+/// run's transcript for the user; closed, the model's answer shows the result came back.
+#[test]
+fn get_helper_result_takes_unipi_s_agent_id_and_view_opens_the_dock() {
+    let mut wb = start(PiLine::Current, &[], OuterOptions::default());
+    wb.wait_ready();
+    wb.ask("ask an old-style helper", "BGHELPER-STARTED");
+    wb.session
+        .wait_for("the dock on the helper's transcript", REPLY, |s| {
+            let text = s.contents();
+            text.contains("final transcript")
+                && text.contains("Task:    old names helper")
+                && text.contains("◆ OLDNAME-ANSWER-31")
+        })
+        .unwrap_or_else(|err| panic!("{err:#}\n{}", wb.session.screen_text()));
+    // Back from the transcript, then closed.
+    for _ in 0..3 {
+        let screen = wb.session.screen_text();
+        if !(screen.contains("Esc back") || screen.contains("Esc close")) {
+            break;
+        }
+        wb.session.send(b"\x1b");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    wb.session
+        .wait_for_text("OLDNAMES-OK", REPLY)
+        .unwrap_or_else(|err| panic!("{err:#}\n{}", wb.session.screen_text()));
+    let code = wb.exit_with(keys::KITTY_CTRL_D);
+    assert_eq!(code, 0, "screen:\n{}", wb.session.screen_text());
+}
+
 #[test]
 fn a_helper_asks_its_supervisor_and_gets_the_parents_answer() {
     let mut wb = start(PiLine::Current, &[], OuterOptions::default());

@@ -287,6 +287,52 @@ fn mcp_tools_reach_the_model_a_helper_shares_the_server_and_clashes_are_reported
     wb.wait_server_processes(0);
 }
 
+/// `"toolNaming": "unipi"` in the project's Unipi MCP file: the model is offered the server's
+/// tools as `server__tool`, as the original Unipi named them (and not also as `mcp__…`), calls
+/// one by that name and reads the real server's answer; so does a helper whose agent type has a
+/// tool allow-list.
+#[test]
+fn unipi_tool_naming_offers_and_calls_unipi_style_names() {
+    let sandbox = Sandbox::new();
+    let model = OfflineModel::scenario("mcp.toml", &sandbox);
+    let tag = format!("{}-{}-unipi", std::process::id(), sandbox.home.display());
+    let everything = mcp_bin("mcp-server-everything").display().to_string();
+    write_json(
+        &sandbox.project.join(".unipi/config/mcp.json"),
+        &json!({"toolNaming": "unipi", "mcpServers": {
+            "everything": {"command": everything, "env": {"MCP_E2E_TAG": tag}},
+        }}),
+    );
+    let session = model.spawn(PiLine::Current, &sandbox, &[], &[], outer_40_rows(120));
+    let mut wb = McpWorkbench {
+        session,
+        model,
+        sandbox,
+        tag,
+    };
+    wb.session
+        .wait_for("Pi's prompt and the MCP server running", START, |s| {
+            let text = s.contents();
+            text.contains("scripted-mcp") && footer_row(s).contains("MCP 1/1 ·")
+        })
+        .unwrap_or_else(|err| panic!("{err:#}\n{}", wb.log_tail()));
+    wb.ask("echo the unipi way", "UNIPI-NAMING-OK");
+    let requests = wb.model.server.requests();
+    let offered = offered_tools(&requests[0]);
+    assert!(
+        offered.iter().any(|name| name == "everything__echo"),
+        "{offered:?}"
+    );
+    assert!(
+        !offered.iter().any(|name| name.starts_with("mcp__")),
+        "{offered:?}"
+    );
+    // A helper whose type has a tool allow-list (explore) gets the same names.
+    wb.ask("helper with unipi names", "UNIPI-HELPER-OK");
+    assert_eq!(wb.exit(), 0);
+    wb.wait_server_processes(0);
+}
+
 #[test]
 fn four_helpers_and_the_main_agent_share_three_server_processes() {
     let mut wb = start_workbench();

@@ -757,6 +757,7 @@ fn stdio(name: &str, command: &str, args: &[&str]) -> ServerConfig {
         startup_timeout: SETTLE,
         enabled_tools: None,
         disabled_tools: Vec::new(),
+        tool_naming: Default::default(),
     }
 }
 
