@@ -479,6 +479,7 @@ fn task_finished(name: &str, status: &str, exit_code: i32, wakes_agent: bool) ->
         status: status.into(),
         exit_code: Some(exit_code),
         wakes_agent,
+        task: serde_json::Value::Null,
     })
 }
 

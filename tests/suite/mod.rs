@@ -23,6 +23,7 @@ mod passthrough;
 mod scripted_server;
 mod startup;
 mod tasks_process;
+mod unipi_events;
 mod web_fetch;
 mod web_pi;
 mod workflow_pi;
