@@ -19,6 +19,7 @@ mod install;
 mod mcp_pi;
 mod mcp_servers;
 mod notify_native;
+mod notify_setup;
 mod passthrough;
 mod scripted_server;
 mod startup;
