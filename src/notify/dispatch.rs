@@ -124,7 +124,8 @@ impl Dispatcher {
         }
     }
 
-    async fn client(&self) -> Result<&reqwest::Client, String> {
+    /// The notifications' one HTTP client (built at its first use).
+    pub(super) async fn client(&self) -> Result<&reqwest::Client, String> {
         self.inner
             .client
             .get(|| {
@@ -279,48 +280,6 @@ impl Dispatcher {
         tokio::time::timeout(timeout, send)
             .await
             .unwrap_or_else(|_| Err(format!("no answer within {}", seconds(timeout))))
-    }
-
-    /// One request of a platform's set-up (its test message), with the notifications' client,
-    /// under the send timeout.
-    pub(crate) async fn send_request(&self, request: http::Request) -> Result<(), String> {
-        let service = request.service;
-        let wait = self.config().send_timeout;
-        let client = self.client().await?;
-        tokio::time::timeout(wait, http::post(client, request))
-            .await
-            .unwrap_or_else(|_| Err(format!("{service}: no answer within {}", seconds(wait))))
-    }
-
-    /// `GET url` answered with JSON (Telegram's `getUpdates`), under the send timeout. Errors
-    /// name `service` and never the URL (it may hold a token).
-    pub(crate) async fn get_json(
-        &self,
-        service: &str,
-        url: &str,
-    ) -> Result<serde_json::Value, String> {
-        let wait = self.config().send_timeout;
-        let client = self.client().await?;
-        let get = async {
-            let response = client
-                .get(url)
-                .send()
-                .await
-                .map_err(|err| format!("{service}: {}", err.without_url()))?;
-            let status = response.status();
-            let body = response.text().await.unwrap_or_default();
-            if !status.is_success() {
-                return Err(format!(
-                    "{service} API error {}: {}",
-                    status.as_u16(),
-                    body.trim()
-                ));
-            }
-            serde_json::from_str(&body).map_err(|err| format!("{service}: not JSON: {err}"))
-        };
-        tokio::time::timeout(wait, get)
-            .await
-            .unwrap_or_else(|_| Err(format!("{service}: no answer within {}", seconds(wait))))
     }
 
     /// `/unipi:notify-test`: every enabled platform at once, set up or not (so the user sees

@@ -18,7 +18,7 @@ pub mod module;
 pub mod platforms;
 pub mod routing;
 pub mod settings;
-pub mod setup;
+mod setup;
 
 #[cfg(test)]
 mod tests;

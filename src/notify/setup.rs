@@ -19,7 +19,7 @@ use super::config::{
 };
 use super::dispatch::Dispatcher;
 use super::platforms::Notice;
-use super::platforms::http::{gotify_request, ntfy_request, telegram_request};
+use super::platforms::http::{Request, gotify_request, ntfy_request, post, telegram_request};
 use crate::capability::settings::{Kind, Save, Setting, SettingsPage};
 use crate::config::module_file::ModuleConfig;
 
@@ -32,7 +32,7 @@ const TG_WAIT: Duration = Duration::from_secs(60);
 const TG_POLL: Duration = Duration::from_secs(2);
 
 /// `/unipi:notify-set-ntfy`.
-pub const NTFY_PAGE: SettingsPage<NotifyConfig> = SettingsPage {
+pub(crate) const NTFY_PAGE: SettingsPage<NotifyConfig> = SettingsPage {
     title: "Set up ntfy",
     file: NTFY_FILE,
     what: "ntfy set-up",
@@ -42,7 +42,7 @@ pub const NTFY_PAGE: SettingsPage<NotifyConfig> = SettingsPage {
 };
 
 /// `/unipi:notify-set-gotify`.
-pub const GOTIFY_PAGE: SettingsPage<NotifyConfig> = SettingsPage {
+pub(crate) const GOTIFY_PAGE: SettingsPage<NotifyConfig> = SettingsPage {
     title: "Set up Gotify",
     file: CONFIG_FILE,
     what: "Gotify set-up",
@@ -52,7 +52,7 @@ pub const GOTIFY_PAGE: SettingsPage<NotifyConfig> = SettingsPage {
 };
 
 /// `/unipi:notify-set-tg`.
-pub const TELEGRAM_PAGE: SettingsPage<NotifyConfig> = SettingsPage {
+pub(crate) const TELEGRAM_PAGE: SettingsPage<NotifyConfig> = SettingsPage {
     title: "Set up Telegram",
     file: CONFIG_FILE,
     what: "Telegram set-up",
@@ -337,23 +337,32 @@ async fn set_telegram(
 
 /// The chat of the last message the bot received (`getUpdates`), asked every [`TG_POLL`]
 /// until one came or [`TG_WAIT`] passed. A network error is tried again, as Unipi's did; a
-/// refusal (a wrong token) ends it at once.
+/// refusal (a wrong token) ends it at once. Errors never carry the URL (it holds the token).
 async fn find_chat(dispatcher: &Dispatcher, config: &TelegramConfig) -> anyhow::Result<String> {
     let url = format!(
         "{}/bot{}/getUpdates?allowed_updates=%5B%22message%22%5D",
         config.api_url.trim_end_matches('/'),
         config.bot_token.as_deref().unwrap_or_default()
     );
+    let client = dispatcher.client().await.map_err(anyhow::Error::msg)?;
+    let wait = dispatcher.config().send_timeout;
     let deadline = Instant::now() + TG_WAIT;
     loop {
-        match dispatcher.get_json("Telegram", &url).await {
-            Ok(updates) => {
+        match tokio::time::timeout(wait, client.get(&url).send()).await {
+            Ok(Ok(response)) => {
+                let status = response.status();
+                let body = response.text().await.unwrap_or_default();
+                if !status.is_success() {
+                    bail!("Telegram API error {}: {}", status.as_u16(), body.trim());
+                }
+                let updates: Value = serde_json::from_str(&body)
+                    .context("Telegram answered getUpdates with something other than JSON")?;
                 if let Some(chat) = last_chat(&updates) {
                     return Ok(chat);
                 }
             }
-            Err(err) if err.contains("API error") => bail!("{err}"),
-            Err(err) => tracing::debug!("notify: Telegram set-up: {err}"),
+            Ok(Err(err)) => tracing::debug!("notify: Telegram set-up: {}", err.without_url()),
+            Err(_) => tracing::debug!("notify: Telegram set-up: no answer within {wait:?}"),
         }
         if Instant::now() + TG_POLL > deadline {
             bail!(
@@ -386,12 +395,15 @@ fn last_chat(updates: &Value) -> Option<String> {
         })
 }
 
-/// Sends the set-up's test; nothing is saved when it does not arrive.
-async fn tested(
-    dispatcher: &Dispatcher,
-    request: super::platforms::http::Request,
-) -> anyhow::Result<()> {
-    match dispatcher.send_request(request).await {
+/// Sends the set-up's test under the send timeout; nothing is saved when it does not arrive.
+async fn tested(dispatcher: &Dispatcher, request: Request) -> anyhow::Result<()> {
+    let service = request.service;
+    let wait = dispatcher.config().send_timeout;
+    let client = dispatcher.client().await.map_err(anyhow::Error::msg)?;
+    let sent = tokio::time::timeout(wait, post(client, request))
+        .await
+        .unwrap_or_else(|_| Err(format!("{service}: no answer within {wait:?}")));
+    match sent {
         Ok(()) => Ok(()),
         Err(err) => bail!("the test message did not go through, nothing was saved: {err}"),
     }
