@@ -10,7 +10,10 @@
  *  - it registers whatever the workbench declares (tools with JSON Schema parameters, `/unipi:*`
  *    commands, card renderers for custom messages) and forwards their invocations;
  *  - it draws the generic cards (`details.card`) of tool results and custom messages;
- *  - it executes the workbench's calls (send a message, set the model, compact, hide the footer…).
+ *  - it executes the workbench's calls (send a message, set the model, compact, hide the footer…);
+ *  - it re-emits the workbench's module events on Pi's `pi.events` under Unipi's names and
+ *    payloads, and keeps Unipi's shared background-task registry (read-only) on `globalThis`,
+ *    so other Pi extensions written against Unipi keep working.
  *
  * Both Pi lines are served (1.x `@earendil-works`, 0.7x `@mariozechner`). Where they differ, the
  * difference is detected at run time by probing what exists, never by version number.
@@ -50,6 +53,87 @@ const RENDER_WIDGET_KEY = "unipi-tui-render";
 const OPTIONAL_EVENTS = ["agent_settled", "agent_before_settle", "session_compact_failed"];
 
 type Msg = Record<string, any>;
+
+/** Where Unipi's background-tasks package published its registry for sibling extensions. */
+const SHARED_TASK_REGISTRY = Symbol.for("unipi.background-tasks.shared-registry");
+/** The module events that carry tasks (each `task`, or every one as `tasks`). */
+const TASK_STARTED = "unipi:bg:task:started";
+const TASK_FINISHED = "unipi:bg:task:finished";
+const TASKS_SNAPSHOT = "unipi:bg:tasks:snapshot";
+
+/**
+ * Unipi's shared background-task registry, read-only: the workbench owns the tasks, and this
+ * copy follows its task events. Readers get frozen snapshots (Unipi's `BgTaskSnapshot` fields);
+ * what would change a task throws and names the way that does.
+ */
+class SharedTaskRegistry {
+	private readonly tasks = new Map<string, Readonly<Msg>>();
+	readonly readOnly = true;
+
+	/** Every task, oldest start first. */
+	allTasks(): Readonly<Msg>[] {
+		return [...this.tasks.values()].sort((a, b) => (a.startTime ?? 0) - (b.startTime ?? 0));
+	}
+
+	/** The task's current snapshot (a task object from `allTasks`, or its id). */
+	snapshot(task: Msg | string): Readonly<Msg> {
+		return this.resolveTask(typeof task === "string" ? task : String(task?.id ?? ""));
+	}
+
+	getTask(id: string): Readonly<Msg> | undefined {
+		return this.tasks.get(id);
+	}
+
+	/** An exact id, else a unique prefix (as Unipi's `resolveTask`). */
+	resolveTask(idOrPrefix: string): Readonly<Msg> {
+		const query = String(idOrPrefix ?? "").trim();
+		if (!query) throw new Error("A background task ID is required");
+		const exact = this.tasks.get(query);
+		if (exact) return exact;
+		const matches = [...this.tasks.keys()].filter((id) => id.startsWith(query));
+		if (matches.length === 1) return this.tasks.get(matches[0]) as Readonly<Msg>;
+		if (matches.length > 1) throw new Error(`Ambiguous background task ID prefix ${query}: ${matches.sort().join(", ")}`);
+		throw new Error(`Unknown background task ID: ${query}`);
+	}
+
+	/** The task's output (its end when `tail`), at most `maxBytes` bytes of it. */
+	async getTaskLogs(task: Msg | string, maxBytes = 64 * 1024, tail = true): Promise<{ text: string; details: { truncated: boolean } }> {
+		const found = this.snapshot(task);
+		const path = nodePath.resolve(String(found.cwd ?? ""), String(found.outputPath ?? ""));
+		const handle = await fs.promises.open(path, "r");
+		try {
+			const size = (await handle.stat()).size;
+			const length = Math.max(0, Math.min(size, Math.floor(maxBytes)));
+			const buffer = Buffer.alloc(length);
+			await handle.read(buffer, 0, length, tail ? size - length : 0);
+			return { text: buffer.toString("utf8"), details: { truncated: length < size } };
+		} finally {
+			await handle.close();
+		}
+	}
+
+	stopTask(): never {
+		throw new Error("The unipi-tui task registry is read-only: stop a task with bg_kill or from the dock (/unipi:bg-tasks)");
+	}
+
+	/** Takes the tasks a module event carries; false when it carries none. */
+	take(name: string, data: Msg): boolean {
+		if (name === TASKS_SNAPSHOT && Array.isArray(data.tasks)) {
+			this.tasks.clear();
+			for (const task of data.tasks) this.put(task);
+			return true;
+		}
+		if ((name === TASK_STARTED || name === TASK_FINISHED) && data.task && typeof data.task === "object") {
+			this.put(data.task);
+			return true;
+		}
+		return false;
+	}
+
+	private put(task: Msg) {
+		if (typeof task?.id === "string") this.tasks.set(task.id, Object.freeze({ ...task }));
+	}
+}
 
 // Written without TypeScript-only syntax that needs transforming (parameter properties, enums),
 // so plain Node can load this file by stripping types (the benchmark does).
@@ -126,6 +210,8 @@ class Bridge {
 	private readonly hiddenTypes = new Set<string>();
 	/** The host's tool policy: calls of other tools are blocked with the reason. */
 	private toolPolicy?: ToolPolicy;
+	/** Unipi's shared task registry, on `globalThis` while a session runs. */
+	private readonly sharedTasks = new SharedTaskRegistry();
 
 	private readonly pi: any;
 	private readonly socketPath: string;
@@ -142,6 +228,8 @@ class Bridge {
 	/** Registers the event handlers (allowed while Pi loads the extension). */
 	subscribe() {
 		const pi = this.pi;
+		// Unipi published its registry when the extension loaded, and again at each session start.
+		(globalThis as Record<symbol, unknown>)[SHARED_TASK_REGISTRY] = this.sharedTasks;
 		const on = (name: string, handler: (event: any, ctx: any) => unknown) =>
 			pi.on(name, (event: any, ctx: any) => {
 				if (ctx) this.ctx = ctx;
@@ -156,6 +244,7 @@ class Bridge {
 		// invocations that never start a session. Pi awaits this handler, so the declared tools
 		// are registered before the first prompt.
 		on("session_start", async (event, ctx) => {
+			(globalThis as Record<symbol, unknown>)[SHARED_TASK_REGISTRY] = this.sharedTasks;
 			await this.connect(ctx);
 			const sm = ctx?.sessionManager;
 			this.emit("session_start", {
@@ -176,6 +265,9 @@ class Bridge {
 				target_session_file: event.targetSessionFile ?? null,
 			});
 			await this.goodbye(event.reason ?? "quit");
+			// Unipi cleared it at shutdown, so readers see a clean slate (counts are per session).
+			const store = globalThis as Record<symbol, unknown>;
+			if (store[SHARED_TASK_REGISTRY] === this.sharedTasks) delete store[SHARED_TASK_REGISTRY];
 		});
 		on("session_info_changed", (event) => this.emit("session_info_changed", { name: event.name ?? null }));
 		on("agent_start", () => this.emit("agent_start"));
@@ -511,6 +603,9 @@ class Bridge {
 			case "declare":
 				this.applyDeclarations(message.declarations ?? {});
 				return;
+			case "unipi_event":
+				this.reemit(String(message.name ?? ""), message.data ?? {});
+				return;
 			case "goodbye":
 				if (this.goodbyeWaiter) this.goodbyeWaiter();
 				else this.close(); // the workbench is going away
@@ -520,6 +615,15 @@ class Bridge {
 			default:
 				this.write({ type: "error", code: "unknown_type", message: `the extension does not know ${JSON.stringify(message.type)}` });
 		}
+	}
+
+	/** A workbench module event for the Pi extensions listening on `pi.events`; the task
+	 * registry takes its tasks first, so a listener reading it sees the task the event names. */
+	private reemit(name: string, data: Msg) {
+		if (!name.startsWith("unipi:")) return;
+		attempt(() => this.sharedTasks.take(name, data));
+		// A listener's error is its own (Unipi's emitEvent swallowed them too).
+		attempt(() => this.pi.events?.emit?.(name, data));
 	}
 
 	/** Sends a request and waits for the reply with the same id (undefined on timeout). */

@@ -36,6 +36,19 @@ pub(crate) struct AskUserAnswered {
 impl BusMessage for AskUserPrompt {
     const NAME: &'static str = "unipi:ask-user:prompt";
 
+    /// Unipi's `context` was optional (absent when there is none, never `null`).
+    fn pi_event(&self) -> Option<serde_json::Value> {
+        let mut data = serde_json::to_value(self).ok()?;
+        if let Some(fields) = data.as_object_mut()
+            && fields
+                .get("context")
+                .is_some_and(serde_json::Value::is_null)
+        {
+            fields.remove("context");
+        }
+        Some(data)
+    }
+
     fn alerting(&self) -> Option<Alerting> {
         let who = if self.agent == AgentId::main().as_str() {
             "Agent asks".to_owned()
@@ -61,5 +74,33 @@ impl BusMessage for AskUserAnswered {
 
     fn alerting(&self) -> Option<Alerting> {
         Some(Alerting::Answered(self.id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Unipi's payload: `{question, context?, optionCount, allowMultiple, allowFreeform}`.
+    #[test]
+    fn pi_hears_a_question_in_unipi_fields() {
+        let mut prompt = AskUserPrompt {
+            id: 1,
+            agent: "main".into(),
+            question: "Ship it?".into(),
+            context: None,
+            option_count: 2,
+            allow_multiple: false,
+            allow_freeform: true,
+            question_count: 1,
+        };
+        let data = prompt.pi_event().unwrap();
+        assert_eq!(data["question"], "Ship it?");
+        assert_eq!(data["optionCount"], 2);
+        assert_eq!(data["allowMultiple"], false);
+        assert_eq!(data["allowFreeform"], true);
+        assert!(data.get("context").is_none(), "{data}");
+        prompt.context = Some("all tests pass".into());
+        assert_eq!(prompt.pi_event().unwrap()["context"], "all tests pass");
     }
 }

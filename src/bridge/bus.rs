@@ -35,6 +35,15 @@ pub trait BusMessage: Serialize + DeserializeOwned {
     fn alerting(&self) -> Option<Alerting> {
         None
     }
+
+    /// What Pi's own event bus (`pi.events`, where other Pi extensions listen) gets of it: the
+    /// payload Unipi emitted under [`Self::NAME`], or `None` for a message that stays inside
+    /// the workbench (a request between capabilities). By default the message's own JSON,
+    /// which is Unipi's wherever Unipi had the event; a message whose fields differ from
+    /// Unipi's says here how they map.
+    fn pi_event(&self) -> Option<Value> {
+        serde_json::to_value(self).ok()
+    }
 }
 
 /// A module is ready: `unipi:module:ready {name, version, commands[], tools[]}`.
@@ -58,10 +67,50 @@ pub(super) struct ModuleAnnouncement {
 
 impl BusMessage for ModuleReady {
     const NAME: &'static str = "unipi:module:ready";
+
+    fn pi_event(&self) -> Option<Value> {
+        Some(self.0.unipi())
+    }
 }
 
 impl BusMessage for ModuleGone {
     const NAME: &'static str = "unipi:module:gone";
+
+    fn pi_event(&self) -> Option<Value> {
+        Some(self.0.unipi())
+    }
+}
+
+/// Our module names and the Unipi packages that did the same work, whose names other Pi
+/// extensions compare `unipi:module:ready`'s `name` with (`@pi-unipi/ralph` lives on in our
+/// workflow module, Unipi's subagents in our helpers).
+const UNIPI_PACKAGES: [(&str, &str); 8] = [
+    ("tasks", "@pi-unipi/background-tasks"),
+    ("ask-user", "@pi-unipi/ask-user"),
+    ("compactor", "@pi-unipi/compactor"),
+    ("helpers", "@pi-unipi/subagents"),
+    ("mcp", "@pi-unipi/mcp"),
+    ("notify", "@pi-unipi/notify"),
+    ("web", "@pi-unipi/web-api"),
+    ("workflow", "@pi-unipi/workflow"),
+];
+
+impl ModuleAnnouncement {
+    /// The announcement as Unipi's packages made it: the package's name where one of ours does
+    /// a Unipi package's work (ours as `module`), the same version, commands and tools.
+    fn unipi(&self) -> Value {
+        let package = UNIPI_PACKAGES
+            .iter()
+            .find(|(ours, _)| *ours == self.name)
+            .map_or(self.name.as_str(), |(_, package)| package);
+        serde_json::json!({
+            "name": package,
+            "module": self.name,
+            "version": self.version,
+            "commands": self.commands,
+            "tools": self.tools,
+        })
+    }
 }
 
 /// One event on the bus.
@@ -80,13 +129,14 @@ pub enum BusEvent {
         agent: AgentId,
         event: Arc<PiEvent>,
     },
-    /// A module event under a Unipi name: a [`BusMessage`]'s JSON, and what it asks of the
-    /// notifications.
+    /// A module event under a Unipi name: a [`BusMessage`]'s JSON, what it asks of the
+    /// notifications, and what Pi's `pi.events` gets of it ([`BusMessage::pi_event`]).
     Module {
         module: String,
         name: String,
         data: Value,
         alerting: Option<Alerting>,
+        pi_event: Option<Value>,
     },
 }
 
@@ -98,6 +148,7 @@ impl BusEvent {
             name: T::NAME.to_string(),
             data: serde_json::to_value(message)?,
             alerting: message.alerting(),
+            pi_event: message.pi_event(),
         })
     }
 
@@ -232,6 +283,19 @@ mod tests {
         assert!(matches!(slow.recv().await, Ok(BusEvent::Module { data, .. }) if data == json!(3)));
     }
 
+    /// Other Pi extensions compare the name with Unipi's package names.
+    #[test]
+    fn pi_hears_a_module_under_its_unipi_package_name() {
+        let tasks = ready("tasks").pi_event().unwrap();
+        assert_eq!(
+            (&tasks["name"], &tasks["module"]),
+            (&json!("@pi-unipi/background-tasks"), &json!("tasks"))
+        );
+        let gone = ModuleGone(ready("helpers").0).pi_event().unwrap();
+        assert_eq!(gone["name"], "@pi-unipi/subagents");
+        assert_eq!(ready("fusion").pi_event().unwrap()["name"], "fusion");
+    }
+
     #[test]
     fn a_message_reads_back_under_its_own_name_only() {
         let event = BusEvent::message("info", &ready("info")).unwrap();
@@ -242,6 +306,7 @@ mod tests {
             name: ModuleReady::NAME.into(),
             data: json!({"name": 1}),
             alerting: None,
+            pi_event: None,
         };
         assert_eq!(other_schema.decode::<ModuleReady>(), None);
     }

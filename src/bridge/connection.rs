@@ -16,7 +16,7 @@ use serde_json::Value;
 use tokio::io::{AsyncWriteExt as _, BufReader, BufWriter};
 use tokio::net::UnixStream;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::sync::{Notify, OwnedSemaphorePermit, mpsc, oneshot, watch};
+use tokio::sync::{Notify, OwnedSemaphorePermit, broadcast, mpsc, oneshot, watch};
 
 use super::AgentId;
 use super::bus::BusEvent;
@@ -69,8 +69,8 @@ pub(crate) async fn serve(
     let handshake = connection.handshake().await;
     drop(pending);
     match handshake {
-        Handshake::Accepted { agent, kill } => {
-            let reason = connection.run(&agent, &kill).await;
+        Handshake::Accepted { agent, kill, bus } => {
+            let reason = connection.run(&agent, &kill, bus).await;
             connection.finish(&agent, reason).await;
         }
         Handshake::Refused { mut error, agent } => {
@@ -102,6 +102,9 @@ enum Handshake {
     Accepted {
         agent: AgentId,
         kill: Arc<Notify>,
+        /// The bus from before the agent was announced, so what answers the announcement
+        /// reaches this Pi too.
+        bus: broadcast::Receiver<BusEvent>,
     },
     Refused {
         error: WireError,
@@ -195,6 +198,12 @@ impl Connection {
             "bridge: agent `{admitted}` connected (Pi {pi_version}, capabilities {capabilities:?})"
         );
         self.welcome(&admitted).await;
+        let bus = self.state.registry.bus().subscribe();
+        // Unipi's modules announced themselves at each session start, where this Pi is now.
+        for (name, data) in self.state.registry.ready_for_pi() {
+            let name = name.to_owned();
+            self.send(HostMessage::UnipiEvent { name, data }).await;
+        }
         self.state.registry.bus().send(BusEvent::AgentConnected {
             agent: admitted.clone(),
             pi_version: pi_version.clone(),
@@ -209,6 +218,7 @@ impl Connection {
         Handshake::Accepted {
             agent: admitted,
             kill,
+            bus,
         }
     }
 
@@ -271,8 +281,15 @@ impl Connection {
         .await;
     }
 
-    /// Reads and dispatches lines until the connection ends; returns why.
-    async fn run(&mut self, agent: &AgentId, kill: &Notify) -> DisconnectReason {
+    /// Reads and dispatches lines until the connection ends, and passes the modules' events on
+    /// to Pi's `pi.events`; returns why it ended.
+    async fn run(
+        &mut self,
+        agent: &AgentId,
+        kill: &Notify,
+        mut bus: broadcast::Receiver<BusEvent>,
+    ) -> DisconnectReason {
+        let mut bus_open = true;
         loop {
             if *self.stop.borrow() {
                 return self.host_shutdown().await;
@@ -286,6 +303,10 @@ impl Connection {
                     continue;
                 }
                 () = kill.notified() => return DisconnectReason::Revoked,
+                event = bus.recv(), if bus_open => {
+                    bus_open = self.forward(event).await;
+                    continue;
+                }
             };
             match read {
                 Ok(LineRead::Line) => match parse_client_line(&self.buf) {
@@ -307,6 +328,30 @@ impl Connection {
                 Err(err) => return DisconnectReason::Error(err.to_string()),
             }
         }
+    }
+
+    /// A module event with a form for Pi goes to its `pi.events` ([`BusMessage::pi_event`]).
+    /// Pi's own events and the connections' are not sent back; one that fell behind loses
+    /// events (logged), never the connection. False once the bus is closed.
+    ///
+    /// [`BusMessage::pi_event`]: super::BusMessage::pi_event
+    async fn forward(&self, event: Result<BusEvent, broadcast::error::RecvError>) -> bool {
+        match event {
+            Ok(BusEvent::Module {
+                name,
+                pi_event: Some(data),
+                ..
+            }) => self.send(HostMessage::UnipiEvent { name, data }).await,
+            Ok(_) => {}
+            Err(broadcast::error::RecvError::Lagged(skipped)) => {
+                tracing::warn!(
+                    conn = self.conn_id,
+                    "bridge: {skipped} module events were not passed on to Pi (it fell behind)"
+                );
+            }
+            Err(broadcast::error::RecvError::Closed) => return false,
+        }
+        true
     }
 
     async fn host_shutdown(&self) -> DisconnectReason {

@@ -350,6 +350,12 @@ pub(crate) enum HostMessage {
         method: String,
         params: Value,
     },
+    /// A module event for Pi's `pi.events` under its Unipi name, with Unipi's payload (one
+    /// way: the extension emits it and answers nothing).
+    UnipiEvent {
+        name: String,
+        data: Value,
+    },
     /// The answer to a `hook` (`null`: no module had an opinion).
     HookResult {
         id: u64,

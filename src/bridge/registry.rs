@@ -9,7 +9,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
-use super::bus::{EventBus, ModuleAnnouncement, ModuleGone, ModuleReady};
+use super::bus::{BusMessage, EventBus, ModuleAnnouncement, ModuleGone, ModuleReady};
 use super::command::Command;
 use super::module::{MessageTypeSpec, Module, Refusal, ToolSpec};
 use super::protocol::{Declarations, ToolDecl};
@@ -321,17 +321,25 @@ impl Registry {
         let Some(info) = info else {
             return;
         };
-        let announcement = ModuleAnnouncement {
-            name: info.name.to_owned(),
-            version: env!("CARGO_PKG_VERSION").to_owned(),
-            commands: info.commands,
-            tools: info.tools,
-        };
-        if info.status == ModuleStatus::Ready {
-            self.bus.publish(info.name, &ModuleReady(announcement));
+        let ready = info.status == ModuleStatus::Ready;
+        let name = info.name;
+        let announcement = announcement(info);
+        if ready {
+            self.bus.publish(name, &ModuleReady(announcement));
         } else {
-            self.bus.publish(info.name, &ModuleGone(announcement));
+            self.bus.publish(name, &ModuleGone(announcement));
         }
+    }
+
+    /// Each ready module's `unipi:module:ready` for Pi's `pi.events` (name and payload), as
+    /// Unipi's packages emitted it at every session start: what a Pi that connects is told.
+    pub(crate) fn ready_for_pi(&self) -> Vec<(&'static str, serde_json::Value)> {
+        self.modules()
+            .into_iter()
+            .filter(|info| info.status == ModuleStatus::Ready)
+            .filter_map(|info| ModuleReady(announcement(info)).pi_event())
+            .map(|data| (ModuleReady::NAME, data))
+            .collect()
     }
 }
 
@@ -353,6 +361,16 @@ impl Entry {
                 .map(|command| command.spec.name.clone())
                 .collect(),
         }
+    }
+}
+
+/// What the bus says of a module that came or went.
+fn announcement(info: ModuleInfo) -> ModuleAnnouncement {
+    ModuleAnnouncement {
+        name: info.name.to_owned(),
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        commands: info.commands,
+        tools: info.tools,
     }
 }
 

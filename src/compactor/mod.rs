@@ -10,6 +10,7 @@
 
 pub mod auto;
 pub mod brief;
+mod bus;
 mod capability;
 pub mod command;
 pub mod config;

@@ -25,6 +25,7 @@ use serde_json::{Value, json};
 use unipi_widgets::compactor::{CompactionModel, CompactorTally};
 
 use super::auto::{self, AutoState, UsageSample};
+use super::bus::CompactorCompacted;
 use super::command::Marker;
 #[cfg(test)]
 use super::config::CONFIG_FILE;
@@ -82,6 +83,8 @@ struct Compactor {
     /// Where every project's database lives (the `all` recall scope).
     db_dir: Option<PathBuf>,
     host: OnceLock<BridgeHost>,
+    /// Where a confirmed compaction is announced ([`CompactorCompacted`]).
+    bus: OnceLock<EventBus>,
     /// Read and changed only through [`Compactor::lock`].
     session_state: Mutex<SessionState>,
     /// Bumped when what the footer shows changed (the app redraws).
@@ -119,6 +122,8 @@ struct PendingAfter {
     auto_continue: bool,
     /// Pi retries the failed request by itself: nothing to show or send.
     will_retry: bool,
+    /// Announced once Pi confirms.
+    announced: CompactorCompacted,
 }
 
 /// What starting the module produced besides the module: problems worth a notice.
@@ -142,6 +147,7 @@ impl CompactorModule {
                 db,
                 db_dir,
                 host: OnceLock::new(),
+                bus: OnceLock::new(),
                 session_state: Mutex::new(SessionState::default()),
                 changes: Changed::default(),
                 rebuilding: AtomicBool::new(false),
@@ -223,6 +229,8 @@ impl CompactorModule {
     /// Follows the main Pi's events on `bus` (session start, turns, compactions) until the bus
     /// closes. Events are handled in order, so ingestion passes never overlap.
     pub(crate) fn watch(&self, bus: &EventBus) {
+        // Watched once; a second watch would be the same bus.
+        let _ = self.compactor.bus.set(bus.clone());
         let mut events = bus.subscribe();
         let compactor = Arc::downgrade(&self.compactor);
         tokio::spawn(async move {
@@ -418,6 +426,7 @@ impl Compactor {
         {
             let mut state = self.lock();
             state.pending = Some(PendingAfter {
+                announced: CompactorCompacted::of(&record),
                 tokens_saved: record.tokens_before.saturating_sub(record.tokens_after),
                 toast: toast_text(&record),
                 auto_continue: follow_up.is_none()
@@ -579,6 +588,9 @@ impl Compactor {
         let Some(pending) = pending else {
             return;
         };
+        if let Some(bus) = self.bus.get() {
+            bus.publish(MODULE_NAME, &pending.announced);
+        }
         if pending.will_retry {
             return;
         }
@@ -826,6 +838,7 @@ mod tests {
     use crate::compactor::hook::hook_input;
     use crate::compactor::test_fixtures::small_branch;
     use crate::sessiondb::SessionDb;
+    use anyhow::Context as _;
 
     fn module_with_db() -> anyhow::Result<CompactorModule> {
         let db = DbWorker::from_db(SessionDb::open_in_memory()?)?;
@@ -853,12 +866,30 @@ mod tests {
         assert_eq!(module.tally().compactions, 0, "counted once Pi confirms");
         let pending = module.compactor.lock().pending.clone();
         assert_eq!(pending.and_then(|p| p.follow_up), Some("go on".to_owned()));
+        let bus = EventBus::new();
+        let mut events = bus.subscribe();
+        assert!(module.compactor.bus.set(bus).is_ok());
         let done = PiEvent::CompactionEnd(crate::bridge::CompactionEnd {
             from_extension: true,
             ..crate::bridge::CompactionEnd::default()
         });
         module.compactor.on_pi_event(&done).await;
         assert_eq!(module.tally().compactions, 1);
+        // Announced as Unipi did, once Pi confirmed.
+        let event = events.try_recv()?;
+        let record = module.compactor.lock().last.clone().context("the record")?;
+        assert_eq!(
+            event.decode::<CompactorCompacted>(),
+            Some(CompactorCompacted::of(&record))
+        );
+        let BusEvent::Module { data, .. } = event else {
+            anyhow::bail!("not a module event");
+        };
+        assert_eq!(
+            data["tokensSaved"],
+            record.tokens_before - record.tokens_after
+        );
+        assert_eq!(data["kept"], record.blocks_kept);
         assert!(module.compactor.lock().pending.is_none());
         let view = module.last_view().map(|v| {
             (

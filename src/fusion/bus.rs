@@ -99,6 +99,11 @@ impl BusMessage for FusionStatus {
 
 impl BusMessage for FusionStatusQuery {
     const NAME: &'static str = "unipi:fusion:status:query";
+
+    /// A request between capabilities: nothing for other Pi extensions.
+    fn pi_event(&self) -> Option<serde_json::Value> {
+        None
+    }
 }
 
 impl BusMessage for ModelUsage {

@@ -280,6 +280,7 @@ async fn calls_the_sidekick_served_are_priced_summed_and_stored_and_others_are_n
         data: json!({"source": "helper", "id": "h1", "model": model,
                      "usage": {"input": 100_000, "output": 10_000, "cacheRead": 0, "cacheWrite": 0, "cost": 0.0375}}),
         alerting: None,
+        pi_event: None,
     };
     rig.engine.on_bus(usage("unipi-scripted/small"));
     rig.engine.on_bus(usage("unipi-scripted/big"));

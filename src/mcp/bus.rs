@@ -74,3 +74,40 @@ impl BusMessage for ToolsRegistered {
 impl BusMessage for ToolsUnregistered {
     const NAME: &'static str = "unipi:mcp:tools:unregistered";
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// Unipi's payloads, field for field.
+    #[test]
+    fn pi_hears_the_servers_in_unipi_fields() {
+        let started = ServerStarted {
+            name: "files".into(),
+            tool_count: 3,
+            pid: Some(42),
+        };
+        assert_eq!(
+            started.pi_event(),
+            Some(json!({"name": "files", "toolCount": 3, "pid": 42}))
+        );
+        let error = ServerError {
+            name: "files".into(),
+            error: "exited".into(),
+        };
+        assert_eq!(
+            error.pi_event(),
+            Some(json!({"name": "files", "error": "exited"}))
+        );
+        let tools = ToolsRegistered {
+            server_name: "files".into(),
+            tool_names: vec!["read".into()],
+        };
+        assert_eq!(
+            tools.pi_event(),
+            Some(json!({"serverName": "files", "toolNames": ["read"]}))
+        );
+    }
+}

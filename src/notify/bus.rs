@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use serde_json::Value;
+
 use crate::bridge::BusMessage;
 
 /// A notification went out: `unipi:notify:sent {eventType, platforms[], success, timestamp,
@@ -33,4 +35,32 @@ pub(super) struct PlatformResult {
 
 impl BusMessage for NotificationSent {
     const NAME: &'static str = "unipi:notify:sent";
+
+    /// Unipi's `timestamp` was an ISO 8601 string (`new Date().toISOString()`).
+    fn pi_event(&self) -> Option<Value> {
+        let mut data = serde_json::to_value(self).ok()?;
+        data["timestamp"] = Value::String(crate::sys::time::iso_utc(self.timestamp));
+        Some(data)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Unipi's `timestamp` was `new Date().toISOString()`; the rest is the same.
+    #[test]
+    fn pi_hears_the_sent_notification_with_an_iso_timestamp() {
+        let sent = NotificationSent {
+            event_type: "agent_end".into(),
+            platforms: vec!["ntfy".into()],
+            success: true,
+            timestamp: 1_796_225_775_042,
+            results: Vec::new(),
+        };
+        let data = sent.pi_event().unwrap();
+        assert_eq!(data["timestamp"], "2026-12-02T15:36:15.042Z");
+        assert_eq!(data["eventType"], "agent_end");
+        assert_eq!(data["platforms"], serde_json::json!(["ntfy"]));
+    }
 }

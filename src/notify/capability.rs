@@ -1,6 +1,7 @@
 //! Notifications as a workbench capability: started from the notify files, its module (the
 //! `notify_user` tool), the router that follows the event bus and the screen once the bridge is
-//! up, `/unipi:notify-settings` (the settings overlay) and `/unipi:notify-test`.
+//! up, `/unipi:notify-settings` (the settings overlay), `/unipi:notify-set-ntfy`, `-set-gotify`
+//! and `-set-tg` (one platform's set-up) and `/unipi:notify-test`.
 
 use std::sync::Arc;
 
@@ -12,6 +13,7 @@ use super::module::NotifyModule;
 use super::platforms::terminal;
 use super::routing::Router;
 use super::settings::{SETTINGS_PAGE, save};
+use super::setup::{GOTIFY_PAGE, NTFY_PAGE, SetUp, TELEGRAM_PAGE};
 use crate::bridge::{Command, CommandCall, CommandReply, CommandSpec, Module, NotifyLevel};
 use crate::capability::settings::{Save, SettingsHome, live_reporting};
 use crate::capability::{BridgeLink, Capability, Changed, Registration, StartContext};
@@ -63,6 +65,30 @@ impl Capability for NotifyCapability {
             ),
             Command::new(
                 CommandSpec::new(
+                    "unipi:notify-set-ntfy",
+                    "Set up ntfy push notifications (sends a test)",
+                ),
+                self.clone(),
+                |this: Self, _call| this.set_up(SetUp::Ntfy),
+            ),
+            Command::new(
+                CommandSpec::new(
+                    "unipi:notify-set-gotify",
+                    "Set up Gotify push notifications (sends a test)",
+                ),
+                self.clone(),
+                |this: Self, _call| this.set_up(SetUp::Gotify),
+            ),
+            Command::new(
+                CommandSpec::new(
+                    "unipi:notify-set-tg",
+                    "Set up Telegram notifications (finds your chat, sends a test)",
+                ),
+                self.clone(),
+                |this: Self, _call| this.set_up(SetUp::Telegram),
+            ),
+            Command::new(
+                CommandSpec::new(
                     "unipi:notify-test",
                     "Send a test notification to every enabled platform",
                 ),
@@ -102,6 +128,17 @@ impl NotifyCapability {
     async fn edit_settings(self, _call: CommandCall) -> CommandReply {
         let save = self.save();
         self.settings.open_settings(&SETTINGS_PAGE, save).await
+    }
+
+    /// `/unipi:notify-set-*`: one platform's set-up overlay.
+    async fn set_up(self, platform: SetUp) -> CommandReply {
+        let page = match platform {
+            SetUp::Ntfy => &NTFY_PAGE,
+            SetUp::Gotify => &GOTIFY_PAGE,
+            SetUp::Telegram => &TELEGRAM_PAGE,
+        };
+        let save = platform.save(self.dispatcher.clone(), self.settings.workspace.clone());
+        self.settings.open_settings(page, |_| save).await
     }
 
     /// Saves into the notify files (the ntfy settings where `config` read them from); the new

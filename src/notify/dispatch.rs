@@ -124,7 +124,8 @@ impl Dispatcher {
         }
     }
 
-    async fn client(&self) -> Result<&reqwest::Client, String> {
+    /// The notifications' one HTTP client (built at its first use).
+    pub(super) async fn client(&self) -> Result<&reqwest::Client, String> {
         self.inner
             .client
             .get(|| {

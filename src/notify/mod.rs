@@ -7,7 +7,8 @@
 //! no "done" while work will wake the agent). The dispatcher (`dispatch`) sends to the platforms
 //! (`platforms`) in parallel under a timeout and announces the outcome (`bus`,
 //! `unipi:notify:sent`). Settings are the original's files (`config`), edited by
-//! `/unipi:notify-settings` (`settings`); `notify_user` and `/unipi:notify-test` are in `module`.
+//! `/unipi:notify-settings` (`settings`), or one platform at a time by `/unipi:notify-set-ntfy`,
+//! `-set-gotify` and `-set-tg` (`setup`); `notify_user` and `/unipi:notify-test` are in `module`.
 
 mod bus;
 mod capability;
@@ -17,6 +18,7 @@ pub mod module;
 pub mod platforms;
 pub mod routing;
 pub mod settings;
+mod setup;
 
 #[cfg(test)]
 mod tests;

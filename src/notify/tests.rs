@@ -479,6 +479,7 @@ fn task_finished(name: &str, status: &str, exit_code: i32, wakes_agent: bool) ->
         status: status.into(),
         exit_code: Some(exit_code),
         wakes_agent,
+        task: serde_json::Value::Null,
     })
 }
 
@@ -908,4 +909,274 @@ async fn an_edit_of_the_notify_files_applies_to_the_next_notification() {
         to_ntfy().await,
         Err("ntfy serverUrl and topic are required".to_owned())
     );
+}
+
+// --- `/unipi:notify-set-*`: one platform's set-up --------------------------------------------
+
+mod setup {
+    use std::os::unix::fs::PermissionsExt as _;
+    use std::path::Path;
+
+    use super::*;
+    use crate::capability::settings::SettingsPage;
+    use crate::config::module_file::ModuleConfig;
+    use crate::notify::config::{CONFIG_FILE, NTFY_FILE, NtfySource};
+    use crate::notify::setup::{GOTIFY_PAGE, NTFY_PAGE, SetUp, TELEGRAM_PAGE};
+
+    /// A home and a project apart, and a dispatcher with nothing configured.
+    fn place() -> (
+        tempfile::TempDir,
+        std::path::PathBuf,
+        std::path::PathBuf,
+        Dispatcher,
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let (home, work) = (dir.path().join("home"), dir.path().join("work"));
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(&work).unwrap();
+        let (dispatcher, _rx, _ui) = dispatcher(
+            NotifyConfig {
+                send_timeout: Duration::from_secs(2),
+                ..NotifyConfig::default()
+            },
+            false,
+        );
+        (dir, home, work, dispatcher)
+    }
+
+    /// Saves `values` as the overlay does: on a blocking thread of the runtime.
+    async fn save(
+        platform: SetUp,
+        dispatcher: &Dispatcher,
+        home: &Path,
+        work: &Path,
+        values: Value,
+    ) -> anyhow::Result<String> {
+        let save = platform.save(dispatcher.clone(), work.to_path_buf());
+        let home = home.to_path_buf();
+        tokio::task::spawn_blocking(move || save(&home, values))
+            .await
+            .unwrap()
+    }
+
+    fn mode(path: &Path) -> u32 {
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    fn read(path: &Path) -> Value {
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn ntfy_is_tested_then_saved_private_at_the_scope_chosen_and_reads_back() {
+        let server = Loopback::start(HashMap::new()).await;
+        let (_dir, home, work, dispatcher) = place();
+        let values = json!({"scope": "project",
+            "ntfy": {"serverUrl": format!("{}/", server.url), "topic": "pi-setup",
+                     "token": "tk_setup", "priority": 4}});
+        let said = save(SetUp::Ntfy, &dispatcher, &home, &work, values)
+            .await
+            .unwrap();
+        let seen = server.seen();
+        assert_eq!(seen.len(), 1, "{seen:?}");
+        assert_eq!(
+            (seen[0].method.as_str(), seen[0].path.as_str()),
+            ("POST", "/")
+        );
+        assert_eq!(seen[0].body["topic"], "pi-setup");
+        assert_eq!(seen[0].body["title"], "Pi — Setup Test");
+        assert_eq!(seen[0].body["priority"], 4);
+        assert_eq!(seen[0].headers["authorization"], "Bearer tk_setup");
+        let file = work.join(NTFY_FILE);
+        assert!(
+            said.contains("pi-setup") && said.contains(&file.display().to_string()),
+            "{said}"
+        );
+        assert_eq!(mode(&file), 0o600);
+        assert!(
+            !home.join(NTFY_FILE).exists(),
+            "saved at the project's scope only"
+        );
+        let (config, errors) = NotifyConfig::load(Some(&home), &work);
+        assert!(errors.is_empty(), "{errors:?}");
+        assert!(config.ntfy.enabled);
+        assert_eq!(config.ntfy.server_url, server.url);
+        assert_eq!(config.ntfy.token.as_deref(), Some("tk_setup"));
+        assert_eq!(config.ntfy_source, NtfySource::Project(file));
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_set_up_whose_test_fails_or_lacks_what_it_needs_saves_nothing() {
+        let server = Loopback::start(HashMap::from([(
+            "/",
+            Answer::Status(403, r#"{"error":"forbidden"}"#),
+        )]))
+        .await;
+        let (_dir, home, work, dispatcher) = place();
+        let values = json!({"scope": "global",
+            "ntfy": {"serverUrl": server.url, "topic": "pi-setup", "priority": 3}});
+        let failed = save(SetUp::Ntfy, &dispatcher, &home, &work, values)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(failed.contains("nothing was saved"), "{failed}");
+        assert!(failed.contains("ntfy API error 403"), "{failed}");
+        assert!(!home.join(NTFY_FILE).exists());
+        let missing = save(
+            SetUp::Gotify,
+            &dispatcher,
+            &home,
+            &work,
+            json!({"gotify": {}}),
+        )
+        .await
+        .unwrap_err()
+        .to_string();
+        assert_eq!(missing, "Gotify needs a server and an app token");
+        assert!(!home.join(CONFIG_FILE).exists());
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn gotify_keeps_the_files_other_keys_and_makes_it_private() {
+        let server = Loopback::start(HashMap::new()).await;
+        let (_dir, home, work, dispatcher) = place();
+        let config = home.join(CONFIG_FILE);
+        std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+        std::fs::write(
+            &config,
+            json!({"recap": {"enabled": true}, "gotify": {"enabled": false, "extra": 1}})
+                .to_string(),
+        )
+        .unwrap();
+        std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let values = json!({"gotify": {"serverUrl": format!("{}/gotify/", server.url),
+                                       "appToken": "A.tok", "priority": 6}});
+        save(SetUp::Gotify, &dispatcher, &home, &work, values)
+            .await
+            .unwrap();
+        let seen = server.seen();
+        assert_eq!(seen[0].path, "/gotify/message");
+        assert_eq!(seen[0].headers["x-gotify-key"], "A.tok");
+        assert_eq!(seen[0].body["priority"], 6);
+        assert_eq!(mode(&config), 0o600);
+        assert_eq!(
+            read(&config),
+            json!({"recap": {"enabled": true},
+                   "gotify": {"enabled": true, "extra": 1, "appToken": "A.tok", "priority": 6,
+                              "serverUrl": format!("{}/gotify", server.url)}})
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn telegram_finds_the_chat_from_the_bots_last_message_tests_and_saves() {
+        let updates = r#"{"ok": true, "result": [
+            {"update_id": 1, "message": {"chat": {"id": 1111}, "text": "old"}},
+            {"update_id": 2, "callback_query": {"message": {"chat": {"id": -100777}}}}]}"#;
+        let server = Loopback::start(HashMap::from([(
+            "/tg/bot123:ABC/getUpdates",
+            Answer::Status(200, updates),
+        )]))
+        .await;
+        let (_dir, home, work, dispatcher) = place();
+        let api = format!("{}/tg/", server.url);
+        // A paste's stray characters are not part of a token.
+        let values =
+            json!({"telegram": {"botToken": "123:ABC\u{7}", "chatId": null, "apiUrl": api}});
+        let said = save(SetUp::Telegram, &dispatcher, &home, &work, values)
+            .await
+            .unwrap();
+        assert!(
+            said.contains("chat -100777 (found from the bot's messages)"),
+            "{said}"
+        );
+        let seen = server.seen();
+        let paths: Vec<(&str, &str)> = seen
+            .iter()
+            .map(|seen| (seen.method.as_str(), seen.path.as_str()))
+            .collect();
+        assert_eq!(
+            paths,
+            [
+                ("GET", "/tg/bot123:ABC/getUpdates"),
+                ("POST", "/tg/bot123:ABC/sendMessage")
+            ]
+        );
+        assert_eq!(seen[1].body["chat_id"], -100_777);
+        let config = home.join(CONFIG_FILE);
+        assert_eq!(mode(&config), 0o600);
+        let (loaded, errors) = NotifyConfig::load(Some(&home), &work);
+        assert!(errors.is_empty(), "{errors:?}");
+        assert!(loaded.telegram.enabled);
+        assert_eq!(loaded.telegram.bot_token.as_deref(), Some("123:ABC"));
+        assert_eq!(loaded.telegram.chat_id.as_deref(), Some("-100777"));
+        assert_eq!(loaded.telegram.api_url, format!("{}/tg", server.url));
+    }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_wrong_bot_token_is_said_at_once() {
+        let server = Loopback::start(HashMap::from([(
+            "/bot9:NO/getUpdates",
+            Answer::Status(401, r#"{"ok":false,"description":"Unauthorized"}"#),
+        )]))
+        .await;
+        let (_dir, home, work, dispatcher) = place();
+        let values = json!({"telegram": {"botToken": "9:NO", "apiUrl": server.url}});
+        let started = Instant::now();
+        let failed = save(SetUp::Telegram, &dispatcher, &home, &work, values)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(failed.contains("Telegram API error 401"), "{failed}");
+        assert!(
+            !failed.contains("9:NO"),
+            "the token stays out of messages: {failed}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert!(!home.join(CONFIG_FILE).exists());
+    }
+
+    /// Each set-up overlay as it opens at 80x24, with what is configured already (tokens
+    /// masked).
+    #[test]
+    fn the_set_up_overlays() {
+        use ratatui::buffer::Buffer;
+        use ratatui::layout::Rect;
+        use unipi_widgets::Theme;
+        use unipi_widgets::settings::{SettingsModel, render};
+
+        let mut config = NotifyConfig::default();
+        config.ntfy.topic = Some("pi-alerts".into());
+        config.gotify.app_token = Some("gotify-secret".into());
+        config.telegram.bot_token = Some("123:SECRET".into());
+        let pages: [(&str, &SettingsPage<NotifyConfig>); 3] = [
+            ("notify_set_ntfy_80x24", &NTFY_PAGE),
+            ("notify_set_gotify_80x24", &GOTIFY_PAGE),
+            ("notify_set_tg_80x24", &TELEGRAM_PAGE),
+        ];
+        for (name, page) in pages {
+            let model = SettingsModel {
+                title: page.title.to_owned(),
+                fields: page.fields(&config),
+                keys: vec![
+                    ("s".to_owned(), "save".to_owned()),
+                    ("Esc".to_owned(), "close".to_owned()),
+                ],
+                ..SettingsModel::default()
+            };
+            let mut buf = Buffer::empty(Rect::new(0, 0, 80, 24));
+            render(&model, &Theme::plain(), buf.area, &mut buf);
+            let screen: Vec<String> = (0..buf.area.height)
+                .map(|y| {
+                    let row: String = (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect();
+                    row.trim_end().to_owned()
+                })
+                .collect();
+            let screen = screen.join("\n");
+            assert!(
+                !screen.contains("SECRET") && !screen.contains("secret"),
+                "{screen}"
+            );
+            crate::assert_ui_snapshot!(name, screen);
+        }
+    }
 }

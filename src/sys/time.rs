@@ -30,6 +30,39 @@ pub fn utc_clock(ms: u64) -> String {
     )
 }
 
+/// A millisecond timestamp as JavaScript's `Date.prototype.toISOString` writes it
+/// (`2026-12-02T15:36:15.042Z`), for payloads other Pi extensions read as Unipi wrote them.
+pub fn iso_utc(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (year, month, day) = civil_date(i64::try_from(secs / 86_400).unwrap_or(i64::MAX / 2));
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        (secs / 3600) % 24,
+        (secs / 60) % 60,
+        secs % 60,
+        ms % 1000
+    )
+}
+
+/// The proleptic Gregorian `(year, month, day)` of a day number (days since 1970-01-01):
+/// Howard Hinnant's `civil_from_days`.
+pub fn civil_date(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z.rem_euclid(146_097);
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let shifted_month = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * shifted_month + 2) / 5 + 1;
+    let month = if shifted_month < 10 {
+        shifted_month + 3
+    } else {
+        shifted_month - 9
+    };
+    (year_of_era + era * 400 + i64::from(month <= 2), month, day)
+}
+
 /// Sleeps until `at`; never completes for `None`. A `select!` arm over it fires only while a
 /// deadline is set, so a loop keeps its timers as `Option<Instant>`s and arms none when idle.
 /// Takes tokio's or std's `Instant`.
@@ -43,6 +76,19 @@ pub async fn sleep_until_some<I: Into<tokio::time::Instant>>(at: Option<I>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn iso_utc_is_what_javascript_writes() {
+        // `new Date(ms).toISOString()` for each.
+        for (ms, iso) in [
+            (0, "1970-01-01T00:00:00.000Z"),
+            (951_782_400_000, "2000-02-29T00:00:00.000Z"),
+            (1_796_225_775_042, "2026-12-02T15:36:15.042Z"),
+            (4_107_542_399_999, "2100-02-28T23:59:59.999Z"),
+        ] {
+            assert_eq!(iso_utc(ms), iso, "{ms}");
+        }
+    }
 
     #[test]
     fn utc_clock_is_the_time_of_day() {

@@ -14,7 +14,7 @@ use tokio::sync::{broadcast, watch};
 use unipi_widgets::footer::Segment;
 use unipi_widgets::pending::{PendingTask, pending_text, tasks_segment};
 
-use super::bus::{BgTaskFinished, BgTasksChanged};
+use super::bus::{BgTaskFinished, BgTaskStarted, BgTasksChanged, BgTasksSnapshot, unipi_task};
 use super::config::SETTINGS_PAGE;
 use super::dock::TaskDock;
 use super::model::truncate_chars;
@@ -290,14 +290,17 @@ async fn pending_line(service: TaskService, bridge: BridgeLink, ui: Ui) {
     }
 }
 
-/// Publishes the tasks' counts when they change ([`BgTasksChanged`]) and each task's end
-/// ([`BgTaskFinished`]), for whoever follows them on the bus (the notifications: a task's end,
-/// and whether the agent will be woken anyway).
+/// Publishes the tasks' counts when they change ([`BgTasksChanged`]), each task's start
+/// ([`BgTaskStarted`]) and end ([`BgTaskFinished`]), and every task when a Pi connects
+/// ([`BgTasksSnapshot`]), for whoever follows them on the bus (the notifications: a task's end,
+/// and whether the agent will be woken anyway; the bridge: Unipi's shared task registry).
 async fn publish_task_events(service: TaskService, bus: EventBus) {
     let registry = service.registry();
     let mut changes = registry.subscribe();
-    let mut ended: HashSet<String> = registry
-        .snapshot()
+    let mut connections = bus.subscribe();
+    let known = registry.snapshot();
+    let mut started: HashSet<String> = known.iter().map(|task| task.id.clone()).collect();
+    let mut ended: HashSet<String> = known
         .into_iter()
         .filter(|task| !task.is_running())
         .map(|task| task.id)
@@ -316,10 +319,22 @@ async fn publish_task_events(service: TaskService, bus: EventBus) {
             );
         }
         for task in registry.snapshot() {
+            if started.insert(task.id.clone()) {
+                bus.publish(
+                    "tasks",
+                    &BgTaskStarted {
+                        task: unipi_task(&task),
+                        id: task.id.clone(),
+                        name: task.name.clone(),
+                        command: task.command.clone(),
+                    },
+                );
+            }
             if !task.is_running() && ended.insert(task.id.clone()) {
                 bus.publish(
                     "tasks",
                     &BgTaskFinished {
+                        task: unipi_task(&task),
                         wakes_agent: task.wakes_agent(),
                         id: task.id,
                         name: task.name,
@@ -329,8 +344,21 @@ async fn publish_task_events(service: TaskService, bus: EventBus) {
                 );
             }
         }
-        if changes.changed().await.is_err() {
-            return;
+        loop {
+            tokio::select! {
+                changed = changes.changed() => match changed {
+                    Ok(()) => break,
+                    Err(_) => return,
+                },
+                event = connections.recv() => match event {
+                    Ok(BusEvent::AgentConnected { .. }) => {
+                        let tasks = registry.snapshot().iter().map(unipi_task).collect();
+                        bus.publish("tasks", &BgTasksSnapshot { tasks });
+                    }
+                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(broadcast::error::RecvError::Closed) => return,
+                },
+            }
         }
     }
 }
@@ -391,7 +419,7 @@ mod tests {
         .unwrap();
         let bus = EventBus::new();
         let mut events = bus.subscribe();
-        tokio::spawn(publish_task_events(service.clone(), bus));
+        tokio::spawn(publish_task_events(service.clone(), bus.clone()));
         assert_eq!(
             next(&mut events).await,
             (
@@ -419,13 +447,24 @@ mod tests {
             })
             .await
             .unwrap();
-        assert_eq!(
-            next(&mut events).await,
-            (
-                BgTasksChanged::NAME.to_owned(),
-                json!({"running": 1, "waking": 1})
-            )
-        );
+        let (mut counted, mut announced) = (None, None);
+        while counted.is_none() || announced.is_none() {
+            match next(&mut events).await {
+                (name, data) if name == BgTasksChanged::NAME => counted = Some(data),
+                (name, data) if name == BgTaskStarted::NAME => announced = Some(data),
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        assert_eq!(counted, Some(json!({"running": 1, "waking": 1})));
+        // The start carries the task as Unipi's registry showed it.
+        let announced = announced.unwrap();
+        assert_eq!(announced["name"], "gated");
+        let task = &announced["task"];
+        assert_eq!(task["id"], announced["id"]);
+        assert_eq!(task["status"], "running");
+        assert_eq!(task["triggerOnCompletion"], true);
+        assert!(task["startTime"].as_u64().is_some_and(|ms| ms > 0));
+        assert!(task.get("leaderStart").is_none());
         std::fs::write(&go, "").unwrap();
         let (name, ended) = next(&mut events).await;
         let (name, ended) = if name == BgTasksChanged::NAME {
@@ -440,6 +479,18 @@ mod tests {
         assert_eq!(ended["status"], "failed");
         assert_eq!(ended["exitCode"], 3);
         assert_eq!(ended["wakesAgent"], true);
+        assert_eq!(ended["task"]["status"], "failed");
+        assert_eq!(ended["task"]["exitCode"], 3);
+        // A Pi that connects now gets every task.
+        bus.send(BusEvent::AgentConnected {
+            agent: AgentId::main(),
+            pi_version: "1.6.0".into(),
+        });
+        let (name, snapshot) = next(&mut events).await;
+        assert_eq!(name, BgTasksSnapshot::NAME);
+        assert_eq!(snapshot["tasks"].as_array().map(Vec::len), Some(1));
+        assert_eq!(snapshot["tasks"][0]["name"], "gated");
+        assert_eq!(snapshot["tasks"][0]["status"], "failed");
         service.shutdown().await;
     }
 }

@@ -20,9 +20,9 @@ use tokio::net::UnixStream;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::mpsc;
 use unipi_tui::bridge::{
-    AgentId, BridgeError, BridgeEvent, BridgeHost, BusEvent, Command, CommandCall, CommandReply,
-    CommandSpec, Completion, DisconnectReason, HookCall, HostCall, HostOptions, Module,
-    NotifyLevel, PiEvent, Registry, ToolCall, ToolError, ToolOutput, ToolSpec,
+    AgentId, BridgeError, BridgeEvent, BridgeHost, BusEvent, BusMessage, Command, CommandCall,
+    CommandReply, CommandSpec, Completion, DisconnectReason, HookCall, HostCall, HostOptions,
+    Module, NotifyLevel, PiEvent, Registry, ToolCall, ToolError, ToolOutput, ToolSpec,
 };
 
 use crate::support::wait::try_eventually_async;
@@ -266,6 +266,9 @@ fn hello(token: &str) -> Value {
 struct FakeClient {
     reader: BufReader<OwnedReadHalf>,
     writer: OwnedWriteHalf,
+    /// The modules' events for Pi's `pi.events` (`unipi_event`), in order: set aside by
+    /// [`FakeClient::recv`], as the extension handles them apart from the conversation.
+    unipi_events: Vec<Value>,
 }
 
 impl FakeClient {
@@ -277,6 +280,7 @@ impl FakeClient {
         Ok(Self {
             reader: BufReader::new(read),
             writer: write,
+            unipi_events: Vec::new(),
         })
     }
 
@@ -291,8 +295,20 @@ impl FakeClient {
         self.send_raw(line.as_bytes()).await
     }
 
-    /// The next line as JSON; fails on EOF or after [`WAIT`].
+    /// The next line as JSON but a `unipi_event` (kept in [`FakeClient::unipi_events`]); fails
+    /// on EOF or after [`WAIT`].
     async fn recv(&mut self) -> anyhow::Result<Value> {
+        loop {
+            let line = self.recv_any().await?;
+            if line["type"] != "unipi_event" {
+                return Ok(line);
+            }
+            self.unipi_events.push(line);
+        }
+    }
+
+    /// The next line as JSON, whatever it is; fails on EOF or after [`WAIT`].
+    async fn recv_any(&mut self) -> anyhow::Result<Value> {
         let mut line = String::new();
         let read = tokio::time::timeout(WAIT, self.reader.read_line(&mut line))
             .await
@@ -411,6 +427,62 @@ async fn hello_gets_welcome_with_declarations_and_a_connected_event() -> anyhow:
         .context("no agent info")?;
     assert!(info.connected);
     assert_eq!(info.pi_version, "test-1.0");
+    Ok(())
+}
+
+/// A module event with a form for Pi's `pi.events` (its Unipi payload differs from ours).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Shout {
+    loud: bool,
+}
+
+impl BusMessage for Shout {
+    const NAME: &'static str = "unipi:test:shout";
+
+    fn pi_event(&self) -> Option<Value> {
+        Some(json!({"volume": if self.loud { 11 } else { 1 }}))
+    }
+}
+
+/// A module event that stays inside the workbench.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Whisper;
+
+impl BusMessage for Whisper {
+    const NAME: &'static str = "unipi:test:whisper";
+
+    fn pi_event(&self) -> Option<Value> {
+        None
+    }
+}
+
+/// Pi is told each ready module at connection (Unipi's packages announced themselves at every
+/// session start), and every module event with a form for `pi.events` under its name and with
+/// that form; an event without one never reaches Pi.
+#[tokio::test]
+async fn a_pi_hears_the_modules_ready_and_their_events_in_unipi_form() -> anyhow::Result<()> {
+    let mut h = harness().await?;
+    let (mut client, _) = h.connect().await?;
+    // The announcements follow the welcome at once; the next line proves they all came.
+    client
+        .send(json!({"type": "complete", "id": 1, "command": "unipi:probe", "prefix": ""}))
+        .await?;
+    assert_eq!(client.recv().await?["type"], "complete_result");
+    assert_eq!(
+        client.unipi_events,
+        [json!({"type": "unipi_event", "name": "unipi:module:ready",
+                "data": {"name": "probe", "module": "probe", "version": env!("CARGO_PKG_VERSION"),
+                         "commands": ["unipi:probe"],
+                         "tools": ["t_echo", "t_fail", "t_panic", "t_slow", "t_wait_cancel", "t_stream"]}})]
+    );
+    let bus = h.registry.bus();
+    bus.publish("probe", &Whisper);
+    bus.publish("probe", &Shout { loud: true });
+    assert_eq!(
+        client.recv_any().await?,
+        json!({"type": "unipi_event", "name": "unipi:test:shout", "data": {"volume": 11}})
+    );
+    client.echo_works(2).await?;
     Ok(())
 }
 
