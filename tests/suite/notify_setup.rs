@@ -42,7 +42,9 @@ fn ntfy_is_set_up_from_its_command_without_editing_json() {
             .wait_for_text(text, REPLY)
             .unwrap_or_else(|err| panic!("{err:#}\nlog:\n{}", sandbox.log_tail(40)));
     };
-    wait_text("Set up ntfy");
+    // The overlay's own words: "Set up ntfy" is also the command's description, which Pi's
+    // autocomplete shows under the typed command before Enter reaches the workbench.
+    wait_text("Where ntfy.json goes");
     session.send(RIGHT);
     wait_text("◂ project ▸");
     // The server: cleared on its row, then typed in.
