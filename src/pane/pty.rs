@@ -356,6 +356,17 @@ mod tests {
         assert_eq!(exit.shell_code(), 3);
     }
 
+    /// A flood arrives whole and in order, however the reader gathers its reads into chunks.
+    #[test]
+    fn a_flood_arrives_whole_and_in_order() {
+        let (out, exit) = collect(sh("seq 1 60000"));
+        let text = String::from_utf8_lossy(&out).replace("\r\n", "\n");
+        let expected: String = (1..=60_000).map(|n| format!("{n}\n")).collect();
+        assert_eq!(text.len(), expected.len());
+        assert!(text == expected, "the output differs from seq's");
+        assert_eq!(exit, ChildExit::Code(0));
+    }
+
     #[test]
     fn the_child_starts_in_the_given_directory_not_in_home() {
         let dir = tempfile::tempdir().unwrap();
