@@ -37,8 +37,8 @@ use std::num::NonZeroU16;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -63,6 +63,16 @@ const READY_MARKER: &[u8] = b"BENCH_READY_7Q";
 const IDLE_WINDOW: Duration = Duration::from_secs(5);
 
 fn main() -> ExitCode {
+    // Run as the pane's child for the latency figures (see `echo_child`).
+    if let Some(mode) = std::env::var_os(ECHO_CHILD_ENV) {
+        return match echo_child(mode == "flood") {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => {
+                eprintln!("pane bench's echo child: {err:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     support::bench_main("pane", |full| {
         let only_memory = std::env::var_os("UNIPI_BENCH_ONLY").is_some_and(|v| v == "memory");
         run(match (full, only_memory) {
@@ -81,6 +91,8 @@ struct Plan {
     runs: usize,
     tmux: bool,
     idle_and_memory: bool,
+    /// Keystrokes timed with the pane idle and during a flood.
+    keystrokes: (usize, usize),
 }
 
 impl Plan {
@@ -89,6 +101,7 @@ impl Plan {
         runs: 5,
         tmux: true,
         idle_and_memory: true,
+        keystrokes: (200, 100),
     };
     /// `UNIPI_BENCH_ONLY=memory`: the idle and memory runs alone, in seconds rather than minutes.
     const MEMORY: Plan = Plan {
@@ -96,12 +109,14 @@ impl Plan {
         runs: 0,
         tmux: false,
         idle_and_memory: true,
+        keystrokes: (0, 0),
     };
     const SMOKE: Plan = Plan {
         stream_bytes: Some(1_000_000),
         runs: 1,
         tmux: false,
         idle_and_memory: false,
+        keystrokes: (3, 3),
     };
 }
 
@@ -122,6 +137,13 @@ fn run(plan: Plan) -> Result<()> {
         Some(bytes) => Some(speed(&bench, dir.path(), bytes, plan)?),
         None => None,
     };
+    let latency = match plan.keystrokes {
+        (0, 0) => None,
+        (idle, flood) => Some(Latency {
+            idle: bench.keystroke_latency(idle, false)?,
+            flood: bench.keystroke_latency(flood, true)?,
+        }),
+    };
     let (idle, memory) = if plan.idle_and_memory {
         (
             Some(bench.idle_cpu()?),
@@ -134,6 +156,7 @@ fn run(plan: Plan) -> Result<()> {
     print_table(&Figures {
         load: (load_before, load_average()),
         speed: speed.as_ref(),
+        latency: latency.as_ref(),
         idle: idle.as_ref(),
         memory: memory.as_ref(),
     });
@@ -151,20 +174,12 @@ fn speed(bench: &Bench, dir: &Path, bytes: usize, plan: Plan) -> Result<Speed> {
     );
 
     let stream = std::fs::read(&stream_path).context("failed to read the stream back")?;
-    let emulator = median_of(plan.runs, || Ok(time_emulator(&stream)))?;
-    let bare = median_of(plan.runs, || Ok(time_bare_vt100(&stream)))?;
-    drop(stream);
-
     let tmux_version = if plan.tmux { tmux_version() } else { None };
     if plan.tmux && tmux_version.is_none() {
         eprintln!("tmux not found: no comparison");
     }
-    Ok(Speed {
-        mb,
-        emulator,
-        bare,
-        throughput: bench.throughput(&stream_path, plan.runs, tmux_version)?,
-    })
+    let throughput = bench.throughput(&stream_path, &stream, plan.runs, tmux_version)?;
+    Ok(Speed { mb, throughput })
 }
 
 /// `$UNIPI_BENCH_BIN`, else the release binary cargo built for this benchmark, else
@@ -188,12 +203,21 @@ fn workbench_binary() -> Result<PathBuf> {
 // ---------------------------------------------------------------------------------------------
 // The measurements.
 
-/// The median runs and the median ratios of the interleaved pairs.
+/// The median runs and the median ratios of the interleaved rounds.
 struct Throughput {
     workbench: WorkbenchRun,
     /// tmux's version and median run.
     tmux: Option<(String, TmuxRun)>,
     ratio: Option<Ratio>,
+    /// `Emulator::process` over the stream, in the bench process: the median.
+    emulator: Duration,
+    /// Bare vt100 over the stream: the median.
+    bare: Duration,
+    /// End-to-end throughput over the bare parser's, each round's own pair: the median.
+    of_bare: f64,
+    /// The bare parser's CPU time over the workbench's (all its threads), each round's own pair:
+    /// the median. Steadier than the wall-time figure on a machine busy with other work.
+    of_bare_cpu: f64,
 }
 
 struct WorkbenchRun {
@@ -206,6 +230,8 @@ struct WorkbenchRun {
     writer_cpu_secs: f64,
     /// Bytes the workbench drew into the outer terminal.
     drawn_bytes: u64,
+    /// Frames it drew (see [`Seen::frames`]), the last one (with the transcript) included.
+    frames: u64,
     /// VmHWM as last read before the workbench exited: what a flood costs in memory (output
     /// queued between the PTY reader and the loop included).
     peak_rss_kb: u64,
@@ -223,6 +249,12 @@ struct TmuxRun {
 struct Ratio {
     wall: f64,
     cpu: f64,
+}
+
+/// Keystroke to echo drawn, with the pane idle and while it parses a flood.
+struct Latency {
+    idle: support::Stats,
+    flood: support::Stats,
 }
 
 struct IdleFigure {
@@ -287,9 +319,17 @@ impl Bench {
         Outer::spawn(&self.bin, &args, &self.env, &self.dir)
     }
 
-    /// The stream through the workbench `runs` times and, when `tmux` names a version, through
-    /// tmux after each: interleaved, so both see the same background load on a shared machine.
-    fn throughput(&self, stream: &Path, runs: usize, tmux: Option<String>) -> Result<Throughput> {
+    /// The stream through bare vt100, the emulator, the workbench and (when `tmux` names a
+    /// version) tmux, `runs` rounds of the four: interleaved, so all see the same background
+    /// load on a shared machine, and each round's end-to-end time is compared with the bare
+    /// parser's of the same round.
+    fn throughput(
+        &self,
+        stream: &Path,
+        bytes: &[u8],
+        runs: usize,
+        tmux: Option<String>,
+    ) -> Result<Throughput> {
         let workbench_times = self.dir.join("writer-times-unipi");
         let tmux_times = self.dir.join("writer-times-tmux");
         let cat = self.script(
@@ -299,15 +339,32 @@ impl Bench {
         let mut workbench_runs = Vec::new();
         let mut tmux_runs = Vec::new();
         let mut ratios = Vec::new();
+        let (mut bare_times, mut emulator_times) = (Vec::new(), Vec::new());
+        let (mut of_bare, mut of_bare_cpu) = (Vec::new(), Vec::new());
         for _ in 0..runs {
+            let cpu_before = thread_cpu_secs()?;
+            let bare = time_bare_vt100(bytes);
+            let bare_cpu = thread_cpu_secs()? - cpu_before;
+            let emulator = time_emulator(bytes);
             let run = self.time_workbench(&cat, &workbench_times)?;
+            of_bare.push(bare.as_secs_f64() / run.wall.as_secs_f64());
+            of_bare_cpu.push(bare_cpu / run.cpu_secs.max(f64::EPSILON));
+            bare_times.push(bare);
+            emulator_times.push(emulator);
             eprintln!(
-                "  unipi-tui: {:.2} s wall, CPU {:.2} s (cat {:.2} s), {} bytes drawn, peak RSS \
-                 {:.1} MiB",
+                "  bare vt100 {:.2} s (CPU {:.2} s), emulator {:.2} s; unipi-tui: {:.2} s wall \
+                 ({:.0} % of the bare parser's throughput), CPU {:.2} s (cat {:.2} s), {} bytes \
+                 drawn in {} frames ({:.0} a second), peak RSS {:.1} MiB",
+                bare.as_secs_f64(),
+                bare_cpu,
+                emulator.as_secs_f64(),
                 run.wall.as_secs_f64(),
+                bare.as_secs_f64() / run.wall.as_secs_f64() * 100.0,
                 run.cpu_secs,
                 run.writer_cpu_secs,
                 run.drawn_bytes,
+                run.frames,
+                run.frames as f64 / run.wall.as_secs_f64(),
                 run.peak_rss_kb as f64 / 1024.0
             );
             if let Some(version) = &tmux {
@@ -331,6 +388,10 @@ impl Bench {
                 .context("no unipi-tui run was made")?,
             tmux: tmux.zip(median_by_wall(tmux_runs, |run| run.wall)),
             ratio: median_ratio(&ratios),
+            emulator: median(emulator_times).context("no emulator run was made")?,
+            bare: median(bare_times).context("no bare parser run was made")?,
+            of_bare: median(of_bare).context("no round was made")?,
+            of_bare_cpu: median(of_bare_cpu).context("no round was made")?,
         })
     }
 
@@ -357,8 +418,51 @@ impl Bench {
             cpu_secs: children_cpu_secs()? - cpu_before - writer_cpu_secs,
             writer_cpu_secs,
             drawn_bytes: outer.drawn_bytes(),
+            frames: outer.frames(),
             peak_rss_kb: outer.peak_rss_kb,
         })
+    }
+
+    /// Time from a key written to the outer terminal until the outer terminal shows the child's
+    /// echo of it, `keystrokes` times: the stdin reader, the key decoder, the PTY, the child, the
+    /// PTY reader, the emulator and the next frame. The child is this program (`echo_child`),
+    /// which draws each key it reads as `¤k¤` on the pane's last row, below a scroll region, so
+    /// the echo stays on screen while a flood (`flood`) scrolls the rows above it. A random pause
+    /// of 20–50 ms before each key (a fast typist's pace) keeps the keys off the frame clock's
+    /// beat; idle, it also lets the last frame age past the 16 ms between frames, so what is
+    /// measured is the path, not the wait for the next frame.
+    fn keystroke_latency(&self, keystrokes: usize, flood: bool) -> Result<support::Stats> {
+        let exe = std::env::current_exe().context("failed to find the bench's own executable")?;
+        let mode = if flood { "flood" } else { "idle" };
+        let script = self.script(
+            &format!("echo-{mode}"),
+            &format!(
+                "stty raw -echo\n{ECHO_CHILD_ENV}={mode} exec {}",
+                quote(&exe)
+            ),
+        )?;
+        let args = [OsString::from("--pi-bin"), script.into_os_string()];
+        let mut outer = Outer::spawn_watching(&self.bin, &args, &self.env, &self.dir)?;
+        outer.wait_for_marker(Duration::from_secs(30))?;
+        // Let the first frames go out and, with a flood, the flood get going.
+        std::thread::sleep(Duration::from_millis(500));
+        let mut pauses = LineMaker::new(17);
+        let mut samples = Vec::with_capacity(keystrokes);
+        for i in 0..keystrokes {
+            std::thread::sleep(Duration::from_micros(20_000 + pauses.below(30_000)));
+            let key = b'a' + u8::try_from(i % 26).unwrap_or(0);
+            let sent = Instant::now();
+            outer.type_key(key)?;
+            let shown = outer.wait_for_echo(key, sent, Duration::from_secs(10))?;
+            samples.push(shown.saturating_duration_since(sent));
+        }
+        outer.stop()?;
+        eprintln!(
+            "  keystroke latency, pane {mode}: {} keys, p50 {} ms",
+            samples.len(),
+            support::ms(support::Stats::of(&samples).p50)
+        );
+        Ok(support::Stats::of(&samples))
     }
 
     /// CPU use over [`IDLE_WINDOW`] once the child has printed a screenful and gone quiet.
@@ -419,6 +523,69 @@ fn print_then_sleep(file: &Path) -> String {
         quote(file),
         String::from_utf8_lossy(READY_MARKER)
     )
+}
+
+/// Set (to `idle` or `flood`) when this program runs as the pane's child for the latency figures.
+const ECHO_CHILD_ENV: &str = "UNIPI_BENCH_ECHO_CHILD";
+/// Around the echoed key; the stream never prints it.
+const ECHO_SIDE: char = '¤';
+
+/// The pane's child in the latency runs (its terminal is raw, without echo). It keeps the pane's
+/// last row out of the scroll region, prints the ready marker there, then draws each byte it
+/// reads as `¤k¤` at the start of that row. With `flood` a thread prints coloured lines as fast
+/// as the pane takes them meanwhile, in ~4 KB writes; one lock orders the two writers, so an
+/// echo never lands inside an escape sequence.
+fn echo_child(flood: bool) -> Result<()> {
+    let last_row = PANE_ROWS.get();
+    let out = Arc::new(Mutex::new(std::io::stdout()));
+    {
+        let mut out = out
+            .lock()
+            .map_err(|_| anyhow::anyhow!("stdout lock poisoned"))?;
+        write!(
+            out,
+            "\x1b[1;{}r\x1b7\x1b[{last_row};1H{}\x1b8",
+            last_row - 1,
+            String::from_utf8_lossy(READY_MARKER)
+        )?;
+        out.flush()?;
+    }
+    if flood {
+        let out = Arc::clone(&out);
+        std::thread::spawn(move || {
+            let mut lines = LineMaker::new(5);
+            let batches: Vec<Vec<u8>> = (0..64)
+                .map(|_| {
+                    let mut batch = Vec::new();
+                    while batch.len() < 4096 {
+                        lines.full_width_line(&mut batch);
+                    }
+                    batch
+                })
+                .collect();
+            for batch in batches.iter().cycle() {
+                let Ok(mut out) = out.lock() else { return };
+                if out.write_all(batch).and_then(|()| out.flush()).is_err() {
+                    return;
+                }
+            }
+        });
+    }
+    let mut stdin = std::io::stdin().lock();
+    let mut byte = [0u8; 1];
+    // Until the workbench hangs the terminal up.
+    while let Ok(1) = stdin.read(&mut byte) {
+        let mut out = out
+            .lock()
+            .map_err(|_| anyhow::anyhow!("stdout lock poisoned"))?;
+        write!(
+            out,
+            "\x1b7\x1b[{last_row};1H\x1b[m{ECHO_SIDE}{}{ECHO_SIDE}\x1b8",
+            char::from(byte[0])
+        )?;
+        out.flush()?;
+    }
+    Ok(())
 }
 
 fn time_emulator(stream: &[u8]) -> Duration {
@@ -526,12 +693,10 @@ fn tmux(socket: &str, args: &[&str]) -> Result<String> {
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
-fn median_of(runs: usize, mut measure: impl FnMut() -> Result<Duration>) -> Result<Duration> {
-    let mut times = (0..runs.max(1))
-        .map(|_| measure())
-        .collect::<Result<Vec<_>>>()?;
-    times.sort();
-    Ok(times[times.len() / 2])
+/// The middle value (the upper one of an even count); `None` for no values.
+fn median<T: PartialOrd + Copy>(mut values: Vec<T>) -> Option<T> {
+    values.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    values.get(values.len() / 2).copied()
 }
 
 /// The median of each ratio over the pairs (`None` without tmux runs).
@@ -560,6 +725,7 @@ struct Figures<'a> {
     /// The load average before and after: figures taken on a busy machine say so.
     load: (String, String),
     speed: Option<&'a Speed>,
+    latency: Option<&'a Latency>,
     idle: Option<&'a IdleFigure>,
     memory: Option<&'a MemoryFigure>,
 }
@@ -567,8 +733,6 @@ struct Figures<'a> {
 /// The throughput figures, over a stream of `mb` megabytes.
 struct Speed {
     mb: f64,
-    emulator: Duration,
-    bare: Duration,
     throughput: Throughput,
 }
 
@@ -594,6 +758,20 @@ fn print_table(f: &Figures<'_>) {
     row("figure", "value".into(), "target".into());
     if let Some(speed) = f.speed {
         print_speed(speed);
+    }
+    if let Some(latency) = f.latency {
+        for (name, stats) in [("idle", &latency.idle), ("during a flood", &latency.flood)] {
+            row(
+                &format!("keystroke -> echo, pane {name}"),
+                format!(
+                    "p50 {} / p99 {} ms (max {})",
+                    support::ms(stats.p50),
+                    support::ms(stats.p99),
+                    support::ms(stats.max)
+                ),
+                String::new(),
+            );
+        }
     }
     if let Some(idle) = f.idle {
         row(
@@ -679,18 +857,44 @@ fn print_speed(f: &Speed) {
         );
     }
     row(
+        "  frames drawn during the flood",
+        format!(
+            "{} ({:.0} a second)",
+            f.throughput.workbench.frames,
+            f.throughput.workbench.frames as f64 / f.throughput.workbench.wall.as_secs_f64()
+        ),
+        verdict(
+            f.throughput.workbench.frames as f64 / f.throughput.workbench.wall.as_secs_f64()
+                <= 61.0,
+            "<= 60/s",
+        ),
+    );
+    row(
         "  peak memory during the flood",
         format!("VmHWM {:.1} MiB", mib(f.throughput.workbench.peak_rss_kb)),
         String::new(),
     );
     row(
         "emulator alone (Emulator::process)",
-        format!("{:.1} MB/s", rate(f.emulator)),
+        format!("{:.1} MB/s", rate(f.throughput.emulator)),
         "(reference)".into(),
     );
     row(
         "bare vt100 (no scrollback)",
-        format!("{:.1} MB/s", rate(f.bare)),
+        format!("{:.1} MB/s", rate(f.throughput.bare)),
+        String::new(),
+    );
+    row(
+        "  end to end / bare vt100",
+        format!(
+            "{:.0} % (median of the rounds' own pairs)",
+            f.throughput.of_bare * 100.0
+        ),
+        verdict(f.throughput.of_bare >= 0.75, ">= 75 %"),
+    );
+    row(
+        "  the same in CPU time",
+        format!("{:.0} %", f.throughput.of_bare_cpu * 100.0),
         String::new(),
     );
 }
@@ -708,6 +912,8 @@ struct Outer {
     child: Box<dyn Child + Send + Sync>,
     // Kept open: closing the master would hang the workbench up.
     _master: Box<dyn MasterPty + Send>,
+    /// The outer terminal's input (the workbench's stdin); the reader thread answers probes on it.
+    writer: Arc<Mutex<Box<dyn Write + Send>>>,
     seen: Arc<Seen>,
     peak_rss_kb: u64,
 }
@@ -716,6 +922,11 @@ struct Outer {
 struct Seen {
     marker: AtomicBool,
     bytes: AtomicU64,
+    /// Frames drawn: ratatui ends each by showing or hiding the cursor (`CSI ? 25 h` / `l`).
+    frames: AtomicU64,
+    /// The key last shown as `¤k¤` on the pane's last row and when it appeared (latency runs).
+    echo: Mutex<Option<(u8, Instant)>>,
+    echoed: Condvar,
 }
 
 impl Outer {
@@ -724,6 +935,27 @@ impl Outer {
         args: &[OsString],
         env: &[(&'static str, PathBuf)],
         cwd: &Path,
+    ) -> Result<Outer> {
+        Outer::spawn_with(bin, args, env, cwd, false)
+    }
+
+    /// [`Outer::spawn`] with the drawn output parsed into a screen, to see echoes on it (which
+    /// costs the bench CPU, so the throughput runs do without).
+    fn spawn_watching(
+        bin: &Path,
+        args: &[OsString],
+        env: &[(&'static str, PathBuf)],
+        cwd: &Path,
+    ) -> Result<Outer> {
+        Outer::spawn_with(bin, args, env, cwd, true)
+    }
+
+    fn spawn_with(
+        bin: &Path,
+        args: &[OsString],
+        env: &[(&'static str, PathBuf)],
+        cwd: &Path,
+        watch_screen: bool,
     ) -> Result<Outer> {
         let pair = native_pty_system()
             .openpty(PtySize {
@@ -764,16 +996,64 @@ impl Outer {
             .context("failed to take the outer PTY writer")?;
         let seen = Arc::new(Seen::default());
         let seen_by_reader = Arc::clone(&seen);
+        let writer = Arc::new(Mutex::new(writer));
+        let replies = Arc::clone(&writer);
+        let screen =
+            watch_screen.then(|| vt100::Parser::new(non_zero(OUTER_ROWS), non_zero(OUTER_COLS), 0));
         std::thread::Builder::new()
             .name("outer-terminal".into())
-            .spawn(move || drain(reader, writer, &seen_by_reader))
+            .spawn(move || drain(reader, &replies, &seen_by_reader, screen))
             .context("failed to start the outer terminal's reader")?;
         Ok(Outer {
             child,
             _master: pair.master,
+            writer,
             seen,
             peak_rss_kb: 0,
         })
+    }
+
+    /// Types one key into the outer terminal.
+    fn type_key(&self, key: u8) -> Result<()> {
+        let mut writer = self
+            .writer
+            .lock()
+            .map_err(|_| anyhow::anyhow!("the outer writer's lock is poisoned"))?;
+        writer
+            .write_all(&[key])
+            .and_then(|()| writer.flush())
+            .context("failed to type into the outer terminal")
+    }
+
+    /// When the screen (see [`Outer::spawn_watching`]) first showed `key` echoed after `since`.
+    fn wait_for_echo(&self, key: u8, since: Instant, timeout: Duration) -> Result<Instant> {
+        let deadline = Instant::now() + timeout;
+        let mut echo = self
+            .seen
+            .echo
+            .lock()
+            .map_err(|_| anyhow::anyhow!("the echo lock is poisoned"))?;
+        loop {
+            if let Some((shown, at)) = *echo
+                && shown == key
+                && at >= since
+            {
+                return Ok(at);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                bail!(
+                    "the echo of {:?} was not drawn within {timeout:?}",
+                    char::from(key)
+                );
+            }
+            echo = self
+                .seen
+                .echoed
+                .wait_timeout(echo, left)
+                .map_err(|_| anyhow::anyhow!("the echo lock is poisoned"))?
+                .0;
+        }
     }
 
     fn pid(&self) -> Result<i32> {
@@ -786,6 +1066,10 @@ impl Outer {
 
     fn drawn_bytes(&self) -> u64 {
         self.seen.bytes.load(Ordering::Relaxed)
+    }
+
+    fn frames(&self) -> u64 {
+        self.seen.frames.load(Ordering::Relaxed)
     }
 
     fn wait_for_marker(&self, timeout: Duration) -> Result<()> {
@@ -841,11 +1125,19 @@ impl Drop for Outer {
     }
 }
 
-/// The outer terminal's reader: counts bytes, answers probes, watches for the ready marker.
-fn drain(mut reader: Box<dyn Read + Send>, mut writer: Box<dyn Write + Send>, seen: &Seen) {
+/// The outer terminal's reader: counts bytes, answers probes, watches for the ready marker and,
+/// with a `screen`, for an echo on the pane's last row.
+fn drain(
+    mut reader: Box<dyn Read + Send>,
+    writer: &Mutex<Box<dyn Write + Send>>,
+    seen: &Seen,
+    mut screen: Option<vt100::Parser>,
+) {
     let mut kitty_query = Matcher::new(b"\x1b[?u");
     let mut primary_attributes = Matcher::new(b"\x1b[c");
     let mut marker = Matcher::new(READY_MARKER);
+    let mut cursor_shown = Matcher::new(b"\x1b[?25h");
+    let mut cursor_hidden = Matcher::new(b"\x1b[?25l");
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         let n = match reader.read(&mut buf) {
@@ -864,15 +1156,52 @@ fn drain(mut reader: Box<dyn Read + Send>, mut writer: Box<dyn Write + Send>, se
             if marker.feed(byte) {
                 seen.marker.store(true, Ordering::Release);
             }
+            // Both fed every byte: `|` does not short-circuit.
+            if cursor_shown.feed(byte) | cursor_hidden.feed(byte) {
+                seen.frames.fetch_add(1, Ordering::Relaxed);
+            }
         }
-        if !reply.is_empty()
-            && writer
-                .write_all(&reply)
-                .and_then(|()| writer.flush())
-                .is_err()
+        if let Some(screen) = &mut screen {
+            screen.process(&buf[..n]);
+            note_echo(screen.screen(), seen, Instant::now());
+        }
+        if reply.is_empty() {
+            continue;
+        }
+        let Ok(mut writer) = writer.lock() else {
+            return;
+        };
+        if writer
+            .write_all(&reply)
+            .and_then(|()| writer.flush())
+            .is_err()
         {
             return;
         }
+    }
+}
+
+/// Notes a new `¤k¤` at the start of the pane's last row (outer row `PANE_ROWS - 1`).
+fn note_echo(screen: &vt100::Screen, seen: &Seen, now: Instant) {
+    let row = PANE_ROWS.get() - 1;
+    let text = |col| {
+        screen
+            .cell(row, col)
+            .map(|cell| cell.contents().to_string())
+    };
+    let side = ECHO_SIDE.to_string();
+    if text(0).as_deref() != Some(&side) || text(2).as_deref() != Some(&side) {
+        return;
+    }
+    let Some(&[key]) = text(1).as_deref().map(str::as_bytes) else {
+        return;
+    };
+    let Ok(mut echo) = seen.echo.lock() else {
+        return;
+    };
+    if echo.is_none_or(|(last, _)| last != key) {
+        *echo = Some((key, now));
+        seen.echoed.notify_all();
     }
 }
 
@@ -928,6 +1257,12 @@ fn shell_children_cpu_secs(path: &Path) -> Result<f64> {
         .nth(1)
         .and_then(|line| line.split_whitespace().map(parse).sum::<Option<f64>>())
         .with_context(|| format!("unexpected `times` output in {}: {text:?}", path.display()))
+}
+
+/// User + system time of the calling thread, in seconds (10 ms ticks).
+fn thread_cpu_secs() -> Result<f64> {
+    let fields = stat_fields("/proc/thread-self/stat")?;
+    Ok((fields.0 + fields.1) as f64 / clock_ticks_per_sec())
 }
 
 /// User + system time of our reaped children and their reaped descendants (fields 16 and 17 of

@@ -41,8 +41,18 @@ const STOP_GRACE: Duration = Duration::from_secs(2);
 /// Events handled before the loop looks at its timers again (keeps input responsive under a
 /// flood of output).
 const EVENT_BUDGET: usize = 256;
+/// Pi's output taken in one burst at most, for the same reason: the PTY reader hands over up to
+/// 64 KiB at a time under a flood, so counting chunks alone would let a burst run for 16 MiB. A
+/// burst also ends when a frame is due, so a flood is drawn at the frame rate.
+const OUTPUT_BUDGET: usize = 1 << 20;
 
-type Screen = Terminal<CrosstermBackend<std::io::Stdout>>;
+type Screen = Terminal<CrosstermBackend<std::io::BufWriter<std::io::Stdout>>>;
+
+/// Room for a whole frame in the screen's write buffer. ratatui flushes at the end of each frame,
+/// so a frame is one `write` to the terminal instead of one per KiB (stdout's own buffer): on a
+/// flood that redraws the whole pane every frame, thousands of system calls fewer, each of which
+/// wakes the terminal's reader.
+const FRAME_BUFFER: usize = 64 * 1024;
 
 /// Runs the workbench until Pi exits. The terminal is restored before this returns, on every
 /// path, including errors.
@@ -270,8 +280,9 @@ impl<'a> Driver<'a> {
             crossterm::terminal::Clear(crossterm::terminal::ClearType::All)
         )
         .context("failed to clear the screen")?;
+        let out = std::io::BufWriter::with_capacity(FRAME_BUFFER, stdout);
         let terminal =
-            Terminal::new(CrosstermBackend::new(stdout)).context("failed to set up the screen")?;
+            Terminal::new(CrosstermBackend::new(out)).context("failed to set up the screen")?;
         let now = Instant::now();
         Ok(Self {
             app,
@@ -411,16 +422,25 @@ impl<'a> Driver<'a> {
         let Some(event) = event else {
             return Some(Ending::PiExited);
         };
+        let output_len = |event: &PtyEvent| match event {
+            PtyEvent::Output(bytes) => bytes.len(),
+            PtyEvent::Closed | PtyEvent::Exited(_) => 0,
+        };
+        let mut taken = output_len(&event);
         self.update(AppEvent::Pty(event));
         for _ in 0..EVENT_BUDGET {
-            if self.app.stop().is_some() {
+            if self.app.stop().is_some() || taken >= OUTPUT_BUDGET || self.frame_due(Instant::now())
+            {
                 break;
             }
             if let Ok(event) = self.inputs.rx.try_recv() {
                 self.update(event);
             }
             match self.inputs.pty_rx.try_recv() {
-                Ok(event) => self.update(AppEvent::Pty(event)),
+                Ok(event) => {
+                    taken += output_len(&event);
+                    self.update(AppEvent::Pty(event));
+                }
                 Err(_) => break,
             }
         }
@@ -452,15 +472,18 @@ impl<'a> Driver<'a> {
         }
     }
 
-    /// Draws when a frame is asked for, the last one is [`FRAME`] old and Pi is not inside a
-    /// synchronized update.
-    fn draw_if_due(&mut self) -> Result<Option<Ending>> {
-        let now = Instant::now();
-        let due = self.app.needs_draw
+    /// A frame is asked for, the last one is [`FRAME`] old, Pi is not inside a synchronized
+    /// update and there is a terminal to draw on.
+    fn frame_due(&self, now: Instant) -> bool {
+        self.app.needs_draw
             && now >= self.last_draw + FRAME
             && !self.app.emulator.synchronized_update_at(now)
-            && self.app.has_terminal();
-        if !due {
+            && self.app.has_terminal()
+    }
+
+    /// Draws when a frame is due ([`Self::frame_due`]).
+    fn draw_if_due(&mut self) -> Result<Option<Ending>> {
+        if !self.frame_due(Instant::now()) {
             return Ok(None);
         }
         match draw(

@@ -81,6 +81,13 @@ impl EscapeScanner {
                     Some(offset) => index += offset,
                     None => return None,
                 }
+                // Most escapes are a CSI that is not `3 J` or one we ignore (`ESC 7`, `ESC (
+                // B`, …): decided from the next two bytes when they are here, without stepping
+                // through the states.
+                if let Some(skip) = Self::uneventful_escape(&bytes[index..]) {
+                    index += skip;
+                    continue;
+                }
             }
             if let Some(event) = self.advance(bytes[index]) {
                 return Some((index, event));
@@ -88,6 +95,38 @@ impl EscapeScanner {
             index += 1;
         }
         None
+    }
+
+    /// For `rest` starting with ESC, outside any sequence: how many bytes can be skipped in the
+    /// `Other` state because they can start no event, as [`Self::advance`] would decide byte by
+    /// byte; `None` when it takes the state machine (an OSC, RIS, a CSI that may be `3 J`, a
+    /// control or the end of the chunk after the ESC).
+    fn uneventful_escape(rest: &[u8]) -> Option<usize> {
+        match *rest {
+            // A CSI whose first byte is a parameter other than `3` and `?`, or its final byte
+            // (no parameters: not `3 J`). Its other bytes only matter if one is ESC, which the
+            // search for the next ESC finds.
+            [ESC, b'[', first, ..]
+                if matches!(first, 0x20..=0x7e) && !matches!(first, b'3' | b'?') =>
+            {
+                Some(3)
+            }
+            // `3` or `?` then anything but what makes `3 J` or `? 3 J` (the most common CSI of
+            // all, SGR `38;2;…` and `39`, starts with `3`).
+            [ESC, b'[', b'3', second, ..] if matches!(second, 0x20..=0x7e) && second != b'J' => {
+                Some(4)
+            }
+            [ESC, b'[', b'?', second, ..] if matches!(second, 0x20..=0x7e) && second != b'3' => {
+                Some(4)
+            }
+            // Any other escape that is not an OSC, RIS or CSI ends at its second byte.
+            [ESC, second, ..]
+                if matches!(second, 0x20..=0x7e) && !matches!(second, b']' | b'[' | b'c') =>
+            {
+                Some(2)
+            }
+            _ => None,
+        }
     }
 
     fn advance(&mut self, byte: u8) -> Option<ScanEvent> {
@@ -309,6 +348,62 @@ mod tests {
         assert_eq!(scanner.next_event(b"\\"), None);
         assert_eq!(scanner.next_event(b"\x1b"), None);
         assert_eq!(scanner.next_event(b"c"), Some((0, ScanEvent::FullReset)));
+    }
+
+    /// The fast path over whole escapes finds what the state machine finds byte by byte (fed one
+    /// byte at a time, the scanner never has the bytes after an ESC in hand).
+    #[test]
+    fn skipping_escapes_whole_finds_what_stepping_finds() {
+        const PIECES: &[&[u8]] = &[
+            b"text",
+            b"\x1b",
+            b"[",
+            b"]",
+            b"c",
+            b"3",
+            b"?",
+            b"J",
+            b"m",
+            b";",
+            b"1",
+            b"\x07",
+            b"\x18",
+            b"\x1b\\",
+            b" ",
+            b"(",
+            b"7",
+            b"\x7f",
+            b"\xc3\xa9",
+            b"\x1b[3J",
+            b"\x1b]0;t\x07",
+            b"\x1b[38;2;1;2;3m",
+            b"\x1b[?2026h",
+            b"\x1bc",
+            b">",
+        ];
+        let mut state = 0x2545_F491_4F6C_DD1D_u64;
+        for _ in 0..200 {
+            let mut input = Vec::new();
+            for _ in 0..400 {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                input.extend_from_slice(PIECES[(state % PIECES.len() as u64) as usize]);
+            }
+            let mut stepping = EscapeScanner::default();
+            let mut stepped = Vec::new();
+            for (index, byte) in input.iter().enumerate() {
+                if let Some((_, event)) = stepping.next_event(std::slice::from_ref(byte)) {
+                    stepped.push((index, event));
+                }
+            }
+            assert_eq!(
+                scan_all(&input),
+                stepped,
+                "{:?}",
+                String::from_utf8_lossy(&input)
+            );
+        }
     }
 
     #[test]

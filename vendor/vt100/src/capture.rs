@@ -1,5 +1,6 @@
 //! Types related to capturing terminal data.
 
+use alloc::vec::Vec;
 #[cfg(doc)]
 use crate::Screen;
 
@@ -73,6 +74,24 @@ impl RowContents<'_> {
             .write_contents_formatted_basic(writer, &mut state.attrs)?;
         state.newline_pending = !self.0.wrapped();
         Ok(())
+    }
+}
+
+impl RowContents<'_> {
+    // unipi-tui patch: the capture's fast path.
+    /// Appends the same text as [`Self::write_formatted_basic`] to `out`, as
+    /// UTF-8 bytes, several times faster (no formatting machinery for
+    /// unchanged attributes, no UTF-8 re-validation).
+    pub fn push_formatted_basic(
+        &self,
+        out: &mut Vec<u8>,
+        state: &mut BasicFormattedCaptureState,
+    ) {
+        if state.newline_pending {
+            out.push(b'\n');
+        }
+        self.0.push_contents_formatted_basic(out, &mut state.attrs);
+        state.newline_pending = !self.0.wrapped();
     }
 }
 

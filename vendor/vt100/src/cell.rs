@@ -144,6 +144,21 @@ impl Cell {
         }
     }
 
+    // unipi-tui patch: for the scrollback capture's fast path
+    // (`Row::push_contents_formatted_basic`).
+    /// Whether the cell is blank with the default attributes (what a cleared
+    /// row holds), the same as `*self == Cell::DEFAULT`.
+    pub(crate) fn is_default(&self) -> bool {
+        self.len == 0 && self.attrs == crate::attrs::Attrs::new()
+    }
+
+    // unipi-tui patch: the content bytes without re-validating them.
+    /// The cell's text as UTF-8 bytes (valid UTF-8: it was encoded from
+    /// chars).
+    pub(crate) fn content_bytes(&self) -> &[u8] {
+        &self.contents[..self.len()]
+    }
+
     pub(crate) fn attrs(&self) -> &crate::attrs::Attrs {
         &self.attrs
     }

@@ -408,6 +408,59 @@ impl Row {
         Ok(())
     }
 
+    // unipi-tui patch: the scrollback capture's fast path. The same bytes as
+    // `write_contents_formatted_basic` (the pane's tests compare the two),
+    // appended to a byte buffer at a fraction of the cost: the trailing
+    // blank cells are found once instead of counted one by one, no SGR is
+    // built for a cell whose attributes did not change, and a cell's text is
+    // copied as bytes, without re-validating its UTF-8 (it is valid: it was
+    // encoded from chars).
+    pub fn push_contents_formatted_basic(
+        &self,
+        out: &mut Vec<u8>,
+        current_attrs: &mut crate::attrs::Attrs,
+    ) {
+        // Blank default cells at the end are never written: the loop below
+        // only writes the blanks it counted when a visible cell follows.
+        let end = self
+            .cells
+            .iter()
+            .rposition(|cell| !cell.is_default())
+            .map_or(0, |last| last + 1);
+        let mut prev_was_wide = false;
+        let mut num_empty = 0;
+
+        for cell in &self.cells[..end] {
+            if core::mem::take(&mut prev_was_wide) {
+                continue;
+            }
+            prev_was_wide = cell.is_wide();
+
+            if cell.is_default() {
+                num_empty += 1;
+                continue;
+            }
+
+            for _ in 0..core::mem::take(&mut num_empty) {
+                out.push(b' ');
+            }
+
+            let new_attrs = *cell.attrs();
+            if new_attrs != *current_attrs {
+                // Writing to a `Vec` cannot fail.
+                let _ = new_attrs.write_escape_code_diff_fmt(
+                    &mut ByteWriter(out),
+                    current_attrs,
+                );
+                *current_attrs = new_attrs;
+            }
+            match cell.content_bytes() {
+                [] => out.push(b' '),
+                bytes => out.extend_from_slice(bytes),
+            }
+        }
+    }
+
     // while it's true that most of the logic in this is identical to
     // write_contents_formatted, i can't figure out how to break out the
     // common parts without making things noticeably slower.
@@ -623,5 +676,16 @@ mod tests {
         let cell = row.get(0).unwrap();
         assert!(!cell.is_wide(), "erased cell must no longer be wide");
         assert!(!cell.has_contents(), "erased cell must be empty");
+    }
+}
+
+// unipi-tui patch: `core::fmt::Write` into a byte buffer, for the capture's
+// SGR codes (`Row::push_contents_formatted_basic`).
+struct ByteWriter<'a>(&'a mut Vec<u8>);
+
+impl alloc::fmt::Write for ByteWriter<'_> {
+    fn write_str(&mut self, s: &str) -> alloc::fmt::Result {
+        self.0.extend_from_slice(s.as_bytes());
+        Ok(())
     }
 }
