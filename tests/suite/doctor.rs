@@ -266,7 +266,14 @@ fn completions_for_each_shell_name_our_flags_and_bash_accepts_its_script() {
         assert!(output.status.success(), "{shell}: {output:?}");
         let text = String::from_utf8(output.stdout).unwrap();
         // fish writes `-l pi-bin`, the others `--pi-bin`.
-        for word in ["pi-bin", "log-level", "detachable", "doctor", "migrate", "attach"] {
+        for word in [
+            "pi-bin",
+            "log-level",
+            "detachable",
+            "doctor",
+            "migrate",
+            "attach",
+        ] {
             assert!(text.contains(word), "{shell} lacks {word}");
         }
         if shell == "bash" {
