@@ -276,6 +276,7 @@ impl StartFiles {
             .chain(detach_errors.iter())
             .map(|e| e.to_string())
             .chain(restart_hint)
+            .chain(config::footer::FooterConfig::unipi_notice(home, workspace))
             .chain(runtime_root_notice())
             .chain(
                 pi::compile_cache::prepare_for(workspace, &pi.env)

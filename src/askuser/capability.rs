@@ -11,7 +11,7 @@ use super::module::AskUserModule;
 use super::queue::{AskQueue, Opener};
 use super::view::{ASK_INPUT_KEYS, ASK_KEYS, AskView};
 use crate::bridge::{Command, CommandCall, CommandReply, CommandSpec, Module};
-use crate::capability::settings::{Save, SettingsHome, live_reporting};
+use crate::capability::settings::{Save, SettingsHome, live_reporting, report_unipi_files};
 use crate::capability::{BridgeLink, Capability, Changed, Registration, StartContext};
 use crate::config::module_file::ModuleConfig;
 
@@ -25,6 +25,7 @@ pub const REGISTRATION: Registration = Registration {
 
 fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
     // Followed: an edit of the file applies to the next question.
+    report_unipi_files::<AskUserConfig>(context);
     let config = live_reporting(context, &[ASK_USER_CONFIG_FILE], AskUserConfig::load);
     let changed = Changed::default();
     let ui = context.ui.clone();

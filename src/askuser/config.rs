@@ -181,6 +181,32 @@ mod tests {
         );
     }
 
+    /// Only when both Unipi's place and ours have settings, one start line says which is used.
+    #[test]
+    fn a_notice_names_ours_over_unipi_s_only_when_both_are_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let (home, workspace) = (dir.path().join("home"), dir.path().join("work"));
+        assert_eq!(AskUserConfig::unipi_notice(Some(&home), &workspace), None);
+        let settings = crate::config::pi_settings_file(Some(&home)).unwrap();
+        std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+        std::fs::write(&settings, r#"{"unipi": {"footer": {}}}"#).unwrap();
+        write_module_file(&workspace, ASK_USER_CONFIG_FILE, r#"{"enabled": true}"#);
+        assert_eq!(
+            AskUserConfig::unipi_notice(Some(&home), &workspace),
+            None,
+            "Pi's settings hold no askUser"
+        );
+        std::fs::write(&settings, r#"{"unipi": {"askUser": {"enabled": false}}}"#).unwrap();
+        assert_eq!(
+            AskUserConfig::unipi_notice(Some(&home), &workspace),
+            Some(format!(
+                "{} is used over Unipi's unipi.askUser in {} where both set a key",
+                workspace.join(ASK_USER_CONFIG_FILE).display(),
+                settings.display()
+            ))
+        );
+    }
+
     #[test]
     fn settings_round_trip_through_the_fields() {
         let config = AskUserConfig {

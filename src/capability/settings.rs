@@ -43,6 +43,16 @@ pub fn live_reporting<C: Send + Sync + 'static>(
     })
 }
 
+/// Says at start when the module's config comes from both the original Unipi's files and ours
+/// ([`ModuleConfig::unipi_notice`]).
+pub fn report_unipi_files<C: crate::config::module_file::ModuleConfig>(
+    context: &mut StartContext<'_>,
+) {
+    if let Some(notice) = C::unipi_notice(context.home, context.workspace) {
+        context.report(notice);
+    }
+}
+
 /// What one capability's settings overlay shows and reads.
 pub struct SettingsPage<C> {
     /// The overlay's title.

@@ -16,7 +16,7 @@ use super::view::CompactionView;
 use crate::bridge::{
     Command, CommandCall, CommandReply, CommandSpec, Completion, Module, NotifyLevel,
 };
-use crate::capability::settings::live_reporting;
+use crate::capability::settings::{live_reporting, report_unipi_files};
 use crate::capability::{BridgeLink, Capability, Registration, StartContext, Ui};
 use crate::config::module_file::ModuleConfig;
 
@@ -30,6 +30,7 @@ pub const REGISTRATION: Registration = Registration {
 
 fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
     // Followed: an edit of compactor.json applies to the next compaction or recall.
+    report_unipi_files::<CompactorConfig>(context);
     let config = live_reporting(
         context,
         &[UNIPI_GLOBAL_FILE, CONFIG_FILE],

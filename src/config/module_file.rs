@@ -62,6 +62,40 @@ pub trait ModuleConfig: Default + Sized {
         (config, errors)
     }
 
+    /// The start notice when one of our files and one of the original Unipi's for this module
+    /// are both there: which of ours is used over which of theirs (ours wins where both set a
+    /// key). `None` when only one side, or neither, has a file.
+    fn unipi_notice(home: Option<&Path>, workspace: &Path) -> Option<String> {
+        let in_bases = |relative: &'static str| {
+            let bases = home.into_iter().chain([workspace]);
+            bases
+                .map(move |base| base.join(relative))
+                .filter(|file| file.is_file())
+        };
+        let ours = in_bases(Self::FILE).last()?;
+        let settings = Self::PI_SETTINGS_KEY.and_then(|key| {
+            let file = super::pi_settings_file(home)?;
+            let text = std::fs::read_to_string(&file).ok()?;
+            let value: Value = serde_json::from_str(&text).ok()?;
+            value.get("unipi")?.get(key)?;
+            Some(format!("unipi.{key} in {}", file.display()))
+        });
+        let files = Self::UNIPI_FILES
+            .iter()
+            .flat_map(|&relative| in_bases(relative));
+        let theirs: Vec<String> = settings
+            .into_iter()
+            .chain(files.map(|file| file.display().to_string()))
+            .collect();
+        (!theirs.is_empty()).then(|| {
+            format!(
+                "{} is used over Unipi's {} where both set a key",
+                ours.display(),
+                theirs.join(" and ")
+            )
+        })
+    }
+
     /// The config from (path, text) pairs, lowest precedence first.
     fn from_sources(sources: &[(impl AsRef<Path>, impl AsRef<str>)]) -> (Self, Vec<ConfigError>) {
         let mut config = Self::default();

@@ -11,7 +11,7 @@ use super::config::{WEB_CONFIG_FILES, WebConfig};
 use super::module::WebModule;
 use super::settings::{SETTINGS_PAGE, save};
 use crate::bridge::{Command, CommandCall, CommandReply, CommandSpec, Module};
-use crate::capability::settings::{Save, SettingsHome, live_reporting};
+use crate::capability::settings::{Save, SettingsHome, live_reporting, report_unipi_files};
 use crate::capability::{Capability, Changed, Registration, StartContext};
 use crate::config::module_file::ModuleConfig;
 
@@ -25,6 +25,7 @@ pub const REGISTRATION: Registration = Registration {
 
 fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
     // Followed: an edit of web.json takes effect at the next fetch (the module reads it).
+    report_unipi_files::<WebConfig>(context);
     let config = live_reporting(context, &WEB_CONFIG_FILES, WebConfig::load);
     if !config.get().enabled {
         tracing::info!("web: disabled in web.json");
