@@ -72,7 +72,7 @@ pub trait ModuleConfig: Default + Sized {
                 .map(move |base| base.join(relative))
                 .filter(|file| file.is_file())
         };
-        let ours = in_bases(Self::FILE).last()?;
+        let ours = in_bases(Self::FILE).next_back()?;
         let settings = Self::PI_SETTINGS_KEY.and_then(|key| {
             let file = super::pi_settings_file(home)?;
             let text = std::fs::read_to_string(&file).ok()?;
