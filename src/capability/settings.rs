@@ -44,7 +44,7 @@ pub fn live_reporting<C: Send + Sync + 'static>(
 }
 
 /// Says at start when the module's config comes from both the original Unipi's files and ours
-/// ([`ModuleConfig::unipi_notice`]).
+/// ([`crate::config::module_file::ModuleConfig::unipi_notice`]).
 pub fn report_unipi_files<C: crate::config::module_file::ModuleConfig>(
     context: &mut StartContext<'_>,
 ) {
