@@ -190,10 +190,14 @@ fn a_unipi_users_whole_setup_starts_without_a_problem_and_every_file_takes_effec
         .to_string_lossy()
         .into_owned();
     session
-        .wait_for("the MCP segment and the hostname in the footer", START, |s| {
-            let footer = footer_row(s);
-            footer.contains("MCP 1/") && footer.contains(&format!("@{host}"))
-        })
+        .wait_for(
+            "the MCP segment and the hostname in the footer",
+            START,
+            |s| {
+                let footer = footer_row(s);
+                footer.contains("MCP 1/") && footer.contains(&format!("@{host}"))
+            },
+        )
         .unwrap_or_else(|err| panic!("{err:#}\n{}", sandbox.log_tail(40)));
     let log = sandbox.log();
     let problems: Vec<&str> = log
