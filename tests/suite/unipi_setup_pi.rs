@@ -15,7 +15,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::demo::{OfflineModel, START, outer_40_rows};
+use support::demo::{OfflineModel, START, outer_40_rows, wait_for_idle_prompt};
 use support::pi::{PiLine, mcp_bin};
 use support::procs::processes_with_env;
 use support::sandbox::Sandbox;
@@ -111,6 +111,216 @@ fn a_unipi_users_mcp_files_start_the_same_servers_and_their_tools_answer_the_mod
     eventually("no MCP server left", Duration::from_secs(10), || {
         servers() == 0
     });
+}
+
+/// A Unipi user's whole setup, every file unipi-tui reads from Unipi, with real values and none of
+/// our own files: the MCP files, Pi's `settings.json` with `unipi.askUser` and `unipi.footer`,
+/// the compactor's `config.json` with `cooldownMs`, `subagents.json` switching the `work` type off,
+/// the web-api `config.json`, and the old compactor's `session.db`. Proven through what the user
+/// and the model see: no config problem at start; the MCP server's tool answers; the footer shows
+/// the hostname `unipi.footer` switched on; `spawn_helper` is offered without `work` and a call
+/// naming it is refused naming `subagents.json`; `vcc_recall` finds the old database's text.
+#[test]
+fn a_unipi_users_whole_setup_starts_without_a_problem_and_every_file_takes_effect() {
+    let sandbox = Sandbox::new();
+    let (home, project) = (&sandbox.home, &sandbox.project);
+    assert!(!project.starts_with(home), "the project is not under HOME");
+    let model = OfflineModel::scenario("unipi-setup.toml", &sandbox);
+    let tag = format!("{}-{}", std::process::id(), home.display());
+    let everything = mcp_bin("mcp-server-everything").display().to_string();
+    write_json(
+        &home.join(".unipi/config/mcp/mcp-config.json"),
+        &json!({"mcpServers": {"everything": {"command": everything, "args": [], "env": {"MCP_E2E_TAG": tag}}}}),
+    );
+    write_json(
+        &home.join(".unipi/config/mcp/config.json"),
+        &json!({
+            "servers": {"everything": {"enabled": true, "addedAt": "2026-03-01T10:00:00.000Z"}},
+            "sync": {"enabled": true, "lastSyncAt": null, "syncIntervalMs": 86_400_000},
+        }),
+    );
+    // Pi's settings.json (in the sandbox's PI_CODING_AGENT_DIR), as Unipi's extensions left it.
+    let settings = model.agent.dir.join("settings.json");
+    unipi_tui::demo::merge_pi_settings(
+        &settings,
+        &json!({"unipi": {
+            "askUser": {"enabled": true, "notifyOnAsk": false,
+                        "allowedFormats": {"freeform": true}},
+            "footer": {"enabled": true, "preset": "default", "separator": " | ",
+                       "iconStyle": "nerd", "showFullLabels": false,
+                       "groups": {"core": {"show": true, "segments": {"hostname": true}}}},
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    write_json(
+        &home.join(".unipi/config/compactor/config.json"),
+        &json!({"overrideDefaultCompaction": true,
+                "autoCompaction": {"enabled": true, "cooldownMs": 120_000}}),
+    );
+    let subagents = home.join(".unipi/config/subagents.json");
+    write_json(
+        &subagents,
+        &json!({"enabled": true, "maxConcurrent": 4, "types": {"work": {"enabled": false}}}),
+    );
+    write_json(
+        &home.join(".unipi/config/web-api/config.json"),
+        &json!({
+            "providers": {"duckduckgo": {"enabled": true}, "tavily": {"enabled": false}},
+            "cache": {"enabled": true, "ttlMs": 3_600_000},
+            "smartFetch": {"browser": "chrome_145", "maxChars": 50_000, "timeoutMs": 30_000,
+                           "batchConcurrency": 3, "removeImages": true},
+        }),
+    );
+    unipi_session_db(&sandbox);
+    for ours in [
+        ".unipi/config/mcp.json",
+        ".unipi/config/footer.json",
+        ".unipi/config/ask-user.json",
+        ".unipi/config/compactor.json",
+        ".unipi/config/web.json",
+    ] {
+        assert!(!home.join(ours).exists(), "no file of ours: {ours}");
+    }
+
+    let mut session = model.spawn(PiLine::Current, &sandbox, &[], &[], outer_40_rows(160));
+    wait_for_idle_prompt(&session, &sandbox, "scripted-unipi");
+    let host = nix::unistd::gethostname()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    session
+        .wait_for(
+            "the MCP segment and the hostname in the footer",
+            START,
+            |s| {
+                let footer = footer_row(s);
+                footer.contains("MCP 1/") && footer.contains(&format!("@{host}"))
+            },
+        )
+        .unwrap_or_else(|err| panic!("{err:#}\n{}", sandbox.log_tail(40)));
+    let log = sandbox.log();
+    let problems: Vec<&str> = log
+        .lines()
+        .filter(|line| line.contains("start-up:") && !line.contains("Imported the original Unipi"))
+        .collect();
+    assert!(problems.is_empty(), "a problem at start: {problems:#?}");
+    assert!(
+        !session.screen_text().contains(".unipi/config/"),
+        "no config file named on screen:\n{}",
+        session.screen_text()
+    );
+
+    let ask = |session: &support::term::Session, prompt: &str, marker: &str| {
+        session.type_text(prompt);
+        session.send(b"\r");
+        session
+            .wait_for_text(marker, REPLY)
+            .unwrap_or_else(|err| panic!("{err:#}\n{}", sandbox.log_tail(40)));
+        session
+            .wait_for("Pi settled", REPLY, support::workbench::settled)
+            .unwrap();
+    };
+    ask(&session, "echo through mcp", "MCP-ECHO-OK");
+    ask(&session, "start a work helper", "WORK-REFUSED");
+    ask(&session, "search the unipi history", "LEGACY-RECALL-FOUND");
+
+    let requests = model.server.requests();
+    let last_text = |request: &Value| {
+        let last = request["messages"].as_array().and_then(|m| m.last());
+        last.map(unipi_tui::scripted::message_text)
+            .unwrap_or_default()
+    };
+    let refusal = format!(
+        "helper type \"work\" is disabled (enabled: false in {})",
+        subagents.display()
+    );
+    let refused = requests
+        .iter()
+        .position(|request| last_text(request).contains(&refusal))
+        .unwrap_or_else(|| panic!("no request carried {refusal:?}: {requests:#?}"));
+    let spawn_tool = requests[refused]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|tool| tool["function"]["name"] == "spawn_helper")
+        .expect("spawn_helper is offered")
+        .to_string();
+    assert!(spawn_tool.contains("explore ("), "{spawn_tool}");
+    assert!(!spawn_tool.contains("work ("), "{spawn_tool}");
+    assert!(
+        requests
+            .iter()
+            .any(|request| last_text(request).contains("codename AMBER-OWL-7 is already tagged")),
+        "vcc_recall's result carries the old database's text"
+    );
+    let log = sandbox.log();
+    assert!(
+        log.contains("1 events and 1 resume snapshots of 1 sessions"),
+        "the old database was imported"
+    );
+
+    exit_pi(&mut session, KITTY_CTRL_D, Duration::from_secs(30));
+    let servers = || processes_with_env(&[&format!("MCP_E2E_TAG={tag}")]).len();
+    eventually("no MCP server left", Duration::from_secs(10), || {
+        servers() == 0
+    });
+}
+
+/// `~/.unipi/db/compactor/session.db` as the original Unipi's compactor left it (schema version
+/// 1, WAL; the same as `compactor_pi.rs` builds), with one event and a resume snapshot of a
+/// session in the sandbox's project and one event of another project.
+fn unipi_session_db(sandbox: &Sandbox) {
+    let path = sandbox.home.join(".unipi/db/compactor/session.db");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "PRAGMA journal_mode=WAL;
+         CREATE TABLE session_events (id INTEGER PRIMARY KEY AUTOINCREMENT,
+             session_id TEXT NOT NULL, type TEXT NOT NULL, category TEXT NOT NULL,
+             priority INTEGER NOT NULL DEFAULT 2, data TEXT NOT NULL,
+             project_dir TEXT NOT NULL DEFAULT '', source_hook TEXT NOT NULL,
+             created_at TEXT NOT NULL DEFAULT (datetime('now')),
+             attribution_source TEXT NOT NULL DEFAULT 'unknown',
+             attribution_confidence REAL NOT NULL DEFAULT 0,
+             data_hash TEXT NOT NULL DEFAULT '');
+         CREATE TABLE session_meta (session_id TEXT PRIMARY KEY, project_dir TEXT NOT NULL,
+             started_at TEXT NOT NULL DEFAULT (datetime('now')), last_event_at TEXT,
+             event_count INTEGER NOT NULL DEFAULT 0, compact_count INTEGER NOT NULL DEFAULT 0,
+             total_chars_before INTEGER NOT NULL DEFAULT 0,
+             total_chars_kept INTEGER NOT NULL DEFAULT 0,
+             total_messages_summarized INTEGER NOT NULL DEFAULT 0);
+         CREATE TABLE session_resume (id INTEGER PRIMARY KEY AUTOINCREMENT,
+             session_id TEXT NOT NULL UNIQUE, snapshot TEXT NOT NULL,
+             event_count INTEGER NOT NULL, created_at TEXT NOT NULL DEFAULT (datetime('now')),
+             consumed INTEGER NOT NULL DEFAULT 0);
+         PRAGMA user_version = 1;",
+    )
+    .unwrap();
+    let project = sandbox.project.display().to_string();
+    conn.execute(
+        "INSERT INTO session_events (session_id, type, category, priority, data, project_dir,
+             source_hook)
+         VALUES ('unipi-old-session', 'tool_error', 'error', 3,
+                 '[bash] release failed: codename AMBER-OWL-7 is already tagged', ?1,
+                 'PostToolUse'),
+                ('unipi-elsewhere', 'file_read', 'file', 2, 'notes.md', '/somewhere/else',
+                 'PostToolUse')",
+        [&project],
+    )
+    .unwrap();
+    conn.execute(
+        "INSERT INTO session_meta (session_id, project_dir) VALUES ('unipi-old-session', ?1)",
+        [&project],
+    )
+    .unwrap();
+    conn.execute(
+        "INSERT INTO session_resume (session_id, snapshot, event_count)
+         VALUES ('unipi-old-session', '<session_resume events=\"1\"><errors count=\"1\">\
+                  release failed</errors></session_resume>', 1)",
+        [],
+    )
+    .unwrap();
 }
 
 /// `unipi-tui migrate` as a user runs it: in the project, with HOME apart. The dry run writes
