@@ -29,8 +29,8 @@ use super::log_limit::clip;
 use super::module::{CancelHandle, Completion};
 use super::protocol::{
     CallResultMsg, ClientMessage, CommandMsg, CompleteMsg, ErrorCode, ErrorMsg, EventMsg,
-    GoodbyeMsg, Hello, HostMessage, LineRead, MAX_HELLO_BYTES, MAX_LINE_BYTES, PROTOCOL_VERSION,
-    ToolCallMsg, WelcomeOptions, WireError, parse_client_line, read_line,
+    GoodbyeMsg, Hello, HostMessage, LineBuf, LineRead, MAX_HELLO_BYTES, MAX_LINE_BYTES,
+    PROTOCOL_VERSION, ToolCallMsg, WelcomeOptions, WireError, parse_client_line, read_line,
 };
 use super::runtime_dir::secrets_match;
 use super::tools;
@@ -61,7 +61,7 @@ pub(crate) async fn serve(
         peer_pid,
         out,
         reader: BufReader::with_capacity(64 * 1024, read_half),
-        buf: Vec::new(),
+        buf: LineBuf::default(),
         stop,
         inflight: Arc::new(Mutex::new(HashMap::new())),
         announced: false,
@@ -119,7 +119,7 @@ struct Connection {
     peer_pid: Option<i32>,
     out: mpsc::Sender<String>,
     reader: BufReader<OwnedReadHalf>,
-    buf: Vec<u8>,
+    buf: LineBuf,
     stop: watch::Receiver<bool>,
     /// Cancel handles of this connection's running tool calls, by bridge id.
     inflight: Arc<Mutex<HashMap<u64, CancelHandle>>>,
@@ -160,7 +160,7 @@ impl Connection {
             }
             Ok(Ok(LineRead::Line)) => {}
         }
-        let hello = match parse_client_line(&self.buf) {
+        let hello = match parse_client_line(&self.buf.line) {
             Ok(ClientMessage::Hello(hello)) => hello,
             Ok(other) => {
                 return refuse(
@@ -309,7 +309,7 @@ impl Connection {
                 }
             };
             match read {
-                Ok(LineRead::Line) => match parse_client_line(&self.buf) {
+                Ok(LineRead::Line) => match parse_client_line(&self.buf.line) {
                     Ok(message) => {
                         if let Some(reason) = self.dispatch(agent, message).await {
                             return reason;

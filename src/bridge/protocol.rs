@@ -405,37 +405,55 @@ pub(crate) enum LineRead {
     Eof,
 }
 
-/// Reads one `\n`-terminated line into `buf` (cleared first), never holding more than `max`
-/// bytes: an over-long line is skipped to its end and reported, so the stream stays in step.
+/// A line being read by [`read_line`]: what was read of it so far lives here, not in the
+/// future, so a read cancelled in a `select!` (by another branch's event) loses nothing and
+/// the next read goes on where it stopped.
+#[derive(Debug, Default)]
+pub(crate) struct LineBuf {
+    /// The line [`read_line`] last returned (without its `\n`), or the part read so far.
+    pub(crate) line: Vec<u8>,
+    /// The line being read is over the limit: the rest of it is skipped.
+    too_long: bool,
+    /// `line` holds a whole line already returned: the next read starts a new one.
+    returned: bool,
+}
+
+/// Reads one `\n`-terminated line into `buf.line`, never holding more than `max` bytes: an
+/// over-long line is skipped to its end and reported, so the stream stays in step.
+/// Cancel-safe: every byte consumed from `reader` is kept in `buf` before the next await.
 pub(crate) async fn read_line<R: AsyncBufRead + Unpin>(
     reader: &mut R,
-    buf: &mut Vec<u8>,
+    buf: &mut LineBuf,
     max: usize,
 ) -> std::io::Result<LineRead> {
-    buf.clear();
-    let mut too_long = false;
+    if std::mem::take(&mut buf.returned) {
+        buf.line.clear();
+        buf.too_long = false;
+    }
     loop {
         let available = reader.fill_buf().await?;
         if available.is_empty() {
-            buf.clear();
+            buf.line.clear();
+            buf.too_long = false;
             return Ok(LineRead::Eof);
         }
         let (chunk, found_end) = match available.iter().position(|&byte| byte == b'\n') {
             Some(end) => (&available[..end], true),
             None => (available, false),
         };
-        if !too_long {
-            if buf.len() + chunk.len() > max {
-                too_long = true;
-                buf.clear();
+        if !buf.too_long {
+            if buf.line.len() + chunk.len() > max {
+                buf.too_long = true;
+                buf.line.clear();
             } else {
-                buf.extend_from_slice(chunk);
+                buf.line.extend_from_slice(chunk);
             }
         }
         let used = chunk.len() + usize::from(found_end);
         reader.consume(used);
         if found_end {
-            return Ok(if too_long {
+            buf.returned = true;
+            return Ok(if buf.too_long {
                 LineRead::TooLong
             } else {
                 LineRead::Line
@@ -572,11 +590,11 @@ mod tests {
         // A tiny buffer capacity forces lines to arrive in pieces.
         let input: &[u8] = b"short\nthis-line-is-too-long\nok\npartial";
         let mut reader = tokio::io::BufReader::with_capacity(4, input);
-        let mut buf = Vec::new();
+        let mut buf = LineBuf::default();
         let mut seen = Vec::new();
         loop {
             let read = read_line(&mut reader, &mut buf, 10).await?;
-            seen.push((read, String::from_utf8_lossy(&buf).into_owned()));
+            seen.push((read, String::from_utf8_lossy(&buf.line).into_owned()));
             if read == LineRead::Eof {
                 break;
             }
@@ -590,6 +608,28 @@ mod tests {
                 (LineRead::Eof, String::new()),
             ]
         );
+        Ok(())
+    }
+
+    /// A read cancelled mid-line (another `select!` branch won) loses nothing: the next read
+    /// returns the whole line.
+    #[tokio::test]
+    async fn a_read_cancelled_mid_line_goes_on_where_it_stopped() -> std::io::Result<()> {
+        let (client, server) = tokio::io::duplex(64);
+        let (mut reader, mut writer) = (tokio::io::BufReader::new(server), client);
+        let mut buf = LineBuf::default();
+        tokio::io::AsyncWriteExt::write_all(&mut writer, b"{\"type\":").await?;
+        let cancelled = tokio::time::timeout(
+            std::time::Duration::from_millis(20),
+            read_line(&mut reader, &mut buf, 100),
+        )
+        .await;
+        assert!(cancelled.is_err(), "no whole line yet");
+        tokio::io::AsyncWriteExt::write_all(&mut writer, b"\"ping\"}\nnext\n").await?;
+        assert_eq!(read_line(&mut reader, &mut buf, 100).await?, LineRead::Line);
+        assert_eq!(buf.line, b"{\"type\":\"ping\"}");
+        assert_eq!(read_line(&mut reader, &mut buf, 100).await?, LineRead::Line);
+        assert_eq!(buf.line, b"next");
         Ok(())
     }
 
