@@ -9,6 +9,7 @@ pub mod pi;
 pub mod procs;
 pub mod sandbox;
 pub mod term;
+pub mod unipi;
 pub mod wait;
 pub mod web;
 pub mod workbench;
