@@ -395,7 +395,11 @@ impl SessionPlan<'_> {
             demo,
             options.ui.clone(),
         );
-        let capabilities = crate::capability::start_all(&mut context);
+        let mut capabilities = crate::capability::start_all(&mut context);
+        // The dashboard holds the others (it asks each for its group) and goes first, so its
+        // `unipi_info` module heads `/unipi:info`'s list as it always did.
+        let dashboard = crate::info::start(&capabilities, &context, options.log_path.clone());
+        capabilities.insert(0, dashboard);
         // A file two readers share (`workbench.json`: detach above, MCP here) is broken once.
         for notice in context.take_notices() {
             if !options.config_errors.contains(&notice) {
@@ -418,8 +422,6 @@ async fn start_bridge(
         &bridge_cache_dir(),
         modules,
         &options.theme.widgets,
-        options.ui.clone(),
-        options.log_path.clone(),
     )
     .await
     {
@@ -472,7 +474,7 @@ fn print_ending(outcome: &mut AppOutcome, workspace: &Path) {
     }
 }
 
-/// Every `/unipi:*` command listed under the modules (and `/unipi:info`), for the help overlay.
+/// Every `/unipi:*` command listed under the modules, for the help overlay.
 fn command_help(
     modules: &[(
         std::sync::Arc<dyn crate::bridge::Module>,
@@ -482,7 +484,6 @@ fn command_help(
     modules
         .iter()
         .flat_map(|(_, commands)| commands.iter().map(|command| command.spec.clone()))
-        .chain([crate::app::bridge::info_spec()])
         .map(|spec| (spec.name, spec.description))
         .collect()
 }

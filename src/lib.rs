@@ -25,6 +25,7 @@ pub mod headless;
 pub mod hello;
 pub mod helpers;
 pub mod http;
+pub mod info;
 #[cfg(test)]
 mod layering;
 pub mod manual;

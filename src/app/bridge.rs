@@ -1,21 +1,17 @@
-//! The app's side of the bridge: starting the host before Pi (with every capability's modules
-//! and the workbench's own `/unipi:info`), and turning Pi's events into the footer's data. Pi's
-//! events drive the footer (no polling).
+//! The app's side of the bridge: starting the host before Pi (with every capability's modules,
+//! the info dashboard's among them), and turning Pi's events into the footer's data. Pi's events
+//! drive the footer (no polling).
 
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::path::Path;
+use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use tokio::sync::mpsc;
 use unipi_widgets::footer::{Activity, BridgeLink, ContextUsage, FooterData};
-use unipi_widgets::info::{InfoModel, InfoPaths, ModuleInfo, ModuleState};
 
-use crate::bridge::{
-    self, AgentId, BridgeEvent, BridgeHost, Command, CommandCall, CommandReply, CommandSpec,
-    InfoModule, Module, ModuleStatus, NotifyLevel, PiEvent, Registry,
-};
-use crate::capability::{self, Ui};
+use crate::bridge::{self, AgentId, BridgeEvent, BridgeHost, Command, Module, PiEvent, Registry};
+use crate::capability;
 
 /// A started bridge, with the events for the loop and what connects the main Pi to it.
 pub struct Started {
@@ -28,25 +24,14 @@ pub struct Started {
 }
 
 /// Starts the bridge host with the capabilities' `modules`, each with the commands listed under
-/// it (and `/unipi:info`), and returns it with the Pi arguments (`-e <extension>`) and
-/// environment (socket, token) that connect the main Pi to it.
+/// it, and returns it with the Pi arguments (`-e <extension>`) and environment (socket, token)
+/// that connect the main Pi to it.
 pub async fn start(
     cache_dir: &Path,
     modules: Vec<(Arc<dyn Module>, Vec<Command>)>,
     theme: &unipi_widgets::Theme,
-    ui: Ui,
-    log_path: PathBuf,
 ) -> Result<Started> {
     let registry = Arc::new(Registry::new());
-    let running: Running = Arc::new(OnceLock::new());
-    let info = Command::new(
-        info_spec(),
-        (Arc::clone(&running), ui, log_path),
-        info_command,
-    );
-    registry
-        .register_with_commands(Arc::new(InfoModule), vec![info])
-        .context("failed to register the info module")?;
     for (module, commands) in modules {
         let name = module.name();
         registry
@@ -61,7 +46,6 @@ pub async fn start(
     let host = BridgeHost::start_with(Arc::clone(&registry), tx, options)
         .await
         .context("failed to start the bridge host")?;
-    let _ = running.set((Arc::clone(&registry), host.clone()));
     let extension = bridge::extension_file(cache_dir)?;
     let env = host
         .register_agent(AgentId::main())?
@@ -78,53 +62,6 @@ pub async fn start(
         pi_args: vec![OsString::from("-e"), extension.into_os_string()],
         pi_env: env,
     })
-}
-
-/// The registry and host, once the host runs (what `/unipi:info` lists).
-type Running = Arc<OnceLock<(Arc<Registry>, BridgeHost)>>;
-
-/// `/unipi:info`, as Pi and F1 describe it.
-pub fn info_spec() -> CommandSpec {
-    CommandSpec::new(
-        "unipi:info",
-        "Workbench modules, their tools and commands, versions and paths",
-    )
-}
-
-/// `/unipi:info`: the overlay, or the same facts in words without a screen.
-async fn info_command(
-    (running, ui, log_path): (Running, Ui, PathBuf),
-    _call: CommandCall,
-) -> CommandReply {
-    let model = info_model(running.get().map(|(r, h)| (r.as_ref(), h)), &log_path);
-    if ui.has_screen() {
-        ui.open(crate::views::info::InfoView::new(model, ui.keymap()));
-        CommandReply::Done
-    } else {
-        CommandReply::Notify {
-            message: info_text(&model),
-            level: NotifyLevel::Info,
-        }
-    }
-}
-
-/// What `/unipi:info` says, in words.
-fn info_text(model: &InfoModel) -> String {
-    let mut lines = vec![format!(
-        "unipi-tui {} · Pi {} · bridge protocol {}",
-        model.workbench_version,
-        model.pi_version.as_deref().unwrap_or("unknown"),
-        model.bridge_protocol
-    )];
-    for module in &model.modules {
-        lines.push(format!(
-            "{}: {} tools, commands {}",
-            module.name,
-            module.tools.len(),
-            module.commands.join(" ")
-        ));
-    }
-    lines.join("\n")
 }
 
 /// The workbench theme's colours for the bridge's card tints (cards in Pi's transcript match the
@@ -278,46 +215,6 @@ pub(crate) fn link_after(event: &BridgeEvent) -> Option<BridgeLink> {
         BridgeEvent::Pi { .. }
         | BridgeEvent::Fault { .. }
         | BridgeEvent::CommandAnswered { .. } => None,
-    }
-}
-
-/// What `/unipi:info` shows.
-pub(crate) fn info_model(bridge: Option<(&Registry, &BridgeHost)>, log_path: &Path) -> InfoModel {
-    let modules = bridge
-        .map(|(registry, _)| registry.modules())
-        .unwrap_or_default()
-        .into_iter()
-        .map(|m| ModuleInfo {
-            name: m.name.to_string(),
-            state: match m.status {
-                ModuleStatus::Ready => ModuleState::Ready,
-                ModuleStatus::Disabled { .. } => ModuleState::Disabled,
-                ModuleStatus::Error { message } => ModuleState::Error(message),
-            },
-            tools: m.tools,
-            commands: m.commands.iter().map(|c| format!("/{c}")).collect(),
-        })
-        .collect();
-    let pi_version = bridge
-        .and_then(|(_, host)| host.agent_info(&AgentId::main()))
-        .map(|info| info.pi_version);
-    let home = dirs::home_dir();
-    InfoModel {
-        modules,
-        pi_version,
-        bridge_protocol: bridge::protocol::PROTOCOL_VERSION.to_string(),
-        workbench_version: env!("CARGO_PKG_VERSION").to_string(),
-        paths: InfoPaths {
-            config: home
-                .as_ref()
-                .map(|h| h.join(".unipi/config").display().to_string()),
-            database: home
-                .as_ref()
-                .map(|h| h.join(".unipi/db").display().to_string()),
-            logs: Some(log_path.display().to_string()),
-            runtime: bridge.map(|(_, host)| host.runtime_dir().display().to_string()),
-        },
-        scroll: 0,
     }
 }
 

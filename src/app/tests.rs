@@ -16,7 +16,7 @@ use crate::capability::fake::{FakeCapability, FakeDock};
 use crate::pane::emulator::HostInfo;
 use crate::pi::{PiCommand, PiSource};
 use crate::views::dock::DockRequest;
-use crate::views::info::InfoView;
+use crate::views::info::{DashboardView, InfoSource};
 
 const WIDTH: u16 = 100;
 const HEIGHT: u16 = 30;
@@ -182,14 +182,31 @@ fn a_view_asks_for_the_clipboard_with_an_effect() {
     );
 }
 
+/// A source that never has new figures (the app's tests do not refresh).
+struct NoRefresh;
+
+impl InfoSource for NoRefresh {
+    fn refresh(&self) {}
+
+    fn take(&self) -> Option<Vec<unipi_widgets::dashboard::DashboardTab>> {
+        None
+    }
+}
+
+/// The info dashboard with the workbench's page alone, as it is without a bridge.
+fn dashboard(app: &App) -> DashboardView {
+    let page = crate::info::workbench::model(None, &app.log_path.clone());
+    let model = unipi_widgets::dashboard::DashboardModel {
+        tabs: vec![unipi_widgets::dashboard::DashboardTab::Workbench(page)],
+        ..Default::default()
+    };
+    DashboardView::new(model, Arc::new(NoRefresh), &Keymap::defaults())
+}
+
 #[test]
 fn capabilities_reach_the_screen_through_ui_requests_and_changes() {
     let (mut app, dock) = make_app(Vec::new());
-    let model = crate::app::bridge::info_model(None, &app.log_path.clone());
-    app.update(AppEvent::Ui(UiRequest::Open(Box::new(InfoView::new(
-        model,
-        &Keymap::defaults(),
-    )))));
+    app.update(AppEvent::Ui(UiRequest::Open(Box::new(dashboard(&app)))));
     assert_eq!(app.views.titles(), ["/unipi:info"]);
     assert_eq!(
         app.update(AppEvent::Ui(UiRequest::Terminal(b"\x07".to_vec()))),
@@ -270,16 +287,12 @@ fn f1_opens_the_help_at_the_keys_of_the_overlay_on_top_and_its_border_names_the_
     send_esc(&mut app);
     assert!(app.views.is_empty());
 
-    // Over a read-only overlay: the pager's keys.
-    let model = crate::app::bridge::info_model(None, &app.log_path.clone());
-    app.update(AppEvent::Ui(UiRequest::Open(Box::new(InfoView::new(
-        model,
-        &Keymap::defaults(),
-    )))));
+    // Over the info dashboard: its own keys.
+    app.update(AppEvent::Ui(UiRequest::Open(Box::new(dashboard(&app)))));
     send(&mut app, b"\x1bOP");
     let text = screen(&mut app);
     assert!(
-        help_first_row(&text).contains("│ Read-only overlays (help, info, reports) "),
+        help_first_row(&text).contains("│ The info dashboard (/unipi:info) "),
         "{text}"
     );
     crate::assert_ui_snapshot!("app_help_over_info", text);

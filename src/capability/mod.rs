@@ -14,6 +14,7 @@
 //! - **The bridge** — [`Capability::attach`] hands it the running host, registry, bus and the
 //!   extension file once the bridge is up.
 //! - **The screen** — [`Capability::footer_segments`] (read from memory every frame),
+//!   [`Capability::info_group`] (its tab in the `/unipi:info` dashboard, computed on request),
 //!   [`Capability::dock`] (its rows in the dock, and the port the dock sends requests to; what its
 //!   rows are called and what the dock's row keys do on them is [`Registration::dock`]), views it
 //!   opens with [`Ui::open`], and [`Capability::changes`], the one signal the app's single
@@ -35,6 +36,7 @@ use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 use tokio::sync::watch;
+use unipi_widgets::dashboard::InfoGroup;
 use unipi_widgets::footer::Segment;
 
 use crate::bridge::{BridgeHost, Command, EventBus, Module, Registry};
@@ -82,6 +84,14 @@ pub trait Capability: Send + Sync + 'static {
     /// Its section of the dock (rows its widget drew, their verbs and hints) and the port the
     /// dock's requests on them go to.
     fn dock(&self) -> Option<Arc<dyn DockSource>> {
+        None
+    }
+
+    /// Its group in the `/unipi:info` dashboard — an id (what `info.json` orders and hides), a
+    /// title and rows of figures — computed each time the dashboard opens or refreshes, and
+    /// awaited off the UI loop (it may read files or the database; blocking work goes to
+    /// `spawn_blocking`). `None`: it has no figures to show.
+    fn info_group(&self) -> Option<BoxFuture<'static, InfoGroup>> {
         None
     }
 

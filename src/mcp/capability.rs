@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use tokio::sync::watch;
+use unipi_widgets::dashboard::{InfoGroup, InfoRow};
 use unipi_widgets::footer::Segment;
 use unipi_widgets::mcp::mcp_segment;
 
@@ -115,6 +116,11 @@ impl Capability for McpCapability {
         cached.1.clone().into_iter().collect()
     }
 
+    fn info_group(&self) -> Option<BoxFuture<'static, InfoGroup>> {
+        let group = info_group(&self.module.status());
+        Some(Box::pin(async move { group }))
+    }
+
     fn shutdown(&self) -> BoxFuture<'static, ()> {
         let module = self.module.clone();
         Box::pin(async move { module.shutdown().await })
@@ -122,6 +128,51 @@ impl Capability for McpCapability {
 
     fn kill_now(&self) {
         self.module.manager().kill_all_now();
+    }
+}
+
+/// MCP's tab in `/unipi:info`: the servers and tools in totals, then a row per server (its state,
+/// its tools, why it failed).
+pub(crate) fn info_group(status: &McpStatus) -> InfoGroup {
+    let mut rows = vec![
+        InfoRow::new(
+            "Servers",
+            format!(
+                "{} running of {} configured · {} failed",
+                status.running(),
+                status.configured(),
+                status.failed()
+            ),
+        ),
+        InfoRow::new("Tools", format!("{} bridged to Pi", status.tools())),
+    ];
+    for error in &status.config_errors {
+        rows.push(InfoRow::new("Config", error.clone()));
+    }
+    for server in &status.servers {
+        let snapshot = &server.snapshot;
+        let state = if server.enabled {
+            super::module::status_word(snapshot.status)
+        } else {
+            "disabled"
+        };
+        let mut row = InfoRow::new(
+            snapshot.name.clone(),
+            format!("{state} · {} tools", snapshot.tools.len()),
+        );
+        if !snapshot.tools.is_empty() {
+            let names: Vec<&str> = snapshot.tools.iter().map(|t| t.bridged_name.as_str()).collect();
+            row = row.detail(names.join(", "));
+        }
+        if let Some(error) = &snapshot.error {
+            row = row.detail(error.clone());
+        }
+        rows.push(row);
+    }
+    InfoGroup {
+        id: "mcp".to_owned(),
+        title: "MCP".to_owned(),
+        rows,
     }
 }
 

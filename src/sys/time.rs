@@ -63,6 +63,58 @@ pub fn civil_date(days: i64) -> (i64, i64, i64) {
     (year_of_era + era * 400 + i64::from(month <= 2), month, day)
 }
 
+/// The day number (days since 1970-01-01) of a proleptic Gregorian date: the inverse of
+/// [`civil_date`] (Howard Hinnant's `days_from_civil`).
+pub fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let year = if month <= 2 { year - 1 } else { year };
+    let era = year.div_euclid(400);
+    let year_of_era = year.rem_euclid(400);
+    let shifted_month = if month > 2 { month - 3 } else { month + 9 };
+    let day_of_year = (153 * shifted_month + 2) / 5 + day - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    era * 146_097 + day_of_era - 719_468
+}
+
+/// Milliseconds since the epoch of an ISO 8601 UTC timestamp as JavaScript writes it
+/// (`2026-12-02T15:36:15.042Z`, the fraction optional); `None` for anything else.
+pub fn parse_iso_utc(text: &str) -> Option<u64> {
+    let text = text.strip_suffix('Z')?;
+    let (date, time) = text.split_once('T')?;
+    let mut date = date.splitn(3, '-').map(str::parse::<i64>);
+    let (year, month, day) = (date.next()?.ok()?, date.next()?.ok()?, date.next()?.ok()?);
+    let (clock, fraction) = time.split_once('.').unwrap_or((time, "0"));
+    let mut clock = clock.splitn(3, ':').map(str::parse::<i64>);
+    let (hour, minute, second) = (clock.next()?.ok()?, clock.next()?.ok()?, clock.next()?.ok()?);
+    let valid = (1..=12).contains(&month)
+        && (1..=31).contains(&day)
+        && (0..24).contains(&hour)
+        && (0..60).contains(&minute)
+        && (0..=60).contains(&second);
+    if !valid || fraction.is_empty() || !fraction.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    // Milliseconds: the first three digits of the fraction, padded.
+    let millis: i64 = format!("{fraction:0<3}")[..3].parse().ok()?;
+    let seconds = days_from_civil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second;
+    u64::try_from(seconds * 1000 + millis).ok()
+}
+
+/// The local time zone's offset from UTC, in seconds east, at `ms` since the epoch (the C
+/// library's `localtime_r`, so `TZ` and `/etc/localtime` apply); 0 when it cannot tell.
+pub fn local_offset_seconds(ms: u64) -> i64 {
+    let Ok(secs) = nix::libc::time_t::try_from(ms / 1000) else {
+        return 0;
+    };
+    // SAFETY: `tm` is plain old data that `localtime_r` fills in; both pointers are valid for
+    // the call, and `localtime_r` (unlike `localtime`) keeps no shared state.
+    let mut tm: nix::libc::tm = unsafe { std::mem::zeroed() };
+    let filled = unsafe { nix::libc::localtime_r(&secs, &mut tm) };
+    if filled.is_null() {
+        return 0;
+    }
+    i64::from(tm.tm_gmtoff)
+}
+
 /// Sleeps until `at`; never completes for `None`. A `select!` arm over it fires only while a
 /// deadline is set, so a loop keeps its timers as `Option<Instant>`s and arms none when idle.
 /// Takes tokio's or std's `Instant`.
@@ -87,6 +139,22 @@ mod tests {
             (4_107_542_399_999, "2100-02-28T23:59:59.999Z"),
         ] {
             assert_eq!(iso_utc(ms), iso, "{ms}");
+        }
+    }
+
+    #[test]
+    fn iso_timestamps_parse_back_and_bad_ones_do_not() {
+        for ms in [0, 951_782_400_000, 1_796_225_775_042, 4_107_542_399_999] {
+            assert_eq!(parse_iso_utc(&iso_utc(ms)), Some(ms), "{ms}");
+        }
+        assert_eq!(parse_iso_utc("2026-12-02T15:36:15Z"), Some(1_796_225_775_000));
+        assert_eq!(parse_iso_utc("2026-12-02T15:36:15.5Z"), Some(1_796_225_775_500));
+        for bad in ["", "2026-12-02", "2026-12-02T15:36:15", "2026-13-02T15:36:15Z", "x-1-2T3:4:5Z"] {
+            assert_eq!(parse_iso_utc(bad), None, "{bad:?}");
+        }
+        for days in [-800_000, -1, 0, 1, 20_000, 2_000_000] {
+            let (year, month, day) = civil_date(days);
+            assert_eq!(days_from_civil(year, month, day), days);
         }
     }
 

@@ -145,7 +145,7 @@ pub trait View: Send {
 /// Every key table the workbench's own views take (capabilities list theirs in their
 /// registration).
 pub fn key_tables() -> Vec<&'static crate::config::keymap::KeyTableSpec> {
-    vec![&dock::keys::DOCK_KEYS, &pager::PAGER_KEYS]
+    vec![&dock::keys::DOCK_KEYS, &pager::PAGER_KEYS, &info::INFO_KEYS]
 }
 
 /// The stack of open views.

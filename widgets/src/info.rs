@@ -126,7 +126,7 @@ const COLUMN_GAP: usize = 2;
 
 impl InfoModel {
     /// Content rows for text `max_width` columns wide.
-    fn content_lines(&self, max_width: usize, theme: &Theme) -> Vec<Line<'static>> {
+    pub(crate) fn content_lines(&self, max_width: usize, theme: &Theme) -> Vec<Line<'static>> {
         let mut lines = Vec::new();
         let heading = |text: &str| Line::styled(truncate_end(text, max_width), theme.overlay_title);
 
@@ -273,7 +273,7 @@ fn table(
 
 /// `text` in rows of at most `max` columns, broken at spaces; a word longer than a row is cut
 /// over several rows (a path in an error message must still be readable whole).
-fn wrap(text: &str, max: usize) -> Vec<String> {
+pub(crate) fn wrap(text: &str, max: usize) -> Vec<String> {
     let max = max.max(1);
     let mut rows = Vec::new();
     let mut row = String::new();

@@ -9,6 +9,7 @@
 pub mod agents;
 pub mod ask;
 pub mod compactor;
+pub mod dashboard;
 pub mod dock;
 pub mod doctor;
 pub mod footer;
