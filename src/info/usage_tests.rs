@@ -89,6 +89,36 @@ fn a_recorded_pi_1x_session_is_counted_in_its_day_week_and_month() {
     assert_eq!(tuesday.today.top_model(), None);
 }
 
+/// One `hello` turn recorded with each Pi line (Pi 0.73.1 at 23:22:03 UTC and Pi 1.6.0 at
+/// 23:22:07 UTC on Wednesday 2026-12-02, by `suite::info_pi`): both lines' files are counted the
+/// same way, and whether the turns were "today" depends on the time zone.
+#[test]
+fn both_pi_lines_sessions_are_counted_and_today_follows_the_time_zone() {
+    let legacy = fixture("pi-0.73.1-hello.jsonl");
+    let current = fixture("pi-1.6.0-hello.jsonl");
+    let files = [legacy.as_str(), current.as_str()];
+    let stats = aggregate(&clock("2026-12-02T23:59:00.000Z", 0), &files);
+    let today = &stats.today.totals;
+    assert_eq!((today.input, today.output, today.calls), (595 + 581, 24, 2));
+    assert_eq!(today.tokens(), 607 + 593);
+    assert!((today.cost - (0.001_965 + 0.001_923)).abs() < 1e-9, "{today:?}");
+    assert_eq!(stats.sessions, 2);
+    // Each line alone.
+    for (text, tokens) in [(&legacy, 607), (&current, 593)] {
+        let one = aggregate(&clock("2026-12-02T23:59:00.000Z", 0), &[text]);
+        assert_eq!(one.today.totals.tokens(), tokens);
+    }
+    // Half past midnight UTC: yesterday's turns, still this week and this month (December).
+    let after = aggregate(&clock("2026-12-03T00:30:00.000Z", 0), &files);
+    assert_eq!(
+        (after.today.totals.calls, after.week.totals.calls, after.month.totals.calls),
+        (0, 2, 2)
+    );
+    // An hour west it is still the 2nd: today's.
+    let west = aggregate(&clock("2026-12-03T00:30:00.000Z", -1), &files);
+    assert_eq!(west.today.totals.calls, 2);
+}
+
 /// A session forked from another holds copies of its parent's entries: each call counts once.
 #[test]
 fn a_forked_session_does_not_count_its_parents_calls_twice() {

@@ -17,6 +17,7 @@ mod fusion_pi;
 mod hardening;
 mod headless;
 mod helpers_pi;
+mod info_pi;
 mod install;
 mod mcp_pi;
 mod mcp_servers;
