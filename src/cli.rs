@@ -418,13 +418,7 @@ async fn start_bridge(
 ) {
     let modules = crate::capability::modules(capabilities);
     options.commands = command_help(&modules);
-    match crate::app::bridge::start(
-        &bridge_cache_dir(),
-        modules,
-        &options.theme.widgets,
-    )
-    .await
-    {
+    match crate::app::bridge::start(&bridge_cache_dir(), modules, &options.theme.widgets).await {
         Ok(started) => {
             for capability in capabilities {
                 capability.attach(&started.link);

@@ -97,7 +97,11 @@ impl InfoDashboard {
     async fn tabs(&self) -> Vec<DashboardTab> {
         let (config, all) = tokio::join!(self.config(), self.all_tabs());
         let ids: Vec<&str> = all.iter().map(tab_id).collect();
-        let order: Vec<String> = config.arrange(&ids).into_iter().map(str::to_owned).collect();
+        let order: Vec<String> = config
+            .arrange(&ids)
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
         let mut all: Vec<Option<DashboardTab>> = all.into_iter().map(Some).collect();
         order
             .iter()
@@ -133,7 +137,10 @@ impl InfoDashboard {
             let usage = groups::usage_group(&files, &Clock::local());
             (
                 usage,
-                [groups::extensions_group(&files), groups::skills_group(&files)],
+                [
+                    groups::extensions_group(&files),
+                    groups::skills_group(&files),
+                ],
             )
         });
         let groups = self
@@ -147,7 +154,10 @@ impl InfoDashboard {
             let failed = |id: &str, title: &str| InfoGroup {
                 id: id.to_owned(),
                 title: title.to_owned(),
-                rows: vec![InfoRow::new("Error", format!("reading Pi's files failed: {err}"))],
+                rows: vec![InfoRow::new(
+                    "Error",
+                    format!("reading Pi's files failed: {err}"),
+                )],
             };
             (
                 failed(groups::USAGE, "Usage"),

@@ -28,7 +28,11 @@ pub(crate) const SKILLS: &str = "skills";
 /// Usage and cost today, this week, this month and in all, from Pi's session files (blocking).
 pub(crate) fn usage_group(files: &PiFiles, clock: &Clock) -> InfoGroup {
     let Some(sessions) = files.agent_dir.as_ref().map(|dir| dir.join("sessions")) else {
-        return group(USAGE, "Usage", vec![InfoRow::new("Sessions", "no home directory")]);
+        return group(
+            USAGE,
+            "Usage",
+            vec![InfoRow::new("Sessions", "no home directory")],
+        );
     };
     let stats = read_usage(&sessions, clock);
     group(USAGE, "Usage", usage_rows(&stats, &sessions))
@@ -104,7 +108,10 @@ pub(crate) fn extensions_group(files: &PiFiles) -> InfoGroup {
             found.entry(name).or_insert(kind);
         }
         for name in folder_entries(&dir.join("extensions"), |path| {
-            path.is_dir() || path.extension().is_some_and(|ext| ext == "ts" || ext == "js")
+            path.is_dir()
+                || path
+                    .extension()
+                    .is_some_and(|ext| ext == "ts" || ext == "js")
         }) {
             found.entry(name).or_insert("local");
         }
@@ -148,7 +155,11 @@ pub(crate) fn skills_group(files: &PiFiles) -> InfoGroup {
         ),
     )];
     rows.extend(global.into_iter().map(|name| InfoRow::new(name, "global")));
-    rows.extend(project.into_iter().map(|name| InfoRow::new(name, "project")));
+    rows.extend(
+        project
+            .into_iter()
+            .map(|name| InfoRow::new(name, "project")),
+    );
     group(SKILLS, "Skills", rows)
 }
 

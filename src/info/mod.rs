@@ -4,8 +4,8 @@
 //! order, and `showOnBoot` opens it at start. The view is [`crate::views::info::DashboardView`],
 //! drawn by `unipi_widgets::dashboard`.
 
-mod groups;
 mod dashboard;
+mod groups;
 mod settings;
 mod usage;
 pub(crate) mod workbench;

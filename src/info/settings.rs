@@ -31,7 +31,12 @@ impl ModuleConfig for InfoConfig {
 
     fn read(&mut self, file: &mut Object<'_>) {
         file.flag("showOnBoot", &mut self.show_on_boot);
-        file.set("groupOrder", "a list of group ids", &mut self.group_order, names);
+        file.set(
+            "groupOrder",
+            "a list of group ids",
+            &mut self.group_order,
+            names,
+        );
         file.set("hidden", "a list of group ids", &mut self.hidden, names);
         file.warn_unknown();
     }
@@ -102,8 +107,7 @@ pub(crate) fn fields(config: &InfoConfig, groups: &[(String, String)]) -> Vec<Se
                 value: place,
                 options: options.clone(),
             },
-            help: "Its tab's place; hidden leaves it out. Equal places keep this order."
-                .to_owned(),
+            help: "Its tab's place; hidden leaves it out. Equal places keep this order.".to_owned(),
         });
     }
     fields
@@ -205,11 +209,13 @@ mod tests {
                 other => panic!("{other:?}"),
             })
             .collect();
-        let want = [("MCP", "1"), ("USAGE", "2"), ("WORKBENCH", "3"), ("SKILLS", "hidden")];
-        assert_eq!(
-            shown,
-            want.map(|(label, place)| (label, place.to_owned()))
-        );
+        let want = [
+            ("MCP", "1"),
+            ("USAGE", "2"),
+            ("WORKBENCH", "3"),
+            ("SKILLS", "hidden"),
+        ];
+        assert_eq!(shown, want.map(|(label, place)| (label, place.to_owned())));
         // Usage to the front, MCP hidden, open at start.
         fields[0].value = SettingValue::Bool(true);
         for field in &mut fields {
@@ -236,9 +242,17 @@ mod tests {
         assert!(told.contains("info.json"), "{told}");
         let (config, errors) = InfoConfig::load(Some(home.path()), home.path());
         assert_eq!(config.show_on_boot, true);
-        assert_eq!(config.arrange(&["mcp", "workbench", "usage", "skills"]), ["usage", "skills", "workbench"]);
-        assert_eq!(errors.len(), 1, "the user's own key is kept (and still unknown)");
-        let written: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(
+            config.arrange(&["mcp", "workbench", "usage", "skills"]),
+            ["usage", "skills", "workbench"]
+        );
+        assert_eq!(
+            errors.len(),
+            1,
+            "the user's own key is kept (and still unknown)"
+        );
+        let written: Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         assert_eq!(written["note"], "mine");
 
         // A file that is not JSON is not overwritten.

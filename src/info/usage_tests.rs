@@ -101,7 +101,10 @@ fn both_pi_lines_sessions_are_counted_and_today_follows_the_time_zone() {
     let today = &stats.today.totals;
     assert_eq!((today.input, today.output, today.calls), (595 + 581, 24, 2));
     assert_eq!(today.tokens(), 607 + 593);
-    assert!((today.cost - (0.001_965 + 0.001_923)).abs() < 1e-9, "{today:?}");
+    assert!(
+        (today.cost - (0.001_965 + 0.001_923)).abs() < 1e-9,
+        "{today:?}"
+    );
     assert_eq!(stats.sessions, 2);
     // Each line alone.
     for (text, tokens) in [(&legacy, 607), (&current, 593)] {
@@ -111,7 +114,11 @@ fn both_pi_lines_sessions_are_counted_and_today_follows_the_time_zone() {
     // Half past midnight UTC: yesterday's turns, still this week and this month (December).
     let after = aggregate(&clock("2026-12-03T00:30:00.000Z", 0), &files);
     assert_eq!(
-        (after.today.totals.calls, after.week.totals.calls, after.month.totals.calls),
+        (
+            after.today.totals.calls,
+            after.week.totals.calls,
+            after.month.totals.calls
+        ),
         (0, 2, 2)
     );
     // An hour west it is still the 2nd: today's.
@@ -157,7 +164,10 @@ fn periods_begin_at_local_midnight_on_monday_and_on_the_first() {
     let stats = aggregate(&west, &[&lines]);
     assert_eq!(stats.today.totals.input, 11, "Sunday local, from 05:00 UTC");
     assert_eq!(stats.week.totals.input, 11);
-    assert_eq!(stats.month.totals.input, 11, "the 1st began at 05:00 UTC there");
+    assert_eq!(
+        stats.month.totals.input, 11,
+        "the 1st began at 05:00 UTC there"
+    );
     assert_eq!(stats.all.totals.input, 1111);
 }
 

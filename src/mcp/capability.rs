@@ -161,7 +161,11 @@ pub(crate) fn info_group(status: &McpStatus) -> InfoGroup {
             format!("{state} · {} tools", snapshot.tools.len()),
         );
         if !snapshot.tools.is_empty() {
-            let names: Vec<&str> = snapshot.tools.iter().map(|t| t.bridged_name.as_str()).collect();
+            let names: Vec<&str> = snapshot
+                .tools
+                .iter()
+                .map(|t| t.bridged_name.as_str())
+                .collect();
             row = row.detail(names.join(", "));
         }
         if let Some(error) = &snapshot.error {

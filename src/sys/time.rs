@@ -84,7 +84,11 @@ pub fn parse_iso_utc(text: &str) -> Option<u64> {
     let (year, month, day) = (date.next()?.ok()?, date.next()?.ok()?, date.next()?.ok()?);
     let (clock, fraction) = time.split_once('.').unwrap_or((time, "0"));
     let mut clock = clock.splitn(3, ':').map(str::parse::<i64>);
-    let (hour, minute, second) = (clock.next()?.ok()?, clock.next()?.ok()?, clock.next()?.ok()?);
+    let (hour, minute, second) = (
+        clock.next()?.ok()?,
+        clock.next()?.ok()?,
+        clock.next()?.ok()?,
+    );
     let valid = (1..=12).contains(&month)
         && (1..=31).contains(&day)
         && (0..24).contains(&hour)
@@ -147,9 +151,21 @@ mod tests {
         for ms in [0, 951_782_400_000, 1_796_225_775_042, 4_107_542_399_999] {
             assert_eq!(parse_iso_utc(&iso_utc(ms)), Some(ms), "{ms}");
         }
-        assert_eq!(parse_iso_utc("2026-12-02T15:36:15Z"), Some(1_796_225_775_000));
-        assert_eq!(parse_iso_utc("2026-12-02T15:36:15.5Z"), Some(1_796_225_775_500));
-        for bad in ["", "2026-12-02", "2026-12-02T15:36:15", "2026-13-02T15:36:15Z", "x-1-2T3:4:5Z"] {
+        assert_eq!(
+            parse_iso_utc("2026-12-02T15:36:15Z"),
+            Some(1_796_225_775_000)
+        );
+        assert_eq!(
+            parse_iso_utc("2026-12-02T15:36:15.5Z"),
+            Some(1_796_225_775_500)
+        );
+        for bad in [
+            "",
+            "2026-12-02",
+            "2026-12-02T15:36:15",
+            "2026-13-02T15:36:15Z",
+            "x-1-2T3:4:5Z",
+        ] {
             assert_eq!(parse_iso_utc(bad), None, "{bad:?}");
         }
         for days in [-800_000, -1, 0, 1, 20_000, 2_000_000] {

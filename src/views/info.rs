@@ -141,7 +141,9 @@ impl View for DashboardView {
             Some(_) | None => {}
         }
         if let KeyCode::Char(digit @ '1'..='9') = key.code
-            && !key.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
+            && !key
+                .modifiers
+                .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
         {
             self.show(digit as usize - '1' as usize);
             return ViewAction::Consumed;
@@ -156,7 +158,11 @@ impl View for DashboardView {
         };
         self.refreshing = false;
         // The same tab, if it is still there (its title names it).
-        let current = self.model.tabs.get(self.model.active).map(|tab| tab.title().to_owned());
+        let current = self
+            .model
+            .tabs
+            .get(self.model.active)
+            .map(|tab| tab.title().to_owned());
         let active = current
             .and_then(|title| tabs.iter().position(|tab| tab.title() == title))
             .unwrap_or(0);
@@ -247,7 +253,10 @@ mod tests {
             assert_eq!(view.handle_key(&key(code)), ViewAction::Consumed);
             assert_eq!(view.model().active, want, "after {code:?}");
         }
-        assert_eq!(view.handle_key(&key(KeyCode::Char('x'))), ViewAction::Unhandled);
+        assert_eq!(
+            view.handle_key(&key(KeyCode::Char('x'))),
+            ViewAction::Unhandled
+        );
         assert_eq!(view.handle_key(&key(KeyCode::Esc)), ViewAction::Close);
     }
 
@@ -260,7 +269,10 @@ mod tests {
         view.handle_key(&key(KeyCode::End));
         assert!(view.model().scroll > 0);
         let after = text(&view, 80, 24);
-        assert!(after.contains("Usage 39") && !after.contains("Usage 0 "), "{after}");
+        assert!(
+            after.contains("Usage 39") && !after.contains("Usage 0 "),
+            "{after}"
+        );
         view.handle_key(&key(KeyCode::Right));
         assert_eq!(view.model().scroll, 0);
         // MCP fits: nothing to scroll.
@@ -286,7 +298,10 @@ mod tests {
         view.refresh(&context);
         assert_eq!(view.model().active, 1, "still on MCP");
         let shown = text(&view, 100, 30);
-        assert!(shown.contains("MCP 4") && !shown.contains("refreshing…"), "{shown}");
+        assert!(
+            shown.contains("MCP 4") && !shown.contains("refreshing…"),
+            "{shown}"
+        );
         view.handle_key(&key(KeyCode::Char('r')));
         assert_eq!(*source.asked.lock().unwrap(), 2);
     }

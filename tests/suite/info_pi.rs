@@ -73,7 +73,12 @@ fn the_dashboard_shows_todays_turn_and_the_mcp_servers_tools() {
             footer_row(s).contains("MCP 1/1 ·")
         })
         .unwrap_or_else(|err| panic!("{err:#}\n{}", sandbox.log_tail(40)));
-    let footer = session.screen_text().lines().last().unwrap_or_default().to_owned();
+    let footer = session
+        .screen_text()
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .to_owned();
     let tools: String = footer
         .split("MCP 1/1 · ")
         .nth(1)
@@ -148,7 +153,9 @@ async fn both_pi_lines_write_reply_usage_into_their_session_files() {
     use unipi_tui::scripted::{Scenario, start};
 
     let scenario = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/scenarios/e2e.toml");
-    let server = start(Scenario::from_file(&scenario).unwrap()).await.unwrap();
+    let server = start(Scenario::from_file(&scenario).unwrap())
+        .await
+        .unwrap();
     for line in [PiLine::Legacy, PiLine::Current] {
         let pi = pi_install(line).unwrap();
         let sandbox = Sandbox::new();
@@ -166,8 +173,11 @@ async fn both_pi_lines_write_reply_usage_into_their_session_files() {
         if std::env::var_os("UNIPI_RECORD_FIXTURES").is_some() {
             let text = text.replace(&sandbox.root().display().to_string(), "/tmp/unipi-record");
             let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sessions");
-            std::fs::write(fixtures.join(format!("pi-{}-hello.jsonl", pi.version)), text)
-                .unwrap();
+            std::fs::write(
+                fixtures.join(format!("pi-{}-hello.jsonl", pi.version)),
+                text,
+            )
+            .unwrap();
         }
     }
     server.shutdown().await;

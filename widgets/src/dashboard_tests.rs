@@ -22,9 +22,15 @@ fn workbench() -> InfoModel {
             ModuleInfo {
                 name: "tasks".to_owned(),
                 state: ModuleState::Ready,
-                tools: ["task_start", "task_status", "task_output", "task_stop", "task_list"]
-                    .map(str::to_owned)
-                    .to_vec(),
+                tools: [
+                    "task_start",
+                    "task_status",
+                    "task_output",
+                    "task_stop",
+                    "task_list",
+                ]
+                .map(str::to_owned)
+                .to_vec(),
                 commands: vec!["/unipi:tasks".to_owned()],
             },
             ModuleInfo {
@@ -159,7 +165,10 @@ fn the_box_keeps_its_size_across_tabs_and_scrolling_is_bounded() {
     // The workbench page is the longest: it scrolls, the others fit.
     assert!(dashboard_max_scroll(&model(2), screen) > 0);
     assert_eq!(dashboard_max_scroll(&model(0), screen), 0);
-    assert_eq!(dashboard_max_scroll(&model(9), screen), dashboard_max_scroll(&model(4), screen));
+    assert_eq!(
+        dashboard_max_scroll(&model(9), screen),
+        dashboard_max_scroll(&model(4), screen)
+    );
 }
 
 #[test]
