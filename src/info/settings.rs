@@ -241,7 +241,7 @@ mod tests {
         let told = save(home.path(), &values).unwrap();
         assert!(told.contains("info.json"), "{told}");
         let (config, errors) = InfoConfig::load(Some(home.path()), home.path());
-        assert_eq!(config.show_on_boot, true);
+        assert!(config.show_on_boot);
         assert_eq!(
             config.arrange(&["mcp", "workbench", "usage", "skills"]),
             ["usage", "skills", "workbench"]

@@ -116,6 +116,8 @@ pub fn local_offset_seconds(ms: u64) -> i64 {
     if filled.is_null() {
         return 0;
     }
+    // `c_long`: the same type as `i64` on 64-bit targets only.
+    #[allow(clippy::useless_conversion)]
     i64::from(tm.tm_gmtoff)
 }
 
