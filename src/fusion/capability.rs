@@ -11,6 +11,7 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::watch;
+use unipi_widgets::dashboard::{InfoGroup, InfoRow};
 use unipi_widgets::footer::{Segment, format_cost, format_tokens};
 use unipi_widgets::fusion::presets::PresetRow;
 use unipi_widgets::fusion::saved_text;
@@ -76,6 +77,11 @@ struct FusionCapability {
 impl Capability for FusionCapability {
     fn modules(&self) -> Vec<Arc<dyn Module>> {
         vec![Arc::new(FusionModule)]
+    }
+
+    fn info_group(&self) -> Option<BoxFuture<'static, InfoGroup>> {
+        let group = info_group(&self.engine.status());
+        Some(Box::pin(async move { group }))
     }
 
     fn commands(&self) -> Vec<Command> {
@@ -759,5 +765,37 @@ mod tests {
             port.save_current("x").unwrap_err(),
             "No pair is in force to save: /unipi:model picks one"
         );
+    }
+}
+
+/// Fusion's tab in `/unipi:info`: the pair in force and what the sidekick saved, this session
+/// and in all.
+fn info_group(status: &super::bus::FusionStatus) -> InfoGroup {
+    let pair = match (&status.primary, &status.sidekick) {
+        (Some(primary), Some(sidekick)) if status.active => format!("{primary} + {sidekick}"),
+        _ => "off".to_owned(),
+    };
+    let mut rows = vec![InfoRow::new("Pair", pair)];
+    if let Some(fallback) = &status.fallback {
+        rows.push(InfoRow::new("Fallback", fallback.model.clone()));
+    }
+    for (label, totals) in [
+        ("Saved this session", &status.savings.session),
+        ("Saved in all", &status.savings.all_time),
+    ] {
+        rows.push(
+            InfoRow::new(label, format_cost(totals.saved)).detail(format!(
+                "{} sidekick calls · {} tokens · sidekick {} instead of {}",
+                totals.calls,
+                format_tokens(totals.tokens),
+                format_cost(totals.sidekick_cost),
+                format_cost(totals.primary_cost)
+            )),
+        );
+    }
+    InfoGroup {
+        id: "fusion".to_owned(),
+        title: "Fusion".to_owned(),
+        rows,
     }
 }

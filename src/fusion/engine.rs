@@ -484,7 +484,7 @@ impl Engine {
     }
 
     /// The status as published on the bus.
-    fn status(&self) -> FusionStatus {
+    pub(super) fn status(&self) -> FusionStatus {
         let state = self.state();
         let totals = |totals: &SidekickTotals| SavingsTotals {
             calls: totals.calls,

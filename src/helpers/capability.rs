@@ -11,7 +11,8 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 use tokio::sync::watch;
 use unipi_widgets::agents::helpers_segment;
-use unipi_widgets::footer::Segment;
+use unipi_widgets::dashboard::{InfoGroup, InfoRow};
+use unipi_widgets::footer::{Segment, format_cost, format_tokens};
 
 use super::dock::HelperDock;
 use super::module::{CONFIG_FILE, HelperSettings, HelpersConfig, HelpersModule, PiLaunch};
@@ -153,6 +154,30 @@ impl Capability for HelpersCapability {
 
     fn dock(&self) -> Option<Arc<dyn DockSource>> {
         Some(self.dock.clone())
+    }
+
+    fn info_group(&self) -> Option<BoxFuture<'static, InfoGroup>> {
+        let spend = self.dock.spend();
+        let rows = vec![
+            InfoRow::new(
+                "Runs",
+                format!("{} running · {} finished", spend.running, spend.finished),
+            ),
+            InfoRow::new(
+                "Spent",
+                format!(
+                    "{} tokens · {}",
+                    format_tokens(spend.tokens),
+                    format_cost(spend.cost)
+                ),
+            ),
+        ];
+        let group = InfoGroup {
+            id: "helpers".to_owned(),
+            title: "Helpers".to_owned(),
+            rows,
+        };
+        Some(Box::pin(async move { group }))
     }
 
     fn shutdown(&self) -> BoxFuture<'static, ()> {
