@@ -653,6 +653,38 @@ impl PresetsPort for EnginePresets {
     }
 }
 
+/// Fusion's tab in `/unipi:info`: the pair in force and what the sidekick saved, this session
+/// and in all.
+fn info_group(status: &super::bus::FusionStatus) -> InfoGroup {
+    let pair = match (&status.primary, &status.sidekick) {
+        (Some(primary), Some(sidekick)) if status.active => format!("{primary} + {sidekick}"),
+        _ => "off".to_owned(),
+    };
+    let mut rows = vec![InfoRow::new("Pair", pair)];
+    if let Some(fallback) = &status.fallback {
+        rows.push(InfoRow::new("Fallback", fallback.model.clone()));
+    }
+    for (label, totals) in [
+        ("Saved this session", &status.savings.session),
+        ("Saved in all", &status.savings.all_time),
+    ] {
+        rows.push(
+            InfoRow::new(label, format_cost(totals.saved)).detail(format!(
+                "{} sidekick calls · {} tokens · sidekick {} instead of {}",
+                totals.calls,
+                format_tokens(totals.tokens),
+                format_cost(totals.sidekick_cost),
+                format_cost(totals.primary_cost)
+            )),
+        );
+    }
+    InfoGroup {
+        id: "fusion".to_owned(),
+        title: "Fusion".to_owned(),
+        rows,
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // test code: a failed step should panic
 mod tests {
@@ -765,37 +797,5 @@ mod tests {
             port.save_current("x").unwrap_err(),
             "No pair is in force to save: /unipi:model picks one"
         );
-    }
-}
-
-/// Fusion's tab in `/unipi:info`: the pair in force and what the sidekick saved, this session
-/// and in all.
-fn info_group(status: &super::bus::FusionStatus) -> InfoGroup {
-    let pair = match (&status.primary, &status.sidekick) {
-        (Some(primary), Some(sidekick)) if status.active => format!("{primary} + {sidekick}"),
-        _ => "off".to_owned(),
-    };
-    let mut rows = vec![InfoRow::new("Pair", pair)];
-    if let Some(fallback) = &status.fallback {
-        rows.push(InfoRow::new("Fallback", fallback.model.clone()));
-    }
-    for (label, totals) in [
-        ("Saved this session", &status.savings.session),
-        ("Saved in all", &status.savings.all_time),
-    ] {
-        rows.push(
-            InfoRow::new(label, format_cost(totals.saved)).detail(format!(
-                "{} sidekick calls · {} tokens · sidekick {} instead of {}",
-                totals.calls,
-                format_tokens(totals.tokens),
-                format_cost(totals.sidekick_cost),
-                format_cost(totals.primary_cost)
-            )),
-        );
-    }
-    InfoGroup {
-        id: "fusion".to_owned(),
-        title: "Fusion".to_owned(),
-        rows,
     }
 }

@@ -261,4 +261,44 @@ mod tests {
         assert!(format!("{err:#}").contains("not overwriting"), "{err:#}");
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "{ broken");
     }
+
+    /// Saves nowhere (the overlay is only drawn).
+    struct NoSave;
+
+    impl crate::views::settings::SettingsStore for NoSave {
+        fn save(&self, _values: Value) {}
+
+        fn take_outcome(&self) -> Option<Result<String, crate::bridge::Refusal>> {
+            None
+        }
+    }
+
+    /// `/unipi:info-settings` as it opens, at 80x24 and 120x40.
+    #[test]
+    fn the_settings_overlay_at_80x24_and_120x40() {
+        use crate::views::View;
+        use ratatui::buffer::Buffer;
+        use ratatui::layout::Rect;
+
+        let config = InfoConfig {
+            show_on_boot: true,
+            group_order: vec!["mcp".to_owned()],
+            hidden: vec!["skills".to_owned()],
+        };
+        let view = crate::views::settings::SettingsView::new(
+            "Info dashboard settings",
+            fields(&config, &groups()),
+            to_values,
+            std::sync::Arc::new(NoSave),
+        );
+        for (width, height) in [(80u16, 24u16), (120, 40)] {
+            let area = Rect::new(0, 0, width, height);
+            let mut buf = Buffer::empty(area);
+            view.render(area, &mut buf, &unipi_widgets::Theme::plain());
+            let text: Vec<String> = (0..height)
+                .map(|y| (0..width).map(|x| buf[(x, y)].symbol()).collect::<String>())
+                .collect();
+            crate::assert_ui_snapshot!(format!("info_settings_{width}x{height}"), text.join("\n"));
+        }
+    }
 }
