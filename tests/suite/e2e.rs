@@ -276,9 +276,17 @@ fn current_pi_regular_mode_with_modify_other_keys_terminal_and_scrollback() {
 }
 
 impl Workbench {
-    /// `/unipi:info` opens the workbench's overlay naming this Pi's version; Esc closes it.
+    /// `/unipi:info` opens the dashboard; its last tab, the workbench's page, lists the modules
+    /// and names this Pi's version; Esc closes it.
     fn check_info_overlay(&self, pi_version: &str) {
         self.slash("/unipi:info");
+        self.session
+            .wait_for("the info dashboard", REPLY, |s| {
+                s.contents().contains("unipi-tui info")
+            })
+            .unwrap();
+        // Left from the first tab wraps to the last: the workbench's page.
+        self.session.send(b"\x1b[D");
         self.session
             .wait_for("the info overlay listing the modules", REPLY, |s| {
                 let text = s.contents();
