@@ -286,6 +286,13 @@ impl<'d> Object<'d> {
         self.set(key, "true or false", slot, Value::as_bool);
     }
 
+    /// A whole number of at least `min`; another value is reported as not being "an integer ≥
+    /// `min`".
+    pub fn at_least(&mut self, key: &str, min: u64) -> Option<u64> {
+        let expected = format!("an integer ≥ {min}");
+        self.get(key, &expected, |v| v.as_u64().filter(|n| *n >= min))
+    }
+
     /// The object at `key`; another value is reported as not being `expected` ("an object").
     pub fn section(&mut self, key: &str, expected: &str) -> Option<Object<'d>> {
         let map = self.get(key, expected, Value::as_object)?;
