@@ -141,13 +141,9 @@ pub fn read_json_file<T>(
     errors: &mut Vec<ConfigError>,
     read: impl FnOnce(&mut Object<'_>) -> T,
 ) -> Option<T> {
-    let doc = match Doc::parse(path, text) {
-        Ok(doc) => doc,
-        Err(err) => {
-            errors.push(err);
-            return None;
-        }
-    };
+    let doc = Doc::parse(path, text)
+        .map_err(|err| errors.push(err))
+        .ok()?;
     let read = Object::root(&doc, style, true).map(|mut object| read(&mut object));
     errors.extend(doc.take_errors(style.sorted));
     read

@@ -283,8 +283,7 @@ fn read_unipi_switches(doc: &Doc<'_>, servers: &mut BTreeMap<String, (ServerConf
     };
     file.ignore(&["sync"]);
     if let Some(mut list) = file.section("servers", "an object of servers") {
-        let names: Vec<&String> = list.members().map(|(name, _)| name).collect();
-        for name in names {
+        for (name, _) in list.members() {
             let Some(mut entry) = list.section(name, "an object") else {
                 continue;
             };
