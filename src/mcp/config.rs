@@ -360,14 +360,11 @@ fn tool_naming(doc: &Doc<'_>) -> Option<super::naming::ToolNaming> {
     let value = doc.root.get("toolNaming")?;
     let naming = value.as_str().and_then(super::naming::ToolNaming::parse);
     if naming.is_none() {
-        let at = doc.offset(&["toolNaming".to_owned()], true);
-        doc.report(
-            at,
-            format!(
-                "`toolNaming` must be \"pi\" (mcp__server__tool, the default) or \"unipi\" \
-                 (server__tool, as the original Unipi named MCP tools), not {value}"
-            ),
+        let message = format!(
+            "`toolNaming` must be \"pi\" (mcp__server__tool, the default) or \"unipi\" \
+             (server__tool, as the original Unipi named MCP tools), not {value}"
         );
+        doc.report(doc.offset(&["toolNaming".to_owned()], true), message);
     }
     naming
 }
@@ -415,10 +412,8 @@ impl Entry<'_> {
     fn read(&mut self) -> Option<Parsed> {
         let valid = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
         if self.name.is_empty() || !self.name.chars().all(valid) {
-            self.fail(
-                None,
-                "invalid server name (use letters, digits, `_` and `-`)",
-            );
+            let message = "invalid server name (use letters, digits, `_` and `-`)";
+            self.fail(None, message);
             return None;
         }
         if !self.value.is_object() {
