@@ -64,39 +64,27 @@ impl ModuleConfig for CompactorConfig {
     const STYLE: Style = Style::BACKTICKS.dotted().unsorted();
 
     fn read(&mut self, file: &mut Object<'_>) {
-        file.flag(
-            "overrideDefaultCompaction",
-            &mut self.override_default_compaction,
-        );
+        let overrides = &mut self.override_default_compaction;
+        file.flag("overrideDefaultCompaction", overrides);
         if let Some(mut auto) = file.section("autoCompaction", "an object") {
-            let auto_config = &mut self.auto;
-            auto.flag("enabled", &mut auto_config.enabled);
+            let config = &mut self.auto;
+            auto.flag("enabled", &mut config.enabled);
             let percent = "a number from 1 to 99";
-            auto.set(
-                "thresholdPercent",
-                percent,
-                &mut auto_config.threshold_percent,
-                |v| v.as_f64().filter(|p| (1.0..=99.0).contains(p)),
-            );
-            let cooldown = &mut auto_config.cooldown_ms;
-            auto.set(
-                "cooldownMs",
-                "a whole number of milliseconds",
-                cooldown,
-                Value::as_u64,
-            );
+            let threshold = &mut config.threshold_percent;
+            auto.set("thresholdPercent", percent, threshold, |v| {
+                v.as_f64().filter(|p| (1.0..=99.0).contains(p))
+            });
+            let ms = "a whole number of milliseconds";
+            auto.set("cooldownMs", ms, &mut config.cooldown_ms, Value::as_u64);
             let seconds = "a whole number of seconds";
-            auto.set(
-                "cooldownSeconds",
-                seconds,
-                &mut auto_config.cooldown_ms,
-                |v| v.as_u64().map(|seconds| seconds.saturating_mul(1000)),
-            );
+            auto.set("cooldownSeconds", seconds, &mut config.cooldown_ms, |v| {
+                v.as_u64().map(|seconds| seconds.saturating_mul(1000))
+            });
             let tokens = "a whole number of tokens";
-            let growth = &mut auto_config.repeat_min_growth_tokens;
+            let growth = &mut config.repeat_min_growth_tokens;
             auto.set("repeatMinGrowthTokens", tokens, growth, Value::as_u64);
-            auto.flag("notify", &mut auto_config.notify);
-            let after = &mut auto_config.continue_after_threshold_compact;
+            auto.flag("notify", &mut config.notify);
+            let after = &mut config.continue_after_threshold_compact;
             auto.flag("continueAfterThresholdCompact", after);
             auto.warn_unknown();
         }

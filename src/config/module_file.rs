@@ -141,13 +141,9 @@ pub fn read_json_file<T>(
     errors: &mut Vec<ConfigError>,
     read: impl FnOnce(&mut Object<'_>) -> T,
 ) -> Option<T> {
-    let doc = match Doc::parse(path, text) {
-        Ok(doc) => doc,
-        Err(err) => {
-            errors.push(err);
-            return None;
-        }
-    };
+    let doc = Doc::parse(path, text)
+        .map_err(|err| errors.push(err))
+        .ok()?;
     let read = Object::root(&doc, style, true).map(|mut object| read(&mut object));
     errors.extend(doc.take_errors(style.sorted));
     read
@@ -284,6 +280,13 @@ impl<'d> Object<'d> {
     /// A flag: true or false.
     pub fn flag(&mut self, key: &str, slot: &mut bool) {
         self.set(key, "true or false", slot, Value::as_bool);
+    }
+
+    /// A whole number of at least `min`; another value is reported as not being "an integer ≥
+    /// `min`".
+    pub fn at_least(&mut self, key: &str, min: u64) -> Option<u64> {
+        let expected = format!("an integer ≥ {min}");
+        self.get(key, &expected, |v| v.as_u64().filter(|n| *n >= min))
     }
 
     /// The object at `key`; another value is reported as not being `expected` ("an object").

@@ -247,10 +247,8 @@ impl File<'_> {
                     layer.inherits = Some(self.located(name, at))
                 }
                 ("name" | "inherits", other) => {
-                    self.report(
-                        at,
-                        format!("expected a string, found a {}", other.type_str()),
-                    );
+                    let found = other.type_str();
+                    self.report(at, format!("expected a string, found a {found}"));
                 }
                 ("palette", DeValue::Table(table)) => {
                     let expected = format!("expected {COLOUR_FORMS}");

@@ -56,10 +56,7 @@ impl ModuleConfig for DelegateConfig {
         let mut enabled = true;
         delegate.set("enabled", "true or false", &mut enabled, Value::as_bool);
         self.enabled = self.enabled && enabled;
-        let mut number = |key: &str, min: u64| {
-            let expected = format!("an integer ≥ {min}");
-            delegate.get(key, &expected, |v| v.as_u64().filter(|n| *n >= min))
-        };
+        let mut number = |key: &str, min: u64| delegate.at_least(key, min);
         let inline = number("inlineAnswerBytes", 1).map(to_usize);
         let seed = number("seedBudgetBytes", 1024).map(to_usize);
         let turns = number("maxTurns", 1).map(to_u32);

@@ -24,7 +24,9 @@ use serde_json::{Map, Value, json};
 
 use crate::config::error::BadValue;
 use crate::config::json::Doc;
-use crate::config::module_file::{ModuleConfig, Object, Style, positive, to_usize};
+use crate::config::module_file::{
+    ModuleConfig, Object, Style, non_empty, or_null, positive, to_usize,
+};
 use crate::config::{ConfigError, read_module_config};
 
 /// The file's path below the home or workspace directory.
@@ -165,17 +167,8 @@ impl ModuleConfig for FusionConfig {
     const STYLE: Style = Style::BACKTICKS.unsorted();
 
     fn read(&mut self, file: &mut Object<'_>) {
-        let active = |value: &Value| match value {
-            Value::String(name) if !name.trim().is_empty() => Some(Some(name.trim().to_owned())),
-            Value::Null => Some(None),
-            _ => None,
-        };
-        file.set(
-            "active",
-            "a preset's name, or null",
-            &mut self.active,
-            active,
-        );
+        let name = "a preset's name, or null";
+        file.set("active", name, &mut self.active, or_null(non_empty));
         file.flag("nameSessions", &mut self.name_sessions);
         if let Some(presets) = file.section("presets", "an object of named presets") {
             for (name, preset) in presets.members() {

@@ -67,10 +67,7 @@ impl ModuleConfig for HelpersConfig {
     const STYLE: Style = Style::BACKTICKS.wording(Wording::Found).dotted();
 
     fn read(&mut self, file: &mut Object<'_>) {
-        let mut number = |key: &str, min: u64| {
-            let expected = format!("an integer ≥ {min}");
-            file.get(key, &expected, |v| v.as_u64().filter(|n| *n >= min))
-        };
+        let mut number = |key: &str, min: u64| file.at_least(key, min);
         let minutes = |n: u64| Duration::from_secs(n.saturating_mul(60));
         let depth = number("maxSubagentDepth", 0).map(to_u32);
         let spawns = number("maxSubagentSpawnsPerSession", 0).map(to_u32);

@@ -16,10 +16,11 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::config::error::Origin;
+use crate::config::error::read_user_file;
 use crate::config::json::Doc;
-use crate::config::module_file::{Object, Style, positive, to_usize};
+use crate::config::module_file::{ModuleConfig, Object, Style, positive, to_usize};
 use crate::config::references::replace_references;
-use crate::config::{ConfigError, read_module_config};
+use crate::config::{ConfigError, pi_agent_dir, same_file};
 
 /// How the workbench talks to one server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -163,10 +164,7 @@ pub(crate) fn config_files(
 /// Reads the MCP files and the workbench settings; `${VAR}` comes from the process environment,
 /// Pi's agent directory from `PI_CODING_AGENT_DIR` (else `~/.pi/agent`).
 pub fn load(home: Option<&Path>, workspace: &Path) -> McpConfig {
-    let pi_agent_dir = std::env::var_os("PI_CODING_AGENT_DIR")
-        .filter(|dir| !dir.is_empty())
-        .map(PathBuf::from);
-    load_with_agent_dir(home, pi_agent_dir.as_deref(), workspace)
+    load_with_agent_dir(home, pi_agent_dir(home).as_deref(), workspace)
 }
 
 /// [`load`] with Pi's agent directory given (the demo's throwaway one).
@@ -175,18 +173,12 @@ pub(crate) fn load_with_agent_dir(
     pi_agent_dir: Option<&Path>,
     workspace: &Path,
 ) -> McpConfig {
-    let (settings_sources, mut errors) = read_module_config(home, workspace, WORKBENCH_CONFIG_FILE);
-    let (settings, settings_errors) = settings_from_sources(&settings_sources);
-    errors.extend(settings_errors);
-    let mut sources = Vec::new();
+    let (settings, mut errors) = McpSettings::load(home, workspace);
+    let mut sources: Vec<(PathBuf, String)> = Vec::new();
     for file in config_files(home, pi_agent_dir, workspace) {
         // The same file reached twice (workspace = home) is read once, at its later place.
-        if let Some(index) = sources.iter().position(|(seen, _): &(PathBuf, String)| {
-            matches!((seen.canonicalize(), file.canonicalize()), (Ok(a), Ok(b)) if a == b)
-        }) {
-            sources.remove(index);
-        }
-        match crate::config::error::read_user_file(Some(&file)) {
+        sources.retain(|(seen, _)| !same_file(seen, &file));
+        match read_user_file(Some(&file)) {
             Ok(Some(text)) => sources.push((file, text)),
             Ok(None) => {}
             Err(err) => errors.push(err),
@@ -215,12 +207,8 @@ pub fn parse(
     let mut notices = Vec::new();
     let mut naming = super::naming::ToolNaming::default();
     for (path, text) in sources {
-        let doc = match Doc::parse(path, text) {
-            Ok(doc) => doc,
-            Err(err) => {
-                errors.push(err);
-                continue;
-            }
+        let Some(doc) = Doc::parse(path, text).map_err(|err| errors.push(err)).ok() else {
+            continue;
         };
         if path.ends_with(UNIPI_SWITCHES_FILE) {
             read_unipi_switches(&doc, &mut servers);
@@ -245,7 +233,7 @@ pub fn parse(
                         notices.extend(ours_over_unipi(&old, &servers[name].0));
                     }
                 }
-                Some(Parsed::Override { enabled }) => match servers.get_mut(name) {
+                Some(Parsed::Override(enabled)) => match servers.get_mut(name) {
                     Some((server, _)) => server.enabled = enabled.unwrap_or(server.enabled),
                     None => entry.fail(None, NO_TRANSPORT),
                 },
@@ -295,8 +283,7 @@ fn read_unipi_switches(doc: &Doc<'_>, servers: &mut BTreeMap<String, (ServerConf
     };
     file.ignore(&["sync"]);
     if let Some(mut list) = file.section("servers", "an object of servers") {
-        let names: Vec<&String> = list.members().map(|(name, _)| name).collect();
-        for name in names {
+        for (name, _) in list.members() {
             let Some(mut entry) = list.section(name, "an object") else {
                 continue;
             };
@@ -343,32 +330,17 @@ fn refuse_beyond_maximum(
     }
 }
 
-/// The workbench's MCP settings from `workbench.json` texts, lowest precedence first, key by key.
-/// The file's other keys are other modules', and so is a file that is not an object.
-pub(crate) fn settings_from_sources(
-    sources: &[(PathBuf, String)],
-) -> (McpSettings, Vec<ConfigError>) {
-    let mut settings = McpSettings::default();
-    let mut errors = Vec::new();
-    let style = Style::BACKTICKS.dotted().unsorted();
-    for (path, text) in sources {
-        match Doc::parse(path, text) {
-            Ok(doc) => {
-                let file = Object::root(&doc, style, false);
-                if let Some(mut mcp) = file.and_then(|mut file| file.section("mcp", "an object")) {
-                    settings.read(&mut mcp);
-                }
-                errors.extend(doc.take_errors(false));
-            }
-            Err(err) => errors.push(err),
-        }
-    }
-    (settings, errors)
-}
+/// The `mcp` object of `workbench.json`, home then workspace, key by key; the file's other keys
+/// are other modules'.
+impl ModuleConfig for McpSettings {
+    const FILE: &'static str = WORKBENCH_CONFIG_FILE;
+    const STYLE: Style = Style::BACKTICKS.dotted().unsorted();
 
-impl McpSettings {
     /// The `mcp` object's keys (in the order the errors have always come: by name).
-    fn read(&mut self, mcp: &mut Object<'_>) {
+    fn read(&mut self, file: &mut Object<'_>) {
+        let Some(mut mcp) = file.section("mcp", "an object") else {
+            return;
+        };
         let positive = |v: &Value| positive(v).map(to_usize);
         let max = &mut self.max_servers;
         mcp.set("maxServers", "a positive integer", max, positive);
@@ -388,14 +360,11 @@ fn tool_naming(doc: &Doc<'_>) -> Option<super::naming::ToolNaming> {
     let value = doc.root.get("toolNaming")?;
     let naming = value.as_str().and_then(super::naming::ToolNaming::parse);
     if naming.is_none() {
-        let at = doc.offset(&["toolNaming".to_owned()], true);
-        doc.report(
-            at,
-            format!(
-                "`toolNaming` must be \"pi\" (mcp__server__tool, the default) or \"unipi\" \
-                 (server__tool, as the original Unipi named MCP tools), not {value}"
-            ),
+        let message = format!(
+            "`toolNaming` must be \"pi\" (mcp__server__tool, the default) or \"unipi\" \
+             (server__tool, as the original Unipi named MCP tools), not {value}"
         );
+        doc.report(doc.offset(&["toolNaming".to_owned()], true), message);
     }
     naming
 }
@@ -423,10 +392,9 @@ fn entries<'d>(doc: &'d Doc<'d>) -> impl Iterator<Item = (&'d String, &'d Value)
 /// What one entry of one file amounts to.
 enum Parsed {
     Server(Box<ServerConfig>),
-    /// An entry with no `command`, `url` or `type`: Pi's override of an earlier definition.
-    Override {
-        enabled: Option<bool>,
-    },
+    /// An entry with no `command`, `url` or `type`: Pi's override of an earlier definition
+    /// (`enabled`).
+    Override(Option<bool>),
 }
 
 /// One server entry being read. Every problem is reported (at its field, naming the file, the
@@ -444,10 +412,8 @@ impl Entry<'_> {
     fn read(&mut self) -> Option<Parsed> {
         let valid = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
         if self.name.is_empty() || !self.name.chars().all(valid) {
-            self.fail(
-                None,
-                "invalid server name (use letters, digits, `_` and `-`)",
-            );
+            let message = "invalid server name (use letters, digits, `_` and `-`)";
+            self.fail(None, message);
             return None;
         }
         if !self.value.is_object() {
@@ -468,7 +434,7 @@ impl Entry<'_> {
         if kind.is_none() && command.is_none() && url.is_none() {
             // A `type`, `command` or `url` that is not a string was reported, so the entry is
             // skipped anyway.
-            return Some(Parsed::Override { enabled });
+            return Some(Parsed::Override(enabled));
         }
         let timeout = self.duration("timeout", "timeoutMs", DEFAULT_CALL_TIMEOUT);
         let startup_timeout = self.duration(
@@ -476,11 +442,7 @@ impl Entry<'_> {
             "startupTimeoutMs",
             DEFAULT_STARTUP_TIMEOUT,
         );
-        let enabled_tools = self
-            .value
-            .get("enabledTools")
-            .is_some()
-            .then(|| self.strings("enabledTools"));
+        let enabled_tools = (self.value.get("enabledTools")).map(|_| self.strings("enabledTools"));
         let disabled_tools = self.strings("disabledTools");
         let transport = self.transport(kind.as_deref(), command, url)?;
         Some(Parsed::Server(Box::new(ServerConfig {
@@ -1048,7 +1010,7 @@ mod tests {
                 r#"{"mcp": {"maxServers": 5}, "other": {}}"#.to_owned(),
             ),
         ];
-        let (settings, errors) = settings_from_sources(&sources);
+        let (settings, errors) = McpSettings::from_sources(&sources);
         assert_eq!(errors, []);
         assert_eq!(
             settings,
@@ -1062,7 +1024,7 @@ mod tests {
             PathBuf::from("/w.json"),
             r#"{"mcp": {"owner": "me", "maxServers": 0, "x": 1}}"#.to_owned(),
         )];
-        let (settings, errors) = settings_from_sources(&bad);
+        let (settings, errors) = McpSettings::from_sources(&bad);
         assert_eq!(settings, McpSettings::default());
         let errors: Vec<String> = errors.iter().map(ToString::to_string).collect();
         assert_eq!(

@@ -46,19 +46,14 @@ impl ModuleConfig for TasksConfig {
     const FILE: &'static str = TASKS_CONFIG_FILE;
 
     fn read(&mut self, file: &mut Object<'_>) {
-        let positive_or_null = or_null(positive);
         file.flag("enabled", &mut self.enabled);
         let cap = "a positive integer";
         file.set("maxOutputBytes", cap, &mut self.max_output_bytes, |v| {
             positive(v).map(Some)
         });
         let timeout = "a positive integer or null";
-        file.set(
-            "defaultTimeoutSeconds",
-            timeout,
-            &mut self.default_timeout_seconds,
-            positive_or_null,
-        );
+        let slot = &mut self.default_timeout_seconds;
+        file.set("defaultTimeoutSeconds", timeout, slot, or_null(positive));
         file.flag("notifyOnCompletion", &mut self.notify_on_completion);
         file.flag("triggerOnCompletion", &mut self.trigger_on_completion);
         file.warn_unknown();

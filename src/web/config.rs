@@ -81,9 +81,7 @@ impl WebConfig {
             ),
         }
     }
-}
 
-impl WebConfig {
     /// The original Unipi's `web-api/config.json`: its fetch defaults, cache and provider
     /// switches (the browser, OS and reply settings have no counterpart and are passed over).
     fn read_unipi_config(&mut self, file: &mut Object<'_>) {
