@@ -26,7 +26,7 @@ pub(crate) const MAX_COOLDOWN_MS: u64 = 24 * 60 * 60 * 1000;
 /// The `autoCompaction` settings, clamped with [`AutoConfig::clamped`] before use.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-pub struct AutoConfig {
+pub(crate) struct AutoConfig {
     pub enabled: bool,
     pub threshold_percent: f64,
     pub cooldown_ms: u64,
@@ -50,7 +50,7 @@ impl Default for AutoConfig {
 
 impl AutoConfig {
     /// Threshold into 1–99 % (a non-finite one becomes the default) and cooldown to at most a day.
-    pub fn clamped(self) -> Self {
+    pub(crate) fn clamped(self) -> Self {
         let threshold_percent = if self.threshold_percent.is_finite() {
             self.threshold_percent.clamp(1.0, 99.0)
         } else {

@@ -67,7 +67,7 @@ impl HelpersModule {
     }
 
     /// The screen: `get_helper_result`'s `view` opens the dock there.
-    pub fn attach_ui(&self, ui: crate::capability::Ui) {
+    pub(crate) fn attach_ui(&self, ui: crate::capability::Ui) {
         self.service.set_ui(ui);
     }
 

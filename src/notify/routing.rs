@@ -82,7 +82,7 @@ struct State {
 
 /// What [`Router::fire`] did with an alert.
 #[derive(Debug)]
-pub enum Fired {
+pub(crate) enum Fired {
     /// Its event is off, or no platform is on.
     Off,
     /// The user is at the keyboard.
@@ -90,7 +90,10 @@ pub enum Fired {
     /// Handed to the dispatcher.
     Sent,
     /// Waiting for the user to be away; the wait says whether it was sent in the end.
-    Waiting(tokio::task::JoinHandle<bool>),
+    Waiting(
+        #[cfg_attr(not(test), allow(dead_code, reason = "only tests await the wait"))]
+        tokio::task::JoinHandle<bool>,
+    ),
 }
 
 #[derive(Clone)]
