@@ -98,7 +98,8 @@ fn pct(part: usize, whole: usize) -> String {
     format!("{:.0} %", 100.0 * part as f64 / whole.max(1) as f64)
 }
 
-// --- measuring ------------------------------------------------------------------------------------
+// --- measuring
+// ------------------------------------------------------------------------------------
 
 #[derive(Debug, Default, Clone, Copy)]
 struct Tally {
@@ -300,7 +301,8 @@ fn last_chars(text: &str, chars: usize) -> &str {
     &text[start..]
 }
 
-// --- the generated session ------------------------------------------------------------------------
+// --- the generated session
+// ------------------------------------------------------------------------
 
 struct Fact {
     kind: &'static str,
@@ -524,7 +526,11 @@ impl Gen {
             _ => self.pasted_spec(c),
         };
         self.user(&request);
-        let file = format!("src/{}/{}.rs", c.module, self.pick(&["mod", "core", "state", "io"]));
+        let file = format!(
+            "src/{}/{}.rs",
+            c.module,
+            self.pick(&["mod", "core", "state", "io"])
+        );
         let source = self.source_file(c);
         self.call(
             &format!("Let me read the {} first.", c.name),
@@ -556,7 +562,12 @@ impl Gen {
             "Done: the {} is {}. I kept the public functions, moved the helper `{words}` next to \
              its only caller and the tests pass. {}",
             c.name,
-            self.pick(&["tidier now", "smaller", "covered by tests", "faster on large inputs"]),
+            self.pick(&[
+                "tidier now",
+                "smaller",
+                "covered by tests",
+                "faster on large inputs"
+            ]),
             self.pick(&[
                 "Nothing else changed.",
                 "The docs mention the new behaviour.",
@@ -617,7 +628,11 @@ impl Gen {
         let tests = 10 + self.rng.below(30);
         out.push_str(&format!("running {tests} tests\n"));
         for _ in 0..tests {
-            out.push_str(&format!("test {}::tests::{} ... ok\n", c.module, self.word()));
+            out.push_str(&format!(
+                "test {}::tests::{} ... ok\n",
+                c.module,
+                self.word()
+            ));
         }
         match failure {
             Some(lines) => out.push_str(&format!(
@@ -712,9 +727,18 @@ impl Gen {
         let alt = self.word();
         let reasons = [
             ("it keeps working offline", "offline"),
-            ("the vendor caps us at 40 requests per minute", "40 requests per minute"),
-            ("it halves the memory on the big tenants", "halves the memory"),
-            ("the old one is unmaintained since 2023", "unmaintained since 2023"),
+            (
+                "the vendor caps us at 40 requests per minute",
+                "40 requests per minute",
+            ),
+            (
+                "it halves the memory on the big tenants",
+                "halves the memory",
+            ),
+            (
+                "the old one is unmaintained since 2023",
+                "unmaintained since 2023",
+            ),
         ];
         let (reason, key) = self.pick(&reasons);
         match self.rng.below(4) {
@@ -909,11 +933,7 @@ impl Gen {
                         c.name
                     )),
                 }
-                self.fact(
-                    "identifier",
-                    &[&version],
-                    format!("{krate} version pinned"),
-                );
+                self.fact("identifier", &[&version], format!("{krate} version pinned"));
             }
             2 => {
                 let ticket = format!(
@@ -945,11 +965,7 @@ impl Gen {
                     ),
                     false,
                 );
-                self.fact(
-                    "identifier",
-                    &[&hash],
-                    format!("commit {message} hash"),
-                );
+                self.fact("identifier", &[&hash], format!("commit {message} hash"));
             }
             _ => {
                 let host = format!(

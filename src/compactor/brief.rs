@@ -679,7 +679,11 @@ mod tests {
             )
         }));
         let brief = compile_ranked(&blocks, &[], 1_200);
-        assert!(brief.text.contains("because it keeps working offline"), "{}", brief.text);
+        assert!(
+            brief.text.contains("because it keeps working offline"),
+            "{}",
+            brief.text
+        );
         assert!(brief.text.contains("port 48213"), "{}", brief.text);
         assert!(brief.text.contains("step 79"), "{}", brief.text);
         assert!(!brief.text.contains("step 2 "), "{}", brief.text);

@@ -364,7 +364,8 @@ fn extract_message(message: &Message, origin: &Origin, out: &mut Extracted) {
                 }
             }
             if !searchable.trim().is_empty() {
-                out.docs.push(origin.doc(DocKind::Assistant, None, searchable));
+                out.docs
+                    .push(origin.doc(DocKind::Assistant, None, searchable));
             }
         }
         // Recall's own answers are copies of older content: indexed, every later search would

@@ -190,9 +190,7 @@ fn preferences(blocks: &[NormBlock], goals: &[String]) -> Vec<String> {
 }
 
 static STRONG_PREFERENCE_RE: LazyLock<Regex> = LazyLock::new(|| {
-    literal_regex(
-        r"(?i)(?-u:\b)(?:always|never|prefer|don't|do not|avoid|rule|constraint)(?-u:\b)",
-    )
+    literal_regex(r"(?i)(?-u:\b)(?:always|never|prefer|don't|do not|avoid|rule|constraint)(?-u:\b)")
 });
 /// A spec's numbered line (`3. The cache must …`, after sentence splitting `3.` stands alone).
 static NUMBERED_RE: LazyLock<Regex> = LazyLock::new(|| literal_regex(r"^\d+[.)]?\s"));
@@ -228,7 +226,10 @@ fn outstanding(blocks: &[NormBlock]) -> Vec<String> {
             BlockKind::ToolCall => {
                 pending_calls.push_back(call_key(block));
                 for todo in argument_todos(block) {
-                    items.push((format!("TODO: {}", clip_sentence(todo, OUTSTANDING_CHARS)), None));
+                    items.push((
+                        format!("TODO: {}", clip_sentence(todo, OUTSTANDING_CHARS)),
+                        None,
+                    ));
                 }
             }
             BlockKind::ToolResult => {
@@ -256,7 +257,10 @@ fn outstanding(blocks: &[NormBlock]) -> Vec<String> {
                 };
                 let sentences = || SENTENCE_END_RE.split(&block.text).map(str::trim);
                 if let Some(todo) = sentences().find(|s| is_statement(s) && TODO_RE.is_match(s)) {
-                    items.push((format!("{prefix}{}", clip_sentence(todo, OUTSTANDING_CHARS)), None));
+                    items.push((
+                        format!("{prefix}{}", clip_sentence(todo, OUTSTANDING_CHARS)),
+                        None,
+                    ));
                 } else if index >= window_start
                     && let Some(blocker) =
                         sentences().find(|s| is_statement(s) && BLOCKER_RE.is_match(s))
@@ -561,8 +565,13 @@ fn commit_in(
 /// closing punctuation (`Use tabs.` and `use  tabs` are one sentence).
 fn dedup_key(line: &str, chars: usize) -> String {
     let folded = line.split_whitespace().collect::<Vec<_>>().join(" ");
-    let folded = folded.trim_end_matches(|c: char| c.is_ascii_punctuation() && c != ')' && c != '`');
-    folded.chars().take(chars).collect::<String>().to_lowercase()
+    let folded =
+        folded.trim_end_matches(|c: char| c.is_ascii_punctuation() && c != ')' && c != '`');
+    folded
+        .chars()
+        .take(chars)
+        .collect::<String>()
+        .to_lowercase()
 }
 
 #[cfg(test)]
@@ -702,7 +711,10 @@ mod tests {
                 "Later we still need to add jitter to the upload retries.",
             ),
             call("bash", test.clone()),
-            error("bash", "error[E0502]: cannot borrow `self.index` as mutable"),
+            error(
+                "bash",
+                "error[E0502]: cannot borrow `self.index` as mutable",
+            ),
             call("bash", build.clone()),
             error("bash", "error: linker `cc` not found"),
             call(
@@ -750,7 +762,10 @@ mod tests {
             .collect();
         let preferences = build_sections(&many).preferences;
         assert_eq!(preferences.len(), MAX_PREFERENCES);
-        assert_eq!(preferences.last().map(String::as_str), Some("Never touch module number 19."));
+        assert_eq!(
+            preferences.last().map(String::as_str),
+            Some("Never touch module number 19.")
+        );
     }
 
     /// Issue 31: git's own report of a commit — `[main 3f9a2c1] message` — is a commit, with
@@ -763,7 +778,10 @@ mod tests {
                 BlockKind::ToolResult,
                 "[main 3f9a2c1] add station index migration 2 files changed, 40 insertions(+)",
             ),
-            block(BlockKind::ToolResult, "[feature/x (root-commit) 0badc0de] first"),
+            block(
+                BlockKind::ToolResult,
+                "[feature/x (root-commit) 0badc0de] first",
+            ),
         ];
         assert_eq!(
             build_sections(&blocks).commits,

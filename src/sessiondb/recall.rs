@@ -507,13 +507,20 @@ fn answer_snippet(text: &str, terms: &[String]) -> String {
         .map(|&(at, _)| {
             let mut distinct: Vec<usize> = Vec::new();
             let mut span = 0;
-            for &(other, term) in found.iter().filter(|(other, _)| (at..at + reach).contains(other)) {
+            for &(other, term) in found
+                .iter()
+                .filter(|(other, _)| (at..at + reach).contains(other))
+            {
                 if !distinct.contains(&term) {
                     distinct.push(term);
                     span = other - at;
                 }
             }
-            (distinct.len(), std::cmp::Reverse(span), std::cmp::Reverse(at))
+            (
+                distinct.len(),
+                std::cmp::Reverse(span),
+                std::cmp::Reverse(at),
+            )
         })
         .max()
         .map(|(_, _, std::cmp::Reverse(at))| at);

@@ -27,8 +27,8 @@ use support::demo::{OfflineModel, START, outer_40_rows};
 use support::pi::PiLine;
 use support::sandbox::Sandbox;
 use support::term::Session;
-use support::workbench::{KITTY_CTRL_D, exit_pi, footer_row, slash};
 use support::wait::eventually;
+use support::workbench::{KITTY_CTRL_D, exit_pi, footer_row, slash};
 use unipi_tui::sessiondb::{
     RecallMode, RecallQuery, RecallScope, SessionDb, default_db_dir, project_db_path,
 };
