@@ -28,6 +28,7 @@
 //! asserted.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -36,7 +37,7 @@ use serde_json::{Value, json};
 use unipi_tui::compactor::cut::entry_chars;
 use unipi_tui::compactor::entries::{SessionEntry, parse_entry};
 use unipi_tui::compactor::ingest::extract;
-use unipi_tui::compactor::pipeline::{CompactRequest, PipelineSettings, compact};
+use unipi_tui::compactor::pipeline::{CompactRequest, Compaction, PipelineSettings, compact};
 use unipi_tui::sessiondb::{
     CompactionRecord, RecallMode, RecallQuery, RecallScope, SessionDb, SessionMeta,
 };
@@ -122,24 +123,7 @@ fn measure(label: &str, target_chars: usize, seed: u64) -> Result<Row> {
     let session = generate(target_chars, seed);
     let entries: Vec<SessionEntry> = session.lines.iter().filter_map(parse_entry).collect();
     let chars: usize = entries.iter().map(entry_chars).sum();
-    let settings = PipelineSettings::default();
-    let request = CompactRequest {
-        entries: &entries,
-        tokens_before: (chars / 4) as u64,
-        keep_user_turns: None,
-        overflow: false,
-        settings: &settings,
-    };
-    // The fastest of three runs: the first also compiles the pipeline's patterns.
-    let mut duration = Duration::MAX;
-    let mut compacted = None;
-    for _ in 0..3 {
-        let started = Instant::now();
-        let compaction = compact(&request).map_err(|refusal| anyhow::anyhow!("{refusal}"))?;
-        duration = duration.min(started.elapsed());
-        compacted = Some(compaction);
-    }
-    let compaction = compacted.context("no compaction ran")?;
+    let (compaction, duration) = compact_timed(&entries, chars)?;
     let first_kept = entries
         .iter()
         .position(|entry| entry.id == compaction.first_kept_entry_id)
@@ -152,55 +136,13 @@ fn measure(label: &str, target_chars: usize, seed: u64) -> Result<Row> {
     let baseline_text = last_chars(&all_text, after_chars).to_lowercase();
 
     let tmp = tempfile::tempdir().context("temp dir")?;
-    let db = SessionDb::open(&tmp.path().join("bench.sqlite"))
-        .context("open the session database")?
-        .db;
-    db.upsert_session(&SessionMeta {
-        session_id: SESSION_ID.into(),
-        session_file: None,
-        project_dir: "/home/dev/src/atlas".into(),
-    })?;
-    db.index_many(SESSION_ID, &extract(&entries).docs)?;
-    db.record_compaction(&CompactionRecord {
-        session_id: SESSION_ID.into(),
-        at_ms: 0,
-        reason: "manual".into(),
-        tokens_before: compaction.stats.tokens_before,
-        tokens_after: compaction.stats.tokens_after,
-        messages_summarized: compaction.stats.messages_summarized as u64,
-        blocks_kept: compaction.stats.blocks_kept as u64,
-        blocks_dropped: compaction.stats.blocks_dropped as u64,
-        duration_ms: duration.as_millis() as u64,
-        summary: compaction.summary.clone(),
-        first_kept_entry_id: compaction.first_kept_entry_id.clone(),
-        manifest_json: "{}".into(),
-    })?;
-
-    let mut first_answers = Vec::new();
-    for fact in &session.facts {
-        first_answers.push(recall(&db, &fact.query)?);
-    }
-    // The model's calls and their answers become session entries, ingested like any other.
-    let mut asked = Vec::new();
-    let mut next_id = session.lines.len();
-    for (fact, answer) in session.facts.iter().zip(&first_answers) {
-        next_id += 1;
-        let call_id = format!("recall-{next_id}");
-        asked.push(entry_value(
-            next_id,
-            json!({"role": "assistant", "content": [
-                {"type": "text", "text": "Let me look that up."},
-                {"type": "toolCall", "id": call_id, "name": "session_recall",
-                 "arguments": {"query": fact.query}}]}),
-        ));
-        next_id += 1;
-        asked.push(entry_value(
-            next_id,
-            json!({"role": "toolResult", "toolCallId": call_id, "toolName": "session_recall",
-                   "content": [{"type": "text", "text": answer}], "isError": false}),
-        ));
-    }
-    let asked: Vec<SessionEntry> = asked.iter().filter_map(parse_entry).collect();
+    let db = indexed(&tmp.path().join("bench.sqlite"), &entries, &compaction)?;
+    let first_answers = session
+        .facts
+        .iter()
+        .map(|fact| recall(&db, &fact.query))
+        .collect::<Result<Vec<_>>>()?;
+    let asked = asked_entries(&session, &first_answers);
     db.index_many(SESSION_ID, &extract(&asked).docs)?;
 
     let mut per_kind: BTreeMap<&'static str, Tally> = BTreeMap::new();
@@ -234,18 +176,7 @@ fn measure(label: &str, target_chars: usize, seed: u64) -> Result<Row> {
         compaction.summary.len(),
         duration.as_secs_f64() * 1e3
     );
-    println!("| kind | facts | seen | seen or recalled | recalled again | tail only |");
-    println!("|---|---|---|---|---|---|");
-    for (kind, tally) in per_kind.iter().chain([(&"total", &total)]) {
-        println!(
-            "| {kind} | {} | {} | {} | {} | {} |",
-            tally.facts,
-            pct(tally.seen, tally.facts),
-            pct(tally.seen_or_recalled, tally.facts),
-            pct(tally.recalled_again, tally.facts),
-            pct(tally.baseline, tally.facts),
-        );
-    }
+    print_kinds(&per_kind, &total);
     if std::env::var_os("UNIPI_QUALITY_SUMMARY").is_some() {
         println!("{}", compaction.summary);
     }
@@ -256,6 +187,96 @@ fn measure(label: &str, target_chars: usize, seed: u64) -> Result<Row> {
         duration,
         total,
     })
+}
+
+/// The pipeline over the whole branch, and the fastest of three runs (the first also compiles
+/// the pipeline's patterns).
+fn compact_timed(entries: &[SessionEntry], chars: usize) -> Result<(Compaction, Duration)> {
+    let settings = PipelineSettings::default();
+    let request = CompactRequest {
+        entries,
+        tokens_before: (chars / 4) as u64,
+        keep_user_turns: None,
+        overflow: false,
+        settings: &settings,
+    };
+    let mut duration = Duration::MAX;
+    let mut compacted = None;
+    for _ in 0..3 {
+        let started = Instant::now();
+        let compaction = compact(&request).map_err(|refusal| anyhow::anyhow!("{refusal}"))?;
+        duration = duration.min(started.elapsed());
+        compacted = Some(compaction);
+    }
+    Ok((compacted.context("no compaction ran")?, duration))
+}
+
+/// A session database at `path` holding the session as ingestion stores it and the compaction
+/// as the module records it.
+fn indexed(path: &Path, entries: &[SessionEntry], compaction: &Compaction) -> Result<SessionDb> {
+    let db = SessionDb::open(path)
+        .context("open the session database")?
+        .db;
+    db.upsert_session(&SessionMeta {
+        session_id: SESSION_ID.into(),
+        session_file: None,
+        project_dir: "/home/dev/src/atlas".into(),
+    })?;
+    db.index_many(SESSION_ID, &extract(entries).docs)?;
+    db.record_compaction(&CompactionRecord {
+        session_id: SESSION_ID.into(),
+        at_ms: 0,
+        reason: "manual".into(),
+        tokens_before: compaction.stats.tokens_before,
+        tokens_after: compaction.stats.tokens_after,
+        messages_summarized: compaction.stats.messages_summarized as u64,
+        blocks_kept: compaction.stats.blocks_kept as u64,
+        blocks_dropped: compaction.stats.blocks_dropped as u64,
+        duration_ms: compaction.stats.duration.as_millis() as u64,
+        summary: compaction.summary.clone(),
+        first_kept_entry_id: compaction.first_kept_entry_id.clone(),
+        manifest_json: "{}".into(),
+    })?;
+    Ok(db)
+}
+
+/// The model's `session_recall` calls and their answers as the session entries Pi writes.
+fn asked_entries(session: &Session, answers: &[String]) -> Vec<SessionEntry> {
+    let mut asked = Vec::new();
+    let mut next_id = session.lines.len();
+    for (fact, answer) in session.facts.iter().zip(answers) {
+        next_id += 1;
+        let call_id = format!("recall-{next_id}");
+        asked.push(entry_value(
+            next_id,
+            json!({"role": "assistant", "content": [
+                {"type": "text", "text": "Let me look that up."},
+                {"type": "toolCall", "id": call_id, "name": "session_recall",
+                 "arguments": {"query": fact.query}}]}),
+        ));
+        next_id += 1;
+        asked.push(entry_value(
+            next_id,
+            json!({"role": "toolResult", "toolCallId": call_id, "toolName": "session_recall",
+                   "content": [{"type": "text", "text": answer}], "isError": false}),
+        ));
+    }
+    asked.iter().filter_map(parse_entry).collect()
+}
+
+fn print_kinds(per_kind: &BTreeMap<&'static str, Tally>, total: &Tally) {
+    println!("| kind | facts | seen | seen or recalled | recalled again | tail only |");
+    println!("|---|---|---|---|---|---|");
+    for (kind, tally) in per_kind.iter().chain([(&"total", total)]) {
+        println!(
+            "| {kind} | {} | {} | {} | {} | {} |",
+            tally.facts,
+            pct(tally.seen, tally.facts),
+            pct(tally.seen_or_recalled, tally.facts),
+            pct(tally.recalled_again, tally.facts),
+            pct(tally.baseline, tally.facts),
+        );
+    }
 }
 
 /// What `session_recall` would show the model for `query`: the hits' snippets, numbered, within
@@ -557,8 +578,14 @@ impl Gen {
                 false,
             );
         }
+        let reply = self.done_reply(c);
+        self.assistant(&reply);
+    }
+
+    /// The assistant's closing words on an episode.
+    fn done_reply(&mut self, c: &Component) -> String {
         let words = self.word();
-        let reply = format!(
+        format!(
             "Done: the {} is {}. I kept the public functions, moved the helper `{words}` next to \
              its only caller and the tests pass. {}",
             c.name,
@@ -573,8 +600,7 @@ impl Gen {
                 "The docs mention the new behaviour.",
                 "Clippy is clean."
             ])
-        );
-        self.assistant(&reply);
+        )
     }
 
     /// A user message pasting a specification: many "must" sentences, none a fact we probe.
@@ -885,111 +911,126 @@ impl Gen {
     fn identifier(&mut self) {
         let c = self.component();
         match self.rng.below(5) {
-            0 => {
-                let port = 10_000 + self.rng.below(50_000);
-                let port = port.to_string();
-                match self.rng.below(3) {
-                    0 => self.user(&format!(
-                        "The {} listens on port {port} in staging, use that.",
-                        c.name
-                    )),
-                    1 => self.call(
-                        "Starting it locally.",
-                        "bash",
-                        json!({"command": format!("cargo run -p atlas -- {} --port {port}", c.module)}),
-                        &format!("INFO {}: listening on 127.0.0.1:{port}\n", c.module),
-                        false,
-                    ),
-                    _ => self.call(
-                        "Adding the setting.",
-                        "write",
-                        json!({"path": format!("config/{}.toml", c.module), "content": format!("[{}]\nport = {port}\nworkers = 4\n", c.module)}),
-                        &format!("Successfully wrote 40 bytes to config/{}.toml", c.module),
-                        false,
-                    ),
-                }
-                self.fact("identifier", &[&port], format!("{} port", c.name));
-            }
-            1 => {
-                let krate = self.word();
-                let version = format!(
-                    "{}.{}.{}",
-                    self.rng.below(4),
-                    self.rng.below(30),
-                    self.rng.below(20)
-                );
-                match self.rng.below(2) {
-                    0 => self.call(
-                        &format!("Pinning {krate} for the {}.", c.name),
-                        "bash",
-                        json!({"command": format!("cargo add {krate}@={version}")}),
-                        &format!(
-                            "    Updating crates.io index\n      Adding {krate} v{version} to dependencies\n    Locking 1 package to latest compatible version\n"
-                        ),
-                        false,
-                    ),
-                    _ => self.user(&format!(
-                        "Pin {krate} at {version} for the {}, the next release breaks our build.",
-                        c.name
-                    )),
-                }
-                self.fact("identifier", &[&version], format!("{krate} version pinned"));
-            }
-            2 => {
-                let ticket = format!(
-                    "{}-{}",
-                    self.pick(&["OPS", "PLAT", "MAP", "BILL"]),
-                    1000 + self.rng.below(9000)
-                );
-                match self.rng.below(2) {
-                    0 => self.user(&format!(
-                        "This work on the {} is tracked as {ticket}, mention it in the commit.",
-                        c.name
-                    )),
-                    _ => self.assistant(&format!(
-                        "I linked the {} change to ticket {ticket} in the changelog.",
-                        c.name
-                    )),
-                }
-                self.fact("identifier", &[&ticket], format!("{} ticket", c.name));
-            }
-            3 => {
-                let hash = format!("{:07x}", self.rng.next() & 0xfff_ffff);
-                let message = format!("{} {}", self.pick(&["add", "fix", "split"]), c.name);
-                self.call(
-                    "Committing.",
-                    "bash",
-                    json!({"command": format!("git add -A && git commit -m \"{message}\"")}),
-                    &format!(
-                        "[main {hash}] {message}\n 3 files changed, 120 insertions(+), 14 deletions(-)\n"
-                    ),
-                    false,
-                );
-                self.fact("identifier", &[&hash], format!("commit {message} hash"));
-            }
-            _ => {
-                let host = format!(
-                    "{}-{}.{}.internal",
-                    self.word(),
-                    self.rng.below(9) + 1,
-                    self.pick(&["eu", "us", "staging"])
-                );
-                match self.rng.below(2) {
-                    0 => self.user(&format!(
-                        "Deploy the {} to {host} when it is ready, not to the old box.",
-                        c.name
-                    )),
-                    _ => self.call(
-                        "Checking the deploy host.",
-                        "bash",
-                        json!({"command": format!("ssh deploy@{host} systemctl status atlas-{}", c.module)}),
-                        &format!("● atlas-{}.service - Atlas {}\n   Active: active (running)\n", c.module, c.name),
-                        false,
-                    ),
-                }
-                self.fact("identifier", &[&host], format!("{} deploy host", c.name));
-            }
+            0 => self.port(c),
+            1 => self.version(c),
+            2 => self.ticket(c),
+            3 => self.commit(c),
+            _ => self.host(c),
         }
+    }
+
+    /// A port, said by the user, passed to a command or written in a config file.
+    fn port(&mut self, c: &Component) {
+        let port = 10_000 + self.rng.below(50_000);
+        let port = port.to_string();
+        match self.rng.below(3) {
+            0 => self.user(&format!(
+                "The {} listens on port {port} in staging, use that.",
+                c.name
+            )),
+            1 => self.call(
+                "Starting it locally.",
+                "bash",
+                json!({"command": format!("cargo run -p atlas -- {} --port {port}", c.module)}),
+                &format!("INFO {}: listening on 127.0.0.1:{port}\n", c.module),
+                false,
+            ),
+            _ => self.call(
+                "Adding the setting.",
+                "write",
+                json!({"path": format!("config/{}.toml", c.module), "content": format!("[{}]\nport = {port}\nworkers = 4\n", c.module)}),
+                &format!("Successfully wrote 40 bytes to config/{}.toml", c.module),
+                false,
+            ),
+        }
+        self.fact("identifier", &[&port], format!("{} port", c.name));
+    }
+
+    /// A pinned version, by `cargo add` or said by the user.
+    fn version(&mut self, c: &Component) {
+        let krate = self.word();
+        let version = format!(
+            "{}.{}.{}",
+            self.rng.below(4),
+            self.rng.below(30),
+            self.rng.below(20)
+        );
+        match self.rng.below(2) {
+            0 => self.call(
+                &format!("Pinning {krate} for the {}.", c.name),
+                "bash",
+                json!({"command": format!("cargo add {krate}@={version}")}),
+                &format!(
+                    "    Updating crates.io index\n      Adding {krate} v{version} to dependencies\n    Locking 1 package to latest compatible version\n"
+                ),
+                false,
+            ),
+            _ => self.user(&format!(
+                "Pin {krate} at {version} for the {}, the next release breaks our build.",
+                c.name
+            )),
+        }
+        self.fact("identifier", &[&version], format!("{krate} version pinned"));
+    }
+
+    /// A ticket, said by the user or the assistant.
+    fn ticket(&mut self, c: &Component) {
+        let ticket = format!(
+            "{}-{}",
+            self.pick(&["OPS", "PLAT", "MAP", "BILL"]),
+            1000 + self.rng.below(9000)
+        );
+        match self.rng.below(2) {
+            0 => self.user(&format!(
+                "This work on the {} is tracked as {ticket}, mention it in the commit.",
+                c.name
+            )),
+            _ => self.assistant(&format!(
+                "I linked the {} change to ticket {ticket} in the changelog.",
+                c.name
+            )),
+        }
+        self.fact("identifier", &[&ticket], format!("{} ticket", c.name));
+    }
+
+    /// A commit, only in git's own output.
+    fn commit(&mut self, c: &Component) {
+        let hash = format!("{:07x}", self.rng.next() & 0xfff_ffff);
+        let message = format!("{} {}", self.pick(&["add", "fix", "split"]), c.name);
+        self.call(
+            "Committing.",
+            "bash",
+            json!({"command": format!("git add -A && git commit -m \"{message}\"")}),
+            &format!(
+                "[main {hash}] {message}\n 3 files changed, 120 insertions(+), 14 deletions(-)\n"
+            ),
+            false,
+        );
+        self.fact("identifier", &[&hash], format!("commit {message} hash"));
+    }
+
+    /// A deploy host, said by the user or in an `ssh` command.
+    fn host(&mut self, c: &Component) {
+        let host = format!(
+            "{}-{}.{}.internal",
+            self.word(),
+            self.rng.below(9) + 1,
+            self.pick(&["eu", "us", "staging"])
+        );
+        match self.rng.below(2) {
+            0 => self.user(&format!(
+                "Deploy the {} to {host} when it is ready, not to the old box.",
+                c.name
+            )),
+            _ => self.call(
+                "Checking the deploy host.",
+                "bash",
+                json!({"command": format!("ssh deploy@{host} systemctl status atlas-{}", c.module)}),
+                &format!("● atlas-{}.service - Atlas {}\n   Active: active (running)\n", c.module, c.name),
+                false,
+            ),
+        }
+        self.fact("identifier", &[&host], format!("{} deploy host", c.name));
     }
 
     fn todo(&mut self) {
