@@ -2,8 +2,12 @@
 //! with `* Tool "arg"` lines, `[tool_error]`), so the model keeps the thread of the conversation
 //! and not just the extracted facts. The brief has a size-relative budget (15 tokens per
 //! candidate block, at least the target and at most the ceiling, in characters through the
-//! calibrated chars-per-token); when the candidates do not fit, blocks are *ranked* (user words
-//! and errors before narration, recent before old) and the best are kept in their original order.
+//! calibrated chars-per-token; a long session's may grow to a share of what it summarizes, see
+//! the pipeline); when the candidates do not fit, blocks are *ranked* by what they are worth —
+//! their kind (user words and errors before narration), their content (a decision and its
+//! reason, a rule, a fix, an open item, identifiers such as a port, a version or a hash) and, by
+//! less than any of those, their recency — and the best are kept in their original order. A long
+//! text is shown by its sentences that carry something.
 //! Selection is one sort, rendering one pass: a 10,000-message session costs milliseconds.
 
 use std::collections::HashSet;
@@ -58,12 +62,12 @@ pub fn compile_ranked(blocks: &[NormBlock], refs: &[String], max_chars: usize) -
         .enumerate()
         .map(|(position, (index, body))| {
             let block = &blocks[*index];
-            let recency = 1_000.0 * (position + 1) as f64 / total;
-            (
-                position,
-                base_score(block) + recency,
-                cost(block, body, refs),
-            )
+            let recency = RECENCY_WEIGHT * (position + 1) as f64 / total;
+            let cost = cost(block, body, refs);
+            // What a block takes from the budget counts against it: a pasted spec is worth
+            // less than the three facts its room would hold.
+            let score = base_score(block) + worth(block) + recency - COST_WEIGHT * cost as f64;
+            (position, score, cost)
         })
         .collect();
     ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
@@ -124,6 +128,88 @@ pub(crate) fn is_header(line: &str) -> bool {
 
 // --- ranking ----------------------------------------------------------------------------------
 
+/// How much being recent adds at most (the newest candidate gets all of it): less than what a
+/// decision or an identifier is worth, so an early fact outranks late narration.
+const RECENCY_WEIGHT: f64 = 300.0;
+/// Score lost per character a block costs.
+const COST_WEIGHT: f64 = 0.5;
+
+/// Markers of what a sentence is worth keeping, with their weights: a decision and its reason,
+/// a rule the user set, a fix, an open item.
+static WORTH_RES: LazyLock<[(Regex, f64); 4]> = LazyLock::new(|| {
+    [
+        (
+            literal_regex(
+                r"(?i)(?-u:\b)(?:decid\w*|decision|chose|chosen|picked|go(?:ing)? with|because|reason|instead of|rather than|trade-?off)(?-u:\b)",
+            ),
+            400.0,
+        ),
+        (
+            literal_regex(
+                r"(?i)(?-u:\b)(?:always|never|prefer\w*|must|don't|do not|avoid|constraint|rule|make sure)(?-u:\b)",
+            ),
+            350.0,
+        ),
+        (
+            literal_regex(
+                r"(?i)(?-u:\b)(?:fix(?:ed|es)?|the fix|caused by|came from|root cause|resolved|works now|workaround)(?-u:\b)",
+            ),
+            350.0,
+        ),
+        (
+            literal_regex(
+                r"(?i)(?-u:\b)(?:todo|fixme|still (?:need|have) to|remaining|later|not (?:done|written|implemented) yet|follow[- ]up|forget)(?-u:\b)",
+            ),
+            350.0,
+        ),
+    ]
+});
+
+/// Identifiers a later turn may need exactly: numbers of four digits and more (a port, a
+/// ticket), commit hashes, versions, `ABC-123` tickets, `--flags`, host names, paths, error codes.
+static IDENTIFIER_RE: LazyLock<Regex> = LazyLock::new(|| {
+    literal_regex(
+        r"(?-u:\b)(?:\d{4,}|[0-9a-f]*\d[0-9a-f]*[a-f][0-9a-f]{5,}|[0-9a-f]*[a-f][0-9a-f]*\d[0-9a-f]{5,}|v?\d+\.\d+\.\d+|[A-Z][A-Z0-9]+-\d+|E\d{4}|[\w-]+(?:\.[\w-]+)*\.(?:internal|local|com|net|org|io|dev))(?-u:\b)|--[a-z][\w-]{2,}|(?:[\w.-]+/)+[\w-]+\.\w+",
+    )
+});
+const IDENTIFIER_WORTH: f64 = 250.0;
+const MAX_IDENTIFIERS_COUNTED: usize = 2;
+
+/// What a block's content is worth beyond its kind: its markers and identifiers. A call is
+/// worth its command's or path's identifiers only (reading a file is routine; running a
+/// command with a port or a host is not).
+fn worth(block: &NormBlock) -> f64 {
+    let text: &str = match block.kind {
+        BlockKind::User | BlockKind::Assistant | BlockKind::Custom => &block.text,
+        BlockKind::ToolResult if block.is_error => &block.head,
+        BlockKind::ToolCall => {
+            return block
+                .arguments
+                .as_ref()
+                .and_then(|arguments| arguments.get("command"))
+                .and_then(serde_json::Value::as_str)
+                .map_or(0.0, identifier_worth);
+        }
+        _ => return 0.0,
+    };
+    // A long text is judged by its first part: a pasted log is not a list of decisions.
+    let text = clip_chars(text, 1_200);
+    let markers: f64 = WORTH_RES
+        .iter()
+        .filter(|(re, _)| re.is_match(text))
+        .map(|(_, weight)| weight)
+        .sum();
+    markers + identifier_worth(text)
+}
+
+fn identifier_worth(text: &str) -> f64 {
+    IDENTIFIER_RE
+        .find_iter(text)
+        .take(MAX_IDENTIFIERS_COUNTED)
+        .count() as f64
+        * IDENTIFIER_WORTH
+}
+
 fn base_score(block: &NormBlock) -> f64 {
     match block.kind {
         BlockKind::User => 600.0,
@@ -149,12 +235,16 @@ fn body(block: &NormBlock, refs: &[String]) -> Option<String> {
     match block.kind {
         BlockKind::User => Some(format!(
             "{}{reference}",
-            limit_words(&block.text, USER_WORD_LIMIT)
+            limit_words(&digest(&block.text, USER_DIGEST_CHARS), USER_WORD_LIMIT)
         )),
         BlockKind::Assistant if !block.text.is_empty() => {
             let text = strip_self_talk(&block.text);
-            (!text.is_empty())
-                .then(|| format!("{}{reference}", limit_words(text, ASSISTANT_WORD_LIMIT)))
+            (!text.is_empty()).then(|| {
+                format!(
+                    "{}{reference}",
+                    limit_words(&digest(text, ASSISTANT_DIGEST_CHARS), ASSISTANT_WORD_LIMIT)
+                )
+            })
         }
         BlockKind::Custom if !block.text.is_empty() => Some(format!(
             "{}{reference}",
@@ -336,6 +426,45 @@ fn finish_tool_lines(lines: Vec<String>) -> Vec<String> {
 }
 
 // --- text shaping -----------------------------------------------------------------------------
+
+/// A longer user or assistant text is shown by its sentences that carry something (see
+/// [`worth`]) after its first, so a pasted spec or log does not eat the brief.
+pub(crate) const USER_DIGEST_CHARS: usize = 700;
+pub(crate) const ASSISTANT_DIGEST_CHARS: usize = 500;
+
+static SENTENCE_RE: LazyLock<Regex> = LazyLock::new(|| literal_regex(r"[^.!?]+(?:[.!?]+|$)"));
+
+/// `text` when it fits `max` characters; else its first sentence and then its sentences with
+/// a marker or an identifier, in order, while they fit, joined by `…`.
+fn digest(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut out = String::new();
+    let mut skipped = false;
+    for (index, sentence) in SENTENCE_RE.find_iter(text).enumerate() {
+        let sentence = sentence.as_str().trim();
+        let valuable = index == 0
+            || WORTH_RES.iter().any(|(re, _)| re.is_match(sentence))
+            || IDENTIFIER_RE.is_match(sentence);
+        if !valuable || out.len() + sentence.len() + 3 > max {
+            skipped = true;
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(if skipped { " … " } else { " " });
+        }
+        skipped = false;
+        out.push_str(sentence);
+    }
+    if out.is_empty() {
+        return clip_sentence(text, max);
+    }
+    if skipped {
+        out.push_str(" …");
+    }
+    out
+}
 
 static SELF_TALK_RE: LazyLock<Regex> = LazyLock::new(|| {
     literal_regex(r"(?i)^(?:hmm+|wait|actually|oh|okay|ok|well|so)(?-u:\b)[,.!:;]*\s*")
@@ -528,6 +657,55 @@ mod tests {
         assert!(!brief.text.contains("number 0 "));
         assert_eq!(brief.blocks_kept + brief.blocks_dropped, 200);
         assert!(brief.blocks_dropped > 150);
+    }
+
+    /// Issue 31: what a block is worth counts, not only how recent it is — an early decision
+    /// with its reason and an identifier the user typed outlast later narration.
+    #[test]
+    fn ranking_weighs_what_a_block_is_worth() {
+        let mut blocks = vec![
+            block(
+                BlockKind::Assistant,
+                "We'll go with sqlite for the cache because it keeps working offline.",
+                0,
+            ),
+            block(BlockKind::User, "The tile server listens on port 48213.", 1),
+        ];
+        blocks.extend((2..80).map(|i| {
+            block(
+                BlockKind::Assistant,
+                &format!("Looking at the next part of the module, step {i}."),
+                i,
+            )
+        }));
+        let brief = compile_ranked(&blocks, &[], 1_200);
+        assert!(
+            brief.text.contains("because it keeps working offline"),
+            "{}",
+            brief.text
+        );
+        assert!(brief.text.contains("port 48213"), "{}", brief.text);
+        assert!(brief.text.contains("step 79"), "{}", brief.text);
+        assert!(!brief.text.contains("step 2 "), "{}", brief.text);
+    }
+
+    /// Issue 31: a long message shows its first sentence and the sentences that carry something,
+    /// so a pasted spec does not eat the brief.
+    #[test]
+    fn long_texts_are_digested_to_what_they_carry() {
+        let filler = "The page looks fine on the laptop screen. ".repeat(30);
+        let text = format!(
+            "Here is what I saw today. {filler}We decided to keep the old parser because the new \
+             one drops comments. {filler}Ticket PLAT-4821 tracks it."
+        );
+        let digested = digest(&text, USER_DIGEST_CHARS);
+        assert!(digested.len() <= USER_DIGEST_CHARS, "{}", digested.len());
+        assert_eq!(
+            digested,
+            "Here is what I saw today. … We decided to keep the old parser because the new one \
+             drops comments. … Ticket PLAT-4821 tracks it."
+        );
+        assert_eq!(digest("short", 10), "short");
     }
 
     #[test]

@@ -20,7 +20,7 @@ use regex::Regex;
 use serde_json::Value;
 
 use super::entries::{Block, EntryKind, Message, Role, SessionEntry, parse_entry};
-use super::normalize::literal_regex;
+use super::normalize::{error_line, is_recall_tool, literal_regex};
 use crate::sessiondb::{DocKind, EventKind, IndexDoc, NewEvent, Recovered, SessionDb, SessionMeta};
 
 /// The `details.compactor` value of summaries this workbench made: they are indexed when they
@@ -349,6 +349,7 @@ fn extract_message(message: &Message, origin: &Origin, out: &mut Extracted) {
             }
         }
         Role::Assistant => {
+            let mut searchable = text;
             for block in &message.content {
                 if let Block::ToolCall {
                     name, arguments, ..
@@ -359,19 +360,24 @@ fn extract_message(message: &Message, origin: &Origin, out: &mut Extracted) {
                             .into_iter()
                             .map(|(kind, priority, data)| origin.event(kind, priority, data)),
                     );
+                    push_call_text(&mut searchable, name, arguments);
                 }
             }
-            if !text.trim().is_empty() {
-                out.docs.push(origin.doc(DocKind::Assistant, None, text));
+            if !searchable.trim().is_empty() {
+                out.docs
+                    .push(origin.doc(DocKind::Assistant, None, searchable));
             }
         }
+        // Recall's own answers are copies of older content: indexed, every later search would
+        // find them again (and more of them each time), so they are never indexed.
+        Role::ToolResult if message.tool_name.as_deref().is_some_and(is_recall_tool) => {}
         Role::ToolResult => {
             let tool = message.tool_name.clone();
             if message.is_error {
                 let name = tool.as_deref().unwrap_or("tool");
-                let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+                let line = error_line(&text);
                 out.events
-                    .push(origin.event(EventKind::Error, 4, format!("{name}: {first}")));
+                    .push(origin.event(EventKind::Error, 4, format!("{name}: {line}")));
             }
             if !text.trim().is_empty() {
                 out.docs.push(origin.doc(DocKind::ToolResult, tool, text));
@@ -389,6 +395,36 @@ fn extract_message(message: &Message, origin: &Origin, out: &mut Extracted) {
                 .push(origin.doc(DocKind::ToolResult, Some("bash".to_owned()), text));
         }
         Role::Custom | Role::Other(_) => {}
+    }
+}
+
+/// Appends what a tool call did to its message's searchable text — `name:` and every string
+/// argument (the command, the path, a written file's content, an edit's texts) — so recall
+/// finds a fact that lives only in a call. A recall call's query is left out: it is no fact.
+fn push_call_text(searchable: &mut String, name: &str, arguments: &Value) {
+    if is_recall_tool(name) {
+        return;
+    }
+    let mut values = Vec::new();
+    collect_strings(arguments, &mut values);
+    if !searchable.is_empty() {
+        searchable.push_str("\n\n");
+    }
+    searchable.push_str(name);
+    searchable.push(':');
+    for value in values {
+        searchable.push('\n');
+        searchable.push_str(value);
+    }
+}
+
+/// Every string in `value`, depth first (an edit's `edits` list holds objects of texts).
+fn collect_strings<'a>(value: &'a Value, out: &mut Vec<&'a str>) {
+    match value {
+        Value::String(text) => out.push(text),
+        Value::Array(items) => items.iter().for_each(|item| collect_strings(item, out)),
+        Value::Object(map) => map.values().for_each(|item| collect_strings(item, out)),
+        _ => {}
     }
 }
 
@@ -745,6 +781,81 @@ mod tests {
         assert_eq!(hits.hits.first().map(|h| h.entry_id.as_str()), Some("u1"));
         let events = worker.run(|db| db.events("s1", 50)).await??;
         assert!(events.iter().any(|e| e.kind == EventKind::FileEdit));
+        Ok(())
+    }
+    fn words(text: &str) -> crate::sessiondb::RecallQuery {
+        crate::sessiondb::RecallQuery {
+            text: text.into(),
+            scope: crate::sessiondb::RecallScope::Session("s1".into()),
+            limit: 8,
+            offset: 0,
+            mode: crate::sessiondb::RecallMode::Words,
+            expand: false,
+        }
+    }
+
+    fn message(id: &str, message: Value) -> SessionEntry {
+        parse_entry(&json!({"type": "message", "id": id, "parentId": null, "message": message}))
+            .unwrap_or_else(|| panic!("entry {id}"))
+    }
+
+    /// Issue 31: `session_recall`'s answers (and its queries) are never indexed, so asking the
+    /// same question again gives the same answer however often it was asked — while what a tool
+    /// call carried (a command, a written file's content, an edit's text) is found.
+    #[test]
+    fn recall_never_finds_its_own_answers_and_finds_tool_call_arguments() -> anyhow::Result<()> {
+        let db = SessionDb::open_in_memory()?;
+        let work = [
+            message(
+                "a1",
+                json!({"role": "assistant", "content": [
+                    {"type": "text", "text": "Adding the setting."},
+                    {"type": "toolCall", "id": "c1", "name": "write", "arguments":
+                        {"path": "config/tiles.toml", "content": "[tiles]\nport = 48213\n"}},
+                    {"type": "toolCall", "id": "c2", "name": "bash", "arguments":
+                        {"command": "ssh deploy@quokka-3.eu.internal uptime"}}]}),
+            ),
+            message(
+                "t1",
+                json!({"role": "toolResult", "toolCallId": "c1", "toolName": "write",
+                       "content": [{"type": "text", "text": "Successfully wrote 24 bytes"}]}),
+            ),
+        ];
+        db.index_many("s1", &extract(&work).docs)?;
+        let first = db.recall(&words("tiles port"))?;
+        assert_eq!(first.total, 1, "{first:?}");
+        assert!(first.hits[0].snippet.contains("port = 48213"), "{first:?}");
+        assert_eq!(db.recall(&words("quokka deploy"))?.total, 1);
+
+        // The model asks, gets its answer, and the call and the answer land in the session.
+        for round in 0..3 {
+            let asked = [
+                message(
+                    &format!("r{round}"),
+                    json!({"role": "assistant", "content": [
+                        {"type": "toolCall", "id": format!("q{round}"), "name": "session_recall",
+                         "arguments": {"query": "tiles port"}},
+                        {"type": "toolCall", "id": format!("v{round}"), "name": "vcc_recall",
+                         "arguments": {"query": "tiles port"}}]}),
+                ),
+                message(
+                    &format!("a{round}"),
+                    json!({"role": "toolResult", "toolCallId": format!("q{round}"),
+                           "toolName": "session_recall", "content": [{"type": "text",
+                           "text": format!("Found 1 results for \"tiles port\": {}", first.hits[0].snippet)}]}),
+                ),
+                message(
+                    &format!("b{round}"),
+                    json!({"role": "toolResult", "toolCallId": format!("v{round}"),
+                           "toolName": "vcc_recall", "content": [{"type": "text",
+                           "text": "tiles port = 48213"}]}),
+                ),
+            ];
+            let extracted = extract(&asked);
+            assert!(extracted.docs.is_empty(), "{:?}", extracted.docs);
+            db.index_many("s1", &extracted.docs)?;
+            assert_eq!(db.recall(&words("tiles port"))?, first, "round {round}");
+        }
         Ok(())
     }
 }

@@ -81,7 +81,9 @@ pub fn normalize(entries: &[&SessionEntry]) -> Vec<NormBlock> {
                     let raw = tool_text(&message.content, MAX_TOOL_TEXT_CHARS);
                     let mut result = NormBlock::new(BlockKind::ToolResult, String::new(), source);
                     if message.is_error {
-                        result.head = first_line(&raw);
+                        // The whole output: a compiler's error line often comes after a page
+                        // of progress lines.
+                        result.head = error_line(&message.text());
                     }
                     result.text = sanitize(&raw);
                     result.tool = message.tool_name.clone();
@@ -161,7 +163,7 @@ fn push_bash(blocks: &mut Vec<NormBlock>, message: &Message, source: usize) {
     blocks.push(call);
     let mut result = NormBlock::new(BlockKind::ToolResult, String::new(), source);
     if message.is_error {
-        result.head = first_line(output);
+        result.head = error_line(output);
     }
     result.text = sanitize(clip_chars(output, MAX_TOOL_TEXT_CHARS));
     result.tool = Some("bash".into());
@@ -176,9 +178,11 @@ pub fn filter_noise(blocks: Vec<NormBlock>, custom_patterns: &[String]) -> Vec<N
         .into_iter()
         .filter_map(|mut block| match block.kind {
             BlockKind::Thinking => None,
-            BlockKind::ToolCall | BlockKind::ToolResult => {
-                (!block.tool.as_deref().is_some_and(is_noise_tool)).then_some(block)
-            }
+            BlockKind::ToolCall | BlockKind::ToolResult => (!block
+                .tool
+                .as_deref()
+                .is_some_and(|tool| is_noise_tool(tool) || is_recall_tool(tool)))
+            .then_some(block),
             BlockKind::Custom if block.tool.as_deref() == Some(AUTO_CONTINUE_TYPE) => None,
             BlockKind::User | BlockKind::Custom => {
                 if NOISE_TEXTS.iter().any(|noise| block.text.contains(noise))
@@ -323,27 +327,70 @@ fn tool_text(content: &[Block], max: usize) -> String {
     out
 }
 
+/// The [`KEPT_ARGUMENTS`], plus `todo`: the `TODO`/`FIXME` lines of a written file or an edit's
+/// new text (an open item left in the code), when there are any.
 fn kept_arguments(arguments: &Value) -> Value {
-    match arguments {
-        Value::Object(map) => Value::Object(
-            KEPT_ARGUMENTS
-                .iter()
-                .filter_map(|key| {
-                    map.get(*key)
-                        .map(|value| ((*key).to_string(), value.clone()))
-                })
-                .collect(),
-        ),
-        _ => Value::Null,
+    let Value::Object(map) = arguments else {
+        return Value::Null;
+    };
+    let mut kept: serde_json::Map<String, Value> = KEPT_ARGUMENTS
+        .iter()
+        .filter_map(|key| {
+            map.get(*key)
+                .map(|value| ((*key).to_string(), value.clone()))
+        })
+        .collect();
+    let todos: Vec<Value> = WRITTEN_TEXT_ARGUMENTS
+        .iter()
+        .filter_map(|key| map.get(*key).and_then(Value::as_str))
+        .flat_map(str::lines)
+        .filter_map(todo_line)
+        .take(MAX_TODO_LINES)
+        .map(Value::String)
+        .collect();
+    if !todos.is_empty() {
+        kept.insert("todo".into(), Value::Array(todos));
     }
+    Value::Object(kept)
 }
 
-fn first_line(raw: &str) -> String {
+/// The arguments holding text a tool writes into a file.
+const WRITTEN_TEXT_ARGUMENTS: [&str; 4] = ["content", "newText", "new_string", "new_str"];
+const MAX_TODO_LINES: usize = 3;
+
+static TODO_MARK_RE: LazyLock<Regex> =
+    LazyLock::new(|| literal_regex(r"(?-u:\b)(?:TODO|FIXME)(?-u:\b)(?:\([^)]*\))?:?\s*"));
+
+/// `x handling` of a `// TODO: x handling` line.
+fn todo_line(line: &str) -> Option<String> {
+    let found = TODO_MARK_RE.find(line)?;
+    let rest = sanitize(clip_chars(&line[found.end()..], 200));
+    (rest.chars().count() >= 3).then_some(rest)
+}
+
+/// A line that says what went wrong: a compiler's `error[E0502]: …`, a panic, an exception, a
+/// failed assertion or test.
+static ERROR_LINE_RE: LazyLock<Regex> = LazyLock::new(|| {
+    literal_regex(
+        r"(?i)^\s*(?:error(?:\[\w+\])?:|fatal:|thread '[^']*' panicked|panicked at|assertion|traceback|npm err!|fail(?:ed)?:|[\w.]*(?:error|exception)(?-u:\b)\s*:)",
+    )
+});
+
+/// What a failed tool's output says went wrong: its first [`ERROR_LINE_RE`] line, else its first
+/// non-empty line (sanitized, clipped).
+pub(crate) fn error_line(raw: &str) -> String {
     let line = raw
         .lines()
-        .find(|line| !line.trim().is_empty())
+        .find(|line| ERROR_LINE_RE.is_match(line))
+        .or_else(|| raw.lines().find(|line| !line.trim().is_empty()))
         .unwrap_or("");
     sanitize(clip_chars(line, 300))
+}
+
+/// Whether `name` is `session_recall`, under its own or the original Unipi's name: its answers
+/// are copies of older content, so they are neither summarized nor indexed again.
+pub(crate) fn is_recall_tool(name: &str) -> bool {
+    name == "session_recall" || name == "vcc_recall"
 }
 
 impl NormBlock {

@@ -30,6 +30,9 @@ pub(crate) const SMART_MAX_KEEP_USER_TURNS: usize = 2;
 /// More than one turn is kept only while the kept tail is at most this fraction (1/n) of the
 /// live context.
 pub(crate) const SMART_TAIL_SHARE: usize = 4;
+/// The brief may take up to this fraction (1/n) of the summarized characters when that is more
+/// than its ceiling.
+pub(crate) const BRIEF_SHARE: usize = 40;
 /// Characters per token when Pi gives no usable figure.
 pub(crate) const DEFAULT_CHARS_PER_TOKEN: f64 = 4.0;
 /// Calibration is clamped: Pi's `tokensBefore` also counts the system prompt and tools, which
@@ -126,8 +129,12 @@ pub fn compact(request: &CompactRequest) -> Result<Compaction, Refusal> {
     let cut = cut_branch(request, &live, context_chars, chars_per_token)?;
     let (summarized, kept) = live.entries.split_at(cut.index);
     let latest_user_request = latest_user_request(summarized, kept);
+    let summarized_chars = live.suffix_chars[0] - live.suffix_chars[cut.index];
     let compiled = compile(
-        summarized,
+        Range {
+            entries: summarized,
+            chars: summarized_chars,
+        },
         live.previous_summary,
         latest_user_request.clone(),
         request.settings,
@@ -212,16 +219,24 @@ struct Compiled {
     blocks_dropped: usize,
 }
 
+/// The entries a compaction summarizes and their characters.
+struct Range<'a, 'b> {
+    entries: &'a [&'b SessionEntry],
+    chars: usize,
+}
+
 /// Normalizes the summarized range, filters noise, ranks the brief within its budget, builds
-/// the sections and merges them with the previous summary.
+/// the sections and merges them with the previous summary. The brief may grow past the
+/// ceiling to a [`BRIEF_SHARE`]th of what it summarizes: a long session has more worth keeping
+/// than a short one, and the reduction stays at that share.
 fn compile(
-    summarized: &[&SessionEntry],
+    summarized: Range,
     previous_summary: Option<&str>,
     latest_user_request: Option<String>,
     settings: &PipelineSettings,
     chars_per_token: f64,
 ) -> Compiled {
-    let blocks = normalize(summarized);
+    let blocks = normalize(summarized.entries);
     let total_blocks = blocks.len();
     let blocks = filter_noise(blocks, &settings.custom_noise_patterns);
     let brief_tokens = budget_tokens(
@@ -230,12 +245,18 @@ fn compile(
         settings.brief_ceiling_tokens,
         settings.tokens_per_block,
     );
-    let max_brief_chars = (brief_tokens as f64 * chars_per_token) as usize;
-    let refs: Vec<String> = summarized.iter().map(|entry| entry.id.clone()).collect();
+    let max_brief_chars =
+        ((brief_tokens as f64 * chars_per_token) as usize).max(summarized.chars / BRIEF_SHARE);
+    let refs: Vec<String> = summarized
+        .entries
+        .iter()
+        .map(|entry| entry.id.clone())
+        .collect();
     let brief = compile_ranked(&blocks, &refs, max_brief_chars);
     let sections = build_sections(&blocks);
     let fresh = SummaryParts::from_sections(&sections, latest_user_request, brief.text);
-    let ceiling_chars = (settings.brief_ceiling_tokens as f64 * chars_per_token) as usize;
+    let ceiling_chars =
+        ((settings.brief_ceiling_tokens as f64 * chars_per_token) as usize).max(max_brief_chars);
     let parts = match previous_summary {
         Some(previous) => {
             let previous = parse_summary(strip_recall_note(previous, RECALL_NOTE));

@@ -13,11 +13,16 @@ use serde_json::Value;
 use super::normalize::{BlockKind, NormBlock, clip_sentence, literal_regex};
 
 pub(crate) const MAX_GOALS: usize = 6;
-pub(crate) const MAX_PREFERENCES: usize = 10;
-pub(crate) const MAX_OUTSTANDING: usize = 5;
-pub(crate) const MAX_FILES_PER_CATEGORY: usize = 10;
-pub(crate) const MAX_COMMITS: usize = 8;
-/// Outstanding context looks only at the end of the summarized range.
+pub(crate) const MAX_PREFERENCES: usize = 12;
+/// Preferences taken from one message at most: a pasted spec is one voice, not twelve.
+pub(crate) const MAX_PREFERENCES_PER_MESSAGE: usize = 2;
+/// A message with more preference-like sentences than this is a spec (see `preferences`).
+const SPEC_SENTENCES: usize = 3;
+pub(crate) const MAX_OUTSTANDING: usize = 12;
+pub(crate) const MAX_FILES_PER_CATEGORY: usize = 25;
+pub(crate) const MAX_COMMITS: usize = 12;
+/// Blocker sentences count only near the end of the summarized range (an old complaint was
+/// dealt with); failed calls and to-dos count from the whole session.
 pub(crate) const OUTSTANDING_WINDOW: usize = 20;
 
 /// The extracted sections; lists are in first-seen order, deduplicated.
@@ -142,28 +147,53 @@ fn goals(blocks: &[NormBlock]) -> Vec<String> {
     goals
 }
 
-/// User sentences stating how the work should be done; none that repeats a goal.
+/// User sentences stating how the work should be done; none that repeats a goal. From one
+/// message only its [`MAX_PREFERENCES_PER_MESSAGE`] strongest (a rule said with "always" or
+/// "never" before a spec's list of "must"s); sentences that differ only in case, spacing or
+/// closing punctuation count once; past the cap the most recent are kept.
 fn preferences(blocks: &[NormBlock], goals: &[String]) -> Vec<String> {
     let goal_keys: HashSet<String> = goals.iter().map(|goal| dedup_key(goal, 60)).collect();
     let mut seen = HashSet::new();
     let mut preferences = Vec::new();
     for block in blocks.iter().filter(|block| block.kind == BlockKind::User) {
-        for sentence in SENTENCE_END_RE.split(&block.text) {
-            if preferences.len() >= MAX_PREFERENCES {
-                return preferences;
-            }
+        let mut candidates: Vec<(usize, usize, String)> = Vec::new();
+        for (position, sentence) in SENTENCE_END_RE.split(&block.text).enumerate() {
             let line = PREFERENCE_PREFIX_RE.replace(sentence.trim(), "");
-            if line.chars().count() < MIN_LINE_CHARS || !PREFERENCE_RE.is_match(&line) {
+            if line.chars().count() < MIN_LINE_CHARS
+                || line.ends_with('?')
+                || !PREFERENCE_RE.is_match(&line)
+            {
                 continue;
             }
             let key = dedup_key(&line, 60);
-            if !goal_keys.contains(&key) && seen.insert(key) {
-                preferences.push(clip_sentence(&line, PREFERENCE_CHARS));
+            if goal_keys.contains(&key) || seen.contains(&key) {
+                continue;
             }
+            let strength = usize::from(STRONG_PREFERENCE_RE.is_match(&line)) * 2
+                + usize::from(!LIST_ITEM_RE.is_match(&line) && !NUMBERED_RE.is_match(&line));
+            candidates.push((strength, position, line.into_owned()));
+        }
+        // A message full of "must"s is a spec: only what it says as a rule is a preference.
+        if candidates.len() > SPEC_SENTENCES {
+            candidates.retain(|(strength, _, _)| *strength >= 2);
+        }
+        candidates.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        candidates.truncate(MAX_PREFERENCES_PER_MESSAGE);
+        candidates.sort_by_key(|candidate| candidate.1);
+        for (_, _, line) in candidates {
+            seen.insert(dedup_key(&line, 60));
+            preferences.push(clip_sentence(&line, PREFERENCE_CHARS));
         }
     }
-    preferences
+    let skip = preferences.len().saturating_sub(MAX_PREFERENCES);
+    preferences.split_off(skip)
 }
+
+static STRONG_PREFERENCE_RE: LazyLock<Regex> = LazyLock::new(|| {
+    literal_regex(r"(?i)(?-u:\b)(?:always|never|prefer|don't|do not|avoid|rule|constraint)(?-u:\b)")
+});
+/// A spec's numbered line (`3. The cache must …`, after sentence splitting `3.` stands alone).
+static NUMBERED_RE: LazyLock<Regex> = LazyLock::new(|| literal_regex(r"^\d+[.)]?\s"));
 
 // --- outstanding context ----------------------------------------------------------------------
 
@@ -177,46 +207,118 @@ static STARTS_PROPER_RE: LazyLock<Regex> = LazyLock::new(|| literal_regex(r#"^["
 
 const OUTSTANDING_CHARS: usize = 150;
 
-/// Failed tool results and blocker sentences among the last blocks, one per block.
+static TODO_RE: LazyLock<Regex> = LazyLock::new(|| {
+    literal_regex(
+        r"(?i)(?-u:\b)(?:todo|fixme|still (?:need|have) to|remaining (?:for|work|items?)|not (?:done|written|implemented|finished) yet|follow[- ]up|(?:don't|do not) forget|left to do)(?-u:\b)",
+    )
+});
+
+/// What is still open at the cut: failed calls not run successfully since (the same tool and
+/// command or path), to-dos said or left in the code anywhere in the session, and blocker
+/// sentences among the last [`OUTSTANDING_WINDOW`] blocks; the most recent [`MAX_OUTSTANDING`].
 fn outstanding(blocks: &[NormBlock]) -> Vec<String> {
-    let start = blocks.len().saturating_sub(OUTSTANDING_WINDOW);
-    let mut seen = HashSet::new();
-    let mut items = Vec::new();
-    for block in &blocks[start..] {
-        let item = match block.kind {
-            BlockKind::ToolResult if block.is_error => Some(format!(
-                "[{}] {}",
-                block.tool.as_deref().unwrap_or("tool"),
-                clip_sentence(&block.head, OUTSTANDING_CHARS)
-            )),
-            BlockKind::User | BlockKind::Assistant => SENTENCE_END_RE
-                .split(&block.text)
-                .map(str::trim)
-                .find(|sentence| {
-                    sentence.chars().count() >= 15
-                        && BLOCKER_RE.is_match(sentence)
-                        && !LIST_ITEM_RE.is_match(sentence)
-                        && !sentence.starts_with('(')
-                        && STARTS_PROPER_RE.is_match(sentence)
-                })
-                .map(|sentence| {
-                    let prefix = if block.kind == BlockKind::User {
-                        "[user] "
-                    } else {
-                        ""
-                    };
-                    format!("{prefix}{}", clip_sentence(sentence, OUTSTANDING_CHARS))
-                }),
-            _ => None,
-        };
-        if let Some(item) = item
-            && seen.insert(item.clone())
-        {
-            items.push(item);
+    let window_start = blocks.len().saturating_sub(OUTSTANDING_WINDOW);
+    // (item, the failed call's key while it is open)
+    let mut items: Vec<(String, Option<String>)> = Vec::new();
+    let mut pending_calls: std::collections::VecDeque<String> = Default::default();
+    for (index, block) in blocks.iter().enumerate() {
+        match block.kind {
+            BlockKind::ToolCall => {
+                pending_calls.push_back(call_key(block));
+                for todo in argument_todos(block) {
+                    items.push((
+                        format!("TODO: {}", clip_sentence(todo, OUTSTANDING_CHARS)),
+                        None,
+                    ));
+                }
+            }
+            BlockKind::ToolResult => {
+                let key = pending_calls
+                    .pop_front()
+                    .unwrap_or_else(|| block.tool.clone().unwrap_or_default());
+                if block.is_error {
+                    let item = format!(
+                        "[{}] {}",
+                        block.tool.as_deref().unwrap_or("tool"),
+                        clip_sentence(&block.head, OUTSTANDING_CHARS)
+                    );
+                    items.push((item, Some(key)));
+                } else {
+                    // Run again and passing: what failed before is fixed.
+                    items.retain(|(_, open)| open.as_deref() != Some(key.as_str()));
+                }
+            }
+            BlockKind::User | BlockKind::Assistant => {
+                pending_calls.clear();
+                let prefix = if block.kind == BlockKind::User {
+                    "[user] "
+                } else {
+                    ""
+                };
+                let sentences = || SENTENCE_END_RE.split(&block.text).map(str::trim);
+                if let Some(todo) = sentences().find(|s| is_statement(s) && TODO_RE.is_match(s)) {
+                    items.push((
+                        format!("{prefix}{}", clip_sentence(todo, OUTSTANDING_CHARS)),
+                        None,
+                    ));
+                } else if index >= window_start
+                    && let Some(blocker) =
+                        sentences().find(|s| is_statement(s) && BLOCKER_RE.is_match(s))
+                {
+                    items.push((
+                        format!("{prefix}{}", clip_sentence(blocker, OUTSTANDING_CHARS)),
+                        None,
+                    ));
+                }
+            }
+            _ => {}
         }
     }
-    let skip = items.len().saturating_sub(MAX_OUTSTANDING);
-    items.split_off(skip)
+    let mut seen = HashSet::new();
+    let mut unique: Vec<String> = items
+        .into_iter()
+        .rev()
+        .filter(|(item, _)| seen.insert(item.clone()))
+        .take(MAX_OUTSTANDING)
+        .map(|(item, _)| item)
+        .collect();
+    unique.reverse();
+    unique
+}
+
+/// A sentence worth listing: long enough, not a list item or an aside, starting like a sentence.
+fn is_statement(sentence: &str) -> bool {
+    sentence.chars().count() >= 15
+        && !LIST_ITEM_RE.is_match(sentence)
+        && !sentence.starts_with('(')
+        && STARTS_PROPER_RE.is_match(sentence)
+}
+
+/// What identifies a call for "run again": its tool and command or path.
+fn call_key(block: &NormBlock) -> String {
+    let argument = block.arguments.as_ref().and_then(|arguments| {
+        arguments
+            .get("command")
+            .and_then(Value::as_str)
+            .or_else(|| path_argument(arguments))
+    });
+    format!(
+        "{}\u{0}{}",
+        block.tool.as_deref().unwrap_or(""),
+        argument.unwrap_or("")
+    )
+}
+
+/// The `TODO` lines normalize kept from a call's written text.
+fn argument_todos(block: &NormBlock) -> impl Iterator<Item = &str> {
+    block
+        .arguments
+        .as_ref()
+        .and_then(|arguments| arguments.get("todo"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
 }
 
 // --- files ------------------------------------------------------------------------------------
@@ -417,6 +519,16 @@ fn commit_in(
         return Some((Some(line[1].to_string()), Some(line[2].trim().to_string())));
     }
     let text = &block.text;
+    // Git's own report of a commit names neither "git" nor "commit".
+    if block.kind == BlockKind::ToolResult
+        && text.contains("] ")
+        && let Some(report) = GIT_REPORT_RE.captures(text)
+    {
+        return Some((
+            report.get(1).map(|m| m.as_str().to_string()),
+            report.get(2).map(|m| m.as_str().trim().to_string()),
+        ));
+    }
     // A cheap substring test before any regex: most blocks never mention git.
     if !matches!(
         block.kind,
@@ -449,8 +561,17 @@ fn commit_in(
 
 // --- shared -----------------------------------------------------------------------------------
 
+/// The first `chars` characters of `line` folded: lower case, one space between words, no
+/// closing punctuation (`Use tabs.` and `use  tabs` are one sentence).
 fn dedup_key(line: &str, chars: usize) -> String {
-    line.chars().take(chars).collect::<String>().to_lowercase()
+    let folded = line.split_whitespace().collect::<Vec<_>>().join(" ");
+    let folded =
+        folded.trim_end_matches(|c: char| c.is_ascii_punctuation() && c != ')' && c != '`');
+    folded
+        .chars()
+        .take(chars)
+        .collect::<String>()
+        .to_lowercase()
 }
 
 #[cfg(test)]
@@ -563,14 +684,108 @@ mod tests {
                 "[user] This crashes when I click save.",
             ]
         );
-        let old_error = [error("bash", "old")];
+        // An old complaint is over; an old failure is open until its call passes again.
+        let old = [
+            block(BlockKind::Assistant, "The upload is still broken for now."),
+            call("bash", json!({"command": "cargo build"})),
+            error("bash", "error[E0432]: unresolved import"),
+        ];
         let later: Vec<NormBlock> = (0..OUTSTANDING_WINDOW)
             .map(|_| block(BlockKind::Assistant, "ok"))
             .collect();
-        assert!(
-            build_sections(&[&old_error[..], &later].concat())
-                .outstanding
-                .is_empty()
+        assert_eq!(
+            build_sections(&[&old[..], &later].concat()).outstanding,
+            ["[bash] error[E0432]: unresolved import"]
+        );
+    }
+
+    /// Issue 31: a whole session's open items — a failure fixed since is not one, a failure of
+    /// another command still is, and to-dos said or left in the code count however early.
+    #[test]
+    fn outstanding_context_covers_the_session_and_drops_what_was_fixed() {
+        let test = json!({"command": "cargo test -p atlas"});
+        let build = json!({"command": "cargo build --release"});
+        let mut blocks = vec![
+            block(
+                BlockKind::User,
+                "Later we still need to add jitter to the upload retries.",
+            ),
+            call("bash", test.clone()),
+            error(
+                "bash",
+                "error[E0502]: cannot borrow `self.index` as mutable",
+            ),
+            call("bash", build.clone()),
+            error("bash", "error: linker `cc` not found"),
+            call(
+                "edit",
+                json!({"path": "src/a.rs", "todo": ["handle the empty tenant list"]}),
+            ),
+        ];
+        blocks.extend((0..40).map(|_| block(BlockKind::Assistant, "Working on it.")));
+        blocks.push(call("bash", test));
+        blocks.push(block(BlockKind::ToolResult, "test result: ok. 12 passed"));
+        assert_eq!(
+            build_sections(&blocks).outstanding,
+            [
+                "[user] Later we still need to add jitter to the upload retries.",
+                "[bash] error: linker `cc` not found",
+                "TODO: handle the empty tenant list",
+            ]
+        );
+    }
+
+    /// Issue 31: one pasted spec does not fill every slot, a sentence repeated with other
+    /// punctuation or case counts once, and past the cap the most recent are kept.
+    #[test]
+    fn preferences_are_deduplicated_and_a_spec_is_one_voice() {
+        let spec: String = (1..=12)
+            .map(|i| format!("{i}. The cache must accept key{i} within one second.\n"))
+            .collect();
+        let blocks = [
+            block(BlockKind::User, "Always use rustls, never openssl."),
+            block(
+                BlockKind::User,
+                &format!("{spec} And I prefer tabs over spaces in this repo."),
+            ),
+            block(BlockKind::User, "always use rustls, never openssl"),
+        ];
+        assert_eq!(
+            build_sections(&blocks).preferences,
+            [
+                "Always use rustls, never openssl.",
+                "And I prefer tabs over spaces in this repo."
+            ]
+        );
+        let many: Vec<NormBlock> = (0..20)
+            .map(|i| block(BlockKind::User, &format!("Never touch module number {i}.")))
+            .collect();
+        let preferences = build_sections(&many).preferences;
+        assert_eq!(preferences.len(), MAX_PREFERENCES);
+        assert_eq!(
+            preferences.last().map(String::as_str),
+            Some("Never touch module number 19.")
+        );
+    }
+
+    /// Issue 31: git's own report of a commit — `[main 3f9a2c1] message` — is a commit, with
+    /// nothing else in the session naming it.
+    #[test]
+    fn commits_come_from_git_s_own_output() {
+        let blocks = [
+            call("bash", json!({"command": "git commit -qam wip"})),
+            block(
+                BlockKind::ToolResult,
+                "[main 3f9a2c1] add station index migration 2 files changed, 40 insertions(+)",
+            ),
+            block(
+                BlockKind::ToolResult,
+                "[feature/x (root-commit) 0badc0de] first",
+            ),
+        ];
+        assert_eq!(
+            build_sections(&blocks).commits,
+            ["3f9a2c1 — add station index migration", "0badc0de — first"]
         );
     }
 
@@ -605,12 +820,17 @@ mod tests {
             ]
         );
         let many = FileActivity {
-            read: (0..12).map(|i| format!("f{i}")).collect(),
+            read: (0..MAX_FILES_PER_CATEGORY + 2)
+                .map(|i| format!("f{i}"))
+                .collect(),
             ..FileActivity::default()
         };
+        let shown: Vec<String> = (2..MAX_FILES_PER_CATEGORY + 2)
+            .map(|i| format!("f{i}"))
+            .collect();
         assert_eq!(
             many.lines(),
-            ["Read: f2, f3, f4, f5, f6, f7, f8, f9, f10, f11 (+2 more)"]
+            [format!("Read: {} (+2 more)", shown.join(", "))]
         );
     }
 

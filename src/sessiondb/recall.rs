@@ -2,8 +2,9 @@
 //! handed to FTS5 as syntax: it is cut into words, operators and punctuation are dropped, and
 //! every whitespace-separated token becomes one quoted phrase (`src/main.rs` → `"src main rs"`,
 //! which keeps its words adjacent), so no input can produce an FTS5 or SQL error. All phrases
-//! must match (bm25-ranked); when that finds nothing and there were several, any may match.
-//! Results are chunks, with a snippet of at most [`SNIPPET_MAX_CHARS`] around the match.
+//! must match (bm25-ranked); when that finds fewer than asked for and there were several, the
+//! chunks matching any of them follow (bm25-ranked). Results are chunks, with a snippet of at
+//! most [`SNIPPET_MAX_CHARS`] where the query's words are densest.
 //! Stop words are dropped from queries that have other words. Two bounds keep a query fast
 //! whatever it matches (under 20 ms over 100,000 chunks): only the newest [`RANK_WINDOW`]
 //! matches are ranked, and the total is counted up to [`TOTAL_CAP`].
@@ -28,7 +29,7 @@ use super::{
 };
 
 /// The longest snippet returned, in characters, ellipses included.
-pub(crate) const SNIPPET_MAX_CHARS: usize = 300;
+pub(crate) const SNIPPET_MAX_CHARS: usize = 500;
 /// The most hits one query returns, whatever limit is asked for.
 pub const MAX_LIMIT: usize = 50;
 /// Phrases kept from one query; more only slows the search without sharpening it.
@@ -47,8 +48,6 @@ const STOPWORDS: &[&str] = &[
 ];
 /// Matches ranked per query at most (the newest ones); see `search`.
 pub(crate) const RANK_WINDOW: i64 = 2_000;
-/// Tokens FTS5's snippet() shows around the match (its own cap is 64).
-const SNIPPET_TOKENS: i64 = 48;
 /// Chunks a regex query looks at per database, the newest (about 40 MB of text at most).
 pub(crate) const REGEX_SCAN_CHUNKS: i64 = 20_000;
 /// The most memory a compiled regex may take: a pattern past it is refused, not run.
@@ -130,58 +129,78 @@ pub fn recall_all_projects(db_dir: &Path, query: &RecallQuery) -> Result<RecallR
         })
         .collect();
     let page = Page::of(query);
-    let fetch = Page {
-        limit: page.offset + page.limit,
-        offset: 0,
-    };
+    let fetch = page.through();
     if query.mode == RecallMode::Regex {
         let regex = compiled(db_dir, &query.text)?;
-        let mut merged = RecallResult::default();
-        for db in &dbs {
-            match regex_search(db, &regex, None, fetch, query.expand) {
-                Ok(found) => {
-                    merged.total += found.total;
-                    merged.hits.extend(found.hits);
-                }
-                Err(err) => tracing::warn!("recall: skipping {}: {err}", db.path().display()),
-            }
-        }
+        let mut merged = merge_over(&dbs, |db| {
+            regex_search(db, &regex, None, fetch, query.expand)
+        });
         merged.hits.sort_by_key(|hit| std::cmp::Reverse(hit.at_ms));
-        merged.hits = merged
-            .hits
-            .into_iter()
-            .skip(page.offset)
-            .take(page.limit)
-            .collect();
-        return Ok(merged);
+        return Ok(page.of_merged(merged));
     }
-    for mode in modes(&phrases) {
-        let mut merged = RecallResult::default();
-        for db in &dbs {
-            match search(db, &mode, None, fetch, query.expand) {
-                Ok(found) => {
-                    merged.total += found.total;
-                    merged.hits.extend(found.hits);
-                }
-                Err(err) => tracing::warn!("recall: skipping {}: {err}", db.path().display()),
+    let terms = query_terms(&phrases);
+    let merged = words_search(&phrases, fetch, |expression, fetch| {
+        let mut merged = merge_over(&dbs, |db| {
+            search(db, expression, None, fetch, query.expand, &terms)
+        });
+        merged.hits.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then_with(|| b.at_ms.cmp(&a.at_ms))
+        });
+        Ok(merged)
+    })?;
+    Ok(page.of_merged(merged))
+}
+
+/// One search over every database, the hits and totals put together (unsorted); a database
+/// that fails is skipped with a warning.
+fn merge_over(
+    dbs: &[SessionDb],
+    mut search: impl FnMut(&SessionDb) -> Result<RecallResult, DbError>,
+) -> RecallResult {
+    let mut merged = RecallResult::default();
+    for db in dbs {
+        match search(db) {
+            Ok(found) => {
+                merged.total += found.total;
+                merged.hits.extend(found.hits);
+            }
+            Err(err) => tracing::warn!("recall: skipping {}: {err}", db.path().display()),
+        }
+    }
+    merged
+}
+
+/// A word query: the chunks matching every phrase, best first, then — when they are fewer than
+/// `fetch` asks for — those matching any of them, best first, so the chunk that answers is
+/// reached even when the question's words all occur in some other text (a failing test's
+/// output) and not together in the answer. `run` does one MATCH expression.
+fn words_search(
+    phrases: &[String],
+    fetch: Page,
+    mut run: impl FnMut(&str, Page) -> Result<RecallResult, DbError>,
+) -> Result<RecallResult, DbError> {
+    let mut result = RecallResult::default();
+    for expression in modes(phrases) {
+        let found = run(&expression, fetch)?;
+        result.total = result.total.max(found.total);
+        for hit in found.hits {
+            let duplicate = result.hits.iter().any(|known| {
+                known.session_id == hit.session_id
+                    && known.entry_id == hit.entry_id
+                    && known.kind == hit.kind
+                    && known.snippet == hit.snippet
+            });
+            if !duplicate {
+                result.hits.push(hit);
             }
         }
-        if merged.total > 0 {
-            merged.hits.sort_by(|a, b| {
-                b.score
-                    .total_cmp(&a.score)
-                    .then_with(|| b.at_ms.cmp(&a.at_ms))
-            });
-            merged.hits = merged
-                .hits
-                .into_iter()
-                .skip(page.offset)
-                .take(page.limit)
-                .collect();
-            return Ok(merged);
+        if result.hits.len() >= fetch.limit {
+            break;
         }
     }
-    Ok(RecallResult::default())
+    Ok(result)
 }
 
 /// [`SessionDb::recall`]: Session or (for `Project` and `AllProjects`) the whole file.
@@ -195,13 +214,12 @@ pub(crate) fn recall_in(db: &SessionDb, query: &RecallQuery) -> Result<RecallRes
         return regex_search(db, &regex, session, Page::of(query), query.expand);
     }
     let phrases = sanitize_query(&query.text);
-    for mode in modes(&phrases) {
-        let found = search(db, &mode, session, Page::of(query), query.expand)?;
-        if found.total > 0 {
-            return Ok(found);
-        }
-    }
-    Ok(RecallResult::default())
+    let terms = query_terms(&phrases);
+    let page = Page::of(query);
+    let found = words_search(&phrases, page.through(), |expression, fetch| {
+        search(db, expression, session, fetch, query.expand, &terms)
+    })?;
+    Ok(page.of_merged(found))
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -217,6 +235,39 @@ impl Page {
             offset: query.offset,
         }
     }
+
+    /// Everything up to the end of this page, from the first hit.
+    fn through(self) -> Page {
+        Page {
+            limit: self.offset + self.limit,
+            offset: 0,
+        }
+    }
+
+    /// This page of `result`'s hits (fetched [`Page::through`] it).
+    fn of_merged(self, mut result: RecallResult) -> RecallResult {
+        result.hits = result
+            .hits
+            .into_iter()
+            .skip(self.offset)
+            .take(self.limit)
+            .collect();
+        result
+    }
+}
+
+/// The lower-case words of a query's phrases, for placing snippets.
+fn query_terms(phrases: &[String]) -> Vec<String> {
+    let mut terms: Vec<String> = Vec::new();
+    for word in phrases
+        .iter()
+        .flat_map(|phrase| phrase.trim_matches('"').split(' '))
+    {
+        if !word.is_empty() && !terms.iter().any(|known| known == word) {
+            terms.push(word.to_owned());
+        }
+    }
+    terms
 }
 
 /// The MATCH expressions to try in order: all phrases, then (with several) any of them.
@@ -239,6 +290,7 @@ fn search(
     session: Option<&str>,
     page: Page,
     expand: bool,
+    terms: &[String],
 ) -> Result<RecallResult, DbError> {
     // The query's words look only at the text column, never at the session tokens.
     let expression = match session {
@@ -254,7 +306,7 @@ fn search(
         if total == 0 {
             return Ok((0, Vec::new()));
         }
-        let hits = ranked_page(conn, &expression, oldest_ranked, page, expand)?;
+        let hits = ranked_page(conn, &expression, oldest_ranked, page, expand, terms)?;
         Ok((usize::try_from(total).unwrap_or(0), hits))
     })()
     .map_err(|e| db.sqlite(e))?;
@@ -303,12 +355,11 @@ fn ranked_page(
     oldest_ranked: i64,
     page: Page,
     expand: bool,
+    terms: &[String],
 ) -> rusqlite::Result<Vec<(RecallHit, String)>> {
     let mut stmt = conn.prepare_cached(
         "SELECT d.session_id, d.entry_id, d.kind, d.tool, d.at_ms,
-             COALESCE(s.project_dir, ''),
-             CASE WHEN ?8 THEN c.text ELSE snippet(content_fts, 0, ?6, ?7, '…', ?5) END,
-             content_fts.rank
+             COALESCE(s.project_dir, ''), c.text, content_fts.rank
          FROM content_fts
          CROSS JOIN content_chunks c ON c.id = content_fts.rowid
          CROSS JOIN content_docs d ON d.id = c.doc_id
@@ -323,10 +374,6 @@ fn ranked_page(
             oldest_ranked,
             super::to_i64(page.limit),
             super::to_i64(page.offset),
-            SNIPPET_TOKENS,
-            MATCH_START.to_string(),
-            MATCH_END.to_string(),
-            expand
         ],
         |row| {
             let rank: f64 = row.get(7)?;
@@ -339,7 +386,7 @@ fn ranked_page(
                 snippet: if expand {
                     text.trim().to_owned()
                 } else {
-                    bound_snippet(&text)
+                    answer_snippet(&text, terms)
                 },
                 score: -rank,
                 at_ms: row.get(4)?,
@@ -427,6 +474,85 @@ fn regex_search(
     Ok(RecallResult { hits, total })
 }
 
+/// The [`SNIPPET_MAX_CHARS`] of a chunk that hold the most of the query's `terms`, whitespace
+/// collapsed, with ellipses where it was cut: the window starts a little before the first term
+/// of the densest run, so the sentence that answers (usually right after the words it was asked
+/// with) is shown, not only the words. A term matches a word it begins (`fix` → `fixed`), as the
+/// porter-stemmed index does.
+fn answer_snippet(text: &str, terms: &[String]) -> String {
+    let collapsed: Vec<char> = text
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .chars()
+        .collect();
+    if collapsed.len() <= SNIPPET_MAX_CHARS {
+        return collapsed.into_iter().collect();
+    }
+    let lower: String = collapsed
+        .iter()
+        .map(|c| c.to_lowercase().next().unwrap_or(*c))
+        .collect();
+    let lower: Vec<char> = lower.chars().collect();
+    let lower = if lower.len() == collapsed.len() {
+        lower
+    } else {
+        collapsed.clone() // a case mapping changed the length: match as written
+    };
+    let found = term_positions(&lower, terms);
+    let reach = SNIPPET_MAX_CHARS * 2 / 3;
+    // Most distinct terms within reach, then the tightest run, then the earliest.
+    let best = found
+        .iter()
+        .map(|&(at, _)| {
+            let mut distinct: Vec<usize> = Vec::new();
+            let mut span = 0;
+            for &(other, term) in found
+                .iter()
+                .filter(|(other, _)| (at..at + reach).contains(other))
+            {
+                if !distinct.contains(&term) {
+                    distinct.push(term);
+                    span = other - at;
+                }
+            }
+            (
+                distinct.len(),
+                std::cmp::Reverse(span),
+                std::cmp::Reverse(at),
+            )
+        })
+        .max()
+        .map(|(_, _, std::cmp::Reverse(at))| at);
+    let marked = match best {
+        Some(at) => {
+            let mut marked: String = collapsed[..at].iter().collect();
+            marked.push(MATCH_START);
+            marked.extend(&collapsed[at..]);
+            marked
+        }
+        None => collapsed.iter().collect(),
+    };
+    bound_snippet_at(&marked, 5)
+}
+
+/// Where each term starts a word in `text` (char offsets), with the term's index.
+fn term_positions(text: &[char], terms: &[String]) -> Vec<(usize, usize)> {
+    let terms: Vec<Vec<char>> = terms.iter().map(|term| term.chars().collect()).collect();
+    let mut found = Vec::new();
+    for at in 0..text.len() {
+        if at > 0 && text[at - 1].is_alphanumeric() {
+            continue;
+        }
+        for (index, term) in terms.iter().enumerate() {
+            if !term.is_empty() && text[at..].starts_with(term) {
+                found.push((at, index));
+            }
+        }
+    }
+    found
+}
+
 /// Marks the match in snippet() output (private-use characters, removed again here) so the
 /// bounded snippet can be centred on it.
 const MATCH_START: char = '\u{E000}';
@@ -435,6 +561,11 @@ const MATCH_END: char = '\u{E001}';
 /// Whitespace collapsed to single spaces, then, if longer than [`SNIPPET_MAX_CHARS`], a window
 /// that starts a third of the budget before the first match, with ellipses where it was cut.
 fn bound_snippet(raw: &str) -> String {
+    bound_snippet_at(raw, 3)
+}
+
+/// [`bound_snippet`] with the window starting `1/lead` of the budget before the match.
+fn bound_snippet_at(raw: &str, lead: usize) -> String {
     let collapsed = raw.split_whitespace().collect::<Vec<_>>().join(" ");
     let match_at = collapsed
         .chars()
@@ -449,7 +580,7 @@ fn bound_snippet(raw: &str) -> String {
     }
     let budget = SNIPPET_MAX_CHARS - 2;
     let start = match_at
-        .map_or(0, |at| at.saturating_sub(budget / 3))
+        .map_or(0, |at| at.saturating_sub(budget / lead))
         .min(visible.len() - budget);
     let end = start + budget;
     let mut out = String::with_capacity(SNIPPET_MAX_CHARS * 2);
@@ -496,6 +627,7 @@ mod tests {
         // The match sits a third into the window, not at its edge.
         let centred = bound_snippet(&marked(&long, "hit", &long));
         let at = centred.find("hit").unwrap_or_default();
-        assert!((80..120).contains(&at), "{at}");
+        let third = SNIPPET_MAX_CHARS / 3;
+        assert!((third - 20..third + 20).contains(&at), "{at}");
     }
 }

@@ -640,6 +640,58 @@ fn sanitized_queries_are_quoted_phrases() {
     assert_eq!(sanitize_query(&many).len(), 16);
 }
 
+/// Issue 31: every word of "tiles E0502 error fix" occurs in a failing test's output, so the
+/// all-words search finds only that; the assistant's explanation, which says the fix, follows it
+/// from the any-word search instead of never being reached.
+#[test]
+fn any_word_hits_follow_when_all_words_find_fewer_than_asked() {
+    let db = mem();
+    let output = "error[E0502]: cannot borrow in tiles; no fix applied";
+    db.index_content("s", &doc("t1", DocKind::ToolResult, output))
+        .unwrap();
+    let explanation = "The E0502 came from holding the borrow; fixed by cloning the key first.";
+    db.index_content("s", &doc("a1", DocKind::Assistant, explanation))
+        .unwrap();
+    db.index_content("s", &doc("u1", DocKind::User, "the renderer flickers"))
+        .unwrap();
+    let found = db
+        .recall(&query("tiles E0502 error fix", RecallScope::Project))
+        .unwrap();
+    assert_eq!(entry_ids(&found), ["t1", "a1"]);
+    assert_eq!(found.total, 2);
+    // Paging goes on through the any-word hits.
+    let second = db
+        .recall(&RecallQuery {
+            limit: 1,
+            offset: 1,
+            ..query("tiles E0502 error fix", RecallScope::Project)
+        })
+        .unwrap();
+    assert_eq!(entry_ids(&second), ["a1"]);
+}
+
+/// Issue 31: the snippet is where the query's words are densest and reaches past them to the
+/// answer, not a window around the first word that happens to match.
+#[test]
+fn snippets_reach_the_answer_after_the_words_asked_with() {
+    let db = mem();
+    let filler = "The tiles module was reviewed and nothing changed in it today. ".repeat(12);
+    let text = format!(
+        "{filler}We decided the tile cache uses quokkadb because it keeps working offline. {filler}"
+    );
+    db.index_content("s", &doc("a1", DocKind::Assistant, &text))
+        .unwrap();
+    let found = db
+        .recall(&query("decided tile cache", RecallScope::Project))
+        .unwrap();
+    let snippet = &found.hits[0].snippet;
+    assert!(snippet.chars().count() <= SNIPPET_MAX_CHARS, "{snippet}");
+    assert!(
+        snippet.contains("uses quokkadb because it keeps working offline"),
+        "{snippet}"
+    );
+}
+
 #[test]
 fn snippets_are_bounded_and_around_the_match() {
     let db = mem();

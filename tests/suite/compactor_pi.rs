@@ -27,8 +27,11 @@ use support::demo::{OfflineModel, START, outer_40_rows};
 use support::pi::PiLine;
 use support::sandbox::Sandbox;
 use support::term::Session;
+use support::wait::eventually;
 use support::workbench::{KITTY_CTRL_D, exit_pi, footer_row, slash};
-use unipi_tui::sessiondb::{SessionDb, default_db_dir, project_db_path};
+use unipi_tui::sessiondb::{
+    RecallMode, RecallQuery, RecallScope, SessionDb, default_db_dir, project_db_path,
+};
 
 const REPLY: Duration = Duration::from_secs(60);
 
@@ -195,6 +198,75 @@ fn compact_answers_without_the_model_and_recall_finds_what_was_compacted() {
     wb.session
         .wait_for("the overlay closed", REPLY, |s| {
             !s.contents().contains("Last compaction")
+        })
+        .unwrap();
+    wb.exit();
+}
+
+/// Issue 31: recall never finds its own answers. After a compaction the scripted model calls
+/// `session_recall` with the same query in two turns; the first turn — its call, its answer and
+/// the reply — is ingested into the project database before the second (the reply is searchable
+/// there), and the second answer is the first, word for word, and holds the compacted fact.
+#[test]
+fn recall_after_a_compaction_answers_the_same_query_the_same_way_twice() {
+    let mut wb = start(|_| {});
+    wb.wait_ready();
+    wb.ask(
+        "Remember the codename BLUE-HERON-42 for later.",
+        "NOTED-ONE",
+    );
+    wb.ask("Now the second step, please.", "STEP-TWO-DONE");
+    wb.ask("And the third step.", "STEP-THREE-DONE");
+    wb.slash("/compact");
+    wb.session.wait_for_text("Compacted from", REPLY).unwrap();
+    wb.session
+        .wait_for("the footer's compaction segment", REPLY, |s| {
+            s.contents().contains("🗜 1")
+        })
+        .unwrap();
+
+    let answers = |wb: &Workbench| -> Vec<String> {
+        wb.model
+            .server
+            .requests()
+            .iter()
+            .filter_map(|request| request["messages"].as_array()?.last().cloned())
+            .map(|message| unipi_tui::scripted::message_text(&message))
+            .filter(|text| text.contains("results for \"heron\""))
+            .collect()
+    };
+    let searchable = |wb: &Workbench, words: &str| {
+        let query = RecallQuery {
+            text: words.into(),
+            scope: RecallScope::Project,
+            limit: 5,
+            offset: 0,
+            mode: RecallMode::Words,
+            expand: false,
+        };
+        wb.database().recall(&query).unwrap().total > 0
+    };
+    wb.ask("Look the name up.", "LOOKUP-DONE");
+    assert_eq!(answers(&wb).len(), 1);
+    eventually("the first lookup's turn in the database", REPLY, || {
+        searchable(&wb, "LOOKUP-DONE")
+    });
+    wb.session.type_text("Look the name up once more.");
+    wb.session.send(b"\r");
+    let answers = eventually("the second lookup's answer", REPLY, || {
+        let answers = answers(&wb);
+        (answers.len() == 2).then_some(answers)
+    });
+    assert!(answers[0].contains("BLUE-HERON-42"), "{}", answers[0]);
+    assert_eq!(answers[1], answers[0]);
+    // Neither the answers nor the query became searchable.
+    assert!(
+        !searchable(&wb, "showing results"),
+        "a recall answer was indexed"
+    );
+    wb.session
+        .wait_for("the second reply", REPLY, |s| {
+            s.contents().matches("LOOKUP-DONE").count() >= 2
         })
         .unwrap();
     wb.exit();
