@@ -20,6 +20,7 @@ mod helpers_pi;
 mod install;
 mod mcp_pi;
 mod mcp_servers;
+mod milestone_pi;
 mod notify_native;
 mod notify_setup;
 mod passthrough;
