@@ -258,3 +258,43 @@ fn the_baseline_sees_what_the_session_finished_in_plans_specs_and_quick_work() {
     assert!(text.contains("## Phase 1: Foundation\n> The ground work\n\n- [x] Set up the repository\n- [ ] Write the parser"), "{text}");
     assert_eq!(Progress::of(&doc(&text)).done, 4);
 }
+
+#[tokio::test]
+async fn the_main_pi_gets_the_progress_before_each_run_and_helpers_do_not() {
+    use crate::bridge::{AgentId, HookCall, Module};
+    let dir = workspace_with(&[(MILESTONES_FILE, MILESTONES)]);
+    let module = hook::MilestoneModule {
+        workspace: dir.path().to_path_buf(),
+    };
+    let call = |agent: AgentId, name: &str| HookCall {
+        agent,
+        name: name.to_owned(),
+        data: serde_json::json!({"message_type": "user"}),
+    };
+    let answer = module
+        .hook(call(AgentId::main(), hook::BEFORE_AGENT_START))
+        .unwrap()
+        .await;
+    let expected = Progress::of(&doc(MILESTONES)).prompt_section().unwrap();
+    assert_eq!(
+        answer,
+        serde_json::json!({ "append_system_prompt": expected })
+    );
+    assert!(
+        module
+            .hook(call(AgentId::new("helper-1"), hook::BEFORE_AGENT_START))
+            .is_none()
+    );
+    assert!(
+        module
+            .hook(call(AgentId::main(), "session_before_compact"))
+            .is_none()
+    );
+    // The file read at each run: no milestones, no answer.
+    std::fs::remove_file(milestones_path(dir.path())).unwrap();
+    let none = module
+        .hook(call(AgentId::main(), hook::BEFORE_AGENT_START))
+        .unwrap()
+        .await;
+    assert_eq!(none, serde_json::Value::Null);
+}
