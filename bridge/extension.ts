@@ -49,6 +49,9 @@ const TOOL_TIMEOUT_MARGIN_MS = 5000;
 const INPUT_TEXT_LIMIT = 64 * 1024;
 /** The widget that lends the bridge Pi's TUI (to ask for a frame); removed as soon as it is made. */
 const RENDER_WIDGET_KEY = "unipi-tui-render";
+/** The command a hand-off to a new session runs through: Pi hands `ctx.newSession` to commands
+ * only (not to tools or event handlers). */
+const NEW_SESSION_COMMAND = "unipi-tui-new-session";
 /** Events some Pi lines emit and others do not, probed at run time. */
 const OPTIONAL_EVENTS = ["agent_settled", "agent_before_settle", "session_compact_failed"];
 
@@ -212,6 +215,11 @@ class Bridge {
 	private toolPolicy?: ToolPolicy;
 	/** Unipi's shared task registry, on `globalThis` while a session runs. */
 	private readonly sharedTasks = new SharedTaskRegistry();
+	/** The first message of the new session the host asked for (`new_session`), until the
+	 * command that starts it runs. */
+	private pendingNewSession?: string;
+	/** What was in Pi's editor when the new-session command was put there (Pi 0.7x). */
+	private pendingDraft?: string;
 
 	private readonly pi: any;
 	private readonly socketPath: string;
@@ -268,6 +276,18 @@ class Bridge {
 			// Unipi cleared it at shutdown, so readers see a clean slate (counts are per session).
 			const store = globalThis as Record<symbol, unknown>;
 			if (store[SHARED_TASK_REGISTRY] === this.sharedTasks) delete store[SHARED_TASK_REGISTRY];
+		});
+		// What the host adds to this run's system prompt (the milestones' progress).
+		on("before_agent_start", async (event) => {
+			const answer = await this.hook("before_agent_start", { message_type: event.messageType ?? "user" });
+			const append = answer && typeof answer === "object" ? (answer as Msg).append_system_prompt : undefined;
+			if (typeof append !== "string" || !append) return undefined;
+			const base = typeof event.systemPrompt === "string" ? event.systemPrompt : "";
+			return { systemPrompt: base ? `${base}\n\n${append}` : append };
+		});
+		pi.registerCommand(NEW_SESSION_COMMAND, {
+			description: "unipi-tui: start the new session the workbench has a first message for",
+			handler: async (_args: string, ctx: any) => this.startNewSession(ctx),
 		});
 		on("session_info_changed", (event) => this.emit("session_info_changed", { name: event.name ?? null }));
 		on("agent_start", () => this.emit("agent_start"));
@@ -425,6 +445,60 @@ class Bridge {
 		});
 		on("ui_prompt_start", (event) => this.emit("ui_prompt_start", { kind: event.kind ?? null, title: event.title ?? null }));
 		on("ui_prompt_end", () => this.emit("ui_prompt_end"));
+	}
+
+	/** `new_session`: keeps the first message and runs the command that starts the session —
+	 * dispatched by `sendUserMessage` where Pi does that (1.x), else submitted from Pi's editor
+	 * as if typed (0.7x: Pi's TUI takes the Enter). */
+	private requestNewSession(firstMessage: string): boolean {
+		this.pendingNewSession = firstMessage;
+		this.pendingDraft = undefined;
+		const command = `/${NEW_SESSION_COMMAND}`;
+		if (this.caps.command_dispatch) {
+			this.pi.sendUserMessage(command, { expandPromptTemplates: true });
+			return true;
+		}
+		const ui = needCtx(this.ctx).ui;
+		if (typeof ui?.setEditorText !== "function") {
+			this.pendingNewSession = undefined;
+			throw new BridgeFailure("unsupported", "this Pi cannot start a new session for an extension");
+		}
+		// What the user had typed comes back in the new session's editor.
+		const draft = attempt(() => ui.getEditorText?.());
+		this.pendingDraft = typeof draft === "string" && draft.trim() ? draft : undefined;
+		ui.setEditorText(command);
+		this.requestRender(ui);
+		if (typeof this.piTui?.handleInput !== "function") {
+			this.pendingNewSession = undefined;
+			throw new BridgeFailure("unsupported", "this Pi's editor cannot be submitted for an extension");
+		}
+		this.piTui.handleInput("\r");
+		return true;
+	}
+
+	/** The new-session command: Pi's own new session, whose first message is the one kept. */
+	private async startNewSession(ctx: any) {
+		const firstMessage = this.pendingNewSession;
+		const draft = this.pendingDraft;
+		this.pendingNewSession = undefined;
+		this.pendingDraft = undefined;
+		if (firstMessage === undefined) {
+			if (ctx?.hasUI) attempt(() => ctx.ui.notify("No task is waiting for a new session", "warning"));
+			return;
+		}
+		try {
+			const parentSession = attempt(() => ctx.sessionManager?.getSessionFile?.()) ?? undefined;
+			const result = await ctx.newSession({
+				parentSession,
+				withSession: async (next: any) => {
+					if (draft !== undefined) attempt(() => next.ui?.setEditorText?.(draft));
+					await next.sendUserMessage(firstMessage);
+				},
+			});
+			if (result?.cancelled && ctx?.hasUI) attempt(() => ctx.ui.notify("The new session was cancelled", "warning"));
+		} catch (err) {
+			this.report(ctx, `unipi-tui: could not start a new session: ${err instanceof Error ? err.message : String(err)}`);
+		}
 	}
 
 	// --- connection --------------------------------------------------------------------------
@@ -882,6 +956,8 @@ class Bridge {
 			case "set_tool_policy":
 				this.toolPolicy = Array.isArray(p.allowed) ? toolPolicy(p) : undefined;
 				return true;
+			case "new_session":
+				return this.requestNewSession(String(p.first_message ?? ""));
 			case "set_editor_text": {
 				const ui = needCtx(ctx).ui;
 				if (typeof ui?.setEditorText !== "function") throw new BridgeFailure("unsupported", "this Pi cannot set its editor text");
@@ -993,6 +1069,8 @@ function probeCapabilities(pi: any, ctx: any, piModule: any): Msg {
 		methods: functions(pi),
 		ui: functions(ctx?.ui),
 		tool_exposure: Array.isArray(tools) && tools.some((tool: Msg) => tool && "exposure" in tool),
+		// `pi.sendUserMessage` runs a command when asked to (`expandPromptTemplates`).
+		command_dispatch: /expandPromptTemplates:\s*options\?\.expandPromptTemplates/.test(source),
 		mode: typeof ctx?.mode === "string" ? ctx.mode : null,
 		has_ui: typeof ctx?.hasUI === "boolean" ? ctx.hasUI : null,
 	};

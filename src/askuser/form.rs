@@ -52,7 +52,8 @@ pub enum Step {
 }
 
 /// The launcher's choices, in order.
-pub(crate) const LAUNCH_CHOICES: [&str; 3] = ["Compact and run", "Run directly", "Cancel"];
+pub(crate) const LAUNCH_CHOICES: [&str; 4] =
+    ["New session", "Compact and run here", "Run here", "Cancel"];
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Editing {
@@ -408,9 +409,13 @@ impl Form {
         Step::Done(match choice {
             0 => Answer::NewSession {
                 prefill,
-                launch: Launch::Compact,
+                launch: Launch::NewSession,
             },
             1 => Answer::NewSession {
+                prefill,
+                launch: Launch::Compact,
+            },
+            2 => Answer::NewSession {
                 prefill,
                 launch: Launch::Direct,
             },
@@ -612,12 +617,16 @@ mod tests {
             "options": [{"label": "Docs", "action": "new_session", "prefill": "write the docs"}],
         }));
         let cases = [
-            (vec![Input::Submit, Input::Submit], Launch::Compact),
+            (vec![Input::Submit, Input::Submit], Launch::NewSession),
             (
                 vec![Input::Submit, Input::Down, Input::Submit],
+                Launch::Compact,
+            ),
+            (
+                vec![Input::Submit, Input::Down, Input::Down, Input::Submit],
                 Launch::Direct,
             ),
-            (vec![Input::Pick(1), Input::Pick(2)], Launch::Direct),
+            (vec![Input::Pick(1), Input::Pick(3)], Launch::Direct),
         ];
         for (inputs, launch) in cases {
             let mut form = Form::new(q.clone());
@@ -633,7 +642,7 @@ mod tests {
         }
         for inputs in [
             vec![Input::Submit, Input::Cancel],
-            vec![Input::Submit, Input::Pick(3)],
+            vec![Input::Submit, Input::Pick(4)],
         ] {
             let mut form = Form::new(q.clone());
             assert!(form.clone().handle(Input::Submit) == Step::Stay);

@@ -3,8 +3,10 @@
 //! for: the user's answers, its timeout, or Pi aborting it — whichever comes first settles it in
 //! the queue. The answer's settling is announced too ([`AskUserAnswered`]), so a waiting
 //! notification can stand down. A `new_session` answer is carried out after the call returns: once
-//! the agent's turn has ended, the session is compacted if the user chose so, then the prefill is
-//! sent as the user's next message — what the original promised and never did.
+//! the agent's turn has ended, Pi starts a new session of its own whose first message is the
+//! prefill (the seed's hand-off), or — if the user chose to run it here — the session is
+//! compacted if the user chose so, then the prefill is sent as the user's next message; the
+//! original promised these and did neither.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -185,9 +187,10 @@ async fn wait(
     }
 }
 
-/// After a `new_session` answer: once `agent`'s turn has ended, compact (if chosen), then send
-/// the prefill as the user's next message. A compaction that fails or is refused still sends
-/// the prompt (the user asked for the task; a warning from Pi says why it was not compacted).
+/// After a `new_session` answer: once `agent`'s turn has ended, start Pi's new session with the
+/// prefill as its first message; or compact (if chosen), then send the prefill as the user's
+/// next message. A compaction that fails or is refused still sends the prompt (the user asked
+/// for the task; a warning from Pi says why it was not compacted).
 async fn carry_out_launch(
     link: BridgeLink,
     mut events: broadcast::Receiver<BusEvent>,
@@ -201,6 +204,15 @@ async fn carry_out_launch(
     .await;
     if !settled {
         tracing::warn!("ask_user: {agent} did not end its turn; the new task was not sent");
+        return;
+    }
+    if launch == Launch::NewSession {
+        let call = HostCall::NewSession {
+            first_message: prefill,
+        };
+        if let Err(err) = link.host.call(&agent, call).await {
+            tracing::warn!("ask_user: could not start a new session of {agent}: {err}");
+        }
         return;
     }
     if launch == Launch::Compact {

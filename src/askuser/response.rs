@@ -12,17 +12,29 @@ use crate::bridge::{Card, CardTint, ToolOutput};
 /// How a `new_session` option goes ahead.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Launch {
-    /// Compact the session first, then send the prefill.
+    /// Pi's own new session (the seed's hand-off), with the prefill as its first message.
+    NewSession,
+    /// Compact the session first, then send the prefill here.
     Compact,
-    /// Send the prefill as it is.
+    /// Send the prefill here as it is.
     Direct,
 }
 
 impl Launch {
     fn word(self) -> &'static str {
         match self {
+            Launch::NewSession => "new session",
             Launch::Compact => "compacted",
             Launch::Direct => "running",
+        }
+    }
+
+    /// `launchedWith` in the structured response.
+    fn wire(self) -> &'static str {
+        match self {
+            Launch::NewSession => "new_session",
+            Launch::Compact => "compact",
+            Launch::Direct => "direct",
         }
     }
 }
@@ -145,13 +157,15 @@ impl Answer {
             Answer::EndTurn => "User chose to end the turn.".to_owned(),
             Answer::NewSession { prefill, launch } => {
                 let then = match launch {
-                    Launch::Compact => "compacts the session and then sends",
-                    Launch::Direct => "sends",
+                    Launch::NewSession => "starts a new session with this as its first message",
+                    Launch::Compact => {
+                        "compacts the session and then sends this as the user's next message"
+                    }
+                    Launch::Direct => "sends this as the user's next message",
                 };
                 format!(
-                    "User chose to proceed ({}): {prefill}\nThe workbench {then} this as the \
-                     user's next message once your turn ends; end your turn now without further \
-                     tool calls.",
+                    "User chose to proceed ({}): {prefill}\nThe workbench {then} once your turn \
+                     ends; end your turn now without further tool calls.",
                     launch.word()
                 )
             }
@@ -170,10 +184,7 @@ impl Answer {
             Answer::Chosen(chosen) => chosen.details(&mut response),
             Answer::NewSession { prefill, launch } => {
                 response["prefill"] = json!(prefill);
-                response["launchedWith"] = json!(match launch {
-                    Launch::Compact => "compact",
-                    Launch::Direct => "direct",
-                });
+                response["launchedWith"] = json!(launch.wire());
             }
             Answer::TimedOut { comment } | Answer::Cancelled { comment } => {
                 response["comment"] = json!(comment);
@@ -394,6 +405,18 @@ mod tests {
             "{}",
             direct.text()
         );
+        let fresh = Answer::NewSession {
+            prefill: "x".into(),
+            launch: Launch::NewSession,
+        };
+        assert_eq!(
+            fresh.text(),
+            "User chose to proceed (new session): x\nThe workbench starts a new session with \
+             this as its first message once your turn ends; end your turn now without further \
+             tool calls."
+        );
+        assert_eq!(fresh.details()["launchedWith"], "new_session");
+        assert_eq!(fresh.brief().0, "new session → x");
     }
 
     fn question(text: &str) -> Question {

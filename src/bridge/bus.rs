@@ -84,8 +84,9 @@ impl BusMessage for ModuleGone {
 /// Our module names and the Unipi packages that did the same work, whose names other Pi
 /// extensions compare `unipi:module:ready`'s `name` with (`@pi-unipi/ralph` lives on in our
 /// workflow module, Unipi's subagents in our helpers).
-const UNIPI_PACKAGES: [(&str, &str); 8] = [
+const UNIPI_PACKAGES: [(&str, &str); 9] = [
     ("tasks", "@pi-unipi/background-tasks"),
+    ("milestone", "@pi-unipi/milestone"),
     ("ask-user", "@pi-unipi/ask-user"),
     ("compactor", "@pi-unipi/compactor"),
     ("helpers", "@pi-unipi/subagents"),

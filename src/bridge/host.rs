@@ -89,6 +89,10 @@ pub enum HostCall {
     },
     /// `ctx.ui.setEditorText`: replaces the text in Pi's editor (the user submits it).
     SetEditorText { text: String },
+    /// Pi's own new session (`ctx.newSession`, which Pi gives commands only: the extension runs
+    /// its own command for it), whose first user message is `first_message`. The old session
+    /// ends as with `/new` (`session_shutdown`, then `session_start` with reason `new`).
+    NewSession { first_message: String },
 }
 
 /// Where the tools of a [`HostCall::SetToolPolicy`] may write: a call of one of `tools` whose
@@ -129,6 +133,7 @@ impl HostCall {
             Self::SetWidget { .. } => "set_widget",
             Self::SetToolPolicy { .. } => "set_tool_policy",
             Self::SetEditorText { .. } => "set_editor_text",
+            Self::NewSession { .. } => "new_session",
         }
     }
 
@@ -163,6 +168,7 @@ impl HostCall {
                 paths,
             } => json!({"allowed": allowed, "reason": reason, "paths": paths}),
             Self::SetEditorText { text } => json!({"text": text}),
+            Self::NewSession { first_message } => json!({"first_message": first_message}),
             Self::ListAllModels => json!({"all": true}),
             Self::SetSessionName { name } => json!({"name": name}),
             Self::ListModels | Self::GetContextUsage | Self::GetActiveTools => json!({}),

@@ -14,6 +14,8 @@ use super::board::{BoardStore, BoardView, KANBAN_KEYS, WorkbenchBoard};
 use super::bus::{WorkflowEnd, WorkflowStart};
 use super::commands::{self, COMMANDS, Refs, WorkflowCommand};
 use super::levels::WRITE_ROOT;
+use super::milestone::SessionSync;
+use super::milestone::hook::MilestoneModule;
 use super::module::WorkflowModule;
 use super::ralph;
 use super::refs;
@@ -21,7 +23,7 @@ use super::run::{Active, Delivery, Tracker};
 use super::skills;
 use crate::bridge::{
     AgentId, BridgeError, BridgeHost, BusEvent, Command, CommandCall, CommandReply, CommandSpec,
-    Completion, DeliverAs, HostCall, Module, NotifyLevel, PathRule,
+    Completion, DeliverAs, HostCall, Module, NotifyLevel, PathRule, PiEvent,
 };
 use crate::capability::{
     BridgeLink, Capability, Changed, GlobalAction, Otherwise, Registration, StartContext, Ui,
@@ -60,6 +62,7 @@ fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
             bridge: Arc::new(OnceLock::new()),
             tracker: Mutex::new(Tracker::default()),
             ralph: Mutex::new(None),
+            milestones: SessionSync::default(),
         }),
     }))
 }
@@ -78,14 +81,21 @@ pub(super) struct Shared {
     tracker: Mutex<Tracker>,
     /// The running loop (one at a time).
     pub(super) ralph: Mutex<Option<ralph::Running>>,
+    /// The milestones' session-end sync.
+    milestones: SessionSync,
 }
 
 impl Capability for Workflow {
     fn modules(&self) -> Vec<Arc<dyn Module>> {
-        vec![Arc::new(WorkflowModule)]
+        vec![
+            Arc::new(WorkflowModule),
+            Arc::new(MilestoneModule {
+                workspace: self.shared.workspace.clone(),
+            }),
+        ]
     }
 
-    /// The twenty steps in `/unipi:`'s order, then the board and the loop; each completes its
+    /// The twenty-two steps in `/unipi:`'s order, then the board and the loop; each completes its
     /// argument from the documents (or worktrees) it refers to.
     fn commands(&self) -> Vec<Command> {
         let shared = &self.shared;
@@ -151,7 +161,13 @@ impl Capability for Workflow {
 
     fn attach(&self, bridge: &BridgeLink) {
         let _ = self.shared.bridge.set(bridge.clone());
-        tokio::spawn(follow(Arc::clone(&self.shared), bridge.bus().subscribe()));
+        let shared = Arc::clone(&self.shared);
+        let events = bridge.bus().subscribe();
+        tokio::spawn(async move {
+            // Until Pi says its session started, the documents as they are at start-up.
+            shared.milestones.begin(shared.workspace.clone()).await;
+            follow(shared, events).await;
+        });
         // A project that has documents already gets a live board from the start.
         self.shared.store.watch();
     }
@@ -169,9 +185,14 @@ impl Capability for Workflow {
         true
     }
 
+    /// Stops the watcher and syncs the milestones (or waits for the sync Pi's session end
+    /// started).
     fn shutdown(&self) -> BoxFuture<'static, ()> {
         self.shared.store.unwatch();
-        Box::pin(async {})
+        let shared = Arc::clone(&self.shared);
+        Box::pin(async move {
+            shared.milestones.end(shared.workspace.clone()).await;
+        })
     }
 }
 
@@ -441,6 +462,25 @@ fn failed(command: &WorkflowCommand, err: BridgeError) -> CommandReply {
     }
 }
 
+/// The main Pi's session started or ended: the milestones' baseline is taken, or the sync runs.
+async fn session_edge(shared: &Shared, event: &PiEvent) {
+    let workspace = shared.workspace.clone();
+    match event {
+        PiEvent::SessionStart(_) => shared.milestones.begin(workspace).await,
+        PiEvent::SessionShutdown(_) => {
+            let ticked = shared.milestones.end(workspace).await;
+            if !ticked.is_empty() {
+                shared.ui.notice(format!(
+                    "Milestones: ticked {} ({})",
+                    ticked.len(),
+                    ticked.join(", ")
+                ));
+            }
+        }
+        _ => {}
+    }
+}
+
 /// Follows Pi's events: ends workflow steps (restoring the tools) and drives the loop.
 async fn follow(shared: Arc<Shared>, mut bus: broadcast::Receiver<BusEvent>) {
     loop {
@@ -451,6 +491,9 @@ async fn follow(shared: Arc<Shared>, mut bus: broadcast::Receiver<BusEvent>) {
         };
         match event {
             BusEvent::Pi { agent, event } => {
+                if agent == AgentId::main() {
+                    session_edge(&shared, &event).await;
+                }
                 let ended = lock(&shared.tracker).on_event(&event, now_ms());
                 if let Some(ended) = ended {
                     shared.end_step(&agent, ended).await;

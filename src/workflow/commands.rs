@@ -14,6 +14,8 @@ pub(crate) enum Refs {
     Debug,
     Chores,
     Worktrees,
+    /// The phases of `MILESTONES.md` (and `all`).
+    Phases,
 }
 
 impl Refs {
@@ -24,7 +26,7 @@ impl Refs {
             Refs::Plans => Some(("plan", "plans")),
             Refs::Debug => Some(("debug", "debug")),
             Refs::Chores => Some(("chore", "chore")),
-            Refs::Worktrees => None,
+            Refs::Worktrees | Refs::Phases => None,
         }
     }
 }
@@ -74,6 +76,8 @@ commands! {
     "worktree-list", ReadOnly, "", None, "List the git worktrees";
     "worktree-merge", Full, "<worktree>", Some(Refs::Worktrees), "Merge a worktree back";
     "auto", Full, "<description> plan:<file> specs:<file>", Some(Refs::Plans), "Brainstorm, plan, work and review in one go";
+    "milestone-onboard", WriteUnipi, "<focus or notes>", None, "Build MILESTONES.md from the specs and plans";
+    "milestone-update", WriteUnipi, "[all|<phase>]", Some(Refs::Phases), "Record progress in MILESTONES.md";
 }
 
 /// The folder under `.unipi/docs/` a `<prefix>:<file>` argument names a file of (`plan:` and
@@ -153,8 +157,8 @@ mod tests {
     }
 
     #[test]
-    fn there_are_twenty_commands_each_with_a_skill() {
-        assert_eq!(COMMANDS.len(), 20);
+    fn there_are_twenty_two_commands_each_with_a_skill() {
+        assert_eq!(COMMANDS.len(), 22);
         for command in COMMANDS {
             assert!(
                 super::super::skills::embedded(command.name).is_some(),

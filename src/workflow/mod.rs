@@ -9,6 +9,7 @@ mod capability;
 pub mod commands;
 pub mod docs;
 pub mod levels;
+pub mod milestone;
 pub mod module;
 pub mod ralph;
 mod ralph_run;

@@ -1,4 +1,4 @@
-//! The workflow's bridge module: what its `/unipi:*` commands (the twenty steps, the board, the
+//! The workflow's bridge module: what its `/unipi:*` commands (the twenty-two steps, the board, the
 //! loop) are listed under in `/unipi:info`. The commands themselves — declared with their
 //! handlers and their completions from the files on disk — are the capability's
 //! (`capability.rs`), which holds the screen and the bridge.

@@ -21,6 +21,9 @@ const WORKTREE_DEPTH: usize = 4;
 
 /// Completions for an argument of kind `refs`, given what is typed so far.
 pub(crate) fn complete(refs: Refs, typed: &str, workspace: &Path) -> Vec<Completion> {
+    if refs == Refs::Phases {
+        return super::milestone::complete_phases(typed, workspace);
+    }
     // The completion replaces the whole argument: keep what comes before the last word.
     let (before, last) = match typed.rfind(char::is_whitespace) {
         Some(at) => (&typed[..=at], &typed[at + 1..]),

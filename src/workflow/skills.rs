@@ -27,6 +27,8 @@ pub fn embedded(name: &str) -> Option<&'static str> {
         "worktree-list" => include_str!("skills/worktree-list.md"),
         "worktree-merge" => include_str!("skills/worktree-merge.md"),
         "auto" => include_str!("skills/auto.md"),
+        "milestone-onboard" => include_str!("skills/milestone-onboard.md"),
+        "milestone-update" => include_str!("skills/milestone-update.md"),
         _ => return None,
     })
 }

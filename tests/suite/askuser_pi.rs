@@ -8,8 +8,10 @@
 //! (a note written on an option, then Enter); the model receives the answer as the tool's
 //! result, and Pi's transcript shows it as a card. Typing answers in the user's own words from
 //! the first key on (no letter is taken for a shortcut). A `new_session` option leads through the
-//! launcher ("Compact and run") to the new task arriving as the user's next message once the turn
-//! has ended. One of Pi's own dialogs (an extension's `confirm`) is reported by Pi as `blocked`,
+//! launcher: "New session" hands the task to a new Pi session of Pi's own once the turn has ended
+//! — its first request to the model holds the task and no earlier message (both Pi lines) —
+//! and "Compact and run here" sends the new task as the user's next message in the same
+//! session. One of Pi's own dialogs (an extension's `confirm`) is reported by Pi as `blocked`,
 //! and that alerts too.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
@@ -55,6 +57,11 @@ fn start() -> Workbench {
 
 /// [`start`] with more Pi arguments, after `setup` prepared the sandbox.
 fn start_with(pi_args: &[&str], setup: impl FnOnce(&Sandbox)) -> Workbench {
+    start_on(PiLine::Current, pi_args, setup)
+}
+
+/// [`start_with`] on `line`'s Pi.
+fn start_on(line: PiLine, pi_args: &[&str], setup: impl FnOnce(&Sandbox)) -> Workbench {
     let sandbox = Sandbox::new();
     setup(&sandbox);
     let ntfy = NtfyServer::start();
@@ -72,7 +79,7 @@ fn start_with(pi_args: &[&str], setup: impl FnOnce(&Sandbox)) -> Workbench {
             "events": {"agent_end": {"enabled": false, "platforms": []}},
         }),
     );
-    let session = model.spawn(PiLine::Current, &sandbox, pi_args, &[], outer_40_rows(120));
+    let session = model.spawn(line, &sandbox, pi_args, &[], outer_40_rows(120));
     wait_for_idle_prompt(&session, &sandbox, "scripted-ask");
     Workbench {
         session,
@@ -210,10 +217,11 @@ fn a_new_session_answer_compacts_and_sends_the_new_task_after_the_turn() {
     wb.wait_text("What next?");
     wb.wait_text("↗ new task");
     wb.session.send(ENTER);
-    // The launcher: compact and run (the first choice).
+    // The launcher: compact and run here (the second choice).
     wb.wait_text("Start a new task");
     wb.wait_text("New task: NEW-TASK: write the release notes");
-    wb.wait_text("Compact and run");
+    wb.wait_text("Compact and run here");
+    wb.session.send(DOWN);
     wb.session.send(ENTER);
     wb.wait_text("TURN-ENDS-FOR-NEW-TASK");
     // Once the turn ended the session is compacted (Pi may refuse a session this short, and
@@ -236,6 +244,68 @@ fn a_new_session_answer_compacts_and_sends_the_new_task_after_the_turn() {
     );
     let code = exit_pi(&mut wb.session, KITTY_CTRL_D, EXIT);
     assert_eq!(code, 0, "screen:\n{}", wb.session.screen_text());
+}
+
+/// "New session": once the turn has ended Pi starts a session of its own (as `/new` does) and
+/// the task is its first message — the request the model gets for it has the system prompt and
+/// the task, nothing of the conversation before.
+fn a_new_session_answer_hands_the_task_to_a_new_pi_session(line: PiLine) {
+    let mut wb = start_on(line, &[], |_| {});
+    wb.prompt("plan the next step");
+    wb.wait_text("What next?");
+    wb.session.send(ENTER);
+    wb.wait_text("New task: NEW-TASK: write the release notes");
+    wb.wait_text("New session");
+    wb.session.send(ENTER);
+    // The old session's last reply may be gone from the screen by now: the new one starts clean.
+    wb.wait_text("NEW-TASK-STARTED");
+    let requests = wb.model.server.requests();
+    let proceed = requests
+        .iter()
+        .filter_map(|request| request["messages"].as_array()?.last().cloned())
+        .map(|message| unipi_tui::scripted::message_text(&message))
+        .find(|text| text.contains("User chose to proceed"))
+        .expect("the answer reached the model");
+    assert!(
+        proceed
+            .starts_with("User chose to proceed (new session): NEW-TASK: write the release notes"),
+        "{proceed}"
+    );
+    let first = requests
+        .iter()
+        .find(|request| {
+            request["messages"]
+                .as_array()
+                .and_then(|messages| messages.last())
+                .is_some_and(|last| {
+                    unipi_tui::scripted::message_text(last) == "NEW-TASK: write the release notes"
+                })
+        })
+        .expect("the task reached the model");
+    let roles: Vec<&str> = first["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|message| message["role"].as_str())
+        .filter(|role| *role != "system" && *role != "developer")
+        .collect();
+    assert_eq!(roles, ["user"], "no earlier history: {first:#}");
+    assert!(
+        !first.to_string().contains("plan the next step"),
+        "the old conversation stayed behind"
+    );
+    let code = exit_pi(&mut wb.session, KITTY_CTRL_D, EXIT);
+    assert_eq!(code, 0, "screen:\n{}", wb.session.screen_text());
+}
+
+#[test]
+fn a_new_session_answer_hands_the_task_to_a_new_pi_session_current() {
+    a_new_session_answer_hands_the_task_to_a_new_pi_session(PiLine::Current);
+}
+
+#[test]
+fn a_new_session_answer_hands_the_task_to_a_new_pi_session_legacy() {
+    a_new_session_answer_hands_the_task_to_a_new_pi_session(PiLine::Legacy);
 }
 
 #[test]

@@ -21,6 +21,7 @@ mod info_pi;
 mod install;
 mod mcp_pi;
 mod mcp_servers;
+mod milestone_pi;
 mod notify_native;
 mod notify_setup;
 mod passthrough;

@@ -620,13 +620,20 @@ mod tests {
             title: "Start a new task".into(),
             context: None,
             question: "New task: write the release notes".into(),
-            rows: vec![row("Compact and run"), row("Run directly"), row("Cancel")],
+            rows: vec![
+                row("New session"),
+                row("Compact and run here"),
+                row("Run here"),
+                row("Cancel"),
+            ],
             cursor: 0,
             keys: keys(&[("↑↓", "move"), ("Enter", "choose"), ("Esc", "cancel")]),
             close: "Esc cancel".into(),
             ..AskModel::default()
         };
         assert_ui_snapshot!("ask_launcher", draw(&launcher, 60, 14));
+        assert_ui_snapshot!("ask_launcher_80x24", draw(&launcher, 80, 24));
+        assert_ui_snapshot!("ask_launcher_120x40", draw(&launcher, 120, 40));
     }
 
     #[test]

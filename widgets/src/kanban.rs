@@ -1,9 +1,10 @@
 //! The kanban board: a full-screen view of the workflow's documents as cards in columns (To Do,
 //! In Progress, Done, and Reviewed when a card is there), with overall progress and the active
-//! filters on top, the documents with their progress and parser warnings below, and the last
-//! action's notice and the keys at the bottom (each wrapped onto a few rows rather than cut). On
-//! a terminal too narrow for every column it shows the selected column alone, with arrows saying
-//! there is more either side.
+//! filters on top, the milestones' progress under them (overall, then each phase, the current
+//! focus marked) when the project has milestones, the documents with their progress and parser
+//! warnings below, and the last action's notice and the keys at the bottom (each wrapped onto a few
+//! rows rather than cut). On a terminal too narrow for every column it shows the selected column
+//! alone, with arrows saying there is more either side.
 //!
 //! The model is plain data filled by the board's view; nothing here knows files or parsing.
 
@@ -44,10 +45,30 @@ pub struct DocRow {
     pub warnings: Vec<String>,
 }
 
+/// One milestone phase with its progress.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PhaseRow {
+    pub name: String,
+    pub done: usize,
+    pub total: usize,
+    /// The current focus (the first phase not finished).
+    pub current: bool,
+}
+
+/// The milestones' progress (`MILESTONES.md`), shown above the columns.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MilestonesRow {
+    pub done: usize,
+    pub total: usize,
+    pub phases: Vec<PhaseRow>,
+}
+
 /// What the board shows.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct BoardModel {
     pub columns: Vec<Column>,
+    /// The milestones' progress, when the project has milestones.
+    pub milestones: Option<MilestonesRow>,
     /// Selected column and card within it.
     pub selected: (usize, usize),
     pub docs: Vec<DocRow>,
@@ -140,11 +161,20 @@ pub fn render(model: &BoardModel, theme: &Theme, area: Rect, buf: &mut Buffer) {
     );
     let bottom_rows = (notice.len() + hint.len()) as u16;
     let docs_rows = docs_panel_height(model, area.height);
+    let milestone_rows = match &model.milestones {
+        Some(milestones) if area.height >= 12 => {
+            render_milestones(milestones, theme, area, buf);
+            2
+        }
+        _ => 0,
+    };
     let board = Rect {
         x: area.x,
-        y: area.y + 1,
+        y: area.y + 1 + milestone_rows,
         width: area.width,
-        height: area.height.saturating_sub(1 + docs_rows + bottom_rows),
+        height: area
+            .height
+            .saturating_sub(1 + milestone_rows + docs_rows + bottom_rows),
     };
     if model.docs.is_empty() {
         let empty = "No workflow documents in .unipi/docs yet — /unipi:brainstorm or /unipi:plan writes one";
@@ -172,6 +202,46 @@ pub fn render(model: &BoardModel, theme: &Theme, area: Rect, buf: &mut Buffer) {
     for (y, (line, style)) in (docs_area.y + docs_area.height..).zip(bottom) {
         buf.set_string(area.x + 1, y, line, style);
     }
+}
+
+/// The milestones' two rows under the header: overall progress and the current focus, then each
+/// phase with its figures (`✓` finished, `▸` the focus), cut with `…` when they do not fit.
+fn render_milestones(milestones: &MilestonesRow, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    let max = usize::from(area.width.saturating_sub(2));
+    let focus = milestones
+        .phases
+        .iter()
+        .find(|phase| phase.current)
+        .map(|phase| format!("  focus: {}", phase.name))
+        .unwrap_or_default();
+    let overall = Line::from(vec![
+        Span::styled(" ◉ Milestones ", theme.accent),
+        Span::raw(format!(
+            "{}/{} done ({}%) ",
+            milestones.done,
+            milestones.total,
+            percent(milestones.done, milestones.total)
+        )),
+        Span::styled(bar(milestones.done, milestones.total, 10), theme.accent),
+        Span::styled(focus, theme.muted),
+    ]);
+    buf.set_line(area.x, area.y + 1, &overall, area.width);
+    let phases: Vec<String> = milestones
+        .phases
+        .iter()
+        .map(|phase| {
+            let mark = if phase.total > 0 && phase.done == phase.total {
+                "✓"
+            } else if phase.current {
+                "▸"
+            } else {
+                "·"
+            };
+            format!("{mark} {} {}/{}", phase.name, phase.done, phase.total)
+        })
+        .collect();
+    let text = truncate_end(&phases.join("   "), max);
+    buf.set_string(area.x + 3, area.y + 2, text, theme.muted);
 }
 
 /// `n doc` / `n docs`.
@@ -488,6 +558,7 @@ mod tests {
                 )],
             ),
             selected: (0, 0),
+            milestones: None,
             docs: vec![
                 DocRow {
                     kind: "plan".into(),
@@ -565,6 +636,39 @@ mod tests {
         filtered.editing = Some("recen".into());
         let typing = draw(&filtered, 100, 20);
         assert!(typing.contains("filter: recen▏"), "{typing}");
+    }
+
+    #[test]
+    fn milestones_show_their_progress_above_the_columns() {
+        let mut with = model();
+        with.milestones = Some(MilestonesRow {
+            done: 3,
+            total: 7,
+            phases: vec![
+                PhaseRow {
+                    name: "Phase 1: Foundation".into(),
+                    done: 2,
+                    total: 2,
+                    current: false,
+                },
+                PhaseRow {
+                    name: "Phase 2: Search".into(),
+                    done: 1,
+                    total: 3,
+                    current: true,
+                },
+                PhaseRow {
+                    name: "Phase 3: Polish".into(),
+                    done: 0,
+                    total: 2,
+                    current: false,
+                },
+            ],
+        });
+        crate::assert_ui_snapshot!("kanban_milestones", draw(&with, 100, 20));
+        // Too short a screen keeps the columns and leaves the milestones out.
+        let short = draw(&with, 100, 10);
+        assert!(!short.contains("Milestones"), "{short}");
     }
 
     #[test]

@@ -9,12 +9,13 @@ use std::sync::Arc;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
-use unipi_widgets::kanban::{BoardModel, Card, Column, DocRow, render};
+use unipi_widgets::kanban::{BoardModel, Card, Column, DocRow, MilestonesRow, PhaseRow, render};
 use unipi_widgets::theme::Theme;
 
 use crate::config::keymap::{KeyTable, KeyTableSpec, Keymap, key_table};
 use crate::views::{RefreshContext, View, ViewAction, ViewEffect};
 use crate::workflow::docs::{Doc, DocType, Item, ItemStatus, Marker};
+use crate::workflow::milestone::Progress;
 
 key_table! {
     /// The `[kanban]` key table.
@@ -276,6 +277,7 @@ impl BoardView {
         }
         BoardModel {
             columns,
+            milestones: self.milestones(),
             selected: self.selected,
             docs,
             selected_doc,
@@ -284,6 +286,33 @@ impl BoardView {
             notice: self.notice.clone(),
             hint: self.hint.clone(),
         }
+    }
+
+    /// The milestones' progress, when the project has a milestones document with items.
+    fn milestones(&self) -> Option<MilestonesRow> {
+        let doc = self
+            .docs
+            .iter()
+            .find(|doc| doc.kind == DocType::Milestone)?;
+        let progress = Progress::of(doc);
+        if progress.total == 0 {
+            return None;
+        }
+        let phases = progress
+            .phases
+            .iter()
+            .map(|phase| PhaseRow {
+                current: progress.current.as_ref() == Some(&phase.name),
+                name: phase.name.clone(),
+                done: phase.done,
+                total: phase.total,
+            })
+            .collect();
+        Some(MilestonesRow {
+            done: progress.done,
+            total: progress.total,
+            phases,
+        })
     }
 
     fn move_selected(&mut self, step: isize) {

@@ -221,6 +221,43 @@ fn the_board_at_80x24_and_120x40_with_its_keys_and_a_long_notice() {
 }
 
 #[test]
+fn the_board_shows_the_milestones_with_their_progress_at_80x24_and_120x40() {
+    let docs = Arc::new(vec![
+        parse(
+            DocType::Plan,
+            Path::new("plans/2026-12-01-tour-plan.md"),
+            "# Tour plan\n- completed: Task 1 — Book the rooms\n- unstarted: Task 2 — Print \
+             the maps\n"
+                .as_bytes(),
+        ),
+        parse(
+            DocType::Milestone,
+            Path::new("MILESTONES.md"),
+            "---\ntitle: \"Tour milestones\"\n---\n## Phase 1: Venue\n- [x] Book the \
+             rooms\n- [x] Sign the contract\n## Phase 2: Guests\n- [ ] Print the maps\n- \
+             [ ] Send the invitations\n## Phase 3: Day\n- [ ] Run the tour\n"
+                .as_bytes(),
+        ),
+    ]);
+    let port = Arc::new(Recorder {
+        docs,
+        ..Recorder::default()
+    });
+    let view = BoardView::new(port, &Keymap::defaults());
+    let milestones = view.model().milestones.unwrap_or_default();
+    assert_eq!((milestones.done, milestones.total), (2, 5));
+    let current: Vec<&str> = milestones
+        .phases
+        .iter()
+        .filter(|phase| phase.current)
+        .map(|phase| phase.name.as_str())
+        .collect();
+    assert_eq!(current, ["Phase 2: Guests"]);
+    crate::assert_ui_snapshot!("workflow_board_milestones_80x24", screen(&view, 80, 24));
+    crate::assert_ui_snapshot!("workflow_board_milestones_120x40", screen(&view, 120, 40));
+}
+
+#[test]
 fn the_footer_shows_the_editor_notice_whole_at_80_columns() {
     use unipi_widgets::footer::{FooterModel, PiRunState, render};
     let model = FooterModel {
