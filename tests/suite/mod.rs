@@ -23,6 +23,7 @@ mod mcp_servers;
 mod notify_native;
 mod notify_setup;
 mod passthrough;
+mod ralph_pi;
 mod scripted_server;
 mod startup;
 mod tasks_process;
