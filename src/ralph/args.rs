@@ -12,14 +12,26 @@ pub(crate) const HELP: &str = "/unipi:ralph start <name|path> [--max-iterations 
 
 /// The subcommands, with what their completion says.
 const SUBCOMMANDS: [(&str, &str); 9] = [
-    ("start", "Start a loop over a task file: <name|path> [--max-iterations N] …"),
+    (
+        "start",
+        "Start a loop over a task file: <name|path> [--max-iterations N] …",
+    ),
     ("stop", "Stop the running loop"),
     ("resume", "Resume a paused loop: <name>"),
     ("status", "The running loop and the others"),
     ("list", "Every loop [--archived]"),
-    ("cancel", "Delete a loop's state (its task file stays): <name>"),
-    ("archive", "Move a loop's files to .unipi/ralph/archive: <name>"),
-    ("clean", "Delete the state of finished loops [--all: their task files too]"),
+    (
+        "cancel",
+        "Delete a loop's state (its task file stays): <name>",
+    ),
+    (
+        "archive",
+        "Move a loop's files to .unipi/ralph/archive: <name>",
+    ),
+    (
+        "clean",
+        "Delete the state of finished loops [--all: their task files too]",
+    ),
     ("nuke", "Delete .unipi/ralph and every loop in it [--yes]"),
 ];
 
@@ -67,7 +79,9 @@ pub(crate) fn parse(args: &str) -> Result<Sub, Refusal> {
     let name = |what: &str| -> Result<String, Refusal> {
         match rest {
             [name] => Ok(name.clone()),
-            [] => Err(Refusal::new(format!("/unipi:ralph {what} needs a loop's name"))),
+            [] => Err(Refusal::new(format!(
+                "/unipi:ralph {what} needs a loop's name"
+            ))),
             _ => Err(Refusal::new(format!(
                 "/unipi:ralph {what} takes one loop's name, not {rest:?}"
             ))),
@@ -85,7 +99,9 @@ pub(crate) fn parse(args: &str) -> Result<Sub, Refusal> {
     Ok(match sub.as_str() {
         "start" => parse_start(rest)?,
         "stop" | "status" if !rest.is_empty() => {
-            return Err(Refusal::new(format!("/unipi:ralph {sub} takes no arguments")));
+            return Err(Refusal::new(format!(
+                "/unipi:ralph {sub} takes no arguments"
+            )));
         }
         "stop" => Sub::Stop,
         "status" => Sub::Status,
@@ -101,7 +117,11 @@ pub(crate) fn parse(args: &str) -> Result<Sub, Refusal> {
         "nuke" => Sub::Nuke {
             yes: flag("--yes")?,
         },
-        other => return Err(Refusal::new(format!("unknown subcommand {other:?}: {HELP}"))),
+        other => {
+            return Err(Refusal::new(format!(
+                "unknown subcommand {other:?}: {HELP}"
+            )));
+        }
     })
 }
 
@@ -130,7 +150,9 @@ fn parse_start(rest: &[String]) -> Result<Sub, Refusal> {
         };
         let value = words.next().map(String::as_str).unwrap_or_default();
         *slot = value.parse().map_err(|_| {
-            Refusal::new(format!("{word} needs a whole number (0 or more), not {value:?}"))
+            Refusal::new(format!(
+                "{word} needs a whole number (0 or more), not {value:?}"
+            ))
         })?;
     }
     let target = target.ok_or_else(|| {
@@ -217,7 +239,12 @@ mod tests {
         assert_eq!(parse("clean"), Ok(Sub::Clean { all: false }));
         assert_eq!(parse("nuke --yes"), Ok(Sub::Nuke { yes: true }));
         assert_eq!(parse(" stop "), Ok(Sub::Stop));
-        let refused = |args: &str| parse(args).err().map(Refusal::into_text).unwrap_or_default();
+        let refused = |args: &str| {
+            parse(args)
+                .err()
+                .map(Refusal::into_text)
+                .unwrap_or_default()
+        };
         assert_eq!(refused(""), HELP);
         assert!(refused("jump").starts_with("unknown subcommand \"jump\""));
         assert_eq!(refused("resume"), "/unipi:ralph resume needs a loop's name");

@@ -211,7 +211,10 @@ fn clean(workspace: &Path, all: bool) -> anyhow::Result<(String, Vec<String>)> {
         if summary.status.resumable() {
             continue;
         }
-        state::remove(workspace, &state::state_file(state::RALPH_DIR, &summary.name))?;
+        state::remove(
+            workspace,
+            &state::state_file(state::RALPH_DIR, &summary.name),
+        )?;
         if all && summary.plan.is_none() {
             state::remove(workspace, &state::default_task_file(&summary.name))?;
         }

@@ -136,7 +136,8 @@ impl Engine {
                 },
             );
         }
-        self.send(agent, prompt::prompt(&state, &text, false)).await?;
+        self.send(agent, prompt::prompt(&state, &text, false))
+            .await?;
         Ok((state, templated))
     }
 
@@ -151,7 +152,8 @@ impl Engine {
         let finished = current.state.iteration;
         let reflect = match current.state.advance(now_ms()) {
             Advance::Finished(reason) => {
-                self.end(current.state, LoopStatus::Completed, reason.clone()).await;
+                self.end(current.state, LoopStatus::Completed, reason.clone())
+                    .await;
                 return format!("Ralph loop completed: it {reason}. Stop here.");
             }
             Advance::Next { reflect } => reflect,
@@ -285,10 +287,7 @@ impl Engine {
             let Some(mut found) = state::load(&workspace, &newest.name)? else {
                 return Ok(None);
             };
-            let reason = format!(
-                "the workbench ended during iteration {}",
-                found.progress()
-            );
+            let reason = format!("the workbench ended during iteration {}", found.progress());
             found.set_status(LoopStatus::Paused, Some(reason), now_ms());
             state::save(&workspace, &found)?;
             Ok(Some(found))
@@ -340,9 +339,16 @@ impl Engine {
                 },
             );
         }
-        tracing::info!("ralph: loop {} ended at iteration {}: {reason}", state.name, state.iteration);
-        self.ui
-            .notice(format!("Ralph loop {} {}: {reason}", state.name, status_word(status)));
+        tracing::info!(
+            "ralph: loop {} ended at iteration {}: {reason}",
+            state.name,
+            state.iteration
+        );
+        self.ui.notice(format!(
+            "Ralph loop {} {}: {reason}",
+            state.name,
+            status_word(status)
+        ));
     }
 
     async fn save(&self, state: &TaskLoop) {
@@ -427,9 +433,9 @@ fn begin(
 mod tests {
     use super::*;
     use crate::config::keymap::Keymap;
-    use std::sync::Arc;
     use ratatui::buffer::Buffer;
     use ratatui::layout::Rect;
+    use std::sync::Arc;
     use unipi_widgets::theme::Theme;
 
     fn row(segments: &[Segment], width: u16) -> String {
@@ -470,7 +476,10 @@ mod tests {
             .collect();
         crate::assert_ui_snapshot!("ralph_footer_segment", text.join("\n"));
         engine.forget(Some("other"));
-        assert!(engine.segment().is_some(), "another loop's name forgets nothing");
+        assert!(
+            engine.segment().is_some(),
+            "another loop's name forgets nothing"
+        );
         engine.forget(Some("refactor"));
         assert!(engine.segment().is_none());
     }

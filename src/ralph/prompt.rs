@@ -37,9 +37,8 @@ pub(crate) fn prompt(state: &TaskLoop, task: &str, reflect: bool) -> String {
         "## Current Task (from {file})\n\n{}\n\n## Instructions\n\n",
         task.trim_end()
     ));
-    let mut steps = vec![
-        "The user can press ESC to pause the loop; /unipi:ralph stop ends it.".to_owned(),
-    ];
+    let mut steps =
+        vec!["The user can press ESC to pause the loop; /unipi:ralph stop ends it.".to_owned()];
     if state.items_per_iteration > 0 {
         steps.push(format!(
             "Process approximately {} items this iteration, then call ralph_done.",
@@ -83,13 +82,20 @@ mod tests {
             )),
             "{first}"
         );
-        assert!(first.contains("## Current Task (from .unipi/ralph/demo.md)\n\n# Task\n- [ ] one\n\n## Instructions"));
-        assert!(first.contains("Process approximately 3 items this iteration, then call ralph_done."));
+        assert!(first.contains(
+            "## Current Task (from .unipi/ralph/demo.md)\n\n# Task\n- [ ] one\n\n## Instructions"
+        ));
+        assert!(
+            first.contains("Process approximately 3 items this iteration, then call ralph_done.")
+        );
         assert!(first.contains("answer with <promise>COMPLETE</promise>"));
         assert!(!first.contains("REFLECTION"), "{first}");
         state.iteration = 3;
         let reflecting = prompt(&state, "t", true);
-        assert!(reflecting.contains("Iteration 3/5 | 🪞 REFLECTION"), "{reflecting}");
+        assert!(
+            reflecting.contains("Iteration 3/5 | 🪞 REFLECTION"),
+            "{reflecting}"
+        );
         assert!(reflecting.contains("REFLECTION CHECKPOINT"), "{reflecting}");
         state.reflect_instructions = Some("Look back.".to_owned());
         state.items_per_iteration = 0;

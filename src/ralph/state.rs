@@ -13,8 +13,8 @@ use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub(crate) use crate::workflow::ralph::LoopStatus;
 use crate::sys::confine;
+pub(crate) use crate::workflow::ralph::LoopStatus;
 
 /// Where loops live, relative to the workspace (the plan loops' folder too).
 pub(crate) const RALPH_DIR: &str = crate::workflow::ralph::RALPH_DIR;
@@ -376,7 +376,6 @@ pub(crate) fn nuke(workspace: &Path) -> anyhow::Result<bool> {
     Ok(true)
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -404,7 +403,10 @@ mod tests {
             state.advance(5_000),
             Advance::Finished("reached its limit of 4 iterations".to_owned())
         );
-        assert_eq!((state.status, state.active, state.iteration), (LoopStatus::Completed, false, 4));
+        assert_eq!(
+            (state.status, state.active, state.iteration),
+            (LoopStatus::Completed, false, 4)
+        );
         assert!(state.completed_at.is_some());
         // No limit, no reflection: it goes on.
         let mut endless = TaskLoop::new("e", default_task_file("e"), options(0, 0), 0);
@@ -435,7 +437,10 @@ mod tests {
         std::fs::write(project.join(state_file(RALPH_DIR, "old")), unipi)
             .unwrap_or_else(|err| panic!("{err}"));
         let old = load(project, "old").ok().flatten();
-        assert_eq!(old.map(|s| (s.status, s.iteration)), Some((LoopStatus::Active, 3)));
+        assert_eq!(
+            old.map(|s| (s.status, s.iteration)),
+            Some((LoopStatus::Active, 3))
+        );
         // A plan loop's file is listed, not loaded as a model-driven loop; a broken one says where.
         std::fs::write(
             project.join(state_file(RALPH_DIR, "plan")),
@@ -497,7 +502,10 @@ mod tests {
         let x = default_task_file("x");
         assert!(read_task(&project, &x).is_err());
         assert!(write_inside(&project, &x, b"mine").is_err());
-        assert_eq!(std::fs::read_to_string(outside.join("x.md")).unwrap_or_default(), "theirs");
+        assert_eq!(
+            std::fs::read_to_string(outside.join("x.md")).unwrap_or_default(),
+            "theirs"
+        );
         assert!(nuke(&project).is_ok_and(|removed| removed));
         assert!(!project.join(RALPH_DIR).exists());
         assert!(outside.join("x.md").exists(), "nuke does not follow links");

@@ -158,8 +158,8 @@ mod tests {
 
     #[test]
     fn start_arguments_are_checked_and_default_to_unipis() {
-        let (name, task, options) =
-            start_args(&json!({"name": "my loop", "taskContent": "# T"})).unwrap_or_else(|e| panic!("{e:?}"));
+        let (name, task, options) = start_args(&json!({"name": "my loop", "taskContent": "# T"}))
+            .unwrap_or_else(|e| panic!("{e:?}"));
         assert_eq!((name.as_str(), task.as_str()), ("my_loop", "# T"));
         assert_eq!(options, Options::default());
         let (_, _, options) = start_args(&json!({

@@ -2,16 +2,15 @@
 //! (1.6.0) and the scripted model (`workflow-ralph-tools.toml`) calling the loop's tools.
 //!
 //! Proven:
-//! - The model starts a loop with `ralph_start` (a reflection turn every 2): the task file and
-//!   the state are written, the footer shows `rl:demo 2/5` while it runs, each `ralph_done`
-//!   queues the next iteration, iteration 3 is a reflection turn, and the model's
-//!   `<promise>COMPLETE</promise>` ends it (state `completed`, the footer segment gone, no
-//!   fourth iteration); `/unipi:ralph status` lists it. `/unipi:ralph start capped
-//!   --max-iterations 1` writes a task template and runs one iteration, whose `ralph_done` ends
-//!   the loop at its limit.
+//! - The model starts a loop with `ralph_start` (a reflection turn every 2): the task file and the
+//!   state are written, the footer shows `rl:demo 2/5` while it runs, each `ralph_done` queues the
+//!   next iteration, iteration 3 is a reflection turn, and the model's
+//!   `<promise>COMPLETE</promise>` ends it (state `completed`, the footer segment gone, no fourth
+//!   iteration); `/unipi:ralph status` lists it. `/unipi:ralph start capped --max-iterations 1`
+//!   writes a task template and runs one iteration, whose `ralph_done` ends the loop at its limit.
 //! - A loop running when the workbench is killed (kill -9, mid-iteration) is found at the next
-//!   start: paused, on the footer, offered by `/unipi:ralph status`; `/unipi:ralph resume`
-//!   sends the interrupted iteration again and the loop completes.
+//!   start: paused, on the footer, offered by `/unipi:ralph status`; `/unipi:ralph resume` sends
+//!   the interrupted iteration again and the loop completes.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
 
@@ -157,7 +156,11 @@ fn a_loop_running_when_the_workbench_is_killed_is_resumed_after_a_restart() {
         nix::sys::signal::Signal::SIGKILL,
     )
     .unwrap();
-    assert_ne!(bench.session.wait_exit(REPLY).unwrap(), 0, "killed, not exited");
+    assert_ne!(
+        bench.session.wait_exit(REPLY).unwrap(),
+        0,
+        "killed, not exited"
+    );
     assert_eq!(bench.wait_loop("long", "active")["iteration"], 2);
 
     // A new workbench in the same project finds the loop, paused, and offers it.
