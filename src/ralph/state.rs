@@ -146,7 +146,7 @@ impl TaskLoop {
     pub(crate) fn reflects_now(&self) -> bool {
         self.reflect_every > 0
             && self.iteration > 1
-            && (self.iteration - 1).is_multiple_of(self.reflect_every)
+            && (self.iteration - 1) % self.reflect_every == 0
     }
 
     /// `i/max`, or `i` with no limit.
