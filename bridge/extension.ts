@@ -339,6 +339,7 @@ class Bridge {
 				usage: usage(message.usage),
 				stop_reason: message.stopReason ?? null,
 				error_message: message.errorMessage ?? null,
+				text: messageText(message.content),
 			});
 		});
 		// What the model's stream is doing, sent only when it changes (not per token).
@@ -1239,6 +1240,12 @@ function realish(path: string): string | undefined {
 function isWithin(root: string, path: string): boolean {
 	const relative = nodePath.relative(root, path);
 	return relative === "" || (relative !== ".." && !relative.startsWith(`..${nodePath.sep}`) && !nodePath.isAbsolute(relative));
+}
+
+/** An assistant message's text for the host (the loop's completion marker), its last 64 KiB. */
+function messageText(content: unknown): string {
+	const text = textOf(content);
+	return text.length > 65536 ? text.slice(text.length - 65536) : text;
 }
 
 function textOf(content: unknown): string {

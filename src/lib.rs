@@ -34,6 +34,7 @@ pub mod migrate;
 pub mod notify;
 pub mod pane;
 pub mod pi;
+pub mod ralph;
 pub mod scripted;
 pub mod sessiondb;
 pub mod sys;

@@ -370,6 +370,9 @@ pub struct MessageEnd {
     /// stop, length, toolUse, error, aborted.
     pub stop_reason: Option<String>,
     pub error_message: Option<String>,
+    /// The message's text (its text blocks joined), at most its last 64 KiB; `None` from an
+    /// extension that does not send it.
+    pub text: Option<String>,
 }
 
 /// Token counts and cost of one model response (cost in the provider's currency, usually USD).
@@ -515,7 +518,7 @@ mod tests {
             (
                 "message_end",
                 json!({"provider": "p", "model": "m", "stop_reason": "stop",
-                       "usage": {"input": 10, "output": 5, "cost": 0.5}}),
+                       "usage": {"input": 10, "output": 5, "cost": 0.5}, "text": "all done"}),
                 PiEvent::MessageEnd(MessageEnd {
                     provider: Some("p".into()),
                     model: Some("m".into()),
@@ -527,6 +530,7 @@ mod tests {
                     },
                     stop_reason: Some("stop".into()),
                     error_message: None,
+                    text: Some("all done".into()),
                 }),
             ),
             (

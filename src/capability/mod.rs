@@ -183,6 +183,7 @@ pub fn registrations() -> Vec<Registration> {
         crate::web::REGISTRATION,
         crate::detach::REGISTRATION,
         crate::workflow::REGISTRATION,
+        crate::ralph::REGISTRATION,
         crate::doctor::REGISTRATION,
         #[cfg(test)]
         crate::hello::REGISTRATION,

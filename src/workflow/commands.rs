@@ -120,6 +120,11 @@ pub(crate) fn referenced_docs(
     (found, missing)
 }
 
+/// What `/unipi:work` adds: a loop can take the work over (Unipi's "Ralph detected" hint).
+const RALPH_HINT: &str = "💡 Long work? A Ralph loop can take it over: call ralph_start with the \
+     tasks and work through them iteration by iteration (the user can also run /unipi:ralph \
+     start <name> or /unipi:ralph-start plan:<file>).";
+
 /// The user message that runs `command` with `args` under `skill`.
 pub(crate) fn message(
     command: &WorkflowCommand,
@@ -137,6 +142,9 @@ pub(crate) fn message(
     }
     if let Some(rules) = command.level.rules() {
         text.push_str(&format!("\n\nTool level {}: {rules}", command.level.name()));
+    }
+    if command.name == "work" {
+        text.push_str(&format!("\n\n{RALPH_HINT}"));
     }
     text.push_str(&format!(
         "\n\n<skill_content>\n{}\n</skill_content>",
@@ -190,8 +198,11 @@ mod tests {
         let text = message(work, "plan:p.md now", "# Work\n", &found);
         assert_eq!(
             text,
-            "Execute the work workflow.\n\nArguments: plan:p.md now\nplan: \
-             .unipi/docs/plans/p.md\n\n<skill_content>\n# Work\n</skill_content>"
+            format!(
+                "Execute the work workflow.\n\nArguments: plan:p.md now\nplan: \
+                 .unipi/docs/plans/p.md\n\n{RALPH_HINT}\n\n<skill_content>\n# Work\n\
+                 </skill_content>"
+            )
         );
     }
 }

@@ -246,6 +246,7 @@ mod tests {
             usage: Default::default(),
             stop_reason: Some("error".to_owned()),
             error_message: Some("overloaded".to_owned()),
+            text: None,
         };
         tracker.on_event(&PiEvent::MessageEnd(error), 1_600);
         assert_eq!(

@@ -25,6 +25,7 @@ mod milestone_pi;
 mod notify_native;
 mod notify_setup;
 mod passthrough;
+mod ralph_pi;
 mod scripted_server;
 mod startup;
 mod tasks_process;

@@ -66,14 +66,14 @@ fn last_user_text(request: &Value) -> String {
 
 /// The workbench with `line`'s Pi and the scripted model of `scenario`, at Pi's idle prompt;
 /// `prepare` runs in the sandbox first (files the test needs in the project).
-struct Bench {
-    session: Session,
-    model: OfflineModel,
-    sandbox: Sandbox,
+pub(crate) struct Bench {
+    pub(crate) session: Session,
+    pub(crate) model: OfflineModel,
+    pub(crate) sandbox: Sandbox,
 }
 
 impl Bench {
-    fn start(line: PiLine, scenario: &str, prepare: impl FnOnce(&Sandbox)) -> Bench {
+    pub(crate) fn start(line: PiLine, scenario: &str, prepare: impl FnOnce(&Sandbox)) -> Bench {
         let sandbox = Sandbox::new();
         prepare(&sandbox);
         let model = OfflineModel::scenario(scenario, &sandbox);
@@ -87,19 +87,19 @@ impl Bench {
     }
 
     /// Waits for `what` on the screen, failing with the log's tail.
-    fn wait_screen(&self, what: &str, check: impl Fn(&vt100::Screen) -> bool) {
+    pub(crate) fn wait_screen(&self, what: &str, check: impl Fn(&vt100::Screen) -> bool) {
         self.session
             .wait_for(what, REPLY, check)
             .unwrap_or_else(|err| panic!("{err:#}\n{}", self.sandbox.log_tail(60)));
     }
 
     /// Waits until Pi settled (the workbench's footer says so).
-    fn wait_settled(&self) {
+    pub(crate) fn wait_settled(&self) {
         self.wait_screen("Pi settled", settled);
     }
 
     /// Types a prompt and sends it once Pi's editor shows it.
-    fn prompt(&self, text: &str) {
+    pub(crate) fn prompt(&self, text: &str) {
         self.session.type_text(text);
         self.wait_screen("the prompt typed", |s| s.contents().contains(text));
         self.session.send(b"\r");
@@ -107,7 +107,7 @@ impl Bench {
 
     /// How many requests asked the model about a user message beginning with `prefix` (the
     /// request's last message; the requests after a tool result are not counted).
-    fn asked(&self, prefix: &str) -> usize {
+    pub(crate) fn asked(&self, prefix: &str) -> usize {
         self.model
             .server
             .requests()
@@ -125,7 +125,7 @@ impl Bench {
     }
 
     /// Waits until loop `name`'s state file says `status`; returns the state.
-    fn wait_loop(&self, name: &str, status: &str) -> Value {
+    pub(crate) fn wait_loop(&self, name: &str, status: &str) -> Value {
         let path = self
             .sandbox
             .project
@@ -142,7 +142,7 @@ impl Bench {
     }
 
     /// Waits until `check` holds, failing with the screen and the log's tail.
-    fn wait_until(&self, what: &str, check: impl Fn() -> bool) {
+    pub(crate) fn wait_until(&self, what: &str, check: impl Fn() -> bool) {
         support::wait::eventually_or(what, REPLY, check, || {
             format!(
                 "{}\n{}",
@@ -152,7 +152,7 @@ impl Bench {
         });
     }
 
-    fn project_file(&self, relative: &str) -> String {
+    pub(crate) fn project_file(&self, relative: &str) -> String {
         std::fs::read_to_string(self.sandbox.project.join(relative)).unwrap_or_default()
     }
 }
