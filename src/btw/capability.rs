@@ -71,12 +71,16 @@ const COMMANDS: [(&str, &str, Handler); 6] = [
     (
         "btw",
         "Side question in a thread outside the conversation (--save keeps it as a note)",
-        |service, call| Box::pin(async move { reply(ask(&service, Mode::Contextual, &call.args).await) }),
+        |service, call| {
+            Box::pin(async move { reply(ask(&service, Mode::Contextual, &call.args).await) })
+        },
     ),
     (
         "btw:tangent",
         "Side thread without the main conversation's context",
-        |service, call| Box::pin(async move { reply(ask(&service, Mode::Tangent, &call.args).await) }),
+        |service, call| {
+            Box::pin(async move { reply(ask(&service, Mode::Tangent, &call.args).await) })
+        },
     ),
     (
         "btw:new",
@@ -91,7 +95,9 @@ const COMMANDS: [(&str, &str, Handler); 6] = [
     (
         "btw:inject",
         "Bring the /btw thread into the conversation (optional instructions)",
-        |service, call| Box::pin(async move { reply(handoff(&service, Handoff::Inject, &call.args)) }),
+        |service, call| {
+            Box::pin(async move { reply(handoff(&service, Handoff::Inject, &call.args)) })
+        },
     ),
     (
         "btw:summarize",
@@ -111,11 +117,10 @@ impl Capability for BtwCapability {
         COMMANDS
             .iter()
             .map(|(name, description, handler)| {
-                let handler = *handler;
                 Command::new(
                     CommandSpec::new(*name, *description),
                     self.service.clone(),
-                    move |service, call| handler(service, call),
+                    *handler,
                 )
             })
             .collect()
@@ -164,11 +169,7 @@ struct ServicePort(Arc<BtwService>);
 
 impl ThreadPort for ServicePort {
     fn snapshot(&self) -> BtwThreadModel {
-        thread_model(
-            &self.0.thread(),
-            &self.0.progress(),
-            self.0.answerer(),
-        )
+        thread_model(&self.0.thread(), &self.0.progress(), self.0.answerer())
     }
 
     fn dismissals(&self) -> u64 {

@@ -8,8 +8,8 @@
 //! - `thread.rs`: the thread, its prompts and hand-off messages, its file (pure, tested).
 //! - `context.rs`: the excerpt of the main conversation a contextual thread is given.
 //! - `notes.rs`: `--save`'s notes under `.unipi/btw/notes/`.
-//! - `service.rs`: who answers (fusion's sidekick when it is on, else the main model, in a side
-//!   Pi of its own), the commands' effects, the thread's file.
+//! - `service.rs`: who answers (fusion's sidekick when it is on, else the main model, in a side Pi
+//!   of its own), the commands' effects, the thread's file.
 //! - `view.rs`: the overlay; its widget is `unipi_widgets::btw`.
 //! - `capability.rs`: the registration and the commands.
 //!

@@ -179,8 +179,7 @@ impl BtwService {
                 );
                 let thread = thread.unwrap_or_else(|err| {
                     tracing::warn!("btw: the thread is not restored: {err:#}");
-                    self.ui
-                        .notice(format!("/btw thread not restored: {err:#}"));
+                    self.ui.notice(format!("/btw thread not restored: {err:#}"));
                     Thread::default()
                 });
                 let mut state = lock(&self.state);
@@ -320,7 +319,10 @@ impl BtwService {
             .ask(prompt, ANSWER_LIMIT)
             .await
             .map_err(|refusal| anyhow::anyhow!(refusal.into_text()))?;
-        let answered_by = answer.model.get_or_insert_with(|| model.to_string()).clone();
+        let answered_by = answer
+            .model
+            .get_or_insert_with(|| model.to_string())
+            .clone();
         self.report_usage(&answered_by, &answer);
         Ok(answer)
     }

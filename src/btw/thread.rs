@@ -220,7 +220,10 @@ mod tests {
     fn the_prompt_carries_the_excerpt_the_thread_and_the_question() {
         let mut thread = Thread::default();
         let first = thread.prompt(" what is X? ", "user: hello");
-        assert!(first.contains("<session>\nuser: hello\n</session>"), "{first}");
+        assert!(
+            first.contains("<session>\nuser: hello\n</session>"),
+            "{first}"
+        );
         assert!(!first.contains("<side-conversation>"), "{first}");
         assert!(first.ends_with("Side question: what is X?"), "{first}");
 
@@ -268,7 +271,11 @@ mod tests {
         for (got, want) in cases {
             assert_eq!(got, want);
         }
-        assert!(thread.summarize_prompt().contains("User: q2\nAssistant: a2"));
+        assert!(
+            thread
+                .summarize_prompt()
+                .contains("User: q2\nAssistant: a2")
+        );
     }
 
     #[test]

@@ -222,9 +222,10 @@ pub(crate) fn thread_model(
             })
             .collect(),
         asking: progress.asking.clone(),
-        status: progress.status.clone().unwrap_or_else(|| {
-            "Ready. Enter asks; Esc closes and keeps the thread.".to_owned()
-        }),
+        status: progress
+            .status
+            .clone()
+            .unwrap_or_else(|| "Ready. Enter asks; Esc closes and keeps the thread.".to_owned()),
         failed: progress.failed,
         ..BtwThreadModel::default()
     }
@@ -284,7 +285,10 @@ mod tests {
         view.handle_key(&key(KeyCode::PageUp));
         let up = view.model.scroll.unwrap();
         view.handle_key(&key(KeyCode::PageDown));
-        assert_eq!(view.model.scroll, None, "back at the bottom it follows again");
+        assert_eq!(
+            view.model.scroll, None,
+            "back at the bottom it follows again"
+        );
         assert!(up > 0);
 
         assert!(!view.finished());

@@ -6,7 +6,6 @@
 //! exit path.
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use tokio::sync::broadcast::error::RecvError;
@@ -593,6 +592,7 @@ mod tests {
     use super::*;
     use crate::capability::ChildPi;
     use crate::fusion::config::{FUSION_CONFIG_FILE, FusionConfig};
+    use std::time::Duration;
 
     /// The preset editor's port over a real engine and presets file (no Pi: nothing is applied).
     fn presets_port(dir: &std::path::Path, json: &str) -> (EnginePresets, std::path::PathBuf) {

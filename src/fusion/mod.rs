@@ -13,9 +13,8 @@
 //!   parts of fusion other capabilities import.
 //! - `savings.rs`, `fuzzy.rs`, `fallback.rs`: the pure parts (arithmetic, the picker's filter,
 //!   which errors are rate limits).
-//! - `picker.rs`, `presets_view.rs`: the views (the status is a read-only pager); `module.rs`
-//!   the bridge module; `capability.rs` the registration and the commands; `side.rs` the naming
-//!   prompt.
+//! - `picker.rs`, `presets_view.rs`: the views (the status is a read-only pager); `module.rs` the
+//!   bridge module; `capability.rs` the registration and the commands; `side.rs` the naming prompt.
 //!
 //! `docs/fusion.md` describes it for users.
 

@@ -86,7 +86,9 @@ impl Workbench {
     }
 
     fn wait_text(&self, text: &str) {
-        self.wait(&format!("{text:?} on screen"), |s| s.contents().contains(text));
+        self.wait(&format!("{text:?} on screen"), |s| {
+            s.contents().contains(text)
+        });
     }
 
     /// Types `text` into Pi's editor and submits it once it shows there.
@@ -114,7 +116,7 @@ impl Workbench {
     /// The first request whose last message contains `needle`, once made.
     fn wait_request(&self, needle: &str) -> Value {
         let mut found = None;
-        eventually(&format!("a request ending with {needle:?}"), REPLY, || {
+        eventually(format!("a request ending with {needle:?}"), REPLY, || {
             found = self
                 .model
                 .server
@@ -229,7 +231,9 @@ fn a_btw_thread_follows_up_stays_aside_survives_a_resume_and_is_injected() {
         !main.contains("BTW-ONE") && !main.contains("BTW-TWO") && !main.contains("Side question"),
         "the thread leaked into the main conversation: {main}"
     );
-    let file = wb.thread_file().expect("the thread beside Pi's session file");
+    let file = wb
+        .thread_file()
+        .expect("the thread beside Pi's session file");
     let kept = std::fs::read_to_string(&file).unwrap();
     assert!(kept.contains("BTW-TWO: LERTSEK."), "{kept}");
     let sandbox = wb.exit_leaving_no_pi();
@@ -251,7 +255,10 @@ fn a_btw_thread_follows_up_stays_aside_survives_a_resume_and_is_injected() {
         ),
         "{injected}"
     );
-    assert!(!wb.session.screen_text().contains(OVERLAY), "inject closes it");
+    assert!(
+        !wb.session.screen_text().contains(OVERLAY),
+        "inject closes it"
+    );
     eventually("a fresh thread after the inject", REPLY, || {
         wb.thread_file().is_none()
     });

@@ -106,7 +106,8 @@ impl Workbench {
     fn close_side_answer(&self) {
         self.session.send(ESC);
         self.wait("the thread overlay closed", |s| {
-            !s.contents().contains("a side thread outside the conversation")
+            !s.contents()
+                .contains("a side thread outside the conversation")
         });
     }
 
@@ -355,7 +356,8 @@ fn a_picked_pair_sends_side_work_to_the_sidekick_and_the_footer_shows_the_saving
     wb.wait_text("› /btw:inject");
     wb.session.send(ENTER);
     wb.wait("the overlay closed by the inject", |s| {
-        !s.contents().contains("a side thread outside the conversation")
+        !s.contents()
+            .contains("a side thread outside the conversation")
     });
     wb.wait_request("Here is a side conversation I had");
     wb.wait("Pi settled after the injected thread", settled);

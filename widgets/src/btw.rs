@@ -118,9 +118,8 @@ fn transcript(model: &BtwThreadModel, theme: &Theme, max: usize) -> Vec<Line<'st
 
 /// The transcript's rows and how many show at once on `screen` (the view scrolls with them).
 pub fn transcript_rows(model: &BtwThreadModel, screen: Rect) -> (usize, usize) {
-    layout(model, &Theme::plain(), screen).map_or((0, 0), |layout| {
-        (layout.transcript.len(), layout.visible)
-    })
+    layout(model, &Theme::plain(), screen)
+        .map_or((0, 0), |layout| (layout.transcript.len(), layout.visible))
 }
 
 /// Draws the overlay centred on `screen`.
@@ -131,7 +130,9 @@ pub fn render(model: &BtwThreadModel, theme: &Theme, screen: Rect, buf: &mut Buf
     Clear.render(layout.area, buf);
     let total = layout.transcript.len();
     let last_page = total.saturating_sub(layout.visible);
-    let first = model.scroll.map_or(last_page, |scroll| scroll.min(last_page));
+    let first = model
+        .scroll
+        .map_or(last_page, |scroll| scroll.min(last_page));
     let title = if model.tangent {
         "BTW tangent · a side thread outside the conversation"
     } else {
@@ -144,16 +145,30 @@ pub fn render(model: &BtwThreadModel, theme: &Theme, screen: Rect, buf: &mut Buf
         buf.set_line(text.x, row, line, text.width);
         row += 1;
     };
-    put(&summary_line(model, first, total, layout.visible, theme, max), buf);
+    put(
+        &summary_line(model, first, total, layout.visible, theme, max),
+        buf,
+    );
     let rule = Line::styled("─".repeat(max), theme.overlay_border);
     put(&rule, buf);
     for index in 0..layout.visible {
-        let line = layout.transcript.get(first + index).cloned().unwrap_or_default();
+        let line = layout
+            .transcript
+            .get(first + index)
+            .cloned()
+            .unwrap_or_default();
         put(&line, buf);
     }
     put(&rule, buf);
-    let status_style = if model.failed { theme.error } else { theme.warning };
-    put(&Line::styled(truncate_end(&model.status, max), status_style), buf);
+    let status_style = if model.failed {
+        theme.error
+    } else {
+        theme.warning
+    };
+    put(
+        &Line::styled(truncate_end(&model.status, max), status_style),
+        buf,
+    );
     put(&input_line(model, theme, max), buf);
     for keys in key_rows(&model.keys, max) {
         put(&Line::styled(keys, theme.overlay_key), buf);
@@ -173,7 +188,11 @@ fn summary_line(
         "{count} exchange{} · {} · {}",
         if count == 1 { "" } else { "s" },
         model.answerer,
-        if model.asking.is_some() { "asking" } else { "idle" }
+        if model.asking.is_some() {
+            "asking"
+        } else {
+            "idle"
+        }
     );
     let (above, below) = (first, total.saturating_sub(first + visible));
     if above > 0 || below > 0 {
@@ -291,10 +310,7 @@ mod tests {
         model.scroll = Some(0);
         let text = draw(&model, 80, 24);
         assert!(text.contains("question 0"), "{text}");
-        assert!(
-            text.contains(&format!("↑0 ↓{}", total - visible)),
-            "{text}"
-        );
+        assert!(text.contains(&format!("↑0 ↓{}", total - visible)), "{text}");
         let cursor = cursor_position(&model, screen).unwrap();
         let row: String = text.lines().nth(usize::from(cursor.y)).unwrap().into();
         assert!(row.contains("› /btw:inject"), "{row}");
