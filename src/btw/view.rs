@@ -35,7 +35,7 @@ key_table! {
         ("ctrl+u", "btw.clear-input"),
     ],
     actions {
-        Ask => "btw.ask", "Ask what was typed in the thread (or run a typed /btw: command)";
+        Ask => "btw.ask", "Ask what was typed, or run a /btw: command";
         Close => "btw.close", "Close; the thread is kept";
         PageUp => "btw.page-up", "Scroll the thread up a page";
         PageDown => "btw.page-down", "Scroll the thread down a page";
