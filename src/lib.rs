@@ -9,6 +9,7 @@
 pub mod app;
 pub mod askuser;
 pub mod bridge;
+pub mod btw;
 pub mod capability;
 pub mod cli;
 pub mod compactor;

@@ -450,9 +450,13 @@ fn is_tool_name(name: &str) -> bool {
 }
 
 /// `unipi:<name>`, or a bare `<name>` for the few short commands a module offers in Pi's own
-/// namespace (`/btw`); either way a-z, 0-9 and -.
+/// namespace (`/btw`), or `btw:<name>` (Unipi's `/btw:new` and its kin); either way a-z, 0-9
+/// and -.
 fn is_command_name(name: &str) -> bool {
-    let rest = name.strip_prefix("unipi:").unwrap_or(name);
+    let rest = name
+        .strip_prefix("unipi:")
+        .or_else(|| name.strip_prefix("btw:"))
+        .unwrap_or(name);
     !rest.is_empty()
         && rest
             .bytes()

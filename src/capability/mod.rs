@@ -176,6 +176,7 @@ pub fn registrations() -> Vec<Registration> {
         crate::mcp::REGISTRATION,
         crate::tasks::REGISTRATION,
         crate::fusion::REGISTRATION,
+        crate::btw::REGISTRATION,
         crate::helpers::REGISTRATION,
         crate::compactor::REGISTRATION,
         crate::askuser::REGISTRATION,

@@ -39,6 +39,7 @@ fn defaults_load_cleanly_and_list_every_action() {
         ("Alt+K", "board"),
         ("Ctrl+Alt+D", "session.detach"),
         ("Alt+M", "fusion.picker"),
+        ("Alt+/", "btw.open"),
     ];
     let want: Vec<(String, &str)> = want.iter().map(|(k, a)| ((*k).to_owned(), *a)).collect();
     assert_eq!(bindings, want);
@@ -58,6 +59,7 @@ fn default_keys_match_their_actions() {
         ("shift+down", Action::Dock),
         ("ctrl+alt+c", named("tasks.clear_notices")),
         ("ctrl+alt+d", named("session.detach")),
+        ("alt+/", named("btw.open")),
     ];
     for (key, action) in cases {
         assert_eq!(

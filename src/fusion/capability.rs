@@ -6,7 +6,6 @@
 //! exit path.
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use tokio::sync::broadcast::error::RecvError;
@@ -17,7 +16,6 @@ use unipi_widgets::fusion::presets::PresetRow;
 use unipi_widgets::fusion::saved_text;
 use unipi_widgets::notice::NoticeModel;
 
-use super::btw::{BTW_KEYS, BtwView, SideExchange};
 use super::config::{FUSION_CONFIG_FILE, FusionConfig, ModelRef, Preset};
 use super::engine::{BridgeMainPi, Engine, minutes, shown_path};
 use super::ledger::Ledger;
@@ -40,7 +38,7 @@ use crate::views::pager::PagedView;
 pub const REGISTRATION: Registration = Registration {
     name: "fusion",
     start,
-    key_tables: &[&PICKER_KEYS, &PRESETS_KEYS, &NAME_KEYS, &BTW_KEYS],
+    key_tables: &[&PICKER_KEYS, &PRESETS_KEYS, &NAME_KEYS],
     actions: &[&PICKER_ACTION],
     dock: None,
 };
@@ -57,8 +55,6 @@ static PICKER_ACTION: GlobalAction = GlobalAction {
 
 /// The preset a pair picked without one is saved as.
 const DEFAULT_PRESET: &str = "default";
-/// How long a headless `/btw` waits before answering Pi (the bridge gives commands 10 s).
-const HEADLESS_BTW_WAIT: Duration = Duration::from_secs(8);
 
 fn start(context: &mut StartContext<'_>) -> Option<Arc<dyn Capability>> {
     // Followed: presets edited by hand are taken at the next use; the active preset is applied
@@ -112,14 +108,6 @@ impl Capability for FusionCapability {
                 ),
                 Arc::clone(engine),
                 status_command,
-            ),
-            Command::new(
-                CommandSpec::new(
-                    "btw",
-                    "Ask the sidekick a side question, outside the conversation",
-                ),
-                Arc::clone(engine),
-                btw_command,
             ),
         ]
     }
@@ -236,11 +224,6 @@ async fn status_command(engine: Arc<Engine>, _call: CommandCall) -> CommandReply
     }
 }
 
-/// `/btw <question>`: a side question to the sidekick.
-async fn btw_command(engine: Arc<Engine>, call: CommandCall) -> CommandReply {
-    reply(side_question(&engine, call.args.trim()).await)
-}
-
 /// A fusion command's outcome as Pi's answer: nothing to say, a notice, or the refusal.
 fn reply(outcome: Result<Option<String>, Refusal>) -> CommandReply {
     match outcome {
@@ -320,50 +303,6 @@ fn preset_list(engine: &Engine) -> String {
         .map(|(name, preset)| format!("{name} ({} + {})", preset.primary, preset.sidekick))
         .collect();
     format!("Fusion presets: {}", names.join(", "))
-}
-
-/// `/btw <question>`: the answer box over the pane, or (headless) the answer in words.
-async fn side_question(engine: &Arc<Engine>, question: &str) -> Result<Option<String>, Refusal> {
-    if question.is_empty() {
-        return Err(
-            "Usage: /btw <question> — the sidekick answers outside the conversation".into(),
-        );
-    }
-    let Some(sidekick) = engine.runtime().model() else {
-        return Err(
-            "Model fusion is off: pick a primary and a sidekick with /unipi:model first".into(),
-        );
-    };
-    let ui = engine.ui().clone();
-    let exchange = SideExchange::start(engine.clone(), question.to_owned());
-    if ui.has_screen() {
-        ui.open(BtwView::new(
-            exchange.clone(),
-            question,
-            &sidekick.to_string(),
-            ui.keymap(),
-        ));
-        return Ok(None);
-    }
-    let deadline = tokio::time::Instant::now() + HEADLESS_BTW_WAIT;
-    let mut changes = engine.changed().subscribe();
-    loop {
-        use super::btw::BtwPort as _;
-        use unipi_widgets::fusion::btw::BtwAnswer;
-        match exchange.answer().0 {
-            BtwAnswer::Answered { text, .. } => return Ok(Some(text)),
-            BtwAnswer::Failed(error) => return Err(error.into()),
-            BtwAnswer::Asking => {}
-        }
-        if tokio::time::timeout_at(deadline, changes.changed())
-            .await
-            .is_err()
-        {
-            return Ok(Some(
-                "The sidekick is still answering; the answer is not kept".to_owned(),
-            ));
-        }
-    }
 }
 
 /// The status overlay's lines (and the headless answer).
@@ -691,6 +630,7 @@ mod tests {
     use super::*;
     use crate::capability::ChildPi;
     use crate::fusion::config::{FUSION_CONFIG_FILE, FusionConfig};
+    use std::time::Duration;
 
     /// The preset editor's port over a real engine and presets file (no Pi: nothing is applied).
     fn presets_port(dir: &std::path::Path, json: &str) -> (EnginePresets, std::path::PathBuf) {

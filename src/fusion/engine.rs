@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use futures_util::future::BoxFuture;
-use serde_json::{Value, json};
+use serde_json::Value;
 use unipi_widgets::footer::Segment;
 use unipi_widgets::fusion::{FusionSegment, fusion_segment};
 
@@ -50,8 +50,6 @@ use crate::config::live::LiveConfig;
 use crate::sessiondb::{SidekickCall, SidekickTotals};
 use crate::sys::{lock, now_ms};
 
-/// How long a side question may take.
-pub(crate) const BTW_LIMIT: Duration = Duration::from_secs(120);
 /// How long naming a session may take.
 const NAMING_LIMIT: Duration = Duration::from_secs(60);
 /// The module name fusion's bus events carry.
@@ -428,27 +426,6 @@ impl Engine {
         Some(cost)
     }
 
-    /// Asks the sidekick a side question, with an excerpt of the main conversation; the call is
-    /// recorded as a `btw`.
-    pub(crate) async fn ask_side_question(
-        &self,
-        question: &str,
-    ) -> Result<(Answer, Option<CallCost>), Refusal> {
-        let file = lock(&self.state).session_file.clone();
-        let excerpt = match file {
-            Some(file) => tokio::task::spawn_blocking(move || side::conversation_excerpt(&file))
-                .await
-                .unwrap_or_default(),
-            None => String::new(),
-        };
-        let answer = self
-            .runtime
-            .ask(&side::btw_prompt(question, &excerpt), BTW_LIMIT)
-            .await?;
-        let cost = self.record_answer("btw", &answer);
-        Ok((answer, cost))
-    }
-
     fn record_answer(&self, source: &str, answer: &Answer) -> Option<CallCost> {
         let model = answer
             .model
@@ -462,25 +439,6 @@ impl Engine {
             cache_write: usage.cache_write,
         };
         self.record(source, &model, tokens, Some(usage.cost))
-    }
-
-    /// Adds a side exchange to the main conversation (shown, and in the model's context from its
-    /// next turn; it starts no turn).
-    pub(crate) async fn inject(&self, question: &str, answer: &str) -> Result<(), Refusal> {
-        let sidekick = self
-            .runtime
-            .model()
-            .map(|model| model.to_string())
-            .unwrap_or_default();
-        let call = HostCall::SendMessage {
-            custom_type: side::BTW_MESSAGE_TYPE.to_owned(),
-            content: side::injected_text(question, answer, &sidekick),
-            display: true,
-            details: json!({"question": question, "answer": answer, "sidekick": sidekick}),
-            deliver_as: None,
-            trigger_turn: false,
-        };
-        self.main_pi()?.call(call).await.map(|_| ())
     }
 
     /// The status as published on the bus.

@@ -7,17 +7,17 @@
 //!   session naming, and the status published on the event bus (`unipi:fusion:status`) — which is
 //!   how the helpers, the footer and later modules learn the pair, never by importing this.
 //! - `bus.rs`: fusion's messages on the bus (the status, the query for it, the model usage others
-//!   report), the one thing of fusion other capabilities import.
-//! - `runtime.rs`: the sidekick's own long-lived Pi in RPC mode (side questions, names).
+//!   report).
+//! - `runtime.rs`: the sidekick's own long-lived Pi in RPC mode (session names). `/btw`
+//!   (`crate::btw`) runs one of its own on whichever model answers it; this and `bus.rs` are the
+//!   parts of fusion other capabilities import.
 //! - `savings.rs`, `fuzzy.rs`, `fallback.rs`: the pure parts (arithmetic, the picker's filter,
 //!   which errors are rate limits).
-//! - `picker.rs`, `presets_view.rs`, `btw.rs`: the views (the status is a read-only pager);
-//!   `module.rs` the bridge module (the side exchange's card); `capability.rs` the registration and
-//!   the commands.
+//! - `picker.rs`, `presets_view.rs`: the views (the status is a read-only pager); `module.rs` the
+//!   bridge module; `capability.rs` the registration and the commands; `side.rs` the naming prompt.
 //!
 //! `docs/fusion.md` describes it for users.
 
-pub mod btw;
 pub mod bus;
 mod capability;
 pub mod config;

@@ -1,10 +1,8 @@
-//! The fusion bridge module: the card type of an injected side exchange. The commands —
-//! `/unipi:model`, `/unipi:fusion-preset`, `/unipi:fusion-status` and `/btw` — are the
-//! capability's, which holds the screen; the module has no UI of its own.
+//! The fusion bridge module. The commands — `/unipi:model`, `/unipi:fusion-preset` and
+//! `/unipi:fusion-status` — are the capability's, which holds the screen; the module has no UI of
+//! its own and is what they are listed under.
 
-use crate::bridge::{MessageTypeSpec, Module};
-
-use super::side::BTW_MESSAGE_TYPE;
+use crate::bridge::Module;
 
 /// The module.
 #[derive(Clone, Copy, Default)]
@@ -13,9 +11,5 @@ pub(crate) struct FusionModule;
 impl Module for FusionModule {
     fn name(&self) -> &'static str {
         "fusion"
-    }
-
-    fn message_types(&self) -> Vec<MessageTypeSpec> {
-        vec![MessageTypeSpec::new(BTW_MESSAGE_TYPE, "Side question")]
     }
 }

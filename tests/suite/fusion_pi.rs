@@ -102,11 +102,12 @@ impl Workbench {
         self.session.send(ENTER);
     }
 
-    /// Closes the `/btw` answer box.
+    /// Closes the `/btw` thread overlay.
     fn close_side_answer(&self) {
         self.session.send(ESC);
-        self.wait("the answer box closed", |s| {
-            !s.contents().contains("Side question ·")
+        self.wait("the thread overlay closed", |s| {
+            !s.contents()
+                .contains("a side thread outside the conversation")
         });
     }
 
@@ -327,7 +328,7 @@ fn a_picked_pair_sends_side_work_to_the_sidekick_and_the_footer_shows_the_saving
     assert_eq!(system_prompt(warm), system_prompt(&cold));
     assert_eq!(last_text(warm), last_text(&cold));
 
-    // /btw: answered by the sidekick in an overlay; the main conversation never sees it.
+    // /btw: answered by the sidekick in the thread overlay; the main conversation never sees it.
     slash(&wb.session, "/btw what is the code word?", REPLY);
     wb.wait_text("BTW-ANSWER: the code word is PELICAN.");
     let side = wb.wait_request("Side question: what is the code word?");
@@ -348,15 +349,18 @@ fn a_picked_pair_sends_side_work_to_the_sidekick_and_the_footer_shows_the_saving
         "the side question leaked into the conversation: {main_text}"
     );
 
-    // Asked again and injected: the main agent's next request has it.
+    // Asked again in the same thread and injected: the main agent gets the thread.
     slash(&wb.session, "/btw what is the code word?", REPLY);
-    wb.wait("the second answer", |s| {
-        s.contents()
-            .contains("BTW-ANSWER: the code word is PELICAN.")
+    wb.wait_text("2 exchanges");
+    wb.session.type_text("/btw:inject");
+    wb.wait_text("› /btw:inject");
+    wb.session.send(ENTER);
+    wb.wait("the overlay closed by the inject", |s| {
+        !s.contents()
+            .contains("a side thread outside the conversation")
     });
-    wb.session.send(b"i");
-    wb.wait_text("Added to the conversation");
-    wb.close_side_answer();
+    wb.wait_request("Here is a side conversation I had");
+    wb.wait("Pi settled after the injected thread", settled);
     wb.prompt("hello for the third time");
     wb.wait_text("MAIN-THIRD-HELLO");
     let third = wb.wait_request("hello for the third time");

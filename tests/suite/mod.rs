@@ -4,6 +4,7 @@ mod askuser_pi;
 mod bridge_pi;
 mod bridge_protocol;
 mod bridge_tokens;
+mod btw_pi;
 mod ci_workflow;
 mod compactor_golden;
 mod compactor_pi;

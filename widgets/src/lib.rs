@@ -8,6 +8,7 @@
 
 pub mod agents;
 pub mod ask;
+pub mod btw;
 pub mod compactor;
 pub mod dashboard;
 pub mod dock;

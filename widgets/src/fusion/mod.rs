@@ -1,9 +1,8 @@
 //! Model fusion in the workbench's own widgets: the picker (`picker`), the preset editor
-//! (`presets`), the `/btw` answer box (`btw`) and the footer segment, `⚭ big+small · saved $1.48`
+//! (`presets`) and the footer segment, `⚭ big+small · saved $1.48`
 //! — the pair, and what the sidekick saved this session — which says so in the warning colour
 //! while the primary is on its fallback (`⚭ fallback other (4m)+small`).
 
-pub mod btw;
 pub mod picker;
 pub mod presets;
 
