@@ -655,15 +655,28 @@ mod tests {
         assert_eq!(rows_needed(&segments, &full, 400), 1);
         let text = screen(&segments, &full, 120, 3);
         let rows: Vec<&str> = text.lines().collect();
-        for needle in ["● working", "claude-sonnet-4-5", "F1 help", "14:05", "7 tools", "42 t/s"] {
+        for needle in [
+            "● working",
+            "claude-sonnet-4-5",
+            "F1 help",
+            "14:05",
+            "7 tools",
+            "42 t/s",
+        ] {
             assert!(text.contains(needle), "{needle} in\n{text}");
         }
         // The first row keeps the most important, the second takes what did not fit.
-        assert!(rows[1].contains("● working") && rows[2].contains("7 tools"), "{text}");
+        assert!(
+            rows[1].contains("● working") && rows[2].contains("7 tools"),
+            "{text}"
+        );
         assert!(!rows[1].contains("7 tools"), "{text}");
         // Every segment is on screen whole, in one of its forms — but input and output tokens
         // apart, the lowest of all, which only a third row would hold.
-        for segment in segments.iter().filter(|s| s.priority > priority::TOKENS_APART) {
+        for segment in segments
+            .iter()
+            .filter(|s| s.priority > priority::TOKENS_APART)
+        {
             assert!(
                 segment.forms.iter().any(|form| text.contains(&form.text())),
                 "{} missing or cut in\n{text}",
@@ -680,7 +693,11 @@ mod tests {
         };
         assert_eq!(rows_needed(&segments, &off, 120), 1);
         let one = screen(&segments, &off, 120, 3);
-        assert_eq!(one.lines().filter(|row| row.contains('│')).count(), 1, "{one}");
+        assert_eq!(
+            one.lines().filter(|row| row.contains('│')).count(),
+            1,
+            "{one}"
+        );
         assert!(!one.contains("7 tools"), "{one}");
     }
 
@@ -697,8 +714,14 @@ mod tests {
             preset: Preset::Ascii,
             ..FooterSettings::default()
         });
-        assert!(ascii.contains(" | ") && ascii.trim_matches('"').is_ascii(), "{ascii}");
-        assert!(ascii.contains("GIT feature/footer") && ascii.contains("TPS 42 t/s"), "{ascii}");
+        assert!(
+            ascii.contains(" | ") && ascii.trim_matches('"').is_ascii(),
+            "{ascii}"
+        );
+        assert!(
+            ascii.contains("GIT feature/footer") && ascii.contains("TPS 42 t/s"),
+            "{ascii}"
+        );
         let slash = row(&FooterSettings {
             look: Look {
                 separator: Some(SeparatorStyle::Slash),
@@ -707,7 +730,10 @@ mod tests {
             },
             ..FooterSettings::default()
         });
-        assert!(slash.contains(" / ") && slash.contains("TLS 7 tools"), "{slash}");
+        assert!(
+            slash.contains(" / ") && slash.contains("TLS 7 tools"),
+            "{slash}"
+        );
         assert!(slash.contains("KB kb 3/10"), "module icons too: {slash}");
     }
 

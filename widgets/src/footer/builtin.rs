@@ -384,7 +384,9 @@ pub(super) fn cost(data: &FooterData) -> Option<Segment> {
 /// The model's speed in output tokens per second, coloured by tier, with the session's average:
 /// `42 t/s · avg 38` → `42 t/s`.
 pub(super) fn tps(data: &FooterData) -> Option<Segment> {
-    let rate = data.rate.filter(|rate| rate.last.is_finite() && rate.last >= 0.0)?;
+    let rate = data
+        .rate
+        .filter(|rate| rate.last.is_finite() && rate.last >= 0.0)?;
     let last = Form::new(format!("{:.0} t/s", rate.last), tps_role(rate.last));
     let long = last
         .clone()
@@ -597,7 +599,13 @@ mod tests {
 
     #[test]
     fn format_duration_table() {
-        let cases = [(0, "0m"), (59, "0m"), (754, "12m"), (3600, "1h00m"), (3900, "1h05m")];
+        let cases = [
+            (0, "0m"),
+            (59, "0m"),
+            (754, "12m"),
+            (3600, "1h00m"),
+            (3900, "1h05m"),
+        ];
         for (secs, want) in cases {
             assert_eq!(format_duration(secs), want, "{secs}");
         }

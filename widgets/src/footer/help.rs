@@ -58,7 +58,14 @@ impl FooterHelp {
                 rows.push(if i == 0 {
                     Line::from(vec![
                         Span::raw("  "),
-                        Span::styled(mark, if line.shown { theme.accent } else { theme.muted }),
+                        Span::styled(
+                            mark,
+                            if line.shown {
+                                theme.accent
+                            } else {
+                                theme.muted
+                            },
+                        ),
                         Span::raw(id.clone()),
                         Span::raw(part),
                     ])
@@ -78,7 +85,9 @@ impl FooterHelp {
             .max()
             .unwrap_or(0)
             .max(width(HELP_TITLE) + 4);
-        let max = u16::try_from(widest + 4).unwrap_or(MAX_WIDTH).min(MAX_WIDTH);
+        let max = u16::try_from(widest + 4)
+            .unwrap_or(MAX_WIDTH)
+            .min(MAX_WIDTH);
         centred_box(screen, max, |w| {
             self.content_lines(text_width(w), &Theme::plain()).len()
         })
@@ -115,26 +124,70 @@ pub struct SegmentHelp {
 
 /// The workbench's own segments: (id, leanest preset, description).
 const CORE: &[(&str, Preset, &str)] = &[
-    ("state", Preset::Minimal, "What Pi does: starting, idle, working (and on what), blocked on a dialog, an error, exited"),
-    ("model", Preset::Minimal, "The model in use, with its thinking level when the toggle allows"),
-    ("thinking_level", Preset::Default, "The thinking level after the model's name"),
-    ("api_state", Preset::Default, "The model API: waiting for an answer, streaming, ok, or the last error"),
+    (
+        "state",
+        Preset::Minimal,
+        "What Pi does: starting, idle, working (and on what), blocked on a dialog, an error, exited",
+    ),
+    (
+        "model",
+        Preset::Minimal,
+        "The model in use, with its thinking level when the toggle allows",
+    ),
+    (
+        "thinking_level",
+        Preset::Default,
+        "The thinking level after the model's name",
+    ),
+    (
+        "api_state",
+        Preset::Default,
+        "The model API: waiting for an answer, streaming, ok, or the last error",
+    ),
     ("tool_count", Preset::Default, "Tools Pi ran this session"),
     ("session", Preset::Default, "The session's name (/name)"),
-    ("cwd", Preset::Default, "The working directory, shortened a folder at a time"),
+    (
+        "cwd",
+        Preset::Default,
+        "The working directory, shortened a folder at a time",
+    ),
     ("git", Preset::Minimal, "The git branch checked out"),
     ("hostname", Preset::Full, "This machine's name"),
-    ("scrollback", Preset::Minimal, "How far back you browse the pane's history"),
-    ("tps", Preset::Compact, "Output tokens per second of the last answer (colour by speed: red slow, yellow moderate, green fast) and the session's average"),
-    ("context_pct", Preset::Minimal, "Context window used; yellow and red past the thresholds; (auto) when Pi compacts by itself"),
-    ("tokens", Preset::Default, "Tokens sent ↑ and received ↓ this session"),
+    (
+        "scrollback",
+        Preset::Minimal,
+        "How far back you browse the pane's history",
+    ),
+    (
+        "tps",
+        Preset::Compact,
+        "Output tokens per second of the last answer (colour by speed: red slow, yellow moderate, green fast) and the session's average",
+    ),
+    (
+        "context_pct",
+        Preset::Minimal,
+        "Context window used; yellow and red past the thresholds; (auto) when Pi compacts by itself",
+    ),
+    (
+        "tokens",
+        Preset::Default,
+        "Tokens sent ↑ and received ↓ this session",
+    ),
     ("tokens_in", Preset::Full, "Tokens sent this session"),
     ("tokens_out", Preset::Full, "Tokens received this session"),
     ("cost", Preset::Compact, "What the session has cost"),
-    ("extension_statuses", Preset::Default, "Other extensions' statuses"),
+    (
+        "extension_statuses",
+        Preset::Default,
+        "Other extensions' statuses",
+    ),
     ("clock", Preset::Compact, "The local time"),
     ("duration", Preset::Compact, "How long the session has run"),
-    ("hint", Preset::Minimal, "The help key, or a passing notice in its place"),
+    (
+        "hint",
+        Preset::Minimal,
+        "The help key, or a passing notice in its place",
+    ),
 ];
 
 /// The guide for `settings`, with the modules' `segments`.
@@ -145,7 +198,11 @@ pub fn footer_help(settings: &FooterSettings, segments: &[Segment]) -> FooterHel
             "Preset {} · icons {} · separator {} · second row {}",
             settings.preset.name(),
             settings.icons().name(),
-            if separator.is_empty() { "space" } else { separator },
+            if separator.is_empty() {
+                "space"
+            } else {
+                separator
+            },
             if settings.overflow_row() { "on" } else { "off" },
         ),
         lines: segment_help(settings, segments),
@@ -193,23 +250,36 @@ mod tests {
             preset: Preset::Minimal,
             ..FooterSettings::default()
         };
-        let step = Segment::new("current_command", 30, Align::Left, Form::new("x", Role::Text))
-            .in_group("workflow")
-            .described("The workflow step running");
+        let step = Segment::new(
+            "current_command",
+            30,
+            Align::Left,
+            Form::new("x", Role::Text),
+        )
+        .in_group("workflow")
+        .described("The workflow step running");
         let lines = segment_help(&settings, &[step.clone(), step]);
         let shown = |id: &str| lines.iter().find(|l| l.id == id).map(|l| l.shown);
         assert_eq!(shown("model"), Some(true));
         assert_eq!(shown("tps"), Some(false));
         assert_eq!(shown("current_command"), Some(false));
         assert_eq!(lines.iter().filter(|l| l.group == "workflow").count(), 1);
-        assert_eq!(lines.last().map(|l| l.description.as_str()), Some("The workflow step running"));
+        assert_eq!(
+            lines.last().map(|l| l.description.as_str()),
+            Some("The workflow step running")
+        );
     }
 
     #[test]
     fn the_guide_at_80x24_and_120x40() {
-        let step = Segment::new("current_command", 30, Align::Left, Form::new("x", Role::Text))
-            .in_group("workflow")
-            .described("The workflow step running: its command, tool level and time");
+        let step = Segment::new(
+            "current_command",
+            30,
+            Align::Left,
+            Form::new("x", Role::Text),
+        )
+        .in_group("workflow")
+        .described("The workflow step running: its command, tool level and time");
         let help = footer_help(&FooterSettings::default(), &[step]);
         for (w, h) in [(80, 24), (120, 40)] {
             let text = crate::test_support::render_to_string(w, h, |area, buf| {

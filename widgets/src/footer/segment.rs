@@ -245,7 +245,16 @@ pub fn render_footer(
         .filter(|(_, form)| form.is_none())
         .map(|(segment, _)| segment.clone())
         .collect();
-    draw_row(&rest, separator, theme, Rect { y: area.y + 1, ..row }, buf);
+    draw_row(
+        &rest,
+        separator,
+        theme,
+        Rect {
+            y: area.y + 1,
+            ..row
+        },
+        buf,
+    );
 }
 
 /// How many rows `segments` take at `columns`: 2 when the overflow row is on and some do
@@ -256,7 +265,11 @@ pub fn rows_needed(segments: &[Segment], settings: &FooterSettings, columns: u16
     }
     let avail = usize::from(columns.saturating_sub(2 * u16::from(columns >= 10)));
     let all = fit_with(segments, avail, width(settings.separator()));
-    if all.iter().all(Option::is_some) { 1 } else { 2 }
+    if all.iter().all(Option::is_some) {
+        1
+    } else {
+        2
+    }
 }
 
 /// One fitted row in `row`; returns which form of each segment it drew.

@@ -423,7 +423,10 @@ mod tests {
         let cases: [(&[(&str, &str)], bool); 7] = [
             (&[], false),
             (&[("POWERLINE_NERD_FONTS", "1")], true),
-            (&[("POWERLINE_NERD_FONTS", "0"), ("TERM_PROGRAM", "kitty")], false),
+            (
+                &[("POWERLINE_NERD_FONTS", "0"), ("TERM_PROGRAM", "kitty")],
+                false,
+            ),
             (&[("GHOSTTY_RESOURCES_DIR", "/usr/share/ghostty")], true),
             (&[("TERM_PROGRAM", "WezTerm")], true),
             (&[("TERM_PROGRAM", "iTerm.app")], true),
@@ -452,11 +455,36 @@ mod tests {
         };
         // (settings, icons, separator, overflow row)
         let cases = [
-            (with(Preset::Default, Look::default()), IconStyle::Unicode, " │ ", false),
-            (with(Preset::Default, nerd_font), IconStyle::Nerd, " │ ", false),
-            (with(Preset::Full, Look::default()), IconStyle::Unicode, " │ ", true),
-            (with(Preset::Nerd, Look::default()), IconStyle::Nerd, " \u{e0b1} ", true),
-            (with(Preset::Ascii, nerd_font), IconStyle::Text, " | ", false),
+            (
+                with(Preset::Default, Look::default()),
+                IconStyle::Unicode,
+                " │ ",
+                false,
+            ),
+            (
+                with(Preset::Default, nerd_font),
+                IconStyle::Nerd,
+                " │ ",
+                false,
+            ),
+            (
+                with(Preset::Full, Look::default()),
+                IconStyle::Unicode,
+                " │ ",
+                true,
+            ),
+            (
+                with(Preset::Nerd, Look::default()),
+                IconStyle::Nerd,
+                " \u{e0b1} ",
+                true,
+            ),
+            (
+                with(Preset::Ascii, nerd_font),
+                IconStyle::Text,
+                " | ",
+                false,
+            ),
             (
                 with(
                     Preset::Default,
@@ -511,7 +539,11 @@ mod tests {
             let settings = minimal(preset);
             let shows = |from| settings.shows_id("core", "x", from);
             assert_eq!(
-                (shows(Preset::Compact), shows(Preset::Default), shows(Preset::Full)),
+                (
+                    shows(Preset::Compact),
+                    shows(Preset::Default),
+                    shows(Preset::Full)
+                ),
                 (compact, default, full),
                 "{preset:?}"
             );
