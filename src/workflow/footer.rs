@@ -56,8 +56,7 @@ pub(super) fn segments(active: Option<&Active>, docs: &[Doc], now_ms: u64) -> Ve
         let (dd, tt) = doc.progress();
         (d + dd, t + tt)
     });
-    if total > 0 {
-        let percent = done * 100 / total;
+    if let Some(percent) = (done * 100).checked_div(total) {
         segments.push(
             Segment::new(
                 "tasks_done",
