@@ -44,6 +44,7 @@ pub(crate) fn module(
     home: SettingsHome,
     capabilities: &[Arc<dyn Capability>],
 ) -> (Arc<dyn Module>, Vec<Command>) {
+    follow_saves(&config, &home);
     let footer = Footer {
         config,
         home,
@@ -121,13 +122,9 @@ impl Footer {
 
     /// `/unipi:footer-settings`: the overlay over the config as it is on disk.
     async fn open_settings(self) -> CommandReply {
-        let (config, ui) = (self.config.clone(), self.home.ui.clone());
-        let save_here = move |_: &FooterConfig| -> Save {
-            Arc::new(move |home: &Path, values: Value| {
+        let save_here = |_: &FooterConfig| -> Save {
+            Arc::new(|home: &Path, values: Value| {
                 save(home, values)?;
-                config.reload();
-                // The app takes the new config at the notice.
-                ui.notice("Footer settings saved");
                 Ok("Saved. In force now.".to_owned())
             })
         };
@@ -159,6 +156,25 @@ impl Footer {
             level: NotifyLevel::Info,
         }
     }
+}
+
+/// After each save of the overlay (its outcome is stored by then): the config is read again and
+/// a notice says whether it changed. The notice is what makes the app take the new config and
+/// refresh the overlay, which then shows the save's outcome.
+fn follow_saves(config: &LiveConfig<FooterConfig>, home: &SettingsHome) {
+    let (config, ui) = (config.clone(), home.ui.clone());
+    let mut saves = home.changed.subscribe();
+    tokio::spawn(async move {
+        while saves.changed().await.is_ok() {
+            let before = config.get();
+            let after = config.reload();
+            ui.notice(if before == after {
+                "Footer settings: nothing changed"
+            } else {
+                "Footer settings in force"
+            });
+        }
+    });
 }
 
 impl PagedModel for FooterHelp {
