@@ -1,6 +1,7 @@
 //! The footer with the real Pi against the scripted model: a live segment (the tool count) moves
 //! after a scripted turn that calls a tool, `/unipi:footer off` hides the footer (and says so in
-//! the home `footer.json`), `/unipi:footer on` brings it back.
+//! the home `footer.json`), `/unipi:footer on` brings it back, and `/unipi:footer-help` opens the
+//! segment guide.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed step should panic
 
@@ -66,6 +67,21 @@ fn the_tool_count_moves_after_a_turn_and_footer_off_hides_the_footer() {
     session
         .wait_for("the footer back, with the count", REPLY, |s| {
             footer_row(s).contains("1 tool")
+        })
+        .unwrap();
+
+    // The guide lists what each segment means, in the workbench's overlay.
+    slash(&session, "/unipi:footer-help", REPLY);
+    session
+        .wait_for("the segment guide", REPLY, |s| {
+            let text = s.contents();
+            text.contains("Footer segments") && text.contains("Tools Pi ran this session")
+        })
+        .unwrap();
+    session.send(b"\x1b");
+    session
+        .wait_for("the guide closed", REPLY, |s| {
+            !s.contents().contains("Tools Pi ran this session")
         })
         .unwrap();
     let code = exit_pi(&mut session, KITTY_CTRL_D, EXIT);
