@@ -416,7 +416,19 @@ async fn start_bridge(
     options: &mut AppOptions,
     capabilities: &[std::sync::Arc<dyn crate::capability::Capability>],
 ) {
-    let modules = crate::capability::modules(capabilities);
+    let mut modules = crate::capability::modules(capabilities);
+    // The footer is the workbench's own: its commands sit beside the capabilities'.
+    let home = crate::capability::settings::SettingsHome {
+        ui: options.ui.clone(),
+        home: dirs::home_dir(),
+        workspace: options.workspace.clone(),
+        changed: crate::capability::Changed::default(),
+    };
+    modules.push(crate::app::footer_commands::module(
+        options.footer.clone(),
+        home,
+        capabilities,
+    ));
     options.commands = command_help(&modules);
     match crate::app::bridge::start(&bridge_cache_dir(), modules, &options.theme.widgets).await {
         Ok(started) => {

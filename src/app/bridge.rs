@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use tokio::sync::mpsc;
-use unipi_widgets::footer::{Activity, BridgeLink, ContextUsage, FooterData};
+use unipi_widgets::footer::{Activity, ApiState, BridgeLink, ContextUsage, FooterData};
 
 use crate::bridge::{self, AgentId, BridgeEvent, BridgeHost, Command, Module, PiEvent, Registry};
 use crate::capability;
@@ -106,14 +106,28 @@ pub(crate) fn apply_pi_event(data: &mut FooterData, event: &PiEvent) {
         PiEvent::AgentStart => {
             data.activity = Some(Activity::Working);
             data.doing = Some(WAITING.to_owned());
+            data.api = Some(ApiState::Waiting);
         }
         PiEvent::AgentSettled { .. } => {
             data.activity = Some(Activity::Idle);
             data.doing = None;
+            // Aborted before an answer came: nothing is out any more.
+            if matches!(data.api, Some(ApiState::Waiting | ApiState::Streaming)) {
+                data.api = Some(ApiState::Ok);
+            }
         }
-        PiEvent::StreamPhase { phase } => data.doing = Some(doing(phase).to_owned()),
-        PiEvent::ToolExecutionStart(tool) => data.doing = Some(format!("running {}", tool.tool)),
-        PiEvent::ToolExecutionEnd(_) => data.doing = Some(WAITING.to_owned()),
+        PiEvent::StreamPhase { phase } => {
+            data.doing = Some(doing(phase).to_owned());
+            data.api = Some(ApiState::Streaming);
+        }
+        PiEvent::ToolExecutionStart(tool) => {
+            data.doing = Some(format!("running {}", tool.tool));
+            data.tool_calls += 1;
+        }
+        PiEvent::ToolExecutionEnd(_) => {
+            data.doing = Some(WAITING.to_owned());
+            data.api = Some(ApiState::Waiting);
+        }
         PiEvent::FooterStatus(status) => {
             data.extension_statuses = status
                 .statuses
@@ -162,6 +176,8 @@ fn start_session(data: &mut FooterData, start: &bridge::SessionStart) {
         data.tokens_in = 0;
         data.tokens_out = 0;
         data.cost = None;
+        data.tool_calls = 0;
+        data.api = None;
     }
     data.session_name = start.session_name.clone();
     if let Some(model) = &start.model {
@@ -188,6 +204,14 @@ fn doing(phase: &str) -> &'static str {
 
 /// A message's usage added to the session's totals; its model is the one in use.
 fn add_usage(data: &mut FooterData, end: &bridge::MessageEnd) {
+    data.api = Some(match (end.stop_reason.as_deref(), &end.error_message) {
+        (Some("error"), message) => ApiState::Error(
+            message
+                .clone()
+                .unwrap_or_else(|| "the model's API failed".to_owned()),
+        ),
+        _ => ApiState::Ok,
+    });
     data.tokens_in += end.usage.input + end.usage.cache_read + end.usage.cache_write;
     data.tokens_out += end.usage.output;
     data.cost = Some(data.cost.unwrap_or(0.0) + end.usage.cost);
@@ -300,6 +324,8 @@ mod tests {
             apply_pi_event(&mut data, &event);
             assert_eq!(data.doing.as_deref(), want, "{event:?}");
         }
+        assert_eq!(data.tool_calls, 1);
+        assert_eq!(data.api, Some(ApiState::Ok), "settled with nothing out");
         apply_pi_event(
             &mut data,
             &PiEvent::FooterStatus(FooterStatus {
@@ -355,6 +381,16 @@ mod tests {
         }
         assert_eq!((data.tokens_in, data.tokens_out), (200, 40));
         assert_eq!(data.cost, Some(1.0));
+        assert_eq!(data.api, Some(ApiState::Ok));
+        apply_pi_event(
+            &mut data,
+            &PiEvent::MessageEnd(MessageEnd {
+                stop_reason: Some("error".into()),
+                error_message: Some("429 rate limited".into()),
+                ..Default::default()
+            }),
+        );
+        assert_eq!(data.api, Some(ApiState::Error("429 rate limited".into())));
         apply_pi_event(
             &mut data,
             &PiEvent::TurnEnd(TurnEnd {
@@ -384,8 +420,11 @@ mod tests {
         };
         apply_pi_event(&mut data, &start("reload"));
         assert_eq!(data.tokens_in, 200);
+        data.tool_calls = 3;
+        apply_pi_event(&mut data, &start("reload"));
+        assert_eq!(data.tool_calls, 3);
         apply_pi_event(&mut data, &start("new"));
-        assert_eq!((data.tokens_in, data.cost), (0, None));
+        assert_eq!((data.tokens_in, data.cost, data.tool_calls), (0, None, 0));
     }
 
     /// After a compaction the footer shows Pi's figure at once (tokens unknown until the next

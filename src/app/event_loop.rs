@@ -63,7 +63,10 @@ pub async fn run(mut options: AppOptions) -> Result<AppOutcome> {
     let (tx, rx) = mpsc::channel::<AppEvent>(256);
     let (pty_tx, pty_rx) = mpsc::channel::<PtyEvent>(4);
     let (cols, rows) = crossterm::terminal::size().unwrap_or((80, 24));
-    let layout = Layout::new(Rect::new(0, 0, cols, rows), options.footer.get().enabled);
+    let layout = Layout::new(
+        Rect::new(0, 0, cols, rows),
+        u16::from(options.footer.get().enabled),
+    );
 
     let emulator = new_emulator(&options, &layout);
     let started = options.bridge.take();
@@ -244,7 +247,7 @@ struct Timers {
     chord_at: Option<Instant>,
     /// When a lone Esc (or a half-read sequence) is taken as typed.
     esc_at: Option<Instant>,
-    /// When the footer's notice goes.
+    /// When the footer changes by itself (its notice goes, the clock turns a minute).
     notice_at: Option<Instant>,
     /// When an open view's next tick is due.
     tick_at: Option<Instant>,
@@ -601,10 +604,8 @@ fn draw(
     let size = terminal
         .size()
         .context("failed to read the terminal size")?;
-    let layout = Layout::new(
-        Rect::new(0, 0, size.width, size.height),
-        app.footer.enabled(),
-    );
+    let rows = app.footer_rows(size.width);
+    let layout = Layout::new(Rect::new(0, 0, size.width, size.height), rows);
     // Resize the PTY and the parser together, from the size we are about to draw.
     let (rows, cols) = app.emulator.size();
     if (rows, cols) != (layout.pane.height, layout.pane.width) && layout.pane.height > 0 {

@@ -17,6 +17,7 @@
 pub mod bridge;
 mod event_loop;
 mod footer;
+pub(crate) mod footer_commands;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -320,7 +321,7 @@ impl App {
                     if matches!(event, crate::bridge::PiEvent::AgentSettled { .. }) {
                         self.footer.refresh_config();
                     }
-                    bridge::apply_pi_event(&mut self.footer.data, &event);
+                    self.footer.on_pi_event(&event);
                     // The dock's main-agent row shows the same model, tokens and cost.
                     self.refresh_views();
                 }
@@ -343,7 +344,13 @@ impl App {
                 self.views.push(view);
             }
             UiRequest::OpenDock { detail } => self.open_dock(detail.as_deref()),
-            UiRequest::Notice(text) => self.footer.set_notice(&text),
+            UiRequest::Notice(text) => {
+                // A command may have just changed footer.json (`/unipi:footer off`, its
+                // settings): a notice is when the user looks, so the footer follows at once.
+                self.footer.refresh_config();
+                self.footer.set_notice(&text);
+                self.refresh_views();
+            }
             UiRequest::Terminal(bytes) => self.effects.push(Effect::ToTerminal(bytes)),
             UiRequest::TerminalAttached(terminal) => {
                 self.ui.update_screen(|state| {
@@ -668,7 +675,9 @@ impl App {
 
     /// Draws the whole frame into `buf`: pane, badges, footer, views. Returns the cursor.
     pub fn render(&mut self, area: Rect, buf: &mut Buffer) -> Option<Position> {
-        let layout = Layout::new(area, self.footer.enabled());
+        let segments = self.footer_segments();
+        let rows = self.footer.rows(area.width, &segments);
+        let layout = Layout::new(area, rows);
         self.pane_area = layout.pane;
         self.ui.set_pane_width(layout.pane.width);
         let history_len = self.emulator.history().len();
@@ -689,13 +698,13 @@ impl App {
             };
             unipi_widgets::scrollback::render(&model, &self.theme.widgets, layout.pane, buf);
         }
-        let extra: Vec<_> = self
-            .capabilities
-            .iter()
-            .flat_map(|capability| capability.footer_segments())
-            .collect();
-        let segments = self.footer.segments(self.scroll_back, extra);
-        unipi_widgets::footer::render_segments(&segments, &self.theme.widgets, layout.footer, buf);
+        unipi_widgets::footer::render_footer(
+            &segments,
+            self.footer.settings(),
+            &self.theme.widgets,
+            layout.footer,
+            buf,
+        );
         if self.views.is_empty() {
             pane_cursor
         } else {
@@ -704,8 +713,27 @@ impl App {
     }
 }
 
-/// Where things go on screen. The pane keeps the full width and every row but the footer, so its
-/// size only changes when the terminal's does (no flapping); overlays draw over the pane.
+impl App {
+    /// The footer's segments this frame: the workbench's own and every capability's.
+    fn footer_segments(&mut self) -> Vec<unipi_widgets::footer::Segment> {
+        let extra: Vec<_> = self
+            .capabilities
+            .iter()
+            .flat_map(|capability| capability.footer_segments())
+            .collect();
+        self.footer.segments(self.scroll_back, extra)
+    }
+
+    /// The footer's rows at `width` (what the pane leaves it).
+    pub(crate) fn footer_rows(&mut self, width: u16) -> u16 {
+        let segments = self.footer_segments();
+        self.footer.rows(width, &segments)
+    }
+}
+
+/// Where things go on screen. The pane keeps the full width and every row but the footer's, so
+/// its size only changes when the terminal's does, or the footer takes its second row (kept for
+/// as long as the width stays: no flapping); overlays draw over the pane.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Layout {
     pub pane: Rect,
@@ -713,8 +741,10 @@ pub struct Layout {
 }
 
 impl Layout {
-    pub fn new(area: Rect, footer: bool) -> Self {
-        let footer_height = u16::from(footer && area.height > 1);
+    /// `footer` rows for the footer (0 when it is off), as many as the area leaves beside one
+    /// row of pane.
+    pub fn new(area: Rect, footer: u16) -> Self {
+        let footer_height = footer.min(area.height.saturating_sub(1));
         Layout {
             pane: Rect::new(area.x, area.y, area.width, area.height - footer_height),
             footer: Rect::new(

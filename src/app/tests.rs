@@ -90,7 +90,7 @@ pub(crate) fn new_app(parts: AppParts) -> App {
         ui_requests: None,
         commands: parts.commands,
     };
-    let layout = Layout::new(Rect::new(0, 0, WIDTH, HEIGHT), true);
+    let layout = Layout::new(Rect::new(0, 0, WIDTH, HEIGHT), 1);
     let emulator = Emulator::new(
         layout.pane.height,
         layout.pane.width,
@@ -98,7 +98,10 @@ pub(crate) fn new_app(parts: AppParts) -> App {
         theme.terminal.clone(),
         HostInfo { in_tmux: false },
     );
-    App::new(emulator, &options)
+    let mut app = App::new(emulator, &options);
+    // Screen snapshots show a clock that stands still.
+    app.footer.fix_clock("12:00");
+    app
 }
 
 /// The bytes a terminal sends for a key, as the app reads them.
@@ -322,13 +325,18 @@ fn mouse(kind: MouseEventKind, column: u16, row: u16) -> MouseEvent {
 
 #[test]
 fn layout_reserves_the_last_row_for_the_footer() {
-    let l = Layout::new(Rect::new(0, 0, 120, 40), true);
+    let l = Layout::new(Rect::new(0, 0, 120, 40), 1);
     assert_eq!(l.pane, Rect::new(0, 0, 120, 39));
     assert_eq!(l.footer, Rect::new(0, 39, 120, 1));
-    let tiny = Layout::new(Rect::new(0, 0, 10, 1), true);
+    let two = Layout::new(Rect::new(0, 0, 120, 40), 2);
+    assert_eq!(two.pane, Rect::new(0, 0, 120, 38));
+    assert_eq!(two.footer, Rect::new(0, 38, 120, 2));
+    let short = Layout::new(Rect::new(0, 0, 120, 2), 2);
+    assert_eq!((short.pane.height, short.footer.height), (1, 1));
+    let tiny = Layout::new(Rect::new(0, 0, 10, 1), 1);
     assert_eq!(tiny.pane.height, 1);
     assert_eq!(tiny.footer.height, 0);
-    let off = Layout::new(Rect::new(0, 0, 120, 40), false);
+    let off = Layout::new(Rect::new(0, 0, 120, 40), 0);
     assert_eq!(off.pane, Rect::new(0, 0, 120, 40));
     assert_eq!(off.footer.height, 0);
     assert_eq!(tiny.pane.height, 1);

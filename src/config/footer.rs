@@ -16,15 +16,22 @@
 //! spend and `{"preset": "minimal", "groups": {"helpers": {"segments": {"running": true}}}}`
 //! keeps it in the minimal footer.
 //!
+//! Presets: `minimal`, `compact`, `default`, `full`, `nerd` (full with Nerd Font icons and
+//! powerline separators) and `ascii` (compact in plain ASCII). The look: `separator` (Unipi's
+//! `powerline`, `powerline-thin`, `slash`, `pipe`, `dot`, `ascii`, or our `bar`), `iconStyle`
+//! (`nerd`, `emoji`, `text`, `unicode`, or `auto`: Nerd Font icons when the terminal is known to
+//! have them) and `overflowRow` (a second row for what does not fit; the `full` and `nerd`
+//! presets have it unless it is `false`).
+//!
 //! Merging follows Unipi (its compactor and subagents configs): objects merge key by key, scalars
 //! from the workspace file replace the home file's, so a workspace can flip one segment without
-//! restating the rest. Unipi's appearance keys (`separator`, `iconStyle`, `zoneSeparator`,
-//! `showFullLabels`) are accepted and ignored. Each file is checked on its own: a bad entry is
-//! reported as `path:line:col: message` and skipped, the rest of the file still applies; a file
-//! that is not JSON at all is reported and skipped whole. The defaults always stand underneath.
+//! restating the rest. Unipi's `zoneSeparator` and `showFullLabels` are accepted and ignored. Each
+//! file is checked on its own: a bad entry is reported as `path:line:col: message` and skipped, the
+//! rest of the file still applies; a file that is not JSON at all is reported and skipped whole.
+//! The defaults always stand underneath.
 
 use serde_json::Value;
-use unipi_widgets::footer::{ContextThresholds, FooterSettings, Preset};
+use unipi_widgets::footer::{ContextThresholds, FooterSettings, IconStyle, Preset, SeparatorStyle};
 
 use super::error::ConfigError;
 use super::json::Doc;
@@ -96,8 +103,31 @@ impl ModuleConfig for FooterConfig {
                 )
             });
         }
-        // Unipi's appearance settings: the native footer draws its own way.
-        file.ignore(&["separator", "iconStyle", "zoneSeparator", "showFullLabels"]);
+        let look = &mut self.settings.look;
+        let separators = or_list(SeparatorStyle::ALL.map(SeparatorStyle::name));
+        file.set("separator", &separators, &mut look.separator, |v| {
+            v.as_str().and_then(SeparatorStyle::from_name).map(Some)
+        });
+        let icons = or_list(
+            IconStyle::ALL
+                .map(IconStyle::name)
+                .into_iter()
+                .chain(["auto"]),
+        );
+        file.set("iconStyle", &icons, &mut look.icons, |v| {
+            match v.as_str()? {
+                "auto" => Some(None),
+                name => IconStyle::from_name(name).map(Some),
+            }
+        });
+        file.set(
+            "overflowRow",
+            "true or false",
+            &mut look.overflow_row,
+            |v| v.as_bool().map(Some),
+        );
+        // Unipi's zone settings: the native footer has no zones.
+        file.ignore(&["zoneSeparator", "showFullLabels"]);
         file.warn_unknown_with(|key, known| {
             format!("unknown key {key:?}; expected {}", or_list(known))
         });
@@ -344,12 +374,14 @@ mod tests {
             [
                 at(
                     "2:13",
-                    "unknown preset \"tiny\"; expected \"minimal\", \"default\" or \"full\""
+                    "unknown preset \"tiny\"; expected \"minimal\", \"compact\", \"ascii\", \
+                     \"default\", \"full\" or \"nerd\""
                 ),
                 at("3:14", "expected true or false for enabled"),
                 at(
                     "4:3",
-                    "unknown key \"colour\"; expected enabled, preset, groups or contextThresholds"
+                    "unknown key \"colour\"; expected enabled, preset, groups, contextThresholds, \
+                     separator, iconStyle or overflowRow"
                 ),
                 at("7:22", "expected true or false for show"),
                 at("7:59", "expected true or false for git"),
@@ -377,6 +409,7 @@ mod tests {
                 .groups
                 .insert("core".to_owned(), toggles(None, &[("cwd", false)]));
             c.settings.context.warning = 70;
+            c.settings.look.separator = Some(SeparatorStyle::Pipe);
         });
         assert_eq!(config, want);
     }
@@ -437,6 +470,39 @@ mod tests {
         assert_eq!(
             config.settings.groups.get("core"),
             Some(&toggles(Some(true), &[("clock", false)]))
+        );
+        let look = config.settings.look;
+        assert_eq!(look.separator, Some(SeparatorStyle::PowerlineThin));
+        assert_eq!(look.icons, Some(IconStyle::Nerd));
+    }
+
+    #[test]
+    fn the_look_keys_and_their_errors() {
+        let path = Path::new("/h/.unipi/config/footer.json");
+        let good =
+            r#"{"preset": "ascii", "separator": "dot", "iconStyle": "auto", "overflowRow": true}"#;
+        let (config, errors) = FooterConfig::from_sources(&[(path, good)]);
+        assert_eq!(errors, []);
+        assert_eq!(config.settings.preset, Preset::Ascii);
+        assert_eq!(config.settings.look.separator, Some(SeparatorStyle::Dot));
+        assert_eq!(config.settings.look.icons, None);
+        assert_eq!(config.settings.look.overflow_row, Some(true));
+        let bad = "{\"separator\": \"zigzag\",\n \"iconStyle\": 3, \"overflowRow\": \"yes\"}";
+        let (config, errors) = FooterConfig::from_sources(&[(path, bad)]);
+        assert_eq!(config, FooterConfig::default(), "nothing bad applies");
+        let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        assert_eq!(messages.len(), 3, "{messages:?}");
+        assert!(
+            messages[0].starts_with("/h/.unipi/config/footer.json:1:15: expected bar, powerline"),
+            "{messages:?}"
+        );
+        assert!(
+            messages[1].contains(":2:15: expected unicode, nerd, emoji, text or auto"),
+            "{messages:?}"
+        );
+        assert!(
+            messages[2].contains("expected true or false for overflowRow"),
+            "{messages:?}"
         );
     }
 

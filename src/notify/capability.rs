@@ -107,6 +107,12 @@ impl Capability for NotifyCapability {
     fn changes(&self) -> Option<watch::Receiver<u64>> {
         Some(self.settings.changed.subscribe())
     }
+
+    /// The platforms of the last notification and when it went (the `notify` group, hidden
+    /// unless the footer settings show it, as in Unipi).
+    fn footer_segments(&self) -> Vec<unipi_widgets::footer::Segment> {
+        super::footer::segments(self.dispatcher.last_sent().as_ref(), crate::sys::now_ms())
+    }
 }
 
 impl NotifyCapability {

@@ -83,6 +83,15 @@ struct Inner {
     host: OnceLock<BridgeHost>,
     /// Why the desktop cannot be reached (no session bus): alerts no longer try it.
     no_desktop: Mutex<Option<String>>,
+    /// The last notification sent: when (ms) and to which platforms (the footer's segments).
+    last_sent: Mutex<Option<LastSent>>,
+}
+
+/// A notification that went out, as the footer shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LastSent {
+    pub at_ms: u64,
+    pub platforms: Vec<String>,
 }
 
 /// What an alert's desktop notification is, once there proved to be no session bus.
@@ -120,6 +129,7 @@ impl Dispatcher {
                 bus: OnceLock::new(),
                 host: OnceLock::new(),
                 no_desktop: Mutex::new(None),
+                last_sent: Mutex::new(None),
             }),
         }
     }
@@ -162,6 +172,11 @@ impl Dispatcher {
         &self.inner.ui
     }
 
+    /// The last notification sent (memory only).
+    pub fn last_sent(&self) -> Option<LastSent> {
+        crate::sys::lock(&self.inner.last_sent).clone()
+    }
+
     /// Sends `notice` for `event_type` to `platforms` in the background and announces the
     /// outcome on the bus. Returns at once.
     pub(crate) fn dispatch(&self, event_type: &str, notice: Notice, platforms: Vec<Platform>) {
@@ -180,6 +195,10 @@ impl Dispatcher {
                     ),
                 }
             }
+            *crate::sys::lock(&this.inner.last_sent) = Some(LastSent {
+                at_ms: crate::sys::now_ms(),
+                platforms: platforms.iter().map(|p| p.key().to_owned()).collect(),
+            });
             if let Some(bus) = this.inner.bus.get() {
                 bus.publish(
                     "notify",

@@ -14,6 +14,7 @@ mod bus;
 mod capability;
 pub mod config;
 pub mod dispatch;
+mod footer;
 pub mod module;
 pub mod platforms;
 pub mod routing;

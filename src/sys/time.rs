@@ -30,6 +30,32 @@ pub fn utc_clock(ms: u64) -> String {
     )
 }
 
+/// The local time of day at `unix_secs` as `(hours, minutes, seconds)`, in the zone the C
+/// library reads from `TZ` and `/etc/localtime`; UTC when it cannot tell.
+pub fn local_time_of_day(unix_secs: u64) -> (u8, u8, u8) {
+    let utc = || {
+        let day = unix_secs % 86_400;
+        // In range: each part is below 60 or 24.
+        (
+            (day / 3600) as u8,
+            ((day / 60) % 60) as u8,
+            (day % 60) as u8,
+        )
+    };
+    let Ok(time) = nix::libc::time_t::try_from(unix_secs) else {
+        return utc();
+    };
+    // SAFETY: `localtime_r` writes only into `tm`, which outlives the call; `time` is a valid
+    // pointer to a time_t. It is the thread-safe variant (no shared static buffer).
+    let mut tm: nix::libc::tm = unsafe { std::mem::zeroed() };
+    let filled = unsafe { nix::libc::localtime_r(&time, &mut tm) };
+    if filled.is_null() {
+        return utc();
+    }
+    let part = |value: i32| u8::try_from(value).unwrap_or(0);
+    (part(tm.tm_hour), part(tm.tm_min), part(tm.tm_sec))
+}
+
 /// A millisecond timestamp as JavaScript's `Date.prototype.toISOString` writes it
 /// (`2026-12-02T15:36:15.042Z`), for payloads other Pi extensions read as Unipi wrote them.
 pub fn iso_utc(ms: u64) -> String {

@@ -176,6 +176,12 @@ impl Capability for Workflow {
         Some(self.shared.changed.subscribe())
     }
 
+    /// The step running and the board's progress (`workflow` and `kanboard` groups).
+    fn footer_segments(&self) -> Vec<unipi_widgets::footer::Segment> {
+        let active = lock(&self.shared.tracker).active().cloned();
+        super::footer::segments(active.as_ref(), &self.shared.store.docs(), now_ms())
+    }
+
     fn action(&self, name: &str) -> bool {
         if name != BOARD.name {
             return false;

@@ -8,6 +8,7 @@ pub mod bus;
 mod capability;
 pub mod commands;
 pub mod docs;
+mod footer;
 pub mod levels;
 pub mod milestone;
 pub mod module;

@@ -108,7 +108,7 @@ impl Tracker {
         self.active = Some(step);
     }
 
-    #[cfg(test)]
+    /// The step in force, if one is.
     pub(crate) fn active(&self) -> Option<&Active> {
         self.active.as_ref()
     }

@@ -14,6 +14,7 @@ mod detach_ssh;
 mod doctor;
 mod e2e;
 mod extension_cache;
+mod footer_pi;
 mod fusion_pi;
 mod hardening;
 mod headless;

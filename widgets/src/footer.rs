@@ -10,15 +10,24 @@
 //! priority, never wrapping and never cutting a segment.
 
 mod builtin;
+mod help;
+pub mod icons;
 pub mod segment;
 pub mod settings;
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 
-pub use builtin::{format_cost, format_tokens};
-pub use segment::{Align, CORE_GROUP, Form, Piece, Role, Segment, render_segments};
-pub use settings::{ContextThresholds, FooterSettings, GroupToggles, Preset};
+pub use builtin::{format_cost, format_duration, format_tokens};
+pub use help::{FooterHelp, HELP_TITLE, SegmentHelp, footer_help, segment_help};
+pub use icons::Icon;
+pub use segment::{
+    Align, CORE_GROUP, Form, Piece, Role, Segment, render_footer, render_segments, rows_needed,
+};
+pub use settings::{
+    ContextThresholds, FooterSettings, GroupToggles, IconStyle, Look, Preset, SeparatorStyle,
+    detect_nerd_font,
+};
 
 use crate::theme::Theme;
 
@@ -71,6 +80,10 @@ pub struct FooterModel {
     /// user just caused or must know, so while it shows it comes before everything but Pi's
     /// state: the model, the context and the rest give way to it rather than cut it.
     pub notice: Option<String>,
+    /// The local time of day, `HH:MM` (the app fills it in; `None` in tests of other things).
+    pub clock: Option<String>,
+    /// Seconds since the session started (`None` before Pi reports one).
+    pub session_secs: Option<u64>,
 }
 
 /// The bridge connection to Pi's extension, as the footer shows it.
@@ -129,6 +142,33 @@ pub struct FooterData {
     pub extension_statuses: Vec<String>,
     /// Pi compacts by itself when the context fills (Pi's `(auto)` marker); `None`: unknown.
     pub auto_compaction: Option<bool>,
+    /// Tools Pi ran this session.
+    pub tool_calls: u64,
+    /// The model's output speed, once a response finished.
+    pub rate: Option<TokenRate>,
+    /// How the model's API answered last (`None` before the first request).
+    pub api: Option<ApiState>,
+}
+
+/// Output tokens per second: the last response's and the session's average (Σ tokens over
+/// Σ streaming time).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TokenRate {
+    pub last: f64,
+    pub average: f64,
+}
+
+/// The model API's state, as the responses tell it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ApiState {
+    /// A request is out; nothing streamed back yet.
+    Waiting,
+    /// The model is streaming its answer.
+    Streaming,
+    /// The last response ended well.
+    Ok,
+    /// The last response ended in an error (its first line).
+    Error(String),
 }
 
 /// The priorities of the workbench's own segments (higher survives longer) and of their longer
@@ -151,7 +191,11 @@ pub mod priority {
     pub const SCROLLBACK_DETAIL: u8 = 60;
     pub const MODULE_HIGH: u8 = 60;
     pub const COST: u8 = 55;
+    /// The model's speed: how the session is going, next to the cost.
+    pub const TPS: u8 = 52;
     pub const TOKENS: u8 = 50;
+    /// An API error is said by Pi's state; the segment's other states are detail.
+    pub const API: u8 = 48;
     /// The thinking level and the provider prefix after the model's name.
     pub const MODEL_DETAIL: u8 = 45;
     pub const CWD: u8 = 40;
@@ -160,12 +204,17 @@ pub mod priority {
     pub const ERROR_DETAIL: u8 = 38;
     pub const SESSION: u8 = 35;
     pub const GIT: u8 = 30;
+    pub const TOOL_COUNT: u8 = 28;
+    pub const CLOCK: u8 = 27;
+    pub const DURATION: u8 = 26;
     /// Directories between `~` and the last one: below the git branch.
     pub const CWD_DETAIL: u8 = 25;
     pub const MODULE_LOW: u8 = 20;
     /// Other extensions' statuses: theirs, so below everything of the workbench's own.
     pub const EXTENSION_STATUSES: u8 = 15;
     pub const HOSTNAME: u8 = 10;
+    /// Input and output tokens apart (the full preset): the combined figure says it first.
+    pub const TOKENS_APART: u8 = 8;
 }
 
 /// The workbench's segments from `model` and `data`, with the modules' `extra` segments after the
@@ -180,22 +229,64 @@ pub fn build_segments(
     let own = [
         Some(builtin::state(model, data)),
         builtin::model(data, settings),
+        builtin::api_state(data),
+        builtin::tool_count(data),
         builtin::session(data),
         builtin::cwd(model),
         builtin::git(model),
         builtin::hostname(data),
         builtin::scrollback(model),
+        builtin::tps(data),
         builtin::context(data, settings.context),
         builtin::tokens(data),
+        builtin::tokens_in(data),
+        builtin::tokens_out(data),
         builtin::cost(data),
         builtin::extension_statuses(data),
+        builtin::clock(model),
+        builtin::duration(model),
     ];
+    let icons = settings.icons();
+    let ascii = settings.preset == Preset::Ascii;
     own.into_iter()
         .flatten()
         .chain(extra)
         .chain(builtin::hint(model))
         .filter(|segment| settings.shows(segment))
+        .map(|segment| match segment.icon {
+            Some(icon) => segment.put_icon(icon.glyph(icons)),
+            None => segment,
+        })
+        .map(|segment| if ascii { to_ascii(segment) } else { segment })
         .collect()
+}
+
+/// `segment` in plain ASCII (the `ascii` preset): each symbol the footer uses becomes one ASCII
+/// character of the same meaning (`●` `*`, `↑` `^`, `…` `.`), anything else outside ASCII `?`.
+fn to_ascii(mut segment: Segment) -> Segment {
+    let fold = |c: char| match c {
+        c if c.is_ascii() => c,
+        '●' => '*',
+        '○' => 'o',
+        '◆' | '⚠' => '!',
+        '✗' => 'x',
+        '✓' => '+',
+        '◐' => '~',
+        '↑' => '^',
+        '↓' => 'v',
+        '…' => '.',
+        '“' | '”' => '"',
+        '·' => '-',
+        '▶' => '>',
+        '│' => '|',
+        _ => '?',
+    };
+    for form in &mut segment.forms {
+        for piece in &mut form.pieces {
+            piece.text = piece.text.chars().map(fold).collect();
+        }
+    }
+    segment
 }
 
 /// Draw the footer from the app's `model` alone (no bridge data, default settings) into the first
@@ -242,6 +333,8 @@ mod tests {
             scrolled_back: None,
             hint: Some("F1 help".to_owned()),
             notice: None,
+            clock: None,
+            session_secs: None,
         }
     }
 
@@ -477,10 +570,184 @@ mod tests {
                 ..FooterSettings::default()
             };
             let segments = build_segments(&model, &data, &settings, []);
+            let rows = WIDTHS.iter().map(|&w| {
+                let row = render_to_string(w, 1, |area, buf| {
+                    render_footer(&segments, &settings, &Theme::plain(), area, buf);
+                });
+                format!("{w:>3} {}", row.trim_end())
+            });
             crate::assert_ui_snapshot!(
                 format!("footer_preset_{}", preset.name()),
-                widths_snapshot(&segments, &WIDTHS)
+                rows.collect::<Vec<_>>().join("\n")
             );
+        }
+    }
+
+    /// Everything the footer can show: the bridged footer with the new core segments and two
+    /// module segments.
+    fn everything() -> (FooterModel, FooterData, Vec<Segment>) {
+        let (mut model, mut data) = bridged();
+        model.clock = Some("14:05".to_owned());
+        model.session_secs = Some(754);
+        data.tool_calls = 7;
+        data.rate = Some(TokenRate {
+            last: 42.4,
+            average: 38.0,
+        });
+        data.api = Some(ApiState::Ok);
+        let step = Segment::new(
+            "current_command",
+            priority::MODULE_HIGH,
+            Align::Left,
+            Form::new("▶ unipi:plan", Role::Accent),
+        )
+        .in_group("workflow");
+        let board = Segment::new(
+            "tasks_done",
+            priority::MODULE_LOW,
+            Align::Right,
+            Form::new("kb 3/10", Role::Text),
+        )
+        .in_group("kanboard")
+        .with_icon(Icon::Board);
+        (model, data, vec![step, board])
+    }
+
+    /// The footer as the bottom rows of a `width`×`height` screen (the rest left blank), with as
+    /// many rows as it needs.
+    fn screen(segments: &[Segment], settings: &FooterSettings, width: u16, height: u16) -> String {
+        render_to_string(width, height, |_, buf| {
+            let rows = rows_needed(segments, settings, width);
+            let footer = Rect::new(0, height - rows, width, rows);
+            render_footer(segments, settings, &Theme::plain(), footer, buf);
+        })
+    }
+
+    #[test]
+    fn each_preset_at_80x24_and_120x40() {
+        let (model, data, extra) = everything();
+        for preset in Preset::ALL {
+            let settings = FooterSettings {
+                preset,
+                ..FooterSettings::default()
+            };
+            let segments = build_segments(&model, &data, &settings, extra.clone());
+            for (width, height) in [(80, 24), (120, 40)] {
+                crate::assert_ui_snapshot!(
+                    format!("footer_screen_{}_{width}x{height}", preset.name()),
+                    screen(&segments, &settings, width, height)
+                );
+            }
+        }
+    }
+
+    /// With the overflow row, what does not fit goes to a second row whole; nothing is cut, and
+    /// nothing but what the second row cannot hold either is lost.
+    #[test]
+    fn the_overflow_row_takes_what_does_not_fit() {
+        let (model, data, extra) = everything();
+        let full = FooterSettings {
+            preset: Preset::Full,
+            ..FooterSettings::default()
+        };
+        let segments = build_segments(&model, &data, &full, extra);
+        assert_eq!(rows_needed(&segments, &full, 120), 2);
+        assert_eq!(rows_needed(&segments, &full, 400), 1);
+        let text = screen(&segments, &full, 120, 3);
+        let rows: Vec<&str> = text.lines().collect();
+        for needle in [
+            "● working",
+            "claude-sonnet-4-5",
+            "F1 help",
+            "14:05",
+            "7 tools",
+            "42 t/s",
+        ] {
+            assert!(text.contains(needle), "{needle} in\n{text}");
+        }
+        // The first row keeps the most important, the second takes what did not fit.
+        assert!(
+            rows[1].contains("● working") && rows[2].contains("7 tools"),
+            "{text}"
+        );
+        assert!(!rows[1].contains("7 tools"), "{text}");
+        // Every segment is on screen whole, in one of its forms — but input and output tokens
+        // apart, the lowest of all, which only a third row would hold.
+        for segment in segments
+            .iter()
+            .filter(|s| s.priority > priority::TOKENS_APART)
+        {
+            assert!(
+                segment.forms.iter().any(|form| text.contains(&form.text())),
+                "{} missing or cut in\n{text}",
+                segment.id
+            );
+        }
+        // Off: one row, the low ones dropped as before.
+        let off = FooterSettings {
+            look: Look {
+                overflow_row: Some(false),
+                ..Look::default()
+            },
+            ..full.clone()
+        };
+        assert_eq!(rows_needed(&segments, &off, 120), 1);
+        let one = screen(&segments, &off, 120, 3);
+        assert_eq!(
+            one.lines().filter(|row| row.contains('│')).count(),
+            1,
+            "{one}"
+        );
+        assert!(!one.contains("7 tools"), "{one}");
+    }
+
+    #[test]
+    fn separators_and_icons_follow_the_settings() {
+        let (model, data, extra) = everything();
+        let row = |settings: &FooterSettings| {
+            let segments = build_segments(&model, &data, settings, extra.clone());
+            render_to_string(300, 1, |area, buf| {
+                render_footer(&segments, settings, &Theme::plain(), area, buf);
+            })
+        };
+        let ascii = row(&FooterSettings {
+            preset: Preset::Ascii,
+            ..FooterSettings::default()
+        });
+        assert!(
+            ascii.contains(" | ") && ascii.trim_matches('"').is_ascii(),
+            "{ascii}"
+        );
+        assert!(
+            ascii.contains("GIT feature/footer") && ascii.contains("TPS 42 t/s"),
+            "{ascii}"
+        );
+        let slash = row(&FooterSettings {
+            look: Look {
+                separator: Some(SeparatorStyle::Slash),
+                icons: Some(IconStyle::Text),
+                ..Look::default()
+            },
+            ..FooterSettings::default()
+        });
+        assert!(
+            slash.contains(" / ") && slash.contains("TLS 7 tools"),
+            "{slash}"
+        );
+        assert!(slash.contains("KB kb 3/10"), "module icons too: {slash}");
+    }
+
+    #[test]
+    fn tps_tiers() {
+        let cases = [
+            (250.0, Role::Accent),
+            (150.0, Role::Status(ProgramState::Done)),
+            (60.0, Role::Text),
+            (40.0, Role::Warning),
+            (12.0, Role::Error),
+        ];
+        for (rate, role) in cases {
+            assert_eq!(builtin::tps_role(rate), role, "{rate}");
         }
     }
 
@@ -582,6 +849,8 @@ mod tests {
                 "hostname",
                 "context_pct",
                 "tokens",
+                "tokens_in",
+                "tokens_out",
                 "cost",
                 "hint"
             ]

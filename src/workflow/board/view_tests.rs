@@ -269,6 +269,8 @@ fn the_footer_shows_the_editor_notice_whole_at_80_columns() {
         scrolled_back: None,
         hint: Some("F1 help".to_owned()),
         notice: Some(super::EDITOR_NOTICE.to_owned()),
+        clock: None,
+        session_secs: None,
     };
     let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(80, 1))
         .unwrap_or_else(|err| panic!("{err}"));

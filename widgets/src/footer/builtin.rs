@@ -3,11 +3,12 @@
 //! tokens, cost and key hint. Each one offers shorter forms where a shorter form still says
 //! something, and decides nothing about fitting: that is the layout's job.
 
+use super::icons::Icon;
 use super::segment::{Align, Form, Role, Segment};
 use super::settings::{ContextThresholds, FooterSettings, Preset};
 use super::{
-    Activity, BridgeLink, FooterData, FooterModel, PiRunState, ProgramState, StatusSegment,
-    priority, tilde_path,
+    Activity, ApiState, BridgeLink, FooterData, FooterModel, PiRunState, ProgramState,
+    StatusSegment, priority, tilde_path,
 };
 use crate::text::{first_line, path_forms, word_forms};
 
@@ -38,6 +39,17 @@ pub fn format_cost(dollars: f64) -> String {
         format!("${dollars:.4}")
     } else {
         format!("${dollars:.2}")
+    }
+}
+
+/// A duration to the minute (the footer changes once a minute, not every second): `0m`, `12m`,
+/// `1h05m`.
+pub fn format_duration(secs: u64) -> String {
+    let (hours, minutes) = (secs / 3600, (secs / 60) % 60);
+    if hours > 0 {
+        format!("{hours}h{minutes:02}m")
+    } else {
+        format!("{minutes}m")
     }
 }
 
@@ -204,6 +216,7 @@ pub(super) fn model(data: &FooterData, settings: &FooterSettings) -> Option<Segm
     let segment = Segment::new("model", priority::MODEL, Align::Left, long)
         .detail(priority::MODEL_DETAIL)
         .from_preset(Preset::Minimal)
+        .with_icon(Icon::Model)
         .or(plain);
     Some(match bare {
         Some(bare) => segment.or(bare),
@@ -223,7 +236,7 @@ pub(super) fn session(data: &FooterData) -> Option<Segment> {
         .map(|text| Form::new(format!("“{text}”"), Role::Text));
     let first = forms.next()?;
     Some(forms.fold(
-        Segment::new("session", priority::SESSION, Align::Left, first),
+        Segment::new("session", priority::SESSION, Align::Left, first).with_icon(Icon::Session),
         Segment::or,
     ))
 }
@@ -251,13 +264,12 @@ pub(super) fn git(model: &FooterModel) -> Option<Segment> {
         "git",
         priority::GIT,
         Align::Left,
-        Form::new(format!("⎇ {branch}"), Role::Accent),
+        Form::new(branch, Role::Accent),
     )
-    .from_preset(Preset::Minimal);
+    .from_preset(Preset::Minimal)
+    .with_icon(Icon::Git);
     Some(match branch.rsplit_once('/') {
-        Some((_, last)) if !last.is_empty() => {
-            segment.or(Form::new(format!("⎇ {last}"), Role::Accent))
-        }
+        Some((_, last)) if !last.is_empty() => segment.or(Form::new(last, Role::Accent)),
         _ => segment,
     })
 }
@@ -272,7 +284,8 @@ pub(super) fn hostname(data: &FooterData) -> Option<Segment> {
             Align::Left,
             Form::new(format!("@{host}"), Role::Muted),
         )
-        .from_preset(Preset::Full),
+        .from_preset(Preset::Full)
+        .with_icon(Icon::Hostname),
     )
 }
 
@@ -342,23 +355,160 @@ pub(super) fn tokens(data: &FooterData) -> Option<Segment> {
         format_tokens(data.tokens_in),
         format_tokens(data.tokens_out)
     );
-    Some(Segment::new(
-        "tokens",
-        priority::TOKENS,
-        Align::Right,
-        Form::new(text, Role::Text),
-    ))
+    Some(
+        Segment::new(
+            "tokens",
+            priority::TOKENS,
+            Align::Right,
+            Form::new(text, Role::Text),
+        )
+        .with_icon(Icon::Tokens),
+    )
 }
 
 /// The session's cost so far; absent until Pi reports one.
 pub(super) fn cost(data: &FooterData) -> Option<Segment> {
     let dollars = data.cost?;
-    Some(Segment::new(
-        "cost",
-        priority::COST,
-        Align::Right,
-        Form::new(format_cost(dollars), Role::Text),
-    ))
+    Some(
+        Segment::new(
+            "cost",
+            priority::COST,
+            Align::Right,
+            Form::new(format_cost(dollars), Role::Text),
+        )
+        .from_preset(Preset::Compact)
+        .with_icon(Icon::Cost),
+    )
+}
+
+/// The model's speed in output tokens per second, coloured by tier, with the session's average:
+/// `42 t/s · avg 38` → `42 t/s`.
+pub(super) fn tps(data: &FooterData) -> Option<Segment> {
+    let rate = data
+        .rate
+        .filter(|rate| rate.last.is_finite() && rate.last >= 0.0)?;
+    let last = Form::new(format!("{:.0} t/s", rate.last), tps_role(rate.last));
+    let long = last
+        .clone()
+        .then(format!(" · avg {:.0}", rate.average), Role::Muted);
+    Some(
+        Segment::new("tps", priority::TPS, Align::Right, long)
+            .detail(priority::TOKENS_APART)
+            .from_preset(Preset::Compact)
+            .with_icon(Icon::Tps)
+            .or(last),
+    )
+}
+
+/// Unipi's tiers: above 200 blazing, above 100 fast, above 50 good, above 30 moderate, else
+/// slow.
+pub(super) fn tps_role(rate: f64) -> Role {
+    match rate {
+        r if r > 200.0 => Role::Accent,
+        r if r > 100.0 => Role::Status(ProgramState::Done),
+        r if r > 50.0 => Role::Text,
+        r if r > 30.0 => Role::Warning,
+        _ => Role::Error,
+    }
+}
+
+/// How the model's API answered last: `api ok`, `api error: 429 rate limited`.
+pub(super) fn api_state(data: &FooterData) -> Option<Segment> {
+    let api = data.api.as_ref()?;
+    let segment = |form: Form| {
+        Segment::new("api_state", priority::API, Align::Left, form).with_icon(Icon::ApiState)
+    };
+    let working = Role::Status(ProgramState::Working);
+    Some(match api {
+        ApiState::Waiting => segment(Form::new("api waiting", Role::Muted)),
+        ApiState::Streaming => segment(Form::new("api streaming", working)),
+        ApiState::Ok => segment(Form::new("api ok", Role::Status(ProgramState::Done))),
+        ApiState::Error(message) => {
+            let short = Form::new("api error", Role::Error);
+            let mut forms = word_forms(&first_line(message), MAX_MESSAGE / 2)
+                .into_iter()
+                .map(|text| Form::new(format!("api error: {text}"), Role::Error));
+            let first = forms.next().unwrap_or_else(|| short.clone());
+            forms
+                .fold(segment(first).detail(priority::ERROR_DETAIL), Segment::or)
+                .or(short)
+        }
+    })
+}
+
+/// Tools Pi ran this session: `3 tools`; absent before the first.
+pub(super) fn tool_count(data: &FooterData) -> Option<Segment> {
+    let count = data.tool_calls;
+    if count == 0 {
+        return None;
+    }
+    let text = if count == 1 {
+        "1 tool".to_owned()
+    } else {
+        format!("{count} tools")
+    };
+    Some(
+        Segment::new(
+            "tool_count",
+            priority::TOOL_COUNT,
+            Align::Left,
+            Form::new(text, Role::Text),
+        )
+        .with_icon(Icon::ToolCount),
+    )
+}
+
+/// Input tokens alone (the full preset).
+pub(super) fn tokens_in(data: &FooterData) -> Option<Segment> {
+    apart("tokens_in", "in", data.tokens_in, Icon::TokensIn)
+}
+
+/// Output tokens alone (the full preset).
+pub(super) fn tokens_out(data: &FooterData) -> Option<Segment> {
+    apart("tokens_out", "out", data.tokens_out, Icon::TokensOut)
+}
+
+fn apart(id: &str, label: &str, count: u64, icon: Icon) -> Option<Segment> {
+    (count > 0).then(|| {
+        Segment::new(
+            id,
+            priority::TOKENS_APART,
+            Align::Right,
+            Form::new(format!("{label} "), Role::Muted).then(format_tokens(count), Role::Text),
+        )
+        .from_preset(Preset::Full)
+        .with_icon(icon)
+    })
+}
+
+/// The local time, `14:05`.
+pub(super) fn clock(model: &FooterModel) -> Option<Segment> {
+    let time = model.clock.as_deref().filter(|time| !time.is_empty())?;
+    Some(
+        Segment::new(
+            "clock",
+            priority::CLOCK,
+            Align::Right,
+            Form::new(time, Role::Muted),
+        )
+        .from_preset(Preset::Compact)
+        .with_icon(Icon::Clock),
+    )
+}
+
+/// How long the session has run: `12m`, `1h05m`.
+pub(super) fn duration(model: &FooterModel) -> Option<Segment> {
+    let secs = model.session_secs?;
+    Some(
+        Segment::new(
+            "duration",
+            priority::DURATION,
+            Align::Right,
+            Form::new(format_duration(secs), Role::Muted),
+        )
+        .from_preset(Preset::Compact)
+        .with_icon(Icon::Duration),
+    )
 }
 
 /// The key hint ("F1 help") or a passing notice in its place, at the right end. One form only:
@@ -447,6 +597,20 @@ mod tests {
         }
     }
 
+    #[test]
+    fn format_duration_table() {
+        let cases = [
+            (0, "0m"),
+            (59, "0m"),
+            (754, "12m"),
+            (3600, "1h00m"),
+            (3900, "1h05m"),
+        ];
+        for (secs, want) in cases {
+            assert_eq!(format_duration(secs), want, "{secs}");
+        }
+    }
+
     fn running(status: Option<(ProgramState, Option<&str>)>) -> FooterModel {
         FooterModel {
             pi: PiRunState::Running,
@@ -460,6 +624,8 @@ mod tests {
             scrolled_back: None,
             hint: None,
             notice: None,
+            clock: None,
+            session_secs: None,
         }
     }
 

@@ -14,7 +14,8 @@ use ratatui::layout::Rect;
 use ratatui::style::Style;
 
 use super::ProgramState;
-use super::settings::Preset;
+use super::icons::Icon;
+use super::settings::{FooterSettings, Preset};
 use crate::text::width;
 use crate::theme::Theme;
 
@@ -126,6 +127,10 @@ pub struct Segment {
     pub min_preset: Preset,
     /// Longest first; never empty for a segment built with [`Segment::new`].
     pub forms: Vec<Form>,
+    /// Drawn before every form in the user's icon style ([`super::build_segments`] puts it in).
+    pub icon: Option<Icon>,
+    /// What it means, for the footer's guide (`/unipi:footer-help`); modules set it.
+    pub help: &'static str,
 }
 
 impl Segment {
@@ -140,7 +145,40 @@ impl Segment {
             align,
             min_preset: Preset::Default,
             forms: vec![form],
+            icon: None,
+            help: "",
         }
+    }
+
+    /// The same segment with what it means, for the footer's guide.
+    pub fn described(mut self, help: &'static str) -> Self {
+        self.help = help;
+        self
+    }
+
+    /// The same segment with `icon` before it.
+    pub fn with_icon(mut self, icon: Icon) -> Self {
+        self.icon = Some(icon);
+        self
+    }
+
+    /// Its icon drawn in front of every form, as `glyph` (nothing when empty), in the role of
+    /// the form's first piece.
+    pub(super) fn put_icon(mut self, glyph: &str) -> Self {
+        if glyph.is_empty() {
+            return self;
+        }
+        for form in &mut self.forms {
+            let role = form.pieces.first().map_or(Role::Text, |piece| piece.role);
+            form.pieces.insert(
+                0,
+                Piece {
+                    text: format!("{glyph} "),
+                    role,
+                },
+            );
+        }
+        self
     }
 
     /// The same segment in config group `group`.
@@ -178,16 +216,75 @@ impl Segment {
 /// Draw `segments` into the first row of `area`: fitted, left ones from the left edge, right ones
 /// against the right edge, separated by a muted `│`.
 pub fn render_segments(segments: &[Segment], theme: &Theme, area: Rect, buf: &mut Buffer) {
+    render_footer(segments, &FooterSettings::default(), theme, area, buf);
+}
+
+/// Draw `segments` into `area` with the separator `settings` choose. With the overflow row on
+/// and a second row in `area`, what does not fit the first row goes to the second (fitted the
+/// same way) rather than away; never is a segment cut.
+pub fn render_footer(
+    segments: &[Segment],
+    settings: &FooterSettings,
+    theme: &Theme,
+    area: Rect,
+    buf: &mut Buffer,
+) {
     if area.is_empty() {
         return;
     }
+    let separator = settings.separator();
+    let second = area.height >= 2 && settings.overflow_row();
     let row = Rect { height: 1, ..area };
-    buf.set_style(row, theme.footer);
+    let choice = draw_row(segments, separator, theme, row, buf);
+    if !second {
+        return;
+    }
+    let rest: Vec<Segment> = segments
+        .iter()
+        .zip(&choice)
+        .filter(|(_, form)| form.is_none())
+        .map(|(segment, _)| segment.clone())
+        .collect();
+    draw_row(
+        &rest,
+        separator,
+        theme,
+        Rect {
+            y: area.y + 1,
+            ..row
+        },
+        buf,
+    );
+}
 
+/// How many rows `segments` take at `columns`: 2 when the overflow row is on and some do
+/// not fit one row even in their shortest forms, else 1.
+pub fn rows_needed(segments: &[Segment], settings: &FooterSettings, columns: u16) -> u16 {
+    if !settings.overflow_row() {
+        return 1;
+    }
+    let avail = usize::from(columns.saturating_sub(2 * u16::from(columns >= 10)));
+    let all = fit_with(segments, avail, width(settings.separator()));
+    if all.iter().all(Option::is_some) {
+        1
+    } else {
+        2
+    }
+}
+
+/// One fitted row in `row`; returns which form of each segment it drew.
+fn draw_row(
+    segments: &[Segment],
+    separator: &str,
+    theme: &Theme,
+    row: Rect,
+    buf: &mut Buffer,
+) -> Vec<Option<usize>> {
+    buf.set_style(row, theme.footer);
     // One column of padding on each side, when there is room for it.
     let padding = u16::from(row.width >= 10);
     let avail = usize::from(row.width - 2 * padding);
-    let choice = fit(segments, avail);
+    let choice = fit_with(segments, avail, width(separator));
     let shown = |align: Align| -> Vec<&Form> {
         segments
             .iter()
@@ -199,27 +296,39 @@ pub fn render_segments(segments: &[Segment], theme: &Theme, area: Rect, buf: &mu
     let left = shown(Align::Left);
     let right = shown(Align::Right);
     let right_edge = row.right() - padding;
-
+    let zone = Zone {
+        separator,
+        theme,
+        y: row.y,
+        right: right_edge,
+    };
     let mut x = row.x + padding;
-    draw_zone(&left, theme, &mut x, row.y, right_edge, buf);
-    let right_width =
-        u16::try_from(zone_width(right.iter().map(|form| form.width()))).unwrap_or(u16::MAX);
+    zone.draw(&left, &mut x, buf);
+    let right_width = zone_width(right.iter().map(|form| form.width()), width(separator));
+    let right_width = u16::try_from(right_width).unwrap_or(u16::MAX);
     let mut x = right_edge.saturating_sub(right_width).max(x);
-    draw_zone(&right, theme, &mut x, row.y, right_edge, buf);
+    zone.draw(&right, &mut x, buf);
+    choice
 }
 
-/// The separator between two segments on the same side.
+/// The separator between two segments on the same side, by default.
 pub const SEPARATOR: &str = " │ ";
 /// Columns kept free between the left and the right side.
 pub const ZONE_GAP: usize = 2;
 
-/// Which form of each segment to draw (`None`: not drawn) so the row fits `avail` columns.
+/// [`fit_with`] the default separator.
+pub fn fit(segments: &[Segment], avail: usize) -> Vec<Option<usize>> {
+    fit_with(segments, avail, width(SEPARATOR))
+}
+
+/// Which form of each segment to draw (`None`: not drawn) so the row fits `avail` columns, with
+/// `separator` columns between two segments.
 ///
 /// Each segment wishes to be shown in its shortest form (at its `priority`) and then to grow one
 /// form at a time (at its `detail_priority`). Wishes are granted from the highest priority down
 /// — on a tie, being shown before growing, then in display order — each one only if the row
 /// still fits; a wish that does not fit is skipped, and smaller ones after it may still fit.
-pub fn fit(segments: &[Segment], avail: usize) -> Vec<Option<usize>> {
+pub fn fit_with(segments: &[Segment], avail: usize, separator: usize) -> Vec<Option<usize>> {
     struct Wish {
         priority: u8,
         grows: bool,
@@ -263,7 +372,7 @@ pub fn fit(segments: &[Segment], avail: usize) -> Vec<Option<usize>> {
             continue;
         }
         choice[wish.segment] = Some(wish.form);
-        if row_width(segments, &choice) > avail {
+        if row_width(segments, &choice, separator) > avail {
             choice[wish.segment] = from;
         }
     }
@@ -271,7 +380,7 @@ pub fn fit(segments: &[Segment], avail: usize) -> Vec<Option<usize>> {
 }
 
 /// Width of the row with `choice`: both sides, their separators, and the gap between them.
-fn row_width(segments: &[Segment], choice: &[Option<usize>]) -> usize {
+fn row_width(segments: &[Segment], choice: &[Option<usize>], separator: usize) -> usize {
     let side = |align: Align| {
         zone_width(
             segments
@@ -279,6 +388,7 @@ fn row_width(segments: &[Segment], choice: &[Option<usize>]) -> usize {
                 .zip(choice)
                 .filter(|(segment, _)| segment.align == align)
                 .filter_map(|(segment, form)| form.map(|index| segment.forms[index].width())),
+            separator,
         )
     };
     let (left, right) = (side(Align::Left), side(Align::Right));
@@ -287,26 +397,31 @@ fn row_width(segments: &[Segment], choice: &[Option<usize>]) -> usize {
 }
 
 /// Width of one side's forms joined by separators.
-fn zone_width(widths: impl Iterator<Item = usize>) -> usize {
+fn zone_width(widths: impl Iterator<Item = usize>, separator: usize) -> usize {
     let (total, count) = widths.fold((0, 0_usize), |(total, count), w| (total + w, count + 1));
-    total + width(SEPARATOR) * count.saturating_sub(1)
+    total + separator * count.saturating_sub(1)
 }
 
-fn draw_zone(forms: &[&Form], theme: &Theme, x: &mut u16, y: u16, right: u16, buf: &mut Buffer) {
-    for (i, form) in forms.iter().enumerate() {
-        if i > 0 {
-            *x = put(
-                buf,
-                *x,
-                y,
-                SEPARATOR,
-                theme.footer.patch(theme.muted),
-                right,
-            );
-        }
-        for piece in &form.pieces {
-            let style = theme.footer.patch(piece.role.style(theme));
-            *x = put(buf, *x, y, &piece.text, style, right);
+/// Where one side of a row is drawn, and with what between its segments.
+struct Zone<'a> {
+    separator: &'a str,
+    theme: &'a Theme,
+    y: u16,
+    right: u16,
+}
+
+impl Zone<'_> {
+    fn draw(&self, forms: &[&Form], x: &mut u16, buf: &mut Buffer) {
+        let (theme, y, right) = (self.theme, self.y, self.right);
+        for (i, form) in forms.iter().enumerate() {
+            if i > 0 {
+                let style = theme.footer.patch(theme.muted);
+                *x = put(buf, *x, y, self.separator, style, right);
+            }
+            for piece in &form.pieces {
+                let style = theme.footer.patch(piece.role.style(theme));
+                *x = put(buf, *x, y, &piece.text, style, right);
+            }
         }
     }
 }
@@ -408,7 +523,10 @@ mod tests {
         for (avail, want) in cases {
             assert_eq!(fitted(&segments, avail), want, "avail {avail}");
             let choice = fit(&segments, avail);
-            assert!(row_width(&segments, &choice) <= avail, "avail {avail}");
+            assert!(
+                row_width(&segments, &choice, width(SEPARATOR)) <= avail,
+                "avail {avail}"
+            );
         }
     }
 
