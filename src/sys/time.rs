@@ -42,18 +42,23 @@ pub fn local_time_of_day(unix_secs: u64) -> (u8, u8, u8) {
             (day % 60) as u8,
         )
     };
-    let Ok(time) = nix::libc::time_t::try_from(unix_secs) else {
+    let Some(tm) = local_tm(unix_secs) else {
         return utc();
     };
-    // SAFETY: `localtime_r` writes only into `tm`, which outlives the call; `time` is a valid
-    // pointer to a time_t. It is the thread-safe variant (no shared static buffer).
-    let mut tm: nix::libc::tm = unsafe { std::mem::zeroed() };
-    let filled = unsafe { nix::libc::localtime_r(&time, &mut tm) };
-    if filled.is_null() {
-        return utc();
-    }
     let part = |value: i32| u8::try_from(value).unwrap_or(0);
     (part(tm.tm_hour), part(tm.tm_min), part(tm.tm_sec))
+}
+
+/// The C library's broken-down local time at `unix_secs` (`TZ` and `/etc/localtime` apply);
+/// `None` when the time is out of range or the zone cannot be read.
+fn local_tm(unix_secs: u64) -> Option<nix::libc::tm> {
+    let time = nix::libc::time_t::try_from(unix_secs).ok()?;
+    // SAFETY: `tm` is plain old data (all-zero is a valid value) that `localtime_r` fills in;
+    // both pointers are valid for the call, and `localtime_r` (unlike `localtime`) keeps no
+    // shared state.
+    let mut tm: nix::libc::tm = unsafe { std::mem::zeroed() };
+    let filled = unsafe { nix::libc::localtime_r(&time, &mut tm) };
+    (!filled.is_null()).then_some(tm)
 }
 
 /// A millisecond timestamp as JavaScript's `Date.prototype.toISOString` writes it
@@ -132,16 +137,9 @@ pub fn parse_iso_utc(text: &str) -> Option<u64> {
 /// The local time zone's offset from UTC, in seconds east, at `ms` since the epoch (the C
 /// library's `localtime_r`, so `TZ` and `/etc/localtime` apply); 0 when it cannot tell.
 pub fn local_offset_seconds(ms: u64) -> i64 {
-    let Ok(secs) = nix::libc::time_t::try_from(ms / 1000) else {
+    let Some(tm) = local_tm(ms / 1000) else {
         return 0;
     };
-    // SAFETY: `tm` is plain old data that `localtime_r` fills in; both pointers are valid for
-    // the call, and `localtime_r` (unlike `localtime`) keeps no shared state.
-    let mut tm: nix::libc::tm = unsafe { std::mem::zeroed() };
-    let filled = unsafe { nix::libc::localtime_r(&secs, &mut tm) };
-    if filled.is_null() {
-        return 0;
-    }
     // `c_long`: the same type as `i64` on 64-bit targets only.
     #[allow(clippy::useless_conversion)]
     i64::from(tm.tm_gmtoff)
