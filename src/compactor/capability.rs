@@ -7,6 +7,8 @@
 
 use std::sync::Arc;
 
+use futures_util::future::BoxFuture;
+use unipi_widgets::dashboard::InfoGroup;
 use unipi_widgets::footer::Segment;
 
 use super::command::parse_command_args;
@@ -79,6 +81,14 @@ impl Capability for CompactorCapability {
         unipi_widgets::compactor::compactor_segment(&self.module.tally(), indexing)
             .into_iter()
             .collect()
+    }
+
+    /// Its tab in `/unipi:info`: tokens saved by compaction in this session and project.
+    fn info_group(&self) -> Option<BoxFuture<'static, InfoGroup>> {
+        let module = self.module.clone();
+        Some(Box::pin(async move {
+            super::text::info_group(module.totals().await.map_err(|refusal| refusal.to_string()))
+        }))
     }
 
     /// `/unipi:compact [keep:N] [prompt]`, `/unipi:compact-stats` and `/unipi:compact-view`.

@@ -281,6 +281,15 @@ impl CompactorModule {
 
     /// `/unipi:compact-stats`'s text.
     pub(crate) async fn stats(&self) -> Result<String, Refusal> {
+        let (session, project, last) = self.totals().await?;
+        Ok(stats_text(&session, &project, last.as_ref()))
+    }
+
+    /// This session's and this project's compaction totals, and the session's last compaction
+    /// (`/unipi:compact-stats` and the dashboard's tab).
+    pub(crate) async fn totals(
+        &self,
+    ) -> Result<(CompactionTotals, CompactionTotals, Option<CompactionRecord>), Refusal> {
         let db = self.compactor.db.clone()?;
         let (session_id, last) = {
             let state = self.compactor.lock();
@@ -299,7 +308,7 @@ impl CompactorModule {
             })
             .await?
             .map_err(|err| err.to_string())?;
-        Ok(stats_text(&session, &project, last.as_ref()))
+        Ok((session, project, last))
     }
 
     /// Answers `session_before_compact` (the whole hook, for tests and the bridge).

@@ -2,6 +2,7 @@
 //! text, the overlay's model, and the UTC times they show. Pure functions of database rows.
 
 use unipi_widgets::compactor::{CompactionModel, ManifestRow};
+use unipi_widgets::dashboard::{InfoGroup, InfoRow};
 use unipi_widgets::footer::format_tokens;
 
 use super::pipeline::ManifestEntry;
@@ -39,35 +40,67 @@ pub(crate) fn stats_text(
     project: &CompactionTotals,
     last: Option<&CompactionRecord>,
 ) -> String {
-    let line = |label: &str, totals: &CompactionTotals| {
-        let noun = if totals.count == 1 {
-            "compaction"
-        } else {
-            "compactions"
-        };
-        format!(
-            "{label}: {} {noun} · {} tokens saved",
-            totals.count,
-            format_tokens(totals.tokens_saved)
-        )
-    };
     let mut text = format!(
-        "🗜 Compactor\n{}\n{}",
-        line("This session", session),
-        line("This project", project)
+        "🗜 Compactor\nThis session: {}\nThis project: {}",
+        totals_text(session),
+        totals_text(project)
     );
     if let Some(last) = last {
-        text.push_str(&format!(
-            "\nLast: {} ({}) · {} → {} tokens · {} messages summarized · {} ms",
-            format_utc(last.at_ms),
-            last.reason,
-            format_tokens(last.tokens_before),
-            format_tokens(last.tokens_after),
-            last.messages_summarized,
-            last.duration_ms
-        ));
+        text.push_str(&format!("\nLast: {}", last_text(last)));
     }
     text
+}
+
+/// `2 compactions · 41.2k tokens saved`.
+fn totals_text(totals: &CompactionTotals) -> String {
+    let noun = if totals.count == 1 {
+        "compaction"
+    } else {
+        "compactions"
+    };
+    format!(
+        "{} {noun} · {} tokens saved",
+        totals.count,
+        format_tokens(totals.tokens_saved)
+    )
+}
+
+/// When and why, the tokens before and after, what was summarized and how long it took.
+fn last_text(last: &CompactionRecord) -> String {
+    format!(
+        "{} ({}) · {} → {} tokens · {} messages summarized · {} ms",
+        format_utc(last.at_ms),
+        last.reason,
+        format_tokens(last.tokens_before),
+        format_tokens(last.tokens_after),
+        last.messages_summarized,
+        last.duration_ms
+    )
+}
+
+/// The compactor's tab in `/unipi:info`: the same figures as `/unipi:compact-stats`, or why
+/// there are none (no recall database).
+pub(crate) fn info_group(
+    totals: Result<(CompactionTotals, CompactionTotals, Option<CompactionRecord>), String>,
+) -> InfoGroup {
+    let rows = match totals {
+        Ok((session, project, last)) => {
+            let mut rows = vec![
+                InfoRow::new("This session", totals_text(&session)),
+                InfoRow::new("This project", totals_text(&project)),
+            ];
+            if let Some(last) = last {
+                rows.push(InfoRow::new("Last", last_text(&last)));
+            }
+            rows
+        }
+        Err(why) => vec![InfoRow::new("Unavailable", why)],
+    };
+    InfoGroup {
+        id: "compactor".to_owned(),
+        title: "Compaction".to_owned(),
+        rows,
+    }
 }
 
 /// The overlay's model for a recorded compaction.
@@ -157,5 +190,25 @@ mod tests {
              This project: 3 compactions · 120k tokens saved\n\
              Last: 1970-01-01 00:00 UTC (manual) · 52.3k → 6.1k tokens · 14 messages summarized · 12 ms"
         );
+        // The dashboard's tab says the same, a row a figure.
+        let group = info_group(Ok((totals(1, 46_200), totals(3, 120_000), Some(record))));
+        let rows: Vec<(&str, &str)> = group
+            .rows
+            .iter()
+            .map(|row| (row.label.as_str(), row.value.as_str()))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("This session", "1 compaction · 46.2k tokens saved"),
+                ("This project", "3 compactions · 120k tokens saved"),
+                (
+                    "Last",
+                    "1970-01-01 00:00 UTC (manual) · 52.3k → 6.1k tokens · 14 messages summarized · 12 ms"
+                ),
+            ]
+        );
+        let without = info_group(Err("no recall database".to_owned()));
+        assert_eq!(without.rows[0].value, "no recall database");
     }
 }

@@ -18,7 +18,7 @@ use crate::web::config::{UNIPI_AUTH_FILE, UNIPI_CONFIG_FILE, WEB_CONFIG_FILE};
 /// Our MCP file at each level.
 const MCP_FILE: &str = ".unipi/config/mcp.json";
 /// Unipi's footer keys that have no counterpart (the native footer draws its own way).
-const FOOTER_LOOKS: [&str; 4] = ["separator", "iconStyle", "zoneSeparator", "showFullLabels"];
+const FOOTER_LOOKS: [&str; 2] = ["zoneSeparator", "showFullLabels"];
 
 /// One key of a Unipi file and where it goes in ours.
 #[derive(Debug, Clone, PartialEq)]
@@ -336,7 +336,8 @@ impl Plan {
                 "askUser" => ASK_USER_CONFIG_FILE,
                 "footer" => FOOTER_FILE,
                 "info" => {
-                    let why = "unipi-tui has no info screen, so no settings for it";
+                    let why =
+                        "the dashboard's groups differ: set info.json with /unipi:info-settings";
                     self.leave(file, "unipi.info", why);
                     continue;
                 }

@@ -159,14 +159,14 @@ fn a_dry_run_names_every_change_and_writes_nothing() {
   unipi.footer.enabled → enabled
   unipi.footer.groups.core.segments.clock → groups.core.segments.clock
   unipi.footer.preset → preset
+  unipi.footer.separator → separator
 
 Left alone:
   ~/.unipi/config/mcp/config.json servers.old.addedAt: Unipi's bookkeeping
   ~/.unipi/config/mcp/config.json sync: Unipi's catalog sync; unipi-tui has no catalog
   {project}/.unipi/config/mcp/config.json servers.ghost.enabled: no such server (Unipi passed it over too)
   ~/.unipi/config/compactor/config.json sessionGoals: accepted and ignored by unipi-tui (strategies, presets, sandbox)
-  ~/.pi/agent/settings.json unipi.footer.separator: no counterpart: the native footer draws its own way
-  ~/.pi/agent/settings.json unipi.info: unipi-tui has no info screen, so no settings for it
+  ~/.pi/agent/settings.json unipi.info: the dashboard's groups differ: set info.json with /unipi:info-settings
   ~/.unipi/config/subagents.json: read as it is (`enabled` and `types.<name>.enabled` are honoured)
 
 Unipi's files are read where they are either way; none is changed.
@@ -262,7 +262,7 @@ fn apply_writes_our_files_the_workbench_reads_the_same_and_a_second_run_has_noth
     assert!(ask.enabled && !ask.multi_select && !ask.notify_on_ask);
     assert_eq!(
         read(&home.join(".unipi/config/footer.json")),
-        json!({"enabled": true, "preset": "minimal",
+        json!({"enabled": true, "preset": "minimal", "separator": "slash",
                "groups": {"core": {"segments": {"clock": false}}}})
     );
 

@@ -5,7 +5,9 @@
 
 use std::sync::Arc;
 
+use futures_util::future::BoxFuture;
 use tokio::sync::watch;
+use unipi_widgets::dashboard::InfoGroup;
 
 use super::config::{CONFIG_FILE, NTFY_FILE, NotifyConfig};
 use super::dispatch::{Dispatcher, test_report};
@@ -112,6 +114,17 @@ impl Capability for NotifyCapability {
     /// unless the footer settings show it, as in Unipi).
     fn footer_segments(&self) -> Vec<unipi_widgets::footer::Segment> {
         super::footer::segments(self.dispatcher.last_sent().as_ref(), crate::sys::now_ms())
+    }
+
+    /// Its tab in `/unipi:info`: platforms on, deliveries since start, the last notification.
+    fn info_group(&self) -> Option<BoxFuture<'static, InfoGroup>> {
+        let group = super::info::info_group(
+            &self.dispatcher.config(),
+            self.dispatcher.tally(),
+            self.dispatcher.last_sent().as_ref(),
+            crate::sys::now_ms(),
+        );
+        Some(Box::pin(async move { group }))
     }
 }
 

@@ -85,6 +85,15 @@ struct Inner {
     no_desktop: Mutex<Option<String>>,
     /// The last notification sent: when (ms) and to which platforms (the footer's segments).
     last_sent: Mutex<Option<LastSent>>,
+    /// Deliveries since start, for `/unipi:info`.
+    tally: Mutex<Tally>,
+}
+
+/// Deliveries since the workbench started: one per platform a notification went to.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Tally {
+    pub(crate) delivered: u64,
+    pub(crate) failed: u64,
 }
 
 /// A notification that went out, as the footer shows it.
@@ -130,6 +139,7 @@ impl Dispatcher {
                 host: OnceLock::new(),
                 no_desktop: Mutex::new(None),
                 last_sent: Mutex::new(None),
+                tally: Mutex::new(Tally::default()),
             }),
         }
     }
@@ -177,6 +187,11 @@ impl Dispatcher {
         crate::sys::lock(&self.inner.last_sent).clone()
     }
 
+    /// Deliveries since start (the dashboard's figures).
+    pub(crate) fn tally(&self) -> Tally {
+        *crate::sys::lock(&self.inner.tally)
+    }
+
     /// Sends `notice` for `event_type` to `platforms` in the background and announces the
     /// outcome on the bus. Returns at once.
     pub(crate) fn dispatch(&self, event_type: &str, notice: Notice, platforms: Vec<Platform>) {
@@ -194,6 +209,12 @@ impl Dispatcher {
                         result.platform.key()
                     ),
                 }
+            }
+            {
+                let failed = results.iter().filter(|result| !result.ok()).count() as u64;
+                let mut tally = crate::sys::lock(&this.inner.tally);
+                tally.delivered += results.len() as u64 - failed;
+                tally.failed += failed;
             }
             *crate::sys::lock(&this.inner.last_sent) = Some(LastSent {
                 at_ms: crate::sys::now_ms(),

@@ -45,7 +45,7 @@ pub(super) fn segments(last: Option<&LastSent>, now_ms: u64) -> Vec<Segment> {
 }
 
 /// `just now` under a minute, then `4m ago`, `2h ago` (Unipi's words).
-fn ago(ms: u64) -> String {
+pub(super) fn ago(ms: u64) -> String {
     let minutes = ms / 60_000;
     match minutes {
         0 => "just now".to_owned(),

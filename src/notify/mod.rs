@@ -15,6 +15,7 @@ mod capability;
 pub mod config;
 pub mod dispatch;
 mod footer;
+mod info;
 pub mod module;
 pub mod platforms;
 pub mod routing;

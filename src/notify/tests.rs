@@ -353,6 +353,9 @@ async fn dispatching_returns_at_once_and_announces_the_outcome() {
         json!([{"platform": "ntfy", "success": false, "error": "ntfy API error 403: denied"},
                {"platform": "gotify", "success": true}])
     );
+    // The dashboard's figures: one delivered, one failed.
+    let tally = dispatcher.tally();
+    assert_eq!((tally.delivered, tally.failed), (1, 1));
 }
 
 #[tokio::test]

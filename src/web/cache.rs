@@ -39,7 +39,7 @@ struct Entry {
     page: Page,
 }
 
-/// What a clear removed.
+/// What a clear removed, or what the cache holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Cleared {
     pub entries: usize,
@@ -121,36 +121,48 @@ impl Cache {
 
     /// Removes every entry (and leftovers of interrupted writes).
     pub async fn clear(&self) -> anyhow::Result<Cleared> {
-        let dir = self.dir.clone();
-        tokio::task::spawn_blocking(move || {
-            let mut cleared = Cleared::default();
-            let entries = match std::fs::read_dir(&dir) {
-                Ok(entries) => entries,
-                Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(cleared),
-                Err(err) => return Err(err).with_context(|| format!("reading {}", dir.display())),
-            };
-            for entry in entries {
-                let entry = entry.with_context(|| format!("reading {}", dir.display()))?;
-                let path = entry.path();
-                let ours = path
-                    .extension()
-                    .is_some_and(|ext| ext == "json" || ext == "tmp");
-                if !ours || !entry.file_type().is_ok_and(|kind| kind.is_file()) {
-                    continue;
-                }
-                let size = entry.metadata().map(|meta| meta.len()).unwrap_or(0);
+        walk(self.dir.clone(), true).await
+    }
+}
+
+/// The entries in `dir` and the bytes they take (the dashboard's figures); nothing is removed.
+pub(crate) async fn stored(dir: PathBuf) -> anyhow::Result<Cleared> {
+    walk(dir, false).await
+}
+
+/// Counts the entries (`*.json`) and the bytes of the cache's files in `dir` (leftovers of
+/// interrupted writes, `*.tmp`, among them), removing each when `remove` says so; off the runtime.
+async fn walk(dir: PathBuf, remove: bool) -> anyhow::Result<Cleared> {
+    tokio::task::spawn_blocking(move || {
+        let mut found = Cleared::default();
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(found),
+            Err(err) => return Err(err).with_context(|| format!("reading {}", dir.display())),
+        };
+        for entry in entries {
+            let entry = entry.with_context(|| format!("reading {}", dir.display()))?;
+            let path = entry.path();
+            let ours = path
+                .extension()
+                .is_some_and(|ext| ext == "json" || ext == "tmp");
+            if !ours || !entry.file_type().is_ok_and(|kind| kind.is_file()) {
+                continue;
+            }
+            let size = entry.metadata().map(|meta| meta.len()).unwrap_or(0);
+            if remove {
                 std::fs::remove_file(&path)
                     .with_context(|| format!("removing {}", path.display()))?;
-                if path.extension().is_some_and(|ext| ext == "json") {
-                    cleared.entries += 1;
-                }
-                cleared.bytes += size;
             }
-            Ok(cleared)
-        })
-        .await
-        .context("the cache cleaner failed")?
-    }
+            if path.extension().is_some_and(|ext| ext == "json") {
+                found.entries += 1;
+            }
+            found.bytes += size;
+        }
+        Ok(found)
+    })
+    .await
+    .context("the cache walker failed")?
 }
 
 /// Writes `entry` as JSON to `path` in `dir`, crash-safe, off the runtime; a failure only costs

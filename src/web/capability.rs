@@ -6,6 +6,9 @@
 
 use std::sync::Arc;
 
+use futures_util::future::BoxFuture;
+use unipi_widgets::dashboard::InfoGroup;
+
 use super::cache::Cache;
 use super::config::{WEB_CONFIG_FILES, WebConfig};
 use super::module::WebModule;
@@ -61,6 +64,11 @@ impl Capability for WebCapability {
 
     fn changes(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
         Some(self.settings.changed.subscribe())
+    }
+
+    fn info_group(&self) -> Option<BoxFuture<'static, InfoGroup>> {
+        let module = Arc::clone(&self.module);
+        Some(Box::pin(async move { module.info_group().await }))
     }
 }
 

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
+use unipi_widgets::dashboard::{InfoGroup, InfoRow};
 
 use super::batch;
 use super::config::{MAX_BATCH_CONCURRENCY, MAX_TIMEOUT, WEB_CONFIG_FILE, WebConfig};
@@ -246,6 +247,32 @@ impl WebModule {
             Err(err) => CommandReply::Failed {
                 message: format!("Clearing the web cache failed: {err:#}"),
             },
+        }
+    }
+
+    /// Its tab in `/unipi:info`: what the cache holds on disk, for how long, and where.
+    pub(crate) async fn info_group(&self) -> InfoGroup {
+        let (config, fetcher) = self.current();
+        let cache = match fetcher.cache() {
+            None => InfoRow::new("Cache", "off (cacheTtlSeconds is 0)"),
+            Some(cache) => {
+                let held = match super::cache::stored(cache.dir().to_path_buf()).await {
+                    Ok(found) => format!(
+                        "{} entries · {:.1} KB",
+                        found.entries,
+                        found.bytes as f64 / 1024.0
+                    ),
+                    Err(err) => format!("unreadable: {err:#}"),
+                };
+                InfoRow::new("Cache", held)
+                    .detail(format!("kept {} s", config.cache_ttl.as_secs()))
+                    .detail(cache.dir().display().to_string())
+            }
+        };
+        InfoGroup {
+            id: "web".to_owned(),
+            title: "Web".to_owned(),
+            rows: vec![cache],
         }
     }
 }

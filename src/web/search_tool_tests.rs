@@ -200,6 +200,13 @@ async fn results_are_cached_like_pages_and_cleared_with_them() {
         .unwrap();
     assert_eq!(seen.lock().unwrap().len(), 2);
 
+    // The dashboard's tab counts what is on disk, without removing it.
+    let tab = module.info_group().await;
+    assert_eq!(tab.id, "web");
+    assert!(tab.rows[0].value.starts_with("2 entries · "), "{tab:?}");
+    assert_eq!(tab.rows[0].detail[0], "kept 3600 s");
+    assert_eq!(module.info_group().await.rows[0].value, tab.rows[0].value);
+
     let reply = module.clear_cache().await;
     assert!(
         matches!(&reply, crate::bridge::CommandReply::Notify { message, .. }

@@ -145,6 +145,36 @@ fn the_dashboard_shows_todays_turn_and_the_mcp_servers_tools() {
     assert_eq!(exit_pi(&mut session, KITTY_CTRL_D, EXIT), 0);
 }
 
+/// `showOnBoot: true` in `info.json`: the dashboard opens by itself once Pi's session starts,
+/// with the compaction, notifications and web tabs among the capabilities' groups; Esc gives the
+/// keys back to Pi.
+#[test]
+fn show_on_boot_opens_the_dashboard_at_start() {
+    let sandbox = Sandbox::new();
+    let model = OfflineModel::scenario("e2e.toml", &sandbox);
+    let config = sandbox.home.join(".unipi/config/info.json");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(&config, r#"{"showOnBoot": true}"#).unwrap();
+    let mut session = model.spawn(PiLine::Current, &sandbox, &[], &[], outer_40_rows(120));
+    session
+        .wait_for("the dashboard opened at start", START, |s| {
+            s.contents().contains("unipi-tui info")
+        })
+        .unwrap_or_else(|err| panic!("{err:#}\n{}", sandbox.log_tail(40)));
+    let text = session.screen_text();
+    for tab in ["Compaction", "Notifications", "Web"] {
+        assert!(text.contains(tab), "the {tab} tab is listed:\n{text}");
+    }
+    session.send(b"\x1b");
+    session
+        .wait_for("the dashboard closed", REPLY, |s| {
+            !s.contents().contains("unipi-tui info")
+        })
+        .unwrap();
+    wait_for_idle_prompt(&session, &sandbox, "scripted-e2e");
+    assert_eq!(exit_pi(&mut session, KITTY_CTRL_D, EXIT), 0);
+}
+
 /// Both Pi lines write each reply's usage (tokens and priced cost) into their session files, the
 /// form the dashboard counts; the legacy line's file is the unit tests' fixture.
 #[tokio::test]

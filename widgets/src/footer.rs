@@ -191,11 +191,7 @@ pub mod priority {
     pub const SCROLLBACK_DETAIL: u8 = 60;
     pub const MODULE_HIGH: u8 = 60;
     pub const COST: u8 = 55;
-    /// The model's speed: how the session is going, next to the cost.
-    pub const TPS: u8 = 52;
     pub const TOKENS: u8 = 50;
-    /// An API error is said by Pi's state; the segment's other states are detail.
-    pub const API: u8 = 48;
     /// The thinking level and the provider prefix after the model's name.
     pub const MODEL_DETAIL: u8 = 45;
     pub const CWD: u8 = 40;
@@ -204,12 +200,18 @@ pub mod priority {
     pub const ERROR_DETAIL: u8 = 38;
     pub const SESSION: u8 = 35;
     pub const GIT: u8 = 30;
-    pub const TOOL_COUNT: u8 = 28;
-    pub const CLOCK: u8 = 27;
-    pub const DURATION: u8 = 26;
     /// Directories between `~` and the last one: below the git branch.
     pub const CWD_DETAIL: u8 = 25;
+    /// The model's speed: below what a capability records (a compaction: `MODULE_LOW + 5`).
+    pub const TPS: u8 = 24;
+    /// An API error is said by Pi's state; the segment's other states are detail.
+    pub const API: u8 = 23;
     pub const MODULE_LOW: u8 = 20;
+    /// Ambient figures (tools run, the clock, the session's age): what a capability records
+    /// (a compaction, a notification) says more, so they give way first.
+    pub const TOOL_COUNT: u8 = 19;
+    pub const CLOCK: u8 = 18;
+    pub const DURATION: u8 = 17;
     /// Other extensions' statuses: theirs, so below everything of the workbench's own.
     pub const EXTENSION_STATUSES: u8 = 15;
     pub const HOSTNAME: u8 = 10;
