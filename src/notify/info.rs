@@ -76,9 +76,11 @@ mod tests {
 
     #[test]
     fn the_tab_names_the_platforms_on_what_they_lack_and_what_was_sent() {
-        let mut config = NotifyConfig::default();
-        config.native = false;
-        config.terminal = true;
+        let mut config = NotifyConfig {
+            native: false,
+            terminal: true,
+            ..NotifyConfig::default()
+        };
         config.ntfy.enabled = true;
         config.ntfy.topic = None;
         let tally = Tally {
