@@ -351,7 +351,7 @@ impl Capability for InfoDashboard {
 }
 
 /// `/unipi:info`, as Pi and F1 describe it.
-pub fn info_spec() -> CommandSpec {
+fn info_spec() -> CommandSpec {
     CommandSpec::new(
         "unipi:info",
         "Dashboard: usage and cost, each capability's figures, extensions, skills, modules",

@@ -10,4 +10,4 @@ mod settings;
 mod usage;
 pub(crate) mod workbench;
 
-pub use dashboard::{info_spec, start};
+pub use dashboard::start;
