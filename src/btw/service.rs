@@ -339,13 +339,7 @@ impl BtwService {
                 source: "btw".to_owned(),
                 id: format!("btw-{}", now_ms()),
                 model: model.to_owned(),
-                usage: UsageCounts {
-                    input: usage.input,
-                    output: usage.output,
-                    cache_read: usage.cache_read,
-                    cache_write: usage.cache_write,
-                    cost: Some(usage.cost),
-                },
+                usage: UsageCounts::from(&usage),
             },
         );
     }

@@ -93,6 +93,19 @@ pub(crate) struct UsageCounts {
     pub(crate) cost: Option<f64>,
 }
 
+impl From<&crate::helpers::events::Usage> for UsageCounts {
+    /// A call's usage as a side Pi reported it (its cost always known).
+    fn from(usage: &crate::helpers::events::Usage) -> Self {
+        UsageCounts {
+            input: usage.input,
+            output: usage.output,
+            cache_read: usage.cache_read,
+            cache_write: usage.cache_write,
+            cost: Some(usage.cost),
+        }
+    }
+}
+
 impl BusMessage for FusionStatus {
     const NAME: &'static str = "unipi:fusion:status";
 }

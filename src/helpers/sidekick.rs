@@ -237,13 +237,7 @@ impl HelperService {
                     source: "helper".to_owned(),
                     id: run_id.to_owned(),
                     model: model.to_owned(),
-                    usage: UsageCounts {
-                        input: usage.input,
-                        output: usage.output,
-                        cache_read: usage.cache_read,
-                        cache_write: usage.cache_write,
-                        cost: Some(usage.cost),
-                    },
+                    usage: UsageCounts::from(usage),
                 },
             );
         }
